@@ -1,0 +1,391 @@
+//! Queue attributes: names, ranges, defaults and the typed view the service works from.
+//!
+//! Source: SQS API Reference, CreateQueue and SetQueueAttributes "Request Parameters";
+//! MaximumMessageSize's range and default follow AWS's 2025 raise of the limit to 1 MiB.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use crate::error::{Error, ErrorCode, Result};
+use crate::names::arn_resource;
+
+/// Default VisibilityTimeout, seconds.
+pub const DEFAULT_VISIBILITY_TIMEOUT: u32 = 30;
+/// Default MessageRetentionPeriod, seconds (4 days).
+pub const DEFAULT_RETENTION: u32 = 345_600;
+/// Default and largest MaximumMessageSize, bytes (1 MiB).
+pub const MAX_MESSAGE_SIZE: u32 = 1_048_576;
+
+/// Attributes a caller may set, with their inclusive integer ranges where numeric.
+const SETTABLE: &[(&str, Option<(i64, i64)>)] = &[
+    ("DelaySeconds", Some((0, 900))),
+    ("MaximumMessageSize", Some((1024, MAX_MESSAGE_SIZE as i64))),
+    ("MessageRetentionPeriod", Some((60, 1_209_600))),
+    ("ReceiveMessageWaitTimeSeconds", Some((0, 20))),
+    ("VisibilityTimeout", Some((0, 43_200))),
+    ("KmsDataKeyReusePeriodSeconds", Some((60, 86_400))),
+    ("Policy", None),
+    ("RedrivePolicy", None),
+    ("RedriveAllowPolicy", None),
+    ("KmsMasterKeyId", None),
+    ("SqsManagedSseEnabled", None),
+    ("FifoQueue", None),
+    ("ContentBasedDeduplication", None),
+    ("DeduplicationScope", None),
+    ("FifoThroughputLimit", None),
+];
+
+/// Attributes computed by Loft, readable but never settable.
+pub const READ_ONLY: &[&str] = &[
+    "ApproximateNumberOfMessages",
+    "ApproximateNumberOfMessagesDelayed",
+    "ApproximateNumberOfMessagesNotVisible",
+    "CreatedTimestamp",
+    "LastModifiedTimestamp",
+    "QueueArn",
+];
+
+/// Every attribute name GetQueueAttributes knows, in AWS's order of listing.
+pub fn all_names() -> impl Iterator<Item = &'static str> {
+    READ_ONLY
+        .iter()
+        .copied()
+        .chain(SETTABLE.iter().map(|(n, _)| *n))
+}
+
+/// Whether `name` is a queue attribute AWS knows.
+pub fn is_known(name: &str) -> bool {
+    all_names().any(|n| n == name)
+}
+
+fn invalid_value(name: &str) -> Error {
+    Error::new(
+        ErrorCode::InvalidAttributeValue,
+        format!("Invalid value for the parameter {name}."),
+    )
+}
+
+/// The redrive policy of a queue (`RedrivePolicy`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RedrivePolicy {
+    /// The dead-letter queue's ARN.
+    pub dead_letter_target_arn: String,
+    /// Receives after which a message moves (1..=1000).
+    pub max_receive_count: i64,
+}
+
+impl RedrivePolicy {
+    /// Parses AWS's JSON form; `maxReceiveCount` may be a number or a numeric string.
+    ///
+    /// Errors: `InvalidParameterValue` when malformed or out of range.
+    pub fn parse(text: &str) -> Result<Self> {
+        let bad = |why: &str| {
+            Error::invalid(format!(
+                "Value {text} for parameter RedrivePolicy is invalid. Reason: {why}"
+            ))
+        };
+        let v: Value = serde_json::from_str(text)
+            .map_err(|_| bad("Redrive policy is not a valid JSON map."))?;
+        let obj = v
+            .as_object()
+            .ok_or_else(|| bad("Redrive policy is not a valid JSON map."))?;
+        for key in obj.keys() {
+            if key != "deadLetterTargetArn" && key != "maxReceiveCount" {
+                return Err(bad(&format!("Only following keys are allowed: deadLetterTargetArn, maxReceiveCount. Found: {key}")));
+            }
+        }
+        let arn = obj
+            .get("deadLetterTargetArn")
+            .and_then(Value::as_str)
+            .ok_or_else(|| {
+                bad("Redrive policy does not contain mandatory attribute: deadLetterTargetArn.")
+            })?;
+        if arn_resource(arn, "sqs").is_none() {
+            return Err(bad("Invalid deadLetterTargetArn."));
+        }
+        let count = match obj.get("maxReceiveCount") {
+            Some(Value::Number(n)) => n.as_i64(),
+            Some(Value::String(s)) => s.parse().ok(),
+            None => {
+                return Err(bad(
+                    "Redrive policy does not contain mandatory attribute: maxReceiveCount.",
+                ))
+            }
+            _ => None,
+        }
+        .filter(|n| (1..=1000).contains(n))
+        .ok_or_else(|| {
+            bad("Invalid value for maxReceiveCount: must be an integer from 1 to 1000.")
+        })?;
+        Ok(RedrivePolicy {
+            dead_letter_target_arn: arn.to_owned(),
+            max_receive_count: count,
+        })
+    }
+
+    /// AWS's canonical JSON form, as GetQueueAttributes returns it.
+    pub fn to_json(&self) -> String {
+        serde_json::json!({
+            "deadLetterTargetArn": self.dead_letter_target_arn,
+            "maxReceiveCount": self.max_receive_count,
+        })
+        .to_string()
+    }
+
+    /// The dead-letter queue's name.
+    pub fn dlq_name(&self) -> &str {
+        arn_resource(&self.dead_letter_target_arn, "sqs").unwrap_or_default()
+    }
+}
+
+/// Validates and normalises attributes for CreateQueue (`creating`) or SetQueueAttributes.
+/// `fifo` is whether the queue is (or is being created as) a FIFO queue.
+///
+/// Errors: `InvalidAttributeName` for unknown or read-only names (and FIFO-only attributes
+/// on a standard queue); `InvalidAttributeValue` / `InvalidParameterValue` for bad values.
+pub fn validate(
+    attributes: &BTreeMap<String, String>,
+    creating: bool,
+    fifo: bool,
+) -> Result<BTreeMap<String, String>> {
+    let mut out = BTreeMap::new();
+    for (name, value) in attributes {
+        let Some((_, range)) = SETTABLE.iter().find(|(n, _)| n == name) else {
+            return Err(Error::new(
+                ErrorCode::InvalidAttributeName,
+                format!("Unknown Attribute {name}."),
+            ));
+        };
+        let value = value.trim();
+        if let Some((lo, hi)) = range {
+            let n: i64 = value.parse().map_err(|_| invalid_value(name))?;
+            if n < *lo || n > *hi {
+                return Err(invalid_value(name));
+            }
+            out.insert(name.clone(), n.to_string());
+            continue;
+        }
+        let normalised = match name.as_str() {
+            "RedrivePolicy" => {
+                if value.is_empty() {
+                    String::new()
+                } else {
+                    RedrivePolicy::parse(value)?.to_json()
+                }
+            }
+            "RedriveAllowPolicy" => {
+                if !value.is_empty() {
+                    check_redrive_allow(value)?;
+                }
+                value.to_owned()
+            }
+            "Policy" => {
+                if !value.is_empty() && serde_json::from_str::<Value>(value).is_err() {
+                    return Err(invalid_value(name));
+                }
+                value.to_owned()
+            }
+            "SqsManagedSseEnabled" | "ContentBasedDeduplication" | "FifoQueue" => {
+                let b = parse_bool(value).ok_or_else(|| invalid_value(name))?;
+                b.to_string()
+            }
+            "DeduplicationScope" => match value {
+                "queue" | "messageGroup" => value.to_owned(),
+                _ => return Err(invalid_value(name)),
+            },
+            "FifoThroughputLimit" => match value {
+                "perQueue" | "perMessageGroupId" => value.to_owned(),
+                _ => return Err(invalid_value(name)),
+            },
+            _ => value.to_owned(),
+        };
+        let fifo_only = matches!(
+            name.as_str(),
+            "ContentBasedDeduplication" | "DeduplicationScope" | "FifoThroughputLimit"
+        );
+        if fifo_only && !fifo {
+            return Err(Error::new(
+                ErrorCode::InvalidAttributeName,
+                format!("Unknown Attribute {name}."),
+            ));
+        }
+        if name == "FifoQueue" {
+            if !creating {
+                return Err(Error::new(
+                    ErrorCode::InvalidAttributeName,
+                    "Unknown Attribute FifoQueue.",
+                ));
+            }
+            if normalised == "false" && fifo {
+                return Err(invalid_value(name));
+            }
+        }
+        out.insert(name.clone(), normalised);
+    }
+    Ok(out)
+}
+
+fn check_redrive_allow(value: &str) -> Result<()> {
+    let bad = || {
+        Error::invalid(format!(
+            "Value {value} for parameter RedriveAllowPolicy is invalid."
+        ))
+    };
+    let v: Value = serde_json::from_str(value).map_err(|_| bad())?;
+    let permission = v
+        .get("redrivePermission")
+        .and_then(Value::as_str)
+        .ok_or_else(bad)?;
+    match permission {
+        "allowAll" | "denyAll" => Ok(()),
+        "byQueue" => {
+            let arns = v
+                .get("sourceQueueArns")
+                .and_then(Value::as_array)
+                .ok_or_else(bad)?;
+            if arns.is_empty() || arns.len() > 10 {
+                return Err(bad());
+            }
+            Ok(())
+        }
+        _ => Err(bad()),
+    }
+}
+
+fn parse_bool(value: &str) -> Option<bool> {
+    match value.to_ascii_lowercase().as_str() {
+        "true" => Some(true),
+        "false" => Some(false),
+        _ => None,
+    }
+}
+
+/// The typed view of a queue's attributes, defaults applied.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueueConfig {
+    /// Seconds a received message stays hidden.
+    pub visibility_timeout: u32,
+    /// Seconds every new message is delayed.
+    pub delay_seconds: u32,
+    /// Largest message, bytes (body plus attributes).
+    pub maximum_message_size: u32,
+    /// Seconds a message is kept.
+    pub retention_seconds: u32,
+    /// Default long-poll wait, seconds.
+    pub receive_wait_seconds: u32,
+    /// Dead-letter rule, if any.
+    pub redrive_policy: Option<RedrivePolicy>,
+    /// FIFO queue.
+    pub fifo: bool,
+    /// Content-based deduplication (FIFO).
+    pub content_based_deduplication: bool,
+    /// Deduplication scoped to the message group rather than the queue (FIFO).
+    pub dedup_per_group: bool,
+}
+
+impl QueueConfig {
+    /// Reads the typed configuration from stored attributes.
+    pub fn from_attributes(attributes: &BTreeMap<String, String>) -> Self {
+        let num = |name: &str, default: u32| {
+            attributes
+                .get(name)
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(default)
+        };
+        QueueConfig {
+            visibility_timeout: num("VisibilityTimeout", DEFAULT_VISIBILITY_TIMEOUT),
+            delay_seconds: num("DelaySeconds", 0),
+            maximum_message_size: num("MaximumMessageSize", MAX_MESSAGE_SIZE),
+            retention_seconds: num("MessageRetentionPeriod", DEFAULT_RETENTION),
+            receive_wait_seconds: num("ReceiveMessageWaitTimeSeconds", 0),
+            redrive_policy: attributes
+                .get("RedrivePolicy")
+                .filter(|v| !v.is_empty())
+                .and_then(|v| RedrivePolicy::parse(v).ok()),
+            fifo: attributes.get("FifoQueue").is_some_and(|v| v == "true"),
+            content_based_deduplication: attributes
+                .get("ContentBasedDeduplication")
+                .is_some_and(|v| v == "true"),
+            dedup_per_group: attributes
+                .get("DeduplicationScope")
+                .is_some_and(|v| v == "messageGroup"),
+        }
+    }
+}
+
+/// The value AWS reports for a settable attribute that was never set.
+pub fn default_value(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "DelaySeconds" => "0",
+        "MaximumMessageSize" => "1048576",
+        "MessageRetentionPeriod" => "345600",
+        "ReceiveMessageWaitTimeSeconds" => "0",
+        "VisibilityTimeout" => "30",
+        "SqsManagedSseEnabled" => "true",
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn attrs(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn ranges_are_enforced() {
+        assert!(validate(&attrs(&[("VisibilityTimeout", "43200")]), true, false).is_ok());
+        let e = validate(&attrs(&[("VisibilityTimeout", "43201")]), true, false).unwrap_err();
+        assert_eq!(e.code, ErrorCode::InvalidAttributeValue);
+        let e = validate(&attrs(&[("DelaySeconds", "x")]), true, false).unwrap_err();
+        assert_eq!(e.code, ErrorCode::InvalidAttributeValue);
+        assert!(validate(&attrs(&[("MaximumMessageSize", "1048576")]), true, false).is_ok());
+        assert!(validate(&attrs(&[("MaximumMessageSize", "1048577")]), true, false).is_err());
+    }
+
+    #[test]
+    fn unknown_and_read_only_names_are_rejected() {
+        let e = validate(&attrs(&[("Colour", "blue")]), true, false).unwrap_err();
+        assert_eq!(e.code, ErrorCode::InvalidAttributeName);
+        let e = validate(&attrs(&[("QueueArn", "x")]), true, false).unwrap_err();
+        assert_eq!(e.code, ErrorCode::InvalidAttributeName);
+        let e = validate(
+            &attrs(&[("ContentBasedDeduplication", "true")]),
+            true,
+            false,
+        )
+        .unwrap_err();
+        assert_eq!(e.code, ErrorCode::InvalidAttributeName);
+    }
+
+    #[test]
+    fn redrive_policy_accepts_string_and_number_counts() {
+        let p = RedrivePolicy::parse(
+            r#"{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:dlq","maxReceiveCount":"3"}"#,
+        )
+        .unwrap();
+        assert_eq!(p.max_receive_count, 3);
+        assert_eq!(p.dlq_name(), "dlq");
+        assert!(
+            RedrivePolicy::parse(r#"{"deadLetterTargetArn":"x","maxReceiveCount":3}"#).is_err()
+        );
+        assert!(RedrivePolicy::parse(
+            r#"{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:0:dlq","maxReceiveCount":0}"#
+        )
+        .is_err());
+    }
+
+    #[test]
+    fn config_defaults() {
+        let c = QueueConfig::from_attributes(&BTreeMap::new());
+        assert_eq!(c.visibility_timeout, 30);
+        assert_eq!(c.retention_seconds, 345_600);
+        assert!(!c.fifo);
+    }
+}

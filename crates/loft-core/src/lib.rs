@@ -1,0 +1,23 @@
+//! Loft's core: everything about queues and topics that is not HTTP and not SQL.
+//!
+//! - [`service`]: the one service layer. Every protocol adapter calls it; it owns every rule
+//!   (attributes and defaults, visibility, delays, retention, redrive, long polling, fan-out).
+//! - [`store`]: the storage trait the engines implement.
+//! - [`model`]: the records the service and the stores exchange.
+//! - [`attributes`]: queue attribute names, ranges, defaults.
+//! - [`message`]: message attributes, body rules and AWS's MD5 digests.
+//! - [`names`]: queue and topic names, ARNs.
+//! - [`error`]: the one table of error codes.
+//! - [`clock`]: time, movable in tests.
+
+pub mod attributes;
+pub mod clock;
+pub mod error;
+pub mod message;
+pub mod model;
+pub mod names;
+pub mod service;
+pub mod store;
+
+pub use error::{Error, ErrorCode, Result};
+pub use service::{Service, ServiceConfig};

@@ -1,0 +1,213 @@
+//! Domain types shared by the service and the stores: queues, messages, topics and
+//! subscriptions as they are stored. Times are milliseconds since the Unix epoch.
+
+use std::collections::BTreeMap;
+
+/// A queue as stored. `attributes` holds the settable AWS queue attributes by their AWS names
+/// (`VisibilityTimeout`, `RedrivePolicy`, ...), already validated and normalised by the
+/// service; see [`crate::attributes`] for their meaning and defaults.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueueRecord {
+    /// Store-assigned id, stable for the queue's life.
+    pub id: i64,
+    /// The queue's name (SQS rules for queues created over AWS protocols).
+    pub name: String,
+    /// Settable attributes by AWS name; absent means the default.
+    pub attributes: BTreeMap<String, String>,
+    /// Cost-allocation tags.
+    pub tags: BTreeMap<String, String>,
+    /// When the queue was created (ms).
+    pub created_at_ms: i64,
+    /// When its attributes last changed (ms).
+    pub modified_at_ms: i64,
+}
+
+/// A message to store. Built by the service; the store only persists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewMessage {
+    /// The MessageId; `None` gives the seeds' `msg-N`, N being the store's sequence number.
+    pub message_id: Option<String>,
+    /// The message body (UTF-8, at most the queue's MaximumMessageSize bytes with attributes).
+    pub body: String,
+    /// MD5 hex digest of the body.
+    pub md5_body: String,
+    /// Message attributes as JSON (`{"name": {"DataType", "StringValue"|"BinaryValue"}}`),
+    /// opaque to the store.
+    pub message_attributes: Option<String>,
+    /// Message system attributes (AWSTraceHeader) as JSON, opaque to the store.
+    pub system_attributes: Option<String>,
+    /// The SenderId system attribute.
+    pub sender_id: String,
+    /// When it was sent (ms).
+    pub sent_at_ms: i64,
+    /// When it first becomes visible (ms): sent time plus delay.
+    pub visible_at_ms: i64,
+    /// When retention ends and it is dropped (ms).
+    pub expires_at_ms: i64,
+    /// MessageGroupId (FIFO and fair queues).
+    pub group_id: Option<String>,
+    /// MessageDeduplicationId (FIFO).
+    pub dedup_id: Option<String>,
+    /// Receive count carried over from an earlier life (DLQ moves keep it); normally 0.
+    pub receive_count: i64,
+    /// First-receive time carried over from an earlier life.
+    pub first_received_at_ms: Option<i64>,
+    /// Original queue's ARN when moved from a source queue to its dead-letter queue.
+    pub dead_letter_source: Option<String>,
+}
+
+/// A message as stored, returned by a receive or a peek.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredMessage {
+    /// Store sequence number: increasing across the whole store, never reused.
+    pub seq: i64,
+    /// The queue it is in.
+    pub queue_id: i64,
+    /// The MessageId (`msg-N` for the seeds' API, a UUID over AWS protocols).
+    pub message_id: String,
+    /// The body.
+    pub body: String,
+    /// MD5 hex of the body.
+    pub md5_body: String,
+    /// Message attributes JSON, as given to [`NewMessage`].
+    pub message_attributes: Option<String>,
+    /// System attributes JSON, as given to [`NewMessage`].
+    pub system_attributes: Option<String>,
+    /// SenderId.
+    pub sender_id: String,
+    /// When it was sent (ms).
+    pub sent_at_ms: i64,
+    /// When it is next visible (ms).
+    pub visible_at_ms: i64,
+    /// How many times it has been received (including the receive that returned it).
+    pub receive_count: i64,
+    /// When it was first received (ms).
+    pub first_received_at_ms: Option<i64>,
+    /// Changes on every receive; part of the receipt handle.
+    pub receipt_token: i64,
+    /// MessageGroupId.
+    pub group_id: Option<String>,
+    /// MessageDeduplicationId.
+    pub dedup_id: Option<String>,
+    /// The source queue's ARN when dead-lettered.
+    pub dead_letter_source: Option<String>,
+}
+
+/// What a receive claims and how. The service decides every parameter; the store applies
+/// them in one atomic statement group.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReceiveRequest {
+    /// Queue to receive from.
+    pub queue_id: i64,
+    /// At most this many messages (1..=10).
+    pub max_messages: u32,
+    /// Current time (ms).
+    pub now_ms: i64,
+    /// Messages become visible again at `now_ms + visibility_ms`.
+    pub visibility_ms: i64,
+    /// Dead-letter rule: a message whose receive count would exceed `max_receive_count` is
+    /// moved to `dlq_queue_id` instead of being returned.
+    pub redrive: Option<RedriveRule>,
+    /// FIFO: hand out messages group by group, never past an in-flight one.
+    pub fifo: bool,
+}
+
+/// The dead-letter rule of a queue, resolved to store ids.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RedriveRule {
+    /// The dead-letter queue's store id.
+    pub dlq_queue_id: i64,
+    /// Moves happen when a receive would take the count past this.
+    pub max_receive_count: i64,
+    /// The source queue's ARN, recorded on moved messages (DeadLetterQueueSourceArn).
+    pub source_arn: String,
+}
+
+/// What a receive returned.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReceiveOutcome {
+    /// The claimed messages, in queue order, each with a fresh receipt token.
+    pub messages: Vec<StoredMessage>,
+    /// How many messages were moved to the dead-letter queue by this receive.
+    pub dead_lettered: u64,
+    /// When the next hidden or delayed message of the queue becomes visible (ms), if any:
+    /// a long poll sleeps until then at the latest.
+    pub next_visible_at_ms: Option<i64>,
+}
+
+/// Result of a visibility change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VisibilityChange {
+    /// Changed.
+    Changed,
+    /// No such message (deleted, or never there).
+    NotFound,
+    /// The message is visible, not in flight.
+    NotInflight,
+}
+
+/// Message counts of one queue at one instant.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct QueueCounts {
+    /// Visible now (ApproximateNumberOfMessages).
+    pub visible: i64,
+    /// Received and hidden (ApproximateNumberOfMessagesNotVisible).
+    pub in_flight: i64,
+    /// Never received and still delayed (ApproximateNumberOfMessagesDelayed).
+    pub delayed: i64,
+}
+
+/// A topic as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicRecord {
+    /// Store id.
+    pub id: i64,
+    /// Topic name (the seeds allow `:` in it, e.g. `s3:ObjectCreated`).
+    pub name: String,
+    /// Settable attributes by AWS name.
+    pub attributes: BTreeMap<String, String>,
+    /// Tags.
+    pub tags: BTreeMap<String, String>,
+    /// Creation time (ms).
+    pub created_at_ms: i64,
+}
+
+/// A subscription to store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewSubscription {
+    /// The subscription's ARN suffix (a UUID); the full ARN is built from the topic.
+    pub uuid: String,
+    /// Protocol: `http`, `https`, `sqs`, `email`, ..., or `native` for the seeds' payload.
+    pub protocol: String,
+    /// Endpoint URL or ARN.
+    pub endpoint: String,
+    /// Settable attributes by AWS name.
+    pub attributes: BTreeMap<String, String>,
+    /// Whether it is confirmed (deliveries happen only when it is).
+    pub confirmed: bool,
+    /// Confirmation token when pending.
+    pub token: Option<String>,
+}
+
+/// A subscription as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SubscriptionRecord {
+    /// Store sequence: the seeds' `sub-N` id is `sub-{seq}`; never reused.
+    pub seq: i64,
+    /// The topic's store id.
+    pub topic_id: i64,
+    /// The topic's name.
+    pub topic_name: String,
+    /// ARN suffix (UUID).
+    pub uuid: String,
+    /// Protocol.
+    pub protocol: String,
+    /// Endpoint.
+    pub endpoint: String,
+    /// Attributes.
+    pub attributes: BTreeMap<String, String>,
+    /// Confirmed or pending.
+    pub confirmed: bool,
+    /// Confirmation token when pending.
+    pub token: Option<String>,
+}

@@ -1,0 +1,138 @@
+//! Names and ARNs: validation of queue and topic names and the ARN forms AWS uses.
+//!
+//! Sources: SQS Developer Guide "Quotas related to queues" (names: 1-80 characters of
+//! alphanumerics, `-` and `_`; FIFO names end in `.fifo`); SNS API Reference CreateTopic
+//! (1-256 characters of alphanumerics, `-` and `_`, FIFO names end in `.fifo`).
+
+use crate::error::{Error, ErrorCode, Result};
+
+/// Which naming rules a create call follows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Naming {
+    /// AWS's rules (the SQS and SNS protocols).
+    Aws,
+    /// The seeds' API: any name that is a path segment (1-256 bytes, no `/`, no control
+    /// characters), so `s3:ObjectCreated` works.
+    Seed,
+}
+
+/// Checks a queue name. Errors: `InvalidParameterValue` naming the rule broken.
+pub fn check_queue_name(name: &str, naming: Naming) -> Result<()> {
+    match naming {
+        Naming::Seed => check_seed_name(name),
+        Naming::Aws => {
+            let stem = name.strip_suffix(".fifo").unwrap_or(name);
+            let ok = !name.is_empty()
+                && name.len() <= 80
+                && !stem.is_empty()
+                && stem
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+            if ok {
+                Ok(())
+            } else {
+                Err(Error::invalid(
+                    "Can only include alphanumeric characters, hyphens, or underscores. 1 to 80 in length",
+                ))
+            }
+        }
+    }
+}
+
+/// Checks a topic name. Errors: `InvalidParameter` naming the rule broken.
+pub fn check_topic_name(name: &str, naming: Naming) -> Result<()> {
+    match naming {
+        Naming::Seed => check_seed_name(name),
+        Naming::Aws => {
+            let stem = name.strip_suffix(".fifo").unwrap_or(name);
+            let ok = !name.is_empty()
+                && name.len() <= 256
+                && !stem.is_empty()
+                && stem
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+            if ok {
+                Ok(())
+            } else {
+                Err(Error::new(
+                    ErrorCode::InvalidParameter,
+                    "Invalid parameter: Topic Name",
+                ))
+            }
+        }
+    }
+}
+
+fn check_seed_name(name: &str) -> Result<()> {
+    if name.is_empty()
+        || name.len() > 256
+        || name.contains('/')
+        || name.chars().any(char::is_control)
+    {
+        return Err(Error::invalid(
+            "name must be 1 to 256 bytes with no '/' or control characters",
+        ));
+    }
+    Ok(())
+}
+
+/// `arn:aws:sqs:{region}:{account}:{name}`.
+pub fn queue_arn(region: &str, account: &str, name: &str) -> String {
+    format!("arn:aws:sqs:{region}:{account}:{name}")
+}
+
+/// `arn:aws:sns:{region}:{account}:{name}`.
+pub fn topic_arn(region: &str, account: &str, name: &str) -> String {
+    format!("arn:aws:sns:{region}:{account}:{name}")
+}
+
+/// The resource name (last `:` field after the account) of an `arn:aws:{service}:` ARN.
+/// Returns `None` for anything else. Topic names of the seeds may contain `:`, so
+/// everything after the fifth colon is the name.
+pub fn arn_resource<'a>(arn: &'a str, service: &str) -> Option<&'a str> {
+    let mut parts = arn.splitn(6, ':');
+    let (p, partition, svc) = (parts.next()?, parts.next()?, parts.next()?);
+    if p != "arn" || partition.is_empty() || svc != service {
+        return None;
+    }
+    let _region = parts.next()?;
+    let _account = parts.next()?;
+    parts.next().filter(|name| !name.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn aws_queue_names() {
+        assert!(check_queue_name("orders", Naming::Aws).is_ok());
+        assert!(check_queue_name("orders.fifo", Naming::Aws).is_ok());
+        assert!(check_queue_name(&"a".repeat(80), Naming::Aws).is_ok());
+        assert!(check_queue_name(&"a".repeat(81), Naming::Aws).is_err());
+        assert!(check_queue_name("a.b", Naming::Aws).is_err());
+        assert!(check_queue_name("", Naming::Aws).is_err());
+        assert!(check_queue_name(".fifo", Naming::Aws).is_err());
+    }
+
+    #[test]
+    fn seed_names_allow_colons() {
+        assert!(check_topic_name("s3:ObjectCreated", Naming::Seed).is_ok());
+        assert!(check_topic_name("s3:ObjectCreated", Naming::Aws).is_err());
+        assert!(check_topic_name("a/b", Naming::Seed).is_err());
+    }
+
+    #[test]
+    fn arn_parts() {
+        assert_eq!(
+            arn_resource("arn:aws:sqs:us-east-1:000000000000:q1", "sqs"),
+            Some("q1")
+        );
+        assert_eq!(
+            arn_resource("arn:aws:sns:us-east-1:000000000000:s3:ObjectCreated", "sns"),
+            Some("s3:ObjectCreated")
+        );
+        assert_eq!(arn_resource("arn:aws:sns:us-east-1:0:t", "sqs"), None);
+        assert_eq!(arn_resource("nope", "sqs"), None);
+    }
+}

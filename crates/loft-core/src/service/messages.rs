@@ -1,0 +1,573 @@
+//! Messages: send, receive with visibility timeout and long polling, delete, visibility
+//! changes, purge; and the seeds' variants of them.
+//!
+//! Sources: SQS API Reference (SendMessage, SendMessageBatch, ReceiveMessage, DeleteMessage,
+//! ChangeMessageVisibility, PurgeQueue); SQS Developer Guide "Visibility timeout",
+//! "Short and long polling", "Dead-letter queues"; `chapter-41-sqs.md` "Send", "Receive",
+//! "Delete (Ack)".
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use super::receipt::Receipt;
+use super::Service;
+use crate::attributes::QueueConfig;
+use crate::error::{Error, ErrorCode, Result};
+use crate::message::{self, MessageAttributes};
+use crate::model::*;
+
+/// One message to send (SendMessage, or one SendMessageBatch entry).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SendMessage {
+    /// MessageBody.
+    pub body: String,
+    /// DelaySeconds (0..=900); `None` takes the queue's.
+    pub delay_seconds: Option<i64>,
+    /// MessageAttributes.
+    pub message_attributes: MessageAttributes,
+    /// MessageSystemAttributes (only `AWSTraceHeader`).
+    pub system_attributes: MessageAttributes,
+    /// MessageGroupId.
+    pub group_id: Option<String>,
+    /// MessageDeduplicationId.
+    pub dedup_id: Option<String>,
+}
+
+/// What a send returns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SendResult {
+    /// MessageId.
+    pub message_id: String,
+    /// MD5OfMessageBody.
+    pub md5_body: String,
+    /// MD5OfMessageAttributes, when there are attributes.
+    pub md5_attributes: Option<String>,
+    /// MD5OfMessageSystemAttributes, when there are system attributes.
+    pub md5_system_attributes: Option<String>,
+    /// SequenceNumber (FIFO).
+    pub sequence_number: Option<String>,
+}
+
+/// A receive request (ReceiveMessage parameters).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReceiveMessage {
+    /// MaxNumberOfMessages (1..=10, default 1).
+    pub max_messages: Option<i64>,
+    /// VisibilityTimeout, seconds (0..=43200); `None` takes the queue's.
+    pub visibility_timeout: Option<i64>,
+    /// WaitTimeSeconds (0..=20); `None` takes the queue's ReceiveMessageWaitTimeSeconds.
+    pub wait_seconds: Option<i64>,
+    /// AttributeNames / MessageSystemAttributeNames (`All` or names).
+    pub system_attribute_names: Vec<String>,
+    /// MessageAttributeNames (`All`, `.*`, names, `prefix.*`).
+    pub message_attribute_names: Vec<String>,
+    /// ReceiveRequestAttemptId (FIFO).
+    pub attempt_id: Option<String>,
+}
+
+/// A received message, with the attributes the request selected.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReceivedMessage {
+    /// MessageId.
+    pub message_id: String,
+    /// ReceiptHandle: new on every receive.
+    pub receipt_handle: String,
+    /// Body.
+    pub body: String,
+    /// MD5OfBody.
+    pub md5_body: String,
+    /// Selected system attributes (SentTimestamp, ApproximateReceiveCount, ...).
+    pub attributes: BTreeMap<String, String>,
+    /// Selected message attributes.
+    pub message_attributes: MessageAttributes,
+    /// MD5OfMessageAttributes over the selected attributes only.
+    pub md5_message_attributes: Option<String>,
+    /// How many times it has been received, this time included.
+    pub receive_count: i64,
+}
+
+const SYSTEM_ATTRIBUTES: &[&str] = &[
+    "ApproximateFirstReceiveTimestamp",
+    "ApproximateReceiveCount",
+    "AWSTraceHeader",
+    "DeadLetterQueueSourceArn",
+    "MessageDeduplicationId",
+    "MessageGroupId",
+    "SenderId",
+    "SentTimestamp",
+    "SequenceNumber",
+];
+
+fn check_range(name: &str, value: i64, lo: i64, hi: i64) -> Result<()> {
+    if value < lo || value > hi {
+        return Err(Error::invalid(format!(
+            "Value {value} for parameter {name} is invalid. Reason: Must be between {lo} and {hi}, if provided."
+        )));
+    }
+    Ok(())
+}
+
+impl Service {
+    /// Validates one message against the queue and builds what the store keeps.
+    fn build_message(
+        &self,
+        queue: &QueueRecord,
+        config: &QueueConfig,
+        m: SendMessage,
+        seed_id: bool,
+        now: i64,
+    ) -> Result<(NewMessage, SendResult)> {
+        message::validate_body(&m.body)?;
+        message::validate_attributes(&m.message_attributes)?;
+        for (name, v) in &m.system_attributes {
+            if name != "AWSTraceHeader" || v.base_type() != "String" {
+                return Err(Error::invalid(format!(
+                    "Message system attribute name '{name}' is invalid."
+                )));
+            }
+        }
+        let size = m.body.len() + message::attributes_size(&m.message_attributes);
+        if size > config.maximum_message_size as usize {
+            return Err(Error::invalid(format!(
+                "One or more parameters are invalid. Reason: Message must be shorter than {} bytes.",
+                config.maximum_message_size
+            )));
+        }
+        let delay = match m.delay_seconds {
+            Some(d) => {
+                check_range("DelaySeconds", d, 0, 900)?;
+                d
+            }
+            None => config.delay_seconds as i64,
+        };
+        let md5_body = message::md5_hex(m.body.as_bytes());
+        let result = SendResult {
+            message_id: String::new(),
+            md5_body: md5_body.clone(),
+            md5_attributes: message::md5_of_attributes(&m.message_attributes),
+            md5_system_attributes: message::md5_of_attributes(&m.system_attributes),
+            sequence_number: None,
+        };
+        let new = NewMessage {
+            message_id: if seed_id {
+                None
+            } else {
+                Some(uuid::Uuid::new_v4().to_string())
+            },
+            md5_body,
+            message_attributes: message::encode_attributes(&m.message_attributes),
+            system_attributes: message::encode_attributes(&m.system_attributes),
+            sender_id: self.config.account_id.clone(),
+            sent_at_ms: now,
+            visible_at_ms: now + delay * 1000,
+            expires_at_ms: now + config.retention_seconds as i64 * 1000,
+            group_id: m.group_id,
+            dedup_id: m.dedup_id,
+            receive_count: 0,
+            first_received_at_ms: None,
+            dead_letter_source: None,
+            body: m.body,
+        };
+        let _ = queue;
+        Ok((new, result))
+    }
+
+    /// SendMessage. Errors: `QueueDoesNotExist`, `MissingParameter` (empty body),
+    /// `InvalidMessageContents`, `InvalidParameterValue` (size, delay, attributes).
+    pub async fn send_message(&self, queue_name: &str, m: SendMessage) -> Result<SendResult> {
+        let queue = self.queue(queue_name).await?;
+        let mut results = self.send_batch_to(&queue, vec![m], false).await?;
+        results
+            .pop()
+            .unwrap_or_else(|| Err(Error::internal("empty send result")))
+    }
+
+    /// SendMessageBatch: each entry succeeds or fails on its own; the valid ones are stored
+    /// in one transaction. Errors for the whole call: `QueueDoesNotExist`,
+    /// `BatchRequestTooLong` (entries together over MaximumMessageSize).
+    pub async fn send_message_batch(
+        &self,
+        queue_name: &str,
+        entries: Vec<SendMessage>,
+    ) -> Result<Vec<Result<SendResult>>> {
+        let queue = self.queue(queue_name).await?;
+        let config = QueueConfig::from_attributes(&queue.attributes);
+        let total: usize = entries
+            .iter()
+            .map(|e| e.body.len() + message::attributes_size(&e.message_attributes))
+            .sum();
+        if total > config.maximum_message_size as usize {
+            return Err(Error::new(
+                ErrorCode::BatchRequestTooLong,
+                format!(
+                    "Batch requests cannot be longer than {} bytes. You have sent {total} bytes.",
+                    config.maximum_message_size
+                ),
+            ));
+        }
+        self.send_batch_to(&queue, entries, false).await
+    }
+
+    /// The seeds' `POST /queues/{name}/messages`: creates the queue with defaults when
+    /// missing, stores `body` with a `msg-N` id. Errors: `InvalidParameterValue` (name),
+    /// `MissingParameter` (empty body), `InvalidMessageContents`.
+    pub async fn send_seed(&self, queue_name: &str, body: String) -> Result<String> {
+        crate::names::check_queue_name(queue_name, crate::names::Naming::Seed)?;
+        let queue = match self.store.get_queue(queue_name).await? {
+            Some(q) => q,
+            None => {
+                self.store
+                    .create_queue(queue_name, BTreeMap::new(), BTreeMap::new(), self.now_ms())
+                    .await?
+                    .0
+            }
+        };
+        let m = SendMessage {
+            body,
+            ..SendMessage::default()
+        };
+        let mut results = self.send_batch_to(&queue, vec![m], true).await?;
+        let result = results
+            .pop()
+            .unwrap_or_else(|| Err(Error::internal("empty send result")))?;
+        Ok(result.message_id)
+    }
+
+    async fn send_batch_to(
+        &self,
+        queue: &QueueRecord,
+        entries: Vec<SendMessage>,
+        seed_ids: bool,
+    ) -> Result<Vec<Result<SendResult>>> {
+        let config = QueueConfig::from_attributes(&queue.attributes);
+        let now = self.now_ms();
+        let mut results: Vec<Result<SendResult>> = Vec::with_capacity(entries.len());
+        let mut to_store = Vec::new();
+        let mut slots = Vec::new();
+        for entry in entries {
+            match self.build_message(queue, &config, entry, seed_ids, now) {
+                Ok((new, result)) => {
+                    slots.push(results.len());
+                    results.push(Ok(result));
+                    to_store.push((queue.id, new));
+                }
+                Err(e) => results.push(Err(e)),
+            }
+        }
+        if to_store.is_empty() {
+            return Ok(results);
+        }
+        let stored = self.store.send_messages(to_store).await?;
+        for (slot, (_seq, id)) in slots.into_iter().zip(stored) {
+            if let Ok(r) = &mut results[slot] {
+                r.message_id = id;
+            }
+        }
+        self.wake(queue.id);
+        Ok(results)
+    }
+
+    /// ReceiveMessage: claims up to MaxNumberOfMessages visible messages, hiding each for
+    /// the visibility timeout; waits up to WaitTimeSeconds for one to arrive, woken
+    /// in-process by sends and by the next hidden message's expiry. Messages past the
+    /// queue's maxReceiveCount move to its dead-letter queue instead.
+    ///
+    /// Errors: `QueueDoesNotExist`, `InvalidParameterValue` (ranges).
+    pub async fn receive_message(
+        &self,
+        queue_name: &str,
+        r: ReceiveMessage,
+    ) -> Result<Vec<ReceivedMessage>> {
+        let queue = self.queue(queue_name).await?;
+        self.receive_from(&queue, r).await
+    }
+
+    /// The seeds' `GET /queues/{name}/messages`: the oldest visible message or `None`
+    /// (also when the queue does not exist).
+    ///
+    /// Errors: `InvalidParameterValue` for out-of-range visibility or wait.
+    pub async fn receive_seed(
+        &self,
+        queue_name: &str,
+        visibility_timeout: Option<i64>,
+        wait_seconds: Option<i64>,
+    ) -> Result<Option<ReceivedMessage>> {
+        let Some(queue) = self.store.get_queue(queue_name).await? else {
+            if let Some(v) = visibility_timeout {
+                check_range("visibility_timeout", v, 0, 43_200)?;
+            }
+            if let Some(w) = wait_seconds {
+                check_range("wait_seconds", w, 0, 20)?;
+            }
+            return Ok(None);
+        };
+        let r = ReceiveMessage {
+            max_messages: Some(1),
+            visibility_timeout,
+            wait_seconds: Some(wait_seconds.unwrap_or(0)),
+            ..ReceiveMessage::default()
+        };
+        Ok(self.receive_from(&queue, r).await?.pop())
+    }
+
+    async fn receive_from(
+        &self,
+        queue: &QueueRecord,
+        r: ReceiveMessage,
+    ) -> Result<Vec<ReceivedMessage>> {
+        let config = QueueConfig::from_attributes(&queue.attributes);
+        let max = r.max_messages.unwrap_or(1);
+        check_range("MaxNumberOfMessages", max, 1, 10)?;
+        let visibility = r
+            .visibility_timeout
+            .unwrap_or(config.visibility_timeout as i64);
+        check_range("VisibilityTimeout", visibility, 0, 43_200)?;
+        let wait = r.wait_seconds.unwrap_or(config.receive_wait_seconds as i64);
+        check_range("WaitTimeSeconds", wait, 0, 20)?;
+        let redrive = match &config.redrive_policy {
+            Some(p) => self
+                .store
+                .get_queue(p.dlq_name())
+                .await?
+                .map(|dlq| RedriveRule {
+                    dlq_queue_id: dlq.id,
+                    max_receive_count: p.max_receive_count,
+                    source_arn: self.queue_arn(&queue.name),
+                }),
+            None => None,
+        };
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(wait as u64);
+        let notify = self.waiter(queue.id);
+        loop {
+            let notified = notify.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            let now = self.now_ms();
+            let outcome = self
+                .store
+                .receive(ReceiveRequest {
+                    queue_id: queue.id,
+                    max_messages: max as u32,
+                    now_ms: now,
+                    visibility_ms: visibility * 1000,
+                    redrive: redrive.clone(),
+                    fifo: config.fifo,
+                })
+                .await?;
+            if outcome.dead_lettered > 0 {
+                if let Some(rule) = &redrive {
+                    self.wake(rule.dlq_queue_id);
+                }
+            }
+            let at_deadline = tokio::time::Instant::now() >= deadline;
+            if !outcome.messages.is_empty() || at_deadline {
+                return Ok(outcome
+                    .messages
+                    .into_iter()
+                    .map(|m| self.to_received(m, &r))
+                    .collect());
+            }
+            let mut wake_at = deadline;
+            if let Some(next) = outcome.next_visible_at_ms {
+                let in_ms = (next - now).max(1) as u64;
+                wake_at = wake_at.min(tokio::time::Instant::now() + Duration::from_millis(in_ms));
+            }
+            tokio::select! {
+                _ = &mut notified => {}
+                _ = tokio::time::sleep_until(wake_at) => {}
+            }
+        }
+    }
+
+    fn to_received(&self, m: StoredMessage, r: &ReceiveMessage) -> ReceivedMessage {
+        let all_attrs = message::decode_attributes(m.message_attributes.as_deref());
+        let selected = message::select_attributes(&all_attrs, &r.message_attribute_names);
+        let wants = |n: &str| {
+            r.system_attribute_names
+                .iter()
+                .any(|w| w == "All" || w == n)
+        };
+        let mut attributes = BTreeMap::new();
+        for name in SYSTEM_ATTRIBUTES {
+            if !wants(name) {
+                continue;
+            }
+            let value = match *name {
+                "ApproximateFirstReceiveTimestamp" => m.first_received_at_ms.map(|t| t.to_string()),
+                "ApproximateReceiveCount" => Some(m.receive_count.to_string()),
+                "AWSTraceHeader" => message::decode_attributes(m.system_attributes.as_deref())
+                    .get("AWSTraceHeader")
+                    .and_then(|v| v.string_value.clone()),
+                "DeadLetterQueueSourceArn" => m.dead_letter_source.clone(),
+                "MessageDeduplicationId" => m.dedup_id.clone(),
+                "MessageGroupId" => m.group_id.clone(),
+                "SenderId" => Some(m.sender_id.clone()),
+                "SentTimestamp" => Some(m.sent_at_ms.to_string()),
+                _ => None,
+            };
+            if let Some(v) = value {
+                attributes.insert((*name).to_owned(), v);
+            }
+        }
+        ReceivedMessage {
+            receipt_handle: Receipt {
+                queue_id: m.queue_id,
+                seq: m.seq,
+                token: m.receipt_token,
+            }
+            .encode(),
+            md5_message_attributes: message::md5_of_attributes(&selected),
+            message_attributes: selected,
+            message_id: m.message_id,
+            body: m.body,
+            md5_body: m.md5_body,
+            attributes,
+            receive_count: m.receive_count,
+        }
+    }
+
+    /// Decodes a receipt handle and checks it belongs to `queue`.
+    fn receipt_for(&self, queue: &QueueRecord, handle: &str) -> Result<Receipt> {
+        if handle.is_empty() {
+            return Err(Error::missing("ReceiptHandle"));
+        }
+        let receipt = Receipt::decode(handle)?;
+        if receipt.queue_id != queue.id {
+            return Err(Error::new(
+                ErrorCode::ReceiptHandleIsInvalid,
+                format!("The input receipt handle \"{handle}\" is not a valid receipt handle."),
+            ));
+        }
+        Ok(receipt)
+    }
+
+    /// DeleteMessage: deleting an already deleted message succeeds, as on AWS; on a standard
+    /// queue a stale handle of the same message still deletes it.
+    ///
+    /// Errors: `QueueDoesNotExist`, `ReceiptHandleIsInvalid`.
+    pub async fn delete_message(&self, queue_name: &str, handle: &str) -> Result<()> {
+        let queue = self.queue(queue_name).await?;
+        let receipt = self.receipt_for(&queue, handle)?;
+        self.store
+            .delete_message(queue.id, receipt.seq, None)
+            .await?;
+        Ok(())
+    }
+
+    /// DeleteMessageBatch: each handle succeeds or fails on its own.
+    /// Errors for the whole call: `QueueDoesNotExist`.
+    pub async fn delete_message_batch(
+        &self,
+        queue_name: &str,
+        handles: &[String],
+    ) -> Result<Vec<Result<()>>> {
+        let queue = self.queue(queue_name).await?;
+        let mut out = Vec::with_capacity(handles.len());
+        for h in handles {
+            let r = match self.receipt_for(&queue, h) {
+                Ok(receipt) => self
+                    .store
+                    .delete_message(queue.id, receipt.seq, None)
+                    .await
+                    .map(|_| ()),
+                Err(e) => Err(e),
+            };
+            out.push(r);
+        }
+        Ok(out)
+    }
+
+    /// The seeds' `DELETE /queues/{name}/messages/{id}`: deletes by MessageId; succeeds
+    /// whether or not the message (or queue) exists.
+    pub async fn delete_seed(&self, queue_name: &str, id: &str) -> Result<()> {
+        if let Some(queue) = self.store.get_queue(queue_name).await? {
+            self.store.delete_message_by_id(queue.id, id).await?;
+        }
+        Ok(())
+    }
+
+    /// ChangeMessageVisibility: the message becomes visible `visibility_timeout` seconds
+    /// from now (0 makes it visible at once).
+    ///
+    /// Errors: `QueueDoesNotExist`, `ReceiptHandleIsInvalid`, `InvalidParameterValue`
+    /// (range, or the message no longer exists), `MessageNotInflight`.
+    pub async fn change_visibility(
+        &self,
+        queue_name: &str,
+        handle: &str,
+        visibility_timeout: i64,
+    ) -> Result<()> {
+        let queue = self.queue(queue_name).await?;
+        self.change_visibility_in(&queue, handle, visibility_timeout)
+            .await
+    }
+
+    async fn change_visibility_in(
+        &self,
+        queue: &QueueRecord,
+        handle: &str,
+        visibility_timeout: i64,
+    ) -> Result<()> {
+        let receipt = self.receipt_for(queue, handle)?;
+        check_range("VisibilityTimeout", visibility_timeout, 0, 43_200)?;
+        let now = self.now_ms();
+        match self
+            .store
+            .change_visibility(queue.id, receipt.seq, None, now, now + visibility_timeout * 1000)
+            .await?
+        {
+            VisibilityChange::Changed => {
+                if visibility_timeout == 0 {
+                    self.wake(queue.id);
+                }
+                Ok(())
+            }
+            VisibilityChange::NotFound => Err(Error::invalid(format!(
+                "Value {handle} for parameter ReceiptHandle is invalid. Reason: Message does not exist or is not available for visibility timeout change."
+            ))),
+            VisibilityChange::NotInflight => Err(Error::new(
+                ErrorCode::MessageNotInflight,
+                "The message referred to isn't in flight.",
+            )),
+        }
+    }
+
+    /// ChangeMessageVisibilityBatch: each entry succeeds or fails on its own.
+    /// Errors for the whole call: `QueueDoesNotExist`.
+    pub async fn change_visibility_batch(
+        &self,
+        queue_name: &str,
+        entries: &[(String, i64)],
+    ) -> Result<Vec<Result<()>>> {
+        let queue = self.queue(queue_name).await?;
+        let mut out = Vec::with_capacity(entries.len());
+        for (handle, vt) in entries {
+            out.push(self.change_visibility_in(&queue, handle, *vt).await);
+        }
+        Ok(out)
+    }
+
+    /// PurgeQueue: deletes every message. Errors: `QueueDoesNotExist`,
+    /// `PurgeQueueInProgress` (another purge of this queue in the last 60 s).
+    pub async fn purge_queue(&self, queue_name: &str) -> Result<()> {
+        let queue = self.queue(queue_name).await?;
+        let now = self.now_ms();
+        {
+            let mut purges = self.purges.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(last) = purges.get(&queue.id) {
+                if now - last < 60_000 {
+                    return Err(Error::new(
+                        ErrorCode::PurgeQueueInProgress,
+                        format!(
+                            "Only one PurgeQueue operation on {} is allowed every 60 seconds.",
+                            queue.name
+                        ),
+                    ));
+                }
+            }
+            purges.insert(queue.id, now);
+        }
+        self.store.purge_queue(queue.id).await?;
+        Ok(())
+    }
+}

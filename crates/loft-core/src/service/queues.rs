@@ -1,0 +1,494 @@
+//! Queue lifecycle: create (AWS's and the seeds' rules), list, delete, attributes, tags,
+//! permissions, dead-letter sources.
+//!
+//! Sources: SQS API Reference (CreateQueue, ListQueues, GetQueueAttributes,
+//! SetQueueAttributes, TagQueue, AddPermission, ListDeadLetterSourceQueues) and
+//! `chapter-41-sqs.md` "Queue CRUD".
+
+use std::collections::BTreeMap;
+
+use serde_json::{json, Value};
+
+use super::Service;
+use crate::attributes::{self, QueueConfig, RedrivePolicy};
+use crate::error::{Error, ErrorCode, Result};
+use crate::model::QueueRecord;
+use crate::names::{self, Naming};
+
+type Map = BTreeMap<String, String>;
+
+/// The seeds' view of a queue (`POST /queues/{name}` response).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SeedQueue {
+    /// Queue name.
+    pub name: String,
+    /// Dead-letter queue name, empty when none.
+    pub dead_letter_queue: String,
+    /// Receives before a move to the dead-letter queue.
+    pub max_receive_count: i64,
+    /// Visibility timeout, seconds.
+    pub visibility_timeout: u32,
+}
+
+/// One page of ListQueues.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListQueuesPage {
+    /// The queues of this page, by name.
+    pub queues: Vec<QueueRecord>,
+    /// Token for the next page, when there is one.
+    pub next_token: Option<String>,
+}
+
+fn check_tags(tags: &Map) -> Result<()> {
+    if tags.len() > 50 {
+        return Err(Error::invalid("Too many tags added for queue."));
+    }
+    for (k, v) in tags {
+        if k.is_empty() || k.len() > 128 || v.len() > 256 {
+            return Err(Error::invalid(format!("Tag {k} is invalid.")));
+        }
+    }
+    Ok(())
+}
+
+impl Service {
+    /// CreateQueue: creates `name` with `attributes` and `tags`, or returns the existing
+    /// queue when every given attribute matches it.
+    ///
+    /// Errors: `InvalidParameterValue` (name, FIFO rules, DLQ missing or of the other kind),
+    /// `InvalidAttributeName`, `InvalidAttributeValue`, `QueueNameExists` (same name,
+    /// different attribute value).
+    pub async fn create_queue(
+        &self,
+        name: &str,
+        attributes: Map,
+        tags: Map,
+    ) -> Result<QueueRecord> {
+        let fifo = attributes
+            .get("FifoQueue")
+            .is_some_and(|v| v.eq_ignore_ascii_case("true"));
+        if fifo && !name.ends_with(".fifo") {
+            return Err(Error::invalid(
+                "The name of a FIFO queue can only include alphanumeric characters, hyphens, or underscores, must end with .fifo suffix and be 1 to 80 in length.",
+            ));
+        }
+        if !fifo && name.ends_with(".fifo") {
+            return Err(Error::invalid(
+                "Can only include alphanumeric characters, hyphens, or underscores. 1 to 80 in length",
+            ));
+        }
+        names::check_queue_name(name, Naming::Aws)?;
+        let attributes = attributes::validate(&attributes, true, fifo)?;
+        check_tags(&tags)?;
+        self.check_redrive_target(&attributes, fifo).await?;
+        let (queue, created) = self
+            .store
+            .create_queue(name, attributes.clone(), tags, self.now_ms())
+            .await?;
+        if !created {
+            for (k, v) in &attributes {
+                let current = queue
+                    .attributes
+                    .get(k)
+                    .map(String::as_str)
+                    .or_else(|| attributes::default_value(k))
+                    .unwrap_or("");
+                if current != v {
+                    return Err(Error::new(
+                        ErrorCode::QueueNameExists,
+                        format!("A queue already exists with the same name and a different value for attribute {k}"),
+                    ));
+                }
+            }
+        }
+        Ok(queue)
+    }
+
+    async fn check_redrive_target(&self, attributes: &Map, fifo: bool) -> Result<()> {
+        let Some(text) = attributes.get("RedrivePolicy").filter(|v| !v.is_empty()) else {
+            return Ok(());
+        };
+        let policy = RedrivePolicy::parse(text)?;
+        let bad = |why: &str| {
+            Error::invalid(format!(
+                "Value {text} for parameter RedrivePolicy is invalid. Reason: {why}"
+            ))
+        };
+        let Some(dlq) = self.store.get_queue(policy.dlq_name()).await? else {
+            return Err(bad("Dead letter target does not exist."));
+        };
+        if QueueConfig::from_attributes(&dlq.attributes).fifo != fifo {
+            return Err(bad(
+                "Dead-letter queue must be the same type of queue as the source queue.",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The seeds' `POST /queues/{name}`: idempotent create with an optional dead-letter
+    /// queue (created too when missing), `max_receive_count` (<= 0 means 5) and
+    /// `visibility_timeout` (seconds, 0..=43200, default 30). An existing queue is returned
+    /// unchanged, as the seed's `ON CONFLICT DO NOTHING` does.
+    ///
+    /// Errors: `InvalidParameterValue` for a bad name or visibility timeout.
+    pub async fn create_queue_seed(
+        &self,
+        name: &str,
+        dead_letter_queue: Option<&str>,
+        max_receive_count: i64,
+        visibility_timeout: Option<i64>,
+    ) -> Result<SeedQueue> {
+        names::check_queue_name(name, Naming::Seed)?;
+        let max_receive_count = if max_receive_count <= 0 {
+            5
+        } else {
+            max_receive_count.min(1000)
+        };
+        let mut attrs = Map::new();
+        if let Some(vt) = visibility_timeout {
+            if !(0..=43_200).contains(&vt) {
+                return Err(Error::invalid(
+                    "visibility_timeout must be 0 to 43200 seconds",
+                ));
+            }
+            attrs.insert("VisibilityTimeout".into(), vt.to_string());
+        }
+        if let Some(dlq) = dead_letter_queue.filter(|d| !d.is_empty()) {
+            names::check_queue_name(dlq, Naming::Seed)?;
+            self.store
+                .create_queue(dlq, Map::new(), Map::new(), self.now_ms())
+                .await?;
+            let policy = RedrivePolicy {
+                dead_letter_target_arn: self.queue_arn(dlq),
+                max_receive_count,
+            };
+            attrs.insert("RedrivePolicy".into(), policy.to_json());
+        }
+        let (queue, _) = self
+            .store
+            .create_queue(name, attrs, Map::new(), self.now_ms())
+            .await?;
+        let config = QueueConfig::from_attributes(&queue.attributes);
+        Ok(SeedQueue {
+            name: queue.name.clone(),
+            dead_letter_queue: config
+                .redrive_policy
+                .as_ref()
+                .map(|p| p.dlq_name().to_owned())
+                .unwrap_or_default(),
+            max_receive_count: config
+                .redrive_policy
+                .as_ref()
+                .map_or(max_receive_count, |p| p.max_receive_count),
+            visibility_timeout: config.visibility_timeout,
+        })
+    }
+
+    /// Every queue, by name (the seeds' `GET /queues`).
+    pub async fn all_queues(&self) -> Result<Vec<QueueRecord>> {
+        self.store.list_queues().await
+    }
+
+    /// ListQueues: queues whose name starts with `prefix`, `max_results` (1..=1000) a page.
+    /// Without `max_results`, at most 1000 and no token.
+    ///
+    /// Errors: `InvalidParameterValue` for a bad `max_results` or token.
+    pub async fn list_queues(
+        &self,
+        prefix: Option<&str>,
+        max_results: Option<i64>,
+        next_token: Option<&str>,
+    ) -> Result<ListQueuesPage> {
+        if let Some(m) = max_results {
+            if !(1..=1000).contains(&m) {
+                return Err(Error::invalid(
+                    "Value for parameter MaxResults is invalid. Reason: MaxResults must be an integer between 1 and 1000.",
+                ));
+            }
+        }
+        if next_token.is_some() && max_results.is_none() {
+            return Err(Error::invalid(
+                "MaxResults is required when NextToken is given.",
+            ));
+        }
+        let after = next_token
+            .map(|t| {
+                crate::message::base64_decode(t)
+                    .ok()
+                    .and_then(|b| String::from_utf8(b).ok())
+                    .ok_or_else(|| Error::invalid("Invalid NextToken value."))
+            })
+            .transpose()?;
+        let mut queues: Vec<QueueRecord> = self
+            .store
+            .list_queues()
+            .await?
+            .into_iter()
+            .filter(|q| prefix.is_none_or(|p| q.name.starts_with(p)))
+            .filter(|q| after.as_ref().is_none_or(|a| q.name > *a))
+            .collect();
+        let limit = max_results.unwrap_or(1000) as usize;
+        let mut next = None;
+        if queues.len() > limit {
+            queues.truncate(limit);
+            if max_results.is_some() {
+                next = queues
+                    .last()
+                    .map(|q| crate::message::base64_encode(q.name.as_bytes()));
+            }
+        }
+        Ok(ListQueuesPage {
+            queues,
+            next_token: next,
+        })
+    }
+
+    /// DeleteQueue: the queue and its messages. Errors: `QueueDoesNotExist`.
+    pub async fn delete_queue(&self, name: &str) -> Result<()> {
+        let queue = self.queue(name).await?;
+        self.store.delete_queue(queue.id).await?;
+        self.wake(queue.id);
+        Ok(())
+    }
+
+    /// GetQueueAttributes: `names` may hold `All` or attribute names; computed attributes
+    /// (counts, timestamps in seconds, QueueArn) and defaults are filled in.
+    ///
+    /// Errors: `QueueDoesNotExist`, `InvalidAttributeName`.
+    pub async fn get_queue_attributes(&self, name: &str, names: &[String]) -> Result<Map> {
+        let queue = self.queue(name).await?;
+        for n in names {
+            if n != "All" && !attributes::is_known(n) {
+                return Err(Error::new(
+                    ErrorCode::InvalidAttributeName,
+                    format!("Unknown Attribute {n}."),
+                ));
+            }
+        }
+        let all = names.iter().any(|n| n == "All");
+        let wanted = |n: &str| all || names.iter().any(|x| x == n);
+        let mut out = Map::new();
+        let config = QueueConfig::from_attributes(&queue.attributes);
+        let needs_counts = attributes::READ_ONLY[..3].iter().any(|n| wanted(n));
+        if needs_counts {
+            let counts = self.store.queue_counts(queue.id, self.now_ms()).await?;
+            for (n, v) in [
+                ("ApproximateNumberOfMessages", counts.visible),
+                ("ApproximateNumberOfMessagesNotVisible", counts.in_flight),
+                ("ApproximateNumberOfMessagesDelayed", counts.delayed),
+            ] {
+                if wanted(n) {
+                    out.insert(n.into(), v.to_string());
+                }
+            }
+        }
+        if wanted("CreatedTimestamp") {
+            out.insert(
+                "CreatedTimestamp".into(),
+                (queue.created_at_ms / 1000).to_string(),
+            );
+        }
+        if wanted("LastModifiedTimestamp") {
+            out.insert(
+                "LastModifiedTimestamp".into(),
+                (queue.modified_at_ms / 1000).to_string(),
+            );
+        }
+        if wanted("QueueArn") {
+            out.insert("QueueArn".into(), self.queue_arn(&queue.name));
+        }
+        for n in attributes::all_names() {
+            if !wanted(n) || out.contains_key(n) {
+                continue;
+            }
+            let fifo_attr = matches!(
+                n,
+                "FifoQueue"
+                    | "ContentBasedDeduplication"
+                    | "DeduplicationScope"
+                    | "FifoThroughputLimit"
+            );
+            if fifo_attr && !config.fifo {
+                continue;
+            }
+            let value = queue
+                .attributes
+                .get(n)
+                .filter(|v| !v.is_empty())
+                .cloned()
+                .or_else(|| match n {
+                    "FifoQueue" | "ContentBasedDeduplication" if config.fifo => {
+                        Some(if n == "FifoQueue" { "true" } else { "false" }.into())
+                    }
+                    "DeduplicationScope" if config.fifo => Some("queue".into()),
+                    "FifoThroughputLimit" if config.fifo => Some("perQueue".into()),
+                    _ => attributes::default_value(n).map(str::to_owned),
+                });
+            if let Some(v) = value {
+                out.insert(n.into(), v);
+            }
+        }
+        Ok(out)
+    }
+
+    /// SetQueueAttributes: validates and merges; an empty RedrivePolicy or Policy removes it.
+    ///
+    /// Errors: `QueueDoesNotExist`, `InvalidAttributeName`, `InvalidAttributeValue`,
+    /// `InvalidParameterValue`.
+    pub async fn set_queue_attributes(&self, name: &str, attributes: Map) -> Result<()> {
+        let queue = self.queue(name).await?;
+        let fifo = QueueConfig::from_attributes(&queue.attributes).fifo;
+        let changes = attributes::validate(&attributes, false, fifo)?;
+        self.check_redrive_target(&changes, fifo).await?;
+        let mut merged = queue.attributes.clone();
+        for (k, v) in changes {
+            if v.is_empty()
+                && matches!(
+                    k.as_str(),
+                    "RedrivePolicy" | "Policy" | "RedriveAllowPolicy"
+                )
+            {
+                merged.remove(&k);
+            } else {
+                merged.insert(k, v);
+            }
+        }
+        self.store
+            .set_queue_attributes(queue.id, merged, self.now_ms())
+            .await
+    }
+
+    /// TagQueue: adds or replaces tags. Errors: `QueueDoesNotExist`, `InvalidParameterValue`.
+    pub async fn tag_queue(&self, name: &str, tags: Map) -> Result<()> {
+        let queue = self.queue(name).await?;
+        let mut merged = queue.tags.clone();
+        merged.extend(tags);
+        check_tags(&merged)?;
+        self.store.set_queue_tags(queue.id, merged).await
+    }
+
+    /// UntagQueue: removes tags by key. Errors: `QueueDoesNotExist`.
+    pub async fn untag_queue(&self, name: &str, keys: &[String]) -> Result<()> {
+        let queue = self.queue(name).await?;
+        let mut tags = queue.tags.clone();
+        for k in keys {
+            tags.remove(k);
+        }
+        self.store.set_queue_tags(queue.id, tags).await
+    }
+
+    /// ListQueueTags. Errors: `QueueDoesNotExist`.
+    pub async fn list_queue_tags(&self, name: &str) -> Result<Map> {
+        Ok(self.queue(name).await?.tags)
+    }
+
+    /// ListDeadLetterSourceQueues: the queues whose RedrivePolicy targets `name`.
+    /// Errors: `QueueDoesNotExist`.
+    pub async fn dead_letter_sources(&self, name: &str) -> Result<Vec<QueueRecord>> {
+        let queue = self.queue(name).await?;
+        let arn = self.queue_arn(&queue.name);
+        Ok(self
+            .store
+            .list_queues()
+            .await?
+            .into_iter()
+            .filter(|q| {
+                QueueConfig::from_attributes(&q.attributes)
+                    .redrive_policy
+                    .is_some_and(|p| p.dead_letter_target_arn == arn)
+            })
+            .collect())
+    }
+
+    /// AddPermission: adds a statement `label` to the queue's Policy attribute.
+    ///
+    /// Errors: `QueueDoesNotExist`, `MissingParameter`, `InvalidParameterValue` (a label
+    /// already in use), `OverLimit` (more than 7 actions).
+    pub async fn add_permission(
+        &self,
+        name: &str,
+        label: &str,
+        accounts: &[String],
+        actions: &[String],
+    ) -> Result<()> {
+        if label.is_empty() {
+            return Err(Error::missing("Label"));
+        }
+        if accounts.is_empty() {
+            return Err(Error::missing("AWSAccountId"));
+        }
+        if actions.is_empty() {
+            return Err(Error::missing("ActionName"));
+        }
+        if actions.len() > 7 {
+            return Err(Error::new(
+                ErrorCode::OverLimit,
+                "7 Actions were found, maximum allowed is 7.",
+            ));
+        }
+        let queue = self.queue(name).await?;
+        let arn = self.queue_arn(&queue.name);
+        let mut policy: Value = queue
+            .attributes
+            .get("Policy")
+            .and_then(|p| serde_json::from_str(p).ok())
+            .unwrap_or_else(|| json!({"Version": "2012-10-17", "Id": format!("{arn}/SQSDefaultPolicy"), "Statement": []}));
+        let statements = policy["Statement"]
+            .as_array_mut()
+            .ok_or_else(|| Error::invalid("Policy is malformed."))?;
+        if statements.iter().any(|s| s["Sid"] == label) {
+            return Err(Error::invalid(format!(
+                "Value {label} for parameter Label is invalid. Reason: Already exists."
+            )));
+        }
+        let principals: Vec<String> = accounts
+            .iter()
+            .map(|a| format!("arn:aws:iam::{a}:root"))
+            .collect();
+        let actions: Vec<String> = actions.iter().map(|a| format!("SQS:{a}")).collect();
+        statements.push(json!({
+            "Sid": label,
+            "Effect": "Allow",
+            "Principal": {"AWS": if principals.len() == 1 { json!(principals[0]) } else { json!(principals) }},
+            "Action": if actions.len() == 1 { json!(actions[0]) } else { json!(actions) },
+            "Resource": arn,
+        }));
+        let mut attrs = queue.attributes.clone();
+        attrs.insert("Policy".into(), policy.to_string());
+        self.store
+            .set_queue_attributes(queue.id, attrs, self.now_ms())
+            .await
+    }
+
+    /// RemovePermission: removes statement `label`.
+    ///
+    /// Errors: `QueueDoesNotExist`, `InvalidParameterValue` when no such label.
+    pub async fn remove_permission(&self, name: &str, label: &str) -> Result<()> {
+        let queue = self.queue(name).await?;
+        let not_found = || {
+            Error::invalid(format!(
+                "Value {label} for parameter Label is invalid. Reason: can't find label."
+            ))
+        };
+        let mut policy: Value = queue
+            .attributes
+            .get("Policy")
+            .and_then(|p| serde_json::from_str(p).ok())
+            .ok_or_else(not_found)?;
+        let statements = policy["Statement"].as_array_mut().ok_or_else(not_found)?;
+        let before = statements.len();
+        statements.retain(|s| s["Sid"] != label);
+        if statements.len() == before {
+            return Err(not_found());
+        }
+        let mut attrs = queue.attributes.clone();
+        if statements.is_empty() {
+            attrs.remove("Policy");
+        } else {
+            attrs.insert("Policy".into(), policy.to_string());
+        }
+        self.store
+            .set_queue_attributes(queue.id, attrs, self.now_ms())
+            .await
+    }
+}

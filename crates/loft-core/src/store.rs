@@ -1,0 +1,149 @@
+//! The storage trait. One async trait, two engines (SQLite, the embedded default; PostgreSQL
+//! later), one conformance suite. Every method is atomic: it either happens whole or not at
+//! all. The store applies decisions; the rules themselves (defaults, validation, redrive
+//! thresholds, visibility lengths) belong to the service (DESIGN.md, "The Store").
+
+use std::collections::BTreeMap;
+
+use async_trait::async_trait;
+
+use crate::error::Result;
+use crate::model::*;
+
+/// Persistent state of queues, messages, topics and subscriptions.
+///
+/// Errors: every method returns `InternalError` when the engine fails; none returns a
+/// semantic error (those are the service's).
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    // ----- queues
+
+    /// Creates queue `name` unless it exists. Returns the stored queue and whether this call
+    /// created it (an existing queue is returned unchanged, whatever `attributes` says).
+    async fn create_queue(
+        &self,
+        name: &str,
+        attributes: BTreeMap<String, String>,
+        tags: BTreeMap<String, String>,
+        now_ms: i64,
+    ) -> Result<(QueueRecord, bool)>;
+
+    /// The queue named `name`, if any.
+    async fn get_queue(&self, name: &str) -> Result<Option<QueueRecord>>;
+
+    /// Every queue, ordered by name.
+    async fn list_queues(&self) -> Result<Vec<QueueRecord>>;
+
+    /// Deletes the queue and all its messages. Returns whether it existed.
+    async fn delete_queue(&self, queue_id: i64) -> Result<bool>;
+
+    /// Replaces the queue's settable attributes.
+    async fn set_queue_attributes(
+        &self,
+        queue_id: i64,
+        attributes: BTreeMap<String, String>,
+        now_ms: i64,
+    ) -> Result<()>;
+
+    /// Replaces the queue's tags.
+    async fn set_queue_tags(&self, queue_id: i64, tags: BTreeMap<String, String>) -> Result<()>;
+
+    // ----- messages
+
+    /// Stores each message in its queue, all in one transaction. Returns each message's
+    /// sequence number and MessageId, in input order.
+    async fn send_messages(&self, messages: Vec<(i64, NewMessage)>) -> Result<Vec<(i64, String)>>;
+
+    /// Claims up to `max_messages` visible messages as `request` says, in one transaction:
+    /// expired messages are dropped, messages past the redrive threshold move to the DLQ,
+    /// the rest get a new receipt token, receive count and visibility.
+    async fn receive(&self, request: ReceiveRequest) -> Result<ReceiveOutcome>;
+
+    /// Deletes message `seq` of queue `queue_id`. With `receipt_token` set, only if the
+    /// token matches. Returns whether a message was deleted.
+    async fn delete_message(
+        &self,
+        queue_id: i64,
+        seq: i64,
+        receipt_token: Option<i64>,
+    ) -> Result<bool>;
+
+    /// Deletes the message with MessageId `message_id` from queue `queue_id` (the seeds'
+    /// `DELETE /queues/{name}/messages/{id}`). Returns whether one was deleted.
+    async fn delete_message_by_id(&self, queue_id: i64, message_id: &str) -> Result<bool>;
+
+    /// Makes in-flight message `seq` visible at `visible_at_ms`. With `receipt_token` set,
+    /// only if it matches.
+    async fn change_visibility(
+        &self,
+        queue_id: i64,
+        seq: i64,
+        receipt_token: Option<i64>,
+        now_ms: i64,
+        visible_at_ms: i64,
+    ) -> Result<VisibilityChange>;
+
+    /// Deletes every message of the queue. Returns how many.
+    async fn purge_queue(&self, queue_id: i64) -> Result<u64>;
+
+    /// Message counts of the queue at `now_ms`.
+    async fn queue_counts(&self, queue_id: i64, now_ms: i64) -> Result<QueueCounts>;
+
+    /// Drops messages whose retention ended at or before `now_ms`. Returns how many.
+    async fn delete_expired(&self, now_ms: i64) -> Result<u64>;
+
+    // ----- topics and subscriptions
+
+    /// Creates topic `name` unless it exists; returns it and whether this call created it.
+    async fn create_topic(
+        &self,
+        name: &str,
+        attributes: BTreeMap<String, String>,
+        tags: BTreeMap<String, String>,
+        now_ms: i64,
+    ) -> Result<(TopicRecord, bool)>;
+
+    /// The topic named `name`, if any.
+    async fn get_topic(&self, name: &str) -> Result<Option<TopicRecord>>;
+
+    /// Every topic, ordered by name.
+    async fn list_topics(&self) -> Result<Vec<TopicRecord>>;
+
+    /// Deletes the topic and its subscriptions. Returns whether it existed.
+    async fn delete_topic(&self, topic_id: i64) -> Result<bool>;
+
+    /// Replaces the topic's attributes.
+    async fn set_topic_attributes(
+        &self,
+        topic_id: i64,
+        attributes: BTreeMap<String, String>,
+    ) -> Result<()>;
+
+    /// Replaces the topic's tags.
+    async fn set_topic_tags(&self, topic_id: i64, tags: BTreeMap<String, String>) -> Result<()>;
+
+    /// Adds a subscription to topic `topic_id`.
+    async fn create_subscription(
+        &self,
+        topic_id: i64,
+        subscription: NewSubscription,
+    ) -> Result<SubscriptionRecord>;
+
+    /// Subscriptions of one topic (or all with `None`), ordered by creation.
+    async fn list_subscriptions(&self, topic_id: Option<i64>) -> Result<Vec<SubscriptionRecord>>;
+
+    /// The subscription with ARN suffix `uuid`.
+    async fn get_subscription(&self, uuid: &str) -> Result<Option<SubscriptionRecord>>;
+
+    /// Replaces a subscription's attributes, confirmation state and token.
+    async fn update_subscription(
+        &self,
+        uuid: &str,
+        attributes: BTreeMap<String, String>,
+        confirmed: bool,
+        token: Option<String>,
+    ) -> Result<()>;
+
+    /// Deletes the subscription. Returns whether it existed.
+    async fn delete_subscription(&self, uuid: &str) -> Result<bool>;
+}

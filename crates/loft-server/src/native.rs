@@ -1,0 +1,261 @@
+//! The seeds' REST/JSON API, byte for byte where callers can see it
+//! (`chapter-41-sqs.md`, `chapter-42-sns.md`), plus the extensions of issue 2:
+//! `visibility_timeout` on create, `?visibility_timeout=` and `?wait_seconds=` on receive.
+//!
+//! Errors are `{"error": "..."}` with a 4xx status (5xx only when storage fails).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use loft_core::{Error, Service};
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+type Svc = State<Arc<Service>>;
+
+/// An error of the seeds' API: `{"error": message}` with the table's status.
+pub struct NativeError(pub StatusCode, pub String);
+
+impl From<Error> for NativeError {
+    fn from(e: Error) -> Self {
+        let status =
+            StatusCode::from_u16(e.code.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        NativeError(status, e.message)
+    }
+}
+
+impl From<BytesRejection> for NativeError {
+    fn from(r: BytesRejection) -> Self {
+        let status = r.status();
+        let message = if status == StatusCode::PAYLOAD_TOO_LARGE {
+            format!(
+                "request body is larger than {} bytes",
+                crate::routes::NATIVE_BODY_LIMIT
+            )
+        } else {
+            r.body_text()
+        };
+        NativeError(status, message)
+    }
+}
+
+impl IntoResponse for NativeError {
+    fn into_response(self) -> Response {
+        (self.0, Json(json!({"error": self.1}))).into_response()
+    }
+}
+
+type NativeResult = Result<Response, NativeError>;
+
+fn bad_request(message: impl Into<String>) -> NativeError {
+    NativeError(StatusCode::BAD_REQUEST, message.into())
+}
+
+/// Parses a JSON body into `T`; an empty body is `None`.
+fn parse_body<T: DeserializeOwned>(body: &[u8]) -> Result<Option<T>, NativeError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(None);
+    }
+    serde_json::from_slice(body)
+        .map(Some)
+        .map_err(|e| bad_request(format!("invalid JSON body: {e}")))
+}
+
+/// `GET /health`: `200 {"status":"healthy","service":"loft"}`.
+pub async fn health() -> Response {
+    Json(json!({"status": "healthy", "service": "loft"})).into_response()
+}
+
+/// Unknown route: `404 {"error": ...}`.
+pub async fn not_found() -> Response {
+    NativeError(StatusCode::NOT_FOUND, "no such route".into()).into_response()
+}
+
+/// Known route, wrong method: `405 {"error": ...}`.
+pub async fn method_not_allowed() -> Response {
+    NativeError(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method not allowed on this route".into(),
+    )
+    .into_response()
+}
+
+#[derive(Deserialize)]
+struct CreateQueueBody {
+    #[serde(default)]
+    dead_letter_queue: Option<String>,
+    #[serde(default)]
+    max_receive_count: Option<i64>,
+    #[serde(default)]
+    visibility_timeout: Option<i64>,
+}
+
+/// `POST /queues/{name}` with optional `{"dead_letter_queue", "max_receive_count",
+/// "visibility_timeout"}`: `201 {"name","dead_letter_queue","max_receive_count",
+/// "visibility_timeout"}`, idempotent.
+pub async fn create_queue(
+    State(svc): Svc,
+    Path(name): Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> NativeResult {
+    let body: CreateQueueBody = parse_body(&body?)?.unwrap_or(CreateQueueBody {
+        dead_letter_queue: None,
+        max_receive_count: None,
+        visibility_timeout: None,
+    });
+    let q = svc
+        .create_queue_seed(
+            &name,
+            body.dead_letter_queue.as_deref(),
+            body.max_receive_count.unwrap_or(0),
+            body.visibility_timeout,
+        )
+        .await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(json!({
+            "name": q.name,
+            "dead_letter_queue": q.dead_letter_queue,
+            "max_receive_count": q.max_receive_count,
+            "visibility_timeout": q.visibility_timeout,
+        })),
+    )
+        .into_response())
+}
+
+/// `GET /queues`: `200` JSON array of queue names.
+pub async fn list_queues(State(svc): Svc) -> NativeResult {
+    let names: Vec<String> = svc
+        .all_queues()
+        .await?
+        .into_iter()
+        .map(|q| q.name)
+        .collect();
+    Ok(Json(names).into_response())
+}
+
+#[derive(Deserialize)]
+struct SendBody {
+    body: String,
+}
+
+/// `POST /queues/{name}/messages` with `{"body": STRING}`: `201 {"id":"msg-N"}`; creates
+/// the queue when missing. Empty body or bad JSON: 400.
+pub async fn send_message(
+    State(svc): Svc,
+    Path(name): Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> NativeResult {
+    let Some(req) = parse_body::<SendBody>(&body?)? else {
+        return Err(bad_request("request body required: {\"body\": STRING}"));
+    };
+    if req.body.is_empty() {
+        return Err(bad_request("body must not be empty"));
+    }
+    let id = svc.send_seed(&name, req.body).await?;
+    Ok((StatusCode::CREATED, Json(json!({"id": id}))).into_response())
+}
+
+fn int_param(params: &HashMap<String, String>, name: &str) -> Result<Option<i64>, NativeError> {
+    params
+        .get(name)
+        .map(|v| {
+            v.parse::<i64>()
+                .map_err(|_| bad_request(format!("{name} must be an integer")))
+        })
+        .transpose()
+}
+
+/// `GET /queues/{name}/messages[?visibility_timeout=S][&wait_seconds=S]`:
+/// `200 {"id","body","receive_count"}` of the oldest visible message, or `null`.
+pub async fn receive_message(
+    State(svc): Svc,
+    Path(name): Path<String>,
+    Query(params): Query<HashMap<String, String>>,
+) -> NativeResult {
+    let vt = int_param(&params, "visibility_timeout")?;
+    let wait = int_param(&params, "wait_seconds")?;
+    let message = svc.receive_seed(&name, vt, wait).await?;
+    let value = match message {
+        Some(m) => json!({"id": m.message_id, "body": m.body, "receive_count": m.receive_count}),
+        None => Value::Null,
+    };
+    Ok(Json(value).into_response())
+}
+
+/// `DELETE /queues/{name}/messages/{id}`: `204`, whether or not the message exists.
+pub async fn delete_message(
+    State(svc): Svc,
+    Path((name, id)): Path<(String, String)>,
+) -> NativeResult {
+    svc.delete_seed(&name, &id).await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+/// `POST /topics/{name}`: `201 {"name"}`, idempotent.
+pub async fn create_topic(State(svc): Svc, Path(name): Path<String>) -> NativeResult {
+    let t = svc.create_topic_seed(&name).await?;
+    Ok((StatusCode::CREATED, Json(json!({"name": t.name}))).into_response())
+}
+
+/// `GET /topics`: `200` JSON array of topic names.
+pub async fn list_topics(State(svc): Svc) -> NativeResult {
+    let names: Vec<String> = svc
+        .all_topics()
+        .await?
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    Ok(Json(names).into_response())
+}
+
+#[derive(Deserialize)]
+struct SubscribeBody {
+    #[serde(default)]
+    endpoint: Option<String>,
+}
+
+/// `POST /topics/{name}/subscribe` with `{"endpoint": URL}`: `201 {"id":"sub-N"}`;
+/// no endpoint: 400.
+pub async fn subscribe(
+    State(svc): Svc,
+    Path(name): Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> NativeResult {
+    let endpoint = parse_body::<SubscribeBody>(&body?)?
+        .and_then(|b| b.endpoint)
+        .filter(|e| !e.is_empty())
+        .ok_or_else(|| bad_request("endpoint required"))?;
+    let sub = svc.subscribe_seed(&name, &endpoint).await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(json!({"id": format!("sub-{}", sub.seq)})),
+    )
+        .into_response())
+}
+
+#[derive(Deserialize)]
+struct PublishBody {
+    message: String,
+}
+
+/// `POST /topics/{name}/publish` with `{"message": STRING}`: `200 {"delivered": N}`, N the
+/// number of subscriptions; each endpoint then gets `POST {"topic","message"}`.
+pub async fn publish(
+    State(svc): Svc,
+    Path(name): Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> NativeResult {
+    let Some(req) = parse_body::<PublishBody>(&body?)? else {
+        return Err(bad_request("request body required: {\"message\": STRING}"));
+    };
+    let delivered = svc.publish_seed(&name, &req.message).await?;
+    Ok(Json(json!({"delivered": delivered})).into_response())
+}

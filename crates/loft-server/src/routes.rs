@@ -1,0 +1,76 @@
+//! The router and the server loop.
+//!
+//! Every listener serves every API: the seeds' REST/JSON routes, and (on `POST /` and on
+//! queue URLs) the AWS protocols.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use axum::extract::DefaultBodyLimit;
+use axum::routing::{delete, get, post};
+use axum::Router;
+use loft_core::Service;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+use crate::native;
+
+/// Largest request body of the seeds' API, bytes (1 MiB).
+pub const NATIVE_BODY_LIMIT: usize = 1024 * 1024;
+
+/// The router over `service`: the seeds' API, with JSON errors for unknown routes.
+pub fn router(service: Arc<Service>) -> Router {
+    let native = Router::new()
+        .route("/health", get(native::health))
+        .route("/queues", get(native::list_queues))
+        .route("/queues/{name}", post(native::create_queue))
+        .route(
+            "/queues/{name}/messages",
+            post(native::send_message).get(native::receive_message),
+        )
+        .route(
+            "/queues/{name}/messages/{id}",
+            delete(native::delete_message),
+        )
+        .route("/topics", get(native::list_topics))
+        .route("/topics/{name}", post(native::create_topic))
+        .route("/topics/{name}/subscribe", post(native::subscribe))
+        .route("/topics/{name}/publish", post(native::publish))
+        .layer(DefaultBodyLimit::max(NATIVE_BODY_LIMIT));
+    native
+        .fallback(native::not_found)
+        .method_not_allowed_fallback(native::method_not_allowed)
+        .with_state(service)
+}
+
+/// Serves `router` on every listener until `shutdown` completes, then stops accepting,
+/// lets in-flight requests finish and returns.
+///
+/// Errors: an I/O error of any listener.
+pub async fn serve(
+    listeners: Vec<TcpListener>,
+    router: Router,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let (stop_tx, stop_rx) = watch::channel(false);
+    tokio::spawn(async move {
+        shutdown.await;
+        let _ = stop_tx.send(true);
+    });
+    let mut tasks = Vec::new();
+    for listener in listeners {
+        let mut stop = stop_rx.clone();
+        let app = router.clone();
+        tasks.push(tokio::spawn(async move {
+            axum::serve(listener, app)
+                .with_graceful_shutdown(async move {
+                    let _ = stop.wait_for(|s| *s).await;
+                })
+                .await
+        }));
+    }
+    for t in tasks {
+        t.await.map_err(std::io::Error::other)??;
+    }
+    Ok(())
+}

@@ -1,0 +1,85 @@
+//! Schema migrations. Each entry upgrades the schema from version `index` to `index + 1`;
+//! the version reached is kept in `PRAGMA user_version`, so an old file is brought up to
+//! date at open and a newer file is refused.
+
+use rusqlite::Connection;
+
+/// The migrations in order. Append only: never edit a released entry.
+const MIGRATIONS: &[&str] = &[
+    // 1: queues, messages, topics, subscriptions.
+    r#"
+    CREATE TABLE queues (
+        id          INTEGER PRIMARY KEY AUTOINCREMENT,
+        name        TEXT NOT NULL UNIQUE,
+        attributes  TEXT NOT NULL,
+        tags        TEXT NOT NULL,
+        created_at  INTEGER NOT NULL,
+        modified_at INTEGER NOT NULL
+    );
+    CREATE TABLE messages (
+        seq                INTEGER PRIMARY KEY AUTOINCREMENT,
+        queue_id           INTEGER NOT NULL,
+        message_id         TEXT,
+        body               TEXT NOT NULL,
+        md5_body           TEXT NOT NULL,
+        message_attributes TEXT,
+        system_attributes  TEXT,
+        sender_id          TEXT NOT NULL,
+        sent_at            INTEGER NOT NULL,
+        visible_at         INTEGER NOT NULL,
+        expires_at         INTEGER NOT NULL,
+        receive_count      INTEGER NOT NULL DEFAULT 0,
+        first_received_at  INTEGER,
+        receipt_token      INTEGER NOT NULL DEFAULT 0,
+        group_id           TEXT,
+        dedup_id           TEXT,
+        dead_letter_source TEXT
+    );
+    CREATE INDEX messages_visibility ON messages(queue_id, visible_at, seq);
+    CREATE INDEX messages_message_id ON messages(message_id) WHERE message_id IS NOT NULL;
+    CREATE INDEX messages_expiry ON messages(expires_at);
+    CREATE TABLE topics (
+        id         INTEGER PRIMARY KEY AUTOINCREMENT,
+        name       TEXT NOT NULL UNIQUE,
+        attributes TEXT NOT NULL,
+        tags       TEXT NOT NULL,
+        created_at INTEGER NOT NULL
+    );
+    CREATE TABLE subscriptions (
+        seq        INTEGER PRIMARY KEY AUTOINCREMENT,
+        topic_id   INTEGER NOT NULL,
+        uuid       TEXT NOT NULL UNIQUE,
+        protocol   TEXT NOT NULL,
+        endpoint   TEXT NOT NULL,
+        attributes TEXT NOT NULL,
+        confirmed  INTEGER NOT NULL,
+        token      TEXT
+    );
+    CREATE INDEX subscriptions_topic ON subscriptions(topic_id, seq);
+    "#,
+];
+
+/// The schema version this build writes.
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// Brings the database up to [`SCHEMA_VERSION`], each step in its own transaction.
+///
+/// Errors: the file's version is newer than this build knows, or a migration fails.
+pub fn migrate(conn: &mut Connection) -> Result<(), String> {
+    let current: i64 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .map_err(|e| e.to_string())?;
+    if current > SCHEMA_VERSION {
+        return Err(format!(
+            "database schema version {current} is newer than this Loft understands ({SCHEMA_VERSION})"
+        ));
+    }
+    for (index, sql) in MIGRATIONS.iter().enumerate().skip(current as usize) {
+        let tx = conn.transaction().map_err(|e| e.to_string())?;
+        tx.execute_batch(sql).map_err(|e| e.to_string())?;
+        tx.pragma_update(None, "user_version", (index + 1) as i64)
+            .map_err(|e| e.to_string())?;
+        tx.commit().map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}

@@ -1,0 +1,344 @@
+//! The embedded SQLite store.
+//!
+//! One writer thread owns the only read-write connection. Requests reach it over a channel as
+//! closures; it runs as many as are waiting (up to [`MAX_BATCH`]) inside one transaction,
+//! each in its own savepoint so that one failing request does not undo the others, commits
+//! once, and only then answers each caller (group commit). A caller is therefore never told
+//! "done" about anything that is not committed.
+
+mod migrations;
+mod ops;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::mpsc;
+use std::thread;
+
+use async_trait::async_trait;
+use loft_core::error::{Error, Result};
+use loft_core::model::*;
+use loft_core::store::Store;
+use rusqlite::Connection;
+use tokio::sync::oneshot;
+
+pub use migrations::SCHEMA_VERSION;
+
+/// Most requests committed in one transaction.
+pub const MAX_BATCH: usize = 512;
+
+/// How much an acknowledged write survives (issue "Throughput", README "Durability").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Durability {
+    /// WAL with `synchronous=NORMAL`: an acknowledged write survives a crash of Loft
+    /// (kill -9), but not necessarily a power loss.
+    #[default]
+    Process,
+    /// WAL with `synchronous=FULL`: every acknowledged write is on disk (fsync) first.
+    Fsync,
+}
+
+type Done = Box<dyn FnOnce(Option<&str>) + Send>;
+type Job = Box<dyn FnOnce(&Connection) -> Done + Send>;
+
+enum Msg {
+    Job(Job),
+    Close(oneshot::Sender<()>),
+}
+
+/// The SQLite implementation of [`Store`]. Cheap to share behind an `Arc`.
+pub struct SqliteStore {
+    jobs: mpsc::Sender<Msg>,
+}
+
+impl SqliteStore {
+    /// Opens (creating if needed) the database at `path`, migrates it to
+    /// [`SCHEMA_VERSION`] and starts the writer thread.
+    ///
+    /// Errors: the file cannot be opened or is not a Loft database of a known version.
+    pub fn open(path: &Path, durability: Durability) -> Result<Self, String> {
+        let mut conn = Connection::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let sync = match durability {
+            Durability::Process => "NORMAL",
+            Durability::Fsync => "FULL",
+        };
+        conn.execute_batch(&format!(
+            "PRAGMA journal_mode=WAL; PRAGMA synchronous={sync}; PRAGMA foreign_keys=OFF; \
+             PRAGMA busy_timeout=5000; PRAGMA cache_size=-65536;"
+        ))
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+        migrations::migrate(&mut conn).map_err(|e| format!("{}: {e}", path.display()))?;
+        conn.set_prepared_statement_cache_capacity(64);
+        let (jobs, rx) = mpsc::channel::<Msg>();
+        thread::Builder::new()
+            .name("loft-sqlite-writer".into())
+            .spawn(move || writer(conn, rx))
+            .map_err(|e| e.to_string())?;
+        Ok(SqliteStore { jobs })
+    }
+
+    /// An in-memory database, for tests.
+    pub fn open_in_memory() -> Result<Self, String> {
+        Self::open(Path::new(":memory:"), Durability::Process)
+    }
+
+    /// Commits what is pending, checkpoints the WAL into the main file and stops the writer.
+    /// Later calls fail with `InternalError`. Call once at shutdown.
+    pub async fn close(&self) {
+        let (tx, rx) = oneshot::channel();
+        if self.jobs.send(Msg::Close(tx)).is_ok() {
+            let _ = rx.await;
+        }
+    }
+
+    /// Runs `f` on the writer thread inside the next group transaction and returns its
+    /// result once that transaction has committed.
+    async fn write<T, F>(&self, f: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
+    {
+        let (tx, rx) = oneshot::channel::<Result<T>>();
+        let job: Job = Box::new(move |conn| {
+            let outcome = match conn.execute_batch("SAVEPOINT job") {
+                Err(e) => Err(e),
+                Ok(()) => match f(conn) {
+                    Ok(v) => conn.execute_batch("RELEASE job").map(|_| v),
+                    Err(e) => {
+                        let _ = conn.execute_batch("ROLLBACK TO job; RELEASE job");
+                        Err(e)
+                    }
+                },
+            };
+            Box::new(move |commit_error: Option<&str>| {
+                let reply = match (commit_error, outcome) {
+                    (Some(e), _) => Err(Error::internal(e)),
+                    (None, Ok(v)) => Ok(v),
+                    (None, Err(e)) => Err(Error::internal(e)),
+                };
+                let _ = tx.send(reply);
+            })
+        });
+        self.jobs
+            .send(Msg::Job(job))
+            .map_err(|_| Error::internal("sqlite writer stopped"))?;
+        rx.await
+            .map_err(|_| Error::internal("sqlite writer dropped a request"))?
+    }
+}
+
+/// The writer loop: group as many waiting jobs as possible into one transaction.
+fn writer(conn: Connection, rx: mpsc::Receiver<Msg>) {
+    let mut dones: Vec<Done> = Vec::with_capacity(MAX_BATCH);
+    let mut closing: Option<oneshot::Sender<()>> = None;
+    while let Ok(msg) = rx.recv() {
+        let first = match msg {
+            Msg::Job(job) => job,
+            Msg::Close(reply) => {
+                closing = Some(reply);
+                break;
+            }
+        };
+        if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
+            let msg = e.to_string();
+            first(&conn)(Some(&msg));
+            continue;
+        }
+        dones.push(first(&conn));
+        while dones.len() < MAX_BATCH {
+            match rx.try_recv() {
+                Ok(Msg::Job(job)) => dones.push(job(&conn)),
+                Ok(Msg::Close(reply)) => {
+                    closing = Some(reply);
+                    break;
+                }
+                Err(_) => break,
+            }
+        }
+        let commit = conn.execute_batch("COMMIT").err().map(|e| e.to_string());
+        if commit.is_some() {
+            let _ = conn.execute_batch("ROLLBACK");
+        }
+        for done in dones.drain(..) {
+            done(commit.as_deref());
+        }
+        if closing.is_some() {
+            break;
+        }
+    }
+    // Closed, or every SqliteStore handle is gone: checkpoint so the main file is whole.
+    let _ = conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)");
+    drop(conn);
+    if let Some(reply) = closing {
+        let _ = reply.send(());
+    }
+}
+
+#[async_trait]
+impl Store for SqliteStore {
+    async fn create_queue(
+        &self,
+        name: &str,
+        attributes: BTreeMap<String, String>,
+        tags: BTreeMap<String, String>,
+        now_ms: i64,
+    ) -> Result<(QueueRecord, bool)> {
+        let name = name.to_owned();
+        self.write(move |c| ops::create_queue(c, &name, &attributes, &tags, now_ms))
+            .await
+    }
+
+    async fn get_queue(&self, name: &str) -> Result<Option<QueueRecord>> {
+        let name = name.to_owned();
+        self.write(move |c| ops::get_queue(c, &name)).await
+    }
+
+    async fn list_queues(&self) -> Result<Vec<QueueRecord>> {
+        self.write(ops::list_queues).await
+    }
+
+    async fn delete_queue(&self, queue_id: i64) -> Result<bool> {
+        self.write(move |c| ops::delete_queue(c, queue_id)).await
+    }
+
+    async fn set_queue_attributes(
+        &self,
+        queue_id: i64,
+        attributes: BTreeMap<String, String>,
+        now_ms: i64,
+    ) -> Result<()> {
+        self.write(move |c| ops::set_queue_attributes(c, queue_id, &attributes, now_ms))
+            .await
+    }
+
+    async fn set_queue_tags(&self, queue_id: i64, tags: BTreeMap<String, String>) -> Result<()> {
+        self.write(move |c| ops::set_queue_tags(c, queue_id, &tags))
+            .await
+    }
+
+    async fn send_messages(&self, messages: Vec<(i64, NewMessage)>) -> Result<Vec<(i64, String)>> {
+        self.write(move |c| ops::send_messages(c, &messages)).await
+    }
+
+    async fn receive(&self, request: ReceiveRequest) -> Result<ReceiveOutcome> {
+        self.write(move |c| ops::receive(c, &request)).await
+    }
+
+    async fn delete_message(
+        &self,
+        queue_id: i64,
+        seq: i64,
+        receipt_token: Option<i64>,
+    ) -> Result<bool> {
+        self.write(move |c| ops::delete_message(c, queue_id, seq, receipt_token))
+            .await
+    }
+
+    async fn delete_message_by_id(&self, queue_id: i64, message_id: &str) -> Result<bool> {
+        let message_id = message_id.to_owned();
+        self.write(move |c| ops::delete_message_by_id(c, queue_id, &message_id))
+            .await
+    }
+
+    async fn change_visibility(
+        &self,
+        queue_id: i64,
+        seq: i64,
+        receipt_token: Option<i64>,
+        now_ms: i64,
+        visible_at_ms: i64,
+    ) -> Result<VisibilityChange> {
+        self.write(move |c| {
+            ops::change_visibility(c, queue_id, seq, receipt_token, now_ms, visible_at_ms)
+        })
+        .await
+    }
+
+    async fn purge_queue(&self, queue_id: i64) -> Result<u64> {
+        self.write(move |c| ops::purge_queue(c, queue_id)).await
+    }
+
+    async fn queue_counts(&self, queue_id: i64, now_ms: i64) -> Result<QueueCounts> {
+        self.write(move |c| ops::queue_counts(c, queue_id, now_ms))
+            .await
+    }
+
+    async fn delete_expired(&self, now_ms: i64) -> Result<u64> {
+        self.write(move |c| ops::delete_expired(c, now_ms)).await
+    }
+
+    async fn create_topic(
+        &self,
+        name: &str,
+        attributes: BTreeMap<String, String>,
+        tags: BTreeMap<String, String>,
+        now_ms: i64,
+    ) -> Result<(TopicRecord, bool)> {
+        let name = name.to_owned();
+        self.write(move |c| ops::create_topic(c, &name, &attributes, &tags, now_ms))
+            .await
+    }
+
+    async fn get_topic(&self, name: &str) -> Result<Option<TopicRecord>> {
+        let name = name.to_owned();
+        self.write(move |c| ops::get_topic(c, &name)).await
+    }
+
+    async fn list_topics(&self) -> Result<Vec<TopicRecord>> {
+        self.write(ops::list_topics).await
+    }
+
+    async fn delete_topic(&self, topic_id: i64) -> Result<bool> {
+        self.write(move |c| ops::delete_topic(c, topic_id)).await
+    }
+
+    async fn set_topic_attributes(
+        &self,
+        topic_id: i64,
+        attributes: BTreeMap<String, String>,
+    ) -> Result<()> {
+        self.write(move |c| ops::set_topic_json(c, topic_id, "attributes", &attributes))
+            .await
+    }
+
+    async fn set_topic_tags(&self, topic_id: i64, tags: BTreeMap<String, String>) -> Result<()> {
+        self.write(move |c| ops::set_topic_json(c, topic_id, "tags", &tags))
+            .await
+    }
+
+    async fn create_subscription(
+        &self,
+        topic_id: i64,
+        subscription: NewSubscription,
+    ) -> Result<SubscriptionRecord> {
+        self.write(move |c| ops::create_subscription(c, topic_id, &subscription))
+            .await
+    }
+
+    async fn list_subscriptions(&self, topic_id: Option<i64>) -> Result<Vec<SubscriptionRecord>> {
+        self.write(move |c| ops::list_subscriptions(c, topic_id))
+            .await
+    }
+
+    async fn get_subscription(&self, uuid: &str) -> Result<Option<SubscriptionRecord>> {
+        let uuid = uuid.to_owned();
+        self.write(move |c| ops::get_subscription(c, &uuid)).await
+    }
+
+    async fn update_subscription(
+        &self,
+        uuid: &str,
+        attributes: BTreeMap<String, String>,
+        confirmed: bool,
+        token: Option<String>,
+    ) -> Result<()> {
+        let uuid = uuid.to_owned();
+        self.write(move |c| ops::update_subscription(c, &uuid, &attributes, confirmed, token))
+            .await
+    }
+
+    async fn delete_subscription(&self, uuid: &str) -> Result<bool> {
+        let uuid = uuid.to_owned();
+        self.write(move |c| ops::delete_subscription(c, &uuid))
+            .await
+    }
+}

@@ -1,0 +1,467 @@
+//! The SQL of each store operation, run on the writer thread inside a group transaction.
+
+use std::collections::BTreeMap;
+
+use loft_core::model::*;
+use rusqlite::{params, Connection, OptionalExtension, Row};
+
+type Map = BTreeMap<String, String>;
+
+fn to_json(map: &Map) -> String {
+    serde_json::to_string(map).unwrap_or_else(|_| "{}".into())
+}
+
+fn from_json(text: &str) -> Map {
+    serde_json::from_str(text).unwrap_or_default()
+}
+
+// ----- queues
+
+const QUEUE_COLUMNS: &str = "id, name, attributes, tags, created_at, modified_at";
+
+fn queue_row(r: &Row<'_>) -> rusqlite::Result<QueueRecord> {
+    Ok(QueueRecord {
+        id: r.get(0)?,
+        name: r.get(1)?,
+        attributes: from_json(&r.get::<_, String>(2)?),
+        tags: from_json(&r.get::<_, String>(3)?),
+        created_at_ms: r.get(4)?,
+        modified_at_ms: r.get(5)?,
+    })
+}
+
+pub fn create_queue(
+    c: &Connection,
+    name: &str,
+    attributes: &Map,
+    tags: &Map,
+    now_ms: i64,
+) -> rusqlite::Result<(QueueRecord, bool)> {
+    let inserted = c
+        .prepare_cached(
+            "INSERT INTO queues (name, attributes, tags, created_at, modified_at) \
+             VALUES (?1, ?2, ?3, ?4, ?4) ON CONFLICT(name) DO NOTHING",
+        )?
+        .execute(params![name, to_json(attributes), to_json(tags), now_ms])?;
+    let queue = get_queue(c, name)?.ok_or(rusqlite::Error::QueryReturnedNoRows)?;
+    Ok((queue, inserted == 1))
+}
+
+pub fn get_queue(c: &Connection, name: &str) -> rusqlite::Result<Option<QueueRecord>> {
+    c.prepare_cached(&format!(
+        "SELECT {QUEUE_COLUMNS} FROM queues WHERE name = ?1"
+    ))?
+    .query_row([name], queue_row)
+    .optional()
+}
+
+pub fn list_queues(c: &Connection) -> rusqlite::Result<Vec<QueueRecord>> {
+    let mut stmt =
+        c.prepare_cached(&format!("SELECT {QUEUE_COLUMNS} FROM queues ORDER BY name"))?;
+    let rows = stmt.query_map([], queue_row)?;
+    rows.collect()
+}
+
+pub fn delete_queue(c: &Connection, queue_id: i64) -> rusqlite::Result<bool> {
+    c.prepare_cached("DELETE FROM messages WHERE queue_id = ?1")?
+        .execute([queue_id])?;
+    Ok(c.prepare_cached("DELETE FROM queues WHERE id = ?1")?
+        .execute([queue_id])?
+        == 1)
+}
+
+pub fn set_queue_attributes(
+    c: &Connection,
+    queue_id: i64,
+    attributes: &Map,
+    now_ms: i64,
+) -> rusqlite::Result<()> {
+    c.prepare_cached("UPDATE queues SET attributes = ?2, modified_at = ?3 WHERE id = ?1")?
+        .execute(params![queue_id, to_json(attributes), now_ms])?;
+    Ok(())
+}
+
+pub fn set_queue_tags(c: &Connection, queue_id: i64, tags: &Map) -> rusqlite::Result<()> {
+    c.prepare_cached("UPDATE queues SET tags = ?2 WHERE id = ?1")?
+        .execute(params![queue_id, to_json(tags)])?;
+    Ok(())
+}
+
+// ----- messages
+
+const MESSAGE_COLUMNS: &str = "seq, queue_id, COALESCE(message_id, 'msg-' || seq), body, \
+    md5_body, message_attributes, system_attributes, sender_id, sent_at, visible_at, \
+    receive_count, first_received_at, receipt_token, group_id, dedup_id, dead_letter_source";
+
+fn message_row(r: &Row<'_>) -> rusqlite::Result<StoredMessage> {
+    Ok(StoredMessage {
+        seq: r.get(0)?,
+        queue_id: r.get(1)?,
+        message_id: r.get(2)?,
+        body: r.get(3)?,
+        md5_body: r.get(4)?,
+        message_attributes: r.get(5)?,
+        system_attributes: r.get(6)?,
+        sender_id: r.get(7)?,
+        sent_at_ms: r.get(8)?,
+        visible_at_ms: r.get(9)?,
+        receive_count: r.get(10)?,
+        first_received_at_ms: r.get(11)?,
+        receipt_token: r.get(12)?,
+        group_id: r.get(13)?,
+        dedup_id: r.get(14)?,
+        dead_letter_source: r.get(15)?,
+    })
+}
+
+pub fn send_messages(
+    c: &Connection,
+    messages: &[(i64, NewMessage)],
+) -> rusqlite::Result<Vec<(i64, String)>> {
+    let mut stmt = c.prepare_cached(
+        "INSERT INTO messages (queue_id, message_id, body, md5_body, message_attributes, \
+         system_attributes, sender_id, sent_at, visible_at, expires_at, receive_count, \
+         first_received_at, group_id, dedup_id, dead_letter_source) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+    )?;
+    let mut out = Vec::with_capacity(messages.len());
+    for (queue_id, m) in messages {
+        stmt.execute(params![
+            queue_id,
+            m.message_id,
+            m.body,
+            m.md5_body,
+            m.message_attributes,
+            m.system_attributes,
+            m.sender_id,
+            m.sent_at_ms,
+            m.visible_at_ms,
+            m.expires_at_ms,
+            m.receive_count,
+            m.first_received_at_ms,
+            m.group_id,
+            m.dedup_id,
+            m.dead_letter_source,
+        ])?;
+        let seq = c.last_insert_rowid();
+        let id = m.message_id.clone().unwrap_or_else(|| format!("msg-{seq}"));
+        out.push((seq, id));
+    }
+    Ok(out)
+}
+
+pub fn receive(c: &Connection, req: &ReceiveRequest) -> rusqlite::Result<ReceiveOutcome> {
+    let mut out = ReceiveOutcome::default();
+    let want = req.max_messages.clamp(1, 10) as usize;
+    let mut candidates = c.prepare_cached(
+        "SELECT seq, receive_count, expires_at FROM messages \
+         WHERE queue_id = ?1 AND visible_at <= ?2 ORDER BY visible_at, seq LIMIT ?3",
+    )?;
+    let mut claim = c.prepare_cached(&format!(
+        "UPDATE messages SET visible_at = ?2, receive_count = receive_count + 1, \
+         first_received_at = COALESCE(first_received_at, ?3), receipt_token = ?4 \
+         WHERE seq = ?1 RETURNING {MESSAGE_COLUMNS}"
+    ))?;
+    let mut expire = c.prepare_cached("DELETE FROM messages WHERE seq = ?1")?;
+    let mut dead_letter = c.prepare_cached(
+        "UPDATE messages SET queue_id = ?2, receive_count = receive_count + 1, visible_at = ?3, \
+         dead_letter_source = ?4, first_received_at = COALESCE(first_received_at, ?3) \
+         WHERE seq = ?1",
+    )?;
+    loop {
+        let need = want - out.messages.len();
+        let rows: Vec<(i64, i64, i64)> = candidates
+            .query_map(params![req.queue_id, req.now_ms, need as i64], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })?
+            .collect::<rusqlite::Result<_>>()?;
+        if rows.is_empty() {
+            break;
+        }
+        for (seq, receive_count, expires_at) in rows {
+            if expires_at <= req.now_ms {
+                expire.execute([seq])?;
+                continue;
+            }
+            if let Some(rule) = &req.redrive {
+                if receive_count + 1 > rule.max_receive_count {
+                    dead_letter.execute(params![
+                        seq,
+                        rule.dlq_queue_id,
+                        req.now_ms,
+                        rule.source_arn
+                    ])?;
+                    out.dead_lettered += 1;
+                    continue;
+                }
+            }
+            let token: i64 = rand::random::<i64>() & i64::MAX;
+            let message = claim.query_row(
+                params![seq, req.now_ms + req.visibility_ms, req.now_ms, token],
+                message_row,
+            )?;
+            out.messages.push(message);
+        }
+        if out.messages.len() >= want {
+            break;
+        }
+    }
+    if out.messages.len() < want {
+        out.next_visible_at_ms = c
+            .prepare_cached(
+                "SELECT MIN(visible_at) FROM messages WHERE queue_id = ?1 AND visible_at > ?2",
+            )?
+            .query_row(params![req.queue_id, req.now_ms], |r| r.get(0))?;
+    }
+    Ok(out)
+}
+
+pub fn delete_message(
+    c: &Connection,
+    queue_id: i64,
+    seq: i64,
+    token: Option<i64>,
+) -> rusqlite::Result<bool> {
+    let n = match token {
+        Some(t) => c
+            .prepare_cached(
+                "DELETE FROM messages WHERE seq = ?1 AND queue_id = ?2 AND receipt_token = ?3",
+            )?
+            .execute(params![seq, queue_id, t])?,
+        None => c
+            .prepare_cached("DELETE FROM messages WHERE seq = ?1 AND queue_id = ?2")?
+            .execute(params![seq, queue_id])?,
+    };
+    Ok(n > 0)
+}
+
+pub fn delete_message_by_id(
+    c: &Connection,
+    queue_id: i64,
+    message_id: &str,
+) -> rusqlite::Result<bool> {
+    let by_seq = message_id
+        .strip_prefix("msg-")
+        .and_then(|n| n.parse::<i64>().ok());
+    let n = match by_seq {
+        Some(seq) => c
+            .prepare_cached(
+                "DELETE FROM messages WHERE seq = ?1 AND queue_id = ?2 AND message_id IS NULL",
+            )?
+            .execute(params![seq, queue_id])?,
+        None => c
+            .prepare_cached("DELETE FROM messages WHERE message_id = ?1 AND queue_id = ?2")?
+            .execute(params![message_id, queue_id])?,
+    };
+    Ok(n > 0)
+}
+
+pub fn change_visibility(
+    c: &Connection,
+    queue_id: i64,
+    seq: i64,
+    token: Option<i64>,
+    now_ms: i64,
+    visible_at_ms: i64,
+) -> rusqlite::Result<VisibilityChange> {
+    let row: Option<(i64, i64, i64)> = c
+        .prepare_cached(
+            "SELECT visible_at, receive_count, receipt_token FROM messages \
+             WHERE seq = ?1 AND queue_id = ?2",
+        )?
+        .query_row(params![seq, queue_id], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })
+        .optional()?;
+    let Some((visible_at, receive_count, current_token)) = row else {
+        return Ok(VisibilityChange::NotFound);
+    };
+    if token.is_some_and(|t| t != current_token) {
+        return Ok(VisibilityChange::NotFound);
+    }
+    if receive_count == 0 || visible_at <= now_ms {
+        return Ok(VisibilityChange::NotInflight);
+    }
+    c.prepare_cached("UPDATE messages SET visible_at = ?2 WHERE seq = ?1")?
+        .execute(params![seq, visible_at_ms])?;
+    Ok(VisibilityChange::Changed)
+}
+
+pub fn purge_queue(c: &Connection, queue_id: i64) -> rusqlite::Result<u64> {
+    Ok(
+        c.prepare_cached("DELETE FROM messages WHERE queue_id = ?1")?
+            .execute([queue_id])? as u64,
+    )
+}
+
+pub fn queue_counts(c: &Connection, queue_id: i64, now_ms: i64) -> rusqlite::Result<QueueCounts> {
+    c.prepare_cached(
+        "SELECT \
+           COALESCE(SUM(visible_at <= ?2), 0), \
+           COALESCE(SUM(visible_at > ?2 AND receive_count > 0), 0), \
+           COALESCE(SUM(visible_at > ?2 AND receive_count = 0), 0) \
+         FROM messages WHERE queue_id = ?1 AND expires_at > ?2",
+    )?
+    .query_row(params![queue_id, now_ms], |r| {
+        Ok(QueueCounts {
+            visible: r.get(0)?,
+            in_flight: r.get(1)?,
+            delayed: r.get(2)?,
+        })
+    })
+}
+
+pub fn delete_expired(c: &Connection, now_ms: i64) -> rusqlite::Result<u64> {
+    Ok(
+        c.prepare_cached("DELETE FROM messages WHERE expires_at <= ?1")?
+            .execute([now_ms])? as u64,
+    )
+}
+
+// ----- topics
+
+fn topic_row(r: &Row<'_>) -> rusqlite::Result<TopicRecord> {
+    Ok(TopicRecord {
+        id: r.get(0)?,
+        name: r.get(1)?,
+        attributes: from_json(&r.get::<_, String>(2)?),
+        tags: from_json(&r.get::<_, String>(3)?),
+        created_at_ms: r.get(4)?,
+    })
+}
+
+pub fn create_topic(
+    c: &Connection,
+    name: &str,
+    attributes: &Map,
+    tags: &Map,
+    now_ms: i64,
+) -> rusqlite::Result<(TopicRecord, bool)> {
+    let inserted = c
+        .prepare_cached(
+            "INSERT INTO topics (name, attributes, tags, created_at) VALUES (?1, ?2, ?3, ?4) \
+             ON CONFLICT(name) DO NOTHING",
+        )?
+        .execute(params![name, to_json(attributes), to_json(tags), now_ms])?;
+    let topic = get_topic(c, name)?.ok_or(rusqlite::Error::QueryReturnedNoRows)?;
+    Ok((topic, inserted == 1))
+}
+
+pub fn get_topic(c: &Connection, name: &str) -> rusqlite::Result<Option<TopicRecord>> {
+    c.prepare_cached("SELECT id, name, attributes, tags, created_at FROM topics WHERE name = ?1")?
+        .query_row([name], topic_row)
+        .optional()
+}
+
+pub fn list_topics(c: &Connection) -> rusqlite::Result<Vec<TopicRecord>> {
+    let mut stmt = c.prepare_cached(
+        "SELECT id, name, attributes, tags, created_at FROM topics ORDER BY name",
+    )?;
+    let rows = stmt.query_map([], topic_row)?;
+    rows.collect()
+}
+
+pub fn delete_topic(c: &Connection, topic_id: i64) -> rusqlite::Result<bool> {
+    c.prepare_cached("DELETE FROM subscriptions WHERE topic_id = ?1")?
+        .execute([topic_id])?;
+    Ok(c.prepare_cached("DELETE FROM topics WHERE id = ?1")?
+        .execute([topic_id])?
+        == 1)
+}
+
+pub fn set_topic_json(
+    c: &Connection,
+    topic_id: i64,
+    column: &'static str,
+    map: &Map,
+) -> rusqlite::Result<()> {
+    c.prepare_cached(&format!("UPDATE topics SET {column} = ?2 WHERE id = ?1"))?
+        .execute(params![topic_id, to_json(map)])?;
+    Ok(())
+}
+
+// ----- subscriptions
+
+const SUBSCRIPTION_COLUMNS: &str = "s.seq, s.topic_id, t.name, s.uuid, s.protocol, s.endpoint, \
+    s.attributes, s.confirmed, s.token";
+
+fn subscription_row(r: &Row<'_>) -> rusqlite::Result<SubscriptionRecord> {
+    Ok(SubscriptionRecord {
+        seq: r.get(0)?,
+        topic_id: r.get(1)?,
+        topic_name: r.get(2)?,
+        uuid: r.get(3)?,
+        protocol: r.get(4)?,
+        endpoint: r.get(5)?,
+        attributes: from_json(&r.get::<_, String>(6)?),
+        confirmed: r.get(7)?,
+        token: r.get(8)?,
+    })
+}
+
+pub fn create_subscription(
+    c: &Connection,
+    topic_id: i64,
+    s: &NewSubscription,
+) -> rusqlite::Result<SubscriptionRecord> {
+    c.prepare_cached(
+        "INSERT INTO subscriptions (topic_id, uuid, protocol, endpoint, attributes, confirmed, \
+         token) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    )?
+    .execute(params![
+        topic_id,
+        s.uuid,
+        s.protocol,
+        s.endpoint,
+        to_json(&s.attributes),
+        s.confirmed,
+        s.token
+    ])?;
+    get_subscription(c, &s.uuid)?.ok_or(rusqlite::Error::QueryReturnedNoRows)
+}
+
+pub fn list_subscriptions(
+    c: &Connection,
+    topic_id: Option<i64>,
+) -> rusqlite::Result<Vec<SubscriptionRecord>> {
+    let mut stmt = c.prepare_cached(&format!(
+        "SELECT {SUBSCRIPTION_COLUMNS} FROM subscriptions s JOIN topics t ON t.id = s.topic_id \
+         WHERE ?1 IS NULL OR s.topic_id = ?1 ORDER BY s.seq"
+    ))?;
+    let rows = stmt.query_map([topic_id], subscription_row)?;
+    rows.collect()
+}
+
+pub fn get_subscription(
+    c: &Connection,
+    uuid: &str,
+) -> rusqlite::Result<Option<SubscriptionRecord>> {
+    c.prepare_cached(&format!(
+        "SELECT {SUBSCRIPTION_COLUMNS} FROM subscriptions s JOIN topics t ON t.id = s.topic_id \
+         WHERE s.uuid = ?1"
+    ))?
+    .query_row([uuid], subscription_row)
+    .optional()
+}
+
+pub fn update_subscription(
+    c: &Connection,
+    uuid: &str,
+    attributes: &Map,
+    confirmed: bool,
+    token: Option<String>,
+) -> rusqlite::Result<()> {
+    c.prepare_cached(
+        "UPDATE subscriptions SET attributes = ?2, confirmed = ?3, token = ?4 WHERE uuid = ?1",
+    )?
+    .execute(params![uuid, to_json(attributes), confirmed, token])?;
+    Ok(())
+}
+
+pub fn delete_subscription(c: &Connection, uuid: &str) -> rusqlite::Result<bool> {
+    Ok(
+        c.prepare_cached("DELETE FROM subscriptions WHERE uuid = ?1")?
+            .execute([uuid])?
+            == 1,
+    )
+}
