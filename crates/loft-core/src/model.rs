@@ -211,3 +211,12 @@ pub struct SubscriptionRecord {
     /// Confirmation token when pending.
     pub token: Option<String>,
 }
+
+/// Where a message-move task sends messages.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MoveTarget {
+    /// Every message to this queue id.
+    Queue(i64),
+    /// Each message to the queue whose ARN its `dead_letter_source` holds: (ARN, queue id).
+    Sources(Vec<(String, i64)>),
+}

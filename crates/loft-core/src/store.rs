@@ -83,6 +83,18 @@ pub trait Store: Send + Sync + 'static {
         visible_at_ms: i64,
     ) -> Result<VisibilityChange>;
 
+    /// Moves up to `limit` visible messages of `source_queue_id` (a dead-letter queue) back:
+    /// to `target`'s queue, or each to the queue its DeadLetterQueueSourceArn names. A moved
+    /// message keeps its MessageId, body and attributes and starts afresh (receive count 0,
+    /// visible now). Messages with no known destination stay. Returns how many moved.
+    async fn move_messages(
+        &self,
+        source_queue_id: i64,
+        target: MoveTarget,
+        limit: u32,
+        now_ms: i64,
+    ) -> Result<u64>;
+
     /// Deletes every message of the queue. Returns how many.
     async fn purge_queue(&self, queue_id: i64) -> Result<u64>;
 

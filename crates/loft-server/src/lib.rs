@@ -2,11 +2,13 @@
 //!
 //! - [`routes`]: the one router every listener serves, and [`serve`] to run it.
 //! - [`native`]: the seeds' REST/JSON API (`/queues`, `/topics`, `/health`).
+//! - [`aws`]: the AWS protocols (SQS JSON and Query; SNS Query).
 //! - [`delivery`]: workers that POST topic deliveries to HTTP endpoints.
 //!
 //! Adapters translate wire formats and nothing else; every rule lives in
 //! [`loft_core::Service`].
 
+pub mod aws;
 pub mod delivery;
 pub mod native;
 pub mod routes;

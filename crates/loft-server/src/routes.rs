@@ -13,7 +13,7 @@ use loft_core::Service;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
-use crate::native;
+use crate::{aws, native};
 
 /// Largest request body of the seeds' API, bytes (1 MiB).
 pub const NATIVE_BODY_LIMIT: usize = 1024 * 1024;
@@ -37,7 +37,15 @@ pub fn router(service: Arc<Service>) -> Router {
         .route("/topics/{name}/subscribe", post(native::subscribe))
         .route("/topics/{name}/publish", post(native::publish))
         .layer(DefaultBodyLimit::max(NATIVE_BODY_LIMIT));
+    let aws = Router::new()
+        .route("/", axum::routing::post(aws::entry).get(aws::entry))
+        .route(
+            "/{account}/{queue}",
+            axum::routing::post(aws::entry).get(aws::entry),
+        )
+        .layer(DefaultBodyLimit::max(aws::AWS_BODY_LIMIT));
     native
+        .merge(aws)
         .fallback(native::not_found)
         .method_not_allowed_fallback(native::method_not_allowed)
         .with_state(service)

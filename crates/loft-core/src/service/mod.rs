@@ -2,6 +2,7 @@
 //!
 //! - [`queues`]: queue lifecycle, attributes, tags, permissions.
 //! - [`messages`]: send, receive (with long polling), delete, visibility, purge.
+//! - [`move_tasks`]: moving messages out of dead-letter queues.
 //! - [`topics`]: topics, subscriptions and publish.
 //! - [`receipt`]: receipt handles.
 //!
@@ -9,6 +10,7 @@
 //! same answer over every protocol.
 
 mod messages;
+mod move_tasks;
 mod queues;
 pub mod receipt;
 mod topics;
@@ -25,6 +27,7 @@ use crate::names;
 use crate::store::Store;
 
 pub use messages::{ReceiveMessage, ReceivedMessage, SendMessage, SendResult};
+pub use move_tasks::MoveTask;
 pub use queues::{ListQueuesPage, SeedQueue};
 pub use topics::Delivery;
 
@@ -55,6 +58,8 @@ pub struct Service {
     waiters: Mutex<HashMap<i64, Arc<Notify>>>,
     /// When each queue was last purged (ms), for PurgeQueueInProgress.
     purges: Mutex<HashMap<i64, i64>>,
+    /// Message-move tasks, oldest first.
+    move_tasks: Mutex<Vec<MoveTask>>,
     /// Outgoing HTTP deliveries for the delivery workers.
     deliveries: mpsc::UnboundedSender<Delivery>,
 }
@@ -74,6 +79,7 @@ impl Service {
             config,
             waiters: Mutex::default(),
             purges: Mutex::default(),
+            move_tasks: Mutex::default(),
             deliveries: tx,
         };
         (Arc::new(service), rx)

@@ -253,6 +253,17 @@ impl Store for SqliteStore {
         .await
     }
 
+    async fn move_messages(
+        &self,
+        source_queue_id: i64,
+        target: MoveTarget,
+        limit: u32,
+        now_ms: i64,
+    ) -> Result<u64> {
+        self.write(move |c| ops::move_messages(c, source_queue_id, &target, limit, now_ms))
+            .await
+    }
+
     async fn purge_queue(&self, queue_id: i64) -> Result<u64> {
         self.write(move |c| ops::purge_queue(c, queue_id)).await
     }

@@ -465,3 +465,41 @@ pub fn delete_subscription(c: &Connection, uuid: &str) -> rusqlite::Result<bool>
             == 1,
     )
 }
+
+// ----- message moves
+
+pub fn move_messages(
+    c: &Connection,
+    source: i64,
+    target: &MoveTarget,
+    limit: u32,
+    now_ms: i64,
+) -> rusqlite::Result<u64> {
+    let rows: Vec<(i64, Option<String>)> = c
+        .prepare_cached(
+            "SELECT seq, dead_letter_source FROM messages WHERE queue_id = ?1 AND visible_at <= ?2 \
+             ORDER BY visible_at, seq LIMIT ?3",
+        )?
+        .query_map(params![source, now_ms, limit as i64], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut update = c.prepare_cached(
+        "UPDATE messages SET queue_id = ?2, visible_at = ?3, receive_count = 0, \
+         first_received_at = NULL, dead_letter_source = NULL WHERE seq = ?1",
+    )?;
+    let mut moved = 0;
+    for (seq, origin) in rows {
+        let dest = match target {
+            MoveTarget::Queue(id) => Some(*id),
+            MoveTarget::Sources(map) => origin
+                .as_ref()
+                .and_then(|o| map.iter().find(|(arn, _)| arn == o).map(|(_, id)| *id)),
+        };
+        if let Some(dest) = dest {
+            update.execute(params![seq, dest, now_ms])?;
+            moved += 1;
+        }
+    }
+    Ok(moved)
+}

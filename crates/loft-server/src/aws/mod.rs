@@ -1,0 +1,328 @@
+//! The AWS protocol adapters: SQS over JSON 1.0 (`X-Amz-Target: AmazonSQS.*`) and Query
+//! (`Action=`), on `POST /`, `GET /` and queue URLs (`/{account}/{queue}`).
+//!
+//! - [`input`]: typed reads of an operation's JSON input shape.
+//! - [`query`]: the Query protocol's form decoding and XML encoding.
+//! - [`sqs`]: the SQS operations over JSON shapes, shared by both protocols.
+//!
+//! A request is routed by its shape, never by guessing from the action name alone: the
+//! `X-Amz-Target` header means JSON; otherwise the signing service in the Authorization
+//! header (or presigned `X-Amz-Credential`), a queue-URL path, the `Version` parameter and
+//! the parameters themselves tell SQS from SNS.
+
+pub mod input;
+pub mod query;
+pub mod sqs;
+
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{OriginalUri, State};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use loft_core::{Error, ErrorCode, Service};
+use serde_json::Value;
+
+/// Largest AWS-protocol request body, bytes: a 1 MiB batch Query-encoded can triple.
+pub const AWS_BODY_LIMIT: usize = 10 * 1024 * 1024;
+
+/// The SQS Query protocol's XML namespace.
+pub const SQS_NAMESPACE: &str = "http://queue.amazonaws.com/doc/2012-11-05/";
+
+const JSON_CONTENT_TYPE: &str = "application/x-amz-json-1.0";
+
+/// Which AWS service a Query request is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AwsService {
+    /// Amazon SQS.
+    Sqs,
+    /// Amazon SNS.
+    Sns,
+}
+
+fn request_id() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+fn base_url(headers: &HeaderMap) -> String {
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .filter(|h| !h.is_empty())
+        .unwrap_or("localhost:9324");
+    format!("http://{host}")
+}
+
+/// The signing service named by a SigV4 credential scope
+/// (`AKID/20240101/us-east-1/sqs/aws4_request`).
+fn scope_service(credential: &str) -> Option<&str> {
+    let mut parts = credential.split('/');
+    let _ = (parts.next()?, parts.next()?, parts.next()?);
+    parts.next()
+}
+
+fn signing_service<'a>(headers: &'a HeaderMap, pairs: &'a [(String, String)]) -> Option<&'a str> {
+    if let Some(auth) = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|h| h.to_str().ok())
+    {
+        if let Some(pos) = auth.find("Credential=") {
+            let cred = auth[pos + 11..].split([',', ' ']).next().unwrap_or("");
+            return scope_service(cred);
+        }
+    }
+    pairs
+        .iter()
+        .find(|(k, _)| k == "X-Amz-Credential")
+        .and_then(|(_, v)| scope_service(v))
+}
+
+/// Decides whether a Query request is for SQS or SNS (see the module doc).
+pub fn route_query(
+    headers: &HeaderMap,
+    path: &str,
+    pairs: &[(String, String)],
+    action: &str,
+) -> AwsService {
+    match signing_service(headers, pairs) {
+        Some("sqs") => return AwsService::Sqs,
+        Some("sns") => return AwsService::Sns,
+        _ => {}
+    }
+    let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    if segments.len() == 2 {
+        return AwsService::Sqs;
+    }
+    let param = |name: &str| {
+        pairs
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    };
+    match param("Version") {
+        Some("2012-11-05") => return AwsService::Sqs,
+        Some("2010-03-31") => return AwsService::Sns,
+        _ => {}
+    }
+    if param("QueueUrl").is_some() || param("QueueName").is_some() {
+        return AwsService::Sqs;
+    }
+    if param("TopicArn").is_some()
+        || param("SubscriptionArn").is_some()
+        || param("TargetArn").is_some()
+    {
+        return AwsService::Sns;
+    }
+    if sqs::OPERATIONS.contains(&action) {
+        AwsService::Sqs
+    } else {
+        AwsService::Sns
+    }
+}
+
+fn json_error(e: &Error, request_id: &str) -> Response {
+    let status = StatusCode::from_u16(e.code.http_status()).unwrap_or(StatusCode::BAD_REQUEST);
+    let body = serde_json::json!({
+        "__type": format!("com.amazonaws.sqs#{}", e.code.aws_code()),
+        "message": e.message,
+    });
+    let fault = if e.code.is_sender_fault() {
+        "Sender"
+    } else {
+        "Receiver"
+    };
+    let mut resp = (status, body.to_string()).into_response();
+    let h = resp.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(JSON_CONTENT_TYPE),
+    );
+    if let Ok(v) = HeaderValue::from_str(&format!("{};{fault}", e.code.query_code())) {
+        h.insert("x-amzn-query-error", v);
+    }
+    if let Ok(v) = HeaderValue::from_str(request_id) {
+        h.insert("x-amzn-requestid", v);
+    }
+    resp
+}
+
+fn xml_response(status: StatusCode, body: String, request_id: &str) -> Response {
+    let mut resp = (status, body).into_response();
+    let h = resp.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/xml"));
+    if let Ok(v) = HeaderValue::from_str(request_id) {
+        h.insert("x-amzn-requestid", v);
+    }
+    resp
+}
+
+fn query_error(namespace: &str, e: &Error, request_id: &str) -> Response {
+    let status = StatusCode::from_u16(e.code.http_status()).unwrap_or(StatusCode::BAD_REQUEST);
+    let body = query::error_response(
+        namespace,
+        e.code.is_sender_fault(),
+        e.code.query_code(),
+        &e.message,
+        request_id,
+    );
+    xml_response(status, body, request_id)
+}
+
+fn sqs_xml_rules(op: &str) -> &'static query::XmlRules {
+    const COMMON_LISTS: [(&str, &str); 6] = [
+        ("Messages", "Message"),
+        ("QueueUrls", "QueueUrl"),
+        ("queueUrls", "QueueUrl"),
+        ("Failed", "BatchResultErrorEntry"),
+        ("Results", "ListMessageMoveTasksResultEntry"),
+        ("StringListValues", "StringListValue"),
+    ];
+    const MAPS: &[(&str, &str, &str, &str)] = &[
+        ("Attributes", "Attribute", "Name", "Value"),
+        ("MessageAttributes", "MessageAttribute", "Name", "Value"),
+        ("Tags", "Tag", "Key", "Value"),
+    ];
+    macro_rules! rules {
+        ($entry:expr) => {{
+            const LISTS: &[(&str, &str)] = &[
+                COMMON_LISTS[0],
+                COMMON_LISTS[1],
+                COMMON_LISTS[2],
+                COMMON_LISTS[3],
+                COMMON_LISTS[4],
+                COMMON_LISTS[5],
+                ("Successful", $entry),
+            ];
+            const RULES: query::XmlRules = query::XmlRules {
+                lists: LISTS,
+                maps: MAPS,
+                member_lists: false,
+            };
+            &RULES
+        }};
+    }
+    match op {
+        "SendMessageBatch" => rules!("SendMessageBatchResultEntry"),
+        "DeleteMessageBatch" => rules!("DeleteMessageBatchResultEntry"),
+        _ => rules!("ChangeMessageVisibilityBatchResultEntry"),
+    }
+}
+
+/// The entry point of every AWS-protocol request (`/` and queue URLs).
+pub async fn entry(
+    State(svc): State<Arc<Service>>,
+    method: Method,
+    OriginalUri(uri): OriginalUri,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    let rid = request_id();
+    let body = match body {
+        Ok(b) => b,
+        Err(r) => {
+            let e = Error::new(
+                if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                    ErrorCode::RequestTooLarge
+                } else {
+                    ErrorCode::MalformedRequest
+                },
+                r.body_text(),
+            );
+            return query_error(SQS_NAMESPACE, &e, &rid);
+        }
+    };
+    if let Some(target) = headers.get("x-amz-target") {
+        let ctx = sqs::Context {
+            base_url: base_url(&headers),
+        };
+        let target = target.to_str().unwrap_or("");
+        let Some(op) = target.strip_prefix("AmazonSQS.") else {
+            let e = Error::new(
+                ErrorCode::InvalidAction,
+                format!("The target {target} is not an operation of this service."),
+            );
+            return json_error(&e, &rid);
+        };
+        let input: Value = if body.iter().all(u8::is_ascii_whitespace) {
+            Value::Object(Default::default())
+        } else {
+            match serde_json::from_slice(&body) {
+                Ok(v @ Value::Object(_)) => v,
+                _ => {
+                    let e = Error::new(
+                        ErrorCode::MalformedRequest,
+                        "The request body is not a valid JSON object.",
+                    );
+                    return json_error(&e, &rid);
+                }
+            }
+        };
+        return match sqs::call(&svc, &ctx, op, &input).await {
+            Ok(out) => {
+                let mut resp = (StatusCode::OK, out.to_string()).into_response();
+                let h = resp.headers_mut();
+                h.insert(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static(JSON_CONTENT_TYPE),
+                );
+                if let Ok(v) = HeaderValue::from_str(&rid) {
+                    h.insert("x-amzn-requestid", v);
+                }
+                resp
+            }
+            Err(e) => json_error(&e, &rid),
+        };
+    }
+    // The Query protocol: parameters from the query string and a form body.
+    let mut pairs: Vec<(String, String)> = uri
+        .query()
+        .map(|q| form_urlencoded::parse(q.as_bytes()).into_owned().collect())
+        .unwrap_or_default();
+    if method == Method::POST {
+        pairs.extend(form_urlencoded::parse(&body).into_owned());
+    }
+    let action = pairs
+        .iter()
+        .find(|(k, _)| k == "Action")
+        .map(|(_, v)| v.clone());
+    let Some(action) = action else {
+        let e = Error::new(
+            ErrorCode::MissingParameter,
+            "The request must contain the parameter Action.",
+        );
+        return query_error(SQS_NAMESPACE, &e, &rid);
+    };
+    match route_query(&headers, uri.path(), &pairs, &action) {
+        AwsService::Sqs => {
+            let ctx = sqs::Context {
+                base_url: base_url(&headers),
+            };
+            let mut input = query::decode(&pairs);
+            let segments: Vec<&str> = uri.path().split('/').filter(|s| !s.is_empty()).collect();
+            if segments.len() == 2 && input.get("QueueUrl").is_none() {
+                if let Value::Object(map) = &mut input {
+                    map.insert(
+                        "QueueUrl".into(),
+                        Value::String(format!("{}{}", ctx.base_url, uri.path())),
+                    );
+                }
+            }
+            match sqs::call(&svc, &ctx, &action, &input).await {
+                Ok(out) => {
+                    let body =
+                        query::response(&action, SQS_NAMESPACE, &out, sqs_xml_rules(&action), &rid);
+                    xml_response(StatusCode::OK, body, &rid)
+                }
+                Err(e) => query_error(SQS_NAMESPACE, &e, &rid),
+            }
+        }
+        AwsService::Sns => {
+            let e = Error::new(
+                ErrorCode::InvalidAction,
+                format!("The action {action} is not valid for this endpoint."),
+            );
+            query_error("http://sns.amazonaws.com/doc/2010-03-31/", &e, &rid)
+        }
+    }
+}

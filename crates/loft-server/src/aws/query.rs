@@ -1,0 +1,351 @@
+//! The AWS Query protocol's wire format: form parameters in, XML out.
+//!
+//! Decoding turns flattened parameter names (`Attribute.1.Name`,
+//! `SendMessageBatchRequestEntry.2.MessageAttribute.1.Value.StringValue`) into AWS's JSON
+//! input shape, so the same operation code serves both protocols. Encoding writes a JSON
+//! output shape as the Query protocol's XML, flattening lists and maps the way AWS does.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value};
+
+/// Query list names and the JSON member each becomes.
+const LISTS: &[(&str, &str)] = &[
+    ("AttributeName", "AttributeNames"),
+    ("MessageAttributeName", "MessageAttributeNames"),
+    ("MessageSystemAttributeName", "MessageSystemAttributeNames"),
+    ("TagKey", "TagKeys"),
+    ("AWSAccountId", "AWSAccountIds"),
+    ("ActionName", "Actions"),
+    ("StringListValue", "StringListValues"),
+    ("BinaryListValue", "BinaryListValues"),
+    ("SendMessageBatchRequestEntry", "Entries"),
+    ("DeleteMessageBatchRequestEntry", "Entries"),
+    ("ChangeMessageVisibilityBatchRequestEntry", "Entries"),
+    (
+        "PublishBatchRequestEntries.member",
+        "PublishBatchRequestEntries",
+    ),
+];
+
+/// Query map names: (query name, JSON member, key element, value element).
+const MAPS: &[(&str, &str, &str, &str)] = &[
+    ("Attribute", "Attributes", "Name", "Value"),
+    ("Tag", "Tags", "Key", "Value"),
+    ("MessageAttribute", "MessageAttributes", "Name", "Value"),
+    (
+        "MessageSystemAttribute",
+        "MessageSystemAttributes",
+        "Name",
+        "Value",
+    ),
+];
+
+/// Parameters that carry the request's signature or protocol, not the operation's input.
+fn is_envelope(key: &str) -> bool {
+    matches!(
+        key,
+        "Action"
+            | "Version"
+            | "AWSAccessKeyId"
+            | "Signature"
+            | "SignatureMethod"
+            | "SignatureVersion"
+            | "Timestamp"
+            | "Expires"
+            | "SecurityToken"
+    ) || key.starts_with("X-Amz-")
+}
+
+#[derive(Default, Debug)]
+struct Node {
+    value: Option<String>,
+    children: BTreeMap<String, Node>,
+}
+
+fn index_key(k: &str) -> (u64, String) {
+    (k.parse::<u64>().unwrap_or(u64::MAX), k.to_owned())
+}
+
+fn to_value(node: &Node) -> Value {
+    if node.children.is_empty() {
+        return Value::String(node.value.clone().unwrap_or_default());
+    }
+    let mut out = Map::new();
+    for (name, child) in &node.children {
+        if let Some((_, json_name)) = LISTS.iter().find(|(q, _)| q == name) {
+            let mut items: Vec<(&String, &Node)> = child.children.iter().collect();
+            items.sort_by_key(|(k, _)| index_key(k));
+            let list: Vec<Value> = items.into_iter().map(|(_, n)| to_value(n)).collect();
+            out.insert((*json_name).to_owned(), Value::Array(list));
+        } else if let Some((_, json_name, key, value)) = MAPS.iter().find(|(q, ..)| q == name) {
+            let mut items: Vec<(&String, &Node)> = child.children.iter().collect();
+            items.sort_by_key(|(k, _)| index_key(k));
+            let mut map = Map::new();
+            for (_, entry) in items {
+                let Some(k) = entry.children.get(*key).and_then(|n| n.value.clone()) else {
+                    continue;
+                };
+                let v = entry
+                    .children
+                    .get(*value)
+                    .map(to_value)
+                    .unwrap_or(Value::String(String::new()));
+                map.insert(k, v);
+            }
+            out.insert((*json_name).to_owned(), Value::Object(map));
+        } else {
+            out.insert(name.clone(), to_value(child));
+        }
+    }
+    Value::Object(out)
+}
+
+/// Decodes form pairs (query string and body together) into the JSON input shape.
+/// Envelope parameters (Action, Version, signature fields) are left out.
+pub fn decode(pairs: &[(String, String)]) -> Value {
+    let mut root = Node::default();
+    for (key, value) in pairs {
+        if is_envelope(key) {
+            continue;
+        }
+        // `PublishBatchRequestEntries.member.N` keeps `member` with its list name.
+        let key = key.replace(".member.", ".member\u{0}");
+        let mut node = &mut root;
+        let parts: Vec<String> = key.split('.').map(|p| p.replace('\u{0}', ".")).collect();
+        for part in parts {
+            node = node.children.entry(part).or_default();
+        }
+        node.value = Some(value.clone());
+    }
+    if root.children.is_empty() {
+        return Value::Object(Map::new());
+    }
+    to_value(&root)
+}
+
+/// Escapes text for XML content the way AWS does, keeping `\r` as `&#xD;` so that it
+/// survives the parser's line-end normalisation.
+pub fn escape(text: &str, out: &mut String) {
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            '\r' => out.push_str("&#xD;"),
+            c => out.push(c),
+        }
+    }
+}
+
+/// How a JSON output member is written as XML.
+pub struct XmlRules {
+    /// JSON list member to the element name of each (flattened) item.
+    pub lists: &'static [(&'static str, &'static str)],
+    /// JSON map member to (entry element, key element, value element), flattened.
+    pub maps: &'static [(&'static str, &'static str, &'static str, &'static str)],
+    /// JSON list members written wrapped, with `<member>` items (SNS style).
+    pub member_lists: bool,
+}
+
+fn write_scalar(value: &Value, out: &mut String) {
+    match value {
+        Value::String(s) => escape(s, out),
+        Value::Null => {}
+        other => out.push_str(&other.to_string()),
+    }
+}
+
+/// Writes `value` as the XML content of an element named `name`.
+pub fn write_element(name: &str, value: &Value, rules: &XmlRules, out: &mut String) {
+    match value {
+        Value::Array(items) => {
+            if rules.member_lists {
+                out.push('<');
+                out.push_str(name);
+                out.push('>');
+                for item in items {
+                    write_element("member", item, rules, out);
+                }
+                out.push_str("</");
+                out.push_str(name);
+                out.push('>');
+            } else {
+                let item_name = rules
+                    .lists
+                    .iter()
+                    .find(|(n, _)| *n == name)
+                    .map_or(name, |(_, i)| *i);
+                for item in items {
+                    write_element(item_name, item, rules, out);
+                }
+            }
+        }
+        Value::Object(map) => {
+            if let Some((_, entry, k, v)) = rules.maps.iter().find(|(n, ..)| *n == name) {
+                if rules.member_lists {
+                    out.push('<');
+                    out.push_str(name);
+                    out.push('>');
+                }
+                let entry = if rules.member_lists { "entry" } else { entry };
+                for (key, val) in map {
+                    out.push('<');
+                    out.push_str(entry);
+                    out.push('>');
+                    write_element(k, &Value::String(key.clone()), rules, out);
+                    write_element(v, val, rules, out);
+                    out.push_str("</");
+                    out.push_str(entry);
+                    out.push('>');
+                }
+                if rules.member_lists {
+                    out.push_str("</");
+                    out.push_str(name);
+                    out.push('>');
+                }
+                return;
+            }
+            out.push('<');
+            out.push_str(name);
+            out.push('>');
+            for (k, v) in map {
+                write_element(k, v, rules, out);
+            }
+            out.push_str("</");
+            out.push_str(name);
+            out.push('>');
+        }
+        scalar => {
+            out.push('<');
+            out.push_str(name);
+            out.push('>');
+            write_scalar(scalar, out);
+            out.push_str("</");
+            out.push_str(name);
+            out.push('>');
+        }
+    }
+}
+
+/// A whole Query response: `<{op}Response xmlns=..><{op}Result>..</{op}Result>
+/// <ResponseMetadata><RequestId>..</RequestId></ResponseMetadata></{op}Response>`.
+/// An output with no members has no Result element.
+pub fn response(
+    op: &str,
+    namespace: &str,
+    output: &Value,
+    rules: &XmlRules,
+    request_id: &str,
+) -> String {
+    let mut out = String::with_capacity(256);
+    out.push_str("<?xml version=\"1.0\"?>");
+    out.push_str(&format!("<{op}Response xmlns=\"{namespace}\">"));
+    if let Value::Object(map) = output {
+        if !map.is_empty() {
+            out.push_str(&format!("<{op}Result>"));
+            for (k, v) in map {
+                write_element(k, v, rules, &mut out);
+            }
+            out.push_str(&format!("</{op}Result>"));
+        }
+    }
+    out.push_str("<ResponseMetadata><RequestId>");
+    escape(request_id, &mut out);
+    out.push_str(&format!("</RequestId></ResponseMetadata></{op}Response>"));
+    out
+}
+
+/// The Query protocol's error document.
+pub fn error_response(
+    namespace: &str,
+    sender: bool,
+    code: &str,
+    message: &str,
+    request_id: &str,
+) -> String {
+    let mut out = String::with_capacity(256);
+    out.push_str("<?xml version=\"1.0\"?>");
+    out.push_str(&format!(
+        "<ErrorResponse xmlns=\"{namespace}\"><Error><Type>"
+    ));
+    out.push_str(if sender { "Sender" } else { "Receiver" });
+    out.push_str("</Type><Code>");
+    escape(code, &mut out);
+    out.push_str("</Code><Message>");
+    escape(message, &mut out);
+    out.push_str("</Message><Detail/></Error><RequestId>");
+    escape(request_id, &mut out);
+    out.push_str("</RequestId></ErrorResponse>");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
+        list.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn decodes_maps_lists_and_entries() {
+        let v = decode(&pairs(&[
+            ("Action", "SendMessageBatch"),
+            ("QueueUrl", "http://h/0/q"),
+            ("SendMessageBatchRequestEntry.2.Id", "b"),
+            ("SendMessageBatchRequestEntry.2.MessageBody", "two"),
+            ("SendMessageBatchRequestEntry.1.Id", "a"),
+            ("SendMessageBatchRequestEntry.1.MessageBody", "one"),
+            (
+                "SendMessageBatchRequestEntry.1.MessageAttribute.1.Name",
+                "k",
+            ),
+            (
+                "SendMessageBatchRequestEntry.1.MessageAttribute.1.Value.DataType",
+                "String",
+            ),
+            (
+                "SendMessageBatchRequestEntry.1.MessageAttribute.1.Value.StringValue",
+                "v",
+            ),
+            ("AttributeName.1", "All"),
+        ]));
+        assert_eq!(
+            v,
+            json!({
+                "AttributeNames": ["All"],
+                "QueueUrl": "http://h/0/q",
+                "Entries": [
+                    {"Id": "a", "MessageAttributes": {"k": {"DataType": "String", "StringValue": "v"}}, "MessageBody": "one"},
+                    {"Id": "b", "MessageBody": "two"}
+                ]
+            })
+        );
+    }
+
+    #[test]
+    fn decodes_attribute_maps() {
+        let v = decode(&pairs(&[
+            ("QueueName", "q"),
+            ("Attribute.1.Name", "VisibilityTimeout"),
+            ("Attribute.1.Value", "60"),
+            ("Tag.1.Key", "team"),
+            ("Tag.1.Value", "core"),
+        ]));
+        assert_eq!(v["Attributes"], json!({"VisibilityTimeout": "60"}));
+        assert_eq!(v["Tags"], json!({"team": "core"}));
+    }
+
+    #[test]
+    fn escapes_carriage_returns_and_quotes() {
+        let mut s = String::new();
+        escape("a\r\n\"<&>'", &mut s);
+        assert_eq!(s, "a&#xD;\n&quot;&lt;&amp;&gt;&apos;");
+    }
+}
