@@ -54,6 +54,42 @@ pub struct NewMessage {
     pub first_received_at_ms: Option<i64>,
     /// Original queue's ARN when moved from a source queue to its dead-letter queue.
     pub dead_letter_source: Option<String>,
+    /// FIFO deduplication: when set, a message with the same key inside the window is not
+    /// stored again; the send reports the original instead.
+    pub dedup: Option<DedupKey>,
+}
+
+/// A FIFO deduplication key and its window.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DedupKey {
+    /// `""` for queue scope, the MessageGroupId for messageGroup scope.
+    pub scope: String,
+    /// The MessageDeduplicationId (explicit, or the body's SHA-256 hex).
+    pub id: String,
+    /// When the window ends (ms): five minutes after the first send.
+    pub expires_at_ms: i64,
+}
+
+/// What the store did with one sent message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SentMessage {
+    /// Sequence number: the new message's, or the original's for a duplicate.
+    pub seq: i64,
+    /// MessageId: the new message's, or the original's for a duplicate.
+    pub message_id: String,
+    /// Whether this was a duplicate inside the deduplication window (nothing stored).
+    pub duplicate: bool,
+}
+
+/// Result of a delete by receipt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeleteOutcome {
+    /// Deleted.
+    Deleted,
+    /// No such message (already deleted, or never there).
+    NotFound,
+    /// The message exists but the receipt is not its current, unexpired one.
+    Stale,
 }
 
 /// A message as stored, returned by a receive or a peek.
@@ -142,6 +178,8 @@ pub enum VisibilityChange {
     Changed,
     /// No such message (deleted, or never there).
     NotFound,
+    /// The receipt token is not the message's current one.
+    Stale,
     /// The message is visible, not in flight.
     NotInflight,
 }

@@ -50,23 +50,26 @@ pub trait Store: Send + Sync + 'static {
 
     // ----- messages
 
-    /// Stores each message in its queue, all in one transaction. Returns each message's
-    /// sequence number and MessageId, in input order.
-    async fn send_messages(&self, messages: Vec<(i64, NewMessage)>) -> Result<Vec<(i64, String)>>;
+    /// Stores each message in its queue, all in one transaction. A message whose
+    /// [`NewMessage::dedup`] key is already recorded for its queue inside the window is not
+    /// stored; the original's sequence number and MessageId are reported instead. Returns one
+    /// [`SentMessage`] per input, in input order.
+    async fn send_messages(&self, messages: Vec<(i64, NewMessage)>) -> Result<Vec<SentMessage>>;
 
     /// Claims up to `max_messages` visible messages as `request` says, in one transaction:
     /// expired messages are dropped, messages past the redrive threshold move to the DLQ,
     /// the rest get a new receipt token, receive count and visibility.
     async fn receive(&self, request: ReceiveRequest) -> Result<ReceiveOutcome>;
 
-    /// Deletes message `seq` of queue `queue_id`. With `receipt_token` set, only if the
-    /// token matches. Returns whether a message was deleted.
+    /// Deletes message `seq` of queue `queue_id`. With `strict = Some((token, now_ms))`
+    /// (FIFO queues), only if `token` is the message's current receipt token and the message
+    /// is still in flight at `now_ms`; otherwise reports [`DeleteOutcome::Stale`].
     async fn delete_message(
         &self,
         queue_id: i64,
         seq: i64,
-        receipt_token: Option<i64>,
-    ) -> Result<bool>;
+        strict: Option<(i64, i64)>,
+    ) -> Result<DeleteOutcome>;
 
     /// Deletes the message with MessageId `message_id` from queue `queue_id` (the seeds'
     /// `DELETE /queues/{name}/messages/{id}`). Returns whether one was deleted.
@@ -101,7 +104,8 @@ pub trait Store: Send + Sync + 'static {
     /// Message counts of the queue at `now_ms`.
     async fn queue_counts(&self, queue_id: i64, now_ms: i64) -> Result<QueueCounts>;
 
-    /// Drops messages whose retention ended at or before `now_ms`. Returns how many.
+    /// Drops messages whose retention ended at or before `now_ms`, and deduplication keys
+    /// whose window ended. Returns how many messages.
     async fn delete_expired(&self, now_ms: i64) -> Result<u64>;
 
     // ----- topics and subscriptions

@@ -107,16 +107,93 @@ fn check_range(name: &str, value: i64, lo: i64, hi: i64) -> Result<()> {
     Ok(())
 }
 
+/// FIFO deduplication window, ms (five minutes).
+pub const DEDUP_WINDOW_MS: i64 = 5 * 60 * 1000;
+
+/// The SequenceNumber of the message with store sequence `seq`: a 20-digit decimal that
+/// grows with `seq`, in the form of AWS's 128-bit sequence numbers.
+pub fn sequence_number(seq: i64) -> String {
+    (10_000_000_000_000_000_000u128 + seq.max(0) as u128).to_string()
+}
+
+/// Checks a MessageGroupId or MessageDeduplicationId: 1..=128 characters of alphanumerics
+/// and punctuation. Errors: `InvalidParameterValue`.
+fn check_fifo_id(name: &str, value: &str) -> Result<()> {
+    let ok = !value.is_empty()
+        && value.len() <= 128
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b.is_ascii_punctuation());
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::invalid(format!(
+            "Value {value} for parameter {name} is invalid. Reason: {name} can only include alphanumeric and punctuation characters. 1 to 128 in length."
+        )))
+    }
+}
+
+fn not_for_queue_type(name: &str, value: &str) -> Error {
+    Error::invalid(format!(
+        "Value {value} for parameter {name} is invalid. Reason: The request include parameter that is not valid for this queue type."
+    ))
+}
+
 impl Service {
     /// Validates one message against the queue and builds what the store keeps.
+    /// `in_batch` changes the error for a missing MessageGroupId, as AWS does.
     fn build_message(
         &self,
-        queue: &QueueRecord,
         config: &QueueConfig,
         m: SendMessage,
         seed_id: bool,
+        in_batch: bool,
         now: i64,
     ) -> Result<(NewMessage, SendResult)> {
+        let mut dedup = None;
+        if config.fifo {
+            if let Some(d) = m.delay_seconds {
+                return Err(not_for_queue_type("DelaySeconds", &d.to_string()));
+            }
+            let Some(group) = m.group_id.as_deref() else {
+                return Err(if in_batch {
+                    Error::invalid("The request must contain the parameter MessageGroupId.")
+                } else {
+                    Error::missing("MessageGroupId")
+                });
+            };
+            check_fifo_id("MessageGroupId", group)?;
+            let id = match m.dedup_id.as_deref() {
+                Some(d) => {
+                    check_fifo_id("MessageDeduplicationId", d)?;
+                    d.to_owned()
+                }
+                None if config.content_based_deduplication => {
+                    hex::encode(<sha2::Sha256 as sha2::Digest>::digest(m.body.as_bytes()))
+                }
+                None => {
+                    return Err(Error::invalid(
+                        "The queue should either have ContentBasedDeduplication enabled or MessageDeduplicationId provided explicitly",
+                    ))
+                }
+            };
+            dedup = Some(DedupKey {
+                scope: if config.dedup_per_group {
+                    group.to_owned()
+                } else {
+                    String::new()
+                },
+                id,
+                expires_at_ms: now + DEDUP_WINDOW_MS,
+            });
+        } else {
+            if let Some(d) = &m.dedup_id {
+                return Err(not_for_queue_type("MessageDeduplicationId", d));
+            }
+            if let Some(g) = &m.group_id {
+                check_fifo_id("MessageGroupId", g)?;
+            }
+        }
         message::validate_body(&m.body)?;
         message::validate_attributes(&m.message_attributes)?;
         for (name, v) in &m.system_attributes {
@@ -162,13 +239,13 @@ impl Service {
             visible_at_ms: now + delay * 1000,
             expires_at_ms: now + config.retention_seconds as i64 * 1000,
             group_id: m.group_id,
-            dedup_id: m.dedup_id,
             receive_count: 0,
             first_received_at_ms: None,
             dead_letter_source: None,
+            dedup_id: dedup.as_ref().map(|d| d.id.clone()),
+            dedup,
             body: m.body,
         };
-        let _ = queue;
         Ok((new, result))
     }
 
@@ -176,7 +253,7 @@ impl Service {
     /// `InvalidMessageContents`, `InvalidParameterValue` (size, delay, attributes).
     pub async fn send_message(&self, queue_name: &str, m: SendMessage) -> Result<SendResult> {
         let queue = self.queue(queue_name).await?;
-        let mut results = self.send_batch_to(&queue, vec![m], false).await?;
+        let mut results = self.send_batch_to(&queue, vec![m], false, false).await?;
         results
             .pop()
             .unwrap_or_else(|| Err(Error::internal("empty send result")))
@@ -205,7 +282,7 @@ impl Service {
                 ),
             ));
         }
-        self.send_batch_to(&queue, entries, false).await
+        self.send_batch_to(&queue, entries, false, true).await
     }
 
     /// The seeds' `POST /queues/{name}/messages`: creates the queue with defaults when
@@ -226,7 +303,7 @@ impl Service {
             body,
             ..SendMessage::default()
         };
-        let mut results = self.send_batch_to(&queue, vec![m], true).await?;
+        let mut results = self.send_batch_to(&queue, vec![m], true, false).await?;
         let result = results
             .pop()
             .unwrap_or_else(|| Err(Error::internal("empty send result")))?;
@@ -238,6 +315,7 @@ impl Service {
         queue: &QueueRecord,
         entries: Vec<SendMessage>,
         seed_ids: bool,
+        in_batch: bool,
     ) -> Result<Vec<Result<SendResult>>> {
         let config = QueueConfig::from_attributes(&queue.attributes);
         let now = self.now_ms();
@@ -245,7 +323,7 @@ impl Service {
         let mut to_store = Vec::new();
         let mut slots = Vec::new();
         for entry in entries {
-            match self.build_message(queue, &config, entry, seed_ids, now) {
+            match self.build_message(&config, entry, seed_ids, in_batch, now) {
                 Ok((new, result)) => {
                     slots.push(results.len());
                     results.push(Ok(result));
@@ -258,9 +336,12 @@ impl Service {
             return Ok(results);
         }
         let stored = self.store.send_messages(to_store).await?;
-        for (slot, (_seq, id)) in slots.into_iter().zip(stored) {
+        for (slot, sent) in slots.into_iter().zip(stored) {
             if let Ok(r) = &mut results[slot] {
-                r.message_id = id;
+                r.message_id = sent.message_id;
+                if config.fifo {
+                    r.sequence_number = Some(sequence_number(sent.seq));
+                }
             }
         }
         self.wake(queue.id);
@@ -336,6 +417,20 @@ impl Service {
                 }),
             None => None,
         };
+        let attempt_key = match (&r.attempt_id, config.fifo) {
+            (Some(id), true) => {
+                check_fifo_id("ReceiveRequestAttemptId", id)?;
+                let key = (queue.id, id.clone());
+                let now = self.now_ms();
+                let mut attempts = self.attempts.lock().unwrap_or_else(|p| p.into_inner());
+                attempts.retain(|_, (expires, _)| *expires > now);
+                if let Some((_, messages)) = attempts.get(&key) {
+                    return Ok(messages.clone());
+                }
+                Some(key)
+            }
+            _ => None,
+        };
         let deadline = tokio::time::Instant::now() + Duration::from_secs(wait as u64);
         let notify = self.waiter(queue.id);
         loop {
@@ -361,11 +456,17 @@ impl Service {
             }
             let at_deadline = tokio::time::Instant::now() >= deadline;
             if !outcome.messages.is_empty() || at_deadline {
-                return Ok(outcome
+                let received: Vec<ReceivedMessage> = outcome
                     .messages
                     .into_iter()
-                    .map(|m| self.to_received(m, &r))
-                    .collect());
+                    .map(|m| self.to_received(m, &r, config.fifo))
+                    .collect();
+                if let Some(key) = attempt_key {
+                    let expires = now + (visibility * 1000).min(DEDUP_WINDOW_MS);
+                    let mut attempts = self.attempts.lock().unwrap_or_else(|p| p.into_inner());
+                    attempts.insert(key, (expires, received.clone()));
+                }
+                return Ok(received);
             }
             let mut wake_at = deadline;
             if let Some(next) = outcome.next_visible_at_ms {
@@ -379,7 +480,7 @@ impl Service {
         }
     }
 
-    fn to_received(&self, m: StoredMessage, r: &ReceiveMessage) -> ReceivedMessage {
+    fn to_received(&self, m: StoredMessage, r: &ReceiveMessage, fifo: bool) -> ReceivedMessage {
         let all_attrs = message::decode_attributes(m.message_attributes.as_deref());
         let selected = message::select_attributes(&all_attrs, &r.message_attribute_names);
         let wants = |n: &str| {
@@ -403,6 +504,7 @@ impl Service {
                 "MessageGroupId" => m.group_id.clone(),
                 "SenderId" => Some(m.sender_id.clone()),
                 "SentTimestamp" => Some(m.sent_at_ms.to_string()),
+                "SequenceNumber" if fifo => Some(sequence_number(m.seq)),
                 _ => None,
             };
             if let Some(v) = value {
@@ -447,11 +549,26 @@ impl Service {
     /// Errors: `QueueDoesNotExist`, `ReceiptHandleIsInvalid`.
     pub async fn delete_message(&self, queue_name: &str, handle: &str) -> Result<()> {
         let queue = self.queue(queue_name).await?;
-        let receipt = self.receipt_for(&queue, handle)?;
-        self.store
-            .delete_message(queue.id, receipt.seq, None)
-            .await?;
-        Ok(())
+        self.delete_in(&queue, handle).await
+    }
+
+    /// Deletes by receipt handle. On a FIFO queue the handle must be the message's current
+    /// one and the message still in flight (AWS rejects handles of expired receives).
+    async fn delete_in(&self, queue: &QueueRecord, handle: &str) -> Result<()> {
+        let receipt = self.receipt_for(queue, handle)?;
+        let fifo = QueueConfig::from_attributes(&queue.attributes).fifo;
+        let strict = fifo.then(|| (receipt.token, self.now_ms()));
+        match self
+            .store
+            .delete_message(queue.id, receipt.seq, strict)
+            .await?
+        {
+            DeleteOutcome::Stale => Err(Error::new(
+                ErrorCode::ReceiptHandleIsInvalid,
+                format!("The receipt handle \"{handle}\" has expired."),
+            )),
+            DeleteOutcome::Deleted | DeleteOutcome::NotFound => Ok(()),
+        }
     }
 
     /// DeleteMessageBatch: each handle succeeds or fails on its own.
@@ -464,15 +581,7 @@ impl Service {
         let queue = self.queue(queue_name).await?;
         let mut out = Vec::with_capacity(handles.len());
         for h in handles {
-            let r = match self.receipt_for(&queue, h) {
-                Ok(receipt) => self
-                    .store
-                    .delete_message(queue.id, receipt.seq, None)
-                    .await
-                    .map(|_| ()),
-                Err(e) => Err(e),
-            };
-            out.push(r);
+            out.push(self.delete_in(&queue, h).await);
         }
         Ok(out)
     }
@@ -511,11 +620,17 @@ impl Service {
         let receipt = self.receipt_for(queue, handle)?;
         check_range("VisibilityTimeout", visibility_timeout, 0, 43_200)?;
         let now = self.now_ms();
+        let fifo = QueueConfig::from_attributes(&queue.attributes).fifo;
+        let token = fifo.then_some(receipt.token);
         match self
             .store
-            .change_visibility(queue.id, receipt.seq, None, now, now + visibility_timeout * 1000)
+            .change_visibility(queue.id, receipt.seq, token, now, now + visibility_timeout * 1000)
             .await?
         {
+            VisibilityChange::Stale => Err(Error::new(
+                ErrorCode::ReceiptHandleIsInvalid,
+                format!("The receipt handle \"{handle}\" has expired."),
+            )),
             VisibilityChange::Changed => {
                 if visibility_timeout == 0 {
                     self.wake(queue.id);

@@ -26,7 +26,7 @@ use crate::model::QueueRecord;
 use crate::names;
 use crate::store::Store;
 
-pub use messages::{ReceiveMessage, ReceivedMessage, SendMessage, SendResult};
+pub use messages::{sequence_number, ReceiveMessage, ReceivedMessage, SendMessage, SendResult};
 pub use move_tasks::MoveTask;
 pub use queues::{ListQueuesPage, SeedQueue};
 pub use topics::Delivery;
@@ -58,6 +58,9 @@ pub struct Service {
     waiters: Mutex<HashMap<i64, Arc<Notify>>>,
     /// When each queue was last purged (ms), for PurgeQueueInProgress.
     purges: Mutex<HashMap<i64, i64>>,
+    /// FIFO receives by (queue id, ReceiveRequestAttemptId): until when (ms) a retry
+    /// returns the same messages, and those messages.
+    attempts: Mutex<HashMap<(i64, String), (i64, Vec<ReceivedMessage>)>>,
     /// Message-move tasks, oldest first.
     move_tasks: Mutex<Vec<MoveTask>>,
     /// Outgoing HTTP deliveries for the delivery workers.
@@ -80,6 +83,7 @@ impl Service {
             waiters: Mutex::default(),
             purges: Mutex::default(),
             move_tasks: Mutex::default(),
+            attempts: Mutex::default(),
             deliveries: tx,
         };
         (Arc::new(service), rx)

@@ -57,6 +57,20 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX subscriptions_topic ON subscriptions(topic_id, seq);
     "#,
+    // 2: FIFO queues: send order per queue, deduplication windows.
+    r#"
+    CREATE INDEX messages_queue_order ON messages(queue_id, seq);
+    CREATE TABLE fifo_dedup (
+        queue_id   INTEGER NOT NULL,
+        scope      TEXT NOT NULL,
+        dedup_id   TEXT NOT NULL,
+        seq        INTEGER NOT NULL,
+        message_id TEXT NOT NULL,
+        expires_at INTEGER NOT NULL,
+        PRIMARY KEY (queue_id, scope, dedup_id)
+    );
+    CREATE INDEX fifo_dedup_expiry ON fifo_dedup(expires_at);
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -215,7 +215,7 @@ impl Store for SqliteStore {
             .await
     }
 
-    async fn send_messages(&self, messages: Vec<(i64, NewMessage)>) -> Result<Vec<(i64, String)>> {
+    async fn send_messages(&self, messages: Vec<(i64, NewMessage)>) -> Result<Vec<SentMessage>> {
         self.write(move |c| ops::send_messages(c, &messages)).await
     }
 
@@ -227,9 +227,9 @@ impl Store for SqliteStore {
         &self,
         queue_id: i64,
         seq: i64,
-        receipt_token: Option<i64>,
-    ) -> Result<bool> {
-        self.write(move |c| ops::delete_message(c, queue_id, seq, receipt_token))
+        strict: Option<(i64, i64)>,
+    ) -> Result<DeleteOutcome> {
+        self.write(move |c| ops::delete_message(c, queue_id, seq, strict))
             .await
     }
 

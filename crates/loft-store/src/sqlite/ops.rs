@@ -63,6 +63,8 @@ pub fn list_queues(c: &Connection) -> rusqlite::Result<Vec<QueueRecord>> {
 }
 
 pub fn delete_queue(c: &Connection, queue_id: i64) -> rusqlite::Result<bool> {
+    c.prepare_cached("DELETE FROM fifo_dedup WHERE queue_id = ?1")?
+        .execute([queue_id])?;
     c.prepare_cached("DELETE FROM messages WHERE queue_id = ?1")?
         .execute([queue_id])?;
     Ok(c.prepare_cached("DELETE FROM queues WHERE id = ?1")?
@@ -117,7 +119,7 @@ fn message_row(r: &Row<'_>) -> rusqlite::Result<StoredMessage> {
 pub fn send_messages(
     c: &Connection,
     messages: &[(i64, NewMessage)],
-) -> rusqlite::Result<Vec<(i64, String)>> {
+) -> rusqlite::Result<Vec<SentMessage>> {
     let mut stmt = c.prepare_cached(
         "INSERT INTO messages (queue_id, message_id, body, md5_body, message_attributes, \
          system_attributes, sender_id, sent_at, visible_at, expires_at, receive_count, \
@@ -126,6 +128,25 @@ pub fn send_messages(
     )?;
     let mut out = Vec::with_capacity(messages.len());
     for (queue_id, m) in messages {
+        if let Some(key) = &m.dedup {
+            let original: Option<(i64, String)> = c
+                .prepare_cached(
+                    "SELECT seq, message_id FROM fifo_dedup WHERE queue_id = ?1 AND scope = ?2 \
+                     AND dedup_id = ?3 AND expires_at > ?4",
+                )?
+                .query_row(params![queue_id, key.scope, key.id, m.sent_at_ms], |r| {
+                    Ok((r.get(0)?, r.get(1)?))
+                })
+                .optional()?;
+            if let Some((seq, message_id)) = original {
+                out.push(SentMessage {
+                    seq,
+                    message_id,
+                    duplicate: true,
+                });
+                continue;
+            }
+        }
         stmt.execute(params![
             queue_id,
             m.message_id,
@@ -144,13 +165,34 @@ pub fn send_messages(
             m.dead_letter_source,
         ])?;
         let seq = c.last_insert_rowid();
-        let id = m.message_id.clone().unwrap_or_else(|| format!("msg-{seq}"));
-        out.push((seq, id));
+        let message_id = m.message_id.clone().unwrap_or_else(|| format!("msg-{seq}"));
+        if let Some(key) = &m.dedup {
+            c.prepare_cached(
+                "INSERT OR REPLACE INTO fifo_dedup (queue_id, scope, dedup_id, seq, message_id, \
+                 expires_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )?
+            .execute(params![
+                queue_id,
+                key.scope,
+                key.id,
+                seq,
+                message_id,
+                key.expires_at_ms
+            ])?;
+        }
+        out.push(SentMessage {
+            seq,
+            message_id,
+            duplicate: false,
+        });
     }
     Ok(out)
 }
 
 pub fn receive(c: &Connection, req: &ReceiveRequest) -> rusqlite::Result<ReceiveOutcome> {
+    if req.fifo {
+        return receive_fifo(c, req);
+    }
     let mut out = ReceiveOutcome::default();
     let want = req.max_messages.clamp(1, 10) as usize;
     let mut candidates = c.prepare_cached(
@@ -216,23 +258,121 @@ pub fn receive(c: &Connection, req: &ReceiveRequest) -> rusqlite::Result<Receive
     Ok(out)
 }
 
+/// FIFO receive: walks the queue in send order; a group whose oldest message is hidden
+/// (in flight or delayed) is locked and none of its later messages is handed out; open
+/// groups give their messages in order, several from one group in one receive.
+fn receive_fifo(c: &Connection, req: &ReceiveRequest) -> rusqlite::Result<ReceiveOutcome> {
+    let mut out = ReceiveOutcome::default();
+    let want = req.max_messages.clamp(1, 10) as usize;
+    let mut locked: std::collections::HashSet<Option<String>> = Default::default();
+    let mut taken: Vec<(i64, i64)> = Vec::new();
+    let mut expired: Vec<i64> = Vec::new();
+    {
+        let mut scan = c.prepare_cached(
+            "SELECT seq, group_id, visible_at, receive_count, expires_at FROM messages \
+             WHERE queue_id = ?1 ORDER BY seq",
+        )?;
+        let mut rows = scan.query(params![req.queue_id])?;
+        while let Some(r) = rows.next()? {
+            let seq: i64 = r.get(0)?;
+            let group: Option<String> = r.get(1)?;
+            let visible_at: i64 = r.get(2)?;
+            let receive_count: i64 = r.get(3)?;
+            let expires_at: i64 = r.get(4)?;
+            if locked.contains(&group) {
+                continue;
+            }
+            if expires_at <= req.now_ms {
+                expired.push(seq);
+                continue;
+            }
+            if visible_at > req.now_ms {
+                locked.insert(group);
+                out.next_visible_at_ms = Some(
+                    out.next_visible_at_ms
+                        .map_or(visible_at, |n: i64| n.min(visible_at)),
+                );
+                continue;
+            }
+            if let Some(rule) = &req.redrive {
+                if receive_count + 1 > rule.max_receive_count {
+                    // Moves, keeping seq (so order) and group; the group stays open.
+                    taken.push((seq, -1));
+                    continue;
+                }
+            }
+            if out.messages.len() + taken.iter().filter(|(_, k)| *k >= 0).count() >= want {
+                break;
+            }
+            taken.push((seq, 0));
+        }
+    }
+    for seq in expired {
+        c.prepare_cached("DELETE FROM messages WHERE seq = ?1")?
+            .execute([seq])?;
+    }
+    let mut claim = c.prepare_cached(&format!(
+        "UPDATE messages SET visible_at = ?2, receive_count = receive_count + 1, \
+         first_received_at = COALESCE(first_received_at, ?3), receipt_token = ?4 \
+         WHERE seq = ?1 RETURNING {MESSAGE_COLUMNS}"
+    ))?;
+    for (seq, kind) in taken {
+        if kind < 0 {
+            if let Some(rule) = &req.redrive {
+                c.prepare_cached(
+                    "UPDATE messages SET queue_id = ?2, receive_count = receive_count + 1, \
+                     visible_at = ?3, dead_letter_source = ?4, \
+                     first_received_at = COALESCE(first_received_at, ?3) WHERE seq = ?1",
+                )?
+                .execute(params![
+                    seq,
+                    rule.dlq_queue_id,
+                    req.now_ms,
+                    rule.source_arn
+                ])?;
+                out.dead_lettered += 1;
+            }
+            continue;
+        }
+        let token: i64 = rand::random::<i64>() & i64::MAX;
+        let message = claim.query_row(
+            params![seq, req.now_ms + req.visibility_ms, req.now_ms, token],
+            message_row,
+        )?;
+        out.messages.push(message);
+    }
+    Ok(out)
+}
+
 pub fn delete_message(
     c: &Connection,
     queue_id: i64,
     seq: i64,
-    token: Option<i64>,
-) -> rusqlite::Result<bool> {
-    let n = match token {
-        Some(t) => c
+    strict: Option<(i64, i64)>,
+) -> rusqlite::Result<DeleteOutcome> {
+    if let Some((token, now_ms)) = strict {
+        let row: Option<(i64, i64)> = c
             .prepare_cached(
-                "DELETE FROM messages WHERE seq = ?1 AND queue_id = ?2 AND receipt_token = ?3",
+                "SELECT receipt_token, visible_at FROM messages WHERE seq = ?1 AND queue_id = ?2",
             )?
-            .execute(params![seq, queue_id, t])?,
-        None => c
-            .prepare_cached("DELETE FROM messages WHERE seq = ?1 AND queue_id = ?2")?
-            .execute(params![seq, queue_id])?,
-    };
-    Ok(n > 0)
+            .query_row(params![seq, queue_id], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()?;
+        match row {
+            None => return Ok(DeleteOutcome::NotFound),
+            Some((current, visible_at)) if current != token || visible_at <= now_ms => {
+                return Ok(DeleteOutcome::Stale)
+            }
+            Some(_) => {}
+        }
+    }
+    let n = c
+        .prepare_cached("DELETE FROM messages WHERE seq = ?1 AND queue_id = ?2")?
+        .execute(params![seq, queue_id])?;
+    Ok(if n > 0 {
+        DeleteOutcome::Deleted
+    } else {
+        DeleteOutcome::NotFound
+    })
 }
 
 pub fn delete_message_by_id(
@@ -277,7 +417,7 @@ pub fn change_visibility(
         return Ok(VisibilityChange::NotFound);
     };
     if token.is_some_and(|t| t != current_token) {
-        return Ok(VisibilityChange::NotFound);
+        return Ok(VisibilityChange::Stale);
     }
     if receive_count == 0 || visible_at <= now_ms {
         return Ok(VisibilityChange::NotInflight);
@@ -312,6 +452,8 @@ pub fn queue_counts(c: &Connection, queue_id: i64, now_ms: i64) -> rusqlite::Res
 }
 
 pub fn delete_expired(c: &Connection, now_ms: i64) -> rusqlite::Result<u64> {
+    c.prepare_cached("DELETE FROM fifo_dedup WHERE expires_at <= ?1")?
+        .execute([now_ms])?;
     Ok(
         c.prepare_cached("DELETE FROM messages WHERE expires_at <= ?1")?
             .execute([now_ms])? as u64,
