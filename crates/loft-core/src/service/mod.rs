@@ -31,6 +31,9 @@ pub use move_tasks::MoveTask;
 pub use queues::{ListQueuesPage, SeedQueue};
 pub use topics::Delivery;
 
+/// A remembered FIFO receive: until when (ms) it is replayed, and what it returned.
+type AttemptRecord = (i64, Vec<ReceivedMessage>);
+
 /// Settings of the service that show in names: the account and region of every ARN.
 #[derive(Debug, Clone)]
 pub struct ServiceConfig {
@@ -60,7 +63,7 @@ pub struct Service {
     purges: Mutex<HashMap<i64, i64>>,
     /// FIFO receives by (queue id, ReceiveRequestAttemptId): until when (ms) a retry
     /// returns the same messages, and those messages.
-    attempts: Mutex<HashMap<(i64, String), (i64, Vec<ReceivedMessage>)>>,
+    attempts: Mutex<HashMap<(i64, String), AttemptRecord>>,
     /// Message-move tasks, oldest first.
     move_tasks: Mutex<Vec<MoveTask>>,
     /// Outgoing HTTP deliveries for the delivery workers.
