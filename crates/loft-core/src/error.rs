@@ -75,6 +75,10 @@ pub enum ErrorCode {
     InvalidParameter,
     /// SNS: authorisation failed (403).
     AuthorizationError,
+    /// SNS: a parameter value is invalid (400, `ParameterValueInvalid`).
+    ParameterValueInvalid,
+    /// SNS: the filter policy is too complex for the account (403).
+    FilterPolicyLimitExceeded,
 }
 
 impl ErrorCode {
@@ -113,6 +117,8 @@ impl ErrorCode {
             NotFound => "NotFound",
             InvalidParameter => "InvalidParameter",
             AuthorizationError => "AuthorizationError",
+            ParameterValueInvalid => "ParameterValueInvalid",
+            FilterPolicyLimitExceeded => "FilterPolicyLimitExceeded",
         }
     }
 
@@ -149,7 +155,9 @@ impl ErrorCode {
     pub fn http_status(self) -> u16 {
         use ErrorCode::*;
         match self {
-            PurgeQueueInProgress | OverLimit | AuthorizationError => 403,
+            PurgeQueueInProgress | OverLimit | AuthorizationError | FilterPolicyLimitExceeded => {
+                403
+            }
             NotFound | NotFoundRoute | ResourceNotFoundException => 404,
             MethodNotAllowed => 405,
             RequestTooLarge => 413,

@@ -6,13 +6,17 @@
 //! - [`model`]: the records the service and the stores exchange.
 //! - [`attributes`]: queue attribute names, ranges, defaults.
 //! - [`message`]: message attributes, body rules and AWS's MD5 digests.
+//! - [`filter_policy`]: SNS subscription filter policies.
+//! - [`delivery_policy`]: SNS HTTP/S delivery retry policies.
 //! - [`names`]: queue and topic names, ARNs.
 //! - [`error`]: the one table of error codes.
 //! - [`clock`]: time, movable in tests.
 
 pub mod attributes;
 pub mod clock;
+pub mod delivery_policy;
 pub mod error;
+pub mod filter_policy;
 pub mod message;
 pub mod model;
 pub mod names;

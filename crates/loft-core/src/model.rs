@@ -258,3 +258,63 @@ pub enum MoveTarget {
     /// Each message to the queue whose ARN its `dead_letter_source` holds: (ARN, queue id).
     Sources(Vec<(String, i64)>),
 }
+
+/// An HTTP/S delivery to make (a notification or a subscription confirmation).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewDelivery {
+    /// The subscription's ARN suffix.
+    pub subscription: String,
+    /// The URL to POST to.
+    pub endpoint: String,
+    /// Content-Type of the body.
+    pub content_type: String,
+    /// Extra headers, in order.
+    pub headers: Vec<(String, String)>,
+    /// The request body.
+    pub body: String,
+    /// When the first attempt is due (ms).
+    pub due_at_ms: i64,
+}
+
+/// A stored delivery, as the delivery workers take it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeliveryRecord {
+    /// Store id.
+    pub id: i64,
+    /// The subscription's ARN suffix.
+    pub subscription: String,
+    /// The URL to POST to.
+    pub endpoint: String,
+    /// Content-Type of the body.
+    pub content_type: String,
+    /// Extra headers, in order.
+    pub headers: Vec<(String, String)>,
+    /// The request body.
+    pub body: String,
+    /// Attempts made so far (before this one).
+    pub attempts: i64,
+    /// When it was created (ms).
+    pub created_at_ms: i64,
+    /// The last attempt's error, if any.
+    pub last_error: Option<String>,
+}
+
+/// A message for a protocol Loft does not send (email, SMS, mobile push, Lambda,
+/// Firehose): recorded so a developer can read it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordedMessage {
+    /// Store id (0 before storing).
+    pub id: i64,
+    /// The protocol: `email`, `email-json`, `sms`, `application`, `lambda`, `firehose`.
+    pub protocol: String,
+    /// The endpoint (address, phone number, ARN).
+    pub endpoint: String,
+    /// The topic's ARN, when published to a topic.
+    pub topic_arn: Option<String>,
+    /// Subject, if any.
+    pub subject: Option<String>,
+    /// The message as it would have been sent.
+    pub message: String,
+    /// When (ms).
+    pub created_at_ms: i64,
+}

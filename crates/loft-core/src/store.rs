@@ -145,6 +145,52 @@ pub trait Store: Send + Sync + 'static {
         subscription: NewSubscription,
     ) -> Result<SubscriptionRecord>;
 
+    /// Publishes in one transaction: stores `messages` in their queues (as
+    /// [`Store::send_messages`] does), records `deliveries` for the delivery workers and
+    /// `records` for inspection. Either all of it happens or none.
+    async fn publish(
+        &self,
+        messages: Vec<(i64, NewMessage)>,
+        deliveries: Vec<NewDelivery>,
+        records: Vec<RecordedMessage>,
+    ) -> Result<Vec<SentMessage>>;
+
+    /// Takes up to `limit` deliveries due at `now_ms`, leasing each until `lease_until_ms`
+    /// (a crashed worker's lease runs out and another takes the delivery).
+    async fn claim_deliveries(
+        &self,
+        now_ms: i64,
+        limit: u32,
+        lease_until_ms: i64,
+    ) -> Result<Vec<DeliveryRecord>>;
+
+    /// Removes a delivery (delivered, or given up).
+    async fn finish_delivery(&self, id: i64) -> Result<()>;
+
+    /// Schedules the next attempt of a delivery at `next_at_ms`, recording the attempt count
+    /// and the last error.
+    async fn retry_delivery(
+        &self,
+        id: i64,
+        attempts: i64,
+        next_at_ms: i64,
+        error: &str,
+    ) -> Result<()>;
+
+    /// When the next delivery is due (ms), if any is pending.
+    async fn next_delivery_at(&self) -> Result<Option<i64>>;
+
+    /// Pending deliveries of one subscription (or all with `None`), oldest first, at most
+    /// `limit`.
+    async fn list_deliveries(
+        &self,
+        subscription: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<DeliveryRecord>>;
+
+    /// The most recent recorded messages, newest first, at most `limit`.
+    async fn list_recorded(&self, limit: u32) -> Result<Vec<RecordedMessage>>;
+
     /// Subscriptions of one topic (or all with `None`), ordered by creation.
     async fn list_subscriptions(&self, topic_id: Option<i64>) -> Result<Vec<SubscriptionRecord>>;
 

@@ -3,6 +3,7 @@
 //! - [`routes`]: the one router every listener serves, and [`serve`] to run it.
 //! - [`native`]: the seeds' REST/JSON API (`/queues`, `/topics`, `/health`).
 //! - [`aws`]: the AWS protocols (SQS JSON and Query; SNS Query).
+//! - [`inspect`]: Loft's inspection routes (recorded messages, signing certificate).
 //! - [`delivery`]: workers that POST topic deliveries to HTTP endpoints.
 //!
 //! Adapters translate wire formats and nothing else; every rule lives in
@@ -10,6 +11,7 @@
 
 pub mod aws;
 pub mod delivery;
+pub mod inspect;
 pub mod native;
 pub mod routes;
 

@@ -13,13 +13,25 @@ use loft_core::Service;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
-use crate::{aws, native};
+use crate::{aws, inspect, native};
 
 /// Largest request body of the seeds' API, bytes (1 MiB).
 pub const NATIVE_BODY_LIMIT: usize = 1024 * 1024;
 
-/// The router over `service`: the seeds' API, with JSON errors for unknown routes.
-pub fn router(service: Arc<Service>) -> Router {
+/// The router over `service`: the seeds' API, the AWS protocols and Loft's inspection
+/// routes, with JSON errors for unknown routes. `certificate_pem` is served at
+/// SigningCertURL when given.
+pub fn router(service: Arc<Service>, certificate_pem: Option<Arc<str>>) -> Router {
+    let inspect = Router::new()
+        .route("/_loft/sns/messages", get(inspect::recorded_messages))
+        .route(
+            loft_core::service::SIGNING_CERT_PATH,
+            get(inspect::certificate),
+        )
+        .with_state(inspect::Inspect {
+            service: service.clone(),
+            certificate_pem,
+        });
     let native = Router::new()
         .route("/health", get(native::health))
         .route("/queues", get(native::list_queues))
@@ -46,6 +58,7 @@ pub fn router(service: Arc<Service>) -> Router {
         .layer(DefaultBodyLimit::max(aws::AWS_BODY_LIMIT));
     native
         .merge(aws)
+        .merge(inspect)
         .fallback(native::not_found)
         .method_not_allowed_fallback(native::method_not_allowed)
         .with_state(service)

@@ -54,6 +54,11 @@ struct ServeArgs {
     /// Region used in ARNs.
     #[arg(long, env = "LOFT_REGION", default_value = "us-east-1")]
     region: String,
+
+    /// Base URL clients and SNS subscribers reach Loft at; SubscribeURL, UnsubscribeURL and
+    /// SigningCertURL are built from it. Default: http:// and the first listener's address.
+    #[arg(long, env = "LOFT_ADVERTISED_URL")]
+    advertised_url: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -99,11 +104,6 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
         DurabilityArg::Fsync => Durability::Fsync,
     };
     let store = Arc::new(SqliteStore::open(&args.db, durability)?);
-    let config = ServiceConfig {
-        account_id: args.account_id,
-        region: args.region,
-    };
-    let (service, deliveries) = Service::new(store.clone(), Arc::new(SystemClock), config);
     let mut listeners = Vec::new();
     for addr in &args.listen {
         let l = TcpListener::bind(addr)
@@ -111,6 +111,25 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
             .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
         listeners.push(l);
     }
+    if listeners.is_empty() {
+        return Err("at least one --listen address is required".into());
+    }
+    let advertised_url = match args.advertised_url {
+        Some(u) => u.trim_end_matches('/').to_owned(),
+        None => {
+            let mut addr = listeners[0].local_addr().map_err(|e| e.to_string())?;
+            if addr.ip().is_unspecified() {
+                addr.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
+            }
+            format!("http://{addr}")
+        }
+    };
+    let config = ServiceConfig {
+        account_id: args.account_id,
+        region: args.region,
+        advertised_url,
+    };
+    let service = Service::new(store.clone(), Arc::new(SystemClock), config, None);
     for l in &listeners {
         if let Ok(addr) = l.local_addr() {
             // One line per listener on stdout, for scripts and tests that bind port 0.
@@ -118,7 +137,7 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
         }
     }
     tracing::info!(db = %args.db.display(), "loft started");
-    let delivery = tokio::spawn(loft_server::delivery::run(deliveries));
+    let delivery = tokio::spawn(loft_server::delivery::run(service.clone()));
     let reaper = {
         let service = service.clone();
         tokio::spawn(async move {
@@ -131,7 +150,7 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
             }
         })
     };
-    let router = loft_server::router(service.clone());
+    let router = loft_server::router(service.clone(), None);
     loft_server::serve(listeners, router, shutdown_signal())
         .await
         .map_err(|e| e.to_string())?;

@@ -3,14 +3,18 @@
 //! - [`queues`]: queue lifecycle, attributes, tags, permissions.
 //! - [`messages`]: send, receive (with long polling), delete, visibility, purge.
 //! - [`move_tasks`]: moving messages out of dead-letter queues.
-//! - [`topics`]: topics, subscriptions and publish.
+//! - [`topics`]: topics and subscriptions.
+//! - [`publish`]: publish and fan-out, the SNS envelope.
+//! - [`deliveries`]: HTTP/S delivery outcomes and retries.
 //! - [`receipt`]: receipt handles.
 //!
 //! SQS JSON, SQS Query and the seeds' API all call these methods, so one scenario gives the
 //! same answer over every protocol.
 
+mod deliveries;
 mod messages;
 mod move_tasks;
+mod publish;
 mod queues;
 pub mod receipt;
 mod topics;
@@ -18,7 +22,9 @@ mod topics;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use tokio::sync::{mpsc, Notify};
+use std::sync::atomic::AtomicI64;
+
+use tokio::sync::Notify;
 
 use crate::clock::Clock;
 use crate::error::{Error, Result};
@@ -26,13 +32,21 @@ use crate::model::QueueRecord;
 use crate::names;
 use crate::store::Store;
 
+pub use deliveries::DELIVERY_LEASE_MS;
 pub use messages::{sequence_number, ReceiveMessage, ReceivedMessage, SendMessage, SendResult};
 pub use move_tasks::MoveTask;
+pub use publish::{
+    iso_timestamp, MessageSigner, PublishRequest, PublishResult, PublishTarget, SignedFields,
+    SIGNING_CERT_PATH,
+};
 pub use queues::{ListQueuesPage, SeedQueue};
-pub use topics::Delivery;
+pub use topics::{Page, SubscribeResult, PAGE_SIZE, PROTOCOLS, SEED_PAYLOAD_ATTRIBUTE};
 
 /// A remembered FIFO receive: until when (ms) it is replayed, and what it returned.
 type AttemptRecord = (i64, Vec<ReceivedMessage>);
+
+/// A FIFO topic's remembered publish: MessageId, SequenceNumber, window end (ms).
+type TopicDedup = (String, String, i64);
 
 /// Settings of the service that show in names: the account and region of every ARN.
 #[derive(Debug, Clone)]
@@ -41,6 +55,9 @@ pub struct ServiceConfig {
     pub account_id: String,
     /// Region, default `us-east-1`.
     pub region: String,
+    /// Base URL clients reach Loft at (`http://127.0.0.1:9324`): SubscribeURL,
+    /// UnsubscribeURL and SigningCertURL are built from it.
+    pub advertised_url: String,
 }
 
 impl Default for ServiceConfig {
@@ -48,6 +65,7 @@ impl Default for ServiceConfig {
         ServiceConfig {
             account_id: "000000000000".into(),
             region: "us-east-1".into(),
+            advertised_url: "http://127.0.0.1:9324".into(),
         }
     }
 }
@@ -66,20 +84,28 @@ pub struct Service {
     attempts: Mutex<HashMap<(i64, String), AttemptRecord>>,
     /// Message-move tasks, oldest first.
     move_tasks: Mutex<Vec<MoveTask>>,
-    /// Outgoing HTTP deliveries for the delivery workers.
-    deliveries: mpsc::UnboundedSender<Delivery>,
+    /// Signs SNS envelopes, when configured.
+    signer: Option<Arc<dyn publish::MessageSigner>>,
+    /// Wakes the delivery workers when deliveries are queued.
+    delivery_notify: Notify,
+    /// FIFO topic deduplication: (topic id, dedup id) to (MessageId, SequenceNumber,
+    /// window end ms).
+    topic_dedup: Mutex<HashMap<(i64, String), TopicDedup>>,
+    /// Sequence numbers of FIFO topics.
+    topic_sequence: AtomicI64,
 }
 
 impl Service {
-    /// A service over `store`, reading time from `clock`. Returns the receiving end of the
-    /// delivery channel, which the delivery workers drain.
+    /// A service over `store`, reading time from `clock`, signing SNS envelopes with
+    /// `signer` when given.
     pub fn new(
         store: Arc<dyn Store>,
         clock: Arc<dyn Clock>,
         config: ServiceConfig,
-    ) -> (Arc<Service>, mpsc::UnboundedReceiver<Delivery>) {
-        let (tx, rx) = mpsc::unbounded_channel();
-        let service = Service {
+        signer: Option<Arc<dyn publish::MessageSigner>>,
+    ) -> Arc<Service> {
+        let topic_sequence = AtomicI64::new(clock.now_ms() * 1000);
+        Arc::new(Service {
             store,
             clock,
             config,
@@ -87,9 +113,11 @@ impl Service {
             purges: Mutex::default(),
             move_tasks: Mutex::default(),
             attempts: Mutex::default(),
-            deliveries: tx,
-        };
-        (Arc::new(service), rx)
+            signer,
+            delivery_notify: Notify::new(),
+            topic_dedup: Mutex::default(),
+            topic_sequence,
+        })
     }
 
     /// The account and region in use.

@@ -1,42 +1,710 @@
-//! Topics, subscriptions and publish.
+//! Topics and subscriptions: create, list, attributes, subscribe and confirm, unsubscribe,
+//! tags, permissions; and the seeds' topic API on the same engine.
 //!
-//! Sources: `chapter-42-sns.md` ("Topics and subscriptions", "Publish"); SNS API Reference
-//! (CreateTopic, Subscribe, Publish).
+//! Sources: SNS API Reference (CreateTopic, GetTopicAttributes, SetTopicAttributes,
+//! Subscribe, ConfirmSubscription, Unsubscribe, ListSubscriptions, GetSubscriptionAttributes,
+//! SetSubscriptionAttributes, TagResource, AddPermission); `chapter-42-sns.md`
+//! ("Topics and subscriptions").
 
 use std::collections::BTreeMap;
 
+use serde_json::{json, Value};
+
 use super::Service;
-use crate::error::{Error, Result};
-use crate::model::{NewSubscription, SubscriptionRecord, TopicRecord};
+use crate::delivery_policy::DeliveryPolicy;
+use crate::error::{Error, ErrorCode, Result};
+use crate::filter_policy::{FilterPolicy, FilterPolicyScope};
+use crate::model::{NewSubscription, RecordedMessage, SubscriptionRecord, TopicRecord};
 use crate::names::{self, Naming};
+
+type Map = BTreeMap<String, String>;
 
 /// The attribute marking a subscription made through the seeds' API: it receives the
 /// seeds' `{"topic","message"}` JSON payload rather than an SNS envelope.
 pub const SEED_PAYLOAD_ATTRIBUTE: &str = "LoftSeedPayload";
 
-/// One HTTP delivery for the delivery workers: POST `body` to `endpoint`.
+/// Protocols Subscribe accepts.
+pub const PROTOCOLS: &[&str] = &[
+    "http",
+    "https",
+    "email",
+    "email-json",
+    "sms",
+    "sqs",
+    "application",
+    "lambda",
+    "firehose",
+];
+
+/// One page of topics or subscriptions, at most [`PAGE_SIZE`].
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Delivery {
-    /// The subscription's ARN suffix.
-    pub subscription: String,
-    /// The URL to POST to.
-    pub endpoint: String,
-    /// Content-Type of the body.
-    pub content_type: String,
-    /// Extra headers.
-    pub headers: Vec<(String, String)>,
-    /// The request body.
-    pub body: String,
+pub struct Page<T> {
+    /// The items.
+    pub items: Vec<T>,
+    /// Token for the next page.
+    pub next_token: Option<String>,
+}
+
+/// ListTopics and ListSubscriptions page size (AWS: 100).
+pub const PAGE_SIZE: usize = 100;
+
+/// What Subscribe returns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SubscribeResult {
+    /// The subscription's ARN, or `pending confirmation`.
+    pub subscription_arn: String,
+}
+
+pub(crate) fn invalid(what: &str) -> Error {
+    Error::new(
+        ErrorCode::InvalidParameter,
+        format!("Invalid parameter: {what}"),
+    )
+}
+
+fn topic_not_found() -> Error {
+    Error::new(ErrorCode::NotFound, "Topic does not exist")
+}
+
+fn subscription_not_found() -> Error {
+    Error::new(ErrorCode::NotFound, "Subscription does not exist")
+}
+
+const TOPIC_SETTABLE: &[&str] = &[
+    "DeliveryPolicy",
+    "DisplayName",
+    "Policy",
+    "KmsMasterKeyId",
+    "TracingConfig",
+    "SignatureVersion",
+    "ContentBasedDeduplication",
+    "FifoTopic",
+    "ArchivePolicy",
+    "FifoThroughputScope",
+    "DataProtectionPolicy",
+];
+
+fn is_feedback_attribute(name: &str) -> bool {
+    ["HTTP", "SQS", "Lambda", "Firehose", "Application"]
+        .iter()
+        .any(|p| {
+            name.strip_prefix(p).is_some_and(|rest| {
+                matches!(
+                    rest,
+                    "SuccessFeedbackRoleArn"
+                        | "FailureFeedbackRoleArn"
+                        | "SuccessFeedbackSampleRate"
+                )
+            })
+        })
+}
+
+fn validate_topic_attribute(name: &str, value: &str, creating: bool, fifo: bool) -> Result<String> {
+    if !TOPIC_SETTABLE.contains(&name) && !is_feedback_attribute(name) {
+        return Err(invalid("AttributeName"));
+    }
+    let bad = || invalid(&format!("Attributes Reason: {name}: invalid value"));
+    Ok(match name {
+        "DeliveryPolicy" if !value.is_empty() => {
+            DeliveryPolicy::parse_topic(value)?;
+            value.to_owned()
+        }
+        "Policy" | "ArchivePolicy" | "DataProtectionPolicy" if !value.is_empty() => {
+            serde_json::from_str::<Value>(value).map_err(|_| bad())?;
+            value.to_owned()
+        }
+        "TracingConfig" => match value {
+            "Active" | "PassThrough" => value.to_owned(),
+            _ => return Err(bad()),
+        },
+        "SignatureVersion" => match value {
+            "1" | "2" => value.to_owned(),
+            _ => return Err(bad()),
+        },
+        "FifoTopic" => {
+            if !creating {
+                return Err(invalid("AttributeName"));
+            }
+            match value.to_ascii_lowercase().as_str() {
+                "true" | "false" => value.to_ascii_lowercase(),
+                _ => return Err(bad()),
+            }
+        }
+        "ContentBasedDeduplication" => {
+            if !fifo {
+                return Err(invalid(
+                    "Attributes Reason: ContentBasedDeduplication can only be set for FIFO topics",
+                ));
+            }
+            match value.to_ascii_lowercase().as_str() {
+                "true" | "false" => value.to_ascii_lowercase(),
+                _ => return Err(bad()),
+            }
+        }
+        "FifoThroughputScope" => match value {
+            "Topic" | "MessageGroup" => value.to_owned(),
+            _ => return Err(bad()),
+        },
+        _ => value.to_owned(),
+    })
+}
+
+fn validate_subscription_attribute(name: &str, value: &str, protocol: &str) -> Result<String> {
+    let bad = |why: &str| invalid(&format!("Attributes Reason: {name}: {why}"));
+    Ok(match name {
+        "RawMessageDelivery" => {
+            if !matches!(protocol, "sqs" | "http" | "https" | "firehose") {
+                return Err(invalid(&format!(
+                    "Attributes Reason: Delivery protocol [{protocol}] does not support raw message delivery."
+                )));
+            }
+            match value.to_ascii_lowercase().as_str() {
+                "true" | "false" => value.to_ascii_lowercase(),
+                _ => return Err(bad("must be true or false")),
+            }
+        }
+        "FilterPolicy" => {
+            if !value.is_empty() {
+                FilterPolicy::parse(value, FilterPolicyScope::MessageAttributes)?;
+            }
+            value.to_owned()
+        }
+        "FilterPolicyScope" => match value {
+            "MessageAttributes" | "MessageBody" => value.to_owned(),
+            _ => return Err(bad("must be MessageAttributes or MessageBody")),
+        },
+        "DeliveryPolicy" => {
+            if !matches!(protocol, "http" | "https") {
+                return Err(bad("only HTTP/S subscriptions have a delivery policy"));
+            }
+            if !value.is_empty() {
+                DeliveryPolicy::parse_subscription(value)?;
+            }
+            value.to_owned()
+        }
+        "RedrivePolicy" => {
+            if !value.is_empty() {
+                let v: Value = serde_json::from_str(value).map_err(|_| bad("not valid JSON"))?;
+                let arn = v
+                    .get("deadLetterTargetArn")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| bad("deadLetterTargetArn is required"))?;
+                if names::arn_resource(arn, "sqs").is_none() {
+                    return Err(bad("deadLetterTargetArn must be an SQS queue ARN"));
+                }
+            }
+            value.to_owned()
+        }
+        "SubscriptionRoleArn" | "ReplayPolicy" => value.to_owned(),
+        _ => return Err(invalid("AttributeName")),
+    })
 }
 
 impl Service {
+    /// The topic with this ARN. Errors: `InvalidParameter` for a malformed ARN, `NotFound`.
+    pub async fn topic_by_arn(&self, arn: &str) -> Result<TopicRecord> {
+        let name = names::arn_resource(arn, "sns").ok_or_else(|| invalid("TopicArn"))?;
+        self.store
+            .get_topic(name)
+            .await?
+            .ok_or_else(topic_not_found)
+    }
+
+    /// The subscription with this ARN. Errors: `InvalidParameter`, `NotFound`.
+    pub async fn subscription_by_arn(&self, arn: &str) -> Result<SubscriptionRecord> {
+        let uuid = arn
+            .strip_prefix("arn:aws:sns:")
+            .and_then(|rest| rest.rsplit(':').next())
+            .filter(|u| !u.is_empty())
+            .ok_or_else(|| invalid("SubscriptionArn"))?;
+        self.store
+            .get_subscription(uuid)
+            .await?
+            .ok_or_else(subscription_not_found)
+    }
+
+    /// A subscription's ARN: the topic's ARN, `:` and its UUID.
+    pub fn subscription_arn(&self, s: &SubscriptionRecord) -> String {
+        format!("{}:{}", self.topic_arn(&s.topic_name), s.uuid)
+    }
+
+    /// CreateTopic: creates the topic, or returns the existing one when its attributes and
+    /// tags match. Errors: `InvalidParameter` (name, FIFO rules, attributes, an existing
+    /// topic with other attributes or tags).
+    pub async fn create_topic(
+        &self,
+        name: &str,
+        attributes: Map,
+        tags: Map,
+    ) -> Result<TopicRecord> {
+        let fifo = attributes
+            .get("FifoTopic")
+            .is_some_and(|v| v.eq_ignore_ascii_case("true"));
+        if fifo != name.ends_with(".fifo") {
+            return Err(invalid(
+                "Topic Name: FIFO topic names must end with .fifo and only FIFO topics may",
+            ));
+        }
+        names::check_topic_name(name, Naming::Aws)?;
+        let mut attrs = Map::new();
+        for (k, v) in &attributes {
+            attrs.insert(k.clone(), validate_topic_attribute(k, v, true, fifo)?);
+        }
+        check_sns_tags(&tags)?;
+        let (topic, created) = self
+            .store
+            .create_topic(name, attrs.clone(), tags.clone(), self.now_ms())
+            .await?;
+        if !created {
+            let differs = attrs.iter().any(|(k, v)| {
+                topic
+                    .attributes
+                    .get(k)
+                    .map_or(!(k == "FifoTopic" && v == "false"), |cur| cur != v)
+            });
+            if differs {
+                return Err(invalid(
+                    "Attributes Reason: Topic already exists with different attributes",
+                ));
+            }
+            if !tags.is_empty() && tags != topic.tags {
+                return Err(invalid(
+                    "Tags Reason: Topic already exists with different tags",
+                ));
+            }
+        }
+        Ok(topic)
+    }
+
+    /// DeleteTopic: the topic and its subscriptions; deleting a missing topic succeeds.
+    /// Errors: `InvalidParameter` for a malformed ARN.
+    pub async fn delete_topic(&self, arn: &str) -> Result<()> {
+        let name = names::arn_resource(arn, "sns").ok_or_else(|| invalid("TopicArn"))?;
+        if let Some(t) = self.store.get_topic(name).await? {
+            self.store.delete_topic(t.id).await?;
+        }
+        Ok(())
+    }
+
+    /// ListTopics: 100 a page. Errors: `InvalidParameter` for a bad token.
+    pub async fn list_topics(&self, next_token: Option<&str>) -> Result<Page<TopicRecord>> {
+        let topics = self.store.list_topics().await?;
+        page(topics, next_token, |t| t.name.clone())
+    }
+
+    /// GetTopicAttributes: stored attributes plus Owner, TopicArn, Policy, DisplayName,
+    /// subscription counts and EffectiveDeliveryPolicy. Errors: `InvalidParameter`,
+    /// `NotFound`.
+    pub async fn get_topic_attributes(&self, arn: &str) -> Result<Map> {
+        let topic = self.topic_by_arn(arn).await?;
+        let subs = self.store.list_subscriptions(Some(topic.id)).await?;
+        let topic_arn = self.topic_arn(&topic.name);
+        let mut out = Map::new();
+        out.insert(
+            "Policy".into(),
+            default_topic_policy(&topic_arn, &self.config.account_id),
+        );
+        out.insert("Owner".into(), self.config.account_id.clone());
+        out.insert(
+            "SubscriptionsPending".into(),
+            subs.iter().filter(|s| !s.confirmed).count().to_string(),
+        );
+        out.insert("TopicArn".into(), topic_arn);
+        out.insert(
+            "EffectiveDeliveryPolicy".into(),
+            DeliveryPolicy::effective(
+                topic.attributes.get("DeliveryPolicy").map(String::as_str),
+                None,
+            )
+            .to_json(),
+        );
+        out.insert(
+            "SubscriptionsConfirmed".into(),
+            subs.iter().filter(|s| s.confirmed).count().to_string(),
+        );
+        out.insert("DisplayName".into(), String::new());
+        out.insert("SubscriptionsDeleted".into(), "0".into());
+        if topic.name.ends_with(".fifo") {
+            out.insert("FifoTopic".into(), "true".into());
+            out.insert("ContentBasedDeduplication".into(), "false".into());
+        }
+        for (k, v) in &topic.attributes {
+            if k == "FifoTopic" && v == "false" {
+                continue;
+            }
+            out.insert(k.clone(), v.clone());
+        }
+        Ok(out)
+    }
+
+    /// SetTopicAttributes. Errors: `InvalidParameter`, `NotFound`.
+    pub async fn set_topic_attribute(&self, arn: &str, name: &str, value: &str) -> Result<()> {
+        let topic = self.topic_by_arn(arn).await?;
+        let fifo = topic.name.ends_with(".fifo");
+        let value = validate_topic_attribute(name, value, false, fifo)?;
+        let mut attrs = topic.attributes.clone();
+        if value.is_empty() && matches!(name, "DeliveryPolicy" | "Policy") {
+            attrs.remove(name);
+        } else {
+            attrs.insert(name.to_owned(), value);
+        }
+        self.store.set_topic_attributes(topic.id, attrs).await
+    }
+
+    /// Subscribe. `sqs`, `sms`, `lambda`, `firehose` and `application` subscriptions are
+    /// confirmed at once; `http`/`https` get a SubscriptionConfirmation POST and `email`
+    /// a recorded confirmation message, and stay pending until ConfirmSubscription.
+    /// Subscribing the same endpoint again with the same attributes returns the same ARN.
+    ///
+    /// Errors: `NotFound` (topic), `InvalidParameter` (protocol, endpoint, attributes, an
+    /// existing subscription with other attributes).
+    pub async fn subscribe(
+        &self,
+        topic_arn: &str,
+        protocol: &str,
+        endpoint: Option<&str>,
+        attributes: Map,
+        return_arn: bool,
+    ) -> Result<SubscribeResult> {
+        let topic = self.topic_by_arn(topic_arn).await?;
+        let protocol = protocol.to_ascii_lowercase();
+        if !PROTOCOLS.contains(&protocol.as_str()) {
+            return Err(invalid(&format!(
+                "Amazon SNS does not support this protocol string: {protocol}"
+            )));
+        }
+        let endpoint = endpoint.unwrap_or("").trim();
+        let endpoint_ok = match protocol.as_str() {
+            "http" => endpoint.starts_with("http://") && endpoint.len() > 7,
+            "https" => endpoint.starts_with("https://") && endpoint.len() > 8,
+            "sqs" => names::arn_resource(endpoint, "sqs").is_some(),
+            "email" | "email-json" => endpoint.contains('@'),
+            "sms" => {
+                endpoint
+                    .trim_start_matches('+')
+                    .chars()
+                    .all(|c| c.is_ascii_digit())
+                    && endpoint.len() > 3
+            }
+            "lambda" => endpoint.starts_with("arn:aws:lambda:"),
+            "firehose" => endpoint.starts_with("arn:aws:firehose:"),
+            _ => endpoint.starts_with("arn:"),
+        };
+        if !endpoint_ok {
+            return Err(invalid(&format!(
+                "{} Reason: An endpoint must be specified for this protocol",
+                if endpoint.is_empty() {
+                    "Endpoint"
+                } else {
+                    "Endpoint"
+                }
+            )));
+        }
+        let mut attrs = Map::new();
+        for (k, v) in &attributes {
+            attrs.insert(k.clone(), validate_subscription_attribute(k, v, &protocol)?);
+        }
+        check_filter_scope(&attrs)?;
+        let existing = self
+            .store
+            .list_subscriptions(Some(topic.id))
+            .await?
+            .into_iter()
+            .find(|s| s.protocol == protocol && s.endpoint == endpoint);
+        if let Some(s) = existing {
+            let same = attrs.iter().all(|(k, v)| s.attributes.get(k) == Some(v));
+            if !same {
+                return Err(invalid(
+                    "Attributes Reason: Subscription already exists with different attributes",
+                ));
+            }
+            let arn = if s.confirmed || return_arn {
+                self.subscription_arn(&s)
+            } else {
+                "pending confirmation".into()
+            };
+            return Ok(SubscribeResult {
+                subscription_arn: arn,
+            });
+        }
+        let needs_confirmation =
+            matches!(protocol.as_str(), "http" | "https" | "email" | "email-json");
+        let token = needs_confirmation.then(new_token);
+        let sub = self
+            .store
+            .create_subscription(
+                topic.id,
+                NewSubscription {
+                    uuid: uuid::Uuid::new_v4().to_string(),
+                    protocol: protocol.clone(),
+                    endpoint: endpoint.to_owned(),
+                    attributes: attrs,
+                    confirmed: !needs_confirmation,
+                    token: token.clone(),
+                },
+            )
+            .await?;
+        if let Some(token) = token {
+            self.send_confirmation(&topic, &sub, &token).await?;
+        }
+        let arn = if sub.confirmed || return_arn {
+            self.subscription_arn(&sub)
+        } else {
+            "pending confirmation".into()
+        };
+        Ok(SubscribeResult {
+            subscription_arn: arn,
+        })
+    }
+
+    /// Queues the SubscriptionConfirmation for an HTTP/S endpoint, or records it for email.
+    async fn send_confirmation(
+        &self,
+        topic: &TopicRecord,
+        sub: &SubscriptionRecord,
+        token: &str,
+    ) -> Result<()> {
+        let topic_arn = self.topic_arn(&topic.name);
+        let subscribe_url = format!(
+            "{}/?Action=ConfirmSubscription&TopicArn={}&Token={}",
+            self.config.advertised_url,
+            url_encode(&topic_arn),
+            token
+        );
+        let message = format!(
+            "You have chosen to subscribe to the topic {topic_arn}.\nTo confirm the subscription, visit the SubscribeURL included in this message."
+        );
+        if matches!(sub.protocol.as_str(), "http" | "https") {
+            self.queue_confirmation(topic, sub, token, &subscribe_url, &message)
+                .await?;
+        } else {
+            let record = RecordedMessage {
+                id: 0,
+                protocol: sub.protocol.clone(),
+                endpoint: sub.endpoint.clone(),
+                topic_arn: Some(topic_arn),
+                subject: Some("AWS Notification - Subscription Confirmation".into()),
+                message: format!("{message}\n{subscribe_url}"),
+                created_at_ms: self.now_ms(),
+            };
+            self.store
+                .publish(Vec::new(), Vec::new(), vec![record])
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// ConfirmSubscription: confirms the pending subscription of `topic_arn` holding
+    /// `token`; confirming twice returns the same ARN. Errors: `NotFound` (topic),
+    /// `InvalidParameter` ("Invalid token").
+    pub async fn confirm_subscription(&self, topic_arn: &str, token: &str) -> Result<String> {
+        let topic = self.topic_by_arn(topic_arn).await?;
+        let subs = self.store.list_subscriptions(Some(topic.id)).await?;
+        let sub = subs
+            .into_iter()
+            .find(|s| s.token.as_deref() == Some(token))
+            .ok_or_else(|| invalid("Token"))?;
+        if !sub.confirmed {
+            self.store
+                .update_subscription(&sub.uuid, sub.attributes.clone(), true, sub.token.clone())
+                .await?;
+        }
+        Ok(self.subscription_arn(&sub))
+    }
+
+    /// Unsubscribe: deletes the subscription; a missing one succeeds (the call is
+    /// idempotent). Errors: `InvalidParameter` for a malformed ARN.
+    pub async fn unsubscribe(&self, arn: &str) -> Result<()> {
+        match self.subscription_by_arn(arn).await {
+            Ok(s) => {
+                self.store.delete_subscription(&s.uuid).await?;
+                Ok(())
+            }
+            Err(e) if e.code == ErrorCode::NotFound => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// ListSubscriptions / ListSubscriptionsByTopic: 100 a page.
+    /// Errors: `NotFound` (topic), `InvalidParameter` (token).
+    pub async fn list_subscriptions(
+        &self,
+        topic_arn: Option<&str>,
+        next_token: Option<&str>,
+    ) -> Result<Page<SubscriptionRecord>> {
+        let topic_id = match topic_arn {
+            Some(arn) => Some(self.topic_by_arn(arn).await?.id),
+            None => None,
+        };
+        let subs = self.store.list_subscriptions(topic_id).await?;
+        page(subs, next_token, |s| format!("{:020}", s.seq))
+    }
+
+    /// GetSubscriptionAttributes. Errors: `InvalidParameter`, `NotFound`.
+    pub async fn get_subscription_attributes(&self, arn: &str) -> Result<Map> {
+        let s = self.subscription_by_arn(arn).await?;
+        let topic = self
+            .store
+            .get_topic(&s.topic_name)
+            .await?
+            .ok_or_else(topic_not_found)?;
+        let mut out = Map::new();
+        out.insert("Owner".into(), self.config.account_id.clone());
+        out.insert("RawMessageDelivery".into(), "false".into());
+        out.insert("TopicArn".into(), self.topic_arn(&s.topic_name));
+        out.insert("Endpoint".into(), s.endpoint.clone());
+        out.insert("Protocol".into(), s.protocol.clone());
+        out.insert("PendingConfirmation".into(), (!s.confirmed).to_string());
+        out.insert(
+            "ConfirmationWasAuthenticated".into(),
+            s.confirmed.to_string(),
+        );
+        out.insert("SubscriptionArn".into(), self.subscription_arn(&s));
+        if matches!(s.protocol.as_str(), "http" | "https") {
+            out.insert(
+                "EffectiveDeliveryPolicy".into(),
+                DeliveryPolicy::effective(
+                    topic.attributes.get("DeliveryPolicy").map(String::as_str),
+                    s.attributes.get("DeliveryPolicy").map(String::as_str),
+                )
+                .to_json(),
+            );
+        }
+        for (k, v) in &s.attributes {
+            if k == SEED_PAYLOAD_ATTRIBUTE {
+                continue;
+            }
+            out.insert(k.clone(), v.clone());
+        }
+        if s.attributes.contains_key("FilterPolicy")
+            && !s.attributes.contains_key("FilterPolicyScope")
+        {
+            out.insert("FilterPolicyScope".into(), "MessageAttributes".into());
+        }
+        Ok(out)
+    }
+
+    /// SetSubscriptionAttributes. Errors: `InvalidParameter`, `NotFound`.
+    pub async fn set_subscription_attribute(
+        &self,
+        arn: &str,
+        name: &str,
+        value: &str,
+    ) -> Result<()> {
+        let s = self.subscription_by_arn(arn).await?;
+        let value = validate_subscription_attribute(name, value, &s.protocol)?;
+        let mut attrs = s.attributes.clone();
+        if value.is_empty() && matches!(name, "FilterPolicy" | "DeliveryPolicy" | "RedrivePolicy") {
+            attrs.remove(name);
+        } else {
+            attrs.insert(name.to_owned(), value);
+        }
+        check_filter_scope(&attrs)?;
+        self.store
+            .update_subscription(&s.uuid, attrs, s.confirmed, s.token.clone())
+            .await
+    }
+
+    /// TagResource (topics). Errors: `InvalidParameter`, `NotFound`.
+    pub async fn tag_topic(&self, arn: &str, tags: Map) -> Result<()> {
+        let topic = self.topic_by_arn(arn).await?;
+        let mut merged = topic.tags.clone();
+        merged.extend(tags);
+        check_sns_tags(&merged)?;
+        self.store.set_topic_tags(topic.id, merged).await
+    }
+
+    /// UntagResource (topics). Errors: `InvalidParameter`, `NotFound`.
+    pub async fn untag_topic(&self, arn: &str, keys: &[String]) -> Result<()> {
+        let topic = self.topic_by_arn(arn).await?;
+        let mut tags = topic.tags.clone();
+        for k in keys {
+            tags.remove(k);
+        }
+        self.store.set_topic_tags(topic.id, tags).await
+    }
+
+    /// ListTagsForResource (topics). Errors: `InvalidParameter`, `NotFound`.
+    pub async fn topic_tags(&self, arn: &str) -> Result<Map> {
+        Ok(self.topic_by_arn(arn).await?.tags)
+    }
+
+    /// AddPermission (topics): adds statement `label` to the topic's Policy.
+    /// Errors: `InvalidParameter` (label exists), `NotFound`.
+    pub async fn add_topic_permission(
+        &self,
+        arn: &str,
+        label: &str,
+        accounts: &[String],
+        actions: &[String],
+    ) -> Result<()> {
+        if accounts.is_empty() || actions.is_empty() || label.is_empty() {
+            return Err(invalid("Label, AWSAccountId and ActionName are required"));
+        }
+        let topic = self.topic_by_arn(arn).await?;
+        let topic_arn = self.topic_arn(&topic.name);
+        let mut policy: Value = topic
+            .attributes
+            .get("Policy")
+            .and_then(|p| serde_json::from_str(p).ok())
+            .unwrap_or_else(|| {
+                serde_json::from_str(&default_topic_policy(&topic_arn, &self.config.account_id))
+                    .unwrap_or(json!({}))
+            });
+        let statements = policy["Statement"]
+            .as_array_mut()
+            .ok_or_else(|| invalid("Policy"))?;
+        if statements.iter().any(|s| s["Sid"] == label) {
+            return Err(invalid("Statement already exists"));
+        }
+        statements.push(json!({
+            "Sid": label,
+            "Effect": "Allow",
+            "Principal": {"AWS": accounts.iter().map(|a| format!("arn:aws:iam::{a}:root")).collect::<Vec<_>>()},
+            "Action": actions.iter().map(|a| format!("SNS:{a}")).collect::<Vec<_>>(),
+            "Resource": topic_arn,
+        }));
+        let mut attrs = topic.attributes.clone();
+        attrs.insert("Policy".into(), policy.to_string());
+        self.store.set_topic_attributes(topic.id, attrs).await
+    }
+
+    /// RemovePermission (topics). Errors: `InvalidParameter` (no such label), `NotFound`.
+    pub async fn remove_topic_permission(&self, arn: &str, label: &str) -> Result<()> {
+        let topic = self.topic_by_arn(arn).await?;
+        let mut policy: Value = topic
+            .attributes
+            .get("Policy")
+            .and_then(|p| serde_json::from_str(p).ok())
+            .ok_or_else(|| invalid("Label Reason: can't find label"))?;
+        let statements = policy["Statement"]
+            .as_array_mut()
+            .ok_or_else(|| invalid("Policy"))?;
+        let before = statements.len();
+        statements.retain(|s| s["Sid"] != label);
+        if before == statements.len() {
+            return Err(invalid("Label Reason: can't find label"));
+        }
+        let mut attrs = topic.attributes.clone();
+        attrs.insert("Policy".into(), policy.to_string());
+        self.store.set_topic_attributes(topic.id, attrs).await
+    }
+
+    /// Messages recorded for protocols Loft does not send (email, SMS, push, Lambda,
+    /// Firehose), newest first, at most `limit`.
+    pub async fn recorded_messages(&self, limit: u32) -> Result<Vec<RecordedMessage>> {
+        self.store.list_recorded(limit).await
+    }
+
+    // ----- the seeds' topic API
+
     /// The seeds' `POST /topics/{name}`: idempotent create. Errors: `InvalidParameterValue`
     /// for a name that is not a path segment.
     pub async fn create_topic_seed(&self, name: &str) -> Result<TopicRecord> {
         names::check_topic_name(name, Naming::Seed)?;
         Ok(self
             .store
-            .create_topic(name, BTreeMap::new(), BTreeMap::new(), self.now_ms())
+            .create_topic(name, Map::new(), Map::new(), self.now_ms())
             .await?
             .0)
     }
@@ -61,7 +729,7 @@ impl Service {
             ));
         };
         let topic = self.create_topic_seed(topic).await?;
-        let mut attributes = BTreeMap::new();
+        let mut attributes = Map::new();
         attributes.insert(SEED_PAYLOAD_ATTRIBUTE.to_owned(), "true".to_owned());
         self.store
             .create_subscription(
@@ -77,27 +745,98 @@ impl Service {
             )
             .await
     }
+}
 
-    /// The seeds' `POST /topics/{name}/publish`: hands `{"topic","message"}` to the
-    /// delivery workers for every confirmed subscription and returns how many there are,
-    /// without waiting for any delivery. A missing topic has no subscriptions.
-    pub async fn publish_seed(&self, topic: &str, message: &str) -> Result<usize> {
-        let Some(topic) = self.store.get_topic(topic).await? else {
-            return Ok(0);
+fn check_filter_scope(attrs: &Map) -> Result<()> {
+    if let Some(policy) = attrs.get("FilterPolicy").filter(|p| !p.is_empty()) {
+        let scope = match attrs.get("FilterPolicyScope").map(String::as_str) {
+            Some("MessageBody") => FilterPolicyScope::MessageBody,
+            _ => FilterPolicyScope::MessageAttributes,
         };
-        let subscriptions = self.store.list_subscriptions(Some(topic.id)).await?;
-        let payload = serde_json::json!({"topic": topic.name, "message": message}).to_string();
-        let mut delivered = 0;
-        for s in subscriptions.iter().filter(|s| s.confirmed) {
-            delivered += 1;
-            let _ = self.deliveries.send(Delivery {
-                subscription: s.uuid.clone(),
-                endpoint: s.endpoint.clone(),
-                content_type: "application/json".into(),
-                headers: Vec::new(),
-                body: payload.clone(),
-            });
-        }
-        Ok(delivered)
+        FilterPolicy::parse(policy, scope)?;
     }
+    Ok(())
+}
+
+fn check_sns_tags(tags: &Map) -> Result<()> {
+    if tags.len() > 50 {
+        return Err(Error::new(
+            ErrorCode::InvalidParameter,
+            "Could not complete request: tag quota of per resource exceeded",
+        ));
+    }
+    for (k, v) in tags {
+        if k.is_empty() || k.len() > 128 || v.len() > 256 {
+            return Err(invalid("Tags"));
+        }
+    }
+    Ok(())
+}
+
+fn new_token() -> String {
+    format!(
+        "{}{}",
+        uuid::Uuid::new_v4().simple(),
+        uuid::Uuid::new_v4().simple()
+    )
+}
+
+/// Percent-encodes a query parameter value.
+pub(crate) fn url_encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+fn default_topic_policy(topic_arn: &str, account: &str) -> String {
+    json!({
+        "Version": "2008-10-17",
+        "Id": "__default_policy_ID",
+        "Statement": [{
+            "Sid": "__default_statement_ID",
+            "Effect": "Allow",
+            "Principal": {"AWS": "*"},
+            "Action": ["SNS:GetTopicAttributes", "SNS:SetTopicAttributes", "SNS:AddPermission",
+                "SNS:RemovePermission", "SNS:DeleteTopic", "SNS:Subscribe",
+                "SNS:ListSubscriptionsByTopic", "SNS:Publish"],
+            "Resource": topic_arn,
+            "Condition": {"StringEquals": {"AWS:SourceOwner": account}}
+        }]
+    })
+    .to_string()
+}
+
+/// Cuts `items` (already in order) into a page after `next_token`, which is the base64 of
+/// the last key of the previous page. Errors: `InvalidParameter` for a bad token.
+fn page<T>(items: Vec<T>, next_token: Option<&str>, key: impl Fn(&T) -> String) -> Result<Page<T>> {
+    let after = next_token
+        .filter(|t| !t.is_empty())
+        .map(|t| {
+            crate::message::base64_decode(t)
+                .ok()
+                .and_then(|b| String::from_utf8(b).ok())
+                .ok_or_else(|| invalid("NextToken"))
+        })
+        .transpose()?;
+    let mut items: Vec<T> = items
+        .into_iter()
+        .filter(|i| after.as_ref().is_none_or(|a| key(i) > *a))
+        .collect();
+    let mut next = None;
+    if items.len() > PAGE_SIZE {
+        items.truncate(PAGE_SIZE);
+        next = items
+            .last()
+            .map(|i| crate::message::base64_encode(key(i).as_bytes()));
+    }
+    Ok(Page {
+        items,
+        next_token: next,
+    })
 }

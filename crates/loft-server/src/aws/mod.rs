@@ -4,6 +4,7 @@
 //! - [`input`]: typed reads of an operation's JSON input shape.
 //! - [`query`]: the Query protocol's form decoding and XML encoding.
 //! - [`sqs`]: the SQS operations over JSON shapes, shared by both protocols.
+//! - [`sns`]: the SNS operations (Query protocol).
 //!
 //! A request is routed by its shape, never by guessing from the action name alone: the
 //! `X-Amz-Target` header means JSON; otherwise the signing service in the Authorization
@@ -12,6 +13,7 @@
 
 pub mod input;
 pub mod query;
+pub mod sns;
 pub mod sqs;
 
 use std::sync::Arc;
@@ -318,11 +320,26 @@ pub async fn entry(
             }
         }
         AwsService::Sns => {
-            let e = Error::new(
-                ErrorCode::InvalidAction,
-                format!("The action {action} is not valid for this endpoint."),
-            );
-            query_error("http://sns.amazonaws.com/doc/2010-03-31/", &e, &rid)
+            let input = query::decode_sns(&pairs);
+            match sns::call(&svc, &action, &input).await {
+                Ok(out) => {
+                    let body =
+                        query::response(&action, sns::SNS_NAMESPACE, &out, &sns::XML_RULES, &rid);
+                    xml_response(StatusCode::OK, body, &rid)
+                }
+                Err(e) => {
+                    let status = StatusCode::from_u16(e.code.http_status())
+                        .unwrap_or(StatusCode::BAD_REQUEST);
+                    let body = query::error_response(
+                        sns::SNS_NAMESPACE,
+                        e.code.is_sender_fault(),
+                        e.code.aws_code(),
+                        &e.message,
+                        &rid,
+                    );
+                    xml_response(status, body, &rid)
+                }
+            }
         }
     }
 }

@@ -109,12 +109,9 @@ pub fn decode(pairs: &[(String, String)]) -> Value {
         if is_envelope(key) {
             continue;
         }
-        // `PublishBatchRequestEntries.member.N` keeps `member` with its list name.
-        let key = key.replace(".member.", ".member\u{0}");
         let mut node = &mut root;
-        let parts: Vec<String> = key.split('.').map(|p| p.replace('\u{0}', ".")).collect();
-        for part in parts {
-            node = node.children.entry(part).or_default();
+        for part in key.split('.') {
+            node = node.children.entry(part.to_owned()).or_default();
         }
         node.value = Some(value.clone());
     }
@@ -122,6 +119,66 @@ pub fn decode(pairs: &[(String, String)]) -> Value {
         return Value::Object(Map::new());
     }
     to_value(&root)
+}
+
+fn to_value_sns(node: &Node) -> Value {
+    if node.children.is_empty() {
+        return Value::String(node.value.clone().unwrap_or_default());
+    }
+    if node.children.len() == 1 {
+        if let Some(list) = node.children.get("member") {
+            let mut items: Vec<(&String, &Node)> = list.children.iter().collect();
+            items.sort_by_key(|(k, _)| index_key(k));
+            return Value::Array(items.into_iter().map(|(_, n)| to_value_sns(n)).collect());
+        }
+        if let Some(entries) = node.children.get("entry") {
+            let mut items: Vec<(&String, &Node)> = entries.children.iter().collect();
+            items.sort_by_key(|(k, _)| index_key(k));
+            let mut map = Map::new();
+            for (_, e) in items {
+                let key = e
+                    .children
+                    .get("key")
+                    .or_else(|| e.children.get("Name"))
+                    .and_then(|n| n.value.clone());
+                let value = e.children.get("value").or_else(|| e.children.get("Value"));
+                if let Some(k) = key {
+                    map.insert(
+                        k,
+                        value
+                            .map(to_value_sns)
+                            .unwrap_or(Value::String(String::new())),
+                    );
+                }
+            }
+            return Value::Object(map);
+        }
+    }
+    let mut out = Map::new();
+    for (name, child) in &node.children {
+        out.insert(name.clone(), to_value_sns(child));
+    }
+    Value::Object(out)
+}
+
+/// Decodes SNS Query parameters (lists as `Name.member.N`, maps as
+/// `Name.entry.N.key`/`.value` or `.Name`/`.Value`) into the JSON input shape.
+pub fn decode_sns(pairs: &[(String, String)]) -> Value {
+    let mut root = Node::default();
+    for (key, value) in pairs {
+        if is_envelope(key) {
+            continue;
+        }
+        let mut node = &mut root;
+        for part in key.split('.') {
+            node = node.children.entry(part.to_owned()).or_default();
+        }
+        node.value = Some(value.clone());
+    }
+    if root.children.is_empty() {
+        return Value::Object(Map::new());
+    }
+    to_value_sns(&root)
 }
 
 /// Escapes text for XML content the way AWS does, keeping `\r` as `&#xD;` so that it
@@ -340,6 +397,36 @@ mod tests {
         ]));
         assert_eq!(v["Attributes"], json!({"VisibilityTimeout": "60"}));
         assert_eq!(v["Tags"], json!({"team": "core"}));
+    }
+
+    #[test]
+    fn decodes_sns_members_and_entries() {
+        let v = decode_sns(&pairs(&[
+            ("TopicArn", "arn:aws:sns:us-east-1:0:t"),
+            ("Attributes.entry.1.key", "DisplayName"),
+            ("Attributes.entry.1.value", "d"),
+            ("Tags.member.1.Key", "k"),
+            ("Tags.member.1.Value", "v"),
+            ("PublishBatchRequestEntries.member.1.Id", "a"),
+            (
+                "PublishBatchRequestEntries.member.1.MessageAttributes.entry.1.Name",
+                "x",
+            ),
+            (
+                "PublishBatchRequestEntries.member.1.MessageAttributes.entry.1.Value.DataType",
+                "String",
+            ),
+            (
+                "PublishBatchRequestEntries.member.1.MessageAttributes.entry.1.Value.StringValue",
+                "y",
+            ),
+        ]));
+        assert_eq!(v["Attributes"], json!({"DisplayName": "d"}));
+        assert_eq!(v["Tags"], json!([{"Key": "k", "Value": "v"}]));
+        assert_eq!(
+            v["PublishBatchRequestEntries"][0]["MessageAttributes"],
+            json!({"x": {"DataType": "String", "StringValue": "y"}})
+        );
     }
 
     #[test]

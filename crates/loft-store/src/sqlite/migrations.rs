@@ -71,6 +71,32 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX fifo_dedup_expiry ON fifo_dedup(expires_at);
     "#,
+    // 3: durable SNS deliveries to HTTP/S endpoints; messages recorded for inspection.
+    r#"
+    CREATE TABLE deliveries (
+        id           INTEGER PRIMARY KEY AUTOINCREMENT,
+        subscription TEXT NOT NULL,
+        endpoint     TEXT NOT NULL,
+        content_type TEXT NOT NULL,
+        headers      TEXT NOT NULL,
+        body         TEXT NOT NULL,
+        attempts     INTEGER NOT NULL DEFAULT 0,
+        next_at      INTEGER NOT NULL,
+        created_at   INTEGER NOT NULL,
+        last_error   TEXT
+    );
+    CREATE INDEX deliveries_due ON deliveries(next_at);
+    CREATE INDEX deliveries_subscription ON deliveries(subscription, id);
+    CREATE TABLE recorded_messages (
+        id         INTEGER PRIMARY KEY AUTOINCREMENT,
+        protocol   TEXT NOT NULL,
+        endpoint   TEXT NOT NULL,
+        topic_arn  TEXT,
+        subject    TEXT,
+        message    TEXT NOT NULL,
+        created_at INTEGER NOT NULL
+    );
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -325,6 +325,60 @@ impl Store for SqliteStore {
             .await
     }
 
+    async fn publish(
+        &self,
+        messages: Vec<(i64, NewMessage)>,
+        deliveries: Vec<NewDelivery>,
+        records: Vec<RecordedMessage>,
+    ) -> Result<Vec<SentMessage>> {
+        self.write(move |c| ops::publish(c, &messages, &deliveries, &records))
+            .await
+    }
+
+    async fn claim_deliveries(
+        &self,
+        now_ms: i64,
+        limit: u32,
+        lease_until_ms: i64,
+    ) -> Result<Vec<DeliveryRecord>> {
+        self.write(move |c| ops::claim_deliveries(c, now_ms, limit, lease_until_ms))
+            .await
+    }
+
+    async fn finish_delivery(&self, id: i64) -> Result<()> {
+        self.write(move |c| ops::finish_delivery(c, id)).await
+    }
+
+    async fn retry_delivery(
+        &self,
+        id: i64,
+        attempts: i64,
+        next_at_ms: i64,
+        error: &str,
+    ) -> Result<()> {
+        let error = error.to_owned();
+        self.write(move |c| ops::retry_delivery(c, id, attempts, next_at_ms, &error))
+            .await
+    }
+
+    async fn next_delivery_at(&self) -> Result<Option<i64>> {
+        self.write(ops::next_delivery_at).await
+    }
+
+    async fn list_deliveries(
+        &self,
+        subscription: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<DeliveryRecord>> {
+        let subscription = subscription.map(str::to_owned);
+        self.write(move |c| ops::list_deliveries(c, subscription.as_deref(), limit))
+            .await
+    }
+
+    async fn list_recorded(&self, limit: u32) -> Result<Vec<RecordedMessage>> {
+        self.write(move |c| ops::list_recorded(c, limit)).await
+    }
+
     async fn list_subscriptions(&self, topic_id: Option<i64>) -> Result<Vec<SubscriptionRecord>> {
         self.write(move |c| ops::list_subscriptions(c, topic_id))
             .await

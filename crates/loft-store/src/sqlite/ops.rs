@@ -645,3 +645,136 @@ pub fn move_messages(
     }
     Ok(moved)
 }
+
+// ----- publish and deliveries
+
+pub fn publish(
+    c: &Connection,
+    messages: &[(i64, NewMessage)],
+    deliveries: &[NewDelivery],
+    records: &[RecordedMessage],
+) -> rusqlite::Result<Vec<SentMessage>> {
+    let sent = send_messages(c, messages)?;
+    let mut insert = c.prepare_cached(
+        "INSERT INTO deliveries (subscription, endpoint, content_type, headers, body, next_at, \
+         created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)",
+    )?;
+    for d in deliveries {
+        let headers = serde_json::to_string(&d.headers).unwrap_or_else(|_| "[]".into());
+        insert.execute(params![
+            d.subscription,
+            d.endpoint,
+            d.content_type,
+            headers,
+            d.body,
+            d.due_at_ms
+        ])?;
+    }
+    let mut record = c.prepare_cached(
+        "INSERT INTO recorded_messages (protocol, endpoint, topic_arn, subject, message, \
+         created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    )?;
+    for r in records {
+        record.execute(params![
+            r.protocol,
+            r.endpoint,
+            r.topic_arn,
+            r.subject,
+            r.message,
+            r.created_at_ms
+        ])?;
+    }
+    Ok(sent)
+}
+
+const DELIVERY_COLUMNS: &str =
+    "id, subscription, endpoint, content_type, headers, body, attempts, created_at, last_error";
+
+fn delivery_row(r: &Row<'_>) -> rusqlite::Result<DeliveryRecord> {
+    let headers: String = r.get(4)?;
+    Ok(DeliveryRecord {
+        id: r.get(0)?,
+        subscription: r.get(1)?,
+        endpoint: r.get(2)?,
+        content_type: r.get(3)?,
+        headers: serde_json::from_str(&headers).unwrap_or_default(),
+        body: r.get(5)?,
+        attempts: r.get(6)?,
+        created_at_ms: r.get(7)?,
+        last_error: r.get(8)?,
+    })
+}
+
+pub fn claim_deliveries(
+    c: &Connection,
+    now_ms: i64,
+    limit: u32,
+    lease_until_ms: i64,
+) -> rusqlite::Result<Vec<DeliveryRecord>> {
+    let mut stmt = c.prepare_cached(&format!(
+        "UPDATE deliveries SET next_at = ?3 WHERE id IN \
+         (SELECT id FROM deliveries WHERE next_at <= ?1 ORDER BY next_at, id LIMIT ?2) \
+         RETURNING {DELIVERY_COLUMNS}"
+    ))?;
+    let rows = stmt.query_map(params![now_ms, limit as i64, lease_until_ms], delivery_row)?;
+    let mut out: Vec<DeliveryRecord> = rows.collect::<rusqlite::Result<_>>()?;
+    out.sort_by_key(|d| d.id);
+    Ok(out)
+}
+
+pub fn finish_delivery(c: &Connection, id: i64) -> rusqlite::Result<()> {
+    c.prepare_cached("DELETE FROM deliveries WHERE id = ?1")?
+        .execute([id])?;
+    Ok(())
+}
+
+pub fn retry_delivery(
+    c: &Connection,
+    id: i64,
+    attempts: i64,
+    next_at_ms: i64,
+    error: &str,
+) -> rusqlite::Result<()> {
+    c.prepare_cached(
+        "UPDATE deliveries SET attempts = ?2, next_at = ?3, last_error = ?4 WHERE id = ?1",
+    )?
+    .execute(params![id, attempts, next_at_ms, error])?;
+    Ok(())
+}
+
+pub fn next_delivery_at(c: &Connection) -> rusqlite::Result<Option<i64>> {
+    c.prepare_cached("SELECT MIN(next_at) FROM deliveries")?
+        .query_row([], |r| r.get(0))
+}
+
+pub fn list_deliveries(
+    c: &Connection,
+    subscription: Option<&str>,
+    limit: u32,
+) -> rusqlite::Result<Vec<DeliveryRecord>> {
+    let mut stmt = c.prepare_cached(&format!(
+        "SELECT {DELIVERY_COLUMNS} FROM deliveries WHERE ?1 IS NULL OR subscription = ?1 \
+         ORDER BY id LIMIT ?2"
+    ))?;
+    let rows = stmt.query_map(params![subscription, limit as i64], delivery_row)?;
+    rows.collect()
+}
+
+pub fn list_recorded(c: &Connection, limit: u32) -> rusqlite::Result<Vec<RecordedMessage>> {
+    let mut stmt = c.prepare_cached(
+        "SELECT id, protocol, endpoint, topic_arn, subject, message, created_at \
+         FROM recorded_messages ORDER BY id DESC LIMIT ?1",
+    )?;
+    let rows = stmt.query_map([limit as i64], |r| {
+        Ok(RecordedMessage {
+            id: r.get(0)?,
+            protocol: r.get(1)?,
+            endpoint: r.get(2)?,
+            topic_arn: r.get(3)?,
+            subject: r.get(4)?,
+            message: r.get(5)?,
+            created_at_ms: r.get(6)?,
+        })
+    })?;
+    rows.collect()
+}

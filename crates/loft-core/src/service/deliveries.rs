@@ -1,0 +1,137 @@
+//! The service side of HTTP/S delivery: the workers take due deliveries here and report
+//! each attempt's outcome; retries follow the effective DeliveryPolicy and, when they run
+//! out, the message goes to the subscription's RedrivePolicy dead-letter queue.
+//!
+//! Sources: SNS Developer Guide "Amazon SNS message delivery retries", "Amazon SNS
+//! dead-letter queues (DLQs)".
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::Service;
+use crate::delivery_policy::DeliveryPolicy;
+use crate::error::Result;
+use crate::message::{self, MessageAttributes};
+use crate::model::{DeliveryRecord, NewMessage};
+use crate::names;
+
+/// How long a taken delivery is leased to its worker (ms); longer than any attempt.
+pub const DELIVERY_LEASE_MS: i64 = 60_000;
+
+impl Service {
+    /// Takes up to `limit` due deliveries for a worker, leasing each. Deliveries of
+    /// subscriptions that no longer exist are dropped here.
+    pub async fn take_deliveries(&self, limit: u32) -> Result<Vec<DeliveryRecord>> {
+        let now = self.now_ms();
+        let taken = self
+            .store
+            .claim_deliveries(now, limit, now + DELIVERY_LEASE_MS)
+            .await?;
+        let mut out = Vec::with_capacity(taken.len());
+        for d in taken {
+            if self
+                .store
+                .get_subscription(&d.subscription)
+                .await?
+                .is_some()
+            {
+                out.push(d);
+            } else {
+                self.store.finish_delivery(d.id).await?;
+            }
+        }
+        Ok(out)
+    }
+
+    /// Records a successful attempt: the delivery is done.
+    pub async fn delivery_succeeded(&self, id: i64) -> Result<()> {
+        self.store.finish_delivery(id).await
+    }
+
+    /// Records a failed attempt. Schedules the next retry by the effective DeliveryPolicy;
+    /// when retries are exhausted, sends the message to the subscription's dead-letter
+    /// queue (RedrivePolicy) if it has one, and drops it.
+    pub async fn delivery_failed(&self, d: &DeliveryRecord, error: &str) -> Result<()> {
+        let attempts = d.attempts + 1;
+        let Some(sub) = self.store.get_subscription(&d.subscription).await? else {
+            return self.store.finish_delivery(d.id).await;
+        };
+        let topic_policy = self
+            .store
+            .get_topic(&sub.topic_name)
+            .await?
+            .and_then(|t| t.attributes.get("DeliveryPolicy").cloned());
+        let policy = DeliveryPolicy::effective(
+            topic_policy.as_deref(),
+            sub.attributes.get("DeliveryPolicy").map(String::as_str),
+        );
+        if let Some(delay) = policy.delay_before_retry(attempts as u32) {
+            let next = self.now_ms() + delay as i64 * 1000;
+            return self.store.retry_delivery(d.id, attempts, next, error).await;
+        }
+        tracing::warn!(subscription = %d.subscription, endpoint = %d.endpoint, attempts, error, "delivery retries exhausted");
+        let dlq = sub
+            .attributes
+            .get("RedrivePolicy")
+            .and_then(|p| serde_json::from_str::<Value>(p).ok())
+            .and_then(|v| {
+                v.get("deadLetterTargetArn")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+            });
+        if let Some(queue) = dlq
+            .as_deref()
+            .and_then(|arn| names::arn_resource(arn, "sqs"))
+        {
+            if let Some(q) = self.store.get_queue(queue).await? {
+                let now = self.now_ms();
+                let config = crate::attributes::QueueConfig::from_attributes(&q.attributes);
+                let attrs = MessageAttributes::new();
+                self.store
+                    .send_messages(vec![(
+                        q.id,
+                        NewMessage {
+                            message_id: Some(uuid::Uuid::new_v4().to_string()),
+                            md5_body: message::md5_hex(d.body.as_bytes()),
+                            message_attributes: message::encode_attributes(&attrs),
+                            system_attributes: None,
+                            sender_id: self.config.account_id.clone(),
+                            sent_at_ms: now,
+                            visible_at_ms: now,
+                            expires_at_ms: now + config.retention_seconds as i64 * 1000,
+                            group_id: None,
+                            dedup_id: None,
+                            receive_count: 0,
+                            first_received_at_ms: None,
+                            dead_letter_source: Some(self.subscription_arn(&sub)),
+                            dedup: None,
+                            body: d.body.clone(),
+                        },
+                    )])
+                    .await?;
+                self.wake(q.id);
+            }
+        }
+        self.store.finish_delivery(d.id).await
+    }
+
+    /// How long a worker may sleep before deliveries are due again: until the next due
+    /// delivery, at most `cap`. Deliveries queued meanwhile wake it through
+    /// [`Service::delivery_wakeup`].
+    pub async fn delivery_idle(&self, cap: Duration) -> Result<Duration> {
+        let next = self.store.next_delivery_at().await?;
+        Ok(match next {
+            None => cap,
+            Some(at) => {
+                let ms = (at - self.now_ms()).max(0) as u64;
+                cap.min(Duration::from_millis(ms))
+            }
+        })
+    }
+
+    /// Resolves when a new delivery has been queued since the last call.
+    pub async fn delivery_wakeup(&self) {
+        self.delivery_notify.notified().await
+    }
+}

@@ -1,0 +1,728 @@
+//! Publish: message validation, filter policies, the SNS envelope, and fan-out in one
+//! transaction to every matching SQS queue, HTTP/S endpoint (durably queued for the
+//! delivery workers) and recorded protocol.
+//!
+//! Sources: SNS API Reference Publish and PublishBatch; SNS Developer Guide "Parsing
+//! message formats" (the envelope), "Amazon SNS raw message delivery", "Amazon SNS message
+//! attributes", "Message filtering", "Fanout to Amazon SQS queues"; `chapter-42-sns.md`
+//! ("Publish", the seeds' `{"topic","message"}` payload).
+
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
+
+use serde_json::{json, Map, Value};
+
+use super::messages::{sequence_number, DEDUP_WINDOW_MS};
+use super::topics::{invalid, url_encode, SEED_PAYLOAD_ATTRIBUTE};
+use super::Service;
+use crate::attributes::QueueConfig;
+use crate::error::{Error, ErrorCode, Result};
+use crate::filter_policy::{FilterPolicy, FilterPolicyScope};
+use crate::message::{self, MessageAttributes};
+use crate::model::*;
+
+/// Largest SNS message, bytes, attributes included (256 KiB).
+pub const MAX_SNS_MESSAGE: usize = 262_144;
+
+/// One message to publish (Publish, or one PublishBatch entry).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PublishRequest {
+    /// Message (required).
+    pub message: String,
+    /// Subject (email and the envelope).
+    pub subject: Option<String>,
+    /// `json` when Message holds one message per protocol.
+    pub message_structure: Option<String>,
+    /// MessageAttributes (String, String.Array, Number, Binary).
+    pub message_attributes: MessageAttributes,
+    /// MessageGroupId (FIFO topics; fair queues).
+    pub group_id: Option<String>,
+    /// MessageDeduplicationId (FIFO topics).
+    pub dedup_id: Option<String>,
+}
+
+/// What Publish returns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PublishResult {
+    /// MessageId.
+    pub message_id: String,
+    /// SequenceNumber (FIFO topics).
+    pub sequence_number: Option<String>,
+}
+
+/// The fields SNS signs (SNS Developer Guide, "Verifying the signatures of Amazon SNS
+/// messages"): for Notification, Message, MessageId, Subject (when present), Timestamp,
+/// TopicArn, Type; for SubscriptionConfirmation, Message, MessageId, SubscribeURL,
+/// Timestamp, Token, TopicArn, Type.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SignedFields {
+    /// `Notification`, `SubscriptionConfirmation` or `UnsubscribeConfirmation`.
+    pub message_type: String,
+    /// Message.
+    pub message: String,
+    /// MessageId.
+    pub message_id: String,
+    /// Subject, Notification only.
+    pub subject: Option<String>,
+    /// SubscribeURL, confirmations only.
+    pub subscribe_url: Option<String>,
+    /// Timestamp, ISO 8601 with milliseconds.
+    pub timestamp: String,
+    /// Token, confirmations only.
+    pub token: Option<String>,
+    /// TopicArn.
+    pub topic_arn: String,
+}
+
+/// Signs SNS messages; implemented by the server with Loft's generated key.
+pub trait MessageSigner: Send + Sync + 'static {
+    /// Base64 RSA signature of the canonical string of `fields`: SHA1 for
+    /// `signature_version` 1, SHA256 for 2.
+    fn sign(&self, fields: &SignedFields, signature_version: u8) -> String;
+}
+
+/// URL path where the signing certificate is served (SigningCertURL).
+pub const SIGNING_CERT_PATH: &str = "/_loft/sns/SimpleNotificationService.pem";
+
+/// ISO 8601 UTC with milliseconds, as SNS's Timestamp.
+pub fn iso_timestamp(ms: i64) -> String {
+    chrono::DateTime::from_timestamp_millis(ms)
+        .unwrap_or_default()
+        .format("%Y-%m-%dT%H:%M:%S%.3fZ")
+        .to_string()
+}
+
+fn sns_attribute_json(attrs: &MessageAttributes) -> Value {
+    let mut map = Map::new();
+    for (name, v) in attrs {
+        let value = match &v.binary_value {
+            Some(b) => message::base64_encode(b),
+            None => v.string_value.clone().unwrap_or_default(),
+        };
+        map.insert(name.clone(), json!({"Type": v.data_type, "Value": value}));
+    }
+    Value::Object(map)
+}
+
+/// Validates SNS message attributes. Errors: `ParameterValueInvalid`.
+fn validate_sns_attributes(attrs: &MessageAttributes) -> Result<()> {
+    if attrs.len() > 10 {
+        return Err(Error::new(
+            ErrorCode::ParameterValueInvalid,
+            "Number of message attributes [{}] exceeds the allowed maximum [10].",
+        ));
+    }
+    for (name, v) in attrs {
+        let bad = |why: &str| {
+            Error::new(
+                ErrorCode::ParameterValueInvalid,
+                format!("The message attribute '{name}' {why}"),
+            )
+        };
+        match v.data_type.split('.').next().unwrap_or("") {
+            "String" if v.data_type == "String.Array" => {
+                let s = v.string_value.as_deref().ok_or_else(|| bad("must contain non-empty message attribute value for message attribute type 'String.Array'."))?;
+                if !matches!(serde_json::from_str::<Value>(s), Ok(Value::Array(_))) {
+                    return Err(bad("has an invalid message attribute value: a String.Array must be a JSON array."));
+                }
+            }
+            "String" | "Number" => {
+                let s = v.string_value.as_deref().filter(|s| !s.is_empty()).ok_or_else(|| bad(&format!("must contain non-empty message attribute value for message attribute type '{}'.", v.data_type)))?;
+                if v.data_type.starts_with("Number") && s.trim().parse::<f64>().map_or(true, |f| !f.is_finite()) {
+                    return Err(bad("has an invalid message attribute value: not a number."));
+                }
+            }
+            "Binary" => {
+                if v.binary_value.is_none() {
+                    return Err(bad("must contain non-empty message attribute value for message attribute type 'Binary'."));
+                }
+            }
+            _ => return Err(bad("has an invalid message attribute type, the set of supported type prefixes is Binary, Number, and String.")),
+        }
+    }
+    Ok(())
+}
+
+impl Service {
+    /// Signs an envelope's fields with the topic's SignatureVersion; `None` for FIFO
+    /// topics (their envelopes carry no signature) and when no signer is configured the
+    /// signature is empty.
+    fn signature(&self, topic: &TopicRecord, fields: &SignedFields) -> Option<(u8, String)> {
+        if topic.name.ends_with(".fifo") {
+            return None;
+        }
+        let version: u8 =
+            if topic.attributes.get("SignatureVersion").map(String::as_str) == Some("2") {
+                2
+            } else {
+                1
+            };
+        let sig = self
+            .signer
+            .as_ref()
+            .map(|s| s.sign(fields, version))
+            .unwrap_or_default();
+        Some((version, sig))
+    }
+
+    /// Builds the JSON envelope SNS sends to HTTP/S endpoints and (without raw delivery)
+    /// SQS queues, in AWS's field order. FIFO topics add SequenceNumber and carry no
+    /// signature fields. `subscription_arn` fills the UnsubscribeURL of notifications.
+    pub(crate) fn envelope(
+        &self,
+        topic: &TopicRecord,
+        fields: &SignedFields,
+        signature: Option<&(u8, String)>,
+        attributes: &MessageAttributes,
+        sequence: Option<&str>,
+        subscription_arn: Option<&str>,
+    ) -> String {
+        let mut env = Map::new();
+        env.insert("Type".into(), json!(fields.message_type));
+        env.insert("MessageId".into(), json!(fields.message_id));
+        if let Some(t) = &fields.token {
+            env.insert("Token".into(), json!(t));
+        }
+        if let Some(seq) = sequence {
+            env.insert("SequenceNumber".into(), json!(seq));
+        }
+        env.insert("TopicArn".into(), json!(fields.topic_arn));
+        if let Some(s) = &fields.subject {
+            env.insert("Subject".into(), json!(s));
+        }
+        env.insert("Message".into(), json!(fields.message));
+        if let Some(u) = &fields.subscribe_url {
+            env.insert("SubscribeURL".into(), json!(u));
+        }
+        env.insert("Timestamp".into(), json!(fields.timestamp));
+        if let Some((version, sig)) = signature {
+            env.insert("SignatureVersion".into(), json!(version.to_string()));
+            env.insert("Signature".into(), json!(sig));
+            env.insert(
+                "SigningCertURL".into(),
+                json!(format!(
+                    "{}{}",
+                    self.config.advertised_url, SIGNING_CERT_PATH
+                )),
+            );
+        }
+        if let Some(arn) = subscription_arn {
+            env.insert(
+                "UnsubscribeURL".into(),
+                json!(format!(
+                    "{}/?Action=Unsubscribe&SubscriptionArn={}",
+                    self.config.advertised_url,
+                    url_encode(arn)
+                )),
+            );
+        }
+        if !attributes.is_empty() {
+            env.insert("MessageAttributes".into(), sns_attribute_json(attributes));
+        }
+        let _ = topic;
+        Value::Object(env).to_string()
+    }
+
+    /// The signed fields of a notification.
+    fn notification_fields(
+        &self,
+        topic_arn: &str,
+        message_id: &str,
+        message: &str,
+        subject: Option<&str>,
+        timestamp: &str,
+    ) -> SignedFields {
+        SignedFields {
+            message_type: "Notification".into(),
+            message: message.into(),
+            message_id: message_id.into(),
+            subject: subject.map(str::to_owned),
+            subscribe_url: None,
+            timestamp: timestamp.into(),
+            token: None,
+            topic_arn: topic_arn.into(),
+        }
+    }
+
+    /// A durable HTTP/S delivery of `body` for subscription `sub`, with SNS's headers.
+    pub(crate) fn http_delivery(
+        &self,
+        sub: &SubscriptionRecord,
+        topic_arn: &str,
+        message_type: &str,
+        message_id: &str,
+        body: String,
+        raw: bool,
+    ) -> NewDelivery {
+        let mut headers = vec![
+            ("x-amz-sns-message-type".to_owned(), message_type.to_owned()),
+            ("x-amz-sns-message-id".to_owned(), message_id.to_owned()),
+            ("x-amz-sns-topic-arn".to_owned(), topic_arn.to_owned()),
+        ];
+        if message_type == "Notification" {
+            headers.push((
+                "x-amz-sns-subscription-arn".to_owned(),
+                self.subscription_arn(sub),
+            ));
+        }
+        if raw {
+            headers.push(("x-amz-sns-rawdelivery".to_owned(), "true".to_owned()));
+        }
+        NewDelivery {
+            subscription: sub.uuid.clone(),
+            endpoint: sub.endpoint.clone(),
+            content_type: "text/plain; charset=UTF-8".into(),
+            headers,
+            body,
+            due_at_ms: self.now_ms(),
+        }
+    }
+
+    /// Publish to a topic (TopicArn or TargetArn) or an SMS number (PhoneNumber).
+    ///
+    /// Errors: `InvalidParameter` (no target, empty or too long message, bad subject or
+    /// MessageStructure, FIFO rules), `ParameterValueInvalid` (attributes), `NotFound`.
+    pub async fn publish(
+        &self,
+        target: PublishTarget<'_>,
+        req: PublishRequest,
+    ) -> Result<PublishResult> {
+        match target {
+            PublishTarget::Topic(arn) => {
+                let topic = self.topic_by_arn(arn).await?;
+                let mut results = self.publish_to(&topic, vec![req], false).await?;
+                results
+                    .pop()
+                    .unwrap_or_else(|| Err(Error::internal("empty publish result")))
+            }
+            PublishTarget::Phone(number) => {
+                self.check_publish(&req, false)?;
+                let message_id = uuid::Uuid::new_v4().to_string();
+                let record = RecordedMessage {
+                    id: 0,
+                    protocol: "sms".into(),
+                    endpoint: number.into(),
+                    topic_arn: None,
+                    subject: req.subject.clone(),
+                    message: req.message,
+                    created_at_ms: self.now_ms(),
+                };
+                self.store
+                    .publish(Vec::new(), Vec::new(), vec![record])
+                    .await?;
+                Ok(PublishResult {
+                    message_id,
+                    sequence_number: None,
+                })
+            }
+        }
+    }
+
+    /// PublishBatch: each entry succeeds or fails on its own; all accepted entries fan out
+    /// in one transaction. Errors for the whole call: `NotFound`, `InvalidParameter`.
+    pub async fn publish_batch(
+        &self,
+        topic_arn: &str,
+        entries: Vec<PublishRequest>,
+    ) -> Result<Vec<Result<PublishResult>>> {
+        let topic = self.topic_by_arn(topic_arn).await?;
+        self.publish_to(&topic, entries, true).await
+    }
+
+    fn check_publish(&self, req: &PublishRequest, _fifo: bool) -> Result<()> {
+        if req.message.is_empty() {
+            return Err(invalid("Empty message"));
+        }
+        let size = req.message.len() + message::attributes_size(&req.message_attributes);
+        if size > MAX_SNS_MESSAGE {
+            return Err(invalid("Message too long"));
+        }
+        if let Some(s) = &req.subject {
+            if s.is_empty()
+                || s.len() > 100
+                || !s.chars().all(|c| c.is_ascii() && !c.is_ascii_control())
+            {
+                return Err(invalid("Subject"));
+            }
+        }
+        if let Some(structure) = &req.message_structure {
+            if structure != "json" {
+                return Err(invalid("MessageStructure"));
+            }
+            let v: Value = serde_json::from_str(&req.message)
+                .map_err(|_| invalid("Message Structure - JSON message body failed to parse"))?;
+            if !v.get("default").is_some_and(Value::is_string) {
+                return Err(invalid(
+                    "Message Structure - No default entry in JSON message body",
+                ));
+            }
+        }
+        validate_sns_attributes(&req.message_attributes)
+    }
+
+    async fn publish_to(
+        &self,
+        topic: &TopicRecord,
+        entries: Vec<PublishRequest>,
+        in_batch: bool,
+    ) -> Result<Vec<Result<PublishResult>>> {
+        let _ = in_batch;
+        let fifo = topic.name.ends_with(".fifo");
+        let cbd = topic
+            .attributes
+            .get("ContentBasedDeduplication")
+            .is_some_and(|v| v == "true");
+        let topic_arn = self.topic_arn(&topic.name);
+        let subs: Vec<SubscriptionRecord> = self
+            .store
+            .list_subscriptions(Some(topic.id))
+            .await?
+            .into_iter()
+            .filter(|s| s.confirmed)
+            .collect();
+        let mut queue_cache: BTreeMap<String, Option<QueueRecord>> = BTreeMap::new();
+        for s in subs.iter().filter(|s| s.protocol == "sqs") {
+            if let Some(name) = crate::names::arn_resource(&s.endpoint, "sqs") {
+                if !queue_cache.contains_key(name) {
+                    let q = self.store.get_queue(name).await?;
+                    queue_cache.insert(name.to_owned(), q);
+                }
+            }
+        }
+        let now = self.now_ms();
+        let mut results = Vec::with_capacity(entries.len());
+        let mut messages = Vec::new();
+        let mut deliveries = Vec::new();
+        let mut records = Vec::new();
+        for req in entries {
+            if let Err(e) = self.check_publish(&req, fifo) {
+                results.push(Err(e));
+                continue;
+            }
+            // FIFO topic rules and deduplication.
+            let mut dedup_id = None;
+            if fifo {
+                let Some(group) = req.group_id.as_deref() else {
+                    results.push(Err(invalid(
+                        "The MessageGroupId parameter is required for FIFO topics",
+                    )));
+                    continue;
+                };
+                let _ = group;
+                let id = match (&req.dedup_id, cbd) {
+                    (Some(d), _) => d.clone(),
+                    (None, true) => hex::encode(<sha2::Sha256 as sha2::Digest>::digest(
+                        req.message.as_bytes(),
+                    )),
+                    (None, false) => {
+                        results.push(Err(invalid("The topic should either have ContentBasedDeduplication enabled or MessageDeduplicationId provided explicitly")));
+                        continue;
+                    }
+                };
+                let mut seen = self.topic_dedup.lock().unwrap_or_else(|p| p.into_inner());
+                seen.retain(|_, (_, _, expires)| *expires > now);
+                if let Some((mid, seq, _)) = seen.get(&(topic.id, id.clone())) {
+                    results.push(Ok(PublishResult {
+                        message_id: mid.clone(),
+                        sequence_number: Some(seq.clone()),
+                    }));
+                    continue;
+                }
+                dedup_id = Some(id);
+            } else if req.dedup_id.is_some() {
+                results.push(Err(invalid("MessageDeduplicationId Reason: The request includes MessageDeduplicationId parameter that is not valid for this topic type")));
+                continue;
+            }
+            let message_id = uuid::Uuid::new_v4().to_string();
+            let sequence =
+                fifo.then(|| sequence_number(self.topic_sequence.fetch_add(1, Ordering::SeqCst)));
+            if let (Some(id), Some(seq)) = (&dedup_id, &sequence) {
+                let mut seen = self.topic_dedup.lock().unwrap_or_else(|p| p.into_inner());
+                seen.insert(
+                    (topic.id, id.clone()),
+                    (message_id.clone(), seq.clone(), now + DEDUP_WINDOW_MS),
+                );
+            }
+            let per_protocol: Option<Value> = req
+                .message_structure
+                .as_ref()
+                .and_then(|_| serde_json::from_str(&req.message).ok());
+            let text_for = |protocol: &str| -> String {
+                match &per_protocol {
+                    Some(v) => v
+                        .get(protocol)
+                        .or_else(|| v.get("default"))
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_owned(),
+                    None => req.message.clone(),
+                }
+            };
+            let filter_attrs: BTreeMap<String, (String, String)> = req
+                .message_attributes
+                .iter()
+                .map(|(k, v)| {
+                    let value = match &v.binary_value {
+                        Some(b) => message::base64_encode(b),
+                        None => v.string_value.clone().unwrap_or_default(),
+                    };
+                    (k.clone(), (v.data_type.clone(), value))
+                })
+                .collect();
+            let timestamp = iso_timestamp(now);
+            let mut signed: BTreeMap<String, (SignedFields, Option<(u8, String)>)> =
+                BTreeMap::new();
+            let mut envelope_for = |svc: &Service, text: &str, sub_arn: &str| -> String {
+                let (fields, sig) = signed.entry(text.to_owned()).or_insert_with(|| {
+                    let f = svc.notification_fields(
+                        &topic_arn,
+                        &message_id,
+                        text,
+                        req.subject.as_deref(),
+                        &timestamp,
+                    );
+                    let sig = svc.signature(topic, &f);
+                    (f, sig)
+                });
+                svc.envelope(
+                    topic,
+                    fields,
+                    sig.as_ref(),
+                    &req.message_attributes,
+                    sequence.as_deref(),
+                    Some(sub_arn),
+                )
+            };
+            for sub in &subs {
+                let text = text_for(&sub.protocol);
+                let sub_arn = self.subscription_arn(sub);
+                if !passes_filter(sub, &filter_attrs, &text) {
+                    continue;
+                }
+                let raw = sub
+                    .attributes
+                    .get("RawMessageDelivery")
+                    .is_some_and(|v| v == "true");
+                if sub.attributes.contains_key(SEED_PAYLOAD_ATTRIBUTE) {
+                    deliveries.push(NewDelivery {
+                        subscription: sub.uuid.clone(),
+                        endpoint: sub.endpoint.clone(),
+                        content_type: "application/json".into(),
+                        headers: Vec::new(),
+                        body: json!({"topic": topic.name, "message": text}).to_string(),
+                        due_at_ms: now,
+                    });
+                    continue;
+                }
+                match sub.protocol.as_str() {
+                    "sqs" => {
+                        let Some(Some(queue)) = crate::names::arn_resource(&sub.endpoint, "sqs")
+                            .and_then(|n| queue_cache.get(n))
+                        else {
+                            tracing::warn!(endpoint = %sub.endpoint, "SNS subscription to a missing queue; message not delivered");
+                            continue;
+                        };
+                        let config = QueueConfig::from_attributes(&queue.attributes);
+                        let (body, attributes) = if raw {
+                            (text.clone(), req.message_attributes.clone())
+                        } else {
+                            (
+                                envelope_for(self, &text, &sub_arn),
+                                MessageAttributes::new(),
+                            )
+                        };
+                        let dedup = if config.fifo {
+                            dedup_id.clone().map(|id| DedupKey {
+                                scope: if config.dedup_per_group {
+                                    req.group_id.clone().unwrap_or_default()
+                                } else {
+                                    String::new()
+                                },
+                                id,
+                                expires_at_ms: now + DEDUP_WINDOW_MS,
+                            })
+                        } else {
+                            None
+                        };
+                        if config.fifo && (req.group_id.is_none() || dedup.is_none()) {
+                            tracing::warn!(queue = %queue.name, "a standard topic cannot deliver to a FIFO queue; message not delivered");
+                            continue;
+                        }
+                        messages.push((
+                            queue.id,
+                            NewMessage {
+                                message_id: Some(uuid::Uuid::new_v4().to_string()),
+                                md5_body: message::md5_hex(body.as_bytes()),
+                                message_attributes: message::encode_attributes(&attributes),
+                                system_attributes: None,
+                                sender_id: self.config.account_id.clone(),
+                                sent_at_ms: now,
+                                visible_at_ms: now + config.delay_seconds as i64 * 1000,
+                                expires_at_ms: now + config.retention_seconds as i64 * 1000,
+                                group_id: req.group_id.clone(),
+                                dedup_id: dedup.as_ref().map(|d| d.id.clone()),
+                                receive_count: 0,
+                                first_received_at_ms: None,
+                                dead_letter_source: None,
+                                dedup,
+                                body,
+                            },
+                        ));
+                    }
+                    "http" | "https" => {
+                        let body = if raw {
+                            text.clone()
+                        } else {
+                            envelope_for(self, &text, &sub_arn)
+                        };
+                        deliveries.push(self.http_delivery(
+                            sub,
+                            &topic_arn,
+                            "Notification",
+                            &message_id,
+                            body,
+                            raw,
+                        ));
+                    }
+                    protocol => {
+                        let message = if protocol == "email-json" {
+                            envelope_for(self, &text, &sub_arn)
+                        } else {
+                            text.clone()
+                        };
+                        records.push(RecordedMessage {
+                            id: 0,
+                            protocol: protocol.to_owned(),
+                            endpoint: sub.endpoint.clone(),
+                            topic_arn: Some(topic_arn.clone()),
+                            subject: req.subject.clone(),
+                            message,
+                            created_at_ms: now,
+                        });
+                    }
+                }
+            }
+            results.push(Ok(PublishResult {
+                message_id,
+                sequence_number: sequence,
+            }));
+        }
+        let woken: Vec<i64> = messages.iter().map(|(q, _)| *q).collect();
+        let has_deliveries = !deliveries.is_empty();
+        if !messages.is_empty() || has_deliveries || !records.is_empty() {
+            self.store.publish(messages, deliveries, records).await?;
+        }
+        for q in woken {
+            self.wake(q);
+        }
+        if has_deliveries {
+            self.delivery_notify.notify_one();
+        }
+        Ok(results)
+    }
+
+    /// Queues the SubscriptionConfirmation POST of an HTTP/S subscription.
+    pub(crate) async fn queue_confirmation(
+        &self,
+        topic: &TopicRecord,
+        sub: &SubscriptionRecord,
+        token: &str,
+        subscribe_url: &str,
+        message: &str,
+    ) -> Result<()> {
+        let topic_arn = self.topic_arn(&topic.name);
+        let message_id = uuid::Uuid::new_v4().to_string();
+        let fields = SignedFields {
+            message_type: "SubscriptionConfirmation".into(),
+            message: message.into(),
+            message_id: message_id.clone(),
+            subject: None,
+            subscribe_url: Some(subscribe_url.into()),
+            timestamp: iso_timestamp(self.now_ms()),
+            token: Some(token.into()),
+            topic_arn: topic_arn.clone(),
+        };
+        let sig = self.signature(topic, &fields);
+        let body = self.envelope(
+            topic,
+            &fields,
+            sig.as_ref(),
+            &MessageAttributes::new(),
+            None,
+            None,
+        );
+        let delivery = self.http_delivery(
+            sub,
+            &topic_arn,
+            "SubscriptionConfirmation",
+            &message_id,
+            body,
+            false,
+        );
+        self.store
+            .publish(Vec::new(), vec![delivery], Vec::new())
+            .await?;
+        self.delivery_notify.notify_one();
+        Ok(())
+    }
+
+    /// The seeds' `POST /topics/{name}/publish`: every subscription gets the message (seed
+    /// subscriptions the `{"topic","message"}` JSON, others as SNS delivers); returns the
+    /// number of subscriptions. Deliveries are durable and retried; none is awaited.
+    pub async fn publish_seed(&self, topic: &str, message: &str) -> Result<usize> {
+        let Some(topic) = self.store.get_topic(topic).await? else {
+            return Ok(0);
+        };
+        let count = self
+            .store
+            .list_subscriptions(Some(topic.id))
+            .await?
+            .iter()
+            .filter(|s| s.confirmed)
+            .count();
+        if message.is_empty() {
+            return Ok(count);
+        }
+        let req = PublishRequest {
+            message: message.to_owned(),
+            ..PublishRequest::default()
+        };
+        let mut results = self.publish_to(&topic, vec![req], false).await?;
+        if let Some(Err(e)) = results.pop() {
+            return Err(Error::invalid(e.message));
+        }
+        Ok(count)
+    }
+}
+
+/// Where Publish sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PublishTarget<'a> {
+    /// A topic, by ARN (TopicArn or TargetArn).
+    Topic(&'a str),
+    /// An SMS number (PhoneNumber): recorded, not sent.
+    Phone(&'a str),
+}
+
+fn passes_filter(
+    sub: &SubscriptionRecord,
+    attrs: &BTreeMap<String, (String, String)>,
+    text: &str,
+) -> bool {
+    let Some(policy) = sub.attributes.get("FilterPolicy").filter(|p| !p.is_empty()) else {
+        return true;
+    };
+    let scope = match sub.attributes.get("FilterPolicyScope").map(String::as_str) {
+        Some("MessageBody") => FilterPolicyScope::MessageBody,
+        _ => FilterPolicyScope::MessageAttributes,
+    };
+    let Ok(policy) = FilterPolicy::parse(policy, scope) else {
+        return false;
+    };
+    match scope {
+        FilterPolicyScope::MessageAttributes => policy.matches_attributes(attrs),
+        FilterPolicyScope::MessageBody => serde_json::from_str::<Value>(text)
+            .map(|v| policy.matches_body(&v))
+            .unwrap_or(false),
+    }
+}

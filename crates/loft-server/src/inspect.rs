@@ -1,0 +1,76 @@
+//! Loft's own inspection routes (not part of any AWS API):
+//! - `GET /_loft/sns/messages[?limit=N]`: messages recorded for protocols Loft does not send
+//!   (email, SMS, mobile push, Lambda, Firehose), newest first, as JSON.
+//! - `GET /_loft/sns/SimpleNotificationService.pem`: the certificate SNS signatures verify
+//!   with (SigningCertURL).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::extract::{Query, State};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use loft_core::Service;
+use serde_json::json;
+
+use crate::native::NativeError;
+
+/// Shared state of the inspection routes.
+#[derive(Clone)]
+pub struct Inspect {
+    /// The service.
+    pub service: Arc<Service>,
+    /// The signing certificate (PEM), when signing is configured.
+    pub certificate_pem: Option<Arc<str>>,
+}
+
+/// `GET /_loft/sns/messages`: `200 [{"id","protocol","endpoint","topic_arn","subject",
+/// "message","timestamp"}]`, newest first; `limit` 1..=1000, default 100.
+pub async fn recorded_messages(
+    State(s): State<Inspect>,
+    Query(params): Query<HashMap<String, String>>,
+) -> Result<Response, NativeError> {
+    let limit = match params.get("limit") {
+        Some(v) => v
+            .parse::<u32>()
+            .ok()
+            .filter(|n| (1..=1000).contains(n))
+            .ok_or_else(|| {
+                NativeError(StatusCode::BAD_REQUEST, "limit must be 1 to 1000".into())
+            })?,
+        None => 100,
+    };
+    let list = s.service.recorded_messages(limit).await?;
+    let out: Vec<_> = list
+        .into_iter()
+        .map(|m| {
+            json!({
+                "id": m.id,
+                "protocol": m.protocol,
+                "endpoint": m.endpoint,
+                "topic_arn": m.topic_arn,
+                "subject": m.subject,
+                "message": m.message,
+                "timestamp": loft_core::service::iso_timestamp(m.created_at_ms),
+            })
+        })
+        .collect();
+    Ok(Json(out).into_response())
+}
+
+/// `GET /_loft/sns/SimpleNotificationService.pem`: the signing certificate, or 404.
+pub async fn certificate(State(s): State<Inspect>) -> Response {
+    match &s.certificate_pem {
+        Some(pem) => (
+            [(header::CONTENT_TYPE, "application/x-pem-file")],
+            pem.to_string(),
+        )
+            .into_response(),
+        None => NativeError(
+            StatusCode::NOT_FOUND,
+            "message signing is not configured".into(),
+        )
+        .into_response(),
+    }
+}
