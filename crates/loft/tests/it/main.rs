@@ -1,1 +1,6 @@
-fn main() {}
+//! Integration tests: each starts the real `loft` binary on `127.0.0.1:0` over a fresh
+//! SQLite file and talks HTTP to it.
+
+mod common;
+
+mod native_queues;
