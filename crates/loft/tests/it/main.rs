@@ -4,3 +4,4 @@
 mod common;
 
 mod native_queues;
+mod native_topics;
