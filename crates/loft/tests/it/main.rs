@@ -5,3 +5,4 @@ mod common;
 
 mod native_queues;
 mod native_topics;
+mod restart;
