@@ -3,6 +3,7 @@
 
 mod common;
 
+mod bad_input;
 mod native_queues;
 mod native_topics;
 mod restart;
