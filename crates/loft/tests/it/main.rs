@@ -7,3 +7,4 @@ mod bad_input;
 mod native_queues;
 mod native_topics;
 mod restart;
+mod seed_scenarios;
