@@ -1,1 +1,10 @@
-fn main() {}
+//! Integration tests: each starts the real `loft` binary on `127.0.0.1:0` over a fresh
+//! SQLite file and talks HTTP to it.
+
+mod common;
+
+mod bad_input;
+mod native_queues;
+mod native_topics;
+mod restart;
+mod seed_scenarios;
