@@ -6,6 +6,7 @@
 //! - [`model`]: the records the service and the stores exchange.
 //! - [`attributes`]: queue attribute names, ranges, defaults.
 //! - [`message`]: message attributes, body rules and AWS's MD5 digests.
+//! - [`filter_policy`]: SNS subscription filter policies: parsing, validation, matching.
 //! - [`names`]: queue and topic names, ARNs.
 //! - [`error`]: the one table of error codes.
 //! - [`clock`]: time, movable in tests.
@@ -13,6 +14,7 @@
 pub mod attributes;
 pub mod clock;
 pub mod error;
+pub mod filter_policy;
 pub mod message;
 pub mod model;
 pub mod names;
