@@ -811,3 +811,1451 @@ fn literal_matches(literal: &Literal, value: &Value) -> bool {
         _ => false,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    use FilterPolicyScope::{MessageAttributes as Attrs, MessageBody as Body};
+
+    /// Attributes from `{"name": ["DataType", "value"], ...}`.
+    fn attrs(text: &str) -> BTreeMap<String, (String, String)> {
+        let map: BTreeMap<String, (String, String)> =
+            serde_json::from_str(text).unwrap_or_else(|e| panic!("bad attributes {text}: {e}"));
+        map
+    }
+
+    fn policy(text: &str, scope: FilterPolicyScope) -> FilterPolicy {
+        FilterPolicy::parse(text, scope).unwrap_or_else(|e| panic!("{text}: {e}"))
+    }
+
+    #[test]
+    fn attribute_matching_table() {
+        // (policy, message attributes, expected)
+        let cases: &[(&str, &str, bool)] = &[
+            // exact strings, case-sensitive; String.Array matches on any element
+            (
+                r#"{"c":["rugby","tennis"]}"#,
+                r#"{"c":["String","rugby"]}"#,
+                true,
+            ),
+            (
+                r#"{"c":["rugby","tennis"]}"#,
+                r#"{"c":["String","tennis"]}"#,
+                true,
+            ),
+            (
+                r#"{"c":["rugby","tennis"]}"#,
+                r#"{"c":["String","baseball"]}"#,
+                false,
+            ),
+            (
+                r#"{"c":["rugby","tennis"]}"#,
+                r#"{"c":["String","Rugby"]}"#,
+                false,
+            ),
+            (
+                r#"{"c":["rugby","tennis"]}"#,
+                r#"{"c":["String.Array","[\"rugby\",\"tennis\"]"]}"#,
+                true,
+            ),
+            (
+                r#"{"c":["rugby","tennis"]}"#,
+                r#"{"c":["String.Array","[\"soccer\",\"tennis\"]"]}"#,
+                true,
+            ),
+            (
+                r#"{"c":["rugby","tennis"]}"#,
+                r#"{"c":["String.Array","[\"baseball\"]"]}"#,
+                false,
+            ),
+            (
+                r#"{"c":["rugby","tennis"]}"#,
+                r#"{"c":["String.Array","[]"]}"#,
+                false,
+            ),
+            (r#"{"c":["rugby","tennis"]}"#, r#"{}"#, false),
+            (
+                r#"{"c":["rugby","tennis"]}"#,
+                r#"{"other":["String","rugby"]}"#,
+                false,
+            ),
+            (
+                r#"{"c":["rugby"]}"#,
+                r#"{"c":["String.custom","rugby"]}"#,
+                true,
+            ),
+            // Binary attributes are ignored
+            (r#"{"c":["rugby"]}"#, r#"{"c":["Binary","rugby"]}"#, false),
+            // exact numbers compare numerically, and only with numbers
+            (r#"{"p":[300]}"#, r#"{"p":["Number","300"]}"#, true),
+            (r#"{"p":[300]}"#, r#"{"p":["Number","3.0e2"]}"#, true),
+            (r#"{"p":[3.0e2]}"#, r#"{"p":["Number","300.000"]}"#, true),
+            (r#"{"p":[300]}"#, r#"{"p":["Number.int","300"]}"#, true),
+            (r#"{"p":[300]}"#, r#"{"p":["Number","301"]}"#, false),
+            (r#"{"p":[300]}"#, r#"{"p":["String","300"]}"#, false),
+            (r#"{"p":["300"]}"#, r#"{"p":["Number","300"]}"#, false),
+            (
+                r#"{"p":[300]}"#,
+                r#"{"p":["String.Array","[1, 300]"]}"#,
+                true,
+            ),
+            (r#"{"p":[0.00001]}"#, r#"{"p":["Number","0.00001"]}"#, true),
+            (r#"{"p":[0.00001]}"#, r#"{"p":["Number","0.00002"]}"#, false),
+            // null, true, false never come from attributes except inside String.Array
+            (r#"{"c":[null]}"#, r#"{}"#, false),
+            (r#"{"c":[null]}"#, r#"{"c":["String","null"]}"#, false),
+            (
+                r#"{"c":[true]}"#,
+                r#"{"c":["String.Array","[true]"]}"#,
+                true,
+            ),
+            (r#"{"c":[true]}"#, r#"{"c":["String","true"]}"#, false),
+            // prefix / suffix
+            (
+                r#"{"c":[{"prefix":"bas"}]}"#,
+                r#"{"c":["String","baseball"]}"#,
+                true,
+            ),
+            (
+                r#"{"c":[{"prefix":"bas"}]}"#,
+                r#"{"c":["String","basketball"]}"#,
+                true,
+            ),
+            (
+                r#"{"c":[{"prefix":"bas"}]}"#,
+                r#"{"c":["String","rugby"]}"#,
+                false,
+            ),
+            (
+                r#"{"c":[{"prefix":"bas"}]}"#,
+                r#"{"c":["String.Array","[\"rugby\",\"bass\"]"]}"#,
+                true,
+            ),
+            (
+                r#"{"c":[{"prefix":"1"}]}"#,
+                r#"{"c":["Number","10"]}"#,
+                false,
+            ),
+            (r#"{"c":[{"prefix":"bas"}]}"#, r#"{}"#, false),
+            (
+                r#"{"c":[{"suffix":"ball"}]}"#,
+                r#"{"c":["String","baseball"]}"#,
+                true,
+            ),
+            (
+                r#"{"c":[{"suffix":"ball"}]}"#,
+                r#"{"c":["String","rugby"]}"#,
+                false,
+            ),
+            (
+                r#"{"c":[{"suffix":"ball"}]}"#,
+                r#"{"c":["String","balls"]}"#,
+                false,
+            ),
+            // equals-ignore-case
+            (
+                r#"{"c":[{"equals-ignore-case":"RuGbY"}]}"#,
+                r#"{"c":["String","rugby"]}"#,
+                true,
+            ),
+            (
+                r#"{"c":[{"equals-ignore-case":"RuGbY"}]}"#,
+                r#"{"c":["String","RUGBY"]}"#,
+                true,
+            ),
+            (
+                r#"{"c":[{"equals-ignore-case":"RuGbY"}]}"#,
+                r#"{"c":["String","rugbys"]}"#,
+                false,
+            ),
+            (
+                r#"{"c":[{"equals-ignore-case":"ÉTÉ"}]}"#,
+                r#"{"c":["String","été"]}"#,
+                true,
+            ),
+            // anything-but: strings
+            (
+                r#"{"c":[{"anything-but":["rugby","tennis"]}]}"#,
+                r#"{"c":["String","baseball"]}"#,
+                true,
+            ),
+            (
+                r#"{"c":[{"anything-but":["rugby","tennis"]}]}"#,
+                r#"{"c":["String","rugby"]}"#,
+                false,
+            ),
+            (
+                r#"{"c":[{"anything-but":["rugby","tennis"]}]}"#,
+                r#"{"c":["String.Array","[\"rugby\",\"baseball\"]"]}"#,
+                true,
+            ),
+            (
+                r#"{"c":[{"anything-but":["rugby","tennis"]}]}"#,
+                r#"{"c":["String.Array","[\"rugby\",\"tennis\"]"]}"#,
+                false,
+            ),
+            (
+                r#"{"c":[{"anything-but":["rugby","tennis"]}]}"#,
+                r#"{}"#,
+                false,
+            ),
+            (
+                r#"{"c":[{"anything-but":["rugby","tennis"]}]}"#,
+                r#"{"c":["Binary","eA=="]}"#,
+                false,
+            ),
+            (
+                r#"{"c":[{"anything-but":"rugby"}]}"#,
+                r#"{"c":["String","tennis"]}"#,
+                true,
+            ),
+            (
+                r#"{"c":[{"anything-but":"rugby"}]}"#,
+                r#"{"c":["String","rugby"]}"#,
+                false,
+            ),
+            (
+                r#"{"c":[{"anything-but":"100"}]}"#,
+                r#"{"c":["Number","100"]}"#,
+                true,
+            ),
+            // anything-but: numbers
+            (
+                r#"{"p":[{"anything-but":[100,500]}]}"#,
+                r#"{"p":["Number","101"]}"#,
+                true,
+            ),
+            (
+                r#"{"p":[{"anything-but":[100,500]}]}"#,
+                r#"{"p":["Number","100.1"]}"#,
+                true,
+            ),
+            (
+                r#"{"p":[{"anything-but":[100,500]}]}"#,
+                r#"{"p":["Number","100"]}"#,
+                false,
+            ),
+            (
+                r#"{"p":[{"anything-but":[100,500]}]}"#,
+                r#"{"p":["Number","1e2"]}"#,
+                false,
+            ),
+            (
+                r#"{"p":[{"anything-but":[100,500]}]}"#,
+                r#"{"p":["String.Array","[100, 50]"]}"#,
+                true,
+            ),
+            (
+                r#"{"p":[{"anything-but":[100,500]}]}"#,
+                r#"{"p":["String.Array","[100, 500]"]}"#,
+                false,
+            ),
+            (
+                r#"{"p":[{"anything-but":100}]}"#,
+                r#"{"p":["Number","100"]}"#,
+                false,
+            ),
+            (
+                r#"{"p":[{"anything-but":100}]}"#,
+                r#"{"p":["String","100"]}"#,
+                true,
+            ),
+            // anything-but: prefix / suffix
+            (
+                r#"{"e":[{"anything-but":{"prefix":"order-"}}]}"#,
+                r#"{"e":["String","data-entry"]}"#,
+                true,
+            ),
+            (
+                r#"{"e":[{"anything-but":{"prefix":"order-"}}]}"#,
+                r#"{"e":["String","order_number"]}"#,
+                true,
+            ),
+            (
+                r#"{"e":[{"anything-but":{"prefix":"order-"}}]}"#,
+                r#"{"e":["String","order-cancelled"]}"#,
+                false,
+            ),
+            (
+                r#"{"e":[{"anything-but":{"prefix":"order-"}}]}"#,
+                r#"{}"#,
+                false,
+            ),
+            (
+                r#"{"f":[{"anything-but":{"suffix":".png"}}]}"#,
+                r#"{"f":["String","a.jpg"]}"#,
+                true,
+            ),
+            (
+                r#"{"f":[{"anything-but":{"suffix":".png"}}]}"#,
+                r#"{"f":["String","a.png"]}"#,
+                false,
+            ),
+            // numeric
+            (
+                r#"{"p":[{"numeric":["=",301.5]}]}"#,
+                r#"{"p":["Number","301.5"]}"#,
+                true,
+            ),
+            (
+                r#"{"p":[{"numeric":["=",301.5]}]}"#,
+                r#"{"p":["Number","3.015e2"]}"#,
+                true,
+            ),
+            (
+                r#"{"p":[{"numeric":["=",301.5]}]}"#,
+                r#"{"p":["Number","301.6"]}"#,
+                false,
+            ),
+            (
+                r#"{"p":[{"numeric":["=",301.5]}]}"#,
+                r#"{"p":["String","301.5"]}"#,
+                false,
+            ),
+            (
+                r#"{"p":[{"numeric":["<",0]}]}"#,
+                r#"{"p":["Number","-0.5"]}"#,
+                true,
+            ),
+            (
+                r#"{"p":[{"numeric":["<",0]}]}"#,
+                r#"{"p":["Number","0"]}"#,
+                false,
+            ),
+            (
+                r#"{"p":[{"numeric":["<=",0]}]}"#,
+                r#"{"p":["Number","0"]}"#,
+                true,
+            ),
+            (
+                r#"{"p":[{"numeric":[">",0,"<=",150]}]}"#,
+                r#"{"p":["Number","150"]}"#,
+                true,
+            ),
+            (
+                r#"{"p":[{"numeric":[">",0,"<=",150]}]}"#,
+                r#"{"p":["Number","0.00001"]}"#,
+                true,
+            ),
+            (
+                r#"{"p":[{"numeric":[">",0,"<=",150]}]}"#,
+                r#"{"p":["Number","0"]}"#,
+                false,
+            ),
+            (
+                r#"{"p":[{"numeric":[">",0,"<=",150]}]}"#,
+                r#"{"p":["Number","150.00001"]}"#,
+                false,
+            ),
+            (
+                r#"{"p":[{"numeric":[">=",0,"<",10]}]}"#,
+                r#"{"p":["Number","0"]}"#,
+                true,
+            ),
+            (
+                r#"{"p":[{"numeric":[">=",0,"<",10]}]}"#,
+                r#"{"p":["Number","10"]}"#,
+                false,
+            ),
+            (
+                r#"{"p":[{"numeric":[">=",0,"<",10]}]}"#,
+                r#"{"p":["String.Array","[20, 5]"]}"#,
+                true,
+            ),
+            (
+                r#"{"p":[{"numeric":[">=",0,"<",10]}]}"#,
+                r#"{"p":["String.Array","[\"5\"]"]}"#,
+                false,
+            ),
+            (r#"{"p":[{"numeric":[">",100]}]}"#, r#"{}"#, false),
+            // exists
+            (
+                r#"{"s":[{"exists":true}]}"#,
+                r#"{"s":["String","fans"]}"#,
+                true,
+            ),
+            (
+                r#"{"s":[{"exists":true}]}"#,
+                r#"{"s":["Number","1"]}"#,
+                true,
+            ),
+            (
+                r#"{"s":[{"exists":true}]}"#,
+                r#"{"s":["String.Array","[]"]}"#,
+                true,
+            ),
+            (
+                r#"{"s":[{"exists":true}]}"#,
+                r#"{"x":["String","fans"]}"#,
+                false,
+            ),
+            (
+                r#"{"s":[{"exists":true}]}"#,
+                r#"{"s":["Binary","eA=="]}"#,
+                false,
+            ),
+            (
+                r#"{"s":[{"exists":false}]}"#,
+                r#"{"x":["String","fans"]}"#,
+                true,
+            ),
+            (r#"{"s":[{"exists":false}]}"#, r#"{}"#, true),
+            (
+                r#"{"s":[{"exists":false}]}"#,
+                r#"{"s":["Binary","eA=="]}"#,
+                true,
+            ),
+            (
+                r#"{"s":[{"exists":false}]}"#,
+                r#"{"s":["String","fans"]}"#,
+                false,
+            ),
+            (
+                r#"{"s":["x",{"exists":false}]}"#,
+                r#"{"s":["String","x"]}"#,
+                true,
+            ),
+            (
+                r#"{"s":["x",{"exists":false}]}"#,
+                r#"{"s":["String","y"]}"#,
+                false,
+            ),
+            // cidr, IPv4 and IPv6
+            (
+                r#"{"ip":[{"cidr":"10.0.0.0/24"}]}"#,
+                r#"{"ip":["String","10.0.0.0"]}"#,
+                true,
+            ),
+            (
+                r#"{"ip":[{"cidr":"10.0.0.0/24"}]}"#,
+                r#"{"ip":["String","10.0.0.255"]}"#,
+                true,
+            ),
+            (
+                r#"{"ip":[{"cidr":"10.0.0.0/24"}]}"#,
+                r#"{"ip":["String","10.1.1.0"]}"#,
+                false,
+            ),
+            (
+                r#"{"ip":[{"cidr":"10.0.0.0/24"}]}"#,
+                r#"{"ip":["String","not an ip"]}"#,
+                false,
+            ),
+            (
+                r#"{"ip":[{"cidr":"10.0.0.0/24"}]}"#,
+                r#"{"ip":["String","::ffff:a00:1"]}"#,
+                false,
+            ),
+            (
+                r#"{"ip":[{"cidr":"10.0.0.7/24"}]}"#,
+                r#"{"ip":["String","10.0.0.1"]}"#,
+                true,
+            ),
+            (
+                r#"{"ip":[{"cidr":"0.0.0.0/0"}]}"#,
+                r#"{"ip":["String","192.0.2.1"]}"#,
+                true,
+            ),
+            (
+                r#"{"ip":[{"cidr":"2001:db8::/32"}]}"#,
+                r#"{"ip":["String","2001:db8::1"]}"#,
+                true,
+            ),
+            (
+                r#"{"ip":[{"cidr":"2001:db8::/32"}]}"#,
+                r#"{"ip":["String","2001:db9::1"]}"#,
+                false,
+            ),
+            (
+                r#"{"ip":[{"cidr":"2001:db8::/32"}]}"#,
+                r#"{"ip":["String","10.0.0.1"]}"#,
+                false,
+            ),
+            // AND across keys, OR within a key
+            (
+                r#"{"c":["rugby"],"p":[{"numeric":[">",100]}]}"#,
+                r#"{"c":["String","rugby"],"p":["Number","101"]}"#,
+                true,
+            ),
+            (
+                r#"{"c":["rugby"],"p":[{"numeric":[">",100]}]}"#,
+                r#"{"c":["String","rugby"],"p":["Number","99"]}"#,
+                false,
+            ),
+            (
+                r#"{"c":["rugby"],"p":[{"numeric":[">",100]}]}"#,
+                r#"{"c":["String","rugby"]}"#,
+                false,
+            ),
+            (
+                r#"{"c":["rugby",{"prefix":"foot"}]}"#,
+                r#"{"c":["String","football"]}"#,
+                true,
+            ),
+            // $or
+            (
+                r#"{"$or":[{"a":["x"]},{"b":["y"]}]}"#,
+                r#"{"a":["String","x"]}"#,
+                true,
+            ),
+            (
+                r#"{"$or":[{"a":["x"]},{"b":["y"]}]}"#,
+                r#"{"b":["String","y"]}"#,
+                true,
+            ),
+            (
+                r#"{"$or":[{"a":["x"]},{"b":["y"]}]}"#,
+                r#"{"a":["String","y"],"b":["String","x"]}"#,
+                false,
+            ),
+            (r#"{"$or":[{"a":["x"]},{"b":["y"]}]}"#, r#"{}"#, false),
+            (
+                r#"{"src":["cw"],"$or":[{"m":["cpu"]},{"t":["T"],"n":["ec2"]}]}"#,
+                r#"{"src":["String","cw"],"m":["String","cpu"]}"#,
+                true,
+            ),
+            (
+                r#"{"src":["cw"],"$or":[{"m":["cpu"]},{"t":["T"],"n":["ec2"]}]}"#,
+                r#"{"src":["String","cw"],"t":["String","T"],"n":["String","ec2"]}"#,
+                true,
+            ),
+            (
+                r#"{"src":["cw"],"$or":[{"m":["cpu"]},{"t":["T"],"n":["ec2"]}]}"#,
+                r#"{"src":["String","cw"],"t":["String","T"]}"#,
+                false,
+            ),
+            (
+                r#"{"src":["cw"],"$or":[{"m":["cpu"]},{"t":["T"],"n":["ec2"]}]}"#,
+                r#"{"m":["String","cpu"]}"#,
+                false,
+            ),
+            (
+                r#"{"$or":[{"a":["x"]},{"$or":[{"b":["y"]},{"c":["z"]}]}]}"#,
+                r#"{"c":["String","z"]}"#,
+                true,
+            ),
+            // "$or" that is no OR relationship is an ordinary attribute name
+            (r#"{"$or":["a","b"]}"#, r#"{"$or":["String","b"]}"#, true),
+            (
+                r#"{"$or":[{"prefix":"x"},{"suffix":"y"}]}"#,
+                r#"{"$or":["String","xa"]}"#,
+                true,
+            ),
+            (
+                r#"{"$or":[{"prefix":"x"},{"suffix":"y"}]}"#,
+                r#"{"$or":["String","ax"]}"#,
+                false,
+            ),
+            // a malformed String.Array is present but offers no value
+            (
+                r#"{"c":[{"exists":true}]}"#,
+                r#"{"c":["String.Array","not json"]}"#,
+                true,
+            ),
+            (
+                r#"{"c":["not json"]}"#,
+                r#"{"c":["String.Array","not json"]}"#,
+                false,
+            ),
+            // the empty policy matches everything
+            (r#"{}"#, r#"{}"#, true),
+            // a dotted name is just a name in the attributes scope
+            (r#"{"a.b":["x"]}"#, r#"{"a.b":["String","x"]}"#, true),
+        ];
+        for (policy_text, message, expected) in cases {
+            let p = policy(policy_text, Attrs);
+            assert_eq!(
+                p.matches_attributes(&attrs(message)),
+                *expected,
+                "policy {policy_text} on attributes {message}"
+            );
+        }
+    }
+
+    #[test]
+    fn body_matching_table() {
+        // (policy, message body, expected)
+        let cases: &[(&str, &str, bool)] = &[
+            (r#"{"c":["rugby","tennis"]}"#, r#"{"c":"rugby"}"#, true),
+            (r#"{"c":["rugby","tennis"]}"#, r#"{"c":"baseball"}"#, false),
+            (
+                r#"{"c":["rugby","tennis"]}"#,
+                r#"{"c":["baseball","tennis"]}"#,
+                true,
+            ),
+            (r#"{"c":["rugby","tennis"]}"#, r#"{"c":[["rugby"]]}"#, true),
+            (r#"{"c":["rugby","tennis"]}"#, r#"{}"#, false),
+            // only a JSON object can match
+            (r#"{"c":[{"exists":false}]}"#, r#"["c"]"#, false),
+            (r#"{"c":[{"exists":false}]}"#, r#""rugby""#, false),
+            // nested properties, reached through objects, arrays and dotted names alike
+            (
+                r#"{"object":{"key":[{"prefix":"auto-"}]}}"#,
+                r#"{"object":{"key":"auto-test"}}"#,
+                true,
+            ),
+            (
+                r#"{"object":{"key":[{"prefix":"auto-"}]}}"#,
+                r#"{"object":{"key":"home"}}"#,
+                false,
+            ),
+            (
+                r#"{"object":{"key":[{"prefix":"auto-"}]}}"#,
+                r#"{"object.key":"auto-test"}"#,
+                true,
+            ),
+            (
+                r#"{"object":{"key":[{"prefix":"auto-"}]}}"#,
+                r#"{"object":[{"key":"home"},{"key":"auto-1"}]}"#,
+                true,
+            ),
+            (
+                r#"{"object":{"key":[{"prefix":"auto-"}]}}"#,
+                r#"{"key":"auto-test"}"#,
+                false,
+            ),
+            (
+                r#"{"object":{"key":[{"prefix":"auto-"}]}}"#,
+                r#"{"object":"auto-test"}"#,
+                false,
+            ),
+            (
+                r#"{"object.nested":["v"]}"#,
+                r#"{"object":{"nested":"v"}}"#,
+                true,
+            ),
+            (
+                r#"{"object.nested":["v"]}"#,
+                r#"{"object.nested":"v"}"#,
+                true,
+            ),
+            (r#"{"a":{"b":{"c":["v"]}}}"#, r#"{"a.b":{"c":"v"}}"#, true),
+            (r#"{"a":{"b":{"c":["v"]}}}"#, r#"{"a":{"b.c":"v"}}"#, true),
+            (
+                r#"{"a":{"b":{"c":["v"]}}}"#,
+                r#"{"a":{"b":{"c":"w"}}}"#,
+                false,
+            ),
+            (
+                r#"{"Records":{"s3":{"object":{"key":[{"prefix":"auto-"}]}}}}"#,
+                r#"{"Records":[{"s3":{"object":[[{"key":"auto-insurance.xml"}]]}},{"s3":{"object":{"key":"home.xml"}}}]}"#,
+                true,
+            ),
+            // numbers, booleans, null
+            (r#"{"p":[300]}"#, r#"{"p":3.0e2}"#, true),
+            (r#"{"p":[300]}"#, r#"{"p":"300"}"#, false),
+            (r#"{"p":["300"]}"#, r#"{"p":300}"#, false),
+            (r#"{"f":[true]}"#, r#"{"f":true}"#, true),
+            (r#"{"f":[true]}"#, r#"{"f":"true"}"#, false),
+            (r#"{"f":[false]}"#, r#"{"f":true}"#, false),
+            (r#"{"n":[null]}"#, r#"{"n":null}"#, true),
+            (r#"{"n":[null]}"#, r#"{}"#, false),
+            (r#"{"n":[null]}"#, r#"{"n":"null"}"#, false),
+            // operators on body values
+            (
+                r#"{"c":[{"suffix":"ball"}]}"#,
+                r#"{"c":["rugby","football"]}"#,
+                true,
+            ),
+            (
+                r#"{"c":[{"equals-ignore-case":"RUGBY"}]}"#,
+                r#"{"c":"Rugby"}"#,
+                true,
+            ),
+            (
+                r#"{"c":[{"anything-but":["rugby"]}]}"#,
+                r#"{"c":["rugby","tennis"]}"#,
+                true,
+            ),
+            (
+                r#"{"c":[{"anything-but":["rugby"]}]}"#,
+                r#"{"c":["rugby"]}"#,
+                false,
+            ),
+            (
+                r#"{"c":[{"anything-but":["rugby"]}]}"#,
+                r#"{"d":"tennis"}"#,
+                false,
+            ),
+            (
+                r#"{"c":[{"anything-but":["rugby"]}]}"#,
+                r#"{"c":[]}"#,
+                false,
+            ),
+            (r#"{"p":[{"anything-but":[100]}]}"#, r#"{"p":1e2}"#, false),
+            (
+                r#"{"p":[{"anything-but":[100]}]}"#,
+                r#"{"p":[100,7]}"#,
+                true,
+            ),
+            (r#"{"p":[{"numeric":[">",10]}]}"#, r#"{"p":[1,20]}"#, true),
+            (r#"{"p":[{"numeric":[">",10]}]}"#, r#"{"p":[1,2]}"#, false),
+            (r#"{"p":[{"numeric":[">",10]}]}"#, r#"{"p":"20"}"#, false),
+            (
+                r#"{"ip":[{"cidr":"10.0.0.0/8"}]}"#,
+                r#"{"ip":"10.20.30.40"}"#,
+                true,
+            ),
+            (
+                r#"{"ip":[{"cidr":"10.0.0.0/8"}]}"#,
+                r#"{"ip":"11.0.0.1"}"#,
+                false,
+            ),
+            // exists looks at leaves: null is present, [] and {} are not
+            (r#"{"s":[{"exists":true}]}"#, r#"{"s":"fans"}"#, true),
+            (r#"{"s":[{"exists":true}]}"#, r#"{"s":null}"#, true),
+            (r#"{"s":[{"exists":true}]}"#, r#"{"s":[]}"#, false),
+            (r#"{"s":[{"exists":true}]}"#, r#"{"s":{"x":1}}"#, false),
+            (r#"{"s":[{"exists":false}]}"#, r#"{}"#, true),
+            (r#"{"s":[{"exists":false}]}"#, r#"{"s":[]}"#, true),
+            (r#"{"s":[{"exists":false}]}"#, r#"{"s":"fans"}"#, false),
+            (
+                r#"{"a":{"s":[{"exists":false}]}}"#,
+                r#"{"a":{"t":1}}"#,
+                true,
+            ),
+            (
+                r#"{"a":{"s":[{"exists":false}]}}"#,
+                r#"{"a":{"s":1}}"#,
+                false,
+            ),
+            // $or at the top and nested
+            (
+                r#"{"$or":[{"a":["x"]},{"b":{"c":["y"]}}]}"#,
+                r#"{"b":{"c":"y"}}"#,
+                true,
+            ),
+            (
+                r#"{"$or":[{"a":["x"]},{"b":{"c":["y"]}}]}"#,
+                r#"{"b":{"c":"x"}}"#,
+                false,
+            ),
+            (
+                r#"{"a":{"$or":[{"b":["1"]},{"c":["2"]}]}}"#,
+                r#"{"a":{"c":"2"}}"#,
+                true,
+            ),
+            (
+                r#"{"a":{"$or":[{"b":["1"]},{"c":["2"]}]}}"#,
+                r#"{"a":{"b":"2"}}"#,
+                false,
+            ),
+            (
+                r#"{"a":{"$or":[{"b":["1"]},{"c":["2"]}]}}"#,
+                r#"{"c":"2"}"#,
+                false,
+            ),
+            (
+                r#"{"k":["v"],"a":{"$or":[{"b":["1"]},{"c":["2"]}]}}"#,
+                r#"{"k":"v","a":{"b":"1"}}"#,
+                true,
+            ),
+            (
+                r#"{"k":["v"],"a":{"$or":[{"b":["1"]},{"c":["2"]}]}}"#,
+                r#"{"a":{"b":"1"}}"#,
+                false,
+            ),
+            (r#"{}"#, r#"{"anything":1}"#, true),
+        ];
+        for (policy_text, body, expected) in cases {
+            let p = policy(policy_text, Body);
+            let value: Value = serde_json::from_str(body).unwrap();
+            assert_eq!(
+                p.matches_body(&value),
+                *expected,
+                "policy {policy_text} on body {body}"
+            );
+            assert_eq!(p.matches_body_text(body), *expected, "text of {body}");
+        }
+    }
+
+    #[test]
+    fn body_that_is_not_json_never_matches() {
+        let p = policy(r#"{"c":[{"exists":false}]}"#, Body);
+        assert!(p.matches_body_text("{}"));
+        assert!(!p.matches_body_text("not json"));
+        assert!(!p.matches_body_text(""));
+    }
+
+    #[test]
+    fn matches_message_follows_the_scope() {
+        let by_attr = policy(r#"{"c":["x"]}"#, Attrs);
+        let by_body = policy(r#"{"c":["x"]}"#, Body);
+        let a = attrs(r#"{"c":["String","x"]}"#);
+        assert_eq!(by_attr.scope(), Attrs);
+        assert!(by_attr.matches_message(&a, r#"{"c":"y"}"#));
+        assert!(!by_body.matches_message(&a, r#"{"c":"y"}"#));
+        assert!(by_body.matches_message(&BTreeMap::new(), r#"{"c":"x"}"#));
+    }
+
+    fn many(n: usize) -> String {
+        let values: Vec<String> = (0..n).map(|i| format!("\"v{i}\"")).collect();
+        format!("[{}]", values.join(","))
+    }
+
+    #[test]
+    fn validation_errors() {
+        let fp = |s: &str| format!("Invalid parameter: FilterPolicy: {s}");
+        let nested_attr = "Invalid parameter: Filter policy scope MessageAttributes does not \
+                           support nested filter policy"
+            .to_string();
+        let mut cases: Vec<(String, FilterPolicyScope, String)> = vec![];
+        let mut add = |p: &str, scope, msg: String| cases.push((p.to_string(), scope, msg));
+
+        // the document
+        add("[]", Attrs, fp("Filter is not an object"));
+        add(r#""x""#, Body, fp("Filter is not an object"));
+        add(
+            r#"{"key_a":"value_one"}"#,
+            Attrs,
+            fp(r#""key_a" must be an object or an array"#),
+        );
+        add(
+            r#"{"key":5}"#,
+            Body,
+            fp(r#""key" must be an object or an array"#),
+        );
+        add(
+            r#"{"key":{"suffix":"value"}}"#,
+            Attrs,
+            fp(r#""suffix" must be an object or an array"#),
+        );
+        add(
+            r#"{"key":{"not-an-operator":"value"}}"#,
+            Body,
+            fp(r#""not-an-operator" must be an object or an array"#),
+        );
+        add(r#"{"key":[]}"#, Attrs, fp("Empty arrays are not allowed"));
+        add(r#"{"key":{}}"#, Body, fp("Empty objects are not allowed"));
+        add(
+            r#"{"$or":[{"a":["x"]},{}]}"#,
+            Attrs,
+            fp("Empty objects are not allowed"),
+        );
+        add(
+            r#"{"key":[["value"]]}"#,
+            Attrs,
+            fp("Match value must be String, number, true, false, or null"),
+        );
+        add(
+            r#"{"key":[{}]}"#,
+            Attrs,
+            fp("Match expression name not found"),
+        );
+        add(
+            r#"{"key":[{"wrong-operator":true}]}"#,
+            Attrs,
+            fp("Unrecognized match type wrong-operator"),
+        );
+        add(
+            r#"{"key":[{"wildcard":"a*"}]}"#,
+            Attrs,
+            fp("Unrecognized match type wildcard"),
+        );
+        add(
+            r#"{"$or":[{"a":["x"]}]}"#,
+            Attrs,
+            fp("Unrecognized match type a"),
+        );
+        add(
+            r#"{"key":[{"suffix":"value","prefix":"value2"}]}"#,
+            Attrs,
+            fp("Only one key allowed in match expression"),
+        );
+        // string operators
+        for op in ["prefix", "suffix", "equals-ignore-case"] {
+            let msg = fp(&format!("{op} match pattern must be a string"));
+            for operand in ["100", "null", "[]", r#"["a","b"]"#, "{}", "true"] {
+                add(
+                    &format!(r#"{{"key":[{{"{op}":{operand}}}]}}"#),
+                    Attrs,
+                    msg.clone(),
+                );
+            }
+        }
+        add(
+            r#"{"key":[{"suffix":100,"prefix":"x"}]}"#,
+            Attrs,
+            fp("suffix match pattern must be a string"),
+        );
+        // numeric
+        add(
+            r#"{"key":[{"numeric":">"}]}"#,
+            Attrs,
+            fp("Value of numeric must be an array."),
+        );
+        add(
+            r#"{"key":[{"numeric":[]}]}"#,
+            Attrs,
+            fp("Invalid member in numeric match: ]"),
+        );
+        add(
+            r#"{"key":[{"numeric":["operator"]}]}"#,
+            Attrs,
+            fp("Unrecognized numeric range operator: operator"),
+        );
+        add(
+            r#"{"key":[{"numeric":[1,"<="]}]}"#,
+            Attrs,
+            fp("Invalid member in numeric match: 1"),
+        );
+        add(
+            r#"{"key":[{"numeric":["=","000"]}]}"#,
+            Attrs,
+            fp("Value of equals must be numeric"),
+        );
+        add(
+            r#"{"key":[{"numeric":["="]}]}"#,
+            Attrs,
+            fp("Value of equals must be numeric"),
+        );
+        add(
+            r#"{"key":[{"numeric":["=",1,2]}]}"#,
+            Attrs,
+            fp("Too many elements in numeric expression"),
+        );
+        add(
+            r#"{"key":[{"numeric":[">="]}]}"#,
+            Attrs,
+            fp("Value of >= must be numeric"),
+        );
+        add(
+            r#"{"key":[{"numeric":["<",100,">",10]}]}"#,
+            Attrs,
+            fp("Too many elements in numeric expression"),
+        );
+        add(
+            r#"{"key":[{"numeric":["<=","x"]}]}"#,
+            Attrs,
+            fp("Value of <= must be numeric"),
+        );
+        add(
+            r#"{"key":[{"numeric":[">=",1,">",2]}]}"#,
+            Attrs,
+            fp("Bad numeric range operator: >"),
+        );
+        add(
+            r#"{"key":[{"numeric":[">",3,"<",1]}]}"#,
+            Attrs,
+            fp("Bottom must be less than top"),
+        );
+        add(
+            r#"{"key":[{"numeric":[">",3,"<",3]}]}"#,
+            Attrs,
+            fp("Bottom must be less than top"),
+        );
+        add(
+            r#"{"key":[{"numeric":[">",20,"<="]}]}"#,
+            Attrs,
+            fp("Value of <= must be numeric"),
+        );
+        add(
+            r#"{"key":[{"numeric":[">",20,30]}]}"#,
+            Attrs,
+            fp("Bad value in numeric range: 30"),
+        );
+        add(
+            r#"{"key":[{"numeric":[">",20,"test"]}]}"#,
+            Attrs,
+            fp("Bad numeric range operator: test"),
+        );
+        add(
+            r#"{"key":[{"numeric":[">","20","<","30"]}]}"#,
+            Attrs,
+            fp("Value of > must be numeric"),
+        );
+        add(
+            r#"{"key":[{"numeric":[">",20,"<","30"]}]}"#,
+            Attrs,
+            fp("Value of < must be numeric"),
+        );
+        add(
+            r#"{"key":[{"numeric":[">",20,"<",30,"<",50]}]}"#,
+            Attrs,
+            fp("Too many terms in numeric range expression"),
+        );
+        add(
+            r#"{"key":[{"numeric":[">",0],"x":1}]}"#,
+            Attrs,
+            fp("Too many elements in numeric expression"),
+        );
+        let range = fp("Value must be between -1.0E9 and 1.0E9, inclusive");
+        add(
+            r#"{"key":[{"numeric":["<",1000000001]}]}"#,
+            Attrs,
+            range.clone(),
+        );
+        add(r#"{"key":[{"numeric":["=",-2e9]}]}"#, Attrs, range.clone());
+        add(
+            r#"{"key":[{"numeric":[">",0,"<",1e10]}]}"#,
+            Attrs,
+            range.clone(),
+        );
+        // exists
+        add(
+            r#"{"key":[{"exists":null}]}"#,
+            Attrs,
+            fp("exists match pattern must be either true or false."),
+        );
+        add(
+            r#"{"key":[{"exists":"no"}]}"#,
+            Attrs,
+            fp("exists match pattern must be either true or false."),
+        );
+        add(
+            r#"{"key":[{"exists":true,"x":1}]}"#,
+            Attrs,
+            fp("Only one key allowed in match expression"),
+        );
+        // anything-but
+        add(
+            r#"{"key":[{"anything-but":{"wrong-operator":null}}]}"#,
+            Attrs,
+            fp("Unsupported anything-but pattern: wrong-operator"),
+        );
+        add(
+            r#"{"key":[{"anything-but":{"exists":false}}]}"#,
+            Attrs,
+            fp("Unsupported anything-but pattern: exists"),
+        );
+        add(
+            r#"{"key":[{"anything-but":{"prefix":false}}]}"#,
+            Attrs,
+            fp("prefix match pattern must be a string"),
+        );
+        add(
+            r#"{"key":[{"anything-but":{"suffix":1}}]}"#,
+            Attrs,
+            fp("suffix match pattern must be a string"),
+        );
+        add(
+            r#"{"key":[{"anything-but":{}}]}"#,
+            Attrs,
+            fp("Anything-But expression name not found"),
+        );
+        add(
+            r#"{"key":[{"anything-but":{"prefix":"a","suffix":"b"}}]}"#,
+            Attrs,
+            fp("Only one key allowed in match expression"),
+        );
+        add(
+            r#"{"key":[{"anything-but":[true]}]}"#,
+            Attrs,
+            fp("Inside anything but list, start|null|boolean is not supported."),
+        );
+        add(
+            r#"{"key":[{"anything-but":[null]}]}"#,
+            Attrs,
+            fp("Inside anything but list, start|null|boolean is not supported."),
+        );
+        add(
+            r#"{"key":[{"anything-but":[["a"]]}]}"#,
+            Attrs,
+            fp("Inside anything but list, start|null|boolean is not supported."),
+        );
+        let mixed = fp("Inside anything but list, either all values are number or string, mixed type is not supported");
+        add(
+            r#"{"key":[{"anything-but":["a",1]}]}"#,
+            Attrs,
+            mixed.clone(),
+        );
+        add(r#"{"key":[{"anything-but":[]}]}"#, Attrs, mixed.clone());
+        add(
+            r#"{"key":[{"anything-but":true}]}"#,
+            Attrs,
+            fp("Value of anything-but must be an array or single string/number value."),
+        );
+        add(
+            r#"{"key":[{"anything-but":null}]}"#,
+            Attrs,
+            fp("Value of anything-but must be an array or single string/number value."),
+        );
+        add(r#"{"key":[{"anything-but":[2e9]}]}"#, Attrs, range.clone());
+        add(
+            r#"{"key":[{"anything-but":"a","x":1}]}"#,
+            Attrs,
+            fp("Too many elements in numeric expression"),
+        );
+        // cidr
+        add(
+            r#"{"key":[{"cidr":1}]}"#,
+            Attrs,
+            fp("prefix match pattern must be a string"),
+        );
+        add(
+            r#"{"key":[{"cidr":"10.0.0.0"}]}"#,
+            Attrs,
+            fp("Malformed CIDR, one '/' required"),
+        );
+        add(
+            r#"{"key":[{"cidr":"10.0.0.0/8/8"}]}"#,
+            Attrs,
+            fp("Malformed CIDR, one '/' required"),
+        );
+        add(
+            r#"{"key":[{"cidr":"10.0.0.0/x"}]}"#,
+            Attrs,
+            fp("Malformed CIDR, mask bits must be an integer"),
+        );
+        add(
+            r#"{"key":[{"cidr":"10.0.0.0/-1"}]}"#,
+            Attrs,
+            fp("Malformed CIDR, mask bits must not be negative"),
+        );
+        add(
+            r#"{"key":[{"cidr":"10.0.0/24"}]}"#,
+            Attrs,
+            fp("Nonstandard IP address: 10.0.0"),
+        );
+        add(
+            r#"{"key":[{"cidr":"example.com/24"}]}"#,
+            Attrs,
+            fp("Nonstandard IP address: example.com"),
+        );
+        add(
+            r#"{"key":[{"cidr":"10.0.0.0/32"}]}"#,
+            Attrs,
+            fp("IPv4 mask bits must be < 32"),
+        );
+        add(
+            r#"{"key":[{"cidr":"::/128"}]}"#,
+            Attrs,
+            fp("IPv6 mask bits must be < 128"),
+        );
+        add(
+            r#"{"key":[{"cidr":"10.0.0.0/8","x":1}]}"#,
+            Attrs,
+            fp("Only one key allowed in match expression"),
+        );
+        // nesting is for the body only
+        add(r#"{"a":{"b":["x"]}}"#, Attrs, nested_attr.clone());
+        add(
+            r#"{"$or":[{"a":["x"]},{"b":{"c":["y"]}}]}"#,
+            Attrs,
+            nested_attr.clone(),
+        );
+        // at most five keys; in a nested policy only leaf keys count
+        add(
+            r#"{"a":[1],"b":[1],"c":[1],"d":[1],"e":[1],"f":[1]}"#,
+            Attrs,
+            fp("Filter policy can not have more than 5 keys"),
+        );
+        add(
+            r#"{"a":{"b":[1],"c":[1]},"d":[1],"e":[1],"f":{"g":{"h":[1]}},"i":[1]}"#,
+            Body,
+            fp("Filter policy can not have more than 5 keys"),
+        );
+        add(
+            r#"{"x":[1],"$or":[{"a":[1],"b":[1],"c":[1],"d":[1],"e":[1]},{"f":[1]}]}"#,
+            Attrs,
+            fp("Filter policy can not have more than 5 keys"),
+        );
+        // complexity: product per branch (values × depth), summed over $or branches
+        let too_complex = fp("Filter policy is too complex");
+        add(
+            &format!(r#"{{"a":{}}}"#, many(151)),
+            Attrs,
+            too_complex.clone(),
+        );
+        add(
+            &format!(r#"{{"a":{},"b":{}}}"#, many(10), many(16)),
+            Attrs,
+            too_complex.clone(),
+        );
+        add(
+            &format!(r#"{{"a":{{"b":{}}}}}"#, many(76)),
+            Body,
+            too_complex.clone(),
+        );
+        add(
+            &format!(r#"{{"$or":[{{"a":{}}},{{"b":{}}}]}}"#, many(100), many(51)),
+            Attrs,
+            too_complex.clone(),
+        );
+        add(
+            &format!(
+                r#"{{"a":{},"$or":[{{"b":{}}},{{"c":{}}}]}}"#,
+                many(2),
+                many(40),
+                many(36)
+            ),
+            Attrs,
+            too_complex.clone(),
+        );
+        // size
+        let big = format!(r#"{{"a":["{}"]}}"#, "x".repeat(MAX_POLICY_BYTES));
+        add(
+            &big,
+            Attrs,
+            fp(&format!(
+                "Filter policy is too large: {} bytes, at most 262144 allowed",
+                big.len()
+            )),
+        );
+
+        for (text, scope, expected) in &cases {
+            match FilterPolicy::parse(text, *scope) {
+                Ok(_) => panic!("{} accepted; expected {expected}", abbreviate(text)),
+                Err(e) => {
+                    assert_eq!(e.code, ErrorCode::InvalidParameter, "{}", abbreviate(text));
+                    assert_eq!(&e.message, expected, "{}", abbreviate(text));
+                }
+            }
+        }
+    }
+
+    fn abbreviate(text: &str) -> String {
+        text.chars().take(120).collect()
+    }
+
+    #[test]
+    fn invalid_json_is_reported_as_aws_does() {
+        for text in ["{invalidjson}", "", "{\"a\":[1]", "{\"a\":[1]} x"] {
+            let e = FilterPolicy::parse(text, Attrs).unwrap_err();
+            assert_eq!(e.code, ErrorCode::InvalidParameter);
+            assert!(
+                e.message
+                    .starts_with("Invalid parameter: FilterPolicy: failed to parse JSON."),
+                "{text}: {}",
+                e.message
+            );
+        }
+    }
+
+    #[test]
+    fn limits_that_are_reached_but_not_passed_are_accepted() {
+        let ok: Vec<(String, FilterPolicyScope)> = vec![
+            (r#"{"a":[1],"b":[1],"c":[1],"d":[1],"e":[1]}"#.into(), Attrs),
+            // "finding" holds an object, so only its leaves count: 5 keys
+            (
+                r#"{"state":["SUCCESS"],"severity":[{"exists":true}],"finding":{"control":[{"exists":true}],"region":[{"exists":true}],"account":[{"exists":true}]}}"#.into(),
+                Body,
+            ),
+            (format!(r#"{{"a":{}}}"#, many(150)), Attrs),
+            (format!(r#"{{"a":{},"b":{}}}"#, many(10), many(15)), Attrs),
+            (format!(r#"{{"a":{{"b":{}}}}}"#, many(75)), Body),
+            // AWS's example: 3 × 4 × 2 × 3 = 72
+            (
+                format!(r#"{{"key_a":{{"key_b":{{"key_c":{}}}}},"key_d":{{"key_e":{}}}}}"#, many(4), many(3)),
+                Body,
+            ),
+            (format!(r#"{{"$or":[{{"a":{}}},{{"b":{}}}]}}"#, many(100), many(50)), Attrs),
+            // each $or branch has its own five keys
+            (r#"{"x":[1],"$or":[{"a":[1],"b":[1],"c":[1],"d":[1]},{"e":[1],"f":[1],"g":[1],"h":[1]}]}"#.into(), Attrs),
+            (r#"{"key":[{"numeric":[">=",-1e9,"<=",1e9]}]}"#.into(), Attrs),
+            (r#"{"key":[5e9]}"#.into(), Attrs),
+            (r#"{"key":[{"cidr":"10.0.0.0/31"}]}"#.into(), Attrs),
+            (r#"{"key":[{"cidr":"::/0"}]}"#.into(), Attrs),
+            (r#"{"key":[{"prefix":""}]}"#.into(), Attrs),
+        ];
+        for (text, scope) in &ok {
+            if let Err(e) = FilterPolicy::parse(text, *scope) {
+                panic!("{} refused: {e}", abbreviate(text));
+            }
+        }
+    }
+
+    #[test]
+    fn scope_names() {
+        assert_eq!(FilterPolicyScope::default(), Attrs);
+        for scope in [Attrs, Body] {
+            assert_eq!(FilterPolicyScope::parse(scope.as_str()).unwrap(), scope);
+            assert_eq!(scope.to_string(), scope.as_str());
+        }
+        let e = FilterPolicyScope::parse("RandomValue").unwrap_err();
+        assert_eq!(e.code, ErrorCode::InvalidParameter);
+        assert_eq!(
+            e.message,
+            "Invalid parameter: FilterPolicyScope: Invalid value [RandomValue]. \
+             Please use either MessageBody or MessageAttributes"
+        );
+    }
+
+    #[test]
+    fn subscribe_words_errors_with_attributes_reason() {
+        let e = FilterPolicy::parse(r#"{"key":[{"exists":"no"}]}"#, Attrs).unwrap_err();
+        assert_eq!(
+            in_subscribe_call(e).message,
+            "Invalid parameter: Attributes Reason: FilterPolicy: exists match pattern must be \
+             either true or false."
+        );
+        let other = Error::new(ErrorCode::NotFound, "Topic does not exist");
+        assert_eq!(in_subscribe_call(other.clone()), other);
+    }
+
+    // ---- property tests
+
+    /// One value of a policy key, any operator.
+    fn pattern() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            "[a-c]{0,2}".prop_map(Value::String),
+            (-3i64..3).prop_map(|n| json!(n)),
+            "[a-c]{0,2}".prop_map(|s| json!({ "prefix": s })),
+            "[a-c]{0,2}".prop_map(|s| json!({ "suffix": s })),
+            "[a-cA-C]{0,2}".prop_map(|s| json!({ "equals-ignore-case": s })),
+            prop::collection::vec("[a-c]{0,2}", 1..3).prop_map(|v| json!({ "anything-but": v })),
+            prop::collection::vec(-3i64..3, 1..3).prop_map(|v| json!({ "anything-but": v })),
+            "[a-c]{0,2}".prop_map(|s| json!({ "anything-but": { "prefix": s } })),
+            (-3i64..3, 1i64..4).prop_map(|(lo, w)| json!({ "numeric": [">=", lo, "<", lo + w] })),
+            (-3i64..3).prop_map(|n| json!({ "numeric": ["<=", n] })),
+            any::<bool>().prop_map(|b| json!({ "exists": b })),
+        ]
+    }
+
+    /// A flat policy of one to two keys among a, b, c.
+    fn flat_policy() -> impl Strategy<Value = Value> {
+        prop::collection::btree_map(
+            prop::sample::select(vec!["a", "b", "c"]),
+            prop::collection::vec(pattern(), 1..4),
+            1..3,
+        )
+        .prop_map(|m| json!(m))
+    }
+
+    /// One attribute: (DataType, value), or absent.
+    fn attribute() -> impl Strategy<Value = Option<(String, String)>> {
+        prop_oneof![
+            Just(None),
+            "[a-cA-C]{0,2}".prop_map(|s| Some(("String".to_string(), s))),
+            (-4i64..4).prop_map(|n| Some(("Number".to_string(), n.to_string()))),
+            prop::collection::vec("[a-c]{0,2}", 0..3)
+                .prop_map(|v| Some(("String.Array".to_string(), json!(v).to_string()))),
+            Just(Some(("Binary".to_string(), "eA==".to_string()))),
+        ]
+    }
+
+    fn attributes() -> impl Strategy<Value = BTreeMap<String, (String, String)>> {
+        (attribute(), attribute(), attribute()).prop_map(|(a, b, c)| {
+            [("a", a), ("b", b), ("c", c)]
+                .into_iter()
+                .filter_map(|(k, v)| v.map(|v| (k.to_string(), v)))
+                .collect()
+        })
+    }
+
+    /// A body with keys among a, b, c holding scalars or arrays of scalars.
+    fn body() -> impl Strategy<Value = Value> {
+        let scalar = prop_oneof![
+            "[a-cA-C]{0,2}".prop_map(Value::String),
+            (-4i64..4).prop_map(|n| json!(n)),
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+        ];
+        let field = prop_oneof![
+            scalar.clone(),
+            prop::collection::vec(scalar, 0..3).prop_map(Value::Array),
+        ];
+        prop::collection::btree_map(prop::sample::select(vec!["a", "b", "c"]), field, 0..4)
+            .prop_map(|m| json!(m))
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        /// On a present string, `anything-but [v]` matches exactly when `[v]` does not.
+        #[test]
+        fn anything_but_negates_exact_string(v in "[a-c]{0,3}", s in "[a-c]{0,3}") {
+            let exact = policy(&json!({ "k": [v] }).to_string(), Attrs);
+            let but = policy(&json!({ "k": [{ "anything-but": [v] }] }).to_string(), Attrs);
+            let message: BTreeMap<_, _> =
+                [("k".to_string(), ("String".to_string(), s.clone()))].into();
+            prop_assert_ne!(exact.matches_attributes(&message), but.matches_attributes(&message));
+
+            let exact = policy(&json!({ "k": [v] }).to_string(), Body);
+            let but = policy(&json!({ "k": [{ "anything-but": [v] }] }).to_string(), Body);
+            let body = json!({ "k": s });
+            prop_assert_ne!(exact.matches_body(&body), but.matches_body(&body));
+        }
+
+        /// The same for numbers, and for `anything-but {"prefix"}` against `{"prefix"}`.
+        #[test]
+        fn anything_but_negates_number_and_prefix(n in -5i64..5, x in -5i64..5, p in "[a-c]{0,2}", s in "[a-c]{0,3}") {
+            let exact = policy(&json!({ "k": [n] }).to_string(), Attrs);
+            let but = policy(&json!({ "k": [{ "anything-but": n }] }).to_string(), Attrs);
+            let message: BTreeMap<_, _> =
+                [("k".to_string(), ("Number".to_string(), x.to_string()))].into();
+            prop_assert_ne!(exact.matches_attributes(&message), but.matches_attributes(&message));
+
+            let prefix = policy(&json!({ "k": [{ "prefix": p }] }).to_string(), Body);
+            let but = policy(&json!({ "k": [{ "anything-but": { "prefix": p } }] }).to_string(), Body);
+            let body = json!({ "k": s });
+            prop_assert_ne!(prefix.matches_body(&body), but.matches_body(&body));
+        }
+
+        /// `{"$or": [P1, P2]}` matches exactly when P1 or P2 does, in either scope.
+        #[test]
+        fn or_is_the_union(p1 in flat_policy(), p2 in flat_policy(), a in attributes(), b in body()) {
+            let or = json!({ "$or": [p1, p2] }).to_string();
+            for scope in [Attrs, Body] {
+                let one = policy(&p1.to_string(), scope);
+                let two = policy(&p2.to_string(), scope);
+                let either = policy(&or, scope);
+                prop_assert_eq!(
+                    either.matches_attributes(&a),
+                    one.matches_attributes(&a) || two.matches_attributes(&a)
+                );
+                prop_assert_eq!(
+                    either.matches_body(&b),
+                    one.matches_body(&b) || two.matches_body(&b)
+                );
+            }
+        }
+
+        /// Keys AND: a two-key policy matches exactly when both one-key policies do.
+        #[test]
+        fn keys_are_anded(pa in prop::collection::vec(pattern(), 1..3), pb in prop::collection::vec(pattern(), 1..3), a in attributes()) {
+            let both = policy(&json!({ "a": pa, "b": pb }).to_string(), Attrs);
+            let only_a = policy(&json!({ "a": pa }).to_string(), Attrs);
+            let only_b = policy(&json!({ "b": pb }).to_string(), Attrs);
+            prop_assert_eq!(
+                both.matches_attributes(&a),
+                only_a.matches_attributes(&a) && only_b.matches_attributes(&a)
+            );
+        }
+
+        /// A String.Array matches exactly when one of its elements would, alone, as a String.
+        #[test]
+        fn string_array_matches_when_an_element_does(p in pattern(), items in prop::collection::vec("[a-c]{0,2}", 1..4)) {
+            let policy = policy(&json!({ "k": [p] }).to_string(), Attrs);
+            let array: BTreeMap<_, _> = [(
+                "k".to_string(),
+                ("String.Array".to_string(), json!(items).to_string()),
+            )]
+            .into();
+            let any_single = items.iter().any(|s| {
+                let one: BTreeMap<_, _> =
+                    [("k".to_string(), ("String".to_string(), s.clone()))].into();
+                policy.matches_attributes(&one)
+            });
+            prop_assert_eq!(policy.matches_attributes(&array), any_single);
+        }
+
+        /// Numeric ranges agree with plain comparison (two decimals: exact in five).
+        #[test]
+        fn numeric_range_agrees_with_comparison(lo in -10_000i64..10_000, width in 1i64..10_000, x in -20_000i64..20_000) {
+            let (lo, hi, x) = (lo as f64 / 100.0, (lo + width) as f64 / 100.0, x as f64 / 100.0);
+            let p = policy(&json!({ "k": [{ "numeric": [">=", lo, "<", hi] }] }).to_string(), Body);
+            prop_assert_eq!(p.matches_body(&json!({ "k": x })), lo <= x && x < hi);
+            let p = policy(&json!({ "k": [{ "numeric": [">", lo, "<=", hi] }] }).to_string(), Attrs);
+            let message: BTreeMap<_, _> =
+                [("k".to_string(), ("Number".to_string(), x.to_string()))].into();
+            prop_assert_eq!(p.matches_attributes(&message), lo < x && x <= hi);
+        }
+
+        /// `exists: true` and `exists: false` split every message in two.
+        #[test]
+        fn exists_true_and_false_are_complements(a in attributes(), b in body()) {
+            for key in ["a", "b", "c"] {
+                for scope in [Attrs, Body] {
+                    let yes = policy(&json!({ key: [{ "exists": true }] }).to_string(), scope);
+                    let no = policy(&json!({ key: [{ "exists": false }] }).to_string(), scope);
+                    prop_assert_ne!(yes.matches_attributes(&a), no.matches_attributes(&a));
+                    prop_assert_ne!(yes.matches_body(&b), no.matches_body(&b));
+                }
+            }
+        }
+    }
+}
