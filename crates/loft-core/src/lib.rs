@@ -6,7 +6,7 @@
 //! - [`model`]: the records the service and the stores exchange.
 //! - [`attributes`]: queue attribute names, ranges, defaults.
 //! - [`message`]: message attributes, body rules and AWS's MD5 digests.
-//! - [`filter_policy`]: SNS subscription filter policies.
+//! - [`filter_policy`]: SNS subscription filter policies: parsing, validation, matching.
 //! - [`delivery_policy`]: SNS HTTP/S delivery retry policies.
 //! - [`names`]: queue and topic names, ARNs.
 //! - [`error`]: the one table of error codes.
