@@ -146,6 +146,9 @@ pub struct ReceiveRequest {
     pub redrive: Option<RedriveRule>,
     /// FIFO: hand out messages group by group, never past an in-flight one.
     pub fifo: bool,
+    /// Standard queues: oldest sent first (the seeds' order) instead of longest visible
+    /// first (SQS's best-effort order, which needs no skipping over in-flight messages).
+    pub send_order: bool,
 }
 
 /// The dead-letter rule of a queue, resolved to store ids.

@@ -58,14 +58,21 @@ fn bad_request(message: impl Into<String>) -> NativeError {
     NativeError(StatusCode::BAD_REQUEST, message.into())
 }
 
-/// Parses a JSON body into `T`; an empty body is `None`.
+/// Parses a JSON object body into `T`; an empty body or `null` is `None`. Anything but an
+/// object (an array, a string, a number) is a 400, as the seed's struct decoding gives.
 fn parse_body<T: DeserializeOwned>(body: &[u8]) -> Result<Option<T>, NativeError> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Ok(None);
     }
-    serde_json::from_slice(body)
-        .map(Some)
-        .map_err(|e| bad_request(format!("invalid JSON body: {e}")))
+    let value: Value =
+        serde_json::from_slice(body).map_err(|e| bad_request(format!("invalid JSON body: {e}")))?;
+    match value {
+        Value::Null => Ok(None),
+        Value::Object(_) => serde_json::from_value(value)
+            .map(Some)
+            .map_err(|e| bad_request(format!("invalid JSON body: {e}"))),
+        _ => Err(bad_request("request body must be a JSON object")),
+    }
 }
 
 /// `GET /health`: `200 {"status":"healthy","service":"loft"}`.

@@ -151,7 +151,12 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
         })
     };
     let router = loft_server::router(service.clone(), None);
-    loft_server::serve(listeners, router, shutdown_signal())
+    let stopping = service.clone();
+    let shutdown = async move {
+        shutdown_signal().await;
+        stopping.begin_shutdown();
+    };
+    loft_server::serve(listeners, router, shutdown)
         .await
         .map_err(|e| e.to_string())?;
     reaper.abort();

@@ -360,7 +360,7 @@ impl Service {
         r: ReceiveMessage,
     ) -> Result<Vec<ReceivedMessage>> {
         let queue = self.queue(queue_name).await?;
-        self.receive_from(&queue, r).await
+        self.receive_in(&queue, r, false).await
     }
 
     /// The seeds' `GET /queues/{name}/messages`: the oldest visible message or `None`
@@ -373,28 +373,40 @@ impl Service {
         visibility_timeout: Option<i64>,
         wait_seconds: Option<i64>,
     ) -> Result<Option<ReceivedMessage>> {
-        let Some(queue) = self.store.get_queue(queue_name).await? else {
-            if let Some(v) = visibility_timeout {
-                check_range("visibility_timeout", v, 0, 43_200)?;
+        if let Some(v) = visibility_timeout {
+            check_range("visibility_timeout", v, 0, 43_200)?;
+        }
+        let wait = wait_seconds.unwrap_or(0);
+        check_range("wait_seconds", wait, 0, 20)?;
+        let queue = match self.store.get_queue(queue_name).await? {
+            Some(q) => q,
+            None if wait == 0 => return Ok(None),
+            // A long poll on a queue nobody created yet waits for the send that creates it,
+            // as a seed worker polling `jobs` before any producer expects.
+            None => {
+                crate::names::check_queue_name(queue_name, crate::names::Naming::Seed)?;
+                self.store
+                    .create_queue(queue_name, BTreeMap::new(), BTreeMap::new(), self.now_ms())
+                    .await?
+                    .0
             }
-            if let Some(w) = wait_seconds {
-                check_range("wait_seconds", w, 0, 20)?;
-            }
-            return Ok(None);
         };
         let r = ReceiveMessage {
             max_messages: Some(1),
             visibility_timeout,
-            wait_seconds: Some(wait_seconds.unwrap_or(0)),
+            wait_seconds: Some(wait),
             ..ReceiveMessage::default()
         };
-        Ok(self.receive_from(&queue, r).await?.pop())
+        Ok(self.receive_in(&queue, r, true).await?.pop())
     }
 
-    async fn receive_from(
+    /// Receives from `queue`; `send_order` hands out the oldest sent visible message first
+    /// (the seeds' rule) rather than the one visible longest (SQS's best effort, cheaper).
+    async fn receive_in(
         &self,
         queue: &QueueRecord,
         r: ReceiveMessage,
+        send_order: bool,
     ) -> Result<Vec<ReceivedMessage>> {
         let config = QueueConfig::from_attributes(&queue.attributes);
         let max = r.max_messages.unwrap_or(1);
@@ -437,6 +449,9 @@ impl Service {
             let notified = notify.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
+            let stopping = self.shutdown_notify.notified();
+            tokio::pin!(stopping);
+            stopping.as_mut().enable();
             let now = self.now_ms();
             let outcome = self
                 .store
@@ -447,6 +462,7 @@ impl Service {
                     visibility_ms: visibility * 1000,
                     redrive: redrive.clone(),
                     fifo: config.fifo,
+                    send_order,
                 })
                 .await?;
             if outcome.dead_lettered > 0 {
@@ -454,7 +470,7 @@ impl Service {
                     self.wake(rule.dlq_queue_id);
                 }
             }
-            let at_deadline = tokio::time::Instant::now() >= deadline;
+            let at_deadline = tokio::time::Instant::now() >= deadline || self.is_shutting_down();
             if !outcome.messages.is_empty() || at_deadline {
                 let received: Vec<ReceivedMessage> = outcome
                     .messages
@@ -475,6 +491,7 @@ impl Service {
             }
             tokio::select! {
                 _ = &mut notified => {}
+                _ = &mut stopping => {}
                 _ = tokio::time::sleep_until(wake_at) => {}
             }
         }

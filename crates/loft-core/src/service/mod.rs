@@ -22,7 +22,7 @@ mod topics;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use std::sync::atomic::AtomicI64;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
 use tokio::sync::Notify;
 
@@ -93,6 +93,10 @@ pub struct Service {
     topic_dedup: Mutex<HashMap<(i64, String), TopicDedup>>,
     /// Sequence numbers of FIFO topics.
     topic_sequence: AtomicI64,
+    /// Set when the server is stopping: long polls answer at once.
+    shutting_down: AtomicBool,
+    /// Wakes long polls when the server is stopping.
+    shutdown_notify: Notify,
 }
 
 impl Service {
@@ -117,6 +121,8 @@ impl Service {
             delivery_notify: Notify::new(),
             topic_dedup: Mutex::default(),
             topic_sequence,
+            shutting_down: AtomicBool::new(false),
+            shutdown_notify: Notify::new(),
         })
     }
 
@@ -138,6 +144,17 @@ impl Service {
     /// `arn:aws:sns:{region}:{account}:{name}`.
     pub fn topic_arn(&self, name: &str) -> String {
         names::topic_arn(&self.config.region, &self.config.account_id, name)
+    }
+
+    /// Marks the service as stopping: every waiting long poll answers now with what it has
+    /// (usually nothing), and later ones do not wait, so a graceful shutdown is prompt.
+    pub fn begin_shutdown(&self) {
+        self.shutting_down.store(true, Ordering::SeqCst);
+        self.shutdown_notify.notify_waiters();
+    }
+
+    fn is_shutting_down(&self) -> bool {
+        self.shutting_down.load(Ordering::SeqCst)
     }
 
     /// Whether storage answers (for `/ready`).

@@ -17,6 +17,10 @@ use crate::names::{self, Naming};
 
 type Map = BTreeMap<String, String>;
 
+/// A queue attribute Loft keeps for the seeds' API (never listed among AWS's attributes):
+/// the `max_receive_count` a seed queue was created with when it has no dead-letter queue.
+pub const SEED_MAX_RECEIVE_COUNT: &str = "LoftSeedMaxReceiveCount";
+
 /// The seeds' view of a queue (`POST /queues/{name}` response).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SeedQueue {
@@ -142,9 +146,10 @@ impl Service {
         let max_receive_count = if max_receive_count <= 0 {
             5
         } else {
-            max_receive_count.min(1000)
+            max_receive_count
         };
         let mut attrs = Map::new();
+        attrs.insert(SEED_MAX_RECEIVE_COUNT.into(), max_receive_count.to_string());
         if let Some(vt) = visibility_timeout {
             if !(0..=43_200).contains(&vt) {
                 return Err(Error::invalid(
@@ -158,9 +163,10 @@ impl Service {
             self.store
                 .create_queue(dlq, Map::new(), Map::new(), self.now_ms())
                 .await?;
+            // AWS's RedrivePolicy allows 1..=1000 receives.
             let policy = RedrivePolicy {
                 dead_letter_target_arn: self.queue_arn(dlq),
-                max_receive_count,
+                max_receive_count: max_receive_count.min(1000),
             };
             attrs.insert("RedrivePolicy".into(), policy.to_json());
         }
@@ -176,10 +182,16 @@ impl Service {
                 .as_ref()
                 .map(|p| p.dlq_name().to_owned())
                 .unwrap_or_default(),
-            max_receive_count: config
-                .redrive_policy
-                .as_ref()
-                .map_or(max_receive_count, |p| p.max_receive_count),
+            max_receive_count: config.redrive_policy.as_ref().map_or_else(
+                || {
+                    queue
+                        .attributes
+                        .get(SEED_MAX_RECEIVE_COUNT)
+                        .and_then(|v| v.parse().ok())
+                        .unwrap_or(5)
+                },
+                |p| p.max_receive_count,
+            ),
             visibility_timeout: config.visibility_timeout,
         })
     }

@@ -289,11 +289,8 @@ pub async fn entry(
         .find(|(k, _)| k == "Action")
         .map(|(_, v)| v.clone());
     let Some(action) = action else {
-        let e = Error::new(
-            ErrorCode::MissingParameter,
-            "The request must contain the parameter Action.",
-        );
-        return query_error(SQS_NAMESPACE, &e, &rid);
+        // Neither X-Amz-Target nor Action: not an AWS request at all.
+        return crate::native::not_found().await;
     };
     match route_query(&headers, uri.path(), &pairs, &action) {
         AwsService::Sqs => {

@@ -195,10 +195,13 @@ pub fn receive(c: &Connection, req: &ReceiveRequest) -> rusqlite::Result<Receive
     }
     let mut out = ReceiveOutcome::default();
     let want = req.max_messages.clamp(1, 10) as usize;
-    let mut candidates = c.prepare_cached(
-        "SELECT seq, receive_count, expires_at FROM messages \
-         WHERE queue_id = ?1 AND visible_at <= ?2 ORDER BY visible_at, seq LIMIT ?3",
-    )?;
+    let mut candidates = c.prepare_cached(if req.send_order {
+        "SELECT seq, receive_count, expires_at FROM messages INDEXED BY messages_queue_order \
+         WHERE queue_id = ?1 AND visible_at <= ?2 ORDER BY seq LIMIT ?3"
+    } else {
+        "SELECT seq, receive_count, expires_at FROM messages INDEXED BY messages_visibility \
+         WHERE queue_id = ?1 AND visible_at <= ?2 ORDER BY visible_at, seq LIMIT ?3"
+    })?;
     let mut claim = c.prepare_cached(&format!(
         "UPDATE messages SET visible_at = ?2, receive_count = receive_count + 1, \
          first_received_at = COALESCE(first_received_at, ?3), receipt_token = ?4 \

@@ -426,7 +426,6 @@ async fn receive_from_an_unknown_queue_with_bad_parameters_is_still_400() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "Loft bug: a JSON array is accepted where an object is required (serde's sequence form of structs)"]
 async fn a_json_array_instead_of_an_object_is_400_and_changes_nothing() {
     let loft = Loft::start();
     let mut sink = Sink::start().await;

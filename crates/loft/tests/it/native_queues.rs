@@ -103,7 +103,6 @@ async fn max_receive_count_zero_or_negative_means_five() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "Loft bug: max_receive_count is not stored for a queue without a dead-letter queue"]
 async fn create_queue_is_idempotent_for_max_receive_count_without_a_dead_letter_queue() {
     let loft = Loft::start();
     let first = json!({"name": "q", "dead_letter_queue": "", "max_receive_count": 3, "visibility_timeout": 30});
@@ -171,7 +170,6 @@ async fn receive_answers_the_oldest_message_then_null() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "Loft bug: receive orders by visible_at, not by send order as the seed does"]
 async fn receive_answers_the_oldest_visible_message_by_send_order() {
     // The seed selects `ORDER BY rowid`: of the visible messages, the one sent first, even
     // when a later one has been visible for longer.
@@ -309,7 +307,6 @@ async fn long_poll_wakes_on_send() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "Loft bug: a long poll on a queue that does not exist yet returns null at once"]
 async fn long_poll_on_a_queue_not_yet_created_wakes_on_the_send_that_creates_it() {
     // The seed's scheduler polls `jobs` before any producer has sent (and so created) it.
     let loft = std::sync::Arc::new(Loft::start());

@@ -120,7 +120,6 @@ async fn a_message_in_flight_at_shutdown_stays_hidden_until_its_timeout_after_re
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "Loft bug: SIGTERM waits for pending long polls (up to 20 s) before exiting"]
 async fn sigterm_during_a_long_poll_shuts_down_within_ten_seconds() {
     let mut loft = Loft::start();
     loft.post_empty("/queues/idle").await;
