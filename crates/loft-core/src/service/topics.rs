@@ -391,14 +391,9 @@ impl Service {
             _ => endpoint.starts_with("arn:"),
         };
         if !endpoint_ok {
-            return Err(invalid(&format!(
-                "{} Reason: An endpoint must be specified for this protocol",
-                if endpoint.is_empty() {
-                    "Endpoint"
-                } else {
-                    "Endpoint"
-                }
-            )));
+            return Err(invalid(
+                "Endpoint Reason: An endpoint must be specified for this protocol",
+            ));
         }
         let mut attrs = Map::new();
         for (k, v) in &attributes {
