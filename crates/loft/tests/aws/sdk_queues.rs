@@ -131,7 +131,7 @@ async fn create_queue_is_idempotent_only_for_equal_attributes() {
 async fn create_queue_rejects_bad_names_and_attributes() {
     let server = Server::start();
     let sqs = server.sdk();
-    for bad in ["has space", "dot.name", "", &"x".repeat(81), "slash/name"] {
+    for bad in ["has space", "dot.name", &"x".repeat(81), "slash/name"] {
         let r = sqs.create_queue().queue_name(bad).send().await;
         assert_sdk_err!(r, _, "InvalidParameterValue", 400);
     }

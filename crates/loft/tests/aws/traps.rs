@@ -610,3 +610,57 @@ async fn fifo_queue_semantics() {
     let out = sqs.receive_message().queue_url(&url).send().await.unwrap();
     assert!(out.messages().is_empty());
 }
+
+/// Competing consumers: while a message is in flight no other receive gets it, so 50
+/// messages shared by 5 concurrent long-polling receivers are each delivered exactly once.
+#[tokio::test]
+async fn concurrent_receivers_never_share_an_in_flight_message() {
+    let server = Server::start();
+    let sqs = server.sdk();
+    let url = create_queue(&sqs, "shared-work", &[]).await;
+    for chunk in 0..5 {
+        let mut req = sqs.send_message_batch().queue_url(&url);
+        for i in 0..10 {
+            req = req.entries(
+                aws_sdk_sqs::types::SendMessageBatchRequestEntry::builder()
+                    .id(format!("e{i}"))
+                    .message_body(format!("m{}", chunk * 10 + i))
+                    .build()
+                    .unwrap(),
+            );
+        }
+        req.send().await.unwrap();
+    }
+    let mut workers = Vec::new();
+    for _ in 0..5 {
+        let sqs = sqs.clone();
+        let url = url.clone();
+        workers.push(tokio::spawn(async move {
+            let mut bodies = Vec::new();
+            loop {
+                let out = sqs
+                    .receive_message()
+                    .queue_url(&url)
+                    .max_number_of_messages(10)
+                    .visibility_timeout(300)
+                    .wait_time_seconds(1)
+                    .send()
+                    .await
+                    .unwrap();
+                if out.messages().is_empty() {
+                    return bodies;
+                }
+                bodies.extend(out.messages().iter().map(|m| m.body().unwrap().to_owned()));
+            }
+        }));
+    }
+    let mut all = Vec::new();
+    for w in workers {
+        all.extend(w.await.unwrap());
+    }
+    all.sort();
+    let total = all.len();
+    all.dedup();
+    assert_eq!(total, all.len(), "a message was delivered twice");
+    assert_eq!(all.len(), 50);
+}
