@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Builds Loft, starts `target/debug/loft serve` on a free port with a throw-away database,
+# runs tests/aws_clients.py (boto3, the AWS CLI v1, raw Query) against it and stops the
+# server by its PID. Exits with the script's status; its last line is "N passed, N failed".
+#
+# Needs python3 with boto3 and the `aws` CLI (v1) on PATH. Extra arguments go to the
+# script (e.g. -k cli).
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+
+cargo build -j 1 -p loft --bin loft
+
+work="$(mktemp -d)"
+server_pid=""
+cleanup() {
+    if [[ -n "$server_pid" ]] && kill -0 "$server_pid" 2>/dev/null; then
+        kill -TERM "$server_pid" 2>/dev/null || true
+        for _ in $(seq 1 100); do
+            kill -0 "$server_pid" 2>/dev/null || break
+            sleep 0.1
+        done
+        kill -KILL "$server_pid" 2>/dev/null || true
+    fi
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+LOFT_LOG="${LOFT_LOG:-warn}" target/debug/loft serve --listen 127.0.0.1:0 --db "$work/loft.db" \
+    >"$work/stdout" 2>"$work/stderr" &
+server_pid=$!
+
+endpoint=""
+for _ in $(seq 1 300); do
+    line="$(grep -m1 '^loft listening on ' "$work/stdout" 2>/dev/null || true)"
+    if [[ -n "$line" ]]; then
+        endpoint="${line#loft listening on }"
+        break
+    fi
+    if ! kill -0 "$server_pid" 2>/dev/null; then
+        break
+    fi
+    sleep 0.1
+done
+if [[ -z "$endpoint" ]]; then
+    echo "loft did not start; its stderr:" >&2
+    cat "$work/stderr" >&2
+    exit 1
+fi
+echo "loft (pid $server_pid) at $endpoint"
+
+export AWS_ACCESS_KEY_ID="${AWS_ACCESS_KEY_ID:-x}"
+export AWS_SECRET_ACCESS_KEY="${AWS_SECRET_ACCESS_KEY:-x}"
+export AWS_DEFAULT_REGION="${AWS_DEFAULT_REGION:-us-east-1}"
+
+status=0
+python3 tests/aws_clients.py --endpoint "$endpoint" "$@" || status=$?
+exit "$status"
