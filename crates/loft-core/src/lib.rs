@@ -5,6 +5,7 @@
 //! - [`store`]: the storage trait the engines implement.
 //! - [`model`]: the records the service and the stores exchange.
 //! - [`attributes`]: queue attribute names, ranges, defaults.
+//! - [`delivery_policy`]: SNS HTTP/S delivery policies and their retry schedules.
 //! - [`message`]: message attributes, body rules and AWS's MD5 digests.
 //! - [`names`]: queue and topic names, ARNs.
 //! - [`error`]: the one table of error codes.
@@ -12,6 +13,7 @@
 
 pub mod attributes;
 pub mod clock;
+pub mod delivery_policy;
 pub mod error;
 pub mod message;
 pub mod model;
