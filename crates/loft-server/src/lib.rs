@@ -4,6 +4,7 @@
 //! - [`native`]: the seeds' REST/JSON API (`/queues`, `/topics`, `/health`).
 //! - [`aws`]: the AWS protocols (SQS JSON and Query; SNS Query).
 //! - [`delivery`]: workers that POST topic deliveries to HTTP endpoints.
+//! - [`sns_signing`]: the key, certificate and signatures of SNS HTTP/S messages.
 //!
 //! Adapters translate wire formats and nothing else; every rule lives in
 //! [`loft_core::Service`].
@@ -12,5 +13,6 @@ pub mod aws;
 pub mod delivery;
 pub mod native;
 pub mod routes;
+pub mod sns_signing;
 
 pub use routes::{router, serve};
