@@ -5,9 +5,9 @@
 //! - [`store`]: the storage trait the engines implement.
 //! - [`model`]: the records the service and the stores exchange.
 //! - [`attributes`]: queue attribute names, ranges, defaults.
+//! - [`delivery_policy`]: SNS HTTP/S delivery policies and their retry schedules.
 //! - [`message`]: message attributes, body rules and AWS's MD5 digests.
 //! - [`filter_policy`]: SNS subscription filter policies: parsing, validation, matching.
-//! - [`delivery_policy`]: SNS HTTP/S delivery retry policies.
 //! - [`names`]: queue and topic names, ARNs.
 //! - [`error`]: the one table of error codes.
 //! - [`clock`]: time, movable in tests.

@@ -21,8 +21,8 @@ use crate::native::NativeError;
 pub struct Inspect {
     /// The service.
     pub service: Arc<Service>,
-    /// The signing certificate (PEM), when signing is configured.
-    pub certificate_pem: Option<Arc<str>>,
+    /// The message signer, whose certificate SigningCertURL serves.
+    pub signer: Option<Arc<crate::sns_signing::LazySigner>>,
 }
 
 /// `GET /_loft/sns/messages`: `200 [{"id","protocol","endpoint","topic_arn","subject",
@@ -61,12 +61,13 @@ pub async fn recorded_messages(
 
 /// `GET /_loft/sns/SimpleNotificationService.pem`: the signing certificate, or 404.
 pub async fn certificate(State(s): State<Inspect>) -> Response {
-    match &s.certificate_pem {
-        Some(pem) => (
+    match s.signer.as_ref().map(|l| l.get()) {
+        Some(Ok(signer)) => (
             [(header::CONTENT_TYPE, "application/x-pem-file")],
-            pem.to_string(),
+            signer.certificate_pem().to_owned(),
         )
             .into_response(),
+        Some(Err(e)) => NativeError(StatusCode::INTERNAL_SERVER_ERROR, e).into_response(),
         None => NativeError(
             StatusCode::NOT_FOUND,
             "message signing is not configured".into(),

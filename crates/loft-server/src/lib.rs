@@ -5,6 +5,7 @@
 //! - [`aws`]: the AWS protocols (SQS JSON and Query; SNS Query).
 //! - [`inspect`]: Loft's inspection routes (recorded messages, signing certificate).
 //! - [`delivery`]: workers that POST topic deliveries to HTTP endpoints.
+//! - [`sns_signing`]: the key, certificate and signatures of SNS HTTP/S messages.
 //!
 //! Adapters translate wire formats and nothing else; every rule lives in
 //! [`loft_core::Service`].
@@ -14,5 +15,6 @@ pub mod delivery;
 pub mod inspect;
 pub mod native;
 pub mod routes;
+pub mod sns_signing;
 
 pub use routes::{router, serve};

@@ -19,9 +19,12 @@ use crate::{aws, inspect, native};
 pub const NATIVE_BODY_LIMIT: usize = 1024 * 1024;
 
 /// The router over `service`: the seeds' API, the AWS protocols and Loft's inspection
-/// routes, with JSON errors for unknown routes. `certificate_pem` is served at
+/// routes, with JSON errors for unknown routes. `signer`'s certificate is served at
 /// SigningCertURL when given.
-pub fn router(service: Arc<Service>, certificate_pem: Option<Arc<str>>) -> Router {
+pub fn router(
+    service: Arc<Service>,
+    signer: Option<Arc<crate::sns_signing::LazySigner>>,
+) -> Router {
     let inspect = Router::new()
         .route("/_loft/sns/messages", get(inspect::recorded_messages))
         .route(
@@ -30,7 +33,7 @@ pub fn router(service: Arc<Service>, certificate_pem: Option<Arc<str>>) -> Route
         )
         .with_state(inspect::Inspect {
             service: service.clone(),
-            certificate_pem,
+            signer,
         });
     let native = Router::new()
         .route("/health", get(native::health))

@@ -129,7 +129,20 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
         region: args.region,
         advertised_url,
     };
-    let service = Service::new(store.clone(), Arc::new(SystemClock), config, None);
+    // SNS signing key and certificate: beside the database, made on first use.
+    let key_dir = args
+        .db
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."))
+        .join("loft-sns-signing");
+    let signer = Arc::new(loft_server::sns_signing::LazySigner::new(key_dir));
+    let service = Service::new(
+        store.clone(),
+        Arc::new(SystemClock),
+        config,
+        Some(signer.clone() as Arc<dyn loft_core::service::MessageSigner>),
+    );
     for l in &listeners {
         if let Ok(addr) = l.local_addr() {
             // One line per listener on stdout, for scripts and tests that bind port 0.
@@ -150,7 +163,7 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
             }
         })
     };
-    let router = loft_server::router(service.clone(), None);
+    let router = loft_server::router(service.clone(), Some(signer));
     let stopping = service.clone();
     let shutdown = async move {
         shutdown_signal().await;

@@ -54,7 +54,7 @@ pub struct PublishResult {
 /// messages"): for Notification, Message, MessageId, Subject (when present), Timestamp,
 /// TopicArn, Type; for SubscriptionConfirmation, Message, MessageId, SubscribeURL,
 /// Timestamp, Token, TopicArn, Type.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct SignedFields {
     /// `Notification`, `SubscriptionConfirmation` or `UnsubscribeConfirmation`.
     pub message_type: String,
