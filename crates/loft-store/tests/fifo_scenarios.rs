@@ -906,3 +906,159 @@ async fn standard_queue_accepts_and_returns_message_group_id() {
         .unwrap_err();
     assert_eq!(err.code, ErrorCode::InvalidParameterValue);
 }
+
+/// SQS Developer Guide, "FIFO queue delivery logic": "Amazon SQS first attempts to return as
+/// many messages with the same message group ID as possible".
+#[tokio::test]
+#[ignore = "DIVERGENCE: a receive interleaves groups in send order instead of preferring more messages of one group"]
+async fn receive_prefers_messages_of_one_group() {
+    let e = env();
+    e.fifo("prefer.fifo", &[]).await;
+    for (g, d) in [("a", "a1"), ("b", "b1"), ("a", "a2"), ("b", "b2")] {
+        e.send("prefer.fifo", g, d).await;
+    }
+    assert_eq!(bodies(&e.recv("prefer.fifo", 2, 30).await), ["a1", "a2"]);
+}
+
+// ----- long polling
+
+/// A long poll blocked on a locked group returns as soon as the group opens (AWS: "returns
+/// ... as soon as a message is available"), not at its deadline or the in-flight message's
+/// timeout.
+#[tokio::test]
+async fn long_poll_wakes_when_the_group_head_is_deleted() {
+    let e = env();
+    e.fifo("lp.fifo", &[]).await;
+    e.send("lp.fifo", "g", "a1").await;
+    e.send("lp.fifo", "g", "a2").await;
+    let head = e.recv("lp.fifo", 1, 30).await;
+    let svc = e.svc.clone();
+    let started = std::time::Instant::now();
+    let poll = tokio::spawn(async move {
+        let r = ReceiveMessage {
+            wait_seconds: Some(3),
+            ..rx(1, 30)
+        };
+        svc.receive_message("lp.fifo", r).await.unwrap()
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    e.delete_all("lp.fifo", &head).await;
+    let got = poll.await.unwrap();
+    assert_eq!(bodies(&got), ["a2"]);
+    assert!(
+        started.elapsed() < std::time::Duration::from_millis(1500),
+        "long poll returned after {:?}",
+        started.elapsed()
+    );
+}
+
+// ----- dead-letter queue redrive (StartMessageMoveTask)
+
+/// Builds `src.fifo` with dead-letter queue `dlq.fifo` (maxReceiveCount 1) and dead-letters
+/// `msgs` (group, dedup id) into it, in order.
+async fn dead_letter(e: &Env, msgs: &[(&str, &str)]) -> Vec<SendResult> {
+    e.fifo("dlq.fifo", &[]).await;
+    let policy = format!(
+        r#"{{"deadLetterTargetArn":"{}","maxReceiveCount":1}}"#,
+        e.svc.queue_arn("dlq.fifo")
+    );
+    e.fifo("src.fifo", &[("RedrivePolicy", &policy)]).await;
+    let mut sent = Vec::new();
+    for (g, d) in msgs {
+        sent.push(e.send("src.fifo", g, d).await);
+    }
+    assert_eq!(e.recv("src.fifo", 10, 5).await.len(), msgs.len());
+    e.advance(6);
+    assert!(e.recv("src.fifo", 10, 5).await.is_empty());
+    sent
+}
+
+/// Runs a move task from `dlq.fifo` back to its source and waits (real time, the task
+/// ticks every 100 ms) until it has finished.
+async fn redrive(e: &Env) {
+    e.svc
+        .start_message_move_task("dlq.fifo", None, None)
+        .await
+        .expect("start move task");
+    for _ in 0..100 {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        let tasks = e
+            .svc
+            .list_message_move_tasks("dlq.fifo", Some(1))
+            .await
+            .unwrap();
+        if tasks[0].status != "RUNNING" {
+            assert_eq!(tasks[0].status, "COMPLETED");
+            return;
+        }
+    }
+    panic!("move task did not finish");
+}
+
+#[tokio::test]
+async fn redrive_from_fifo_dead_letter_queue_keeps_group_and_order() {
+    let e = env();
+    let order = [("a", "a1"), ("b", "b1"), ("a", "a2"), ("a", "a3")];
+    dead_letter(&e, &order).await;
+    redrive(&e).await;
+    let back = e.recv("src.fifo", 10, 30).await;
+    assert_eq!(bodies(&back), ["a1", "b1", "a2", "a3"]);
+    for m in &back {
+        assert_eq!(
+            m.attributes.get("MessageGroupId").map(String::as_str),
+            Some(&m.body[..1])
+        );
+    }
+    assert!(e.recv("dlq.fifo", 10, 30).await.is_empty());
+}
+
+/// SQS Developer Guide, "Configuring a dead-letter queue redrive": "When a message is moved
+/// from a FIFO queue to a FIFO DLQ, the original message's deduplication ID will be replaced
+/// with the original message's ID."
+#[tokio::test]
+#[ignore = "DIVERGENCE: a dead-lettered FIFO message keeps its MessageDeduplicationId instead of taking its MessageId"]
+async fn dead_lettered_message_dedup_id_becomes_its_message_id() {
+    let e = env();
+    dead_letter(&e, &[("a", "a1")]).await;
+    let dead = e.recv("dlq.fifo", 10, 30).await;
+    assert_eq!(
+        dead[0].attributes.get("MessageDeduplicationId"),
+        Some(&dead[0].message_id)
+    );
+}
+
+/// Same guide: "the destination queue ingests the redriven messages, as well as new messages
+/// from other producers, according to the order in which it receives them" and "All
+/// redriven messages are considered new messages with a new messageID".
+#[tokio::test]
+#[ignore = "DIVERGENCE: redriven messages keep their MessageId and old place (SequenceNumber), going ahead of messages sent since"]
+async fn redriven_messages_are_new_messages_at_the_end() {
+    let e = env();
+    let sent = dead_letter(&e, &[("a", "a1")]).await;
+    let a2 = e.send("src.fifo", "a", "a2").await;
+    redrive(&e).await;
+    let back = e.recv("src.fifo", 10, 30).await;
+    assert_eq!(bodies(&back), ["a2", "a1"]);
+    assert_ne!(back[1].message_id, sent[0].message_id);
+    let s = |m: &ReceivedMessage| -> u128 { m.attributes["SequenceNumber"].parse().unwrap() };
+    assert!(s(&back[1]) > seq(&a2));
+}
+
+/// A redrive must not let a later message of a group overtake an earlier one still in flight
+/// in the dead-letter queue (AWS moves messages by receiving them from the DLQ, which keeps
+/// group order).
+#[tokio::test]
+#[ignore = "BUG (inferred): a redrive moves a later message of a group while an earlier one is in flight in the DLQ"]
+async fn redrive_does_not_let_a_later_message_overtake() {
+    let e = env();
+    dead_letter(&e, &[("a", "a1"), ("a", "a2")]).await;
+    let held = e.recv("dlq.fifo", 1, 300).await;
+    assert_eq!(bodies(&held), ["a1"]);
+    redrive(&e).await;
+    let got = e.recv("src.fifo", 10, 30).await;
+    assert!(
+        got.is_empty(),
+        "source handed out {:?} while a1 is still in the DLQ",
+        bodies(&got)
+    );
+}
