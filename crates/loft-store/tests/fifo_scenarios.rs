@@ -388,6 +388,15 @@ async fn content_based_deduplication_uses_the_body_only() {
     assert_ne!(explicit.message_id, a.message_id);
     let got = e.recv("cbd.fifo", 10, 30).await;
     assert_eq!(bodies(&got), ["same", "different", "same"]);
+    // An explicit id equal to the one generated from a body duplicates that message
+    // (API Reference, SendMessage, MessageDeduplicationId).
+    let generated = got[0].attributes["MessageDeduplicationId"].clone();
+    let same_key = e
+        .svc
+        .send_message("cbd.fifo", msg("g", &generated, "other body"))
+        .await
+        .unwrap();
+    assert_eq!(same_key.message_id, a.message_id);
 }
 
 #[tokio::test]
