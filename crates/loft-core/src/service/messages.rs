@@ -584,7 +584,14 @@ impl Service {
                 ErrorCode::ReceiptHandleIsInvalid,
                 format!("The receipt handle \"{handle}\" has expired."),
             )),
-            DeleteOutcome::Deleted | DeleteOutcome::NotFound => Ok(()),
+            DeleteOutcome::Deleted => {
+                // Deleting a FIFO message may open its group: wake long polls waiting on it.
+                if fifo {
+                    self.wake(queue.id);
+                }
+                Ok(())
+            }
+            DeleteOutcome::NotFound => Ok(()),
         }
     }
 
