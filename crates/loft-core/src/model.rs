@@ -183,6 +183,8 @@ pub enum VisibilityChange {
     NotFound,
     /// The receipt token is not the message's current one.
     Stale,
+    /// The change would hide the message more than 12 hours after its receive.
+    TooLong,
     /// The message is visible, not in flight.
     NotInflight,
 }

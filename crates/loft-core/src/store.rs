@@ -88,8 +88,9 @@ pub trait Store: Send + Sync + 'static {
 
     /// Moves up to `limit` visible messages of `source_queue_id` (a dead-letter queue) back:
     /// to `target`'s queue, or each to the queue its DeadLetterQueueSourceArn names. A moved
-    /// message keeps its MessageId, body and attributes and starts afresh (receive count 0,
-    /// visible now). Messages with no known destination stay. Returns how many moved.
+    /// message keeps its body, attributes and group but is a new message there: a new
+    /// MessageId and sequence number, sent now, retention counted afresh, receive count 0.
+    /// Messages with no known destination stay. Returns how many moved.
     async fn move_messages(
         &self,
         source_queue_id: i64,

@@ -107,6 +107,10 @@ fn check_range(name: &str, value: i64, lo: i64, hi: i64) -> Result<()> {
     Ok(())
 }
 
+/// Largest SendMessageBatch, bytes: all entries' bodies and attributes together (1 MiB);
+/// each entry is also held to its queue's MaximumMessageSize.
+pub const MAX_BATCH_BYTES: usize = 1_048_576;
+
 /// FIFO deduplication window, ms (five minutes).
 pub const DEDUP_WINDOW_MS: i64 = 5 * 60 * 1000;
 
@@ -131,6 +135,14 @@ fn check_fifo_id(name: &str, value: &str) -> Result<()> {
             "Value {value} for parameter {name} is invalid. Reason: {name} can only include alphanumeric and punctuation characters. 1 to 128 in length."
         )))
     }
+}
+
+/// The error for a FIFO receipt handle whose receive has expired or been superseded
+/// (AWS Knowledge Center, "SQS receipt handle has expired" errors).
+fn expired_handle(handle: &str) -> Error {
+    Error::invalid(format!(
+        "Value {handle} for parameter ReceiptHandle is invalid. Reason: The receipt handle has expired."
+    ))
 }
 
 fn not_for_queue_type(name: &str, value: &str) -> Error {
@@ -273,12 +285,12 @@ impl Service {
             .iter()
             .map(|e| e.body.len() + message::attributes_size(&e.message_attributes))
             .sum();
-        if total > config.maximum_message_size as usize {
+        let _ = &config;
+        if total > MAX_BATCH_BYTES {
             return Err(Error::new(
                 ErrorCode::BatchRequestTooLong,
                 format!(
-                    "Batch requests cannot be longer than {} bytes. You have sent {total} bytes.",
-                    config.maximum_message_size
+                    "Batch requests cannot be longer than {MAX_BATCH_BYTES} bytes. You have sent {total} bytes."
                 ),
             ));
         }
@@ -434,10 +446,31 @@ impl Service {
                 check_fifo_id("ReceiveRequestAttemptId", id)?;
                 let key = (queue.id, id.clone());
                 let now = self.now_ms();
-                let mut attempts = self.attempts.lock().unwrap_or_else(|p| p.into_inner());
-                attempts.retain(|_, (expires, _)| *expires > now);
-                if let Some((_, messages)) = attempts.get(&key) {
-                    return Ok(messages.clone());
+                let cached = {
+                    let mut attempts = self.attempts.lock().unwrap_or_else(|p| p.into_inner());
+                    attempts.retain(|_, (expires, _)| *expires > now);
+                    attempts.get(&key).map(|(_, m)| m.clone())
+                };
+                if let Some(messages) = cached {
+                    // A retry inside the window returns the same receive and restarts its
+                    // visibility timeout (ReceiveMessage, ReceiveRequestAttemptId).
+                    let visibility = r
+                        .visibility_timeout
+                        .unwrap_or(config.visibility_timeout as i64);
+                    for m in &messages {
+                        if let Ok(receipt) = Receipt::decode(&m.receipt_handle) {
+                            self.store
+                                .change_visibility(
+                                    queue.id,
+                                    receipt.seq,
+                                    Some(receipt.token),
+                                    now,
+                                    now + visibility * 1000,
+                                )
+                                .await?;
+                        }
+                    }
+                    return Ok(messages);
                 }
                 Some(key)
             }
@@ -580,10 +613,7 @@ impl Service {
             .delete_message(queue.id, receipt.seq, strict)
             .await?
         {
-            DeleteOutcome::Stale => Err(Error::new(
-                ErrorCode::ReceiptHandleIsInvalid,
-                format!("The receipt handle \"{handle}\" has expired."),
-            )),
+            DeleteOutcome::Stale => Err(expired_handle(handle)),
             DeleteOutcome::Deleted => {
                 // Deleting a FIFO message may open its group: wake long polls waiting on it.
                 if fifo {
@@ -651,10 +681,10 @@ impl Service {
             .change_visibility(queue.id, receipt.seq, token, now, now + visibility_timeout * 1000)
             .await?
         {
-            VisibilityChange::Stale => Err(Error::new(
-                ErrorCode::ReceiptHandleIsInvalid,
-                format!("The receipt handle \"{handle}\" has expired."),
-            )),
+            VisibilityChange::Stale => Err(expired_handle(handle)),
+            VisibilityChange::TooLong => Err(Error::invalid(format!(
+                "Value {visibility_timeout} for parameter VisibilityTimeout is invalid. Reason: Total VisibilityTimeout for the message is beyond the limit [43200 seconds]"
+            ))),
             VisibilityChange::Changed => {
                 if visibility_timeout == 0 {
                     self.wake(queue.id);

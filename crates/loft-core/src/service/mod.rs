@@ -77,6 +77,8 @@ pub struct Service {
     config: ServiceConfig,
     /// Long-poll waiters by queue id: notified after a send commits.
     waiters: Mutex<HashMap<i64, Arc<Notify>>>,
+    /// Names of queues deleted lately and when (ms), for QueueDeletedRecently.
+    deleted_queues: Mutex<HashMap<String, i64>>,
     /// When each queue was last purged (ms), for PurgeQueueInProgress.
     purges: Mutex<HashMap<i64, i64>>,
     /// FIFO receives by (queue id, ReceiveRequestAttemptId): until when (ms) a retry
@@ -115,6 +117,7 @@ impl Service {
             config,
             waiters: Mutex::default(),
             purges: Mutex::default(),
+            deleted_queues: Mutex::default(),
             move_tasks: Mutex::default(),
             attempts: Mutex::default(),
             signer,

@@ -138,22 +138,29 @@ impl Service {
     }
 
     async fn run_move_task(&self, handle: String, source_id: i64, target: MoveTarget, rate: i64) {
-        // Ten slices a second, each moving a tenth of the rate (at least one message).
-        let per_tick = ((rate + 9) / 10).max(1) as u32;
+        // Ten slices a second; each adds a tenth of the rate to a budget, and whole
+        // messages of the budget move, so low rates (1 a second) are kept too.
         let mut tick = tokio::time::interval(Duration::from_millis(100));
+        let mut budget = 0.0f64;
         loop {
             tick.tick().await;
             if self.move_task_status(&handle).as_deref() != Some("RUNNING") {
                 return;
             }
+            budget = (budget + rate as f64 / 10.0).min(rate as f64);
+            let allowance = budget.floor() as u32;
+            if allowance == 0 {
+                continue;
+            }
             let outcome = self
                 .store
-                .move_messages(source_id, target.clone(), per_tick, self.now_ms())
+                .move_messages(source_id, target.clone(), allowance, self.now_ms())
                 .await;
             let (moved, done, failure) = match outcome {
-                Ok(n) => (n, n < per_tick as u64, None),
+                Ok(n) => (n, n < allowance as u64, None),
                 Err(e) => (0, true, Some(e.message)),
             };
+            budget -= moved as f64;
             if moved > 0 {
                 if let MoveTarget::Queue(id) = &target {
                     self.wake(*id);

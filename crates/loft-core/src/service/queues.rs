@@ -17,6 +17,25 @@ use crate::names::{self, Naming};
 
 type Map = BTreeMap<String, String>;
 
+/// The SQS actions AddPermission may grant (besides `*`).
+pub const SQS_ACTIONS: &[&str] = &[
+    "ChangeMessageVisibility",
+    "ChangeMessageVisibilityBatch",
+    "DeleteMessage",
+    "DeleteMessageBatch",
+    "GetQueueAttributes",
+    "GetQueueUrl",
+    "ListDeadLetterSourceQueues",
+    "ListQueueTags",
+    "PurgeQueue",
+    "ReceiveMessage",
+    "SendMessage",
+    "SendMessageBatch",
+    "CancelMessageMoveTask",
+    "ListMessageMoveTasks",
+    "StartMessageMoveTask",
+];
+
 /// A queue attribute Loft keeps for the seeds' API (never listed among AWS's attributes):
 /// the `max_receive_count` a seed queue was created with when it has no dead-letter queue.
 pub const SEED_MAX_RECEIVE_COUNT: &str = "LoftSeedMaxReceiveCount";
@@ -84,7 +103,21 @@ impl Service {
         names::check_queue_name(name, Naming::Aws)?;
         let attributes = attributes::validate(&attributes, true, fifo)?;
         check_tags(&tags)?;
-        self.check_redrive_target(&attributes, fifo).await?;
+        {
+            let mut deleted = self
+                .deleted_queues
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            let now = self.now_ms();
+            deleted.retain(|_, at| now - *at < 60_000);
+            if deleted.contains_key(name) {
+                return Err(Error::new(
+                    ErrorCode::QueueDeletedRecently,
+                    "You must wait 60 seconds after deleting a queue before you can create another with the same name.",
+                ));
+            }
+        }
+        self.check_redrive_target(name, &attributes, fifo).await?;
         let (queue, created) = self
             .store
             .create_queue(name, attributes.clone(), tags, self.now_ms())
@@ -108,7 +141,7 @@ impl Service {
         Ok(queue)
     }
 
-    async fn check_redrive_target(&self, attributes: &Map, fifo: bool) -> Result<()> {
+    async fn check_redrive_target(&self, source: &str, attributes: &Map, fifo: bool) -> Result<()> {
         let Some(text) = attributes.get("RedrivePolicy").filter(|v| !v.is_empty()) else {
             return Ok(());
         };
@@ -125,6 +158,27 @@ impl Service {
             return Err(bad(
                 "Dead-letter queue must be the same type of queue as the source queue.",
             ));
+        }
+        // The dead-letter queue's RedriveAllowPolicy decides which sources may use it.
+        if let Some(allow) = dlq
+            .attributes
+            .get("RedriveAllowPolicy")
+            .and_then(|p| serde_json::from_str::<Value>(p).ok())
+        {
+            let source_arn = self.queue_arn(source);
+            let allowed = match allow.get("redrivePermission").and_then(Value::as_str) {
+                Some("denyAll") => false,
+                Some("byQueue") => allow
+                    .get("sourceQueueArns")
+                    .and_then(Value::as_array)
+                    .is_some_and(|a| a.iter().any(|v| v.as_str() == Some(&source_arn))),
+                _ => true,
+            };
+            if !allowed {
+                return Err(bad(&format!(
+                    "The dead-letter queue's RedriveAllowPolicy does not allow {source_arn} as a source queue."
+                )));
+            }
         }
         Ok(())
     }
@@ -260,6 +314,10 @@ impl Service {
         let queue = self.queue(name).await?;
         self.store.delete_queue(queue.id).await?;
         self.wake(queue.id);
+        self.deleted_queues
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(queue.name.clone(), self.now_ms());
         Ok(())
     }
 
@@ -351,7 +409,7 @@ impl Service {
         let queue = self.queue(name).await?;
         let fifo = QueueConfig::from_attributes(&queue.attributes).fifo;
         let changes = attributes::validate(&attributes, false, fifo)?;
-        self.check_redrive_target(&changes, fifo).await?;
+        self.check_redrive_target(name, &changes, fifo).await?;
         let mut merged = queue.attributes.clone();
         for (k, v) in changes {
             if v.is_empty()
@@ -431,6 +489,14 @@ impl Service {
         }
         if actions.is_empty() {
             return Err(Error::missing("ActionName"));
+        }
+        if let Some(bad) = actions
+            .iter()
+            .find(|a| *a != "*" && !SQS_ACTIONS.contains(&a.as_str()))
+        {
+            return Err(Error::invalid(format!(
+                "Value SQS:{bad} for parameter ActionName is invalid. Reason: Please refer to the appropriate WSDL for a list of valid actions."
+            )));
         }
         if actions.len() > 7 {
             return Err(Error::new(

@@ -309,8 +309,14 @@ pub async fn entry(
             }
             match sqs::call(&svc, &ctx, &action, &input).await {
                 Ok(out) => {
-                    let body =
-                        query::response(&action, SQS_NAMESPACE, &out, sqs_xml_rules(&action), &rid);
+                    let body = query::response(
+                        &action,
+                        SQS_NAMESPACE,
+                        &out,
+                        sqs_xml_rules(&action),
+                        &rid,
+                        !sqs::NO_OUTPUT.contains(&action.as_str()),
+                    );
                     xml_response(StatusCode::OK, body, &rid)
                 }
                 Err(e) => query_error(SQS_NAMESPACE, &e, &rid),
@@ -320,8 +326,14 @@ pub async fn entry(
             let input = query::decode_sns(&pairs);
             match sns::call(&svc, &action, &input).await {
                 Ok(out) => {
-                    let body =
-                        query::response(&action, sns::SNS_NAMESPACE, &out, &sns::XML_RULES, &rid);
+                    let body = query::response(
+                        &action,
+                        sns::SNS_NAMESPACE,
+                        &out,
+                        &sns::XML_RULES,
+                        &rid,
+                        !sns::NO_OUTPUT.contains(&action.as_str()),
+                    );
                     xml_response(StatusCode::OK, body, &rid)
                 }
                 Err(e) => {

@@ -289,25 +289,29 @@ pub fn write_element(name: &str, value: &Value, rules: &XmlRules, out: &mut Stri
 
 /// A whole Query response: `<{op}Response xmlns=..><{op}Result>..</{op}Result>
 /// <ResponseMetadata><RequestId>..</RequestId></ResponseMetadata></{op}Response>`.
-/// An output with no members has no Result element.
+/// Operations without an output shape (`has_result` false) have no Result element; an
+/// output shape with nothing in it is an empty `<{op}Result/>`, as AWS sends.
 pub fn response(
     op: &str,
     namespace: &str,
     output: &Value,
     rules: &XmlRules,
     request_id: &str,
+    has_result: bool,
 ) -> String {
     let mut out = String::with_capacity(256);
     out.push_str("<?xml version=\"1.0\"?>");
     out.push_str(&format!("<{op}Response xmlns=\"{namespace}\">"));
-    if let Value::Object(map) = output {
-        if !map.is_empty() {
+    match output {
+        Value::Object(map) if !map.is_empty() => {
             out.push_str(&format!("<{op}Result>"));
             for (k, v) in map {
                 write_element(k, v, rules, &mut out);
             }
             out.push_str(&format!("</{op}Result>"));
         }
+        _ if has_result => out.push_str(&format!("<{op}Result/>")),
+        _ => {}
     }
     out.push_str("<ResponseMetadata><RequestId>");
     escape(request_id, &mut out);

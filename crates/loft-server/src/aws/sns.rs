@@ -28,6 +28,21 @@ pub const XML_RULES: XmlRules = XmlRules {
     member_lists: true,
 };
 
+/// Operations whose model has no output shape (no Result element in Query responses).
+pub const NO_OUTPUT: &[&str] = &[
+    "AddPermission",
+    "DeleteEndpoint",
+    "DeletePlatformApplication",
+    "DeleteTopic",
+    "PutDataProtectionPolicy",
+    "RemovePermission",
+    "SetEndpointAttributes",
+    "SetPlatformApplicationAttributes",
+    "SetSubscriptionAttributes",
+    "SetTopicAttributes",
+    "Unsubscribe",
+];
+
 fn invalid(what: &str) -> Error {
     Error::new(
         ErrorCode::InvalidParameter,

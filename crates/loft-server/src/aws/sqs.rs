@@ -42,6 +42,19 @@ pub const OPERATIONS: &[&str] = &[
     "UntagQueue",
 ];
 
+/// Operations whose model has no output shape (no Result element in Query responses).
+pub const NO_OUTPUT: &[&str] = &[
+    "AddPermission",
+    "ChangeMessageVisibility",
+    "DeleteMessage",
+    "DeleteQueue",
+    "PurgeQueue",
+    "RemovePermission",
+    "SetQueueAttributes",
+    "TagQueue",
+    "UntagQueue",
+];
+
 /// Where a request came in: what queue URLs are built from.
 #[derive(Debug, Clone)]
 pub struct Context {

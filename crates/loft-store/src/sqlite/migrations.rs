@@ -97,6 +97,10 @@ const MIGRATIONS: &[&str] = &[
         created_at INTEGER NOT NULL
     );
     "#,
+    // 4: when the current receive happened, for the 12-hour visibility limit.
+    r#"
+    ALTER TABLE messages ADD COLUMN received_at INTEGER;
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -7,6 +7,9 @@ use rusqlite::{params, Connection, OptionalExtension, Row};
 
 type Map = BTreeMap<String, String>;
 
+/// A message is hidden at most 12 hours from the receive that hid it.
+const MAX_VISIBILITY_MS: i64 = 43_200_000;
+
 fn to_json(map: &Map) -> String {
     serde_json::to_string(map).unwrap_or_else(|_| "{}".into())
 }
@@ -204,8 +207,8 @@ pub fn receive(c: &Connection, req: &ReceiveRequest) -> rusqlite::Result<Receive
     })?;
     let mut claim = c.prepare_cached(&format!(
         "UPDATE messages SET visible_at = ?2, receive_count = receive_count + 1, \
-         first_received_at = COALESCE(first_received_at, ?3), receipt_token = ?4 \
-         WHERE seq = ?1 RETURNING {MESSAGE_COLUMNS}"
+         first_received_at = COALESCE(first_received_at, ?3), receipt_token = ?4, \
+         received_at = ?3 WHERE seq = ?1 RETURNING {MESSAGE_COLUMNS}"
     ))?;
     let mut expire = c.prepare_cached("DELETE FROM messages WHERE seq = ?1")?;
     let mut dead_letter = c.prepare_cached(
@@ -261,88 +264,99 @@ pub fn receive(c: &Connection, req: &ReceiveRequest) -> rusqlite::Result<Receive
     Ok(out)
 }
 
-/// FIFO receive: walks the queue in send order; a group whose oldest message is hidden
-/// (in flight or delayed) is locked and none of its later messages is handed out; open
-/// groups give their messages in order, several from one group in one receive.
+/// FIFO receive. A group is locked while any of its messages is in flight, or while its
+/// oldest message is still delayed: none of its messages is handed out then. Open groups
+/// give their messages in send order; a receive takes as many messages of one group as it
+/// can before moving to the next group (SQS Developer Guide, "FIFO queue logic").
 fn receive_fifo(c: &Connection, req: &ReceiveRequest) -> rusqlite::Result<ReceiveOutcome> {
     let mut out = ReceiveOutcome::default();
     let want = req.max_messages.clamp(1, 10) as usize;
-    let mut locked: std::collections::HashSet<Option<String>> = Default::default();
-    let mut taken: Vec<(i64, i64)> = Vec::new();
-    let mut expired: Vec<i64> = Vec::new();
-    {
-        let mut scan = c.prepare_cached(
+    // (seq, group, visible_at, receive_count, expires_at) in send order.
+    let rows: Vec<(i64, Option<String>, i64, i64, i64)> = c
+        .prepare_cached(
             "SELECT seq, group_id, visible_at, receive_count, expires_at FROM messages \
-             WHERE queue_id = ?1 ORDER BY seq",
-        )?;
-        let mut rows = scan.query(params![req.queue_id])?;
-        while let Some(r) = rows.next()? {
-            let seq: i64 = r.get(0)?;
-            let group: Option<String> = r.get(1)?;
-            let visible_at: i64 = r.get(2)?;
-            let receive_count: i64 = r.get(3)?;
-            let expires_at: i64 = r.get(4)?;
-            if locked.contains(&group) {
-                continue;
-            }
-            if expires_at <= req.now_ms {
-                expired.push(seq);
-                continue;
-            }
-            if visible_at > req.now_ms {
+             INDEXED BY messages_queue_order WHERE queue_id = ?1 ORDER BY seq",
+        )?
+        .query_map(params![req.queue_id], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+        })?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut locked: std::collections::HashSet<&Option<String>> = Default::default();
+    for (_, group, visible_at, receive_count, expires_at) in &rows {
+        if *visible_at > req.now_ms && *expires_at > req.now_ms {
+            if *receive_count > 0 {
                 locked.insert(group);
-                out.next_visible_at_ms = Some(
-                    out.next_visible_at_ms
-                        .map_or(visible_at, |n: i64| n.min(visible_at)),
-                );
+            }
+            out.next_visible_at_ms = Some(
+                out.next_visible_at_ms
+                    .map_or(*visible_at, |n: i64| n.min(*visible_at)),
+            );
+        }
+    }
+    let mut expired: Vec<i64> = Vec::new();
+    let mut dead: Vec<i64> = Vec::new();
+    // Candidates per group, groups in the order their first candidate appears.
+    let mut groups: Vec<(&Option<String>, Vec<i64>)> = Vec::new();
+    let mut blocked: std::collections::HashSet<&Option<String>> = Default::default();
+    for (seq, group, visible_at, receive_count, expires_at) in &rows {
+        if locked.contains(group) || blocked.contains(group) {
+            continue;
+        }
+        if *expires_at <= req.now_ms {
+            expired.push(*seq);
+            continue;
+        }
+        if *visible_at > req.now_ms {
+            // A delayed message holds back the rest of its group.
+            blocked.insert(group);
+            continue;
+        }
+        if let Some(rule) = &req.redrive {
+            if receive_count + 1 > rule.max_receive_count {
+                // Moves, keeping seq (so order) and group; the group stays open.
+                dead.push(*seq);
                 continue;
             }
-            if let Some(rule) = &req.redrive {
-                if receive_count + 1 > rule.max_receive_count {
-                    // Moves, keeping seq (so order) and group; the group stays open.
-                    taken.push((seq, -1));
-                    continue;
-                }
-            }
-            if out.messages.len() + taken.iter().filter(|(_, k)| *k >= 0).count() >= want {
-                break;
-            }
-            taken.push((seq, 0));
+        }
+        match groups.iter_mut().find(|(g, _)| *g == group) {
+            Some((_, list)) => list.push(*seq),
+            None => groups.push((group, vec![*seq])),
         }
     }
     for seq in expired {
         c.prepare_cached("DELETE FROM messages WHERE seq = ?1")?
             .execute([seq])?;
     }
+    if let Some(rule) = &req.redrive {
+        for seq in dead {
+            // In a FIFO dead-letter queue the MessageDeduplicationId becomes the MessageId.
+            c.prepare_cached(
+                "UPDATE messages SET queue_id = ?2, receive_count = receive_count + 1, \
+                 visible_at = ?3, dead_letter_source = ?4, \
+                 dedup_id = COALESCE(message_id, 'msg-' || seq), \
+                 first_received_at = COALESCE(first_received_at, ?3) WHERE seq = ?1",
+            )?
+            .execute(params![seq, rule.dlq_queue_id, req.now_ms, rule.source_arn])?;
+            out.dead_lettered += 1;
+        }
+    }
     let mut claim = c.prepare_cached(&format!(
         "UPDATE messages SET visible_at = ?2, receive_count = receive_count + 1, \
-         first_received_at = COALESCE(first_received_at, ?3), receipt_token = ?4 \
-         WHERE seq = ?1 RETURNING {MESSAGE_COLUMNS}"
+         first_received_at = COALESCE(first_received_at, ?3), receipt_token = ?4, \
+         received_at = ?3 WHERE seq = ?1 RETURNING {MESSAGE_COLUMNS}"
     ))?;
-    for (seq, kind) in taken {
-        if kind < 0 {
-            if let Some(rule) = &req.redrive {
-                c.prepare_cached(
-                    "UPDATE messages SET queue_id = ?2, receive_count = receive_count + 1, \
-                     visible_at = ?3, dead_letter_source = ?4, \
-                     first_received_at = COALESCE(first_received_at, ?3) WHERE seq = ?1",
-                )?
-                .execute(params![
-                    seq,
-                    rule.dlq_queue_id,
-                    req.now_ms,
-                    rule.source_arn
-                ])?;
-                out.dead_lettered += 1;
+    'groups: for (_, list) in groups {
+        for seq in list {
+            if out.messages.len() >= want {
+                break 'groups;
             }
-            continue;
+            let token: i64 = rand::random::<i64>() & i64::MAX;
+            let message = claim.query_row(
+                params![seq, req.now_ms + req.visibility_ms, req.now_ms, token],
+                message_row,
+            )?;
+            out.messages.push(message);
         }
-        let token: i64 = rand::random::<i64>() & i64::MAX;
-        let message = claim.query_row(
-            params![seq, req.now_ms + req.visibility_ms, req.now_ms, token],
-            message_row,
-        )?;
-        out.messages.push(message);
     }
     Ok(out)
 }
@@ -407,16 +421,16 @@ pub fn change_visibility(
     now_ms: i64,
     visible_at_ms: i64,
 ) -> rusqlite::Result<VisibilityChange> {
-    let row: Option<(i64, i64, i64)> = c
+    let row: Option<(i64, i64, i64, Option<i64>)> = c
         .prepare_cached(
-            "SELECT visible_at, receive_count, receipt_token FROM messages \
+            "SELECT visible_at, receive_count, receipt_token, received_at FROM messages \
              WHERE seq = ?1 AND queue_id = ?2",
         )?
         .query_row(params![seq, queue_id], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
         })
         .optional()?;
-    let Some((visible_at, receive_count, current_token)) = row else {
+    let Some((visible_at, receive_count, current_token, received_at)) = row else {
         return Ok(VisibilityChange::NotFound);
     };
     if token.is_some_and(|t| t != current_token) {
@@ -424,6 +438,9 @@ pub fn change_visibility(
     }
     if receive_count == 0 || visible_at <= now_ms {
         return Ok(VisibilityChange::NotInflight);
+    }
+    if received_at.is_some_and(|r| visible_at_ms - r > MAX_VISIBILITY_MS) {
+        return Ok(VisibilityChange::TooLong);
     }
     c.prepare_cached("UPDATE messages SET visible_at = ?2 WHERE seq = ?1")?
         .execute(params![seq, visible_at_ms])?;
@@ -620,19 +637,52 @@ pub fn move_messages(
     limit: u32,
     now_ms: i64,
 ) -> rusqlite::Result<u64> {
-    let rows: Vec<(i64, Option<String>)> = c
+    // Groups with a message in flight in the source keep all their messages there, so a
+    // redrive never lets a later message of a group overtake an earlier one.
+    let mut locked: std::collections::HashSet<String> = c
         .prepare_cached(
-            "SELECT seq, dead_letter_source FROM messages WHERE queue_id = ?1 AND visible_at <= ?2 \
-             ORDER BY visible_at, seq LIMIT ?3",
+            "SELECT DISTINCT group_id FROM messages WHERE queue_id = ?1 AND visible_at > ?2 \
+             AND receive_count > 0 AND group_id IS NOT NULL",
         )?
-        .query_map(params![source, now_ms, limit as i64], |r| {
-            Ok((r.get(0)?, r.get(1)?))
+        .query_map(params![source, now_ms], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    let candidates: Vec<(i64, Option<String>, Option<String>, i64)> = c
+        .prepare_cached(
+            "SELECT seq, dead_letter_source, group_id, visible_at FROM messages \
+             INDEXED BY messages_queue_order WHERE queue_id = ?1 ORDER BY seq",
+        )?
+        .query_map(params![source], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
         })?
         .collect::<rusqlite::Result<_>>()?;
-    let mut update = c.prepare_cached(
-        "UPDATE messages SET queue_id = ?2, visible_at = ?3, receive_count = 0, \
-         first_received_at = NULL, dead_letter_source = NULL WHERE seq = ?1",
+    let mut rows: Vec<(i64, Option<String>)> = Vec::new();
+    for (seq, origin, group, visible_at) in candidates {
+        if rows.len() >= limit as usize {
+            break;
+        }
+        if group.as_ref().is_some_and(|g| locked.contains(g)) {
+            continue;
+        }
+        if visible_at > now_ms {
+            if let Some(g) = group {
+                locked.insert(g);
+            }
+            continue;
+        }
+        rows.push((seq, origin));
+    }
+    // A redriven message is a new message in its destination: new MessageId, sent now,
+    // after what is already there, retention counted afresh (SQS Developer Guide,
+    // "Configure a dead-letter queue redrive").
+    let mut copy = c.prepare_cached(
+        "INSERT INTO messages (queue_id, message_id, body, md5_body, message_attributes, \
+         system_attributes, sender_id, sent_at, visible_at, expires_at, receive_count, \
+         group_id, dedup_id) \
+         SELECT ?2, ?3, body, md5_body, message_attributes, system_attributes, sender_id, \
+         ?4, ?4, ?4 + (expires_at - sent_at), 0, group_id, dedup_id \
+         FROM messages WHERE seq = ?1",
     )?;
+    let mut remove = c.prepare_cached("DELETE FROM messages WHERE seq = ?1")?;
     let mut moved = 0;
     for (seq, origin) in rows {
         let dest = match target {
@@ -642,7 +692,8 @@ pub fn move_messages(
                 .and_then(|o| map.iter().find(|(arn, _)| arn == o).map(|(_, id)| *id)),
         };
         if let Some(dest) = dest {
-            update.execute(params![seq, dest, now_ms])?;
+            copy.execute(params![seq, dest, new_message_id(), now_ms])?;
+            remove.execute([seq])?;
             moved += 1;
         }
     }
@@ -780,4 +831,20 @@ pub fn list_recorded(c: &Connection, limit: u32) -> rusqlite::Result<Vec<Recorde
         })
     })?;
     rows.collect()
+}
+
+/// A random version-4 UUID, as SQS MessageIds look.
+fn new_message_id() -> String {
+    let mut b: [u8; 16] = rand::random();
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..32]
+    )
 }

@@ -329,7 +329,6 @@ async fn receive_message_with_attributes_and_escaped_body() {
 /// An empty receive: AWS answers `<ReceiveMessageResult/>` (an output shape with no
 /// members is still written), as do ListQueues and ListQueueTags with nothing to list.
 #[tokio::test]
-#[ignore = "divergence: Loft omits the empty <OpResult/> element when an output has no members (empty ReceiveMessage, ListQueues, ListQueueTags, GetQueueAttributes)"]
 async fn empty_results_keep_their_result_element() {
     let server = Server::start();
     let url = create(&server, "golden").await;

@@ -486,7 +486,6 @@ async fn malformed_batches_fail_whole_for_all_three_batch_operations() {
 /// payload size (the sum of the individual lengths of all of the batched messages) are both
 /// 1 MiB". The batch limit is AWS's fixed 1 MiB, not the queue's MaximumMessageSize.
 #[tokio::test]
-#[ignore = "divergence: Loft checks a batch's total against the queue's MaximumMessageSize (BatchRequestTooLong); AWS checks it against 1 MiB and each message against MaximumMessageSize"]
 async fn batch_total_limit_is_one_mib_not_maximum_message_size() {
     let server = Server::start();
     let sqs = server.sdk();
@@ -766,7 +765,6 @@ async fn unknown_operation_and_malformed_json() {
 /// than the maximum time left, Amazon SQS returns an error": a message's visibility can be
 /// at most 12 hours from the receive, so extending to 43200 s a second later is rejected.
 #[tokio::test]
-#[ignore = "divergence: Loft lets ChangeMessageVisibility extend past 12 hours from the receive; AWS rejects it (InvalidParameterValue)"]
 async fn visibility_cannot_extend_past_twelve_hours_from_the_receive() {
     let server = Server::start();
     let sqs = server.sdk();

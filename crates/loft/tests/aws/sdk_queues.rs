@@ -245,7 +245,6 @@ async fn get_queue_url_and_delete_queue() {
 /// CreateQueue: "After you delete a queue, you must wait at least 60 seconds before
 /// creating a queue with the same name" (QueueDeletedRecently, 400).
 #[tokio::test]
-#[ignore = "divergence: Loft recreates a queue at once after DeleteQueue; AWS answers QueueDeletedRecently for 60 s"]
 async fn recreate_within_60s_is_queue_deleted_recently() {
     let server = Server::start();
     let sqs = server.sdk();
@@ -783,7 +782,6 @@ async fn fifo_queue_creation_rules() {
 /// AddPermission's ActionName must name an SQS action (`*`, `SendMessage`, ...); AWS
 /// rejects others with InvalidParameterValue.
 #[tokio::test]
-#[ignore = "divergence: AddPermission accepts any ActionName; AWS rejects names that are not SQS actions"]
 async fn add_permission_rejects_unknown_actions() {
     let server = Server::start();
     let sqs = server.sdk();
@@ -802,7 +800,6 @@ async fn add_permission_rejects_unknown_actions() {
 /// RedriveAllowPolicy `denyAll`: "No source queues can specify this queue as the
 /// dead-letter queue"; `byQueue` allows only the listed source queues.
 #[tokio::test]
-#[ignore = "divergence: RedriveAllowPolicy is stored but not enforced when a RedrivePolicy names the queue"]
 async fn redrive_allow_policy_is_enforced() {
     let server = Server::start();
     let sqs = server.sdk();
