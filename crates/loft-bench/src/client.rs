@@ -39,9 +39,11 @@ impl Endpoint {
             .map_err(|e| format!("--endpoint {url:?} is not a URL: {e}"))?;
         match uri.scheme_str() {
             Some("http") => {}
-            Some("https") => return Err(format!(
+            Some("https") => {
+                return Err(format!(
                 "--endpoint {url:?}: https is not supported (the bench speaks no TLS); use http://"
-            )),
+            ))
+            }
             Some(other) => {
                 return Err(format!(
                     "--endpoint {url:?}: unsupported scheme {other:?}; use http://"

@@ -105,7 +105,7 @@ pub enum Scenario {
     ReceiveDelete,
     /// Half the connections send (`SendMessage`) while the other half receive and
     /// delete; also measures delivery latency, from the start of a send to the answer of
-    /// the receive that got it.
+    /// the receive that got it (bodies of 24 bytes or more carry the send time).
     ProduceConsume,
     /// One consumer waits with `WaitTimeSeconds=20`; once it waits, a producer sends one
     /// message; measures from the send's answer to the receive's answer. Repeated
