@@ -8,6 +8,8 @@
 //! by `--duration-limit`.
 
 mod client;
+#[cfg(test)]
+mod fake;
 mod report;
 mod scenarios;
 mod server;
@@ -219,6 +221,18 @@ fn validate_queue_name(name: &str) -> Result<(), String> {
 /// Errors are fatal problems: bad arguments, an unreachable endpoint, a queue that
 /// cannot be created. Failed calls during the run are counted in the report instead.
 pub async fn run(args: BenchArgs) -> Result<(), String> {
+    let report = run_report(&args).await?;
+    if args.json {
+        let text = serde_json::to_string(&report).map_err(|e| e.to_string())?;
+        println!("{text}");
+    } else {
+        print!("{}", report.table());
+    }
+    Ok(())
+}
+
+/// [`run`] without the printing.
+async fn run_report(args: &BenchArgs) -> Result<Report, String> {
     let plan = args.plan()?;
     let watch = args
         .server_pid
@@ -257,14 +271,7 @@ pub async fn run(args: BenchArgs) -> Result<(), String> {
             Err(_) => eprintln!("loft bench: could not delete {queue_url}: timed out"),
         }
     }
-    let report = measured?;
-    if args.json {
-        let text = serde_json::to_string(&report).map_err(|e| e.to_string())?;
-        println!("{text}");
-    } else {
-        print!("{}", report.table());
-    }
-    Ok(())
+    measured
 }
 
 /// Finds or creates the queue; returns its URL, whether requests need the placeholder

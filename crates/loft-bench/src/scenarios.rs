@@ -372,8 +372,8 @@ pub async fn consume_worker(ctx: Arc<Ctx>, tracker: Arc<Tracker>, delivery: bool
         }
         let now = Instant::now();
         for m in &out.messages {
-            tracker.on_received(&m.message_id);
-            if delivery {
+            // Only a first receipt is a delivery; duplicates are counted by the tracker.
+            if tracker.on_received(&m.message_id) == Seen::New && delivery {
                 if let Some(age) = ctx.age_of(&m.body, now) {
                     rec.delivery_micros.push(micros(age));
                 }
