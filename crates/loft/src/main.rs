@@ -1,4 +1,5 @@
-//! The `loft` binary: `loft serve` runs the server on SQLite.
+//! The `loft` binary: `loft serve` runs the server on SQLite; `loft bench` load-tests
+//! an SQS endpoint.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -24,6 +25,8 @@ enum Command {
     /// Run the server. Every listener serves every API: the seeds' REST/JSON routes
     /// (/queues, /topics, /health) and the AWS SQS and SNS protocols.
     Serve(ServeArgs),
+    /// Load-test any SQS endpoint (AWS JSON protocol) and report throughput and latency.
+    Bench(loft_bench::BenchArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -88,6 +91,7 @@ fn main() -> std::process::ExitCode {
     };
     let result = match cli.command {
         Command::Serve(args) => runtime.block_on(serve(args)),
+        Command::Bench(args) => runtime.block_on(loft_bench::run(args)),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
