@@ -63,7 +63,7 @@ impl SqliteStore {
         };
         conn.execute_batch(&format!(
             "PRAGMA journal_mode=WAL; PRAGMA synchronous={sync}; PRAGMA foreign_keys=OFF; \
-             PRAGMA busy_timeout=5000; PRAGMA cache_size=-65536; \
+             PRAGMA busy_timeout=5000; PRAGMA cache_size=-16384; \
              PRAGMA temp_store=MEMORY; PRAGMA wal_autocheckpoint=10000;"
         ))
         .map_err(|e| format!("{}: {e}", path.display()))?;
