@@ -652,3 +652,63 @@ async fn long_poll_on_one_node_wakes_on_a_send_through_another() {
         latencies[latencies.len() - 1]
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn each_topic_delivery_reaches_its_endpoint_once_whatever_node_published() {
+    let Some(cluster) = Cluster::start(3, "each_topic_delivery_once").await else {
+        return;
+    };
+    let bases = cluster.bases();
+    let http = http();
+    let mut sink = super::common::Sink::start().await;
+    let created = http
+        .post(format!("{}/topics/events", bases[0]))
+        .send()
+        .await
+        .expect("create topic");
+    assert_eq!(created.status().as_u16(), 201);
+    let subscribed = http
+        .post(format!("{}/topics/events/subscribe", bases[1]))
+        .json(&json!({"endpoint": sink.url("/hook")}))
+        .send()
+        .await
+        .expect("subscribe");
+    assert_eq!(subscribed.status().as_u16(), 201);
+
+    const MESSAGES: usize = 300;
+    let mut publishers = Vec::new();
+    for p in 0..3 {
+        let (http, bases) = (http.clone(), bases.clone());
+        publishers.push(tokio::spawn(async move {
+            for i in (p..MESSAGES).step_by(3) {
+                let base = &bases[i % 3];
+                let r = http
+                    .post(format!("{base}/topics/events/publish"))
+                    .json(&json!({"message": format!("n{i}")}))
+                    .send()
+                    .await
+                    .expect("publish");
+                assert_eq!(r.status().as_u16(), 200);
+            }
+        }));
+    }
+    for p in publishers {
+        p.await.expect("publisher");
+    }
+    let mut seen = HashSet::new();
+    while seen.len() < MESSAGES {
+        let r = sink.next().await;
+        let v = r.json();
+        assert_eq!(v["topic"], "events");
+        let m = v["message"].as_str().expect("message").to_owned();
+        assert!(seen.insert(m.clone()), "{m} was delivered twice");
+    }
+    // Nothing more arrives: no node delivered a leased delivery again.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    if let Some(extra) = sink.try_next() {
+        panic!(
+            "a delivery arrived twice: {}",
+            String::from_utf8_lossy(&extra.body)
+        );
+    }
+}
