@@ -90,14 +90,37 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+# TLS: a throw-away CA and a server certificate for 127.0.0.1, when openssl is there, so
+# the TLS modes (sslmode=require|verify-ca|verify-full) are tested; plain TCP still works.
+SSL_OPTS=""
+TLS_STATE=off
+if command -v openssl >/dev/null 2>&1; then
+  (
+    cd "$TMP"
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
+      -subj "/CN=loft-test-ca" -keyout ca.key -out ca.crt
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+      -subj "/CN=127.0.0.1" -keyout server.key -out server.csr
+    printf 'subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nkeyUsage=digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\n' > server.ext
+    openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 \
+      -extfile server.ext -out server.crt
+    chmod 600 server.key
+    [ "$(id -u)" -eq 0 ] && chown postgres server.key server.crt
+    true
+  ) >"$TMP/openssl.log" 2>&1 || { cat "$TMP/openssl.log" >&2; exit 1; }
+  SSL_OPTS="-c ssl=on -c ssl_cert_file=$TMP/server.crt -c ssl_key_file=$TMP/server.key"
+  TLS_STATE=on
+  export LOFT_TEST_DATABASE_ROOTCERT="$TMP/ca.crt"
+fi
+
 as_pg "$BIN/initdb" -D "$TMP/data" -U postgres -A trust -E UTF8 --locale=C --no-sync >"$TMP/initdb.log" 2>&1 \
   || { cat "$TMP/initdb.log" >&2; exit 1; }
 as_pg "$BIN/pg_ctl" -D "$TMP/data" -l "$TMP/server.log" -w -t 60 \
-  -o "-p $PORT -k $TMP -c listen_addresses=127.0.0.1 -c max_connections=300 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c shared_buffers=128MB" \
+  -o "-p $PORT -k $TMP -c listen_addresses=127.0.0.1 -c max_connections=300 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c shared_buffers=128MB $SSL_OPTS" \
   start >/dev/null || { cat "$TMP/server.log" >&2; exit 1; }
 PID=$(head -n 1 "$TMP/data/postmaster.pid")
 as_pg "$BIN/createdb" -h 127.0.0.1 -p "$PORT" -U postgres loft_test
 
 export LOFT_TEST_DATABASE_URL="postgres://postgres@127.0.0.1:$PORT/loft_test"
-echo "with-postgres: PostgreSQL $("$BIN/postgres" --version | awk "{print \$3}") on 127.0.0.1:$PORT (pid $PID), LOFT_TEST_DATABASE_URL=$LOFT_TEST_DATABASE_URL" >&2
+echo "with-postgres: PostgreSQL $("$BIN/postgres" --version | awk "{print \$3}") on 127.0.0.1:$PORT (pid $PID, TLS $TLS_STATE), LOFT_TEST_DATABASE_URL=$LOFT_TEST_DATABASE_URL" >&2
 "$@"

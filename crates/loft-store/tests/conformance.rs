@@ -1345,3 +1345,111 @@ async fn concurrent_purges(s: S) {
     assert_eq!(a.unwrap() + b.unwrap(), 200);
     assert_eq!(s.queue_counts(q, T0).await.unwrap(), QueueCounts::default());
 }
+
+// ----- TLS to PostgreSQL (needs LOFT_TEST_DATABASE_ROOTCERT: the CA of the test server)
+
+mod tls {
+    use super::*;
+
+    /// The test URL and the test server's CA file, when both are set.
+    fn setup(test: &str) -> Option<(String, String)> {
+        let url = std::env::var("LOFT_TEST_DATABASE_URL")
+            .ok()
+            .filter(|u| !u.is_empty());
+        let ca = std::env::var("LOFT_TEST_DATABASE_ROOTCERT")
+            .ok()
+            .filter(|u| !u.is_empty());
+        match (url, ca) {
+            (Some(url), Some(ca)) => Some((url, ca)),
+            _ => {
+                eprintln!(
+                    "note: LOFT_TEST_DATABASE_URL or LOFT_TEST_DATABASE_ROOTCERT is unset; \
+                     skipping tls::{test}"
+                );
+                None
+            }
+        }
+    }
+
+    fn with_params(url: &str, params: &str) -> String {
+        let sep = if url.contains('?') { '&' } else { '?' };
+        format!("{url}{sep}{params}")
+    }
+
+    /// Connects in a fresh schema; returns whether the connection is encrypted.
+    async fn connect(url: &str) -> Result<bool, String> {
+        let schema = format!("loft_tls_{:016x}", rand::random::<u64>());
+        let _guard = PgSchema {
+            url: std::env::var("LOFT_TEST_DATABASE_URL").unwrap(),
+            schema: schema.clone(),
+        };
+        let store = PgStore::connect(
+            url,
+            PgOptions {
+                pool_size: 2,
+                schema: Some(schema),
+            },
+        )
+        .await?;
+        let tls = store.uses_tls().await.map_err(|e| e.message)?;
+        // The store works over it.
+        let s: S = Arc::new(store);
+        let q = queue(&s, "over-tls").await;
+        send(&s, q, &["secret"], T0).await;
+        assert_eq!(
+            bodies(&s.receive(req(q, 1, T0, 1000)).await.unwrap()),
+            ["secret"]
+        );
+        Ok(tls)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn sslmodes_disable_prefer_require() {
+        let Some((url, _)) = setup("sslmodes_disable_prefer_require") else {
+            return;
+        };
+        assert!(!connect(&with_params(&url, "sslmode=disable"))
+            .await
+            .unwrap());
+        assert!(connect(&with_params(&url, "sslmode=prefer")).await.unwrap());
+        assert!(connect(&with_params(&url, "sslmode=require"))
+            .await
+            .unwrap());
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn verify_full_checks_the_chain_and_the_name() {
+        let Some((url, ca)) = setup("verify_full_checks_the_chain_and_the_name") else {
+            return;
+        };
+        let root = format!("sslrootcert={ca}");
+        assert!(
+            connect(&with_params(&url, &format!("sslmode=verify-full&{root}")))
+                .await
+                .unwrap()
+        );
+        // The certificate names 127.0.0.1, not localhost.
+        let by_name = url.replace("127.0.0.1", "localhost");
+        let err = connect(&with_params(
+            &by_name,
+            &format!("sslmode=verify-full&{root}"),
+        ))
+        .await
+        .expect_err("verify-full must check the name");
+        assert!(err.contains("certificate") || err.contains("name"), "{err}");
+        assert!(
+            connect(&with_params(&by_name, &format!("sslmode=verify-ca&{root}")))
+                .await
+                .unwrap(),
+            "verify-ca checks the chain only"
+        );
+        // Not signed by any of the system's roots.
+        let err = connect(&with_params(&url, "sslmode=verify-full&sslrootcert=system"))
+            .await
+            .expect_err("an unknown issuer is refused");
+        assert!(
+            err.contains("certificate") || err.contains("issuer"),
+            "{err}"
+        );
+    }
+}

@@ -45,8 +45,8 @@ struct ServeArgs {
     db: PathBuf,
 
     /// PostgreSQL instead of SQLite: `postgres://user:password@host:5432/db` (or a
-    /// `key=value` string). Several nodes may serve one database. TLS is not built in:
-    /// `sslmode=disable` or `prefer` (the default, plain TCP here).
+    /// `key=value` string). Several nodes may serve one database. TLS follows libpq's
+    /// `sslmode` (disable, prefer, require, verify-ca, verify-full) and `sslrootcert`.
     #[arg(long, env = "LOFT_DATABASE_URL", hide_env_values = true)]
     database_url: Option<String>,
 
@@ -113,7 +113,8 @@ fn main() -> std::process::ExitCode {
 /// The engine `serve` runs on, kept to close it at shutdown.
 enum Engine {
     Sqlite(Arc<SqliteStore>),
-    Postgres(Arc<PgStore>),
+    /// The store, and whether its connections are encrypted.
+    Postgres(Arc<PgStore>, bool),
 }
 
 impl Engine {
@@ -124,9 +125,9 @@ impl Engine {
                     pool_size: args.database_pool_size,
                     ..PgOptions::default()
                 };
-                Ok(Engine::Postgres(Arc::new(
-                    PgStore::connect(url, options).await?,
-                )))
+                let store = PgStore::connect(url, options).await?;
+                let tls = store.uses_tls().await.map_err(|e| e.message)?;
+                Ok(Engine::Postgres(Arc::new(store), tls))
             }
             None => {
                 let durability = match args.durability {
@@ -143,7 +144,7 @@ impl Engine {
     fn store(&self) -> Arc<dyn Store> {
         match self {
             Engine::Sqlite(s) => s.clone(),
-            Engine::Postgres(s) => s.clone(),
+            Engine::Postgres(s, _) => s.clone(),
         }
     }
 
@@ -151,14 +152,15 @@ impl Engine {
     fn describe(&self, args: &ServeArgs) -> String {
         match self {
             Engine::Sqlite(_) => format!("sqlite {}", args.db.display()),
-            Engine::Postgres(_) => "postgresql".to_owned(),
+            Engine::Postgres(_, true) => "postgresql (TLS)".to_owned(),
+            Engine::Postgres(_, false) => "postgresql (no TLS)".to_owned(),
         }
     }
 
     async fn close(&self) {
         match self {
             Engine::Sqlite(s) => s.close().await,
-            Engine::Postgres(s) => s.close().await,
+            Engine::Postgres(s, _) => s.close().await,
         }
     }
 }

@@ -12,12 +12,12 @@
 //! another. After the listener reconnects it sends `-1` ("wake every poll"), since
 //! notifications sent meanwhile are lost.
 //!
-//! TLS: this build connects without TLS. `sslmode=disable` and `sslmode=prefer` (the
-//! default, which falls back to plain TCP) work; `sslmode=require` fails at start with a
-//! clear error. Reach a TLS-only server through a local TLS proxy or a private network.
+//! TLS: rustls, with libpq's `sslmode` (`disable`, `prefer`, `require`, `verify-ca`,
+//! `verify-full`) and `sslrootcert`; see [`tls`].
 
 mod migrations;
 mod ops;
+pub mod tls;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -29,7 +29,7 @@ use loft_core::model::*;
 use loft_core::store::Store;
 use tokio::sync::broadcast;
 use tokio::task::JoinHandle;
-use tokio_postgres::{AsyncMessage, NoTls};
+use tokio_postgres::AsyncMessage;
 
 pub use migrations::SCHEMA_VERSION;
 use ops::Failure;
@@ -89,25 +89,41 @@ fn check_schema_name(schema: &str) -> Result<(), String> {
     }
 }
 
-/// Parses a `postgres://` URL (or a `key=value` connection string).
-fn parse_url(url: &str) -> Result<tokio_postgres::Config, String> {
+/// Parses a `postgres://` URL (or a `key=value` connection string) and builds its TLS
+/// connector.
+fn parse_url(url: &str) -> Result<(tokio_postgres::Config, tls::MakeRustls), String> {
+    let (url, settings) = tls::split(url).map_err(|e| format!("invalid database URL: {e}"))?;
     let mut config: tokio_postgres::Config = url
         .parse()
         .map_err(|e| format!("invalid database URL: {e}"))?;
     if config.get_application_name().is_none() {
         config.application_name("loft");
     }
-    Ok(config)
+    Ok((config, tls::connector(&settings)?))
+}
+
+/// An error and its sources, `: `-separated (the driver's own message is often only
+/// "error performing TLS handshake").
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        out.push_str(": ");
+        out.push_str(&s.to_string());
+        source = s.source();
+    }
+    out
 }
 
 /// Opens one connection outside the pool, its connection task spawned.
 async fn connect_one(
     config: &tokio_postgres::Config,
+    tls: &tls::MakeRustls,
 ) -> Result<(tokio_postgres::Client, JoinHandle<()>), String> {
     let (client, connection) = config
-        .connect(NoTls)
+        .connect(tls.clone())
         .await
-        .map_err(|e| format!("cannot connect to PostgreSQL: {e}"))?;
+        .map_err(|e| format!("cannot connect to PostgreSQL: {}", chain(&e)))?;
     let task = tokio::spawn(async move {
         if let Err(e) = connection.await {
             tracing::debug!(error = %e, "PostgreSQL connection ended");
@@ -124,11 +140,11 @@ impl PgStore {
     /// Errors: the URL is invalid, the server cannot be reached, or the schema is newer than
     /// this build.
     pub async fn connect(url: &str, options: PgOptions) -> Result<PgStore, String> {
-        let mut config = parse_url(url)?;
+        let (mut config, tls) = parse_url(url)?;
         let channel = match &options.schema {
             Some(schema) => {
                 check_schema_name(schema)?;
-                let (client, task) = connect_one(&config).await?;
+                let (client, task) = connect_one(&config, &tls).await?;
                 client
                     .batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS \"{schema}\""))
                     .await
@@ -141,7 +157,7 @@ impl PgStore {
             None => "loft_wakeup".to_owned(),
         };
         let channel = {
-            let (mut client, task) = connect_one(&config).await?;
+            let (mut client, task) = connect_one(&config, &tls).await?;
             migrations::migrate(&mut client).await?;
             // Deployments in different schemas of one database (through the URL's
             // search_path) get different channels too.
@@ -163,7 +179,7 @@ impl PgStore {
         };
         let manager = Manager::from_config(
             config.clone(),
-            NoTls,
+            tls.clone(),
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
             },
@@ -177,7 +193,7 @@ impl PgStore {
             .build()
             .map_err(|e| e.to_string())?;
         let (wakeups, _) = broadcast::channel(4096);
-        let listener = tokio::spawn(listen(config, channel.clone(), wakeups.clone()));
+        let listener = tokio::spawn(listen(config, tls, channel.clone(), wakeups.clone()));
         Ok(PgStore {
             pool,
             channel,
@@ -191,8 +207,8 @@ impl PgStore {
     /// Errors: the server cannot be reached or refuses.
     pub async fn drop_schema(url: &str, schema: &str) -> Result<(), String> {
         check_schema_name(schema)?;
-        let config = parse_url(url)?;
-        let (client, task) = connect_one(&config).await?;
+        let (config, tls) = parse_url(url)?;
+        let (client, task) = connect_one(&config, &tls).await?;
         client
             .batch_execute(&format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"))
             .await
@@ -217,11 +233,16 @@ impl PgStore {
 
 /// LISTENs on `channel` and forwards each notified queue id to `tx`; reconnects with a
 /// backoff when the connection drops, then sends `-1` (wake every long poll).
-async fn listen(config: tokio_postgres::Config, channel: String, tx: broadcast::Sender<i64>) {
+async fn listen(
+    config: tokio_postgres::Config,
+    tls: tls::MakeRustls,
+    channel: String,
+    tx: broadcast::Sender<i64>,
+) {
     let mut connected_before = false;
     let mut backoff = Duration::from_millis(100);
     loop {
-        match config.connect(NoTls).await {
+        match config.connect(tls.clone()).await {
             Ok((client, mut connection)) => {
                 let (ntx, mut nrx) = tokio::sync::mpsc::unbounded_channel::<i64>();
                 let driver = tokio::spawn(async move {
@@ -260,7 +281,7 @@ async fn listen(config: tokio_postgres::Config, channel: String, tx: broadcast::
                 }
                 driver.abort();
             }
-            Err(e) => tracing::warn!(error = %e, "PostgreSQL listener cannot connect"),
+            Err(e) => tracing::warn!(error = %chain(&e), "PostgreSQL listener cannot connect"),
         }
         tokio::time::sleep(backoff).await;
         backoff = (backoff * 2).min(Duration::from_secs(5));
@@ -295,7 +316,7 @@ macro_rules! run {
                         tokio::time::sleep(Duration::from_millis(50 << attempt)).await;
                         continue;
                     }
-                    break Err(Error::internal(format!("PostgreSQL pool: {e}")));
+                    break Err(Error::internal(format!("PostgreSQL pool: {}", chain(&e))));
                 }
             };
             let outcome: std::result::Result<_, Failure> = $body.await;
@@ -323,6 +344,24 @@ macro_rules! run_tx {
             Ok::<_, Failure>(v)
         })
     };
+}
+
+impl PgStore {
+    /// Whether this store's connections to the server are encrypted (TLS).
+    ///
+    /// Errors: `InternalError` when the server cannot be reached.
+    pub async fn uses_tls(&self) -> Result<bool> {
+        run!(self, |c| async {
+            let row = c
+                .query_one(
+                    "SELECT COALESCE((SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()), \
+                     false)",
+                    &[],
+                )
+                .await?;
+            Ok::<bool, Failure>(row.get(0))
+        })
+    }
 }
 
 #[async_trait]

@@ -49,7 +49,15 @@ impl fmt::Display for Failure {
         match self {
             Failure::Db(e) => match e.as_db_error() {
                 Some(db) => write!(f, "{}: {}", db.code().code(), db.message()),
-                None => write!(f, "{e}"),
+                None => {
+                    write!(f, "{e}")?;
+                    let mut source = std::error::Error::source(e);
+                    while let Some(s) = source {
+                        write!(f, ": {s}")?;
+                        source = s.source();
+                    }
+                    Ok(())
+                }
             },
             Failure::Broken(why) => f.write_str(why),
         }
