@@ -1346,6 +1346,48 @@ async fn concurrent_purges(s: S) {
     assert_eq!(s.queue_counts(q, T0).await.unwrap(), QueueCounts::default());
 }
 
+// ----- PostgreSQL only
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_nodes_starting_together_migrate_once() {
+    let Some(url) = std::env::var("LOFT_TEST_DATABASE_URL")
+        .ok()
+        .filter(|u| !u.is_empty())
+    else {
+        eprintln!("note: LOFT_TEST_DATABASE_URL is unset; skipping postgres_nodes_starting_together_migrate_once");
+        return;
+    };
+    let schema = format!("loft_test_{:016x}", rand::random::<u64>());
+    let _guard = PgSchema {
+        url: url.clone(),
+        schema: schema.clone(),
+    };
+    let starts: Vec<_> = (0..6)
+        .map(|_| {
+            let (url, schema) = (url.clone(), schema.clone());
+            tokio::spawn(async move {
+                PgStore::connect(
+                    &url,
+                    PgOptions {
+                        pool_size: 2,
+                        schema: Some(schema),
+                    },
+                )
+                .await
+            })
+        })
+        .collect();
+    let mut stores: Vec<S> = Vec::new();
+    for s in starts {
+        stores.push(Arc::new(s.await.unwrap().expect("every node starts")));
+    }
+    // One schema, seen by all.
+    let q = queue(&stores[0], "shared").await;
+    send(&stores[1], q, &["x"], T0).await;
+    let out = stores[5].receive(req(q, 1, T0, 1000)).await.unwrap();
+    assert_eq!(bodies(&out), ["x"]);
+}
+
 // ----- TLS to PostgreSQL (needs LOFT_TEST_DATABASE_ROOTCERT: the CA of the test server)
 
 mod tls {

@@ -107,18 +107,42 @@ const MIGRATIONS: &[&str] = &[
 /// The schema version this build writes.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
-/// Brings the schema on `client`'s search path up to [`SCHEMA_VERSION`], holding the
-/// migration advisory lock for the whole transaction.
+/// Creates `schema` when missing, holding the migration lock (two concurrent
+/// `CREATE SCHEMA IF NOT EXISTS` can both try to create it, and one fails).
 ///
-/// Errors: the database's version is newer than this build knows, or a statement fails.
-pub async fn migrate(client: &mut Client) -> Result<(), String> {
+/// Errors: a statement fails.
+pub async fn create_schema(client: &mut Client, schema: &str) -> Result<(), String> {
     let tx = client.transaction().await.map_err(|e| e.to_string())?;
+    lock(&tx).await?;
+    tx.batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS \"{schema}\""))
+        .await
+        .map_err(|e| format!("cannot create schema {schema}: {e}"))?;
+    tx.commit().await.map_err(|e| e.to_string())
+}
+
+async fn lock(tx: &tokio_postgres::Transaction<'_>) -> Result<(), String> {
     tx.execute(
         "SELECT pg_advisory_xact_lock($1, 0)",
         &[&MIGRATION_LOCK_CLASS],
     )
     .await
-    .map_err(|e| format!("migration lock: {e}"))?;
+    .map(drop)
+    .map_err(|e| format!("migration lock: {e}"))
+}
+
+/// Brings the schema on `client`'s search path up to [`SCHEMA_VERSION`], holding the
+/// migration advisory lock for the whole transaction; creates `schema` first when given
+/// (it is then the search path).
+///
+/// Errors: the database's version is newer than this build knows, or a statement fails.
+pub async fn migrate(client: &mut Client, schema: Option<&str>) -> Result<(), String> {
+    let tx = client.transaction().await.map_err(|e| e.to_string())?;
+    lock(&tx).await?;
+    if let Some(schema) = schema {
+        tx.batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS \"{schema}\""))
+            .await
+            .map_err(|e| format!("cannot create schema {schema}: {e}"))?;
+    }
     tx.batch_execute("CREATE TABLE IF NOT EXISTS loft_schema (version BIGINT NOT NULL)")
         .await
         .map_err(|e| e.to_string())?;

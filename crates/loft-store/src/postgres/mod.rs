@@ -144,13 +144,8 @@ impl PgStore {
         let channel = match &options.schema {
             Some(schema) => {
                 check_schema_name(schema)?;
-                let (client, task) = connect_one(&config, &tls).await?;
-                client
-                    .batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS \"{schema}\""))
-                    .await
-                    .map_err(|e| format!("cannot create schema {schema}: {e}"))?;
-                drop(client);
-                let _ = task.await;
+                // Created by `migrate`, under its lock (CREATE SCHEMA IF NOT EXISTS alone
+                // races with itself).
                 config.options(format!("-c search_path={schema}"));
                 format!("loft_wakeup_{schema}")
             }
@@ -158,7 +153,7 @@ impl PgStore {
         };
         let channel = {
             let (mut client, task) = connect_one(&config, &tls).await?;
-            migrations::migrate(&mut client).await?;
+            migrations::migrate(&mut client, options.schema.as_deref()).await?;
             // Deployments in different schemas of one database (through the URL's
             // search_path) get different channels too.
             let schema: Option<String> = client
@@ -200,6 +195,20 @@ impl PgStore {
             wakeups,
             listener,
         })
+    }
+
+    /// Creates `schema` when missing, under the migration lock (for deployments that put
+    /// Loft in a schema through the URL's `options=-c search_path=...`).
+    ///
+    /// Errors: the server cannot be reached or refuses.
+    pub async fn create_schema(url: &str, schema: &str) -> Result<(), String> {
+        check_schema_name(schema)?;
+        let (config, tls) = parse_url(url)?;
+        let (mut client, task) = connect_one(&config, &tls).await?;
+        migrations::create_schema(&mut client, schema).await?;
+        drop(client);
+        let _ = task.await;
+        Ok(())
     }
 
     /// Drops `schema` and everything in it (tests clean up with this).

@@ -129,21 +129,15 @@ impl Cluster {
             return None;
         };
         let schema = format!("loft_mn_{:016x}", rand_u64());
-        // Creates the schema (and migrates it) so the nodes can put it on their path.
-        let store = loft_store::PgStore::connect(
-            &url,
-            loft_store::PgOptions {
-                pool_size: 1,
-                schema: Some(schema.clone()),
-            },
-        )
-        .await
-        .expect("connect to LOFT_TEST_DATABASE_URL");
-        store.close().await;
+        // The nodes put the schema on their search path; they create its tables
+        // themselves, all at once (the migration lock makes that safe).
+        loft_store::PgStore::create_schema(&url, &schema)
+            .await
+            .expect("connect to LOFT_TEST_DATABASE_URL");
         let sep = if url.contains('?') { '&' } else { '?' };
         let node_url = format!("{url}{sep}options=-c%20search_path%3D{schema}");
         let dir = tempfile::tempdir().expect("temporary directory");
-        // Started together: the migration lock is what makes that safe.
+        // Started together, on an empty schema.
         let handles: Vec<_> = (0..n)
             .map(|i| {
                 let node_url = node_url.clone();
