@@ -224,4 +224,14 @@ pub trait Store: Send + Sync + 'static {
 
     /// Deletes the subscription. Returns whether it existed.
     async fn delete_subscription(&self, uuid: &str) -> Result<bool>;
+
+    // ----- other nodes
+
+    /// Queue ids whose messages may have become visible through another process sharing
+    /// this store (a send, a move, a visibility change on another node), so long polls
+    /// here wake. `-1` means "any queue" (wake every poll). `None` (the default, and
+    /// SQLite's answer) when no other process writes to the store.
+    fn wakeups(&self) -> Option<tokio::sync::broadcast::Receiver<i64>> {
+        None
+    }
 }

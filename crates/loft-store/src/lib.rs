@@ -3,7 +3,14 @@
 //! - [`sqlite`]: the embedded default. One writer thread owns the connection and commits many
 //!   requests per transaction (group commit); WAL mode; schema migrations recorded in
 //!   `PRAGMA user_version`.
+//! - [`postgres`]: several Loft nodes on one PostgreSQL database. A connection pool,
+//!   migrations under an advisory lock, `FOR UPDATE SKIP LOCKED` claims, per-queue advisory
+//!   locks for FIFO groups, and LISTEN/NOTIFY wake-ups between nodes.
+//!
+//! Both pass one conformance suite, `tests/conformance.rs`.
 
+pub mod postgres;
 pub mod sqlite;
 
+pub use postgres::{PgOptions, PgStore};
 pub use sqlite::{Durability, SqliteStore};

@@ -1,5 +1,6 @@
-//! The `loft` binary: `loft serve` runs the server on SQLite; `loft bench` load-tests
-//! an SQS endpoint.
+//! The `loft` binary: `loft serve` runs the server on SQLite (the default) or, with
+//! `--database-url postgres://...`, on PostgreSQL shared by several nodes; `loft bench`
+//! load-tests an SQS endpoint.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -12,8 +13,9 @@ use clap::{Parser, Subcommand, ValueEnum};
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use loft_core::clock::SystemClock;
+use loft_core::store::Store;
 use loft_core::{Service, ServiceConfig};
-use loft_store::{Durability, SqliteStore};
+use loft_store::{Durability, PgOptions, PgStore, SqliteStore};
 use tokio::net::TcpListener;
 
 /// Loft: Amazon SQS and SNS in one small binary, on SQLite.
@@ -45,9 +47,19 @@ struct ServeArgs {
     )]
     listen: Vec<SocketAddr>,
 
-    /// SQLite database file; created when missing.
+    /// SQLite database file; created when missing. Ignored with --database-url.
     #[arg(long, env = "LOFT_DB", default_value = "./loft.db")]
     db: PathBuf,
+
+    /// PostgreSQL instead of SQLite: `postgres://user:password@host:5432/db` (or a
+    /// `key=value` string). Several nodes may serve one database. TLS follows libpq's
+    /// `sslmode` (disable, prefer, require, verify-ca, verify-full) and `sslrootcert`.
+    #[arg(long, env = "LOFT_DATABASE_URL", hide_env_values = true)]
+    database_url: Option<String>,
+
+    /// Most PostgreSQL connections this node opens (plus one for wake-ups).
+    #[arg(long, env = "LOFT_DATABASE_POOL_SIZE", default_value_t = loft_store::postgres::DEFAULT_POOL_SIZE)]
+    database_pool_size: usize,
 
     /// How much an acknowledged write survives: `process` (survives kill -9 of Loft) or
     /// `fsync` (on disk before the response).
@@ -106,12 +118,65 @@ fn main() -> std::process::ExitCode {
     }
 }
 
+/// The engine `serve` runs on, kept to close it at shutdown.
+enum Engine {
+    Sqlite(Arc<SqliteStore>),
+    /// The store, and whether its connections are encrypted.
+    Postgres(Arc<PgStore>, bool),
+}
+
+impl Engine {
+    async fn open(args: &ServeArgs) -> Result<Engine, String> {
+        match args.database_url.as_deref().filter(|u| !u.is_empty()) {
+            Some(url) => {
+                let options = PgOptions {
+                    pool_size: args.database_pool_size,
+                    ..PgOptions::default()
+                };
+                let store = PgStore::connect(url, options).await?;
+                let tls = store.uses_tls().await.map_err(|e| e.message)?;
+                Ok(Engine::Postgres(Arc::new(store), tls))
+            }
+            None => {
+                let durability = match args.durability {
+                    DurabilityArg::Process => Durability::Process,
+                    DurabilityArg::Fsync => Durability::Fsync,
+                };
+                Ok(Engine::Sqlite(Arc::new(SqliteStore::open(
+                    &args.db, durability,
+                )?)))
+            }
+        }
+    }
+
+    fn store(&self) -> Arc<dyn Store> {
+        match self {
+            Engine::Sqlite(s) => s.clone(),
+            Engine::Postgres(s, _) => s.clone(),
+        }
+    }
+
+    /// What to log at start: the file, or the server without the password.
+    fn describe(&self, args: &ServeArgs) -> String {
+        match self {
+            Engine::Sqlite(_) => format!("sqlite {}", args.db.display()),
+            Engine::Postgres(_, true) => "postgresql (TLS)".to_owned(),
+            Engine::Postgres(_, false) => "postgresql (no TLS)".to_owned(),
+        }
+    }
+
+    async fn close(&self) {
+        match self {
+            Engine::Sqlite(s) => s.close().await,
+            Engine::Postgres(s, _) => s.close().await,
+        }
+    }
+}
+
 async fn serve(args: ServeArgs) -> Result<(), String> {
-    let durability = match args.durability {
-        DurabilityArg::Process => Durability::Process,
-        DurabilityArg::Fsync => Durability::Fsync,
-    };
-    let store = Arc::new(SqliteStore::open(&args.db, durability)?);
+    let engine = Engine::open(&args).await?;
+    let store = engine.store();
+    let described = engine.describe(&args);
     let mut listeners = Vec::new();
     for addr in &args.listen {
         let l = TcpListener::bind(addr)
@@ -157,7 +222,7 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
             println!("loft listening on http://{addr}");
         }
     }
-    tracing::info!(db = %args.db.display(), "loft started");
+    tracing::info!(db = %described, "loft started");
     let delivery = tokio::spawn(loft_server::delivery::run(service.clone()));
     let reaper = {
         let service = service.clone();
@@ -182,7 +247,7 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
         .map_err(|e| e.to_string())?;
     reaper.abort();
     delivery.abort();
-    store.close().await;
+    engine.close().await;
     tracing::info!("loft stopped");
     Ok(())
 }

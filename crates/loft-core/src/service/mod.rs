@@ -116,7 +116,8 @@ impl Service {
         signer: Option<Arc<dyn publish::MessageSigner>>,
     ) -> Arc<Service> {
         let topic_sequence = AtomicI64::new(clock.now_ms() * 1000);
-        Arc::new(Service {
+        let wakeups = store.wakeups();
+        let service = Arc::new(Service {
             store,
             clock,
             config,
@@ -132,7 +133,11 @@ impl Service {
             topic_sequence,
             shutting_down: AtomicBool::new(false),
             shutdown_notify: Notify::new(),
-        })
+        });
+        if let Some(rx) = wakeups {
+            follow_wakeups(&service, rx);
+        }
+        service
     }
 
     /// The account and region in use.
@@ -226,4 +231,40 @@ impl Service {
             n.notify_waiters();
         }
     }
+
+    fn wake_all(&self) {
+        let map = self.waiters.lock().unwrap_or_else(|p| p.into_inner());
+        for n in map.values() {
+            n.notify_waiters();
+        }
+    }
+}
+
+/// Wakes `service`'s long polls on the queue ids the store reports from other nodes
+/// ([`Store::wakeups`]), until the service is dropped. Needs a Tokio runtime; without one
+/// (some unit tests) polls still wake on their own timers.
+fn follow_wakeups(service: &Arc<Service>, mut rx: tokio::sync::broadcast::Receiver<i64>) {
+    use tokio::sync::broadcast::error::RecvError;
+    let Ok(handle) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    let weak = Arc::downgrade(service);
+    handle.spawn(async move {
+        loop {
+            let id = match rx.recv().await {
+                Ok(id) => id,
+                // Missed some: wake everything, the polls look again.
+                Err(RecvError::Lagged(_)) => -1,
+                Err(RecvError::Closed) => return,
+            };
+            let Some(service) = weak.upgrade() else {
+                return;
+            };
+            if id < 0 {
+                service.wake_all();
+            } else {
+                service.wake(id);
+            }
+        }
+    });
 }

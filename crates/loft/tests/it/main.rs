@@ -1,10 +1,12 @@
 //! Integration tests: each starts the real `loft` binary on `127.0.0.1:0` over a fresh
-//! SQLite file and talks HTTP to it.
+//! SQLite file and talks HTTP to it; `multinode` starts several on one PostgreSQL database
+//! (when `LOFT_TEST_DATABASE_URL` is set).
 
 mod common;
 
 mod bad_input;
 mod crash;
+mod multinode;
 mod native_queues;
 mod native_topics;
 mod restart;

@@ -1,0 +1,187 @@
+//! Schema migrations of the PostgreSQL store. Each entry upgrades the schema from version
+//! `index` to `index + 1`; the version reached is kept in `loft_schema`. All of it runs in
+//! one transaction under a transaction-scoped advisory lock, so several nodes starting at
+//! once migrate exactly once (the others wait, then find the schema current) and a failed
+//! migration leaves nothing half done (PostgreSQL's DDL is transactional).
+//!
+//! The schema mirrors the SQLite one (`crate::sqlite::migrations`): times are BIGINT
+//! milliseconds, JSON is TEXT (opaque to the store), ids come from BIGSERIAL sequences.
+
+use tokio_postgres::Client;
+
+/// Advisory-lock class of the migration lock (the second key is 0). Chosen at random;
+/// [`super::ops::FIFO_LOCK_CLASS`] is the other class Loft uses.
+pub const MIGRATION_LOCK_CLASS: i32 = 0x4c6f_6674; // "Loft"
+
+/// The migrations in order. Append only: never edit a released entry.
+const MIGRATIONS: &[&str] = &[
+    // 1: the whole schema of SQLite's versions 1 to 3.
+    r#"
+    CREATE TABLE queues (
+        id          BIGSERIAL PRIMARY KEY,
+        name        TEXT NOT NULL UNIQUE,
+        attributes  TEXT NOT NULL,
+        tags        TEXT NOT NULL,
+        created_at  BIGINT NOT NULL,
+        modified_at BIGINT NOT NULL
+    );
+    CREATE TABLE messages (
+        seq                BIGSERIAL PRIMARY KEY,
+        queue_id           BIGINT NOT NULL,
+        message_id         TEXT,
+        body               TEXT NOT NULL,
+        md5_body           TEXT NOT NULL,
+        message_attributes TEXT,
+        system_attributes  TEXT,
+        sender_id          TEXT NOT NULL,
+        sent_at            BIGINT NOT NULL,
+        visible_at         BIGINT NOT NULL,
+        expires_at         BIGINT NOT NULL,
+        receive_count      BIGINT NOT NULL DEFAULT 0,
+        first_received_at  BIGINT,
+        receipt_token      BIGINT NOT NULL DEFAULT 0,
+        group_id           TEXT,
+        dedup_id           TEXT,
+        dead_letter_source TEXT
+    );
+    -- Standard receives: longest visible first.
+    CREATE INDEX messages_visibility ON messages (queue_id, visible_at, seq);
+    -- FIFO receives and the seeds' receives: send order.
+    CREATE INDEX messages_queue_order ON messages (queue_id, seq);
+    CREATE INDEX messages_message_id ON messages (message_id) WHERE message_id IS NOT NULL;
+    CREATE INDEX messages_expiry ON messages (expires_at);
+    CREATE TABLE fifo_dedup (
+        queue_id   BIGINT NOT NULL,
+        scope      TEXT NOT NULL,
+        dedup_id   TEXT NOT NULL,
+        seq        BIGINT NOT NULL,
+        message_id TEXT NOT NULL,
+        expires_at BIGINT NOT NULL,
+        PRIMARY KEY (queue_id, scope, dedup_id)
+    );
+    CREATE INDEX fifo_dedup_expiry ON fifo_dedup (expires_at);
+    CREATE TABLE topics (
+        id         BIGSERIAL PRIMARY KEY,
+        name       TEXT NOT NULL UNIQUE,
+        attributes TEXT NOT NULL,
+        tags       TEXT NOT NULL,
+        created_at BIGINT NOT NULL
+    );
+    CREATE TABLE subscriptions (
+        seq        BIGSERIAL PRIMARY KEY,
+        topic_id   BIGINT NOT NULL,
+        uuid       TEXT NOT NULL UNIQUE,
+        protocol   TEXT NOT NULL,
+        endpoint   TEXT NOT NULL,
+        attributes TEXT NOT NULL,
+        confirmed  BOOLEAN NOT NULL,
+        token      TEXT
+    );
+    CREATE INDEX subscriptions_topic ON subscriptions (topic_id, seq);
+    CREATE TABLE deliveries (
+        id           BIGSERIAL PRIMARY KEY,
+        subscription TEXT NOT NULL,
+        endpoint     TEXT NOT NULL,
+        content_type TEXT NOT NULL,
+        headers      TEXT NOT NULL,
+        body         TEXT NOT NULL,
+        attempts     BIGINT NOT NULL DEFAULT 0,
+        next_at      BIGINT NOT NULL,
+        created_at   BIGINT NOT NULL,
+        last_error   TEXT
+    );
+    CREATE INDEX deliveries_due ON deliveries (next_at, id);
+    CREATE INDEX deliveries_subscription ON deliveries (subscription, id);
+    CREATE TABLE recorded_messages (
+        id         BIGSERIAL PRIMARY KEY,
+        protocol   TEXT NOT NULL,
+        endpoint   TEXT NOT NULL,
+        topic_arn  TEXT,
+        subject    TEXT,
+        message    TEXT NOT NULL,
+        created_at BIGINT NOT NULL
+    );
+    "#,
+    // 2: when the current receive happened (the 12-hour visibility limit), as SQLite's 4.
+    r#"
+    ALTER TABLE messages ADD COLUMN IF NOT EXISTS received_at BIGINT;
+    "#,
+];
+
+/// The schema version this build writes.
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// Creates `schema` when missing, holding the migration lock (two concurrent
+/// `CREATE SCHEMA IF NOT EXISTS` can both try to create it, and one fails).
+///
+/// Errors: a statement fails.
+pub async fn create_schema(client: &mut Client, schema: &str) -> Result<(), String> {
+    let tx = client.transaction().await.map_err(|e| e.to_string())?;
+    lock(&tx).await?;
+    tx.batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS \"{schema}\""))
+        .await
+        .map_err(|e| format!("cannot create schema {schema}: {e}"))?;
+    tx.commit().await.map_err(|e| e.to_string())
+}
+
+async fn lock(tx: &tokio_postgres::Transaction<'_>) -> Result<(), String> {
+    tx.execute(
+        "SELECT pg_advisory_xact_lock($1, 0)",
+        &[&MIGRATION_LOCK_CLASS],
+    )
+    .await
+    .map(drop)
+    .map_err(|e| format!("migration lock: {e}"))
+}
+
+/// Brings the schema on `client`'s search path up to [`SCHEMA_VERSION`], holding the
+/// migration advisory lock for the whole transaction; creates `schema` first when given
+/// (it is then the search path).
+///
+/// Errors: the database's version is newer than this build knows, or a statement fails.
+pub async fn migrate(client: &mut Client, schema: Option<&str>) -> Result<(), String> {
+    let tx = client.transaction().await.map_err(|e| e.to_string())?;
+    lock(&tx).await?;
+    if let Some(schema) = schema {
+        tx.batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS \"{schema}\""))
+            .await
+            .map_err(|e| format!("cannot create schema {schema}: {e}"))?;
+    }
+    tx.batch_execute("CREATE TABLE IF NOT EXISTS loft_schema (version BIGINT NOT NULL)")
+        .await
+        .map_err(|e| e.to_string())?;
+    let current: i64 = match tx
+        .query_opt("SELECT version FROM loft_schema", &[])
+        .await
+        .map_err(|e| e.to_string())?
+    {
+        Some(row) => row.get(0),
+        None => {
+            tx.execute("INSERT INTO loft_schema (version) VALUES (0)", &[])
+                .await
+                .map_err(|e| e.to_string())?;
+            0
+        }
+    };
+    if current > SCHEMA_VERSION {
+        return Err(format!(
+            "database schema version {current} is newer than this Loft understands ({SCHEMA_VERSION})"
+        ));
+    }
+    for (index, sql) in MIGRATIONS.iter().enumerate().skip(current as usize) {
+        tx.batch_execute(sql)
+            .await
+            .map_err(|e| format!("migration {}: {e}", index + 1))?;
+    }
+    if current < SCHEMA_VERSION {
+        tx.execute("UPDATE loft_schema SET version = $1", &[&SCHEMA_VERSION])
+            .await
+            .map_err(|e| e.to_string())?;
+        tracing::info!(
+            from = current,
+            to = SCHEMA_VERSION,
+            "migrated the PostgreSQL schema"
+        );
+    }
+    tx.commit().await.map_err(|e| e.to_string())
+}

@@ -1,0 +1,688 @@
+//! The PostgreSQL store: several Loft nodes on one database.
+//!
+//! Requests run on a connection pool (deadpool-postgres over tokio-postgres) with SQL
+//! strings prepared at run time (no build-time database). Most operations are one statement;
+//! see [`ops`] for how receives, FIFO groups, deduplication, moves and delivery leases stay
+//! correct when several nodes run them at once. A transaction that PostgreSQL aborts as a
+//! deadlock or serialization failure is retried.
+//!
+//! Wake-ups: every change that makes messages visible runs `pg_notify(channel, queue id)`.
+//! One connection per node LISTENs on that channel and forwards the queue ids to
+//! [`Store::wakeups`], so a long poll on one node returns when a message is sent through
+//! another. After the listener reconnects it sends `-1` ("wake every poll"), since
+//! notifications sent meanwhile are lost.
+//!
+//! TLS: rustls, with libpq's `sslmode` (`disable`, `prefer`, `require`, `verify-ca`,
+//! `verify-full`) and `sslrootcert`; see [`tls`].
+
+mod migrations;
+mod ops;
+pub mod tls;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
+use loft_core::error::{Error, Result};
+use loft_core::model::*;
+use loft_core::store::Store;
+use tokio::sync::broadcast;
+use tokio::task::JoinHandle;
+use tokio_postgres::AsyncMessage;
+
+pub use migrations::SCHEMA_VERSION;
+use ops::Failure;
+
+/// Default number of pooled connections per node.
+pub const DEFAULT_POOL_SIZE: usize = 16;
+
+/// How often an operation aborted as a deadlock or serialization failure is tried again.
+const MAX_RETRIES: u32 = 8;
+
+/// Options of [`PgStore::connect`].
+#[derive(Debug, Clone)]
+pub struct PgOptions {
+    /// Most pooled connections (the listener has one more of its own).
+    pub pool_size: usize,
+    /// Keep Loft's tables in this schema (created when missing) instead of the URL's
+    /// search path; also names the wake-up channel, so stores in different schemas of one
+    /// database do not wake each other. Letters, digits and `_` only.
+    pub schema: Option<String>,
+}
+
+impl Default for PgOptions {
+    fn default() -> Self {
+        PgOptions {
+            pool_size: DEFAULT_POOL_SIZE,
+            schema: None,
+        }
+    }
+}
+
+/// The PostgreSQL implementation of [`Store`]. Cheap to share behind an `Arc`.
+pub struct PgStore {
+    pool: Pool,
+    /// The LISTEN/NOTIFY channel of this database (and schema).
+    channel: String,
+    wakeups: broadcast::Sender<i64>,
+    listener: JoinHandle<()>,
+}
+
+impl Drop for PgStore {
+    fn drop(&mut self) {
+        self.listener.abort();
+    }
+}
+
+fn check_schema_name(schema: &str) -> Result<(), String> {
+    let ok = !schema.is_empty()
+        && schema.len() <= 48
+        && schema
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        && !schema.as_bytes()[0].is_ascii_digit();
+    if ok {
+        Ok(())
+    } else {
+        Err(format!("invalid schema name {schema:?}"))
+    }
+}
+
+/// Parses a `postgres://` URL (or a `key=value` connection string) and builds its TLS
+/// connector.
+fn parse_url(url: &str) -> Result<(tokio_postgres::Config, tls::MakeRustls), String> {
+    let (url, settings) = tls::split(url).map_err(|e| format!("invalid database URL: {e}"))?;
+    let mut config: tokio_postgres::Config = url
+        .parse()
+        .map_err(|e| format!("invalid database URL: {e}"))?;
+    if config.get_application_name().is_none() {
+        config.application_name("loft");
+    }
+    Ok((config, tls::connector(&settings)?))
+}
+
+/// An error and its sources, `: `-separated (the driver's own message is often only
+/// "error performing TLS handshake").
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        out.push_str(": ");
+        out.push_str(&s.to_string());
+        source = s.source();
+    }
+    out
+}
+
+/// Opens one connection outside the pool, its connection task spawned.
+async fn connect_one(
+    config: &tokio_postgres::Config,
+    tls: &tls::MakeRustls,
+) -> Result<(tokio_postgres::Client, JoinHandle<()>), String> {
+    let (client, connection) = config
+        .connect(tls.clone())
+        .await
+        .map_err(|e| format!("cannot connect to PostgreSQL: {}", chain(&e)))?;
+    let task = tokio::spawn(async move {
+        if let Err(e) = connection.await {
+            tracing::debug!(error = %e, "PostgreSQL connection ended");
+        }
+    });
+    Ok((client, task))
+}
+
+impl PgStore {
+    /// Connects to the database at `url`, migrates its schema to [`SCHEMA_VERSION`] (under
+    /// an advisory lock, so several nodes may start at once) and starts the wake-up
+    /// listener.
+    ///
+    /// Errors: the URL is invalid, the server cannot be reached, or the schema is newer than
+    /// this build.
+    pub async fn connect(url: &str, options: PgOptions) -> Result<PgStore, String> {
+        let (mut config, tls) = parse_url(url)?;
+        let channel = match &options.schema {
+            Some(schema) => {
+                check_schema_name(schema)?;
+                // Created by `migrate`, under its lock (CREATE SCHEMA IF NOT EXISTS alone
+                // races with itself).
+                config.options(format!("-c search_path={schema}"));
+                format!("loft_wakeup_{schema}")
+            }
+            None => "loft_wakeup".to_owned(),
+        };
+        let channel = {
+            let (mut client, task) = connect_one(&config, &tls).await?;
+            migrations::migrate(&mut client, options.schema.as_deref()).await?;
+            // Deployments in different schemas of one database (through the URL's
+            // search_path) get different channels too.
+            let schema: Option<String> = client
+                .query_one("SELECT current_schema()", &[])
+                .await
+                .map_err(|e| e.to_string())?
+                .get(0);
+            drop(client);
+            let _ = task.await;
+            match schema.as_deref() {
+                Some(s) if options.schema.is_none() && s != "public" => {
+                    let mut c = format!("loft_wakeup_{s}");
+                    c.truncate(63);
+                    c
+                }
+                _ => channel,
+            }
+        };
+        let manager = Manager::from_config(
+            config.clone(),
+            tls.clone(),
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(options.pool_size.max(1))
+            .runtime(Runtime::Tokio1)
+            .create_timeout(Some(Duration::from_secs(10)))
+            .wait_timeout(Some(Duration::from_secs(30)))
+            .recycle_timeout(Some(Duration::from_secs(5)))
+            .build()
+            .map_err(|e| e.to_string())?;
+        let (wakeups, _) = broadcast::channel(4096);
+        let listener = tokio::spawn(listen(config, tls, channel.clone(), wakeups.clone()));
+        Ok(PgStore {
+            pool,
+            channel,
+            wakeups,
+            listener,
+        })
+    }
+
+    /// Creates `schema` when missing, under the migration lock (for deployments that put
+    /// Loft in a schema through the URL's `options=-c search_path=...`).
+    ///
+    /// Errors: the server cannot be reached or refuses.
+    pub async fn create_schema(url: &str, schema: &str) -> Result<(), String> {
+        check_schema_name(schema)?;
+        let (config, tls) = parse_url(url)?;
+        let (mut client, task) = connect_one(&config, &tls).await?;
+        migrations::create_schema(&mut client, schema).await?;
+        drop(client);
+        let _ = task.await;
+        Ok(())
+    }
+
+    /// Drops `schema` and everything in it (tests clean up with this).
+    ///
+    /// Errors: the server cannot be reached or refuses.
+    pub async fn drop_schema(url: &str, schema: &str) -> Result<(), String> {
+        check_schema_name(schema)?;
+        let (config, tls) = parse_url(url)?;
+        let (client, task) = connect_one(&config, &tls).await?;
+        client
+            .batch_execute(&format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"))
+            .await
+            .map_err(|e| e.to_string())?;
+        drop(client);
+        let _ = task.await;
+        Ok(())
+    }
+
+    /// Stops the listener and closes the pool. Later calls fail with `InternalError`.
+    pub async fn close(&self) {
+        self.listener.abort();
+        self.pool.close();
+    }
+
+    /// Pool size and use, for metrics: (connections open, idle, callers waiting).
+    pub fn pool_status(&self) -> (usize, usize, usize) {
+        let s = self.pool.status();
+        (s.size, s.available, s.waiting)
+    }
+}
+
+/// LISTENs on `channel` and forwards each notified queue id to `tx`; reconnects with a
+/// backoff when the connection drops, then sends `-1` (wake every long poll).
+async fn listen(
+    config: tokio_postgres::Config,
+    tls: tls::MakeRustls,
+    channel: String,
+    tx: broadcast::Sender<i64>,
+) {
+    let mut connected_before = false;
+    let mut backoff = Duration::from_millis(100);
+    loop {
+        match config.connect(tls.clone()).await {
+            Ok((client, mut connection)) => {
+                let (ntx, mut nrx) = tokio::sync::mpsc::unbounded_channel::<i64>();
+                let driver = tokio::spawn(async move {
+                    while let Some(message) =
+                        std::future::poll_fn(|cx| connection.poll_message(cx)).await
+                    {
+                        match message {
+                            Ok(AsyncMessage::Notification(n)) => {
+                                if let Ok(id) = n.payload().parse::<i64>() {
+                                    if ntx.send(id).is_err() {
+                                        break;
+                                    }
+                                }
+                            }
+                            Ok(_) => {}
+                            Err(e) => {
+                                tracing::warn!(error = %e, "PostgreSQL listener connection failed");
+                                break;
+                            }
+                        }
+                    }
+                });
+                match client.batch_execute(&format!("LISTEN \"{channel}\"")).await {
+                    Ok(()) => {
+                        backoff = Duration::from_millis(100);
+                        if connected_before {
+                            tracing::info!("PostgreSQL listener reconnected");
+                            let _ = tx.send(-1);
+                        }
+                        connected_before = true;
+                        while let Some(id) = nrx.recv().await {
+                            let _ = tx.send(id);
+                        }
+                    }
+                    Err(e) => tracing::warn!(error = %e, "PostgreSQL LISTEN failed"),
+                }
+                driver.abort();
+            }
+            Err(e) => tracing::warn!(error = %chain(&e), "PostgreSQL listener cannot connect"),
+        }
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(Duration::from_secs(5));
+    }
+}
+
+/// Whether PostgreSQL rolled the transaction back for a reason that a new try may not meet
+/// (deadlock, serialization failure).
+fn retryable(f: &Failure) -> bool {
+    match f {
+        Failure::Db(e) => e.code().is_some_and(|c| {
+            *c == tokio_postgres::error::SqlState::T_R_DEADLOCK_DETECTED
+                || *c == tokio_postgres::error::SqlState::T_R_SERIALIZATION_FAILURE
+        }),
+        Failure::Broken(_) => false,
+    }
+}
+
+/// Runs `$body` (an expression using the pooled client `$c`, giving a future of
+/// `Result<T, Failure>`), retrying deadlocks and serialization failures, and failing to get
+/// a connection, with a short backoff.
+macro_rules! run {
+    ($self:ident, |$c:ident| $body:expr) => {{
+        let mut attempt = 0u32;
+        loop {
+            #[allow(unused_mut)]
+            let mut $c = match $self.pool.get().await {
+                Ok(c) => c,
+                Err(e) => {
+                    if attempt < 3 {
+                        attempt += 1;
+                        tokio::time::sleep(Duration::from_millis(50 << attempt)).await;
+                        continue;
+                    }
+                    break Err(Error::internal(format!("PostgreSQL pool: {}", chain(&e))));
+                }
+            };
+            let outcome: std::result::Result<_, Failure> = $body.await;
+            match outcome {
+                Ok(v) => break Ok(v),
+                Err(e) if retryable(&e) && attempt < MAX_RETRIES => {
+                    attempt += 1;
+                    drop($c);
+                    let jitter = rand::random::<u64>() % (5 << attempt.min(6));
+                    tokio::time::sleep(Duration::from_millis(jitter)).await;
+                }
+                Err(e) => break Err(Error::internal(format!("PostgreSQL: {e}"))),
+            }
+        }
+    }};
+}
+
+/// Like [`run!`], with `$body` inside a transaction `$tx` that commits when it succeeds.
+macro_rules! run_tx {
+    ($self:ident, |$tx:ident| $body:expr) => {
+        run!($self, |c| async {
+            let $tx = c.transaction().await?;
+            let v = $body.await?;
+            $tx.commit().await?;
+            Ok::<_, Failure>(v)
+        })
+    };
+}
+
+impl PgStore {
+    /// Whether this store's connections to the server are encrypted (TLS).
+    ///
+    /// Errors: `InternalError` when the server cannot be reached.
+    pub async fn uses_tls(&self) -> Result<bool> {
+        run!(self, |c| async {
+            let row = c
+                .query_one(
+                    "SELECT COALESCE((SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()), \
+                     false)",
+                    &[],
+                )
+                .await?;
+            Ok::<bool, Failure>(row.get(0))
+        })
+    }
+}
+
+#[async_trait]
+impl Store for PgStore {
+    async fn create_queue(
+        &self,
+        name: &str,
+        attributes: BTreeMap<String, String>,
+        tags: BTreeMap<String, String>,
+        now_ms: i64,
+    ) -> Result<(QueueRecord, bool)> {
+        loop {
+            let got = run!(self, |c| ops::create_queue(
+                &c,
+                name,
+                &attributes,
+                &tags,
+                now_ms
+            ))?;
+            if let Some(v) = got {
+                return Ok(v);
+            }
+        }
+    }
+
+    async fn get_queue(&self, name: &str) -> Result<Option<QueueRecord>> {
+        run!(self, |c| ops::get_queue(&c, name))
+    }
+
+    async fn list_queues(&self) -> Result<Vec<QueueRecord>> {
+        run!(self, |c| ops::list_queues(&c))
+    }
+
+    async fn delete_queue(&self, queue_id: i64) -> Result<bool> {
+        run!(self, |c| ops::delete_queue(&c, queue_id))
+    }
+
+    async fn set_queue_attributes(
+        &self,
+        queue_id: i64,
+        attributes: BTreeMap<String, String>,
+        now_ms: i64,
+    ) -> Result<()> {
+        run!(self, |c| ops::set_queue_attributes(
+            &c,
+            queue_id,
+            &attributes,
+            now_ms
+        ))
+    }
+
+    async fn set_queue_tags(&self, queue_id: i64, tags: BTreeMap<String, String>) -> Result<()> {
+        run!(self, |c| ops::set_queue_tags(&c, queue_id, &tags))
+    }
+
+    async fn send_messages(&self, messages: Vec<(i64, NewMessage)>) -> Result<Vec<SentMessage>> {
+        let channel = self.channel.as_str();
+        if ops::needs_transaction(&messages) {
+            run_tx!(self, |tx| ops::send_messages_in(&tx, &messages, channel))
+        } else {
+            run!(self, |c| ops::send_messages_fast(&c, &messages, channel))
+        }
+    }
+
+    async fn receive(&self, request: ReceiveRequest) -> Result<ReceiveOutcome> {
+        let channel = self.channel.as_str();
+        if request.fifo {
+            return run_tx!(self, |tx| ops::receive_fifo(&tx, &request, channel));
+        }
+        let want = request.max_messages.clamp(1, 10) as usize;
+        let mut out = ReceiveOutcome::default();
+        loop {
+            let need = (want - out.messages.len()) as i64;
+            let (messages, candidates, dead, next) =
+                run!(self, |c| ops::receive_step(&c, &request, need, channel))?;
+            out.messages.extend(messages);
+            out.dead_lettered += dead;
+            if out.messages.len() >= want || candidates < need {
+                if out.messages.len() < want {
+                    // Messages claimed by this receive are hidden too (the statement's
+                    // snapshot saw them visible).
+                    let claimed = (!out.messages.is_empty() && request.visibility_ms > 0)
+                        .then_some(request.now_ms + request.visibility_ms);
+                    out.next_visible_at_ms = match (next, claimed) {
+                        (Some(a), Some(b)) => Some(a.min(b)),
+                        (a, b) => a.or(b),
+                    };
+                }
+                return Ok(out);
+            }
+        }
+    }
+
+    async fn delete_message(
+        &self,
+        queue_id: i64,
+        seq: i64,
+        strict: Option<(i64, i64)>,
+    ) -> Result<DeleteOutcome> {
+        run!(self, |c| ops::delete_message(&c, queue_id, seq, strict))
+    }
+
+    async fn delete_message_by_id(&self, queue_id: i64, message_id: &str) -> Result<bool> {
+        run!(self, |c| ops::delete_message_by_id(
+            &c, queue_id, message_id
+        ))
+    }
+
+    async fn change_visibility(
+        &self,
+        queue_id: i64,
+        seq: i64,
+        receipt_token: Option<i64>,
+        now_ms: i64,
+        visible_at_ms: i64,
+    ) -> Result<VisibilityChange> {
+        let channel = self.channel.as_str();
+        run!(self, |c| ops::change_visibility(
+            &c,
+            queue_id,
+            seq,
+            receipt_token,
+            now_ms,
+            visible_at_ms,
+            channel
+        ))
+    }
+
+    async fn move_messages(
+        &self,
+        source_queue_id: i64,
+        target: MoveTarget,
+        limit: u32,
+        now_ms: i64,
+    ) -> Result<u64> {
+        let channel = self.channel.as_str();
+        run!(self, |c| ops::move_messages(
+            &c,
+            source_queue_id,
+            &target,
+            limit,
+            now_ms,
+            channel
+        ))
+    }
+
+    async fn purge_queue(&self, queue_id: i64) -> Result<u64> {
+        run!(self, |c| ops::purge_queue(&c, queue_id))
+    }
+
+    async fn queue_counts(&self, queue_id: i64, now_ms: i64) -> Result<QueueCounts> {
+        run!(self, |c| ops::queue_counts(&c, queue_id, now_ms))
+    }
+
+    async fn delete_expired(&self, now_ms: i64) -> Result<u64> {
+        run!(self, |c| ops::delete_expired(&c, now_ms))
+    }
+
+    async fn create_topic(
+        &self,
+        name: &str,
+        attributes: BTreeMap<String, String>,
+        tags: BTreeMap<String, String>,
+        now_ms: i64,
+    ) -> Result<(TopicRecord, bool)> {
+        loop {
+            let got = run!(self, |c| ops::create_topic(
+                &c,
+                name,
+                &attributes,
+                &tags,
+                now_ms
+            ))?;
+            if let Some(v) = got {
+                return Ok(v);
+            }
+        }
+    }
+
+    async fn get_topic(&self, name: &str) -> Result<Option<TopicRecord>> {
+        run!(self, |c| ops::get_topic(&c, name))
+    }
+
+    async fn list_topics(&self) -> Result<Vec<TopicRecord>> {
+        run!(self, |c| ops::list_topics(&c))
+    }
+
+    async fn delete_topic(&self, topic_id: i64) -> Result<bool> {
+        run!(self, |c| ops::delete_topic(&c, topic_id))
+    }
+
+    async fn set_topic_attributes(
+        &self,
+        topic_id: i64,
+        attributes: BTreeMap<String, String>,
+    ) -> Result<()> {
+        run!(self, |c| ops::set_topic_json(
+            &c,
+            topic_id,
+            "attributes",
+            &attributes
+        ))
+    }
+
+    async fn set_topic_tags(&self, topic_id: i64, tags: BTreeMap<String, String>) -> Result<()> {
+        run!(self, |c| ops::set_topic_json(&c, topic_id, "tags", &tags))
+    }
+
+    async fn create_subscription(
+        &self,
+        topic_id: i64,
+        subscription: NewSubscription,
+    ) -> Result<SubscriptionRecord> {
+        run!(self, |c| ops::create_subscription(
+            &c,
+            topic_id,
+            &subscription
+        ))?
+        .ok_or_else(|| Error::internal("subscription to a topic that no longer exists"))
+    }
+
+    async fn publish(
+        &self,
+        messages: Vec<(i64, NewMessage)>,
+        deliveries: Vec<NewDelivery>,
+        records: Vec<RecordedMessage>,
+    ) -> Result<Vec<SentMessage>> {
+        let channel = self.channel.as_str();
+        run_tx!(self, |tx| ops::publish_in(
+            &tx,
+            &messages,
+            &deliveries,
+            &records,
+            channel
+        ))
+    }
+
+    async fn claim_deliveries(
+        &self,
+        now_ms: i64,
+        limit: u32,
+        lease_until_ms: i64,
+    ) -> Result<Vec<DeliveryRecord>> {
+        run!(self, |c| ops::claim_deliveries(
+            &c,
+            now_ms,
+            limit,
+            lease_until_ms
+        ))
+    }
+
+    async fn finish_delivery(&self, id: i64) -> Result<()> {
+        run!(self, |c| ops::finish_delivery(&c, id))
+    }
+
+    async fn retry_delivery(
+        &self,
+        id: i64,
+        attempts: i64,
+        next_at_ms: i64,
+        error: &str,
+    ) -> Result<()> {
+        run!(self, |c| ops::retry_delivery(
+            &c, id, attempts, next_at_ms, error
+        ))
+    }
+
+    async fn next_delivery_at(&self) -> Result<Option<i64>> {
+        run!(self, |c| ops::next_delivery_at(&c))
+    }
+
+    async fn list_deliveries(
+        &self,
+        subscription: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<DeliveryRecord>> {
+        run!(self, |c| ops::list_deliveries(&c, subscription, limit))
+    }
+
+    async fn list_recorded(&self, limit: u32) -> Result<Vec<RecordedMessage>> {
+        run!(self, |c| ops::list_recorded(&c, limit))
+    }
+
+    async fn list_subscriptions(&self, topic_id: Option<i64>) -> Result<Vec<SubscriptionRecord>> {
+        run!(self, |c| ops::list_subscriptions(&c, topic_id))
+    }
+
+    async fn get_subscription(&self, uuid: &str) -> Result<Option<SubscriptionRecord>> {
+        run!(self, |c| ops::get_subscription(&c, uuid))
+    }
+
+    async fn update_subscription(
+        &self,
+        uuid: &str,
+        attributes: BTreeMap<String, String>,
+        confirmed: bool,
+        token: Option<String>,
+    ) -> Result<()> {
+        run!(self, |c| ops::update_subscription(
+            &c,
+            uuid,
+            &attributes,
+            confirmed,
+            &token
+        ))
+    }
+
+    async fn delete_subscription(&self, uuid: &str) -> Result<bool> {
+        run!(self, |c| ops::delete_subscription(&c, uuid))
+    }
+
+    fn wakeups(&self) -> Option<broadcast::Receiver<i64>> {
+        Some(self.wakeups.subscribe())
+    }
+}

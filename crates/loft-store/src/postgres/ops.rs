@@ -1,0 +1,1196 @@
+//! The SQL of each store operation on PostgreSQL.
+//!
+//! Most operations are one statement (data-modifying CTEs), so they are atomic without an
+//! explicit transaction and cost one round trip. The rest (FIFO sends and receives, publish)
+//! run in a transaction the caller opens. Several Loft nodes run these against one database
+//! at once; what keeps them correct:
+//!
+//! - standard receives, message moves, expiry sweeps and delivery claims pick their rows with
+//!   `FOR UPDATE SKIP LOCKED`, so two nodes never take the same row and never wait on each
+//!   other;
+//! - FIFO receives hold a transaction-scoped advisory lock on their queue
+//!   ([`FIFO_LOCK_CLASS`], queue id) for the whole walk, so group locks are decided by one
+//!   receiver at a time; FIFO sends hold the same lock in shared mode from before their
+//!   insert to their commit, so a receive never sees a later message of a group whose
+//!   earlier one is not committed yet;
+//! - deduplication keys are rows with a primary key: the second of two concurrent sends of
+//!   one key waits for the first to commit and then reports it as the original.
+//!
+//! Each change that can make messages visible in a queue also runs `pg_notify(channel,
+//! queue_id)`, delivered to every node's listener when the transaction commits.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use deadpool_postgres::GenericClient;
+use loft_core::model::*;
+use tokio_postgres::types::ToSql;
+use tokio_postgres::Row;
+
+type Map = BTreeMap<String, String>;
+
+/// Why an operation failed: the database said no, or answered something impossible.
+#[derive(Debug)]
+pub enum Failure {
+    /// An error from the driver or the server.
+    Db(tokio_postgres::Error),
+    /// The database answered, but not as the schema promises.
+    Broken(&'static str),
+}
+
+impl From<tokio_postgres::Error> for Failure {
+    fn from(e: tokio_postgres::Error) -> Self {
+        Failure::Db(e)
+    }
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Failure::Db(e) => match e.as_db_error() {
+                Some(db) => write!(f, "{}: {}", db.code().code(), db.message()),
+                None => {
+                    write!(f, "{e}")?;
+                    let mut source = std::error::Error::source(e);
+                    while let Some(s) = source {
+                        write!(f, ": {s}")?;
+                        source = s.source();
+                    }
+                    Ok(())
+                }
+            },
+            Failure::Broken(why) => f.write_str(why),
+        }
+    }
+}
+
+type Error = Failure;
+type Params<'a> = &'a [&'a (dyn ToSql + Sync)];
+
+/// Advisory-lock class of the per-queue FIFO lock; the second key is the queue id.
+pub const FIFO_LOCK_CLASS: i32 = 0x4c66_6966; // "Lfif"
+
+fn to_json(map: &Map) -> String {
+    serde_json::to_string(map).unwrap_or_else(|_| "{}".into())
+}
+
+fn from_json(text: &str) -> Map {
+    serde_json::from_str(text).unwrap_or_default()
+}
+
+/// The second advisory-lock key of queue `id` (queue ids stay far below 2^31; beyond that
+/// two queues would share a lock, which only serialises them).
+fn lock_key(id: i64) -> i32 {
+    (id & 0x7fff_ffff) as i32
+}
+
+async fn query<C: GenericClient>(c: &C, sql: &str, params: Params<'_>) -> Result<Vec<Row>, Error> {
+    let stmt = c.prepare_cached(sql).await?;
+    Ok(c.query(&stmt, params).await?)
+}
+
+async fn query_opt<C: GenericClient>(
+    c: &C,
+    sql: &str,
+    params: Params<'_>,
+) -> Result<Option<Row>, Error> {
+    let stmt = c.prepare_cached(sql).await?;
+    Ok(c.query_opt(&stmt, params).await?)
+}
+
+async fn query_one<C: GenericClient>(c: &C, sql: &str, params: Params<'_>) -> Result<Row, Error> {
+    let stmt = c.prepare_cached(sql).await?;
+    Ok(c.query_one(&stmt, params).await?)
+}
+
+async fn execute<C: GenericClient>(c: &C, sql: &str, params: Params<'_>) -> Result<u64, Error> {
+    let stmt = c.prepare_cached(sql).await?;
+    Ok(c.execute(&stmt, params).await?)
+}
+
+/// Queues a wake-up of `queue_id`'s long polls on every node (sent at commit).
+async fn notify<C: GenericClient>(c: &C, channel: &str, queue_id: i64) -> Result<(), Error> {
+    query(
+        c,
+        "SELECT pg_notify($1, $2::bigint::text)",
+        &[&channel, &queue_id],
+    )
+    .await
+    .map(drop)
+}
+
+// ----- queues
+
+const QUEUE_COLUMNS: &str = "id, name, attributes, tags, created_at, modified_at";
+
+fn queue_row(r: &Row) -> QueueRecord {
+    QueueRecord {
+        id: r.get(0),
+        name: r.get(1),
+        attributes: from_json(r.get(2)),
+        tags: from_json(r.get(3)),
+        created_at_ms: r.get(4),
+        modified_at_ms: r.get(5),
+    }
+}
+
+pub async fn create_queue<C: GenericClient>(
+    c: &C,
+    name: &str,
+    attributes: &Map,
+    tags: &Map,
+    now_ms: i64,
+) -> Result<Option<(QueueRecord, bool)>, Error> {
+    let sql = format!(
+        "INSERT INTO queues (name, attributes, tags, created_at, modified_at) \
+         VALUES ($1, $2, $3, $4, $4) ON CONFLICT (name) DO NOTHING RETURNING {QUEUE_COLUMNS}"
+    );
+    if let Some(row) = query_opt(
+        c,
+        &sql,
+        &[&name, &to_json(attributes), &to_json(tags), &now_ms],
+    )
+    .await?
+    {
+        return Ok(Some((queue_row(&row), true)));
+    }
+    // It exists (or existed a moment ago: `None` makes the caller try again).
+    Ok(get_queue(c, name).await?.map(|q| (q, false)))
+}
+
+pub async fn get_queue<C: GenericClient>(c: &C, name: &str) -> Result<Option<QueueRecord>, Error> {
+    let sql = format!("SELECT {QUEUE_COLUMNS} FROM queues WHERE name = $1");
+    Ok(query_opt(c, &sql, &[&name]).await?.as_ref().map(queue_row))
+}
+
+pub async fn list_queues<C: GenericClient>(c: &C) -> Result<Vec<QueueRecord>, Error> {
+    let sql = format!("SELECT {QUEUE_COLUMNS} FROM queues ORDER BY name");
+    Ok(query(c, &sql, &[]).await?.iter().map(queue_row).collect())
+}
+
+pub async fn delete_queue<C: GenericClient>(c: &C, queue_id: i64) -> Result<bool, Error> {
+    let n = execute(
+        c,
+        "WITH d AS (DELETE FROM fifo_dedup WHERE queue_id = $1), \
+              m AS (DELETE FROM messages WHERE queue_id = $1) \
+         DELETE FROM queues WHERE id = $1",
+        &[&queue_id],
+    )
+    .await?;
+    Ok(n == 1)
+}
+
+pub async fn set_queue_attributes<C: GenericClient>(
+    c: &C,
+    queue_id: i64,
+    attributes: &Map,
+    now_ms: i64,
+) -> Result<(), Error> {
+    execute(
+        c,
+        "UPDATE queues SET attributes = $2, modified_at = $3 WHERE id = $1",
+        &[&queue_id, &to_json(attributes), &now_ms],
+    )
+    .await
+    .map(drop)
+}
+
+pub async fn set_queue_tags<C: GenericClient>(
+    c: &C,
+    queue_id: i64,
+    tags: &Map,
+) -> Result<(), Error> {
+    execute(
+        c,
+        "UPDATE queues SET tags = $2 WHERE id = $1",
+        &[&queue_id, &to_json(tags)],
+    )
+    .await
+    .map(drop)
+}
+
+// ----- messages
+
+/// The columns of a [`StoredMessage`], from `messages` aliased `m`.
+const MESSAGE_COLUMNS: &str = "m.seq, m.queue_id, COALESCE(m.message_id, 'msg-' || m.seq), \
+    m.body, m.md5_body, m.message_attributes, m.system_attributes, m.sender_id, m.sent_at, \
+    m.visible_at, m.receive_count, m.first_received_at, m.receipt_token, m.group_id, \
+    m.dedup_id, m.dead_letter_source";
+
+fn message_row(r: &Row, at: usize) -> StoredMessage {
+    StoredMessage {
+        seq: r.get(at),
+        queue_id: r.get(at + 1),
+        message_id: r.get(at + 2),
+        body: r.get(at + 3),
+        md5_body: r.get(at + 4),
+        message_attributes: r.get(at + 5),
+        system_attributes: r.get(at + 6),
+        sender_id: r.get(at + 7),
+        sent_at_ms: r.get(at + 8),
+        visible_at_ms: r.get(at + 9),
+        receive_count: r.get(at + 10),
+        first_received_at_ms: r.get(at + 11),
+        receipt_token: r.get(at + 12),
+        group_id: r.get(at + 13),
+        dedup_id: r.get(at + 14),
+        dead_letter_source: r.get(at + 15),
+    }
+}
+
+/// The messages of one send as column arrays, for `INSERT ... SELECT FROM unnest(...)`.
+#[derive(Default)]
+struct Columns {
+    queue_id: Vec<i64>,
+    message_id: Vec<Option<String>>,
+    body: Vec<String>,
+    md5_body: Vec<String>,
+    message_attributes: Vec<Option<String>>,
+    system_attributes: Vec<Option<String>>,
+    sender_id: Vec<String>,
+    sent_at: Vec<i64>,
+    visible_at: Vec<i64>,
+    expires_at: Vec<i64>,
+    receive_count: Vec<i64>,
+    first_received_at: Vec<Option<i64>>,
+    group_id: Vec<Option<String>>,
+    dedup_id: Vec<Option<String>>,
+    dead_letter_source: Vec<Option<String>>,
+}
+
+impl Columns {
+    fn push(&mut self, queue_id: i64, m: &NewMessage) {
+        self.queue_id.push(queue_id);
+        self.message_id.push(m.message_id.clone());
+        self.body.push(m.body.clone());
+        self.md5_body.push(m.md5_body.clone());
+        self.message_attributes.push(m.message_attributes.clone());
+        self.system_attributes.push(m.system_attributes.clone());
+        self.sender_id.push(m.sender_id.clone());
+        self.sent_at.push(m.sent_at_ms);
+        self.visible_at.push(m.visible_at_ms);
+        self.expires_at.push(m.expires_at_ms);
+        self.receive_count.push(m.receive_count);
+        self.first_received_at.push(m.first_received_at_ms);
+        self.group_id.push(m.group_id.clone());
+        self.dedup_id.push(m.dedup_id.clone());
+        self.dead_letter_source.push(m.dead_letter_source.clone());
+    }
+}
+
+/// Inserts the rows of `$1..$15` in order; sequence numbers are drawn in input order, so
+/// the result ordered by seq lines up with the input.
+const INSERT_MESSAGES: &str = "INSERT INTO messages (queue_id, message_id, body, md5_body, \
+    message_attributes, system_attributes, sender_id, sent_at, visible_at, expires_at, \
+    receive_count, first_received_at, group_id, dedup_id, dead_letter_source) \
+    SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], \
+    $6::text[], $7::text[], $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[], \
+    $12::bigint[], $13::text[], $14::text[], $15::text[]) \
+    RETURNING seq, COALESCE(message_id, 'msg-' || seq) AS message_id, queue_id";
+
+async fn insert_messages<C: GenericClient>(
+    c: &C,
+    cols: &Columns,
+    channel: Option<&str>,
+) -> Result<Vec<SentMessage>, Error> {
+    let params: [&(dyn ToSql + Sync); 15] = [
+        &cols.queue_id,
+        &cols.message_id,
+        &cols.body,
+        &cols.md5_body,
+        &cols.message_attributes,
+        &cols.system_attributes,
+        &cols.sender_id,
+        &cols.sent_at,
+        &cols.visible_at,
+        &cols.expires_at,
+        &cols.receive_count,
+        &cols.first_received_at,
+        &cols.group_id,
+        &cols.dedup_id,
+        &cols.dead_letter_source,
+    ];
+    let rows = match channel {
+        // One statement: insert, and wake the queues' long polls when it commits.
+        Some(channel) => {
+            let sql = format!(
+                "WITH ins AS ({INSERT_MESSAGES}), \
+                 woke AS (SELECT pg_notify($16, q::text) FROM (SELECT DISTINCT queue_id AS q \
+                 FROM ins) d) \
+                 SELECT seq, message_id, (SELECT count(*) FROM woke) FROM ins ORDER BY seq"
+            );
+            let mut all: Vec<&(dyn ToSql + Sync)> = params.to_vec();
+            all.push(&channel);
+            query(c, &sql, &all).await?
+        }
+        None => {
+            let sql = format!(
+                "WITH ins AS ({INSERT_MESSAGES}) SELECT seq, message_id FROM ins ORDER BY seq"
+            );
+            query(c, &sql, &params).await?
+        }
+    };
+    Ok(rows
+        .iter()
+        .map(|r| SentMessage {
+            seq: r.get(0),
+            message_id: r.get(1),
+            duplicate: false,
+        })
+        .collect())
+}
+
+/// Whether [`send_messages_in`] needs a transaction (FIFO deduplication) or one statement
+/// ([`send_messages_fast`]) does.
+pub fn needs_transaction(messages: &[(i64, NewMessage)]) -> bool {
+    messages.iter().any(|(_, m)| m.dedup.is_some())
+}
+
+/// Stores messages without deduplication keys in one statement that also wakes their
+/// queues.
+pub async fn send_messages_fast<C: GenericClient>(
+    c: &C,
+    messages: &[(i64, NewMessage)],
+    channel: &str,
+) -> Result<Vec<SentMessage>, Error> {
+    if messages.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut cols = Columns::default();
+    for (q, m) in messages {
+        cols.push(*q, m);
+    }
+    insert_messages(c, &cols, Some(channel)).await
+}
+
+/// Stores messages inside the caller's transaction `tx`, deduplicating FIFO ones, and
+/// queues the wake-ups of their queues.
+pub async fn send_messages_in<C: GenericClient>(
+    tx: &C,
+    messages: &[(i64, NewMessage)],
+    channel: &str,
+) -> Result<Vec<SentMessage>, Error> {
+    // FIFO queues first take their shared lock, in id order (no lock-order cycles between
+    // sends of several queues).
+    let mut fifo: Vec<i64> = messages
+        .iter()
+        .filter(|(_, m)| m.dedup.is_some())
+        .map(|(q, _)| *q)
+        .collect();
+    fifo.sort_unstable();
+    fifo.dedup();
+    for q in &fifo {
+        query(
+            tx,
+            "SELECT pg_advisory_xact_lock_shared($1, $2)",
+            &[&FIFO_LOCK_CLASS, &lock_key(*q)],
+        )
+        .await?;
+    }
+    let mut out = Vec::with_capacity(messages.len());
+    let mut woken: Vec<i64> = Vec::new();
+    // Runs of messages without keys go in one statement; keyed ones one by one.
+    let mut run = Columns::default();
+    for (q, m) in messages {
+        let Some(key) = &m.dedup else {
+            run.push(*q, m);
+            continue;
+        };
+        if !run.queue_id.is_empty() {
+            out.extend(insert_messages(tx, &std::mem::take(&mut run), None).await?);
+        }
+        // Reserve the key: a fresh row, or an expired one taken over. A live row of a
+        // concurrent, uncommitted send makes this wait for that send to end.
+        let reserved = query_opt(
+            tx,
+            "INSERT INTO fifo_dedup (queue_id, scope, dedup_id, seq, message_id, expires_at) \
+             VALUES ($1, $2, $3, 0, '', $4) ON CONFLICT (queue_id, scope, dedup_id) \
+             DO UPDATE SET seq = 0, message_id = '', expires_at = EXCLUDED.expires_at \
+             WHERE fifo_dedup.expires_at <= $5 RETURNING 1",
+            &[q, &key.scope, &key.id, &key.expires_at_ms, &m.sent_at_ms],
+        )
+        .await?;
+        if reserved.is_none() {
+            let row = query_one(
+                tx,
+                "SELECT seq, message_id FROM fifo_dedup WHERE queue_id = $1 AND scope = $2 \
+                 AND dedup_id = $3",
+                &[q, &key.scope, &key.id],
+            )
+            .await?;
+            out.push(SentMessage {
+                seq: row.get(0),
+                message_id: row.get(1),
+                duplicate: true,
+            });
+            continue;
+        }
+        let mut one = Columns::default();
+        one.push(*q, m);
+        let sent = insert_messages(tx, &one, None)
+            .await?
+            .pop()
+            .ok_or(Failure::Broken("an insert returned no row"))?;
+        execute(
+            tx,
+            "UPDATE fifo_dedup SET seq = $4, message_id = $5 WHERE queue_id = $1 AND scope = $2 \
+             AND dedup_id = $3",
+            &[q, &key.scope, &key.id, &sent.seq, &sent.message_id],
+        )
+        .await?;
+        out.push(sent);
+    }
+    if !run.queue_id.is_empty() {
+        out.extend(insert_messages(tx, &run, None).await?);
+    }
+    for (q, _) in messages {
+        if !woken.contains(q) {
+            woken.push(*q);
+            notify(tx, channel, *q).await?;
+        }
+    }
+    Ok(out)
+}
+
+/// One standard receive step: claims up to `need` visible messages. Returns the claimed
+/// messages, how many candidates were looked at, how many were dead-lettered, and the
+/// queue's next visibility time as the statement's snapshot saw it.
+pub async fn receive_step<C: GenericClient>(
+    c: &C,
+    req: &ReceiveRequest,
+    need: i64,
+    channel: &str,
+) -> Result<(Vec<StoredMessage>, i64, u64, Option<i64>), Error> {
+    let order = if req.send_order {
+        "seq"
+    } else {
+        "visible_at, seq"
+    };
+    let out_order = if req.send_order {
+        "g.seq"
+    } else {
+        "g.old_visible, g.seq"
+    };
+    let sql = format!(
+        "WITH cand AS MATERIALIZED ( \
+           SELECT seq, visible_at AS old_visible, receive_count AS old_count, \
+                  expires_at AS old_expires \
+           FROM messages WHERE queue_id = $1 AND visible_at <= $2 \
+           ORDER BY {order} LIMIT $3 FOR UPDATE SKIP LOCKED), \
+         gone AS (DELETE FROM messages m USING cand c \
+           WHERE m.seq = c.seq AND c.old_expires <= $2 RETURNING m.seq), \
+         dead AS (UPDATE messages m SET queue_id = $5::bigint, \
+             receive_count = m.receive_count + 1, visible_at = $2, dead_letter_source = $7, \
+             first_received_at = COALESCE(m.first_received_at, $2) \
+           FROM cand c WHERE m.seq = c.seq AND c.old_expires > $2 \
+             AND $5::bigint IS NOT NULL AND c.old_count + 1 > $6 RETURNING m.seq), \
+         got AS (UPDATE messages m SET visible_at = $2 + $4, \
+             receive_count = m.receive_count + 1, \
+             first_received_at = COALESCE(m.first_received_at, $2), received_at = $2, \
+             receipt_token = floor(random() * 9.0e18)::bigint \
+           FROM cand c WHERE m.seq = c.seq AND c.old_expires > $2 \
+             AND NOT ($5::bigint IS NOT NULL AND c.old_count + 1 > $6) \
+           RETURNING c.old_visible, {MESSAGE_COLUMNS}), \
+         woke AS (SELECT pg_notify($8, $5::bigint::text) FROM (SELECT 1 FROM dead LIMIT 1) d) \
+         SELECT (SELECT count(*) FROM cand), \
+                (SELECT count(*) FROM dead) + 0 * (SELECT count(*) FROM woke), \
+                (SELECT MIN(visible_at) FROM messages WHERE queue_id = $1 AND visible_at > $2), \
+                g.* \
+         FROM (SELECT 1) one LEFT JOIN got g ON true ORDER BY {out_order}"
+    );
+    let (dlq, max, arn) = match &req.redrive {
+        Some(r) => (
+            Some(r.dlq_queue_id),
+            r.max_receive_count,
+            Some(r.source_arn.clone()),
+        ),
+        None => (None, 0, None),
+    };
+    let rows = query(
+        c,
+        &sql,
+        &[
+            &req.queue_id,
+            &req.now_ms,
+            &need,
+            &req.visibility_ms,
+            &dlq,
+            &max,
+            &arn,
+            &channel,
+        ],
+    )
+    .await?;
+    let mut messages = Vec::with_capacity(rows.len());
+    let (mut candidates, mut dead, mut next) = (0, 0, None);
+    for r in &rows {
+        candidates = r.get::<_, i64>(0);
+        dead = r.get::<_, i64>(1) as u64;
+        next = r.get::<_, Option<i64>>(2);
+        if r.get::<_, Option<i64>>(4).is_some() {
+            messages.push(message_row(r, 4));
+        }
+    }
+    Ok((messages, candidates, dead, next))
+}
+
+/// FIFO receive inside the caller's transaction, the same rule as the SQLite store: a
+/// group is locked while any of its messages is in flight, and a hidden (delayed) message
+/// holds back the later messages of its group; open groups give their messages in send
+/// order, and a receive takes as many of one group as it can before the next group.
+pub async fn receive_fifo<C: GenericClient>(
+    tx: &C,
+    req: &ReceiveRequest,
+    channel: &str,
+) -> Result<ReceiveOutcome, Error> {
+    query(
+        tx,
+        "SELECT pg_advisory_xact_lock($1, $2)",
+        &[&FIFO_LOCK_CLASS, &lock_key(req.queue_id)],
+    )
+    .await?;
+    let want = req.max_messages.clamp(1, 10) as usize;
+    let mut out = ReceiveOutcome::default();
+    let mut expired: Vec<i64> = Vec::new();
+    let mut dead: Vec<i64> = Vec::new();
+    // Candidates per group, groups in the order their first candidate appears.
+    let mut groups: Vec<(String, Vec<i64>)> = Vec::new();
+    let mut after = 0i64;
+    let batch = (want as i64) * 4 + 16;
+    'walk: loop {
+        let rows = query(
+            tx,
+            "WITH heads AS MATERIALIZED ( \
+               SELECT DISTINCT ON (COALESCE(group_id, '')) COALESCE(group_id, '') AS g, seq \
+               FROM messages WHERE queue_id = $1 AND visible_at > $2 AND expires_at > $2 \
+               ORDER BY COALESCE(group_id, ''), seq), \
+             busy AS MATERIALIZED ( \
+               SELECT DISTINCT COALESCE(group_id, '') AS g FROM messages \
+               WHERE queue_id = $1 AND visible_at > $2 AND expires_at > $2 \
+                 AND receive_count > 0) \
+             SELECT m.seq, m.receive_count, m.expires_at, COALESCE(m.group_id, '') FROM messages m \
+               LEFT JOIN heads h ON h.g = COALESCE(m.group_id, '') \
+               LEFT JOIN busy b ON b.g = COALESCE(m.group_id, '') \
+             WHERE m.queue_id = $1 AND m.visible_at <= $2 AND m.seq > $3 \
+               AND b.g IS NULL AND (h.seq IS NULL OR m.seq < h.seq) \
+             ORDER BY m.seq LIMIT $4",
+            &[&req.queue_id, &req.now_ms, &after, &batch],
+        )
+        .await?;
+        let n = rows.len() as i64;
+        for r in &rows {
+            let seq: i64 = r.get(0);
+            let receive_count: i64 = r.get(1);
+            let expires_at: i64 = r.get(2);
+            let group: String = r.get(3);
+            after = seq;
+            if expires_at <= req.now_ms {
+                expired.push(seq);
+                continue;
+            }
+            if let Some(rule) = &req.redrive {
+                if receive_count + 1 > rule.max_receive_count {
+                    dead.push(seq);
+                    continue;
+                }
+            }
+            match groups.iter_mut().find(|(g, _)| *g == group) {
+                Some((_, list)) => list.push(seq),
+                None => groups.push((group, vec![seq])),
+            }
+            // Enough once the first groups alone fill the receive.
+            let mut sum = 0;
+            for (_, list) in &groups {
+                sum += list.len();
+                if sum >= want {
+                    break;
+                }
+            }
+            if sum >= want && groups.first().is_some_and(|(_, l)| l.len() >= want) {
+                break 'walk;
+            }
+        }
+        if n < batch {
+            break;
+        }
+    }
+    let take: Vec<i64> = groups
+        .into_iter()
+        .flat_map(|(_, list)| list)
+        .take(want)
+        .collect();
+    if !expired.is_empty() {
+        execute(tx, "DELETE FROM messages WHERE seq = ANY($1)", &[&expired]).await?;
+    }
+    if let (false, Some(rule)) = (dead.is_empty(), &req.redrive) {
+        // In a FIFO dead-letter queue the MessageDeduplicationId becomes the MessageId.
+        out.dead_lettered = execute(
+            tx,
+            "UPDATE messages SET queue_id = $2, receive_count = receive_count + 1, \
+             visible_at = $3, dead_letter_source = $4, \
+             dedup_id = COALESCE(message_id, 'msg-' || seq), \
+             first_received_at = COALESCE(first_received_at, $3) WHERE seq = ANY($1)",
+            &[&dead, &rule.dlq_queue_id, &req.now_ms, &rule.source_arn],
+        )
+        .await?;
+        notify(tx, channel, rule.dlq_queue_id).await?;
+    }
+    if !take.is_empty() {
+        let sql = format!(
+            "UPDATE messages m SET visible_at = $2 + $3, receive_count = m.receive_count + 1, \
+             first_received_at = COALESCE(m.first_received_at, $2), received_at = $2, \
+             receipt_token = floor(random() * 9.0e18)::bigint \
+             WHERE m.seq = ANY($1) AND m.visible_at <= $2 RETURNING {MESSAGE_COLUMNS}"
+        );
+        let rows = query(tx, &sql, &[&take, &req.now_ms, &req.visibility_ms]).await?;
+        let mut claimed: Vec<StoredMessage> = rows.iter().map(|r| message_row(r, 0)).collect();
+        // Keep the group-by-group order of `take`.
+        claimed.sort_by_key(|m| take.iter().position(|s| *s == m.seq));
+        out.messages = claimed;
+    }
+    if out.messages.len() < want {
+        let row = query_one(
+            tx,
+            "SELECT MIN(visible_at) FROM messages WHERE queue_id = $1 AND visible_at > $2 \
+             AND expires_at > $2",
+            &[&req.queue_id, &req.now_ms],
+        )
+        .await?;
+        out.next_visible_at_ms = row.get(0);
+    }
+    Ok(out)
+}
+
+pub async fn delete_message<C: GenericClient>(
+    c: &C,
+    queue_id: i64,
+    seq: i64,
+    strict: Option<(i64, i64)>,
+) -> Result<DeleteOutcome, Error> {
+    let (token, now_ms) = match strict {
+        Some((t, n)) => (Some(t), n),
+        None => (None, 0),
+    };
+    // The EXISTS sees the row as it was before the DELETE of the same statement.
+    let row = query_one(
+        c,
+        "WITH d AS (DELETE FROM messages WHERE seq = $1 AND queue_id = $2 \
+           AND ($3::bigint IS NULL OR (receipt_token = $3 AND visible_at > $4)) RETURNING 1) \
+         SELECT (SELECT count(*) FROM d), \
+                EXISTS (SELECT 1 FROM messages WHERE seq = $1 AND queue_id = $2)",
+        &[&seq, &queue_id, &token, &now_ms],
+    )
+    .await?;
+    let deleted: i64 = row.get(0);
+    let existed: bool = row.get(1);
+    Ok(match (deleted, existed) {
+        (n, _) if n > 0 => DeleteOutcome::Deleted,
+        (_, true) if strict.is_some() => DeleteOutcome::Stale,
+        _ => DeleteOutcome::NotFound,
+    })
+}
+
+pub async fn delete_message_by_id<C: GenericClient>(
+    c: &C,
+    queue_id: i64,
+    message_id: &str,
+) -> Result<bool, Error> {
+    let by_seq = message_id
+        .strip_prefix("msg-")
+        .and_then(|n| n.parse::<i64>().ok());
+    let n = match by_seq {
+        Some(seq) => {
+            execute(
+                c,
+                "DELETE FROM messages WHERE seq = $1 AND queue_id = $2 AND message_id IS NULL",
+                &[&seq, &queue_id],
+            )
+            .await?
+        }
+        None => {
+            execute(
+                c,
+                "DELETE FROM messages WHERE message_id = $1 AND queue_id = $2",
+                &[&message_id, &queue_id],
+            )
+            .await?
+        }
+    };
+    Ok(n > 0)
+}
+
+pub async fn change_visibility<C: GenericClient>(
+    c: &C,
+    queue_id: i64,
+    seq: i64,
+    token: Option<i64>,
+    now_ms: i64,
+    visible_at_ms: i64,
+    channel: &str,
+) -> Result<VisibilityChange, Error> {
+    // The update decides; the row as it was before it (same snapshot) says why not.
+    let row = query_opt(
+        c,
+        "WITH u AS (UPDATE messages SET visible_at = $5 WHERE seq = $1 AND queue_id = $2 \
+           AND ($3::bigint IS NULL OR receipt_token = $3) AND receive_count > 0 \
+           AND visible_at > $4 AND (received_at IS NULL OR $5 - received_at <= 43200000) \
+           RETURNING 1), \
+         woke AS (SELECT pg_notify($6, $2::bigint::text) FROM (SELECT 1 FROM u) x \
+           WHERE $5 <= $4) \
+         SELECT visible_at, receive_count, receipt_token, (SELECT count(*) FROM u), \
+                (SELECT count(*) FROM woke), received_at \
+         FROM messages WHERE seq = $1 AND queue_id = $2",
+        &[&seq, &queue_id, &token, &now_ms, &visible_at_ms, &channel],
+    )
+    .await?;
+    let Some(row) = row else {
+        return Ok(VisibilityChange::NotFound);
+    };
+    let visible_at: i64 = row.get(0);
+    let receive_count: i64 = row.get(1);
+    let current: i64 = row.get(2);
+    let changed: i64 = row.get(3);
+    if changed > 0 {
+        return Ok(VisibilityChange::Changed);
+    }
+    if token.is_some_and(|t| t != current) {
+        return Ok(VisibilityChange::Stale);
+    }
+    if receive_count == 0 || visible_at <= now_ms {
+        return Ok(VisibilityChange::NotInflight);
+    }
+    let received_at: Option<i64> = row.get(5);
+    if received_at.is_some_and(|r| visible_at_ms - r > 43_200_000) {
+        return Ok(VisibilityChange::TooLong);
+    }
+    // In flight when the statement began, but changed by a concurrent receive or delete.
+    Ok(VisibilityChange::Stale)
+}
+
+pub async fn purge_queue<C: GenericClient>(c: &C, queue_id: i64) -> Result<u64, Error> {
+    execute(c, "DELETE FROM messages WHERE queue_id = $1", &[&queue_id]).await
+}
+
+pub async fn queue_counts<C: GenericClient>(
+    c: &C,
+    queue_id: i64,
+    now_ms: i64,
+) -> Result<QueueCounts, Error> {
+    let row = query_one(
+        c,
+        "SELECT count(*) FILTER (WHERE visible_at <= $2), \
+                count(*) FILTER (WHERE visible_at > $2 AND receive_count > 0), \
+                count(*) FILTER (WHERE visible_at > $2 AND receive_count = 0) \
+         FROM messages WHERE queue_id = $1 AND expires_at > $2",
+        &[&queue_id, &now_ms],
+    )
+    .await?;
+    Ok(QueueCounts {
+        visible: row.get(0),
+        in_flight: row.get(1),
+        delayed: row.get(2),
+    })
+}
+
+pub async fn delete_expired<C: GenericClient>(c: &C, now_ms: i64) -> Result<u64, Error> {
+    execute(
+        c,
+        "DELETE FROM fifo_dedup WHERE ctid IN (SELECT ctid FROM fifo_dedup WHERE expires_at <= $1 \
+         FOR UPDATE SKIP LOCKED)",
+        &[&now_ms],
+    )
+    .await?;
+    execute(
+        c,
+        "DELETE FROM messages WHERE seq IN (SELECT seq FROM messages WHERE expires_at <= $1 \
+         FOR UPDATE SKIP LOCKED)",
+        &[&now_ms],
+    )
+    .await
+}
+
+// ----- topics
+
+const TOPIC_COLUMNS: &str = "id, name, attributes, tags, created_at";
+
+fn topic_row(r: &Row) -> TopicRecord {
+    TopicRecord {
+        id: r.get(0),
+        name: r.get(1),
+        attributes: from_json(r.get(2)),
+        tags: from_json(r.get(3)),
+        created_at_ms: r.get(4),
+    }
+}
+
+pub async fn create_topic<C: GenericClient>(
+    c: &C,
+    name: &str,
+    attributes: &Map,
+    tags: &Map,
+    now_ms: i64,
+) -> Result<Option<(TopicRecord, bool)>, Error> {
+    let sql = format!(
+        "INSERT INTO topics (name, attributes, tags, created_at) VALUES ($1, $2, $3, $4) \
+         ON CONFLICT (name) DO NOTHING RETURNING {TOPIC_COLUMNS}"
+    );
+    if let Some(row) = query_opt(
+        c,
+        &sql,
+        &[&name, &to_json(attributes), &to_json(tags), &now_ms],
+    )
+    .await?
+    {
+        return Ok(Some((topic_row(&row), true)));
+    }
+    Ok(get_topic(c, name).await?.map(|t| (t, false)))
+}
+
+pub async fn get_topic<C: GenericClient>(c: &C, name: &str) -> Result<Option<TopicRecord>, Error> {
+    let sql = format!("SELECT {TOPIC_COLUMNS} FROM topics WHERE name = $1");
+    Ok(query_opt(c, &sql, &[&name]).await?.as_ref().map(topic_row))
+}
+
+pub async fn list_topics<C: GenericClient>(c: &C) -> Result<Vec<TopicRecord>, Error> {
+    let sql = format!("SELECT {TOPIC_COLUMNS} FROM topics ORDER BY name");
+    Ok(query(c, &sql, &[]).await?.iter().map(topic_row).collect())
+}
+
+pub async fn delete_topic<C: GenericClient>(c: &C, topic_id: i64) -> Result<bool, Error> {
+    let n = execute(
+        c,
+        "WITH s AS (DELETE FROM subscriptions WHERE topic_id = $1) \
+         DELETE FROM topics WHERE id = $1",
+        &[&topic_id],
+    )
+    .await?;
+    Ok(n == 1)
+}
+
+pub async fn set_topic_json<C: GenericClient>(
+    c: &C,
+    topic_id: i64,
+    column: &'static str,
+    map: &Map,
+) -> Result<(), Error> {
+    let sql = format!("UPDATE topics SET {column} = $2 WHERE id = $1");
+    execute(c, &sql, &[&topic_id, &to_json(map)])
+        .await
+        .map(drop)
+}
+
+// ----- subscriptions
+
+const SUBSCRIPTION_COLUMNS: &str = "s.seq, s.topic_id, t.name, s.uuid, s.protocol, s.endpoint, \
+    s.attributes, s.confirmed, s.token";
+
+fn subscription_row(r: &Row) -> SubscriptionRecord {
+    SubscriptionRecord {
+        seq: r.get(0),
+        topic_id: r.get(1),
+        topic_name: r.get(2),
+        uuid: r.get(3),
+        protocol: r.get(4),
+        endpoint: r.get(5),
+        attributes: from_json(r.get(6)),
+        confirmed: r.get(7),
+        token: r.get(8),
+    }
+}
+
+pub async fn create_subscription<C: GenericClient>(
+    c: &C,
+    topic_id: i64,
+    s: &NewSubscription,
+) -> Result<Option<SubscriptionRecord>, Error> {
+    let sql = format!(
+        "WITH s AS (INSERT INTO subscriptions (topic_id, uuid, protocol, endpoint, attributes, \
+           confirmed, token) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING *) \
+         SELECT {SUBSCRIPTION_COLUMNS} FROM s JOIN topics t ON t.id = s.topic_id"
+    );
+    Ok(query_opt(
+        c,
+        &sql,
+        &[
+            &topic_id,
+            &s.uuid,
+            &s.protocol,
+            &s.endpoint,
+            &to_json(&s.attributes),
+            &s.confirmed,
+            &s.token,
+        ],
+    )
+    .await?
+    .as_ref()
+    .map(subscription_row))
+}
+
+pub async fn list_subscriptions<C: GenericClient>(
+    c: &C,
+    topic_id: Option<i64>,
+) -> Result<Vec<SubscriptionRecord>, Error> {
+    let sql = format!(
+        "SELECT {SUBSCRIPTION_COLUMNS} FROM subscriptions s JOIN topics t ON t.id = s.topic_id \
+         WHERE $1::bigint IS NULL OR s.topic_id = $1 ORDER BY s.seq"
+    );
+    Ok(query(c, &sql, &[&topic_id])
+        .await?
+        .iter()
+        .map(subscription_row)
+        .collect())
+}
+
+pub async fn get_subscription<C: GenericClient>(
+    c: &C,
+    uuid: &str,
+) -> Result<Option<SubscriptionRecord>, Error> {
+    let sql = format!(
+        "SELECT {SUBSCRIPTION_COLUMNS} FROM subscriptions s JOIN topics t ON t.id = s.topic_id \
+         WHERE s.uuid = $1"
+    );
+    Ok(query_opt(c, &sql, &[&uuid])
+        .await?
+        .as_ref()
+        .map(subscription_row))
+}
+
+pub async fn update_subscription<C: GenericClient>(
+    c: &C,
+    uuid: &str,
+    attributes: &Map,
+    confirmed: bool,
+    token: &Option<String>,
+) -> Result<(), Error> {
+    execute(
+        c,
+        "UPDATE subscriptions SET attributes = $2, confirmed = $3, token = $4 WHERE uuid = $1",
+        &[&uuid, &to_json(attributes), &confirmed, token],
+    )
+    .await
+    .map(drop)
+}
+
+pub async fn delete_subscription<C: GenericClient>(c: &C, uuid: &str) -> Result<bool, Error> {
+    Ok(execute(c, "DELETE FROM subscriptions WHERE uuid = $1", &[&uuid]).await? == 1)
+}
+
+// ----- message moves
+
+/// Moves up to `limit` visible messages; rows another node is moving are skipped, so two
+/// nodes running a move task of one queue move each message once.
+pub async fn move_messages<C: GenericClient>(
+    c: &C,
+    source: i64,
+    target: &MoveTarget,
+    limit: u32,
+    now_ms: i64,
+    channel: &str,
+) -> Result<u64, Error> {
+    let (to, arns, ids): (Option<i64>, Vec<String>, Vec<i64>) = match target {
+        MoveTarget::Queue(id) => (Some(*id), Vec::new(), Vec::new()),
+        MoveTarget::Sources(list) => (
+            None,
+            list.iter().map(|(a, _)| a.clone()).collect(),
+            list.iter().map(|(_, i)| *i).collect(),
+        ),
+    };
+    let row = query_one(
+        c,
+        "WITH locked AS MATERIALIZED (SELECT DISTINCT group_id AS g FROM messages \
+           WHERE queue_id = $1 AND visible_at > $2 AND group_id IS NOT NULL), \
+         cand AS MATERIALIZED (SELECT seq, dead_letter_source FROM messages \
+           WHERE queue_id = $1 AND visible_at <= $2 \
+             AND (group_id IS NULL OR group_id NOT IN (SELECT g FROM locked)) \
+           ORDER BY seq LIMIT $3 FOR UPDATE SKIP LOCKED), \
+         dest AS (SELECT c.seq, COALESCE($4::bigint, s.id) AS dest FROM cand c \
+           LEFT JOIN (SELECT DISTINCT ON (arn) arn, id \
+                      FROM unnest($5::text[], $6::bigint[]) AS u(arn, id)) s \
+             ON s.arn = c.dead_letter_source), \
+         gone AS (DELETE FROM messages m USING dest d WHERE m.seq = d.seq AND d.dest IS NOT NULL \
+           RETURNING m.seq, d.dest, m.body, m.md5_body, m.message_attributes, \
+             m.system_attributes, m.sender_id, m.sent_at, m.expires_at, m.group_id, m.dedup_id), \
+         moved AS (INSERT INTO messages (queue_id, message_id, body, md5_body, \
+             message_attributes, system_attributes, sender_id, sent_at, visible_at, expires_at, \
+             receive_count, group_id, dedup_id) \
+           SELECT dest, gen_random_uuid()::text, body, md5_body, message_attributes, \
+             system_attributes, sender_id, $2, $2, $2 + (expires_at - sent_at), 0, group_id, \
+             dedup_id FROM gone ORDER BY seq RETURNING queue_id), \
+         woke AS (SELECT pg_notify($7, q::text) FROM (SELECT DISTINCT queue_id AS q FROM moved) x) \
+         SELECT (SELECT count(*) FROM moved), (SELECT count(*) FROM woke)",
+        &[
+            &source,
+            &now_ms,
+            &(limit as i64),
+            &to,
+            &arns,
+            &ids,
+            &channel,
+        ],
+    )
+    .await?;
+    Ok(row.get::<_, i64>(0) as u64)
+}
+
+// ----- publish and deliveries
+
+/// Publish inside the caller's transaction: messages, deliveries and records.
+pub async fn publish_in<C: GenericClient>(
+    tx: &C,
+    messages: &[(i64, NewMessage)],
+    deliveries: &[NewDelivery],
+    records: &[RecordedMessage],
+    channel: &str,
+) -> Result<Vec<SentMessage>, Error> {
+    let sent = send_messages_in(tx, messages, channel).await?;
+    if !deliveries.is_empty() {
+        let mut sub = Vec::new();
+        let mut endpoint = Vec::new();
+        let mut content_type = Vec::new();
+        let mut headers = Vec::new();
+        let mut body = Vec::new();
+        let mut due = Vec::new();
+        for d in deliveries {
+            sub.push(d.subscription.clone());
+            endpoint.push(d.endpoint.clone());
+            content_type.push(d.content_type.clone());
+            headers.push(serde_json::to_string(&d.headers).unwrap_or_else(|_| "[]".into()));
+            body.push(d.body.clone());
+            due.push(d.due_at_ms);
+        }
+        execute(
+            tx,
+            "INSERT INTO deliveries (subscription, endpoint, content_type, headers, body, next_at, \
+             created_at) SELECT s, e, c, h, b, d, d FROM unnest($1::text[], $2::text[], \
+             $3::text[], $4::text[], $5::text[], $6::bigint[]) AS u(s, e, c, h, b, d)",
+            &[&sub, &endpoint, &content_type, &headers, &body, &due],
+        )
+        .await?;
+    }
+    if !records.is_empty() {
+        let protocol: Vec<&str> = records.iter().map(|r| r.protocol.as_str()).collect();
+        let endpoint: Vec<&str> = records.iter().map(|r| r.endpoint.as_str()).collect();
+        let topic_arn: Vec<Option<&str>> = records.iter().map(|r| r.topic_arn.as_deref()).collect();
+        let subject: Vec<Option<&str>> = records.iter().map(|r| r.subject.as_deref()).collect();
+        let message: Vec<&str> = records.iter().map(|r| r.message.as_str()).collect();
+        let created: Vec<i64> = records.iter().map(|r| r.created_at_ms).collect();
+        execute(
+            tx,
+            "INSERT INTO recorded_messages (protocol, endpoint, topic_arn, subject, message, \
+             created_at) SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], \
+             $5::text[], $6::bigint[])",
+            &[
+                &protocol, &endpoint, &topic_arn, &subject, &message, &created,
+            ],
+        )
+        .await?;
+    }
+    Ok(sent)
+}
+
+const DELIVERY_COLUMNS: &str = "d.id, d.subscription, d.endpoint, d.content_type, d.headers, \
+    d.body, d.attempts, d.created_at, d.last_error";
+
+fn delivery_row(r: &Row) -> DeliveryRecord {
+    let headers: &str = r.get(4);
+    DeliveryRecord {
+        id: r.get(0),
+        subscription: r.get(1),
+        endpoint: r.get(2),
+        content_type: r.get(3),
+        headers: serde_json::from_str(headers).unwrap_or_default(),
+        body: r.get(5),
+        attempts: r.get(6),
+        created_at_ms: r.get(7),
+        last_error: r.get(8),
+    }
+}
+
+/// Leases due deliveries: rows another node is claiming right now are skipped, and a
+/// claimed row's `next_at` moves to the lease end, so no other node takes it until the
+/// lease runs out (then one does: a crashed node's deliveries are taken over).
+pub async fn claim_deliveries<C: GenericClient>(
+    c: &C,
+    now_ms: i64,
+    limit: u32,
+    lease_until_ms: i64,
+) -> Result<Vec<DeliveryRecord>, Error> {
+    let sql = format!(
+        "UPDATE deliveries d SET next_at = $3 FROM (SELECT id FROM deliveries \
+           WHERE next_at <= $1 ORDER BY next_at, id LIMIT $2 FOR UPDATE SKIP LOCKED) c \
+         WHERE d.id = c.id RETURNING {DELIVERY_COLUMNS}"
+    );
+    let rows = query(c, &sql, &[&now_ms, &(limit as i64), &lease_until_ms]).await?;
+    let mut out: Vec<DeliveryRecord> = rows.iter().map(delivery_row).collect();
+    out.sort_by_key(|d| d.id);
+    Ok(out)
+}
+
+pub async fn finish_delivery<C: GenericClient>(c: &C, id: i64) -> Result<(), Error> {
+    execute(c, "DELETE FROM deliveries WHERE id = $1", &[&id])
+        .await
+        .map(drop)
+}
+
+pub async fn retry_delivery<C: GenericClient>(
+    c: &C,
+    id: i64,
+    attempts: i64,
+    next_at_ms: i64,
+    error: &str,
+) -> Result<(), Error> {
+    execute(
+        c,
+        "UPDATE deliveries SET attempts = $2, next_at = $3, last_error = $4 WHERE id = $1",
+        &[&id, &attempts, &next_at_ms, &error],
+    )
+    .await
+    .map(drop)
+}
+
+pub async fn next_delivery_at<C: GenericClient>(c: &C) -> Result<Option<i64>, Error> {
+    Ok(query_one(c, "SELECT MIN(next_at) FROM deliveries", &[])
+        .await?
+        .get(0))
+}
+
+pub async fn list_deliveries<C: GenericClient>(
+    c: &C,
+    subscription: Option<&str>,
+    limit: u32,
+) -> Result<Vec<DeliveryRecord>, Error> {
+    let sql = format!(
+        "SELECT {DELIVERY_COLUMNS} FROM deliveries d \
+         WHERE $1::text IS NULL OR d.subscription = $1 ORDER BY d.id LIMIT $2"
+    );
+    Ok(query(c, &sql, &[&subscription, &(limit as i64)])
+        .await?
+        .iter()
+        .map(delivery_row)
+        .collect())
+}
+
+pub async fn list_recorded<C: GenericClient>(
+    c: &C,
+    limit: u32,
+) -> Result<Vec<RecordedMessage>, Error> {
+    let rows = query(
+        c,
+        "SELECT id, protocol, endpoint, topic_arn, subject, message, created_at \
+         FROM recorded_messages ORDER BY id DESC LIMIT $1",
+        &[&(limit as i64)],
+    )
+    .await?;
+    Ok(rows
+        .iter()
+        .map(|r| RecordedMessage {
+            id: r.get(0),
+            protocol: r.get(1),
+            endpoint: r.get(2),
+            topic_arn: r.get(3),
+            subject: r.get(4),
+            message: r.get(5),
+            created_at_ms: r.get(6),
+        })
+        .collect())
+}

@@ -1,0 +1,1503 @@
+//! The conformance suite: one set of tests, generic over the [`Store`], run against SQLite
+//! (in memory) and PostgreSQL.
+//!
+//! PostgreSQL cases run when `LOFT_TEST_DATABASE_URL` names a database (each test in a
+//! fresh schema, dropped at its end); otherwise they print a note and pass.
+//! `scripts/with-postgres.sh` starts a throw-away server and sets the variable.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use loft_core::model::*;
+use loft_core::store::Store;
+use loft_store::{PgOptions, PgStore, SqliteStore};
+
+type S = Arc<dyn Store>;
+
+/// A fixed "now" (ms); tests move time by passing later values.
+const T0: i64 = 1_700_000_000_000;
+const HOUR: i64 = 3_600_000;
+
+// ----- engines
+
+fn sqlite_store() -> S {
+    Arc::new(SqliteStore::open_in_memory().expect("in-memory SQLite"))
+}
+
+/// Drops the test's schema when the test ends, passed or not.
+struct PgSchema {
+    url: String,
+    schema: String,
+}
+
+impl Drop for PgSchema {
+    fn drop(&mut self) {
+        let (url, schema) = (self.url.clone(), self.schema.clone());
+        let _ = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
+            if let Err(e) = rt.block_on(PgStore::drop_schema(&url, &schema)) {
+                eprintln!("could not drop test schema {schema}: {e}");
+            }
+        })
+        .join();
+    }
+}
+
+async fn pg_store() -> Option<(S, PgSchema)> {
+    let url = std::env::var("LOFT_TEST_DATABASE_URL")
+        .ok()
+        .filter(|u| !u.is_empty())?;
+    let schema = format!("loft_test_{:016x}", rand::random::<u64>());
+    let guard = PgSchema {
+        url: url.clone(),
+        schema: schema.clone(),
+    };
+    let store = PgStore::connect(
+        &url,
+        PgOptions {
+            pool_size: 12,
+            schema: Some(schema),
+        },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("LOFT_TEST_DATABASE_URL is set but: {e}"));
+    Some((Arc::new(store), guard))
+}
+
+/// Declares each test twice: `sqlite::NAME` and `postgres::NAME`.
+macro_rules! conformance {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name(super::sqlite_store()).await;
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    let Some((store, _schema)) = super::pg_store().await else {
+                        eprintln!(
+                            "note: LOFT_TEST_DATABASE_URL is unset; skipping postgres::{}",
+                            stringify!($name)
+                        );
+                        return;
+                    };
+                    super::$name(store).await;
+                }
+            )*
+        }
+    };
+}
+
+conformance!(
+    queue_crud,
+    send_receive_delete,
+    explicit_message_ids,
+    visibility_changes,
+    visibility_order_and_send_order,
+    counts_and_delays,
+    receive_drops_expired,
+    dead_letter_in_receive,
+    fifo_order_and_group_locking,
+    fifo_dead_letter_keeps_group_open,
+    fifo_dedup,
+    purge,
+    delete_expired_messages_and_keys,
+    move_to_queue,
+    move_to_sources,
+    topics_crud,
+    subscriptions_crud,
+    publish_stores_everything,
+    delivery_lease_retry_finish,
+    recorded_messages,
+    wakeups_report_sends,
+    concurrent_receivers_never_share_a_message,
+    concurrent_fifo_receivers_keep_group_order,
+    concurrent_dedup_stores_once,
+    concurrent_moves_move_each_message_once,
+    concurrent_delivery_claims_are_disjoint,
+    concurrent_purges,
+);
+
+// ----- helpers
+
+fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+fn msg(body: &str, now: i64) -> NewMessage {
+    NewMessage {
+        message_id: None,
+        body: body.to_owned(),
+        md5_body: format!("md5-{body}"),
+        message_attributes: None,
+        system_attributes: None,
+        sender_id: "000000000000".into(),
+        sent_at_ms: now,
+        visible_at_ms: now,
+        expires_at_ms: now + HOUR,
+        group_id: None,
+        dedup_id: None,
+        receive_count: 0,
+        first_received_at_ms: None,
+        dead_letter_source: None,
+        dedup: None,
+    }
+}
+
+fn fifo_msg(body: &str, group: &str, dedup: &str, now: i64) -> NewMessage {
+    NewMessage {
+        group_id: Some(group.into()),
+        dedup_id: Some(dedup.into()),
+        dedup: Some(DedupKey {
+            scope: String::new(),
+            id: dedup.into(),
+            expires_at_ms: now + 300_000,
+        }),
+        ..msg(body, now)
+    }
+}
+
+async fn queue(s: &S, name: &str) -> i64 {
+    s.create_queue(name, BTreeMap::new(), BTreeMap::new(), T0)
+        .await
+        .unwrap()
+        .0
+        .id
+}
+
+async fn send(s: &S, q: i64, bodies: &[&str], now: i64) -> Vec<SentMessage> {
+    s.send_messages(bodies.iter().map(|b| (q, msg(b, now))).collect())
+        .await
+        .unwrap()
+}
+
+fn req(q: i64, max: u32, now: i64, vis_ms: i64) -> ReceiveRequest {
+    ReceiveRequest {
+        queue_id: q,
+        max_messages: max,
+        now_ms: now,
+        visibility_ms: vis_ms,
+        redrive: None,
+        fifo: false,
+        send_order: false,
+    }
+}
+
+fn fifo_req(q: i64, max: u32, now: i64, vis_ms: i64) -> ReceiveRequest {
+    ReceiveRequest {
+        fifo: true,
+        ..req(q, max, now, vis_ms)
+    }
+}
+
+fn bodies(out: &ReceiveOutcome) -> Vec<String> {
+    out.messages.iter().map(|m| m.body.clone()).collect()
+}
+
+fn delivery(sub: &str, body: &str, due: i64) -> NewDelivery {
+    NewDelivery {
+        subscription: sub.into(),
+        endpoint: "http://127.0.0.1:9/hook".into(),
+        content_type: "text/plain".into(),
+        headers: vec![("x-amz-sns-message-type".into(), "Notification".into())],
+        body: body.into(),
+        due_at_ms: due,
+    }
+}
+
+// ----- queues
+
+async fn queue_crud(s: S) {
+    let (q, created) = s
+        .create_queue(
+            "b-queue",
+            map(&[("VisibilityTimeout", "45")]),
+            map(&[("team", "x")]),
+            T0,
+        )
+        .await
+        .unwrap();
+    assert!(created);
+    assert_eq!(q.name, "b-queue");
+    assert_eq!(q.attributes, map(&[("VisibilityTimeout", "45")]));
+    assert_eq!(q.tags, map(&[("team", "x")]));
+    assert_eq!((q.created_at_ms, q.modified_at_ms), (T0, T0));
+
+    let (again, created) = s
+        .create_queue(
+            "b-queue",
+            map(&[("VisibilityTimeout", "5")]),
+            BTreeMap::new(),
+            T0 + 1,
+        )
+        .await
+        .unwrap();
+    assert!(!created);
+    assert_eq!(again, q, "an existing queue is returned unchanged");
+
+    s.create_queue("a-queue", BTreeMap::new(), BTreeMap::new(), T0)
+        .await
+        .unwrap();
+    let names: Vec<String> = s
+        .list_queues()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|q| q.name)
+        .collect();
+    assert_eq!(names, ["a-queue", "b-queue"]);
+
+    s.set_queue_attributes(q.id, map(&[("DelaySeconds", "3")]), T0 + 5)
+        .await
+        .unwrap();
+    s.set_queue_tags(q.id, map(&[("env", "dev")]))
+        .await
+        .unwrap();
+    let got = s.get_queue("b-queue").await.unwrap().unwrap();
+    assert_eq!(got.attributes, map(&[("DelaySeconds", "3")]));
+    assert_eq!(got.tags, map(&[("env", "dev")]));
+    assert_eq!(got.modified_at_ms, T0 + 5);
+    assert_eq!(got.created_at_ms, T0);
+
+    send(&s, q.id, &["x", "y"], T0).await;
+    assert!(s.delete_queue(q.id).await.unwrap());
+    assert!(!s.delete_queue(q.id).await.unwrap());
+    assert_eq!(s.get_queue("b-queue").await.unwrap(), None);
+    // Its messages went with it.
+    let out = s.receive(req(q.id, 10, T0, 1000)).await.unwrap();
+    assert!(out.messages.is_empty());
+    assert_eq!(
+        s.queue_counts(q.id, T0).await.unwrap(),
+        QueueCounts::default()
+    );
+}
+
+// ----- messages
+
+async fn send_receive_delete(s: S) {
+    let q = queue(&s, "work").await;
+    let sent = send(&s, q, &["one", "two", "three"], T0).await;
+    assert_eq!(sent.len(), 3);
+    assert!(sent.windows(2).all(|w| w[0].seq < w[1].seq));
+    for m in &sent {
+        assert_eq!(m.message_id, format!("msg-{}", m.seq));
+        assert!(!m.duplicate);
+    }
+
+    let now = T0 + 10;
+    let out = s.receive(req(q, 2, now, 30_000)).await.unwrap();
+    assert_eq!(bodies(&out), ["one", "two"]);
+    let first = &out.messages[0];
+    assert_eq!(first.seq, sent[0].seq);
+    assert_eq!(first.queue_id, q);
+    assert_eq!(first.message_id, sent[0].message_id);
+    assert_eq!(first.md5_body, "md5-one");
+    assert_eq!(first.receive_count, 1);
+    assert_eq!(first.first_received_at_ms, Some(now));
+    assert_eq!(first.visible_at_ms, now + 30_000);
+    assert_eq!(first.sent_at_ms, T0);
+    assert_eq!(first.sender_id, "000000000000");
+    assert_ne!(out.messages[0].receipt_token, out.messages[1].receipt_token);
+
+    let out = s.receive(req(q, 10, now, 30_000)).await.unwrap();
+    assert_eq!(bodies(&out), ["three"]);
+    assert_eq!(out.next_visible_at_ms, Some(now + 30_000));
+
+    let out = s.receive(req(q, 10, now, 30_000)).await.unwrap();
+    assert!(out.messages.is_empty());
+    assert_eq!(out.next_visible_at_ms, Some(now + 30_000));
+
+    assert_eq!(
+        s.delete_message(q, sent[0].seq, None).await.unwrap(),
+        DeleteOutcome::Deleted
+    );
+    assert_eq!(
+        s.delete_message(q, sent[0].seq, None).await.unwrap(),
+        DeleteOutcome::NotFound
+    );
+    // The wrong queue deletes nothing.
+    let other = queue(&s, "other").await;
+    assert_eq!(
+        s.delete_message(other, sent[1].seq, None).await.unwrap(),
+        DeleteOutcome::NotFound
+    );
+    assert!(s
+        .delete_message_by_id(q, &sent[1].message_id)
+        .await
+        .unwrap());
+    assert!(!s
+        .delete_message_by_id(q, &sent[1].message_id)
+        .await
+        .unwrap());
+    // After the timeout the remaining one comes back, received a second time.
+    let out = s.receive(req(q, 10, now + 30_000, 1000)).await.unwrap();
+    assert_eq!(bodies(&out), ["three"]);
+    assert_eq!(out.messages[0].receive_count, 2);
+    assert_eq!(out.messages[0].first_received_at_ms, Some(now));
+}
+
+async fn explicit_message_ids(s: S) {
+    let q = queue(&s, "aws").await;
+    let mut m = msg("hello", T0);
+    m.message_id = Some("5fea7756-0ea4-451a-a703-a558b933e274".into());
+    m.message_attributes = Some(r#"{"a":{"DataType":"String","StringValue":"b"}}"#.into());
+    m.system_attributes = Some(r#"{"AWSTraceHeader":{"DataType":"String"}}"#.into());
+    m.group_id = Some("g".into());
+    let sent = s.send_messages(vec![(q, m.clone())]).await.unwrap();
+    assert_eq!(sent[0].message_id, "5fea7756-0ea4-451a-a703-a558b933e274");
+    let out = s.receive(req(q, 1, T0, 1000)).await.unwrap();
+    let got = &out.messages[0];
+    assert_eq!(got.message_id, sent[0].message_id);
+    assert_eq!(got.message_attributes, m.message_attributes);
+    assert_eq!(got.system_attributes, m.system_attributes);
+    assert_eq!(got.group_id.as_deref(), Some("g"));
+    // `msg-N` names only messages without an explicit id.
+    assert!(!s
+        .delete_message_by_id(q, &format!("msg-{}", sent[0].seq))
+        .await
+        .unwrap());
+    assert!(s
+        .delete_message_by_id(q, "5fea7756-0ea4-451a-a703-a558b933e274")
+        .await
+        .unwrap());
+}
+
+async fn visibility_changes(s: S) {
+    let q = queue(&s, "vis").await;
+    let sent = send(&s, q, &["a"], T0).await;
+    let seq = sent[0].seq;
+    assert_eq!(
+        s.change_visibility(q, seq + 1000, None, T0, T0 + 5)
+            .await
+            .unwrap(),
+        VisibilityChange::NotFound
+    );
+    assert_eq!(
+        s.change_visibility(q, seq, None, T0, T0 + 5).await.unwrap(),
+        VisibilityChange::NotInflight,
+        "never received"
+    );
+    let out = s.receive(req(q, 1, T0, 30_000)).await.unwrap();
+    let token = out.messages[0].receipt_token;
+    assert_eq!(
+        s.change_visibility(q, seq, Some(token ^ 1), T0, T0 + 5)
+            .await
+            .unwrap(),
+        VisibilityChange::Stale
+    );
+    assert_eq!(
+        s.change_visibility(q, seq, Some(token), T0 + 1, T0 + 60_000)
+            .await
+            .unwrap(),
+        VisibilityChange::Changed
+    );
+    // Hidden until the new time, not the old one.
+    let out = s.receive(req(q, 1, T0 + 30_001, 1000)).await.unwrap();
+    assert!(out.messages.is_empty());
+    assert_eq!(out.next_visible_at_ms, Some(T0 + 60_000));
+    // Visible now: change to "now".
+    assert_eq!(
+        s.change_visibility(q, seq, None, T0 + 2, T0 + 2)
+            .await
+            .unwrap(),
+        VisibilityChange::Changed
+    );
+    assert_eq!(
+        s.change_visibility(q, seq, None, T0 + 3, T0 + 50)
+            .await
+            .unwrap(),
+        VisibilityChange::NotInflight,
+        "visible again"
+    );
+    let out = s.receive(req(q, 1, T0 + 3, 1000)).await.unwrap();
+    assert_eq!(out.messages[0].receive_count, 2);
+    assert_ne!(out.messages[0].receipt_token, token);
+    // FIFO-style strict delete: stale token, then the current one, then expired.
+    let current = out.messages[0].receipt_token;
+    assert_eq!(
+        s.delete_message(q, seq, Some((token, T0 + 4)))
+            .await
+            .unwrap(),
+        DeleteOutcome::Stale
+    );
+    assert_eq!(
+        s.delete_message(q, seq, Some((current, T0 + 2000)))
+            .await
+            .unwrap(),
+        DeleteOutcome::Stale,
+        "the receive's visibility ran out"
+    );
+    assert_eq!(
+        s.delete_message(q, seq, Some((current, T0 + 4)))
+            .await
+            .unwrap(),
+        DeleteOutcome::Deleted
+    );
+    assert_eq!(
+        s.delete_message(q, seq, Some((current, T0 + 4)))
+            .await
+            .unwrap(),
+        DeleteOutcome::NotFound
+    );
+}
+
+async fn visibility_order_and_send_order(s: S) {
+    let q = queue(&s, "order").await;
+    let sent = send(&s, q, &["m1", "m2"], T0).await;
+    // m1 is received and comes back later than m2 became visible.
+    let out = s.receive(req(q, 1, T0 + 1, 10)).await.unwrap();
+    assert_eq!(bodies(&out), ["m1"]);
+    let later = T0 + 100;
+    let standard = s.receive(req(q, 1, later, 1000)).await.unwrap();
+    assert_eq!(bodies(&standard), ["m2"], "longest visible first");
+    assert_eq!(
+        s.change_visibility(q, sent[1].seq, None, later, later)
+            .await
+            .unwrap(),
+        VisibilityChange::Changed
+    );
+    let seeds = s
+        .receive(ReceiveRequest {
+            send_order: true,
+            ..req(q, 1, later + 1, 1000)
+        })
+        .await
+        .unwrap();
+    assert_eq!(bodies(&seeds), ["m1"], "send order");
+}
+
+async fn counts_and_delays(s: S) {
+    let q = queue(&s, "counts").await;
+    let mut delayed = msg("later", T0);
+    delayed.visible_at_ms = T0 + 5_000;
+    let mut expired = msg("old", T0);
+    expired.expires_at_ms = T0 + 1;
+    s.send_messages(vec![(q, msg("now", T0)), (q, delayed), (q, expired)])
+        .await
+        .unwrap();
+    send(&s, q, &["also-now"], T0).await;
+    assert_eq!(
+        s.queue_counts(q, T0 + 10).await.unwrap(),
+        QueueCounts {
+            visible: 2,
+            in_flight: 0,
+            delayed: 1
+        }
+    );
+    let out = s.receive(req(q, 1, T0 + 10, 60_000)).await.unwrap();
+    assert_eq!(bodies(&out), ["now"]);
+    assert_eq!(
+        s.queue_counts(q, T0 + 10).await.unwrap(),
+        QueueCounts {
+            visible: 1,
+            in_flight: 1,
+            delayed: 1
+        }
+    );
+    let out = s.receive(req(q, 10, T0 + 10, 60_000)).await.unwrap();
+    assert_eq!(bodies(&out), ["also-now"]);
+    assert_eq!(out.next_visible_at_ms, Some(T0 + 5_000));
+    assert_eq!(
+        s.queue_counts(q, T0 + 5_000).await.unwrap(),
+        QueueCounts {
+            visible: 1,
+            in_flight: 2,
+            delayed: 0
+        }
+    );
+}
+
+async fn receive_drops_expired(s: S) {
+    let q = queue(&s, "expiring").await;
+    let mut old = msg("old", T0);
+    old.expires_at_ms = T0 + 100;
+    s.send_messages(vec![(q, old), (q, msg("fresh", T0))])
+        .await
+        .unwrap();
+    let out = s.receive(req(q, 1, T0 + 100, 1000)).await.unwrap();
+    assert_eq!(bodies(&out), ["fresh"], "an expired message is skipped");
+    let out = s.receive(req(q, 10, T0 + 2000, 1000)).await.unwrap();
+    assert_eq!(bodies(&out), ["fresh"]);
+    assert_eq!(
+        s.purge_queue(q).await.unwrap(),
+        1,
+        "the expired one is gone"
+    );
+}
+
+async fn dead_letter_in_receive(s: S) {
+    let q = queue(&s, "src").await;
+    let dlq = queue(&s, "src-dlq").await;
+    let sent = send(&s, q, &["poison", "ok"], T0).await;
+    let rule = RedriveRule {
+        dlq_queue_id: dlq,
+        max_receive_count: 2,
+        source_arn: "arn:aws:sqs:us-east-1:000000000000:src".into(),
+    };
+    let r = |now: i64| ReceiveRequest {
+        redrive: Some(rule.clone()),
+        send_order: true,
+        ..req(q, 1, now, 10)
+    };
+    for (i, now) in [T0, T0 + 20].into_iter().enumerate() {
+        let out = s.receive(r(now)).await.unwrap();
+        assert_eq!(bodies(&out), ["poison"]);
+        assert_eq!(out.messages[0].receive_count, i as i64 + 1);
+        assert_eq!(out.dead_lettered, 0);
+    }
+    // The third receive moves it and hands out the next one instead.
+    let out = s.receive(r(T0 + 40)).await.unwrap();
+    assert_eq!(out.dead_lettered, 1);
+    assert_eq!(bodies(&out), ["ok"]);
+    let out = s.receive(req(dlq, 10, T0 + 41, 1000)).await.unwrap();
+    assert_eq!(bodies(&out), ["poison"]);
+    let m = &out.messages[0];
+    assert_eq!(m.message_id, sent[0].message_id, "keeps its id");
+    assert_eq!(m.seq, sent[0].seq);
+    assert_eq!(m.queue_id, dlq);
+    assert_eq!(
+        m.dead_letter_source.as_deref(),
+        Some("arn:aws:sqs:us-east-1:000000000000:src")
+    );
+    assert_eq!(m.first_received_at_ms, Some(T0));
+    assert_eq!(m.receive_count, 4, "counts the move and this receive");
+}
+
+async fn fifo_order_and_group_locking(s: S) {
+    let q = queue(&s, "jobs.fifo").await;
+    let msgs = vec![
+        (q, fifo_msg("a1", "A", "d1", T0)),
+        (q, fifo_msg("a2", "A", "d2", T0)),
+        (q, fifo_msg("b1", "B", "d3", T0)),
+        (q, fifo_msg("a3", "A", "d4", T0)),
+        (q, fifo_msg("c1", "C", "d5", T0)),
+    ];
+    let sent = s.send_messages(msgs).await.unwrap();
+    let by_body: HashMap<&str, i64> = ["a1", "a2", "b1", "a3", "c1"]
+        .into_iter()
+        .zip(sent.iter().map(|m| m.seq))
+        .collect();
+
+    let out = s.receive(fifo_req(q, 1, T0, 30_000)).await.unwrap();
+    assert_eq!(bodies(&out), ["a1"]);
+    let out = s.receive(fifo_req(q, 10, T0, 30_000)).await.unwrap();
+    assert_eq!(bodies(&out), ["b1", "c1"], "group A is locked by a1");
+    let out = s.receive(fifo_req(q, 10, T0, 30_000)).await.unwrap();
+    assert!(out.messages.is_empty());
+    assert_eq!(out.next_visible_at_ms, Some(T0 + 30_000));
+
+    assert_eq!(
+        s.delete_message(q, by_body["a1"], None).await.unwrap(),
+        DeleteOutcome::Deleted
+    );
+    let out = s.receive(fifo_req(q, 10, T0 + 1, 30_000)).await.unwrap();
+    assert_eq!(
+        bodies(&out),
+        ["a2", "a3"],
+        "several of one open group, in order"
+    );
+    // Visibility runs out on everything: order is kept, and a receive takes as much of one
+    // group as it can before the next group.
+    let out = s
+        .receive(fifo_req(q, 2, T0 + 40_000, 30_000))
+        .await
+        .unwrap();
+    assert_eq!(bodies(&out), ["a2", "a3"]);
+    assert_eq!(out.messages[0].receive_count, 2);
+    let out = s
+        .receive(fifo_req(q, 10, T0 + 40_000, 30_000))
+        .await
+        .unwrap();
+    assert_eq!(
+        bodies(&out),
+        ["b1", "c1"],
+        "group A is locked while a2 and a3 are in flight"
+    );
+}
+
+async fn fifo_dead_letter_keeps_group_open(s: S) {
+    let q = queue(&s, "f.fifo").await;
+    let dlq = queue(&s, "f-dlq.fifo").await;
+    s.send_messages(vec![
+        (q, fifo_msg("x1", "G", "1", T0)),
+        (q, fifo_msg("x2", "G", "2", T0)),
+    ])
+    .await
+    .unwrap();
+    let rule = RedriveRule {
+        dlq_queue_id: dlq,
+        max_receive_count: 1,
+        source_arn: "arn:src".into(),
+    };
+    let r = |now: i64| ReceiveRequest {
+        redrive: Some(rule.clone()),
+        ..fifo_req(q, 1, now, 10)
+    };
+    let out = s.receive(r(T0)).await.unwrap();
+    assert_eq!(bodies(&out), ["x1"]);
+    let out = s.receive(r(T0 + 20)).await.unwrap();
+    assert_eq!(out.dead_lettered, 1);
+    assert_eq!(bodies(&out), ["x2"], "the group goes on after the move");
+    let out = s.receive(fifo_req(dlq, 10, T0 + 21, 10)).await.unwrap();
+    assert_eq!(bodies(&out), ["x1"]);
+    assert_eq!(
+        out.messages[0].dead_letter_source.as_deref(),
+        Some("arn:src")
+    );
+}
+
+async fn fifo_dedup(s: S) {
+    let q = queue(&s, "d.fifo").await;
+    let first = s
+        .send_messages(vec![(q, fifo_msg("one", "G", "k1", T0))])
+        .await
+        .unwrap();
+    assert!(!first[0].duplicate);
+    // A batch: a repeat of k1, a new key, and that new key again.
+    let batch = s
+        .send_messages(vec![
+            (q, fifo_msg("one again", "G", "k1", T0 + 1)),
+            (q, fifo_msg("two", "G", "k2", T0 + 1)),
+            (q, fifo_msg("two again", "G", "k2", T0 + 1)),
+        ])
+        .await
+        .unwrap();
+    assert!(batch[0].duplicate);
+    assert_eq!(
+        (batch[0].seq, &batch[0].message_id),
+        (first[0].seq, &first[0].message_id)
+    );
+    assert!(!batch[1].duplicate);
+    assert!(batch[2].duplicate);
+    assert_eq!(batch[2].seq, batch[1].seq);
+    // Message-group scope: the same id in another group is another key.
+    let mut other = fifo_msg("one in H", "H", "k1", T0 + 2);
+    other.dedup.as_mut().unwrap().scope = "H".into();
+    let sent = s.send_messages(vec![(q, other)]).await.unwrap();
+    assert!(!sent[0].duplicate);
+    // After the window the key is free again.
+    let later = s
+        .send_messages(vec![(q, fifo_msg("one later", "G", "k1", T0 + 300_000))])
+        .await
+        .unwrap();
+    assert!(!later[0].duplicate);
+    assert_ne!(later[0].seq, first[0].seq);
+    let out = s
+        .receive(fifo_req(q, 10, T0 + 300_000, 1000))
+        .await
+        .unwrap();
+    // Group G first (as much of one group as possible), then group H.
+    assert_eq!(bodies(&out), ["one", "two", "one later", "one in H"]);
+}
+
+async fn purge(s: S) {
+    let q = queue(&s, "p").await;
+    let other = queue(&s, "keep").await;
+    send(&s, q, &["1", "2", "3"], T0).await;
+    send(&s, other, &["x"], T0).await;
+    s.receive(req(q, 1, T0, 60_000)).await.unwrap();
+    assert_eq!(s.purge_queue(q).await.unwrap(), 3, "in-flight ones too");
+    assert_eq!(s.purge_queue(q).await.unwrap(), 0);
+    assert_eq!(s.queue_counts(other, T0).await.unwrap().visible, 1);
+}
+
+async fn delete_expired_messages_and_keys(s: S) {
+    let q = queue(&s, "e").await;
+    let f = queue(&s, "e.fifo").await;
+    let mut short = msg("short", T0);
+    short.expires_at_ms = T0 + 10;
+    s.send_messages(vec![(q, short), (q, msg("long", T0))])
+        .await
+        .unwrap();
+    s.send_messages(vec![(f, fifo_msg("k", "G", "key", T0))])
+        .await
+        .unwrap();
+    assert_eq!(s.delete_expired(T0 + 10).await.unwrap(), 1);
+    assert_eq!(s.delete_expired(T0 + 10).await.unwrap(), 0);
+    assert_eq!(s.queue_counts(q, T0 + 10).await.unwrap().visible, 1);
+    // The dedup key's window (5 min) ends before the messages' retention (1 h).
+    assert_eq!(s.delete_expired(T0 + 300_000).await.unwrap(), 0);
+    let again = s
+        .send_messages(vec![(f, fifo_msg("k2", "G", "key", T0 + 300_001))])
+        .await
+        .unwrap();
+    assert!(!again[0].duplicate);
+    assert_eq!(s.delete_expired(T0 + 2 * HOUR).await.unwrap(), 3);
+}
+
+async fn move_to_queue(s: S) {
+    let dlq = queue(&s, "m-dlq").await;
+    let to = queue(&s, "m-target").await;
+    let mut m = msg("moved", T0);
+    m.receive_count = 3;
+    m.first_received_at_ms = Some(T0);
+    m.dead_letter_source = Some("arn:a".into());
+    m.message_id = Some("id-1".into());
+    s.send_messages(vec![(dlq, m), (dlq, msg("m2", T0)), (dlq, msg("m3", T0))])
+        .await
+        .unwrap();
+    assert_eq!(
+        s.move_messages(dlq, MoveTarget::Queue(to), 2, T0 + 5)
+            .await
+            .unwrap(),
+        2
+    );
+    assert_eq!(
+        s.move_messages(dlq, MoveTarget::Queue(to), 2, T0 + 5)
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(
+        s.move_messages(dlq, MoveTarget::Queue(to), 2, T0 + 5)
+            .await
+            .unwrap(),
+        0
+    );
+    let out = s.receive(req(to, 10, T0 + 5, 1000)).await.unwrap();
+    assert_eq!(bodies(&out), ["moved", "m2", "m3"]);
+    let m = &out.messages[0];
+    assert_ne!(m.message_id, "id-1", "a redriven message is a new message");
+    assert_eq!(m.receive_count, 1, "starts afresh");
+    assert_eq!(m.first_received_at_ms, Some(T0 + 5));
+    assert_eq!(m.dead_letter_source, None);
+}
+
+async fn move_to_sources(s: S) {
+    let a = queue(&s, "src-a").await;
+    let b = queue(&s, "src-b").await;
+    let dlq = queue(&s, "dlq").await;
+    let from = |body: &str, arn: Option<&str>| {
+        let mut m = msg(body, T0);
+        m.dead_letter_source = arn.map(str::to_owned);
+        (dlq, m)
+    };
+    s.send_messages(vec![
+        from("to-a", Some("arn:a")),
+        from("to-b", Some("arn:b")),
+        from("unknown", Some("arn:gone")),
+        from("none", None),
+    ])
+    .await
+    .unwrap();
+    // Hidden messages are not moved.
+    s.send_messages(vec![{
+        let mut m = from("hidden", Some("arn:a"));
+        m.1.visible_at_ms = T0 + 1000;
+        m
+    }])
+    .await
+    .unwrap();
+    let target = MoveTarget::Sources(vec![("arn:a".into(), a), ("arn:b".into(), b)]);
+    assert_eq!(s.move_messages(dlq, target, 10, T0).await.unwrap(), 2);
+    assert_eq!(
+        bodies(&s.receive(req(a, 10, T0, 1)).await.unwrap()),
+        ["to-a"]
+    );
+    assert_eq!(
+        bodies(&s.receive(req(b, 10, T0, 1)).await.unwrap()),
+        ["to-b"]
+    );
+    assert_eq!(
+        s.queue_counts(dlq, T0).await.unwrap(),
+        QueueCounts {
+            visible: 2,
+            in_flight: 0,
+            delayed: 1
+        },
+        "messages with no known destination stay"
+    );
+}
+
+// ----- topics
+
+async fn topics_crud(s: S) {
+    let (t, created) = s
+        .create_topic(
+            "s3:ObjectCreated",
+            map(&[("DisplayName", "x")]),
+            map(&[("k", "v")]),
+            T0,
+        )
+        .await
+        .unwrap();
+    assert!(created);
+    assert_eq!(t.name, "s3:ObjectCreated");
+    assert_eq!(t.created_at_ms, T0);
+    let (again, created) = s
+        .create_topic("s3:ObjectCreated", BTreeMap::new(), BTreeMap::new(), T0 + 1)
+        .await
+        .unwrap();
+    assert!(!created);
+    assert_eq!(again, t);
+    s.create_topic("alerts", BTreeMap::new(), BTreeMap::new(), T0)
+        .await
+        .unwrap();
+    let names: Vec<String> = s
+        .list_topics()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    assert_eq!(names, ["alerts", "s3:ObjectCreated"]);
+    s.set_topic_attributes(t.id, map(&[("DisplayName", "y")]))
+        .await
+        .unwrap();
+    s.set_topic_tags(t.id, map(&[("a", "b")])).await.unwrap();
+    let got = s.get_topic("s3:ObjectCreated").await.unwrap().unwrap();
+    assert_eq!(got.attributes, map(&[("DisplayName", "y")]));
+    assert_eq!(got.tags, map(&[("a", "b")]));
+    assert!(s.delete_topic(t.id).await.unwrap());
+    assert!(!s.delete_topic(t.id).await.unwrap());
+    assert_eq!(s.get_topic("s3:ObjectCreated").await.unwrap(), None);
+}
+
+fn new_sub(uuid: &str, confirmed: bool) -> NewSubscription {
+    NewSubscription {
+        uuid: uuid.into(),
+        protocol: "http".into(),
+        endpoint: format!("http://127.0.0.1:9/{uuid}"),
+        attributes: map(&[("RawMessageDelivery", "true")]),
+        confirmed,
+        token: (!confirmed).then(|| format!("token-{uuid}")),
+    }
+}
+
+async fn subscriptions_crud(s: S) {
+    let (t1, _) = s
+        .create_topic("t1", BTreeMap::new(), BTreeMap::new(), T0)
+        .await
+        .unwrap();
+    let (t2, _) = s
+        .create_topic("t2", BTreeMap::new(), BTreeMap::new(), T0)
+        .await
+        .unwrap();
+    let a = s
+        .create_subscription(t1.id, new_sub("u-a", true))
+        .await
+        .unwrap();
+    let b = s
+        .create_subscription(t2.id, new_sub("u-b", false))
+        .await
+        .unwrap();
+    let c = s
+        .create_subscription(t1.id, new_sub("u-c", true))
+        .await
+        .unwrap();
+    assert!(a.seq < b.seq && b.seq < c.seq);
+    assert_eq!(a.topic_id, t1.id);
+    assert_eq!(a.topic_name, "t1");
+    assert_eq!(a.protocol, "http");
+    assert_eq!(a.endpoint, "http://127.0.0.1:9/u-a");
+    assert_eq!(a.attributes, map(&[("RawMessageDelivery", "true")]));
+    assert!(a.confirmed);
+    assert_eq!(b.token.as_deref(), Some("token-u-b"));
+
+    let uuids = |v: Vec<SubscriptionRecord>| v.into_iter().map(|s| s.uuid).collect::<Vec<_>>();
+    assert_eq!(
+        uuids(s.list_subscriptions(None).await.unwrap()),
+        ["u-a", "u-b", "u-c"]
+    );
+    assert_eq!(
+        uuids(s.list_subscriptions(Some(t1.id)).await.unwrap()),
+        ["u-a", "u-c"]
+    );
+    assert_eq!(s.get_subscription("u-b").await.unwrap(), Some(b.clone()));
+    assert_eq!(s.get_subscription("nope").await.unwrap(), None);
+
+    s.update_subscription("u-b", map(&[("FilterPolicy", "{}")]), true, None)
+        .await
+        .unwrap();
+    let got = s.get_subscription("u-b").await.unwrap().unwrap();
+    assert!(got.confirmed);
+    assert_eq!(got.token, None);
+    assert_eq!(got.attributes, map(&[("FilterPolicy", "{}")]));
+
+    assert!(s.delete_subscription("u-b").await.unwrap());
+    assert!(!s.delete_subscription("u-b").await.unwrap());
+    // Deleting a topic deletes its subscriptions.
+    assert!(s.delete_topic(t1.id).await.unwrap());
+    assert!(s.list_subscriptions(None).await.unwrap().is_empty());
+}
+
+async fn publish_stores_everything(s: S) {
+    let q1 = queue(&s, "fan-1").await;
+    let q2 = queue(&s, "fan-2.fifo").await;
+    let record = RecordedMessage {
+        id: 0,
+        protocol: "email".into(),
+        endpoint: "dev@example.com".into(),
+        topic_arn: Some("arn:aws:sns:us-east-1:000000000000:t".into()),
+        subject: Some("hi".into()),
+        message: "hello".into(),
+        created_at_ms: T0,
+    };
+    let mut m1 = msg("n1", T0);
+    m1.message_id = Some("m-1".into());
+    let sent = s
+        .publish(
+            vec![(q1, m1), (q2, fifo_msg("n2", "G", "dd", T0))],
+            vec![
+                delivery("sub-1", "body-1", T0),
+                delivery("sub-2", "body-2", T0),
+            ],
+            vec![record.clone()],
+        )
+        .await
+        .unwrap();
+    assert_eq!(sent.len(), 2);
+    assert_eq!(sent[0].message_id, "m-1");
+    assert_eq!(s.queue_counts(q1, T0).await.unwrap().visible, 1);
+    assert_eq!(s.queue_counts(q2, T0).await.unwrap().visible, 1);
+    let pending = s.list_deliveries(None, 10).await.unwrap();
+    assert_eq!(pending.len(), 2);
+    assert_eq!(pending[0].body, "body-1");
+    assert_eq!(
+        pending[0].headers,
+        vec![(
+            "x-amz-sns-message-type".to_string(),
+            "Notification".to_string()
+        )]
+    );
+    assert_eq!(pending[0].attempts, 0);
+    assert_eq!(pending[0].created_at_ms, T0);
+    let recorded = s.list_recorded(10).await.unwrap();
+    assert_eq!(recorded.len(), 1);
+    assert_eq!(
+        RecordedMessage {
+            id: 0,
+            ..recorded[0].clone()
+        },
+        record
+    );
+    // The FIFO message's dedup key took part: publishing it again is a duplicate.
+    let again = s
+        .publish(
+            vec![(q2, fifo_msg("n2", "G", "dd", T0 + 1))],
+            vec![],
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert!(again[0].duplicate);
+}
+
+async fn delivery_lease_retry_finish(s: S) {
+    s.publish(
+        vec![],
+        vec![
+            delivery("sub-a", "1", T0),
+            delivery("sub-b", "2", T0),
+            delivery("sub-a", "3", T0 + 10_000),
+        ],
+        vec![],
+    )
+    .await
+    .unwrap();
+    assert_eq!(s.next_delivery_at().await.unwrap(), Some(T0));
+    let taken = s.claim_deliveries(T0, 10, T0 + 60_000).await.unwrap();
+    let ids: Vec<&str> = taken.iter().map(|d| d.body.as_str()).collect();
+    assert_eq!(ids, ["1", "2"], "only the due ones, oldest first");
+    assert!(
+        s.claim_deliveries(T0 + 1, 10, T0 + 60_000)
+            .await
+            .unwrap()
+            .is_empty(),
+        "leased"
+    );
+    assert_eq!(s.next_delivery_at().await.unwrap(), Some(T0 + 10_000));
+    // One succeeds, one fails and is retried later.
+    s.finish_delivery(taken[0].id).await.unwrap();
+    s.retry_delivery(taken[1].id, 1, T0 + 5_000, "HTTP status 500")
+        .await
+        .unwrap();
+    let again = s
+        .claim_deliveries(T0 + 5_000, 10, T0 + 65_000)
+        .await
+        .unwrap();
+    assert_eq!(again.len(), 1);
+    assert_eq!(again[0].id, taken[1].id);
+    assert_eq!(again[0].attempts, 1);
+    assert_eq!(again[0].last_error.as_deref(), Some("HTTP status 500"));
+    // A lease that runs out (the worker died) is taken over.
+    let later = s
+        .claim_deliveries(T0 + 70_000, 10, T0 + 130_000)
+        .await
+        .unwrap();
+    let bodies: Vec<&str> = later.iter().map(|d| d.body.as_str()).collect();
+    assert_eq!(bodies, ["2", "3"]);
+    let of_a = s.list_deliveries(Some("sub-a"), 10).await.unwrap();
+    assert_eq!(of_a.len(), 1);
+    assert_eq!(of_a[0].body, "3");
+    assert_eq!(s.list_deliveries(None, 1).await.unwrap().len(), 1);
+    for d in later {
+        s.finish_delivery(d.id).await.unwrap();
+    }
+    assert_eq!(s.next_delivery_at().await.unwrap(), None);
+    assert!(s.list_deliveries(None, 10).await.unwrap().is_empty());
+}
+
+async fn recorded_messages(s: S) {
+    let rec = |i: i64| RecordedMessage {
+        id: 0,
+        protocol: "sms".into(),
+        endpoint: "+15555550100".into(),
+        topic_arn: None,
+        subject: None,
+        message: format!("m{i}"),
+        created_at_ms: T0 + i,
+    };
+    s.publish(vec![], vec![], vec![rec(1), rec(2)])
+        .await
+        .unwrap();
+    s.publish(vec![], vec![], vec![rec(3)]).await.unwrap();
+    let got = s.list_recorded(2).await.unwrap();
+    let messages: Vec<&str> = got.iter().map(|r| r.message.as_str()).collect();
+    assert_eq!(messages, ["m3", "m2"], "newest first");
+    assert!(got[0].id > got[1].id);
+    assert_eq!(got[0].topic_arn, None);
+}
+
+async fn wakeups_report_sends(s: S) {
+    let Some(mut rx) = s.wakeups() else {
+        return; // One process per store: nothing to report.
+    };
+    let q = queue(&s, "wake").await;
+    // The listener may still be connecting: send until a wake-up arrives.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        send(&s, q, &["ping"], T0).await;
+        match tokio::time::timeout(Duration::from_millis(500), rx.recv()).await {
+            Ok(Ok(id)) if id == q => break,
+            Ok(Ok(_)) | Err(_) => {}
+            Ok(Err(e)) => panic!("wake-up channel: {e}"),
+        }
+        assert!(tokio::time::Instant::now() < deadline, "no wake-up in 10 s");
+    }
+    // A move wakes its target; a receive that dead-letters wakes the dead-letter queue.
+    let dlq = queue(&s, "wake-dlq").await;
+    while rx.try_recv().is_ok() {}
+    s.receive(ReceiveRequest {
+        redrive: Some(RedriveRule {
+            dlq_queue_id: dlq,
+            max_receive_count: 0,
+            source_arn: "arn:x".into(),
+        }),
+        ..req(q, 1, T0, 1000)
+    })
+    .await
+    .unwrap();
+    expect_wakeup(&mut rx, dlq).await;
+    let moved = s
+        .move_messages(dlq, MoveTarget::Queue(q), 10, T0)
+        .await
+        .unwrap();
+    assert!(moved >= 1);
+    expect_wakeup(&mut rx, q).await;
+}
+
+/// Waits up to 5 s for a wake-up of `queue` (others may come first).
+async fn expect_wakeup(rx: &mut tokio::sync::broadcast::Receiver<i64>, queue: i64) {
+    tokio::time::timeout(Duration::from_secs(5), async {
+        while rx.recv().await.expect("wake-up channel") != queue {}
+    })
+    .await
+    .unwrap_or_else(|_| panic!("no wake-up for queue {queue} within 5 s"));
+}
+
+// ----- concurrency
+
+async fn concurrent_receivers_never_share_a_message(s: S) {
+    const RECEIVERS: usize = 8;
+    const MESSAGES: usize = 600;
+    let q = queue(&s, "busy").await;
+    for chunk in (0..MESSAGES).collect::<Vec<_>>().chunks(10) {
+        let batch = chunk
+            .iter()
+            .map(|i| (q, msg(&format!("m{i}"), T0)))
+            .collect();
+        s.send_messages(batch).await.unwrap();
+    }
+    let seen = Arc::new(Mutex::new(Vec::<i64>::new()));
+    let mut tasks = Vec::new();
+    for r in 0..RECEIVERS {
+        let s = s.clone();
+        let seen = seen.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut empty = 0;
+            while empty < 3 {
+                let out = s
+                    .receive(ReceiveRequest {
+                        send_order: r % 2 == 0,
+                        ..req(q, 1 + (r as u32 % 10), T0 + 1, 600_000)
+                    })
+                    .await
+                    .unwrap();
+                if out.messages.is_empty() {
+                    empty += 1;
+                    tokio::task::yield_now().await;
+                    continue;
+                }
+                empty = 0;
+                seen.lock()
+                    .unwrap()
+                    .extend(out.messages.iter().map(|m| m.seq));
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let seen = seen.lock().unwrap();
+    let unique: HashSet<i64> = seen.iter().copied().collect();
+    assert_eq!(unique.len(), seen.len(), "a message was handed out twice");
+    assert_eq!(unique.len(), MESSAGES, "every message was handed out");
+}
+
+async fn concurrent_fifo_receivers_keep_group_order(s: S) {
+    const GROUPS: usize = 12;
+    const PER_GROUP: usize = 25;
+    let q = queue(&s, "busy.fifo").await;
+    let mut expected: HashMap<String, Vec<i64>> = HashMap::new();
+    for i in 0..PER_GROUP {
+        let batch: Vec<_> = (0..GROUPS)
+            .map(|g| {
+                (
+                    q,
+                    fifo_msg(
+                        &format!("g{g}-{i}"),
+                        &format!("g{g}"),
+                        &format!("{g}-{i}"),
+                        T0,
+                    ),
+                )
+            })
+            .collect();
+        let sent = s.send_messages(batch).await.unwrap();
+        for (g, m) in sent.iter().enumerate() {
+            expected.entry(format!("g{g}")).or_default().push(m.seq);
+        }
+    }
+    // Next index expected per group. A receiver advances it before deleting, and the group
+    // stays locked until the delete: any receive out of order would fail the assertion.
+    let next: Arc<Mutex<HashMap<String, usize>>> = Arc::default();
+    let expected = Arc::new(expected);
+    let mut tasks = Vec::new();
+    for r in 0..6u32 {
+        let (s, next, expected) = (s.clone(), next.clone(), expected.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut empty = 0;
+            let mut got = 0;
+            while empty < 5 {
+                let out = s
+                    .receive(fifo_req(q, 1 + r % 4, T0 + 1, 600_000))
+                    .await
+                    .unwrap();
+                if out.messages.is_empty() {
+                    empty += 1;
+                    tokio::time::sleep(Duration::from_millis(2)).await;
+                    continue;
+                }
+                empty = 0;
+                {
+                    let mut next = next.lock().unwrap();
+                    for m in &out.messages {
+                        let g = m.group_id.clone().unwrap();
+                        let i = next.entry(g.clone()).or_default();
+                        assert_eq!(m.seq, expected[&g][*i], "group {g} out of order");
+                        *i += 1;
+                    }
+                }
+                for m in &out.messages {
+                    let d = s
+                        .delete_message(q, m.seq, Some((m.receipt_token, T0 + 2)))
+                        .await
+                        .unwrap();
+                    assert_eq!(d, DeleteOutcome::Deleted);
+                    got += 1;
+                }
+            }
+            got
+        }));
+    }
+    let mut total = 0;
+    for t in tasks {
+        total += t.await.unwrap();
+    }
+    assert_eq!(total, GROUPS * PER_GROUP);
+}
+
+async fn concurrent_dedup_stores_once(s: S) {
+    let q = queue(&s, "once.fifo").await;
+    let mut tasks = Vec::new();
+    for i in 0..8 {
+        let s = s.clone();
+        tasks.push(tokio::spawn(async move {
+            s.send_messages(vec![(q, fifo_msg(&format!("copy {i}"), "G", "same", T0))])
+                .await
+                .unwrap()
+                .pop()
+                .unwrap()
+        }));
+    }
+    let mut results = Vec::new();
+    for t in tasks {
+        results.push(t.await.unwrap());
+    }
+    assert_eq!(results.iter().filter(|r| !r.duplicate).count(), 1);
+    let ids: HashSet<&str> = results.iter().map(|r| r.message_id.as_str()).collect();
+    assert_eq!(ids.len(), 1, "every send reports the one original");
+    assert_eq!(s.queue_counts(q, T0).await.unwrap().visible, 1);
+}
+
+async fn concurrent_moves_move_each_message_once(s: S) {
+    const MESSAGES: usize = 300;
+    let dlq = queue(&s, "mv-dlq").await;
+    let to = queue(&s, "mv-to").await;
+    for chunk in (0..MESSAGES).collect::<Vec<_>>().chunks(10) {
+        s.send_messages(
+            chunk
+                .iter()
+                .map(|i| (dlq, msg(&format!("m{i}"), T0)))
+                .collect(),
+        )
+        .await
+        .unwrap();
+    }
+    let mut tasks = Vec::new();
+    for _ in 0..3 {
+        let s = s.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut moved = 0;
+            loop {
+                let n = s
+                    .move_messages(dlq, MoveTarget::Queue(to), 7, T0 + 1)
+                    .await
+                    .unwrap();
+                moved += n;
+                if n == 0 {
+                    return moved;
+                }
+            }
+        }));
+    }
+    let mut total = 0;
+    for t in tasks {
+        total += t.await.unwrap();
+    }
+    assert_eq!(total, MESSAGES as u64);
+    assert_eq!(
+        s.queue_counts(to, T0 + 1).await.unwrap().visible,
+        MESSAGES as i64
+    );
+    assert_eq!(s.queue_counts(dlq, T0 + 1).await.unwrap().visible, 0);
+}
+
+async fn concurrent_delivery_claims_are_disjoint(s: S) {
+    const DELIVERIES: usize = 200;
+    let ds: Vec<_> = (0..DELIVERIES)
+        .map(|i| delivery("sub", &format!("{i}"), T0))
+        .collect();
+    s.publish(vec![], ds, vec![]).await.unwrap();
+    let mut tasks = Vec::new();
+    for _ in 0..4 {
+        let s = s.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut mine = Vec::new();
+            loop {
+                let got = s.claim_deliveries(T0, 9, T0 + 60_000).await.unwrap();
+                if got.is_empty() {
+                    return mine;
+                }
+                mine.extend(got.into_iter().map(|d| d.id));
+            }
+        }));
+    }
+    let mut all = Vec::new();
+    for t in tasks {
+        all.extend(t.await.unwrap());
+    }
+    let unique: HashSet<i64> = all.iter().copied().collect();
+    assert_eq!(unique.len(), all.len(), "a delivery was leased twice");
+    assert_eq!(unique.len(), DELIVERIES);
+}
+
+async fn concurrent_purges(s: S) {
+    let q = queue(&s, "pp").await;
+    for chunk in (0..200).collect::<Vec<_>>().chunks(10) {
+        s.send_messages(
+            chunk
+                .iter()
+                .map(|i| (q, msg(&format!("{i}"), T0)))
+                .collect(),
+        )
+        .await
+        .unwrap();
+    }
+    let (a, b) = tokio::join!(s.purge_queue(q), s.purge_queue(q));
+    assert_eq!(a.unwrap() + b.unwrap(), 200);
+    assert_eq!(s.queue_counts(q, T0).await.unwrap(), QueueCounts::default());
+}
+
+// ----- PostgreSQL only
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_nodes_starting_together_migrate_once() {
+    let Some(url) = std::env::var("LOFT_TEST_DATABASE_URL")
+        .ok()
+        .filter(|u| !u.is_empty())
+    else {
+        eprintln!("note: LOFT_TEST_DATABASE_URL is unset; skipping postgres_nodes_starting_together_migrate_once");
+        return;
+    };
+    let schema = format!("loft_test_{:016x}", rand::random::<u64>());
+    let _guard = PgSchema {
+        url: url.clone(),
+        schema: schema.clone(),
+    };
+    let starts: Vec<_> = (0..6)
+        .map(|_| {
+            let (url, schema) = (url.clone(), schema.clone());
+            tokio::spawn(async move {
+                PgStore::connect(
+                    &url,
+                    PgOptions {
+                        pool_size: 2,
+                        schema: Some(schema),
+                    },
+                )
+                .await
+            })
+        })
+        .collect();
+    let mut stores: Vec<S> = Vec::new();
+    for s in starts {
+        stores.push(Arc::new(s.await.unwrap().expect("every node starts")));
+    }
+    // One schema, seen by all.
+    let q = queue(&stores[0], "shared").await;
+    send(&stores[1], q, &["x"], T0).await;
+    let out = stores[5].receive(req(q, 1, T0, 1000)).await.unwrap();
+    assert_eq!(bodies(&out), ["x"]);
+}
+
+// ----- TLS to PostgreSQL (needs LOFT_TEST_DATABASE_ROOTCERT: the CA of the test server)
+
+mod tls {
+    use super::*;
+
+    /// The test URL and the test server's CA file, when both are set.
+    fn setup(test: &str) -> Option<(String, String)> {
+        let url = std::env::var("LOFT_TEST_DATABASE_URL")
+            .ok()
+            .filter(|u| !u.is_empty());
+        let ca = std::env::var("LOFT_TEST_DATABASE_ROOTCERT")
+            .ok()
+            .filter(|u| !u.is_empty());
+        match (url, ca) {
+            (Some(url), Some(ca)) => Some((url, ca)),
+            _ => {
+                eprintln!(
+                    "note: LOFT_TEST_DATABASE_URL or LOFT_TEST_DATABASE_ROOTCERT is unset; \
+                     skipping tls::{test}"
+                );
+                None
+            }
+        }
+    }
+
+    fn with_params(url: &str, params: &str) -> String {
+        let sep = if url.contains('?') { '&' } else { '?' };
+        format!("{url}{sep}{params}")
+    }
+
+    /// Connects in a fresh schema; returns whether the connection is encrypted.
+    async fn connect(url: &str) -> Result<bool, String> {
+        let schema = format!("loft_tls_{:016x}", rand::random::<u64>());
+        let _guard = PgSchema {
+            url: std::env::var("LOFT_TEST_DATABASE_URL").unwrap(),
+            schema: schema.clone(),
+        };
+        let store = PgStore::connect(
+            url,
+            PgOptions {
+                pool_size: 2,
+                schema: Some(schema),
+            },
+        )
+        .await?;
+        let tls = store.uses_tls().await.map_err(|e| e.message)?;
+        // The store works over it.
+        let s: S = Arc::new(store);
+        let q = queue(&s, "over-tls").await;
+        send(&s, q, &["secret"], T0).await;
+        assert_eq!(
+            bodies(&s.receive(req(q, 1, T0, 1000)).await.unwrap()),
+            ["secret"]
+        );
+        Ok(tls)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn sslmodes_disable_prefer_require() {
+        let Some((url, _)) = setup("sslmodes_disable_prefer_require") else {
+            return;
+        };
+        assert!(!connect(&with_params(&url, "sslmode=disable"))
+            .await
+            .unwrap());
+        assert!(connect(&with_params(&url, "sslmode=prefer")).await.unwrap());
+        assert!(connect(&with_params(&url, "sslmode=require"))
+            .await
+            .unwrap());
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn verify_full_checks_the_chain_and_the_name() {
+        let Some((url, ca)) = setup("verify_full_checks_the_chain_and_the_name") else {
+            return;
+        };
+        let root = format!("sslrootcert={ca}");
+        assert!(
+            connect(&with_params(&url, &format!("sslmode=verify-full&{root}")))
+                .await
+                .unwrap()
+        );
+        // The certificate names 127.0.0.1, not localhost.
+        let by_name = url.replace("127.0.0.1", "localhost");
+        let err = connect(&with_params(
+            &by_name,
+            &format!("sslmode=verify-full&{root}"),
+        ))
+        .await
+        .expect_err("verify-full must check the name");
+        assert!(err.contains("certificate") || err.contains("name"), "{err}");
+        assert!(
+            connect(&with_params(&by_name, &format!("sslmode=verify-ca&{root}")))
+                .await
+                .unwrap(),
+            "verify-ca checks the chain only"
+        );
+        // Not signed by any of the system's roots.
+        let err = connect(&with_params(&url, "sslmode=verify-full&sslrootcert=system"))
+            .await
+            .expect_err("an unknown issuer is refused");
+        assert!(
+            err.contains("certificate") || err.contains("issuer"),
+            "{err}"
+        );
+    }
+}

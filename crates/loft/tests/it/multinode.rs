@@ -1,0 +1,708 @@
+//! Several `loft serve` processes on one PostgreSQL database, driven over raw SQS JSON
+//! requests: a shared queue received exactly once (within visibility timeouts) while one
+//! node is killed with SIGKILL, FIFO order per group and deduplication across nodes, and a
+//! long poll on one node woken by a send through another.
+//!
+//! Skipped (with a note) unless `LOFT_TEST_DATABASE_URL` names a database;
+//! `scripts/with-postgres.sh` provides one. Each test works in a fresh schema, dropped at
+//! its end. `LOFT_MULTINODE_MESSAGES` sets the size of the shared-queue run (default 50,000,
+//! about 20 s in a debug build on 2 cores); the FIFO run uses a fifth of it.
+
+use std::collections::{HashMap, HashSet};
+use std::io::{BufRead, BufReader};
+use std::process::{Child, ChildStdout, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use tempfile::TempDir;
+
+const ACCOUNT: &str = "000000000000";
+
+fn database_url() -> Option<String> {
+    std::env::var("LOFT_TEST_DATABASE_URL")
+        .ok()
+        .filter(|u| !u.is_empty())
+}
+
+fn message_count() -> usize {
+    std::env::var("LOFT_MULTINODE_MESSAGES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(50_000)
+}
+
+/// One `loft serve` process.
+struct Node {
+    child: Child,
+    _stdout: BufReader<ChildStdout>,
+    base: String,
+}
+
+impl Node {
+    fn start(url: &str, dir: &std::path::Path, index: usize) -> Node {
+        let log =
+            std::fs::File::create(dir.join(format!("node{index}.log"))).expect("node log file");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_loft"))
+            .args([
+                "serve",
+                "--listen",
+                "127.0.0.1:0",
+                "--database-pool-size",
+                "8",
+            ])
+            .arg("--database-url")
+            .arg(url)
+            .env_remove("LOFT_LISTEN")
+            .env_remove("LOFT_DB")
+            .env_remove("LOFT_DATABASE_URL")
+            .env("LOFT_LOG", "warn")
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(log))
+            .spawn()
+            .expect("start the loft binary");
+        let mut stdout = BufReader::new(child.stdout.take().expect("piped stdout"));
+        let mut line = String::new();
+        let n = stdout.read_line(&mut line).expect("read loft's stdout");
+        if n == 0 {
+            let status = child.wait();
+            let log =
+                std::fs::read_to_string(dir.join(format!("node{index}.log"))).unwrap_or_default();
+            panic!("node {index} exited before listening ({status:?}):\n{log}");
+        }
+        let base = line
+            .trim()
+            .strip_prefix("loft listening on ")
+            .unwrap_or_else(|| panic!("unexpected first line from loft: {line:?}"))
+            .trim_end_matches('/')
+            .to_owned();
+        Node {
+            child,
+            _stdout: stdout,
+            base,
+        }
+    }
+
+    /// SIGKILL: no shutdown, open transactions die with the connections.
+    fn kill9(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        if let Ok(Some(_)) = self.child.try_wait() {
+            return;
+        }
+        let _ = Command::new("kill")
+            .arg("-TERM")
+            .arg(self.child.id().to_string())
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        self.kill9();
+    }
+}
+
+/// `n` nodes on a fresh schema of the test database; stops them and drops the schema on
+/// drop.
+struct Cluster {
+    nodes: Vec<Node>,
+    url: String,
+    schema: String,
+    _dir: TempDir,
+}
+
+impl Cluster {
+    async fn start(n: usize, test: &str) -> Option<Cluster> {
+        let Some(url) = database_url() else {
+            eprintln!("note: LOFT_TEST_DATABASE_URL is unset; skipping multinode::{test}");
+            return None;
+        };
+        let schema = format!("loft_mn_{:016x}", rand_u64());
+        // The nodes put the schema on their search path; they create its tables
+        // themselves, all at once (the migration lock makes that safe).
+        loft_store::PgStore::create_schema(&url, &schema)
+            .await
+            .expect("connect to LOFT_TEST_DATABASE_URL");
+        let sep = if url.contains('?') { '&' } else { '?' };
+        let node_url = format!("{url}{sep}options=-c%20search_path%3D{schema}");
+        let dir = tempfile::tempdir().expect("temporary directory");
+        // Started together, on an empty schema.
+        let handles: Vec<_> = (0..n)
+            .map(|i| {
+                let node_url = node_url.clone();
+                let path = dir.path().to_owned();
+                std::thread::spawn(move || Node::start(&node_url, &path, i))
+            })
+            .collect();
+        let nodes = handles
+            .into_iter()
+            .map(|h| h.join().expect("node start"))
+            .collect();
+        Some(Cluster {
+            nodes,
+            url,
+            schema,
+            _dir: dir,
+        })
+    }
+
+    fn bases(&self) -> Vec<String> {
+        self.nodes.iter().map(|n| n.base.clone()).collect()
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        self.nodes.clear();
+        let (url, schema) = (self.url.clone(), self.schema.clone());
+        let _ = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
+            let _ = rt.block_on(loft_store::PgStore::drop_schema(&url, &schema));
+        })
+        .join();
+    }
+}
+
+fn rand_u64() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos(),
+    );
+    h.finish()
+}
+
+fn http() -> reqwest::Client {
+    reqwest::Client::builder()
+        .timeout(Duration::from_secs(40))
+        .pool_max_idle_per_host(32)
+        .build()
+        .expect("HTTP client")
+}
+
+/// One SQS JSON call; `Err` for transport failures and non-200 answers.
+async fn sqs(http: &reqwest::Client, base: &str, op: &str, body: Value) -> Result<Value, String> {
+    let resp = http
+        .post(format!("{base}/"))
+        .header("x-amz-target", format!("AmazonSQS.{op}"))
+        .header("content-type", "application/x-amz-json-1.0")
+        .body(body.to_string())
+        .send()
+        .await
+        .map_err(|e| format!("{op} to {base}: {e}"))?;
+    let status = resp.status();
+    let text = resp.text().await.map_err(|e| format!("{op} body: {e}"))?;
+    if !status.is_success() {
+        return Err(format!("{op} to {base}: HTTP {status}: {text}"));
+    }
+    serde_json::from_str(&text).map_err(|e| format!("{op}: not JSON ({e}): {text}"))
+}
+
+fn queue_url(base: &str, name: &str) -> String {
+    format!("{base}/{ACCOUNT}/{name}")
+}
+
+/// What one receive of one message looked like from the client.
+#[derive(Clone, Copy)]
+struct Receipt {
+    /// When the ReceiveMessage request was sent (before the server's claim).
+    asked: Instant,
+    /// When its answer arrived (after the claim).
+    answered: Instant,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn three_nodes_share_a_queue_exactly_once_through_a_kill() {
+    let Some(mut cluster) = Cluster::start(3, "three_nodes_share_a_queue").await else {
+        return;
+    };
+    let bases = cluster.bases();
+    let total = message_count();
+    let visibility = Duration::from_secs(10);
+    let http = http();
+    sqs(
+        &http,
+        &bases[0],
+        "CreateQueue",
+        json!({"QueueName": "shared", "Attributes": {"VisibilityTimeout": "10"}}),
+    )
+    .await
+    .expect("CreateQueue");
+
+    let alive: Arc<Vec<AtomicBool>> = Arc::new((0..3).map(|_| AtomicBool::new(true)).collect());
+    let sent = Arc::new(AtomicUsize::new(0));
+    let in_doubt: Arc<Mutex<HashSet<usize>>> = Arc::default();
+    let received: Arc<Mutex<HashMap<usize, Vec<Receipt>>>> = Arc::default();
+    let distinct = Arc::new(AtomicUsize::new(0));
+    let started = Instant::now();
+
+    const PRODUCERS: usize = 6;
+    const CONSUMERS: usize = 9;
+    let mut producers = Vec::new();
+    for p in 0..PRODUCERS {
+        let (http, bases, alive, sent, in_doubt) = (
+            http.clone(),
+            bases.clone(),
+            alive.clone(),
+            sent.clone(),
+            in_doubt.clone(),
+        );
+        producers.push(tokio::spawn(async move {
+            let ids: Vec<usize> = (p..total).step_by(PRODUCERS).collect();
+            for (b, chunk) in ids.chunks(10).enumerate() {
+                let entries: Vec<Value> = chunk
+                    .iter()
+                    .map(|i| json!({"Id": format!("e{i}"), "MessageBody": format!("m{i}")}))
+                    .collect();
+                let mut node = (b + p) % 3;
+                let mut tries = 0;
+                loop {
+                    while !alive[node].load(Ordering::SeqCst) {
+                        node = (node + 1) % 3;
+                    }
+                    let body = json!({
+                        "QueueUrl": queue_url(&bases[node], "shared"),
+                        "Entries": entries,
+                    });
+                    match sqs(&http, &bases[node], "SendMessageBatch", body).await {
+                        Ok(v) => {
+                            let ok = v["Successful"].as_array().map_or(0, Vec::len);
+                            assert_eq!(ok, chunk.len(), "batch partly failed: {v}");
+                            break;
+                        }
+                        Err(e) => {
+                            // The batch may or may not have been stored: its bodies may
+                            // now exist twice.
+                            in_doubt.lock().unwrap().extend(chunk.iter().copied());
+                            tries += 1;
+                            assert!(tries < 20, "send keeps failing: {e}");
+                            node = (node + 1) % 3;
+                            tokio::time::sleep(Duration::from_millis(20)).await;
+                        }
+                    }
+                }
+                sent.fetch_add(chunk.len(), Ordering::SeqCst);
+            }
+        }));
+    }
+
+    let mut consumers = Vec::new();
+    for c in 0..CONSUMERS {
+        let (http, bases, alive, received, distinct) = (
+            http.clone(),
+            bases.clone(),
+            alive.clone(),
+            received.clone(),
+            distinct.clone(),
+        );
+        consumers.push(tokio::spawn(async move {
+            let mut node = c % 3;
+            let deadline = Instant::now() + Duration::from_secs(900);
+            while distinct.load(Ordering::SeqCst) < total {
+                assert!(
+                    Instant::now() < deadline,
+                    "only {} of {total} messages received in 15 minutes",
+                    distinct.load(Ordering::SeqCst)
+                );
+                while !alive[node].load(Ordering::SeqCst) {
+                    node = (node + 1) % 3;
+                }
+                let asked = Instant::now();
+                let got = sqs(
+                    &http,
+                    &bases[node],
+                    "ReceiveMessage",
+                    json!({
+                        "QueueUrl": queue_url(&bases[node], "shared"),
+                        "MaxNumberOfMessages": 10,
+                        "WaitTimeSeconds": 1,
+                    }),
+                )
+                .await;
+                let answered = Instant::now();
+                let messages = match got {
+                    Ok(v) => v["Messages"].as_array().cloned().unwrap_or_default(),
+                    Err(_) => {
+                        node = (node + 1) % 3;
+                        continue;
+                    }
+                };
+                if messages.is_empty() {
+                    continue;
+                }
+                let mut entries = Vec::new();
+                {
+                    let mut received = received.lock().unwrap();
+                    for (k, m) in messages.iter().enumerate() {
+                        let body = m["Body"].as_str().expect("Body");
+                        let i: usize = body[1..].parse().expect("m{i} body");
+                        let seen = received.entry(i).or_default();
+                        if seen.is_empty() {
+                            distinct.fetch_add(1, Ordering::SeqCst);
+                        }
+                        seen.push(Receipt { asked, answered });
+                        entries.push(
+                            json!({"Id": format!("d{k}"), "ReceiptHandle": m["ReceiptHandle"]}),
+                        );
+                    }
+                }
+                let body =
+                    json!({"QueueUrl": queue_url(&bases[node], "shared"), "Entries": entries});
+                if sqs(&http, &bases[node], "DeleteMessageBatch", body)
+                    .await
+                    .is_err()
+                {
+                    // Not deleted: these come back after the visibility timeout.
+                    node = (node + 1) % 3;
+                }
+            }
+        }));
+    }
+
+    // Kill node 2 with SIGKILL while producers and consumers are busy on it.
+    while sent.load(Ordering::SeqCst) < total * 2 / 5 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    cluster.nodes[2].kill9();
+    alive[2].store(false, Ordering::SeqCst);
+    let killed_at = sent.load(Ordering::SeqCst);
+
+    for p in producers {
+        p.await.expect("producer");
+    }
+    let sent_in = started.elapsed();
+    for c in consumers {
+        c.await.expect("consumer");
+    }
+    let elapsed = started.elapsed();
+
+    let received = received.lock().unwrap();
+    let in_doubt = in_doubt.lock().unwrap();
+    assert_eq!(received.len(), total, "every message was received");
+    let mut redelivered = 0;
+    for (i, receipts) in received.iter() {
+        if receipts.len() < 2 {
+            continue;
+        }
+        if in_doubt.contains(i) {
+            continue; // Sent twice (the first send's answer was lost in the kill).
+        }
+        redelivered += 1;
+        let mut r = receipts.clone();
+        r.sort_by_key(|x| x.asked);
+        for w in r.windows(2) {
+            // The second claim happened after the first claim plus the visibility
+            // timeout: the first request went out before the first claim, the second
+            // answer came after the second claim.
+            let gap = w[1].answered.duration_since(w[0].asked);
+            assert!(
+                gap + Duration::from_millis(50) >= visibility,
+                "m{i} was handed out twice {gap:?} apart, inside its visibility timeout"
+            );
+        }
+    }
+    eprintln!(
+        "multinode: {total} messages through 3 nodes (node 2 SIGKILLed after {killed_at} sends): \
+         sent in {:.1} s, all received in {:.1} s ({:.0} msg/s end to end); \
+         {} sends in doubt, {redelivered} redelivered after the visibility timeout",
+        sent_in.as_secs_f64(),
+        elapsed.as_secs_f64(),
+        total as f64 / elapsed.as_secs_f64(),
+        in_doubt.len(),
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn fifo_order_and_dedup_hold_across_nodes() {
+    let Some(cluster) = Cluster::start(3, "fifo_order_and_dedup").await else {
+        return;
+    };
+    let bases = cluster.bases();
+    let groups = 20;
+    let per_group = (message_count() / 5 / groups).max(10);
+    let total = groups * per_group;
+    let http = http();
+    sqs(
+        &http,
+        &bases[1],
+        "CreateQueue",
+        json!({"QueueName": "orders.fifo", "Attributes": {"FifoQueue": "true"}}),
+    )
+    .await
+    .expect("CreateQueue");
+    let started = Instant::now();
+
+    let mut producers = Vec::new();
+    for p in 0..4 {
+        let (http, bases) = (http.clone(), bases.clone());
+        producers.push(tokio::spawn(async move {
+            let mine: Vec<usize> = (p..groups).step_by(4).collect();
+            let mut batch_no = 0;
+            for start in (0..per_group).step_by(10) {
+                for &g in &mine {
+                    let end = (start + 10).min(per_group);
+                    let entries: Vec<Value> = (start..end)
+                        .map(|i| {
+                            json!({
+                                "Id": format!("e{i}"),
+                                "MessageBody": format!("g{g}-{i}"),
+                                "MessageGroupId": format!("g{g}"),
+                                "MessageDeduplicationId": format!("g{g}-{i}"),
+                            })
+                        })
+                        .collect();
+                    let node = (batch_no + p) % 3;
+                    batch_no += 1;
+                    let body = |n: usize| {
+                        json!({"QueueUrl": queue_url(&bases[n], "orders.fifo"), "Entries": entries})
+                    };
+                    let first = sqs(&http, &bases[node], "SendMessageBatch", body(node))
+                        .await
+                        .expect("SendMessageBatch");
+                    let ids = |v: &Value| -> Vec<String> {
+                        v["Successful"]
+                            .as_array()
+                            .expect("Successful")
+                            .iter()
+                            .map(|e| e["MessageId"].as_str().unwrap().to_owned())
+                            .collect()
+                    };
+                    assert_eq!(ids(&first).len(), end - start);
+                    if batch_no % 3 == 0 {
+                        // The same batch again through another node: deduplicated.
+                        let other = (node + 1) % 3;
+                        let again = sqs(&http, &bases[other], "SendMessageBatch", body(other))
+                            .await
+                            .expect("SendMessageBatch again");
+                        assert_eq!(ids(&again), ids(&first), "dedup across nodes");
+                    }
+                }
+            }
+        }));
+    }
+
+    // Next index expected per group; advanced before the delete, which is what unlocks
+    // the group for every other consumer on every node.
+    let next: Arc<Mutex<HashMap<String, usize>>> = Arc::default();
+    let count = Arc::new(AtomicUsize::new(0));
+    let mut consumers = Vec::new();
+    for c in 0..6 {
+        let (http, bases, next, count) = (http.clone(), bases.clone(), next.clone(), count.clone());
+        consumers.push(tokio::spawn(async move {
+            let node = c % 3;
+            let url = queue_url(&bases[node], "orders.fifo");
+            let deadline = Instant::now() + Duration::from_secs(600);
+            while count.load(Ordering::SeqCst) < total {
+                assert!(Instant::now() < deadline, "FIFO run timed out");
+                let v = sqs(
+                    &http,
+                    &bases[node],
+                    "ReceiveMessage",
+                    json!({"QueueUrl": url, "MaxNumberOfMessages": 10, "WaitTimeSeconds": 1}),
+                )
+                .await
+                .expect("ReceiveMessage");
+                let messages = v["Messages"].as_array().cloned().unwrap_or_default();
+                if messages.is_empty() {
+                    continue;
+                }
+                let mut entries = Vec::new();
+                {
+                    let mut next = next.lock().unwrap();
+                    for (k, m) in messages.iter().enumerate() {
+                        let body = m["Body"].as_str().unwrap();
+                        let (g, i) = body.split_once('-').unwrap();
+                        let i: usize = i.parse().unwrap();
+                        let expected = next.entry(g.to_owned()).or_default();
+                        assert_eq!(i, *expected, "group {g}: got {body} out of order");
+                        *expected += 1;
+                        entries.push(
+                            json!({"Id": format!("d{k}"), "ReceiptHandle": m["ReceiptHandle"]}),
+                        );
+                    }
+                }
+                count.fetch_add(entries.len(), Ordering::SeqCst);
+                let v = sqs(
+                    &http,
+                    &bases[node],
+                    "DeleteMessageBatch",
+                    json!({"QueueUrl": url, "Entries": entries}),
+                )
+                .await
+                .expect("DeleteMessageBatch");
+                assert!(
+                    v["Failed"].as_array().is_none_or(Vec::is_empty),
+                    "delete failed: {v}"
+                );
+            }
+        }));
+    }
+    for p in producers {
+        p.await.expect("producer");
+    }
+    for c in consumers {
+        c.await.expect("consumer");
+    }
+    assert_eq!(count.load(Ordering::SeqCst), total);
+    let next = next.lock().unwrap();
+    assert!(
+        next.values().all(|n| *n == per_group),
+        "every group complete"
+    );
+    eprintln!(
+        "multinode: FIFO {total} messages in {groups} groups through 3 nodes in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn long_poll_on_one_node_wakes_on_a_send_through_another() {
+    let Some(cluster) = Cluster::start(2, "long_poll_wakes_across_nodes").await else {
+        return;
+    };
+    let bases = cluster.bases();
+    let http = http();
+    sqs(
+        &http,
+        &bases[0],
+        "CreateQueue",
+        json!({"QueueName": "wake"}),
+    )
+    .await
+    .expect("CreateQueue");
+    let mut latencies = Vec::new();
+    for round in 0..5 {
+        let (a, b) = (round % 2, (round + 1) % 2);
+        let poll = {
+            let (http, base) = (http.clone(), bases[a].clone());
+            tokio::spawn(async move {
+                let v = sqs(
+                    &http,
+                    &base,
+                    "ReceiveMessage",
+                    json!({"QueueUrl": queue_url(&base, "wake"), "WaitTimeSeconds": 20}),
+                )
+                .await
+                .expect("ReceiveMessage");
+                (v, Instant::now())
+            })
+        };
+        // Let the poll reach its wait.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let body = format!("ping {round}");
+        let before_send = Instant::now();
+        sqs(
+            &http,
+            &bases[b],
+            "SendMessage",
+            json!({"QueueUrl": queue_url(&bases[b], "wake"), "MessageBody": body}),
+        )
+        .await
+        .expect("SendMessage");
+        let (v, answered) = tokio::time::timeout(Duration::from_secs(10), poll)
+            .await
+            .expect("the long poll answered within 10 s")
+            .expect("poll task");
+        let messages = v["Messages"].as_array().cloned().unwrap_or_default();
+        assert_eq!(messages.len(), 1, "the poll got the message: {v}");
+        assert_eq!(messages[0]["Body"], body.as_str());
+        let latency = answered.saturating_duration_since(before_send);
+        assert!(
+            latency < Duration::from_secs(2),
+            "woken {latency:?} after the send (the 20 s wait was not cut short by the notification)"
+        );
+        latencies.push(latency);
+        let handle = messages[0]["ReceiptHandle"].clone();
+        sqs(
+            &http,
+            &bases[a],
+            "DeleteMessage",
+            json!({"QueueUrl": queue_url(&bases[a], "wake"), "ReceiptHandle": handle}),
+        )
+        .await
+        .expect("DeleteMessage");
+    }
+    latencies.sort();
+    eprintln!(
+        "multinode: long poll woken across nodes, send-to-answer latency median {:?}, max {:?}",
+        latencies[latencies.len() / 2],
+        latencies[latencies.len() - 1]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn each_topic_delivery_reaches_its_endpoint_once_whatever_node_published() {
+    let Some(cluster) = Cluster::start(3, "each_topic_delivery_once").await else {
+        return;
+    };
+    let bases = cluster.bases();
+    let http = http();
+    let mut sink = super::common::Sink::start().await;
+    let created = http
+        .post(format!("{}/topics/events", bases[0]))
+        .send()
+        .await
+        .expect("create topic");
+    assert_eq!(created.status().as_u16(), 201);
+    let subscribed = http
+        .post(format!("{}/topics/events/subscribe", bases[1]))
+        .json(&json!({"endpoint": sink.url("/hook")}))
+        .send()
+        .await
+        .expect("subscribe");
+    assert_eq!(subscribed.status().as_u16(), 201);
+
+    const MESSAGES: usize = 300;
+    let mut publishers = Vec::new();
+    for p in 0..3 {
+        let (http, bases) = (http.clone(), bases.clone());
+        publishers.push(tokio::spawn(async move {
+            for i in (p..MESSAGES).step_by(3) {
+                let base = &bases[i % 3];
+                let r = http
+                    .post(format!("{base}/topics/events/publish"))
+                    .json(&json!({"message": format!("n{i}")}))
+                    .send()
+                    .await
+                    .expect("publish");
+                assert_eq!(r.status().as_u16(), 200);
+            }
+        }));
+    }
+    for p in publishers {
+        p.await.expect("publisher");
+    }
+    let mut seen = HashSet::new();
+    while seen.len() < MESSAGES {
+        let r = sink.next().await;
+        let v = r.json();
+        assert_eq!(v["topic"], "events");
+        let m = v["message"].as_str().expect("message").to_owned();
+        assert!(seen.insert(m.clone()), "{m} was delivered twice");
+    }
+    // Nothing more arrives: no node delivered a leased delivery again.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    if let Some(extra) = sink.try_next() {
+        panic!(
+            "a delivery arrived twice: {}",
+            String::from_utf8_lossy(&extra.body)
+        );
+    }
+}
