@@ -600,18 +600,32 @@ impl Service {
             .await
     }
 
-    /// TagResource (topics). Errors: `InvalidParameter`, `NotFound`.
+    /// The topic a tagging call names. The tagging operations model
+    /// `ResourceNotFoundException` (code `ResourceNotFound`) rather than `NotFound`.
+    /// Errors: `InvalidParameter`, `SnsResourceNotFound`.
+    async fn tagged_topic(&self, arn: &str) -> Result<TopicRecord> {
+        self.topic_by_arn(arn).await.map_err(|e| {
+            if e.code == ErrorCode::NotFound {
+                Error::new(ErrorCode::SnsResourceNotFound, "Resource does not exist")
+            } else {
+                e
+            }
+        })
+    }
+
+    /// TagResource (topics). Errors: `InvalidParameter`, `TagLimitExceeded` (over 50
+    /// tags), `SnsResourceNotFound`.
     pub async fn tag_topic(&self, arn: &str, tags: Map) -> Result<()> {
-        let topic = self.topic_by_arn(arn).await?;
+        let topic = self.tagged_topic(arn).await?;
         let mut merged = topic.tags.clone();
         merged.extend(tags);
         check_sns_tags(&merged)?;
         self.store.set_topic_tags(topic.id, merged).await
     }
 
-    /// UntagResource (topics). Errors: `InvalidParameter`, `NotFound`.
+    /// UntagResource (topics). Errors: `InvalidParameter`, `SnsResourceNotFound`.
     pub async fn untag_topic(&self, arn: &str, keys: &[String]) -> Result<()> {
-        let topic = self.topic_by_arn(arn).await?;
+        let topic = self.tagged_topic(arn).await?;
         let mut tags = topic.tags.clone();
         for k in keys {
             tags.remove(k);
@@ -619,9 +633,9 @@ impl Service {
         self.store.set_topic_tags(topic.id, tags).await
     }
 
-    /// ListTagsForResource (topics). Errors: `InvalidParameter`, `NotFound`.
+    /// ListTagsForResource (topics). Errors: `InvalidParameter`, `SnsResourceNotFound`.
     pub async fn topic_tags(&self, arn: &str) -> Result<Map> {
-        Ok(self.topic_by_arn(arn).await?.tags)
+        Ok(self.tagged_topic(arn).await?.tags)
     }
 
     /// AddPermission (topics): adds statement `label` to the topic's Policy.
@@ -756,7 +770,7 @@ fn check_filter_scope(attrs: &Map) -> Result<()> {
 fn check_sns_tags(tags: &Map) -> Result<()> {
     if tags.len() > 50 {
         return Err(Error::new(
-            ErrorCode::InvalidParameter,
+            ErrorCode::TagLimitExceeded,
             "Could not complete request: tag quota of per resource exceeded",
         ));
     }
