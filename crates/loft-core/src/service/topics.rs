@@ -357,7 +357,8 @@ impl Service {
     /// Subscribing the same endpoint again with the same attributes returns the same ARN.
     ///
     /// Errors: `NotFound` (topic), `InvalidParameter` (protocol, endpoint, attributes, an
-    /// existing subscription with other attributes).
+    /// existing subscription with other attributes, a protocol other than `sqs` on a FIFO
+    /// topic, a FIFO queue on a standard topic).
     pub async fn subscribe(
         &self,
         topic_arn: &str,
@@ -393,6 +394,20 @@ impl Service {
         if !endpoint_ok {
             return Err(invalid(
                 "Endpoint Reason: An endpoint must be specified for this protocol",
+            ));
+        }
+        // FIFO topics deliver to SQS queues only, and FIFO queues take only FIFO topics
+        // (SNS Developer Guide, "Amazon SNS FIFO topics").
+        let fifo_topic = topic.name.ends_with(".fifo");
+        if fifo_topic && protocol != "sqs" {
+            return Err(invalid(&format!("Invalid protocol type: {protocol}")));
+        }
+        if !fifo_topic
+            && protocol == "sqs"
+            && names::arn_resource(endpoint, "sqs").is_some_and(|q| q.ends_with(".fifo"))
+        {
+            return Err(invalid(
+                "Endpoint Reason: FIFO SQS Queues can not be subscribed to standard SNS topics",
             ));
         }
         let mut attrs = Map::new();
