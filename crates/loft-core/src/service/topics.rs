@@ -163,12 +163,9 @@ fn validate_subscription_attribute(name: &str, value: &str, protocol: &str) -> R
                 _ => return Err(bad("must be true or false")),
             }
         }
-        "FilterPolicy" => {
-            if !value.is_empty() {
-                FilterPolicy::parse(value, FilterPolicyScope::MessageAttributes)?;
-            }
-            value.to_owned()
-        }
+        // Parsed by `check_filter_scope` once every attribute is known: the same Subscribe
+        // may set FilterPolicyScope=MessageBody, whose policies may nest.
+        "FilterPolicy" => value.to_owned(),
         "FilterPolicyScope" => match value {
             "MessageAttributes" | "MessageBody" => value.to_owned(),
             _ => return Err(bad("must be MessageAttributes or MessageBody")),

@@ -563,3 +563,57 @@ async fn message_structure_json_delivers_no_attributes_but_filters_on_them() {
         assert!(m.message_attributes().is_none_or(|a| a.is_empty()), "{m:?}");
     }
 }
+
+#[tokio::test]
+async fn a_nested_body_policy_and_its_scope_in_one_subscribe() {
+    // Subscribe with FilterPolicy and FilterPolicyScope=MessageBody together (as the CDK and
+    // CloudFormation do): the policy is read in the body scope, where it may nest.
+    let server = Server::start();
+    let (sns, sqs) = (server.sns(), server.sqs());
+    let topic = create_topic(&sns, "nested", &[]).await;
+    let url = create_queue(&sqs, "big-orders", &[]).await;
+    let sub = subscribe_queue(
+        &server,
+        &topic,
+        "big-orders",
+        &[
+            (
+                "FilterPolicy",
+                r#"{"order":{"amount":[{"numeric":[">=",100]}],"status":["new"]}}"#,
+            ),
+            ("FilterPolicyScope", "MessageBody"),
+            ("RawMessageDelivery", "true"),
+        ],
+    )
+    .await;
+    for body in [
+        r#"{"order":{"amount":150,"status":"new"}}"#,
+        r#"{"order":{"amount":150,"status":"old"}}"#,
+        r#"{"order":{"amount":5,"status":"new"}}"#,
+        r#"{"amount":150,"status":"new"}"#,
+    ] {
+        sns.publish()
+            .topic_arn(&topic)
+            .message(body)
+            .send()
+            .await
+            .expect("Publish");
+    }
+    let got = receive_exactly(&sqs, &url, 1).await;
+    assert_eq!(
+        got[0].body(),
+        Some(r#"{"order":{"amount":150,"status":"new"}}"#)
+    );
+    // A nested policy stays invalid in the attributes scope.
+    assert_sns_err!(
+        sns.set_subscription_attributes()
+            .subscription_arn(&sub)
+            .attribute_name("FilterPolicyScope")
+            .attribute_value("MessageAttributes")
+            .send()
+            .await,
+        aws_sdk_sns::operation::set_subscription_attributes::SetSubscriptionAttributesError::InvalidParameterException(_),
+        "InvalidParameter",
+        400
+    );
+}
