@@ -309,11 +309,9 @@ impl Service {
         out.insert("TopicArn".into(), topic_arn);
         out.insert(
             "EffectiveDeliveryPolicy".into(),
-            DeliveryPolicy::effective(
+            topic_effective_delivery_policy(
                 topic.attributes.get("DeliveryPolicy").map(String::as_str),
-                None,
-            )
-            .to_json(),
+            ),
         );
         out.insert(
             "SubscriptionsConfirmed".into(),
@@ -813,6 +811,43 @@ pub(crate) fn url_encode(s: &str) -> String {
         }
     }
     out
+}
+
+/// A topic's EffectiveDeliveryPolicy in AWS's topic form (the subscription form is
+/// [`DeliveryPolicy::to_json`]): `{"http":{"defaultHealthyRetryPolicy":{..},
+/// "disableSubscriptionOverrides":false,"defaultRequestPolicy":{"headerContentType":
+/// "text/plain; charset=UTF-8"}}}`, with `defaultThrottlePolicy` when the topic sets one.
+fn topic_effective_delivery_policy(topic_policy: Option<&str>) -> String {
+    let policy = DeliveryPolicy::effective(topic_policy, None);
+    let retry = serde_json::from_str::<Value>(&policy.to_json())
+        .map(|v| v["healthyRetryPolicy"].clone())
+        .unwrap_or(Value::Null);
+    let doc: Value = topic_policy
+        .and_then(|p| serde_json::from_str(p).ok())
+        .unwrap_or(Value::Null);
+    let http = &doc["http"];
+    let mut out = serde_json::Map::new();
+    out.insert("defaultHealthyRetryPolicy".into(), retry);
+    out.insert(
+        "disableSubscriptionOverrides".into(),
+        json!(http["disableSubscriptionOverrides"]
+            .as_bool()
+            .unwrap_or(false)),
+    );
+    if let Some(n) = policy.max_receives_per_second {
+        out.insert(
+            "defaultThrottlePolicy".into(),
+            json!({"maxReceivesPerSecond": n}),
+        );
+    }
+    let content_type = http["defaultRequestPolicy"]["headerContentType"]
+        .as_str()
+        .unwrap_or("text/plain; charset=UTF-8");
+    out.insert(
+        "defaultRequestPolicy".into(),
+        json!({"headerContentType": content_type}),
+    );
+    json!({"http": out}).to_string()
 }
 
 fn default_topic_policy(topic_arn: &str, account: &str) -> String {

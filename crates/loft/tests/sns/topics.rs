@@ -157,10 +157,11 @@ async fn topic_attributes_defaults_and_updates() {
     assert_eq!(attrs["SubscriptionsDeleted"], "0");
     let policy: Value = serde_json::from_str(&attrs["Policy"]).expect("Policy is JSON");
     assert_eq!(policy["Statement"][0]["Resource"], topic.as_str());
-    let effective: Value =
-        serde_json::from_str(&attrs["EffectiveDeliveryPolicy"]).expect("EffectiveDeliveryPolicy");
-    assert_eq!(effective["healthyRetryPolicy"]["numRetries"], 3);
-    assert_eq!(effective["healthyRetryPolicy"]["minDelayTarget"], 20);
+    // The topic form of the policy (the subscription form has healthyRetryPolicy).
+    assert_eq!(
+        attrs["EffectiveDeliveryPolicy"],
+        r#"{"http":{"defaultHealthyRetryPolicy":{"minDelayTarget":20,"maxDelayTarget":20,"numRetries":3,"numMaxDelayRetries":0,"numNoDelayRetries":0,"numMinDelayRetries":0,"backoffFunction":"linear"},"disableSubscriptionOverrides":false,"defaultRequestPolicy":{"headerContentType":"text/plain; charset=UTF-8"}}}"#
+    );
     assert!(
         !attrs.contains_key("FifoTopic"),
         "standard topics have no FifoTopic: {attrs:?}"
@@ -186,8 +187,10 @@ async fn topic_attributes_defaults_and_updates() {
     assert_eq!(attrs["SignatureVersion"], "2");
     let effective: Value =
         serde_json::from_str(&attrs["EffectiveDeliveryPolicy"]).expect("EffectiveDeliveryPolicy");
-    assert_eq!(effective["healthyRetryPolicy"]["numRetries"], 5);
-    assert_eq!(effective["healthyRetryPolicy"]["maxDelayTarget"], 9);
+    let retry = &effective["http"]["defaultHealthyRetryPolicy"];
+    assert_eq!(retry["numRetries"], 5);
+    assert_eq!(retry["maxDelayTarget"], 9);
+    assert_eq!(effective["http"]["disableSubscriptionOverrides"], false);
 
     let fifo = create_topic(&sns, "attrs.fifo", &[("FifoTopic", "true")]).await;
     let attrs = topic_attributes(&sns, &fifo).await;
