@@ -397,3 +397,59 @@ async fn a_pending_delivery_survives_a_restart_of_loft_and_the_sink() {
     let hit = sink.next().await;
     check_notification(&hit, &topic, &sub, &id2).await;
 }
+
+#[tokio::test]
+#[ignore = "known divergence: Loft sends no UnsubscribeConfirmation (and drops deliveries of deleted subscriptions)"]
+async fn unsubscribing_an_http_endpoint_sends_an_unsubscribe_confirmation() {
+    // SNS Developer Guide, "HTTP/HTTPS unsubscribe confirmation JSON format": after an
+    // HTTP/S endpoint is unsubscribed, SNS POSTs an UnsubscribeConfirmation with a Token and
+    // a SubscribeURL that re-confirms the subscription.
+    let server = Server::start();
+    let sns = server.sns();
+    let mut sink = Sink::start().await;
+    let topic = create_topic(&sns, "leaving", &[]).await;
+    let sub = subscribe_sink(&server, &mut sink, &topic, "/bye", &[]).await;
+    sns.unsubscribe()
+        .subscription_arn(&sub)
+        .send()
+        .await
+        .expect("Unsubscribe");
+    let hit = sink.next().await;
+    assert_sns_headers(&hit, "UnsubscribeConfirmation", &topic);
+    let env = hit.json();
+    assert_eq!(env["Type"], "UnsubscribeConfirmation");
+    assert!(
+        env["Token"].is_string() && env["SubscribeURL"].is_string(),
+        "{env}"
+    );
+    assert_eq!(
+        env["Message"],
+        format!("You have chosen to deactivate subscription {sub}.\nTo cancel this operation and restore the subscription, visit the SubscribeURL included in this message.")
+    );
+    verify_envelope(&env).await;
+}
+
+#[tokio::test]
+#[ignore = "known divergence: requestPolicy.headerContentType is validated but not used"]
+async fn the_request_policy_sets_the_content_type_of_notifications() {
+    // SNS Developer Guide, "Creating an HTTP/S delivery policy": requestPolicy
+    // headerContentType is the Content-Type of the notifications SNS POSTs.
+    let server = Server::start();
+    let sns = server.sns();
+    let mut sink = Sink::start().await;
+    let topic = create_topic(&sns, "typed", &[]).await;
+    subscribe_sink(
+        &server,
+        &mut sink,
+        &topic,
+        "/json",
+        &[(
+            "DeliveryPolicy",
+            r#"{"requestPolicy":{"headerContentType":"application/json"}}"#,
+        )],
+    )
+    .await;
+    publish(&sns, &topic, "typed").await;
+    let hit = sink.next().await;
+    assert_eq!(hit.header("content-type"), "application/json");
+}
