@@ -109,10 +109,14 @@ fn sns_attribute_json(attrs: &MessageAttributes) -> Value {
 /// "Amazon SNS message attributes").
 pub const MAX_RAW_SQS_ATTRIBUTES: usize = 10;
 
-/// Validates SNS message attributes. Their number is not limited here (only their size,
-/// with the message's). Errors: `ParameterValueInvalid`.
+/// Validates SNS message attributes: names, types and values. Their number is not limited
+/// here (only their size, with the message's). Errors: `ParameterValueInvalid`.
 fn validate_sns_attributes(attrs: &MessageAttributes) -> Result<()> {
     for (name, v) in attrs {
+        // SNS Developer Guide, "Amazon SNS message attributes": the same name rules as
+        // SQS, reported as SNS's ParameterValueInvalid.
+        message::validate_attribute_name(name)
+            .map_err(|e| Error::new(ErrorCode::ParameterValueInvalid, e.message))?;
         let bad = |why: &str| {
             Error::new(
                 ErrorCode::ParameterValueInvalid,

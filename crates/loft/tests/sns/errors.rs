@@ -307,6 +307,37 @@ async fn bad_messages() {
             400
         );
     }
+    // Attribute names: SNS Developer Guide, "Amazon SNS message attributes".
+    let long = "n".repeat(257);
+    for name in [
+        "AWS.x",
+        "amazon.y",
+        ".dot",
+        "dot.",
+        "a..b",
+        "sp ace",
+        long.as_str(),
+    ] {
+        assert_sns_err!(
+            sns.publish()
+                .topic_arn(&topic)
+                .message("m")
+                .message_attributes(name, sns_string("v"))
+                .send()
+                .await,
+            PublishError::InvalidParameterValueException(_),
+            "ParameterValueInvalid",
+            400
+        );
+    }
+    sns.publish()
+        .topic_arn(&topic)
+        .message("m")
+        .message_attributes("fine.name-with_all-3", sns_string("v"))
+        .message_attributes("n".repeat(256), sns_string("v"))
+        .send()
+        .await
+        .expect("valid attribute names");
 }
 
 #[tokio::test]
