@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds Loft, starts `target/debug/loft serve` on a free port with a throw-away database,
-# runs tests/fifo_boto3.py and tests/aws_clients.py (boto3, the AWS CLI v1, raw Query) against it and stops the
+# runs tests/fifo_boto3.py, tests/sns_boto3.py and tests/aws_clients.py (boto3, the AWS CLI v1, raw Query) against it and stops the
 # server by its PID. Exits with the script's status; its last line is "N passed, N failed".
 #
 # Needs python3 with boto3 and the `aws` CLI (v1) on PATH. Extra arguments go to the
@@ -56,5 +56,6 @@ export AWS_DEFAULT_REGION="${AWS_DEFAULT_REGION:-us-east-1}"
 
 status=0
 python3 tests/fifo_boto3.py --endpoint "$endpoint" || status=$?
+python3 tests/sns_boto3.py --endpoint "$endpoint" || status=$?
 python3 tests/aws_clients.py --endpoint "$endpoint" "$@" || status=$?
 exit "$status"

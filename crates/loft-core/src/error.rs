@@ -79,6 +79,11 @@ pub enum ErrorCode {
     ParameterValueInvalid,
     /// SNS: the filter policy is too complex for the account (403).
     FilterPolicyLimitExceeded,
+    /// SNS tagging: the resource does not exist (404, `ResourceNotFound`; TagResource,
+    /// UntagResource and ListTagsForResource model this, not `NotFound`).
+    SnsResourceNotFound,
+    /// SNS tagging: more than 50 tags on a resource (400, `TagLimitExceeded`).
+    TagLimitExceeded,
 }
 
 impl ErrorCode {
@@ -119,6 +124,8 @@ impl ErrorCode {
             AuthorizationError => "AuthorizationError",
             ParameterValueInvalid => "ParameterValueInvalid",
             FilterPolicyLimitExceeded => "FilterPolicyLimitExceeded",
+            SnsResourceNotFound => "ResourceNotFound",
+            TagLimitExceeded => "TagLimitExceeded",
         }
     }
 
@@ -158,7 +165,7 @@ impl ErrorCode {
             PurgeQueueInProgress | OverLimit | AuthorizationError | FilterPolicyLimitExceeded => {
                 403
             }
-            NotFound | NotFoundRoute | ResourceNotFoundException => 404,
+            NotFound | NotFoundRoute | ResourceNotFoundException | SnsResourceNotFound => 404,
             MethodNotAllowed => 405,
             RequestTooLarge => 413,
             InternalError => 500,

@@ -164,7 +164,10 @@ pub fn validate_attributes(attributes: &MessageAttributes) -> Result<()> {
     Ok(())
 }
 
-fn validate_attribute_name(name: &str) -> Result<()> {
+/// Checks a message attribute name: 1-256 of `A-Za-z0-9_-.`, no leading, trailing or
+/// doubled period, no `AWS.`/`Amazon.` prefix in any case (SQS and SNS share the rules).
+/// Errors: `InvalidParameterValue`.
+pub(crate) fn validate_attribute_name(name: &str) -> Result<()> {
     let bad = |why: &str| Error::invalid(format!("Message (user) attribute name '{name}' {why}"));
     if name.is_empty() {
         return Err(Error::invalid(

@@ -68,7 +68,13 @@ impl Service {
         );
         if let Some(delay) = policy.delay_before_retry(attempts as u32) {
             let next = self.now_ms() + delay as i64 * 1000;
-            return self.store.retry_delivery(d.id, attempts, next, error).await;
+            self.store
+                .retry_delivery(d.id, attempts, next, error)
+                .await?;
+            // The worker computed its sleep while this attempt held its lease; wake it so
+            // it sleeps until this retry's time rather than its idle cap.
+            self.delivery_notify.notify_one();
+            return Ok(());
         }
         tracing::warn!(subscription = %d.subscription, endpoint = %d.endpoint, attempts, error, "delivery retries exhausted");
         let dlq = sub

@@ -104,15 +104,19 @@ fn sns_attribute_json(attrs: &MessageAttributes) -> Value {
     Value::Object(map)
 }
 
-/// Validates SNS message attributes. Errors: `ParameterValueInvalid`.
+/// Most message attributes a raw-delivery SQS subscription can carry. SNS itself takes
+/// more; a message with more is discarded for such a subscription (SNS Developer Guide,
+/// "Amazon SNS message attributes").
+pub const MAX_RAW_SQS_ATTRIBUTES: usize = 10;
+
+/// Validates SNS message attributes: names, types and values. Their number is not limited
+/// here (only their size, with the message's). Errors: `ParameterValueInvalid`.
 fn validate_sns_attributes(attrs: &MessageAttributes) -> Result<()> {
-    if attrs.len() > 10 {
-        return Err(Error::new(
-            ErrorCode::ParameterValueInvalid,
-            "Number of message attributes [{}] exceeds the allowed maximum [10].",
-        ));
-    }
     for (name, v) in attrs {
+        // SNS Developer Guide, "Amazon SNS message attributes": the same name rules as
+        // SQS, reported as SNS's ParameterValueInvalid.
+        message::validate_attribute_name(name)
+            .map_err(|e| Error::new(ErrorCode::ParameterValueInvalid, e.message))?;
         let bad = |why: &str| {
             Error::new(
                 ErrorCode::ParameterValueInvalid,
@@ -470,6 +474,15 @@ impl Service {
                     (k.clone(), (v.data_type.clone(), value))
                 })
                 .collect();
+            // "Message attributes are sent only when the message structure is String, not
+            // JSON" (SNS Developer Guide, "Amazon SNS message attributes"); filter
+            // policies still see them.
+            let no_attributes = MessageAttributes::new();
+            let delivered_attributes = if req.message_structure.is_some() {
+                &no_attributes
+            } else {
+                &req.message_attributes
+            };
             let timestamp = iso_timestamp(now);
             let mut signed: BTreeMap<String, (SignedFields, Option<(u8, String)>)> =
                 BTreeMap::new();
@@ -489,7 +502,7 @@ impl Service {
                     topic,
                     fields,
                     sig.as_ref(),
-                    &req.message_attributes,
+                    delivered_attributes,
                     sequence.as_deref(),
                     Some(sub_arn),
                 )
@@ -524,8 +537,12 @@ impl Service {
                             continue;
                         };
                         let config = QueueConfig::from_attributes(&queue.attributes);
+                        if raw && delivered_attributes.len() > MAX_RAW_SQS_ATTRIBUTES {
+                            tracing::warn!(queue = %queue.name, "more than 10 message attributes for a raw-delivery SQS subscription; message discarded for it");
+                            continue;
+                        }
                         let (body, attributes) = if raw {
-                            (text.clone(), req.message_attributes.clone())
+                            (text.clone(), delivered_attributes.clone())
                         } else {
                             (
                                 envelope_for(self, &text, &sub_arn),

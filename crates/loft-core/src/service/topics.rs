@@ -163,12 +163,9 @@ fn validate_subscription_attribute(name: &str, value: &str, protocol: &str) -> R
                 _ => return Err(bad("must be true or false")),
             }
         }
-        "FilterPolicy" => {
-            if !value.is_empty() {
-                FilterPolicy::parse(value, FilterPolicyScope::MessageAttributes)?;
-            }
-            value.to_owned()
-        }
+        // Parsed by `check_filter_scope` once every attribute is known: the same Subscribe
+        // may set FilterPolicyScope=MessageBody, whose policies may nest.
+        "FilterPolicy" => value.to_owned(),
         "FilterPolicyScope" => match value {
             "MessageAttributes" | "MessageBody" => value.to_owned(),
             _ => return Err(bad("must be MessageAttributes or MessageBody")),
@@ -312,11 +309,9 @@ impl Service {
         out.insert("TopicArn".into(), topic_arn);
         out.insert(
             "EffectiveDeliveryPolicy".into(),
-            DeliveryPolicy::effective(
+            topic_effective_delivery_policy(
                 topic.attributes.get("DeliveryPolicy").map(String::as_str),
-                None,
-            )
-            .to_json(),
+            ),
         );
         out.insert(
             "SubscriptionsConfirmed".into(),
@@ -357,7 +352,8 @@ impl Service {
     /// Subscribing the same endpoint again with the same attributes returns the same ARN.
     ///
     /// Errors: `NotFound` (topic), `InvalidParameter` (protocol, endpoint, attributes, an
-    /// existing subscription with other attributes).
+    /// existing subscription with other attributes, a protocol other than `sqs` on a FIFO
+    /// topic, a FIFO queue on a standard topic).
     pub async fn subscribe(
         &self,
         topic_arn: &str,
@@ -393,6 +389,20 @@ impl Service {
         if !endpoint_ok {
             return Err(invalid(
                 "Endpoint Reason: An endpoint must be specified for this protocol",
+            ));
+        }
+        // FIFO topics deliver to SQS queues only, and FIFO queues take only FIFO topics
+        // (SNS Developer Guide, "Amazon SNS FIFO topics").
+        let fifo_topic = topic.name.ends_with(".fifo");
+        if fifo_topic && protocol != "sqs" {
+            return Err(invalid(&format!("Invalid protocol type: {protocol}")));
+        }
+        if !fifo_topic
+            && protocol == "sqs"
+            && names::arn_resource(endpoint, "sqs").is_some_and(|q| q.ends_with(".fifo"))
+        {
+            return Err(invalid(
+                "Endpoint Reason: FIFO SQS Queues can not be subscribed to standard SNS topics",
             ));
         }
         let mut attrs = Map::new();
@@ -600,18 +610,32 @@ impl Service {
             .await
     }
 
-    /// TagResource (topics). Errors: `InvalidParameter`, `NotFound`.
+    /// The topic a tagging call names. The tagging operations model
+    /// `ResourceNotFoundException` (code `ResourceNotFound`) rather than `NotFound`.
+    /// Errors: `InvalidParameter`, `SnsResourceNotFound`.
+    async fn tagged_topic(&self, arn: &str) -> Result<TopicRecord> {
+        self.topic_by_arn(arn).await.map_err(|e| {
+            if e.code == ErrorCode::NotFound {
+                Error::new(ErrorCode::SnsResourceNotFound, "Resource does not exist")
+            } else {
+                e
+            }
+        })
+    }
+
+    /// TagResource (topics). Errors: `InvalidParameter`, `TagLimitExceeded` (over 50
+    /// tags), `SnsResourceNotFound`.
     pub async fn tag_topic(&self, arn: &str, tags: Map) -> Result<()> {
-        let topic = self.topic_by_arn(arn).await?;
+        let topic = self.tagged_topic(arn).await?;
         let mut merged = topic.tags.clone();
         merged.extend(tags);
         check_sns_tags(&merged)?;
         self.store.set_topic_tags(topic.id, merged).await
     }
 
-    /// UntagResource (topics). Errors: `InvalidParameter`, `NotFound`.
+    /// UntagResource (topics). Errors: `InvalidParameter`, `SnsResourceNotFound`.
     pub async fn untag_topic(&self, arn: &str, keys: &[String]) -> Result<()> {
-        let topic = self.topic_by_arn(arn).await?;
+        let topic = self.tagged_topic(arn).await?;
         let mut tags = topic.tags.clone();
         for k in keys {
             tags.remove(k);
@@ -619,9 +643,9 @@ impl Service {
         self.store.set_topic_tags(topic.id, tags).await
     }
 
-    /// ListTagsForResource (topics). Errors: `InvalidParameter`, `NotFound`.
+    /// ListTagsForResource (topics). Errors: `InvalidParameter`, `SnsResourceNotFound`.
     pub async fn topic_tags(&self, arn: &str) -> Result<Map> {
-        Ok(self.topic_by_arn(arn).await?.tags)
+        Ok(self.tagged_topic(arn).await?.tags)
     }
 
     /// AddPermission (topics): adds statement `label` to the topic's Policy.
@@ -756,7 +780,7 @@ fn check_filter_scope(attrs: &Map) -> Result<()> {
 fn check_sns_tags(tags: &Map) -> Result<()> {
     if tags.len() > 50 {
         return Err(Error::new(
-            ErrorCode::InvalidParameter,
+            ErrorCode::TagLimitExceeded,
             "Could not complete request: tag quota of per resource exceeded",
         ));
     }
@@ -787,6 +811,43 @@ pub(crate) fn url_encode(s: &str) -> String {
         }
     }
     out
+}
+
+/// A topic's EffectiveDeliveryPolicy in AWS's topic form (the subscription form is
+/// [`DeliveryPolicy::to_json`]): `{"http":{"defaultHealthyRetryPolicy":{..},
+/// "disableSubscriptionOverrides":false,"defaultRequestPolicy":{"headerContentType":
+/// "text/plain; charset=UTF-8"}}}`, with `defaultThrottlePolicy` when the topic sets one.
+fn topic_effective_delivery_policy(topic_policy: Option<&str>) -> String {
+    let policy = DeliveryPolicy::effective(topic_policy, None);
+    let retry = serde_json::from_str::<Value>(&policy.to_json())
+        .map(|v| v["healthyRetryPolicy"].clone())
+        .unwrap_or(Value::Null);
+    let doc: Value = topic_policy
+        .and_then(|p| serde_json::from_str(p).ok())
+        .unwrap_or(Value::Null);
+    let http = &doc["http"];
+    let mut out = serde_json::Map::new();
+    out.insert("defaultHealthyRetryPolicy".into(), retry);
+    out.insert(
+        "disableSubscriptionOverrides".into(),
+        json!(http["disableSubscriptionOverrides"]
+            .as_bool()
+            .unwrap_or(false)),
+    );
+    if let Some(n) = policy.max_receives_per_second {
+        out.insert(
+            "defaultThrottlePolicy".into(),
+            json!({"maxReceivesPerSecond": n}),
+        );
+    }
+    let content_type = http["defaultRequestPolicy"]["headerContentType"]
+        .as_str()
+        .unwrap_or("text/plain; charset=UTF-8");
+    out.insert(
+        "defaultRequestPolicy".into(),
+        json!({"headerContentType": content_type}),
+    );
+    json!({"http": out}).to_string()
 }
 
 fn default_topic_policy(topic_arn: &str, account: &str) -> String {

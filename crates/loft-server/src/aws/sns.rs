@@ -112,9 +112,19 @@ fn tags_list(tags: &std::collections::BTreeMap<String, String>) -> Value {
     )
 }
 
+/// A list of structures. The Query protocol sends an empty list as the bare parameter
+/// with no value (`PublishBatchRequestEntries=`), which reads as an empty string here.
+/// Errors: `InvalidParameterValue` for anything else that is not a list of structures.
+fn object_list<'a>(input: Input<'a>, name: &str) -> Result<Vec<Input<'a>>> {
+    match input.get_raw(name) {
+        Some(Value::String(s)) if s.is_empty() => Ok(Vec::new()),
+        _ => input.objects(name),
+    }
+}
+
 fn tags_map(input: Input<'_>, name: &str) -> Result<std::collections::BTreeMap<String, String>> {
     let mut out = std::collections::BTreeMap::new();
-    for t in input.objects(name)? {
+    for t in object_list(input, name)? {
         out.insert(
             t.req_str("Key")?.to_owned(),
             t.str("Value")?.unwrap_or("").to_owned(),
@@ -262,7 +272,7 @@ pub async fn call(svc: &Arc<Service>, op: &str, input: &Value) -> Result<Value> 
         }
         "PublishBatch" => {
             let topic = required(input, "TopicArn")?;
-            let entries = input.objects("PublishBatchRequestEntries")?;
+            let entries = object_list(input, "PublishBatchRequestEntries")?;
             let ids = super::input::batch_ids(
                 &entries,
                 &super::input::BatchTexts {
