@@ -407,3 +407,65 @@ impl Store for SqliteStore {
             .await
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message(body: &str, now: i64) -> NewMessage {
+        NewMessage {
+            message_id: None,
+            body: body.into(),
+            md5_body: String::new(),
+            message_attributes: None,
+            system_attributes: None,
+            sender_id: "0".into(),
+            sent_at_ms: now,
+            visible_at_ms: now,
+            expires_at_ms: now + 60_000,
+            group_id: None,
+            dedup_id: None,
+            receive_count: 0,
+            first_received_at_ms: None,
+            dead_letter_source: None,
+            dedup: None,
+        }
+    }
+
+    async fn queue_with(store: &SqliteStore, bodies: &[&str], now: i64) -> i64 {
+        let (q, _) = store
+            .create_queue("q", BTreeMap::new(), BTreeMap::new(), now)
+            .await
+            .unwrap();
+        let msgs = bodies.iter().map(|b| (q.id, message(b, now))).collect();
+        store.send_messages(msgs).await.unwrap();
+        q.id
+    }
+
+    fn request(queue_id: i64, max: u32, now: i64, visibility_ms: i64) -> ReceiveRequest {
+        ReceiveRequest {
+            queue_id,
+            max_messages: max,
+            now_ms: now,
+            visibility_ms,
+            redrive: None,
+            fifo: false,
+            send_order: false,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_zero_visibility_receive_never_returns_a_message_twice() {
+        let store = SqliteStore::open_in_memory().unwrap();
+        let now = 1_000_000;
+        let q = queue_with(&store, &["a", "b", "c"], now).await;
+        for send_order in [false, true] {
+            let mut req = request(q, 10, now, 0);
+            req.send_order = send_order;
+            let out = store.receive(req).await.unwrap();
+            let mut bodies: Vec<&str> = out.messages.iter().map(|m| m.body.as_str()).collect();
+            bodies.sort();
+            assert_eq!(bodies, ["a", "b", "c"], "send_order {send_order}");
+        }
+    }
+}

@@ -216,12 +216,21 @@ pub fn receive(c: &Connection, req: &ReceiveRequest) -> rusqlite::Result<Receive
          dead_letter_source = ?4, first_received_at = COALESCE(first_received_at, ?3) \
          WHERE seq = ?1",
     )?;
+    // A message claimed with a visibility timeout of 0 is visible again at once: the
+    // candidates of the next round may hold it, and one receive never returns a message
+    // twice. The limit leaves room for those and they are skipped.
+    let mut claimed: std::collections::HashSet<i64> = std::collections::HashSet::new();
     loop {
         let need = want - out.messages.len();
         let rows: Vec<(i64, i64, i64)> = candidates
-            .query_map(params![req.queue_id, req.now_ms, need as i64], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-            })?
+            .query_map(
+                params![req.queue_id, req.now_ms, (need + claimed.len()) as i64],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )?
+            .filter(|r| {
+                r.as_ref()
+                    .map_or(true, |(seq, _, _)| !claimed.contains(seq))
+            })
             .collect::<rusqlite::Result<_>>()?;
         if rows.is_empty() {
             break;
@@ -248,6 +257,7 @@ pub fn receive(c: &Connection, req: &ReceiveRequest) -> rusqlite::Result<Receive
                 params![seq, req.now_ms + req.visibility_ms, req.now_ms, token],
                 message_row,
             )?;
+            claimed.insert(seq);
             out.messages.push(message);
         }
         if out.messages.len() >= want {
