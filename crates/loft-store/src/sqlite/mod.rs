@@ -273,6 +273,17 @@ impl Store for SqliteStore {
             .await
     }
 
+    async fn peek_messages(
+        &self,
+        queue_id: i64,
+        after_seq: i64,
+        limit: u32,
+        now_ms: i64,
+    ) -> Result<Vec<StoredMessage>> {
+        self.write(move |c| ops::peek_messages(c, queue_id, after_seq, limit, now_ms))
+            .await
+    }
+
     async fn delete_expired(&self, now_ms: i64) -> Result<u64> {
         self.write(move |c| ops::delete_expired(c, now_ms)).await
     }
@@ -375,6 +386,10 @@ impl Store for SqliteStore {
             .await
     }
 
+    async fn count_deliveries(&self) -> Result<u64> {
+        self.write(ops::count_deliveries).await
+    }
+
     async fn list_recorded(&self, limit: u32) -> Result<Vec<RecordedMessage>> {
         self.write(move |c| ops::list_recorded(c, limit)).await
     }
@@ -467,5 +482,32 @@ mod tests {
             bodies.sort();
             assert_eq!(bodies, ["a", "b", "c"], "send_order {send_order}");
         }
+    }
+
+    #[tokio::test]
+    async fn peek_reads_every_state_in_order_without_claiming() {
+        let store = SqliteStore::open_in_memory().unwrap();
+        let now = 1_000_000;
+        let q = queue_with(&store, &["a", "b", "c", "d"], now).await;
+        let claimed = store.receive(request(q, 1, now, 30_000)).await.unwrap();
+        assert_eq!(claimed.messages.len(), 1);
+        let page = store.peek_messages(q, 0, 3, now).await.unwrap();
+        let bodies: Vec<&str> = page.iter().map(|m| m.body.as_str()).collect();
+        assert_eq!(bodies, ["a", "b", "c"]);
+        let rest = store.peek_messages(q, page[2].seq, 3, now).await.unwrap();
+        assert_eq!(rest.len(), 1);
+        assert_eq!(rest[0].body, "d");
+        // Nothing changed: one in flight, three visible, receive counts as they were.
+        let again = store.peek_messages(q, 0, 10, now).await.unwrap();
+        assert_eq!(again.iter().map(|m| m.receive_count).sum::<i64>(), 1);
+        let counts = store.queue_counts(q, now).await.unwrap();
+        assert_eq!((counts.visible, counts.in_flight), (3, 1));
+        // Expired messages are left out.
+        assert!(store
+            .peek_messages(q, 0, 10, now + 60_000)
+            .await
+            .unwrap()
+            .is_empty());
+        assert_eq!(store.count_deliveries().await.unwrap(), 0);
     }
 }

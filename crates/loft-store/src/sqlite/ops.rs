@@ -481,6 +481,25 @@ pub fn queue_counts(c: &Connection, queue_id: i64, now_ms: i64) -> rusqlite::Res
     })
 }
 
+/// Messages of one queue after `after_seq`, in send order, read without claiming them.
+pub fn peek_messages(
+    c: &Connection,
+    queue_id: i64,
+    after_seq: i64,
+    limit: u32,
+    now_ms: i64,
+) -> rusqlite::Result<Vec<StoredMessage>> {
+    let mut stmt = c.prepare_cached(&format!(
+        "SELECT {MESSAGE_COLUMNS} FROM messages INDEXED BY messages_queue_order \
+         WHERE queue_id = ?1 AND seq > ?2 AND expires_at > ?3 ORDER BY seq LIMIT ?4"
+    ))?;
+    let rows = stmt.query_map(
+        params![queue_id, after_seq, now_ms, limit as i64],
+        message_row,
+    )?;
+    rows.collect()
+}
+
 pub fn delete_expired(c: &Connection, now_ms: i64) -> rusqlite::Result<u64> {
     c.prepare_cached("DELETE FROM fifo_dedup WHERE expires_at <= ?1")?
         .execute([now_ms])?;
@@ -822,6 +841,13 @@ pub fn list_deliveries(
     ))?;
     let rows = stmt.query_map(params![subscription, limit as i64], delivery_row)?;
     rows.collect()
+}
+
+/// How many deliveries are pending.
+pub fn count_deliveries(c: &Connection) -> rusqlite::Result<u64> {
+    c.prepare_cached("SELECT COUNT(*) FROM deliveries")?
+        .query_row([], |r| r.get::<_, i64>(0))
+        .map(|n| n as u64)
 }
 
 pub fn list_recorded(c: &Connection, limit: u32) -> rusqlite::Result<Vec<RecordedMessage>> {
