@@ -9,11 +9,13 @@
 //! - [`observe`]: the middleware around every route: request ids, access logs, request
 //!   metrics.
 //! - [`metrics`]: `GET /metrics` (Prometheus text format) and `GET /ready`.
+//! - [`console`]: the web console at `/console` and its JSON routes under `/_loft/`.
 //!
 //! Adapters translate wire formats and nothing else; every rule lives in
 //! [`loft_core::Service`].
 
 pub mod aws;
+pub mod console;
 pub mod delivery;
 pub mod inspect;
 pub mod metrics;
