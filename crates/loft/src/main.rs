@@ -1,5 +1,9 @@
 //! The `loft` binary: `loft serve` runs the server on SQLite; `loft bench` load-tests
 //! an SQS endpoint.
+//!
+//! - [`logging`]: `--log-format text|json`.
+
+mod logging;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -18,6 +22,16 @@ use tokio::net::TcpListener;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+
+    /// Log line format on stderr (filter with LOFT_LOG, e.g. `info,loft::access=warn`).
+    #[arg(
+        long,
+        env = "LOFT_LOG_FORMAT",
+        value_enum,
+        default_value_t,
+        global = true
+    )]
+    log_format: logging::LogFormat,
 }
 
 #[derive(Subcommand, Debug)]
@@ -71,14 +85,8 @@ enum DurabilityArg {
 }
 
 fn main() -> std::process::ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("LOFT_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
     let cli = Cli::parse();
+    logging::init(cli.log_format);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
