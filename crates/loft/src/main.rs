@@ -1,9 +1,11 @@
 //! The `loft` binary: `loft serve` runs the server on SQLite; `loft bench` load-tests
-//! an SQS endpoint.
+//! an SQS endpoint; the admin commands ([`cli`]) talk to a running server.
 //!
 //! - [`config`]: the `--config` file of `loft serve`.
+//! - [`cli`]: `loft queue|send|receive|topic|publish|subscribe|redrive|export|import|completions`.
 //! - [`logging`]: `--log-format text|json`.
 
+mod cli;
 mod config;
 mod logging;
 
@@ -43,6 +45,8 @@ enum Command {
     Serve(ServeArgs),
     /// Load-test any SQS endpoint (AWS JSON protocol) and report throughput and latency.
     Bench(loft_bench::BenchArgs),
+    #[command(flatten)]
+    Admin(cli::Command),
 }
 
 #[derive(clap::Args, Debug)]
@@ -121,6 +125,9 @@ fn main() -> std::process::ExitCode {
             runtime.block_on(serve(args, file))
         }
         Command::Bench(args) => runtime.block_on(loft_bench::run(args)),
+        Command::Admin(command) => runtime
+            .block_on(cli::run(command, Cli::command))
+            .map_err(|e| e.to_string()),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
