@@ -71,6 +71,21 @@ pub trait Store: Send + Sync + 'static {
         strict: Option<(i64, i64)>,
     ) -> Result<DeleteOutcome>;
 
+    /// Deletes several messages of one queue, each as [`Store::delete_message`] would, in one
+    /// transaction. Returns one outcome per input, in order. The default calls
+    /// `delete_message` for each; engines override it to save round trips.
+    async fn delete_messages(
+        &self,
+        queue_id: i64,
+        items: Vec<(i64, Option<(i64, i64)>)>,
+    ) -> Result<Vec<DeleteOutcome>> {
+        let mut out = Vec::with_capacity(items.len());
+        for (seq, strict) in items {
+            out.push(self.delete_message(queue_id, seq, strict).await?);
+        }
+        Ok(out)
+    }
+
     /// Deletes the message with MessageId `message_id` from queue `queue_id` (the seeds'
     /// `DELETE /queues/{name}/messages/{id}`). Returns whether one was deleted.
     async fn delete_message_by_id(&self, queue_id: i64, message_id: &str) -> Result<bool>;

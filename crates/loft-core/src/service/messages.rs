@@ -7,6 +7,7 @@
 //! "Delete (Ack)".
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::receipt::Receipt;
@@ -302,14 +303,14 @@ impl Service {
     /// `MissingParameter` (empty body), `InvalidMessageContents`.
     pub async fn send_seed(&self, queue_name: &str, body: String) -> Result<String> {
         crate::names::check_queue_name(queue_name, crate::names::Naming::Seed)?;
-        let queue = match self.store.get_queue(queue_name).await? {
+        let queue = match self.find_queue(queue_name).await? {
             Some(q) => q,
-            None => {
+            None => Arc::new(
                 self.store
                     .create_queue(queue_name, BTreeMap::new(), BTreeMap::new(), self.now_ms())
                     .await?
-                    .0
-            }
+                    .0,
+            ),
         };
         let m = SendMessage {
             body,
@@ -432,15 +433,11 @@ impl Service {
         let wait = r.wait_seconds.unwrap_or(config.receive_wait_seconds as i64);
         check_range("WaitTimeSeconds", wait, 0, 20)?;
         let redrive = match &config.redrive_policy {
-            Some(p) => self
-                .store
-                .get_queue(p.dlq_name())
-                .await?
-                .map(|dlq| RedriveRule {
-                    dlq_queue_id: dlq.id,
-                    max_receive_count: p.max_receive_count,
-                    source_arn: self.queue_arn(&queue.name),
-                }),
+            Some(p) => self.find_queue(p.dlq_name()).await?.map(|dlq| RedriveRule {
+                dlq_queue_id: dlq.id,
+                max_receive_count: p.max_receive_count,
+                source_arn: self.queue_arn(&queue.name),
+            }),
             None => None,
         };
         let attempt_key = match (&r.attempt_id, config.fifo) {
@@ -641,8 +638,36 @@ impl Service {
     ) -> Result<Vec<Result<()>>> {
         let queue = self.queue(queue_name).await?;
         let mut out = Vec::with_capacity(handles.len());
+        let fifo = QueueConfig::from_attributes(&queue.attributes).fifo;
+        let now = self.now_ms();
+        let mut slots = Vec::new();
+        let mut items = Vec::new();
         for h in handles {
-            out.push(self.delete_in(&queue, h).await);
+            match self.receipt_for(&queue, h) {
+                Ok(receipt) => {
+                    slots.push(Some(items.len()));
+                    items.push((receipt.seq, fifo.then_some((receipt.token, now))));
+                }
+                Err(e) => {
+                    slots.push(None);
+                    out.push(Err(e));
+                }
+            }
+        }
+        let outcomes = self.store.delete_messages(queue.id, items).await?;
+        let mut errors = out.into_iter();
+        let mut out = Vec::with_capacity(handles.len());
+        for (h, slot) in handles.iter().zip(slots) {
+            out.push(match slot {
+                None => errors.next().unwrap_or(Ok(())),
+                Some(i) => match outcomes.get(i) {
+                    Some(DeleteOutcome::Stale) => Err(expired_handle(h)),
+                    _ => Ok(()),
+                },
+            });
+        }
+        if fifo && outcomes.contains(&DeleteOutcome::Deleted) {
+            self.wake(queue.id);
         }
         Ok(out)
     }
@@ -650,7 +675,7 @@ impl Service {
     /// The seeds' `DELETE /queues/{name}/messages/{id}`: deletes by MessageId; succeeds
     /// whether or not the message (or queue) exists.
     pub async fn delete_seed(&self, queue_name: &str, id: &str) -> Result<()> {
-        if let Some(queue) = self.store.get_queue(queue_name).await? {
+        if let Some(queue) = self.find_queue(queue_name).await? {
             if self.store.delete_message_by_id(queue.id, id).await? {
                 self.activity.deleted(&queue.name, 1);
             }

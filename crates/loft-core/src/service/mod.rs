@@ -55,6 +55,9 @@ type AttemptRecord = (i64, Vec<ReceivedMessage>);
 /// A FIFO topic's remembered publish: MessageId, SequenceNumber, window end (ms).
 type TopicDedup = (String, String, i64);
 
+/// How long a cached queue record is trusted when another node may change it.
+pub const QUEUE_CACHE_TTL: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Settings of the service that show in names: the account and region of every ARN.
 #[derive(Debug, Clone)]
 pub struct ServiceConfig {
@@ -84,6 +87,8 @@ pub struct Service {
     config: ServiceConfig,
     /// Long-poll waiters by queue id: notified after a send commits.
     waiters: Mutex<HashMap<i64, Arc<Notify>>>,
+    /// Queue records by name, with when they were read (see [`Service::find_queue`]).
+    queue_cache: Mutex<HashMap<String, (Arc<QueueRecord>, std::time::Instant)>>,
     /// Names of queues deleted lately and when (ms), for QueueDeletedRecently.
     deleted_queues: Mutex<HashMap<String, i64>>,
     /// When each queue was last purged (ms), for PurgeQueueInProgress.
@@ -127,6 +132,7 @@ impl Service {
             waiters: Mutex::default(),
             purges: Mutex::default(),
             deleted_queues: Mutex::default(),
+            queue_cache: Mutex::default(),
             move_tasks: Mutex::default(),
             attempts: Mutex::default(),
             signer,
@@ -181,11 +187,42 @@ impl Service {
     }
 
     /// The queue named `name`. Errors: `QueueDoesNotExist`.
-    pub async fn queue(&self, name: &str) -> Result<QueueRecord> {
-        self.store
-            .get_queue(name)
-            .await?
-            .ok_or_else(Error::no_queue)
+    pub async fn queue(&self, name: &str) -> Result<Arc<QueueRecord>> {
+        self.find_queue(name).await?.ok_or_else(Error::no_queue)
+    }
+
+    /// The queue named `name`, if any, from a short-lived cache: every request names its
+    /// queue, and this saves a trip to the store for each. Changes made through this
+    /// service clear the cache at once; changes made by other nodes sharing the database
+    /// show within [`QUEUE_CACHE_TTL`].
+    pub(crate) async fn find_queue(&self, name: &str) -> Result<Option<Arc<QueueRecord>>> {
+        {
+            let cache = self.queue_cache.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some((q, at)) = cache.get(name) {
+                if at.elapsed() < QUEUE_CACHE_TTL {
+                    return Ok(Some(q.clone()));
+                }
+            }
+        }
+        let found = self.store.get_queue(name).await?.map(Arc::new);
+        let mut cache = self.queue_cache.lock().unwrap_or_else(|p| p.into_inner());
+        match &found {
+            Some(q) => {
+                cache.insert(name.to_owned(), (q.clone(), std::time::Instant::now()));
+            }
+            None => {
+                cache.remove(name);
+            }
+        }
+        Ok(found)
+    }
+
+    /// Clears the queue cache; called after every change to a queue's record.
+    pub(crate) fn forget_queues(&self) {
+        self.queue_cache
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
     }
 
     fn waiter(&self, queue_id: i64) -> Arc<Notify> {

@@ -382,11 +382,12 @@ impl Service {
             .into_iter()
             .filter(|s| s.confirmed)
             .collect();
-        let mut queue_cache: BTreeMap<String, Option<QueueRecord>> = BTreeMap::new();
+        let mut queue_cache: BTreeMap<String, Option<std::sync::Arc<QueueRecord>>> =
+            BTreeMap::new();
         for s in subs.iter().filter(|s| s.protocol == "sqs") {
             if let Some(name) = crate::names::arn_resource(&s.endpoint, "sqs") {
                 if !queue_cache.contains_key(name) {
-                    let q = self.store.get_queue(name).await?;
+                    let q = self.find_queue(name).await?;
                     queue_cache.insert(name.to_owned(), q);
                 }
             }

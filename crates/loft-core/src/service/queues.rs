@@ -313,6 +313,7 @@ impl Service {
     pub async fn delete_queue(&self, name: &str) -> Result<()> {
         let queue = self.queue(name).await?;
         self.store.delete_queue(queue.id).await?;
+        self.forget_queues();
         self.wake(queue.id);
         self.deleted_queues
             .lock()
@@ -425,7 +426,9 @@ impl Service {
         }
         self.store
             .set_queue_attributes(queue.id, merged, self.now_ms())
-            .await
+            .await?;
+        self.forget_queues();
+        Ok(())
     }
 
     /// TagQueue: adds or replaces tags. Errors: `QueueDoesNotExist`, `InvalidParameterValue`.
@@ -434,7 +437,9 @@ impl Service {
         let mut merged = queue.tags.clone();
         merged.extend(tags);
         check_tags(&merged)?;
-        self.store.set_queue_tags(queue.id, merged).await
+        self.store.set_queue_tags(queue.id, merged).await?;
+        self.forget_queues();
+        Ok(())
     }
 
     /// UntagQueue: removes tags by key. Errors: `QueueDoesNotExist`.
@@ -444,12 +449,14 @@ impl Service {
         for k in keys {
             tags.remove(k);
         }
-        self.store.set_queue_tags(queue.id, tags).await
+        self.store.set_queue_tags(queue.id, tags).await?;
+        self.forget_queues();
+        Ok(())
     }
 
     /// ListQueueTags. Errors: `QueueDoesNotExist`.
     pub async fn list_queue_tags(&self, name: &str) -> Result<Map> {
-        Ok(self.queue(name).await?.tags)
+        Ok(self.queue(name).await?.tags.clone())
     }
 
     /// ListDeadLetterSourceQueues: the queues whose RedrivePolicy targets `name`.
@@ -535,7 +542,9 @@ impl Service {
         attrs.insert("Policy".into(), policy.to_string());
         self.store
             .set_queue_attributes(queue.id, attrs, self.now_ms())
-            .await
+            .await?;
+        self.forget_queues();
+        Ok(())
     }
 
     /// RemovePermission: removes statement `label`.
@@ -567,6 +576,8 @@ impl Service {
         }
         self.store
             .set_queue_attributes(queue.id, attrs, self.now_ms())
-            .await
+            .await?;
+        self.forget_queues();
+        Ok(())
     }
 }

@@ -150,6 +150,55 @@ impl<'a> Input<'a> {
     }
 }
 
+/// Each service's wording of the batch errors.
+pub struct BatchTexts {
+    /// EmptyBatchRequest.
+    pub empty: &'static str,
+    /// TooManyEntriesInBatchRequest.
+    pub too_many: &'static str,
+    /// InvalidBatchEntryId.
+    pub invalid_id: &'static str,
+    /// BatchEntryIdsNotDistinct.
+    pub repeated: &'static str,
+}
+
+/// The ids of a batch's entries, checked as SQS and SNS check them: 1..=10 entries, ids of
+/// 1..=80 alphanumerics, hyphens and underscores, all distinct. Errors:
+/// `EmptyBatchRequest`, `TooManyEntriesInBatchRequest`, `MissingParameter` (an entry
+/// without Id), `InvalidBatchEntryId`, `BatchEntryIdsNotDistinct`.
+pub fn batch_ids<'a>(entries: &[Input<'a>], texts: &BatchTexts) -> Result<Vec<&'a str>> {
+    use loft_core::ErrorCode;
+    if entries.is_empty() {
+        return Err(Error::new(ErrorCode::EmptyBatchRequest, texts.empty));
+    }
+    if entries.len() > 10 {
+        return Err(Error::new(
+            ErrorCode::TooManyEntriesInBatchRequest,
+            texts.too_many,
+        ));
+    }
+    let mut ids: Vec<&'a str> = Vec::with_capacity(entries.len());
+    for e in entries {
+        let id = e.req_str("Id")?;
+        let valid = !id.is_empty()
+            && id.len() <= 80
+            && id
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+        if !valid {
+            return Err(Error::new(ErrorCode::InvalidBatchEntryId, texts.invalid_id));
+        }
+        if ids.contains(&id) {
+            return Err(Error::new(
+                ErrorCode::BatchEntryIdsNotDistinct,
+                texts.repeated,
+            ));
+        }
+        ids.push(id);
+    }
+    Ok(ids)
+}
+
 /// Message attributes in AWS's JSON output shape.
 pub fn attributes_json(attributes: &MessageAttributes) -> Value {
     let mut map = serde_json::Map::new();

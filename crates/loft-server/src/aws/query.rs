@@ -104,6 +104,15 @@ fn to_value(node: &Node) -> Value {
 /// Decodes form pairs (query string and body together) into the JSON input shape.
 /// Envelope parameters (Action, Version, signature fields) are left out.
 pub fn decode(pairs: &[(String, String)]) -> Value {
+    match tree(pairs) {
+        Some(root) => to_value(&root),
+        None => Value::Object(Map::new()),
+    }
+}
+
+/// The parameter tree of dotted names (`A.1.B` under `A`, `1`, `B`), envelope left out;
+/// `None` when no parameter is left.
+fn tree(pairs: &[(String, String)]) -> Option<Node> {
     let mut root = Node::default();
     for (key, value) in pairs {
         if is_envelope(key) {
@@ -115,10 +124,7 @@ pub fn decode(pairs: &[(String, String)]) -> Value {
         }
         node.value = Some(value.clone());
     }
-    if root.children.is_empty() {
-        return Value::Object(Map::new());
-    }
-    to_value(&root)
+    (!root.children.is_empty()).then_some(root)
 }
 
 fn to_value_sns(node: &Node) -> Value {
@@ -164,21 +170,10 @@ fn to_value_sns(node: &Node) -> Value {
 /// Decodes SNS Query parameters (lists as `Name.member.N`, maps as
 /// `Name.entry.N.key`/`.value` or `.Name`/`.Value`) into the JSON input shape.
 pub fn decode_sns(pairs: &[(String, String)]) -> Value {
-    let mut root = Node::default();
-    for (key, value) in pairs {
-        if is_envelope(key) {
-            continue;
-        }
-        let mut node = &mut root;
-        for part in key.split('.') {
-            node = node.children.entry(part.to_owned()).or_default();
-        }
-        node.value = Some(value.clone());
+    match tree(pairs) {
+        Some(root) => to_value_sns(&root),
+        None => Value::Object(Map::new()),
     }
-    if root.children.is_empty() {
-        return Value::Object(Map::new());
-    }
-    to_value_sns(&root)
 }
 
 /// Escapes text for XML content the way AWS does, keeping `\r` as `&#xD;` so that it

@@ -4,7 +4,6 @@
 //!
 //! Source: the botocore model `sns/2010-03-31` (operation, member and error names).
 
-use std::collections::HashSet;
 use std::sync::Arc;
 
 use loft_core::message::{MessageAttributeValue, MessageAttributes};
@@ -264,41 +263,17 @@ pub async fn call(svc: &Arc<Service>, op: &str, input: &Value) -> Result<Value> 
         "PublishBatch" => {
             let topic = required(input, "TopicArn")?;
             let entries = input.objects("PublishBatchRequestEntries")?;
-            if entries.is_empty() {
-                return Err(Error::new(
-                    ErrorCode::EmptyBatchRequest,
-                    "The batch request doesn't contain any entries",
-                ));
-            }
-            if entries.len() > 10 {
-                return Err(Error::new(
-                    ErrorCode::TooManyEntriesInBatchRequest,
-                    "The batch request contains more entries than permissible",
-                ));
-            }
-            let mut ids = Vec::new();
-            let mut seen = HashSet::new();
+            let ids = super::input::batch_ids(
+                &entries,
+                &super::input::BatchTexts {
+                    empty: "The batch request doesn't contain any entries",
+                    too_many: "The batch request contains more entries than permissible",
+                    invalid_id: "The Id of a batch entry in a batch request doesn't abide by the specification.",
+                    repeated: "Two or more batch entries in the request have the same Id.",
+                },
+            )?;
             let mut reqs = Vec::new();
             for e in &entries {
-                let id = e.req_str("Id")?;
-                let valid = !id.is_empty()
-                    && id.len() <= 80
-                    && id
-                        .bytes()
-                        .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
-                if !valid {
-                    return Err(Error::new(
-                        ErrorCode::InvalidBatchEntryId,
-                        "The Id of a batch entry in a batch request doesn't abide by the specification.",
-                    ));
-                }
-                if !seen.insert(id) {
-                    return Err(Error::new(
-                        ErrorCode::BatchEntryIdsNotDistinct,
-                        "Two or more batch entries in the request have the same Id.",
-                    ));
-                }
-                ids.push(id);
                 reqs.push(publish_request(*e)?);
             }
             let total: usize = reqs.iter().map(|r| r.message.len()).sum();

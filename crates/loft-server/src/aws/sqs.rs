@@ -5,8 +5,6 @@
 //! Source: the botocore model `sqs/2012-11-05` (operation and member names) and the SQS API
 //! Reference (batch rules, errors).
 
-use std::collections::HashSet;
-
 use std::sync::Arc;
 
 use loft_core::service::{ReceiveMessage, SendMessage, SendResult};
@@ -112,45 +110,15 @@ fn object(pairs: Vec<(&str, Option<Value>)>) -> Value {
 /// hyphens and underscores. Errors: `EmptyBatchRequest`, `TooManyEntriesInBatchRequest`,
 /// `BatchEntryIdsNotDistinct`, `InvalidBatchEntryId`, `MissingParameter`.
 fn check_batch<'a>(entries: &[Input<'a>]) -> Result<Vec<&'a str>> {
-    if entries.is_empty() {
-        return Err(Error::new(
-            ErrorCode::EmptyBatchRequest,
-            "There should be at least one SendMessageBatchRequestEntry in the request.",
-        ));
-    }
-    if entries.len() > 10 {
-        return Err(Error::new(
-            ErrorCode::TooManyEntriesInBatchRequest,
-            format!(
-                "Maximum number of entries per request are 10. You have sent {}.",
-                entries.len()
-            ),
-        ));
-    }
-    let mut seen = HashSet::new();
-    let mut ids = Vec::with_capacity(entries.len());
-    for e in entries {
-        let id = e.req_str("Id")?;
-        let valid = !id.is_empty()
-            && id.len() <= 80
-            && id
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
-        if !valid {
-            return Err(Error::new(
-                ErrorCode::InvalidBatchEntryId,
-                "A batch entry id can only contain alphanumeric characters, hyphens and underscores. It can be at most 80 letters long.",
-            ));
-        }
-        if !seen.insert(id) {
-            return Err(Error::new(
-                ErrorCode::BatchEntryIdsNotDistinct,
-                format!("Id {id} repeated."),
-            ));
-        }
-        ids.push(id);
-    }
-    Ok(ids)
+    super::input::batch_ids(
+        entries,
+        &super::input::BatchTexts {
+            empty: "There should be at least one SendMessageBatchRequestEntry in the request.",
+            too_many: "Maximum number of entries per request are 10.",
+            invalid_id: "A batch entry id can only contain alphanumeric characters, hyphens and underscores. It can be at most 80 letters long.",
+            repeated: "Id repeated.",
+        },
+    )
 }
 
 fn batch_error(id: &str, e: &Error) -> Value {

@@ -101,6 +101,11 @@ const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE messages ADD COLUMN received_at INTEGER;
     "#,
+    // 5: the MessageId index cost a random-position insert per message and served only the
+    // seeds' delete by a UUID MessageId, which now scans its queue instead.
+    r#"
+    DROP INDEX IF EXISTS messages_message_id;
+    "#,
 ];
 
 /// The schema version this build writes.

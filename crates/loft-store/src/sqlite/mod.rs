@@ -63,7 +63,8 @@ impl SqliteStore {
         };
         conn.execute_batch(&format!(
             "PRAGMA journal_mode=WAL; PRAGMA synchronous={sync}; PRAGMA foreign_keys=OFF; \
-             PRAGMA busy_timeout=5000; PRAGMA cache_size=-65536;"
+             PRAGMA busy_timeout=5000; PRAGMA cache_size=-16384; \
+             PRAGMA temp_store=MEMORY; PRAGMA wal_autocheckpoint=10000;"
         ))
         .map_err(|e| format!("{}: {e}", path.display()))?;
         migrations::migrate(&mut conn).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -231,6 +232,20 @@ impl Store for SqliteStore {
     ) -> Result<DeleteOutcome> {
         self.write(move |c| ops::delete_message(c, queue_id, seq, strict))
             .await
+    }
+
+    async fn delete_messages(
+        &self,
+        queue_id: i64,
+        items: Vec<(i64, Option<(i64, i64)>)>,
+    ) -> Result<Vec<DeleteOutcome>> {
+        self.write(move |c| {
+            items
+                .into_iter()
+                .map(|(seq, strict)| ops::delete_message(c, queue_id, seq, strict))
+                .collect()
+        })
+        .await
     }
 
     async fn delete_message_by_id(&self, queue_id: i64, message_id: &str) -> Result<bool> {

@@ -417,7 +417,10 @@ pub fn delete_message_by_id(
             )?
             .execute(params![seq, queue_id])?,
         None => c
-            .prepare_cached("DELETE FROM messages WHERE message_id = ?1 AND queue_id = ?2")?
+            .prepare_cached(
+                "DELETE FROM messages INDEXED BY messages_queue_order \
+                 WHERE queue_id = ?2 AND message_id = ?1",
+            )?
             .execute(params![message_id, queue_id])?,
     };
     Ok(n > 0)

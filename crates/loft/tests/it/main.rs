@@ -4,6 +4,7 @@
 mod common;
 
 mod bad_input;
+mod crash;
 mod native_queues;
 mod native_topics;
 mod restart;

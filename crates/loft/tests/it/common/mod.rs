@@ -202,6 +202,19 @@ impl Loft {
         self.base = base;
     }
 
+    /// Kills Loft with SIGKILL (no chance to clean up) and starts it again on the same
+    /// database (on a new port): what a crash and a supervisor's restart look like.
+    pub fn crash_and_restart(&mut self) {
+        let mut child = self.child.take().expect("loft is running");
+        self._stdout = None;
+        child.kill().expect("SIGKILL loft");
+        child.wait().expect("reap loft");
+        let (child, stdout, base) = spawn(&self.db(), &log_path(self.dir.path()));
+        self.child = Some(child);
+        self._stdout = Some(stdout);
+        self.base = base;
+    }
+
     /// Everything Loft wrote on stderr so far (its log).
     pub fn stderr(&self) -> String {
         std::fs::read_to_string(log_path(self.dir.path())).unwrap_or_default()
