@@ -120,6 +120,19 @@ pub trait Store: Send + Sync + 'static {
     /// Message counts of the queue at `now_ms`.
     async fn queue_counts(&self, queue_id: i64, now_ms: i64) -> Result<QueueCounts>;
 
+    /// Up to `limit` messages of queue `queue_id` whose sequence number is above `after_seq`,
+    /// in sequence (send) order, whatever their state (visible, in flight or delayed), without
+    /// claiming them: nothing about them changes (receive count, visibility, receipt token).
+    /// Messages whose retention ended at or before `now_ms` are left out. For the operator's
+    /// message browser and `loft export`; page with the last returned `seq`.
+    async fn peek_messages(
+        &self,
+        queue_id: i64,
+        after_seq: i64,
+        limit: u32,
+        now_ms: i64,
+    ) -> Result<Vec<StoredMessage>>;
+
     /// Drops messages whose retention ended at or before `now_ms`, and deduplication keys
     /// whose window ended. Returns how many messages.
     async fn delete_expired(&self, now_ms: i64) -> Result<u64>;
@@ -203,6 +216,12 @@ pub trait Store: Send + Sync + 'static {
         subscription: Option<&str>,
         limit: u32,
     ) -> Result<Vec<DeliveryRecord>>;
+
+    /// How many deliveries are pending (due or waiting for a retry). The default counts
+    /// [`Store::list_deliveries`]; engines override it with a cheaper count.
+    async fn count_deliveries(&self) -> Result<u64> {
+        Ok(self.list_deliveries(None, u32::MAX).await?.len() as u64)
+    }
 
     /// The most recent recorded messages, newest first, at most `limit`.
     async fn list_recorded(&self, limit: u32) -> Result<Vec<RecordedMessage>>;

@@ -53,7 +53,7 @@ pub async fn attempt(client: &reqwest::Client, d: &DeliveryRecord) -> Result<(),
 async fn attempt_and_report(svc: &Service, client: &reqwest::Client, d: DeliveryRecord) {
     let outcome = attempt(client, &d).await;
     let report = match outcome {
-        Ok(()) => svc.delivery_succeeded(d.id).await,
+        Ok(()) => svc.delivery_done(&d).await,
         Err(e) => {
             tracing::debug!(endpoint = %d.endpoint, error = %e, attempt = d.attempts + 1, "delivery attempt failed");
             svc.delivery_failed(&d, &e).await

@@ -6,14 +6,21 @@
 //! - [`inspect`]: Loft's inspection routes (recorded messages, signing certificate).
 //! - [`delivery`]: workers that POST topic deliveries to HTTP endpoints.
 //! - [`sns_signing`]: the key, certificate and signatures of SNS HTTP/S messages.
+//! - [`observe`]: the middleware around every route: request ids, access logs, request
+//!   metrics.
+//! - [`metrics`]: `GET /metrics` (Prometheus text format) and `GET /ready`.
+//! - [`console`]: the web console at `/console` and its JSON routes under `/_loft/`.
 //!
 //! Adapters translate wire formats and nothing else; every rule lives in
 //! [`loft_core::Service`].
 
 pub mod aws;
+pub mod console;
 pub mod delivery;
 pub mod inspect;
+pub mod metrics;
 pub mod native;
+pub mod observe;
 pub mod routes;
 pub mod sns_signing;
 

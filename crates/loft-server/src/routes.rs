@@ -1,7 +1,9 @@
 //! The router and the server loop.
 //!
-//! Every listener serves every API: the seeds' REST/JSON routes, and (on `POST /` and on
-//! queue URLs) the AWS protocols.
+//! Every listener serves every API: the seeds' REST/JSON routes, (on `POST /` and on
+//! queue URLs) the AWS protocols, and Loft's own routes: `/metrics`, `/ready`, the console
+//! (`/console`) and its JSON routes under `/_loft/`. One middleware ([`crate::observe`])
+//! wraps them all: request ids, access logs, request metrics.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -13,14 +15,15 @@ use loft_core::Service;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
-use crate::{aws, inspect, native};
+use crate::observe::RequestMetrics;
+use crate::{aws, console, inspect, metrics, native};
 
 /// Largest request body of the seeds' API, bytes (1 MiB).
 pub const NATIVE_BODY_LIMIT: usize = 1024 * 1024;
 
-/// The router over `service`: the seeds' API, the AWS protocols and Loft's inspection
-/// routes, with JSON errors for unknown routes. `signer`'s certificate is served at
-/// SigningCertURL when given.
+/// The router over `service`: the seeds' API, the AWS protocols, Loft's inspection,
+/// metrics, readiness and console routes, with JSON errors for unknown routes. `signer`'s
+/// certificate is served at SigningCertURL when given.
 pub fn router(
     service: Arc<Service>,
     signer: Option<Arc<crate::sns_signing::LazySigner>>,
@@ -59,11 +62,39 @@ pub fn router(
             axum::routing::post(aws::entry).get(aws::entry),
         )
         .layer(DefaultBodyLimit::max(aws::AWS_BODY_LIMIT));
+    let requests = Arc::new(RequestMetrics::default());
+    let ops = Router::new()
+        .route("/metrics", get(metrics::metrics))
+        .route("/ready", get(metrics::ready))
+        .with_state(metrics::Metrics {
+            service: service.clone(),
+            requests: requests.clone(),
+        });
+    let console = Router::new()
+        .route("/console", get(console::index))
+        .route("/console/", get(console::index))
+        .route("/console/app.js", get(console::app_js))
+        .route("/console/style.css", get(console::style_css))
+        .route("/_loft/queues", get(console::api::queues))
+        .route(
+            "/_loft/queues/{name}/messages",
+            get(console::api::peek).post(console::api::send),
+        )
+        .route("/_loft/queues/{name}/purge", post(console::api::purge))
+        .route("/_loft/queues/{name}/redrive", post(console::api::redrive))
+        .route("/_loft/topics", get(console::api::topics))
+        .layer(DefaultBodyLimit::max(NATIVE_BODY_LIMIT));
     native
         .merge(aws)
         .merge(inspect)
+        .merge(ops)
+        .merge(console)
         .fallback(native::not_found)
         .method_not_allowed_fallback(native::method_not_allowed)
+        .layer(axum::middleware::from_fn_with_state(
+            requests,
+            crate::observe::observe,
+        ))
         .with_state(service)
 }
 

@@ -1,13 +1,21 @@
 //! The `loft` binary: `loft serve` runs the server on SQLite (the default) or, with
 //! `--database-url postgres://...`, on PostgreSQL shared by several nodes; `loft bench`
-//! load-tests an SQS endpoint.
+//! load-tests an SQS endpoint; the admin commands ([`cli`]) talk to a running server.
+//!
+//! - [`config`]: the `--config` file of `loft serve`.
+//! - [`cli`]: `loft queue|send|receive|topic|publish|subscribe|redrive|export|import|completions`.
+//! - [`logging`]: `--log-format text|json`.
+
+mod cli;
+mod config;
+mod logging;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 
 /// mimalloc: perf showed glibc malloc at about a tenth of the server's CPU under load.
 #[global_allocator]
@@ -24,6 +32,16 @@ use tokio::net::TcpListener;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+
+    /// Log line format on stderr (filter with LOFT_LOG, e.g. `info,loft::access=warn`).
+    #[arg(
+        long,
+        env = "LOFT_LOG_FORMAT",
+        value_enum,
+        default_value_t,
+        global = true
+    )]
+    log_format: logging::LogFormat,
 }
 
 #[derive(Subcommand, Debug)]
@@ -33,10 +51,17 @@ enum Command {
     Serve(ServeArgs),
     /// Load-test any SQS endpoint (AWS JSON protocol) and report throughput and latency.
     Bench(loft_bench::BenchArgs),
+    #[command(flatten)]
+    Admin(cli::Command),
 }
 
 #[derive(clap::Args, Debug)]
 struct ServeArgs {
+    /// TOML file of server settings and of queues, topics and subscriptions to create at
+    /// start (docs/configuration.md). Flags and environment variables override it.
+    #[arg(long, env = "LOFT_CONFIG")]
+    config: Option<PathBuf>,
+
     /// Address to listen on; repeat for several listeners
     /// (e.g. --listen 0.0.0.0:9003 --listen 0.0.0.0:9004). Port 0 picks a free port.
     #[arg(
@@ -87,14 +112,9 @@ enum DurabilityArg {
 }
 
 fn main() -> std::process::ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("LOFT_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
-    let cli = Cli::parse();
+    let matches = Cli::command().get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    logging::init(cli.log_format);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -106,8 +126,24 @@ fn main() -> std::process::ExitCode {
         }
     };
     let result = match cli.command {
-        Command::Serve(args) => runtime.block_on(serve(args)),
+        Command::Serve(mut args) => {
+            let serve_matches = matches.subcommand_matches("serve").cloned();
+            let file = match args.config.as_deref().map(config::load).transpose() {
+                Ok(f) => f,
+                Err(e) => {
+                    eprintln!("loft: {e}");
+                    return std::process::ExitCode::FAILURE;
+                }
+            };
+            if let (Some(f), Some(m)) = (&file, &serve_matches) {
+                apply_file_settings(&mut args, m, &f.server);
+            }
+            runtime.block_on(serve(args, file))
+        }
         Command::Bench(args) => runtime.block_on(loft_bench::run(args)),
+        Command::Admin(command) => runtime
+            .block_on(cli::run(command, Cli::command))
+            .map_err(|e| e.to_string()),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
@@ -173,7 +209,38 @@ impl Engine {
     }
 }
 
-async fn serve(args: ServeArgs) -> Result<(), String> {
+/// Takes each `[server]` setting of the config file whose flag and env variable are unset.
+fn apply_file_settings(args: &mut ServeArgs, m: &clap::ArgMatches, file: &config::ServerSettings) {
+    use clap::parser::ValueSource;
+    let unset = |id: &str| matches!(m.value_source(id), None | Some(ValueSource::DefaultValue));
+    if let Some(v) = file.listen.clone().filter(|_| unset("listen")) {
+        args.listen = v;
+    }
+    if let Some(v) = file.db.clone().filter(|_| unset("db")) {
+        args.db = v;
+    }
+    if let Some(v) = file.durability.filter(|_| unset("durability")) {
+        args.durability = match v {
+            config::FileDurability::Process => DurabilityArg::Process,
+            config::FileDurability::Fsync => DurabilityArg::Fsync,
+        };
+    }
+    if let Some(v) = file.account_id.clone().filter(|_| unset("account_id")) {
+        args.account_id = v;
+    }
+    if let Some(v) = file.region.clone().filter(|_| unset("region")) {
+        args.region = v;
+    }
+    if let Some(v) = file
+        .advertised_url
+        .clone()
+        .filter(|_| unset("advertised_url"))
+    {
+        args.advertised_url = Some(v);
+    }
+}
+
+async fn serve(args: ServeArgs, file: Option<config::Config>) -> Result<(), String> {
     let engine = Engine::open(&args).await?;
     let store = engine.store();
     let described = engine.describe(&args);
@@ -216,6 +283,9 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
         config,
         Some(signer.clone() as Arc<dyn loft_core::service::MessageSigner>),
     );
+    if let Some(file) = &file {
+        file.provision(&service).await.map_err(|e| e.to_string())?;
+    }
     for l in &listeners {
         if let Ok(addr) = l.local_addr() {
             // One line per listener on stdout, for scripts and tests that bind port 0.
@@ -272,4 +342,14 @@ async fn shutdown_signal() {
         _ = term => {},
     }
     tracing::info!("shutting down");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        Cli::command().debug_assert();
+    }
 }

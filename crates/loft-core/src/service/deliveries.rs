@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use super::activity::{http_protocol, DeliveryOutcome};
 use super::Service;
 use crate::delivery_policy::DeliveryPolicy;
 use crate::error::Result;
@@ -49,6 +50,15 @@ impl Service {
         self.store.finish_delivery(id).await
     }
 
+    /// Records a successful attempt of `d` (as [`Service::delivery_succeeded`]) and counts
+    /// it as delivered in the activity counters.
+    pub async fn delivery_done(&self, d: &DeliveryRecord) -> Result<()> {
+        self.store.finish_delivery(d.id).await?;
+        self.activity
+            .delivery(http_protocol(&d.endpoint), DeliveryOutcome::Delivered, 1);
+        Ok(())
+    }
+
     /// Records a failed attempt. Schedules the next retry by the effective DeliveryPolicy;
     /// when retries are exhausted, sends the message to the subscription's dead-letter
     /// queue (RedrivePolicy) if it has one, and drops it.
@@ -74,6 +84,8 @@ impl Service {
             // The worker computed its sleep while this attempt held its lease; wake it so
             // it sleeps until this retry's time rather than its idle cap.
             self.delivery_notify.notify_one();
+            self.activity
+                .delivery(http_protocol(&d.endpoint), DeliveryOutcome::Retrying, 1);
             return Ok(());
         }
         tracing::warn!(subscription = %d.subscription, endpoint = %d.endpoint, attempts, error, "delivery retries exhausted");
@@ -117,8 +129,17 @@ impl Service {
                     )])
                     .await?;
                 self.wake(q.id);
+                self.activity.sent(&q.name, 1);
+                self.activity.delivery(
+                    http_protocol(&d.endpoint),
+                    DeliveryOutcome::DeadLettered,
+                    1,
+                );
+                return self.store.finish_delivery(d.id).await;
             }
         }
+        self.activity
+            .delivery(http_protocol(&d.endpoint), DeliveryOutcome::Dropped, 1);
         self.store.finish_delivery(d.id).await
     }
 

@@ -349,6 +349,8 @@ impl Service {
             return Ok(results);
         }
         let stored = self.store.send_messages(to_store).await?;
+        let new = stored.iter().filter(|s| !s.duplicate).count();
+        self.activity.sent(&queue.name, new as u64);
         for (slot, sent) in slots.into_iter().zip(stored) {
             if let Ok(r) = &mut results[slot] {
                 r.message_id = sent.message_id;
@@ -496,12 +498,16 @@ impl Service {
                 })
                 .await?;
             if outcome.dead_lettered > 0 {
+                self.activity
+                    .dead_lettered(&queue.name, outcome.dead_lettered);
                 if let Some(rule) = &redrive {
                     self.wake(rule.dlq_queue_id);
                 }
             }
             let at_deadline = tokio::time::Instant::now() >= deadline || self.is_shutting_down();
             if !outcome.messages.is_empty() || at_deadline {
+                self.activity
+                    .received(&queue.name, outcome.messages.len() as u64);
                 let received: Vec<ReceivedMessage> = outcome
                     .messages
                     .into_iter()
@@ -612,6 +618,7 @@ impl Service {
         {
             DeleteOutcome::Stale => Err(expired_handle(handle)),
             DeleteOutcome::Deleted => {
+                self.activity.deleted(&queue.name, 1);
                 // Deleting a FIFO message may open its group: wake long polls waiting on it.
                 if fifo {
                     self.wake(queue.id);
@@ -669,7 +676,9 @@ impl Service {
     /// whether or not the message (or queue) exists.
     pub async fn delete_seed(&self, queue_name: &str, id: &str) -> Result<()> {
         if let Some(queue) = self.find_queue(queue_name).await? {
-            self.store.delete_message_by_id(queue.id, id).await?;
+            if self.store.delete_message_by_id(queue.id, id).await? {
+                self.activity.deleted(&queue.name, 1);
+            }
         }
         Ok(())
     }

@@ -7,13 +7,17 @@
 //! - [`publish`]: publish and fan-out, the SNS envelope.
 //! - [`deliveries`]: HTTP/S delivery outcomes and retries.
 //! - [`receipt`]: receipt handles.
+//! - [`activity`]: counters of sends, receives, deletes, dead-letters and deliveries.
+//! - [`operator`]: operator views: peeking at messages, counts, pending deliveries.
 //!
 //! SQS JSON, SQS Query and the seeds' API all call these methods, so one scenario gives the
 //! same answer over every protocol.
 
+pub mod activity;
 mod deliveries;
 mod messages;
 mod move_tasks;
+pub mod operator;
 mod publish;
 mod queues;
 pub mod receipt;
@@ -35,6 +39,9 @@ use crate::store::Store;
 pub use deliveries::DELIVERY_LEASE_MS;
 pub use messages::{sequence_number, ReceiveMessage, ReceivedMessage, SendMessage, SendResult};
 pub use move_tasks::MoveTask;
+pub use operator::{
+    MessageState, PeekedMessage, QueueOverview, SubscriptionOverview, TopicOverview, MAX_PEEK,
+};
 pub use publish::{
     iso_timestamp, MessageSigner, PublishRequest, PublishResult, PublishTarget, SignedFields,
     SIGNING_CERT_PATH,
@@ -104,6 +111,8 @@ pub struct Service {
     shutting_down: AtomicBool,
     /// Wakes long polls when the server is stopping.
     shutdown_notify: Notify,
+    /// Counters for `/metrics`.
+    activity: activity::Activity,
 }
 
 impl Service {
@@ -133,6 +142,7 @@ impl Service {
             topic_sequence,
             shutting_down: AtomicBool::new(false),
             shutdown_notify: Notify::new(),
+            activity: activity::Activity::default(),
         });
         if let Some(rx) = wakeups {
             follow_wakeups(&service, rx);

@@ -12,6 +12,7 @@ use std::sync::atomic::Ordering;
 
 use serde_json::{json, Map, Value};
 
+use super::activity::DeliveryOutcome;
 use super::messages::{sequence_number, DEDUP_WINDOW_MS};
 use super::topics::{invalid, url_encode, SEED_PAYLOAD_ATTRIBUTE};
 use super::Service;
@@ -314,6 +315,7 @@ impl Service {
                 self.store
                     .publish(Vec::new(), Vec::new(), vec![record])
                     .await?;
+                self.activity.delivery("sms", DeliveryOutcome::Recorded, 1);
                 Ok(PublishResult {
                     message_id,
                     sequence_number: None,
@@ -399,6 +401,10 @@ impl Service {
         let mut messages = Vec::new();
         let mut deliveries = Vec::new();
         let mut records = Vec::new();
+        // For the activity counters: the queue of each entry of `messages`, and the
+        // protocols of deliveries given up at once.
+        let mut message_queues: Vec<String> = Vec::new();
+        let mut dropped: Vec<&str> = Vec::new();
         for req in entries {
             if let Err(e) = self.check_publish(&req, fifo) {
                 results.push(Err(e));
@@ -534,6 +540,7 @@ impl Service {
                             .and_then(|n| queue_cache.get(n))
                         else {
                             tracing::warn!(endpoint = %sub.endpoint, "SNS subscription to a missing queue; message not delivered");
+                            dropped.push("sqs");
                             continue;
                         };
                         let config = QueueConfig::from_attributes(&queue.attributes);
@@ -564,8 +571,10 @@ impl Service {
                         };
                         if config.fifo && (req.group_id.is_none() || dedup.is_none()) {
                             tracing::warn!(queue = %queue.name, "a standard topic cannot deliver to a FIFO queue; message not delivered");
+                            dropped.push("sqs");
                             continue;
                         }
+                        message_queues.push(queue.name.clone());
                         messages.push((
                             queue.id,
                             NewMessage {
@@ -627,8 +636,23 @@ impl Service {
         }
         let woken: Vec<i64> = messages.iter().map(|(q, _)| *q).collect();
         let has_deliveries = !deliveries.is_empty();
+        let recorded: Vec<String> = records.iter().map(|r| r.protocol.clone()).collect();
         if !messages.is_empty() || has_deliveries || !records.is_empty() {
-            self.store.publish(messages, deliveries, records).await?;
+            let stored = self.store.publish(messages, deliveries, records).await?;
+            for (queue, sent) in message_queues.iter().zip(&stored) {
+                if !sent.duplicate {
+                    self.activity.sent(queue, 1);
+                    self.activity.delivery("sqs", DeliveryOutcome::Delivered, 1);
+                }
+            }
+        }
+        for protocol in recorded {
+            self.activity
+                .delivery(&protocol, DeliveryOutcome::Recorded, 1);
+        }
+        for protocol in dropped {
+            self.activity
+                .delivery(protocol, DeliveryOutcome::Dropped, 1);
         }
         for q in woken {
             self.wake(q);

@@ -20,11 +20,13 @@ use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{OriginalUri, State};
+use axum::extract::{Extension, OriginalUri, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use loft_core::{Error, ErrorCode, Service};
 use serde_json::Value;
+
+use crate::observe::{OperationLabel, RequestId};
 
 /// Largest AWS-protocol request body, bytes: a 1 MiB batch Query-encoded can triple.
 pub const AWS_BODY_LIMIT: usize = 10 * 1024 * 1024;
@@ -211,15 +213,50 @@ fn sqs_xml_rules(op: &str) -> &'static query::XmlRules {
     }
 }
 
-/// The entry point of every AWS-protocol request (`/` and queue URLs).
+/// The metric label of an operation: its name when the adapter implements it (the call did
+/// not fail with `InvalidAction`), else `Unknown`, so label values stay bounded.
+fn label<T>(op: &str, protocol: &'static str, result: &Result<T, Error>) -> OperationLabel {
+    let known = !matches!(result, Err(e) if e.code == ErrorCode::InvalidAction);
+    OperationLabel {
+        operation: if known {
+            op.to_owned().into()
+        } else {
+            "Unknown".into()
+        },
+        protocol,
+    }
+}
+
+/// The entry point of every AWS-protocol request (`/` and queue URLs). The request id is
+/// the one [`crate::observe`] gave the request (a fresh one without that middleware); the
+/// response carries an [`OperationLabel`] for the request metrics.
 pub async fn entry(
     State(svc): State<Arc<Service>>,
     method: Method,
     OriginalUri(uri): OriginalUri,
     headers: HeaderMap,
+    rid: Option<Extension<RequestId>>,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
-    let rid = request_id();
+    let rid = rid.map_or_else(request_id, |Extension(RequestId(id))| id);
+    let mut op_label = None;
+    let mut resp = handle(&svc, method, uri, headers, body, &rid, &mut op_label).await;
+    if let Some(l) = op_label {
+        resp.extensions_mut().insert(l);
+    }
+    resp
+}
+
+async fn handle(
+    svc: &Arc<Service>,
+    method: Method,
+    uri: axum::http::Uri,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+    rid: &str,
+    op_label: &mut Option<OperationLabel>,
+) -> Response {
+    let rid = rid.to_owned();
     let body = match body {
         Ok(b) => b,
         Err(r) => {
@@ -239,6 +276,13 @@ pub async fn entry(
             base_url: base_url(&headers),
         };
         let target = target.to_str().unwrap_or("");
+        let known = target
+            .strip_prefix("AmazonSQS.")
+            .and_then(|op| sqs::OPERATIONS.iter().find(|o| **o == op));
+        *op_label = Some(OperationLabel {
+            operation: known.copied().unwrap_or("Unknown").into(),
+            protocol: "sqs-json",
+        });
         let Some(op) = target.strip_prefix("AmazonSQS.") else {
             let e = Error::new(
                 ErrorCode::InvalidAction,
@@ -260,7 +304,9 @@ pub async fn entry(
                 }
             }
         };
-        return match sqs::call(&svc, &ctx, op, &input).await {
+        let result = sqs::call(svc, &ctx, op, &input).await;
+        *op_label = Some(label(op, "sqs-json", &result));
+        return match result {
             Ok(out) => {
                 let mut resp = (StatusCode::OK, out.to_string()).into_response();
                 let h = resp.headers_mut();
@@ -307,7 +353,9 @@ pub async fn entry(
                     );
                 }
             }
-            match sqs::call(&svc, &ctx, &action, &input).await {
+            let result = sqs::call(svc, &ctx, &action, &input).await;
+            *op_label = Some(label(&action, "sqs-query", &result));
+            match result {
                 Ok(out) => {
                     let body = query::response(
                         &action,
@@ -324,7 +372,9 @@ pub async fn entry(
         }
         AwsService::Sns => {
             let input = query::decode_sns(&pairs);
-            match sns::call(&svc, &action, &input).await {
+            let result = sns::call(svc, &action, &input).await;
+            *op_label = Some(label(&action, "sns-query", &result));
+            match result {
                 Ok(out) => {
                     let body = query::response(
                         &action,

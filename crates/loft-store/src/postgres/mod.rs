@@ -525,6 +525,18 @@ impl Store for PgStore {
         run!(self, |c| ops::queue_counts(&c, queue_id, now_ms))
     }
 
+    async fn peek_messages(
+        &self,
+        queue_id: i64,
+        after_seq: i64,
+        limit: u32,
+        now_ms: i64,
+    ) -> Result<Vec<StoredMessage>> {
+        run!(self, |c| ops::peek_messages(
+            &c, queue_id, after_seq, limit, now_ms
+        ))
+    }
+
     async fn delete_expired(&self, now_ms: i64) -> Result<u64> {
         run!(self, |c| ops::delete_expired(&c, now_ms))
     }

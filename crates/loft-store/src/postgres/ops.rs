@@ -771,6 +771,21 @@ pub async fn purge_queue<C: GenericClient>(c: &C, queue_id: i64) -> Result<u64, 
     execute(c, "DELETE FROM messages WHERE queue_id = $1", &[&queue_id]).await
 }
 
+pub async fn peek_messages<C: GenericClient>(
+    c: &C,
+    queue_id: i64,
+    after_seq: i64,
+    limit: u32,
+    now_ms: i64,
+) -> Result<Vec<StoredMessage>, Error> {
+    let sql = format!(
+        "SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.queue_id = $1 AND m.seq > $2 \
+         AND m.expires_at > $3 ORDER BY m.seq LIMIT $4"
+    );
+    let rows = query(c, &sql, &[&queue_id, &after_seq, &now_ms, &(limit as i64)]).await?;
+    Ok(rows.iter().map(|r| message_row(r, 0)).collect())
+}
+
 pub async fn queue_counts<C: GenericClient>(
     c: &C,
     queue_id: i64,

@@ -288,6 +288,17 @@ impl Store for SqliteStore {
             .await
     }
 
+    async fn peek_messages(
+        &self,
+        queue_id: i64,
+        after_seq: i64,
+        limit: u32,
+        now_ms: i64,
+    ) -> Result<Vec<StoredMessage>> {
+        self.write(move |c| ops::peek_messages(c, queue_id, after_seq, limit, now_ms))
+            .await
+    }
+
     async fn delete_expired(&self, now_ms: i64) -> Result<u64> {
         self.write(move |c| ops::delete_expired(c, now_ms)).await
     }
@@ -390,6 +401,10 @@ impl Store for SqliteStore {
             .await
     }
 
+    async fn count_deliveries(&self) -> Result<u64> {
+        self.write(ops::count_deliveries).await
+    }
+
     async fn list_recorded(&self, limit: u32) -> Result<Vec<RecordedMessage>> {
         self.write(move |c| ops::list_recorded(c, limit)).await
     }
@@ -420,5 +435,94 @@ impl Store for SqliteStore {
         let uuid = uuid.to_owned();
         self.write(move |c| ops::delete_subscription(c, &uuid))
             .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message(body: &str, now: i64) -> NewMessage {
+        NewMessage {
+            message_id: None,
+            body: body.into(),
+            md5_body: String::new(),
+            message_attributes: None,
+            system_attributes: None,
+            sender_id: "0".into(),
+            sent_at_ms: now,
+            visible_at_ms: now,
+            expires_at_ms: now + 60_000,
+            group_id: None,
+            dedup_id: None,
+            receive_count: 0,
+            first_received_at_ms: None,
+            dead_letter_source: None,
+            dedup: None,
+        }
+    }
+
+    async fn queue_with(store: &SqliteStore, bodies: &[&str], now: i64) -> i64 {
+        let (q, _) = store
+            .create_queue("q", BTreeMap::new(), BTreeMap::new(), now)
+            .await
+            .unwrap();
+        let msgs = bodies.iter().map(|b| (q.id, message(b, now))).collect();
+        store.send_messages(msgs).await.unwrap();
+        q.id
+    }
+
+    fn request(queue_id: i64, max: u32, now: i64, visibility_ms: i64) -> ReceiveRequest {
+        ReceiveRequest {
+            queue_id,
+            max_messages: max,
+            now_ms: now,
+            visibility_ms,
+            redrive: None,
+            fifo: false,
+            send_order: false,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_zero_visibility_receive_never_returns_a_message_twice() {
+        let store = SqliteStore::open_in_memory().unwrap();
+        let now = 1_000_000;
+        let q = queue_with(&store, &["a", "b", "c"], now).await;
+        for send_order in [false, true] {
+            let mut req = request(q, 10, now, 0);
+            req.send_order = send_order;
+            let out = store.receive(req).await.unwrap();
+            let mut bodies: Vec<&str> = out.messages.iter().map(|m| m.body.as_str()).collect();
+            bodies.sort();
+            assert_eq!(bodies, ["a", "b", "c"], "send_order {send_order}");
+        }
+    }
+
+    #[tokio::test]
+    async fn peek_reads_every_state_in_order_without_claiming() {
+        let store = SqliteStore::open_in_memory().unwrap();
+        let now = 1_000_000;
+        let q = queue_with(&store, &["a", "b", "c", "d"], now).await;
+        let claimed = store.receive(request(q, 1, now, 30_000)).await.unwrap();
+        assert_eq!(claimed.messages.len(), 1);
+        let page = store.peek_messages(q, 0, 3, now).await.unwrap();
+        let bodies: Vec<&str> = page.iter().map(|m| m.body.as_str()).collect();
+        assert_eq!(bodies, ["a", "b", "c"]);
+        let rest = store.peek_messages(q, page[2].seq, 3, now).await.unwrap();
+        assert_eq!(rest.len(), 1);
+        assert_eq!(rest[0].body, "d");
+        // Nothing changed: one in flight, three visible, receive counts as they were.
+        let again = store.peek_messages(q, 0, 10, now).await.unwrap();
+        assert_eq!(again.iter().map(|m| m.receive_count).sum::<i64>(), 1);
+        let counts = store.queue_counts(q, now).await.unwrap();
+        assert_eq!((counts.visible, counts.in_flight), (3, 1));
+        // Expired messages are left out.
+        assert!(store
+            .peek_messages(q, 0, 10, now + 60_000)
+            .await
+            .unwrap()
+            .is_empty());
+        assert_eq!(store.count_deliveries().await.unwrap(), 0);
     }
 }

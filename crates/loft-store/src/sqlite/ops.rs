@@ -216,12 +216,21 @@ pub fn receive(c: &Connection, req: &ReceiveRequest) -> rusqlite::Result<Receive
          dead_letter_source = ?4, first_received_at = COALESCE(first_received_at, ?3) \
          WHERE seq = ?1",
     )?;
+    // A message claimed with a visibility timeout of 0 is visible again at once: the
+    // candidates of the next round may hold it, and one receive never returns a message
+    // twice. The limit leaves room for those and they are skipped.
+    let mut claimed: std::collections::HashSet<i64> = std::collections::HashSet::new();
     loop {
         let need = want - out.messages.len();
         let rows: Vec<(i64, i64, i64)> = candidates
-            .query_map(params![req.queue_id, req.now_ms, need as i64], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-            })?
+            .query_map(
+                params![req.queue_id, req.now_ms, (need + claimed.len()) as i64],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )?
+            .filter(|r| {
+                r.as_ref()
+                    .map_or(true, |(seq, _, _)| !claimed.contains(seq))
+            })
             .collect::<rusqlite::Result<_>>()?;
         if rows.is_empty() {
             break;
@@ -248,6 +257,7 @@ pub fn receive(c: &Connection, req: &ReceiveRequest) -> rusqlite::Result<Receive
                 params![seq, req.now_ms + req.visibility_ms, req.now_ms, token],
                 message_row,
             )?;
+            claimed.insert(seq);
             out.messages.push(message);
         }
         if out.messages.len() >= want {
@@ -472,6 +482,25 @@ pub fn queue_counts(c: &Connection, queue_id: i64, now_ms: i64) -> rusqlite::Res
             delayed: r.get(2)?,
         })
     })
+}
+
+/// Messages of one queue after `after_seq`, in send order, read without claiming them.
+pub fn peek_messages(
+    c: &Connection,
+    queue_id: i64,
+    after_seq: i64,
+    limit: u32,
+    now_ms: i64,
+) -> rusqlite::Result<Vec<StoredMessage>> {
+    let mut stmt = c.prepare_cached(&format!(
+        "SELECT {MESSAGE_COLUMNS} FROM messages INDEXED BY messages_queue_order \
+         WHERE queue_id = ?1 AND seq > ?2 AND expires_at > ?3 ORDER BY seq LIMIT ?4"
+    ))?;
+    let rows = stmt.query_map(
+        params![queue_id, after_seq, now_ms, limit as i64],
+        message_row,
+    )?;
+    rows.collect()
 }
 
 pub fn delete_expired(c: &Connection, now_ms: i64) -> rusqlite::Result<u64> {
@@ -815,6 +844,13 @@ pub fn list_deliveries(
     ))?;
     let rows = stmt.query_map(params![subscription, limit as i64], delivery_row)?;
     rows.collect()
+}
+
+/// How many deliveries are pending.
+pub fn count_deliveries(c: &Connection) -> rusqlite::Result<u64> {
+    c.prepare_cached("SELECT COUNT(*) FROM deliveries")?
+        .query_row([], |r| r.get::<_, i64>(0))
+        .map(|n| n as u64)
 }
 
 pub fn list_recorded(c: &Connection, limit: u32) -> rusqlite::Result<Vec<RecordedMessage>> {

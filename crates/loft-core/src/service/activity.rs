@@ -1,0 +1,179 @@
+//! Activity counters: what the service has done since the process started, for `/metrics`.
+//!
+//! Counts live in memory (a restart starts them at zero, as Prometheus counters expect) and
+//! are kept by the service where each event happens, so every protocol counts the same:
+//! a message sent over SQS JSON, SQS Query, the seeds' API or an SNS fan-out is one send.
+//! Queue gauges (visible, in flight, delayed) are not kept here: they are read from the store
+//! when asked ([`crate::Service::queue_counts`]).
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+/// Counters of one queue, each a number of messages since the process started.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct QueueActivity {
+    /// Messages stored in the queue by a send (SendMessage, SendMessageBatch entries, the
+    /// seeds' POST, SNS fan-out, SNS delivery dead-lettering). FIFO duplicates are not
+    /// counted; message-move tasks are not sends.
+    pub sent: u64,
+    /// Messages handed out by receives (a FIFO ReceiveRequestAttemptId replay is not a new
+    /// receive).
+    pub received: u64,
+    /// Messages deleted by DeleteMessage, DeleteMessageBatch entries and the seeds' DELETE
+    /// (deleting an already deleted message counts nothing; PurgeQueue is not counted).
+    pub deleted: u64,
+    /// Messages this queue moved to its dead-letter queue because a receive took them past
+    /// maxReceiveCount (counted on the source queue).
+    pub dead_lettered: u64,
+}
+
+/// What became of one attempt to hand an SNS message to a subscriber.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum DeliveryOutcome {
+    /// Stored in the subscribed queue (sqs) or accepted with a 2xx (http/https).
+    Delivered,
+    /// Recorded for inspection (email, sms, application, lambda, firehose: Loft sends none).
+    Recorded,
+    /// An HTTP/S attempt failed; another attempt is scheduled.
+    Retrying,
+    /// Retries ran out; the message went to the subscription's dead-letter queue.
+    DeadLettered,
+    /// Not delivered and not kept: retries ran out with no dead-letter queue, or the
+    /// subscribed queue does not exist.
+    Dropped,
+}
+
+impl DeliveryOutcome {
+    /// The label value: `delivered`, `recorded`, `retrying`, `dead_lettered`, `dropped`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeliveryOutcome::Delivered => "delivered",
+            DeliveryOutcome::Recorded => "recorded",
+            DeliveryOutcome::Retrying => "retrying",
+            DeliveryOutcome::DeadLettered => "dead_lettered",
+            DeliveryOutcome::Dropped => "dropped",
+        }
+    }
+}
+
+/// A copy of every counter at one instant.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ActivitySnapshot {
+    /// Counters by queue name, for every queue that has seen activity (deleted queues keep
+    /// theirs until the process ends).
+    pub queues: BTreeMap<String, QueueActivity>,
+    /// SNS deliveries by (protocol, outcome): the subscription's protocol (`sqs`, `http`,
+    /// `https`, `email`, ...; `sms` for Publish to a phone number).
+    pub deliveries: BTreeMap<(String, DeliveryOutcome), u64>,
+}
+
+/// The counters. Every method takes `&self`; one short lock per event.
+#[derive(Debug, Default)]
+pub struct Activity {
+    queues: Mutex<BTreeMap<String, QueueActivity>>,
+    deliveries: Mutex<BTreeMap<(String, DeliveryOutcome), u64>>,
+}
+
+impl Activity {
+    fn queue(&self, name: &str, f: impl FnOnce(&mut QueueActivity)) {
+        let mut map = self.queues.lock().unwrap_or_else(|p| p.into_inner());
+        match map.get_mut(name) {
+            Some(q) => f(q),
+            None => f(map.entry(name.to_owned()).or_default()),
+        }
+    }
+
+    /// `n` messages sent to `queue`.
+    pub fn sent(&self, queue: &str, n: u64) {
+        if n > 0 {
+            self.queue(queue, |q| q.sent += n);
+        }
+    }
+
+    /// `n` messages received from `queue`.
+    pub fn received(&self, queue: &str, n: u64) {
+        if n > 0 {
+            self.queue(queue, |q| q.received += n);
+        }
+    }
+
+    /// `n` messages deleted from `queue`.
+    pub fn deleted(&self, queue: &str, n: u64) {
+        if n > 0 {
+            self.queue(queue, |q| q.deleted += n);
+        }
+    }
+
+    /// `n` messages moved from `queue` to its dead-letter queue.
+    pub fn dead_lettered(&self, queue: &str, n: u64) {
+        if n > 0 {
+            self.queue(queue, |q| q.dead_lettered += n);
+        }
+    }
+
+    /// `n` deliveries over `protocol` ended as `outcome`.
+    pub fn delivery(&self, protocol: &str, outcome: DeliveryOutcome, n: u64) {
+        if n > 0 {
+            let mut map = self.deliveries.lock().unwrap_or_else(|p| p.into_inner());
+            *map.entry((protocol.to_owned(), outcome)).or_default() += n;
+        }
+    }
+
+    /// Every counter now.
+    pub fn snapshot(&self) -> ActivitySnapshot {
+        ActivitySnapshot {
+            queues: self
+                .queues
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone(),
+            deliveries: self
+                .deliveries
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone(),
+        }
+    }
+}
+
+/// The protocol label of an HTTP/S delivery endpoint: `https` or `http`.
+pub fn http_protocol(endpoint: &str) -> &'static str {
+    if endpoint.starts_with("https://") {
+        "https"
+    } else {
+        "http"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_add_up_per_queue_and_outcome() {
+        let a = Activity::default();
+        a.sent("q", 3);
+        a.sent("q", 0);
+        a.received("q", 2);
+        a.deleted("q", 1);
+        a.dead_lettered("r", 4);
+        a.delivery("sqs", DeliveryOutcome::Delivered, 2);
+        a.delivery("sqs", DeliveryOutcome::Delivered, 1);
+        let s = a.snapshot();
+        assert_eq!(
+            s.queues["q"],
+            QueueActivity {
+                sent: 3,
+                received: 2,
+                deleted: 1,
+                dead_lettered: 0
+            }
+        );
+        assert_eq!(s.queues["r"].dead_lettered, 4);
+        assert_eq!(
+            s.deliveries[&("sqs".to_owned(), DeliveryOutcome::Delivered)],
+            3
+        );
+        assert_eq!(s.queues.len(), 2);
+    }
+}

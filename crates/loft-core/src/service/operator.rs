@@ -1,0 +1,290 @@
+//! Operator views: reads for the console, `/metrics` and `loft export` that no AWS API has.
+//! None of them changes anything: a peeked message keeps its visibility, receive count and
+//! receipt handle.
+
+use std::collections::BTreeMap;
+
+use super::activity::ActivitySnapshot;
+use super::Service;
+use crate::attributes::QueueConfig;
+use crate::error::{Error, Result};
+use crate::message::{self, MessageAttributes};
+use crate::model::{DeliveryRecord, QueueCounts, StoredMessage};
+
+/// Most messages one peek returns.
+pub const MAX_PEEK: u32 = 1000;
+
+/// Most pending deliveries [`Service::topic_overview`] reads to summarise them.
+pub const OVERVIEW_DELIVERIES: u32 = 10_000;
+
+/// One queue as the console lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueueOverview {
+    /// Name.
+    pub name: String,
+    /// ARN.
+    pub arn: String,
+    /// FIFO queue.
+    pub fifo: bool,
+    /// Message counts now.
+    pub counts: QueueCounts,
+    /// The dead-letter queue its RedrivePolicy names, by name.
+    pub dead_letter_target: Option<String>,
+    /// The RedrivePolicy's maxReceiveCount.
+    pub max_receive_count: Option<i64>,
+    /// Queues whose RedrivePolicy names this one (it is their dead-letter queue), by name.
+    pub dead_letter_sources: Vec<String>,
+}
+
+/// One subscription as the console lists it, with its delivery state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SubscriptionOverview {
+    /// Subscription ARN.
+    pub arn: String,
+    /// Protocol (`sqs`, `http`, `email`, ...).
+    pub protocol: String,
+    /// Endpoint (URL, ARN, address).
+    pub endpoint: String,
+    /// Confirmed (deliveries happen only when it is).
+    pub confirmed: bool,
+    /// Its attributes (RawMessageDelivery, FilterPolicy, ...).
+    pub attributes: BTreeMap<String, String>,
+    /// HTTP/S deliveries waiting for an attempt (counted among the first
+    /// [`OVERVIEW_DELIVERIES`] pending ones of all subscriptions).
+    pub pending_deliveries: u64,
+    /// Most attempts any of those deliveries has had.
+    pub max_attempts: i64,
+    /// The last error of the newest failed pending delivery.
+    pub last_error: Option<String>,
+}
+
+/// One topic as the console lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicOverview {
+    /// Name.
+    pub name: String,
+    /// ARN.
+    pub arn: String,
+    /// FIFO topic.
+    pub fifo: bool,
+    /// Its subscriptions, oldest first.
+    pub subscriptions: Vec<SubscriptionOverview>,
+}
+
+/// Where a message stands at one instant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MessageState {
+    /// A receive would return it now.
+    Visible,
+    /// Received and hidden until its visibility timeout ends.
+    InFlight,
+    /// Never received and still inside its delay.
+    Delayed,
+}
+
+impl MessageState {
+    /// `visible`, `in_flight` or `delayed` (the `state` label of `loft_queue_messages`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MessageState::Visible => "visible",
+            MessageState::InFlight => "in_flight",
+            MessageState::Delayed => "delayed",
+        }
+    }
+}
+
+/// A message read without claiming it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PeekedMessage {
+    /// Store sequence number: send order within the store; the cursor of the next page.
+    pub seq: i64,
+    /// MessageId.
+    pub message_id: String,
+    /// Body.
+    pub body: String,
+    /// MD5 hex of the body.
+    pub md5_body: String,
+    /// Message attributes, all of them.
+    pub message_attributes: MessageAttributes,
+    /// When it was sent (ms since the epoch).
+    pub sent_at_ms: i64,
+    /// When it is (or was) next visible (ms since the epoch).
+    pub visible_at_ms: i64,
+    /// How many times it has been received.
+    pub receive_count: i64,
+    /// When it was first received (ms since the epoch), if it was.
+    pub first_received_at_ms: Option<i64>,
+    /// MessageGroupId.
+    pub group_id: Option<String>,
+    /// MessageDeduplicationId.
+    pub dedup_id: Option<String>,
+    /// The source queue's ARN when it was dead-lettered.
+    pub dead_letter_source: Option<String>,
+    /// Visible, in flight or delayed, at the time of the peek.
+    pub state: MessageState,
+}
+
+fn state_of(m: &StoredMessage, now_ms: i64) -> MessageState {
+    if m.visible_at_ms <= now_ms {
+        MessageState::Visible
+    } else if m.receive_count > 0 {
+        MessageState::InFlight
+    } else {
+        MessageState::Delayed
+    }
+}
+
+impl Service {
+    /// Up to `limit` (1..=[`MAX_PEEK`]) messages of queue `name` after sequence number
+    /// `after` (from the start when `None`), in send order, in any state, without claiming
+    /// them.
+    ///
+    /// Errors: `QueueDoesNotExist`; `InvalidParameterValue` for a limit out of range.
+    pub async fn peek_messages(
+        &self,
+        name: &str,
+        after: Option<i64>,
+        limit: u32,
+    ) -> Result<Vec<PeekedMessage>> {
+        if !(1..=MAX_PEEK).contains(&limit) {
+            return Err(Error::invalid(format!(
+                "Value {limit} for parameter limit is invalid. Reason: Must be between 1 and {MAX_PEEK}."
+            )));
+        }
+        let queue = self.queue(name).await?;
+        let now = self.now_ms();
+        let stored = self
+            .store
+            .peek_messages(queue.id, after.unwrap_or(0), limit, now)
+            .await?;
+        Ok(stored
+            .into_iter()
+            .map(|m| PeekedMessage {
+                state: state_of(&m, now),
+                seq: m.seq,
+                message_attributes: message::decode_attributes(m.message_attributes.as_deref()),
+                message_id: m.message_id,
+                body: m.body,
+                md5_body: m.md5_body,
+                sent_at_ms: m.sent_at_ms,
+                visible_at_ms: m.visible_at_ms,
+                receive_count: m.receive_count,
+                first_received_at_ms: m.first_received_at_ms,
+                group_id: m.group_id,
+                dedup_id: m.dedup_id,
+                dead_letter_source: m.dead_letter_source,
+            })
+            .collect())
+    }
+
+    /// Message counts of queue `name` now (visible, in flight, delayed).
+    ///
+    /// Errors: `QueueDoesNotExist`.
+    pub async fn queue_counts(&self, name: &str) -> Result<QueueCounts> {
+        let queue = self.queue(name).await?;
+        self.store.queue_counts(queue.id, self.now_ms()).await
+    }
+
+    /// Pending SNS HTTP/S deliveries (due, or waiting for a retry) of one subscription (its
+    /// ARN suffix) or of all with `None`, oldest first, at most `limit`; each carries its
+    /// attempt count and last error.
+    pub async fn pending_deliveries(
+        &self,
+        subscription: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<DeliveryRecord>> {
+        self.store.list_deliveries(subscription, limit).await
+    }
+
+    /// Every queue, by name, with its counts and dead-letter relations.
+    ///
+    /// Errors: `InternalError` when storage fails.
+    pub async fn queue_overview(&self) -> Result<Vec<QueueOverview>> {
+        let queues = self.store.list_queues().await?;
+        let now = self.now_ms();
+        let configs: Vec<QueueConfig> = queues
+            .iter()
+            .map(|q| QueueConfig::from_attributes(&q.attributes))
+            .collect();
+        let mut out = Vec::with_capacity(queues.len());
+        for (q, config) in queues.iter().zip(&configs) {
+            let counts = self.store.queue_counts(q.id, now).await?;
+            let sources = queues
+                .iter()
+                .zip(&configs)
+                .filter(|(_, c)| {
+                    c.redrive_policy
+                        .as_ref()
+                        .is_some_and(|p| p.dlq_name() == q.name)
+                })
+                .map(|(s, _)| s.name.clone())
+                .collect();
+            out.push(QueueOverview {
+                name: q.name.clone(),
+                arn: self.queue_arn(&q.name),
+                fifo: config.fifo,
+                counts,
+                dead_letter_target: config
+                    .redrive_policy
+                    .as_ref()
+                    .map(|p| p.dlq_name().to_owned()),
+                max_receive_count: config.redrive_policy.as_ref().map(|p| p.max_receive_count),
+                dead_letter_sources: sources,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Every topic, by name, with its subscriptions and their pending HTTP/S deliveries.
+    ///
+    /// Errors: `InternalError` when storage fails.
+    pub async fn topic_overview(&self) -> Result<Vec<TopicOverview>> {
+        let topics = self.store.list_topics().await?;
+        let subs = self.store.list_subscriptions(None).await?;
+        let pending = self
+            .store
+            .list_deliveries(None, OVERVIEW_DELIVERIES)
+            .await?;
+        let mut out = Vec::with_capacity(topics.len());
+        for t in topics {
+            let subscriptions = subs
+                .iter()
+                .filter(|s| s.topic_id == t.id)
+                .map(|s| {
+                    let mine: Vec<&DeliveryRecord> = pending
+                        .iter()
+                        .filter(|d| d.subscription == s.uuid)
+                        .collect();
+                    SubscriptionOverview {
+                        arn: self.subscription_arn(s),
+                        protocol: s.protocol.clone(),
+                        endpoint: s.endpoint.clone(),
+                        confirmed: s.confirmed,
+                        attributes: s.attributes.clone(),
+                        pending_deliveries: mine.len() as u64,
+                        max_attempts: mine.iter().map(|d| d.attempts).max().unwrap_or(0),
+                        last_error: mine.iter().rev().find_map(|d| d.last_error.clone()),
+                    }
+                })
+                .collect();
+            out.push(TopicOverview {
+                arn: self.topic_arn(&t.name),
+                fifo: t.name.ends_with(".fifo"),
+                name: t.name,
+                subscriptions,
+            });
+        }
+        Ok(out)
+    }
+
+    /// How many SNS HTTP/S deliveries are pending.
+    pub async fn pending_delivery_count(&self) -> Result<u64> {
+        self.store.count_deliveries().await
+    }
+
+    /// The activity counters now (messages sent, received, deleted, dead-lettered by queue;
+    /// SNS deliveries by protocol and outcome).
+    pub fn activity(&self) -> ActivitySnapshot {
+        self.activity.snapshot()
+    }
+}

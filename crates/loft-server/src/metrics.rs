@@ -1,0 +1,350 @@
+//! Operational endpoints: `GET /metrics` (Prometheus text format 0.0.4) and `GET /ready`.
+//!
+//! The text is written by hand rather than through a metrics crate: every value is a
+//! snapshot taken at scrape time (queue gauges from the store, counters the service and the
+//! request middleware keep in memory), so a registry would only copy them once more, and the
+//! exposition format needs about a hundred lines (escaping, cumulative buckets) that the unit
+//! tests below pin down. No global recorder means several servers in one process (tests) do
+//! not share metrics.
+//!
+//! Families (all counters since the process started):
+//!
+//! | name | type | labels | meaning |
+//! |---|---|---|---|
+//! | `loft_queue_messages` | gauge | `queue`, `state` (`visible`, `in_flight`, `delayed`) | messages in the queue now |
+//! | `loft_messages_sent_total` | counter | `queue` | messages stored by sends and SNS fan-out |
+//! | `loft_messages_received_total` | counter | `queue` | messages handed out by receives |
+//! | `loft_messages_deleted_total` | counter | `queue` | messages deleted by receipt or id |
+//! | `loft_messages_dead_lettered_total` | counter | `queue` (the source) | messages moved to the queue's DLQ past maxReceiveCount |
+//! | `loft_requests_total` | counter | `operation`, `protocol`, `status` | HTTP requests answered |
+//! | `loft_request_duration_seconds` | histogram | `operation` | time to answer, seconds |
+//! | `loft_deliveries_total` | counter | `protocol`, `outcome` | SNS deliveries by subscription protocol and outcome |
+//! | `loft_deliveries_pending` | gauge | | HTTP/S deliveries waiting (due or to retry) |
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use loft_core::service::activity::{ActivitySnapshot, QueueActivity};
+use loft_core::Service;
+use serde_json::json;
+
+use crate::observe::{RequestMetrics, RequestSnapshot, DURATION_BUCKETS};
+
+/// Content-Type of `/metrics`: Prometheus text exposition format 0.0.4.
+pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// Shared state of `/metrics`.
+#[derive(Clone)]
+pub struct Metrics {
+    /// The service: queue gauges, activity counters, pending deliveries.
+    pub service: Arc<Service>,
+    /// The request middleware's counters.
+    pub requests: Arc<RequestMetrics>,
+}
+
+/// Message counts of one queue at scrape time: (visible, in flight, delayed).
+pub type QueueGauge = (String, i64, i64, i64);
+
+/// Everything one scrape shows.
+#[derive(Debug, Clone, Default)]
+pub struct Scrape {
+    /// Queues by name with their counts now.
+    pub queues: Vec<QueueGauge>,
+    /// The service's counters.
+    pub activity: ActivitySnapshot,
+    /// The middleware's counters.
+    pub requests: RequestSnapshot,
+    /// Pending HTTP/S deliveries.
+    pub pending_deliveries: u64,
+}
+
+/// Escapes a label value: backslash, double quote and newline.
+pub fn escape_label(v: &str) -> String {
+    let mut out = String::with_capacity(v.len());
+    for c in v.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn labels(pairs: &[(&str, &str)]) -> String {
+    if pairs.is_empty() {
+        return String::new();
+    }
+    let inner: Vec<String> = pairs
+        .iter()
+        .map(|(k, v)| format!("{k}=\"{}\"", escape_label(v)))
+        .collect();
+    format!("{{{}}}", inner.join(","))
+}
+
+fn family(out: &mut String, name: &str, kind: &str, help: &str) {
+    let _ = writeln!(out, "# HELP {name} {help}");
+    let _ = writeln!(out, "# TYPE {name} {kind}");
+}
+
+fn float(v: f64) -> String {
+    if v == f64::INFINITY {
+        "+Inf".into()
+    } else {
+        format!("{v}")
+    }
+}
+
+/// Writes `scrape` in the text exposition format.
+pub fn render(scrape: &Scrape) -> String {
+    let mut out = String::new();
+    family(
+        &mut out,
+        "loft_queue_messages",
+        "gauge",
+        "Messages in the queue now, by state (visible, in_flight, delayed).",
+    );
+    for (q, visible, in_flight, delayed) in &scrape.queues {
+        for (state, n) in [
+            ("visible", visible),
+            ("in_flight", in_flight),
+            ("delayed", delayed),
+        ] {
+            let _ = writeln!(
+                out,
+                "loft_queue_messages{} {n}",
+                labels(&[("queue", q), ("state", state)])
+            );
+        }
+    }
+    // Every existing queue shows its counters, zero included; deleted queues keep theirs.
+    let mut activity: BTreeMap<&str, QueueActivity> = scrape
+        .queues
+        .iter()
+        .map(|(q, ..)| (q.as_str(), QueueActivity::default()))
+        .collect();
+    for (q, a) in &scrape.activity.queues {
+        activity.insert(q.as_str(), *a);
+    }
+    type Counter = (&'static str, &'static str, fn(&QueueActivity) -> u64);
+    let counters: [Counter; 4] = [
+        (
+            "loft_messages_sent_total",
+            "Messages stored in the queue by sends and SNS fan-out.",
+            |a| a.sent,
+        ),
+        (
+            "loft_messages_received_total",
+            "Messages handed out by receives from the queue.",
+            |a| a.received,
+        ),
+        (
+            "loft_messages_deleted_total",
+            "Messages deleted from the queue by receipt handle or id.",
+            |a| a.deleted,
+        ),
+        (
+            "loft_messages_dead_lettered_total",
+            "Messages the queue moved to its dead-letter queue after maxReceiveCount receives.",
+            |a| a.dead_lettered,
+        ),
+    ];
+    for (name, help, get) in counters {
+        family(&mut out, name, "counter", help);
+        for (q, a) in &activity {
+            let _ = writeln!(out, "{name}{} {}", labels(&[("queue", q)]), get(a));
+        }
+    }
+    family(
+        &mut out,
+        "loft_requests_total",
+        "counter",
+        "HTTP requests answered, by operation, protocol and status code.",
+    );
+    for ((op, protocol, status), n) in &scrape.requests.requests {
+        let status = status.to_string();
+        let _ = writeln!(
+            out,
+            "loft_requests_total{} {n}",
+            labels(&[
+                ("operation", op),
+                ("protocol", protocol),
+                ("status", &status)
+            ])
+        );
+    }
+    family(
+        &mut out,
+        "loft_request_duration_seconds",
+        "histogram",
+        "Time to answer a request, seconds, by operation.",
+    );
+    for (op, h) in &scrape.requests.durations {
+        let mut cumulative = 0;
+        for (bound, n) in DURATION_BUCKETS.iter().zip(h.buckets) {
+            cumulative += n;
+            let le = float(*bound);
+            let _ = writeln!(
+                out,
+                "loft_request_duration_seconds_bucket{} {cumulative}",
+                labels(&[("operation", op), ("le", &le)])
+            );
+        }
+        let _ = writeln!(
+            out,
+            "loft_request_duration_seconds_bucket{} {}",
+            labels(&[("operation", op), ("le", "+Inf")]),
+            h.count
+        );
+        let _ = writeln!(
+            out,
+            "loft_request_duration_seconds_sum{} {}",
+            labels(&[("operation", op)]),
+            float(h.sum)
+        );
+        let _ = writeln!(
+            out,
+            "loft_request_duration_seconds_count{} {}",
+            labels(&[("operation", op)]),
+            h.count
+        );
+    }
+    family(
+        &mut out,
+        "loft_deliveries_total",
+        "counter",
+        "SNS deliveries by subscription protocol and outcome (delivered, recorded, retrying, dead_lettered, dropped).",
+    );
+    for ((protocol, outcome), n) in &scrape.activity.deliveries {
+        let _ = writeln!(
+            out,
+            "loft_deliveries_total{} {n}",
+            labels(&[("protocol", protocol), ("outcome", outcome.as_str())])
+        );
+    }
+    family(
+        &mut out,
+        "loft_deliveries_pending",
+        "gauge",
+        "SNS HTTP/S deliveries waiting for an attempt (due or scheduled for a retry).",
+    );
+    let _ = writeln!(out, "loft_deliveries_pending {}", scrape.pending_deliveries);
+    out
+}
+
+/// Takes a scrape: queue counts from the store, counters from memory.
+///
+/// Errors: storage fails (as the service's `InternalError`).
+pub async fn scrape(m: &Metrics) -> loft_core::Result<Scrape> {
+    let mut queues = Vec::new();
+    for q in m.service.all_queues().await? {
+        // A queue deleted since the listing is skipped.
+        if let Ok(c) = m.service.queue_counts(&q.name).await {
+            queues.push((q.name, c.visible, c.in_flight, c.delayed));
+        }
+    }
+    Ok(Scrape {
+        queues,
+        activity: m.service.activity(),
+        requests: m.requests.snapshot(),
+        pending_deliveries: m.service.pending_delivery_count().await?,
+    })
+}
+
+/// `GET /metrics`: `200` with the text format; `503` (plain text) when storage fails.
+pub async fn metrics(State(m): State<Metrics>) -> Response {
+    match scrape(&m).await {
+        Ok(s) => ([(header::CONTENT_TYPE, CONTENT_TYPE)], render(&s)).into_response(),
+        Err(e) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("storage does not answer: {}\n", e.message),
+        )
+            .into_response(),
+    }
+}
+
+/// `GET /ready`: `200 {"status":"ready"}` when storage answers, else
+/// `503 {"status":"unavailable"}` (`GET /health` says only that the process is up).
+pub async fn ready(State(m): State<Metrics>) -> Response {
+    if m.service.ready().await {
+        Json(json!({"status": "ready"})).into_response()
+    } else {
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(json!({"status": "unavailable"})),
+        )
+            .into_response()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::observe::RequestMetrics;
+    use loft_core::service::activity::DeliveryOutcome;
+
+    #[test]
+    fn label_values_are_escaped() {
+        assert_eq!(escape_label(r#"a"b\c"#), r#"a\"b\\c"#);
+        assert_eq!(escape_label("x\ny"), "x\\ny");
+    }
+
+    #[test]
+    fn renders_every_family_with_cumulative_buckets() {
+        let requests = RequestMetrics::default();
+        requests.record("SendMessage", "sqs-json", 200, 0.002);
+        requests.record("SendMessage", "sqs-json", 200, 0.2);
+        requests.record("SendMessage", "sqs-json", 200, 30.0);
+        let mut activity = ActivitySnapshot::default();
+        activity.queues.insert(
+            "gone".into(),
+            QueueActivity {
+                sent: 2,
+                ..QueueActivity::default()
+            },
+        );
+        activity
+            .deliveries
+            .insert(("sqs".into(), DeliveryOutcome::Delivered), 4);
+        let s = Scrape {
+            queues: vec![("orders".into(), 3, 1, 0)],
+            activity,
+            requests: requests.snapshot(),
+            pending_deliveries: 5,
+        };
+        let text = render(&s);
+        for line in [
+            r#"loft_queue_messages{queue="orders",state="visible"} 3"#,
+            r#"loft_queue_messages{queue="orders",state="in_flight"} 1"#,
+            r#"loft_queue_messages{queue="orders",state="delayed"} 0"#,
+            r#"loft_messages_sent_total{queue="orders"} 0"#,
+            r#"loft_messages_sent_total{queue="gone"} 2"#,
+            r#"loft_requests_total{operation="SendMessage",protocol="sqs-json",status="200"} 3"#,
+            r#"loft_request_duration_seconds_bucket{operation="SendMessage",le="0.0025"} 1"#,
+            r#"loft_request_duration_seconds_bucket{operation="SendMessage",le="0.25"} 2"#,
+            r#"loft_request_duration_seconds_bucket{operation="SendMessage",le="25"} 2"#,
+            r#"loft_request_duration_seconds_bucket{operation="SendMessage",le="+Inf"} 3"#,
+            r#"loft_request_duration_seconds_count{operation="SendMessage"} 3"#,
+            r#"loft_deliveries_total{protocol="sqs",outcome="delivered"} 4"#,
+            "loft_deliveries_pending 5",
+            "# TYPE loft_request_duration_seconds histogram",
+            "# TYPE loft_messages_dead_lettered_total counter",
+        ] {
+            assert!(
+                text.lines().any(|l| l == line),
+                "missing {line:?} in\n{text}"
+            );
+        }
+        // Every sample line is `name{labels} value` or `name value`.
+        for l in text.lines().filter(|l| !l.starts_with('#')) {
+            let value = l.rsplit(' ').next().unwrap();
+            assert!(value.parse::<f64>().is_ok(), "bad value in {l:?}");
+        }
+    }
+}

@@ -1,0 +1,224 @@
+//! Request observation, one middleware around every route: a request id, a tracing span and
+//! an access log line, and the request counters and latency histogram of `/metrics`.
+//!
+//! - Every request gets a fresh request id (a UUID). Handlers read it from the
+//!   [`RequestId`] request extension (the AWS adapters put it in their bodies); every
+//!   response carries it in `x-amzn-requestid`, and every log line written while the request
+//!   runs carries it as the `request_id` field of the `request` span.
+//! - Labels are bounded: the AWS adapters name the operation (`SendMessage`, `Publish`, ...)
+//!   with an [`OperationLabel`] response extension; other routes are labelled by method and
+//!   route pattern (`GET /queues/{name}/messages`), never by the concrete path; requests
+//!   that match no route are `unmatched`.
+//! - The access line goes to target `loft::access` at INFO (silence it with
+//!   `LOFT_LOG=info,loft::access=warn`).
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::HeaderValue;
+use axum::middleware::Next;
+use axum::response::Response;
+use tracing::Instrument;
+
+/// The response header that carries the request id (AWS's name for it).
+pub const REQUEST_ID_HEADER: &str = "x-amzn-requestid";
+
+/// The id of the request being served: a UUID, in the request's extensions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestId(pub String);
+
+/// What an adapter says a request was, as a response extension: the metric labels.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OperationLabel {
+    /// The operation: an AWS action name (`SendMessage`), or `Unknown` for one the adapter
+    /// does not implement (so clients cannot create label values at will).
+    pub operation: Cow<'static, str>,
+    /// The protocol: `sqs-json`, `sqs-query` or `sns-query`.
+    pub protocol: &'static str,
+}
+
+/// Upper bounds of the latency histogram buckets, seconds (the last finite one covers a
+/// 20 s long poll).
+pub const DURATION_BUCKETS: [f64; 14] = [
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 25.0,
+];
+
+/// One operation's latency histogram.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Histogram {
+    /// Requests per bucket, not cumulative: `buckets[i]` counts durations in
+    /// `(DURATION_BUCKETS[i-1], DURATION_BUCKETS[i]]`; durations above the last bound are
+    /// only in `count`.
+    pub buckets: [u64; DURATION_BUCKETS.len()],
+    /// Sum of all durations, seconds.
+    pub sum: f64,
+    /// Number of requests.
+    pub count: u64,
+}
+
+impl Histogram {
+    /// Adds one duration (seconds).
+    pub fn observe(&mut self, seconds: f64) {
+        if let Some(i) = DURATION_BUCKETS.iter().position(|b| seconds <= *b) {
+            self.buckets[i] += 1;
+        }
+        self.sum += seconds;
+        self.count += 1;
+    }
+}
+
+/// Request counters by (operation, protocol, HTTP status) and latency by operation, since
+/// the process started.
+#[derive(Debug, Default)]
+pub struct RequestMetrics {
+    requests: Mutex<BTreeMap<(String, String, u16), u64>>,
+    durations: Mutex<BTreeMap<String, Histogram>>,
+}
+
+/// A copy of the request metrics at one instant.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RequestSnapshot {
+    /// Requests by (operation, protocol, status).
+    pub requests: BTreeMap<(String, String, u16), u64>,
+    /// Latency by operation.
+    pub durations: BTreeMap<String, Histogram>,
+}
+
+impl RequestMetrics {
+    /// Counts one request that took `seconds`.
+    pub fn record(&self, operation: &str, protocol: &str, status: u16, seconds: f64) {
+        {
+            let mut r = self.requests.lock().unwrap_or_else(|p| p.into_inner());
+            *r.entry((operation.to_owned(), protocol.to_owned(), status))
+                .or_default() += 1;
+        }
+        let mut d = self.durations.lock().unwrap_or_else(|p| p.into_inner());
+        match d.get_mut(operation) {
+            Some(h) => h.observe(seconds),
+            None => d.entry(operation.to_owned()).or_default().observe(seconds),
+        }
+    }
+
+    /// Every counter and histogram now.
+    pub fn snapshot(&self) -> RequestSnapshot {
+        RequestSnapshot {
+            requests: self
+                .requests
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone(),
+            durations: self
+                .durations
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone(),
+        }
+    }
+}
+
+/// The protocol label of a route Loft serves for itself (`loft`: console, metrics,
+/// readiness, inspection) or of the seeds' REST/JSON API (`rest`).
+fn route_protocol(path: &str) -> &'static str {
+    let own = ["/_loft", "/console", "/metrics", "/ready"];
+    if own
+        .iter()
+        .any(|p| path == *p || path.starts_with(&format!("{p}/")))
+    {
+        "loft"
+    } else {
+        "rest"
+    }
+}
+
+/// The middleware: see the module doc. Install with
+/// `axum::middleware::from_fn_with_state(metrics, observe)` as the router's outermost layer.
+pub async fn observe(
+    State(metrics): State<Arc<RequestMetrics>>,
+    mut req: Request,
+    next: Next,
+) -> Response {
+    let start = Instant::now();
+    let rid = uuid::Uuid::new_v4().to_string();
+    req.extensions_mut().insert(RequestId(rid.clone()));
+    let method = req.method().clone();
+    let path = req.uri().path().to_owned();
+    let route = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|m| m.as_str().to_owned());
+    let span = tracing::info_span!("request", request_id = %rid);
+    let mut resp = next.run(req).instrument(span.clone()).await;
+    let elapsed = start.elapsed().as_secs_f64();
+    let (operation, protocol): (Cow<'static, str>, &'static str) =
+        match resp.extensions().get::<OperationLabel>() {
+            Some(l) => (l.operation.clone(), l.protocol),
+            None => match &route {
+                Some(r) => (format!("{method} {r}").into(), route_protocol(r)),
+                None => ("unmatched".into(), route_protocol(&path)),
+            },
+        };
+    let status = resp.status().as_u16();
+    metrics.record(&operation, protocol, status, elapsed);
+    if !resp.headers().contains_key(REQUEST_ID_HEADER) {
+        if let Ok(v) = HeaderValue::from_str(&rid) {
+            resp.headers_mut().insert(REQUEST_ID_HEADER, v);
+        }
+    }
+    tracing::info!(
+        target: "loft::access",
+        parent: &span,
+        %method,
+        %path,
+        operation = %operation,
+        protocol,
+        status,
+        duration_ms = elapsed * 1000.0,
+        "request"
+    );
+    resp
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn histogram_buckets_are_upper_inclusive() {
+        let mut h = Histogram::default();
+        h.observe(0.001);
+        h.observe(0.0011);
+        h.observe(100.0);
+        assert_eq!(h.buckets[0], 1);
+        assert_eq!(h.buckets[1], 1);
+        assert_eq!(h.buckets.iter().sum::<u64>(), 2);
+        assert_eq!(h.count, 3);
+        assert!((h.sum - 100.0021).abs() < 1e-9);
+    }
+
+    #[test]
+    fn routes_are_labelled_by_owner() {
+        assert_eq!(route_protocol("/metrics"), "loft");
+        assert_eq!(route_protocol("/_loft/queues"), "loft");
+        assert_eq!(route_protocol("/console"), "loft");
+        assert_eq!(route_protocol("/queues/{name}"), "rest");
+        assert_eq!(route_protocol("/metricsx"), "rest");
+        assert_eq!(route_protocol("/"), "rest");
+    }
+
+    #[test]
+    fn records_by_labels() {
+        let m = RequestMetrics::default();
+        m.record("SendMessage", "sqs-json", 200, 0.002);
+        m.record("SendMessage", "sqs-json", 200, 0.003);
+        m.record("SendMessage", "sqs-query", 400, 0.003);
+        let s = m.snapshot();
+        assert_eq!(
+            s.requests[&("SendMessage".into(), "sqs-json".into(), 200)],
+            2
+        );
+        assert_eq!(s.durations["SendMessage"].count, 3);
+    }
+}

@@ -1,0 +1,259 @@
+//! `loft export QUEUE > file.jsonl` and `loft import QUEUE < file.jsonl`.
+//!
+//! Export reads through Loft's peek route (`GET /_loft/queues/{name}/messages`), which
+//! does not claim messages: nothing is received, visibility, receive counts and receipt
+//! handles stay as they are, and in-flight and delayed messages are exported too. It needs
+//! a Loft server (AWS has no such call). One JSON object per line:
+//!
+//! ```json
+//! {"message_id":"...","body":"...","message_attributes":{"k":{"DataType":"String","StringValue":"v"}},
+//!  "group_id":null,"dedup_id":null,"sent_timestamp":1700000000000,"receive_count":0,"state":"visible"}
+//! ```
+//!
+//! Import sends each line's `body` and `message_attributes` (and, to a FIFO queue,
+//! `group_id`, with `dedup_id` or else the original `message_id` as the deduplication id)
+//! with SendMessageBatch, ten at a time, in file order. Other fields are ignored, so a
+//! line may be just `{"body":"..."}`. Progress goes to stderr.
+
+use std::io::{BufRead, IsTerminal, Write};
+
+use serde_json::{json, Value};
+
+use super::client::{CliError, Client};
+use super::ClientArgs;
+
+/// Messages per peek request (the route's maximum).
+pub const EXPORT_PAGE: u32 = 1000;
+
+/// Progress on stderr: rewritten in place on a terminal, one line per update otherwise
+/// (at most every `every` items, and at the end).
+struct Progress {
+    verb: &'static str,
+    queue: String,
+    tty: bool,
+    last: u64,
+    every: u64,
+}
+
+impl Progress {
+    fn new(verb: &'static str, queue: &str) -> Progress {
+        let tty = std::io::stderr().is_terminal();
+        Progress {
+            verb,
+            queue: queue.to_owned(),
+            tty,
+            last: 0,
+            every: if tty { 1 } else { 1000 },
+        }
+    }
+
+    fn update(&mut self, n: u64) {
+        if n < self.last + self.every {
+            return;
+        }
+        self.last = n;
+        let mut e = std::io::stderr().lock();
+        if self.tty {
+            let _ = write!(e, "\r{} {n} messages...", self.verb);
+        } else {
+            let _ = writeln!(e, "{} {n} messages...", self.verb);
+        }
+    }
+
+    fn done(&self, n: u64, failed: u64) {
+        let mut e = std::io::stderr().lock();
+        if self.tty {
+            let _ = write!(e, "\r");
+        }
+        let prep = if self.verb == "exported" {
+            "from"
+        } else {
+            "to"
+        };
+        if failed > 0 {
+            let _ = writeln!(
+                e,
+                "{} {n} messages {prep} {}; {failed} failed",
+                self.verb, self.queue
+            );
+        } else {
+            let _ = writeln!(e, "{} {n} messages {prep} {}", self.verb, self.queue);
+        }
+    }
+}
+
+/// The export line of one message from the peek route.
+fn export_line(m: &Value) -> Value {
+    json!({
+        "message_id": m["message_id"],
+        "body": m["body"],
+        "message_attributes": m["message_attributes"],
+        "group_id": m["group_id"],
+        "dedup_id": m["dedup_id"],
+        "sent_timestamp": m["sent_timestamp"],
+        "receive_count": m["receive_count"],
+        "state": m["state"],
+    })
+}
+
+/// `loft export QUEUE`: every message as one JSON line on stdout.
+///
+/// Errors: the queue does not exist, the server is not Loft, stdout fails.
+pub async fn export(args: ClientArgs, queue: &str) -> Result<(), CliError> {
+    let c = Client::new(&args.endpoint)?;
+    let name = queue
+        .trim_end_matches('/')
+        .rsplit('/')
+        .next()
+        .unwrap_or(queue);
+    let encoded: String = form_urlencoded::byte_serialize(name.as_bytes()).collect();
+    let mut progress = Progress::new("exported", name);
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let mut after: Option<i64> = None;
+    let mut n = 0u64;
+    loop {
+        let mut path = format!("/_loft/queues/{encoded}/messages?limit={EXPORT_PAGE}");
+        if let Some(a) = after {
+            path.push_str(&format!("&after={a}"));
+        }
+        let page = c.loft_get(&path).await?;
+        let messages = page["messages"].as_array().cloned().unwrap_or_default();
+        for m in &messages {
+            writeln!(out, "{}", export_line(m))
+                .map_err(|e| CliError::Usage(format!("cannot write stdout: {e}")))?;
+            n += 1;
+        }
+        progress.update(n);
+        match page["next"].as_i64() {
+            Some(next) if !messages.is_empty() => after = Some(next),
+            _ => break,
+        }
+    }
+    out.flush()
+        .map_err(|e| CliError::Usage(format!("cannot write stdout: {e}")))?;
+    progress.done(n, 0);
+    Ok(())
+}
+
+/// One batch entry from an import line.
+///
+/// Errors: `Usage` when the line is not a JSON object with a string `body`.
+fn entry(line: &str, line_no: usize, fifo: bool) -> Result<Value, CliError> {
+    let bad = |why: &str| CliError::Usage(format!("stdin line {line_no}: {why}"));
+    let v: Value = serde_json::from_str(line).map_err(|e| bad(&format!("not JSON: {e}")))?;
+    let body = v
+        .get("body")
+        .and_then(Value::as_str)
+        .ok_or_else(|| bad("no string \"body\""))?;
+    let mut e = json!({"MessageBody": body});
+    if let Some(attrs) = v
+        .get("message_attributes")
+        .filter(|a| a.as_object().is_some_and(|o| !o.is_empty()))
+    {
+        e["MessageAttributes"] = attrs.clone();
+    }
+    if fifo {
+        let group = v
+            .get("group_id")
+            .and_then(Value::as_str)
+            .ok_or_else(|| bad("a FIFO queue needs \"group_id\""))?;
+        e["MessageGroupId"] = json!(group);
+        if let Some(d) = v
+            .get("dedup_id")
+            .and_then(Value::as_str)
+            .or_else(|| v.get("message_id").and_then(Value::as_str))
+        {
+            e["MessageDeduplicationId"] = json!(d);
+        }
+    }
+    Ok(e)
+}
+
+/// `loft import QUEUE`: sends each stdin line's message (see the module doc).
+///
+/// Errors: a malformed line (nothing after it is sent), the queue does not exist, or some
+/// entries failed (all others are sent; the first failure is reported).
+pub async fn import(args: ClientArgs, queue: &str) -> Result<(), CliError> {
+    let c = Client::new(&args.endpoint)?;
+    let url = c.queue_url(queue).await?;
+    let name = url.rsplit('/').next().unwrap_or(queue).to_owned();
+    let fifo = name.ends_with(".fifo");
+    let mut progress = Progress::new("imported", &name);
+    let stdin = std::io::stdin();
+    let mut batch: Vec<Value> = Vec::with_capacity(10);
+    let mut sent = 0u64;
+    let mut failed = 0u64;
+    let mut first_failure: Option<CliError> = None;
+    let mut lines = stdin.lock().lines().enumerate();
+    loop {
+        let next = lines.next();
+        if let Some((i, line)) = &next {
+            let line = line
+                .as_ref()
+                .map_err(|e| CliError::Usage(format!("cannot read stdin: {e}")))?;
+            if !line.trim().is_empty() {
+                let mut e = entry(line, i + 1, fifo)?;
+                e["Id"] = json!(batch.len().to_string());
+                batch.push(e);
+            }
+        }
+        if batch.len() == 10 || (next.is_none() && !batch.is_empty()) {
+            let out = c
+                .sqs(
+                    "SendMessageBatch",
+                    json!({"QueueUrl": url, "Entries": batch}),
+                )
+                .await?;
+            let ok = out["Successful"].as_array().map_or(0, Vec::len) as u64;
+            sent += ok;
+            if let Some(f) = out["Failed"].as_array().filter(|f| !f.is_empty()) {
+                failed += f.len() as u64;
+                if first_failure.is_none() {
+                    first_failure = Some(CliError::Aws {
+                        code: f[0]["Code"].as_str().unwrap_or("").to_owned(),
+                        message: f[0]["Message"].as_str().unwrap_or("").to_owned(),
+                    });
+                }
+            }
+            batch.clear();
+            progress.update(sent);
+        }
+        if next.is_none() {
+            break;
+        }
+    }
+    progress.done(sent, failed);
+    match first_failure {
+        Some(CliError::Aws { code, message }) => Err(CliError::Aws {
+            code,
+            message: format!("{failed} messages were not imported; the first: {message}"),
+        }),
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn import_lines_become_batch_entries() {
+        let e = entry(
+            r#"{"body":"hi","message_attributes":{"k":{"DataType":"String","StringValue":"v"}}}"#,
+            1,
+            false,
+        )
+        .unwrap();
+        assert_eq!(e["MessageBody"], "hi");
+        assert_eq!(e["MessageAttributes"]["k"]["StringValue"], "v");
+        assert!(e.get("MessageGroupId").is_none());
+        let f = entry(r#"{"body":"x","group_id":"g","message_id":"m1"}"#, 1, true).unwrap();
+        assert_eq!(f["MessageGroupId"], "g");
+        assert_eq!(f["MessageDeduplicationId"], "m1");
+        let err = entry(r#"{"bdy":"x"}"#, 7, false).unwrap_err();
+        assert!(err.to_string().contains("line 7"), "{err}");
+        assert!(entry(r#"{"body":"x"}"#, 1, true).is_err());
+    }
+}

@@ -1,0 +1,865 @@
+//! The configuration file of `loft serve --config FILE` (TOML): server settings and the
+//! queues, topics and subscriptions to create at start.
+//!
+//! ```toml
+//! [server]
+//! listen = ["127.0.0.1:9324"]
+//! db = "loft.db"
+//!
+//! [[queues]]
+//! name = "orders"
+//! attributes = { VisibilityTimeout = "45" }
+//!
+//! [[topics]]
+//! name = "events"
+//! [[topics.subscriptions]]
+//! protocol = "sqs"
+//! endpoint = "arn:aws:sqs:us-east-1:000000000000:orders"
+//! ```
+//!
+//! Every setting is documented in `docs/configuration.md`. Flags and environment variables
+//! override the `[server]` settings. Resources are created through the service (the same
+//! validation as CreateQueue, CreateTopic and Subscribe) and idempotently: a declared
+//! resource that exists already gets the declared attributes. Queues are created in
+//! dependency order (a dead-letter queue before the queues that name it), whatever their
+//! order in the file.
+//!
+//! Errors name the file, the line and column, and the reason: TOML syntax, unknown keys,
+//! wrong types, duplicate names, bad names or attribute values, dead-letter cycles, and
+//! anything the service refuses at start.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::net::SocketAddr;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use loft_core::attributes::{self, RedrivePolicy};
+use loft_core::names::{self, Naming};
+use loft_core::{ErrorCode, Service};
+use serde::Deserialize;
+use toml::Spanned;
+
+/// A configuration problem: where it is and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    /// The file.
+    pub path: PathBuf,
+    /// 1-based line, 0 when the problem is the whole file (it cannot be read).
+    pub line: usize,
+    /// 1-based column (characters), 0 with `line` 0.
+    pub column: usize,
+    /// Why.
+    pub message: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.line == 0 {
+            write!(f, "{}: {}", self.path.display(), self.message)
+        } else {
+            write!(
+                f,
+                "{}:{}:{}: {}",
+                self.path.display(),
+                self.line,
+                self.column,
+                self.message
+            )
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// `durability` in `[server]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FileDurability {
+    /// WAL, `synchronous=NORMAL`.
+    Process,
+    /// Every acknowledged write is on disk first.
+    Fsync,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+enum Listen {
+    One(String),
+    Many(Vec<String>),
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ServerSection {
+    listen: Option<Spanned<Listen>>,
+    db: Option<String>,
+    durability: Option<FileDurability>,
+    account_id: Option<Spanned<String>>,
+    region: Option<String>,
+    advertised_url: Option<Spanned<String>>,
+}
+
+type Attributes = BTreeMap<Spanned<String>, Spanned<toml::Value>>;
+
+/// Attributes as AWS strings, and where each name is in the file.
+type ConvertedAttributes = (BTreeMap<String, String>, BTreeMap<String, Range<usize>>);
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct QueueDecl {
+    name: Spanned<String>,
+    #[serde(default)]
+    attributes: Attributes,
+    #[serde(default)]
+    tags: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SubscriptionDecl {
+    protocol: Spanned<String>,
+    endpoint: Spanned<String>,
+    #[serde(default)]
+    attributes: Attributes,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TopicDecl {
+    name: Spanned<String>,
+    #[serde(default)]
+    attributes: Attributes,
+    #[serde(default)]
+    tags: BTreeMap<String, String>,
+    #[serde(default)]
+    subscriptions: Vec<SubscriptionDecl>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileShape {
+    #[serde(default)]
+    server: ServerSection,
+    #[serde(default)]
+    queues: Vec<QueueDecl>,
+    #[serde(default)]
+    topics: Vec<TopicDecl>,
+}
+
+/// The `[server]` settings a file gives; `None` where it says nothing.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ServerSettings {
+    /// `listen`: addresses to listen on.
+    pub listen: Option<Vec<SocketAddr>>,
+    /// `db`: the SQLite file, resolved against the config file's directory when relative.
+    pub db: Option<PathBuf>,
+    /// `durability`.
+    pub durability: Option<FileDurability>,
+    /// `account_id`: 12 digits.
+    pub account_id: Option<String>,
+    /// `region`.
+    pub region: Option<String>,
+    /// `advertised_url`: an `http://` or `https://` URL.
+    pub advertised_url: Option<String>,
+}
+
+/// A queue to create, attributes as AWS strings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueueSpec {
+    /// Name.
+    pub name: String,
+    /// Attributes by AWS name.
+    pub attributes: BTreeMap<String, String>,
+    /// Tags.
+    pub tags: BTreeMap<String, String>,
+    span: Range<usize>,
+    attribute_spans: BTreeMap<String, Range<usize>>,
+}
+
+/// A subscription to create.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SubscriptionSpec {
+    /// Protocol (`sqs`, `http`, `https`, `email`, ...).
+    pub protocol: String,
+    /// Endpoint (ARN, URL, address).
+    pub endpoint: String,
+    /// Attributes by AWS name.
+    pub attributes: BTreeMap<String, String>,
+    span: Range<usize>,
+}
+
+/// A topic to create with its subscriptions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicSpec {
+    /// Name.
+    pub name: String,
+    /// Attributes by AWS name.
+    pub attributes: BTreeMap<String, String>,
+    /// Tags.
+    pub tags: BTreeMap<String, String>,
+    /// Subscriptions.
+    pub subscriptions: Vec<SubscriptionSpec>,
+    span: Range<usize>,
+}
+
+/// A loaded and checked configuration file.
+#[derive(Debug, Clone)]
+pub struct Config {
+    path: PathBuf,
+    text: String,
+    /// `[server]`.
+    pub server: ServerSettings,
+    /// `[[queues]]`, in creation order (dead-letter queues first).
+    pub queues: Vec<QueueSpec>,
+    /// `[[topics]]`, in file order.
+    pub topics: Vec<TopicSpec>,
+}
+
+/// What [`Config::provision`] did, by resource.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Provisioned {
+    /// Queues created.
+    pub queues_created: Vec<String>,
+    /// Queues that existed and got the declared attributes and tags.
+    pub queues_updated: Vec<String>,
+    /// Topics created.
+    pub topics_created: Vec<String>,
+    /// Topics that existed and got the declared attributes and tags.
+    pub topics_updated: Vec<String>,
+    /// Subscription ARNs created or updated.
+    pub subscriptions: Vec<String>,
+}
+
+/// Reads and checks `path`.
+///
+/// Errors: the file cannot be read, or [`parse`]'s errors.
+pub fn load(path: &Path) -> Result<Config, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+        path: path.to_owned(),
+        line: 0,
+        column: 0,
+        message: format!("cannot read the configuration file: {e}"),
+    })?;
+    parse(path, &text)
+}
+
+fn position(text: &str, offset: usize) -> (usize, usize) {
+    let offset = offset.min(text.len());
+    let before = &text[..offset];
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    (line, before[line_start..].chars().count() + 1)
+}
+
+/// Converts a TOML attribute value to AWS's string form: strings as they are, integers and
+/// booleans written out, tables and arrays as JSON (`RedrivePolicy = { maxReceiveCount = 3,
+/// deadLetterTargetArn = "..." }` is the JSON policy).
+fn attribute_string(v: &toml::Value) -> Result<String, String> {
+    Ok(match v {
+        toml::Value::String(s) => s.clone(),
+        toml::Value::Integer(i) => i.to_string(),
+        toml::Value::Boolean(b) => b.to_string(),
+        toml::Value::Table(_) | toml::Value::Array(_) => {
+            serde_json::to_string(v).map_err(|e| format!("cannot write the value as JSON: {e}"))?
+        }
+        toml::Value::Float(_) => {
+            return Err(
+                "attribute values are strings, integers, booleans or tables, not floats".into(),
+            )
+        }
+        toml::Value::Datetime(_) => {
+            return Err(
+                "attribute values are strings, integers, booleans or tables, not dates".into(),
+            )
+        }
+    })
+}
+
+impl Config {
+    fn error(&self, span: &Range<usize>, message: impl Into<String>) -> ConfigError {
+        error_at(&self.path, &self.text, span, message)
+    }
+
+    /// Creates or updates every declared queue (dead-letter queues first), topic and
+    /// subscription through `svc`, so validation is the service's.
+    ///
+    /// Errors: the first resource the service refuses, with its line in the file and the
+    /// service's error code and message.
+    pub async fn provision(&self, svc: &Service) -> Result<Provisioned, ConfigError> {
+        let mut done = Provisioned::default();
+        let aws = |e: loft_core::Error| format!("{}: {}", e.code.aws_code(), e.message);
+        for q in &self.queues {
+            let at = |e: loft_core::Error| {
+                let span = q
+                    .attribute_spans
+                    .iter()
+                    .find(|(name, _)| e.message.contains(name.as_str()))
+                    .map_or(&q.span, |(_, s)| s);
+                self.error(span, format!("queue {}: {}", q.name, aws(e)))
+            };
+            match svc.queue(&q.name).await {
+                Ok(_) => {
+                    // FifoQueue follows the name (checked at parse), so it cannot differ.
+                    let mut attrs = q.attributes.clone();
+                    attrs.remove("FifoQueue");
+                    if !attrs.is_empty() {
+                        svc.set_queue_attributes(&q.name, attrs).await.map_err(at)?;
+                    }
+                    if !q.tags.is_empty() {
+                        svc.tag_queue(&q.name, q.tags.clone()).await.map_err(at)?;
+                    }
+                    tracing::info!(queue = %q.name, "queue from the configuration exists; attributes applied");
+                    done.queues_updated.push(q.name.clone());
+                }
+                Err(e) if e.code == ErrorCode::QueueDoesNotExist => {
+                    svc.create_queue(&q.name, q.attributes.clone(), q.tags.clone())
+                        .await
+                        .map_err(at)?;
+                    tracing::info!(queue = %q.name, "queue created from the configuration");
+                    done.queues_created.push(q.name.clone());
+                }
+                Err(e) => return Err(at(e)),
+            }
+        }
+        for t in &self.topics {
+            let arn = svc.topic_arn(&t.name);
+            let at =
+                |e: loft_core::Error| self.error(&t.span, format!("topic {}: {}", t.name, aws(e)));
+            match svc.topic_by_arn(&arn).await {
+                Ok(_) => {
+                    for (k, v) in &t.attributes {
+                        if k == "FifoTopic" {
+                            continue;
+                        }
+                        svc.set_topic_attribute(&arn, k, v).await.map_err(at)?;
+                    }
+                    if !t.tags.is_empty() {
+                        svc.tag_topic(&arn, t.tags.clone()).await.map_err(at)?;
+                    }
+                    tracing::info!(topic = %t.name, "topic from the configuration exists; attributes applied");
+                    done.topics_updated.push(t.name.clone());
+                }
+                Err(e) if e.code == ErrorCode::NotFound => {
+                    svc.create_topic(&t.name, t.attributes.clone(), t.tags.clone())
+                        .await
+                        .map_err(at)?;
+                    tracing::info!(topic = %t.name, "topic created from the configuration");
+                    done.topics_created.push(t.name.clone());
+                }
+                Err(e) => return Err(at(e)),
+            }
+            for s in &t.subscriptions {
+                let at = |e: loft_core::Error| {
+                    self.error(
+                        &s.span,
+                        format!(
+                            "subscription of topic {} to {}: {}",
+                            t.name,
+                            s.endpoint,
+                            aws(e)
+                        ),
+                    )
+                };
+                let existing = self
+                    .find_subscription(svc, &arn, &s.protocol, &s.endpoint)
+                    .await
+                    .map_err(at)?;
+                let sub_arn = match existing {
+                    Some(sub_arn) => {
+                        for (k, v) in &s.attributes {
+                            svc.set_subscription_attribute(&sub_arn, k, v)
+                                .await
+                                .map_err(at)?;
+                        }
+                        sub_arn
+                    }
+                    None => {
+                        svc.subscribe(
+                            &arn,
+                            &s.protocol,
+                            Some(&s.endpoint),
+                            s.attributes.clone(),
+                            true,
+                        )
+                        .await
+                        .map_err(at)?
+                        .subscription_arn
+                    }
+                };
+                tracing::info!(topic = %t.name, subscription = %sub_arn, "subscription from the configuration");
+                done.subscriptions.push(sub_arn);
+            }
+        }
+        Ok(done)
+    }
+
+    async fn find_subscription(
+        &self,
+        svc: &Service,
+        topic_arn: &str,
+        protocol: &str,
+        endpoint: &str,
+    ) -> loft_core::Result<Option<String>> {
+        let mut token: Option<String> = None;
+        loop {
+            let page = svc
+                .list_subscriptions(Some(topic_arn), token.as_deref())
+                .await?;
+            if let Some(s) = page.items.iter().find(|s| {
+                s.protocol.eq_ignore_ascii_case(protocol) && s.endpoint == endpoint.trim()
+            }) {
+                return Ok(Some(svc.subscription_arn(s)));
+            }
+            match page.next_token {
+                Some(t) => token = Some(t),
+                None => return Ok(None),
+            }
+        }
+    }
+}
+
+fn error_at(
+    path: &Path,
+    text: &str,
+    span: &Range<usize>,
+    message: impl Into<String>,
+) -> ConfigError {
+    let (line, column) = position(text, span.start);
+    ConfigError {
+        path: path.to_owned(),
+        line,
+        column,
+        message: message.into(),
+    }
+}
+
+fn convert_attributes(
+    path: &Path,
+    text: &str,
+    attrs: &Attributes,
+) -> Result<ConvertedAttributes, ConfigError> {
+    let mut out = BTreeMap::new();
+    let mut spans = BTreeMap::new();
+    for (k, v) in attrs {
+        let value = attribute_string(v.get_ref()).map_err(|m| {
+            error_at(
+                path,
+                text,
+                &v.span(),
+                format!("attribute {}: {m}", k.get_ref()),
+            )
+        })?;
+        out.insert(k.get_ref().clone(), value);
+        spans.insert(k.get_ref().clone(), k.span());
+    }
+    Ok((out, spans))
+}
+
+/// Parses and checks the text of a configuration file (`path` is used in errors and to
+/// resolve a relative `db`). Checks: TOML syntax and types, unknown keys, `listen`
+/// addresses, `account_id` (12 digits), `advertised_url` (http or https), queue and topic
+/// names, duplicate names, queue attributes (CreateQueue's validation), RedrivePolicy
+/// JSON, and dead-letter cycles among the declared queues.
+///
+/// Errors: a [`ConfigError`] at the offending line.
+pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
+    let shape: FileShape = toml::from_str(text).map_err(|e| {
+        let span = e.span().unwrap_or(0..0);
+        let mut err = error_at(path, text, &span, e.message().trim().to_owned());
+        if e.span().is_none() {
+            err.line = 1;
+            err.column = 1;
+        }
+        err
+    })?;
+    let at = |span: &Range<usize>, message: String| error_at(path, text, span, message);
+    // [server]
+    let mut server = ServerSettings::default();
+    if let Some(listen) = &shape.server.listen {
+        let list = match listen.get_ref() {
+            Listen::One(s) => vec![s.clone()],
+            Listen::Many(v) => v.clone(),
+        };
+        if list.is_empty() {
+            return Err(at(
+                &listen.span(),
+                "listen: give at least one address".into(),
+            ));
+        }
+        let mut addrs = Vec::new();
+        for a in list {
+            addrs.push(a.parse::<SocketAddr>().map_err(|_| {
+                at(
+                    &listen.span(),
+                    format!("listen: {a:?} is not an IP:PORT address (e.g. 127.0.0.1:9324)"),
+                )
+            })?);
+        }
+        server.listen = Some(addrs);
+    }
+    if let Some(db) = &shape.server.db {
+        let p = PathBuf::from(db);
+        server.db = Some(if p.is_relative() {
+            path.parent()
+                .filter(|d| !d.as_os_str().is_empty())
+                .map_or(p.clone(), |d| d.join(&p))
+        } else {
+            p
+        });
+    }
+    server.durability = shape.server.durability;
+    if let Some(id) = &shape.server.account_id {
+        if id.get_ref().len() != 12 || !id.get_ref().bytes().all(|b| b.is_ascii_digit()) {
+            return Err(at(&id.span(), "account_id: must be 12 digits".into()));
+        }
+        server.account_id = Some(id.get_ref().clone());
+    }
+    server.region = shape.server.region.clone();
+    if let Some(url) = &shape.server.advertised_url {
+        let u = url.get_ref();
+        if !(u.starts_with("http://") || u.starts_with("https://")) {
+            return Err(at(
+                &url.span(),
+                "advertised_url: must start with http:// or https://".into(),
+            ));
+        }
+        server.advertised_url = Some(u.trim_end_matches('/').to_owned());
+    }
+    // [[queues]]
+    let mut queues = Vec::new();
+    let mut seen = BTreeSet::new();
+    for q in &shape.queues {
+        let name = q.name.get_ref().clone();
+        if !seen.insert(name.clone()) {
+            return Err(at(
+                &q.name.span(),
+                format!("queue {name} is declared twice"),
+            ));
+        }
+        let (attrs, spans) = convert_attributes(path, text, &q.attributes)?;
+        let fifo = attrs
+            .get("FifoQueue")
+            .is_some_and(|v| v.eq_ignore_ascii_case("true"));
+        if fifo != name.ends_with(".fifo") {
+            return Err(at(
+                &q.name.span(),
+                format!(
+                    "queue {name}: a FIFO queue's name ends with .fifo and needs FifoQueue = \"true\"; other queues have neither"
+                ),
+            ));
+        }
+        names::check_queue_name(&name, Naming::Aws)
+            .map_err(|e| at(&q.name.span(), format!("queue {name}: {}", e.message)))?;
+        if let Err(e) = attributes::validate(&attrs, true, fifo) {
+            let span = spans
+                .iter()
+                .find(|(n, _)| e.message.contains(n.as_str()))
+                .map_or(q.name.span(), |(_, s)| s.clone());
+            return Err(at(
+                &span,
+                format!("queue {name}: {}: {}", e.code.aws_code(), e.message),
+            ));
+        }
+        queues.push(QueueSpec {
+            name,
+            attributes: attrs,
+            tags: q.tags.clone(),
+            span: q.name.span(),
+            attribute_spans: spans,
+        });
+    }
+    let queues = dependency_order(path, text, queues)?;
+    // [[topics]]
+    let mut topics = Vec::new();
+    let mut seen = BTreeSet::new();
+    for t in &shape.topics {
+        let name = t.name.get_ref().clone();
+        if !seen.insert(name.clone()) {
+            return Err(at(
+                &t.name.span(),
+                format!("topic {name} is declared twice"),
+            ));
+        }
+        names::check_topic_name(&name, Naming::Aws)
+            .map_err(|e| at(&t.name.span(), format!("topic {name}: {}", e.message)))?;
+        let (attrs, _) = convert_attributes(path, text, &t.attributes)?;
+        let mut subscriptions = Vec::new();
+        for s in &t.subscriptions {
+            let (sattrs, _) = convert_attributes(path, text, &s.attributes)?;
+            if s.endpoint.get_ref().trim().is_empty() {
+                return Err(at(&s.endpoint.span(), "endpoint: must not be empty".into()));
+            }
+            subscriptions.push(SubscriptionSpec {
+                protocol: s.protocol.get_ref().to_ascii_lowercase(),
+                endpoint: s.endpoint.get_ref().trim().to_owned(),
+                attributes: sattrs,
+                span: s.protocol.span(),
+            });
+        }
+        topics.push(TopicSpec {
+            name,
+            attributes: attrs,
+            tags: t.tags.clone(),
+            subscriptions,
+            span: t.name.span(),
+        });
+    }
+    Ok(Config {
+        path: path.to_owned(),
+        text: text.to_owned(),
+        server,
+        queues,
+        topics,
+    })
+}
+
+/// Orders queues so that each dead-letter queue declared in the file comes before the
+/// queues whose RedrivePolicy names it (file order otherwise).
+///
+/// Errors: a RedrivePolicy that is not valid JSON, or a cycle of dead-letter queues.
+fn dependency_order(
+    path: &Path,
+    text: &str,
+    queues: Vec<QueueSpec>,
+) -> Result<Vec<QueueSpec>, ConfigError> {
+    let index: BTreeMap<String, usize> = queues
+        .iter()
+        .enumerate()
+        .map(|(i, q)| (q.name.clone(), i))
+        .collect();
+    let mut target: Vec<Option<usize>> = Vec::with_capacity(queues.len());
+    for q in &queues {
+        let dlq = match q.attributes.get("RedrivePolicy").filter(|p| !p.is_empty()) {
+            Some(p) => {
+                let policy = RedrivePolicy::parse(p).map_err(|e| {
+                    let span = q.attribute_spans.get("RedrivePolicy").unwrap_or(&q.span);
+                    error_at(path, text, span, format!("queue {}: {}", q.name, e.message))
+                })?;
+                index.get(policy.dlq_name()).copied()
+            }
+            None => None,
+        };
+        target.push(dlq);
+    }
+    // Depth-first: a queue is placed after its dead-letter queue.
+    let mut order = Vec::with_capacity(queues.len());
+    let mut state = vec![0u8; queues.len()]; // 0 new, 1 on the path, 2 placed
+    for start in 0..queues.len() {
+        let mut path_stack = Vec::new();
+        let mut cur = Some(start);
+        while let Some(i) = cur {
+            match state[i] {
+                2 => break,
+                1 => {
+                    let cycle: Vec<&str> = path_stack
+                        .iter()
+                        .skip_while(|j| **j != i)
+                        .map(|j: &usize| queues[*j].name.as_str())
+                        .chain(std::iter::once(queues[i].name.as_str()))
+                        .collect();
+                    let q = &queues[start];
+                    let span = q.attribute_spans.get("RedrivePolicy").unwrap_or(&q.span);
+                    return Err(error_at(
+                        path,
+                        text,
+                        span,
+                        format!("dead-letter queues form a cycle: {}", cycle.join(" -> ")),
+                    ));
+                }
+                _ => {
+                    state[i] = 1;
+                    path_stack.push(i);
+                    cur = target[i];
+                }
+            }
+        }
+        for i in path_stack.into_iter().rev() {
+            state[i] = 2;
+            order.push(i);
+        }
+    }
+    let mut slots: Vec<Option<QueueSpec>> = queues.into_iter().map(Some).collect();
+    Ok(order.into_iter().filter_map(|i| slots[i].take()).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_str(text: &str) -> Result<Config, ConfigError> {
+        parse(Path::new("conf/loft.toml"), text)
+    }
+
+    #[test]
+    fn a_full_file_parses_and_orders_dead_letter_queues_first() {
+        let c = parse_str(
+            r#"
+[server]
+listen = ["127.0.0.1:9000", "0.0.0.0:9001"]
+db = "data/loft.db"
+durability = "fsync"
+account_id = "123456789012"
+region = "eu-west-1"
+advertised_url = "http://loft.local:9000/"
+
+[[queues]]
+name = "orders"
+attributes = { VisibilityTimeout = "45", RedrivePolicy = '{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:orders-dlq","maxReceiveCount":"3"}' }
+tags = { team = "shop" }
+
+[[queues]]
+name = "orders-dlq"
+attributes = { MessageRetentionPeriod = 1209600 }
+
+[[queues]]
+name = "jobs.fifo"
+attributes = { FifoQueue = true, ContentBasedDeduplication = "true" }
+
+[[topics]]
+name = "events"
+[[topics.subscriptions]]
+protocol = "sqs"
+endpoint = "arn:aws:sqs:us-east-1:000000000000:orders"
+attributes = { RawMessageDelivery = "true" }
+"#,
+        )
+        .expect("parses");
+        assert_eq!(
+            c.server.listen,
+            Some(vec![
+                "127.0.0.1:9000".parse().unwrap(),
+                "0.0.0.0:9001".parse().unwrap()
+            ])
+        );
+        assert_eq!(c.server.db, Some(PathBuf::from("conf/data/loft.db")));
+        assert_eq!(c.server.durability, Some(FileDurability::Fsync));
+        assert_eq!(c.server.account_id.as_deref(), Some("123456789012"));
+        assert_eq!(c.server.region.as_deref(), Some("eu-west-1"));
+        assert_eq!(
+            c.server.advertised_url.as_deref(),
+            Some("http://loft.local:9000")
+        );
+        let names: Vec<&str> = c.queues.iter().map(|q| q.name.as_str()).collect();
+        assert_eq!(names, ["orders-dlq", "orders", "jobs.fifo"]);
+        assert_eq!(c.queues[0].attributes["MessageRetentionPeriod"], "1209600");
+        assert_eq!(c.queues[2].attributes["FifoQueue"], "true");
+        assert_eq!(c.queues[1].tags["team"], "shop");
+        assert_eq!(c.topics[0].subscriptions[0].protocol, "sqs");
+        assert_eq!(
+            c.topics[0].subscriptions[0].attributes["RawMessageDelivery"],
+            "true"
+        );
+    }
+
+    #[test]
+    fn a_table_attribute_becomes_json() {
+        let c = parse_str(
+            r#"
+[[queues]]
+name = "a"
+attributes = { RedrivePolicy = { deadLetterTargetArn = "arn:aws:sqs:us-east-1:000000000000:b", maxReceiveCount = 2 } }
+[[queues]]
+name = "b"
+"#,
+        )
+        .unwrap();
+        assert_eq!(c.queues[0].name, "b");
+        let policy: serde_json::Value =
+            serde_json::from_str(&c.queues[1].attributes["RedrivePolicy"]).unwrap();
+        assert_eq!(policy["maxReceiveCount"], 2);
+    }
+
+    #[test]
+    fn an_empty_file_is_fine() {
+        let c = parse_str("").unwrap();
+        assert!(c.queues.is_empty() && c.topics.is_empty());
+        assert_eq!(c.server, ServerSettings::default());
+    }
+
+    fn fails(text: &str, line: usize, needle: &str) {
+        let e = parse_str(text).expect_err("should fail");
+        assert_eq!(e.line, line, "line of {e}");
+        assert!(e.message.contains(needle), "{e} lacks {needle:?}");
+        assert!(
+            e.to_string()
+                .starts_with(&format!("conf/loft.toml:{line}:")),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn syntax_errors_give_the_line() {
+        fails("[server]\nlisten = [\"127.0.0.1:1\"\n", 2, "");
+        fails("[[queues]]\nname = \"a\"\nattributes = { x = }\n", 3, "");
+    }
+
+    #[test]
+    fn unknown_keys_and_wrong_types_give_the_line() {
+        fails("[server]\nlisen = \"127.0.0.1:1\"\n", 2, "unknown field");
+        fails(
+            "[server]\ndurability = \"sometimes\"\n",
+            2,
+            "unknown variant",
+        );
+        fails("[[queues]]\nnam = \"a\"\n", 2, "unknown field");
+        fails("[[queues]]\nname = 5\n", 2, "string");
+        fails(
+            "[[topics]]\nname = \"t\"\n[[topics.subscriptions]]\nprotocol = \"sqs\"\n",
+            3,
+            "endpoint",
+        );
+    }
+
+    #[test]
+    fn bad_server_values_give_the_line() {
+        fails("[server]\n\nlisten = \"localhost\"\n", 3, "not an IP:PORT");
+        fails("[server]\naccount_id = \"42\"\n", 2, "12 digits");
+        fails("[server]\nadvertised_url = \"loft:9324\"\n", 2, "http://");
+    }
+
+    #[test]
+    fn bad_queues_give_the_line() {
+        fails(
+            "[[queues]]\nname = \"a\"\n[[queues]]\nname = \"a\"\n",
+            4,
+            "declared twice",
+        );
+        fails("[[queues]]\nname = \"bad name\"\n", 2, "bad name");
+        fails("[[queues]]\nname = \"a.fifo\"\n", 2, "FifoQueue");
+        fails(
+            "[[queues]]\nname = \"a\"\nattributes = { VisibilityTimeout = \"99999\" }\n",
+            3,
+            "VisibilityTimeout",
+        );
+        fails(
+            "[[queues]]\nname = \"a\"\nattributes = { Colour = \"blue\" }\n",
+            3,
+            "Colour",
+        );
+        fails(
+            "[[queues]]\nname = \"a\"\nattributes = { VisibilityTimeout = 1.5 }\n",
+            3,
+            "not floats",
+        );
+    }
+
+    #[test]
+    fn dead_letter_cycles_are_refused() {
+        let arn = |n: &str| format!("arn:aws:sqs:us-east-1:000000000000:{n}");
+        let text = format!(
+            "[[queues]]\nname = \"a\"\nattributes = {{ RedrivePolicy = '{{\"deadLetterTargetArn\":\"{}\",\"maxReceiveCount\":\"3\"}}' }}\n\
+             [[queues]]\nname = \"b\"\nattributes = {{ RedrivePolicy = '{{\"deadLetterTargetArn\":\"{}\",\"maxReceiveCount\":\"3\"}}' }}\n",
+            arn("b"),
+            arn("a")
+        );
+        fails(&text, 3, "cycle: a -> b -> a");
+    }
+
+    #[test]
+    fn positions_count_lines_and_characters() {
+        assert_eq!(position("ab\ncd", 0), (1, 1));
+        assert_eq!(position("ab\ncd", 4), (2, 2));
+        assert_eq!(position("é\nx", 3), (2, 1));
+    }
+}

@@ -1,0 +1,282 @@
+//! `loft serve --config FILE`: resources created at start, idempotently and in dependency
+//! order; server settings with flags overriding the file; bad files stop start-up with the
+//! file, line and reason.
+
+use serde_json::json;
+
+use crate::harness::{write_file, Server};
+
+const GOOD: &str = r#"
+[server]
+listen = "127.0.0.1:0"
+db = "state.db"
+account_id = "123456789012"
+
+# The source queue comes first; its dead-letter queue is declared after it.
+[[queues]]
+name = "orders"
+attributes = { VisibilityTimeout = "45", RedrivePolicy = '{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:123456789012:orders-dlq","maxReceiveCount":"3"}' }
+tags = { team = "shop" }
+
+[[queues]]
+name = "orders-dlq"
+attributes = { MessageRetentionPeriod = 1209600 }
+
+[[queues]]
+name = "jobs.fifo"
+attributes = { FifoQueue = true, ContentBasedDeduplication = "true" }
+
+[[topics]]
+name = "events"
+[[topics.subscriptions]]
+protocol = "sqs"
+endpoint = "arn:aws:sqs:us-east-1:123456789012:orders"
+attributes = { RawMessageDelivery = "true" }
+"#;
+
+fn start(text: &str, extra: &[&str]) -> Result<Server, crate::harness::StartFailure> {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_file(dir.path(), "loft.toml", text);
+    let path = path.to_str().unwrap().to_owned();
+    let mut args = vec!["--config", path.as_str()];
+    args.extend_from_slice(extra);
+    Server::start_in(dir, &args, &[])
+}
+
+#[tokio::test]
+async fn a_good_file_creates_queues_topics_and_subscriptions() {
+    let s = start(GOOD, &[]).expect("starts");
+    assert!(
+        s.dir.path().join("state.db").exists(),
+        "db is relative to the config file"
+    );
+    let url = s.sqs("GetQueueUrl", json!({"QueueName": "orders"})).await["QueueUrl"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        url.contains("/123456789012/orders"),
+        "account from the file: {url}"
+    );
+    let attrs = s
+        .sqs(
+            "GetQueueAttributes",
+            json!({"QueueUrl": url, "AttributeNames": ["All"]}),
+        )
+        .await;
+    assert_eq!(attrs["Attributes"]["VisibilityTimeout"], "45");
+    let policy: serde_json::Value =
+        serde_json::from_str(attrs["Attributes"]["RedrivePolicy"].as_str().unwrap()).unwrap();
+    assert_eq!(policy["maxReceiveCount"], 3);
+    let tags = s.sqs("ListQueueTags", json!({"QueueUrl": url})).await;
+    assert_eq!(tags["Tags"]["team"], "shop");
+    let dlq = s
+        .sqs(
+            "GetQueueAttributes",
+            json!({"QueueUrl": format!("{}/123456789012/orders-dlq", s.base), "AttributeNames": ["MessageRetentionPeriod"]}),
+        )
+        .await;
+    assert_eq!(dlq["Attributes"]["MessageRetentionPeriod"], "1209600");
+    let fifo = s
+        .sqs(
+            "GetQueueAttributes",
+            json!({"QueueUrl": format!("{}/123456789012/jobs.fifo", s.base), "AttributeNames": ["All"]}),
+        )
+        .await;
+    assert_eq!(fifo["Attributes"]["ContentBasedDeduplication"], "true");
+    // The subscription delivers raw messages to the queue.
+    let (status, xml) = s
+        .sns(
+            "Publish",
+            &[
+                ("TopicArn", "arn:aws:sns:us-east-1:123456789012:events"),
+                ("Message", "order 1 placed"),
+            ],
+        )
+        .await;
+    assert_eq!(status, 200, "{xml}");
+    let got = s
+        .sqs(
+            "ReceiveMessage",
+            json!({"QueueUrl": url, "WaitTimeSeconds": 5}),
+        )
+        .await;
+    assert_eq!(got["Messages"][0]["Body"], "order 1 placed");
+}
+
+#[tokio::test]
+async fn starting_again_is_idempotent_and_applies_changed_attributes() {
+    let s = start(GOOD, &[]).expect("first start");
+    let dir = s.stop();
+    // The same file again: nothing fails, nothing is duplicated.
+    let path = dir.path().join("loft.toml");
+    let p = path.to_str().unwrap().to_owned();
+    let s = Server::start_in(dir, &["--config", &p], &[]).expect("second start");
+    let (status, xml) = s
+        .sns(
+            "ListSubscriptionsByTopic",
+            &[("TopicArn", "arn:aws:sns:us-east-1:123456789012:events")],
+        )
+        .await;
+    assert_eq!(status, 200);
+    assert_eq!(xml.matches("<SubscriptionArn>").count(), 1, "{xml}");
+    let dir = s.stop();
+    // A changed attribute is applied to the existing queue.
+    std::fs::write(
+        &path,
+        GOOD.replace("VisibilityTimeout = \"45\"", "VisibilityTimeout = \"60\""),
+    )
+    .unwrap();
+    let s = Server::start_in(dir, &["--config", &p], &[]).expect("third start");
+    let attrs = s
+        .sqs(
+            "GetQueueAttributes",
+            json!({"QueueUrl": format!("{}/123456789012/orders", s.base), "AttributeNames": ["VisibilityTimeout"]}),
+        )
+        .await;
+    assert_eq!(attrs["Attributes"]["VisibilityTimeout"], "60");
+    assert!(s.stderr().contains("attributes applied"), "{}", s.stderr());
+}
+
+#[tokio::test]
+async fn flags_and_env_override_the_file() {
+    let s = start(GOOD, &["--account-id", "999999999999"]).expect("starts");
+    let url = s
+        .sqs("GetQueueUrl", json!({"QueueName": "orders-dlq"}))
+        .await["QueueUrl"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(url.contains("/999999999999/"), "the flag wins: {url}");
+    drop(s);
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_file(
+        dir.path(),
+        "loft.toml",
+        "[server]\nlisten = \"127.0.0.1:0\"\nregion = \"eu-west-1\"\n",
+    );
+    let s = Server::start_in(
+        dir,
+        &["--config", path.to_str().unwrap()],
+        &[("LOFT_REGION", "ap-south-1")],
+    )
+    .expect("starts");
+    let out = s.sqs("CreateQueue", json!({"QueueName": "r"})).await;
+    let url = out["QueueUrl"].as_str().unwrap();
+    let arn = s
+        .sqs(
+            "GetQueueAttributes",
+            json!({"QueueUrl": url, "AttributeNames": ["QueueArn"]}),
+        )
+        .await;
+    assert_eq!(
+        arn["Attributes"]["QueueArn"],
+        "arn:aws:sqs:ap-south-1:000000000000:r"
+    );
+}
+
+/// Starts with `text`, expects failure, and checks stderr names `loft.toml:LINE:` and
+/// contains `reason`.
+fn refused(text: &str, line: usize, reason: &str) {
+    let failure = match start(text, &[]) {
+        Ok(s) => panic!("started with a bad file; stderr:\n{}", s.stderr()),
+        Err(f) => f,
+    };
+    assert!(!failure.status.success(), "{failure:?}");
+    let needle = format!("loft.toml:{line}:");
+    assert!(
+        failure.stderr.contains(&needle) && failure.stderr.contains(reason),
+        "stderr lacks {needle:?} and {reason:?}:\n{}",
+        failure.stderr
+    );
+}
+
+#[test]
+fn a_syntax_error_names_the_line() {
+    refused(
+        "[server]\nlisten = \"127.0.0.1:0\"\n\n[[queues]]\nname = \"a\nattributes = {}\n",
+        5,
+        "",
+    );
+}
+
+#[test]
+fn an_unknown_key_names_the_line() {
+    refused(
+        "[server]\nlisen = \"127.0.0.1:0\"\n",
+        2,
+        "unknown field `lisen`",
+    );
+}
+
+#[test]
+fn a_wrong_type_names_the_line() {
+    refused(
+        "[server]\nlisten = \"127.0.0.1:0\"\n[[queues]]\nname = [\"a\"]\n",
+        4,
+        "string",
+    );
+}
+
+#[test]
+fn a_bad_attribute_value_names_the_line() {
+    refused(
+        "[server]\nlisten = \"127.0.0.1:0\"\n[[queues]]\nname = \"a\"\nattributes = { VisibilityTimeout = \"50000\" }\n",
+        5,
+        "VisibilityTimeout",
+    );
+}
+
+#[test]
+fn an_unknown_attribute_names_the_line() {
+    refused(
+        "[server]\nlisten = \"127.0.0.1:0\"\n[[queues]]\nname = \"a\"\nattributes = { Colour = \"blue\" }\n",
+        5,
+        "Colour",
+    );
+}
+
+#[test]
+fn a_dead_letter_cycle_names_the_line() {
+    let policy = |to: &str| {
+        format!(
+            "attributes = {{ RedrivePolicy = '{{\"deadLetterTargetArn\":\"arn:aws:sqs:us-east-1:000000000000:{to}\",\"maxReceiveCount\":\"2\"}}' }}"
+        )
+    };
+    let text = format!(
+        "[server]\nlisten = \"127.0.0.1:0\"\n[[queues]]\nname = \"a\"\n{}\n[[queues]]\nname = \"b\"\n{}\n",
+        policy("b"),
+        policy("a")
+    );
+    refused(&text, 5, "cycle");
+}
+
+#[test]
+fn a_missing_dead_letter_queue_stops_start_up_at_its_line() {
+    refused(
+        "[server]\nlisten = \"127.0.0.1:0\"\n[[queues]]\nname = \"a\"\nattributes = { RedrivePolicy = '{\"deadLetterTargetArn\":\"arn:aws:sqs:us-east-1:000000000000:nowhere\",\"maxReceiveCount\":\"2\"}' }\n",
+        5,
+        "Dead letter target does not exist",
+    );
+}
+
+#[test]
+fn a_bad_subscription_stops_start_up_at_its_line() {
+    refused(
+        "[server]\nlisten = \"127.0.0.1:0\"\n[[topics]]\nname = \"t\"\n[[topics.subscriptions]]\nprotocol = \"carrier-pigeon\"\nendpoint = \"loft\"\n",
+        6,
+        "carrier-pigeon",
+    );
+}
+
+#[test]
+fn a_missing_file_is_refused() {
+    let f = Server::start_with(&["--config", "/nonexistent/loft.toml"], &[])
+        .err()
+        .expect("refused");
+    assert!(
+        f.stderr.contains("/nonexistent/loft.toml: cannot read"),
+        "{}",
+        f.stderr
+    );
+}

@@ -1,0 +1,11 @@
+//! Operator features against the real `loft` binary: the `--config` file, `/metrics`,
+//! `/ready`, request ids and logs, the admin commands, and the web console in headless
+//! Chromium.
+
+mod harness;
+
+mod cli;
+mod config;
+mod console;
+mod metrics;
+mod observe;

@@ -1,0 +1,333 @@
+//! `GET /metrics` after known operations: queue gauges, message counters, request counters
+//! and latency histograms by bounded labels, SNS delivery outcomes and the pending gauge.
+
+use std::collections::BTreeMap;
+
+use serde_json::json;
+
+use crate::harness::{eventually, Server};
+
+fn get(m: &BTreeMap<String, f64>, key: &str) -> f64 {
+    *m.get(key).unwrap_or_else(|| {
+        panic!(
+            "no sample {key}; have:\n{}",
+            m.keys().cloned().collect::<Vec<_>>().join("\n")
+        )
+    })
+}
+
+#[tokio::test]
+async fn queue_gauges_and_message_counters_follow_operations() {
+    let s = Server::start();
+    let q = s.sqs("CreateQueue", json!({"QueueName": "work"})).await["QueueUrl"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for i in 0..3 {
+        s.sqs(
+            "SendMessage",
+            json!({"QueueUrl": q, "MessageBody": format!("m{i}")}),
+        )
+        .await;
+    }
+    s.sqs(
+        "SendMessage",
+        json!({"QueueUrl": q, "MessageBody": "later", "DelaySeconds": 600}),
+    )
+    .await;
+    let got = s
+        .sqs(
+            "ReceiveMessage",
+            json!({"QueueUrl": q, "MaxNumberOfMessages": 2, "VisibilityTimeout": 300}),
+        )
+        .await;
+    let handle = got["Messages"][0]["ReceiptHandle"].as_str().unwrap();
+    s.sqs(
+        "DeleteMessage",
+        json!({"QueueUrl": q, "ReceiptHandle": handle}),
+    )
+    .await;
+    // Deleting again counts nothing.
+    s.sqs(
+        "DeleteMessage",
+        json!({"QueueUrl": q, "ReceiptHandle": handle}),
+    )
+    .await;
+
+    // A queue that dead-letters after one receive.
+    let dlq = s.sqs("CreateQueue", json!({"QueueName": "work-dlq"})).await["QueueUrl"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let src = s
+        .sqs(
+            "CreateQueue",
+            json!({"QueueName": "flaky", "Attributes": {"RedrivePolicy":
+                "{\"deadLetterTargetArn\":\"arn:aws:sqs:us-east-1:000000000000:work-dlq\",\"maxReceiveCount\":\"1\"}"}}),
+        )
+        .await["QueueUrl"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    s.sqs(
+        "SendMessage",
+        json!({"QueueUrl": src, "MessageBody": "poison"}),
+    )
+    .await;
+    for _ in 0..2 {
+        s.sqs(
+            "ReceiveMessage",
+            json!({"QueueUrl": src, "VisibilityTimeout": 0}),
+        )
+        .await;
+    }
+    let _ = dlq;
+
+    let m = s.metrics().await;
+    assert_eq!(
+        get(&m, r#"loft_queue_messages{queue="work",state="visible"}"#),
+        1.0
+    );
+    assert_eq!(
+        get(&m, r#"loft_queue_messages{queue="work",state="in_flight"}"#),
+        1.0
+    );
+    assert_eq!(
+        get(&m, r#"loft_queue_messages{queue="work",state="delayed"}"#),
+        1.0
+    );
+    assert_eq!(get(&m, r#"loft_messages_sent_total{queue="work"}"#), 4.0);
+    assert_eq!(
+        get(&m, r#"loft_messages_received_total{queue="work"}"#),
+        2.0
+    );
+    assert_eq!(get(&m, r#"loft_messages_deleted_total{queue="work"}"#), 1.0);
+    assert_eq!(
+        get(&m, r#"loft_messages_dead_lettered_total{queue="work"}"#),
+        0.0
+    );
+    assert_eq!(
+        get(&m, r#"loft_messages_dead_lettered_total{queue="flaky"}"#),
+        1.0
+    );
+    assert_eq!(
+        get(&m, r#"loft_messages_received_total{queue="flaky"}"#),
+        1.0
+    );
+    assert_eq!(
+        get(
+            &m,
+            r#"loft_queue_messages{queue="work-dlq",state="visible"}"#
+        ),
+        1.0
+    );
+    assert_eq!(
+        get(&m, r#"loft_queue_messages{queue="flaky",state="visible"}"#),
+        0.0
+    );
+    assert_eq!(
+        get(
+            &m,
+            r#"loft_requests_total{operation="SendMessage",protocol="sqs-json",status="200"}"#
+        ),
+        5.0
+    );
+    assert_eq!(
+        get(
+            &m,
+            r#"loft_requests_total{operation="DeleteMessage",protocol="sqs-json",status="200"}"#
+        ),
+        2.0
+    );
+    assert_eq!(
+        get(
+            &m,
+            r#"loft_request_duration_seconds_count{operation="SendMessage"}"#
+        ),
+        5.0
+    );
+    assert_eq!(
+        get(
+            &m,
+            r#"loft_request_duration_seconds_bucket{operation="SendMessage",le="+Inf"}"#
+        ),
+        5.0
+    );
+    assert!(
+        get(
+            &m,
+            r#"loft_request_duration_seconds_sum{operation="SendMessage"}"#
+        ) > 0.0
+    );
+    assert_eq!(get(&m, "loft_deliveries_pending"), 0.0);
+}
+
+#[tokio::test]
+async fn request_labels_are_bounded_and_cover_every_protocol() {
+    let s = Server::start();
+    // An error: 400 with the operation's name.
+    let (status, _, _) = s
+        .sqs_raw("GetQueueUrl", json!({"QueueName": "missing"}))
+        .await;
+    assert_eq!(status, 400);
+    // Unknown operations are one label, whatever their name.
+    for op in ["Frobnicate", "Defenestrate"] {
+        let (status, _, _) = s.sqs_raw(op, json!({})).await;
+        assert_eq!(status, 400);
+    }
+    // The Query protocol.
+    let resp = s
+        .http
+        .post(s.url("/"))
+        .form(&[("Action", "ListQueues"), ("Version", "2012-11-05")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 200);
+    let (status, _) = s.sns("ListTopics", &[]).await;
+    assert_eq!(status, 200);
+    // The seeds' REST API, by route pattern, not path.
+    for name in ["a", "b"] {
+        let r = s
+            .http
+            .post(s.url(&format!("/queues/{name}/messages")))
+            .json(&json!({"body": "x"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 201);
+    }
+    let r = s
+        .http
+        .get(s.url("/no/such/route/at/all"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 404);
+    let m = s.metrics().await;
+    assert_eq!(
+        get(
+            &m,
+            r#"loft_requests_total{operation="GetQueueUrl",protocol="sqs-json",status="400"}"#
+        ),
+        1.0
+    );
+    assert_eq!(
+        get(
+            &m,
+            r#"loft_requests_total{operation="Unknown",protocol="sqs-json",status="400"}"#
+        ),
+        2.0
+    );
+    assert_eq!(
+        get(
+            &m,
+            r#"loft_requests_total{operation="ListQueues",protocol="sqs-query",status="200"}"#
+        ),
+        1.0
+    );
+    assert_eq!(
+        get(
+            &m,
+            r#"loft_requests_total{operation="ListTopics",protocol="sns-query",status="200"}"#
+        ),
+        1.0
+    );
+    assert_eq!(
+        get(
+            &m,
+            r#"loft_requests_total{operation="POST /queues/{name}/messages",protocol="rest",status="201"}"#
+        ),
+        2.0
+    );
+    assert_eq!(
+        get(
+            &m,
+            r#"loft_requests_total{operation="unmatched",protocol="rest",status="404"}"#
+        ),
+        1.0
+    );
+    assert_eq!(get(&m, r#"loft_messages_sent_total{queue="a"}"#), 1.0);
+    assert!(
+        !m.keys()
+            .any(|k| k.contains("Frobnicate") || k.contains("/no/such")),
+        "unbounded label values leaked"
+    );
+}
+
+#[tokio::test]
+async fn sns_deliveries_are_counted_by_protocol_and_outcome() {
+    let s = Server::start();
+    s.sqs("CreateQueue", json!({"QueueName": "inbox"})).await;
+    let (_, xml) = s.sns("CreateTopic", &[("Name", "news")]).await;
+    assert!(
+        xml.contains("arn:aws:sns:us-east-1:000000000000:news"),
+        "{xml}"
+    );
+    let topic = "arn:aws:sns:us-east-1:000000000000:news";
+    for (protocol, endpoint) in [
+        ("sqs", "arn:aws:sqs:us-east-1:000000000000:inbox"),
+        ("sms", "+15555550100"),
+    ] {
+        let (status, xml) = s
+            .sns(
+                "Subscribe",
+                &[
+                    ("TopicArn", topic),
+                    ("Protocol", protocol),
+                    ("Endpoint", endpoint),
+                ],
+            )
+            .await;
+        assert_eq!(status, 200, "{xml}");
+    }
+    for i in 0..2 {
+        let (status, xml) = s
+            .sns(
+                "Publish",
+                &[("TopicArn", topic), ("Message", &format!("n{i}"))],
+            )
+            .await;
+        assert_eq!(status, 200, "{xml}");
+    }
+    // An HTTP endpoint nobody listens on: its confirmation fails and waits for a retry.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/hook", closed.local_addr().unwrap());
+    drop(closed);
+    let (status, xml) = s
+        .sns(
+            "Subscribe",
+            &[
+                ("TopicArn", topic),
+                ("Protocol", "http"),
+                ("Endpoint", &url),
+            ],
+        )
+        .await;
+    assert_eq!(status, 200, "{xml}");
+    let m = eventually("a failed HTTP attempt", || async {
+        let m = s.metrics().await;
+        (m.get(r#"loft_deliveries_total{protocol="http",outcome="retrying"}"#)
+            .copied()
+            .unwrap_or(0.0)
+            >= 1.0)
+            .then_some(m)
+    })
+    .await;
+    assert_eq!(
+        get(
+            &m,
+            r#"loft_deliveries_total{protocol="sqs",outcome="delivered"}"#
+        ),
+        2.0
+    );
+    assert_eq!(
+        get(
+            &m,
+            r#"loft_deliveries_total{protocol="sms",outcome="recorded"}"#
+        ),
+        2.0
+    );
+    assert_eq!(get(&m, r#"loft_messages_sent_total{queue="inbox"}"#), 2.0);
+    assert_eq!(get(&m, "loft_deliveries_pending"), 1.0);
+}
