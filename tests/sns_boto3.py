@@ -415,6 +415,26 @@ def errors_users_provoke(c):
     expect_error("InvalidParameter", 400, c.sns.get_topic_attributes, TopicArn="not-an-arn")
 
 
+@check
+def mobile_push_endpoints_are_kept_and_publishes_recorded(c):
+    app = c.sns.create_platform_application(
+        Name=c.name(), Platform="GCM", Attributes={"PlatformCredential": "key"}
+    )["PlatformApplicationArn"]
+    ep = c.sns.create_platform_endpoint(PlatformApplicationArn=app, Token="token-1")["EndpointArn"]
+    again = c.sns.create_platform_endpoint(PlatformApplicationArn=app, Token="token-1")["EndpointArn"]
+    assert ep == again, (ep, again)
+    listed = c.sns.list_endpoints_by_platform_application(PlatformApplicationArn=app)["Endpoints"]
+    assert [e["EndpointArn"] for e in listed] == [ep], listed
+    assert c.sns.get_endpoint_attributes(EndpointArn=ep)["Attributes"]["Token"] == "token-1"
+    body = "push " + c.name()
+    c.sns.publish(TargetArn=ep, Message=body)
+    recorded = json.loads(urllib.request.urlopen(c.endpoint + "/_loft/sns/messages").read())
+    assert any(r["endpoint"] == ep and r["message"] == body for r in recorded), recorded
+    c.sns.delete_platform_application(PlatformApplicationArn=app)
+    apps = c.sns.list_platform_applications()["PlatformApplications"]
+    assert app not in [a["PlatformApplicationArn"] for a in apps], apps
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--endpoint", required=True, help="Loft's URL, e.g. http://127.0.0.1:9324")

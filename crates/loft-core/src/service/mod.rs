@@ -18,6 +18,7 @@ mod deliveries;
 mod messages;
 mod move_tasks;
 pub mod operator;
+pub mod platform;
 mod publish;
 mod queues;
 pub mod receipt;
@@ -58,6 +59,12 @@ type TopicDedup = (String, String, i64);
 /// How long a cached queue record is trusted when another node may change it.
 pub const QUEUE_CACHE_TTL: std::time::Duration = std::time::Duration::from_secs(1);
 
+/// Platform applications and endpoints by ARN, with their attributes.
+type PlatformState = (
+    std::collections::BTreeMap<String, std::collections::BTreeMap<String, String>>,
+    std::collections::BTreeMap<String, std::collections::BTreeMap<String, String>>,
+);
+
 /// Settings of the service that show in names: the account and region of every ARN.
 #[derive(Debug, Clone)]
 pub struct ServiceConfig {
@@ -89,6 +96,8 @@ pub struct Service {
     waiters: Mutex<HashMap<i64, Arc<Notify>>>,
     /// Queue records by name, with when they were read (see [`Service::find_queue`]).
     queue_cache: Mutex<HashMap<String, (Arc<QueueRecord>, std::time::Instant)>>,
+    /// Mobile push applications and endpoints (ARN to attributes), kept in memory.
+    platform: Mutex<PlatformState>,
     /// Names of queues deleted lately and when (ms), for QueueDeletedRecently.
     deleted_queues: Mutex<HashMap<String, i64>>,
     /// When each queue was last purged (ms), for PurgeQueueInProgress.
@@ -133,6 +142,7 @@ impl Service {
             waiters: Mutex::default(),
             purges: Mutex::default(),
             deleted_queues: Mutex::default(),
+            platform: Mutex::default(),
             queue_cache: Mutex::default(),
             move_tasks: Mutex::default(),
             attempts: Mutex::default(),

@@ -292,7 +292,35 @@ impl Service {
         target: PublishTarget<'_>,
         req: PublishRequest,
     ) -> Result<PublishResult> {
+        let target = match target {
+            PublishTarget::Topic(arn) if self.is_platform_endpoint(arn) => {
+                PublishTarget::Endpoint(arn)
+            }
+            other => other,
+        };
         match target {
+            PublishTarget::Endpoint(arn) => {
+                self.check_publish(&req, false)?;
+                let message_id = uuid::Uuid::new_v4().to_string();
+                let record = RecordedMessage {
+                    id: 0,
+                    protocol: "application".into(),
+                    endpoint: arn.into(),
+                    topic_arn: None,
+                    subject: req.subject.clone(),
+                    message: req.message,
+                    created_at_ms: self.now_ms(),
+                };
+                self.store
+                    .publish(Vec::new(), Vec::new(), vec![record])
+                    .await?;
+                self.activity
+                    .delivery("application", DeliveryOutcome::Recorded, 1);
+                Ok(PublishResult {
+                    message_id,
+                    sequence_number: None,
+                })
+            }
             PublishTarget::Topic(arn) => {
                 let topic = self.topic_by_arn(arn).await?;
                 let mut results = self.publish_to(&topic, vec![req], false).await?;
@@ -744,6 +772,8 @@ pub enum PublishTarget<'a> {
     Topic(&'a str),
     /// An SMS number (PhoneNumber): recorded, not sent.
     Phone(&'a str),
+    /// A mobile push endpoint (TargetArn): recorded, not sent.
+    Endpoint(&'a str),
 }
 
 fn passes_filter(

@@ -338,6 +338,73 @@ pub async fn call(svc: &Arc<Service>, op: &str, input: &Value) -> Result<Value> 
                 .await?;
             Ok(json!({}))
         }
+        // Mobile push: applications and endpoints kept in memory; publishes recorded.
+        "CreatePlatformApplication" => {
+            let arn = svc.create_platform_application(
+                required(input, "Name")?,
+                required(input, "Platform")?,
+                input.str_map("Attributes")?,
+            )?;
+            Ok(json!({"PlatformApplicationArn": arn}))
+        }
+        "CreatePlatformEndpoint" => {
+            let mut attrs = input.str_map("Attributes")?;
+            if let Some(d) = input.str("CustomUserData")? {
+                attrs.insert("CustomUserData".into(), d.to_owned());
+            }
+            let arn = svc.create_platform_endpoint(
+                required(input, "PlatformApplicationArn")?,
+                required(input, "Token")?,
+                attrs,
+            )?;
+            Ok(json!({"EndpointArn": arn}))
+        }
+        "ListPlatformApplications" | "ListEndpointsByPlatformApplication" => {
+            let (list_key, arn_key) = if op == "ListPlatformApplications" {
+                ("PlatformApplications", "PlatformApplicationArn")
+            } else {
+                ("Endpoints", "EndpointArn")
+            };
+            let app = if op == "ListPlatformApplications" {
+                None
+            } else {
+                Some(required(input, "PlatformApplicationArn")?)
+            };
+            let items: Vec<Value> = svc
+                .list_platform(app)?
+                .into_iter()
+                .map(|r| json!({arn_key: r.arn, "Attributes": r.attributes}))
+                .collect();
+            let mut out = Map::new();
+            out.insert(list_key.into(), Value::Array(items));
+            Ok(Value::Object(out))
+        }
+        "GetPlatformApplicationAttributes" | "GetEndpointAttributes" => {
+            let key = if op == "GetEndpointAttributes" {
+                "EndpointArn"
+            } else {
+                "PlatformApplicationArn"
+            };
+            Ok(json!({"Attributes": svc.platform_attributes(required(input, key)?)?}))
+        }
+        "SetPlatformApplicationAttributes" | "SetEndpointAttributes" => {
+            let key = if op == "SetEndpointAttributes" {
+                "EndpointArn"
+            } else {
+                "PlatformApplicationArn"
+            };
+            svc.set_platform_attributes(required(input, key)?, input.str_map("Attributes")?)?;
+            Ok(json!({}))
+        }
+        "DeletePlatformApplication" | "DeleteEndpoint" => {
+            let key = if op == "DeleteEndpoint" {
+                "EndpointArn"
+            } else {
+                "PlatformApplicationArn"
+            };
+            svc.delete_platform(required(input, key)?);
+            Ok(json!({}))
+        }
         // SMS settings: accepted; Loft sends no SMS (messages are recorded).
         "CheckIfPhoneNumberIsOptedOut" => Ok(json!({"isOptedOut": false})),
         "GetSMSAttributes" => Ok(json!({"attributes": {}})),
