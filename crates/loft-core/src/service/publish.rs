@@ -299,28 +299,8 @@ impl Service {
             other => other,
         };
         match target {
-            PublishTarget::Endpoint(arn) => {
-                self.check_publish(&req, false)?;
-                let message_id = uuid::Uuid::new_v4().to_string();
-                let record = RecordedMessage {
-                    id: 0,
-                    protocol: "application".into(),
-                    endpoint: arn.into(),
-                    topic_arn: None,
-                    subject: req.subject.clone(),
-                    message: req.message,
-                    created_at_ms: self.now_ms(),
-                };
-                self.store
-                    .publish(Vec::new(), Vec::new(), vec![record])
-                    .await?;
-                self.activity
-                    .delivery("application", DeliveryOutcome::Recorded, 1);
-                Ok(PublishResult {
-                    message_id,
-                    sequence_number: None,
-                })
-            }
+            PublishTarget::Endpoint(arn) => self.publish_direct("application", arn, req).await,
+            PublishTarget::Phone(number) => self.publish_direct("sms", number, req).await,
             PublishTarget::Topic(arn) => {
                 let topic = self.topic_by_arn(arn).await?;
                 let mut results = self.publish_to(&topic, vec![req], false).await?;
@@ -328,28 +308,36 @@ impl Service {
                     .pop()
                     .unwrap_or_else(|| Err(Error::internal("empty publish result")))
             }
-            PublishTarget::Phone(number) => {
-                self.check_publish(&req, false)?;
-                let message_id = uuid::Uuid::new_v4().to_string();
-                let record = RecordedMessage {
-                    id: 0,
-                    protocol: "sms".into(),
-                    endpoint: number.into(),
-                    topic_arn: None,
-                    subject: req.subject.clone(),
-                    message: req.message,
-                    created_at_ms: self.now_ms(),
-                };
-                self.store
-                    .publish(Vec::new(), Vec::new(), vec![record])
-                    .await?;
-                self.activity.delivery("sms", DeliveryOutcome::Recorded, 1);
-                Ok(PublishResult {
-                    message_id,
-                    sequence_number: None,
-                })
-            }
         }
+    }
+
+    /// A publish straight to an SMS number or a push endpoint: recorded, not sent.
+    async fn publish_direct(
+        &self,
+        protocol: &str,
+        endpoint: &str,
+        req: PublishRequest,
+    ) -> Result<PublishResult> {
+        self.check_publish(&req, false)?;
+        let message_id = uuid::Uuid::new_v4().to_string();
+        let record = RecordedMessage {
+            id: 0,
+            protocol: protocol.into(),
+            endpoint: endpoint.into(),
+            topic_arn: None,
+            subject: req.subject.clone(),
+            message: req.message,
+            created_at_ms: self.now_ms(),
+        };
+        self.store
+            .publish(Vec::new(), Vec::new(), vec![record])
+            .await?;
+        self.activity
+            .delivery(protocol, DeliveryOutcome::Recorded, 1);
+        Ok(PublishResult {
+            message_id,
+            sequence_number: None,
+        })
     }
 
     /// PublishBatch: each entry succeeds or fails on its own; all accepted entries fan out
