@@ -136,6 +136,7 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
         account_id: args.account_id,
         region: args.region,
         advertised_url,
+        ..ServiceConfig::default()
     };
     // SNS signing key and certificate: beside the database, made on first use.
     let key_dir = args

@@ -51,7 +51,8 @@ type TopicDedup = (String, String, i64);
 /// How long a cached queue record is trusted when another node may change it.
 pub const QUEUE_CACHE_TTL: std::time::Duration = std::time::Duration::from_secs(1);
 
-/// Settings of the service that show in names: the account and region of every ARN.
+/// Settings of the service: the account and region of every ARN, the URL Loft is reached
+/// at and the SNS endpoint policy.
 #[derive(Debug, Clone)]
 pub struct ServiceConfig {
     /// Twelve-digit account id, default `000000000000`.
@@ -61,6 +62,8 @@ pub struct ServiceConfig {
     /// Base URL clients reach Loft at (`http://127.0.0.1:9324`): SubscribeURL,
     /// UnsubscribeURL and SigningCertURL are built from it.
     pub advertised_url: String,
+    /// Which addresses SNS HTTP/S subscriptions may reach.
+    pub endpoint_policy: crate::endpoint_policy::EndpointPolicy,
 }
 
 impl Default for ServiceConfig {
@@ -69,6 +72,7 @@ impl Default for ServiceConfig {
             account_id: "000000000000".into(),
             region: "us-east-1".into(),
             advertised_url: "http://127.0.0.1:9324".into(),
+            endpoint_policy: crate::endpoint_policy::EndpointPolicy::default(),
         }
     }
 }

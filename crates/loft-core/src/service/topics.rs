@@ -356,8 +356,9 @@ impl Service {
     /// a recorded confirmation message, and stay pending until ConfirmSubscription.
     /// Subscribing the same endpoint again with the same attributes returns the same ARN.
     ///
-    /// Errors: `NotFound` (topic), `InvalidParameter` (protocol, endpoint, attributes, an
-    /// existing subscription with other attributes).
+    /// Errors: `NotFound` (topic), `InvalidParameter` (protocol, endpoint, an HTTP/S
+    /// endpoint whose IP address the endpoint policy denies, attributes, an existing
+    /// subscription with other attributes).
     pub async fn subscribe(
         &self,
         topic_arn: &str,
@@ -394,6 +395,12 @@ impl Service {
             return Err(invalid(
                 "Endpoint Reason: An endpoint must be specified for this protocol",
             ));
+        }
+        if matches!(protocol.as_str(), "http" | "https") {
+            self.config
+                .endpoint_policy
+                .check_url(endpoint)
+                .map_err(|why| invalid(&format!("Endpoint Reason: {why}")))?;
         }
         let mut attrs = Map::new();
         for (k, v) in &attributes {
@@ -712,7 +719,8 @@ impl Service {
     /// The seeds' `POST /topics/{name}/subscribe`: subscribes `endpoint` (an http or https
     /// URL), confirmed at once as the seed has no handshake; creates the topic if missing.
     ///
-    /// Errors: `InvalidParameterValue` for an empty or non-HTTP endpoint or a bad name.
+    /// Errors: `InvalidParameterValue` for an empty or non-HTTP endpoint, an endpoint whose
+    /// IP address the endpoint policy denies, or a bad name.
     pub async fn subscribe_seed(&self, topic: &str, endpoint: &str) -> Result<SubscriptionRecord> {
         let protocol = if endpoint.starts_with("http://") {
             "http"
@@ -723,6 +731,10 @@ impl Service {
                 "endpoint must be an http:// or https:// URL",
             ));
         };
+        self.config
+            .endpoint_policy
+            .check_url(endpoint)
+            .map_err(|why| Error::invalid(format!("endpoint refused: {why}")))?;
         let topic = self.create_topic_seed(topic).await?;
         let mut attributes = Map::new();
         attributes.insert(SEED_PAYLOAD_ATTRIBUTE.to_owned(), "true".to_owned());
