@@ -7,11 +7,13 @@
 //! - [`publish`]: publish and fan-out, the SNS envelope.
 //! - [`deliveries`]: HTTP/S delivery outcomes and retries.
 //! - [`receipt`]: receipt handles.
+//! - `limits`: queue and topic caps, in-flight messages per queue ([`Limits`]).
 //!
 //! SQS JSON, SQS Query and the seeds' API all call these methods, so one scenario gives the
 //! same answer over every protocol.
 
 mod deliveries;
+mod limits;
 mod messages;
 mod move_tasks;
 mod publish;
@@ -33,6 +35,7 @@ use crate::names;
 use crate::store::Store;
 
 pub use deliveries::DELIVERY_LEASE_MS;
+pub use limits::{Limits, RECOUNT_INTERVAL, RECOUNT_MAX_AGE};
 pub use messages::{sequence_number, ReceiveMessage, ReceivedMessage, SendMessage, SendResult};
 pub use move_tasks::MoveTask;
 pub use publish::{
@@ -52,7 +55,7 @@ type TopicDedup = (String, String, i64);
 pub const QUEUE_CACHE_TTL: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Settings of the service: the account and region of every ARN, the URL Loft is reached
-/// at and the SNS endpoint policy.
+/// at, its limits and the SNS endpoint policy.
 #[derive(Debug, Clone)]
 pub struct ServiceConfig {
     /// Twelve-digit account id, default `000000000000`.
@@ -62,6 +65,8 @@ pub struct ServiceConfig {
     /// Base URL clients reach Loft at (`http://127.0.0.1:9324`): SubscribeURL,
     /// UnsubscribeURL and SigningCertURL are built from it.
     pub advertised_url: String,
+    /// Queue and topic caps, in-flight limits.
+    pub limits: Limits,
     /// Which addresses SNS HTTP/S subscriptions may reach.
     pub endpoint_policy: crate::endpoint_policy::EndpointPolicy,
 }
@@ -72,6 +77,7 @@ impl Default for ServiceConfig {
             account_id: "000000000000".into(),
             region: "us-east-1".into(),
             advertised_url: "http://127.0.0.1:9324".into(),
+            limits: Limits::default(),
             endpoint_policy: crate::endpoint_policy::EndpointPolicy::default(),
         }
     }
@@ -108,6 +114,8 @@ pub struct Service {
     shutting_down: AtomicBool,
     /// Wakes long polls when the server is stopping.
     shutdown_notify: Notify,
+    /// Counts behind the queue, topic and in-flight limits.
+    counters: limits::Counters,
 }
 
 impl Service {
@@ -136,6 +144,7 @@ impl Service {
             topic_sequence,
             shutting_down: AtomicBool::new(false),
             shutdown_notify: Notify::new(),
+            counters: limits::Counters::default(),
         })
     }
 

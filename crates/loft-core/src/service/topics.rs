@@ -230,7 +230,7 @@ impl Service {
 
     /// CreateTopic: creates the topic, or returns the existing one when its attributes and
     /// tags match. Errors: `InvalidParameter` (name, FIFO rules, attributes, an existing
-    /// topic with other attributes or tags).
+    /// topic with other attributes or tags), `TopicLimitExceeded` (the topic cap).
     pub async fn create_topic(
         &self,
         name: &str,
@@ -252,8 +252,7 @@ impl Service {
         }
         check_sns_tags(&tags)?;
         let (topic, created) = self
-            .store
-            .create_topic(name, attrs.clone(), tags.clone(), self.now_ms())
+            .store_create_topic(name, attrs.clone(), tags.clone())
             .await?;
         if !created {
             let differs = attrs.iter().any(|(k, v)| {
@@ -281,7 +280,9 @@ impl Service {
     pub async fn delete_topic(&self, arn: &str) -> Result<()> {
         let name = names::arn_resource(arn, "sns").ok_or_else(|| invalid("TopicArn"))?;
         if let Some(t) = self.store.get_topic(name).await? {
-            self.store.delete_topic(t.id).await?;
+            if self.store.delete_topic(t.id).await? {
+                self.topic_deleted();
+            }
         }
         Ok(())
     }
@@ -705,8 +706,7 @@ impl Service {
     pub async fn create_topic_seed(&self, name: &str) -> Result<TopicRecord> {
         names::check_topic_name(name, Naming::Seed)?;
         Ok(self
-            .store
-            .create_topic(name, Map::new(), Map::new(), self.now_ms())
+            .store_create_topic(name, Map::new(), Map::new())
             .await?
             .0)
     }
@@ -720,7 +720,7 @@ impl Service {
     /// URL), confirmed at once as the seed has no handshake; creates the topic if missing.
     ///
     /// Errors: `InvalidParameterValue` for an empty or non-HTTP endpoint, an endpoint whose
-    /// IP address the endpoint policy denies, or a bad name.
+    /// IP address the endpoint policy denies, or a bad name; `TopicLimitExceeded`.
     pub async fn subscribe_seed(&self, topic: &str, endpoint: &str) -> Result<SubscriptionRecord> {
         let protocol = if endpoint.starts_with("http://") {
             "http"
