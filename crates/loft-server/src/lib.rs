@@ -3,6 +3,7 @@
 //! - [`routes`]: the one router every listener serves, and [`serve`] to run it.
 //! - [`native`]: the seeds' REST/JSON API (`/queues`, `/topics`, `/health`).
 //! - [`aws`]: the AWS protocols (SQS JSON and Query; SNS Query).
+//! - [`sigv4`]: Signature Version 4 verification as pure functions.
 //! - [`inspect`]: Loft's inspection routes (recorded messages, signing certificate).
 //! - [`delivery`]: workers that POST topic deliveries to HTTP endpoints.
 //! - [`sns_signing`]: the key, certificate and signatures of SNS HTTP/S messages.
@@ -15,6 +16,7 @@ pub mod delivery;
 pub mod inspect;
 pub mod native;
 pub mod routes;
+pub mod sigv4;
 pub mod sns_signing;
 
 pub use routes::{router, serve};
