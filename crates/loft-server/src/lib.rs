@@ -3,6 +3,7 @@
 //! - [`routes`]: the one router every listener serves, and [`serve`] to run it.
 //! - [`native`]: the seeds' REST/JSON API (`/queues`, `/topics`, `/health`).
 //! - [`aws`]: the AWS protocols (SQS JSON and Query; SNS Query).
+//! - [`auth`]: credentials and where SigV4 signatures are required.
 //! - [`sigv4`]: Signature Version 4 verification as pure functions.
 //! - [`inspect`]: Loft's inspection routes (recorded messages, signing certificate).
 //! - [`delivery`]: workers that POST topic deliveries to HTTP endpoints.
@@ -11,6 +12,7 @@
 //! Adapters translate wire formats and nothing else; every rule lives in
 //! [`loft_core::Service`].
 
+pub mod auth;
 pub mod aws;
 pub mod delivery;
 pub mod inspect;
@@ -19,4 +21,4 @@ pub mod routes;
 pub mod sigv4;
 pub mod sns_signing;
 
-pub use routes::{router, serve};
+pub use routes::{router, router_with, serve};

@@ -13,30 +13,47 @@ use loft_core::Service;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
+use crate::auth::{self, AppState, Auth};
 use crate::{aws, inspect, native};
 
 /// Largest request body of the seeds' API, bytes (1 MiB).
 pub const NATIVE_BODY_LIMIT: usize = 1024 * 1024;
 
-/// The router over `service`: the seeds' API, the AWS protocols and Loft's inspection
-/// routes, with JSON errors for unknown routes. `signer`'s certificate is served at
-/// SigningCertURL when given.
+/// The router over `service`, open to every caller: the seeds' API, the AWS protocols and
+/// Loft's inspection routes, with JSON errors for unknown routes. `signer`'s certificate
+/// is served at SigningCertURL when given. See [`router_with`] to require signatures.
 pub fn router(
     service: Arc<Service>,
     signer: Option<Arc<crate::sns_signing::LazySigner>>,
 ) -> Router {
+    router_with(service, signer, Arc::new(Auth::open()))
+}
+
+/// The router over `service` under `auth` ([`crate::auth`]): with credentials, every
+/// route but `/health` and the signing certificate requires a SigV4 signature.
+pub fn router_with(
+    service: Arc<Service>,
+    signer: Option<Arc<crate::sns_signing::LazySigner>>,
+    auth: Arc<Auth>,
+) -> Router {
+    let state = AppState {
+        service: service.clone(),
+        auth,
+    };
+    let signed = axum::middleware::from_fn_with_state(state.clone(), auth::require_signature);
+    let inspect_state = inspect::Inspect {
+        service: service.clone(),
+        signer,
+    };
     let inspect = Router::new()
         .route("/_loft/sns/messages", get(inspect::recorded_messages))
+        .route_layer(signed.clone())
         .route(
             loft_core::service::SIGNING_CERT_PATH,
             get(inspect::certificate),
         )
-        .with_state(inspect::Inspect {
-            service: service.clone(),
-            signer,
-        });
+        .with_state(inspect_state);
     let native = Router::new()
-        .route("/health", get(native::health))
         .route("/queues", get(native::list_queues))
         .route("/queues/{name}", post(native::create_queue))
         .route(
@@ -51,6 +68,8 @@ pub fn router(
         .route("/topics/{name}", post(native::create_topic))
         .route("/topics/{name}/subscribe", post(native::subscribe))
         .route("/topics/{name}/publish", post(native::publish))
+        .route_layer(signed)
+        .route("/health", get(native::health))
         .layer(DefaultBodyLimit::max(NATIVE_BODY_LIMIT));
     let aws = Router::new()
         .route("/", axum::routing::post(aws::entry).get(aws::entry))
@@ -64,7 +83,7 @@ pub fn router(
         .merge(inspect)
         .fallback(native::not_found)
         .method_not_allowed_fallback(native::method_not_allowed)
-        .with_state(service)
+        .with_state(state)
 }
 
 /// Serves `router` on every listener until `shutdown` completes, then stops accepting,

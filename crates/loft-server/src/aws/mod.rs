@@ -24,6 +24,8 @@ use axum::extract::{OriginalUri, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use loft_core::{Error, ErrorCode, Service};
+
+use crate::auth::Auth;
 use serde_json::Value;
 
 /// Largest AWS-protocol request body, bytes: a 1 MiB batch Query-encoded can triple.
@@ -211,9 +213,24 @@ fn sqs_xml_rules(op: &str) -> &'static query::XmlRules {
     }
 }
 
-/// The entry point of every AWS-protocol request (`/` and queue URLs).
+fn sns_error(e: &Error, request_id: &str) -> Response {
+    let status = StatusCode::from_u16(e.code.http_status()).unwrap_or(StatusCode::BAD_REQUEST);
+    let body = query::error_response(
+        sns::SNS_NAMESPACE,
+        e.code.is_sender_fault(),
+        e.code.aws_code(),
+        &e.message,
+        request_id,
+    );
+    xml_response(status, body, request_id)
+}
+
+/// The entry point of every AWS-protocol request (`/` and queue URLs). With credentials
+/// configured ([`crate::auth`]), the request's SigV4 signature is checked once its
+/// protocol is known, and a failure is answered in that protocol's shape.
 pub async fn entry(
     State(svc): State<Arc<Service>>,
+    State(auth): State<Arc<Auth>>,
     method: Method,
     OriginalUri(uri): OriginalUri,
     headers: HeaderMap,
@@ -234,7 +251,12 @@ pub async fn entry(
             return query_error(SQS_NAMESPACE, &e, &rid);
         }
     };
+    let now = svc.now_ms().div_euclid(1000);
+    let authenticate = || auth.check(&method, &uri, &headers, &body, now);
     if let Some(target) = headers.get("x-amz-target") {
+        if let Err(e) = authenticate() {
+            return json_error(&e, &rid);
+        }
         let ctx = sqs::Context {
             base_url: base_url(&headers),
         };
@@ -292,7 +314,19 @@ pub async fn entry(
         // Neither X-Amz-Target nor Action: not an AWS request at all.
         return crate::native::not_found().await;
     };
-    match route_query(&headers, uri.path(), &pairs, &action) {
+    let service = route_query(&headers, uri.path(), &pairs, &action);
+    let unsigned_allowed = service == AwsService::Sns
+        && crate::auth::UNSIGNED_SNS_ACTIONS.contains(&action.as_str())
+        && crate::sigv4::location(&headers, uri.query()) == crate::sigv4::Location::None;
+    if !unsigned_allowed {
+        if let Err(e) = authenticate() {
+            return match service {
+                AwsService::Sqs => query_error(SQS_NAMESPACE, &e, &rid),
+                AwsService::Sns => sns_error(&e, &rid),
+            };
+        }
+    }
+    match service {
         AwsService::Sqs => {
             let ctx = sqs::Context {
                 base_url: base_url(&headers),
@@ -336,18 +370,7 @@ pub async fn entry(
                     );
                     xml_response(StatusCode::OK, body, &rid)
                 }
-                Err(e) => {
-                    let status = StatusCode::from_u16(e.code.http_status())
-                        .unwrap_or(StatusCode::BAD_REQUEST);
-                    let body = query::error_response(
-                        sns::SNS_NAMESPACE,
-                        e.code.is_sender_fault(),
-                        e.code.aws_code(),
-                        &e.message,
-                        &rid,
-                    );
-                    xml_response(status, body, &rid)
-                }
+                Err(e) => sns_error(&e, &rid),
             }
         }
     }
