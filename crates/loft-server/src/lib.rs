@@ -5,6 +5,7 @@
 //! - [`aws`]: the AWS protocols (SQS JSON and Query; SNS Query).
 //! - [`auth`]: credentials and where SigV4 signatures are required.
 //! - [`sigv4`]: Signature Version 4 verification as pure functions.
+//! - [`listen`]: the accept loop: connection limit, header size limit, graceful shutdown.
 //! - [`inspect`]: Loft's inspection routes (recorded messages, signing certificate).
 //! - [`delivery`]: workers that POST topic deliveries to HTTP endpoints.
 //! - [`sns_signing`]: the key, certificate and signatures of SNS HTTP/S messages.
@@ -16,6 +17,7 @@ pub mod auth;
 pub mod aws;
 pub mod delivery;
 pub mod inspect;
+pub mod listen;
 pub mod native;
 pub mod routes;
 pub mod sigv4;

@@ -11,7 +11,6 @@ use axum::routing::{delete, get, post};
 use axum::Router;
 use loft_core::Service;
 use tokio::net::TcpListener;
-use tokio::sync::watch;
 
 use crate::auth::{self, AppState, Auth};
 use crate::{aws, inspect, native};
@@ -87,7 +86,8 @@ pub fn router_with(
 }
 
 /// Serves `router` on every listener until `shutdown` completes, then stops accepting,
-/// lets in-flight requests finish and returns.
+/// lets in-flight requests finish and returns; with the default
+/// [`crate::listen::ServerLimits`] (see [`crate::listen::serve`] to choose them).
 ///
 /// Errors: an I/O error of any listener.
 pub async fn serve(
@@ -95,25 +95,5 @@ pub async fn serve(
     router: Router,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let (stop_tx, stop_rx) = watch::channel(false);
-    tokio::spawn(async move {
-        shutdown.await;
-        let _ = stop_tx.send(true);
-    });
-    let mut tasks = Vec::new();
-    for listener in listeners {
-        let mut stop = stop_rx.clone();
-        let app = router.clone();
-        tasks.push(tokio::spawn(async move {
-            axum::serve(listener, app)
-                .with_graceful_shutdown(async move {
-                    let _ = stop.wait_for(|s| *s).await;
-                })
-                .await
-        }));
-    }
-    for t in tasks {
-        t.await.map_err(std::io::Error::other)??;
-    }
-    Ok(())
+    crate::listen::serve(listeners, router, shutdown, Default::default()).await
 }
