@@ -8,6 +8,8 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
+mod trust;
+
 /// mimalloc: perf showed glibc malloc at about a tenth of the server's CPU under load.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -66,6 +68,9 @@ struct ServeArgs {
     /// SigningCertURL are built from it. Default: http:// and the first listener's address.
     #[arg(long, env = "LOFT_ADVERTISED_URL")]
     advertised_url: Option<String>,
+
+    #[command(flatten)]
+    trust: trust::TrustArgs,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -111,6 +116,7 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
         DurabilityArg::Process => Durability::Process,
         DurabilityArg::Fsync => Durability::Fsync,
     };
+    let trust = args.trust.load()?;
     let store = Arc::new(SqliteStore::open(&args.db, durability)?);
     let mut listeners = Vec::new();
     for addr in &args.listen {
@@ -132,12 +138,12 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
             format!("http://{addr}")
         }
     };
-    let config = ServiceConfig {
+    let config = trust.configure(ServiceConfig {
         account_id: args.account_id,
         region: args.region,
         advertised_url,
         ..ServiceConfig::default()
-    };
+    });
     // SNS signing key and certificate: beside the database, made on first use.
     let key_dir = args
         .db
@@ -172,13 +178,13 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
             }
         })
     };
-    let router = loft_server::router(service.clone(), Some(signer));
+    let router = loft_server::router_with(service.clone(), Some(signer), trust.auth.clone());
     let stopping = service.clone();
     let shutdown = async move {
         shutdown_signal().await;
         stopping.begin_shutdown();
     };
-    loft_server::serve(listeners, router, shutdown)
+    loft_server::listen::serve(listeners, router, shutdown, trust.server)
         .await
         .map_err(|e| e.to_string())?;
     reaper.abort();
