@@ -24,9 +24,9 @@ use axum::extract::{OriginalUri, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use loft_core::{Error, ErrorCode, Service};
+use serde_json::Value;
 
 use crate::auth::Auth;
-use serde_json::Value;
 
 /// Largest AWS-protocol request body, bytes: a 1 MiB batch Query-encoded can triple.
 pub const AWS_BODY_LIMIT: usize = 10 * 1024 * 1024;
