@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds Loft, starts `target/debug/loft serve` on a free port with a throw-away database,
-# runs tests/fifo_boto3.py, tests/sns_boto3.py and tests/aws_clients.py (boto3, the AWS CLI v1, raw Query) against it and stops the
+# runs tests/fifo_boto3.py, tests/sns_boto3.py and tests/aws_clients.py (boto3, the AWS CLI v1, raw Query) against it, then
+# tests/signed_clients.py against a second server that requires SigV4, and stops each
 # server by its PID. Exits with the script's status; its last line is "N passed, N failed".
 #
 # Needs python3 with boto3 and the `aws` CLI (v1) on PATH. Extra arguments go to the
@@ -14,7 +15,7 @@ cargo build -j 1 -p loft --bin loft
 
 work="$(mktemp -d)"
 server_pid=""
-cleanup() {
+stop_loft() {
     if [[ -n "$server_pid" ]] && kill -0 "$server_pid" 2>/dev/null; then
         kill -TERM "$server_pid" 2>/dev/null || true
         for _ in $(seq 1 100); do
@@ -23,31 +24,41 @@ cleanup() {
         done
         kill -KILL "$server_pid" 2>/dev/null || true
     fi
+    server_pid=""
+}
+cleanup() {
+    stop_loft
     rm -rf "$work"
 }
 trap cleanup EXIT
 
-LOFT_LOG="${LOFT_LOG:-warn}" target/debug/loft serve --listen 127.0.0.1:0 --db "$work/loft.db" \
-    >"$work/stdout" 2>"$work/stderr" &
-server_pid=$!
+# Starts `loft serve` on a free port with database $1 (extra environment before the call);
+# sets server_pid and endpoint.
+start_loft() {
+    local db="$1"
+    LOFT_LOG="${LOFT_LOG:-warn}" target/debug/loft serve --listen 127.0.0.1:0 --db "$db" \
+        >"$work/stdout" 2>"$work/stderr" &
+    server_pid=$!
+    endpoint=""
+    for _ in $(seq 1 300); do
+        line="$(grep -m1 '^loft listening on ' "$work/stdout" 2>/dev/null || true)"
+        if [[ -n "$line" ]]; then
+            endpoint="${line#loft listening on }"
+            break
+        fi
+        if ! kill -0 "$server_pid" 2>/dev/null; then
+            break
+        fi
+        sleep 0.1
+    done
+    if [[ -z "$endpoint" ]]; then
+        echo "loft did not start; its stderr:" >&2
+        cat "$work/stderr" >&2
+        exit 1
+    fi
+}
 
-endpoint=""
-for _ in $(seq 1 300); do
-    line="$(grep -m1 '^loft listening on ' "$work/stdout" 2>/dev/null || true)"
-    if [[ -n "$line" ]]; then
-        endpoint="${line#loft listening on }"
-        break
-    fi
-    if ! kill -0 "$server_pid" 2>/dev/null; then
-        break
-    fi
-    sleep 0.1
-done
-if [[ -z "$endpoint" ]]; then
-    echo "loft did not start; its stderr:" >&2
-    cat "$work/stderr" >&2
-    exit 1
-fi
+start_loft "$work/loft.db"
 echo "loft (pid $server_pid) at $endpoint"
 
 export AWS_ACCESS_KEY_ID="${AWS_ACCESS_KEY_ID:-x}"
@@ -58,4 +69,12 @@ status=0
 python3 tests/fifo_boto3.py --endpoint "$endpoint" || status=$?
 python3 tests/sns_boto3.py --endpoint "$endpoint" || status=$?
 python3 tests/aws_clients.py --endpoint "$endpoint" "$@" || status=$?
+
+# The same clients against a Loft that requires SigV4.
+stop_loft
+key="AKIDSIGNED"
+secret="signed/Secret+$RANDOM"
+LOFT_CREDENTIALS="$key:$secret" start_loft "$work/signed.db"
+echo "loft with credentials (pid $server_pid) at $endpoint"
+python3 tests/signed_clients.py --endpoint "$endpoint" --key "$key" --secret "$secret" || status=$?
 exit "$status"

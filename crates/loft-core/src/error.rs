@@ -84,6 +84,25 @@ pub enum ErrorCode {
     SnsResourceNotFound,
     /// SNS tagging: more than 50 tags on a resource (400, `TagLimitExceeded`).
     TagLimitExceeded,
+    /// SNS: the account already has the most topics allowed (403).
+    TopicLimitExceeded,
+    // --- authentication (SigV4), common to SQS and SNS. AWS's generic Common Errors page
+    // lists some of these as 400; SQS and SNS answer authentication failures with 403, and
+    // so does Loft, for every one of them.
+    /// The request carries no signature: no `Authorization` header and no presigned
+    /// `X-Amz-Signature` (403).
+    MissingAuthenticationToken,
+    /// The access key id is not one Loft knows (403, "The security token included in the
+    /// request is invalid.").
+    InvalidClientTokenId,
+    /// The signature is wrong, or the request's date is outside the 15-minute window
+    /// ("Signature expired: ..."), as SQS and SNS report it (403).
+    SignatureDoesNotMatch,
+    /// The `Authorization` header or the presigned parameters are malformed or incomplete
+    /// (403).
+    IncompleteSignature,
+    /// A presigned request used after its `X-Amz-Expires` (403).
+    RequestExpired,
 }
 
 impl ErrorCode {
@@ -126,6 +145,12 @@ impl ErrorCode {
             FilterPolicyLimitExceeded => "FilterPolicyLimitExceeded",
             SnsResourceNotFound => "ResourceNotFound",
             TagLimitExceeded => "TagLimitExceeded",
+            TopicLimitExceeded => "TopicLimitExceeded",
+            MissingAuthenticationToken => "MissingAuthenticationToken",
+            InvalidClientTokenId => "InvalidClientTokenId",
+            SignatureDoesNotMatch => "SignatureDoesNotMatch",
+            IncompleteSignature => "IncompleteSignature",
+            RequestExpired => "RequestExpired",
         }
     }
 
@@ -150,6 +175,19 @@ impl ErrorCode {
         }
     }
 
+    /// Whether this is one of the authentication (SigV4) failures.
+    pub fn is_authentication(self) -> bool {
+        use ErrorCode::*;
+        matches!(
+            self,
+            MissingAuthenticationToken
+                | InvalidClientTokenId
+                | SignatureDoesNotMatch
+                | IncompleteSignature
+                | RequestExpired
+        )
+    }
+
     /// Whether the caller (Sender) or the service (Receiver) is at fault.
     pub fn is_sender_fault(self) -> bool {
         !matches!(
@@ -162,9 +200,16 @@ impl ErrorCode {
     pub fn http_status(self) -> u16 {
         use ErrorCode::*;
         match self {
-            PurgeQueueInProgress | OverLimit | AuthorizationError | FilterPolicyLimitExceeded => {
-                403
-            }
+            PurgeQueueInProgress
+            | OverLimit
+            | AuthorizationError
+            | FilterPolicyLimitExceeded
+            | TopicLimitExceeded
+            | MissingAuthenticationToken
+            | InvalidClientTokenId
+            | SignatureDoesNotMatch
+            | IncompleteSignature
+            | RequestExpired => 403,
             NotFound | NotFoundRoute | ResourceNotFoundException | SnsResourceNotFound => 404,
             MethodNotAllowed => 405,
             RequestTooLarge => 413,

@@ -5,6 +5,7 @@
 //! - [`store`]: the storage trait the engines implement.
 //! - [`model`]: the records the service and the stores exchange.
 //! - [`attributes`]: queue attribute names, ranges, defaults.
+//! - [`endpoint_policy`]: which addresses SNS HTTP/S endpoints may reach.
 //! - [`delivery_policy`]: SNS HTTP/S delivery policies and their retry schedules.
 //! - [`message`]: message attributes, body rules and AWS's MD5 digests.
 //! - [`filter_policy`]: SNS subscription filter policies: parsing, validation, matching.
@@ -15,6 +16,7 @@
 pub mod attributes;
 pub mod clock;
 pub mod delivery_policy;
+pub mod endpoint_policy;
 pub mod error;
 pub mod filter_policy;
 pub mod message;

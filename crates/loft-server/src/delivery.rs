@@ -5,11 +5,15 @@
 //! concurrently, at most [`MAX_CONCURRENT`] at once, each with its own timeout, so one slow
 //! or dead endpoint never delays the others nor the publish that queued them
 //! (`chapter-42-sns.md` "Publish"; SNS Developer Guide "Amazon SNS message delivery
-//! retries"). Redirects are not followed.
+//! retries"). Redirects are not followed, and every attempt connects only to addresses the
+//! SNS endpoint policy permits ([`loft_core::endpoint_policy`]), checked after DNS
+//! resolution ([`PolicyResolver`]).
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use loft_core::endpoint_policy::EndpointPolicy;
 use loft_core::model::DeliveryRecord;
 use loft_core::Service;
 use tokio::sync::Semaphore;
@@ -21,21 +25,117 @@ pub const ATTEMPT_TIMEOUT_SECS: u64 = 15;
 /// Longest sleep between looks at the store, seconds (new deliveries wake the worker at once).
 pub const IDLE_CAP_SECS: u64 = 30;
 
-/// The HTTP client deliveries use: SNS's User-Agent, no redirects, per-attempt timeouts.
+/// Why an endpoint's host was refused: every address it resolved to is denied by the
+/// endpoint policy, or it resolved to none.
+#[derive(Debug)]
+pub struct Refused(pub String);
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Refused {}
+
+/// A DNS resolver that returns only the addresses the endpoint policy permits, so the
+/// client connects only to those; a host with none is refused. Runs at every connection,
+/// so a name that re-resolves to a denied address (DNS rebinding) is caught too.
+#[derive(Debug, Clone)]
+pub struct PolicyResolver {
+    policy: Arc<EndpointPolicy>,
+}
+
+impl PolicyResolver {
+    /// A resolver filtering by `policy`.
+    pub fn new(policy: Arc<EndpointPolicy>) -> Self {
+        PolicyResolver { policy }
+    }
+
+    /// Resolves `host` with the system resolver and keeps the permitted addresses (port 0).
+    ///
+    /// Errors: resolution failed, or [`Refused`] when no address is permitted.
+    pub async fn resolve_host(
+        &self,
+        host: &str,
+    ) -> Result<Vec<SocketAddr>, Box<dyn std::error::Error + Send + Sync>> {
+        let resolved: Vec<SocketAddr> = tokio::net::lookup_host((host, 0)).await?.collect();
+        let (permitted, denied): (Vec<SocketAddr>, Vec<SocketAddr>) = resolved
+            .into_iter()
+            .partition(|a| self.policy.permits(a.ip()));
+        if permitted.is_empty() {
+            let denied: Vec<String> = denied.iter().map(|a| a.ip().to_string()).collect();
+            tracing::warn!(host, addresses = ?denied, "SNS delivery refused by the endpoint policy");
+            return Err(Box::new(Refused(format!(
+                "{host} resolves only to addresses the SNS endpoint policy denies ({})",
+                denied.join(", ")
+            ))));
+        }
+        if !denied.is_empty() {
+            tracing::debug!(
+                host,
+                ?denied,
+                "skipping addresses the endpoint policy denies"
+            );
+        }
+        Ok(permitted)
+    }
+}
+
+impl reqwest::dns::Resolve for PolicyResolver {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let this = self.clone();
+        Box::pin(async move {
+            let addrs = this.resolve_host(name.as_str()).await?;
+            Ok(Box::new(addrs.into_iter()) as reqwest::dns::Addrs)
+        })
+    }
+}
+
+/// The HTTP client deliveries use: SNS's User-Agent, no redirects, no proxies (a proxy
+/// would resolve names itself, past the policy), per-attempt timeouts, and a resolver that
+/// connects only to addresses `policy` permits.
 ///
 /// Errors: the client cannot be built (no TLS backend).
-pub fn client() -> Result<reqwest::Client, String> {
+pub fn client(policy: Arc<EndpointPolicy>) -> Result<reqwest::Client, String> {
     reqwest::Client::builder()
         .timeout(Duration::from_secs(ATTEMPT_TIMEOUT_SECS))
         .connect_timeout(Duration::from_secs(5))
         .redirect(reqwest::redirect::Policy::none())
+        .no_proxy()
+        .dns_resolver(Arc::new(PolicyResolver::new(policy)))
         .user_agent("Amazon Simple Notification Service Agent")
         .build()
         .map_err(|e| e.to_string())
 }
 
-/// One attempt: POST the delivery; 2xx is success, anything else a failure to retry.
-pub async fn attempt(client: &reqwest::Client, d: &DeliveryRecord) -> Result<(), String> {
+/// An error and its sources, `: `-joined (reqwest's own message hides the cause).
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let text = s.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        source = s.source();
+    }
+    out
+}
+
+/// One attempt: POST the delivery; 2xx is success, anything else a failure to retry. An
+/// endpoint whose host is an IP literal the policy denies is refused before connecting
+/// (the client resolves only host names, through [`PolicyResolver`]).
+pub async fn attempt(
+    client: &reqwest::Client,
+    policy: &EndpointPolicy,
+    d: &DeliveryRecord,
+) -> Result<(), String> {
+    if let Err(why) = policy.check_url(&d.endpoint) {
+        tracing::warn!(endpoint = %d.endpoint, reason = %why, "SNS delivery refused by the endpoint policy");
+        return Err(format!("refused by the SNS endpoint policy: {why}"));
+    }
     let mut req = client
         .post(&d.endpoint)
         .header("content-type", &d.content_type)
@@ -46,12 +146,12 @@ pub async fn attempt(client: &reqwest::Client, d: &DeliveryRecord) -> Result<(),
     match req.send().await {
         Ok(resp) if resp.status().is_success() => Ok(()),
         Ok(resp) => Err(format!("HTTP status {}", resp.status().as_u16())),
-        Err(e) => Err(e.to_string()),
+        Err(e) => Err(error_chain(&e)),
     }
 }
 
 async fn attempt_and_report(svc: &Service, client: &reqwest::Client, d: DeliveryRecord) {
-    let outcome = attempt(client, &d).await;
+    let outcome = attempt(client, &svc.config().endpoint_policy, &d).await;
     let report = match outcome {
         Ok(()) => svc.delivery_done(&d).await,
         Err(e) => {
@@ -92,7 +192,7 @@ pub async fn deliver_due(svc: &Arc<Service>, client: &reqwest::Client) -> usize 
 
 /// Runs the delivery workers until the task is aborted.
 pub async fn run(svc: Arc<Service>) {
-    let client = match client() {
+    let client = match client(Arc::new(svc.config().endpoint_policy.clone())) {
         Ok(c) => c,
         Err(e) => {
             tracing::error!(error = %e, "cannot build the HTTP client; deliveries disabled");

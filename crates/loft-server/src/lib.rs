@@ -3,6 +3,9 @@
 //! - [`routes`]: the one router every listener serves, and [`serve`] to run it.
 //! - [`native`]: the seeds' REST/JSON API (`/queues`, `/topics`, `/health`).
 //! - [`aws`]: the AWS protocols (SQS JSON and Query; SNS Query).
+//! - [`auth`]: credentials and where SigV4 signatures are required.
+//! - [`sigv4`]: Signature Version 4 verification as pure functions.
+//! - [`listen`]: the accept loop: connection limit, header size limit, graceful shutdown.
 //! - [`inspect`]: Loft's inspection routes (recorded messages, signing certificate).
 //! - [`delivery`]: workers that POST topic deliveries to HTTP endpoints.
 //! - [`sns_signing`]: the key, certificate and signatures of SNS HTTP/S messages.
@@ -14,14 +17,17 @@
 //! Adapters translate wire formats and nothing else; every rule lives in
 //! [`loft_core::Service`].
 
+pub mod auth;
 pub mod aws;
 pub mod console;
 pub mod delivery;
 pub mod inspect;
+pub mod listen;
 pub mod metrics;
 pub mod native;
 pub mod observe;
 pub mod routes;
+pub mod sigv4;
 pub mod sns_signing;
 
-pub use routes::{router, serve};
+pub use routes::{router, router_with, serve};

@@ -13,33 +13,50 @@ use axum::routing::{delete, get, post};
 use axum::Router;
 use loft_core::Service;
 use tokio::net::TcpListener;
-use tokio::sync::watch;
 
+use crate::auth::{self, AppState, Auth};
 use crate::observe::RequestMetrics;
 use crate::{aws, console, inspect, metrics, native};
 
 /// Largest request body of the seeds' API, bytes (1 MiB).
 pub const NATIVE_BODY_LIMIT: usize = 1024 * 1024;
 
-/// The router over `service`: the seeds' API, the AWS protocols, Loft's inspection,
-/// metrics, readiness and console routes, with JSON errors for unknown routes. `signer`'s
-/// certificate is served at SigningCertURL when given.
+/// The router over `service`, open to every caller: the seeds' API, the AWS protocols,
+/// Loft's inspection, metrics, readiness and console routes, with JSON errors for unknown
+/// routes. `signer`'s certificate is served at SigningCertURL when given. See
+/// [`router_with`] to require signatures.
 pub fn router(
     service: Arc<Service>,
     signer: Option<Arc<crate::sns_signing::LazySigner>>,
 ) -> Router {
+    router_with(service, signer, Arc::new(Auth::open()))
+}
+
+/// The router over `service` under `auth` ([`crate::auth`]): with credentials, every
+/// route but `/health` and the signing certificate requires a SigV4 signature.
+pub fn router_with(
+    service: Arc<Service>,
+    signer: Option<Arc<crate::sns_signing::LazySigner>>,
+    auth: Arc<Auth>,
+) -> Router {
+    let state = AppState {
+        service: service.clone(),
+        auth,
+    };
+    let signed = axum::middleware::from_fn_with_state(state.clone(), auth::require_signature);
+    let inspect_state = inspect::Inspect {
+        service: service.clone(),
+        signer,
+    };
     let inspect = Router::new()
         .route("/_loft/sns/messages", get(inspect::recorded_messages))
+        .route_layer(signed.clone())
         .route(
             loft_core::service::SIGNING_CERT_PATH,
             get(inspect::certificate),
         )
-        .with_state(inspect::Inspect {
-            service: service.clone(),
-            signer,
-        });
+        .with_state(inspect_state);
     let native = Router::new()
-        .route("/health", get(native::health))
         .route("/queues", get(native::list_queues))
         .route("/queues/{name}", post(native::create_queue))
         .route(
@@ -54,6 +71,8 @@ pub fn router(
         .route("/topics/{name}", post(native::create_topic))
         .route("/topics/{name}/subscribe", post(native::subscribe))
         .route("/topics/{name}/publish", post(native::publish))
+        .route_layer(signed)
+        .route("/health", get(native::health))
         .layer(DefaultBodyLimit::max(NATIVE_BODY_LIMIT));
     let aws = Router::new()
         .route("/", axum::routing::post(aws::entry).get(aws::entry))
@@ -83,6 +102,10 @@ pub fn router(
         .route("/_loft/queues/{name}/purge", post(console::api::purge))
         .route("/_loft/queues/{name}/redrive", post(console::api::redrive))
         .route("/_loft/topics", get(console::api::topics))
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            auth::require_signature,
+        ))
         .layer(DefaultBodyLimit::max(NATIVE_BODY_LIMIT));
     native
         .merge(aws)
@@ -95,11 +118,12 @@ pub fn router(
             requests,
             crate::observe::observe,
         ))
-        .with_state(service)
+        .with_state(state)
 }
 
 /// Serves `router` on every listener until `shutdown` completes, then stops accepting,
-/// lets in-flight requests finish and returns.
+/// lets in-flight requests finish and returns; with the default
+/// [`crate::listen::ServerLimits`] (see [`crate::listen::serve`] to choose them).
 ///
 /// Errors: an I/O error of any listener.
 pub async fn serve(
@@ -107,25 +131,5 @@ pub async fn serve(
     router: Router,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let (stop_tx, stop_rx) = watch::channel(false);
-    tokio::spawn(async move {
-        shutdown.await;
-        let _ = stop_tx.send(true);
-    });
-    let mut tasks = Vec::new();
-    for listener in listeners {
-        let mut stop = stop_rx.clone();
-        let app = router.clone();
-        tasks.push(tokio::spawn(async move {
-            axum::serve(listener, app)
-                .with_graceful_shutdown(async move {
-                    let _ = stop.wait_for(|s| *s).await;
-                })
-                .await
-        }));
-    }
-    for t in tasks {
-        t.await.map_err(std::io::Error::other)??;
-    }
-    Ok(())
+    crate::listen::serve(listeners, router, shutdown, Default::default()).await
 }

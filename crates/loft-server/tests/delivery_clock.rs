@@ -108,7 +108,7 @@ impl World {
             .expect("create topic");
         let topic_arn = svc.topic_arn("t");
         World {
-            client: loft_server::delivery::client().expect("client"),
+            client: loft_server::delivery::client(Default::default()).expect("client"),
             clock,
             svc,
             sink,

@@ -17,6 +17,8 @@ use std::time::Duration;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 
+mod trust;
+
 /// mimalloc: perf showed glibc malloc at about a tenth of the server's CPU under load.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -103,6 +105,9 @@ struct ServeArgs {
     /// SigningCertURL are built from it. Default: http:// and the first listener's address.
     #[arg(long, env = "LOFT_ADVERTISED_URL")]
     advertised_url: Option<String>,
+
+    #[command(flatten)]
+    trust: trust::TrustArgs,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -241,6 +246,7 @@ fn apply_file_settings(args: &mut ServeArgs, m: &clap::ArgMatches, file: &config
 }
 
 async fn serve(args: ServeArgs, file: Option<config::Config>) -> Result<(), String> {
+    let trust = args.trust.load()?;
     let engine = Engine::open(&args).await?;
     let store = engine.store();
     let described = engine.describe(&args);
@@ -264,11 +270,12 @@ async fn serve(args: ServeArgs, file: Option<config::Config>) -> Result<(), Stri
             format!("http://{addr}")
         }
     };
-    let config = ServiceConfig {
+    let config = trust.configure(ServiceConfig {
         account_id: args.account_id,
         region: args.region,
         advertised_url,
-    };
+        ..ServiceConfig::default()
+    });
     // SNS signing key and certificate: beside the database, made on first use.
     let key_dir = args
         .db
@@ -306,13 +313,13 @@ async fn serve(args: ServeArgs, file: Option<config::Config>) -> Result<(), Stri
             }
         })
     };
-    let router = loft_server::router(service.clone(), Some(signer));
+    let router = loft_server::router_with(service.clone(), Some(signer), trust.auth.clone());
     let stopping = service.clone();
     let shutdown = async move {
         shutdown_signal().await;
         stopping.begin_shutdown();
     };
-    loft_server::serve(listeners, router, shutdown)
+    loft_server::listen::serve(listeners, router, shutdown, trust.server)
         .await
         .map_err(|e| e.to_string())?;
     reaper.abort();

@@ -306,8 +306,7 @@ impl Service {
         let queue = match self.find_queue(queue_name).await? {
             Some(q) => q,
             None => Arc::new(
-                self.store
-                    .create_queue(queue_name, BTreeMap::new(), BTreeMap::new(), self.now_ms())
+                self.store_create_queue(queue_name, BTreeMap::new(), BTreeMap::new())
                     .await?
                     .0,
             ),
@@ -368,7 +367,10 @@ impl Service {
     /// in-process by sends and by the next hidden message's expiry. Messages past the
     /// queue's maxReceiveCount move to its dead-letter queue instead.
     ///
-    /// Errors: `QueueDoesNotExist`, `InvalidParameterValue` (ranges).
+    /// The in-flight limit ([`super::Limits`]) caps how many messages a receive takes; at
+    /// the limit a standard queue answers `OverLimit` and a FIFO queue returns nothing.
+    ///
+    /// Errors: `QueueDoesNotExist`, `InvalidParameterValue` (ranges), `OverLimit`.
     pub async fn receive_message(
         &self,
         queue_name: &str,
@@ -400,8 +402,7 @@ impl Service {
             // as a seed worker polling `jobs` before any producer expects.
             None => {
                 crate::names::check_queue_name(queue_name, crate::names::Naming::Seed)?;
-                self.store
-                    .create_queue(queue_name, BTreeMap::new(), BTreeMap::new(), self.now_ms())
+                self.store_create_queue(queue_name, BTreeMap::new(), BTreeMap::new())
                     .await?
                     .0
             }
@@ -485,18 +486,36 @@ impl Service {
             tokio::pin!(stopping);
             stopping.as_mut().enable();
             let now = self.now_ms();
-            let outcome = self
-                .store
-                .receive(ReceiveRequest {
-                    queue_id: queue.id,
-                    max_messages: max as u32,
-                    now_ms: now,
-                    visibility_ms: visibility * 1000,
-                    redrive: redrive.clone(),
-                    fifo: config.fifo,
-                    send_order,
-                })
-                .await?;
+            // The in-flight limit: a standard queue at it answers OverLimit; a FIFO queue
+            // receives nothing and looks again after a recount interval.
+            let outcome = match self
+                .in_flight_room(queue.id, config.fifo, max as u32)
+                .await?
+            {
+                super::limits::Room::Messages(take) => {
+                    let outcome = self
+                        .store
+                        .receive(ReceiveRequest {
+                            queue_id: queue.id,
+                            max_messages: take,
+                            now_ms: now,
+                            visibility_ms: visibility * 1000,
+                            redrive: redrive.clone(),
+                            fifo: config.fifo,
+                            send_order,
+                        })
+                        .await?;
+                    self.note_received(queue.id, outcome.messages.len());
+                    outcome
+                }
+                super::limits::Room::Full => ReceiveOutcome {
+                    messages: Vec::new(),
+                    dead_lettered: 0,
+                    next_visible_at_ms: Some(
+                        now + super::limits::RECOUNT_INTERVAL.as_millis() as i64,
+                    ),
+                },
+            };
             if outcome.dead_lettered > 0 {
                 self.activity
                     .dead_lettered(&queue.name, outcome.dead_lettered);

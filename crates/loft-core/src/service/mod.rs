@@ -9,12 +9,14 @@
 //! - [`receipt`]: receipt handles.
 //! - [`activity`]: counters of sends, receives, deletes, dead-letters and deliveries.
 //! - [`operator`]: operator views: peeking at messages, counts, pending deliveries.
+//! - `limits`: queue and topic caps, in-flight messages per queue ([`Limits`]).
 //!
 //! SQS JSON, SQS Query and the seeds' API all call these methods, so one scenario gives the
 //! same answer over every protocol.
 
 pub mod activity;
 mod deliveries;
+mod limits;
 mod messages;
 mod move_tasks;
 pub mod operator;
@@ -38,6 +40,7 @@ use crate::names;
 use crate::store::Store;
 
 pub use deliveries::DELIVERY_LEASE_MS;
+pub use limits::{Limits, RECOUNT_INTERVAL, RECOUNT_MAX_AGE};
 pub use messages::{sequence_number, ReceiveMessage, ReceivedMessage, SendMessage, SendResult};
 pub use move_tasks::MoveTask;
 pub use operator::{
@@ -65,7 +68,8 @@ type PlatformState = (
     std::collections::BTreeMap<String, std::collections::BTreeMap<String, String>>,
 );
 
-/// Settings of the service that show in names: the account and region of every ARN.
+/// Settings of the service: the account and region of every ARN, the URL Loft is reached
+/// at, its limits and the SNS endpoint policy.
 #[derive(Debug, Clone)]
 pub struct ServiceConfig {
     /// Twelve-digit account id, default `000000000000`.
@@ -75,6 +79,10 @@ pub struct ServiceConfig {
     /// Base URL clients reach Loft at (`http://127.0.0.1:9324`): SubscribeURL,
     /// UnsubscribeURL and SigningCertURL are built from it.
     pub advertised_url: String,
+    /// Queue and topic caps, in-flight limits.
+    pub limits: Limits,
+    /// Which addresses SNS HTTP/S subscriptions may reach.
+    pub endpoint_policy: crate::endpoint_policy::EndpointPolicy,
 }
 
 impl Default for ServiceConfig {
@@ -83,6 +91,8 @@ impl Default for ServiceConfig {
             account_id: "000000000000".into(),
             region: "us-east-1".into(),
             advertised_url: "http://127.0.0.1:9324".into(),
+            limits: Limits::default(),
+            endpoint_policy: crate::endpoint_policy::EndpointPolicy::default(),
         }
     }
 }
@@ -122,6 +132,8 @@ pub struct Service {
     shutdown_notify: Notify,
     /// Counters for `/metrics`.
     activity: activity::Activity,
+    /// Counts behind the queue, topic and in-flight limits.
+    counters: limits::Counters,
 }
 
 impl Service {
@@ -153,6 +165,7 @@ impl Service {
             shutting_down: AtomicBool::new(false),
             shutdown_notify: Notify::new(),
             activity: activity::Activity::default(),
+            counters: limits::Counters::default(),
         });
         if let Some(rx) = wakeups {
             follow_wakeups(&service, rx);

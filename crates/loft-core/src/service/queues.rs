@@ -80,7 +80,7 @@ impl Service {
     ///
     /// Errors: `InvalidParameterValue` (name, FIFO rules, DLQ missing or of the other kind),
     /// `InvalidAttributeName`, `InvalidAttributeValue`, `QueueNameExists` (same name,
-    /// different attribute value).
+    /// different attribute value), `OverLimit` (the queue cap).
     pub async fn create_queue(
         &self,
         name: &str,
@@ -119,8 +119,7 @@ impl Service {
         }
         self.check_redrive_target(name, &attributes, fifo).await?;
         let (queue, created) = self
-            .store
-            .create_queue(name, attributes.clone(), tags, self.now_ms())
+            .store_create_queue(name, attributes.clone(), tags)
             .await?;
         if !created {
             for (k, v) in &attributes {
@@ -214,9 +213,7 @@ impl Service {
         }
         if let Some(dlq) = dead_letter_queue.filter(|d| !d.is_empty()) {
             names::check_queue_name(dlq, Naming::Seed)?;
-            self.store
-                .create_queue(dlq, Map::new(), Map::new(), self.now_ms())
-                .await?;
+            self.store_create_queue(dlq, Map::new(), Map::new()).await?;
             // AWS's RedrivePolicy allows 1..=1000 receives.
             let policy = RedrivePolicy {
                 dead_letter_target_arn: self.queue_arn(dlq),
@@ -224,10 +221,7 @@ impl Service {
             };
             attrs.insert("RedrivePolicy".into(), policy.to_json());
         }
-        let (queue, _) = self
-            .store
-            .create_queue(name, attrs, Map::new(), self.now_ms())
-            .await?;
+        let (queue, _) = self.store_create_queue(name, attrs, Map::new()).await?;
         let config = QueueConfig::from_attributes(&queue.attributes);
         Ok(SeedQueue {
             name: queue.name.clone(),
@@ -312,7 +306,9 @@ impl Service {
     /// DeleteQueue: the queue and its messages. Errors: `QueueDoesNotExist`.
     pub async fn delete_queue(&self, name: &str) -> Result<()> {
         let queue = self.queue(name).await?;
-        self.store.delete_queue(queue.id).await?;
+        if self.store.delete_queue(queue.id).await? {
+            self.queue_deleted(queue.id);
+        }
         self.forget_queues();
         self.wake(queue.id);
         self.deleted_queues

@@ -227,7 +227,7 @@ impl Service {
 
     /// CreateTopic: creates the topic, or returns the existing one when its attributes and
     /// tags match. Errors: `InvalidParameter` (name, FIFO rules, attributes, an existing
-    /// topic with other attributes or tags).
+    /// topic with other attributes or tags), `TopicLimitExceeded` (the topic cap).
     pub async fn create_topic(
         &self,
         name: &str,
@@ -249,8 +249,7 @@ impl Service {
         }
         check_sns_tags(&tags)?;
         let (topic, created) = self
-            .store
-            .create_topic(name, attrs.clone(), tags.clone(), self.now_ms())
+            .store_create_topic(name, attrs.clone(), tags.clone())
             .await?;
         if !created {
             let differs = attrs.iter().any(|(k, v)| {
@@ -278,7 +277,9 @@ impl Service {
     pub async fn delete_topic(&self, arn: &str) -> Result<()> {
         let name = names::arn_resource(arn, "sns").ok_or_else(|| invalid("TopicArn"))?;
         if let Some(t) = self.store.get_topic(name).await? {
-            self.store.delete_topic(t.id).await?;
+            if self.store.delete_topic(t.id).await? {
+                self.topic_deleted();
+            }
         }
         Ok(())
     }
@@ -351,9 +352,10 @@ impl Service {
     /// a recorded confirmation message, and stay pending until ConfirmSubscription.
     /// Subscribing the same endpoint again with the same attributes returns the same ARN.
     ///
-    /// Errors: `NotFound` (topic), `InvalidParameter` (protocol, endpoint, attributes, an
-    /// existing subscription with other attributes, a protocol other than `sqs` on a FIFO
-    /// topic, a FIFO queue on a standard topic).
+    /// Errors: `NotFound` (topic), `InvalidParameter` (protocol, endpoint, an HTTP/S
+    /// endpoint whose IP address the endpoint policy denies, attributes, an existing
+    /// subscription with other attributes, a protocol other than `sqs` on a FIFO topic, a
+    /// FIFO queue on a standard topic).
     pub async fn subscribe(
         &self,
         topic_arn: &str,
@@ -404,6 +406,12 @@ impl Service {
             return Err(invalid(
                 "Endpoint Reason: FIFO SQS Queues can not be subscribed to standard SNS topics",
             ));
+        }
+        if matches!(protocol.as_str(), "http" | "https") {
+            self.config
+                .endpoint_policy
+                .check_url(endpoint)
+                .map_err(|why| invalid(&format!("Endpoint Reason: {why}")))?;
         }
         let mut attrs = Map::new();
         for (k, v) in &attributes {
@@ -722,8 +730,7 @@ impl Service {
     pub async fn create_topic_seed(&self, name: &str) -> Result<TopicRecord> {
         names::check_topic_name(name, Naming::Seed)?;
         Ok(self
-            .store
-            .create_topic(name, Map::new(), Map::new(), self.now_ms())
+            .store_create_topic(name, Map::new(), Map::new())
             .await?
             .0)
     }
@@ -736,7 +743,8 @@ impl Service {
     /// The seeds' `POST /topics/{name}/subscribe`: subscribes `endpoint` (an http or https
     /// URL), confirmed at once as the seed has no handshake; creates the topic if missing.
     ///
-    /// Errors: `InvalidParameterValue` for an empty or non-HTTP endpoint or a bad name.
+    /// Errors: `InvalidParameterValue` for an empty or non-HTTP endpoint, an endpoint whose
+    /// IP address the endpoint policy denies, or a bad name; `TopicLimitExceeded`.
     pub async fn subscribe_seed(&self, topic: &str, endpoint: &str) -> Result<SubscriptionRecord> {
         let protocol = if endpoint.starts_with("http://") {
             "http"
@@ -747,6 +755,10 @@ impl Service {
                 "endpoint must be an http:// or https:// URL",
             ));
         };
+        self.config
+            .endpoint_policy
+            .check_url(endpoint)
+            .map_err(|why| Error::invalid(format!("endpoint refused: {why}")))?;
         let topic = self.create_topic_seed(topic).await?;
         let mut attributes = Map::new();
         attributes.insert(SEED_PAYLOAD_ATTRIBUTE.to_owned(), "true".to_owned());

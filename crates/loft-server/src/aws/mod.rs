@@ -26,6 +26,7 @@ use axum::response::{IntoResponse, Response};
 use loft_core::{Error, ErrorCode, Service};
 use serde_json::Value;
 
+use crate::auth::Auth;
 use crate::observe::{OperationLabel, RequestId};
 
 /// Largest AWS-protocol request body, bytes: a 1 MiB batch Query-encoded can triple.
@@ -227,11 +228,26 @@ fn label<T>(op: &str, protocol: &'static str, result: &Result<T, Error>) -> Oper
     }
 }
 
-/// The entry point of every AWS-protocol request (`/` and queue URLs). The request id is
-/// the one [`crate::observe`] gave the request (a fresh one without that middleware); the
-/// response carries an [`OperationLabel`] for the request metrics.
+fn sns_error(e: &Error, request_id: &str) -> Response {
+    let status = StatusCode::from_u16(e.code.http_status()).unwrap_or(StatusCode::BAD_REQUEST);
+    let body = query::error_response(
+        sns::SNS_NAMESPACE,
+        e.code.is_sender_fault(),
+        e.code.aws_code(),
+        &e.message,
+        request_id,
+    );
+    xml_response(status, body, request_id)
+}
+
+/// The entry point of every AWS-protocol request (`/` and queue URLs). With credentials
+/// configured ([`crate::auth`]), the request's SigV4 signature is checked once its
+/// protocol is known, and a failure is answered in that protocol's shape. The request id
+/// is the one [`crate::observe`] gave the request (a fresh one without that middleware);
+/// the response carries an [`OperationLabel`] for the request metrics.
 pub async fn entry(
     State(svc): State<Arc<Service>>,
+    State(auth): State<Arc<Auth>>,
     method: Method,
     OriginalUri(uri): OriginalUri,
     headers: HeaderMap,
@@ -240,15 +256,17 @@ pub async fn entry(
 ) -> Response {
     let rid = rid.map_or_else(request_id, |Extension(RequestId(id))| id);
     let mut op_label = None;
-    let mut resp = handle(&svc, method, uri, headers, body, &rid, &mut op_label).await;
+    let mut resp = handle(&svc, &auth, method, uri, headers, body, &rid, &mut op_label).await;
     if let Some(l) = op_label {
         resp.extensions_mut().insert(l);
     }
     resp
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn handle(
     svc: &Arc<Service>,
+    auth: &Auth,
     method: Method,
     uri: axum::http::Uri,
     headers: HeaderMap,
@@ -271,7 +289,12 @@ async fn handle(
             return query_error(SQS_NAMESPACE, &e, &rid);
         }
     };
+    let now = svc.now_ms().div_euclid(1000);
+    let authenticate = || auth.check(&method, &uri, &headers, &body, now);
     if let Some(target) = headers.get("x-amz-target") {
+        if let Err(e) = authenticate() {
+            return json_error(&e, &rid);
+        }
         let ctx = sqs::Context {
             base_url: base_url(&headers),
         };
@@ -338,7 +361,19 @@ async fn handle(
         // Neither X-Amz-Target nor Action: not an AWS request at all.
         return crate::native::not_found().await;
     };
-    match route_query(&headers, uri.path(), &pairs, &action) {
+    let service = route_query(&headers, uri.path(), &pairs, &action);
+    let unsigned_allowed = service == AwsService::Sns
+        && crate::auth::UNSIGNED_SNS_ACTIONS.contains(&action.as_str())
+        && crate::sigv4::location(&headers, uri.query()) == crate::sigv4::Location::None;
+    if !unsigned_allowed {
+        if let Err(e) = authenticate() {
+            return match service {
+                AwsService::Sqs => query_error(SQS_NAMESPACE, &e, &rid),
+                AwsService::Sns => sns_error(&e, &rid),
+            };
+        }
+    }
+    match service {
         AwsService::Sqs => {
             let ctx = sqs::Context {
                 base_url: base_url(&headers),
@@ -386,18 +421,7 @@ async fn handle(
                     );
                     xml_response(StatusCode::OK, body, &rid)
                 }
-                Err(e) => {
-                    let status = StatusCode::from_u16(e.code.http_status())
-                        .unwrap_or(StatusCode::BAD_REQUEST);
-                    let body = query::error_response(
-                        sns::SNS_NAMESPACE,
-                        e.code.is_sender_fault(),
-                        e.code.aws_code(),
-                        &e.message,
-                        &rid,
-                    );
-                    xml_response(status, body, &rid)
-                }
+                Err(e) => sns_error(&e, &rid),
             }
         }
     }

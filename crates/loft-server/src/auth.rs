@@ -1,0 +1,286 @@
+//! Who may call Loft: the configured credentials and where SigV4 is required.
+//!
+//! - No credentials configured: Loft accepts every request, signed or not (and says so in
+//!   a warning at start).
+//! - Credentials configured: every AWS-protocol request (`/` and queue URLs) must carry a
+//!   valid Signature Version 4 ([`crate::sigv4`]) by one of the keys, in the `Authorization`
+//!   header or as a presigned URL; failures are answered in the protocol's own error shape
+//!   with AWS's codes and HTTP 403. The seeds' API (`/queues...`, `/topics...`) and the
+//!   recorded-messages inspection route take the same signature, with any service name in
+//!   the scope (`curl --aws-sigv4 "aws:amz:us-east-1:sqs" --user AKID:SECRET` signs them),
+//!   and answer `401 {"error"}` without one and `403 {"error"}` for a bad one.
+//! - Always open: `GET /health`, the SNS signing certificate (subscribers fetch it to check
+//!   messages), and the two SNS actions a subscriber's endpoint calls from the links SNS
+//!   sends it when it carries no signature ([`UNSIGNED_SNS_ACTIONS`]): the token of
+//!   ConfirmSubscription and the unguessable subscription ARN of Unsubscribe are the
+//!   authorization, as on AWS.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+
+use axum::body::{Body, Bytes};
+use axum::extract::{FromRef, Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use loft_core::{Error, Service};
+
+use crate::native::NativeError;
+use crate::sigv4::{self, Location, Verified};
+
+/// SNS actions allowed without a signature: the SubscribeURL and UnsubscribeURL links SNS
+/// sends to endpoints. A request for them that *is* signed must still be signed right.
+pub const UNSIGNED_SNS_ACTIONS: &[&str] = &["ConfirmSubscription", "Unsubscribe"];
+
+/// Access keys and their secrets.
+///
+/// Source: `--credentials-file PATH` (one `AKID:SECRET` a line; blank lines and `#`
+/// comments skipped) and `LOFT_CREDENTIALS` (`AKID:SECRET,AKID2:SECRET2`). `Debug` shows
+/// key ids only.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Credentials {
+    keys: BTreeMap<String, String>,
+}
+
+impl fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Credentials")
+            .field("access_keys", &self.keys.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+impl Credentials {
+    /// Parses `AKID:SECRET` entries separated by commas or newlines; empty entries and
+    /// lines starting with `#` are skipped. The secret is everything after the first `:`.
+    ///
+    /// Errors: an entry without `:`, with an empty key or secret, or with white space
+    /// inside (the message names the entry's position, never the secret).
+    pub fn parse(list: &str) -> Result<Credentials, String> {
+        let mut keys = BTreeMap::new();
+        let entries = list
+            .split(['\n', ','])
+            .map(str::trim)
+            .filter(|e| !e.is_empty() && !e.starts_with('#'));
+        for (i, entry) in entries.enumerate() {
+            let (key, secret) = entry
+                .split_once(':')
+                .filter(|(k, s)| !k.is_empty() && !s.is_empty())
+                .filter(|(k, s)| {
+                    !k.contains(char::is_whitespace) && !s.contains(char::is_whitespace)
+                })
+                .ok_or_else(|| {
+                    format!(
+                        "credential entry {} is not ACCESS_KEY_ID:SECRET_ACCESS_KEY",
+                        i + 1
+                    )
+                })?;
+            keys.insert(key.to_owned(), secret.to_owned());
+        }
+        Ok(Credentials { keys })
+    }
+
+    /// Adds every key of `other` (its secret wins for a key both have).
+    pub fn extend(&mut self, other: Credentials) {
+        self.keys.extend(other.keys);
+    }
+
+    /// Whether no key is configured (Loft is then open).
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+
+    /// How many keys are configured.
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    /// The secret of access key `key`.
+    pub fn secret(&self, key: &str) -> Option<&str> {
+        self.keys.get(key).map(String::as_str)
+    }
+}
+
+/// The authentication policy of a router: open, or SigV4 by [`Credentials`].
+#[derive(Debug, Clone, Default)]
+pub struct Auth {
+    credentials: Credentials,
+}
+
+impl Auth {
+    /// No credentials: every request is accepted.
+    pub fn open() -> Auth {
+        Auth::default()
+    }
+
+    /// SigV4 required by `credentials` (open when it is empty).
+    pub fn new(credentials: Credentials) -> Auth {
+        Auth { credentials }
+    }
+
+    /// Whether signatures are required.
+    pub fn enabled(&self) -> bool {
+        !self.credentials.is_empty()
+    }
+
+    /// Checks one request at `now` (seconds since the epoch). `Ok(None)` when Loft is
+    /// open; `Ok(Some(who))` for a valid signature.
+    ///
+    /// Errors: the authentication errors of [`sigv4::verify`].
+    pub fn check(
+        &self,
+        method: &Method,
+        uri: &Uri,
+        headers: &HeaderMap,
+        body: &[u8],
+        now: i64,
+    ) -> Result<Option<Verified>, Error> {
+        if !self.enabled() {
+            return Ok(None);
+        }
+        let req = sigv4::Request {
+            method: method.as_str(),
+            path: uri.path(),
+            query: uri.query(),
+            headers,
+            authority: uri.authority().map(|a| a.as_str()),
+            body,
+        };
+        let verified = sigv4::verify(&req, now, |key| self.credentials.secret(key));
+        if let Err(e) = &verified {
+            tracing::debug!(code = e.code.aws_code(), message = %e.message, path = uri.path(), "request refused");
+        }
+        verified.map(Some)
+    }
+}
+
+/// Router state: the service and the authentication policy. Handlers take either part
+/// (`State<Arc<Service>>`, `State<Arc<Auth>>`).
+#[derive(Clone)]
+pub struct AppState {
+    /// The service.
+    pub service: Arc<Service>,
+    /// Who may call.
+    pub auth: Arc<Auth>,
+}
+
+impl FromRef<AppState> for Arc<Service> {
+    fn from_ref(s: &AppState) -> Self {
+        s.service.clone()
+    }
+}
+
+impl FromRef<AppState> for Arc<Auth> {
+    fn from_ref(s: &AppState) -> Self {
+        s.auth.clone()
+    }
+}
+
+/// Middleware of the seeds' API and the inspection routes: requires a valid SigV4
+/// signature when credentials are configured (any service name in the scope).
+/// `401 {"error"}` (with `WWW-Authenticate: AWS4-HMAC-SHA256`) without one, `403
+/// {"error": "CODE: message"}` for a bad one, `413` for a body over
+/// [`crate::routes::NATIVE_BODY_LIMIT`].
+pub async fn require_signature(
+    State(state): State<AppState>,
+    req: Request,
+    next: Next,
+) -> Response {
+    if !state.auth.enabled() {
+        return next.run(req).await;
+    }
+    let (parts, body) = req.into_parts();
+    if sigv4::location(&parts.headers, parts.uri.query()) == Location::None {
+        let mut resp = NativeError(
+            StatusCode::UNAUTHORIZED,
+            "authentication required: sign the request with AWS Signature Version 4 \
+             (e.g. curl --aws-sigv4 \"aws:amz:us-east-1:sqs\" --user ACCESS_KEY_ID:SECRET)"
+                .into(),
+        )
+        .into_response();
+        resp.headers_mut().insert(
+            header::WWW_AUTHENTICATE,
+            HeaderValue::from_static(sigv4::ALGORITHM),
+        );
+        return resp;
+    }
+    let bytes: Bytes = match axum::body::to_bytes(body, crate::routes::NATIVE_BODY_LIMIT).await {
+        Ok(b) => b,
+        Err(_) => {
+            return NativeError(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!(
+                    "request body is larger than {} bytes",
+                    crate::routes::NATIVE_BODY_LIMIT
+                ),
+            )
+            .into_response()
+        }
+    };
+    let now = state.service.now_ms().div_euclid(1000);
+    match state
+        .auth
+        .check(&parts.method, &parts.uri, &parts.headers, &bytes, now)
+    {
+        Ok(_) => {
+            next.run(Request::from_parts(parts, Body::from(bytes)))
+                .await
+        }
+        Err(e) => NativeError(
+            StatusCode::FORBIDDEN,
+            format!("{}: {}", e.code.aws_code(), e.message),
+        )
+        .into_response(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn credentials_parse_from_env_and_file_shapes() {
+        let c = Credentials::parse("AKID:SECRET,AKID2:se/cr+et:x").unwrap();
+        assert_eq!(c.len(), 2);
+        assert_eq!(c.secret("AKID"), Some("SECRET"));
+        assert_eq!(c.secret("AKID2"), Some("se/cr+et:x"));
+        assert_eq!(c.secret("nope"), None);
+        let file = "# Loft keys\nAKID:SECRET\n\n  AKID3:S3  \n";
+        let c = Credentials::parse(file).unwrap();
+        assert_eq!(c.len(), 2);
+        assert_eq!(c.secret("AKID3"), Some("S3"));
+        assert!(Credentials::parse("").unwrap().is_empty());
+        for bad in ["AKID", "AKID:", ":hunter2", "AK ID:hunter2"] {
+            let e = Credentials::parse(bad).unwrap_err();
+            assert!(!e.contains("hunter2"), "the error shows no secret: {e}");
+        }
+    }
+
+    #[test]
+    fn debug_output_hides_secrets() {
+        let c = Credentials::parse("AKID:TOPSECRET").unwrap();
+        let shown = format!("{:?}", Auth::new(c));
+        assert!(shown.contains("AKID"));
+        assert!(!shown.contains("TOPSECRET"));
+    }
+
+    #[test]
+    fn an_open_auth_accepts_anything() {
+        let auth = Auth::open();
+        assert!(!auth.enabled());
+        let uri: Uri = "/".parse().unwrap();
+        assert_eq!(
+            auth.check(&Method::POST, &uri, &HeaderMap::new(), b"", 0),
+            Ok(None)
+        );
+        let closed = Auth::new(Credentials::parse("A:B").unwrap());
+        assert_eq!(
+            closed
+                .check(&Method::POST, &uri, &HeaderMap::new(), b"", 0)
+                .unwrap_err()
+                .code,
+            loft_core::ErrorCode::MissingAuthenticationToken
+        );
+    }
+}

@@ -1,0 +1,165 @@
+//! `loft serve`'s security options: credentials (SigV4), the SNS endpoint policy and the
+//! limits. Flattened into `ServeArgs`, so `main.rs` only wires the result in.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use loft_core::endpoint_policy::{Cidr, EndpointPolicy, PRIVATE_RANGES};
+use loft_core::service::Limits;
+use loft_core::ServiceConfig;
+use loft_server::auth::{Auth, Credentials};
+use loft_server::listen::ServerLimits;
+
+/// Credentials, endpoint policy and limits of `loft serve`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct TrustArgs {
+    /// File of access keys, one ACCESS_KEY_ID:SECRET_ACCESS_KEY a line ('#' comments).
+    /// With any key configured (here or in LOFT_CREDENTIALS), every request but /health
+    /// must carry a valid AWS Signature Version 4.
+    #[arg(long, env = "LOFT_CREDENTIALS_FILE")]
+    credentials_file: Option<PathBuf>,
+
+    /// Access keys as ACCESS_KEY_ID:SECRET,ACCESS_KEY_ID2:SECRET2. Environment only: a
+    /// command-line secret would show in the process list.
+    #[arg(skip = std::env::var("LOFT_CREDENTIALS").ok())]
+    credentials: Option<String>,
+
+    /// CIDR range SNS HTTP/S endpoints may not reach, on top of the always-denied
+    /// link-local and metadata ranges (169.254.0.0/16, fe80::/10, fd00:ec2::254,
+    /// 100.100.100.200, 0.0.0.0/8, ::); repeatable.
+    #[arg(
+        long = "sns-deny-cidr",
+        env = "LOFT_SNS_DENY_CIDR",
+        value_delimiter = ','
+    )]
+    sns_deny_cidr: Vec<Cidr>,
+
+    /// Also deny private and loopback ranges (10/8, 172.16/12, 192.168/16, 100.64/10,
+    /// 127/8, ::1, fc00::/7) to SNS endpoints: the production setting.
+    #[arg(long, env = "LOFT_SNS_DENY_PRIVATE")]
+    sns_deny_private: bool,
+
+    /// CIDR range SNS HTTP/S endpoints may reach even when a deny range holds it;
+    /// repeatable (e.g. --sns-deny-private --sns-allow-cidr 10.1.2.0/24).
+    #[arg(
+        long = "sns-allow-cidr",
+        env = "LOFT_SNS_ALLOW_CIDR",
+        value_delimiter = ','
+    )]
+    sns_allow_cidr: Vec<Cidr>,
+
+    /// Most open connections over all listeners; more are answered 503.
+    #[arg(long, env = "LOFT_MAX_CONNECTIONS", default_value_t = 10_000)]
+    max_connections: usize,
+
+    /// Largest request head (request line and headers), bytes; larger is answered 431.
+    #[arg(long, env = "LOFT_MAX_HEADER_BYTES", default_value_t = 64 * 1024)]
+    max_header_bytes: usize,
+
+    /// Most queues; creating one more answers OverLimit.
+    #[arg(long, env = "LOFT_MAX_QUEUES", default_value_t = 100_000)]
+    max_queues: u64,
+
+    /// Most topics; creating one more answers TopicLimitExceeded.
+    #[arg(long, env = "LOFT_MAX_TOPICS", default_value_t = 100_000)]
+    max_topics: u64,
+
+    /// Most in-flight messages of a standard queue (SQS: 120,000); a receive at the limit
+    /// answers OverLimit.
+    #[arg(long, env = "LOFT_MAX_IN_FLIGHT", default_value_t = 120_000)]
+    max_in_flight: u64,
+
+    /// Most in-flight messages of a FIFO queue (SQS: 20,000); a receive at the limit
+    /// returns no messages.
+    #[arg(long, env = "LOFT_MAX_IN_FLIGHT_FIFO", default_value_t = 20_000)]
+    max_in_flight_fifo: u64,
+}
+
+/// What [`TrustArgs`] resolve to.
+#[derive(Debug, Clone)]
+pub struct Trust {
+    /// Who may call.
+    pub auth: Arc<Auth>,
+    /// Connection and header limits of the listeners.
+    pub server: ServerLimits,
+    /// Service limits.
+    pub limits: Limits,
+    /// The SNS endpoint policy.
+    pub endpoint_policy: EndpointPolicy,
+}
+
+impl TrustArgs {
+    /// Reads the credentials file and environment and builds the policies; logs a warning
+    /// when no credentials are configured (Loft then accepts unsigned requests).
+    ///
+    /// Errors: an unreadable credentials file, a malformed entry, a zero limit.
+    pub fn load(&self) -> Result<Trust, String> {
+        let mut credentials = Credentials::default();
+        if let Some(path) = &self.credentials_file {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| format!("cannot read the credentials file {}: {e}", path.display()))?;
+            credentials
+                .extend(Credentials::parse(&text).map_err(|e| format!("{}: {e}", path.display()))?);
+        }
+        if let Some(list) = &self.credentials {
+            credentials
+                .extend(Credentials::parse(list).map_err(|e| format!("LOFT_CREDENTIALS: {e}"))?);
+        }
+        if credentials.is_empty() {
+            tracing::warn!(
+                "no credentials configured: Loft accepts every request, signed or not; set \
+                 --credentials-file or LOFT_CREDENTIALS to require AWS Signature Version 4"
+            );
+        } else {
+            tracing::info!(keys = credentials.len(), "SigV4 authentication required");
+        }
+        let mut deny = self.sns_deny_cidr.clone();
+        if self.sns_deny_private {
+            deny.extend(
+                PRIVATE_RANGES
+                    .iter()
+                    .map(|c| c.parse::<Cidr>().expect("valid range")),
+            );
+        }
+        let endpoint_policy = EndpointPolicy::new(deny, self.sns_allow_cidr.clone());
+        if self.max_connections == 0 {
+            return Err("--max-connections must be at least 1".into());
+        }
+        for (name, v) in [
+            ("--max-in-flight", self.max_in_flight),
+            ("--max-in-flight-fifo", self.max_in_flight_fifo),
+        ] {
+            if v == 0 {
+                return Err(format!("{name} must be at least 1"));
+            }
+        }
+        Ok(Trust {
+            auth: Arc::new(Auth::new(credentials)),
+            server: ServerLimits {
+                max_connections: self.max_connections,
+                max_header_bytes: self.max_header_bytes,
+                header_read_timeout: Duration::from_secs(30),
+                ..ServerLimits::default()
+            },
+            limits: Limits {
+                max_queues: self.max_queues,
+                max_topics: self.max_topics,
+                max_in_flight: self.max_in_flight,
+                max_in_flight_fifo: self.max_in_flight_fifo,
+            },
+            endpoint_policy,
+        })
+    }
+}
+
+impl Trust {
+    /// `config` with these limits and this endpoint policy.
+    pub fn configure(&self, config: ServiceConfig) -> ServiceConfig {
+        ServiceConfig {
+            limits: self.limits.clone(),
+            endpoint_policy: self.endpoint_policy.clone(),
+            ..config
+        }
+    }
+}
