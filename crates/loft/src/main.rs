@@ -246,6 +246,8 @@ fn apply_file_settings(args: &mut ServeArgs, m: &clap::ArgMatches, file: &config
 }
 
 async fn serve(args: ServeArgs, file: Option<config::Config>) -> Result<(), String> {
+    // Before anything is announced: a SIGTERM from then on shuts down gracefully.
+    let stop_signal = shutdown_signal();
     let trust = args.trust.load()?;
     let engine = Engine::open(&args).await?;
     let store = engine.store();
@@ -316,7 +318,7 @@ async fn serve(args: ServeArgs, file: Option<config::Config>) -> Result<(), Stri
     let router = loft_server::router_with(service.clone(), Some(signer), trust.auth.clone());
     let stopping = service.clone();
     let shutdown = async move {
-        shutdown_signal().await;
+        stop_signal.await;
         stopping.begin_shutdown();
     };
     loft_server::listen::serve(listeners, router, shutdown, trust.server)
@@ -329,26 +331,31 @@ async fn serve(args: ServeArgs, file: Option<config::Config>) -> Result<(), Stri
     Ok(())
 }
 
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
+/// Resolves on SIGTERM or Ctrl-C. The handlers are installed when this is called, not when
+/// the future is first polled: call it before announcing the listeners, so a SIGTERM that
+/// follows the announcement at once is still a graceful shutdown.
+fn shutdown_signal() -> impl std::future::Future<Output = ()> {
     #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    let ctrl_c = tokio::signal::ctrl_c();
+    async move {
+        #[cfg(unix)]
+        let term_wait = async {
+            match term.as_mut() {
+                Some(s) => {
+                    s.recv().await;
+                }
+                None => std::future::pending::<()>().await,
             }
-            Err(_) => std::future::pending::<()>().await,
+        };
+        #[cfg(not(unix))]
+        let term_wait = std::future::pending::<()>();
+        tokio::select! {
+            _ = ctrl_c => {},
+            _ = term_wait => {},
         }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        _ = ctrl_c => {},
-        _ = term => {},
+        tracing::info!("shutting down");
     }
-    tracing::info!("shutting down");
 }
 
 #[cfg(test)]
