@@ -19,6 +19,11 @@ pub enum Naming {
 /// Checks a queue name. Errors: `InvalidParameterValue` naming the rule broken.
 pub fn check_queue_name(name: &str, naming: Naming) -> Result<()> {
     match naming {
+        // The seeds' API makes standard queues only: a `.fifo` name would make a standard
+        // queue that SQS clients could never turn into the FIFO queue its name promises.
+        Naming::Seed if name.ends_with(".fifo") => Err(Error::invalid(
+            "queue names ending in .fifo are FIFO queues: create them through SQS (FifoQueue)",
+        )),
         Naming::Seed => check_seed_name(name),
         Naming::Aws => {
             let stem = name.strip_suffix(".fifo").unwrap_or(name);

@@ -727,6 +727,8 @@ impl Service {
     /// The seeds' `POST /topics/{name}/publish`: every subscription gets the message (seed
     /// subscriptions the `{"topic","message"}` JSON, others as SNS delivers); returns the
     /// number of subscriptions. Deliveries are durable and retried; none is awaited.
+    ///
+    /// Errors: `InvalidParameterValue` for an empty message (SNS delivers none).
     pub async fn publish_seed(&self, topic: &str, message: &str) -> Result<usize> {
         let Some(topic) = self.store.get_topic(topic).await? else {
             return Ok(0);
@@ -739,7 +741,7 @@ impl Service {
             .filter(|s| s.confirmed)
             .count();
         if message.is_empty() {
-            return Ok(count);
+            return Err(Error::invalid("message must not be empty"));
         }
         let req = PublishRequest {
             message: message.to_owned(),

@@ -213,6 +213,20 @@ impl Service {
         }
         if let Some(dlq) = dead_letter_queue.filter(|d| !d.is_empty()) {
             names::check_queue_name(dlq, Naming::Seed)?;
+            // A standard queue's dead-letter queue must be standard too (CreateQueue's rule).
+            let dlq_is_fifo = match self.find_queue(dlq).await? {
+                Some(q) => QueueConfig::from_attributes(&q.attributes).fifo,
+                None => false,
+            };
+            let source_is_fifo = match self.find_queue(name).await? {
+                Some(q) => QueueConfig::from_attributes(&q.attributes).fifo,
+                None => false,
+            };
+            if dlq_is_fifo != source_is_fifo {
+                return Err(Error::invalid(
+                    "dead_letter_queue must be the same type of queue as the source queue (standard or FIFO)",
+                ));
+            }
             self.store_create_queue(dlq, Map::new(), Map::new()).await?;
             // AWS's RedrivePolicy allows 1..=1000 receives.
             let policy = RedrivePolicy {

@@ -441,3 +441,31 @@ async fn eight_concurrent_consumers_receive_each_of_60_messages_exactly_once() {
     assert_eq!(distinct, sent.keys().cloned().collect::<HashSet<_>>());
     assert_eq!(loft.receive("work", "?visibility_timeout=0").await, None);
 }
+
+#[tokio::test]
+async fn fifo_names_and_fifo_dead_letter_queues_are_refused() {
+    let loft = Loft::start();
+    // The seeds' API makes standard queues only.
+    loft.post_empty("/queues/x.fifo").await.expect_error(400);
+    loft.post_json("/queues/x.fifo/messages", &json!({"body": "b"}))
+        .await
+        .expect_error(400);
+    // A FIFO queue made through SQS cannot be a standard queue's dead-letter queue.
+    let created = loft
+        .send(
+            loft.http
+                .post(loft.url("/"))
+                .header("x-amz-target", "AmazonSQS.CreateQueue")
+                .header("content-type", "application/x-amz-json-1.0")
+                .body(r#"{"QueueName":"d.fifo","Attributes":{"FifoQueue":"true"}}"#),
+        )
+        .await;
+    assert_eq!(created.status, 200);
+    loft.post_json(
+        "/queues/src",
+        &json!({"dead_letter_queue": "d.fifo", "max_receive_count": 1}),
+    )
+    .await
+    .expect_error(400);
+    assert_eq!(loft.names("/queues").await, vec!["d.fifo".to_string()]);
+}

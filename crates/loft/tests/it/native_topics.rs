@@ -162,3 +162,12 @@ async fn an_endpoint_that_never_answers_delays_neither_publish_nor_the_others() 
     }
     drop(hang);
 }
+
+#[tokio::test]
+async fn publishing_an_empty_message_is_refused() {
+    let loft = Loft::start();
+    loft.post_empty("/topics/t").await;
+    loft.post_json("/topics/t/publish", &json!({"message": ""}))
+        .await
+        .expect_error(400);
+}
