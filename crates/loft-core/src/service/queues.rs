@@ -62,6 +62,52 @@ pub struct ListQueuesPage {
     pub next_token: Option<String>,
 }
 
+/// One page of queues (already in name order) after `next_token`, the base64 of the last
+/// name of the previous page: at most `max_results` (1..=1000), else `default_limit`; a
+/// token for the next page only when `max_results` was given.
+///
+/// Errors: `InvalidParameterValue` for MaxResults out of range or a bad token.
+fn page_queues(
+    queues: Vec<QueueRecord>,
+    max_results: Option<i64>,
+    next_token: Option<&str>,
+    default_limit: usize,
+) -> Result<ListQueuesPage> {
+    if let Some(m) = max_results {
+        if !(1..=1000).contains(&m) {
+            return Err(Error::invalid(
+                "Value for parameter MaxResults is invalid. Reason: MaxResults must be an integer between 1 and 1000.",
+            ));
+        }
+    }
+    let after = next_token
+        .map(|t| {
+            crate::message::base64_decode(t)
+                .ok()
+                .and_then(|b| String::from_utf8(b).ok())
+                .ok_or_else(|| Error::invalid("Invalid NextToken value."))
+        })
+        .transpose()?;
+    let mut queues: Vec<QueueRecord> = queues
+        .into_iter()
+        .filter(|q| after.as_ref().is_none_or(|a| q.name > *a))
+        .collect();
+    let limit = max_results.map_or(default_limit, |m| m as usize);
+    let mut next = None;
+    if queues.len() > limit {
+        queues.truncate(limit);
+        if max_results.is_some() {
+            next = queues
+                .last()
+                .map(|q| crate::message::base64_encode(q.name.as_bytes()));
+        }
+    }
+    Ok(ListQueuesPage {
+        queues,
+        next_token: next,
+    })
+}
+
 fn check_tags(tags: &Map) -> Result<()> {
     if tags.len() > 50 {
         return Err(Error::invalid("Too many tags added for queue."));
@@ -273,48 +319,33 @@ impl Service {
         max_results: Option<i64>,
         next_token: Option<&str>,
     ) -> Result<ListQueuesPage> {
-        if let Some(m) = max_results {
-            if !(1..=1000).contains(&m) {
-                return Err(Error::invalid(
-                    "Value for parameter MaxResults is invalid. Reason: MaxResults must be an integer between 1 and 1000.",
-                ));
-            }
-        }
         if next_token.is_some() && max_results.is_none() {
             return Err(Error::invalid(
                 "MaxResults is required when NextToken is given.",
             ));
         }
-        let after = next_token
-            .map(|t| {
-                crate::message::base64_decode(t)
-                    .ok()
-                    .and_then(|b| String::from_utf8(b).ok())
-                    .ok_or_else(|| Error::invalid("Invalid NextToken value."))
-            })
-            .transpose()?;
-        let mut queues: Vec<QueueRecord> = self
+        let queues = self
             .store
             .list_queues()
             .await?
             .into_iter()
             .filter(|q| prefix.is_none_or(|p| q.name.starts_with(p)))
-            .filter(|q| after.as_ref().is_none_or(|a| q.name > *a))
             .collect();
-        let limit = max_results.unwrap_or(1000) as usize;
-        let mut next = None;
-        if queues.len() > limit {
-            queues.truncate(limit);
-            if max_results.is_some() {
-                next = queues
-                    .last()
-                    .map(|q| crate::message::base64_encode(q.name.as_bytes()));
-            }
-        }
-        Ok(ListQueuesPage {
-            queues,
-            next_token: next,
-        })
+        page_queues(queues, max_results, next_token, 1000)
+    }
+
+    /// ListDeadLetterSourceQueues: the queues whose RedrivePolicy targets `name`, by name,
+    /// `max_results` (1..=1000) a page; without it, all of them.
+    ///
+    /// Errors: `QueueDoesNotExist`, `InvalidParameterValue` (MaxResults, token).
+    pub async fn list_dead_letter_sources(
+        &self,
+        name: &str,
+        max_results: Option<i64>,
+        next_token: Option<&str>,
+    ) -> Result<ListQueuesPage> {
+        let sources = self.dead_letter_sources(name).await?;
+        page_queues(sources, max_results, next_token, usize::MAX)
     }
 
     /// DeleteQueue: the queue and its messages. Errors: `QueueDoesNotExist`.

@@ -401,45 +401,17 @@ pub async fn call(svc: &Arc<Service>, ctx: &Context, op: &str, input: &Value) ->
         }
         "ListDeadLetterSourceQueues" => {
             let name = queue_name(input)?;
-            let max = input.int("MaxResults")?;
-            if let Some(m) = max {
-                if !(1..=1000).contains(&m) {
-                    return Err(Error::invalid(
-                        "Value for parameter MaxResults is invalid. Reason: MaxResults must be an integer between 1 and 1000.",
-                    ));
-                }
-            }
-            let after = input
-                .str("NextToken")?
-                .map(|t| {
-                    loft_core::message::base64_decode(t)
-                        .ok()
-                        .and_then(|b| String::from_utf8(b).ok())
-                        .ok_or_else(|| Error::invalid("Invalid NextToken value."))
-                })
-                .transpose()?;
-            let mut sources: Vec<_> = svc
-                .dead_letter_sources(&name)
-                .await?
-                .into_iter()
-                .filter(|q| after.as_ref().is_none_or(|a| q.name > *a))
-                .collect();
-            let mut next = None;
-            if let Some(m) = max {
-                if sources.len() > m as usize {
-                    sources.truncate(m as usize);
-                    next = sources
-                        .last()
-                        .map(|q| loft_core::message::base64_encode(q.name.as_bytes()));
-                }
-            }
-            let urls: Vec<Value> = sources
+            let page = svc
+                .list_dead_letter_sources(&name, input.int("MaxResults")?, input.str("NextToken")?)
+                .await?;
+            let urls: Vec<Value> = page
+                .queues
                 .iter()
                 .map(|q| json!(ctx.queue_url(svc, &q.name)))
                 .collect();
             Ok(object(vec![
                 ("queueUrls", Some(Value::Array(urls))),
-                ("NextToken", next.map(Value::String)),
+                ("NextToken", page.next_token.map(Value::String)),
             ]))
         }
         "AddPermission" => {
