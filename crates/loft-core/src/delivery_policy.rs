@@ -17,8 +17,8 @@
 //! 4. the post-backoff phase: `numMaxDelayRetries` retries `maxDelayTarget` apart.
 //!
 //! AWS adds jitter to real retries; [`DeliveryPolicy::delay_before_retry`] gives the
-//! un-jittered target so schedules are testable. A delivery worker also stops once
-//! [`MAX_TOTAL_RETRY_SECS`] have passed, whatever the policy says.
+//! un-jittered target so schedules are testable. A policy whose delays add up to more than
+//! [`MAX_TOTAL_RETRY_SECS`] is refused, as AWS refuses it.
 
 use serde_json::{Map, Value};
 
@@ -30,8 +30,9 @@ pub const MAX_RETRIES: u32 = 100;
 pub const MIN_DELAY: u32 = 1;
 /// Largest `minDelayTarget` / `maxDelayTarget`, seconds.
 pub const MAX_DELAY: u32 = 3600;
-/// The hard limit on a message's total retry time for an HTTP/S endpoint, seconds. AWS
-/// documents it as not extendable by any policy; workers enforce it, not the schedule.
+/// The hard limit on a message's total retry time for an HTTP/S endpoint, seconds: the
+/// sum of a policy's delays may not exceed it ("The total policy retry time for an HTTP/S
+/// endpoint cannot be greater than 3,600 seconds").
 pub const MAX_TOTAL_RETRY_SECS: u32 = 3600;
 
 /// The retry-backoff function: how delays grow from `minDelayTarget` to `maxDelayTarget`
@@ -127,7 +128,14 @@ pub struct DeliveryPolicy {
     /// `throttlePolicy.maxReceivesPerSecond`: deliveries per second to this subscription
     /// (1 or more); `None` means no throttling (the default).
     pub max_receives_per_second: Option<u32>,
+    /// `requestPolicy.headerContentType`: the Content-Type of the notifications POSTed to
+    /// the endpoint; `None` means SNS's default, [`DEFAULT_CONTENT_TYPE`].
+    pub header_content_type: Option<String>,
 }
+
+/// The Content-Type SNS gives HTTP/S notifications when no request policy names one
+/// (SNS Developer Guide, "Creating an HTTP/S delivery policy").
+pub const DEFAULT_CONTENT_TYPE: &str = "text/plain; charset=UTF-8";
 
 /// The retry part of a policy, as one JSON object gave it (defaults filled in).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -156,6 +164,7 @@ const DEFAULT_RETRY: Retry = Retry {
 struct Parsed {
     retry: Option<Retry>,
     throttle: Option<u32>,
+    content_type: Option<String>,
     disable_overrides: bool,
 }
 
@@ -259,6 +268,12 @@ fn parse_retry(v: &Value, path: &str) -> Result<Retry> {
             "{path}.numNoDelayRetries + numMinDelayRetries + numMaxDelayRetries must be less than or equal to numRetries"
         )));
     }
+    let total = DeliveryPolicy::from_parts(r, None, None).total_retry_secs();
+    if total > u64::from(MAX_TOTAL_RETRY_SECS) {
+        return Err(invalid(format!(
+            "{path}: Total policy retry time cannot be greater than {MAX_TOTAL_RETRY_SECS} seconds"
+        )));
+    }
     Ok(r)
 }
 
@@ -279,14 +294,27 @@ fn parse_throttle(v: &Value, path: &str) -> Result<Option<u32>> {
     }
 }
 
-fn parse_request(v: &Value, path: &str) -> Result<()> {
+/// A request policy: `{"headerContentType": s}`, `s` a non-empty header value (visible
+/// ASCII and spaces, at most 256 bytes); `None` when it names no content type.
+fn parse_request(v: &Value, path: &str) -> Result<Option<String>> {
     let obj = object(v, path)?;
     only_members(obj, &["headerContentType"])?;
     match member(obj, "headerContentType") {
-        Some(v) if !v.is_string() => Err(invalid(format!(
-            "{path}.headerContentType must be a string"
-        ))),
-        _ => Ok(()),
+        None => Ok(None),
+        Some(v) => {
+            let s = v
+                .as_str()
+                .ok_or_else(|| invalid(format!("{path}.headerContentType must be a string")))?;
+            let valid = !s.trim().is_empty()
+                && s.len() <= 256
+                && s.bytes().all(|b| b == b' ' || b.is_ascii_graphic());
+            if !valid {
+                return Err(invalid(format!(
+                    "{path}.headerContentType must be a valid Content-Type header value"
+                )));
+            }
+            Ok(Some(s.to_owned()))
+        }
     }
 }
 
@@ -330,7 +358,7 @@ fn parse_topic_doc(json: &str) -> Result<Parsed> {
         out.throttle = parse_throttle(t, "http.defaultThrottlePolicy")?;
     }
     if let Some(r) = member(http, "defaultRequestPolicy") {
-        parse_request(r, "http.defaultRequestPolicy")?;
+        out.content_type = parse_request(r, "http.defaultRequestPolicy")?;
     }
     if let Some(d) = member(http, "disableSubscriptionOverrides") {
         out.disable_overrides = d
@@ -364,7 +392,7 @@ fn parse_subscription_doc(json: &str) -> Result<Parsed> {
         out.throttle = parse_throttle(t, "throttlePolicy")?;
     }
     if let Some(r) = member(root, "requestPolicy") {
-        parse_request(r, "requestPolicy")?;
+        out.content_type = parse_request(r, "requestPolicy")?;
     }
     if let Some(g) = member(root, "guaranteed") {
         if !g.is_boolean() {
@@ -375,7 +403,7 @@ fn parse_subscription_doc(json: &str) -> Result<Parsed> {
 }
 
 impl DeliveryPolicy {
-    fn from_parts(retry: Retry, throttle: Option<u32>) -> Self {
+    fn from_parts(retry: Retry, throttle: Option<u32>, content_type: Option<String>) -> Self {
         DeliveryPolicy {
             min_delay_target: retry.min,
             max_delay_target: retry.max,
@@ -385,6 +413,7 @@ impl DeliveryPolicy {
             num_max_delay_retries: retry.max_delay,
             backoff: retry.backoff,
             max_receives_per_second: throttle,
+            header_content_type: content_type,
         }
     }
 
@@ -394,20 +423,21 @@ impl DeliveryPolicy {
     /// Source: "Setting Amazon SNS Delivery Retry Policies for HTTP/HTTPS Endpoints" and
     /// the defaults column of "Creating an HTTP/S delivery policy".
     pub fn default_http() -> Self {
-        Self::from_parts(DEFAULT_RETRY, None)
+        Self::from_parts(DEFAULT_RETRY, None, None)
     }
 
     /// Parses and validates a topic's `DeliveryPolicy` attribute:
     /// `{"http": {"defaultHealthyRetryPolicy": {...}, "disableSubscriptionOverrides": bool,
     /// "defaultThrottlePolicy": {"maxReceivesPerSecond": n}, "defaultRequestPolicy":
     /// {"headerContentType": s}}}`. Members left out take AWS's defaults; `null` counts as
-    /// left out. The request policy is checked but not kept here.
+    /// left out.
     ///
     /// Errors: `InvalidParameter` with "Invalid parameter: DeliveryPolicy: ..." for bad JSON,
     /// an unexpected member, a non-integer or negative count, `numRetries` over 100, a delay
     /// outside 1..=3600, `minDelayTarget` > `maxDelayTarget`, the three fixed phases adding
-    /// up to more than `numRetries`, an unknown `backoffFunction`, or
-    /// `maxReceivesPerSecond` < 1.
+    /// up to more than `numRetries`, delays adding up to more than 3600 s ("Total policy
+    /// retry time cannot be greater than 3600 seconds"), an unknown `backoffFunction`,
+    /// `maxReceivesPerSecond` < 1, or a `headerContentType` that is not a header value.
     ///
     /// Source: "SetTopicAttributes delivery policy JSON format" and "Creating an HTTP/S
     /// delivery policy".
@@ -416,6 +446,7 @@ impl DeliveryPolicy {
         Ok(Self::from_parts(
             p.retry.unwrap_or(DEFAULT_RETRY),
             p.throttle,
+            p.content_type,
         ))
     }
 
@@ -432,6 +463,7 @@ impl DeliveryPolicy {
         Ok(Self::from_parts(
             p.retry.unwrap_or(DEFAULT_RETRY),
             p.throttle,
+            p.content_type,
         ))
     }
 
@@ -458,7 +490,26 @@ impl DeliveryPolicy {
         Self::from_parts(
             sub.retry.or(topic.retry).unwrap_or(DEFAULT_RETRY),
             sub.throttle.or(topic.throttle),
+            sub.content_type.or(topic.content_type),
         )
+    }
+
+    /// The Content-Type of this policy's notifications: `headerContentType`, or
+    /// [`DEFAULT_CONTENT_TYPE`].
+    pub fn content_type(&self) -> &str {
+        self.header_content_type
+            .as_deref()
+            .unwrap_or(DEFAULT_CONTENT_TYPE)
+    }
+
+    /// The whole retry schedule's length: the sum of every delay
+    /// [`Self::delay_before_retry`] gives, seconds. Valid policies keep it at most
+    /// [`MAX_TOTAL_RETRY_SECS`].
+    pub fn total_retry_secs(&self) -> u64 {
+        (1..=self.num_retries)
+            .filter_map(|r| self.delay_before_retry(r))
+            .map(u64::from)
+            .sum()
     }
 
     /// Retries in the backoff phase: `numRetries - numNoDelayRetries - numMinDelayRetries -
@@ -524,6 +575,14 @@ impl DeliveryPolicy {
             self.num_min_delay_retries.into(),
         );
         retry.insert("backoffFunction".into(), self.backoff.as_str().into());
+        let request = match &self.header_content_type {
+            Some(t) => {
+                let mut r = Map::new();
+                r.insert("headerContentType".into(), t.clone().into());
+                Value::Object(r)
+            }
+            None => Value::Null,
+        };
         let throttle = match self.max_receives_per_second {
             Some(n) => {
                 let mut t = Map::new();
@@ -536,6 +595,9 @@ impl DeliveryPolicy {
         root.insert("healthyRetryPolicy".into(), Value::Object(retry));
         root.insert("sicklyRetryPolicy".into(), Value::Null);
         root.insert("throttlePolicy".into(), throttle);
+        if !request.is_null() {
+            root.insert("requestPolicy".into(), request);
+        }
         root.insert("guaranteed".into(), false.into());
         Value::Object(root).to_string()
     }
@@ -725,11 +787,84 @@ mod tests {
     fn limits_are_inclusive() {
         let p = sub(
             r#"{"healthyRetryPolicy":{"minDelayTarget":1,"maxDelayTarget":3600,"numRetries":100,
-               "numNoDelayRetries":40,"numMinDelayRetries":30,"numMaxDelayRetries":30}}"#,
+               "numNoDelayRetries":99,"numMaxDelayRetries":1}}"#,
         );
         assert_eq!(p.num_backoff_retries(), 0);
         assert_eq!(p.delay_before_retry(100), Some(3600));
         assert_eq!(p.delay_before_retry(101), None);
+        assert_eq!(p.total_retry_secs(), 3600);
+        // 100 retries 36 s apart: exactly the hour.
+        let p = sub(
+            r#"{"healthyRetryPolicy":{"minDelayTarget":36,"maxDelayTarget":36,"numRetries":100}}"#,
+        );
+        assert_eq!(p.total_retry_secs(), 3600);
+    }
+
+    #[test]
+    fn total_retry_time_over_an_hour_is_refused() {
+        // The AWS re:Post report of this error: 3599..3600 s with 10 retries.
+        for (topic, json, path) in [
+            (
+                true,
+                r#"{"http":{"defaultHealthyRetryPolicy":{"minDelayTarget":3599,"maxDelayTarget":3600,"numRetries":10}}}"#,
+                "http.defaultHealthyRetryPolicy",
+            ),
+            (
+                false,
+                r#"{"healthyRetryPolicy":{"minDelayTarget":37,"maxDelayTarget":37,"numRetries":100}}"#,
+                "healthyRetryPolicy",
+            ),
+            (
+                false,
+                r#"{"healthyRetryPolicy":{"minDelayTarget":1,"maxDelayTarget":3600,"numRetries":2}}"#,
+                "healthyRetryPolicy",
+            ),
+        ] {
+            let err = if topic {
+                DeliveryPolicy::parse_topic(json)
+            } else {
+                DeliveryPolicy::parse_subscription(json)
+            }
+            .expect_err(json);
+            assert_eq!(
+                err.message,
+                format!("Invalid parameter: DeliveryPolicy: {path}: Total policy retry time cannot be greater than 3600 seconds")
+            );
+        }
+    }
+
+    #[test]
+    fn request_policy_sets_the_content_type() {
+        assert_eq!(
+            DeliveryPolicy::default_http().content_type(),
+            "text/plain; charset=UTF-8"
+        );
+        let topic = r#"{"http":{"defaultRequestPolicy":{"headerContentType":"application/json"}}}"#;
+        let own = r#"{"requestPolicy":{"headerContentType":"text/xml"}}"#;
+        let retry_only = r#"{"healthyRetryPolicy":{"numRetries":1}}"#;
+        let eff = DeliveryPolicy::effective;
+        assert_eq!(eff(Some(topic), None).content_type(), "application/json");
+        assert_eq!(eff(Some(topic), Some(own)).content_type(), "text/xml");
+        assert_eq!(
+            eff(Some(topic), Some(retry_only)).content_type(),
+            "application/json"
+        );
+        assert_eq!(eff(None, Some(own)).content_type(), "text/xml");
+        // The effective policy shows it, and reads back.
+        let p = eff(None, Some(own));
+        assert!(p
+            .to_json()
+            .contains(r#""requestPolicy":{"headerContentType":"text/xml"}"#));
+        assert_eq!(sub(&p.to_json()), p);
+        for bad in ["", " ", r"text/plain\r\nX-Evil: 1", r"caf\u00e9"] {
+            let json = format!(r#"{{"requestPolicy":{{"headerContentType":"{bad}"}}}}"#);
+            let err = DeliveryPolicy::parse_subscription(&json).expect_err(&json);
+            assert_eq!(
+                err.message,
+                "Invalid parameter: DeliveryPolicy: requestPolicy.headerContentType must be a valid Content-Type header value",
+                "{json}"
+            );
+        }
     }
 
     #[test]
@@ -820,6 +955,7 @@ mod tests {
                                 num_max_delay_retries: max_delay,
                                 backoff,
                                 max_receives_per_second: throttle,
+                                header_content_type: None,
                             }
                         })
                     })
@@ -830,8 +966,13 @@ mod tests {
     proptest! {
         #[test]
         fn schedules_stay_within_the_policy(p in any_policy()) {
-            // Valid policies survive their JSON form.
-            prop_assert_eq!(&DeliveryPolicy::parse_subscription(&p.to_json()).unwrap(), &p);
+            // Policies within the hour survive their JSON form; longer ones are refused.
+            let parsed = DeliveryPolicy::parse_subscription(&p.to_json());
+            if p.total_retry_secs() <= u64::from(MAX_TOTAL_RETRY_SECS) {
+                prop_assert_eq!(&parsed.unwrap(), &p);
+            } else {
+                prop_assert!(parsed.unwrap_err().message.contains("Total policy retry time"));
+            }
             prop_assert_eq!(p.delay_before_retry(0), None);
             prop_assert_eq!(p.delay_before_retry(p.num_retries + 1), None);
             prop_assert_eq!(p.delay_before_retry(u32::MAX), None);

@@ -22,7 +22,8 @@ pub const DELIVERY_LEASE_MS: i64 = 60_000;
 
 impl Service {
     /// Takes up to `limit` due deliveries for a worker, leasing each. Deliveries of
-    /// subscriptions that no longer exist are dropped here.
+    /// subscriptions that no longer exist are dropped here, except the
+    /// UnsubscribeConfirmation that follows the subscription's deletion.
     pub async fn take_deliveries(&self, limit: u32) -> Result<Vec<DeliveryRecord>> {
         let now = self.now_ms();
         let taken = self
@@ -31,11 +32,12 @@ impl Service {
             .await?;
         let mut out = Vec::with_capacity(taken.len());
         for d in taken {
-            if self
-                .store
-                .get_subscription(&d.subscription)
-                .await?
-                .is_some()
+            if is_unsubscribe_confirmation(&d)
+                || self
+                    .store
+                    .get_subscription(&d.subscription)
+                    .await?
+                    .is_some()
             {
                 out.push(d);
             } else {
@@ -65,6 +67,19 @@ impl Service {
     pub async fn delivery_failed(&self, d: &DeliveryRecord, error: &str) -> Result<()> {
         let attempts = d.attempts + 1;
         let Some(sub) = self.store.get_subscription(&d.subscription).await? else {
+            // An UnsubscribeConfirmation outlives its subscription: AWS's default policy.
+            if is_unsubscribe_confirmation(d) {
+                if let Some(delay) =
+                    DeliveryPolicy::default_http().delay_before_retry(attempts as u32)
+                {
+                    let next = self.now_ms() + delay as i64 * 1000;
+                    self.store
+                        .retry_delivery(d.id, attempts, next, error)
+                        .await?;
+                    self.delivery_notify.notify_one();
+                    return Ok(());
+                }
+            }
             return self.store.finish_delivery(d.id).await;
         };
         let topic_policy = self
@@ -161,4 +176,11 @@ impl Service {
     pub async fn delivery_wakeup(&self) {
         self.delivery_notify.notified().await
     }
+}
+
+/// Whether `d` is the UnsubscribeConfirmation POST of a deleted subscription.
+fn is_unsubscribe_confirmation(d: &DeliveryRecord) -> bool {
+    d.headers
+        .iter()
+        .any(|(k, v)| k == "x-amz-sns-message-type" && v == "UnsubscribeConfirmation")
 }

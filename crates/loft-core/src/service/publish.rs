@@ -17,6 +17,7 @@ use super::messages::{sequence_number, DEDUP_WINDOW_MS};
 use super::topics::{invalid, url_encode, SEED_PAYLOAD_ATTRIBUTE};
 use super::Service;
 use crate::attributes::QueueConfig;
+use crate::delivery_policy::{DeliveryPolicy, DEFAULT_CONTENT_TYPE};
 use crate::error::{Error, ErrorCode, Result};
 use crate::filter_policy::{FilterPolicy, FilterPolicyScope};
 use crate::message::{self, MessageAttributes};
@@ -249,20 +250,34 @@ impl Service {
         }
     }
 
-    /// A durable HTTP/S delivery of `body` for subscription `sub`, with SNS's headers.
+    /// A durable HTTP/S delivery of `body` for subscription `sub` of `topic`, with SNS's
+    /// headers. Notifications take the Content-Type of the effective delivery policy's
+    /// `requestPolicy.headerContentType`; confirmations are always `text/plain;
+    /// charset=UTF-8`.
     pub(crate) fn http_delivery(
         &self,
+        topic: &TopicRecord,
         sub: &SubscriptionRecord,
-        topic_arn: &str,
         message_type: &str,
         message_id: &str,
         body: String,
         raw: bool,
     ) -> NewDelivery {
+        let topic_arn = self.topic_arn(&topic.name);
+        let content_type = if message_type == "Notification" {
+            DeliveryPolicy::effective(
+                topic.attributes.get("DeliveryPolicy").map(String::as_str),
+                sub.attributes.get("DeliveryPolicy").map(String::as_str),
+            )
+            .content_type()
+            .to_owned()
+        } else {
+            DEFAULT_CONTENT_TYPE.to_owned()
+        };
         let mut headers = vec![
             ("x-amz-sns-message-type".to_owned(), message_type.to_owned()),
             ("x-amz-sns-message-id".to_owned(), message_id.to_owned()),
-            ("x-amz-sns-topic-arn".to_owned(), topic_arn.to_owned()),
+            ("x-amz-sns-topic-arn".to_owned(), topic_arn),
         ];
         if message_type == "Notification" {
             headers.push((
@@ -276,7 +291,7 @@ impl Service {
         NewDelivery {
             subscription: sub.uuid.clone(),
             endpoint: sub.endpoint.clone(),
-            content_type: "text/plain; charset=UTF-8".into(),
+            content_type,
             headers,
             body,
             due_at_ms: self.now_ms(),
@@ -619,8 +634,8 @@ impl Service {
                             envelope_for(self, &text, &sub_arn)
                         };
                         deliveries.push(self.http_delivery(
+                            topic,
                             sub,
-                            &topic_arn,
                             "Notification",
                             &message_id,
                             body,
@@ -679,11 +694,13 @@ impl Service {
         Ok(results)
     }
 
-    /// Queues the SubscriptionConfirmation POST of an HTTP/S subscription.
+    /// Queues the SubscriptionConfirmation or UnsubscribeConfirmation (`message_type`)
+    /// POST of an HTTP/S subscription: a signed envelope with Token and SubscribeURL.
     pub(crate) async fn queue_confirmation(
         &self,
         topic: &TopicRecord,
         sub: &SubscriptionRecord,
+        message_type: &str,
         token: &str,
         subscribe_url: &str,
         message: &str,
@@ -691,7 +708,7 @@ impl Service {
         let topic_arn = self.topic_arn(&topic.name);
         let message_id = uuid::Uuid::new_v4().to_string();
         let fields = SignedFields {
-            message_type: "SubscriptionConfirmation".into(),
+            message_type: message_type.into(),
             message: message.into(),
             message_id: message_id.clone(),
             subject: None,
@@ -709,14 +726,7 @@ impl Service {
             None,
             None,
         );
-        let delivery = self.http_delivery(
-            sub,
-            &topic_arn,
-            "SubscriptionConfirmation",
-            &message_id,
-            body,
-            false,
-        );
+        let delivery = self.http_delivery(topic, sub, message_type, &message_id, body, false);
         self.store
             .publish(Vec::new(), vec![delivery], Vec::new())
             .await?;

@@ -488,8 +488,15 @@ impl Service {
             "You have chosen to subscribe to the topic {topic_arn}.\nTo confirm the subscription, visit the SubscribeURL included in this message."
         );
         if matches!(sub.protocol.as_str(), "http" | "https") {
-            self.queue_confirmation(topic, sub, token, &subscribe_url, &message)
-                .await?;
+            self.queue_confirmation(
+                topic,
+                sub,
+                "SubscriptionConfirmation",
+                token,
+                &subscribe_url,
+                &message,
+            )
+            .await?;
         } else {
             let record = RecordedMessage {
                 id: 0,
@@ -526,10 +533,40 @@ impl Service {
     }
 
     /// Unsubscribe: deletes the subscription; a missing one succeeds (the call is
-    /// idempotent). Errors: `InvalidParameter` for a malformed ARN.
+    /// idempotent). A confirmed HTTP/S endpoint then gets an UnsubscribeConfirmation POST
+    /// (SNS Developer Guide, "HTTP/HTTPS unsubscribe confirmation JSON format"), queued
+    /// before the subscription goes so that it is delivered even across a restart. Its
+    /// SubscribeURL carries a fresh token that no subscription holds: Loft cannot restore a
+    /// deleted subscription, so fetching it answers "Invalid token".
+    ///
+    /// Errors: `InvalidParameter` for a malformed ARN.
     pub async fn unsubscribe(&self, arn: &str) -> Result<()> {
         match self.subscription_by_arn(arn).await {
             Ok(s) => {
+                if s.confirmed && matches!(s.protocol.as_str(), "http" | "https") {
+                    if let Some(topic) = self.store.get_topic(&s.topic_name).await? {
+                        let token = new_token();
+                        let subscribe_url = format!(
+                            "{}/?Action=ConfirmSubscription&TopicArn={}&Token={}",
+                            self.config.advertised_url,
+                            url_encode(&self.topic_arn(&topic.name)),
+                            token
+                        );
+                        let message = format!(
+                            "You have chosen to deactivate subscription {}.\nTo cancel this operation and restore the subscription, visit the SubscribeURL included in this message.",
+                            self.subscription_arn(&s)
+                        );
+                        self.queue_confirmation(
+                            &topic,
+                            &s,
+                            "UnsubscribeConfirmation",
+                            &token,
+                            &subscribe_url,
+                            &message,
+                        )
+                        .await?;
+                    }
+                }
                 self.store.delete_subscription(&s.uuid).await?;
                 Ok(())
             }

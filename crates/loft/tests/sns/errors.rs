@@ -638,7 +638,6 @@ async fn query_errors_on_the_wire() {
 }
 
 #[tokio::test]
-#[ignore = "known divergence: Loft accepts delivery policies whose retries add up to more than an hour"]
 async fn a_delivery_policy_over_an_hour_of_retries_is_invalid() {
     // SNS Developer Guide, "Amazon SNS message delivery retries": "The total policy retry
     // time for an HTTP/S endpoint cannot be greater than 3,600 seconds"; AWS answers

@@ -399,7 +399,6 @@ async fn a_pending_delivery_survives_a_restart_of_loft_and_the_sink() {
 }
 
 #[tokio::test]
-#[ignore = "known divergence: Loft sends no UnsubscribeConfirmation (and drops deliveries of deleted subscriptions)"]
 async fn unsubscribing_an_http_endpoint_sends_an_unsubscribe_confirmation() {
     // SNS Developer Guide, "HTTP/HTTPS unsubscribe confirmation JSON format": after an
     // HTTP/S endpoint is unsubscribed, SNS POSTs an UnsubscribeConfirmation with a Token and
@@ -430,7 +429,6 @@ async fn unsubscribing_an_http_endpoint_sends_an_unsubscribe_confirmation() {
 }
 
 #[tokio::test]
-#[ignore = "known divergence: requestPolicy.headerContentType is validated but not used"]
 async fn the_request_policy_sets_the_content_type_of_notifications() {
     // SNS Developer Guide, "Creating an HTTP/S delivery policy": requestPolicy
     // headerContentType is the Content-Type of the notifications SNS POSTs.
