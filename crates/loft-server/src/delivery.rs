@@ -190,8 +190,13 @@ pub async fn deliver_due(svc: &Arc<Service>, client: &reqwest::Client) -> usize 
     n
 }
 
-/// Runs the delivery workers until the task is aborted.
-pub async fn run(svc: Arc<Service>) {
+/// Runs the delivery workers until `stop` resolves, then takes no more deliveries and
+/// waits for the attempts in flight to finish and be recorded (at most
+/// [`ATTEMPT_TIMEOUT_SECS`] plus 5 s), so a graceful shutdown leaves no delivery leased
+/// to a process that is gone. Attempts still running after that keep their lease, which
+/// expires after [`loft_core::service::DELIVERY_LEASE_MS`] as after a crash.
+pub async fn run(svc: Arc<Service>, stop: impl std::future::Future<Output = ()>) {
+    tokio::pin!(stop);
     let client = match client(Arc::new(svc.config().endpoint_policy.clone())) {
         Ok(c) => c,
         Err(e) => {
@@ -228,6 +233,20 @@ pub async fn run(svc: Arc<Service>) {
         tokio::select! {
             _ = svc.delivery_wakeup() => {}
             _ = tokio::time::sleep(idle) => {}
+            _ = &mut stop => break,
+        }
+    }
+    let in_flight = MAX_CONCURRENT - permits.available_permits();
+    if in_flight > 0 {
+        tracing::info!(in_flight, "waiting for delivery attempts in flight");
+        let all = permits.acquire_many(MAX_CONCURRENT as u32);
+        if tokio::time::timeout(Duration::from_secs(ATTEMPT_TIMEOUT_SECS + 5), all)
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                "delivery attempts still in flight at shutdown; their leases will expire"
+            );
         }
     }
 }

@@ -302,7 +302,13 @@ async fn serve(args: ServeArgs, file: Option<config::Config>) -> Result<(), Stri
         }
     }
     tracing::info!(db = %described, "loft started");
-    let delivery = tokio::spawn(loft_server::delivery::run(service.clone()));
+    let stop_delivery = Arc::new(tokio::sync::Notify::new());
+    let delivery = {
+        let stop = stop_delivery.clone();
+        tokio::spawn(loft_server::delivery::run(service.clone(), async move {
+            stop.notified().await
+        }))
+    };
     let reaper = {
         let service = service.clone();
         tokio::spawn(async move {
@@ -325,7 +331,9 @@ async fn serve(args: ServeArgs, file: Option<config::Config>) -> Result<(), Stri
         .await
         .map_err(|e| e.to_string())?;
     reaper.abort();
-    delivery.abort();
+    // Attempts in flight finish and are recorded before the store closes.
+    stop_delivery.notify_one();
+    let _ = delivery.await;
     engine.close().await;
     tracing::info!("loft stopped");
     Ok(())

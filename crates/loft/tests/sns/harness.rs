@@ -148,7 +148,12 @@ impl Server {
 
     /// Loft's stderr so far (for failure messages).
     pub fn stderr(&self) -> String {
-        std::fs::read_to_string(self.dir.path().join("stderr.log")).unwrap_or_default()
+        std::fs::read_to_string(self.stderr_path()).unwrap_or_default()
+    }
+
+    /// The file Loft's log goes to.
+    pub fn stderr_path(&self) -> std::path::PathBuf {
+        self.dir.path().join("stderr.log")
     }
 }
 

@@ -451,3 +451,50 @@ async fn the_request_policy_sets_the_content_type_of_notifications() {
     let hit = sink.next().await;
     assert_eq!(hit.header("content-type"), "application/json");
 }
+
+#[tokio::test]
+async fn sigterm_waits_for_the_delivery_attempt_in_flight() {
+    // A graceful shutdown must not leave a delivery leased to a process that is gone: Loft
+    // waits for the attempt in flight and records its outcome, so after a restart the
+    // retry comes on the policy's schedule (1 s here), not after the 60 s lease.
+    let mut server = Server::start();
+    let sns = server.sns();
+    let mut sink = Sink::start().await;
+    let topic = create_topic(&sns, "draining", &[]).await;
+    let policy = r#"{"healthyRetryPolicy":{"minDelayTarget":1,"maxDelayTarget":1,"numRetries":3}}"#;
+    let sub = subscribe_sink(
+        &server,
+        &mut sink,
+        &topic,
+        "/slow",
+        &[("DeliveryPolicy", policy)],
+    )
+    .await;
+    sink.hold_next();
+    sink.fail_next(1);
+    let id = publish(&sns, &topic, "in flight at shutdown").await;
+    let held = sink.next().await;
+    assert_eq!(held.json()["MessageId"], id);
+
+    // SIGTERM while the attempt is held; Loft says it is waiting for it.
+    let log = server.stderr_path();
+    let stopping = std::thread::spawn(move || {
+        server.stop();
+        server
+    });
+    eventually(PATIENCE, "Loft waiting for the attempt in flight", || {
+        let log = std::fs::read_to_string(&log).unwrap_or_default();
+        async move { log.contains("waiting for delivery attempts in flight") }
+    })
+    .await;
+    // The held attempt now fails (HTTP 500); Loft records the retry and exits 0.
+    sink.release();
+    let mut server = tokio::task::spawn_blocking(move || stopping.join().expect("stop"))
+        .await
+        .expect("join");
+    server.start_again();
+    let retry = sink.next().await;
+    assert_eq!(retry.status, 200);
+    let env = check_notification(&retry, &topic, &sub, &id).await;
+    assert_eq!(env["Message"], "in flight at shutdown");
+}

@@ -7,7 +7,7 @@
 //! (headers, confirmation), "Verifying the signatures of Amazon SNS messages".
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -58,6 +58,9 @@ struct Shared {
     tx: mpsc::UnboundedSender<Hit>,
     /// Requests still to answer with HTTP 500.
     failures: AtomicUsize,
+    /// Whether the next request is held until [`Sink::release`].
+    hold: AtomicBool,
+    release: tokio::sync::Notify,
 }
 
 /// The HTTP subscriber.
@@ -85,6 +88,9 @@ async fn record(State(s): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -
         at: Instant::now(),
         status: status.as_u16(),
     });
+    if s.hold.swap(false, Ordering::SeqCst) {
+        s.release.notified().await;
+    }
     status
 }
 
@@ -100,6 +106,8 @@ impl Sink {
         let shared = Arc::new(Shared {
             tx,
             failures: AtomicUsize::new(0),
+            hold: AtomicBool::new(false),
+            release: tokio::sync::Notify::new(),
         });
         let mut sink = Sink {
             addr,
@@ -157,6 +165,17 @@ impl Sink {
     /// Answers HTTP 500 to the next `n` requests.
     pub fn fail_next(&self, n: usize) {
         self.shared.failures.store(n, Ordering::SeqCst);
+    }
+
+    /// Holds the next request: it is reported by [`Self::next`] at once, but answered only
+    /// after [`Self::release`], so a test can act while a delivery attempt is in flight.
+    pub fn hold_next(&self) {
+        self.shared.hold.store(true, Ordering::SeqCst);
+    }
+
+    /// Lets the held request be answered.
+    pub fn release(&self) {
+        self.shared.release.notify_one();
     }
 
     /// The next request, waiting at most [`PATIENCE`].
