@@ -1,10 +1,19 @@
 //! Structured logs on stderr with `tracing`: human-readable text (the default) or one JSON
 //! object per line (`--log-format json`, env `LOFT_LOG_FORMAT`). The filter comes from
-//! `LOFT_LOG` (`tracing_subscriber` directives, default `info`). Lines written while a
+//! `LOFT_LOG` (`tracing_subscriber` directives, default [`DEFAULT_FILTER`]). Lines written while a
 //! request is served carry its `request_id` (the `request` span; see
 //! `loft_server::observe`).
+//!
+//! Lines are formatted on the thread that logs and written to stderr by a background
+//! thread (`tracing_appender::non_blocking`, lossless: a full buffer makes the logger wait,
+//! it never drops a line), so a request never waits on a `write(2)` to a slow terminal or
+//! pipe. Colours only when stderr is a terminal and `NO_COLOR` is unset.
 
 use clap::ValueEnum;
+
+/// The log filter when `LOFT_LOG` is unset: INFO and above, without the per-request
+/// access lines (`LOFT_LOG=info` adds them; see `loft_server::observe`).
+pub const DEFAULT_FILTER: &str = "info,loft::access=warn";
 
 /// How log lines are written.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
@@ -16,13 +25,21 @@ pub enum LogFormat {
     Json,
 }
 
-/// Installs the global subscriber. Call once, before anything logs.
-pub fn init(format: LogFormat) {
+/// Installs the global subscriber. Call once, before anything logs, and keep the returned
+/// guard until the process ends: dropping it flushes the lines not yet written.
+pub fn init(format: LogFormat) -> tracing_appender::non_blocking::WorkerGuard {
+    use std::io::IsTerminal;
     let filter = tracing_subscriber::EnvFilter::try_from_env("LOFT_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(DEFAULT_FILTER));
+    let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
+        .lossy(false)
+        .thread_name("loft-log-writer")
+        .finish(std::io::stderr());
+    let ansi = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+        .with_ansi(ansi)
+        .with_writer(writer);
     match format {
         LogFormat::Text => builder.init(),
         LogFormat::Json => builder
@@ -31,4 +48,5 @@ pub fn init(format: LogFormat) {
             .with_span_list(true)
             .init(),
     }
+    guard
 }
