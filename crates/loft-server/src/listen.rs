@@ -193,9 +193,18 @@ fn refusal(max: usize) -> Response<Body> {
     resp
 }
 
-/// The answer to a plain HTTP request on a TLS listener.
-fn plain_on_tls(addr: Option<SocketAddr>) -> Response<Body> {
-    let url = addr.map_or_else(|| "https://".to_owned(), |a| format!("https://{a}"));
+/// The answer to a plain HTTP request `req` on a TLS listener bound at `local`: the https
+/// URL of the host the client named (`Host`), else of the bound address.
+fn plain_on_tls(req: &Request<Incoming>, local: Option<SocketAddr>) -> Response<Body> {
+    let host = req
+        .headers()
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .filter(|h| !h.is_empty())
+        .map(str::to_owned)
+        .or_else(|| local.map(|a| a.to_string()))
+        .unwrap_or_default();
+    let url = format!("https://{host}");
     let body = serde_json::json!({
         "error": format!("this listener speaks HTTPS: use {url}"),
     })
@@ -211,19 +220,15 @@ fn plain_on_tls(addr: Option<SocketAddr>) -> Response<Body> {
     resp
 }
 
-/// Answers every request on `io` with `answer` over HTTP/1, one request at most, within
-/// `timeout` (header read and whole exchange bounded), then closes.
-async fn answer_once<S>(io: S, timeout: Duration, answer: Response<Body>)
+/// Answers one request on `io` with `answer(request)` over HTTP/1 and closes; the header
+/// read is bounded by `timeout` and the whole exchange by twice that.
+async fn answer_once<S, F>(io: S, timeout: Duration, answer: F)
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    F: Fn(&Request<Incoming>) -> Response<Body> + Send + 'static,
 {
-    let answer = std::sync::Mutex::new(Some(answer));
-    let service = hyper::service::service_fn(move |_req: Request<Incoming>| {
-        let resp = answer
-            .lock()
-            .ok()
-            .and_then(|mut a| a.take())
-            .unwrap_or_else(|| Response::new(Body::empty()));
+    let service = hyper::service::service_fn(move |req: Request<Incoming>| {
+        let resp = answer(&req);
         async move { Ok::<_, Infallible>(resp) }
     });
     let conn = hyper::server::conn::http1::Builder::new()
@@ -276,6 +281,7 @@ async fn open_tls(acceptor: &TlsAcceptor, stream: TcpStream, timeout: Duration) 
 
 /// What every connection task of one listener shares.
 struct Shared {
+    tls: Option<TlsAcceptor>,
     router: Router,
     builder: Builder<TokioExecutor>,
     scheme: Scheme,
@@ -313,7 +319,7 @@ where
 /// the [`ServerLimits::max_connections`] slots, and must finish within
 /// [`ServerLimits::header_read_timeout`]; a failed handshake closes that connection only.
 /// A plain HTTP request there is answered `400 {"error": "this listener speaks HTTPS: use
-/// https://ADDR"}` and the connection closed.
+/// https://HOST"}` (the request's `Host`) and the connection closed.
 ///
 /// Errors: none today (accept errors such as running out of file descriptors are logged
 /// and retried after a pause); the `Result` leaves room for listener set-up failures.
@@ -336,6 +342,7 @@ pub async fn serve(
     for listener in listeners {
         let stop = stop_rx.clone();
         let shared = Arc::new(Shared {
+            tls: listener.tls.clone(),
             router: router.clone(),
             builder: builder(&limits),
             scheme: listener.scheme(),
@@ -343,7 +350,7 @@ pub async fn serve(
             local: listener.tcp.local_addr().ok(),
         });
         tasks.push(tokio::spawn(accept_loop(
-            listener,
+            listener.tcp,
             shared,
             stop,
             slots.clone(),
@@ -354,8 +361,8 @@ pub async fn serve(
     for t in tasks {
         t.await.map_err(std::io::Error::other)?;
     }
-    // Every listener has stopped: close idle connections, finish in-flight requests (and
-    // TLS handshakes under way, which then shut down at once).
+    // Every listener has stopped (and dropped the TLS handshakes under way): close idle
+    // connections, finish in-flight requests.
     match Arc::try_unwrap(graceful) {
         Ok(g) => g.shutdown().await,
         Err(_) => tracing::warn!("graceful shutdown: connections still referenced"),
@@ -365,14 +372,13 @@ pub async fn serve(
 
 /// Accepts connections on one listener until `stop` turns true.
 async fn accept_loop(
-    listener: Listener,
+    tcp: TcpListener,
     shared: Arc<Shared>,
     mut stop: watch::Receiver<bool>,
     slots: Arc<Semaphore>,
     refusing: Arc<Semaphore>,
     graceful: Arc<GracefulShutdown>,
 ) {
-    let Listener { tcp, tls } = listener;
     loop {
         let accepted = tokio::select! {
             r = tcp.accept() => r,
@@ -393,32 +399,10 @@ async fn accept_loop(
                 // Taken here, on the accept loop, so that a shutdown waits for this
                 // connection even while its TLS handshake is under way.
                 let watcher = graceful.watcher();
-                let shared = shared.clone();
-                let tls = tls.clone();
-                let mut stop = stop.clone();
+                let (shared, stop) = (shared.clone(), stop.clone());
                 tokio::spawn(async move {
                     let _slot = slot;
-                    let Some(acceptor) = tls else {
-                        serve_http(&shared, stream, watcher, peer).await;
-                        return;
-                    };
-                    let timeout = shared.limits.header_read_timeout;
-                    let opening = tokio::select! {
-                        o = open_tls(&acceptor, stream, timeout) => o,
-                        _ = stop.wait_for(|s| *s) => return,
-                    };
-                    match opening {
-                        Opening::Tls(s) => serve_http(&shared, s, watcher, peer).await,
-                        Opening::PlainHttp(s) => {
-                            drop(watcher);
-                            tracing::debug!(%peer, "plain HTTP on a TLS listener; answering 400");
-                            let answer = plain_on_tls(shared.local);
-                            answer_once(s, timeout.min(Duration::from_secs(5)), answer).await;
-                        }
-                        Opening::Failed(why) => {
-                            tracing::debug!(%peer, reason = %why, "TLS connection closed before HTTP");
-                        }
-                    }
+                    connection(&shared, stream, peer, watcher, stop).await;
                 });
             }
             Err(_) => {
@@ -428,23 +412,64 @@ async fn accept_loop(
                 };
                 let max = shared.limits.max_connections;
                 tracing::warn!(%peer, max, "connection limit reached; answering 503");
-                let timeout = shared
-                    .limits
-                    .header_read_timeout
-                    .min(Duration::from_secs(5));
-                let tls = tls.clone();
+                let shared = shared.clone();
                 tokio::spawn(async move {
                     let _turn = turn;
-                    match tls {
-                        None => answer_once(stream, timeout, refusal(max)).await,
-                        Some(acceptor) => match open_tls(&acceptor, stream, timeout).await {
-                            Opening::Tls(s) => answer_once(s, timeout, refusal(max)).await,
-                            Opening::PlainHttp(s) => answer_once(s, timeout, refusal(max)).await,
-                            Opening::Failed(_) => {}
-                        },
-                    }
+                    refuse(&shared, stream).await;
                 });
             }
         }
+    }
+}
+
+/// One connection within the limit: its TLS handshake on a TLS listener, then HTTP until
+/// it ends; a shutdown during the handshake drops it.
+async fn connection(
+    shared: &Shared,
+    stream: TcpStream,
+    peer: SocketAddr,
+    watcher: Watcher,
+    mut stop: watch::Receiver<bool>,
+) {
+    let Some(acceptor) = &shared.tls else {
+        serve_http(shared, stream, watcher, peer).await;
+        return;
+    };
+    let timeout = shared.limits.header_read_timeout;
+    let opening = tokio::select! {
+        o = open_tls(acceptor, stream, timeout) => o,
+        _ = stop.wait_for(|s| *s) => return,
+    };
+    match opening {
+        Opening::Tls(s) => serve_http(shared, s, watcher, peer).await,
+        Opening::PlainHttp(s) => {
+            drop(watcher);
+            tracing::debug!(%peer, "plain HTTP on a TLS listener; answering 400");
+            let local = shared.local;
+            let answer = move |req: &Request<Incoming>| plain_on_tls(req, local);
+            answer_once(s, timeout.min(Duration::from_secs(5)), answer).await;
+        }
+        Opening::Failed(why) => {
+            tracing::debug!(%peer, reason = %why, "TLS connection closed before HTTP");
+        }
+    }
+}
+
+/// One connection over the limit: answered 503 (after its TLS handshake on a TLS
+/// listener), within 5 s or the header read timeout if shorter.
+async fn refuse(shared: &Shared, stream: TcpStream) {
+    let max = shared.limits.max_connections;
+    let timeout = shared
+        .limits
+        .header_read_timeout
+        .min(Duration::from_secs(5));
+    let answer = move |_: &Request<Incoming>| refusal(max);
+    match &shared.tls {
+        None => answer_once(stream, timeout, answer).await,
+        Some(acceptor) => match open_tls(acceptor, stream, timeout).await {
+            Opening::Tls(s) => answer_once(s, timeout, answer).await,
+            Opening::PlainHttp(s) => answer_once(s, timeout, answer).await,
+            Opening::Failed(_) => {}
+        },
     }
 }
