@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Builds Loft, starts `target/debug/loft serve` on a free port with a throw-away database,
 # runs tests/fifo_boto3.py, tests/sns_boto3.py and tests/aws_clients.py (boto3, the AWS CLI v1, raw Query) against it, then
-# tests/signed_clients.py against a second server that requires SigV4, and stops each
-# server by its PID. Exits with the script's status; its last line is "N passed, N failed".
+# tests/signed_clients.py against a second server that requires SigV4, then
+# tests/tls_clients.py against a third serving HTTPS with a self-signed certificate made by
+# openssl, and stops each server by its PID. Exits with the script's status; its last line
+# is "N passed, N failed".
 #
-# Needs python3 with boto3 and the `aws` CLI (v1) on PATH. Extra arguments go to the
-# script (e.g. -k cli).
+# Needs python3 with boto3, the `aws` CLI (v1) on PATH, and openssl (without it the HTTPS
+# checks are skipped with a note). Extra arguments go to tests/aws_clients.py (e.g. -k cli).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -32,11 +34,12 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# Starts `loft serve` on a free port with database $1 (extra environment before the call);
-# sets server_pid and endpoint.
+# Starts `loft serve` on a free port with database $1 and any further arguments (extra
+# environment before the call); sets server_pid and endpoint.
 start_loft() {
     local db="$1"
-    LOFT_LOG="${LOFT_LOG:-warn}" target/debug/loft serve --listen 127.0.0.1:0 --db "$db" \
+    shift
+    LOFT_LOG="${LOFT_LOG:-warn}" target/debug/loft serve --listen 127.0.0.1:0 --db "$db" "$@" \
         >"$work/stdout" 2>"$work/stderr" &
     server_pid=$!
     endpoint=""
@@ -77,4 +80,17 @@ secret="signed/Secret+$RANDOM"
 LOFT_CREDENTIALS="$key:$secret" start_loft "$work/signed.db"
 echo "loft with credentials (pid $server_pid) at $endpoint"
 python3 tests/signed_clients.py --endpoint "$endpoint" --key "$key" --secret "$secret" || status=$?
+
+# The clients over HTTPS, trusting a certificate made here.
+stop_loft
+if command -v openssl >/dev/null; then
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
+        -subj /CN=localhost -addext "subjectAltName=IP:127.0.0.1,DNS:localhost" \
+        -keyout "$work/tls-key.pem" -out "$work/tls-cert.pem" 2>/dev/null
+    start_loft "$work/tls.db" --tls-cert "$work/tls-cert.pem" --tls-key "$work/tls-key.pem"
+    echo "loft over HTTPS (pid $server_pid) at $endpoint"
+    python3 tests/tls_clients.py --endpoint "$endpoint" --ca "$work/tls-cert.pem" || status=$?
+else
+    echo "openssl is not installed: the HTTPS checks (tests/tls_clients.py) are skipped" >&2
+fi
 exit "$status"

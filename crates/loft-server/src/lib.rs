@@ -5,7 +5,9 @@
 //! - [`aws`]: the AWS protocols (SQS JSON and Query; SNS Query).
 //! - [`auth`]: credentials and where SigV4 signatures are required.
 //! - [`sigv4`]: Signature Version 4 verification as pure functions.
-//! - [`listen`]: the accept loop: connection limit, header size limit, graceful shutdown.
+//! - [`listen`]: the accept loop: connection limit, header size limit, TLS, graceful
+//!   shutdown.
+//! - [`tls`]: listeners' certificate and key (PEM files) as a rustls configuration.
 //! - [`inspect`]: Loft's inspection routes (recorded messages, signing certificate).
 //! - [`delivery`]: workers that POST topic deliveries to HTTP endpoints.
 //! - [`sns_signing`]: the key, certificate and signatures of SNS HTTP/S messages.
@@ -29,5 +31,6 @@ pub mod observe;
 pub mod routes;
 pub mod sigv4;
 pub mod sns_signing;
+pub mod tls;
 
 pub use routes::{router, router_with, serve};

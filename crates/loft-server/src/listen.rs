@@ -13,9 +13,15 @@
 //!   connections do not hold slots forever.
 //! - **Shutdown**: when the shutdown future completes, listeners stop accepting, idle
 //!   connections close, and in-flight requests finish before [`serve`] returns.
+//! - **TLS**: a [`Listener`] made with [`Listener::tls`] speaks HTTPS (rustls; see
+//!   [`crate::tls`]). The handshake runs on the connection's own task under the same
+//!   connection slot and within the header read timeout, so a slow or failed handshake holds
+//!   or closes only its own connection. Every request carries its listener's [`Scheme`] as
+//!   an extension, which is how URLs Loft builds from a request (queue URLs) get `https`.
 
 use std::convert::Infallible;
 use std::future::Future;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -25,10 +31,108 @@ use axum::Router;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto::Builder;
-use hyper_util::server::graceful::GracefulShutdown;
-use tokio::net::TcpListener;
+use hyper_util::server::graceful::{GracefulShutdown, Watcher};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, Semaphore};
+use tokio_rustls::TlsAcceptor;
 use tower_service::Service as _;
+
+/// The scheme a request arrived by: the listener's. [`serve`] inserts it into every
+/// request's extensions; a request served another way (a test calling the router
+/// directly) has none, which means [`Scheme::Http`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub enum Scheme {
+    /// Plain HTTP.
+    #[default]
+    Http,
+    /// HTTP over TLS.
+    Https,
+}
+
+impl Scheme {
+    /// `"http"` or `"https"`, as in a URL.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scheme::Http => "http",
+            Scheme::Https => "https",
+        }
+    }
+}
+
+impl std::fmt::Display for Scheme {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A bound TCP listener and, for HTTPS, the TLS acceptor of its connections.
+pub struct Listener {
+    tcp: TcpListener,
+    tls: Option<TlsAcceptor>,
+}
+
+impl Listener {
+    /// A plain HTTP listener.
+    pub fn plain(tcp: TcpListener) -> Listener {
+        Listener { tcp, tls: None }
+    }
+
+    /// An HTTPS listener: every connection must open with a TLS handshake `acceptor`
+    /// completes ([`crate::tls::acceptor`] makes one from PEM files).
+    pub fn tls(tcp: TcpListener, acceptor: TlsAcceptor) -> Listener {
+        Listener {
+            tcp,
+            tls: Some(acceptor),
+        }
+    }
+
+    /// [`Scheme::Https`] for a TLS listener, else [`Scheme::Http`].
+    pub fn scheme(&self) -> Scheme {
+        if self.tls.is_some() {
+            Scheme::Https
+        } else {
+            Scheme::Http
+        }
+    }
+
+    /// The bound address (with the port the system picked for port 0).
+    ///
+    /// Errors: the socket's own (rare: the socket is gone).
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.tcp.local_addr()
+    }
+
+    /// `scheme://IP:PORT` of this listener, with `127.0.0.1` (or `::1`) standing for an
+    /// unspecified address (`0.0.0.0`, `::`): a URL a local client can use.
+    ///
+    /// Errors: [`Listener::local_addr`]'s.
+    pub fn local_url(&self) -> std::io::Result<String> {
+        let mut addr = self.local_addr()?;
+        if addr.ip().is_unspecified() {
+            addr.set_ip(match addr {
+                SocketAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
+                SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
+            });
+        }
+        Ok(format!("{}://{addr}", self.scheme()))
+    }
+}
+
+impl std::fmt::Debug for Listener {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Listener")
+            .field("addr", &self.tcp.local_addr().ok())
+            .field("scheme", &self.scheme())
+            .finish()
+    }
+}
+
+impl From<TcpListener> for Listener {
+    fn from(tcp: TcpListener) -> Listener {
+        Listener::plain(tcp)
+    }
+}
 
 /// How many over-limit connections are answered with a 503 at once.
 pub const MAX_REFUSING: usize = 64;
@@ -89,13 +193,138 @@ fn refusal(max: usize) -> Response<Body> {
     resp
 }
 
+/// The answer to a plain HTTP request `req` on a TLS listener bound at `local`: the https
+/// URL of the host the client named (`Host`), else of the bound address.
+fn plain_on_tls(req: &Request<Incoming>, local: Option<SocketAddr>) -> Response<Body> {
+    let host = req
+        .headers()
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .filter(|h| !h.is_empty())
+        .map(str::to_owned)
+        .or_else(|| local.map(|a| a.to_string()))
+        .unwrap_or_default();
+    let url = format!("https://{host}");
+    let body = serde_json::json!({
+        "error": format!("this listener speaks HTTPS: use {url}"),
+    })
+    .to_string();
+    let mut resp = Response::new(Body::from(body));
+    *resp.status_mut() = StatusCode::BAD_REQUEST;
+    let h = resp.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    h.insert(header::CONNECTION, HeaderValue::from_static("close"));
+    resp
+}
+
+/// Answers one request on `io` with `answer(request)` over HTTP/1 and closes; the header
+/// read is bounded by `timeout` and the whole exchange by twice that.
+async fn answer_once<S, F>(io: S, timeout: Duration, answer: F)
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    F: Fn(&Request<Incoming>) -> Response<Body> + Send + 'static,
+{
+    let service = hyper::service::service_fn(move |req: Request<Incoming>| {
+        let resp = answer(&req);
+        async move { Ok::<_, Infallible>(resp) }
+    });
+    let conn = hyper::server::conn::http1::Builder::new()
+        .keep_alive(false)
+        .timer(TokioTimer::new())
+        .header_read_timeout(timeout)
+        .serve_connection(TokioIo::new(io), service);
+    let _ = tokio::time::timeout(timeout * 2, conn).await;
+}
+
+/// What the first bytes of a connection on a TLS listener turned out to be.
+enum Opening {
+    /// A completed TLS handshake.
+    Tls(Box<tokio_rustls::server::TlsStream<TcpStream>>),
+    /// Plain HTTP (the first byte is an ASCII letter, as in `GET` or `POST`).
+    PlainHttp(TcpStream),
+    /// Neither, a failed handshake, or nothing in time: close.
+    Failed(String),
+}
+
+/// Waits for the client's first byte and, when it opens a TLS record, completes the
+/// handshake; all within `timeout`.
+async fn open_tls(acceptor: &TlsAcceptor, stream: TcpStream, timeout: Duration) -> Opening {
+    let work = async move {
+        let mut first = [0u8; 1];
+        match stream.peek(&mut first).await {
+            Ok(0) => return Opening::Failed("closed before the handshake".into()),
+            Ok(_) => {}
+            Err(e) => return Opening::Failed(e.to_string()),
+        }
+        // 0x16: a TLS handshake record (ClientHello).
+        if first[0] != 0x16 {
+            if first[0].is_ascii_alphabetic() {
+                return Opening::PlainHttp(stream);
+            }
+            return Opening::Failed(format!(
+                "not a TLS handshake (first byte {:#04x})",
+                first[0]
+            ));
+        }
+        match acceptor.accept(stream).await {
+            Ok(s) => Opening::Tls(Box::new(s)),
+            Err(e) => Opening::Failed(format!("TLS handshake failed: {e}")),
+        }
+    };
+    tokio::time::timeout(timeout, work)
+        .await
+        .unwrap_or_else(|_| Opening::Failed("no TLS handshake in time".into()))
+}
+
+/// What every connection task of one listener shares.
+struct Shared {
+    tls: Option<TlsAcceptor>,
+    router: Router,
+    builder: Builder<TokioExecutor>,
+    scheme: Scheme,
+    limits: Arc<ServerLimits>,
+    local: Option<SocketAddr>,
+}
+
+/// Serves `io` with the router until the client closes, the connection fails, or a
+/// graceful shutdown (through `watcher`) lets its in-flight requests finish.
+async fn serve_http<S>(shared: &Shared, io: S, watcher: Watcher, peer: SocketAddr)
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let router = shared.router.clone();
+    let scheme = shared.scheme;
+    let service = hyper::service::service_fn(move |mut req: Request<Incoming>| {
+        req.extensions_mut().insert(scheme);
+        let mut router = router.clone();
+        async move { router.call(req.map(Body::new)).await }
+    });
+    let conn = shared
+        .builder
+        .serve_connection_with_upgrades(TokioIo::new(io), service)
+        .into_owned();
+    if let Err(e) = watcher.watch(conn).await {
+        tracing::trace!(%peer, error = %e, "connection ended with an error");
+    }
+}
+
 /// Serves `router` on every listener under `limits` until `shutdown` completes, then stops
-/// accepting, lets in-flight requests finish and returns.
+/// accepting, lets in-flight requests finish and returns. Each request carries its
+/// listener's [`Scheme`] as an extension.
+///
+/// On a TLS listener the handshake happens on the connection's own task, holding one of
+/// the [`ServerLimits::max_connections`] slots, and must finish within
+/// [`ServerLimits::header_read_timeout`]; a failed handshake closes that connection only.
+/// A plain HTTP request there is answered `400 {"error": "this listener speaks HTTPS: use
+/// https://HOST"}` (the request's `Host`) and the connection closed.
 ///
 /// Errors: none today (accept errors such as running out of file descriptors are logged
 /// and retried after a pause); the `Result` leaves room for listener set-up failures.
 pub async fn serve(
-    listeners: Vec<TcpListener>,
+    listeners: Vec<Listener>,
     router: Router,
     shutdown: impl Future<Output = ()> + Send + 'static,
     limits: ServerLimits,
@@ -111,78 +340,136 @@ pub async fn serve(
     let graceful = Arc::new(GracefulShutdown::new());
     let mut tasks = Vec::new();
     for listener in listeners {
-        let mut stop = stop_rx.clone();
-        let router = router.clone();
-        let limits = limits.clone();
-        let slots = slots.clone();
-        let refusing = refusing.clone();
-        let graceful = graceful.clone();
-        tasks.push(tokio::spawn(async move {
-            let builder = builder(&limits);
-            loop {
-                let accepted = tokio::select! {
-                    r = listener.accept() => r,
-                    _ = stop.wait_for(|s| *s) => break,
-                };
-                let (stream, peer) = match accepted {
-                    Ok(a) => a,
-                    Err(e) => {
-                        // EMFILE and friends: wait for connections to close.
-                        tracing::warn!(error = %e, "accept failed");
-                        tokio::time::sleep(Duration::from_millis(100)).await;
-                        continue;
-                    }
-                };
-                let _ = stream.set_nodelay(true);
-                let io = TokioIo::new(stream);
-                match slots.clone().try_acquire_owned() {
-                    Ok(slot) => {
-                        let router = router.clone();
-                        let service = hyper::service::service_fn(move |req: Request<Incoming>| {
-                            let mut router = router.clone();
-                            async move { router.call(req.map(Body::new)).await }
-                        });
-                        let conn = builder.serve_connection_with_upgrades(io, service).into_owned();
-                        let conn = graceful.watch(conn);
-                        tokio::spawn(async move {
-                            let _slot = slot;
-                            if let Err(e) = conn.await {
-                                tracing::trace!(%peer, error = %e, "connection ended with an error");
-                            }
-                        });
-                    }
-                    Err(_) => {
-                        let Ok(turn) = refusing.clone().try_acquire_owned() else {
-                            tracing::warn!(%peer, "connection limit reached; connection closed");
-                            continue;
-                        };
-                        tracing::warn!(%peer, max = limits.max_connections, "connection limit reached; answering 503");
-                        let max = limits.max_connections;
-                        let timeout = limits.header_read_timeout.min(Duration::from_secs(5));
-                        tokio::spawn(async move {
-                            let _turn = turn;
-                            let service = hyper::service::service_fn(move |_req: Request<Incoming>| async move {
-                                Ok::<_, Infallible>(refusal(max))
-                            });
-                            let conn = hyper::server::conn::http1::Builder::new()
-                                .keep_alive(false)
-                                .timer(TokioTimer::new())
-                                .header_read_timeout(timeout)
-                                .serve_connection(io, service);
-                            let _ = tokio::time::timeout(timeout * 2, conn).await;
-                        });
-                    }
-                }
-            }
-        }));
+        let stop = stop_rx.clone();
+        let shared = Arc::new(Shared {
+            tls: listener.tls.clone(),
+            router: router.clone(),
+            builder: builder(&limits),
+            scheme: listener.scheme(),
+            limits: limits.clone(),
+            local: listener.tcp.local_addr().ok(),
+        });
+        tasks.push(tokio::spawn(accept_loop(
+            listener.tcp,
+            shared,
+            stop,
+            slots.clone(),
+            refusing.clone(),
+            graceful.clone(),
+        )));
     }
     for t in tasks {
         t.await.map_err(std::io::Error::other)?;
     }
-    // Every listener has stopped: close idle connections, finish in-flight requests.
+    // Every listener has stopped (and dropped the TLS handshakes under way): close idle
+    // connections, finish in-flight requests.
     match Arc::try_unwrap(graceful) {
         Ok(g) => g.shutdown().await,
         Err(_) => tracing::warn!("graceful shutdown: connections still referenced"),
     }
     Ok(())
+}
+
+/// Accepts connections on one listener until `stop` turns true.
+async fn accept_loop(
+    tcp: TcpListener,
+    shared: Arc<Shared>,
+    mut stop: watch::Receiver<bool>,
+    slots: Arc<Semaphore>,
+    refusing: Arc<Semaphore>,
+    graceful: Arc<GracefulShutdown>,
+) {
+    loop {
+        let accepted = tokio::select! {
+            r = tcp.accept() => r,
+            _ = stop.wait_for(|s| *s) => break,
+        };
+        let (stream, peer) = match accepted {
+            Ok(a) => a,
+            Err(e) => {
+                // EMFILE and friends: wait for connections to close.
+                tracing::warn!(error = %e, "accept failed");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        match slots.clone().try_acquire_owned() {
+            Ok(slot) => {
+                // Taken here, on the accept loop, so that a shutdown waits for this
+                // connection even while its TLS handshake is under way.
+                let watcher = graceful.watcher();
+                let (shared, stop) = (shared.clone(), stop.clone());
+                tokio::spawn(async move {
+                    let _slot = slot;
+                    connection(&shared, stream, peer, watcher, stop).await;
+                });
+            }
+            Err(_) => {
+                let Ok(turn) = refusing.clone().try_acquire_owned() else {
+                    tracing::warn!(%peer, "connection limit reached; connection closed");
+                    continue;
+                };
+                let max = shared.limits.max_connections;
+                tracing::warn!(%peer, max, "connection limit reached; answering 503");
+                let shared = shared.clone();
+                tokio::spawn(async move {
+                    let _turn = turn;
+                    refuse(&shared, stream).await;
+                });
+            }
+        }
+    }
+}
+
+/// One connection within the limit: its TLS handshake on a TLS listener, then HTTP until
+/// it ends; a shutdown during the handshake drops it.
+async fn connection(
+    shared: &Shared,
+    stream: TcpStream,
+    peer: SocketAddr,
+    watcher: Watcher,
+    mut stop: watch::Receiver<bool>,
+) {
+    let Some(acceptor) = &shared.tls else {
+        serve_http(shared, stream, watcher, peer).await;
+        return;
+    };
+    let timeout = shared.limits.header_read_timeout;
+    let opening = tokio::select! {
+        o = open_tls(acceptor, stream, timeout) => o,
+        _ = stop.wait_for(|s| *s) => return,
+    };
+    match opening {
+        Opening::Tls(s) => serve_http(shared, s, watcher, peer).await,
+        Opening::PlainHttp(s) => {
+            drop(watcher);
+            tracing::debug!(%peer, "plain HTTP on a TLS listener; answering 400");
+            let local = shared.local;
+            let answer = move |req: &Request<Incoming>| plain_on_tls(req, local);
+            answer_once(s, timeout.min(Duration::from_secs(5)), answer).await;
+        }
+        Opening::Failed(why) => {
+            tracing::debug!(%peer, reason = %why, "TLS connection closed before HTTP");
+        }
+    }
+}
+
+/// One connection over the limit: answered 503 (after its TLS handshake on a TLS
+/// listener), within 5 s or the header read timeout if shorter.
+async fn refuse(shared: &Shared, stream: TcpStream) {
+    let max = shared.limits.max_connections;
+    let timeout = shared
+        .limits
+        .header_read_timeout
+        .min(Duration::from_secs(5));
+    let answer = move |_: &Request<Incoming>| refusal(max);
+    match &shared.tls {
+        None => answer_once(stream, timeout, answer).await,
+        Some(acceptor) => match open_tls(acceptor, stream, timeout).await {
+            Opening::Tls(s) => answer_once(s, timeout, answer).await,
+            Opening::PlainHttp(s) => answer_once(s, timeout, answer).await,
+            Opening::Failed(_) => {}
+        },
+    }
 }

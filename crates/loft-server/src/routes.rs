@@ -121,7 +121,7 @@ pub fn router_with(
         .with_state(state)
 }
 
-/// Serves `router` on every listener until `shutdown` completes, then stops accepting,
+/// Serves `router` over plain HTTP on every listener until `shutdown` completes, then stops accepting,
 /// lets in-flight requests finish and returns; with the default
 /// [`crate::listen::ServerLimits`] (see [`crate::listen::serve`] to choose them).
 ///
@@ -131,5 +131,9 @@ pub async fn serve(
     router: Router,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    let listeners = listeners
+        .into_iter()
+        .map(crate::listen::Listener::plain)
+        .collect();
     crate::listen::serve(listeners, router, shutdown, Default::default()).await
 }

@@ -30,7 +30,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
-use std::net::SocketAddr;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
@@ -39,6 +38,8 @@ use loft_core::names::{self, Naming};
 use loft_core::{ErrorCode, Service};
 use serde::Deserialize;
 use toml::Spanned;
+
+use crate::listeners::ListenAddr;
 
 /// A configuration problem: where it is and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -94,6 +95,8 @@ enum Listen {
 struct ServerSection {
     listen: Option<Spanned<Listen>>,
     db: Option<String>,
+    tls_cert: Option<String>,
+    tls_key: Option<String>,
     durability: Option<FileDurability>,
     account_id: Option<Spanned<String>>,
     region: Option<String>,
@@ -150,10 +153,14 @@ struct FileShape {
 /// The `[server]` settings a file gives; `None` where it says nothing.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ServerSettings {
-    /// `listen`: addresses to listen on.
-    pub listen: Option<Vec<SocketAddr>>,
+    /// `listen`: addresses to listen on (`IP:PORT`, `http://IP:PORT`, `https://IP:PORT`).
+    pub listen: Option<Vec<ListenAddr>>,
     /// `db`: the SQLite file, resolved against the config file's directory when relative.
     pub db: Option<PathBuf>,
+    /// `tls_cert`: PEM certificate chain of HTTPS listeners, resolved like `db`.
+    pub tls_cert: Option<PathBuf>,
+    /// `tls_key`: PEM private key of `tls_cert`, resolved like `db`.
+    pub tls_key: Option<PathBuf>,
     /// `durability`.
     pub durability: Option<FileDurability>,
     /// `account_id`: 12 digits.
@@ -457,9 +464,9 @@ fn convert_attributes(
 }
 
 /// Parses and checks the text of a configuration file (`path` is used in errors and to
-/// resolve a relative `db`). Checks: TOML syntax and types, unknown keys, `listen`
-/// addresses, `account_id` (12 digits), `advertised_url` (http or https), queue and topic
-/// names, duplicate names, queue attributes (CreateQueue's validation), RedrivePolicy
+/// resolve relative `db`, `tls_cert` and `tls_key` paths). Checks: TOML syntax and types,
+/// unknown keys, `listen` addresses, `account_id` (12 digits), `advertised_url` (http or
+/// https), queue and topic names, duplicate names, queue attributes (CreateQueue's validation), RedrivePolicy
 /// JSON, and dead-letter cycles among the declared queues.
 ///
 /// Errors: a [`ConfigError`] at the offending line.
@@ -489,25 +496,27 @@ pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
         }
         let mut addrs = Vec::new();
         for a in list {
-            addrs.push(a.parse::<SocketAddr>().map_err(|_| {
-                at(
-                    &listen.span(),
-                    format!("listen: {a:?} is not an IP:PORT address (e.g. 127.0.0.1:9324)"),
-                )
-            })?);
+            addrs.push(
+                a.parse::<ListenAddr>()
+                    .map_err(|e| at(&listen.span(), format!("listen: {e}")))?,
+            );
         }
         server.listen = Some(addrs);
     }
-    if let Some(db) = &shape.server.db {
-        let p = PathBuf::from(db);
-        server.db = Some(if p.is_relative() {
+    // Paths in the file are relative to the file's directory.
+    let beside = |file: &str| {
+        let p = PathBuf::from(file);
+        if p.is_relative() {
             path.parent()
                 .filter(|d| !d.as_os_str().is_empty())
                 .map_or(p.clone(), |d| d.join(&p))
         } else {
             p
-        });
-    }
+        }
+    };
+    server.db = shape.server.db.as_deref().map(beside);
+    server.tls_cert = shape.server.tls_cert.as_deref().map(beside);
+    server.tls_key = shape.server.tls_key.as_deref().map(beside);
     server.durability = shape.server.durability;
     if let Some(id) = &shape.server.account_id {
         if id.get_ref().len() != 12 || !id.get_ref().bytes().all(|b| b.is_ascii_digit()) {
@@ -696,8 +705,10 @@ mod tests {
         let c = parse_str(
             r#"
 [server]
-listen = ["127.0.0.1:9000", "0.0.0.0:9001"]
+listen = ["127.0.0.1:9000", "https://0.0.0.0:9001"]
 db = "data/loft.db"
+tls_cert = "tls/cert.pem"
+tls_key = "/etc/loft/key.pem"
 durability = "fsync"
 account_id = "123456789012"
 region = "eu-west-1"
@@ -729,10 +740,12 @@ attributes = { RawMessageDelivery = "true" }
             c.server.listen,
             Some(vec![
                 "127.0.0.1:9000".parse().unwrap(),
-                "0.0.0.0:9001".parse().unwrap()
+                "https://0.0.0.0:9001".parse().unwrap()
             ])
         );
         assert_eq!(c.server.db, Some(PathBuf::from("conf/data/loft.db")));
+        assert_eq!(c.server.tls_cert, Some(PathBuf::from("conf/tls/cert.pem")));
+        assert_eq!(c.server.tls_key, Some(PathBuf::from("/etc/loft/key.pem")));
         assert_eq!(c.server.durability, Some(FileDurability::Fsync));
         assert_eq!(c.server.account_id.as_deref(), Some("123456789012"));
         assert_eq!(c.server.region.as_deref(), Some("eu-west-1"));

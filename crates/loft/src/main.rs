@@ -5,12 +5,13 @@
 //! - [`config`]: the `--config` file of `loft serve`.
 //! - [`cli`]: `loft queue|send|receive|topic|publish|subscribe|redrive|export|import|completions`.
 //! - [`logging`]: `--log-format text|json`.
+//! - [`listeners`]: `--listen` addresses and which speak HTTPS (`--tls-cert`, `--tls-key`).
 
 mod cli;
 mod config;
+mod listeners;
 mod logging;
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,7 +27,6 @@ use loft_core::clock::SystemClock;
 use loft_core::store::Store;
 use loft_core::{Service, ServiceConfig};
 use loft_store::{Durability, PgOptions, PgStore, SqliteStore};
-use tokio::net::TcpListener;
 
 /// Loft: Amazon SQS and SNS in one small binary, on SQLite.
 #[derive(Parser, Debug)]
@@ -50,7 +50,7 @@ struct Cli {
 enum Command {
     /// Run the server. Every listener serves every API: the seeds' REST/JSON routes
     /// (/queues, /topics, /health) and the AWS SQS and SNS protocols.
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Load-test any SQS endpoint (AWS JSON protocol) and report throughput and latency.
     Bench(loft_bench::BenchArgs),
     #[command(flatten)]
@@ -66,13 +66,24 @@ struct ServeArgs {
 
     /// Address to listen on; repeat for several listeners
     /// (e.g. --listen 0.0.0.0:9003 --listen 0.0.0.0:9004). Port 0 picks a free port.
+    /// With --tls-cert and --tls-key every listener speaks HTTPS, except one written
+    /// http://IP:PORT; https://IP:PORT requires them.
     #[arg(
         long = "listen",
         env = "LOFT_LISTEN",
         value_delimiter = ',',
         default_value = "127.0.0.1:9324"
     )]
-    listen: Vec<SocketAddr>,
+    listen: Vec<listeners::ListenAddr>,
+
+    /// PEM certificate chain (the server's certificate first) for HTTPS listeners;
+    /// with --tls-key, every listener not written http://... speaks HTTPS.
+    #[arg(long, env = "LOFT_TLS_CERT")]
+    tls_cert: Option<PathBuf>,
+
+    /// PEM private key of --tls-cert (PKCS#8, PKCS#1 RSA or SEC1 EC).
+    #[arg(long, env = "LOFT_TLS_KEY")]
+    tls_key: Option<PathBuf>,
 
     /// SQLite database file; created when missing. Ignored with --database-url.
     #[arg(long, env = "LOFT_DB", default_value = "./loft.db")]
@@ -102,7 +113,8 @@ struct ServeArgs {
     region: String,
 
     /// Base URL clients and SNS subscribers reach Loft at; SubscribeURL, UnsubscribeURL and
-    /// SigningCertURL are built from it. Default: http:// and the first listener's address.
+    /// SigningCertURL are built from it. Default: the first listener's scheme (http or
+    /// https) and address.
     #[arg(long, env = "LOFT_ADVERTISED_URL")]
     advertised_url: Option<String>,
 
@@ -143,7 +155,7 @@ fn main() -> std::process::ExitCode {
             if let (Some(f), Some(m)) = (&file, &serve_matches) {
                 apply_file_settings(&mut args, m, &f.server);
             }
-            runtime.block_on(serve(args, file))
+            runtime.block_on(serve(*args, file))
         }
         Command::Bench(args) => runtime.block_on(loft_bench::run(args)),
         Command::Admin(command) => runtime
@@ -224,6 +236,12 @@ fn apply_file_settings(args: &mut ServeArgs, m: &clap::ArgMatches, file: &config
     if let Some(v) = file.db.clone().filter(|_| unset("db")) {
         args.db = v;
     }
+    if let Some(v) = file.tls_cert.clone().filter(|_| unset("tls_cert")) {
+        args.tls_cert = Some(v);
+    }
+    if let Some(v) = file.tls_key.clone().filter(|_| unset("tls_key")) {
+        args.tls_key = Some(v);
+    }
     if let Some(v) = file.durability.filter(|_| unset("durability")) {
         args.durability = match v {
             config::FileDurability::Process => DurabilityArg::Process,
@@ -249,28 +267,15 @@ async fn serve(args: ServeArgs, file: Option<config::Config>) -> Result<(), Stri
     // Before anything is announced: a SIGTERM from then on shuts down gracefully.
     let stop_signal = shutdown_signal();
     let trust = args.trust.load()?;
+    let tls = listeners::TlsFiles::pair(args.tls_cert.as_deref(), args.tls_key.as_deref())?;
+    // Before the database: a bad certificate or a busy port fails before anything opens.
+    let listeners = listeners::bind(&args.listen, tls.as_ref()).await?;
     let engine = Engine::open(&args).await?;
     let store = engine.store();
     let described = engine.describe(&args);
-    let mut listeners = Vec::new();
-    for addr in &args.listen {
-        let l = TcpListener::bind(addr)
-            .await
-            .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
-        listeners.push(l);
-    }
-    if listeners.is_empty() {
-        return Err("at least one --listen address is required".into());
-    }
     let advertised_url = match args.advertised_url {
         Some(u) => u.trim_end_matches('/').to_owned(),
-        None => {
-            let mut addr = listeners[0].local_addr().map_err(|e| e.to_string())?;
-            if addr.ip().is_unspecified() {
-                addr.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
-            }
-            format!("http://{addr}")
-        }
+        None => listeners[0].local_url().map_err(|e| e.to_string())?,
     };
     let config = trust.configure(ServiceConfig {
         account_id: args.account_id,
@@ -298,7 +303,7 @@ async fn serve(args: ServeArgs, file: Option<config::Config>) -> Result<(), Stri
     for l in &listeners {
         if let Ok(addr) = l.local_addr() {
             // One line per listener on stdout, for scripts and tests that bind port 0.
-            println!("loft listening on http://{addr}");
+            println!("loft listening on {}://{addr}", l.scheme());
         }
     }
     tracing::info!(db = %described, "loft started");

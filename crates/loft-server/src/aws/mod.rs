@@ -27,6 +27,7 @@ use loft_core::{Error, ErrorCode, Service};
 use serde_json::Value;
 
 use crate::auth::Auth;
+use crate::listen::Scheme;
 use crate::observe::{OperationLabel, RequestId};
 
 /// Largest AWS-protocol request body, bytes: a 1 MiB batch Query-encoded can triple.
@@ -50,13 +51,17 @@ fn request_id() -> String {
     uuid::Uuid::new_v4().to_string()
 }
 
-fn base_url(headers: &HeaderMap) -> String {
+/// `scheme://host[:port]` as the client addressed Loft: the listener's scheme, and the
+/// `Host` header (HTTP/1) or the URI's authority (`:authority`, HTTP/2); `localhost:9324`
+/// when the request names neither.
+pub fn base_url(scheme: Scheme, headers: &HeaderMap, uri: &axum::http::Uri) -> String {
     let host = headers
         .get(header::HOST)
         .and_then(|h| h.to_str().ok())
         .filter(|h| !h.is_empty())
+        .or_else(|| uri.authority().map(|a| a.as_str()))
         .unwrap_or("localhost:9324");
-    format!("http://{host}")
+    format!("{scheme}://{host}")
 }
 
 /// The signing service named by a SigV4 credential scope
@@ -244,7 +249,9 @@ fn sns_error(e: &Error, request_id: &str) -> Response {
 /// configured ([`crate::auth`]), the request's SigV4 signature is checked once its
 /// protocol is known, and a failure is answered in that protocol's shape. The request id
 /// is the one [`crate::observe`] gave the request (a fresh one without that middleware);
-/// the response carries an [`OperationLabel`] for the request metrics.
+/// the response carries an [`OperationLabel`] for the request metrics. Queue URLs in
+/// answers are built by [`base_url`] from the listener's [`Scheme`] and the request's host.
+#[allow(clippy::too_many_arguments)] // axum extractors
 pub async fn entry(
     State(svc): State<Arc<Service>>,
     State(auth): State<Arc<Auth>>,
@@ -252,11 +259,27 @@ pub async fn entry(
     OriginalUri(uri): OriginalUri,
     headers: HeaderMap,
     rid: Option<Extension<RequestId>>,
+    scheme: Option<Extension<Scheme>>,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
     let rid = rid.map_or_else(request_id, |Extension(RequestId(id))| id);
+    let scheme = scheme.map_or(Scheme::Http, |Extension(s)| s);
+    let ctx = sqs::Context {
+        base_url: base_url(scheme, &headers, &uri),
+    };
     let mut op_label = None;
-    let mut resp = handle(&svc, &auth, method, uri, headers, body, &rid, &mut op_label).await;
+    let mut resp = handle(
+        &svc,
+        &auth,
+        &ctx,
+        method,
+        uri,
+        headers,
+        body,
+        &rid,
+        &mut op_label,
+    )
+    .await;
     if let Some(l) = op_label {
         resp.extensions_mut().insert(l);
     }
@@ -267,6 +290,7 @@ pub async fn entry(
 async fn handle(
     svc: &Arc<Service>,
     auth: &Auth,
+    ctx: &sqs::Context,
     method: Method,
     uri: axum::http::Uri,
     headers: HeaderMap,
@@ -295,9 +319,6 @@ async fn handle(
         if let Err(e) = authenticate() {
             return json_error(&e, &rid);
         }
-        let ctx = sqs::Context {
-            base_url: base_url(&headers),
-        };
         let target = target.to_str().unwrap_or("");
         let known = target
             .strip_prefix("AmazonSQS.")
@@ -327,7 +348,7 @@ async fn handle(
                 }
             }
         };
-        let result = sqs::call(svc, &ctx, op, &input).await;
+        let result = sqs::call(svc, ctx, op, &input).await;
         *op_label = Some(label(op, "sqs-json", &result));
         return match result {
             Ok(out) => {
@@ -375,9 +396,6 @@ async fn handle(
     }
     match service {
         AwsService::Sqs => {
-            let ctx = sqs::Context {
-                base_url: base_url(&headers),
-            };
             let mut input = query::decode(&pairs);
             let segments: Vec<&str> = uri.path().split('/').filter(|s| !s.is_empty()).collect();
             if segments.len() == 2 && input.get("QueueUrl").is_none() {
@@ -388,7 +406,7 @@ async fn handle(
                     );
                 }
             }
-            let result = sqs::call(svc, &ctx, &action, &input).await;
+            let result = sqs::call(svc, ctx, &action, &input).await;
             *op_label = Some(label(&action, "sqs-query", &result));
             match result {
                 Ok(out) => {

@@ -37,8 +37,10 @@ pub const PATIENCE: Duration = Duration::from_secs(10);
 /// A running `loft serve`; SIGTERM on drop.
 pub struct Loft {
     child: Child,
-    /// `http://127.0.0.1:PORT`.
+    /// The first listener: `http://127.0.0.1:PORT` (`https://` for a TLS listener).
     pub url: String,
+    /// Every `loft listening on URL` line's URL so far, in order.
+    listening: Arc<Mutex<Vec<String>>>,
     dir: tempfile::TempDir,
 }
 
@@ -58,6 +60,8 @@ const LOFT_ENV: &[&str] = &[
     "LOFT_MAX_TOPICS",
     "LOFT_MAX_IN_FLIGHT",
     "LOFT_MAX_IN_FLIGHT_FIFO",
+    "LOFT_TLS_CERT",
+    "LOFT_TLS_KEY",
 ];
 
 impl Loft {
@@ -85,11 +89,14 @@ impl Loft {
             .expect("start loft");
         let stdout = child.stdout.take().expect("stdout");
         let (tx, rx) = std::sync::mpsc::channel();
+        let listening = Arc::new(Mutex::new(Vec::new()));
+        let heard = listening.clone();
         std::thread::spawn(move || {
             let mut tx = Some(tx);
             for line in BufReader::new(stdout).lines() {
                 let Ok(line) = line else { break };
                 if let Some(url) = line.strip_prefix("loft listening on ") {
+                    heard.lock().unwrap().push(url.trim().to_owned());
                     if let Some(tx) = tx.take() {
                         let _ = tx.send(url.trim().to_owned());
                     }
@@ -105,7 +112,26 @@ impl Loft {
                 panic!("loft did not start; stderr:\n{log}");
             }
         };
-        Loft { child, url, dir }
+        Loft {
+            child,
+            url,
+            listening,
+            dir,
+        }
+    }
+
+    /// The URLs of the first `n` listeners, in the order Loft announced them; waits for
+    /// them at most [`PATIENCE`].
+    pub fn urls(&self, n: usize) -> Vec<String> {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let urls = self.listening.lock().unwrap().clone();
+            if urls.len() >= n || Instant::now() > deadline {
+                assert!(urls.len() >= n, "{n} listeners announced: {urls:?}");
+                return urls[..n].to_vec();
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
 
     /// A server that requires signatures by [`KEY`] or [`KEY2`], with `args`.

@@ -1,4 +1,4 @@
-//! Loft's security suite: authentication, the SNS endpoint policy and limits, each checked
+//! Loft's security suite: authentication, the SNS endpoint policy, limits and TLS, each checked
 //! against the real `loft` binary ([`harness`]) as a client or an attacker would meet it.
 //!
 //! - [`sigv4`]: SigV4 with aws-sdk-sqs (right and wrong keys, a skewed clock), raw JSON
@@ -6,8 +6,11 @@
 //!   and by `curl --aws-sigv4`, and an open server.
 //! - [`endpoint_policy`]: SNS HTTP/S endpoints refused at Subscribe and at delivery.
 //! - [`limits`]: in-flight messages, queue and topic caps, header size, connections.
+//! - [`tls`]: HTTPS listeners: the SDKs over TLS, https queue URLs and SNS links, plain
+//!   HTTP and failed handshakes, limits over TLS, bad certificate and key files.
 
 mod endpoint_policy;
 mod harness;
 mod limits;
 mod sigv4;
+mod tls;
