@@ -175,21 +175,28 @@ fn builder(limits: &ServerLimits) -> Builder<TokioExecutor> {
     b
 }
 
-/// The answer to a connection over the limit.
-fn refusal(max: usize) -> Response<Body> {
-    let body = serde_json::json!({
-        "error": format!("too many open connections (the limit is {max}); retry later"),
-    })
-    .to_string();
+/// A `{"error": message}` answer with `status` that closes the connection.
+fn closing_error(status: StatusCode, message: String) -> Response<Body> {
+    let body = serde_json::json!({ "error": message }).to_string();
     let mut resp = Response::new(Body::from(body));
-    *resp.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+    *resp.status_mut() = status;
     let h = resp.headers_mut();
     h.insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),
     );
-    h.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
     h.insert(header::CONNECTION, HeaderValue::from_static("close"));
+    resp
+}
+
+/// The answer to a connection over the limit.
+fn refusal(max: usize) -> Response<Body> {
+    let mut resp = closing_error(
+        StatusCode::SERVICE_UNAVAILABLE,
+        format!("too many open connections (the limit is {max}); retry later"),
+    );
+    resp.headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
     resp
 }
 
@@ -204,20 +211,10 @@ fn plain_on_tls(req: &Request<Incoming>, local: Option<SocketAddr>) -> Response<
         .map(str::to_owned)
         .or_else(|| local.map(|a| a.to_string()))
         .unwrap_or_default();
-    let url = format!("https://{host}");
-    let body = serde_json::json!({
-        "error": format!("this listener speaks HTTPS: use {url}"),
-    })
-    .to_string();
-    let mut resp = Response::new(Body::from(body));
-    *resp.status_mut() = StatusCode::BAD_REQUEST;
-    let h = resp.headers_mut();
-    h.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    h.insert(header::CONNECTION, HeaderValue::from_static("close"));
-    resp
+    closing_error(
+        StatusCode::BAD_REQUEST,
+        format!("this listener speaks HTTPS: use https://{host}"),
+    )
 }
 
 /// Answers one request on `io` with `answer(request)` over HTTP/1 and closes; the header
