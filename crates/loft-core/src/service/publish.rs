@@ -461,9 +461,8 @@ impl Service {
                         continue;
                     }
                 };
-                let mut seen = self.topic_dedup.lock().unwrap_or_else(|p| p.into_inner());
-                seen.retain(|_, (_, _, expires)| *expires > now);
-                if let Some((mid, seq, _)) = seen.get(&(topic.id, id.clone())) {
+                let seen = self.topic_dedup.lock().unwrap_or_else(|p| p.into_inner());
+                if let Some((mid, seq, _)) = seen.get(&(topic.id, id.clone()), now) {
                     results.push(Ok(PublishResult {
                         message_id: mid.clone(),
                         sequence_number: Some(seq.clone()),
@@ -483,6 +482,7 @@ impl Service {
                 seen.insert(
                     (topic.id, id.clone()),
                     (message_id.clone(), seq.clone(), now + DEDUP_WINDOW_MS),
+                    now,
                 );
             }
             let per_protocol: Option<Value> = req
