@@ -10,7 +10,7 @@
 //!   HTTP and failed handshakes, limits over TLS, bad certificate and key files.
 //! - [`tls_outbound`]: Loft as a TLS client: SNS deliveries to `https://` endpoints
 //!   trusted through `SSL_CERT_FILE` (and refused when untrusted, denied by the endpoint
-//!   policy or redirecting).
+//!   policy or redirecting), and the admin commands against an HTTPS listener.
 
 mod endpoint_policy;
 mod harness;

@@ -1,6 +1,6 @@
-//! Loft as a TLS client: SNS deliveries to `https://` endpoints, trusting a test
-//! certificate authority (made with rcgen) through `SSL_CERT_FILE`, as
-//! rustls-native-certs reads it.
+//! Loft as a TLS client: SNS deliveries to `https://` endpoints and the admin commands
+//! against an HTTPS listener, trusting a test certificate authority (made with rcgen)
+//! through `SSL_CERT_FILE`, as rustls-native-certs reads it.
 //!
 //! The subscriber is an axum server behind tokio-rustls ([`HttpsSink`]) that records the
 //! requests it gets, the TCP connections it accepts and the handshakes that fail, so a test
@@ -8,6 +8,7 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -67,6 +68,20 @@ impl TestCa {
             .signed_by(&key, &self.issuer)
             .expect("leaf certificate");
         (cert.pem(), key.serialize_pem())
+    }
+
+    /// A certificate issued by [`Self::issue`], written to `cert.pem` and `key.pem` in
+    /// `dir`: `--tls-cert`, `--tls-key` arguments.
+    fn issue_files(&self, dir: &std::path::Path) -> Vec<String> {
+        let (cert, key) = self.issue();
+        std::fs::write(dir.join("cert.pem"), cert).unwrap();
+        std::fs::write(dir.join("key.pem"), key).unwrap();
+        vec![
+            "--tls-cert".into(),
+            dir.join("cert.pem").display().to_string(),
+            "--tls-key".into(),
+            dir.join("key.pem").display().to_string(),
+        ]
     }
 }
 
@@ -602,4 +617,72 @@ async fn an_unreadable_ssl_cert_file_is_reported_at_start() {
         .unwrap_or_else(|| panic!("the unreadable file is not reported:\n{log}"));
     assert!(line.contains("WARN"), "{line}");
     assert!(line.contains(&missing.display().to_string()), "{line}");
+}
+
+/// Runs `loft ARGS --endpoint endpoint` with `SSL_CERT_FILE=ssl_cert_file`; returns the
+/// exit code, stdout and stderr.
+fn cli(endpoint: &str, ssl_cert_file: &std::path::Path, args: &[&str]) -> (i32, String, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_loft"))
+        .args(args)
+        .args(["--endpoint", endpoint])
+        .env_remove("LOFT_ENDPOINT")
+        .env_remove("SSL_CERT_DIR")
+        .env("SSL_CERT_FILE", ssl_cert_file)
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run loft");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("loft {args:?} did not finish");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn the_admin_commands_speak_https_to_a_listener_ssl_cert_file_trusts() {
+    let ca = TestCa::new("Loft test CA");
+    let args = ca.issue_files(ca.dir.path());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let loft = Loft::start(&args, &[]);
+    assert!(loft.url.starts_with("https://127.0.0.1:"), "{}", loft.url);
+    let ok = |args: &[&str]| {
+        let (code, out, err) = cli(&loft.url, &ca.pem_file(), args);
+        assert_eq!(code, 0, "loft {args:?}: {err}");
+        out
+    };
+    // SQS JSON.
+    let url = ok(&["queue", "create", "over-tls"]);
+    assert_eq!(url.trim(), format!("{}/000000000000/over-tls", loft.url));
+    ok(&["send", "over-tls", "hello over TLS"]);
+    let got: Value =
+        serde_json::from_str(&ok(&["receive", "over-tls", "--wait", "5", "--json"])).unwrap();
+    assert_eq!(got[0]["Body"], "hello over TLS", "{got}");
+    // SNS Query.
+    let arn = ok(&["topic", "create", "over-tls"]);
+    assert_eq!(arn.trim(), "arn:aws:sns:us-east-1:000000000000:over-tls");
+    // Loft's own routes (`loft export` reads the peek route).
+    ok(&["send", "over-tls", "exported"]);
+    let exported = ok(&["export", "over-tls"]);
+    assert!(exported.contains("\"exported\""), "{exported}");
+
+    // Trusting another CA instead: refused, and the message says why.
+    let stranger = TestCa::new("Someone else's CA");
+    let (code, out, err) = cli(&loft.url, &stranger.pem_file(), &["queue", "list"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        err.contains(&format!("cannot reach {}", loft.url)) && err.contains("UnknownIssuer"),
+        "{err}"
+    );
 }
