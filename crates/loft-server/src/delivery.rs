@@ -8,6 +8,12 @@
 //! retries"). Redirects are not followed, and every attempt connects only to addresses the
 //! SNS endpoint policy permits ([`loft_core::endpoint_policy`]), checked after DNS
 //! resolution ([`PolicyResolver`]).
+//!
+//! `https://` endpoints are reached over rustls (ring provider), verifying the endpoint's
+//! certificate against the platform's root certificates, or the PEM bundle named by
+//! `SSL_CERT_FILE` (and the directories of `SSL_CERT_DIR`) instead when set, as
+//! rustls-native-certs reads them. TLS runs on top of the same resolver and connector as
+//! plain HTTP, so the endpoint policy and the no-redirect rule hold for both schemes.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -93,10 +99,12 @@ impl reqwest::dns::Resolve for PolicyResolver {
 }
 
 /// The HTTP client deliveries use: SNS's User-Agent, no redirects, no proxies (a proxy
-/// would resolve names itself, past the policy), per-attempt timeouts, and a resolver that
-/// connects only to addresses `policy` permits.
+/// would resolve names itself, past the policy), per-attempt timeouts, a resolver that
+/// connects only to addresses `policy` permits (for `http://` and `https://` alike), and
+/// TLS that trusts the platform's roots or `SSL_CERT_FILE` (see the module documentation).
 ///
-/// Errors: the client cannot be built (no TLS backend).
+/// Errors: the client cannot be built (the root store held certificates but none rustls
+/// could use).
 pub fn client(policy: Arc<EndpointPolicy>) -> Result<reqwest::Client, String> {
     reqwest::Client::builder()
         .timeout(Duration::from_secs(ATTEMPT_TIMEOUT_SECS))
@@ -107,6 +115,38 @@ pub fn client(policy: Arc<EndpointPolicy>) -> Result<reqwest::Client, String> {
         .user_agent("Amazon Simple Notification Service Agent")
         .build()
         .map_err(|e| e.to_string())
+}
+
+/// Logs where HTTPS deliveries get their trusted root certificates, the way the delivery
+/// client loads them (rustls-native-certs): a warning when the store could not be read
+/// (say, `SSL_CERT_FILE` names a missing file) or holds no certificate, since then every
+/// `https://` delivery fails certificate verification.
+fn log_trust_roots() {
+    let source = match (
+        std::env::var_os("SSL_CERT_FILE"),
+        std::env::var_os("SSL_CERT_DIR"),
+    ) {
+        (None, None) => "the platform's certificate store".to_owned(),
+        (file, dir) => {
+            let mut parts = Vec::new();
+            if let Some(f) = file {
+                parts.push(format!("SSL_CERT_FILE={}", f.to_string_lossy()));
+            }
+            if let Some(d) = dir {
+                parts.push(format!("SSL_CERT_DIR={}", d.to_string_lossy()));
+            }
+            parts.join(" ")
+        }
+    };
+    let loaded = rustls_native_certs::load_native_certs();
+    for e in &loaded.errors {
+        tracing::warn!(roots = %source, error = %e, "cannot read root certificates for HTTPS deliveries");
+    }
+    if loaded.certs.is_empty() {
+        tracing::warn!(roots = %source, "no trusted root certificates: every https:// SNS delivery will fail certificate verification");
+    } else {
+        tracing::debug!(roots = %source, certificates = loaded.certs.len(), "HTTPS deliveries trust these root certificates");
+    }
 }
 
 /// An error and its sources, `: `-joined (reqwest's own message hides the cause).
@@ -197,6 +237,7 @@ pub async fn deliver_due(svc: &Arc<Service>, client: &reqwest::Client) -> usize 
 /// expires after [`loft_core::service::DELIVERY_LEASE_MS`] as after a crash.
 pub async fn run(svc: Arc<Service>, stop: impl std::future::Future<Output = ()>) {
     tokio::pin!(stop);
+    log_trust_roots();
     let client = match client(Arc::new(svc.config().endpoint_policy.clone())) {
         Ok(c) => c,
         Err(e) => {

@@ -49,8 +49,9 @@ pub struct Client {
 }
 
 impl Client {
-    /// A client of `endpoint` (`http://127.0.0.1:9324`). Requests time out after 60 s (a
-    /// long poll takes at most 20 s).
+    /// A client of `endpoint` (`http://127.0.0.1:9324`, or `https://...`: TLS with rustls,
+    /// trusting the platform's root certificates, or those in `SSL_CERT_FILE` instead when
+    /// it is set). Requests time out after 60 s (a long poll takes at most 20 s).
     ///
     /// Errors: `Transport` when the HTTP client cannot be built.
     pub fn new(endpoint: &str) -> Result<Client, CliError> {
@@ -66,8 +67,20 @@ impl Client {
         })
     }
 
+    /// A transport error with its causes (reqwest's own message leaves out why, say an
+    /// untrusted certificate).
     fn unreachable(&self, e: reqwest::Error) -> CliError {
-        CliError::Transport(format!("cannot reach {}: {e}", self.endpoint))
+        let mut text = e.to_string();
+        let mut source = std::error::Error::source(&e);
+        while let Some(s) = source {
+            let cause = s.to_string();
+            if !text.contains(&cause) {
+                text.push_str(": ");
+                text.push_str(&cause);
+            }
+            source = s.source();
+        }
+        CliError::Transport(format!("cannot reach {}: {text}", self.endpoint))
     }
 
     /// Calls SQS operation `op` (`CreateQueue`, ...) with its JSON input shape; returns the

@@ -30,7 +30,8 @@ pub const DEFAULT_ENDPOINT: &str = "http://127.0.0.1:9324";
 /// Options every admin command takes.
 #[derive(Args, Debug, Clone)]
 pub struct ClientArgs {
-    /// The server's base URL.
+    /// The server's base URL: `http://HOST:PORT`, or `https://HOST:PORT` (the certificate
+    /// is checked against the system's roots, or SSL_CERT_FILE's when set).
     #[arg(long, env = "LOFT_ENDPOINT", default_value = DEFAULT_ENDPOINT, global = true)]
     pub endpoint: String,
     /// Print JSON on stdout instead of a table.

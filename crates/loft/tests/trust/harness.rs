@@ -44,9 +44,12 @@ pub struct Loft {
     dir: tempfile::TempDir,
 }
 
-/// Loft's own environment variables, removed from the child's so the machine's settings
-/// never leak into a test.
+/// Loft's own environment variables, and the trust store's (`SSL_CERT_FILE`,
+/// `SSL_CERT_DIR`, read by HTTPS deliveries), removed from the child's so the machine's
+/// settings never leak into a test.
 const LOFT_ENV: &[&str] = &[
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
     "LOFT_LISTEN",
     "LOFT_DB",
     "LOFT_CREDENTIALS",

@@ -8,9 +8,13 @@
 //! - [`limits`]: in-flight messages, queue and topic caps, header size, connections.
 //! - [`tls`]: HTTPS listeners: the SDKs over TLS, https queue URLs and SNS links, plain
 //!   HTTP and failed handshakes, limits over TLS, bad certificate and key files.
+//! - [`tls_outbound`]: Loft as a TLS client: SNS deliveries to `https://` endpoints
+//!   trusted through `SSL_CERT_FILE` (and refused when untrusted, denied by the endpoint
+//!   policy or redirecting), and the admin commands against an HTTPS listener.
 
 mod endpoint_policy;
 mod harness;
 mod limits;
 mod sigv4;
 mod tls;
+mod tls_outbound;
