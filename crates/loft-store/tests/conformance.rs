@@ -100,6 +100,7 @@ macro_rules! conformance {
 conformance!(
     queue_crud,
     send_receive_delete,
+    batch_delete_outcomes_in_order,
     explicit_message_ids,
     visibility_changes,
     visibility_order_and_send_order,
@@ -346,6 +347,39 @@ async fn send_receive_delete(s: S) {
     assert_eq!(bodies(&out), ["three"]);
     assert_eq!(out.messages[0].receive_count, 2);
     assert_eq!(out.messages[0].first_received_at_ms, Some(now));
+}
+
+async fn batch_delete_outcomes_in_order(s: S) {
+    // DeleteMessageBatch's entries, each judged as if deleted in turn.
+    let q = queue(&s, "batch").await;
+    let other = queue(&s, "other").await;
+    let sent = send(&s, q, &["a", "b", "c", "d"], T0).await;
+    let got = s.receive(req(q, 10, T0 + 1, 30_000)).await.unwrap();
+    assert_eq!(got.messages.len(), 4);
+    let token = |i: usize| got.messages[i].receipt_token;
+    let items = vec![
+        (sent[0].seq, Some((token(0), T0 + 2))), // current receipt: deleted
+        (sent[0].seq, Some((token(0), T0 + 2))), // again: already gone
+        (sent[1].seq, Some((token(1) ^ 1, T0 + 2))), // wrong receipt: stale
+        (sent[2].seq, None),                     // not strict: deleted
+        (sent[3].seq, Some((token(3), T0 + 40_000))), // receipt expired: stale
+        (i64::MAX, None),                        // no such message
+    ];
+    let outcomes = s.delete_messages(q, items).await.unwrap();
+    use DeleteOutcome::*;
+    assert_eq!(
+        outcomes,
+        [Deleted, NotFound, Stale, Deleted, Stale, NotFound]
+    );
+    // The wrong queue deletes nothing.
+    let outcomes = s
+        .delete_messages(other, vec![(sent[1].seq, None)])
+        .await
+        .unwrap();
+    assert_eq!(outcomes, [NotFound]);
+    // b and d are still there, a and c are gone.
+    let again = s.receive(req(q, 10, T0 + 60_000, 30_000)).await.unwrap();
+    assert_eq!(bodies(&again), ["b", "d"]);
 }
 
 async fn explicit_message_ids(s: S) {

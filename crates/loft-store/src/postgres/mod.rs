@@ -473,6 +473,14 @@ impl Store for PgStore {
         run!(self, |c| ops::delete_message(&c, queue_id, seq, strict))
     }
 
+    async fn delete_messages(
+        &self,
+        queue_id: i64,
+        items: Vec<(i64, Option<(i64, i64)>)>,
+    ) -> Result<Vec<DeleteOutcome>> {
+        run!(self, |c| ops::delete_messages(&c, queue_id, &items))
+    }
+
     async fn delete_message_by_id(&self, queue_id: i64, message_id: &str) -> Result<bool> {
         run!(self, |c| ops::delete_message_by_id(
             &c, queue_id, message_id

@@ -690,6 +690,53 @@ pub async fn delete_message<C: GenericClient>(
     })
 }
 
+/// Deletes a batch of messages of `queue_id` in one statement: `items` are (seq, strict)
+/// as for [`delete_message`], and the outcomes are in their order, as if each were
+/// deleted in turn (an entry naming a message an earlier entry deleted is `NotFound`).
+pub async fn delete_messages<C: GenericClient>(
+    c: &C,
+    queue_id: i64,
+    items: &[(i64, Option<(i64, i64)>)],
+) -> Result<Vec<DeleteOutcome>, Error> {
+    let seqs: Vec<i64> = items.iter().map(|(s, _)| *s).collect();
+    let tokens: Vec<Option<i64>> = items.iter().map(|(_, t)| t.map(|t| t.0)).collect();
+    let nows: Vec<i64> = items.iter().map(|(_, t)| t.map_or(0, |t| t.1)).collect();
+    // `ok`: the entry's own condition holds on the row as it was before the DELETE (the
+    // statement's snapshot); the DELETE removes every row some entry's condition holds on.
+    let rows = query(
+        c,
+        "WITH req AS (SELECT * FROM unnest($2::bigint[], $3::bigint[], $4::bigint[]) \
+             WITH ORDINALITY AS r(seq, token, now_ms, ord)), \
+         pre AS (SELECT r.ord, m.seq IS NOT NULL AS existed, \
+             (m.seq IS NOT NULL AND (r.token IS NULL OR \
+               (m.receipt_token = r.token AND m.visible_at > r.now_ms))) AS ok \
+           FROM req r LEFT JOIN messages m ON m.seq = r.seq AND m.queue_id = $1), \
+         d AS (DELETE FROM messages m USING req r, pre p \
+           WHERE p.ord = r.ord AND p.ok AND m.seq = r.seq AND m.queue_id = $1 RETURNING 1) \
+         SELECT p.ok, p.existed, (SELECT count(*) FROM d) FROM pre p ORDER BY p.ord",
+        &[&queue_id, &seqs, &tokens, &nows],
+    )
+    .await?;
+    let mut gone = std::collections::HashSet::new();
+    Ok(items
+        .iter()
+        .zip(&rows)
+        .map(|((seq, strict), r)| {
+            let (ok, existed): (bool, bool) = (r.get(0), r.get(1));
+            if gone.contains(seq) {
+                DeleteOutcome::NotFound
+            } else if ok {
+                gone.insert(*seq);
+                DeleteOutcome::Deleted
+            } else if existed && strict.is_some() {
+                DeleteOutcome::Stale
+            } else {
+                DeleteOutcome::NotFound
+            }
+        })
+        .collect())
+}
+
 pub async fn delete_message_by_id<C: GenericClient>(
     c: &C,
     queue_id: i64,
