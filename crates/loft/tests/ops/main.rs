@@ -1,6 +1,7 @@
 //! Operator features against the real `loft` binary: the `--config` file, `/metrics`,
 //! `/ready`, request ids and logs, the admin commands (signing their requests when the
-//! server has credentials), and the web console in headless Chromium.
+//! server has credentials), and the web console in headless Chromium (signing in with HTTP
+//! Basic when the server has credentials).
 
 mod harness;
 
