@@ -15,11 +15,11 @@
 //!   answer `401` with `WWW-Authenticate: Basic realm="loft"`, which makes it ask
 //!   ([`require_console_auth`]). Basic is accepted nowhere else: the AWS protocols and the
 //!   seeds' API take SigV4 only.
-//! - Always open: `GET /health`, the SNS signing certificate (subscribers fetch it to check
-//!   messages), and the two SNS actions a subscriber's endpoint calls from the links SNS
-//!   sends it when it carries no signature ([`UNSIGNED_SNS_ACTIONS`]): the token of
-//!   ConfirmSubscription and the unguessable subscription ARN of Unsubscribe are the
-//!   authorization, as on AWS.
+//! - Always open: `GET /health`, `GET /ready`, `GET /metrics`, the SNS signing certificate
+//!   (subscribers fetch it to check messages), and the two SNS actions a subscriber's
+//!   endpoint calls from the links SNS sends it when it carries no signature
+//!   ([`UNSIGNED_SNS_ACTIONS`]): the token of ConfirmSubscription and the unguessable
+//!   subscription ARN of Unsubscribe are the authorization, as on AWS.
 
 use std::collections::BTreeMap;
 use std::fmt;
