@@ -9,11 +9,17 @@
 //!   recorded-messages inspection route take the same signature, with any service name in
 //!   the scope (`curl --aws-sigv4 "aws:amz:us-east-1:sqs" --user AKID:SECRET` signs them),
 //!   and answer `401 {"error"}` without one and `403 {"error"}` for a bad one.
-//! - Always open: `GET /health`, the SNS signing certificate (subscribers fetch it to check
-//!   messages), and the two SNS actions a subscriber's endpoint calls from the links SNS
-//!   sends it when it carries no signature ([`UNSIGNED_SNS_ACTIONS`]): the token of
-//!   ConfirmSubscription and the unguessable subscription ARN of Unsubscribe are the
-//!   authorization, as on AWS.
+//! - The web console (`/console...`) and the JSON routes its page calls (`/_loft/queues...`,
+//!   `/_loft/topics`, `/_loft/sns/messages`) take SigV4 too, and HTTP Basic authentication
+//!   (user: an access key id, password: its secret), so that a browser can sign in: they
+//!   answer `401` with `WWW-Authenticate: Basic realm="loft"`, which makes it ask
+//!   ([`require_console_auth`]). Basic is accepted nowhere else: the AWS protocols and the
+//!   seeds' API take SigV4 only.
+//! - Always open: `GET /health`, `GET /ready`, `GET /metrics`, the SNS signing certificate
+//!   (subscribers fetch it to check messages), and the two SNS actions a subscriber's
+//!   endpoint calls from the links SNS sends it when it carries no signature
+//!   ([`UNSIGNED_SNS_ACTIONS`]): the token of ConfirmSubscription and the unguessable
+//!   subscription ARN of Unsubscribe are the authorization, as on AWS.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -26,12 +32,25 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use loft_core::{Error, Service};
 
+use base64::Engine as _;
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
 use crate::native::NativeError;
 use crate::sigv4::{self, Location, Verified};
 
 /// SNS actions allowed without a signature: the SubscribeURL and UnsubscribeURL links SNS
 /// sends to endpoints. A request for them that *is* signed must still be signed right.
 pub const UNSIGNED_SNS_ACTIONS: &[&str] = &["ConfirmSubscription", "Unsubscribe"];
+
+/// The `WWW-Authenticate` challenge of the console's routes: HTTP Basic, realm `loft`.
+pub const BASIC_CHALLENGE: &str = "Basic realm=\"loft\"";
+
+/// The header the console's script sends with each request. A Basic-authenticated request
+/// other than `GET` or `HEAD` must carry it: a browser sends remembered Basic credentials
+/// with every request to the origin, a form another site posts included, and such a form
+/// cannot set a header (cross-site request forgery).
+pub const CONSOLE_HEADER: &str = "x-loft-console";
 
 /// Access keys and their secrets.
 ///
@@ -124,6 +143,18 @@ impl Auth {
         !self.credentials.is_empty()
     }
 
+    /// Checks an HTTP Basic `Authorization` value (`Basic base64(AKID:SECRET)`): the
+    /// access key id when it is a configured key and the password its secret. The secrets
+    /// are compared in constant time (their SHA-256 digests, so not even the length shows).
+    /// `None` for anything else, and always when Loft is open (nothing to check against).
+    pub fn check_basic(&self, authorization: &str) -> Option<String> {
+        let (key, password) = parse_basic(authorization)?;
+        let secret = self.credentials.secret(&key)?;
+        let (given, expected) = (Sha256::digest(password), Sha256::digest(secret));
+        let same = given.as_slice().ct_eq(expected.as_slice());
+        bool::from(same).then_some(key)
+    }
+
     /// Checks one request at `now` (seconds since the epoch). `Ok(None)` when Loft is
     /// open; `Ok(Some(who))` for a valid signature.
     ///
@@ -177,11 +208,35 @@ impl FromRef<AppState> for Arc<Auth> {
     }
 }
 
-/// Middleware of the seeds' API and the inspection routes: requires a valid SigV4
-/// signature when credentials are configured (any service name in the scope).
-/// `401 {"error"}` (with `WWW-Authenticate: AWS4-HMAC-SHA256`) without one, `403
-/// {"error": "CODE: message"}` for a bad one, `413` for a body over
-/// [`crate::routes::NATIVE_BODY_LIMIT`].
+/// The user and password of an HTTP Basic `Authorization` value (RFC 7617: the scheme in
+/// any case, then base64 of `user:password`; the user ends at the first `:`).
+fn parse_basic(authorization: &str) -> Option<(String, String)> {
+    let (scheme, token) = authorization.trim().split_once([' ', '\t'])?;
+    if !scheme.eq_ignore_ascii_case("basic") {
+        return None;
+    }
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(token.trim())
+        .ok()?;
+    let decoded = String::from_utf8(decoded).ok()?;
+    let (user, password) = decoded.split_once(':')?;
+    Some((user.to_owned(), password.to_owned()))
+}
+
+/// `401 {"error": message}` with `WWW-Authenticate: challenge`.
+fn unauthorized(message: &str, challenge: &'static str) -> Response {
+    let mut resp = NativeError(StatusCode::UNAUTHORIZED, message.to_owned()).into_response();
+    resp.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        HeaderValue::from_static(challenge),
+    );
+    resp
+}
+
+/// Middleware of the seeds' API: requires a valid SigV4 signature when credentials are
+/// configured (any service name in the scope). `401 {"error"}` (with `WWW-Authenticate:
+/// AWS4-HMAC-SHA256`) without one, `403 {"error": "CODE: message"}` for a bad one, `413`
+/// for a body over [`crate::routes::NATIVE_BODY_LIMIT`].
 pub async fn require_signature(
     State(state): State<AppState>,
     req: Request,
@@ -190,21 +245,82 @@ pub async fn require_signature(
     if !state.auth.enabled() {
         return next.run(req).await;
     }
-    let (parts, body) = req.into_parts();
-    if sigv4::location(&parts.headers, parts.uri.query()) == Location::None {
-        let mut resp = NativeError(
-            StatusCode::UNAUTHORIZED,
+    if sigv4::location(req.headers(), req.uri().query()) == Location::None {
+        return unauthorized(
             "authentication required: sign the request with AWS Signature Version 4 \
-             (e.g. curl --aws-sigv4 \"aws:amz:us-east-1:sqs\" --user ACCESS_KEY_ID:SECRET)"
-                .into(),
-        )
-        .into_response();
-        resp.headers_mut().insert(
-            header::WWW_AUTHENTICATE,
-            HeaderValue::from_static(sigv4::ALGORITHM),
+             (e.g. curl --aws-sigv4 \"aws:amz:us-east-1:sqs\" --user ACCESS_KEY_ID:SECRET)",
+            sigv4::ALGORITHM,
         );
-        return resp;
     }
+    verify_signature(&state, req, next).await
+}
+
+/// Middleware of the web console (`/console...`) and the JSON routes its page calls
+/// (`/_loft/...`): when credentials are configured, accepts HTTP Basic authentication
+/// (user: an access key id, password: its secret, [`Auth::check_basic`]) or a SigV4
+/// signature (as [`require_signature`]).
+///
+/// Without either, or with a wrong key or secret in Basic: `401 {"error"}` with
+/// `WWW-Authenticate: Basic realm="loft"` ([`BASIC_CHALLENGE`]), which makes a browser
+/// ask for them. A Basic-authenticated request other than `GET` or `HEAD` without the
+/// [`CONSOLE_HEADER`] header: `403 {"error"}`. A bad signature: `403`, as
+/// [`require_signature`].
+pub async fn require_console_auth(
+    State(state): State<AppState>,
+    req: Request,
+    next: Next,
+) -> Response {
+    if !state.auth.enabled() {
+        return next.run(req).await;
+    }
+    let basic = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| {
+            v.trim_start()
+                .get(..6)
+                .is_some_and(|s| s.eq_ignore_ascii_case("basic "))
+        })
+        .map(str::to_owned);
+    if let Some(basic) = basic {
+        if state.auth.check_basic(&basic).is_none() {
+            tracing::debug!(path = req.uri().path(), "console sign-in refused");
+            return unauthorized(
+                "wrong access key id or secret: sign in with one of Loft's access key ids \
+                 and its secret",
+                BASIC_CHALLENGE,
+            );
+        }
+        let safe = matches!(*req.method(), Method::GET | Method::HEAD);
+        if !safe && !req.headers().contains_key(CONSOLE_HEADER) {
+            return NativeError(
+                StatusCode::FORBIDDEN,
+                format!(
+                    "a {} with Basic authentication must carry the {CONSOLE_HEADER} header \
+                     (the console's page sends it; a form posted from another site cannot)",
+                    req.method()
+                ),
+            )
+            .into_response();
+        }
+        return next.run(req).await;
+    }
+    if sigv4::location(req.headers(), req.uri().query()) == Location::None {
+        return unauthorized(
+            "authentication required: sign in with one of Loft's access key ids and its \
+             secret (HTTP Basic), or sign the request with AWS Signature Version 4",
+            BASIC_CHALLENGE,
+        );
+    }
+    verify_signature(&state, req, next).await
+}
+
+/// Verifies a request that carries a SigV4 signature, then runs `next`: `403 {"error":
+/// "CODE: message"}` for a bad one, `413` for a body over
+/// [`crate::routes::NATIVE_BODY_LIMIT`].
+async fn verify_signature(state: &AppState, req: Request, next: Next) -> Response {
+    let (parts, body) = req.into_parts();
     let bytes: Bytes = match axum::body::to_bytes(body, crate::routes::NATIVE_BODY_LIMIT).await {
         Ok(b) => b,
         Err(_) => {
@@ -263,6 +379,48 @@ mod tests {
         let shown = format!("{:?}", Auth::new(c));
         assert!(shown.contains("AKID"));
         assert!(!shown.contains("TOPSECRET"));
+    }
+
+    fn basic(user_password: &str) -> String {
+        format!(
+            "Basic {}",
+            base64::engine::general_purpose::STANDARD.encode(user_password)
+        )
+    }
+
+    #[test]
+    fn basic_authentication_takes_a_key_and_its_secret() {
+        let auth = Auth::new(Credentials::parse("AKID:se:cr/et,AKID2:other").unwrap());
+        assert_eq!(
+            auth.check_basic(&basic("AKID:se:cr/et")),
+            Some("AKID".into())
+        );
+        assert_eq!(
+            auth.check_basic(&basic("AKID:se:cr/et").replacen("Basic", "bAsIc", 1)),
+            Some("AKID".into()),
+            "the scheme in any case"
+        );
+        assert_eq!(
+            auth.check_basic(&basic("AKID2:other")),
+            Some("AKID2".into())
+        );
+        for wrong in [
+            "AKID:other",
+            "AKID:se:cr/e",
+            "AKID:",
+            "NOPE:other",
+            "AKID",
+            "",
+        ] {
+            assert_eq!(auth.check_basic(&basic(wrong)), None, "{wrong}");
+        }
+        assert_eq!(auth.check_basic("Basic !!!"), None, "not base64");
+        assert_eq!(auth.check_basic("Basic"), None);
+        assert_eq!(
+            auth.check_basic(&basic("AKID:se:cr/et").replacen("Basic", "Bearer", 1)),
+            None
+        );
+        assert_eq!(Auth::open().check_basic(&basic("AKID:se:cr/et")), None);
     }
 
     #[test]

@@ -33,7 +33,8 @@ pub fn router(
 }
 
 /// The router over `service` under `auth` ([`crate::auth`]): with credentials, every
-/// route but `/health` and the signing certificate requires a SigV4 signature.
+/// route but `/health`, `/metrics`, `/ready` and the signing certificate requires a SigV4
+/// signature; the console and its `/_loft/` routes take HTTP Basic authentication too.
 pub fn router_with(
     service: Arc<Service>,
     signer: Option<Arc<crate::sns_signing::LazySigner>>,
@@ -44,13 +45,15 @@ pub fn router_with(
         auth,
     };
     let signed = axum::middleware::from_fn_with_state(state.clone(), auth::require_signature);
+    let console_auth =
+        axum::middleware::from_fn_with_state(state.clone(), auth::require_console_auth);
     let inspect_state = inspect::Inspect {
         service: service.clone(),
         signer,
     };
     let inspect = Router::new()
         .route("/_loft/sns/messages", get(inspect::recorded_messages))
-        .route_layer(signed.clone())
+        .route_layer(console_auth.clone())
         .route(
             loft_core::service::SIGNING_CERT_PATH,
             get(inspect::certificate),
@@ -102,10 +105,7 @@ pub fn router_with(
         .route("/_loft/queues/{name}/purge", post(console::api::purge))
         .route("/_loft/queues/{name}/redrive", post(console::api::redrive))
         .route("/_loft/topics", get(console::api::topics))
-        .route_layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            auth::require_signature,
-        ))
+        .route_layer(console_auth)
         .layer(DefaultBodyLimit::max(NATIVE_BODY_LIMIT));
     native
         .merge(aws)

@@ -15,8 +15,9 @@ use loft_server::listen::ServerLimits;
 #[derive(clap::Args, Debug, Clone)]
 pub struct TrustArgs {
     /// File of access keys, one ACCESS_KEY_ID:SECRET_ACCESS_KEY a line ('#' comments).
-    /// With any key configured (here or in LOFT_CREDENTIALS), every request but /health
-    /// must carry a valid AWS Signature Version 4.
+    /// With any key configured (here or in LOFT_CREDENTIALS), every request but /health,
+    /// /ready, /metrics and the SNS signing certificate must carry a valid AWS Signature
+    /// Version 4; the web console also takes HTTP Basic (an access key id and its secret).
     #[arg(long, env = "LOFT_CREDENTIALS_FILE")]
     credentials_file: Option<PathBuf>,
 

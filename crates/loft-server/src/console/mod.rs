@@ -3,6 +3,13 @@
 //!
 //! Pages: `GET /console` (the page), `GET /console/app.js`, `GET /console/style.css`.
 //! The JSON routes are in [`api`]; the console refreshes queue counts every 2 seconds.
+//!
+//! With credentials configured, the page, its assets and its JSON routes answer `401` with
+//! `WWW-Authenticate: Basic realm="loft"`, so the browser asks for a user name (an access
+//! key id) and password (its secret) and sends them with every request after
+//! ([`crate::auth::require_console_auth`]); the script adds the
+//! [`crate::auth::CONSOLE_HEADER`] header, without which a Basic-authenticated POST is
+//! refused.
 
 pub mod api;
 

@@ -9,6 +9,13 @@
 //! Every command takes `--endpoint URL` (env `LOFT_ENDPOINT`, default
 //! `http://127.0.0.1:9324`) and `--json`. An AWS error prints `loft: CODE: message` on
 //! stderr and exits with status 1.
+//!
+//! Credentials: with an access key (`--access-key-id` or `AWS_ACCESS_KEY_ID`) and its
+//! secret (`AWS_SECRET_ACCESS_KEY`, environment only, as `loft serve`'s
+//! `LOFT_CREDENTIALS`, so that it never shows in the process list), every request is
+//! signed with SigV4 in region `--region` (`AWS_REGION`, else `AWS_DEFAULT_REGION`, else
+//! `us-east-1`), with `AWS_SESSION_TOKEN` when set. Without them requests are unsigned. A
+//! server that refuses the credentials gets a message saying what to set.
 
 pub mod client;
 pub mod output;
@@ -27,6 +34,10 @@ use output::{print_table, Format};
 /// The default server address.
 pub const DEFAULT_ENDPOINT: &str = "http://127.0.0.1:9324";
 
+/// The region signatures are scoped to when neither `--region`, `AWS_REGION` nor
+/// `AWS_DEFAULT_REGION` names one: `loft serve`'s default region.
+pub const DEFAULT_REGION: &str = "us-east-1";
+
 /// Options every admin command takes.
 #[derive(Args, Debug, Clone)]
 pub struct ClientArgs {
@@ -37,9 +48,62 @@ pub struct ClientArgs {
     /// Print JSON on stdout instead of a table.
     #[arg(long, global = true)]
     pub json: bool,
+    /// Access key id to sign requests with (AWS Signature Version 4), for a server with
+    /// credentials; its secret comes from AWS_SECRET_ACCESS_KEY (environment only, so it
+    /// never shows in the process list), a session token from AWS_SESSION_TOKEN.
+    #[arg(long, env = "AWS_ACCESS_KEY_ID", global = true)]
+    pub access_key_id: Option<String>,
+    /// Region of the signatures' scope [default: AWS_DEFAULT_REGION, else us-east-1].
+    #[arg(long, env = "AWS_REGION", global = true)]
+    pub region: Option<String>,
+}
+
+/// A non-empty environment variable.
+fn env_var(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
 }
 
 impl ClientArgs {
+    /// The signer these options and the environment describe: `None` without an access
+    /// key and secret.
+    ///
+    /// Errors: `Usage` when only one of the access key and the secret is set.
+    pub fn signer(&self) -> Result<Option<client::Signer>, CliError> {
+        let key = self.access_key_id.clone().filter(|k| !k.is_empty());
+        let secret = env_var("AWS_SECRET_ACCESS_KEY");
+        match (key, secret) {
+            (None, None) => Ok(None),
+            (Some(_), None) => Err(CliError::Usage(
+                "an access key id is set (--access-key-id or AWS_ACCESS_KEY_ID) but \
+                 AWS_SECRET_ACCESS_KEY is not: set both to sign requests, or neither"
+                    .into(),
+            )),
+            (None, Some(_)) => Err(CliError::Usage(
+                "AWS_SECRET_ACCESS_KEY is set but no access key id is \
+                 (--access-key-id or AWS_ACCESS_KEY_ID): set both to sign requests, or neither"
+                    .into(),
+            )),
+            (Some(access_key), Some(secret)) => Ok(Some(client::Signer {
+                access_key,
+                secret,
+                session_token: env_var("AWS_SESSION_TOKEN"),
+                region: self
+                    .region
+                    .clone()
+                    .filter(|r| !r.is_empty())
+                    .or_else(|| env_var("AWS_DEFAULT_REGION"))
+                    .unwrap_or_else(|| DEFAULT_REGION.to_owned()),
+            })),
+        }
+    }
+
+    /// A client of `--endpoint`, signing when [`ClientArgs::signer`] gives a signer.
+    ///
+    /// Errors: as [`ClientArgs::signer`] and [`Client::new`].
+    pub fn client(&self) -> Result<Client, CliError> {
+        Client::new(&self.endpoint, self.signer()?)
+    }
+
     fn format(&self) -> Format {
         if self.json {
             Format::Json
@@ -359,7 +423,7 @@ pub async fn run(command: Command, top: fn() -> clap::Command) -> Result<(), Cli
 }
 
 async fn queue(a: QueueArgs) -> Result<(), CliError> {
-    let c = Client::new(&a.client.endpoint)?;
+    let c = a.client.client()?;
     let format = a.client.format();
     match a.command {
         QueueCommand::Create { name, attributes } => {
@@ -498,7 +562,7 @@ async fn queue(a: QueueArgs) -> Result<(), CliError> {
 }
 
 async fn send(a: SendArgs) -> Result<(), CliError> {
-    let c = Client::new(&a.client.endpoint)?;
+    let c = a.client.client()?;
     let url = c.queue_url(&a.queue).await?;
     let mut input = json!({"QueueUrl": url, "MessageBody": read_arg(&a.body)?});
     let attrs = message_attributes(&a.attributes)?;
@@ -523,7 +587,7 @@ async fn send(a: SendArgs) -> Result<(), CliError> {
 }
 
 async fn receive(a: ReceiveArgs) -> Result<(), CliError> {
-    let c = Client::new(&a.client.endpoint)?;
+    let c = a.client.client()?;
     let url = c.queue_url(&a.queue).await?;
     let mut input = json!({
         "QueueUrl": url,
@@ -608,7 +672,7 @@ fn indexed_attributes(
 }
 
 async fn topic(a: TopicArgs) -> Result<(), CliError> {
-    let c = Client::new(&a.client.endpoint)?;
+    let c = a.client.client()?;
     let format = a.client.format();
     match a.command {
         TopicCommand::Create { name, attributes } => {
@@ -709,7 +773,7 @@ async fn topic(a: TopicArgs) -> Result<(), CliError> {
 }
 
 async fn publish(a: PublishArgs) -> Result<(), CliError> {
-    let c = Client::new(&a.client.endpoint)?;
+    let c = a.client.client()?;
     let arn = c.topic_arn(&a.topic).await?;
     let mut params = vec![
         ("TopicArn".to_owned(), arn),
@@ -751,7 +815,7 @@ async fn publish(a: PublishArgs) -> Result<(), CliError> {
 }
 
 async fn subscribe(a: SubscribeArgs) -> Result<(), CliError> {
-    let c = Client::new(&a.client.endpoint)?;
+    let c = a.client.client()?;
     let arn = c.topic_arn(&a.topic).await?;
     let protocol = a.protocol.to_ascii_lowercase();
     let endpoint = if protocol == "sqs" {
@@ -779,7 +843,7 @@ async fn subscribe(a: SubscribeArgs) -> Result<(), CliError> {
 }
 
 async fn redrive(a: RedriveArgs) -> Result<(), CliError> {
-    let c = Client::new(&a.client.endpoint)?;
+    let c = a.client.client()?;
     let source = c.queue_arn(&a.dlq).await?;
     let mut input = json!({"SourceArn": source});
     if let Some(d) = &a.destination {

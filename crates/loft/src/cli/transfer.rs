@@ -19,7 +19,7 @@ use std::io::{BufRead, IsTerminal, Write};
 
 use serde_json::{json, Value};
 
-use super::client::{CliError, Client};
+use super::client::CliError;
 use super::ClientArgs;
 
 /// Messages per peek request (the route's maximum).
@@ -100,7 +100,7 @@ fn export_line(m: &Value) -> Value {
 ///
 /// Errors: the queue does not exist, the server is not Loft, stdout fails.
 pub async fn export(args: ClientArgs, queue: &str) -> Result<(), CliError> {
-    let c = Client::new(&args.endpoint)?;
+    let c = args.client()?;
     let name = queue
         .trim_end_matches('/')
         .rsplit('/')
@@ -175,7 +175,7 @@ fn entry(line: &str, line_no: usize, fifo: bool) -> Result<Value, CliError> {
 /// Errors: a malformed line (nothing after it is sent), the queue does not exist, or some
 /// entries failed (all others are sent; the first failure is reported).
 pub async fn import(args: ClientArgs, queue: &str) -> Result<(), CliError> {
-    let c = Client::new(&args.endpoint)?;
+    let c = args.client()?;
     let url = c.queue_url(queue).await?;
     let name = url.rsplit('/').next().unwrap_or(queue).to_owned();
     let fifo = name.ends_with(".fifo");

@@ -40,6 +40,12 @@ struct Browser {
     session: String,
     next_id: u64,
     _profile: tempfile::TempDir,
+    /// What the "user" types when the browser asks for a user name and password
+    /// ([`Browser::sign_in_with`]).
+    credentials: Option<(String, String)>,
+    /// The authentication challenges the browser asked about (`authChallenge` of
+    /// `Fetch.authRequired`: `{source, origin, scheme, realm}`).
+    challenges: Vec<Value>,
 }
 
 impl Browser {
@@ -87,6 +93,8 @@ impl Browser {
             session: String::new(),
             next_id: 0,
             _profile: profile,
+            credentials: None,
+            challenges: Vec::new(),
         };
         let target = b.call("Target.createTarget", json!({"url": "about:blank"}), false);
         let target_id = target["targetId"].as_str().unwrap().to_owned();
@@ -100,8 +108,9 @@ impl Browser {
         b
     }
 
-    /// Sends a command (on the page's session when `on_page`) and returns its result.
-    fn call(&mut self, method: &str, params: Value, on_page: bool) -> Value {
+    /// Sends a command on the page's session (when `on_page`) without waiting; returns its
+    /// id.
+    fn send(&mut self, method: &str, params: Value, on_page: bool) -> u64 {
         self.next_id += 1;
         let id = self.next_id;
         let mut msg = json!({"id": id, "method": method, "params": params});
@@ -111,6 +120,13 @@ impl Browser {
         self.ws
             .send(Message::text(msg.to_string()))
             .expect("send to DevTools");
+        id
+    }
+
+    /// Sends a command (on the page's session when `on_page`) and returns its result.
+    /// Answers the `Fetch` events that arrive meanwhile (see [`Browser::sign_in_with`]).
+    fn call(&mut self, method: &str, params: Value, on_page: bool) -> Value {
+        let id = self.send(method, params, on_page);
         loop {
             let m = self.ws.read().expect("read from DevTools");
             let Message::Text(text) = m else { continue };
@@ -121,7 +137,48 @@ impl Browser {
                 }
                 return v["result"].clone();
             }
+            self.on_event(&v);
         }
+    }
+
+    /// Lets paused requests go on, and answers an authentication prompt with
+    /// [`Browser::credentials`] as a user would type them.
+    fn on_event(&mut self, v: &Value) {
+        let request_id = v["params"]["requestId"].clone();
+        match v["method"].as_str() {
+            Some("Fetch.requestPaused") => {
+                self.send(
+                    "Fetch.continueRequest",
+                    json!({"requestId": request_id}),
+                    true,
+                );
+            }
+            Some("Fetch.authRequired") => {
+                self.challenges.push(v["params"]["authChallenge"].clone());
+                let response = match &self.credentials {
+                    Some((user, password)) => json!({"response": "ProvideCredentials",
+                        "username": user, "password": password}),
+                    None => json!({"response": "CancelAuth"}),
+                };
+                self.send(
+                    "Fetch.continueWithAuth",
+                    json!({"requestId": request_id, "authChallengeResponse": response}),
+                    true,
+                );
+            }
+            _ => {}
+        }
+    }
+
+    /// From now on, answers the browser's requests for a user name and password with
+    /// `user` and `password` (DevTools' `Fetch` domain stands in for the prompt).
+    fn sign_in_with(&mut self, user: &str, password: &str) {
+        self.credentials = Some((user.to_owned(), password.to_owned()));
+        self.call(
+            "Fetch.enable",
+            json!({"handleAuthRequests": true, "patterns": [{"urlPattern": "*"}]}),
+            true,
+        );
     }
 
     /// Evaluates `expr` in the page (awaiting promises) and returns its value.
@@ -335,4 +392,72 @@ fn console_shows_live_counts_sends_browses_and_purges() {
         "document.querySelector('#messages').textContent.includes('The queue is empty.')",
     );
     b.screenshot("purged");
+}
+
+#[test]
+fn with_credentials_the_browser_signs_in_with_basic_auth_and_the_console_works() {
+    let Some(binary) = chromium() else {
+        eprintln!(
+            "note: skipping the console sign-in test: chromium is not installed (apt-get install chromium)"
+        );
+        return;
+    };
+    let s = Server::start_with(&[], &[("LOFT_CREDENTIALS", "AKIDCONSOLE:console/Secret")])
+        .unwrap_or_else(|f| panic!("loft did not start: {f:?}"));
+    let creds = [
+        ("AWS_ACCESS_KEY_ID", "AKIDCONSOLE"),
+        ("AWS_SECRET_ACCESS_KEY", "console/Secret"),
+    ];
+    s.cli_env(&["queue", "create", "orders"], &creds).ok();
+    s.cli_env(&["send", "orders", "sent by the CLI"], &creds)
+        .ok();
+    let mut b = Browser::launch(&binary);
+    b.sign_in_with("AKIDCONSOLE", "console/Secret");
+    b.navigate(&s.url("/console"));
+    // The page asked for credentials (Loft's Basic challenge) and its JSON calls, made
+    // with them, show the queue.
+    b.wait_for(
+        "the orders row",
+        &format!("{} === '1'", count("orders", "visible")),
+    );
+    assert!(
+        b.challenges.iter().any(|c| c["scheme"]
+            .as_str()
+            .is_some_and(|s| s.eq_ignore_ascii_case("basic"))
+            && c["realm"] == "loft"),
+        "the browser was asked for Basic credentials, realm loft: {:?}",
+        b.challenges
+    );
+    // Browsing and sending (a POST, which needs the console's header) work too.
+    b.eval(
+        "document.querySelector('#queues tr[data-queue=\"orders\"] button.browse').click(); true",
+    );
+    b.wait_for(
+        "the CLI's message in the browser",
+        "document.querySelector('#messages').textContent.includes('sent by the CLI')",
+    );
+    b.eval(
+        "document.querySelector('#send-body').value = 'typed in the console'; \
+         document.querySelector('#send-button').click(); true",
+    );
+    b.wait_for(
+        "the send status",
+        "document.querySelector('#status').textContent.startsWith('Sent ')",
+    );
+    b.wait_for(
+        "the sent count",
+        &format!("{} === '2'", count("orders", "visible")),
+    );
+    b.screenshot("signed-in");
+    let got = s
+        .cli_env(&["receive", "orders", "--max", "10", "--json"], &creds)
+        .json();
+    let mut bodies: Vec<&str> = got
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["Body"].as_str().unwrap())
+        .collect();
+    bodies.sort();
+    assert_eq!(bodies, ["sent by the CLI", "typed in the console"]);
 }

@@ -53,6 +53,8 @@ fn command(dir: &Path, args: &[&str], envs: &[(&str, &str)]) -> Command {
         "LOFT_DURABILITY",
         "LOFT_ADVERTISED_URL",
         "LOFT_LOG_FORMAT",
+        "LOFT_CREDENTIALS",
+        "LOFT_CREDENTIALS_FILE",
     ] {
         cmd.env_remove(k);
     }
@@ -231,6 +233,11 @@ impl Server {
     pub fn cli(&self, args: &[&str], stdin: Option<&[u8]>) -> CliRun {
         cli_at(&self.base, args, stdin)
     }
+
+    /// Runs `loft ARGS` against this server with `envs` (`AWS_ACCESS_KEY_ID`, ...).
+    pub fn cli_env(&self, args: &[&str], envs: &[(&str, &str)]) -> CliRun {
+        cli_env(&self.base, args, None, envs)
+    }
 }
 
 impl Drop for Server {
@@ -303,10 +310,35 @@ impl CliRun {
     }
 }
 
-/// Runs `loft ARGS` with `LOFT_ENDPOINT=endpoint` (in a blocking thread so that async
-/// tests can call it).
+/// The environment variables the admin commands read credentials from; removed from
+/// theirs unless a test sets them, so the machine's settings never leak into a test.
+const AWS_ENV: &[&str] = &[
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_REGION",
+    "AWS_DEFAULT_REGION",
+];
+
+/// Runs `loft ARGS` with `LOFT_ENDPOINT=endpoint` and no credentials (in a blocking
+/// thread so that async tests can call it).
 pub fn cli_at(endpoint: &str, args: &[&str], stdin: Option<&[u8]>) -> CliRun {
-    let mut child = Command::new(loft_bin())
+    cli_env(endpoint, args, stdin, &[])
+}
+
+/// As [`cli_at`], with `envs` set.
+pub fn cli_env(
+    endpoint: &str,
+    args: &[&str],
+    stdin: Option<&[u8]>,
+    envs: &[(&str, &str)],
+) -> CliRun {
+    let mut cmd = Command::new(loft_bin());
+    for k in AWS_ENV {
+        cmd.env_remove(k);
+    }
+    cmd.envs(envs.iter().copied());
+    let mut child = cmd
         .args(args)
         .env("LOFT_ENDPOINT", endpoint)
         .env_remove("LOFT_LOG_FORMAT")

@@ -4,6 +4,8 @@
 //! - [`sigv4`]: SigV4 with aws-sdk-sqs (right and wrong keys, a skewed clock), raw JSON
 //!   and Query requests, presigned URLs (aws-sigv4), the seeds' API signed by aws-sigv4
 //!   and by `curl --aws-sigv4`, and an open server.
+//! - [`console`]: the web console's HTTP Basic sign-in (and SigV4) with credentials, and
+//!   Basic refused on the AWS protocols and the seeds' API.
 //! - [`endpoint_policy`]: SNS HTTP/S endpoints refused at Subscribe and at delivery.
 //! - [`limits`]: in-flight messages, queue and topic caps, header size, connections.
 //! - [`tls`]: HTTPS listeners: the SDKs over TLS, https queue URLs and SNS links, plain
@@ -12,6 +14,7 @@
 //!   trusted through `SSL_CERT_FILE` (and refused when untrusted, denied by the endpoint
 //!   policy or redirecting), and the admin commands against an HTTPS listener.
 
+mod console;
 mod endpoint_policy;
 mod harness;
 mod limits;

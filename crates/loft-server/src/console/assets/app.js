@@ -23,7 +23,9 @@ function el(tag, attrs, ...children) {
 }
 
 async function api(method, path, body) {
-  const init = { method, headers: {} };
+  // x-loft-console: with credentials configured, Loft takes a Basic-authenticated POST
+  // only with this header, which a form posted from another site cannot carry.
+  const init = { method, headers: { "x-loft-console": "1" } };
   if (body !== undefined) {
     init.headers["content-type"] = "application/json";
     init.body = JSON.stringify(body);
@@ -32,6 +34,9 @@ async function api(method, path, body) {
   const text = await resp.text();
   let data = null;
   try { data = text ? JSON.parse(text) : null; } catch (_) { data = text; }
+  if (resp.status === 401) {
+    throw new Error("sign-in required: reload the page and sign in with one of Loft's access key ids and its secret");
+  }
   if (!resp.ok) {
     const msg = data && data.error ? (data.code ? data.code + ": " : "") + data.error : resp.status + " " + text;
     throw new Error(msg);

@@ -1,0 +1,276 @@
+//! The web console with credentials configured: its page, assets and JSON routes take HTTP
+//! Basic authentication (an access key id and its secret) or SigV4, and ask browsers for
+//! Basic with a `WWW-Authenticate` challenge; Basic is refused everywhere else (the AWS
+//! protocols, the seeds' API).
+
+use base64::Engine as _;
+use serde_json::{json, Value};
+
+use crate::harness::*;
+
+/// An HTTP Basic `Authorization` value.
+fn basic(user: &str, password: &str) -> String {
+    let token = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+    format!("Basic {token}")
+}
+
+/// The console's page, assets and every JSON route its page reads (queue `jobs` exists).
+const CONSOLE_GETS: &[&str] = &[
+    "/console",
+    "/console/",
+    "/console/app.js",
+    "/console/style.css",
+    "/_loft/queues",
+    "/_loft/queues/jobs/messages?limit=5",
+    "/_loft/topics",
+    "/_loft/sns/messages",
+];
+
+/// A signed server with queue `jobs` holding one message.
+async fn server_with_a_message() -> Loft {
+    let loft = Loft::signed(&[]);
+    let sdk = loft.sdk(KEY, SECRET);
+    let url = sdk
+        .create_queue()
+        .queue_name("jobs")
+        .send()
+        .await
+        .expect("create jobs")
+        .queue_url()
+        .unwrap()
+        .to_owned();
+    sdk.send_message()
+        .queue_url(url)
+        .message_body("waiting")
+        .send()
+        .await
+        .expect("send");
+    loft
+}
+
+async fn get(loft: &Loft, path: &str, authorization: Option<&str>) -> reqwest::Response {
+    let mut req = http().get(format!("{}{path}", loft.url));
+    if let Some(a) = authorization {
+        req = req.header("authorization", a);
+    }
+    req.send().await.expect("GET")
+}
+
+#[track_caller]
+fn assert_challenge(resp: &reqwest::Response, what: &str) {
+    assert_eq!(resp.status(), 401, "{what}");
+    let challenges: Vec<_> = resp
+        .headers()
+        .get_all("www-authenticate")
+        .iter()
+        .map(|v| v.to_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(challenges, [r#"Basic realm="loft""#], "{what}");
+}
+
+#[tokio::test]
+async fn the_console_asks_for_basic_auth_and_takes_a_key_and_its_secret() {
+    let loft = server_with_a_message().await;
+    for path in CONSOLE_GETS {
+        let resp = get(&loft, path, None).await;
+        assert_challenge(&resp, &format!("{path} without credentials"));
+        let body: Value = resp.json().await.unwrap();
+        assert!(
+            body["error"].as_str().unwrap().contains("sign in"),
+            "{path}: {body}"
+        );
+
+        let resp = get(&loft, path, Some(&basic(KEY, SECRET))).await;
+        assert_eq!(resp.status(), 200, "{path} with KEY's secret");
+        let resp = get(&loft, path, Some(&basic(KEY2, SECRET2))).await;
+        assert_eq!(resp.status(), 200, "{path} with KEY2's secret");
+
+        let resp = get(&loft, path, Some(&basic(KEY, "wrong"))).await;
+        assert_challenge(&resp, &format!("{path} with a wrong secret"));
+        let resp = get(&loft, path, Some(&basic(KEY, SECRET2))).await;
+        assert_challenge(&resp, &format!("{path} with another key's secret"));
+        let resp = get(&loft, path, Some(&basic("AKIDUNKNOWN", SECRET))).await;
+        assert_challenge(&resp, &format!("{path} with an unknown key"));
+    }
+    // What the routes answer once signed in is the console's data.
+    let page = get(&loft, "/console", Some(&basic(KEY, SECRET))).await;
+    assert!(page.text().await.unwrap().contains("<html"));
+    let queues: Value = get(&loft, "/_loft/queues", Some(&basic(KEY, SECRET)))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(queues[0]["name"], "jobs", "{queues}");
+    assert_eq!(queues[0]["visible"], 1, "{queues}");
+    let peeked: Value = get(
+        &loft,
+        "/_loft/queues/jobs/messages",
+        Some(&basic(KEY, SECRET)),
+    )
+    .await
+    .json()
+    .await
+    .unwrap();
+    assert_eq!(peeked["messages"][0]["body"], "waiting", "{peeked}");
+}
+
+#[tokio::test]
+async fn the_console_routes_still_take_sigv4() {
+    let loft = server_with_a_message().await;
+    let url = format!("{}/_loft/queues", loft.url);
+    let resp = send_signed(&Signer::now("sqs"), "GET", &url, &[], b"").await;
+    assert_eq!(resp.status(), 200);
+    let queues: Value = resp.json().await.unwrap();
+    assert_eq!(queues[0]["name"], "jobs", "{queues}");
+    let bad = Signer {
+        secret: "wrong",
+        ..Signer::now("sqs")
+    };
+    let resp = send_signed(&bad, "GET", &url, &[], b"").await;
+    assert_eq!(resp.status(), 403);
+    let body: Value = resp.json().await.unwrap();
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("SignatureDoesNotMatch: "),
+        "{body}"
+    );
+}
+
+#[tokio::test]
+async fn a_basic_authenticated_post_needs_the_console_header() {
+    let loft = server_with_a_message().await;
+    let send = format!("{}/_loft/queues/jobs/messages", loft.url);
+    let body = json!({"body": "from the console"}).to_string();
+    // What a form posted from another site would send, with the browser's remembered
+    // credentials: refused, and nothing is sent.
+    let forged = http()
+        .post(&send)
+        .header("authorization", basic(KEY, SECRET))
+        .header("content-type", "text/plain")
+        .body(body.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(forged.status(), 403);
+    let error: Value = forged.json().await.unwrap();
+    assert!(
+        error["error"].as_str().unwrap().contains("x-loft-console"),
+        "{error}"
+    );
+    let purge = http()
+        .post(format!("{}/_loft/queues/jobs/purge", loft.url))
+        .header("authorization", basic(KEY, SECRET))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(purge.status(), 403);
+    let queues: Value = get(&loft, "/_loft/queues", Some(&basic(KEY, SECRET)))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(queues[0]["visible"], 1, "neither sent nor purged: {queues}");
+    // The console's own request: accepted.
+    let sent = http()
+        .post(&send)
+        .header("authorization", basic(KEY, SECRET))
+        .header("x-loft-console", "1")
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(sent.status(), 201, "{}", sent.text().await.unwrap());
+    let queues: Value = get(&loft, "/_loft/queues", Some(&basic(KEY, SECRET)))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(queues[0]["visible"], 2, "{queues}");
+    // A wrong secret is refused before the header matters.
+    let wrong = http()
+        .post(&send)
+        .header("authorization", basic(KEY, "wrong"))
+        .header("x-loft-console", "1")
+        .body("{\"body\":\"x\"}")
+        .send()
+        .await
+        .unwrap();
+    assert_challenge(&wrong, "a POST with a wrong secret");
+}
+
+#[tokio::test]
+async fn basic_auth_is_refused_on_the_aws_protocols_and_the_seeds_api() {
+    let loft = server_with_a_message().await;
+    let right = basic(KEY, SECRET);
+    // SQS JSON: the right key and secret, in Basic, are no signature.
+    let resp = http()
+        .post(&loft.url)
+        .header("authorization", &right)
+        .header("x-amz-target", "AmazonSQS.ListQueues")
+        .header("content-type", "application/x-amz-json-1.0")
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 403);
+    assert!(resp.headers().get("www-authenticate").is_none());
+    let body: Value = resp.json().await.unwrap();
+    assert_eq!(
+        body["__type"], "com.amazonaws.sqs#IncompleteSignature",
+        "{body}"
+    );
+    // On a queue URL, in the Query protocol.
+    let resp = http()
+        .post(loft.queue_url("jobs"))
+        .header("authorization", &right)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(form(&[("Action", "ReceiveMessage")]))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 403);
+    let text = resp.text().await.unwrap();
+    assert!(text.contains("<Code>IncompleteSignature</Code>"), "{text}");
+    // SNS Query.
+    let resp = http()
+        .post(&loft.url)
+        .header("authorization", &right)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(form(&[("Action", "ListTopics"), ("Version", "2010-03-31")]))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 403);
+    // The seeds' API.
+    let resp = get(&loft, "/queues", Some(&right)).await;
+    assert_eq!(resp.status(), 403);
+    let body: Value = resp.json().await.unwrap();
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("IncompleteSignature: "),
+        "{body}"
+    );
+    // Nothing was received through any of them.
+    let queues: Value = get(&loft, "/_loft/queues", Some(&right))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(queues[0]["visible"], 1, "{queues}");
+    assert_eq!(queues[0]["in_flight"], 0, "{queues}");
+}
+
+#[tokio::test]
+async fn an_open_server_serves_the_console_without_credentials() {
+    let loft = Loft::start(&[], &[]);
+    for path in ["/console", "/_loft/queues", "/_loft/topics"] {
+        let resp = get(&loft, path, None).await;
+        assert_eq!(resp.status(), 200, "{path}");
+        assert!(resp.headers().get("www-authenticate").is_none(), "{path}");
+    }
+}
