@@ -4,10 +4,9 @@
 //! request is served carry its `request_id` (the `request` span; see
 //! `loft_server::observe`).
 //!
-//! Lines are formatted on the thread that logs and written to stderr by a background
-//! thread (`tracing_appender::non_blocking`, lossless: a full buffer makes the logger wait,
-//! it never drops a line), so a request never waits on a `write(2)` to a slow terminal or
-//! pipe. Colours only when stderr is a terminal and `NO_COLOR` is unset.
+//! Lines are written to stderr by the thread that logs, so a line is there as soon as
+//! the event that logged it has happened. Colours only when stderr is a terminal and
+//! `NO_COLOR` is unset.
 
 use clap::ValueEnum;
 
@@ -25,21 +24,16 @@ pub enum LogFormat {
     Json,
 }
 
-/// Installs the global subscriber. Call once, before anything logs, and keep the returned
-/// guard until the process ends: dropping it flushes the lines not yet written.
-pub fn init(format: LogFormat) -> tracing_appender::non_blocking::WorkerGuard {
+/// Installs the global subscriber. Call once, before anything logs.
+pub fn init(format: LogFormat) {
     use std::io::IsTerminal;
     let filter = tracing_subscriber::EnvFilter::try_from_env("LOFT_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(DEFAULT_FILTER));
-    let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
-        .lossy(false)
-        .thread_name("loft-log-writer")
-        .finish(std::io::stderr());
     let ansi = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(ansi)
-        .with_writer(writer);
+        .with_writer(std::io::stderr);
     match format {
         LogFormat::Text => builder.init(),
         LogFormat::Json => builder
@@ -48,5 +42,4 @@ pub fn init(format: LogFormat) -> tracing_appender::non_blocking::WorkerGuard {
             .with_span_list(true)
             .init(),
     }
-    guard
 }

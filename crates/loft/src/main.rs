@@ -131,7 +131,7 @@ enum DurabilityArg {
 fn main() -> std::process::ExitCode {
     let matches = Cli::command().get_matches();
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
-    let _log_guard = logging::init(cli.log_format);
+    logging::init(cli.log_format);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
