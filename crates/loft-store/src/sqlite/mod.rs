@@ -1,10 +1,10 @@
 //! The embedded SQLite store.
 //!
 //! One read-write connection, behind a mutex, does every read and write. A request that
-//! finds it free runs its closure there at once, on its own thread, in its own
-//! transaction (the fast path: no thread hand-off, which cost more CPU than the SQL at low
-//! concurrency). A request that finds it busy sends its closure to the writer thread
-//! instead, which, once it holds the connection, runs as many as are waiting (up to
+//! is the only one in the store and finds the connection free runs its closure there at
+//! once, on its own thread, in its own transaction (the fast path: no thread hand-off,
+//! which cost more CPU than the SQL at low concurrency). When other requests are in the
+//! store, or the connection is busy, it sends its closure to the writer thread instead, which, once it holds the connection, runs as many as are waiting (up to
 //! [`MAX_BATCH`]) inside one transaction, each in its own savepoint so that one failing
 //! request does not undo the others, commits once, and only then answers each caller
 //! (group commit). Either way a caller is never told "done" about anything that is not
@@ -16,6 +16,7 @@ mod ops;
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex, MutexGuard, TryLockError};
 use std::thread;
 
@@ -108,6 +109,18 @@ pub struct SqliteStore {
     jobs: mpsc::Sender<Msg>,
     /// Whether a request may run on its own thread when the connection is free.
     inline: bool,
+    /// Requests inside [`Self::write`] now: the fast path is taken only when alone, so
+    /// that concurrent requests share a group commit instead of committing one by one.
+    in_store: AtomicUsize,
+}
+
+/// Counts a request in [`SqliteStore::write`] until dropped.
+struct InStore<'a>(&'a AtomicUsize);
+
+impl Drop for InStore<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 impl SqliteStore {
@@ -140,6 +153,7 @@ impl SqliteStore {
             conn,
             jobs,
             inline: durability == Durability::Process,
+            in_store: AtomicUsize::new(0),
         })
     }
 
@@ -158,14 +172,17 @@ impl SqliteStore {
     }
 
     /// Runs `f` in a transaction and returns its result once that transaction has
-    /// committed: at once on this thread when the connection is free (and durability
-    /// allows), otherwise on the writer thread inside the next group transaction.
+    /// committed: at once on this thread when no other request is in the store and the
+    /// connection is free (and durability allows), otherwise on the writer thread inside
+    /// the next group transaction.
     async fn write<T, F>(&self, f: F) -> Result<T>
     where
         T: Send + 'static,
         F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
     {
-        if self.inline {
+        let alone = self.in_store.fetch_add(1, Ordering::SeqCst) == 0;
+        let _counted = InStore(&self.in_store);
+        if self.inline && alone {
             let guard = match self.conn.try_lock() {
                 Ok(g) => Some(g),
                 Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
