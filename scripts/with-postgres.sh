@@ -113,10 +113,15 @@ if command -v openssl >/dev/null 2>&1; then
   export LOFT_TEST_DATABASE_ROOTCERT="$TMP/ca.crt"
 fi
 
+# PG_DURABLE=1 keeps PostgreSQL's own durability defaults (for benchmarks); otherwise the
+# throw-away cluster skips fsync.
+DURABILITY_OPTS="-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+[ "${PG_DURABLE:-}" = 1 ] && DURABILITY_OPTS=""
+
 as_pg "$BIN/initdb" -D "$TMP/data" -U postgres -A trust -E UTF8 --locale=C --no-sync >"$TMP/initdb.log" 2>&1 \
   || { cat "$TMP/initdb.log" >&2; exit 1; }
 as_pg "$BIN/pg_ctl" -D "$TMP/data" -l "$TMP/server.log" -w -t 60 \
-  -o "-p $PORT -k $TMP -c listen_addresses=127.0.0.1 -c max_connections=300 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c shared_buffers=128MB $SSL_OPTS" \
+  -o "-p $PORT -k $TMP -c listen_addresses=127.0.0.1 -c max_connections=300 $DURABILITY_OPTS -c shared_buffers=128MB $SSL_OPTS" \
   start >/dev/null || { cat "$TMP/server.log" >&2; exit 1; }
 PID=$(head -n 1 "$TMP/data/postmaster.pid")
 as_pg "$BIN/createdb" -h 127.0.0.1 -p "$PORT" -U postgres loft_test
