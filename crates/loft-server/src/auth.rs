@@ -75,27 +75,31 @@ impl Credentials {
     /// lines starting with `#` are skipped. The secret is everything after the first `:`.
     ///
     /// Errors: an entry without `:`, with an empty key or secret, or with white space
-    /// inside (the message names the entry's position, never the secret).
+    /// inside (a comment after an entry counts as white space inside). The message names
+    /// the line and the entry's position on it, never the secret.
     pub fn parse(list: &str) -> Result<Credentials, String> {
         let mut keys = BTreeMap::new();
-        let entries = list
-            .split(['\n', ','])
-            .map(str::trim)
-            .filter(|e| !e.is_empty() && !e.starts_with('#'));
-        for (i, entry) in entries.enumerate() {
-            let (key, secret) = entry
-                .split_once(':')
-                .filter(|(k, s)| !k.is_empty() && !s.is_empty())
-                .filter(|(k, s)| {
-                    !k.contains(char::is_whitespace) && !s.contains(char::is_whitespace)
-                })
-                .ok_or_else(|| {
-                    format!(
-                        "credential entry {} is not ACCESS_KEY_ID:SECRET_ACCESS_KEY",
-                        i + 1
-                    )
-                })?;
-            keys.insert(key.to_owned(), secret.to_owned());
+        for (line_no, line) in list.split('\n').enumerate() {
+            let entries = line
+                .split(',')
+                .map(str::trim)
+                .filter(|e| !e.is_empty() && !e.starts_with('#'));
+            for (i, entry) in entries.enumerate() {
+                let (key, secret) = entry
+                    .split_once(':')
+                    .filter(|(k, s)| !k.is_empty() && !s.is_empty())
+                    .filter(|(k, s)| {
+                        !k.contains(char::is_whitespace) && !s.contains(char::is_whitespace)
+                    })
+                    .ok_or_else(|| {
+                        format!(
+                            "line {}, entry {}: not ACCESS_KEY_ID:SECRET_ACCESS_KEY (no spaces; `#` comments on lines of their own)",
+                            line_no + 1,
+                            i + 1
+                        )
+                    })?;
+                keys.insert(key.to_owned(), secret.to_owned());
+            }
         }
         Ok(Credentials { keys })
     }
@@ -371,6 +375,11 @@ mod tests {
             let e = Credentials::parse(bad).unwrap_err();
             assert!(!e.contains("hunter2"), "the error shows no secret: {e}");
         }
+        // The error points at the line of the file, not the count of entries.
+        let e = Credentials::parse("# keys\nAKID:S\n\nAKID2:hunter2 # old").unwrap_err();
+        assert!(e.starts_with("line 4, entry 1:"), "{e}");
+        let e = Credentials::parse("A:B,C").unwrap_err();
+        assert!(e.starts_with("line 1, entry 2:"), "{e}");
     }
 
     #[test]

@@ -175,9 +175,10 @@ fn builder(limits: &ServerLimits) -> Builder<TokioExecutor> {
     b
 }
 
-/// A `{"error": message}` answer with `status` that closes the connection.
+/// A `{"error": message, "message": message}` answer with `status` that closes the
+/// connection (`message` too, so AWS SDKs, which read that member, show the text).
 fn closing_error(status: StatusCode, message: String) -> Response<Body> {
-    let body = serde_json::json!({ "error": message }).to_string();
+    let body = serde_json::json!({ "error": message, "message": message }).to_string();
     let mut resp = Response::new(Body::from(body));
     *resp.status_mut() = status;
     let h = resp.headers_mut();
@@ -207,7 +208,12 @@ fn plain_on_tls(req: &Request<Incoming>, local: Option<SocketAddr>) -> Response<
         .headers()
         .get(header::HOST)
         .and_then(|h| h.to_str().ok())
-        .filter(|h| !h.is_empty())
+        .filter(|h| {
+            !h.is_empty()
+                && h.len() <= 255
+                && h.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b".-:[]".contains(&b))
+        })
         .map(str::to_owned)
         .or_else(|| local.map(|a| a.to_string()))
         .unwrap_or_default();

@@ -276,6 +276,8 @@ async fn plain_http_and_failed_handshakes_touch_only_their_own_connection() {
         body["error"],
         format!("this listener speaks HTTPS: use https://{addr}")
     );
+    // `message` too, the member AWS SDKs show.
+    assert_eq!(body["message"], body["error"]);
     // Garbage that starts like a TLS record: the handshake fails, the connection closes.
     let mut junk = TcpStream::connect(&addr).await.unwrap();
     junk.write_all(b"\x16\x03\x01\x00\x05hello-not-tls")
