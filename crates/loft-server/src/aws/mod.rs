@@ -378,7 +378,10 @@ async fn handle(
             let ctx = sqs::Context {
                 base_url: base_url(&headers),
             };
-            let mut input = query::decode(&pairs);
+            let mut input = match query::decode(&pairs) {
+                Ok(v) => v,
+                Err(e) => return query_error(SQS_NAMESPACE, &e, &rid),
+            };
             let segments: Vec<&str> = uri.path().split('/').filter(|s| !s.is_empty()).collect();
             if segments.len() == 2 && input.get("QueueUrl").is_none() {
                 if let Value::Object(map) = &mut input {
@@ -406,7 +409,10 @@ async fn handle(
             }
         }
         AwsService::Sns => {
-            let input = query::decode_sns(&pairs);
+            let input = match query::decode_sns(&pairs) {
+                Ok(v) => v,
+                Err(e) => return sns_error(&e, &rid),
+            };
             let result = sns::call(svc, &action, &input).await;
             *op_label = Some(label(&action, "sns-query", &result));
             match result {

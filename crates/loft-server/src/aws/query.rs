@@ -7,7 +7,14 @@
 
 use std::collections::BTreeMap;
 
+use loft_core::{Error, ErrorCode, Result};
 use serde_json::{Map, Value};
+
+/// Most dot-separated parts a Query parameter name may have. AWS's deepest names have 8
+/// (`PublishBatchRequestEntries.member.1.MessageAttributes.entry.1.Value.StringValue`);
+/// each part is one level of the decoded input, which is built and dropped recursively,
+/// so a name of a million parts would overflow the stack.
+pub const MAX_NAME_PARTS: usize = 16;
 
 /// Query list names and the JSON member each becomes.
 const LISTS: &[(&str, &str)] = &[
@@ -103,20 +110,32 @@ fn to_value(node: &Node) -> Value {
 
 /// Decodes form pairs (query string and body together) into the JSON input shape.
 /// Envelope parameters (Action, Version, signature fields) are left out.
-pub fn decode(pairs: &[(String, String)]) -> Value {
-    match tree(pairs) {
+///
+/// Errors: `MalformedRequest` (`MalformedQueryString`) for a parameter name of more than
+/// [`MAX_NAME_PARTS`] parts.
+pub fn decode(pairs: &[(String, String)]) -> Result<Value> {
+    Ok(match tree(pairs)? {
         Some(root) => to_value(&root),
         None => Value::Object(Map::new()),
-    }
+    })
 }
 
 /// The parameter tree of dotted names (`A.1.B` under `A`, `1`, `B`), envelope left out;
-/// `None` when no parameter is left.
-fn tree(pairs: &[(String, String)]) -> Option<Node> {
+/// `None` when no parameter is left. Errors: a name of more than [`MAX_NAME_PARTS`] parts.
+fn tree(pairs: &[(String, String)]) -> Result<Option<Node>> {
     let mut root = Node::default();
     for (key, value) in pairs {
         if is_envelope(key) {
             continue;
+        }
+        if key.bytes().filter(|&b| b == b'.').count() >= MAX_NAME_PARTS {
+            let shown: String = key.chars().take(64).collect();
+            return Err(Error::new(
+                ErrorCode::MalformedRequest,
+                format!(
+                    "The parameter name '{shown}...' has more than {MAX_NAME_PARTS} dot-separated parts."
+                ),
+            ));
         }
         let mut node = &mut root;
         for part in key.split('.') {
@@ -124,7 +143,7 @@ fn tree(pairs: &[(String, String)]) -> Option<Node> {
         }
         node.value = Some(value.clone());
     }
-    (!root.children.is_empty()).then_some(root)
+    Ok((!root.children.is_empty()).then_some(root))
 }
 
 fn to_value_sns(node: &Node) -> Value {
@@ -169,11 +188,13 @@ fn to_value_sns(node: &Node) -> Value {
 
 /// Decodes SNS Query parameters (lists as `Name.member.N`, maps as
 /// `Name.entry.N.key`/`.value` or `.Name`/`.Value`) into the JSON input shape.
-pub fn decode_sns(pairs: &[(String, String)]) -> Value {
-    match tree(pairs) {
+///
+/// Errors: as [`decode`].
+pub fn decode_sns(pairs: &[(String, String)]) -> Result<Value> {
+    Ok(match tree(pairs)? {
         Some(root) => to_value_sns(&root),
         None => Value::Object(Map::new()),
-    }
+    })
 }
 
 /// Escapes text for XML content the way AWS does, keeping `\r` as `&#xD;` so that it
@@ -371,7 +392,8 @@ mod tests {
                 "v",
             ),
             ("AttributeName.1", "All"),
-        ]));
+        ]))
+        .unwrap();
         assert_eq!(
             v,
             json!({
@@ -393,7 +415,8 @@ mod tests {
             ("Attribute.1.Value", "60"),
             ("Tag.1.Key", "team"),
             ("Tag.1.Value", "core"),
-        ]));
+        ]))
+        .unwrap();
         assert_eq!(v["Attributes"], json!({"VisibilityTimeout": "60"}));
         assert_eq!(v["Tags"], json!({"team": "core"}));
     }
@@ -419,13 +442,37 @@ mod tests {
                 "PublishBatchRequestEntries.member.1.MessageAttributes.entry.1.Value.StringValue",
                 "y",
             ),
-        ]));
+        ]))
+        .unwrap();
         assert_eq!(v["Attributes"], json!({"DisplayName": "d"}));
         assert_eq!(v["Tags"], json!([{"Key": "k", "Value": "v"}]));
         assert_eq!(
             v["PublishBatchRequestEntries"][0]["MessageAttributes"],
             json!({"x": {"DataType": "String", "StringValue": "y"}})
         );
+    }
+
+    /// Regression: a name of a million parts (`a.a.a...`, 2 MB, well under the body
+    /// limit) overflowed a worker thread's stack while the decoded input was built and
+    /// dropped, aborting the whole server. Found by the malformed-input suite.
+    #[test]
+    fn refuses_names_nested_too_deep_without_recursing() {
+        let deep = "a.".repeat(1_000_000) + "b";
+        for decoded in [
+            decode(&pairs(&[(&deep, "x")])),
+            decode_sns(&pairs(&[(&deep, "x")])),
+        ] {
+            let e = decoded.unwrap_err();
+            assert_eq!(e.code, ErrorCode::MalformedRequest);
+            assert!(e.message.contains("more than 16"), "{}", e.message);
+        }
+        let deepest_aws =
+            "PublishBatchRequestEntries.member.1.MessageAttributes.entry.1.Value.StringValue";
+        assert!(decode_sns(&pairs(&[(deepest_aws, "x")])).is_ok());
+        let sixteen = vec!["p"; MAX_NAME_PARTS].join(".");
+        assert!(decode(&pairs(&[(&sixteen, "x")])).is_ok());
+        let seventeen = vec!["p"; MAX_NAME_PARTS + 1].join(".");
+        assert!(decode(&pairs(&[(&seventeen, "x")])).is_err());
     }
 
     #[test]
