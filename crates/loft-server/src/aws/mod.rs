@@ -346,13 +346,8 @@ async fn handle(
         };
     }
     // The Query protocol: parameters from the query string and a form body.
-    let mut pairs: Vec<(String, String)> = uri
-        .query()
-        .map(|q| form_urlencoded::parse(q.as_bytes()).into_owned().collect())
-        .unwrap_or_default();
-    if method == Method::POST {
-        pairs.extend(form_urlencoded::parse(&body).into_owned());
-    }
+    let form: &[u8] = if method == Method::POST { &body } else { &[] };
+    let pairs = query::form_pairs(uri.query(), form);
     let action = pairs
         .iter()
         .find(|(k, _)| k == "Action")
@@ -372,6 +367,13 @@ async fn handle(
                 AwsService::Sns => sns_error(&e, &rid),
             };
         }
+    }
+    // The pairs were decoded leniently to route the request; its input must be exact.
+    if let Err(e) = query::check_utf8(uri.query(), form) {
+        return match service {
+            AwsService::Sqs => query_error(SQS_NAMESPACE, &e, &rid),
+            AwsService::Sns => sns_error(&e, &rid),
+        };
     }
     match service {
         AwsService::Sqs => {

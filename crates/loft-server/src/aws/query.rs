@@ -108,6 +108,68 @@ fn to_value(node: &Node) -> Value {
     Value::Object(out)
 }
 
+/// The Query protocol's parameters: those of the query string, then those of the form
+/// body (`application/x-www-form-urlencoded`; pass an empty body for a GET), in order.
+/// Bytes that are not UTF-8 decode as U+FFFD, as `form_urlencoded` reads them: enough to
+/// route a request; [`check_utf8`] refuses such a request before its input is used.
+pub fn form_pairs(query: Option<&str>, body: &[u8]) -> Vec<(String, String)> {
+    let mut pairs: Vec<(String, String)> = query
+        .map(|q| form_urlencoded::parse(q.as_bytes()).into_owned().collect())
+        .unwrap_or_default();
+    pairs.extend(form_urlencoded::parse(body).into_owned());
+    pairs
+}
+
+/// Checks that every parameter name and value of the query string and the form body is
+/// UTF-8 once percent-decoded (`+` is a space; a `%` without two hex digits is itself), so
+/// no byte is silently replaced.
+///
+/// Errors: `MalformedRequest` (`MalformedQueryString`) naming the first bad parameter.
+pub fn check_utf8(query: Option<&str>, body: &[u8]) -> Result<()> {
+    let hex = |b: u8| (b as char).to_digit(16).map(|d| d as u8);
+    let mut decoded = Vec::new();
+    for (index, part) in query
+        .unwrap_or("")
+        .as_bytes()
+        .split(|&b| b == b'&')
+        .chain(body.split(|&b| b == b'&'))
+        .filter(|p| !p.is_empty())
+        .enumerate()
+    {
+        for component in part.splitn(2, |&b| b == b'=') {
+            decoded.clear();
+            let mut i = 0;
+            while i < component.len() {
+                match component[i] {
+                    b'+' => decoded.push(b' '),
+                    b'%' if i + 2 < component.len() => {
+                        match (hex(component[i + 1]), hex(component[i + 2])) {
+                            (Some(hi), Some(lo)) => {
+                                decoded.push(hi << 4 | lo);
+                                i += 2;
+                            }
+                            _ => decoded.push(b'%'),
+                        }
+                    }
+                    b => decoded.push(b),
+                }
+                i += 1;
+            }
+            if std::str::from_utf8(&decoded).is_err() {
+                let shown: String = String::from_utf8_lossy(part).chars().take(64).collect();
+                return Err(Error::new(
+                    ErrorCode::MalformedRequest,
+                    format!(
+                        "Parameter {} ('{shown}') is not valid UTF-8 once percent-decoded.",
+                        index + 1
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Decodes form pairs (query string and body together) into the JSON input shape.
 /// Envelope parameters (Action, Version, signature fields) are left out.
 ///
@@ -473,6 +535,32 @@ mod tests {
         assert!(decode(&pairs(&[(&sixteen, "x")])).is_ok());
         let seventeen = vec!["p"; MAX_NAME_PARTS + 1].join(".");
         assert!(decode(&pairs(&[(&seventeen, "x")])).is_err());
+    }
+
+    /// Regression (the malformed-input suite): `MessageBody=%FF` was stored as U+FFFD and
+    /// answered 200, the sender never told its bytes were changed.
+    #[test]
+    fn refuses_parameters_that_are_not_utf8() {
+        for (query, body) in [
+            (None, b"MessageBody=%FF".as_slice()),
+            (None, b"MessageBody=\xff"),
+            (None, b"Action=SendMessage&MessageBody=a%C3%28"),
+            (None, b"%ED%A0%80=x"),
+            (Some("Action=ListQueues&X=%C0%AF"), b""),
+        ] {
+            let e = check_utf8(query, body).unwrap_err();
+            assert_eq!(e.code, ErrorCode::MalformedRequest, "{query:?} {body:?}");
+        }
+        for (query, body) in [
+            (
+                None,
+                "MessageBody=%E2%9C%93+ok&A=100%&B=%zz%4&C=%".as_bytes(),
+            ),
+            (None, "MessageBody=✓&&=&x".as_bytes()),
+            (Some("Action=ListQueues&Q=%EF%BF%BD"), b""),
+        ] {
+            assert_eq!(check_utf8(query, body), Ok(()), "{query:?} {body:?}");
+        }
     }
 
     #[test]
