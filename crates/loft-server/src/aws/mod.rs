@@ -126,6 +126,24 @@ pub fn route_query(
     }
 }
 
+/// The service of a Query request whose body could not be read (too large): told by the
+/// signing service, the path and the query string as [`route_query`] tells them, SQS when
+/// nothing tells.
+fn unread_body_service(headers: &HeaderMap, path: &str, pairs: &[(String, String)]) -> AwsService {
+    let hinted = signing_service(headers, pairs).is_some()
+        || pairs
+            .iter()
+            .any(|(k, _)| matches!(k.as_str(), "Action" | "Version" | "TopicArn" | "TargetArn"));
+    if !hinted {
+        return AwsService::Sqs;
+    }
+    let action = pairs
+        .iter()
+        .find(|(k, _)| k == "Action")
+        .map_or("", |(_, v)| v.as_str());
+    route_query(headers, path, pairs, action)
+}
+
 fn json_error(e: &Error, request_id: &str) -> Response {
     let status = StatusCode::from_u16(e.code.http_status()).unwrap_or(StatusCode::BAD_REQUEST);
     let body = serde_json::json!({
@@ -286,7 +304,15 @@ async fn handle(
                 },
                 r.body_text(),
             );
-            return query_error(SQS_NAMESPACE, &e, &rid);
+            // The body was not read, so the protocol is told by what came before it.
+            if headers.contains_key("x-amz-target") {
+                return json_error(&e, &rid);
+            }
+            let pairs = query::form_pairs(uri.query(), &[]);
+            return match unread_body_service(&headers, uri.path(), &pairs) {
+                AwsService::Sqs => query_error(SQS_NAMESPACE, &e, &rid),
+                AwsService::Sns => sns_error(&e, &rid),
+            };
         }
     };
     let now = svc.now_ms().div_euclid(1000);
