@@ -126,6 +126,37 @@ pub fn route_query(
     }
 }
 
+/// The SQS operation an `X-Amz-Target` header names (`AmazonSQS.SendMessage` names
+/// `SendMessage`); whether Loft implements it is [`sqs::call`]'s to say.
+///
+/// Errors: `InvalidAction` when the target is not `AmazonSQS.*`.
+pub fn json_target(target: &str) -> Result<&str, Error> {
+    target.strip_prefix("AmazonSQS.").ok_or_else(|| {
+        Error::new(
+            ErrorCode::InvalidAction,
+            format!("The target {target} is not an operation of this service."),
+        )
+    })
+}
+
+/// The input of a JSON-protocol request: its body as a JSON object; an empty (or
+/// all-whitespace) body is the empty object, as the SDKs send for operations without
+/// input.
+///
+/// Errors: `MalformedRequest` (`MalformedQueryString`) for anything but a JSON object.
+pub fn json_input(body: &[u8]) -> Result<Value, Error> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(Value::Object(Default::default()));
+    }
+    match serde_json::from_slice(body) {
+        Ok(v @ Value::Object(_)) => Ok(v),
+        _ => Err(Error::new(
+            ErrorCode::MalformedRequest,
+            "The request body is not a valid JSON object.",
+        )),
+    }
+}
+
 /// The service of a Query request whose body could not be read (too large): told by the
 /// signing service, the path and the query string as [`route_query`] tells them, SQS when
 /// nothing tells.
@@ -332,26 +363,13 @@ async fn handle(
             operation: known.copied().unwrap_or("Unknown").into(),
             protocol: "sqs-json",
         });
-        let Some(op) = target.strip_prefix("AmazonSQS.") else {
-            let e = Error::new(
-                ErrorCode::InvalidAction,
-                format!("The target {target} is not an operation of this service."),
-            );
-            return json_error(&e, &rid);
+        let op = match json_target(target) {
+            Ok(op) => op,
+            Err(e) => return json_error(&e, &rid),
         };
-        let input: Value = if body.iter().all(u8::is_ascii_whitespace) {
-            Value::Object(Default::default())
-        } else {
-            match serde_json::from_slice(&body) {
-                Ok(v @ Value::Object(_)) => v,
-                _ => {
-                    let e = Error::new(
-                        ErrorCode::MalformedRequest,
-                        "The request body is not a valid JSON object.",
-                    );
-                    return json_error(&e, &rid);
-                }
-            }
+        let input = match json_input(&body) {
+            Ok(v) => v,
+            Err(e) => return json_error(&e, &rid),
         };
         let result = sqs::call(svc, &ctx, op, &input).await;
         *op_label = Some(label(op, "sqs-json", &result));
