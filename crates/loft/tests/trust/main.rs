@@ -6,8 +6,11 @@
 //!   and by `curl --aws-sigv4`, and an open server.
 //! - [`endpoint_policy`]: SNS HTTP/S endpoints refused at Subscribe and at delivery.
 //! - [`limits`]: in-flight messages, queue and topic caps, header size, connections.
+//! - [`malformed`]: thousands of generated bad requests for every protocol, each answered
+//!   with a 4xx in its protocol's error shape.
 
 mod endpoint_policy;
 mod harness;
 mod limits;
+mod malformed;
 mod sigv4;
