@@ -37,8 +37,13 @@ pub enum Durability {
     Fsync,
 }
 
-type Done = Box<dyn FnOnce(Option<&str>) + Send>;
-type Job = Box<dyn FnOnce(&Connection) -> Done + Send>;
+/// What to tell a job's caller once the transaction's fate is known: `Some(error)` when it
+/// did not commit.
+type Done = Box<dyn FnOnce(Option<&Error>) + Send>;
+/// A request for the writer. Given the connection inside an open transaction, it runs and
+/// returns its [`Done`] and, if it failed, its error; given `None` (no transaction could be
+/// opened) it does not run.
+type Job = Box<dyn FnOnce(Option<&Connection>) -> (Done, Option<Error>) + Send>;
 
 enum Msg {
     Job(Job),
@@ -56,7 +61,16 @@ impl SqliteStore {
     ///
     /// Errors: the file cannot be opened or is not a Loft database of a known version.
     pub fn open(path: &Path, durability: Durability) -> Result<Self, String> {
-        let mut conn = Connection::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let fail = |e: rusqlite::Error| open_error(path, &e);
+        let mut conn = Connection::open(path).map_err(fail)?;
+        // SQLite opens a file it may not write read-only without a word; every write would
+        // then fail. Refuse to start instead.
+        if conn
+            .is_readonly(rusqlite::DatabaseName::Main)
+            .map_err(fail)?
+        {
+            return Err(read_only_message(path, "opened read-only"));
+        }
         let sync = match durability {
             Durability::Process => "NORMAL",
             Durability::Fsync => "FULL",
@@ -66,7 +80,7 @@ impl SqliteStore {
              PRAGMA busy_timeout=5000; PRAGMA cache_size=-16384; \
              PRAGMA temp_store=MEMORY; PRAGMA wal_autocheckpoint=10000;"
         ))
-        .map_err(|e| format!("{}: {e}", path.display()))?;
+        .map_err(fail)?;
         migrations::migrate(&mut conn).map_err(|e| format!("{}: {e}", path.display()))?;
         conn.set_prepared_statement_cache_capacity(64);
         let (jobs, rx) = mpsc::channel::<Msg>();
@@ -100,30 +114,97 @@ impl SqliteStore {
     {
         let (tx, rx) = oneshot::channel::<Result<T>>();
         let job: Job = Box::new(move |conn| {
-            let outcome = match conn.execute_batch("SAVEPOINT job") {
-                Err(e) => Err(e),
+            let outcome = conn.map(|conn| match conn.execute_batch("SAVEPOINT job") {
+                Err(e) => Err(storage_error(conn, &e)),
                 Ok(()) => match f(conn) {
-                    Ok(v) => conn.execute_batch("RELEASE job").map(|_| v),
+                    Ok(v) => conn
+                        .execute_batch("RELEASE job")
+                        .map(|_| v)
+                        .map_err(|e| storage_error(conn, &e)),
                     Err(e) => {
                         let _ = conn.execute_batch("ROLLBACK TO job; RELEASE job");
-                        Err(e)
+                        Err(storage_error(conn, &e))
                     }
                 },
+            });
+            let failed = match &outcome {
+                Some(Err(e)) => Some(e.clone()),
+                _ => None,
             };
-            Box::new(move |commit_error: Option<&str>| {
+            let done: Done = Box::new(move |commit_error: Option<&Error>| {
                 let reply = match (commit_error, outcome) {
-                    (Some(e), _) => Err(Error::internal(e)),
-                    (None, Ok(v)) => Ok(v),
-                    (None, Err(e)) => Err(Error::internal(e)),
+                    (Some(e), _) => Err(e.clone()),
+                    (None, Some(result)) => result,
+                    (None, None) => Err(Error::internal("a storage job was not run")),
                 };
                 let _ = tx.send(reply);
-            })
+            });
+            (done, failed)
         });
         self.jobs
             .send(Msg::Job(job))
             .map_err(|_| Error::internal("sqlite writer stopped"))?;
         rx.await
             .map_err(|_| Error::internal("sqlite writer dropped a request"))?
+    }
+}
+
+/// Loft's error for a failed SQLite call on `conn`: a full disk, a file-size limit or a
+/// disk quota, a read-only file and an I/O error say so (503, logged with SQLite's words
+/// and the system's); anything else is an internal error (500).
+///
+/// SQLite reports a full disk (`ENOSPC`) as `SQLITE_FULL` but a write past a file-size
+/// limit (`EFBIG`) or a quota (`EDQUOT`) as a plain I/O error, so the system error of the
+/// failed call is read too.
+fn storage_error(conn: &Connection, e: &rusqlite::Error) -> Error {
+    use rusqlite::ErrorCode as Code;
+    use std::io::ErrorKind;
+    match e.sqlite_error_code() {
+        Some(Code::DiskFull) => {
+            tracing::error!(error = %e, "storage is full");
+            Error::storage_full()
+        }
+        Some(Code::ReadOnly) => {
+            tracing::error!(error = %e, "storage is read-only");
+            Error::storage_read_only()
+        }
+        Some(Code::SystemIoFailure) => {
+            // SAFETY: `conn` is open for as long as the borrow lasts, and
+            // sqlite3_system_errno only reads the connection's last system error.
+            let errno = unsafe { rusqlite::ffi::sqlite3_system_errno(conn.handle()) };
+            let system = std::io::Error::from_raw_os_error(errno);
+            match system.kind() {
+                ErrorKind::StorageFull | ErrorKind::FileTooLarge | ErrorKind::QuotaExceeded => {
+                    tracing::error!(error = %e, %system, "storage is full");
+                    Error::storage_full()
+                }
+                _ => Error::storage_io(format!("{e} ({e:?}; {system})")),
+            }
+        }
+        _ => Error::internal(e),
+    }
+}
+
+fn read_only_message(path: &Path, detail: &str) -> String {
+    format!(
+        "{}: the database is read-only for this process ({detail}): Loft writes the file and \
+         creates its -wal and -shm files beside it, so the file and its directory must be \
+         writable by the user Loft runs as",
+        path.display()
+    )
+}
+
+/// A start-up error naming the file, with the likely cause when SQLite's words are terse.
+fn open_error(path: &Path, e: &rusqlite::Error) -> String {
+    use rusqlite::ErrorCode as Code;
+    match e.sqlite_error_code() {
+        Some(Code::ReadOnly) => read_only_message(path, &e.to_string()),
+        Some(Code::CannotOpen) => format!(
+            "{}: {e} (Loft must be able to open the file for writing and to create its -wal and \
+             -shm files in the same directory)",
+            path.display()
+        ),
+        _ => format!("{}: {e}", path.display()),
     }
 }
 
@@ -140,14 +221,32 @@ fn writer(conn: Connection, rx: mpsc::Receiver<Msg>) {
             }
         };
         if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
-            let msg = e.to_string();
-            first(&conn)(Some(&msg));
+            // Not run: outside a transaction its savepoint would commit on its own while
+            // its caller is told it failed.
+            let (done, _) = first(None);
+            done(Some(&storage_error(&conn, &e)));
             continue;
         }
-        dones.push(first(&conn));
-        while dones.len() < MAX_BATCH {
+        // A failed statement (a full disk, an I/O error) may make SQLite roll back the
+        // whole transaction, not only the job's savepoint. Then nothing before it is
+        // committed, and a later job would run outside any transaction: stop there, and
+        // tell every caller of the batch the error.
+        let rolled_back = |failed: Option<Error>| {
+            failed.filter(|_| conn.is_autocommit()).map(|e| {
+                tracing::error!(error = %e, "a failed statement rolled back the whole transaction");
+                e
+            })
+        };
+        let (done, failed) = first(Some(&conn));
+        dones.push(done);
+        let mut aborted = rolled_back(failed);
+        while aborted.is_none() && dones.len() < MAX_BATCH {
             match rx.try_recv() {
-                Ok(Msg::Job(job)) => dones.push(job(&conn)),
+                Ok(Msg::Job(job)) => {
+                    let (done, failed) = job(Some(&conn));
+                    dones.push(done);
+                    aborted = rolled_back(failed);
+                }
                 Ok(Msg::Close(reply)) => {
                     closing = Some(reply);
                     break;
@@ -155,12 +254,15 @@ fn writer(conn: Connection, rx: mpsc::Receiver<Msg>) {
                 Err(_) => break,
             }
         }
-        let commit = conn.execute_batch("COMMIT").err().map(|e| e.to_string());
-        if commit.is_some() {
-            let _ = conn.execute_batch("ROLLBACK");
-        }
+        let commit = match aborted {
+            Some(e) => Some(e),
+            None => conn.execute_batch("COMMIT").err().map(|e| {
+                let _ = conn.execute_batch("ROLLBACK");
+                storage_error(&conn, &e)
+            }),
+        };
         for done in dones.drain(..) {
-            done(commit.as_deref());
+            done(commit.as_ref());
         }
         if closing.is_some() {
             break;
