@@ -1112,7 +1112,7 @@ fn mutate_sqs(rng: &mut Rng, op: &Op, addr: &str, json: bool) -> Mutated {
             }
             // Batch entries: bad ids, repeated ids, too many, none.
             4 => {
-                let Some((name, entry_fields)) = entries else {
+                let Some((name, _)) = entries else {
                     continue;
                 };
                 let Some(Value::Array(list)) = input.get_mut(name) else {
@@ -1149,7 +1149,6 @@ fn mutate_sqs(rng: &mut Rng, op: &Op, addr: &str, json: bool) -> Mutated {
                         "no entries".to_owned()
                     }
                 };
-                let _ = entry_fields;
                 return Mutated {
                     what: format!("{}: {what}", op.name),
                     input,
@@ -1162,7 +1161,7 @@ fn mutate_sqs(rng: &mut Rng, op: &Op, addr: &str, json: bool) -> Mutated {
                     continue;
                 };
                 let Some(Value::Array(list)) = input.get_mut(name) else {
-                    unreachable!()
+                    unreachable!("batch templates have entries")
                 };
                 let required: Vec<&Field> = entry_fields
                     .iter()
@@ -1620,7 +1619,7 @@ fn sqs_query(rng: &mut Rng, addr: &str, n: usize) -> Vec<Bad> {
     while out.len() < n {
         let op = rng.pick(SQS_OPS);
         let Value::Object(template) = sqs_template(op.name, addr) else {
-            unreachable!()
+            unreachable!("templates are objects")
         };
         let base = with_action(op.name, &template, op.fields);
         let bad = match rng.below(10) {
