@@ -269,6 +269,37 @@ impl Error {
     }
 }
 
+impl Error {
+    /// `ServiceUnavailable` (503) for a write that storage could not take because it is
+    /// full: no space left on the device, or a file-size limit. Nothing was changed; the
+    /// request may be retried once space is freed.
+    pub fn storage_full() -> Self {
+        Error::new(
+            ErrorCode::ServiceUnavailable,
+            "The request was not applied: storage is full (no space left on the device, or a file size limit). Retry when space is freed.",
+        )
+    }
+
+    /// `ServiceUnavailable` (503) for a write refused because the database is read-only.
+    /// Nothing was changed.
+    pub fn storage_read_only() -> Self {
+        Error::new(
+            ErrorCode::ServiceUnavailable,
+            "The request was not applied: storage is read-only (the database file cannot be written).",
+        )
+    }
+
+    /// `ServiceUnavailable` (503) for an I/O error of storage (a failed read or write of
+    /// the database file). Nothing was changed; `detail` is logged, not shown.
+    pub fn storage_io(detail: impl fmt::Display) -> Self {
+        tracing::error!(%detail, "storage I/O error");
+        Error::new(
+            ErrorCode::ServiceUnavailable,
+            "The request was not applied: storage failed to read or write the database (I/O error).",
+        )
+    }
+}
+
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}: {}", self.code.aws_code(), self.message)

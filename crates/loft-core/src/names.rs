@@ -12,7 +12,8 @@ pub enum Naming {
     /// AWS's rules (the SQS and SNS protocols).
     Aws,
     /// The seeds' API: any name that is a path segment (1-256 bytes, no `/`, no control
-    /// characters), so `s3:ObjectCreated` works.
+    /// characters, not `.` or `..`, which URL normalization removes), so
+    /// `s3:ObjectCreated` works.
     Seed,
 }
 
@@ -73,9 +74,11 @@ fn check_seed_name(name: &str) -> Result<()> {
         || name.len() > 256
         || name.contains('/')
         || name.chars().any(char::is_control)
+        || name == "."
+        || name == ".."
     {
         return Err(Error::invalid(
-            "name must be 1 to 256 bytes with no '/' or control characters",
+            "name must be 1 to 256 bytes with no '/' or control characters, and not '.' or '..'",
         ));
     }
     Ok(())
@@ -125,6 +128,20 @@ mod tests {
         assert!(check_topic_name("s3:ObjectCreated", Naming::Seed).is_ok());
         assert!(check_topic_name("s3:ObjectCreated", Naming::Aws).is_err());
         assert!(check_topic_name("a/b", Naming::Seed).is_err());
+    }
+
+    /// Regression (the malformed-input suite): `POST /queues/%2e%2e` made a queue named
+    /// `..`, which no client that normalizes its URLs (curl, browsers, `url`) can reach.
+    #[test]
+    fn seed_names_are_not_dot_segments() {
+        for name in [".", ".."] {
+            assert!(check_queue_name(name, Naming::Seed).is_err(), "{name}");
+            assert!(check_topic_name(name, Naming::Seed).is_err(), "{name}");
+        }
+        for name in ["...", ".a", "a.", "<odd name>", "a b"] {
+            assert!(check_queue_name(name, Naming::Seed).is_ok(), "{name}");
+        }
+        assert!(check_queue_name("a\u{0}b", Naming::Seed).is_err());
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
+use axum::extract::rejection::{BytesRejection, PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -46,6 +46,20 @@ impl From<BytesRejection> for NativeError {
     }
 }
 
+/// A path segment that does not decode (`%FF`, invalid UTF-8): 400 in the API's shape.
+impl From<PathRejection> for NativeError {
+    fn from(r: PathRejection) -> Self {
+        NativeError(StatusCode::BAD_REQUEST, r.body_text())
+    }
+}
+
+/// A query string that does not decode: 400 in the API's shape.
+impl From<QueryRejection> for NativeError {
+    fn from(r: QueryRejection) -> Self {
+        NativeError(StatusCode::BAD_REQUEST, r.body_text())
+    }
+}
+
 impl IntoResponse for NativeError {
     fn into_response(self) -> Response {
         (self.0, Json(json!({"error": self.1}))).into_response()
@@ -53,6 +67,9 @@ impl IntoResponse for NativeError {
 }
 
 type NativeResult = Result<Response, NativeError>;
+
+/// A route's path parameters, or the extractor's rejection to turn into a [`NativeError`].
+type PathParam<T> = Result<Path<T>, PathRejection>;
 
 fn bad_request(message: impl Into<String>) -> NativeError {
     NativeError(StatusCode::BAD_REQUEST, message.into())
@@ -109,9 +126,10 @@ struct CreateQueueBody {
 /// "visibility_timeout"}`, idempotent.
 pub async fn create_queue(
     State(svc): Svc,
-    Path(name): Path<String>,
+    name: PathParam<String>,
     body: Result<Bytes, BytesRejection>,
 ) -> NativeResult {
+    let Path(name) = name?;
     let body: CreateQueueBody = parse_body(&body?)?.unwrap_or(CreateQueueBody {
         dead_letter_queue: None,
         max_receive_count: None,
@@ -157,9 +175,10 @@ struct SendBody {
 /// the queue when missing. Empty body or bad JSON: 400.
 pub async fn send_message(
     State(svc): Svc,
-    Path(name): Path<String>,
+    name: PathParam<String>,
     body: Result<Bytes, BytesRejection>,
 ) -> NativeResult {
+    let Path(name) = name?;
     let Some(req) = parse_body::<SendBody>(&body?)? else {
         return Err(bad_request("request body required: {\"body\": STRING}"));
     };
@@ -184,9 +203,11 @@ fn int_param(params: &HashMap<String, String>, name: &str) -> Result<Option<i64>
 /// `200 {"id","body","receive_count"}` of the oldest visible message, or `null`.
 pub async fn receive_message(
     State(svc): Svc,
-    Path(name): Path<String>,
-    Query(params): Query<HashMap<String, String>>,
+    name: PathParam<String>,
+    params: Result<Query<HashMap<String, String>>, QueryRejection>,
 ) -> NativeResult {
+    let Path(name) = name?;
+    let Query(params) = params?;
     let vt = int_param(&params, "visibility_timeout")?;
     let wait = int_param(&params, "wait_seconds")?;
     let message = svc.receive_seed(&name, vt, wait).await?;
@@ -198,16 +219,15 @@ pub async fn receive_message(
 }
 
 /// `DELETE /queues/{name}/messages/{id}`: `204`, whether or not the message exists.
-pub async fn delete_message(
-    State(svc): Svc,
-    Path((name, id)): Path<(String, String)>,
-) -> NativeResult {
+pub async fn delete_message(State(svc): Svc, path: PathParam<(String, String)>) -> NativeResult {
+    let Path((name, id)) = path?;
     svc.delete_seed(&name, &id).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
 /// `POST /topics/{name}`: `201 {"name"}`, idempotent.
-pub async fn create_topic(State(svc): Svc, Path(name): Path<String>) -> NativeResult {
+pub async fn create_topic(State(svc): Svc, name: PathParam<String>) -> NativeResult {
+    let Path(name) = name?;
     let t = svc.create_topic_seed(&name).await?;
     Ok((StatusCode::CREATED, Json(json!({"name": t.name}))).into_response())
 }
@@ -233,9 +253,10 @@ struct SubscribeBody {
 /// no endpoint: 400.
 pub async fn subscribe(
     State(svc): Svc,
-    Path(name): Path<String>,
+    name: PathParam<String>,
     body: Result<Bytes, BytesRejection>,
 ) -> NativeResult {
+    let Path(name) = name?;
     let endpoint = parse_body::<SubscribeBody>(&body?)?
         .and_then(|b| b.endpoint)
         .filter(|e| !e.is_empty())
@@ -257,9 +278,10 @@ struct PublishBody {
 /// number of subscriptions; each endpoint then gets `POST {"topic","message"}`.
 pub async fn publish(
     State(svc): Svc,
-    Path(name): Path<String>,
+    name: PathParam<String>,
     body: Result<Bytes, BytesRejection>,
 ) -> NativeResult {
+    let Path(name) = name?;
     let Some(req) = parse_body::<PublishBody>(&body?)? else {
         return Err(bad_request("request body required: {\"message\": STRING}"));
     };

@@ -383,7 +383,8 @@ impl Service {
     /// The seeds' `GET /queues/{name}/messages`: the oldest visible message or `None`
     /// (also when the queue does not exist).
     ///
-    /// Errors: `InvalidParameterValue` for out-of-range visibility or wait.
+    /// Errors: `InvalidParameterValue` for out-of-range visibility or wait, or a name no
+    /// queue of the seeds' API can have.
     pub async fn receive_seed(
         &self,
         queue_name: &str,
@@ -397,7 +398,13 @@ impl Service {
         check_range("wait_seconds", wait, 0, 20)?;
         let queue = match self.store.get_queue(queue_name).await? {
             Some(q) => q,
-            None if wait == 0 => return Ok(None),
+            // A name no queue can have is refused, as a send to it is. (A `.fifo` name
+            // may yet be created through SQS: it reads as an empty queue.)
+            None if queue_name.ends_with(".fifo") && wait == 0 => return Ok(None),
+            None if wait == 0 => {
+                crate::names::check_queue_name(queue_name, crate::names::Naming::Seed)?;
+                return Ok(None);
+            }
             // A long poll on a queue nobody created yet waits for the send that creates it,
             // as a seed worker polling `jobs` before any producer expects.
             None => {

@@ -738,8 +738,13 @@ impl Service {
     /// subscriptions the `{"topic","message"}` JSON, others as SNS delivers); returns the
     /// number of subscriptions. Deliveries are durable and retried; none is awaited.
     ///
-    /// Errors: `InvalidParameterValue` for an empty message (SNS delivers none).
+    /// Errors: `InvalidParameterValue` for an empty message (SNS delivers none), also to a
+    /// topic that does not exist, and for a name no topic of the seeds' API can have.
     pub async fn publish_seed(&self, topic: &str, message: &str) -> Result<usize> {
+        crate::names::check_topic_name(topic, crate::names::Naming::Seed)?;
+        if message.is_empty() {
+            return Err(Error::invalid("message must not be empty"));
+        }
         let Some(topic) = self.store.get_topic(topic).await? else {
             return Ok(0);
         };
@@ -750,9 +755,6 @@ impl Service {
             .iter()
             .filter(|s| s.confirmed)
             .count();
-        if message.is_empty() {
-            return Err(Error::invalid("message must not be empty"));
-        }
         let req = PublishRequest {
             message: message.to_owned(),
             ..PublishRequest::default()

@@ -521,7 +521,8 @@ impl Service {
     /// AddPermission: adds a statement `label` to the queue's Policy attribute.
     ///
     /// Errors: `QueueDoesNotExist`, `MissingParameter`, `InvalidParameterValue` (a label
-    /// already in use), `OverLimit` (more than 7 actions).
+    /// already in use, or not 1 to 80 alphanumerics, hyphens and underscores), `OverLimit`
+    /// (more than 7 actions).
     pub async fn add_permission(
         &self,
         name: &str,
@@ -531,6 +532,15 @@ impl Service {
     ) -> Result<()> {
         if label.is_empty() {
             return Err(Error::missing("Label"));
+        }
+        if label.len() > 80
+            || !label
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        {
+            return Err(Error::invalid(format!(
+                "Value {label} for parameter Label is invalid. Reason: Can only include alphanumeric characters, hyphens, or underscores. 1 to 80 in length."
+            )));
         }
         if accounts.is_empty() {
             return Err(Error::missing("AWSAccountId"));

@@ -131,6 +131,55 @@ pub fn route_query(
     }
 }
 
+/// The SQS operation an `X-Amz-Target` header names (`AmazonSQS.SendMessage` names
+/// `SendMessage`); whether Loft implements it is [`sqs::call`]'s to say.
+///
+/// Errors: `InvalidAction` when the target is not `AmazonSQS.*`.
+pub fn json_target(target: &str) -> Result<&str, Error> {
+    target.strip_prefix("AmazonSQS.").ok_or_else(|| {
+        Error::new(
+            ErrorCode::InvalidAction,
+            format!("The target {target} is not an operation of this service."),
+        )
+    })
+}
+
+/// The input of a JSON-protocol request: its body as a JSON object; an empty (or
+/// all-whitespace) body is the empty object, as the SDKs send for operations without
+/// input.
+///
+/// Errors: `MalformedRequest` (`MalformedQueryString`) for anything but a JSON object.
+pub fn json_input(body: &[u8]) -> Result<Value, Error> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(Value::Object(Default::default()));
+    }
+    match serde_json::from_slice(body) {
+        Ok(v @ Value::Object(_)) => Ok(v),
+        _ => Err(Error::new(
+            ErrorCode::MalformedRequest,
+            "The request body is not a valid JSON object.",
+        )),
+    }
+}
+
+/// The service of a Query request whose body could not be read (too large): told by the
+/// signing service, the path and the query string as [`route_query`] tells them, SQS when
+/// nothing tells.
+fn unread_body_service(headers: &HeaderMap, path: &str, pairs: &[(String, String)]) -> AwsService {
+    let hinted = signing_service(headers, pairs).is_some()
+        || pairs
+            .iter()
+            .any(|(k, _)| matches!(k.as_str(), "Action" | "Version" | "TopicArn" | "TargetArn"));
+    if !hinted {
+        return AwsService::Sqs;
+    }
+    let action = pairs
+        .iter()
+        .find(|(k, _)| k == "Action")
+        .map_or("", |(_, v)| v.as_str());
+    route_query(headers, path, pairs, action)
+}
+
 fn json_error(e: &Error, request_id: &str) -> Response {
     let status = StatusCode::from_u16(e.code.http_status()).unwrap_or(StatusCode::BAD_REQUEST);
     let body = serde_json::json!({
@@ -310,7 +359,15 @@ async fn handle(
                 },
                 r.body_text(),
             );
-            return query_error(SQS_NAMESPACE, &e, &rid);
+            // The body was not read, so the protocol is told by what came before it.
+            if headers.contains_key("x-amz-target") {
+                return json_error(&e, &rid);
+            }
+            let pairs = query::form_pairs(uri.query(), &[]);
+            return match unread_body_service(&headers, uri.path(), &pairs) {
+                AwsService::Sqs => query_error(SQS_NAMESPACE, &e, &rid),
+                AwsService::Sns => sns_error(&e, &rid),
+            };
         }
     };
     let now = svc.now_ms().div_euclid(1000);
@@ -327,26 +384,13 @@ async fn handle(
             operation: known.copied().unwrap_or("Unknown").into(),
             protocol: "sqs-json",
         });
-        let Some(op) = target.strip_prefix("AmazonSQS.") else {
-            let e = Error::new(
-                ErrorCode::InvalidAction,
-                format!("The target {target} is not an operation of this service."),
-            );
-            return json_error(&e, &rid);
+        let op = match json_target(target) {
+            Ok(op) => op,
+            Err(e) => return json_error(&e, &rid),
         };
-        let input: Value = if body.iter().all(u8::is_ascii_whitespace) {
-            Value::Object(Default::default())
-        } else {
-            match serde_json::from_slice(&body) {
-                Ok(v @ Value::Object(_)) => v,
-                _ => {
-                    let e = Error::new(
-                        ErrorCode::MalformedRequest,
-                        "The request body is not a valid JSON object.",
-                    );
-                    return json_error(&e, &rid);
-                }
-            }
+        let input = match json_input(&body) {
+            Ok(v) => v,
+            Err(e) => return json_error(&e, &rid),
         };
         let result = sqs::call(svc, ctx, op, &input).await;
         *op_label = Some(label(op, "sqs-json", &result));
@@ -367,13 +411,8 @@ async fn handle(
         };
     }
     // The Query protocol: parameters from the query string and a form body.
-    let mut pairs: Vec<(String, String)> = uri
-        .query()
-        .map(|q| form_urlencoded::parse(q.as_bytes()).into_owned().collect())
-        .unwrap_or_default();
-    if method == Method::POST {
-        pairs.extend(form_urlencoded::parse(&body).into_owned());
-    }
+    let form: &[u8] = if method == Method::POST { &body } else { &[] };
+    let pairs = query::form_pairs(uri.query(), form);
     let action = pairs
         .iter()
         .find(|(k, _)| k == "Action")
@@ -394,9 +433,19 @@ async fn handle(
             };
         }
     }
+    // The pairs were decoded leniently to route the request; its input must be exact.
+    if let Err(e) = query::check_utf8(uri.query(), form) {
+        return match service {
+            AwsService::Sqs => query_error(SQS_NAMESPACE, &e, &rid),
+            AwsService::Sns => sns_error(&e, &rid),
+        };
+    }
     match service {
         AwsService::Sqs => {
-            let mut input = query::decode(&pairs);
+            let mut input = match query::decode(&pairs) {
+                Ok(v) => v,
+                Err(e) => return query_error(SQS_NAMESPACE, &e, &rid),
+            };
             let segments: Vec<&str> = uri.path().split('/').filter(|s| !s.is_empty()).collect();
             if segments.len() == 2 && input.get("QueueUrl").is_none() {
                 if let Value::Object(map) = &mut input {
@@ -424,7 +473,10 @@ async fn handle(
             }
         }
         AwsService::Sns => {
-            let input = query::decode_sns(&pairs);
+            let input = match query::decode_sns(&pairs) {
+                Ok(v) => v,
+                Err(e) => return sns_error(&e, &rid),
+            };
             let result = sns::call(svc, &action, &input).await;
             *op_label = Some(label(&action, "sns-query", &result));
             match result {

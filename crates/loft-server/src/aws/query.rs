@@ -7,7 +7,14 @@
 
 use std::collections::BTreeMap;
 
+use loft_core::{Error, ErrorCode, Result};
 use serde_json::{Map, Value};
+
+/// Most dot-separated parts a Query parameter name may have. AWS's deepest names have 8
+/// (`PublishBatchRequestEntries.member.1.MessageAttributes.entry.1.Value.StringValue`);
+/// each part is one level of the decoded input, which is built and dropped recursively,
+/// so a name of a million parts would overflow the stack.
+pub const MAX_NAME_PARTS: usize = 16;
 
 /// Query list names and the JSON member each becomes.
 const LISTS: &[(&str, &str)] = &[
@@ -101,22 +108,96 @@ fn to_value(node: &Node) -> Value {
     Value::Object(out)
 }
 
+/// The Query protocol's parameters: those of the query string, then those of the form
+/// body (`application/x-www-form-urlencoded`; pass an empty body for a GET), in order.
+/// Bytes that are not UTF-8 decode as U+FFFD, as `form_urlencoded` reads them: enough to
+/// route a request; [`check_utf8`] refuses such a request before its input is used.
+pub fn form_pairs(query: Option<&str>, body: &[u8]) -> Vec<(String, String)> {
+    let mut pairs: Vec<(String, String)> = query
+        .map(|q| form_urlencoded::parse(q.as_bytes()).into_owned().collect())
+        .unwrap_or_default();
+    pairs.extend(form_urlencoded::parse(body).into_owned());
+    pairs
+}
+
+/// Checks that every parameter name and value of the query string and the form body is
+/// UTF-8 once percent-decoded (`+` is a space; a `%` without two hex digits is itself), so
+/// no byte is silently replaced.
+///
+/// Errors: `MalformedRequest` (`MalformedQueryString`) naming the first bad parameter.
+pub fn check_utf8(query: Option<&str>, body: &[u8]) -> Result<()> {
+    let hex = |b: u8| (b as char).to_digit(16).map(|d| d as u8);
+    let mut decoded = Vec::new();
+    for (index, part) in query
+        .unwrap_or("")
+        .as_bytes()
+        .split(|&b| b == b'&')
+        .chain(body.split(|&b| b == b'&'))
+        .filter(|p| !p.is_empty())
+        .enumerate()
+    {
+        for component in part.splitn(2, |&b| b == b'=') {
+            decoded.clear();
+            let mut i = 0;
+            while i < component.len() {
+                match component[i] {
+                    b'+' => decoded.push(b' '),
+                    b'%' if i + 2 < component.len() => {
+                        match (hex(component[i + 1]), hex(component[i + 2])) {
+                            (Some(hi), Some(lo)) => {
+                                decoded.push(hi << 4 | lo);
+                                i += 2;
+                            }
+                            _ => decoded.push(b'%'),
+                        }
+                    }
+                    b => decoded.push(b),
+                }
+                i += 1;
+            }
+            if std::str::from_utf8(&decoded).is_err() {
+                let shown: String = String::from_utf8_lossy(part).chars().take(64).collect();
+                return Err(Error::new(
+                    ErrorCode::MalformedRequest,
+                    format!(
+                        "Parameter {} ('{shown}') is not valid UTF-8 once percent-decoded.",
+                        index + 1
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Decodes form pairs (query string and body together) into the JSON input shape.
 /// Envelope parameters (Action, Version, signature fields) are left out.
-pub fn decode(pairs: &[(String, String)]) -> Value {
-    match tree(pairs) {
+///
+/// Errors: `MalformedRequest` (`MalformedQueryString`) for a parameter name of more than
+/// [`MAX_NAME_PARTS`] parts.
+pub fn decode(pairs: &[(String, String)]) -> Result<Value> {
+    Ok(match tree(pairs)? {
         Some(root) => to_value(&root),
         None => Value::Object(Map::new()),
-    }
+    })
 }
 
 /// The parameter tree of dotted names (`A.1.B` under `A`, `1`, `B`), envelope left out;
-/// `None` when no parameter is left.
-fn tree(pairs: &[(String, String)]) -> Option<Node> {
+/// `None` when no parameter is left. Errors: a name of more than [`MAX_NAME_PARTS`] parts.
+fn tree(pairs: &[(String, String)]) -> Result<Option<Node>> {
     let mut root = Node::default();
     for (key, value) in pairs {
         if is_envelope(key) {
             continue;
+        }
+        if key.bytes().filter(|&b| b == b'.').count() >= MAX_NAME_PARTS {
+            let shown: String = key.chars().take(64).collect();
+            return Err(Error::new(
+                ErrorCode::MalformedRequest,
+                format!(
+                    "The parameter name '{shown}...' has more than {MAX_NAME_PARTS} dot-separated parts."
+                ),
+            ));
         }
         let mut node = &mut root;
         for part in key.split('.') {
@@ -124,7 +205,7 @@ fn tree(pairs: &[(String, String)]) -> Option<Node> {
         }
         node.value = Some(value.clone());
     }
-    (!root.children.is_empty()).then_some(root)
+    Ok((!root.children.is_empty()).then_some(root))
 }
 
 fn to_value_sns(node: &Node) -> Value {
@@ -169,11 +250,13 @@ fn to_value_sns(node: &Node) -> Value {
 
 /// Decodes SNS Query parameters (lists as `Name.member.N`, maps as
 /// `Name.entry.N.key`/`.value` or `.Name`/`.Value`) into the JSON input shape.
-pub fn decode_sns(pairs: &[(String, String)]) -> Value {
-    match tree(pairs) {
+///
+/// Errors: as [`decode`].
+pub fn decode_sns(pairs: &[(String, String)]) -> Result<Value> {
+    Ok(match tree(pairs)? {
         Some(root) => to_value_sns(&root),
         None => Value::Object(Map::new()),
-    }
+    })
 }
 
 /// Escapes text for XML content the way AWS does, keeping `\r` as `&#xD;` so that it
@@ -371,7 +454,8 @@ mod tests {
                 "v",
             ),
             ("AttributeName.1", "All"),
-        ]));
+        ]))
+        .unwrap();
         assert_eq!(
             v,
             json!({
@@ -393,7 +477,8 @@ mod tests {
             ("Attribute.1.Value", "60"),
             ("Tag.1.Key", "team"),
             ("Tag.1.Value", "core"),
-        ]));
+        ]))
+        .unwrap();
         assert_eq!(v["Attributes"], json!({"VisibilityTimeout": "60"}));
         assert_eq!(v["Tags"], json!({"team": "core"}));
     }
@@ -419,13 +504,63 @@ mod tests {
                 "PublishBatchRequestEntries.member.1.MessageAttributes.entry.1.Value.StringValue",
                 "y",
             ),
-        ]));
+        ]))
+        .unwrap();
         assert_eq!(v["Attributes"], json!({"DisplayName": "d"}));
         assert_eq!(v["Tags"], json!([{"Key": "k", "Value": "v"}]));
         assert_eq!(
             v["PublishBatchRequestEntries"][0]["MessageAttributes"],
             json!({"x": {"DataType": "String", "StringValue": "y"}})
         );
+    }
+
+    /// Regression: a name of a million parts (`a.a.a...`, 2 MB, well under the body
+    /// limit) overflowed a worker thread's stack while the decoded input was built and
+    /// dropped, aborting the whole server. Found by the malformed-input suite.
+    #[test]
+    fn refuses_names_nested_too_deep_without_recursing() {
+        let deep = "a.".repeat(1_000_000) + "b";
+        for decoded in [
+            decode(&pairs(&[(&deep, "x")])),
+            decode_sns(&pairs(&[(&deep, "x")])),
+        ] {
+            let e = decoded.unwrap_err();
+            assert_eq!(e.code, ErrorCode::MalformedRequest);
+            assert!(e.message.contains("more than 16"), "{}", e.message);
+        }
+        let deepest_aws =
+            "PublishBatchRequestEntries.member.1.MessageAttributes.entry.1.Value.StringValue";
+        assert!(decode_sns(&pairs(&[(deepest_aws, "x")])).is_ok());
+        let sixteen = vec!["p"; MAX_NAME_PARTS].join(".");
+        assert!(decode(&pairs(&[(&sixteen, "x")])).is_ok());
+        let seventeen = vec!["p"; MAX_NAME_PARTS + 1].join(".");
+        assert!(decode(&pairs(&[(&seventeen, "x")])).is_err());
+    }
+
+    /// Regression (the malformed-input suite): `MessageBody=%FF` was stored as U+FFFD and
+    /// answered 200, the sender never told its bytes were changed.
+    #[test]
+    fn refuses_parameters_that_are_not_utf8() {
+        for (query, body) in [
+            (None, b"MessageBody=%FF".as_slice()),
+            (None, b"MessageBody=\xff"),
+            (None, b"Action=SendMessage&MessageBody=a%C3%28"),
+            (None, b"%ED%A0%80=x"),
+            (Some("Action=ListQueues&X=%C0%AF"), b""),
+        ] {
+            let e = check_utf8(query, body).unwrap_err();
+            assert_eq!(e.code, ErrorCode::MalformedRequest, "{query:?} {body:?}");
+        }
+        for (query, body) in [
+            (
+                None,
+                "MessageBody=%E2%9C%93+ok&A=100%&B=%zz%4&C=%".as_bytes(),
+            ),
+            (None, "MessageBody=✓&&=&x".as_bytes()),
+            (Some("Action=ListQueues&Q=%EF%BF%BD"), b""),
+        ] {
+            assert_eq!(check_utf8(query, body), Ok(()), "{query:?} {body:?}");
+        }
     }
 
     #[test]

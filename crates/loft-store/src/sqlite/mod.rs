@@ -43,8 +43,13 @@ pub enum Durability {
     Fsync,
 }
 
-type Done = Box<dyn FnOnce(Option<&str>) + Send>;
-type Job = Box<dyn FnOnce(&Connection) -> Done + Send>;
+/// What to tell a job's caller once the transaction's fate is known: `Some(error)` when it
+/// did not commit.
+type Done = Box<dyn FnOnce(Option<&Error>) + Send>;
+/// A request for the writer. Given the connection inside an open transaction, it runs and
+/// returns its [`Done`] and, if it failed, its error; given `None` (no transaction could be
+/// opened) it does not run.
+type Job = Box<dyn FnOnce(Option<&Connection>) -> (Done, Option<Error>) + Send>;
 
 enum Msg {
     Job(Job),
@@ -62,16 +67,17 @@ fn lock(conn: &Mutex<Option<Connection>>) -> MutexGuard<'_, Option<Connection>> 
 
 /// Starts a write transaction, first rolling back one left open by a request that
 /// panicked.
-fn begin(conn: &Connection) -> rusqlite::Result<()> {
+fn begin(conn: &Connection) -> Result<()> {
     if !conn.is_autocommit() {
         let _ = conn.execute_batch("ROLLBACK");
     }
-    conn.prepare_cached("BEGIN IMMEDIATE")?.execute([])?;
-    Ok(())
+    conn.prepare_cached("BEGIN IMMEDIATE")
+        .and_then(|mut s| s.execute([]).map(|_| ()))
+        .map_err(|e| storage_error(conn, &e))
 }
 
 /// Commits, or rolls back and says why.
-fn commit(conn: &Connection) -> Option<String> {
+fn commit(conn: &Connection) -> Option<Error> {
     let outcome = conn
         .prepare_cached("COMMIT")
         .and_then(|mut s| s.execute([]).map(|_| ()));
@@ -79,7 +85,7 @@ fn commit(conn: &Connection) -> Option<String> {
         Ok(()) => None,
         Err(e) => {
             let _ = conn.execute_batch("ROLLBACK");
-            Some(e.to_string())
+            Some(storage_error(conn, &e))
         }
     }
 }
@@ -89,18 +95,21 @@ fn commit(conn: &Connection) -> Option<String> {
 fn in_savepoint<T>(
     conn: &Connection,
     f: impl FnOnce(&Connection) -> rusqlite::Result<T>,
-) -> rusqlite::Result<T> {
-    conn.prepare_cached("SAVEPOINT job")?.execute([])?;
-    match f(conn) {
-        Ok(v) => {
-            conn.prepare_cached("RELEASE job")?.execute([])?;
-            Ok(v)
+) -> Result<T> {
+    let run = || -> rusqlite::Result<T> {
+        conn.prepare_cached("SAVEPOINT job")?.execute([])?;
+        match f(conn) {
+            Ok(v) => {
+                conn.prepare_cached("RELEASE job")?.execute([])?;
+                Ok(v)
+            }
+            Err(e) => {
+                let _ = conn.execute_batch("ROLLBACK TO job; RELEASE job");
+                Err(e)
+            }
         }
-        Err(e) => {
-            let _ = conn.execute_batch("ROLLBACK TO job; RELEASE job");
-            Err(e)
-        }
-    }
+    };
+    run().map_err(|e| storage_error(conn, &e))
 }
 
 /// The SQLite implementation of [`Store`]. Cheap to share behind an `Arc`.
@@ -129,7 +138,16 @@ impl SqliteStore {
     ///
     /// Errors: the file cannot be opened or is not a Loft database of a known version.
     pub fn open(path: &Path, durability: Durability) -> Result<Self, String> {
-        let mut conn = Connection::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let fail = |e: rusqlite::Error| open_error(path, &e);
+        let mut conn = Connection::open(path).map_err(fail)?;
+        // SQLite opens a file it may not write read-only without a word; every write would
+        // then fail. Refuse to start instead.
+        if conn
+            .is_readonly(rusqlite::DatabaseName::Main)
+            .map_err(fail)?
+        {
+            return Err(read_only_message(path, "opened read-only"));
+        }
         let sync = match durability {
             Durability::Process => "NORMAL",
             Durability::Fsync => "FULL",
@@ -139,7 +157,7 @@ impl SqliteStore {
              PRAGMA busy_timeout=5000; PRAGMA cache_size=-16384; \
              PRAGMA temp_store=MEMORY; PRAGMA wal_autocheckpoint=10000;"
         ))
-        .map_err(|e| format!("{}: {e}", path.display()))?;
+        .map_err(fail)?;
         migrations::migrate(&mut conn).map_err(|e| format!("{}: {e}", path.display()))?;
         conn.set_prepared_statement_cache_capacity(64);
         let conn: Shared = Arc::new(Mutex::new(Some(conn)));
@@ -192,32 +210,100 @@ impl SqliteStore {
                 let Some(conn) = guard.as_ref() else {
                     return Err(Error::internal("sqlite store closed"));
                 };
-                begin(conn).map_err(Error::internal)?;
+                begin(conn)?;
                 let outcome = in_savepoint(conn, f);
-                return match (commit(conn), outcome) {
-                    (Some(e), _) => Err(Error::internal(e)),
-                    (None, Ok(v)) => Ok(v),
-                    (None, Err(e)) => Err(Error::internal(e)),
+                // A failed statement may have rolled back the whole transaction: then
+                // there is nothing to commit, and the error is the answer.
+                if outcome.is_err() && conn.is_autocommit() {
+                    return outcome;
+                }
+                return match commit(conn) {
+                    Some(e) => Err(e),
+                    None => outcome,
                 };
             }
         }
         let (tx, rx) = oneshot::channel::<Result<T>>();
         let job: Job = Box::new(move |conn| {
-            let outcome = in_savepoint(conn, f);
-            Box::new(move |commit_error: Option<&str>| {
+            let outcome = conn.map(|conn| in_savepoint(conn, f));
+            let failed = match &outcome {
+                Some(Err(e)) => Some(e.clone()),
+                _ => None,
+            };
+            let done: Done = Box::new(move |commit_error: Option<&Error>| {
                 let reply = match (commit_error, outcome) {
-                    (Some(e), _) => Err(Error::internal(e)),
-                    (None, Ok(v)) => Ok(v),
-                    (None, Err(e)) => Err(Error::internal(e)),
+                    (Some(e), _) => Err(e.clone()),
+                    (None, Some(result)) => result,
+                    (None, None) => Err(Error::internal("a storage job was not run")),
                 };
                 let _ = tx.send(reply);
-            })
+            });
+            (done, failed)
         });
         self.jobs
             .send(Msg::Job(job))
             .map_err(|_| Error::internal("sqlite writer stopped"))?;
         rx.await
             .map_err(|_| Error::internal("sqlite writer dropped a request"))?
+    }
+}
+
+/// Loft's error for a failed SQLite call on `conn`: a full disk, a file-size limit or a
+/// disk quota, a read-only file and an I/O error say so (503, logged with SQLite's words
+/// and the system's); anything else is an internal error (500).
+///
+/// SQLite reports a full disk (`ENOSPC`) as `SQLITE_FULL` but a write past a file-size
+/// limit (`EFBIG`) or a quota (`EDQUOT`) as a plain I/O error, so the system error of the
+/// failed call is read too.
+fn storage_error(conn: &Connection, e: &rusqlite::Error) -> Error {
+    use rusqlite::ErrorCode as Code;
+    use std::io::ErrorKind;
+    match e.sqlite_error_code() {
+        Some(Code::DiskFull) => {
+            tracing::error!(error = %e, "storage is full");
+            Error::storage_full()
+        }
+        Some(Code::ReadOnly) => {
+            tracing::error!(error = %e, "storage is read-only");
+            Error::storage_read_only()
+        }
+        Some(Code::SystemIoFailure) => {
+            // SAFETY: `conn` is open for as long as the borrow lasts, and
+            // sqlite3_system_errno only reads the connection's last system error.
+            let errno = unsafe { rusqlite::ffi::sqlite3_system_errno(conn.handle()) };
+            let system = std::io::Error::from_raw_os_error(errno);
+            match system.kind() {
+                ErrorKind::StorageFull | ErrorKind::FileTooLarge | ErrorKind::QuotaExceeded => {
+                    tracing::error!(error = %e, %system, "storage is full");
+                    Error::storage_full()
+                }
+                _ => Error::storage_io(format!("{e} ({e:?}; {system})")),
+            }
+        }
+        _ => Error::internal(e),
+    }
+}
+
+fn read_only_message(path: &Path, detail: &str) -> String {
+    format!(
+        "{}: the database is read-only for this process ({detail}): Loft writes the file and \
+         creates its -wal and -shm files beside it, so the file and its directory must be \
+         writable by the user Loft runs as",
+        path.display()
+    )
+}
+
+/// A start-up error naming the file, with the likely cause when SQLite's words are terse.
+fn open_error(path: &Path, e: &rusqlite::Error) -> String {
+    use rusqlite::ErrorCode as Code;
+    match e.sqlite_error_code() {
+        Some(Code::ReadOnly) => read_only_message(path, &e.to_string()),
+        Some(Code::CannotOpen) => format!(
+            "{}: {e} (Loft must be able to open the file for writing and to create its -wal and \
+             -shm files in the same directory)",
+            path.display()
+        ),
+        _ => format!("{}: {e}", path.display()),
     }
 }
 
@@ -234,20 +320,38 @@ fn writer(shared: Shared, rx: mpsc::Receiver<Msg>) {
             }
         };
         let guard = lock(&shared);
-        // A job that cannot run is dropped unrun: its caller gets an InternalError.
         let Some(conn) = guard.as_ref() else {
-            drop(first);
+            let (done, _) = first(None);
+            done(Some(&Error::internal("sqlite store closed")));
             continue;
         };
         if let Err(e) = begin(conn) {
-            tracing::error!(error = %e, "sqlite: cannot begin a transaction");
-            drop(first);
+            // Not run: outside a transaction its savepoint would commit on its own while
+            // its caller is told it failed.
+            let (done, _) = first(None);
+            done(Some(&e));
             continue;
         }
-        dones.push(first(conn));
-        while dones.len() < MAX_BATCH {
+        // A failed statement (a full disk, an I/O error) may make SQLite roll back the
+        // whole transaction, not only the job's savepoint. Then nothing before it is
+        // committed, and a later job would run outside any transaction: stop there, and
+        // tell every caller of the batch the error.
+        let rolled_back = |failed: Option<Error>| {
+            failed.filter(|_| conn.is_autocommit()).map(|e| {
+                tracing::error!(error = %e, "a failed statement rolled back the whole transaction");
+                e
+            })
+        };
+        let (done, failed) = first(Some(conn));
+        dones.push(done);
+        let mut aborted = rolled_back(failed);
+        while aborted.is_none() && dones.len() < MAX_BATCH {
             match rx.try_recv() {
-                Ok(Msg::Job(job)) => dones.push(job(conn)),
+                Ok(Msg::Job(job)) => {
+                    let (done, failed) = job(Some(conn));
+                    dones.push(done);
+                    aborted = rolled_back(failed);
+                }
                 Ok(Msg::Close(reply)) => {
                     closing = Some(reply);
                     break;
@@ -255,10 +359,13 @@ fn writer(shared: Shared, rx: mpsc::Receiver<Msg>) {
                 Err(_) => break,
             }
         }
-        let commit = commit(conn);
+        let commit = match aborted {
+            Some(e) => Some(e),
+            None => commit(conn),
+        };
         drop(guard);
         for done in dones.drain(..) {
-            done(commit.as_deref());
+            done(commit.as_ref());
         }
         if closing.is_some() {
             break;

@@ -11,3 +11,4 @@ mod native_queues;
 mod native_topics;
 mod restart;
 mod seed_scenarios;
+mod storage_faults;

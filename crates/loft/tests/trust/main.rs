@@ -13,11 +13,14 @@
 //! - [`tls_outbound`]: Loft as a TLS client: SNS deliveries to `https://` endpoints
 //!   trusted through `SSL_CERT_FILE` (and refused when untrusted, denied by the endpoint
 //!   policy or redirecting), and the admin commands against an HTTPS listener.
+//! - [`malformed`]: thousands of generated bad requests for every protocol, each answered
+//!   with a 4xx in its protocol's error shape.
 
 mod console;
 mod endpoint_policy;
 mod harness;
 mod limits;
+mod malformed;
 mod sigv4;
 mod tls;
 mod tls_outbound;

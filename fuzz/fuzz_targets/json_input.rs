@@ -1,0 +1,54 @@
+//! The SQS JSON protocol's input path: the `X-Amz-Target` header and the body decoded
+//! ([`aws::json_target`], [`aws::json_input`]), then the operation run by the adapter
+//! ([`sqs::call`]) against a fresh service over an in-memory SQLite store with a standard
+//! and a FIFO queue, so every typed read of every operation's input shape is reached.
+//!
+//! Input: the `X-Amz-Target` value on the first line (`AmazonSQS.SendMessage`), the JSON
+//! body after it.
+#![no_main]
+
+use std::sync::Arc;
+
+use libfuzzer_sys::fuzz_target;
+use loft_core::clock::SystemClock;
+use loft_core::{Service, ServiceConfig};
+use loft_server::aws::{self, sqs};
+use loft_store::SqliteStore;
+
+fuzz_target!(|data: &[u8]| {
+    let (target, body) = match data.iter().position(|&b| b == b'\n') {
+        Some(i) => (&data[..i], &data[i + 1..]),
+        None => (data, &[][..]),
+    };
+    let target = String::from_utf8_lossy(target);
+    let Ok(op) = aws::json_target(&target) else {
+        return;
+    };
+    let Ok(input) = aws::json_input(body) else {
+        return;
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
+        let store = Arc::new(SqliteStore::open_in_memory().expect("in-memory store"));
+        let svc = Service::new(store, Arc::new(SystemClock), ServiceConfig::default(), None);
+        for name in ["q", "q.fifo"] {
+            let mut attributes = std::collections::BTreeMap::new();
+            if name.ends_with(".fifo") {
+                attributes.insert("FifoQueue".to_owned(), "true".to_owned());
+            }
+            svc.create_queue(name, attributes, Default::default())
+                .await
+                .expect("create the fuzz queues");
+        }
+        // Long polls answer at once: a WaitTimeSeconds in the input must not stall the
+        // fuzzer.
+        svc.begin_shutdown();
+        let ctx = sqs::Context {
+            base_url: "http://127.0.0.1:9324".into(),
+        };
+        let _ = sqs::call(&svc, &ctx, op, &input).await;
+    });
+});
