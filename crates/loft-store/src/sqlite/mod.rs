@@ -4,8 +4,9 @@
 //! is the only one in the store and finds the connection free runs its closure there at
 //! once, on its own thread, in its own transaction (the fast path: no thread hand-off,
 //! which cost more CPU than the SQL at low concurrency). When other requests are in the
-//! store, or the connection is busy, it sends its closure to the writer thread instead, which, once it holds the connection, runs as many as are waiting (up to
-//! [`MAX_BATCH`]) inside one transaction, each in its own savepoint so that one failing
+//! store, or the connection is busy, it sends its closure to the writer thread instead,
+//! which, once it holds the connection, runs as many as are waiting (up to [`MAX_BATCH`])
+//! inside one transaction (both paths share `run_group`), each in its own savepoint so that one failing
 //! request does not undo the others, commits once, and only then answers each caller
 //! (group commit). Either way a caller is never told "done" about anything that is not
 //! committed. With [`Durability::Fsync`] every request takes the writer thread, so that
@@ -198,31 +199,6 @@ impl SqliteStore {
         T: Send + 'static,
         F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
     {
-        let alone = self.in_store.fetch_add(1, Ordering::SeqCst) == 0;
-        let _counted = InStore(&self.in_store);
-        if self.inline && alone {
-            let guard = match self.conn.try_lock() {
-                Ok(g) => Some(g),
-                Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
-                Err(TryLockError::WouldBlock) => None,
-            };
-            if let Some(guard) = guard {
-                let Some(conn) = guard.as_ref() else {
-                    return Err(Error::internal("sqlite store closed"));
-                };
-                begin(conn)?;
-                let outcome = in_savepoint(conn, f);
-                // A failed statement may have rolled back the whole transaction: then
-                // there is nothing to commit, and the error is the answer.
-                if outcome.is_err() && conn.is_autocommit() {
-                    return outcome;
-                }
-                return match commit(conn) {
-                    Some(e) => Err(e),
-                    None => outcome,
-                };
-            }
-        }
         let (tx, rx) = oneshot::channel::<Result<T>>();
         let job: Job = Box::new(move |conn| {
             let outcome = conn.map(|conn| in_savepoint(conn, f));
@@ -240,11 +216,30 @@ impl SqliteStore {
             });
             (done, failed)
         });
-        self.jobs
-            .send(Msg::Job(job))
-            .map_err(|_| Error::internal("sqlite writer stopped"))?;
+        let alone = self.in_store.fetch_add(1, Ordering::SeqCst) == 0;
+        let _counted = InStore(&self.in_store);
+        self.submit(job, self.inline && alone)?;
         rx.await
             .map_err(|_| Error::internal("sqlite writer dropped a request"))?
+    }
+
+    /// Runs `job` at once on this thread, as a group of one with the writer's transaction
+    /// rules, when `here` and the connection is free; otherwise queues it for the writer.
+    fn submit(&self, job: Job, here: bool) -> Result<()> {
+        if here {
+            let guard = match self.conn.try_lock() {
+                Ok(g) => Some(g),
+                Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
+                Err(TryLockError::WouldBlock) => None,
+            };
+            if let Some(guard) = guard {
+                run_group(guard.as_ref(), job, || None);
+                return Ok(());
+            }
+        }
+        self.jobs
+            .send(Msg::Job(job))
+            .map_err(|_| Error::internal("sqlite writer stopped"))
     }
 }
 
@@ -307,9 +302,49 @@ fn open_error(path: &Path, e: &rusqlite::Error) -> String {
     }
 }
 
+/// Runs `first`, then the jobs `next` gives while it gives them (up to [`MAX_BATCH`] in
+/// all), in one transaction on `conn` (`None`: the store is closed), commits once and
+/// only then answers each job's caller (group commit).
+fn run_group(conn: Option<&Connection>, first: Job, mut next: impl FnMut() -> Option<Job>) {
+    let Some(conn) = conn else {
+        let (done, _) = first(None);
+        done(Some(&Error::internal("sqlite store closed")));
+        return;
+    };
+    if let Err(e) = begin(conn) {
+        // Not run: outside a transaction its savepoint would commit on its own while its
+        // caller is told it failed.
+        let (done, _) = first(None);
+        done(Some(&e));
+        return;
+    }
+    // A failed statement (a full disk, an I/O error) may make SQLite roll back the whole
+    // transaction, not only the job's savepoint. Then nothing before it is committed, and
+    // a later job would run outside any transaction: stop there, and tell every caller of
+    // the group the error.
+    let rolled_back = |failed: Option<Error>| {
+        failed.filter(|_| conn.is_autocommit()).map(|e| {
+            tracing::error!(error = %e, "a failed statement rolled back the whole transaction");
+            e
+        })
+    };
+    let (done, failed) = first(Some(conn));
+    let mut dones = vec![done];
+    let mut aborted = rolled_back(failed);
+    while aborted.is_none() && dones.len() < MAX_BATCH {
+        let Some(job) = next() else { break };
+        let (done, failed) = job(Some(conn));
+        dones.push(done);
+        aborted = rolled_back(failed);
+    }
+    let commit = aborted.or_else(|| commit(conn));
+    for done in dones {
+        done(commit.as_ref());
+    }
+}
+
 /// The writer loop: group as many waiting jobs as possible into one transaction.
 fn writer(shared: Shared, rx: mpsc::Receiver<Msg>) {
-    let mut dones: Vec<Done> = Vec::with_capacity(MAX_BATCH);
     let mut closing: Option<oneshot::Sender<()>> = None;
     while let Ok(msg) = rx.recv() {
         let first = match msg {
@@ -320,53 +355,15 @@ fn writer(shared: Shared, rx: mpsc::Receiver<Msg>) {
             }
         };
         let guard = lock(&shared);
-        let Some(conn) = guard.as_ref() else {
-            let (done, _) = first(None);
-            done(Some(&Error::internal("sqlite store closed")));
-            continue;
-        };
-        if let Err(e) = begin(conn) {
-            // Not run: outside a transaction its savepoint would commit on its own while
-            // its caller is told it failed.
-            let (done, _) = first(None);
-            done(Some(&e));
-            continue;
-        }
-        // A failed statement (a full disk, an I/O error) may make SQLite roll back the
-        // whole transaction, not only the job's savepoint. Then nothing before it is
-        // committed, and a later job would run outside any transaction: stop there, and
-        // tell every caller of the batch the error.
-        let rolled_back = |failed: Option<Error>| {
-            failed.filter(|_| conn.is_autocommit()).map(|e| {
-                tracing::error!(error = %e, "a failed statement rolled back the whole transaction");
-                e
-            })
-        };
-        let (done, failed) = first(Some(conn));
-        dones.push(done);
-        let mut aborted = rolled_back(failed);
-        while aborted.is_none() && dones.len() < MAX_BATCH {
-            match rx.try_recv() {
-                Ok(Msg::Job(job)) => {
-                    let (done, failed) = job(Some(conn));
-                    dones.push(done);
-                    aborted = rolled_back(failed);
-                }
-                Ok(Msg::Close(reply)) => {
-                    closing = Some(reply);
-                    break;
-                }
-                Err(_) => break,
+        run_group(guard.as_ref(), first, || match rx.try_recv() {
+            Ok(Msg::Job(job)) => Some(job),
+            Ok(Msg::Close(reply)) => {
+                closing = Some(reply);
+                None
             }
-        }
-        let commit = match aborted {
-            Some(e) => Some(e),
-            None => commit(conn),
-        };
+            Err(_) => None,
+        });
         drop(guard);
-        for done in dones.drain(..) {
-            done(commit.as_ref());
-        }
         if closing.is_some() {
             break;
         }
