@@ -6,8 +6,9 @@
 //! which cost more CPU than the SQL at low concurrency). When other requests are in the
 //! store, or the connection is busy, it sends its closure to the writer thread instead,
 //! which, once it holds the connection, runs as many as are waiting (up to [`MAX_BATCH`])
-//! inside one transaction (both paths share `run_group`), each in its own savepoint so that one failing
-//! request does not undo the others, commits once, and only then answers each caller
+//! inside one transaction (both paths share `run_group`), each after the first in its own
+//! savepoint so that one failing request does not undo the others (the first runs bare:
+//! if it fails the transaction is rolled back and started again), commits once, and only then answers each caller
 //! (group commit). Either way a caller is never told "done" about anything that is not
 //! committed. With [`Durability::Fsync`] every request takes the writer thread, so that
 //! no request thread waits for an fsync and concurrent requests share one.
@@ -49,8 +50,10 @@ pub enum Durability {
 type Done = Box<dyn FnOnce(Option<&Error>) + Send>;
 /// A request for the writer. Given the connection inside an open transaction, it runs and
 /// returns its [`Done`] and, if it failed, its error; given `None` (no transaction could be
-/// opened) it does not run.
-type Job = Box<dyn FnOnce(Option<&Connection>) -> (Done, Option<Error>) + Send>;
+/// opened) it does not run. The flag says whether it must run in its own savepoint
+/// (`true`: other jobs share the transaction) or may run bare (`false`: it is the first
+/// job of the transaction, which is rolled back whole if it fails).
+type Job = Box<dyn FnOnce(Option<&Connection>, bool) -> (Done, Option<Error>) + Send>;
 
 enum Msg {
     Job(Job),
@@ -92,11 +95,17 @@ fn commit(conn: &Connection) -> Option<Error> {
 }
 
 /// Runs `f` in a savepoint of the open transaction: its changes are kept if it succeeds
-/// and undone if it fails, whatever the other requests of the group do.
+/// and undone if it fails, whatever the other requests of the group do. Without
+/// `savepoint` (the transaction's first job) it runs bare: SQLite then copies no page to
+/// a sub-journal, and `run_group` rolls back the whole transaction if it fails.
 fn in_savepoint<T>(
     conn: &Connection,
+    savepoint: bool,
     f: impl FnOnce(&Connection) -> rusqlite::Result<T>,
 ) -> Result<T> {
+    if !savepoint {
+        return f(conn).map_err(|e| storage_error(conn, &e));
+    }
     let run = || -> rusqlite::Result<T> {
         conn.prepare_cached("SAVEPOINT job")?.execute([])?;
         match f(conn) {
@@ -153,10 +162,17 @@ impl SqliteStore {
             Durability::Process => "NORMAL",
             Durability::Fsync => "FULL",
         };
+        // EXCLUSIVE locking: Loft is the file's only user, so it takes the lock once and
+        // keeps it, instead of five fcntl() calls on the -shm file per transaction; the
+        // WAL index then lives in Loft's memory (no -shm file). A second process (another
+        // Loft on the same file, or the sqlite3 shell) is refused while Loft runs, which
+        // also keeps two Lofts from sharing a file whose long-poll wake-ups and caches are
+        // per process. The pragma must come before the first read of the file, and the
+        // empty write transaction takes the write lock at once (kept until Loft exits).
         conn.execute_batch(&format!(
-            "PRAGMA journal_mode=WAL; PRAGMA synchronous={sync}; PRAGMA foreign_keys=OFF; \
-             PRAGMA busy_timeout=5000; PRAGMA cache_size=-16384; \
-             PRAGMA temp_store=MEMORY; PRAGMA wal_autocheckpoint=10000;"
+            "PRAGMA busy_timeout=5000; PRAGMA locking_mode=EXCLUSIVE; PRAGMA journal_mode=WAL; \
+             PRAGMA synchronous={sync}; PRAGMA foreign_keys=OFF; PRAGMA cache_size=-16384; \
+             PRAGMA temp_store=MEMORY; PRAGMA wal_autocheckpoint=10000; BEGIN IMMEDIATE; COMMIT;"
         ))
         .map_err(fail)?;
         migrations::migrate(&mut conn).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -199,23 +215,7 @@ impl SqliteStore {
         T: Send + 'static,
         F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
     {
-        let (tx, rx) = oneshot::channel::<Result<T>>();
-        let job: Job = Box::new(move |conn| {
-            let outcome = conn.map(|conn| in_savepoint(conn, f));
-            let failed = match &outcome {
-                Some(Err(e)) => Some(e.clone()),
-                _ => None,
-            };
-            let done: Done = Box::new(move |commit_error: Option<&Error>| {
-                let reply = match (commit_error, outcome) {
-                    (Some(e), _) => Err(e.clone()),
-                    (None, Some(result)) => result,
-                    (None, None) => Err(Error::internal("a storage job was not run")),
-                };
-                let _ = tx.send(reply);
-            });
-            (done, failed)
-        });
+        let (job, rx) = job(f);
         let alone = self.in_store.fetch_add(1, Ordering::SeqCst) == 0;
         let _counted = InStore(&self.in_store);
         self.submit(job, self.inline && alone)?;
@@ -282,7 +282,7 @@ fn storage_error(conn: &Connection, e: &rusqlite::Error) -> Error {
 fn read_only_message(path: &Path, detail: &str) -> String {
     format!(
         "{}: the database is read-only for this process ({detail}): Loft writes the file and \
-         creates its -wal and -shm files beside it, so the file and its directory must be \
+         creates its -wal file beside it, so the file and its directory must be \
          writable by the user Loft runs as",
         path.display()
     )
@@ -293,13 +293,45 @@ fn open_error(path: &Path, e: &rusqlite::Error) -> String {
     use rusqlite::ErrorCode as Code;
     match e.sqlite_error_code() {
         Some(Code::ReadOnly) => read_only_message(path, &e.to_string()),
+        Some(Code::DatabaseBusy | Code::DatabaseLocked) => format!(
+            "{}: {e}: another process has the database open (another Loft on the same file?); \
+             Loft keeps its SQLite file to itself while it runs",
+            path.display()
+        ),
         Some(Code::CannotOpen) => format!(
-            "{}: {e} (Loft must be able to open the file for writing and to create its -wal and \
-             -shm files in the same directory)",
+            "{}: {e} (Loft must be able to open the file for writing and to create its -wal \
+             file in the same directory)",
             path.display()
         ),
         _ => format!("{}: {e}", path.display()),
     }
+}
+
+/// Wraps `f` as a [`Job`]; the receiver gets its result once its transaction's fate is
+/// known (its own error, the commit's error, or its value once committed).
+fn job<T, F>(f: F) -> (Job, oneshot::Receiver<Result<T>>)
+where
+    T: Send + 'static,
+    F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
+{
+    let (tx, rx) = oneshot::channel::<Result<T>>();
+    let job: Job = Box::new(move |conn, savepoint| {
+        let outcome = conn.map(|conn| in_savepoint(conn, savepoint, f));
+        let failed = match &outcome {
+            Some(Err(e)) => Some(e.clone()),
+            _ => None,
+        };
+        let done: Done = Box::new(move |commit_error: Option<&Error>| {
+            let reply = match (commit_error, outcome) {
+                (Some(e), _) => Err(e.clone()),
+                (None, Some(result)) => result,
+                (None, None) => Err(Error::internal("a storage job was not run")),
+            };
+            let _ = tx.send(reply);
+        });
+        (done, failed)
+    });
+    (job, rx)
 }
 
 /// Runs `first`, then the jobs `next` gives while it gives them (up to [`MAX_BATCH`] in
@@ -307,17 +339,36 @@ fn open_error(path: &Path, e: &rusqlite::Error) -> String {
 /// only then answers each job's caller (group commit).
 fn run_group(conn: Option<&Connection>, first: Job, mut next: impl FnMut() -> Option<Job>) {
     let Some(conn) = conn else {
-        let (done, _) = first(None);
+        let (done, _) = first(None, true);
         done(Some(&Error::internal("sqlite store closed")));
         return;
     };
-    if let Err(e) = begin(conn) {
-        // Not run: outside a transaction its savepoint would commit on its own while its
-        // caller is told it failed.
-        let (done, _) = first(None);
-        done(Some(&e));
-        return;
-    }
+    // The first job runs bare (no savepoint). If it fails, its transaction holds nothing
+    // else: roll it back, answer it, and start over with the next job.
+    let mut first = first;
+    let mut ran = 0;
+    let done = loop {
+        if let Err(e) = begin(conn) {
+            // Not run: outside a transaction its statements would commit on their own
+            // while its caller is told it failed.
+            let (done, _) = first(None, true);
+            done(Some(&e));
+            return;
+        }
+        ran += 1;
+        let (done, failed) = first(Some(conn), false);
+        if failed.is_none() {
+            break done;
+        }
+        if !conn.is_autocommit() {
+            let _ = conn.execute_batch("ROLLBACK");
+        }
+        done(None);
+        match (ran < MAX_BATCH).then(&mut next).flatten() {
+            Some(job) => first = job,
+            None => return,
+        }
+    };
     // A failed statement (a full disk, an I/O error) may make SQLite roll back the whole
     // transaction, not only the job's savepoint. Then nothing before it is committed, and
     // a later job would run outside any transaction: stop there, and tell every caller of
@@ -328,12 +379,12 @@ fn run_group(conn: Option<&Connection>, first: Job, mut next: impl FnMut() -> Op
             e
         })
     };
-    let (done, failed) = first(Some(conn));
     let mut dones = vec![done];
-    let mut aborted = rolled_back(failed);
-    while aborted.is_none() && dones.len() < MAX_BATCH {
+    let mut aborted = None;
+    while aborted.is_none() && ran < MAX_BATCH {
         let Some(job) = next() else { break };
-        let (done, failed) = job(Some(conn));
+        ran += 1;
+        let (done, failed) = job(Some(conn), true);
         dones.push(done);
         aborted = rolled_back(failed);
     }
@@ -731,5 +782,43 @@ mod tests {
             .unwrap()
             .is_empty());
         assert_eq!(store.count_deliveries().await.unwrap(), 0);
+    }
+
+    /// Inserts `v` into t, then fails when `fail`.
+    fn insert_job(v: i64, fail: bool) -> (Job, oneshot::Receiver<Result<i64>>) {
+        job(move |c| {
+            c.execute("INSERT INTO t (v) VALUES (?1)", [v])?;
+            if fail {
+                c.execute("INSERT INTO missing_table VALUES (1)", [])?;
+            }
+            Ok(v)
+        })
+    }
+
+    #[test]
+    fn a_failing_job_undoes_only_itself_whether_first_or_not() {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch("CREATE TABLE t (v INTEGER)").unwrap();
+        // Two failures in a row first (the bare first job, then its replacement), then a
+        // success, a failure in a savepoint, and a success.
+        let plan = [(1, true), (2, true), (3, false), (4, true), (5, false)];
+        let (jobs, replies): (Vec<_>, Vec<_>) =
+            plan.iter().map(|&(v, fail)| insert_job(v, fail)).unzip();
+        let mut jobs = jobs.into_iter();
+        let first = jobs.next().unwrap();
+        run_group(Some(&conn), first, || jobs.next());
+        let outcomes: Vec<bool> = replies
+            .into_iter()
+            .map(|mut rx| rx.try_recv().expect("every caller is answered").is_ok())
+            .collect();
+        assert_eq!(outcomes, [false, false, true, false, true]);
+        let mut stmt = conn.prepare("SELECT v FROM t ORDER BY v").unwrap();
+        let kept: Vec<i64> = stmt
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        assert_eq!(kept, [3, 5]);
+        assert!(conn.is_autocommit(), "the transaction is closed");
     }
 }

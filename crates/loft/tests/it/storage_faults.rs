@@ -418,3 +418,45 @@ async fn a_read_only_database_stops_start_up_with_the_file_named_and_unchanged()
     assert!(!dir.path().join("loft.db-wal").exists());
     assert_eq!(integrity(&db), "ok");
 }
+
+/// Loft keeps its SQLite file to itself (exclusive locking): a second Loft on the same
+/// file is refused with a message naming the file and the cause, and the first one goes
+/// on serving with its data intact.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_loft_on_the_same_file_is_refused() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let db = dir.path().join("loft.db");
+    let http = reqwest::Client::new();
+    let first = start(&db, Limits::default());
+    let (status, out) = first
+        .sqs(&http, "CreateQueue", json!({"QueueName": "full"}))
+        .await;
+    assert_eq!(status, 200, "{out}");
+    let (status, out) = first
+        .sqs(
+            &http,
+            "SendMessage",
+            json!({"QueueUrl": first.queue_url(), "MessageBody": "kept"}),
+        )
+        .await;
+    assert_eq!(status, 200, "{out}");
+
+    let (status, stderr) = match spawn(&db, Limits::default()) {
+        Started::Exited(status, stderr) => (status, stderr),
+        Started::Listening(second) => {
+            let stderr = second.stderr();
+            let _ = second.stop();
+            panic!("a second loft started on a file another loft has open; stderr:\n{stderr}");
+        }
+    };
+    assert!(!status.success(), "a refused start exits non-zero");
+    assert!(
+        stderr.contains(&db.display().to_string())
+            && stderr.contains("another process has the database open"),
+        "the error names the file and the cause:\n{stderr}"
+    );
+
+    assert_eq!(drain(&first, &http).await, ["kept"]);
+    assert!(first.stop(), "clean shutdown");
+    assert_eq!(integrity(&db), "ok");
+}
