@@ -117,8 +117,14 @@ pub trait Store: Send + Sync + 'static {
     /// Deletes every message of the queue. Returns how many.
     async fn purge_queue(&self, queue_id: i64) -> Result<u64>;
 
-    /// Message counts of the queue at `now_ms`.
+    /// Message counts of the queue at `now_ms`. Reads every message of the queue.
     async fn queue_counts(&self, queue_id: i64, now_ms: i64) -> Result<QueueCounts>;
+
+    /// Messages of the queue in flight at `now_ms` (received, not deleted, not yet visible
+    /// again, not expired): `QueueCounts::in_flight`, but read from the visibility index
+    /// over the messages not visible at `now_ms` only, so its cost does not grow with the
+    /// visible backlog (the in-flight limit recounts with it).
+    async fn count_in_flight(&self, queue_id: i64, now_ms: i64) -> Result<i64>;
 
     /// Up to `limit` messages of queue `queue_id` whose sequence number is above `after_seq`,
     /// in sequence (send) order, whatever their state (visible, in flight or delayed), without

@@ -530,6 +530,8 @@ async fn counts_and_delays(s: S) {
             delayed: 1
         }
     );
+    // A delayed message is not in flight.
+    assert_eq!(s.count_in_flight(q, T0 + 10).await.unwrap(), 0);
     let out = s.receive(req(q, 1, T0 + 10, 60_000)).await.unwrap();
     assert_eq!(bodies(&out), ["now"]);
     assert_eq!(
@@ -540,6 +542,7 @@ async fn counts_and_delays(s: S) {
             delayed: 1
         }
     );
+    assert_eq!(s.count_in_flight(q, T0 + 10).await.unwrap(), 1);
     let out = s.receive(req(q, 10, T0 + 10, 60_000)).await.unwrap();
     assert_eq!(bodies(&out), ["also-now"]);
     assert_eq!(out.next_visible_at_ms, Some(T0 + 5_000));
@@ -551,6 +554,9 @@ async fn counts_and_delays(s: S) {
             delayed: 0
         }
     );
+    assert_eq!(s.count_in_flight(q, T0 + 5_000).await.unwrap(), 2);
+    // Visible again once the visibility timeout passes.
+    assert_eq!(s.count_in_flight(q, T0 + 60_010).await.unwrap(), 0);
 }
 
 async fn receive_drops_expired(s: S) {

@@ -533,6 +533,10 @@ impl Store for PgStore {
         run!(self, |c| ops::queue_counts(&c, queue_id, now_ms))
     }
 
+    async fn count_in_flight(&self, queue_id: i64, now_ms: i64) -> Result<i64> {
+        run!(self, |c| ops::count_in_flight(&c, queue_id, now_ms))
+    }
+
     async fn peek_messages(
         &self,
         queue_id: i64,

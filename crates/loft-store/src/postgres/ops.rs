@@ -854,6 +854,23 @@ pub async fn queue_counts<C: GenericClient>(
     })
 }
 
+/// In-flight messages of a queue, over the range of the visibility index that is not
+/// visible at `now_ms` (see `Store::count_in_flight`).
+pub async fn count_in_flight<C: GenericClient>(
+    c: &C,
+    queue_id: i64,
+    now_ms: i64,
+) -> Result<i64, Error> {
+    let row = query_one(
+        c,
+        "SELECT count(*) FROM messages WHERE queue_id = $1 AND visible_at > $2 \
+         AND receive_count > 0 AND expires_at > $2",
+        &[&queue_id, &now_ms],
+    )
+    .await?;
+    Ok(row.get(0))
+}
+
 pub async fn delete_expired<C: GenericClient>(c: &C, now_ms: i64) -> Result<u64, Error> {
     execute(
         c,

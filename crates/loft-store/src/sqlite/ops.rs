@@ -484,6 +484,16 @@ pub fn queue_counts(c: &Connection, queue_id: i64, now_ms: i64) -> rusqlite::Res
     })
 }
 
+/// In-flight messages of a queue, over the range of the visibility index that is not
+/// visible at `now_ms` (see `Store::count_in_flight`).
+pub fn count_in_flight(c: &Connection, queue_id: i64, now_ms: i64) -> rusqlite::Result<i64> {
+    c.prepare_cached(
+        "SELECT COUNT(*) FROM messages INDEXED BY messages_visibility \
+         WHERE queue_id = ?1 AND visible_at > ?2 AND receive_count > 0 AND expires_at > ?2",
+    )?
+    .query_row(params![queue_id, now_ms], |r| r.get(0))
+}
+
 /// Messages of one queue after `after_seq`, in send order, read without claiming them.
 pub fn peek_messages(
     c: &Connection,
