@@ -145,8 +145,14 @@ impl CallError {
                     .map(str::to_string)
             })
             .unwrap_or_else(|| format!("HTTP {status}"));
-        let message = field(&["message", "Message"])
-            .unwrap_or_else(|| String::from_utf8_lossy(&body[..body.len().min(200)]).into_owned());
+        let message = field(&["message", "Message"]).unwrap_or_else(|| {
+            // Not an SQS JSON error: show the start of the body on one line.
+            let text = String::from_utf8_lossy(&body[..body.len().min(200)]).into_owned();
+            format!(
+                "not an SQS JSON answer: {}",
+                text.split_whitespace().collect::<Vec<_>>().join(" ")
+            )
+        });
         CallError::Service {
             status,
             code,
@@ -159,6 +165,11 @@ impl fmt::Display for CallError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             CallError::Transport(e) => write!(f, "transport error: {e}"),
+            CallError::Service {
+                status,
+                code,
+                message,
+            } if code.starts_with("HTTP ") => write!(f, "{code}: {message}"),
             CallError::Service {
                 status,
                 code,
@@ -356,6 +367,12 @@ mod tests {
         let e = CallError::from_response(403, None, b"<html/>");
         assert_eq!(e.kind(), "HTTP 403");
         assert!(e.wants_auth());
+        let e =
+            CallError::from_response(501, None, b"<!DOCTYPE HTML>\n<html>\n  <body>nope</body>");
+        assert_eq!(
+            e.to_string(),
+            "HTTP 501: not an SQS JSON answer: <!DOCTYPE HTML> <html> <body>nope</body>"
+        );
         let e = CallError::from_response(400, None, br#"{"__type":"MissingAuthenticationToken"}"#);
         assert!(e.wants_auth());
     }
