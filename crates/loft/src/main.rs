@@ -307,6 +307,7 @@ async fn serve(args: ServeArgs, file: Option<config::Config>) -> Result<(), Stri
         }
     }
     tracing::info!(db = %described, "loft started");
+    trust.log_mode();
     let stop_delivery = Arc::new(tokio::sync::Notify::new());
     let delivery = {
         let stop = stop_delivery.clone();

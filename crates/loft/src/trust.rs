@@ -80,6 +80,8 @@ pub struct TrustArgs {
 /// What [`TrustArgs`] resolve to.
 #[derive(Debug, Clone)]
 pub struct Trust {
+    /// How many access keys are configured (0: open).
+    keys: usize,
     /// Who may call.
     pub auth: Arc<Auth>,
     /// Connection and header limits of the listeners.
@@ -90,9 +92,25 @@ pub struct Trust {
     pub endpoint_policy: EndpointPolicy,
 }
 
+impl Trust {
+    /// Logs whether requests must be signed: a warning when no credentials are configured
+    /// (Loft then accepts every request). Called once Loft has started, so that a start-up
+    /// error is not preceded by it.
+    pub fn log_mode(&self) {
+        if self.keys == 0 {
+            tracing::warn!(
+                "no credentials configured: Loft accepts every request, signed or not; set \
+                 --credentials-file or LOFT_CREDENTIALS to require AWS Signature Version 4"
+            );
+        } else {
+            tracing::info!(keys = self.keys, "SigV4 authentication required");
+        }
+    }
+}
+
 impl TrustArgs {
-    /// Reads the credentials file and environment and builds the policies; logs a warning
-    /// when no credentials are configured (Loft then accepts unsigned requests).
+    /// Reads the credentials file and environment and builds the policies
+    /// ([`Trust::log_mode`] then says whether Loft accepts unsigned requests).
     ///
     /// Errors: an unreadable credentials file, a malformed entry, a zero limit.
     pub fn load(&self) -> Result<Trust, String> {
@@ -107,14 +125,7 @@ impl TrustArgs {
             credentials
                 .extend(Credentials::parse(list).map_err(|e| format!("LOFT_CREDENTIALS: {e}"))?);
         }
-        if credentials.is_empty() {
-            tracing::warn!(
-                "no credentials configured: Loft accepts every request, signed or not; set \
-                 --credentials-file or LOFT_CREDENTIALS to require AWS Signature Version 4"
-            );
-        } else {
-            tracing::info!(keys = credentials.len(), "SigV4 authentication required");
-        }
+        let keys = credentials.len();
         let mut deny = self.sns_deny_cidr.clone();
         if self.sns_deny_private {
             deny.extend(
@@ -136,6 +147,7 @@ impl TrustArgs {
             }
         }
         Ok(Trust {
+            keys,
             auth: Arc::new(Auth::new(credentials)),
             server: ServerLimits {
                 max_connections: self.max_connections,
