@@ -351,6 +351,22 @@ async fn a_full_disk_refuses_writes_clearly_and_loses_nothing_acknowledged() {
     assert_eq!(integrity(&db), "ok");
 }
 
+/// Creates the queue `full` on `server` and sends it the message "kept".
+async fn queue_with_one_message(server: &Server, http: &reqwest::Client) {
+    let (status, out) = server
+        .sqs(http, "CreateQueue", json!({"QueueName": "full"}))
+        .await;
+    assert_eq!(status, 200, "{out}");
+    let (status, out) = server
+        .sqs(
+            http,
+            "SendMessage",
+            json!({"QueueUrl": server.queue_url(), "MessageBody": "kept"}),
+        )
+        .await;
+    assert_eq!(status, 200, "{out}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_read_only_database_stops_start_up_with_the_file_named_and_unchanged() {
     // SAFETY: geteuid has no preconditions.
@@ -365,18 +381,7 @@ async fn a_read_only_database_stops_start_up_with_the_file_named_and_unchanged()
 
     // A database with a message, made by root and shut down cleanly.
     let server = start(&db, Limits::default());
-    let (status, out) = server
-        .sqs(&http, "CreateQueue", json!({"QueueName": "full"}))
-        .await;
-    assert_eq!(status, 200, "{out}");
-    let (status, out) = server
-        .sqs(
-            &http,
-            "SendMessage",
-            json!({"QueueUrl": server.queue_url(), "MessageBody": "kept"}),
-        )
-        .await;
-    assert_eq!(status, 200, "{out}");
+    queue_with_one_message(&server, &http).await;
     assert!(server.stop(), "clean shutdown");
     // Root's 0644 file in root's 0755 directory: nobody may read both, write neither.
     use std::os::unix::fs::PermissionsExt;
@@ -428,18 +433,7 @@ async fn a_second_loft_on_the_same_file_is_refused() {
     let db = dir.path().join("loft.db");
     let http = reqwest::Client::new();
     let first = start(&db, Limits::default());
-    let (status, out) = first
-        .sqs(&http, "CreateQueue", json!({"QueueName": "full"}))
-        .await;
-    assert_eq!(status, 200, "{out}");
-    let (status, out) = first
-        .sqs(
-            &http,
-            "SendMessage",
-            json!({"QueueUrl": first.queue_url(), "MessageBody": "kept"}),
-        )
-        .await;
-    assert_eq!(status, 200, "{out}");
+    queue_with_one_message(&first, &http).await;
 
     let (status, stderr) = match spawn(&db, Limits::default()) {
         Started::Exited(status, stderr) => (status, stderr),
