@@ -8,8 +8,8 @@
 //! which, once it holds the connection, runs as many as are waiting (up to [`MAX_BATCH`])
 //! inside one transaction (both paths share `run_group`), each after the first in its own
 //! savepoint so that one failing request does not undo the others (the first runs bare:
-//! if it fails the transaction is rolled back and started again), commits once, and only then answers each caller
-//! (group commit). Either way a caller is never told "done" about anything that is not
+//! if it fails the transaction is rolled back and started again), commits once, and only
+//! then answers each caller (group commit). Either way a caller is never told "done" about anything that is not
 //! committed. With [`Durability::Fsync`] every request takes the writer thread, so that
 //! no request thread waits for an fsync and concurrent requests share one.
 
