@@ -158,6 +158,12 @@ impl Server {
         format!("{}/000000000000/full", self.base)
     }
 
+    /// SendMessage of `body` to the queue `full`: status and JSON body.
+    async fn send(&self, http: &reqwest::Client, body: &str) -> (u16, Value) {
+        let input = json!({"QueueUrl": self.queue_url(), "MessageBody": body});
+        self.sqs(http, "SendMessage", input).await
+    }
+
     /// An SQS JSON call: status and JSON body.
     async fn sqs(&self, http: &reqwest::Client, op: &str, input: Value) -> (u16, Value) {
         let resp = http
@@ -235,13 +241,7 @@ async fn a_full_disk_refuses_writes_clearly_and_loses_nothing_acknowledged() {
     let mut acknowledged = BTreeSet::new();
     for i in 0..20 {
         let body = format!("before the limit {i}");
-        let (status, out) = server
-            .sqs(
-                &http,
-                "SendMessage",
-                json!({"QueueUrl": server.queue_url(), "MessageBody": body}),
-            )
-            .await;
+        let (status, out) = server.send(&http, &body).await;
         assert_eq!(status, 200, "{out}");
         acknowledged.insert(body);
     }
@@ -264,13 +264,7 @@ async fn a_full_disk_refuses_writes_clearly_and_loses_nothing_acknowledged() {
     let mut refusals = Vec::new();
     for i in 0..2000 {
         let body = format!("under the limit {i} {payload}");
-        let (status, out) = server
-            .sqs(
-                &http,
-                "SendMessage",
-                json!({"QueueUrl": server.queue_url(), "MessageBody": body}),
-            )
-            .await;
+        let (status, out) = server.send(&http, &body).await;
         match status {
             200 => {
                 acknowledged.insert(body);
@@ -357,13 +351,7 @@ async fn queue_with_one_message(server: &Server, http: &reqwest::Client) {
         .sqs(http, "CreateQueue", json!({"QueueName": "full"}))
         .await;
     assert_eq!(status, 200, "{out}");
-    let (status, out) = server
-        .sqs(
-            http,
-            "SendMessage",
-            json!({"QueueUrl": server.queue_url(), "MessageBody": "kept"}),
-        )
-        .await;
+    let (status, out) = server.send(http, "kept").await;
     assert_eq!(status, 200, "{out}");
 }
 
