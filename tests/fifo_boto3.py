@@ -475,16 +475,21 @@ def message_group_id_required(c):
         lambda: c.sqs.send_message(QueueUrl=q, MessageBody="x", MessageDeduplicationId="d")
     )
     eq(code, "MissingParameter", "SendMessage")
-    r = c.sqs.send_message_batch(
-        QueueUrl=q,
-        Entries=[
-            {"Id": "ok", "MessageBody": "ok", "MessageGroupId": "g", "MessageDeduplicationId": "1"},
-            {"Id": "bad", "MessageBody": "x", "MessageDeduplicationId": "2"},
-        ],
-    )
-    eq([e["Id"] for e in r.get("Successful", [])], ["ok"], "successful entries")
-    failed = r.get("Failed", [])
-    eq([(e["Id"], e["Code"], e["SenderFault"]) for e in failed], [("bad", "InvalidParameterValue", True)], "failed entries")
+    # One entry without a group refuses the whole batch, as AWS answers; nothing is stored.
+    try:
+        c.sqs.send_message_batch(
+            QueueUrl=q,
+            Entries=[
+                {"Id": "ok", "MessageBody": "ok", "MessageGroupId": "g", "MessageDeduplicationId": "1"},
+                {"Id": "bad", "MessageBody": "x", "MessageDeduplicationId": "2"},
+            ],
+        )
+        raise AssertionError("a batch with an entry without MessageGroupId was accepted")
+    except ClientError as e:
+        eq(e.response["Error"]["Code"], "InvalidParameterValue", "batch error code")
+        eq(e.response["Error"]["Message"], "The request must contain the parameter MessageGroupId.", "batch error message")
+    r = c.sqs.receive_message(QueueUrl=q, MaxNumberOfMessages=10)
+    eq(r.get("Messages", []), [], "nothing stored")
 
 
 @check()

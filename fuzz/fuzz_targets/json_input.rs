@@ -48,6 +48,7 @@ fuzz_target!(|data: &[u8]| {
         svc.begin_shutdown();
         let ctx = sqs::Context {
             base_url: "http://127.0.0.1:9324".into(),
+            trace_header: None,
         };
         let _ = sqs::call(&svc, &ctx, op, &input).await;
     });

@@ -200,25 +200,33 @@ pub fn validate(
             },
             _ => value.to_owned(),
         };
-        let fifo_only = matches!(
-            name.as_str(),
-            "ContentBasedDeduplication" | "DeduplicationScope" | "FifoThroughputLimit"
-        );
-        if fifo_only && !fifo {
-            return Err(Error::new(
-                ErrorCode::InvalidAttributeName,
-                format!("Unknown Attribute {name}."),
-            ));
+        // FIFO-only attributes on a standard queue, in AWS's words (its recorded answers
+        // to CreateQueue and SetQueueAttributes). FifoQueue itself exists on FIFO queues
+        // only: `false` never names a standard queue.
+        if !fifo {
+            let message = match name.as_str() {
+                "FifoQueue" | "ContentBasedDeduplication" => {
+                    Some(format!("Unknown Attribute {name}."))
+                }
+                "DeduplicationScope" | "FifoThroughputLimit" => Some(format!(
+                    "You can specify the {name} only when FifoQueue is set to true."
+                )),
+                _ => None,
+            };
+            if let Some(message) = message {
+                return Err(Error::new(ErrorCode::InvalidAttributeName, message));
+            }
         }
         if name == "FifoQueue" {
-            if !creating {
+            if normalised == "false" {
                 return Err(Error::new(
-                    ErrorCode::InvalidAttributeName,
-                    "Unknown Attribute FifoQueue.",
+                    ErrorCode::InvalidAttributeValue,
+                    "Invalid value for the parameter FifoQueue. Reason: Modifying queue type is not supported.",
                 ));
             }
-            if normalised == "false" && fifo {
-                return Err(invalid_value(name));
+            if !creating {
+                // `true` on a FIFO queue changes nothing.
+                continue;
             }
         }
         out.insert(name.clone(), normalised);

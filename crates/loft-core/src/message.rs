@@ -131,7 +131,7 @@ pub fn validate_attributes(attributes: &MessageAttributes) -> Result<()> {
                 }
                 if s.is_empty() {
                     return Err(Error::invalid(format!(
-                        "The message attribute '{name}' must contain non-empty message attribute value for message attribute type '{}'.",
+                        "Message (user) attribute '{name}' must contain a non-empty value of type '{}'.",
                         value.data_type
                     )));
                 }
@@ -164,7 +164,8 @@ pub fn validate_attributes(attributes: &MessageAttributes) -> Result<()> {
     Ok(())
 }
 
-/// Checks a message attribute name: 1-256 of `A-Za-z0-9_-.`, no leading, trailing or
+/// Checks a message attribute name: 1-256 characters, Unicode letters and digits and
+/// `_-.`, no leading, trailing or
 /// doubled period, no `AWS.`/`Amazon.` prefix in any case (SQS and SNS share the rules).
 /// Errors: `InvalidParameterValue`.
 pub(crate) fn validate_attribute_name(name: &str) -> Result<()> {
@@ -174,12 +175,13 @@ pub(crate) fn validate_attribute_name(name: &str) -> Result<()> {
             "The message attribute name must not be empty.",
         ));
     }
-    if name.len() > 256 {
+    if name.chars().count() > 256 {
         return Err(bad("is longer than 256 characters."));
     }
+    // "Alphanumeric" is Unicode's: AWS takes `attr.1øßä` and refuses `§`, `!`, `(`.
     if !name
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+        .chars()
+        .all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.'))
     {
         return Err(bad("contains invalid characters."));
     }
@@ -266,12 +268,13 @@ pub fn select_attributes(attributes: &MessageAttributes, wanted: &[String]) -> M
     attributes
         .iter()
         .filter(|(name, _)| {
+            // `All`, `*` and `.*` take every attribute; `Prefix.*` those whose names start
+            // with `Prefix` (`Hel.*` takes `Hello` and `Help.Me`), as AWS answers.
             wanted.iter().any(|w| {
-                w == "All"
-                    || w == ".*"
+                matches!(w.as_str(), "All" | "*" | ".*")
                     || w == *name
                     || w.strip_suffix(".*")
-                        .is_some_and(|prefix| name.starts_with(&format!("{prefix}.")))
+                        .is_some_and(|prefix| name.starts_with(prefix))
             })
         })
         .map(|(n, v)| (n.clone(), v.clone()))
@@ -341,6 +344,10 @@ mod tests {
         }
         assert_eq!(select_attributes(&attrs, &["All".into()]).len(), 3);
         assert_eq!(select_attributes(&attrs, &["a.*".into()]).len(), 2);
+        assert_eq!(select_attributes(&attrs, &["*".into()]).len(), 3);
+        // A prefix pattern matches any name that starts with it, dot or not.
+        assert_eq!(select_attributes(&attrs, &["a.x.*".into()]).len(), 1);
+        assert_eq!(select_attributes(&attrs, &["a.x.y.*".into()]).len(), 0);
         assert_eq!(select_attributes(&attrs, &["b".into()]).len(), 1);
         assert_eq!(select_attributes(&attrs, &[]).len(), 0);
     }

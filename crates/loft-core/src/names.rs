@@ -108,6 +108,25 @@ pub fn arn_resource<'a>(arn: &'a str, service: &str) -> Option<&'a str> {
     parts.next().filter(|name| !name.is_empty())
 }
 
+/// How many `:`-separated elements `arn` has (an empty string has one), as SNS counts
+/// them in "An ARN must have at least 6 elements, not N".
+pub fn arn_elements(arn: &str) -> usize {
+    arn.split(':').count()
+}
+
+/// Whether `number` is a phone number SNS takes for SMS (PhoneNumber, `sms` endpoints): an
+/// optional `+`, then digits, with single `-`, `.` or `/` between digit groups
+/// (`+12/34-567.890`), 1 to 15 digits. Source: the SNS Developer Guide's E.164 format,
+/// and AWS's recorded answers (`+15--551234567`, `+15551234567.`, `/+1555...` refused).
+pub fn is_phone_number(number: &str) -> bool {
+    let digits = number.strip_prefix('+').unwrap_or(number);
+    let count = digits.bytes().filter(u8::is_ascii_digit).count();
+    (1..=15).contains(&count)
+        && digits
+            .split(['-', '.', '/'])
+            .all(|g| !g.is_empty() && g.bytes().all(|b| b.is_ascii_digit()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -142,6 +161,38 @@ mod tests {
             assert!(check_queue_name(name, Naming::Seed).is_ok(), "{name}");
         }
         assert!(check_queue_name("a\u{0}b", Naming::Seed).is_err());
+    }
+
+    #[test]
+    fn phone_numbers() {
+        for ok in [
+            "+15551234567",
+            "15551234567",
+            "+12/34-567.890",
+            "+430000000000",
+        ] {
+            assert!(is_phone_number(ok), "{ok}");
+        }
+        for bad in [
+            "+1a234",
+            "NAA+15551234567",
+            "+15--551234567",
+            "+15551234567.",
+            "/+15551234567",
+            "",
+            "+",
+            "invalid",
+            "+1234567890123456",
+        ] {
+            assert!(!is_phone_number(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn arn_element_counts() {
+        assert_eq!(arn_elements(""), 1);
+        assert_eq!(arn_elements("randomstring:1"), 2);
+        assert_eq!(arn_elements("arn:aws:sns:us-east-1:random"), 5);
     }
 
     #[test]

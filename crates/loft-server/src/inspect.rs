@@ -1,13 +1,13 @@
 //! Loft's own inspection routes (not part of any AWS API):
 //! - `GET /_loft/sns/messages[?limit=N]`: messages recorded for protocols Loft does not send
 //!   (email, SMS, mobile push, Lambda, Firehose), newest first, as JSON.
-//! - `GET /_loft/sns/SimpleNotificationService.pem`: the certificate SNS signatures verify
-//!   with (SigningCertURL).
+//! - `GET /_loft/sns/SimpleNotificationService-{id}.pem`: the certificate SNS signatures
+//!   verify with (SigningCertURL; `SimpleNotificationService.pem` serves it too).
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use axum::extract::{Query, State};
+use axum::extract::{Path, Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -59,14 +59,23 @@ pub async fn recorded_messages(
     Ok(Json(out).into_response())
 }
 
-/// `GET /_loft/sns/SimpleNotificationService.pem`: the signing certificate, or 404.
-pub async fn certificate(State(s): State<Inspect>) -> Response {
+/// `GET /_loft/sns/{file}`: the signing certificate when `file` is its name in
+/// SigningCertURL (`SimpleNotificationService-{id}.pem`) or `SimpleNotificationService.pem`;
+/// otherwise, or without a signer, `404 {"error"}`.
+pub async fn certificate(State(s): State<Inspect>, Path(file): Path<String>) -> Response {
     match s.signer.as_ref().map(|l| l.get()) {
-        Some(Ok(signer)) => (
-            [(header::CONTENT_TYPE, "application/x-pem-file")],
-            signer.certificate_pem().to_owned(),
-        )
-            .into_response(),
+        Some(Ok(signer))
+            if file == signer.certificate_file() || file == "SimpleNotificationService.pem" =>
+        {
+            (
+                [(header::CONTENT_TYPE, "application/x-pem-file")],
+                signer.certificate_pem().to_owned(),
+            )
+                .into_response()
+        }
+        Some(Ok(_)) => {
+            NativeError(StatusCode::NOT_FOUND, "no such certificate".into()).into_response()
+        }
         Some(Err(e)) => NativeError(StatusCode::INTERNAL_SERVER_ERROR, e).into_response(),
         None => NativeError(
             StatusCode::NOT_FOUND,

@@ -54,10 +54,7 @@ pub fn router_with(
     let inspect = Router::new()
         .route("/_loft/sns/messages", get(inspect::recorded_messages))
         .route_layer(console_auth.clone())
-        .route(
-            loft_core::service::SIGNING_CERT_PATH,
-            get(inspect::certificate),
-        )
+        .route("/_loft/sns/{file}", get(inspect::certificate))
         .with_state(inspect_state);
     let native = Router::new()
         .route("/queues", get(native::list_queues))

@@ -120,6 +120,7 @@ pub struct Signer {
     v1: SigningKey<Sha1>,
     v2: SigningKey<Sha256>,
     certificate_pem: String,
+    certificate_file: String,
 }
 
 impl std::fmt::Debug for Signer {
@@ -130,9 +131,15 @@ impl std::fmt::Debug for Signer {
 
 impl Signer {
     fn from_parts(key: RsaPrivateKey, certificate_pem: String) -> Self {
+        use sha2::Digest as _;
+        let digest = Sha256::digest(certificate_pem.as_bytes());
         Signer {
             v1: SigningKey::<Sha1>::new(key.clone()),
             v2: SigningKey::<Sha256>::new(key),
+            certificate_file: format!(
+                "SimpleNotificationService-{}.pem",
+                hex::encode(&digest[..16])
+            ),
             certificate_pem,
         }
     }
@@ -188,6 +195,13 @@ impl Signer {
     /// The certificate, PEM (`-----BEGIN CERTIFICATE-----`), as served at `SigningCertURL`.
     pub fn certificate_pem(&self) -> &str {
         &self.certificate_pem
+    }
+
+    /// The certificate's file name in `SigningCertURL`, as AWS names it:
+    /// `SimpleNotificationService-{id}.pem`, `id` the first 16 bytes of the SHA-256 of the
+    /// PEM in lowercase hex, so a reissued certificate gets a new URL.
+    pub fn certificate_file(&self) -> &str {
+        &self.certificate_file
     }
 
     /// The `Signature` field: base64 (standard alphabet, padded) of the RSA PKCS#1 v1.5
@@ -356,6 +370,13 @@ impl loft_core::service::MessageSigner for LazySigner {
                 tracing::error!(error = %e, "cannot sign SNS messages");
                 String::new()
             }
+        }
+    }
+
+    fn certificate_file(&self) -> String {
+        match self.get() {
+            Ok(signer) => signer.certificate_file().to_owned(),
+            Err(_) => loft_core::service::UNSIGNED_CERT_FILE.to_owned(),
         }
     }
 }

@@ -103,7 +103,7 @@ impl World {
             .iter()
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
             .collect();
-        svc.create_topic("t", attrs, BTreeMap::new())
+        svc.create_topic("t", attrs, Vec::new())
             .await
             .expect("create topic");
         let topic_arn = svc.topic_arn("t");

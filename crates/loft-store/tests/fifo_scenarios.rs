@@ -798,18 +798,33 @@ async fn message_group_id_is_required() {
         .await
         .unwrap_err();
     assert_eq!(err.code, ErrorCode::MissingParameter);
-    // In a batch the entry fails with InvalidParameterValue; the others go through.
-    let results = e
+    // In a batch one entry without a group refuses the whole batch with
+    // InvalidParameterValue (AWS's recorded answer); nothing is stored.
+    let err = e
         .svc
         .send_message_batch("nogroup.fifo", vec![msg("g", "ok", "ok"), no_group])
         .await
-        .unwrap();
-    assert!(results[0].is_ok());
+        .unwrap_err();
+    assert_eq!(err.code, ErrorCode::InvalidParameterValue);
     assert_eq!(
-        results[1].as_ref().unwrap_err().code,
-        ErrorCode::InvalidParameterValue
+        err.message,
+        "The request must contain the parameter MessageGroupId."
     );
-    assert_eq!(bodies(&e.recv("nogroup.fifo", 10, 30).await), ["ok"]);
+    assert!(e.recv("nogroup.fifo", 10, 30).await.is_empty());
+    // Likewise an entry without a deduplication id on a queue without content-based
+    // deduplication.
+    let no_dedup = SendMessage {
+        body: "y".into(),
+        group_id: Some("g".into()),
+        ..SendMessage::default()
+    };
+    let err = e
+        .svc
+        .send_message_batch("nogroup.fifo", vec![msg("g", "ok2", "ok"), no_dedup])
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, ErrorCode::InvalidParameterValue);
+    assert!(e.recv("nogroup.fifo", 10, 30).await.is_empty());
 }
 
 #[tokio::test]

@@ -342,15 +342,21 @@ impl Config {
                         svc.set_topic_attribute(&arn, k, v).await.map_err(at)?;
                     }
                     if !t.tags.is_empty() {
-                        svc.tag_topic(&arn, t.tags.clone()).await.map_err(at)?;
+                        svc.tag_topic(&arn, t.tags.clone().into_iter().collect())
+                            .await
+                            .map_err(at)?;
                     }
                     tracing::info!(topic = %t.name, "topic from the configuration exists; attributes applied");
                     done.topics_updated.push(t.name.clone());
                 }
                 Err(e) if e.code == ErrorCode::NotFound => {
-                    svc.create_topic(&t.name, t.attributes.clone(), t.tags.clone())
-                        .await
-                        .map_err(at)?;
+                    svc.create_topic(
+                        &t.name,
+                        t.attributes.clone(),
+                        t.tags.clone().into_iter().collect(),
+                    )
+                    .await
+                    .map_err(at)?;
                     tracing::info!(topic = %t.name, "topic created from the configuration");
                     done.topics_created.push(t.name.clone());
                 }

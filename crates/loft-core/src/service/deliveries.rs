@@ -7,15 +7,12 @@
 
 use std::time::Duration;
 
-use serde_json::Value;
-
 use super::activity::{http_protocol, DeliveryOutcome};
 use super::Service;
 use crate::delivery_policy::DeliveryPolicy;
 use crate::error::Result;
 use crate::message::{self, MessageAttributes};
 use crate::model::{DeliveryRecord, NewMessage};
-use crate::names;
 
 /// How long a taken delivery is leased to its worker (ms); longer than any attempt.
 pub const DELIVERY_LEASE_MS: i64 = 60_000;
@@ -104,20 +101,8 @@ impl Service {
             return Ok(());
         }
         tracing::warn!(subscription = %d.subscription, endpoint = %d.endpoint, attempts, error, "delivery retries exhausted");
-        let dlq = sub
-            .attributes
-            .get("RedrivePolicy")
-            .and_then(|p| serde_json::from_str::<Value>(p).ok())
-            .and_then(|v| {
-                v.get("deadLetterTargetArn")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned)
-            });
-        if let Some(queue) = dlq
-            .as_deref()
-            .and_then(|arn| names::arn_resource(arn, "sqs"))
-        {
-            if let Some(q) = self.store.get_queue(queue).await? {
+        if let Some(queue) = super::topics::subscription_dlq(&sub) {
+            if let Some(q) = self.store.get_queue(&queue).await? {
                 let now = self.now_ms();
                 let config = crate::attributes::QueueConfig::from_attributes(&q.attributes);
                 let attrs = MessageAttributes::new();
@@ -137,7 +122,8 @@ impl Service {
                             dedup_id: None,
                             receive_count: 0,
                             first_received_at_ms: None,
-                            dead_letter_source: Some(self.subscription_arn(&sub)),
+                            // As SNS: no DeadLetterQueueSourceArn on these.
+                            dead_letter_source: None,
                             dedup: None,
                             body: d.body.clone(),
                         },

@@ -165,7 +165,9 @@ impl Service {
     ) -> Result<(NewMessage, SendResult)> {
         let mut dedup = None;
         if config.fifo {
-            if let Some(d) = m.delay_seconds {
+            // FIFO queues take no per-message delay; 0 is accepted as "none" (the queue's
+            // DelaySeconds then applies), as AWS accepts it.
+            if let Some(d) = m.delay_seconds.filter(|d| *d != 0) {
                 return Err(not_for_queue_type("DelaySeconds", &d.to_string()));
             }
             let Some(group) = m.group_id.as_deref() else {
@@ -223,7 +225,7 @@ impl Service {
                 config.maximum_message_size
             )));
         }
-        let delay = match m.delay_seconds {
+        let delay = match m.delay_seconds.filter(|_| !config.fifo) {
             Some(d) => {
                 check_range("DelaySeconds", d, 0, 900)?;
                 d
@@ -286,7 +288,21 @@ impl Service {
             .iter()
             .map(|e| e.body.len() + message::attributes_size(&e.message_attributes))
             .sum();
-        let _ = &config;
+        // On a FIFO queue an entry without MessageGroupId, or without a deduplication id
+        // when the queue has no content-based deduplication, refuses the whole batch
+        // (AWS's recorded answers), not just that entry.
+        if config.fifo {
+            if entries.iter().any(|e| e.group_id.is_none()) {
+                return Err(Error::invalid(
+                    "The request must contain the parameter MessageGroupId.",
+                ));
+            }
+            if !config.content_based_deduplication && entries.iter().any(|e| e.dedup_id.is_none()) {
+                return Err(Error::invalid(
+                    "The queue should either have ContentBasedDeduplication enabled or MessageDeduplicationId provided explicitly",
+                ));
+            }
+        }
         if total > MAX_BATCH_BYTES {
             return Err(Error::new(
                 ErrorCode::BatchRequestTooLong,
@@ -439,7 +455,12 @@ impl Service {
             .unwrap_or(config.visibility_timeout as i64);
         check_range("VisibilityTimeout", visibility, 0, 43_200)?;
         let wait = r.wait_seconds.unwrap_or(config.receive_wait_seconds as i64);
-        check_range("WaitTimeSeconds", wait, 0, 20)?;
+        if !(0..=20).contains(&wait) {
+            // AWS words this range unlike the others.
+            return Err(Error::invalid(format!(
+                "Value {wait} for parameter WaitTimeSeconds is invalid. Reason: Must be >= 0 and <= 20, if provided."
+            )));
+        }
         let redrive = match &config.redrive_policy {
             Some(p) => self.find_queue(p.dlq_name()).await?.map(|dlq| RedriveRule {
                 dlq_queue_id: dlq.id,

@@ -48,7 +48,7 @@ pub use operator::{
 };
 pub use publish::{
     iso_timestamp, MessageSigner, PublishRequest, PublishResult, PublishTarget, SignedFields,
-    SIGNING_CERT_PATH,
+    SIGNING_CERT_DIR, UNSIGNED_CERT_FILE,
 };
 pub use queues::{ListQueuesPage, SeedQueue};
 pub use topics::{Page, SubscribeResult, PAGE_SIZE, PROTOCOLS, SEED_PAYLOAD_ATTRIBUTE};
@@ -84,6 +84,9 @@ impl TopicDedupWindow {
         self.entries.insert(key, entry);
     }
 }
+
+/// The IAM user name every caller acts as ([`Service::principal_arn`]).
+pub const DEFAULT_IDENTITY: &str = "loft";
 
 /// How long a cached queue record is trusted when another node may change it.
 pub const QUEUE_CACHE_TTL: std::time::Duration = std::time::Duration::from_secs(1);
@@ -212,6 +215,16 @@ impl Service {
     /// `arn:aws:sqs:{region}:{account}:{name}`.
     pub fn queue_arn(&self, name: &str) -> String {
         names::queue_arn(&self.config.region, &self.config.account_id, name)
+    }
+
+    /// The IAM principal requests act as: `arn:aws:iam::{account}:user/{DEFAULT_IDENTITY}`.
+    /// Access keys have no identities of their own yet, so every caller is this user of
+    /// the configured account (SNS's SubscriptionPrincipal reports it).
+    pub fn principal_arn(&self) -> String {
+        format!(
+            "arn:aws:iam::{}:user/{DEFAULT_IDENTITY}",
+            self.config.account_id
+        )
     }
 
     /// `arn:aws:sns:{region}:{account}:{name}`.

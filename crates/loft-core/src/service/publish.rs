@@ -14,7 +14,7 @@ use serde_json::{json, Map, Value};
 
 use super::activity::DeliveryOutcome;
 use super::messages::{sequence_number, DEDUP_WINDOW_MS};
-use super::topics::{invalid, url_encode, SEED_PAYLOAD_ATTRIBUTE};
+use super::topics::{check_arn_elements, invalid, subscription_dlq, SEED_PAYLOAD_ATTRIBUTE};
 use super::Service;
 use crate::attributes::QueueConfig;
 use crate::delivery_policy::{DeliveryPolicy, DEFAULT_CONTENT_TYPE};
@@ -22,6 +22,7 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::filter_policy::{FilterPolicy, FilterPolicyScope};
 use crate::message::{self, MessageAttributes};
 use crate::model::*;
+use crate::names;
 
 /// Largest SNS message, bytes, attributes included (256 KiB).
 pub const MAX_SNS_MESSAGE: usize = 262_144;
@@ -41,6 +42,10 @@ pub struct PublishRequest {
     pub group_id: Option<String>,
     /// MessageDeduplicationId (FIFO topics).
     pub dedup_id: Option<String>,
+    /// The X-Ray trace header of the request (`X-Amzn-Trace-Id`): SQS subscriptions'
+    /// messages carry it as their `AWSTraceHeader` system attribute (SNS Developer Guide,
+    /// "Active tracing in Amazon SNS").
+    pub trace_header: Option<String>,
 }
 
 /// What Publish returns.
@@ -81,10 +86,22 @@ pub trait MessageSigner: Send + Sync + 'static {
     /// Base64 RSA signature of the canonical string of `fields`: SHA1 for
     /// `signature_version` 1, SHA256 for 2.
     fn sign(&self, fields: &SignedFields, signature_version: u8) -> String;
+
+    /// The file name of the certificate the signatures verify with, as AWS names it:
+    /// `SimpleNotificationService-{id}.pem`, `id` 32 lowercase hex digits that change
+    /// when the certificate does. SigningCertURL is [`SIGNING_CERT_DIR`] and this name
+    /// under the advertised URL.
+    fn certificate_file(&self) -> String;
 }
 
-/// URL path where the signing certificate is served (SigningCertURL).
-pub const SIGNING_CERT_PATH: &str = "/_loft/sns/SimpleNotificationService.pem";
+/// URL path of the folder the signing certificate is served from: SigningCertURL is
+/// `{advertised_url}{SIGNING_CERT_DIR}{MessageSigner::certificate_file}`.
+pub const SIGNING_CERT_DIR: &str = "/_loft/sns/";
+
+/// The certificate file name in SigningCertURL when no signer is configured (signatures
+/// are then empty).
+pub const UNSIGNED_CERT_FILE: &str =
+    "SimpleNotificationService-00000000000000000000000000000000.pem";
 
 /// ISO 8601 UTC with milliseconds, as SNS's Timestamp.
 pub fn iso_timestamp(ms: i64) -> String {
@@ -125,7 +142,13 @@ fn validate_sns_attributes(attrs: &MessageAttributes) -> Result<()> {
                 format!("The message attribute '{name}' {why}"),
             )
         };
-        match v.data_type.split('.').next().unwrap_or("") {
+        // A custom type is `Base.label`, the label not empty (`String.` is refused).
+        let base = match v.data_type.split_once('.') {
+            Some((_, "")) => "",
+            Some((base, _)) => base,
+            None => v.data_type.as_str(),
+        };
+        match base {
             "String" if v.data_type == "String.Array" => {
                 let s = v.string_value.as_deref().ok_or_else(|| bad("must contain non-empty message attribute value for message attribute type 'String.Array'."))?;
                 if !matches!(serde_json::from_str::<Value>(s), Ok(Value::Array(_))) {
@@ -204,21 +227,26 @@ impl Service {
         if let Some((version, sig)) = signature {
             env.insert("SignatureVersion".into(), json!(version.to_string()));
             env.insert("Signature".into(), json!(sig));
+            let file = self
+                .signer
+                .as_ref()
+                .map_or_else(|| UNSIGNED_CERT_FILE.to_owned(), |s| s.certificate_file());
             env.insert(
                 "SigningCertURL".into(),
                 json!(format!(
-                    "{}{}",
-                    self.config.advertised_url, SIGNING_CERT_PATH
+                    "{}{SIGNING_CERT_DIR}{file}",
+                    self.config.advertised_url
                 )),
             );
         }
         if let Some(arn) = subscription_arn {
+            // AWS writes the ARN as it is: its characters ([A-Za-z0-9_.:-]) need no
+            // percent-encoding in a query string.
             env.insert(
                 "UnsubscribeURL".into(),
                 json!(format!(
-                    "{}/?Action=Unsubscribe&SubscriptionArn={}",
-                    self.config.advertised_url,
-                    url_encode(arn)
+                    "{}/?Action=Unsubscribe&SubscriptionArn={arn}",
+                    self.config.advertised_url
                 )),
             );
         }
@@ -308,15 +336,32 @@ impl Service {
         req: PublishRequest,
     ) -> Result<PublishResult> {
         let target = match target {
-            PublishTarget::Topic(arn) if self.is_platform_endpoint(arn) => {
+            PublishTarget::Target(arn) if self.is_platform_endpoint(arn) => {
                 PublishTarget::Endpoint(arn)
+            }
+            PublishTarget::Target(arn) => {
+                check_arn_elements("TargetArn", arn)?;
+                // An endpoint ARN (`...:endpoint/APNS/app/id`) that names no endpoint.
+                if names::arn_resource(arn, "sns").is_some_and(|r| r.starts_with("endpoint/")) {
+                    return Err(invalid(
+                        "TargetArn Reason: No endpoint found for the target arn specified",
+                    ));
+                }
+                PublishTarget::Topic(arn)
             }
             other => other,
         };
         match target {
             PublishTarget::Endpoint(arn) => self.publish_direct("application", arn, req).await,
-            PublishTarget::Phone(number) => self.publish_direct("sms", number, req).await,
-            PublishTarget::Topic(arn) => {
+            PublishTarget::Phone(number) => {
+                if !names::is_phone_number(number) {
+                    return Err(invalid(&format!(
+                        "PhoneNumber Reason: {number} is not valid to publish to"
+                    )));
+                }
+                self.publish_direct("sms", number, req).await
+            }
+            PublishTarget::Topic(arn) | PublishTarget::Target(arn) => {
                 let topic = self.topic_by_arn(arn).await?;
                 let mut results = self.publish_to(&topic, vec![req], false).await?;
                 results
@@ -420,10 +465,11 @@ impl Service {
         let mut queue_cache: BTreeMap<String, Option<std::sync::Arc<QueueRecord>>> =
             BTreeMap::new();
         for s in subs.iter().filter(|s| s.protocol == "sqs") {
-            if let Some(name) = crate::names::arn_resource(&s.endpoint, "sqs") {
-                if !queue_cache.contains_key(name) {
-                    let q = self.find_queue(name).await?;
-                    queue_cache.insert(name.to_owned(), q);
+            let endpoint = crate::names::arn_resource(&s.endpoint, "sqs").map(str::to_owned);
+            for name in endpoint.into_iter().chain(subscription_dlq(s)) {
+                if let std::collections::btree_map::Entry::Vacant(slot) = queue_cache.entry(name) {
+                    let q = self.find_queue(slot.key()).await?;
+                    slot.insert(q);
                 }
             }
         }
@@ -436,6 +482,7 @@ impl Service {
         // protocols of deliveries given up at once.
         let mut message_queues: Vec<String> = Vec::new();
         let mut dropped: Vec<&str> = Vec::new();
+        let mut dead_letters: Vec<String> = Vec::new();
         for req in entries {
             if let Err(e) = self.check_publish(&req, fifo) {
                 results.push(Err(e));
@@ -520,6 +567,14 @@ impl Service {
             } else {
                 &req.message_attributes
             };
+            let trace_attributes = req.trace_header.as_ref().and_then(|t| {
+                let mut a = MessageAttributes::new();
+                a.insert(
+                    "AWSTraceHeader".into(),
+                    message::MessageAttributeValue::string(t.clone()),
+                );
+                message::encode_attributes(&a)
+            });
             let timestamp = iso_timestamp(now);
             let mut signed: BTreeMap<String, (SignedFields, Option<(u8, String)>)> =
                 BTreeMap::new();
@@ -567,12 +622,23 @@ impl Service {
                 }
                 match sub.protocol.as_str() {
                     "sqs" => {
-                        let Some(Some(queue)) = crate::names::arn_resource(&sub.endpoint, "sqs")
-                            .and_then(|n| queue_cache.get(n))
-                        else {
-                            tracing::warn!(endpoint = %sub.endpoint, "SNS subscription to a missing queue; message not delivered");
-                            dropped.push("sqs");
-                            continue;
+                        let endpoint_queue = crate::names::arn_resource(&sub.endpoint, "sqs")
+                            .and_then(|n| queue_cache.get(n).cloned().flatten());
+                        // A queue that is gone cannot take the message: it goes to the
+                        // subscription's dead-letter queue when it names one (SNS
+                        // Developer Guide, "Amazon SNS dead-letter queues").
+                        let (queue, dead_lettered) = match endpoint_queue {
+                            Some(q) => (q, false),
+                            None => match subscription_dlq(sub)
+                                .and_then(|n| queue_cache.get(&n).cloned().flatten())
+                            {
+                                Some(dlq) => (dlq, true),
+                                None => {
+                                    tracing::warn!(endpoint = %sub.endpoint, "SNS subscription to a missing queue; message not delivered");
+                                    dropped.push("sqs");
+                                    continue;
+                                }
+                            },
                         };
                         let config = QueueConfig::from_attributes(&queue.attributes);
                         if raw && delivered_attributes.len() > MAX_RAW_SQS_ATTRIBUTES {
@@ -606,21 +672,29 @@ impl Service {
                             continue;
                         }
                         message_queues.push(queue.name.clone());
+                        if dead_lettered {
+                            dead_letters.push(queue.name.clone());
+                        }
                         messages.push((
                             queue.id,
                             NewMessage {
                                 message_id: Some(uuid::Uuid::new_v4().to_string()),
                                 md5_body: message::md5_hex(body.as_bytes()),
                                 message_attributes: message::encode_attributes(&attributes),
-                                system_attributes: None,
+                                system_attributes: trace_attributes.clone(),
                                 sender_id: self.config.account_id.clone(),
                                 sent_at_ms: now,
                                 visible_at_ms: now + config.delay_seconds as i64 * 1000,
                                 expires_at_ms: now + config.retention_seconds as i64 * 1000,
-                                group_id: req.group_id.clone(),
+                                // A standard topic's MessageGroupId reaches a standard
+                                // queue (fair queues); a FIFO topic's does not (AWS's
+                                // recorded deliveries).
+                                group_id: req.group_id.clone().filter(|_| config.fifo || !fifo),
                                 dedup_id: dedup.as_ref().map(|d| d.id.clone()),
                                 receive_count: 0,
                                 first_received_at_ms: None,
+                                // SNS's dead-lettered messages carry no
+                                // DeadLetterQueueSourceArn (AWS's recorded receives).
                                 dead_letter_source: None,
                                 dedup,
                                 body,
@@ -673,9 +747,16 @@ impl Service {
             for (queue, sent) in message_queues.iter().zip(&stored) {
                 if !sent.duplicate {
                     self.activity.sent(queue, 1);
-                    self.activity.delivery("sqs", DeliveryOutcome::Delivered, 1);
                 }
             }
+            let delivered = message_queues.len() - dead_letters.len();
+            self.activity
+                .delivery("sqs", DeliveryOutcome::Delivered, delivered as u64);
+            self.activity.delivery(
+                "sqs",
+                DeliveryOutcome::DeadLettered,
+                dead_letters.len() as u64,
+            );
         }
         for protocol in recorded {
             self.activity
@@ -770,8 +851,10 @@ impl Service {
 /// Where Publish sends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PublishTarget<'a> {
-    /// A topic, by ARN (TopicArn or TargetArn).
+    /// A topic, by ARN (TopicArn).
     Topic(&'a str),
+    /// TargetArn: a topic or a mobile push endpoint, by ARN.
+    Target(&'a str),
     /// An SMS number (PhoneNumber): recorded, not sent.
     Phone(&'a str),
     /// A mobile push endpoint (TargetArn): recorded, not sent.

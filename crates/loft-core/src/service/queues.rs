@@ -147,7 +147,16 @@ impl Service {
             ));
         }
         names::check_queue_name(name, Naming::Aws)?;
-        let attributes = attributes::validate(&attributes, true, fifo)?;
+        let mut attributes = attributes::validate(&attributes, true, fifo)?;
+        if attributes
+            .get("KmsMasterKeyId")
+            .is_some_and(|k| !k.is_empty())
+        {
+            // SSE-KMS instead of SSE-SQS (see set_queue_attributes).
+            attributes
+                .entry("SqsManagedSseEnabled".into())
+                .or_insert_with(|| "false".into());
+        }
         check_tags(&tags)?;
         {
             let mut deleted = self
@@ -423,6 +432,15 @@ impl Service {
             if fifo_attr && !config.fifo {
                 continue;
             }
+            // The data key reuse period is reported only while a KMS key is set.
+            if n == "KmsDataKeyReusePeriodSeconds"
+                && queue
+                    .attributes
+                    .get("KmsMasterKeyId")
+                    .is_none_or(|k| k.is_empty())
+            {
+                continue;
+            }
             let value = queue
                 .attributes
                 .get(n)
@@ -464,6 +482,14 @@ impl Service {
             } else {
                 merged.insert(k, v);
             }
+        }
+        // SSE-KMS and SSE-SQS exclude each other: a KMS key turns SQS-managed encryption
+        // off, and it stays off when the key is removed (AWS's recorded answers).
+        if attributes
+            .get("KmsMasterKeyId")
+            .is_some_and(|k| !k.is_empty())
+        {
+            merged.insert("SqsManagedSseEnabled".into(), "false".into());
         }
         self.store
             .set_queue_attributes(queue.id, merged, self.now_ms())
@@ -568,7 +594,7 @@ impl Service {
             .attributes
             .get("Policy")
             .and_then(|p| serde_json::from_str(p).ok())
-            .unwrap_or_else(|| json!({"Version": "2012-10-17", "Id": format!("{arn}/SQSDefaultPolicy"), "Statement": []}));
+            .unwrap_or_else(|| json!({"Version": "2008-10-17", "Id": format!("{arn}/SQSDefaultPolicy"), "Statement": []}));
         let statements = policy["Statement"]
             .as_array_mut()
             .ok_or_else(|| Error::invalid("Policy is malformed."))?;

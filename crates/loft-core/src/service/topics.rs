@@ -55,6 +55,19 @@ pub struct SubscribeResult {
     pub subscription_arn: String,
 }
 
+/// SNS's first check of an ARN parameter: at least six `:`-separated elements.
+/// Errors: `InvalidParameter` "Invalid parameter: {param} Reason: An ARN must have at
+/// least 6 elements, not N" (AWS's recorded answer).
+pub(crate) fn check_arn_elements(param: &str, arn: &str) -> Result<()> {
+    let n = names::arn_elements(arn);
+    if n < 6 {
+        return Err(invalid(&format!(
+            "{param} Reason: An ARN must have at least 6 elements, not {n}"
+        )));
+    }
+    Ok(())
+}
+
 pub(crate) fn invalid(what: &str) -> Error {
     Error::new(
         ErrorCode::InvalidParameter,
@@ -69,6 +82,53 @@ fn topic_not_found() -> Error {
 fn subscription_not_found() -> Error {
     Error::new(ErrorCode::NotFound, "Subscription does not exist")
 }
+
+/// The actions of the SNS API (botocore `sns/2010-03-31`), the names AddPermission's
+/// ActionName may give.
+const SNS_ACTIONS: &[&str] = &[
+    "AddPermission",
+    "CheckIfPhoneNumberIsOptedOut",
+    "ConfirmSubscription",
+    "CreatePlatformApplication",
+    "CreatePlatformEndpoint",
+    "CreateSMSSandboxPhoneNumber",
+    "CreateTopic",
+    "DeleteEndpoint",
+    "DeletePlatformApplication",
+    "DeleteSMSSandboxPhoneNumber",
+    "DeleteTopic",
+    "GetDataProtectionPolicy",
+    "GetEndpointAttributes",
+    "GetPlatformApplicationAttributes",
+    "GetSMSAttributes",
+    "GetSMSSandboxAccountStatus",
+    "GetSubscriptionAttributes",
+    "GetTopicAttributes",
+    "ListEndpointsByPlatformApplication",
+    "ListOriginationNumbers",
+    "ListPhoneNumbersOptedOut",
+    "ListPlatformApplications",
+    "ListSMSSandboxPhoneNumbers",
+    "ListSubscriptions",
+    "ListSubscriptionsByTopic",
+    "ListTagsForResource",
+    "ListTopics",
+    "OptInPhoneNumber",
+    "Publish",
+    "PublishBatch",
+    "PutDataProtectionPolicy",
+    "RemovePermission",
+    "SetEndpointAttributes",
+    "SetPlatformApplicationAttributes",
+    "SetSMSAttributes",
+    "SetSubscriptionAttributes",
+    "SetTopicAttributes",
+    "Subscribe",
+    "TagResource",
+    "Unsubscribe",
+    "UntagResource",
+    "VerifySMSSandboxPhoneNumber",
+];
 
 const TOPIC_SETTABLE: &[&str] = &[
     "DeliveryPolicy",
@@ -160,7 +220,11 @@ fn validate_subscription_attribute(name: &str, value: &str, protocol: &str) -> R
             }
             match value.to_ascii_lowercase().as_str() {
                 "true" | "false" => value.to_ascii_lowercase(),
-                _ => return Err(bad("must be true or false")),
+                _ => {
+                    return Err(invalid(&format!(
+                        "RawMessageDelivery: Invalid value [{value}]. Must be true or false."
+                    )))
+                }
             }
         }
         // Parsed by `check_filter_scope` once every attribute is known: the same Subscribe
@@ -181,13 +245,16 @@ fn validate_subscription_attribute(name: &str, value: &str, protocol: &str) -> R
         }
         "RedrivePolicy" => {
             if !value.is_empty() {
-                let v: Value = serde_json::from_str(value).map_err(|_| bad("not valid JSON"))?;
+                let v: Value = serde_json::from_str(value)
+                    .map_err(|e| invalid(&format!("RedrivePolicy: failed to parse JSON. {e}")))?;
                 let arn = v
                     .get("deadLetterTargetArn")
                     .and_then(Value::as_str)
                     .ok_or_else(|| bad("deadLetterTargetArn is required"))?;
                 if names::arn_resource(arn, "sqs").is_none() {
-                    return Err(bad("deadLetterTargetArn must be an SQS queue ARN"));
+                    return Err(invalid(
+                        "RedrivePolicy: deadLetterTargetArn is an invalid arn",
+                    ));
                 }
             }
             value.to_owned()
@@ -200,6 +267,7 @@ fn validate_subscription_attribute(name: &str, value: &str, protocol: &str) -> R
 impl Service {
     /// The topic with this ARN. Errors: `InvalidParameter` for a malformed ARN, `NotFound`.
     pub async fn topic_by_arn(&self, arn: &str) -> Result<TopicRecord> {
+        check_arn_elements("TopicArn", arn)?;
         let name = names::arn_resource(arn, "sns").ok_or_else(|| invalid("TopicArn"))?;
         self.store
             .get_topic(name)
@@ -209,11 +277,17 @@ impl Service {
 
     /// The subscription with this ARN. Errors: `InvalidParameter`, `NotFound`.
     pub async fn subscription_by_arn(&self, arn: &str) -> Result<SubscriptionRecord> {
+        check_arn_elements("SubscriptionArn", arn)?;
+        if !arn.starts_with("arn:aws:sns:") {
+            return Err(invalid("SubscriptionArn"));
+        }
+        // A subscription ARN is its topic's ARN and one more element, the id.
         let uuid = arn
-            .strip_prefix("arn:aws:sns:")
+            .splitn(7, ':')
+            .nth(6)
             .and_then(|rest| rest.rsplit(':').next())
             .filter(|u| !u.is_empty())
-            .ok_or_else(|| invalid("SubscriptionArn"))?;
+            .ok_or_else(|| invalid("SubscriptionId"))?;
         self.store
             .get_subscription(uuid)
             .await?
@@ -232,15 +306,16 @@ impl Service {
         &self,
         name: &str,
         attributes: Map,
-        tags: Map,
+        tags: Vec<(String, String)>,
     ) -> Result<TopicRecord> {
+        let tags = unique_tags(tags)?;
         let fifo = attributes
             .get("FifoTopic")
             .is_some_and(|v| v.eq_ignore_ascii_case("true"));
+        // FIFO topic names end with .fifo and only FIFO topics' names do (SNS Developer
+        // Guide, "FIFO topics"); AWS reports it as any other bad name.
         if fifo != name.ends_with(".fifo") {
-            return Err(invalid(
-                "Topic Name: FIFO topic names must end with .fifo and only FIFO topics may",
-            ));
+            return Err(invalid("Topic Name"));
         }
         names::check_topic_name(name, Naming::Aws)?;
         let mut attrs = Map::new();
@@ -263,7 +338,8 @@ impl Service {
                     "Attributes Reason: Topic already exists with different attributes",
                 ));
             }
-            if !tags.is_empty() && tags != topic.tags {
+            // Tags given again must each be on the topic already (a subset is fine).
+            if tags.iter().any(|(k, v)| topic.tags.get(k) != Some(v)) {
                 return Err(invalid(
                     "Tags Reason: Topic already exists with different tags",
                 ));
@@ -375,14 +451,21 @@ impl Service {
         let endpoint_ok = match protocol.as_str() {
             "http" => endpoint.starts_with("http://") && endpoint.len() > 7,
             "https" => endpoint.starts_with("https://") && endpoint.len() > 8,
-            "sqs" => names::arn_resource(endpoint, "sqs").is_some(),
+            "sqs" => {
+                if names::arn_resource(endpoint, "sqs").is_none() {
+                    return Err(invalid("SQS endpoint ARN"));
+                }
+                true
+            }
             "email" | "email-json" => endpoint.contains('@'),
             "sms" => {
-                endpoint
-                    .trim_start_matches('+')
-                    .chars()
-                    .all(|c| c.is_ascii_digit())
-                    && endpoint.len() > 3
+                if !names::is_phone_number(endpoint) {
+                    return Err(Error::new(
+                        ErrorCode::InvalidParameter,
+                        format!("Invalid SMS endpoint: {endpoint}"),
+                    ));
+                }
+                true
             }
             "lambda" => endpoint.starts_with("arn:aws:lambda:"),
             "firehose" => endpoint.starts_with("arn:aws:firehose:"),
@@ -403,8 +486,9 @@ impl Service {
             && protocol == "sqs"
             && names::arn_resource(endpoint, "sqs").is_some_and(|q| q.ends_with(".fifo"))
         {
+            // AWS's words, its doubled prefix included.
             return Err(invalid(
-                "Endpoint Reason: FIFO SQS Queues can not be subscribed to standard SNS topics",
+                "Invalid parameter: Endpoint Reason: FIFO SQS Queues can not be subscribed to standard SNS topics",
             ));
         }
         if matches!(protocol.as_str(), "http" | "https") {
@@ -418,6 +502,7 @@ impl Service {
             attrs.insert(k.clone(), validate_subscription_attribute(k, v, &protocol)?);
         }
         check_filter_scope(&attrs)?;
+        check_fifo_redrive(&topic.name, endpoint, &attrs)?;
         let existing = self
             .store
             .list_subscriptions(Some(topic.id))
@@ -425,7 +510,15 @@ impl Service {
             .into_iter()
             .find(|s| s.protocol == protocol && s.endpoint == endpoint);
         if let Some(s) = existing {
-            let same = attrs.iter().all(|(k, v)| s.attributes.get(k) == Some(v));
+            // Each attribute given must equal the existing one's value, or its default
+            // when the subscription never set it; attributes left out are not compared.
+            let same = attrs.iter().all(|(k, v)| {
+                s.attributes
+                    .get(k)
+                    .map(String::as_str)
+                    .or_else(|| subscription_attribute_default(k))
+                    == Some(v.as_str())
+            });
             if !same {
                 return Err(invalid(
                     "Attributes Reason: Subscription already exists with different attributes",
@@ -479,10 +572,8 @@ impl Service {
     ) -> Result<()> {
         let topic_arn = self.topic_arn(&topic.name);
         let subscribe_url = format!(
-            "{}/?Action=ConfirmSubscription&TopicArn={}&Token={}",
+            "{}/?Action=ConfirmSubscription&TopicArn={topic_arn}&Token={token}",
             self.config.advertised_url,
-            url_encode(&topic_arn),
-            token
         );
         let message = format!(
             "You have chosen to subscribe to the topic {topic_arn}.\nTo confirm the subscription, visit the SubscribeURL included in this message."
@@ -547,10 +638,9 @@ impl Service {
                     if let Some(topic) = self.store.get_topic(&s.topic_name).await? {
                         let token = new_token();
                         let subscribe_url = format!(
-                            "{}/?Action=ConfirmSubscription&TopicArn={}&Token={}",
+                            "{}/?Action=ConfirmSubscription&TopicArn={}&Token={token}",
                             self.config.advertised_url,
-                            url_encode(&self.topic_arn(&topic.name)),
-                            token
+                            self.topic_arn(&topic.name),
                         );
                         let message = format!(
                             "You have chosen to deactivate subscription {}.\nTo cancel this operation and restore the subscription, visit the SubscribeURL included in this message.",
@@ -610,6 +700,7 @@ impl Service {
             s.confirmed.to_string(),
         );
         out.insert("SubscriptionArn".into(), self.subscription_arn(&s));
+        out.insert("SubscriptionPrincipal".into(), self.principal_arn());
         if matches!(s.protocol.as_str(), "http" | "https") {
             out.insert(
                 "EffectiveDeliveryPolicy".into(),
@@ -650,6 +741,7 @@ impl Service {
             attrs.insert(name.to_owned(), value);
         }
         check_filter_scope(&attrs)?;
+        check_fifo_redrive(&s.topic_name, &s.endpoint, &attrs)?;
         self.store
             .update_subscription(&s.uuid, attrs, s.confirmed, s.token.clone())
             .await
@@ -670,7 +762,8 @@ impl Service {
 
     /// TagResource (topics). Errors: `InvalidParameter`, `TagLimitExceeded` (over 50
     /// tags), `SnsResourceNotFound`.
-    pub async fn tag_topic(&self, arn: &str, tags: Map) -> Result<()> {
+    pub async fn tag_topic(&self, arn: &str, tags: Vec<(String, String)>) -> Result<()> {
+        let tags = unique_tags(tags)?;
         let topic = self.tagged_topic(arn).await?;
         let mut merged = topic.tags.clone();
         merged.extend(tags);
@@ -721,11 +814,20 @@ impl Service {
         if statements.iter().any(|s| s["Sid"] == label) {
             return Err(invalid("Statement already exists"));
         }
+        if actions.iter().any(|a| !SNS_ACTIONS.contains(&a.as_str())) {
+            return Err(invalid("Policy statement action out of service scope!"));
+        }
+        // One principal or action is written as a string, several as a list, as AWS
+        // writes the statement (its recorded GetTopicAttributes answers).
+        let one_or_list = |items: Vec<String>| match <[String; 1]>::try_from(items) {
+            Ok([one]) => json!(one),
+            Err(items) => json!(items),
+        };
         statements.push(json!({
             "Sid": label,
             "Effect": "Allow",
-            "Principal": {"AWS": accounts.iter().map(|a| format!("arn:aws:iam::{a}:root")).collect::<Vec<_>>()},
-            "Action": actions.iter().map(|a| format!("SNS:{a}")).collect::<Vec<_>>(),
+            "Principal": {"AWS": one_or_list(accounts.iter().map(|a| format!("arn:aws:iam::{a}:root")).collect())},
+            "Action": one_or_list(actions.iter().map(|a| format!("SNS:{a}")).collect()),
             "Resource": topic_arn,
         }));
         let mut attrs = topic.attributes.clone();
@@ -815,6 +917,16 @@ impl Service {
     }
 }
 
+/// The value a subscription attribute has when it was never set, for those that have
+/// one (SNS API Reference, SetSubscriptionAttributes).
+fn subscription_attribute_default(name: &str) -> Option<&'static str> {
+    match name {
+        "RawMessageDelivery" => Some("false"),
+        "FilterPolicyScope" => Some("MessageAttributes"),
+        _ => None,
+    }
+}
+
 fn check_filter_scope(attrs: &Map) -> Result<()> {
     if let Some(policy) = attrs.get("FilterPolicy").filter(|p| !p.is_empty()) {
         let scope = match attrs.get("FilterPolicyScope").map(String::as_str) {
@@ -824,6 +936,44 @@ fn check_filter_scope(attrs: &Map) -> Result<()> {
         FilterPolicy::parse(policy, scope)?;
     }
     Ok(())
+}
+
+/// The name of the queue a subscription's RedrivePolicy names as its dead-letter queue
+/// (`{"deadLetterTargetArn": "arn:aws:sqs:...:NAME"}`), if any.
+pub(crate) fn subscription_dlq(sub: &SubscriptionRecord) -> Option<String> {
+    let policy: Value = serde_json::from_str(sub.attributes.get("RedrivePolicy")?).ok()?;
+    let arn = policy.get("deadLetterTargetArn")?.as_str()?;
+    names::arn_resource(arn, "sqs").map(str::to_owned)
+}
+
+/// A FIFO queue subscribed to a FIFO topic dead-letters to a FIFO queue only.
+/// Errors: `InvalidParameter` "Invalid parameter: RedrivePolicy: must use a FIFO queue as
+/// DLQ for a FIFO Subscription to a FIFO Topic." (AWS's answer).
+fn check_fifo_redrive(topic_name: &str, endpoint: &str, attrs: &Map) -> Result<()> {
+    let fifo_subscription = topic_name.ends_with(".fifo")
+        && names::arn_resource(endpoint, "sqs").is_some_and(|q| q.ends_with(".fifo"));
+    let dlq = attrs
+        .get("RedrivePolicy")
+        .and_then(|p| serde_json::from_str::<Value>(p).ok())
+        .and_then(|v| v.get("deadLetterTargetArn")?.as_str().map(str::to_owned));
+    match dlq {
+        Some(arn) if fifo_subscription && !arn.ends_with(".fifo") => Err(invalid(
+            "RedrivePolicy: must use a FIFO queue as DLQ for a FIFO Subscription to a FIFO Topic.",
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Tags as a map, refusing a key given twice. Errors: `InvalidParameter`
+/// "Invalid parameter: Duplicated keys are not allowed." (AWS's answer).
+pub(crate) fn unique_tags(tags: Vec<(String, String)>) -> Result<Map> {
+    let mut out = Map::new();
+    for (k, v) in tags {
+        if out.insert(k, v).is_some() {
+            return Err(invalid("Duplicated keys are not allowed."));
+        }
+    }
+    Ok(out)
 }
 
 fn check_sns_tags(tags: &Map) -> Result<()> {
@@ -847,19 +997,6 @@ fn new_token() -> String {
         uuid::Uuid::new_v4().simple(),
         uuid::Uuid::new_v4().simple()
     )
-}
-
-/// Percent-encodes a query parameter value.
-pub(crate) fn url_encode(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
 }
 
 /// A topic's EffectiveDeliveryPolicy in AWS's topic form (the subscription form is

@@ -315,6 +315,11 @@ pub async fn entry(
     let scheme = scheme.map_or(Scheme::Http, |Extension(s)| s);
     let ctx = sqs::Context {
         base_url: base_url(scheme, &headers, &uri),
+        trace_header: headers
+            .get("x-amzn-trace-id")
+            .and_then(|v| v.to_str().ok())
+            .filter(|v| !v.is_empty())
+            .map(str::to_owned),
     };
     let mut op_label = None;
     let mut resp = handle(
@@ -477,7 +482,7 @@ async fn handle(
                 Ok(v) => v,
                 Err(e) => return sns_error(&e, &rid),
             };
-            let result = sns::call(svc, &action, &input).await;
+            let result = sns::call(svc, ctx, &action, &input).await;
             *op_label = Some(label(&action, "sns-query", &result));
             match result {
                 Ok(out) => {

@@ -81,7 +81,7 @@ fn message_attributes(input: Input<'_>) -> Result<MessageAttributes> {
     Ok(out)
 }
 
-fn publish_request(input: Input<'_>) -> Result<PublishRequest> {
+fn publish_request(input: Input<'_>, ctx: &super::sqs::Context) -> Result<PublishRequest> {
     Ok(PublishRequest {
         message: input.str("Message")?.unwrap_or("").to_owned(),
         subject: input.str("Subject")?.map(str::to_owned),
@@ -89,6 +89,7 @@ fn publish_request(input: Input<'_>) -> Result<PublishRequest> {
         message_attributes: message_attributes(input)?,
         group_id: input.str("MessageGroupId")?.map(str::to_owned),
         dedup_id: input.str("MessageDeduplicationId")?.map(str::to_owned),
+        trace_header: ctx.trace_header.clone(),
     })
 }
 
@@ -122,30 +123,39 @@ fn object_list<'a>(input: Input<'a>, name: &str) -> Result<Vec<Input<'a>>> {
     }
 }
 
-fn tags_map(input: Input<'_>, name: &str) -> Result<std::collections::BTreeMap<String, String>> {
-    let mut out = std::collections::BTreeMap::new();
-    for t in object_list(input, name)? {
-        out.insert(
-            t.req_str("Key")?.to_owned(),
-            t.str("Value")?.unwrap_or("").to_owned(),
-        );
-    }
-    Ok(out)
+fn tag_list(input: Input<'_>, name: &str) -> Result<Vec<(String, String)>> {
+    object_list(input, name)?
+        .into_iter()
+        .map(|t| {
+            Ok((
+                t.req_str("Key")?.to_owned(),
+                t.str("Value")?.unwrap_or("").to_owned(),
+            ))
+        })
+        .collect()
 }
 
 /// Runs SNS operation `op`. Errors: `InvalidAction` for unknown operations, and each
 /// operation's errors.
-pub async fn call(svc: &Arc<Service>, op: &str, input: &Value) -> Result<Value> {
+pub async fn call(
+    svc: &Arc<Service>,
+    ctx: &super::sqs::Context,
+    op: &str,
+    input: &Value,
+) -> Result<Value> {
     let input = Input(input);
     match op {
         "CreateTopic" => {
-            let name = required(input, "Name")?;
+            // An empty Name is the Service's to refuse ("Invalid parameter: Topic Name").
+            let name = input
+                .str("Name")?
+                .ok_or_else(|| invalid("Name Reason: no value for required parameter"))?;
             let mut attrs = input.str_map("Attributes")?;
             if let Some(p) = input.str("DataProtectionPolicy")? {
                 attrs.insert("DataProtectionPolicy".into(), p.to_owned());
             }
             let t = svc
-                .create_topic(name, attrs, tags_map(input, "Tags")?)
+                .create_topic(name, attrs, tag_list(input, "Tags")?)
                 .await?;
             Ok(json!({"TopicArn": svc.topic_arn(&t.name)}))
         }
@@ -253,13 +263,14 @@ pub async fn call(svc: &Arc<Service>, op: &str, input: &Value) -> Result<Value> 
             Ok(json!({}))
         }
         "Publish" => {
-            let req = publish_request(input)?;
+            let req = publish_request(input, ctx)?;
             let target = match (
-                input.str("TopicArn")?.filter(|s| !s.is_empty()),
+                input.str("TopicArn")?,
                 input.str("TargetArn")?.filter(|s| !s.is_empty()),
                 input.str("PhoneNumber")?.filter(|s| !s.is_empty()),
             ) {
-                (Some(t), _, _) | (None, Some(t), _) => PublishTarget::Topic(t),
+                (Some(t), _, _) => PublishTarget::Topic(t),
+                (None, Some(t), _) => PublishTarget::Target(t),
                 (None, None, Some(p)) => PublishTarget::Phone(p),
                 _ => {
                     return Err(invalid(
@@ -284,7 +295,7 @@ pub async fn call(svc: &Arc<Service>, op: &str, input: &Value) -> Result<Value> 
             )?;
             let mut reqs = Vec::new();
             for e in &entries {
-                reqs.push(publish_request(*e)?);
+                reqs.push(publish_request(*e, ctx)?);
             }
             let total: usize = reqs.iter().map(|r| r.message.len()).sum();
             if total > 262_144 {
@@ -310,7 +321,7 @@ pub async fn call(svc: &Arc<Service>, op: &str, input: &Value) -> Result<Value> 
             Ok(json!({"Successful": successful, "Failed": failed}))
         }
         "TagResource" => {
-            svc.tag_topic(required(input, "ResourceArn")?, tags_map(input, "Tags")?)
+            svc.tag_topic(required(input, "ResourceArn")?, tag_list(input, "Tags")?)
                 .await?;
             Ok(json!({}))
         }
@@ -406,9 +417,16 @@ pub async fn call(svc: &Arc<Service>, op: &str, input: &Value) -> Result<Value> 
             Ok(json!({}))
         }
         // SMS settings: accepted; Loft sends no SMS (messages are recorded).
-        "CheckIfPhoneNumberIsOptedOut" => Ok(json!({"isOptedOut": false})),
+        "CheckIfPhoneNumberIsOptedOut" => {
+            svc.check_phone_number(required(input, "phoneNumber")?)?;
+            Ok(json!({"isOptedOut": false}))
+        }
         "GetSMSAttributes" => Ok(json!({"attributes": {}})),
-        "SetSMSAttributes" | "OptInPhoneNumber" => Ok(json!({})),
+        "OptInPhoneNumber" => {
+            svc.check_phone_number(required(input, "phoneNumber")?)?;
+            Ok(json!({}))
+        }
+        "SetSMSAttributes" => Ok(json!({})),
         "ListPhoneNumbersOptedOut" => Ok(json!({"phoneNumbers": []})),
         "GetSMSSandboxAccountStatus" => Ok(json!({"IsInSandbox": false})),
         other => Err(Error::new(

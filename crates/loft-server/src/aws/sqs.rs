@@ -58,6 +58,10 @@ pub const NO_OUTPUT: &[&str] = &[
 pub struct Context {
     /// `scheme://host[:port]` as the client addressed Loft.
     pub base_url: String,
+    /// The `X-Amzn-Trace-Id` header: the X-Ray trace header SDKs send, which becomes a
+    /// message's `AWSTraceHeader` system attribute unless the request gives that
+    /// attribute itself (SQS Developer Guide, "AWS X-Ray and Amazon SQS").
+    pub trace_header: Option<String>,
 }
 
 impl Context {
@@ -130,9 +134,13 @@ fn batch_error(id: &str, e: &Error) -> Value {
     })
 }
 
-fn send_input(entry: Input<'_>) -> Result<SendMessage> {
+fn send_input(entry: Input<'_>, ctx: &Context) -> Result<SendMessage> {
     let mut system_attributes = entry.message_attributes("MessageSystemAttributes")?;
-    system_attributes.retain(|_, _| true);
+    if let Some(trace) = &ctx.trace_header {
+        system_attributes
+            .entry("AWSTraceHeader".into())
+            .or_insert_with(|| loft_core::message::MessageAttributeValue::string(trace.clone()));
+    }
     Ok(SendMessage {
         body: entry.req_str("MessageBody")?.to_owned(),
         delay_seconds: entry.int("DelaySeconds")?,
@@ -229,7 +237,7 @@ pub async fn call(svc: &Arc<Service>, ctx: &Context, op: &str, input: &Value) ->
         }
         "SendMessage" => {
             let name = queue_name(input)?;
-            let m = send_input(input)?;
+            let m = send_input(input, ctx)?;
             let r = svc.send_message(&name, m).await?;
             Ok(send_output(r, None))
         }
@@ -241,7 +249,7 @@ pub async fn call(svc: &Arc<Service>, ctx: &Context, op: &str, input: &Value) ->
             let mut failed = Vec::new();
             let mut parsed_ids = Vec::new();
             for (entry, id) in entries.iter().zip(&ids) {
-                match send_input(*entry) {
+                match send_input(*entry, ctx) {
                     Ok(m) => {
                         parsed.push(m);
                         parsed_ids.push(*id);

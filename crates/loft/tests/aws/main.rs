@@ -8,6 +8,7 @@
 //! - [`traps`]: behaviours emulators commonly get wrong (MD5 over the selected attributes,
 //!   per-entry batch failures, stale receipt handles, DLQ redrive and move tasks, long
 //!   polling).
+//! - [`recorded`]: answers as AWS recorded them (FIFO batches, attribute rules, words).
 //! - [`query_golden`]: the Query protocol's exact XML for each response shape.
 //! - [`both_protocols`]: one scenario over JSON and over Query with identical results.
 //!
@@ -21,6 +22,7 @@ mod harness;
 mod both_protocols;
 mod md5;
 mod query_golden;
+mod recorded;
 mod sdk_errors;
 mod sdk_messages;
 mod sdk_queues;

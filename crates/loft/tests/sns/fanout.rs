@@ -14,19 +14,6 @@ use crate::harness::ACCOUNT;
 use crate::sink::verify_envelope;
 use crate::*;
 
-/// Percent-encoding of a query value, as the UnsubscribeURL carries the subscription ARN.
-fn url_encode(s: &str) -> String {
-    s.bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
-                (b as char).to_string()
-            } else {
-                format!("%{b:02X}")
-            }
-        })
-        .collect()
-}
-
 /// The bodies of `msgs`, keyed by the MessageId of their envelope (or their raw body).
 fn by_message_id(msgs: &[aws_sdk_sqs::types::Message]) -> BTreeMap<String, Value> {
     msgs.iter()
@@ -140,9 +127,8 @@ async fn fan_out_to_filtered_raw_and_enveloped_queues() {
     // The unfiltered, enveloped queue: all three, each envelope exactly as AWS sends it.
     let all = by_message_id(&receive_exactly(&sqs, &urls["all"], 3).await);
     let unsubscribe_url = format!(
-        "{}/?Action=Unsubscribe&SubscriptionArn={}",
+        "{}/?Action=Unsubscribe&SubscriptionArn={all_sub}",
         server.url,
-        url_encode(&all_sub)
     );
     let env1 = &all[&id1];
     assert_eq!(
@@ -169,9 +155,21 @@ async fn fan_out_to_filtered_raw_and_enveloped_queues() {
     assert_eq!(env1["Message"], body1);
     assert_timestamp(env1["Timestamp"].as_str().expect("Timestamp"));
     assert_eq!(env1["SignatureVersion"], "1");
-    assert_eq!(
-        env1["SigningCertURL"],
-        format!("{}/_loft/sns/SimpleNotificationService.pem", server.url)
+    // AWS's form: SimpleNotificationService-{32 hex digits}.pem.
+    let cert_url = env1["SigningCertURL"].as_str().expect("SigningCertURL");
+    let file = cert_url
+        .strip_prefix(&format!(
+            "{}/_loft/sns/SimpleNotificationService-",
+            server.url
+        ))
+        .and_then(|f| f.strip_suffix(".pem"))
+        .unwrap_or_else(|| panic!("SigningCertURL {cert_url}"));
+    assert!(
+        file.len() == 32
+            && file
+                .bytes()
+                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()),
+        "{cert_url}"
     );
     assert_eq!(env1["UnsubscribeURL"], unsubscribe_url.as_str());
     assert_eq!(

@@ -6,6 +6,8 @@
 //! - [`fifo`]: FIFO topic to FIFO queue (group, deduplication, SequenceNumber).
 //! - [`errors`]: NotFound, InvalidParameter and the other errors users can provoke.
 //! - [`topics`]: list paging, topic and subscription attributes, tags.
+//! - [`recorded`]: answers as AWS recorded them: ARN and phone checks, idempotency,
+//!   SubscriptionPrincipal, permissions, dead-lettering, trace headers.
 //! - [`http`]: HTTP/S subscriptions: confirmation through SubscribeURL, signatures
 //!   (SignatureVersion 1 and 2) verified with the served certificate, SNS's headers,
 //!   retries by DeliveryPolicy, the RedrivePolicy DLQ, a restart that resumes deliveries.
@@ -20,6 +22,7 @@ mod errors;
 mod fanout;
 mod fifo;
 mod http;
+mod recorded;
 mod sink;
 mod topics;
 

@@ -1,0 +1,339 @@
+//! SQS answers as AWS recorded them (the LocalStack suite's `aws.validated` snapshots and
+//! the SQS API Reference): FIFO batches refused whole, DelaySeconds 0 on FIFO queues,
+//! Unicode attribute names, attribute-name patterns on receive, the FifoQueue and KMS
+//! attribute rules, AWS's words for WaitTimeSeconds and empty attributes, AddPermission's
+//! policy version, X-Ray trace headers.
+
+use aws_sdk_sqs::error::ProvideErrorMetadata;
+use aws_sdk_sqs::types::{
+    MessageSystemAttributeName, QueueAttributeName, SendMessageBatchRequestEntry,
+};
+
+use crate::harness::Server;
+use crate::*;
+
+fn entry(id: &str, group: Option<&str>, dedup: Option<&str>) -> SendMessageBatchRequestEntry {
+    SendMessageBatchRequestEntry::builder()
+        .id(id)
+        .message_body(id)
+        .set_message_group_id(group.map(str::to_owned))
+        .set_message_deduplication_id(dedup.map(str::to_owned))
+        .build()
+        .expect("entry")
+}
+
+async fn attributes(
+    sqs: &aws_sdk_sqs::Client,
+    url: &str,
+) -> std::collections::HashMap<QueueAttributeName, String> {
+    sqs.get_queue_attributes()
+        .queue_url(url)
+        .attribute_names(QueueAttributeName::All)
+        .send()
+        .await
+        .expect("GetQueueAttributes")
+        .attributes
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn a_fifo_batch_with_an_entry_lacking_ids_is_refused_whole() {
+    let server = Server::start();
+    let sqs = server.sdk();
+    let url = create_queue(&sqs, "whole.fifo", &[("FifoQueue", "true")]).await;
+    for (bad, message) in [
+        (
+            entry("b", None, Some("d2")),
+            "The request must contain the parameter MessageGroupId.",
+        ),
+        (
+            entry("b", Some("g"), None),
+            "The queue should either have ContentBasedDeduplication enabled or MessageDeduplicationId provided explicitly",
+        ),
+    ] {
+        let e = assert_sdk_err!(
+            sqs.send_message_batch()
+                .queue_url(&url)
+                .entries(entry("a", Some("g"), Some("d1")))
+                .entries(bad)
+                .send()
+                .await,
+            _,
+            "InvalidParameterValue",
+            400
+        );
+        assert_eq!(e.message(), Some(message));
+    }
+    assert_eq!(counts(&sqs, &url).await, (0, 0, 0), "nothing was stored");
+}
+
+#[tokio::test]
+async fn fifo_sends_take_delay_seconds_zero_as_the_queues_delay() {
+    let server = Server::start();
+    let sqs = server.sdk();
+    let url = create_queue(
+        &sqs,
+        "delayed.fifo",
+        &[("FifoQueue", "true"), ("DelaySeconds", "60")],
+    )
+    .await;
+    sqs.send_message()
+        .queue_url(&url)
+        .message_body("m")
+        .message_group_id("g")
+        .message_deduplication_id("d")
+        .delay_seconds(0)
+        .send()
+        .await
+        .expect("DelaySeconds=0 on a FIFO queue");
+    assert_eq!(counts(&sqs, &url).await, (0, 0, 1), "delayed by the queue");
+    assert_sdk_err!(
+        sqs.send_message()
+            .queue_url(&url)
+            .message_body("m")
+            .message_group_id("g")
+            .message_deduplication_id("d2")
+            .delay_seconds(5)
+            .send()
+            .await,
+        _,
+        "InvalidParameterValue",
+        400
+    );
+}
+
+#[tokio::test]
+async fn attribute_names_are_unicode_and_receives_take_patterns() {
+    let server = Server::start();
+    let sqs = server.sdk();
+    let url = create_queue(&sqs, "names", &[("VisibilityTimeout", "0")]).await;
+    for name in ["Help.Me", "Hello", "General", "attr.1øßä"] {
+        sqs.send_message()
+            .queue_url(&url)
+            .message_body(name)
+            .message_attributes(name, string_attr("v"))
+            .message_attributes("Hello", string_attr("There"))
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("attribute name {name}: {e:?}"));
+    }
+    for bad in ["Invalid-§-attr", "Invalid-!-attr"] {
+        assert_sdk_err!(
+            sqs.send_message()
+                .queue_url(&url)
+                .message_body("x")
+                .message_attributes(bad, string_attr("v"))
+                .send()
+                .await,
+            _,
+            "InvalidParameterValue",
+            400
+        );
+    }
+    let e = assert_sdk_err!(
+        sqs.send_message()
+            .queue_url(&url)
+            .message_body("x")
+            .message_attributes("ErrorDetails", string_attr(""))
+            .send()
+            .await,
+        _,
+        "InvalidParameterValue",
+        400
+    );
+    assert_eq!(
+        e.message(),
+        Some("Message (user) attribute 'ErrorDetails' must contain a non-empty value of type 'String'.")
+    );
+    // One message whose attributes are Help.Me, Hello and General.
+    let url = create_queue(&sqs, "patterns", &[("VisibilityTimeout", "0")]).await;
+    sqs.send_message()
+        .queue_url(&url)
+        .message_body("m")
+        .message_attributes("Help.Me", string_attr("Me"))
+        .message_attributes("Hello", string_attr("There"))
+        .message_attributes("General", string_attr("Kenobi"))
+        .send()
+        .await
+        .expect("SendMessage");
+    for (pattern, expected) in [
+        ("*", vec!["General", "Hello", "Help.Me"]),
+        (".*", vec!["General", "Hello", "Help.Me"]),
+        ("Hel.*", vec!["Hello", "Help.Me"]),
+        ("Foo", vec![]),
+    ] {
+        let out = sqs
+            .receive_message()
+            .queue_url(&url)
+            .message_attribute_names(pattern)
+            .wait_time_seconds(5)
+            .send()
+            .await
+            .expect("ReceiveMessage");
+        let m = &out.messages()[0];
+        let mut names: Vec<&str> = m
+            .message_attributes()
+            .map(|a| a.keys().map(String::as_str).collect())
+            .unwrap_or_default();
+        names.sort();
+        assert_eq!(names, expected, "{pattern}");
+        assert_eq!(
+            m.md5_of_message_attributes().is_some(),
+            !expected.is_empty(),
+            "{pattern}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn fifo_queue_and_kms_attributes_follow_aws() {
+    let server = Server::start();
+    let sqs = server.sdk();
+    let fifo = create_queue(&sqs, "kind.fifo", &[("FifoQueue", "true")]).await;
+    // FifoQueue=true on a FIFO queue changes nothing; false would change the queue's type.
+    sqs.set_queue_attributes()
+        .queue_url(&fifo)
+        .attributes(QueueAttributeName::FifoQueue, "true")
+        .send()
+        .await
+        .expect("FifoQueue=true on a FIFO queue");
+    let e = assert_sdk_err!(
+        sqs.set_queue_attributes()
+            .queue_url(&fifo)
+            .attributes(QueueAttributeName::FifoQueue, "false")
+            .send()
+            .await,
+        _,
+        "InvalidAttributeValue",
+        400
+    );
+    assert_eq!(
+        e.message(),
+        Some("Invalid value for the parameter FifoQueue. Reason: Modifying queue type is not supported.")
+    );
+    // A standard queue has no FifoQueue attribute, not even `false`.
+    for (name, message) in [
+        ("FifoQueue", "Unknown Attribute FifoQueue."),
+        (
+            "ContentBasedDeduplication",
+            "Unknown Attribute ContentBasedDeduplication.",
+        ),
+        (
+            "DeduplicationScope",
+            "You can specify the DeduplicationScope only when FifoQueue is set to true.",
+        ),
+    ] {
+        let value = if name == "DeduplicationScope" {
+            "queue"
+        } else {
+            "false"
+        };
+        let e = assert_sdk_err!(
+            sqs.create_queue()
+                .queue_name("standard")
+                .attributes(QueueAttributeName::from(name), value)
+                .send()
+                .await,
+            _,
+            "InvalidAttributeName",
+            400
+        );
+        assert_eq!(e.message(), Some(message), "{name}");
+    }
+    let url = create_queue(&sqs, "kms", &[]).await;
+    let initial = attributes(&sqs, &url).await;
+    assert_eq!(initial[&QueueAttributeName::SqsManagedSseEnabled], "true");
+    assert!(!initial.contains_key(&QueueAttributeName::KmsDataKeyReusePeriodSeconds));
+    sqs.set_queue_attributes()
+        .queue_url(&url)
+        .attributes(QueueAttributeName::KmsMasterKeyId, "testKeyId")
+        .attributes(QueueAttributeName::KmsDataKeyReusePeriodSeconds, "6000")
+        .send()
+        .await
+        .expect("SetQueueAttributes");
+    let kms = attributes(&sqs, &url).await;
+    assert_eq!(kms[&QueueAttributeName::SqsManagedSseEnabled], "false");
+    assert_eq!(
+        kms[&QueueAttributeName::KmsDataKeyReusePeriodSeconds],
+        "6000"
+    );
+    sqs.set_queue_attributes()
+        .queue_url(&url)
+        .attributes(QueueAttributeName::KmsMasterKeyId, "")
+        .attributes(QueueAttributeName::KmsDataKeyReusePeriodSeconds, "300")
+        .send()
+        .await
+        .expect("SetQueueAttributes");
+    let reset = attributes(&sqs, &url).await;
+    assert_eq!(reset[&QueueAttributeName::SqsManagedSseEnabled], "false");
+    assert!(!reset.contains_key(&QueueAttributeName::KmsMasterKeyId));
+    assert!(!reset.contains_key(&QueueAttributeName::KmsDataKeyReusePeriodSeconds));
+}
+
+#[tokio::test]
+async fn wait_time_and_permissions_in_aws_words() {
+    let server = Server::start();
+    let sqs = server.sdk();
+    let url = create_queue(&sqs, "words", &[]).await;
+    for wait in [-1, 21] {
+        let e = assert_sdk_err!(
+            sqs.receive_message()
+                .queue_url(&url)
+                .wait_time_seconds(wait)
+                .send()
+                .await,
+            _,
+            "InvalidParameterValue",
+            400
+        );
+        assert_eq!(
+            e.message().map(str::to_owned),
+            Some(format!(
+                "Value {wait} for parameter WaitTimeSeconds is invalid. Reason: Must be >= 0 and <= 20, if provided."
+            ))
+        );
+    }
+    sqs.add_permission()
+        .queue_url(&url)
+        .label("p")
+        .aws_account_ids(harness::ACCOUNT)
+        .actions("ReceiveMessage")
+        .send()
+        .await
+        .expect("AddPermission");
+    let policy = &attributes(&sqs, &url).await[&QueueAttributeName::Policy];
+    let policy: serde_json::Value = serde_json::from_str(policy).expect("policy JSON");
+    assert_eq!(policy["Version"], "2008-10-17");
+}
+
+/// SQS Developer Guide, "AWS X-Ray and Amazon SQS": the `X-Amzn-Trace-Id` header of a
+/// send becomes the message's `AWSTraceHeader` system attribute.
+#[tokio::test]
+async fn the_trace_header_becomes_aws_trace_header() {
+    let server = Server::start();
+    let sqs = server.sdk();
+    let url = create_queue(&sqs, "traced", &[]).await;
+    let trace = "Root=1-3152b799-8954dae64eda91bc9a23a7e8;Parent=7fa8c0f79203be72;Sampled=1";
+    sqs.send_message()
+        .queue_url(&url)
+        .message_body("m")
+        .customize()
+        .mutate_request(move |r| {
+            r.headers_mut().insert("X-Amzn-Trace-Id", trace);
+        })
+        .send()
+        .await
+        .expect("SendMessage");
+    let out = sqs
+        .receive_message()
+        .queue_url(&url)
+        .message_system_attribute_names(MessageSystemAttributeName::AwsTraceHeader)
+        .send()
+        .await
+        .expect("ReceiveMessage");
+    assert_eq!(
+        out.messages()[0].attributes().expect("attributes")
+            [&MessageSystemAttributeName::AwsTraceHeader],
+        trace
+    );
+}

@@ -1,0 +1,541 @@
+//! SNS answers as AWS recorded them (the LocalStack suite's `aws.validated` snapshots and
+//! the SNS API Reference): ARN checks, SMS numbers, subscription and topic idempotency,
+//! SubscriptionPrincipal, AddPermission's statement shape, dead-lettering to a
+//! subscription's DLQ when its queue is gone, FIFO redrive rules, X-Ray trace headers.
+
+use aws_sdk_sns::operation::add_permission::AddPermissionError;
+use aws_sdk_sns::operation::create_topic::CreateTopicError;
+use aws_sdk_sns::operation::opt_in_phone_number::OptInPhoneNumberError;
+use aws_sdk_sns::operation::publish::PublishError;
+use aws_sdk_sns::operation::set_subscription_attributes::SetSubscriptionAttributesError;
+use aws_sdk_sns::operation::subscribe::SubscribeError;
+use aws_sdk_sns::operation::tag_resource::TagResourceError;
+use aws_sdk_sns::operation::unsubscribe::UnsubscribeError;
+use aws_sdk_sns::types::Tag;
+use serde_json::json;
+
+use crate::*;
+
+fn tag(k: &str, v: &str) -> Tag {
+    Tag::builder().key(k).value(v).build().expect("tag")
+}
+
+#[tokio::test]
+async fn malformed_arns_are_counted_in_elements() {
+    let server = Server::start();
+    let sns = server.sns();
+    for (arn, n) in [("randomstring", 1), ("randomstring:1", 2), ("", 1)] {
+        let msg = assert_sns_err!(
+            sns.publish().topic_arn(arn).message("m").send().await,
+            PublishError::InvalidParameterException(_),
+            "InvalidParameter",
+            400
+        );
+        assert_eq!(
+            msg,
+            format!(
+                "Invalid parameter: TopicArn Reason: An ARN must have at least 6 elements, not {n}"
+            )
+        );
+    }
+    let msg = assert_sns_err!(
+        sns.subscribe()
+            .topic_arn("arn:aws:sns:us-east-1:random")
+            .protocol("email")
+            .endpoint("a@example.com")
+            .send()
+            .await,
+        SubscribeError::InvalidParameterException(_),
+        "InvalidParameter",
+        400
+    );
+    assert_eq!(
+        msg,
+        "Invalid parameter: TopicArn Reason: An ARN must have at least 6 elements, not 5"
+    );
+    let msg = assert_sns_err!(
+        sns.unsubscribe()
+            .subscription_arn("randomstring")
+            .send()
+            .await,
+        UnsubscribeError::InvalidParameterException(_),
+        "InvalidParameter",
+        400
+    );
+    assert_eq!(
+        msg,
+        "Invalid parameter: SubscriptionArn Reason: An ARN must have at least 6 elements, not 1"
+    );
+    // Six elements name a topic, not a subscription.
+    let msg = assert_sns_err!(
+        sns.unsubscribe()
+            .subscription_arn("arn:aws:sns:us-east-1:000000000000:random")
+            .send()
+            .await,
+        UnsubscribeError::InvalidParameterException(_),
+        "InvalidParameter",
+        400
+    );
+    assert_eq!(msg, "Invalid parameter: SubscriptionId");
+    // A TargetArn naming a push endpoint that does not exist.
+    let msg = assert_sns_err!(
+        sns.publish()
+            .target_arn(format!(
+                "arn:aws:sns:us-east-1:{}:endpoint/APNS/app/0f7d5971-aa8b-4bd5-b585-0826e9f93a66",
+                harness::ACCOUNT
+            ))
+            .message("m")
+            .send()
+            .await,
+        PublishError::InvalidParameterException(_),
+        "InvalidParameter",
+        400
+    );
+    assert_eq!(
+        msg,
+        "Invalid parameter: TargetArn Reason: No endpoint found for the target arn specified"
+    );
+}
+
+#[tokio::test]
+async fn phone_numbers_are_checked() {
+    let server = Server::start();
+    let sns = server.sns();
+    let topic = create_topic(&sns, "sms", &[]).await;
+    for bad in [
+        "+15--551234567",
+        "NAA+15551234567",
+        "+15551234567.",
+        "/+15551234567",
+    ] {
+        let msg = assert_sns_err!(
+            sns.subscribe()
+                .topic_arn(&topic)
+                .protocol("sms")
+                .endpoint(bad)
+                .send()
+                .await,
+            SubscribeError::InvalidParameterException(_),
+            "InvalidParameter",
+            400
+        );
+        assert_eq!(msg, format!("Invalid SMS endpoint: {bad}"));
+    }
+    sns.subscribe()
+        .topic_arn(&topic)
+        .protocol("sms")
+        .endpoint("+12/34-567.890")
+        .send()
+        .await
+        .expect("a number with separators");
+    let msg = assert_sns_err!(
+        sns.publish()
+            .phone_number("+1a234")
+            .message("m")
+            .send()
+            .await,
+        PublishError::InvalidParameterException(_),
+        "InvalidParameter",
+        400
+    );
+    assert_eq!(
+        msg,
+        "Invalid parameter: PhoneNumber Reason: +1a234 is not valid to publish to"
+    );
+    sns.publish()
+        .phone_number("+15551234567")
+        .message("m")
+        .send()
+        .await
+        .expect("publish to a number");
+    let msg = assert_sns_err!(
+        sns.opt_in_phone_number()
+            .phone_number("invalid")
+            .send()
+            .await,
+        OptInPhoneNumberError::InvalidParameterException(_),
+        "InvalidParameter",
+        400
+    );
+    assert_eq!(
+        msg,
+        "Invalid parameter: PhoneNumber Reason: input incorrectly formatted"
+    );
+    // An SQS endpoint must be an ARN, not a queue URL.
+    let url = create_queue(&server.sqs(), "by-url", &[]).await;
+    let msg = assert_sns_err!(
+        sns.subscribe()
+            .topic_arn(&topic)
+            .protocol("sqs")
+            .endpoint(url)
+            .send()
+            .await,
+        SubscribeError::InvalidParameterException(_),
+        "InvalidParameter",
+        400
+    );
+    assert_eq!(msg, "Invalid parameter: SQS endpoint ARN");
+}
+
+#[tokio::test]
+async fn subscribing_again_compares_with_defaults_and_reports_the_principal() {
+    let server = Server::start();
+    let sns = server.sns();
+    let topic = create_topic(&sns, "idem", &[]).await;
+    create_queue(&server.sqs(), "idem-q", &[]).await;
+    let arn = subscribe_queue(&server, &topic, "idem-q", &[("RawMessageDelivery", "True")]).await;
+    // Leaving attributes out, or giving their defaults, is the same subscription.
+    for attrs in [
+        vec![],
+        vec![("RawMessageDelivery", "true")],
+        vec![("FilterPolicyScope", "MessageAttributes")],
+    ] {
+        assert_eq!(
+            subscribe_queue(&server, &topic, "idem-q", &attrs).await,
+            arn
+        );
+    }
+    let msg = assert_sns_err!(
+        sns.subscribe()
+            .topic_arn(&topic)
+            .protocol("sqs")
+            .endpoint(server.queue_arn("idem-q"))
+            .attributes("RawMessageDelivery", "false")
+            .attributes("FilterPolicyScope", "MessageBody")
+            .send()
+            .await,
+        SubscribeError::InvalidParameterException(_),
+        "InvalidParameter",
+        400
+    );
+    assert_eq!(
+        msg,
+        "Invalid parameter: Attributes Reason: Subscription already exists with different attributes"
+    );
+    let attrs = sns
+        .get_subscription_attributes()
+        .subscription_arn(&arn)
+        .send()
+        .await
+        .expect("GetSubscriptionAttributes");
+    assert_eq!(
+        attrs.attributes().expect("attributes")["SubscriptionPrincipal"],
+        format!("arn:aws:iam::{}:user/loft", harness::ACCOUNT)
+    );
+    // Attribute values are refused in AWS's words.
+    let msg = assert_sns_err!(
+        sns.set_subscription_attributes()
+            .subscription_arn(&arn)
+            .attribute_name("RawMessageDelivery")
+            .attribute_value("test-ValUe")
+            .send()
+            .await,
+        SetSubscriptionAttributesError::InvalidParameterException(_),
+        "InvalidParameter",
+        400
+    );
+    assert_eq!(
+        msg,
+        "Invalid parameter: RawMessageDelivery: Invalid value [test-ValUe]. Must be true or false."
+    );
+    let msg = assert_sns_err!(
+        sns.set_subscription_attributes()
+            .subscription_arn(&arn)
+            .attribute_name("RedrivePolicy")
+            .attribute_value(json!({"deadLetterTargetArn": "fake-arn"}).to_string())
+            .send()
+            .await,
+        SetSubscriptionAttributesError::InvalidParameterException(_),
+        "InvalidParameter",
+        400
+    );
+    assert_eq!(
+        msg,
+        "Invalid parameter: RedrivePolicy: deadLetterTargetArn is an invalid arn"
+    );
+    let msg = assert_sns_err!(
+        sns.set_subscription_attributes()
+            .subscription_arn(&arn)
+            .attribute_name("RedrivePolicy")
+            .attribute_value("{invalidjson}")
+            .send()
+            .await,
+        SetSubscriptionAttributesError::InvalidParameterException(_),
+        "InvalidParameter",
+        400
+    );
+    assert!(
+        msg.starts_with("Invalid parameter: RedrivePolicy: failed to parse JSON."),
+        "{msg}"
+    );
+}
+
+#[tokio::test]
+async fn topics_are_idempotent_on_a_subset_of_their_tags() {
+    let server = Server::start();
+    let sns = server.sns();
+    let arn = sns
+        .create_topic()
+        .name("tagged")
+        .tags(tag("a", "1"))
+        .tags(tag("b", "2"))
+        .send()
+        .await
+        .expect("CreateTopic")
+        .topic_arn
+        .expect("arn");
+    for tags in [
+        vec![tag("a", "1"), tag("b", "2")],
+        vec![tag("a", "1")],
+        vec![],
+    ] {
+        let again = sns
+            .create_topic()
+            .name("tagged")
+            .set_tags(Some(tags))
+            .send()
+            .await
+            .expect("CreateTopic again");
+        assert_eq!(again.topic_arn.as_deref(), Some(arn.as_str()));
+    }
+    let msg = assert_sns_err!(
+        sns.create_topic()
+            .name("tagged")
+            .tags(tag("c", "3"))
+            .send()
+            .await,
+        CreateTopicError::InvalidParameterException(_),
+        "InvalidParameter",
+        400
+    );
+    assert_eq!(
+        msg,
+        "Invalid parameter: Tags Reason: Topic already exists with different tags"
+    );
+    let msg = assert_sns_err!(
+        sns.tag_resource()
+            .resource_arn(&arn)
+            .tags(tag("k", "1"))
+            .tags(tag("k", "1"))
+            .send()
+            .await,
+        TagResourceError::InvalidParameterException(_),
+        "InvalidParameter",
+        400
+    );
+    assert_eq!(msg, "Invalid parameter: Duplicated keys are not allowed.");
+    for (name, attrs) in [
+        ("", vec![]),
+        ("plain", vec![("FifoTopic", "true")]),
+        ("bad:name", vec![]),
+    ] {
+        let mut req = sns.create_topic().name(name);
+        for (k, v) in attrs {
+            req = req.attributes(k, v);
+        }
+        let msg = assert_sns_err!(
+            req.send().await,
+            CreateTopicError::InvalidParameterException(_),
+            "InvalidParameter",
+            400
+        );
+        assert_eq!(msg, "Invalid parameter: Topic Name", "{name:?}");
+    }
+}
+
+#[tokio::test]
+async fn add_permission_writes_aws_statements() {
+    let server = Server::start();
+    let sns = server.sns();
+    let topic = create_topic(&sns, "perm", &[]).await;
+    sns.add_permission()
+        .topic_arn(&topic)
+        .label("one")
+        .aws_account_id(harness::ACCOUNT)
+        .action_name("Publish")
+        .send()
+        .await
+        .expect("AddPermission");
+    let policy = sns
+        .get_topic_attributes()
+        .topic_arn(&topic)
+        .send()
+        .await
+        .expect("GetTopicAttributes")
+        .attributes
+        .expect("attributes")["Policy"]
+        .clone();
+    let policy = json_of(&policy);
+    assert_eq!(policy["Version"], "2008-10-17");
+    let added = &policy["Statement"][1];
+    assert_eq!(added["Sid"], "one");
+    // One principal and one action are strings, not lists.
+    assert_eq!(
+        added["Principal"]["AWS"],
+        format!("arn:aws:iam::{}:root", harness::ACCOUNT)
+    );
+    assert_eq!(added["Action"], "SNS:Publish");
+    let msg = assert_sns_err!(
+        sns.add_permission()
+            .topic_arn(&topic)
+            .label("one")
+            .aws_account_id(harness::ACCOUNT)
+            .action_name("Publish")
+            .send()
+            .await,
+        AddPermissionError::InvalidParameterException(_),
+        "InvalidParameter",
+        400
+    );
+    assert_eq!(msg, "Invalid parameter: Statement already exists");
+    let msg = assert_sns_err!(
+        sns.add_permission()
+            .topic_arn(&topic)
+            .label("two")
+            .aws_account_id(harness::ACCOUNT)
+            .action_name("InvalidAction")
+            .send()
+            .await,
+        AddPermissionError::InvalidParameterException(_),
+        "InvalidParameter",
+        400
+    );
+    assert_eq!(
+        msg,
+        "Invalid parameter: Policy statement action out of service scope!"
+    );
+}
+
+/// SNS Developer Guide, "Amazon SNS dead-letter queues": a message a subscription cannot
+/// deliver (its queue is gone) goes to the subscription's DLQ, as it would have reached
+/// the queue (enveloped, or raw with its attributes).
+#[tokio::test]
+async fn a_deleted_queue_dead_letters_to_the_subscription_dlq() {
+    let server = Server::start();
+    let (sns, sqs) = (server.sns(), server.sqs());
+    let topic = create_topic(&sns, "dl", &[]).await;
+    for raw in [false, true] {
+        let queue = format!("gone-{raw}");
+        let dlq = format!("gone-dlq-{raw}");
+        let queue_url = create_queue(&sqs, &queue, &[]).await;
+        let dlq_url = create_queue(&sqs, &dlq, &[]).await;
+        let sub = subscribe_queue(
+            &server,
+            &topic,
+            &queue,
+            &[("RawMessageDelivery", if raw { "true" } else { "false" })],
+        )
+        .await;
+        sns.set_subscription_attributes()
+            .subscription_arn(&sub)
+            .attribute_name("RedrivePolicy")
+            .attribute_value(json!({"deadLetterTargetArn": server.queue_arn(&dlq)}).to_string())
+            .send()
+            .await
+            .expect("RedrivePolicy");
+        sqs.delete_queue()
+            .queue_url(&queue_url)
+            .send()
+            .await
+            .expect("DeleteQueue");
+        sns.publish()
+            .topic_arn(&topic)
+            .message(format!("after-{raw}"))
+            .message_attributes("n", sns_typed("Number", "111"))
+            .send()
+            .await
+            .expect("Publish");
+        let got = receive_exactly(&sqs, &dlq_url, 1).await;
+        let m = &got[0];
+        if raw {
+            assert_eq!(m.body(), Some(format!("after-{raw}").as_str()));
+            let attrs = m.message_attributes().expect("message attributes");
+            assert_eq!(attrs["n"].string_value(), Some("111"));
+        } else {
+            let env = json_of(m.body().expect("body"));
+            assert_eq!(env["Type"], "Notification");
+            assert_eq!(env["Message"], format!("after-{raw}"));
+            assert_eq!(env["MessageAttributes"]["n"]["Value"], "111");
+        }
+        let system = m.attributes().expect("system attributes");
+        assert!(
+            !system.contains_key(&MessageSystemAttributeName::DeadLetterQueueSourceArn),
+            "{system:?}"
+        );
+        // The subscription stays, as on AWS.
+        sns.unsubscribe()
+            .subscription_arn(&sub)
+            .send()
+            .await
+            .expect("Unsubscribe");
+    }
+}
+
+#[tokio::test]
+async fn fifo_subscriptions_dead_letter_to_fifo_queues_only() {
+    let server = Server::start();
+    let (sns, sqs) = (server.sns(), server.sqs());
+    let topic = create_topic(&sns, "f.fifo", &[("FifoTopic", "true")]).await;
+    create_queue(&sqs, "fq.fifo", &[("FifoQueue", "true")]).await;
+    create_queue(&sqs, "plain", &[]).await;
+    let sub = subscribe_queue(&server, &topic, "fq.fifo", &[]).await;
+    let msg = assert_sns_err!(
+        sns.set_subscription_attributes()
+            .subscription_arn(&sub)
+            .attribute_name("RedrivePolicy")
+            .attribute_value(json!({"deadLetterTargetArn": server.queue_arn("plain")}).to_string())
+            .send()
+            .await,
+        SetSubscriptionAttributesError::InvalidParameterException(_),
+        "InvalidParameter",
+        400
+    );
+    assert_eq!(
+        msg,
+        "Invalid parameter: RedrivePolicy: must use a FIFO queue as DLQ for a FIFO Subscription to a FIFO Topic."
+    );
+    // A standard queue on a FIFO topic is allowed, and its messages carry no group.
+    subscribe_queue(&server, &topic, "plain", &[("RawMessageDelivery", "true")]).await;
+    sns.publish()
+        .topic_arn(&topic)
+        .message("m")
+        .message_group_id("g1")
+        .message_deduplication_id("d1")
+        .send()
+        .await
+        .expect("Publish");
+    let url = create_queue(&sqs, "plain", &[]).await;
+    let got = receive_exactly(&sqs, &url, 1).await;
+    let system = got[0].attributes().expect("system attributes");
+    assert!(
+        !system.contains_key(&MessageSystemAttributeName::MessageGroupId),
+        "{system:?}"
+    );
+}
+
+/// The `X-Amzn-Trace-Id` header of a Publish reaches subscribed queues as the
+/// `AWSTraceHeader` system attribute (SNS Developer Guide, "Active tracing").
+#[tokio::test]
+async fn trace_headers_reach_subscribed_queues() {
+    let server = Server::start();
+    let (sns, sqs) = (server.sns(), server.sqs());
+    let topic = create_topic(&sns, "traced", &[]).await;
+    let url = create_queue(&sqs, "traced-q", &[]).await;
+    subscribe_queue(&server, &topic, "traced-q", &[]).await;
+    let trace = "Root=1-3152b799-8954dae64eda91bc9a23a7e8;Parent=7fa8c0f79203be72;Sampled=1";
+    sns.publish()
+        .topic_arn(&topic)
+        .message("m")
+        .customize()
+        .mutate_request(move |r| {
+            r.headers_mut().insert("X-Amzn-Trace-Id", trace);
+        })
+        .send()
+        .await
+        .expect("Publish");
+    let got = receive_exactly(&sqs, &url, 1).await;
+    assert_eq!(
+        got[0].attributes().expect("attributes")[&MessageSystemAttributeName::AwsTraceHeader],
+        trace
+    );
+}
