@@ -109,7 +109,11 @@ fn validate_topic_attribute(name: &str, value: &str, creating: bool, fifo: bool)
             DeliveryPolicy::parse_topic(value)?;
             value.to_owned()
         }
-        "Policy" | "ArchivePolicy" | "DataProtectionPolicy" if !value.is_empty() => {
+        "DataProtectionPolicy" if !value.is_empty() => {
+            crate::data_protection::Policy::parse(value)?;
+            value.to_owned()
+        }
+        "Policy" | "ArchivePolicy" if !value.is_empty() => {
             serde_json::from_str::<Value>(value).map_err(|_| bad())?;
             value.to_owned()
         }
@@ -325,7 +329,8 @@ impl Service {
             out.insert("ContentBasedDeduplication".into(), "false".into());
         }
         for (k, v) in &topic.attributes {
-            if k == "FifoTopic" && v == "false" {
+            // GetDataProtectionPolicy reads the policy; AWS does not list it here.
+            if (k == "FifoTopic" && v == "false") || k == super::POLICY_ATTRIBUTE {
                 continue;
             }
             out.insert(k.clone(), v.clone());
@@ -339,7 +344,8 @@ impl Service {
         let fifo = topic.name.ends_with(".fifo");
         let value = validate_topic_attribute(name, value, false, fifo)?;
         let mut attrs = topic.attributes.clone();
-        if value.is_empty() && matches!(name, "DeliveryPolicy" | "Policy") {
+        if value.is_empty() && matches!(name, "DeliveryPolicy" | "Policy" | "DataProtectionPolicy")
+        {
             attrs.remove(name);
         } else {
             attrs.insert(name.to_owned(), value);

@@ -3,6 +3,8 @@
 //!
 //! - [`fanout`]: one publish to several SQS queues with attribute and body filters, raw
 //!   and enveloped, every envelope field checked.
+//! - [`data_protection`]: Put/GetDataProtectionPolicy, Inbound and Outbound Deny and
+//!   Deidentify, audit records in SQS, the log and `/metrics`.
 //! - [`fifo`]: FIFO topic to FIFO queue (group, deduplication, SequenceNumber).
 //! - [`errors`]: NotFound, InvalidParameter and the other errors users can provoke.
 //! - [`topics`]: list paging, topic and subscription attributes, tags.
@@ -16,6 +18,7 @@
 
 #[macro_use]
 mod harness;
+mod data_protection;
 mod errors;
 mod fanout;
 mod fifo;
