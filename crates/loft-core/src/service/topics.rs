@@ -14,7 +14,9 @@ use super::Service;
 use crate::delivery_policy::DeliveryPolicy;
 use crate::error::{Error, ErrorCode, Result};
 use crate::filter_policy::{FilterPolicy, FilterPolicyScope};
-use crate::model::{NewSubscription, RecordedMessage, SubscriptionRecord, TopicRecord};
+use crate::model::{
+    NewSubscription, RecordedFilter, RecordedMessage, SubscriptionRecord, TopicRecord,
+};
 use crate::names::{self, Naming};
 
 type Map = BTreeMap<String, String>;
@@ -764,6 +766,12 @@ impl Service {
     /// Firehose), newest first, at most `limit`.
     pub async fn recorded_messages(&self, limit: u32) -> Result<Vec<RecordedMessage>> {
         self.store.list_recorded(limit).await
+    }
+
+    /// Deletes the recorded messages `filter` matches (all of them with an empty filter),
+    /// so tests can start each case clean. Returns how many.
+    pub async fn delete_recorded_messages(&self, filter: RecordedFilter) -> Result<u64> {
+        self.store.delete_recorded(filter).await
     }
 
     // ----- the seeds' topic API

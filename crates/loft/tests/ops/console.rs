@@ -305,6 +305,34 @@ fn console_shows_live_counts_sends_browses_and_purges() {
         "document.querySelector('#recorded').textContent.includes('your code is 1234')",
     );
 
+    // Clearing the recorded messages: the first click arms the button, the second clears.
+    b.eval("document.querySelector('#clear-recorded').click(); true");
+    b.wait_for(
+        "the armed clear button",
+        "document.querySelector('#clear-recorded').textContent === 'Confirm clear'",
+    );
+    b.eval("document.querySelector('#clear-recorded').click(); true");
+    b.wait_for(
+        "the cleared table",
+        "document.querySelector('#recorded').textContent.includes('Nothing recorded yet.')",
+    );
+    b.wait_for(
+        "the clear status",
+        "document.querySelector('#status').textContent.startsWith('Cleared ')",
+    );
+    let left = rt.block_on(async {
+        reqwest::get(s.url("/_loft/sns/messages"))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    });
+    assert_eq!(
+        left, "[]",
+        "the recorded messages are gone from Loft, not just the page"
+    );
+
     // Live counts: a message sent elsewhere shows up without a reload.
     rt.block_on(s.sqs(
         "SendMessage",

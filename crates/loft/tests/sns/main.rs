@@ -7,6 +7,7 @@
 //!   Deidentify, audit records in SQS, the log and `/metrics`.
 //! - [`fifo`]: FIFO topic to FIFO queue (group, deduplication, SequenceNumber).
 //! - [`errors`]: NotFound, InvalidParameter and the other errors users can provoke.
+//! - [`recorded`]: the recorded email/SMS messages, listed and cleared by filter.
 //! - [`topics`]: list paging, topic and subscription attributes, tags.
 //! - [`http`]: HTTP/S subscriptions: confirmation through SubscribeURL, signatures
 //!   (SignatureVersion 1 and 2) verified with the served certificate, SNS's headers,
@@ -23,6 +24,7 @@ mod errors;
 mod fanout;
 mod fifo;
 mod http;
+mod recorded;
 mod sink;
 mod topics;
 
