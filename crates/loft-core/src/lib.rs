@@ -8,6 +8,7 @@
 //! - [`endpoint_policy`]: which addresses SNS HTTP/S endpoints may reach.
 //! - [`delivery_policy`]: SNS HTTP/S delivery policies and their retry schedules.
 //! - [`message`]: message attributes, body rules and AWS's MD5 digests.
+//! - [`data_protection`]: SNS message data protection: policies, data identifiers, operations.
 //! - [`filter_policy`]: SNS subscription filter policies: parsing, validation, matching.
 //! - [`names`]: queue and topic names, ARNs.
 //! - [`error`]: the one table of error codes.
@@ -15,6 +16,7 @@
 
 pub mod attributes;
 pub mod clock;
+pub mod data_protection;
 pub mod delivery_policy;
 pub mod endpoint_policy;
 pub mod error;

@@ -304,6 +304,18 @@ pub struct DeliveryRecord {
     pub last_error: Option<String>,
 }
 
+/// Which recorded messages [`crate::store::Store::delete_recorded`] deletes: those matching
+/// every field that is set (all of them when none is).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RecordedFilter {
+    /// Only this protocol (`email`, `sms`, ...).
+    pub protocol: Option<String>,
+    /// Only this endpoint (address, phone number, ARN).
+    pub endpoint: Option<String>,
+    /// Only messages published to this topic ARN.
+    pub topic_arn: Option<String>,
+}
+
 /// A message for a protocol Loft does not send (email, SMS, mobile push, Lambda,
 /// Firehose): recorded so a developer can read it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -232,6 +232,9 @@ pub trait Store: Send + Sync + 'static {
     /// The most recent recorded messages, newest first, at most `limit`.
     async fn list_recorded(&self, limit: u32) -> Result<Vec<RecordedMessage>>;
 
+    /// Deletes the recorded messages `filter` matches. Returns how many.
+    async fn delete_recorded(&self, filter: RecordedFilter) -> Result<u64>;
+
     /// Subscriptions of one topic (or all with `None`), ordered by creation.
     async fn list_subscriptions(&self, topic_id: Option<i64>) -> Result<Vec<SubscriptionRecord>>;
 

@@ -1,6 +1,9 @@
 //! Loft's own inspection routes (not part of any AWS API):
 //! - `GET /_loft/sns/messages[?limit=N]`: messages recorded for protocols Loft does not send
 //!   (email, SMS, mobile push, Lambda, Firehose), newest first, as JSON.
+//! - `DELETE /_loft/sns/messages[?protocol=P&endpoint=E&topic_arn=ARN]`: deletes the
+//!   recorded messages matching every given parameter (all of them without any), so tests
+//!   can reset between cases.
 //! - `GET /_loft/sns/SimpleNotificationService-{id}.pem`: the certificate SNS signatures
 //!   verify with (SigningCertURL; `SimpleNotificationService.pem` serves it too).
 
@@ -11,6 +14,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use loft_core::model::RecordedFilter;
 use loft_core::Service;
 use serde_json::json;
 
@@ -57,6 +61,33 @@ pub async fn recorded_messages(
         })
         .collect();
     Ok(Json(out).into_response())
+}
+
+/// `DELETE /_loft/sns/messages`: `200 {"deleted": N}`. Optional filters `protocol`,
+/// `endpoint` and `topic_arn` must all match; without any, every recorded message goes.
+///
+/// Errors: `400 {"error"}` for any other parameter (a misspelt filter must not clear
+/// everything).
+pub async fn delete_recorded_messages(
+    State(s): State<Inspect>,
+    Query(params): Query<HashMap<String, String>>,
+) -> Result<Response, NativeError> {
+    if let Some(other) = params
+        .keys()
+        .find(|k| !matches!(k.as_str(), "protocol" | "endpoint" | "topic_arn"))
+    {
+        return Err(NativeError(
+            StatusCode::BAD_REQUEST,
+            format!("unknown parameter {other}: filter by protocol, endpoint or topic_arn"),
+        ));
+    }
+    let filter = RecordedFilter {
+        protocol: params.get("protocol").cloned(),
+        endpoint: params.get("endpoint").cloned(),
+        topic_arn: params.get("topic_arn").cloned(),
+    };
+    let deleted = s.service.delete_recorded_messages(filter).await?;
+    Ok(Json(json!({"deleted": deleted})).into_response())
 }
 
 /// `GET /_loft/sns/{file}`: the signing certificate when `file` is its name in

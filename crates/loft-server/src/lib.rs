@@ -3,6 +3,7 @@
 //! - [`routes`]: the one router every listener serves, and [`serve`] to run it.
 //! - [`native`]: the seeds' REST/JSON API (`/queues`, `/topics`, `/health`).
 //! - [`aws`]: the AWS protocols (SQS JSON and Query; SNS Query).
+//! - [`cors`]: cross-origin requests from browsers (off unless origins are allowed).
 //! - [`auth`]: credentials and where SigV4 signatures are required.
 //! - [`sigv4`]: Signature Version 4 verification as pure functions.
 //! - [`listen`]: the accept loop: connection limit, header size limit, TLS, graceful
@@ -22,6 +23,7 @@
 pub mod auth;
 pub mod aws;
 pub mod console;
+pub mod cors;
 pub mod delivery;
 pub mod inspect;
 pub mod listen;

@@ -230,6 +230,36 @@ pub fn render(scrape: &Scrape) -> String {
     }
     family(
         &mut out,
+        "loft_sns_data_protection_messages_total",
+        "counter",
+        "SNS messages a topic's data protection policy acted on, by topic, direction (Inbound: Publish, Outbound: one subscription's delivery) and result: with_findings and without_findings (the audit statement, AWS's MessagesWithFindings and MessagesWithNoFindings), denied, deidentified.",
+    );
+    for ((topic, direction, result), n) in &scrape.activity.data_protection {
+        let _ = writeln!(
+            out,
+            "loft_sns_data_protection_messages_total{} {n}",
+            labels(&[
+                ("topic", topic),
+                ("direction", direction),
+                ("result", result)
+            ])
+        );
+    }
+    family(
+        &mut out,
+        "loft_sns_data_protection_findings_total",
+        "counter",
+        "Sensitive data found by SNS data protection audit statements, by topic and managed data identifier.",
+    );
+    for ((topic, identifier), n) in &scrape.activity.findings {
+        let _ = writeln!(
+            out,
+            "loft_sns_data_protection_findings_total{} {n}",
+            labels(&[("topic", topic), ("identifier", identifier)])
+        );
+    }
+    family(
+        &mut out,
         "loft_deliveries_pending",
         "gauge",
         "SNS HTTP/S deliveries waiting for an attempt (due or scheduled for a retry).",
@@ -312,6 +342,10 @@ mod tests {
         activity
             .deliveries
             .insert(("sqs".into(), DeliveryOutcome::Delivered), 4);
+        activity
+            .data_protection
+            .insert(("t".into(), "Inbound", "with_findings"), 2);
+        activity.findings.insert(("t".into(), "EmailAddress"), 3);
         let s = Scrape {
             queues: vec![("orders".into(), 3, 1, 0)],
             activity,
@@ -333,6 +367,8 @@ mod tests {
             r#"loft_request_duration_seconds_count{operation="SendMessage"} 3"#,
             r#"loft_deliveries_total{protocol="sqs",outcome="delivered"} 4"#,
             "loft_deliveries_pending 5",
+            r#"loft_sns_data_protection_messages_total{topic="t",direction="Inbound",result="with_findings"} 2"#,
+            r#"loft_sns_data_protection_findings_total{topic="t",identifier="EmailAddress"} 3"#,
             "# TYPE loft_request_duration_seconds histogram",
             "# TYPE loft_messages_dead_lettered_total counter",
         ] {

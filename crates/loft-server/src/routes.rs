@@ -52,7 +52,10 @@ pub fn router_with(
         signer,
     };
     let inspect = Router::new()
-        .route("/_loft/sns/messages", get(inspect::recorded_messages))
+        .route(
+            "/_loft/sns/messages",
+            get(inspect::recorded_messages).delete(inspect::delete_recorded_messages),
+        )
         .route_layer(console_auth.clone())
         .route("/_loft/sns/{file}", get(inspect::certificate))
         .with_state(inspect_state);

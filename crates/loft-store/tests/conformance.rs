@@ -119,6 +119,7 @@ conformance!(
     publish_stores_everything,
     delivery_lease_retry_finish,
     recorded_messages,
+    delete_recorded_by_filter,
     wakeups_report_sends,
     concurrent_receivers_never_share_a_message,
     concurrent_fifo_receivers_keep_group_order,
@@ -1109,6 +1110,85 @@ async fn recorded_messages(s: S) {
     assert_eq!(messages, ["m3", "m2"], "newest first");
     assert!(got[0].id > got[1].id);
     assert_eq!(got[0].topic_arn, None);
+}
+
+async fn delete_recorded_by_filter(s: S) {
+    let rec = |protocol: &str, endpoint: &str, topic: Option<&str>| RecordedMessage {
+        id: 0,
+        protocol: protocol.into(),
+        endpoint: endpoint.into(),
+        topic_arn: topic.map(str::to_owned),
+        subject: None,
+        message: format!("{protocol} {endpoint}"),
+        created_at_ms: T0,
+    };
+    let t = "arn:aws:sns:us-east-1:000000000000:t";
+    s.publish(
+        vec![],
+        vec![],
+        vec![
+            rec("sms", "+15555550100", None),
+            rec("sms", "+15555550101", Some(t)),
+            rec("email", "a@example.com", Some(t)),
+            rec("email", "b@example.com", None),
+        ],
+    )
+    .await
+    .unwrap();
+    let left = |s: &S| {
+        let s = s.clone();
+        async move {
+            let mut v: Vec<String> = s
+                .list_recorded(100)
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|r| r.message)
+                .collect();
+            v.sort();
+            v
+        }
+    };
+    let filter =
+        |protocol: Option<&str>, endpoint: Option<&str>, topic: Option<&str>| RecordedFilter {
+            protocol: protocol.map(str::to_owned),
+            endpoint: endpoint.map(str::to_owned),
+            topic_arn: topic.map(str::to_owned),
+        };
+    // Every set field must match.
+    assert_eq!(
+        s.delete_recorded(filter(Some("sms"), Some("+15555550100"), None))
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(
+        s.delete_recorded(filter(Some("sms"), None, Some("nope")))
+            .await
+            .unwrap(),
+        0
+    );
+    assert_eq!(
+        left(&s).await,
+        [
+            "email a@example.com",
+            "email b@example.com",
+            "sms +15555550101"
+        ]
+    );
+    assert_eq!(
+        s.delete_recorded(filter(None, None, Some(t)))
+            .await
+            .unwrap(),
+        2
+    );
+    assert_eq!(left(&s).await, ["email b@example.com"]);
+    // No field set: everything.
+    assert_eq!(
+        s.delete_recorded(RecordedFilter::default()).await.unwrap(),
+        1
+    );
+    assert!(left(&s).await.is_empty());
 }
 
 async fn wakeups_report_sends(s: S) {

@@ -101,6 +101,7 @@ struct ServerSection {
     account_id: Option<Spanned<String>>,
     region: Option<String>,
     advertised_url: Option<Spanned<String>>,
+    cors_allowed_origins: Option<Spanned<Vec<String>>>,
 }
 
 type Attributes = BTreeMap<Spanned<String>, Spanned<toml::Value>>;
@@ -169,6 +170,9 @@ pub struct ServerSettings {
     pub region: Option<String>,
     /// `advertised_url`: an `http://` or `https://` URL.
     pub advertised_url: Option<String>,
+    /// `cors_allowed_origins`: origins (`scheme://host[:port]` or `*`) whose pages may call
+    /// Loft ([`loft_server::cors`]).
+    pub cors_allowed_origins: Option<Vec<String>>,
 }
 
 /// A queue to create, attributes as AWS strings.
@@ -472,7 +476,7 @@ fn convert_attributes(
 /// Parses and checks the text of a configuration file (`path` is used in errors and to
 /// resolve relative `db`, `tls_cert` and `tls_key` paths). Checks: TOML syntax and types,
 /// unknown keys, `listen` addresses, `account_id` (12 digits), `advertised_url` (http or
-/// https), queue and topic names, duplicate names, queue attributes (CreateQueue's validation), RedrivePolicy
+/// https), `cors_allowed_origins` (origins or `*`), queue and topic names, duplicate names, queue attributes (CreateQueue's validation), RedrivePolicy
 /// JSON, and dead-letter cycles among the declared queues.
 ///
 /// Errors: a [`ConfigError`] at the offending line.
@@ -540,6 +544,15 @@ pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
             ));
         }
         server.advertised_url = Some(u.trim_end_matches('/').to_owned());
+    }
+    if let Some(origins) = &shape.server.cors_allowed_origins {
+        let checked = origins
+            .get_ref()
+            .iter()
+            .map(|o| loft_server::cors::check_origin(o))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| at(&origins.span(), format!("cors_allowed_origins: {e}")))?;
+        server.cors_allowed_origins = Some(checked);
     }
     // [[queues]]
     let mut queues = Vec::new();
@@ -719,6 +732,7 @@ durability = "fsync"
 account_id = "123456789012"
 region = "eu-west-1"
 advertised_url = "http://loft.local:9000/"
+cors_allowed_origins = ["http://localhost:3000/", "https://app.example.com"]
 
 [[queues]]
 name = "orders"
@@ -758,6 +772,13 @@ attributes = { RawMessageDelivery = "true" }
         assert_eq!(
             c.server.advertised_url.as_deref(),
             Some("http://loft.local:9000")
+        );
+        assert_eq!(
+            c.server.cors_allowed_origins,
+            Some(vec![
+                "http://localhost:3000".to_owned(),
+                "https://app.example.com".to_owned()
+            ])
         );
         let names: Vec<&str> = c.queues.iter().map(|q| q.name.as_str()).collect();
         assert_eq!(names, ["orders-dlq", "orders", "jobs.fifo"]);
@@ -835,6 +856,11 @@ name = "b"
         fails("[server]\n\nlisten = \"localhost\"\n", 3, "not an IP:PORT");
         fails("[server]\naccount_id = \"42\"\n", 2, "12 digits");
         fails("[server]\nadvertised_url = \"loft:9324\"\n", 2, "http://");
+        fails(
+            "[server]\ncors_allowed_origins = [\"http://a.com/app\"]\n",
+            2,
+            "cors_allowed_origins: CORS origin",
+        );
     }
 
     #[test]

@@ -118,6 +118,15 @@ struct ServeArgs {
     #[arg(long, env = "LOFT_ADVERTISED_URL")]
     advertised_url: Option<String>,
 
+    /// Origin (scheme://host[:port], or * for any) whose web pages may call Loft from a
+    /// browser (CORS); repeat for several. Default: none, and no CORS headers at all.
+    #[arg(
+        long = "cors-allowed-origin",
+        env = "LOFT_CORS_ALLOWED_ORIGINS",
+        value_delimiter = ','
+    )]
+    cors_allowed_origins: Vec<String>,
+
     #[command(flatten)]
     trust: trust::TrustArgs,
 }
@@ -261,12 +270,25 @@ fn apply_file_settings(args: &mut ServeArgs, m: &clap::ArgMatches, file: &config
     {
         args.advertised_url = Some(v);
     }
+    if let Some(v) = file
+        .cors_allowed_origins
+        .clone()
+        .filter(|_| unset("cors_allowed_origins"))
+    {
+        args.cors_allowed_origins = v;
+    }
 }
 
 async fn serve(args: ServeArgs, file: Option<config::Config>) -> Result<(), String> {
     // Before anything is announced: a SIGTERM from then on shuts down gracefully.
     let stop_signal = shutdown_signal();
     let trust = args.trust.load()?;
+    let cors_origins = args
+        .cors_allowed_origins
+        .iter()
+        .filter(|o| !o.trim().is_empty())
+        .map(|o| loft_server::cors::check_origin(o))
+        .collect::<Result<Vec<_>, _>>()?;
     let tls = listeners::TlsFiles::pair(args.tls_cert.as_deref(), args.tls_key.as_deref())?;
     // Before the database: a bad certificate or a busy port fails before anything opens.
     let listeners = listeners::bind(&args.listen, tls.as_ref()).await?;
@@ -328,6 +350,10 @@ async fn serve(args: ServeArgs, file: Option<config::Config>) -> Result<(), Stri
         })
     };
     let router = loft_server::router_with(service.clone(), Some(signer), trust.auth.clone());
+    let router = loft_server::cors::apply(router, &cors_origins);
+    if !cors_origins.is_empty() {
+        tracing::info!(origins = %cors_origins.join(","), "CORS: browsers may call Loft from these origins");
+    }
     let stopping = service.clone();
     let shutdown = async move {
         stop_signal.await;

@@ -65,6 +65,14 @@ pub struct ActivitySnapshot {
     /// SNS deliveries by (protocol, outcome): the subscription's protocol (`sqs`, `http`,
     /// `https`, `email`, ...; `sms` for Publish to a phone number).
     pub deliveries: BTreeMap<(String, DeliveryOutcome), u64>,
+    /// SNS data protection by (topic name, direction, result): messages with findings
+    /// (`with_findings`) and without (`without_findings`) by the audit statement, messages
+    /// a Deny statement stopped (`denied`) and messages de-identified (`deidentified`);
+    /// `direction` is `Inbound` (Publish) or `Outbound` (one subscription's delivery).
+    pub data_protection: BTreeMap<(String, &'static str, &'static str), u64>,
+    /// Sensitive data the audit statement found, by (topic name, data identifier name):
+    /// every detection counts.
+    pub findings: BTreeMap<(String, &'static str), u64>,
 }
 
 /// The counters. Every method takes `&self`; one short lock per event.
@@ -72,6 +80,8 @@ pub struct ActivitySnapshot {
 pub struct Activity {
     queues: Mutex<BTreeMap<String, QueueActivity>>,
     deliveries: Mutex<BTreeMap<(String, DeliveryOutcome), u64>>,
+    data_protection: Mutex<BTreeMap<(String, &'static str, &'static str), u64>>,
+    findings: Mutex<BTreeMap<(String, &'static str), u64>>,
 }
 
 impl Activity {
@@ -119,6 +129,25 @@ impl Activity {
         }
     }
 
+    /// One message of `topic` in `direction` had data protection `result` (see
+    /// [`ActivitySnapshot::data_protection`]).
+    pub fn data_protection(&self, topic: &str, direction: &'static str, result: &'static str) {
+        let mut map = self
+            .data_protection
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        *map.entry((topic.to_owned(), direction, result))
+            .or_default() += 1;
+    }
+
+    /// The audit statement of `topic` found `n` pieces of `identifier` data.
+    pub fn findings(&self, topic: &str, identifier: &'static str, n: u64) {
+        if n > 0 {
+            let mut map = self.findings.lock().unwrap_or_else(|p| p.into_inner());
+            *map.entry((topic.to_owned(), identifier)).or_default() += n;
+        }
+    }
+
     /// Every counter now.
     pub fn snapshot(&self) -> ActivitySnapshot {
         ActivitySnapshot {
@@ -129,6 +158,16 @@ impl Activity {
                 .clone(),
             deliveries: self
                 .deliveries
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone(),
+            data_protection: self
+                .data_protection
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone(),
+            findings: self
+                .findings
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .clone(),

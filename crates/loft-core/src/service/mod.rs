@@ -6,6 +6,8 @@
 //! - [`topics`]: topics and subscriptions.
 //! - [`publish`]: publish and fan-out, the SNS envelope.
 //! - [`deliveries`]: HTTP/S delivery outcomes and retries.
+//! - [`protection`]: SNS message data protection (Put/GetDataProtectionPolicy, the
+//!   Inbound and Outbound hooks of Publish).
 //! - [`receipt`]: receipt handles.
 //! - [`activity`]: counters of sends, receives, deletes, dead-letters and deliveries.
 //! - [`operator`]: operator views: peeking at messages, counts, pending deliveries.
@@ -21,6 +23,7 @@ mod messages;
 mod move_tasks;
 pub mod operator;
 pub mod platform;
+mod protection;
 mod publish;
 mod queues;
 pub mod receipt;
@@ -46,6 +49,7 @@ pub use move_tasks::MoveTask;
 pub use operator::{
     MessageState, PeekedMessage, QueueOverview, SubscriptionOverview, TopicOverview, MAX_PEEK,
 };
+pub use protection::POLICY_ATTRIBUTE;
 pub use publish::{
     iso_timestamp, MessageSigner, PublishRequest, PublishResult, PublishTarget, SignedFields,
     SIGNING_CERT_DIR, UNSIGNED_CERT_FILE,
@@ -163,6 +167,8 @@ pub struct Service {
     activity: activity::Activity,
     /// Counts behind the queue, topic and in-flight limits.
     counters: limits::Counters,
+    /// Messages each topic's data protection audit statement considered (SampleRate).
+    audit_counts: protection::AuditCounts,
 }
 
 impl Service {
@@ -195,6 +201,7 @@ impl Service {
             shutdown_notify: Notify::new(),
             activity: activity::Activity::default(),
             counters: limits::Counters::default(),
+            audit_counts: protection::AuditCounts::default(),
         });
         if let Some(rx) = wakeups {
             follow_wakeups(&service, rx);

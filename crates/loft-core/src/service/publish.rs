@@ -455,6 +455,7 @@ impl Service {
             .get("ContentBasedDeduplication")
             .is_some_and(|v| v == "true");
         let topic_arn = self.topic_arn(&topic.name);
+        let policy = self.topic_policy(topic)?;
         let subs: Vec<SubscriptionRecord> = self
             .store
             .list_subscriptions(Some(topic.id))
@@ -483,10 +484,28 @@ impl Service {
         let mut message_queues: Vec<String> = Vec::new();
         let mut dropped: Vec<&str> = Vec::new();
         let mut dead_letters: Vec<String> = Vec::new();
-        for req in entries {
+        // Data protection audit records for SQS destinations, and their queues.
+        let (mut audit_messages, mut audit_queues) = (Vec::new(), Vec::new());
+        for mut req in entries {
             if let Err(e) = self.check_publish(&req, fifo) {
                 results.push(Err(e));
                 continue;
+            }
+            let mut audit = None;
+            if let Some(policy) = &policy {
+                let structured = req.message_structure.is_some();
+                match self.protect_inbound(
+                    topic,
+                    policy,
+                    std::mem::take(&mut req.message),
+                    structured,
+                ) {
+                    Ok((message, pending)) => (req.message, audit) = (message, pending),
+                    Err(e) => {
+                        results.push(Err(e));
+                        continue;
+                    }
+                }
             }
             // FIFO topic rules and deduplication.
             let mut dedup_id = None;
@@ -531,6 +550,17 @@ impl Service {
                     (message_id.clone(), seq.clone(), now + DEDUP_WINDOW_MS),
                     now,
                 );
+            }
+            if let Some(pending) = audit {
+                self.finish_audit(
+                    topic,
+                    pending,
+                    &message_id,
+                    now,
+                    &mut audit_messages,
+                    &mut audit_queues,
+                )
+                .await?;
             }
             let per_protocol: Option<Value> = req
                 .message_structure
@@ -605,6 +635,13 @@ impl Service {
                 if !passes_filter(sub, &filter_attrs, &text) {
                     continue;
                 }
+                let text = match &policy {
+                    Some(p) => match self.protect_outbound(topic, p, sub, text) {
+                        Some(t) => t,
+                        None => continue,
+                    },
+                    None => text,
+                };
                 let raw = sub
                     .attributes
                     .get("RawMessageDelivery")
@@ -739,6 +776,7 @@ impl Service {
                 sequence_number: sequence,
             }));
         }
+        messages.extend(audit_messages);
         let woken: Vec<i64> = messages.iter().map(|(q, _)| *q).collect();
         let has_deliveries = !deliveries.is_empty();
         let recorded: Vec<String> = records.iter().map(|r| r.protocol.clone()).collect();
@@ -757,6 +795,9 @@ impl Service {
                 DeliveryOutcome::DeadLettered,
                 dead_letters.len() as u64,
             );
+            for queue in &audit_queues {
+                self.activity.sent(queue, 1);
+            }
         }
         for protocol in recorded {
             self.activity

@@ -14,7 +14,9 @@ use super::Service;
 use crate::delivery_policy::DeliveryPolicy;
 use crate::error::{Error, ErrorCode, Result};
 use crate::filter_policy::{FilterPolicy, FilterPolicyScope};
-use crate::model::{NewSubscription, RecordedMessage, SubscriptionRecord, TopicRecord};
+use crate::model::{
+    NewSubscription, RecordedFilter, RecordedMessage, SubscriptionRecord, TopicRecord,
+};
 use crate::names::{self, Naming};
 
 type Map = BTreeMap<String, String>;
@@ -169,7 +171,11 @@ fn validate_topic_attribute(name: &str, value: &str, creating: bool, fifo: bool)
             DeliveryPolicy::parse_topic(value)?;
             value.to_owned()
         }
-        "Policy" | "ArchivePolicy" | "DataProtectionPolicy" if !value.is_empty() => {
+        "DataProtectionPolicy" if !value.is_empty() => {
+            crate::data_protection::Policy::parse(value)?;
+            value.to_owned()
+        }
+        "Policy" | "ArchivePolicy" if !value.is_empty() => {
             serde_json::from_str::<Value>(value).map_err(|_| bad())?;
             value.to_owned()
         }
@@ -401,7 +407,8 @@ impl Service {
             out.insert("ContentBasedDeduplication".into(), "false".into());
         }
         for (k, v) in &topic.attributes {
-            if k == "FifoTopic" && v == "false" {
+            // GetDataProtectionPolicy reads the policy; AWS does not list it here.
+            if (k == "FifoTopic" && v == "false") || k == super::POLICY_ATTRIBUTE {
                 continue;
             }
             out.insert(k.clone(), v.clone());
@@ -415,7 +422,8 @@ impl Service {
         let fifo = topic.name.ends_with(".fifo");
         let value = validate_topic_attribute(name, value, false, fifo)?;
         let mut attrs = topic.attributes.clone();
-        if value.is_empty() && matches!(name, "DeliveryPolicy" | "Policy") {
+        if value.is_empty() && matches!(name, "DeliveryPolicy" | "Policy" | "DataProtectionPolicy")
+        {
             attrs.remove(name);
         } else {
             attrs.insert(name.to_owned(), value);
@@ -860,6 +868,12 @@ impl Service {
     /// Firehose), newest first, at most `limit`.
     pub async fn recorded_messages(&self, limit: u32) -> Result<Vec<RecordedMessage>> {
         self.store.list_recorded(limit).await
+    }
+
+    /// Deletes the recorded messages `filter` matches (all of them with an empty filter),
+    /// so tests can start each case clean. Returns how many.
+    pub async fn delete_recorded_messages(&self, filter: RecordedFilter) -> Result<u64> {
+        self.store.delete_recorded(filter).await
     }
 
     // ----- the seeds' topic API

@@ -349,6 +349,20 @@ pub async fn call(
                 .await?;
             Ok(json!({}))
         }
+        "PutDataProtectionPolicy" => {
+            let policy = input.str("DataProtectionPolicy")?.ok_or_else(|| {
+                invalid("DataProtectionPolicy Reason: no value for required parameter")
+            })?;
+            svc.put_data_protection_policy(required(input, "ResourceArn")?, policy)
+                .await?;
+            Ok(json!({}))
+        }
+        "GetDataProtectionPolicy" => {
+            let policy = svc
+                .get_data_protection_policy(required(input, "ResourceArn")?)
+                .await?;
+            Ok(json!({"DataProtectionPolicy": policy}))
+        }
         // Mobile push: applications and endpoints kept in memory; publishes recorded.
         "CreatePlatformApplication" => {
             let arn = svc.create_platform_application(

@@ -678,6 +678,10 @@ impl Store for PgStore {
         run!(self, |c| ops::list_recorded(&c, limit))
     }
 
+    async fn delete_recorded(&self, filter: RecordedFilter) -> Result<u64> {
+        run!(self, |c| ops::delete_recorded(&c, &filter))
+    }
+
     async fn list_subscriptions(&self, topic_id: Option<i64>) -> Result<Vec<SubscriptionRecord>> {
         run!(self, |c| ops::list_subscriptions(&c, topic_id))
     }

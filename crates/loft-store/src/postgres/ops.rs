@@ -1249,6 +1249,16 @@ pub async fn list_deliveries<C: GenericClient>(
         .collect())
 }
 
+pub async fn delete_recorded<C: GenericClient>(c: &C, f: &RecordedFilter) -> Result<u64, Error> {
+    execute(
+        c,
+        "DELETE FROM recorded_messages WHERE ($1::text IS NULL OR protocol = $1) \
+         AND ($2::text IS NULL OR endpoint = $2) AND ($3::text IS NULL OR topic_arn = $3)",
+        &[&f.protocol, &f.endpoint, &f.topic_arn],
+    )
+    .await
+}
+
 pub async fn list_recorded<C: GenericClient>(
     c: &C,
     limit: u32,

@@ -672,6 +672,10 @@ impl Store for SqliteStore {
         self.write(move |c| ops::list_recorded(c, limit)).await
     }
 
+    async fn delete_recorded(&self, filter: RecordedFilter) -> Result<u64> {
+        self.write(move |c| ops::delete_recorded(c, &filter)).await
+    }
+
     async fn list_subscriptions(&self, topic_id: Option<i64>) -> Result<Vec<SubscriptionRecord>> {
         self.write(move |c| ops::list_subscriptions(c, topic_id))
             .await

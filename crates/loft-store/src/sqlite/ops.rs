@@ -897,6 +897,15 @@ pub fn list_recorded(c: &Connection, limit: u32) -> rusqlite::Result<Vec<Recorde
     rows.collect()
 }
 
+pub fn delete_recorded(c: &Connection, f: &RecordedFilter) -> rusqlite::Result<u64> {
+    c.prepare_cached(
+        "DELETE FROM recorded_messages WHERE (?1 IS NULL OR protocol = ?1) \
+         AND (?2 IS NULL OR endpoint = ?2) AND (?3 IS NULL OR topic_arn = ?3)",
+    )?
+    .execute(rusqlite::params![f.protocol, f.endpoint, f.topic_arn])
+    .map(|n| n as u64)
+}
+
 /// A random version-4 UUID, as SQS MessageIds look.
 fn new_message_id() -> String {
     let mut b: [u8; 16] = rand::random();

@@ -706,3 +706,87 @@ async fn each_topic_delivery_reaches_its_endpoint_once_whatever_node_published()
         );
     }
 }
+
+/// One SNS Query call: `(HTTP status, XML body)`.
+async fn sns(http: &reqwest::Client, base: &str, params: &[(&str, &str)]) -> (u16, String) {
+    let body: String = form_urlencoded::Serializer::new(String::new())
+        .extend_pairs(params.iter().copied().chain([("Version", "2010-03-31")]))
+        .finish();
+    let resp = http
+        .post(format!("{base}/"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(body)
+        .send()
+        .await
+        .expect("SNS request");
+    let status = resp.status().as_u16();
+    (status, resp.text().await.expect("SNS body"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_data_protection_policy_put_on_one_node_is_enforced_by_another() {
+    let Some(cluster) = Cluster::start(2, "data_protection_across_nodes").await else {
+        return;
+    };
+    let bases = cluster.bases();
+    let http = http();
+    let topic = format!("arn:aws:sns:us-east-1:{ACCOUNT}:dp-nodes");
+    let (status, body) = sns(
+        &http,
+        &bases[0],
+        &[("Action", "CreateTopic"), ("Name", "dp-nodes")],
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let policy = json!({"Name": "p", "Version": "2021-06-01", "Statement": [{
+        "DataDirection": "Inbound", "Principal": ["*"],
+        "DataIdentifier": ["arn:aws:dataprotection::aws:data-identifier/EmailAddress"],
+        "Operation": {"Deny": {}}}]})
+    .to_string();
+    let (status, body) = sns(
+        &http,
+        &bases[0],
+        &[
+            ("Action", "PutDataProtectionPolicy"),
+            ("ResourceArn", &topic),
+            ("DataProtectionPolicy", &policy),
+        ],
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    // The other node reads the same policy and enforces it on its first publish.
+    let (status, body) = sns(
+        &http,
+        &bases[1],
+        &[
+            ("Action", "GetDataProtectionPolicy"),
+            ("ResourceArn", &topic),
+        ],
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("EmailAddress"), "{body}");
+    let (status, body) = sns(
+        &http,
+        &bases[1],
+        &[
+            ("Action", "Publish"),
+            ("TopicArn", &topic),
+            ("Message", "mail me at jo@example.com"),
+        ],
+    )
+    .await;
+    assert_eq!(status, 403, "{body}");
+    assert!(body.contains("<Code>AuthorizationError</Code>"), "{body}");
+    let (status, body) = sns(
+        &http,
+        &bases[1],
+        &[
+            ("Action", "Publish"),
+            ("TopicArn", &topic),
+            ("Message", "no address"),
+        ],
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+}

@@ -17,7 +17,9 @@ use tungstenite::{Message, WebSocket};
 
 use crate::harness::Server;
 
-fn chromium() -> Option<PathBuf> {
+/// The Chromium binary: `LOFT_CHROMIUM`, else the first of chromium, chromium-browser and
+/// google-chrome on `PATH`.
+pub fn chromium() -> Option<PathBuf> {
     if let Ok(p) = std::env::var("LOFT_CHROMIUM") {
         return Some(PathBuf::from(p));
     }
@@ -34,7 +36,7 @@ fn chromium() -> Option<PathBuf> {
 }
 
 /// A headless Chromium and one DevTools session on one page.
-struct Browser {
+pub struct Browser {
     child: Child,
     ws: WebSocket<MaybeTlsStream<TcpStream>>,
     session: String,
@@ -49,7 +51,7 @@ struct Browser {
 }
 
 impl Browser {
-    fn launch(binary: &PathBuf) -> Browser {
+    pub fn launch(binary: &PathBuf) -> Browser {
         let profile = tempfile::tempdir().unwrap();
         let mut child = Command::new(binary)
             .args([
@@ -182,7 +184,7 @@ impl Browser {
     }
 
     /// Evaluates `expr` in the page (awaiting promises) and returns its value.
-    fn eval(&mut self, expr: &str) -> Value {
+    pub fn eval(&mut self, expr: &str) -> Value {
         let r = self.call(
             "Runtime.evaluate",
             json!({"expression": expr, "returnByValue": true, "awaitPromise": true}),
@@ -195,7 +197,7 @@ impl Browser {
     }
 
     /// Waits until `expr` is true in the page.
-    fn wait_for(&mut self, what: &str, expr: &str) {
+    pub fn wait_for(&mut self, what: &str, expr: &str) {
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             if self.eval(expr) == json!(true) {
@@ -209,12 +211,12 @@ impl Browser {
         }
     }
 
-    fn navigate(&mut self, url: &str) {
+    pub fn navigate(&mut self, url: &str) {
         self.call("Page.navigate", json!({"url": url}), true);
     }
 
     /// Saves a PNG screenshot of the page; returns its path.
-    fn screenshot(&mut self, name: &str) -> PathBuf {
+    pub fn screenshot(&mut self, name: &str) -> PathBuf {
         let r = self.call(
             "Page.captureScreenshot",
             json!({"format": "png", "captureBeyondViewport": true}),
@@ -303,6 +305,34 @@ fn console_shows_live_counts_sends_browses_and_purges() {
     b.wait_for(
         "the recorded SMS",
         "document.querySelector('#recorded').textContent.includes('your code is 1234')",
+    );
+
+    // Clearing the recorded messages: the first click arms the button, the second clears.
+    b.eval("document.querySelector('#clear-recorded').click(); true");
+    b.wait_for(
+        "the armed clear button",
+        "document.querySelector('#clear-recorded').textContent === 'Confirm clear'",
+    );
+    b.eval("document.querySelector('#clear-recorded').click(); true");
+    b.wait_for(
+        "the cleared table",
+        "document.querySelector('#recorded').textContent.includes('Nothing recorded yet.')",
+    );
+    b.wait_for(
+        "the clear status",
+        "document.querySelector('#status').textContent.startsWith('Cleared ')",
+    );
+    let left = rt.block_on(async {
+        reqwest::get(s.url("/_loft/sns/messages"))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    });
+    assert_eq!(
+        left, "[]",
+        "the recorded messages are gone from Loft, not just the page"
     );
 
     // Live counts: a message sent elsewhere shows up without a reload.

@@ -55,6 +55,7 @@ fn command(dir: &Path, args: &[&str], envs: &[(&str, &str)]) -> Command {
         "LOFT_LOG_FORMAT",
         "LOFT_CREDENTIALS",
         "LOFT_CREDENTIALS_FILE",
+        "LOFT_CORS_ALLOWED_ORIGINS",
     ] {
         cmd.env_remove(k);
     }

@@ -1,10 +1,12 @@
 //! Operator features against the real `loft` binary: the `--config` file, `/metrics`,
 //! `/ready`, request ids and logs, the admin commands (signing their requests when the
 //! server has credentials), and the web console in headless Chromium (signing in with HTTP
-//! Basic when the server has credentials).
+//! Basic when the server has credentials), and a page from another origin calling Loft with
+//! the browser build of the AWS SDK for JavaScript (CORS).
 
 mod harness;
 
+mod browser_sdk;
 mod cli;
 mod cli_auth;
 mod config;

@@ -3,8 +3,11 @@
 //!
 //! - [`fanout`]: one publish to several SQS queues with attribute and body filters, raw
 //!   and enveloped, every envelope field checked.
+//! - [`data_protection`]: Put/GetDataProtectionPolicy, Inbound and Outbound Deny and
+//!   Deidentify, audit records in SQS, the log and `/metrics`.
 //! - [`fifo`]: FIFO topic to FIFO queue (group, deduplication, SequenceNumber).
 //! - [`errors`]: NotFound, InvalidParameter and the other errors users can provoke.
+//! - [`recorded_messages`]: the recorded email/SMS messages, listed and cleared by filter.
 //! - [`topics`]: list paging, topic and subscription attributes, tags.
 //! - [`recorded`]: answers as AWS recorded them: ARN and phone checks, idempotency,
 //!   SubscriptionPrincipal, permissions, dead-lettering, trace headers.
@@ -18,11 +21,13 @@
 
 #[macro_use]
 mod harness;
+mod data_protection;
 mod errors;
 mod fanout;
 mod fifo;
 mod http;
 mod recorded;
+mod recorded_messages;
 mod sink;
 mod topics;
 

@@ -202,6 +202,32 @@ async fn a_basic_authenticated_post_needs_the_console_header() {
 }
 
 #[tokio::test]
+async fn clearing_recorded_messages_takes_the_console_auth_and_header() {
+    let loft = server_with_a_message().await;
+    let route = format!("{}/_loft/sns/messages", loft.url);
+    let anonymous = http().delete(&route).send().await.unwrap();
+    assert_challenge(&anonymous, "an anonymous DELETE");
+    // Remembered Basic credentials without the console's header: a forged request.
+    let forged = http()
+        .delete(&route)
+        .header("authorization", basic(KEY, SECRET))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(forged.status(), 403);
+    let cleared = http()
+        .delete(&route)
+        .header("authorization", basic(KEY, SECRET))
+        .header("x-loft-console", "1")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(cleared.status(), 200);
+    let body: Value = cleared.json().await.unwrap();
+    assert_eq!(body, json!({"deleted": 0}));
+}
+
+#[tokio::test]
 async fn basic_auth_is_refused_on_the_aws_protocols_and_the_seeds_api() {
     let loft = server_with_a_message().await;
     let right = basic(KEY, SECRET);

@@ -267,6 +267,25 @@ async function refreshRecorded() {
   $("#recorded tbody").replaceChildren(...rows);
 }
 
+async function clearRecorded(button) {
+  // Two clicks, as for a purge: the first arms the button for 3 seconds.
+  if (!state.armed.get("#recorded")) {
+    state.armed.set("#recorded", true);
+    button.textContent = "Confirm clear";
+    setTimeout(() => { state.armed.delete("#recorded"); button.textContent = "Clear recorded messages"; }, 3000);
+    return;
+  }
+  state.armed.delete("#recorded");
+  button.textContent = "Clear recorded messages";
+  try {
+    const out = await api("DELETE", "/_loft/sns/messages");
+    say("Cleared " + out.deleted + " recorded messages.", "ok");
+  } catch (e) {
+    say("Clear failed: " + e.message, "error");
+  }
+  await refresh();
+}
+
 // ----- refresh loop
 
 async function refresh() {
@@ -282,6 +301,7 @@ async function refresh() {
 function start() {
   $("#send-form").addEventListener("submit", send);
   $("#refresh-messages").addEventListener("click", () => refreshMessages().catch((e) => say(e.message, "error")));
+  $("#clear-recorded").addEventListener("click", (e) => clearRecorded(e.currentTarget));
   const m = /^#queue=(.+)$/.exec(location.hash);
   if (m) selectQueue(decodeURIComponent(m[1]));
   refresh();

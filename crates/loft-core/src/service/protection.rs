@@ -1,0 +1,315 @@
+//! SNS message data protection in the service: PutDataProtectionPolicy and
+//! GetDataProtectionPolicy, and the hooks Publish calls, Inbound for each published message
+//! and Outbound for each subscription's delivery. The rules themselves are
+//! [`crate::data_protection`]'s; this module stores the policy (in the topic's record, so
+//! it survives restarts and is shared by every node), counts what happens for `/metrics`,
+//! writes the log lines and sends audit records to an SQS destination.
+//!
+//! Who is the Principal: Loft has one account and no IAM users or roles, so every caller,
+//! publisher and subscriber alike, acts as the account's root principal
+//! (`arn:aws:iam::ACCOUNT:root`); statements name `*`, the account id or that ARN.
+//!
+//! Sources: SNS API Reference PutDataProtectionPolicy, GetDataProtectionPolicy, CreateTopic
+//! (`DataProtectionPolicy`); SNS Developer Guide "Amazon SNS message data protection".
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use serde_json::Value;
+
+use super::messages::DEDUP_WINDOW_MS;
+use super::topics::invalid;
+use super::Service;
+use crate::attributes::QueueConfig;
+use crate::data_protection::{self as dp, DataDirection, Detection, Policy, Verdict};
+use crate::error::{Error, ErrorCode, Result};
+use crate::message;
+use crate::model::{DedupKey, NewMessage, SubscriptionRecord, TopicRecord};
+
+/// The topic attribute the policy is stored under. GetTopicAttributes does not list it
+/// (AWS does not either); GetDataProtectionPolicy reads it.
+pub const POLICY_ATTRIBUTE: &str = "DataProtectionPolicy";
+
+/// Per-topic counts of messages the audit statement considered, for its SampleRate.
+#[derive(Default)]
+pub(crate) struct AuditCounts(Mutex<HashMap<i64, u64>>);
+
+/// An audit to finish once the message has its MessageId: what was scanned and found.
+pub(crate) struct PendingAudit {
+    audit: dp::Audit,
+    text: String,
+    found: Vec<Detection>,
+}
+
+impl Service {
+    /// The principal every caller of Loft acts as: `arn:aws:iam::ACCOUNT:root`.
+    pub fn caller_principal(&self) -> String {
+        format!("arn:aws:iam::{}:root", self.config.account_id)
+    }
+
+    /// PutDataProtectionPolicy: validates and stores `policy` on the topic; an empty string
+    /// removes it (SNS Developer Guide, "Deleting data protection policies").
+    ///
+    /// Errors: `InvalidParameter` (a malformed ResourceArn; the policy outside the grammar
+    /// or naming what Loft cannot honour, see [`Policy::parse`]), `NotFound`.
+    pub async fn put_data_protection_policy(&self, resource_arn: &str, policy: &str) -> Result<()> {
+        let topic = self.policy_topic(resource_arn).await?;
+        let mut attrs = topic.attributes.clone();
+        if policy.is_empty() {
+            attrs.remove(POLICY_ATTRIBUTE);
+        } else {
+            Policy::parse(policy)?;
+            attrs.insert(POLICY_ATTRIBUTE.to_owned(), policy.to_owned());
+        }
+        self.store.set_topic_attributes(topic.id, attrs).await
+    }
+
+    /// GetDataProtectionPolicy: the topic's policy as it was put, or `""` without one.
+    /// Errors: `InvalidParameter` (a malformed ResourceArn), `NotFound`.
+    pub async fn get_data_protection_policy(&self, resource_arn: &str) -> Result<String> {
+        let topic = self.policy_topic(resource_arn).await?;
+        Ok(topic
+            .attributes
+            .get(POLICY_ATTRIBUTE)
+            .cloned()
+            .unwrap_or_default())
+    }
+
+    async fn policy_topic(&self, resource_arn: &str) -> Result<TopicRecord> {
+        self.topic_by_arn(resource_arn).await.map_err(|e| {
+            if e.code == ErrorCode::InvalidParameter {
+                invalid("ResourceArn")
+            } else {
+                e
+            }
+        })
+    }
+
+    /// The topic's policy, parsed. Errors: `InvalidParameter` for a stored policy that no
+    /// longer parses (one an older Loft kept without checking): publishes fail until it is
+    /// replaced, rather than going out unprotected.
+    pub(crate) fn topic_policy(&self, topic: &TopicRecord) -> Result<Option<Policy>> {
+        match topic.attributes.get(POLICY_ATTRIBUTE).filter(|p| !p.is_empty()) {
+            None => Ok(None),
+            Some(text) => Policy::parse(text).map(Some).map_err(|e| {
+                Error::new(
+                    e.code,
+                    format!(
+                        "The topic's stored data protection policy is not valid; replace it with PutDataProtectionPolicy. {}",
+                        e.message
+                    ),
+                )
+            }),
+        }
+    }
+
+    /// The Inbound hook of Publish: audits `message` (when the audit statement samples it)
+    /// and applies the Deny and Deidentify statements. With MessageStructure `json`, each
+    /// protocol's message is protected on its own and the structure kept. Returns the
+    /// message to publish and the audit to finish once the MessageId is known.
+    ///
+    /// Errors: `AuthorizationError` when a Deny statement finds sensitive data, or when the
+    /// whole message is sensitive (SNS Developer Guide, "Data protection policy
+    /// operations").
+    pub(crate) fn protect_inbound(
+        &self,
+        topic: &TopicRecord,
+        policy: &Policy,
+        message: String,
+        structured: bool,
+    ) -> Result<(String, Option<PendingAudit>)> {
+        let principal = self.caller_principal();
+        let mut pending = None;
+        if let Some((statement, audit)) = policy.audit(&principal) {
+            let n = {
+                let mut counts = self
+                    .audit_counts
+                    .0
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner());
+                let n = counts.entry(topic.id).or_default();
+                *n += 1;
+                *n
+            };
+            if dp::sampled(audit.sample_rate, n) {
+                pending = Some(PendingAudit {
+                    audit: audit.clone(),
+                    found: dp::detect(&message, &statement.identifiers),
+                    text: message.clone(),
+                });
+            }
+        }
+        let denied = |sid: Option<String>, identifiers: Vec<&str>| {
+            self.activity
+                .data_protection(&topic.name, DataDirection::Inbound.as_str(), "denied");
+            tracing::info!(topic = %topic.name, statement = sid.as_deref().unwrap_or(""), identifiers = %identifiers.join(","), "data protection: publish denied");
+            Error::new(
+                ErrorCode::AuthorizationError,
+                format!(
+                    "The topic's data protection policy denies this message: it contains sensitive data ({}).",
+                    identifiers.join(", ")
+                ),
+            )
+        };
+        let mut changed = false;
+        let out = if structured {
+            let Ok(Value::Object(mut map)) = serde_json::from_str::<Value>(&message) else {
+                return Ok((message, pending));
+            };
+            for v in map.values_mut() {
+                let Value::String(s) = v else { continue };
+                match policy.enforce(DataDirection::Inbound, &principal, s) {
+                    Verdict::Unchanged => {}
+                    Verdict::Rewritten(t) => {
+                        *s = t;
+                        changed = true;
+                    }
+                    Verdict::Denied { sid, identifiers } => return Err(denied(sid, identifiers)),
+                }
+            }
+            if changed {
+                Value::Object(map).to_string()
+            } else {
+                message
+            }
+        } else {
+            match policy.enforce(DataDirection::Inbound, &principal, &message) {
+                Verdict::Unchanged => message,
+                Verdict::Rewritten(t) => {
+                    changed = true;
+                    t
+                }
+                Verdict::Denied { sid, identifiers } => return Err(denied(sid, identifiers)),
+            }
+        };
+        if changed {
+            self.activity.data_protection(
+                &topic.name,
+                DataDirection::Inbound.as_str(),
+                "deidentified",
+            );
+        }
+        Ok((out, pending))
+    }
+
+    /// Finishes an audit of message `message_id`: counts it (with or without findings) and
+    /// its findings, writes the audit record to the log, and, when the matching destination
+    /// names a queue, queues the record there as a message of this publish's transaction
+    /// (pushed to `messages`; a missing queue is logged and skipped).
+    pub(crate) async fn finish_audit(
+        &self,
+        topic: &TopicRecord,
+        pending: PendingAudit,
+        message_id: &str,
+        now: i64,
+        messages: &mut Vec<(i64, NewMessage)>,
+        message_queues: &mut Vec<String>,
+    ) -> Result<()> {
+        let PendingAudit { audit, text, found } = pending;
+        let topic_arn = self.topic_arn(&topic.name);
+        let with = !found.is_empty();
+        self.activity.data_protection(
+            &topic.name,
+            DataDirection::Inbound.as_str(),
+            if with {
+                "with_findings"
+            } else {
+                "without_findings"
+            },
+        );
+        for d in dp::DataIdentifier::ALL {
+            let n = found.iter().filter(|f| f.identifier == *d).count() as u64;
+            self.activity.findings(&topic.name, d.name(), n);
+        }
+        let destination = if with {
+            audit.findings.as_ref()
+        } else {
+            audit.no_findings.as_ref()
+        };
+        let Some(destination) = destination else {
+            return Ok(());
+        };
+        let record = dp::audit_record(
+            message_id,
+            &super::iso_timestamp(now),
+            &self.caller_principal(),
+            &topic_arn,
+            &text,
+            &found,
+        )
+        .to_string();
+        tracing::info!(topic = %topic.name, message_id, findings = with, log_group = destination.log_group.as_deref().unwrap_or(""), record = %record, "data protection audit");
+        let Some(queue_arn) = &destination.queue_arn else {
+            return Ok(());
+        };
+        let queue = match crate::names::arn_resource(queue_arn, "sqs") {
+            Some(name) => self.find_queue(name).await?,
+            None => None,
+        };
+        let Some(queue) = queue else {
+            tracing::warn!(topic = %topic.name, queue = %queue_arn, "data protection audit destination queue does not exist; record not sent");
+            return Ok(());
+        };
+        let config = QueueConfig::from_attributes(&queue.attributes);
+        let group_id = config.fifo.then(|| topic.name.clone());
+        let dedup = config.fifo.then(|| DedupKey {
+            scope: if config.dedup_per_group {
+                topic.name.clone()
+            } else {
+                String::new()
+            },
+            id: message_id.to_owned(),
+            expires_at_ms: now + DEDUP_WINDOW_MS,
+        });
+        message_queues.push(queue.name.clone());
+        messages.push((
+            queue.id,
+            NewMessage {
+                message_id: Some(uuid::Uuid::new_v4().to_string()),
+                md5_body: message::md5_hex(record.as_bytes()),
+                message_attributes: None,
+                system_attributes: None,
+                sender_id: self.config.account_id.clone(),
+                sent_at_ms: now,
+                visible_at_ms: now + config.delay_seconds as i64 * 1000,
+                expires_at_ms: now + config.retention_seconds as i64 * 1000,
+                group_id,
+                dedup_id: dedup.as_ref().map(|d| d.id.clone()),
+                receive_count: 0,
+                first_received_at_ms: None,
+                dead_letter_source: None,
+                dedup,
+                body: record,
+            },
+        ));
+        Ok(())
+    }
+
+    /// The Outbound hook of one subscription's delivery: `text` as the subscription gets
+    /// it (de-identified when a statement says so), or `None` when a Deny statement stops
+    /// the delivery (logged with AWS's delivery-status wording) or the whole text is
+    /// sensitive.
+    pub(crate) fn protect_outbound(
+        &self,
+        topic: &TopicRecord,
+        policy: &Policy,
+        sub: &SubscriptionRecord,
+        text: String,
+    ) -> Option<String> {
+        let direction = DataDirection::Outbound.as_str();
+        match policy.enforce(DataDirection::Outbound, &self.caller_principal(), &text) {
+            Verdict::Unchanged => Some(text),
+            Verdict::Rewritten(t) => {
+                self.activity
+                    .data_protection(&topic.name, direction, "deidentified");
+                Some(t)
+            }
+            Verdict::Denied { sid, identifiers } => {
+                self.activity
+                    .data_protection(&topic.name, direction, "denied");
+                tracing::info!(topic = %topic.name, statement = sid.as_deref().unwrap_or(""), identifiers = %identifiers.join(","), "data protection: the topic's data protection policy prohibits this message from being delivered to {}", self.subscription_arn(sub));
+                None
+            }
+        }
+    }
+}
