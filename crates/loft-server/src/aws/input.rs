@@ -174,7 +174,7 @@ pub fn batch_ids<'a>(entries: &[Input<'a>], texts: &BatchTexts) -> Result<Vec<&'
     if entries.len() > 10 {
         return Err(Error::new(
             ErrorCode::TooManyEntriesInBatchRequest,
-            texts.too_many,
+            texts.too_many.replace("{sent}", &entries.len().to_string()),
         ));
     }
     let mut ids: Vec<&'a str> = Vec::with_capacity(entries.len());

@@ -183,14 +183,10 @@ fn unread_body_service(headers: &HeaderMap, path: &str, pairs: &[(String, String
 fn json_error(e: &Error, request_id: &str) -> Response {
     let status = StatusCode::from_u16(e.code.http_status()).unwrap_or(StatusCode::BAD_REQUEST);
     let body = serde_json::json!({
-        "__type": format!("com.amazonaws.sqs#{}", e.code.aws_code()),
+        "__type": format!("com.amazonaws.sqs#{}", e.code.json_type()),
         "message": e.message,
     });
-    let fault = if e.code.is_sender_fault() {
-        "Sender"
-    } else {
-        "Receiver"
-    };
+    let fault = e.code.fault().as_str();
     let mut resp = (status, body.to_string()).into_response();
     let h = resp.headers_mut();
     h.insert(
@@ -222,8 +218,9 @@ fn query_error(namespace: &str, e: &Error, request_id: &str) -> Response {
         namespace,
         e.code.is_sender_fault(),
         e.code.query_code(),
-        &e.message,
+        e.query_message(),
         request_id,
+        true,
     );
     xml_response(status, body, request_id)
 }
@@ -287,9 +284,10 @@ fn sns_error(e: &Error, request_id: &str) -> Response {
     let body = query::error_response(
         sns::SNS_NAMESPACE,
         e.code.is_sender_fault(),
-        e.code.aws_code(),
+        e.code.query_code(),
         &e.message,
         request_id,
+        false,
     );
     xml_response(status, body, request_id)
 }

@@ -397,13 +397,15 @@ pub fn response(
     out
 }
 
-/// The Query protocol's error document.
+/// The Query protocol's error document; `detail` adds SQS's empty `<Detail/>` (SNS's
+/// `<Error>` has Type, Code and Message only).
 pub fn error_response(
     namespace: &str,
     sender: bool,
     code: &str,
     message: &str,
     request_id: &str,
+    detail: bool,
 ) -> String {
     let mut out = String::with_capacity(256);
     out.push_str("<?xml version=\"1.0\"?>");
@@ -415,7 +417,11 @@ pub fn error_response(
     escape(code, &mut out);
     out.push_str("</Code><Message>");
     escape(message, &mut out);
-    out.push_str("</Message><Detail/></Error><RequestId>");
+    out.push_str("</Message>");
+    if detail {
+        out.push_str("<Detail/>");
+    }
+    out.push_str("</Error><RequestId>");
     escape(request_id, &mut out);
     out.push_str("</RequestId></ErrorResponse>");
     out

@@ -277,21 +277,30 @@ pub async fn call(svc: &Arc<Service>, op: &str, input: &Value) -> Result<Value> 
                 &entries,
                 &super::input::BatchTexts {
                     empty: "The batch request doesn't contain any entries",
-                    too_many: "The batch request contains more entries than permissible",
+                    too_many: "The batch request contains more entries than permissible.",
                     invalid_id: "The Id of a batch entry in a batch request doesn't abide by the specification.",
                     repeated: "Two or more batch entries in the request have the same Id.",
                 },
-            )?;
+            )
+            .map_err(|e| {
+                let code = match e.code {
+                    ErrorCode::EmptyBatchRequest => ErrorCode::SnsEmptyBatchRequest,
+                    ErrorCode::TooManyEntriesInBatchRequest => {
+                        ErrorCode::SnsTooManyEntriesInBatchRequest
+                    }
+                    ErrorCode::InvalidBatchEntryId => ErrorCode::SnsInvalidBatchEntryId,
+                    ErrorCode::BatchEntryIdsNotDistinct => ErrorCode::SnsBatchEntryIdsNotDistinct,
+                    other => other,
+                };
+                Error::new(code, e.message)
+            })?;
             let mut reqs = Vec::new();
             for e in &entries {
                 reqs.push(publish_request(*e)?);
             }
             let total: usize = reqs.iter().map(|r| r.message.len()).sum();
             if total > 262_144 {
-                return Err(Error::new(
-                    ErrorCode::BatchRequestTooLong,
-                    "The length of all the batch messages put together is more than the limit.",
-                ));
+                return Err(Error::with(ErrorCode::SnsBatchRequestTooLong, &[]));
             }
             let results = svc.publish_batch(topic, reqs).await?;
             let mut successful = Vec::new();
@@ -301,7 +310,7 @@ pub async fn call(svc: &Arc<Service>, op: &str, input: &Value) -> Result<Value> 
                     Ok(r) => successful.push(publish_output(r, Some(id))),
                     Err(e) => failed.push(json!({
                         "Id": id,
-                        "Code": e.code.aws_code(),
+                        "Code": e.code.query_code(),
                         "Message": e.message,
                         "SenderFault": e.code.is_sender_fault(),
                     })),

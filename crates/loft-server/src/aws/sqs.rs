@@ -114,7 +114,7 @@ fn check_batch<'a>(entries: &[Input<'a>]) -> Result<Vec<&'a str>> {
         entries,
         &super::input::BatchTexts {
             empty: "There should be at least one SendMessageBatchRequestEntry in the request.",
-            too_many: "Maximum number of entries per request are 10.",
+            too_many: "Maximum number of entries per request are 10. You have sent {sent}.",
             invalid_id: "A batch entry id can only contain alphanumeric characters, hyphens and underscores. It can be at most 80 letters long.",
             repeated: "Id repeated.",
         },

@@ -729,3 +729,97 @@ async fn queue_url_path_without_queue_url_parameter() {
         ),
     );
 }
+
+/// The error table as each protocol renders it: the JSON protocol's `__type` is the model's
+/// shape name (`InvalidParameterValueException`) while `x-amzn-query-error` carries the
+/// Query code; the Query protocol words QueueDoesNotExist as AWS does ("... for this wsdl
+/// version."); SNS's `<Error>` has Type, Code and Message, no `<Detail/>`. Source: AWS's
+/// recorded responses (LocalStack's SQS and SNS snapshots).
+#[tokio::test]
+async fn error_table_renderings() {
+    let server = Server::start();
+    let url = create(&server, "rendered").await;
+    let resp = http()
+        .post(&server.url)
+        .header("X-Amz-Target", "AmazonSQS.ReceiveMessage")
+        .header("Content-Type", "application/x-amz-json-1.0")
+        .body(serde_json::json!({"QueueUrl": url, "MaxNumberOfMessages": 11}).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 400);
+    assert_eq!(
+        resp.headers()["x-amzn-query-error"],
+        "InvalidParameterValue;Sender"
+    );
+    let body: serde_json::Value = resp.json().await.unwrap();
+    assert_eq!(
+        body["__type"],
+        "com.amazonaws.sqs#InvalidParameterValueException"
+    );
+    let resp = http()
+        .post(&server.url)
+        .header("X-Amz-Target", "AmazonSQS.SendMessage")
+        .header("Content-Type", "application/x-amz-json-1.0")
+        .body(serde_json::json!({"QueueUrl": url}).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        resp.headers()["x-amzn-query-error"],
+        "MissingParameter;Sender"
+    );
+    let body: serde_json::Value = resp.json().await.unwrap();
+    assert_eq!(
+        body["__type"],
+        "com.amazonaws.sqs#MissingRequiredParameterException"
+    );
+
+    let (status, xml) = post(
+        &server,
+        "/",
+        &[("Action", "GetQueueUrl"), ("QueueName", "missing")],
+    )
+    .await;
+    assert_eq!(status, 400);
+    assert!(
+        xml.contains(
+            "<Message>The specified queue does not exist for this wsdl version.</Message>"
+        ),
+        "{xml}"
+    );
+    let resp = http()
+        .post(&server.url)
+        .header("X-Amz-Target", "AmazonSQS.GetQueueUrl")
+        .body(r#"{"QueueName": "missing"}"#)
+        .send()
+        .await
+        .unwrap();
+    let body: serde_json::Value = resp.json().await.unwrap();
+    assert_eq!(body["message"], "The specified queue does not exist.");
+
+    let missing = format!("arn:aws:sns:us-east-1:{ACCOUNT}:missing");
+    let params: Vec<(String, String)> = [
+        ("Action", "GetTopicAttributes"),
+        ("Version", "2010-03-31"),
+        ("TopicArn", missing.as_str()),
+    ]
+    .iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    let (status, xml) = crate::wire::post_form(&http(), &server.url, &params).await;
+    assert_eq!(status, 404, "{xml}");
+    let mut tree = parse_xml(&xml);
+    normalize(&mut tree, &server);
+    assert_eq!(
+        tree.canonical(),
+        parse_xml(
+            r#"<ErrorResponse xmlns="http://sns.amazonaws.com/doc/2010-03-31/">
+                 <Error><Type>Sender</Type><Code>NotFound</Code><Message>{Message}</Message></Error>
+                 <RequestId>{RequestId}</RequestId>
+               </ErrorResponse>"#
+        )
+        .canonical(),
+        "{xml}"
+    );
+}
