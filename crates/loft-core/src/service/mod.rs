@@ -7,6 +7,8 @@
 //! - [`publish`]: publish and fan-out, the SNS envelope.
 //! - [`deliveries`]: HTTP/S delivery outcomes and retries.
 //! - [`receipt`]: receipt handles.
+//! - [`batch`]: the rules of batch requests (entry counts, ids, sizes) for SQS and SNS.
+//! - [`listing`]: how subscriptions are listed, the SMS settings answers.
 //! - [`activity`]: counters of sends, receives, deletes, dead-letters and deliveries.
 //! - [`operator`]: operator views: peeking at messages, counts, pending deliveries.
 //! - `limits`: queue and topic caps, in-flight messages per queue ([`Limits`]).
@@ -15,8 +17,10 @@
 //! same answer over every protocol.
 
 pub mod activity;
+pub mod batch;
 mod deliveries;
 mod limits;
+mod listing;
 mod messages;
 mod move_tasks;
 pub mod operator;
@@ -39,8 +43,10 @@ use crate::model::QueueRecord;
 use crate::names;
 use crate::store::Store;
 
+pub use batch::{BatchEntry, BatchKind, BatchOutcome};
 pub use deliveries::DELIVERY_LEASE_MS;
 pub use limits::{Limits, RECOUNT_INTERVAL, RECOUNT_MAX_AGE};
+pub use listing::SubscriptionSummary;
 pub use messages::{sequence_number, ReceiveMessage, ReceivedMessage, SendMessage, SendResult};
 pub use move_tasks::MoveTask;
 pub use operator::{
