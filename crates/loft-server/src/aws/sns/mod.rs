@@ -1,428 +1,369 @@
-//! The SNS operations over the Query protocol: AWS's input shape in (decoded by
-//! [`super::query::decode_sns`]), the service called, AWS's output shape out (written as
-//! XML by [`super::query::response`] with SNS's `member`/`entry` rules).
+//! The SNS operations: each typed input ([`types`]) handed to its Service method, the
+//! result returned as the typed output, written as the Query protocol's XML by
+//! [`super::sns_query`]. Nothing here decides a rule of topics or subscriptions: that is
+//! the Service's.
+//!
+//! Adding an operation: its input and output in [`types`] (and one line in its
+//! `operations!` list), its Service method, one arm in [`call`].
 //!
 //! Source: the botocore model `sns/2010-03-31` (operation, member and error names).
 
+pub mod types;
+
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use loft_core::message::{MessageAttributeValue, MessageAttributes};
-use loft_core::service::{PublishRequest, PublishResult, PublishTarget};
+use loft_core::message::{MessageAttributeValue as CoreValue, MessageAttributes};
+use loft_core::service::{BatchEntry, PublishRequest, PublishResult, PublishTarget};
 use loft_core::{Error, ErrorCode, Result, Service};
-use serde_json::{json, Map, Value};
 
-use super::input::Input;
-use super::query::XmlRules;
+use super::shape::NoOutput;
+use types::*;
 
 /// The SNS Query namespace.
 pub const SNS_NAMESPACE: &str = "http://sns.amazonaws.com/doc/2010-03-31/";
 
-/// XML rules for SNS output: lists wrapped in `<member>`, maps as `<entry><key/><value/>`.
-pub const XML_RULES: XmlRules = XmlRules {
-    lists: &[],
-    maps: &[
-        ("Attributes", "entry", "key", "value"),
-        ("attributes", "entry", "key", "value"),
-    ],
-    member_lists: true,
-};
-
-/// Operations whose model has no output shape (no Result element in Query responses).
-pub const NO_OUTPUT: &[&str] = &[
-    "AddPermission",
-    "DeleteEndpoint",
-    "DeletePlatformApplication",
-    "DeleteTopic",
-    "PutDataProtectionPolicy",
-    "RemovePermission",
-    "SetEndpointAttributes",
-    "SetPlatformApplicationAttributes",
-    "SetSubscriptionAttributes",
-    "SetTopicAttributes",
-    "Unsubscribe",
-];
-
-fn invalid(what: &str) -> Error {
-    Error::new(
-        ErrorCode::InvalidParameter,
-        format!("Invalid parameter: {what}"),
-    )
-}
-
-fn required<'a>(input: Input<'a>, name: &str) -> Result<&'a str> {
-    input
-        .str(name)?
-        .filter(|v| !v.is_empty())
-        .ok_or_else(|| invalid(&format!("{name} Reason: no value for required parameter")))
-}
-
-/// SNS message attributes: name to `{DataType, StringValue | BinaryValue}`.
-fn message_attributes(input: Input<'_>) -> Result<MessageAttributes> {
-    let mut out = MessageAttributes::new();
-    let Some(Value::Object(map)) = input.get_raw("MessageAttributes") else {
-        return Ok(out);
-    };
-    for (name, v) in map {
-        let e = Input(v);
-        let data_type = e.str("DataType")?.unwrap_or("").to_owned();
-        let binary_value = e
-            .str("BinaryValue")?
-            .map(loft_core::message::base64_decode)
-            .transpose()?;
-        out.insert(
-            name.clone(),
-            MessageAttributeValue {
-                data_type,
-                string_value: e.str("StringValue")?.map(str::to_owned),
-                binary_value,
-            },
-        );
-    }
-    Ok(out)
-}
-
-fn publish_request(input: Input<'_>) -> Result<PublishRequest> {
-    Ok(PublishRequest {
-        message: input.str("Message")?.unwrap_or("").to_owned(),
-        subject: input.str("Subject")?.map(str::to_owned),
-        message_structure: input.str("MessageStructure")?.map(str::to_owned),
-        message_attributes: message_attributes(input)?,
-        group_id: input.str("MessageGroupId")?.map(str::to_owned),
-        dedup_id: input.str("MessageDeduplicationId")?.map(str::to_owned),
-    })
-}
-
-fn publish_output(r: PublishResult, id: Option<&str>) -> Value {
-    let mut m = Map::new();
-    if let Some(id) = id {
-        m.insert("Id".into(), json!(id));
-    }
-    m.insert("MessageId".into(), json!(r.message_id));
-    if let Some(s) = r.sequence_number {
-        m.insert("SequenceNumber".into(), json!(s));
-    }
-    Value::Object(m)
-}
-
-fn tags_list(tags: &std::collections::BTreeMap<String, String>) -> Value {
-    Value::Array(
-        tags.iter()
-            .map(|(k, v)| json!({"Key": k, "Value": v}))
-            .collect(),
-    )
-}
-
-/// A list of structures. The Query protocol sends an empty list as the bare parameter
-/// with no value (`PublishBatchRequestEntries=`), which reads as an empty string here.
-/// Errors: `InvalidParameterValue` for anything else that is not a list of structures.
-fn object_list<'a>(input: Input<'a>, name: &str) -> Result<Vec<Input<'a>>> {
-    match input.get_raw(name) {
-        Some(Value::String(s)) if s.is_empty() => Ok(Vec::new()),
-        _ => input.objects(name),
-    }
-}
-
-fn tags_map(input: Input<'_>, name: &str) -> Result<std::collections::BTreeMap<String, String>> {
-    let mut out = std::collections::BTreeMap::new();
-    for t in object_list(input, name)? {
-        out.insert(
-            t.req_str("Key")?.to_owned(),
-            t.str("Value")?.unwrap_or("").to_owned(),
-        );
-    }
-    Ok(out)
-}
-
-/// Runs SNS operation `op`. Errors: `InvalidAction` for unknown operations, and each
-/// operation's errors.
-pub async fn call(svc: &Arc<Service>, op: &str, input: &Value) -> Result<Value> {
-    let input = Input(input);
-    match op {
-        "CreateTopic" => {
-            let name = required(input, "Name")?;
-            let mut attrs = input.str_map("Attributes")?;
-            if let Some(p) = input.str("DataProtectionPolicy")? {
-                attrs.insert("DataProtectionPolicy".into(), p.to_owned());
-            }
-            let t = svc
-                .create_topic(name, attrs, tags_map(input, "Tags")?)
-                .await?;
-            Ok(json!({"TopicArn": svc.topic_arn(&t.name)}))
-        }
-        "DeleteTopic" => {
-            svc.delete_topic(required(input, "TopicArn")?).await?;
-            Ok(json!({}))
-        }
-        "ListTopics" => {
-            let page = svc.list_topics(input.str("NextToken")?).await?;
-            let topics: Vec<Value> = page
-                .items
-                .iter()
-                .map(|t| json!({"TopicArn": svc.topic_arn(&t.name)}))
-                .collect();
-            let mut out = Map::new();
-            out.insert("Topics".into(), Value::Array(topics));
-            if let Some(t) = page.next_token {
-                out.insert("NextToken".into(), json!(t));
-            }
-            Ok(Value::Object(out))
-        }
-        "GetTopicAttributes" => {
-            let attrs = svc
-                .get_topic_attributes(required(input, "TopicArn")?)
-                .await?;
-            Ok(json!({"Attributes": attrs}))
-        }
-        "SetTopicAttributes" => {
-            svc.set_topic_attribute(
-                required(input, "TopicArn")?,
-                required(input, "AttributeName")?,
-                input.str("AttributeValue")?.unwrap_or(""),
+fn attributes(map: Option<MessageAttributeMap>) -> MessageAttributes {
+    map.map(|m| m.into_inner())
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(name, v)| {
+            (
+                name,
+                CoreValue {
+                    data_type: v.data_type,
+                    string_value: v.string_value,
+                    binary_value: v.binary_value.map(|b| b.0),
+                },
             )
-            .await?;
-            Ok(json!({}))
-        }
-        "Subscribe" => {
-            let return_arn = input
-                .str("ReturnSubscriptionArn")?
-                .is_some_and(|v| v.eq_ignore_ascii_case("true"))
-                || input.get_raw("ReturnSubscriptionArn") == Some(&Value::Bool(true));
-            let r = svc
-                .subscribe(
-                    required(input, "TopicArn")?,
-                    required(input, "Protocol")?,
-                    input.str("Endpoint")?,
-                    input.str_map("Attributes")?,
-                    return_arn,
-                )
+        })
+        .collect()
+}
+
+fn map_or_empty(m: Option<MapStringToString>) -> BTreeMap<String, String> {
+    m.map(|m| m.into_inner()).unwrap_or_default()
+}
+
+fn tags_in(tags: Option<Vec<Tag>>) -> BTreeMap<String, String> {
+    tags.unwrap_or_default()
+        .into_iter()
+        .map(|t| (t.key, t.value))
+        .collect()
+}
+
+fn some_map(m: BTreeMap<String, String>) -> Option<MapStringToString> {
+    Some(m.into())
+}
+
+fn publish_output(r: PublishResult) -> PublishResponse {
+    PublishResponse {
+        message_id: Some(r.message_id),
+        sequence_number: r.sequence_number,
+    }
+}
+
+fn subscriptions(page_items: Vec<loft_core::service::SubscriptionSummary>) -> Vec<Subscription> {
+    page_items
+        .into_iter()
+        .map(|s| Subscription {
+            subscription_arn: Some(s.subscription_arn),
+            owner: Some(s.owner),
+            protocol: Some(s.protocol),
+            endpoint: Some(s.endpoint),
+            topic_arn: Some(s.topic_arn),
+        })
+        .collect()
+}
+
+/// Runs one SNS request and returns its answer.
+///
+/// Errors: each operation's, as its Service method documents them.
+pub async fn call(svc: &Arc<Service>, req: SnsRequest) -> Result<SnsResponse> {
+    use SnsRequest as R;
+    use SnsResponse as S;
+    Ok(match req {
+        R::AddPermission(i) => {
+            svc.add_topic_permission(&i.topic_arn, &i.label, &i.aws_account_id, &i.action_name)
                 .await?;
-            Ok(json!({"SubscriptionArn": r.subscription_arn}))
+            S::AddPermission(NoOutput)
         }
-        "ConfirmSubscription" => {
-            let arn = svc
-                .confirm_subscription(required(input, "TopicArn")?, required(input, "Token")?)
-                .await?;
-            Ok(json!({"SubscriptionArn": arn}))
+        R::CheckIfPhoneNumberIsOptedOut(i) => {
+            S::CheckIfPhoneNumberIsOptedOut(CheckIfPhoneNumberIsOptedOutResponse {
+                is_opted_out: Some(svc.sms_opted_out(&i.phone_number)),
+            })
         }
-        "Unsubscribe" => {
-            svc.unsubscribe(required(input, "SubscriptionArn")?).await?;
-            Ok(json!({}))
+        R::ConfirmSubscription(i) => {
+            let arn = svc.confirm_subscription(&i.topic_arn, &i.token).await?;
+            S::ConfirmSubscription(ConfirmSubscriptionResponse {
+                subscription_arn: Some(arn),
+            })
         }
-        "ListSubscriptions" | "ListSubscriptionsByTopic" => {
-            let topic = if op == "ListSubscriptionsByTopic" {
-                Some(required(input, "TopicArn")?)
-            } else {
-                None
-            };
-            let page = svc
-                .list_subscriptions(topic, input.str("NextToken")?)
-                .await?;
-            let subs: Vec<Value> = page
-                .items
-                .iter()
-                .map(|s| {
-                    json!({
-                        "SubscriptionArn": if s.confirmed { svc.subscription_arn(s) } else { "PendingConfirmation".into() },
-                        "Owner": svc.config().account_id,
-                        "Protocol": s.protocol,
-                        "Endpoint": s.endpoint,
-                        "TopicArn": svc.topic_arn(&s.topic_name),
-                    })
+        R::CreatePlatformApplication(i) => {
+            let arn =
+                svc.create_platform_application(&i.name, &i.platform, i.attributes.into_inner())?;
+            S::CreatePlatformApplication(CreatePlatformApplicationResponse {
+                platform_application_arn: Some(arn),
+            })
+        }
+        R::CreatePlatformEndpoint(i) => {
+            let mut attrs = map_or_empty(i.attributes);
+            if let Some(d) = i.custom_user_data {
+                attrs.insert("CustomUserData".into(), d);
+            }
+            let arn = svc.create_platform_endpoint(&i.platform_application_arn, &i.token, attrs)?;
+            S::CreatePlatformEndpoint(CreateEndpointResponse {
+                endpoint_arn: Some(arn),
+            })
+        }
+        R::CreateTopic(i) => {
+            let mut attrs = map_or_empty(i.attributes);
+            if let Some(p) = i.data_protection_policy {
+                attrs.insert("DataProtectionPolicy".into(), p);
+            }
+            let t = svc.create_topic(&i.name, attrs, tags_in(i.tags)).await?;
+            S::CreateTopic(CreateTopicResponse {
+                topic_arn: Some(svc.topic_arn(&t.name)),
+            })
+        }
+        R::DeleteEndpoint(i) => {
+            svc.delete_platform(&i.endpoint_arn);
+            S::DeleteEndpoint(NoOutput)
+        }
+        R::DeletePlatformApplication(i) => {
+            svc.delete_platform(&i.platform_application_arn);
+            S::DeletePlatformApplication(NoOutput)
+        }
+        R::DeleteTopic(i) => {
+            svc.delete_topic(&i.topic_arn).await?;
+            S::DeleteTopic(NoOutput)
+        }
+        R::GetEndpointAttributes(i) => S::GetEndpointAttributes(GetEndpointAttributesResponse {
+            attributes: some_map(svc.platform_attributes(&i.endpoint_arn)?),
+        }),
+        R::GetPlatformApplicationAttributes(i) => {
+            S::GetPlatformApplicationAttributes(GetPlatformApplicationAttributesResponse {
+                attributes: some_map(svc.platform_attributes(&i.platform_application_arn)?),
+            })
+        }
+        R::GetSMSAttributes(i) => S::GetSMSAttributes(GetSMSAttributesResponse {
+            attributes: some_map(svc.sms_attributes(&i.attributes.unwrap_or_default())),
+        }),
+        R::GetSMSSandboxAccountStatus(_) => {
+            S::GetSMSSandboxAccountStatus(GetSMSSandboxAccountStatusResult {
+                is_in_sandbox: svc.sms_sandbox(),
+            })
+        }
+        R::GetSubscriptionAttributes(i) => {
+            let attrs = svc.get_subscription_attributes(&i.subscription_arn).await?;
+            S::GetSubscriptionAttributes(GetSubscriptionAttributesResponse {
+                attributes: some_map(attrs),
+            })
+        }
+        R::GetTopicAttributes(i) => {
+            let attrs = svc.get_topic_attributes(&i.topic_arn).await?;
+            S::GetTopicAttributes(GetTopicAttributesResponse {
+                attributes: some_map(attrs),
+            })
+        }
+        R::ListEndpointsByPlatformApplication(i) => {
+            let endpoints = svc
+                .list_platform(Some(&i.platform_application_arn))?
+                .into_iter()
+                .map(|r| Endpoint {
+                    endpoint_arn: Some(r.arn),
+                    attributes: some_map(r.attributes),
                 })
                 .collect();
-            let mut out = Map::new();
-            out.insert("Subscriptions".into(), Value::Array(subs));
-            if let Some(t) = page.next_token {
-                out.insert("NextToken".into(), json!(t));
-            }
-            Ok(Value::Object(out))
+            S::ListEndpointsByPlatformApplication(ListEndpointsByPlatformApplicationResponse {
+                endpoints,
+                next_token: None,
+            })
         }
-        "GetSubscriptionAttributes" => {
-            let attrs = svc
-                .get_subscription_attributes(required(input, "SubscriptionArn")?)
+        R::ListPhoneNumbersOptedOut(i) => {
+            let page = svc.phone_numbers_opted_out(i.next_token.as_deref());
+            S::ListPhoneNumbersOptedOut(ListPhoneNumbersOptedOutResponse {
+                phone_numbers: page.items,
+                next_token: page.next_token,
+            })
+        }
+        R::ListPlatformApplications(_) => {
+            let platform_applications = svc
+                .list_platform(None)?
+                .into_iter()
+                .map(|r| PlatformApplication {
+                    platform_application_arn: Some(r.arn),
+                    attributes: some_map(r.attributes),
+                })
+                .collect();
+            S::ListPlatformApplications(ListPlatformApplicationsResponse {
+                platform_applications,
+                next_token: None,
+            })
+        }
+        R::ListSubscriptions(i) => {
+            let page = svc
+                .list_subscription_summaries(None, i.next_token.as_deref())
                 .await?;
-            Ok(json!({"Attributes": attrs}))
+            S::ListSubscriptions(ListSubscriptionsResponse {
+                subscriptions: subscriptions(page.items),
+                next_token: page.next_token,
+            })
         }
-        "SetSubscriptionAttributes" => {
-            svc.set_subscription_attribute(
-                required(input, "SubscriptionArn")?,
-                required(input, "AttributeName")?,
-                input.str("AttributeValue")?.unwrap_or(""),
-            )
-            .await?;
-            Ok(json!({}))
+        R::ListSubscriptionsByTopic(i) => {
+            let page = svc
+                .list_subscription_summaries(Some(&i.topic_arn), i.next_token.as_deref())
+                .await?;
+            S::ListSubscriptionsByTopic(ListSubscriptionsByTopicResponse {
+                subscriptions: subscriptions(page.items),
+                next_token: page.next_token,
+            })
         }
-        "Publish" => {
-            let req = publish_request(input)?;
-            let target = match (
-                input.str("TopicArn")?.filter(|s| !s.is_empty()),
-                input.str("TargetArn")?.filter(|s| !s.is_empty()),
-                input.str("PhoneNumber")?.filter(|s| !s.is_empty()),
-            ) {
+        R::ListTagsForResource(i) => {
+            let tags = svc.topic_tags(&i.resource_arn).await?;
+            S::ListTagsForResource(ListTagsForResourceResponse {
+                tags: tags
+                    .into_iter()
+                    .map(|(key, value)| Tag { key, value })
+                    .collect(),
+            })
+        }
+        R::ListTopics(i) => {
+            let page = svc.list_topics(i.next_token.as_deref()).await?;
+            S::ListTopics(ListTopicsResponse {
+                topics: page
+                    .items
+                    .iter()
+                    .map(|t| Topic {
+                        topic_arn: Some(svc.topic_arn(&t.name)),
+                    })
+                    .collect(),
+                next_token: page.next_token,
+            })
+        }
+        R::OptInPhoneNumber(i) => {
+            svc.opt_in_phone_number(&i.phone_number);
+            S::OptInPhoneNumber(OptInPhoneNumberResponse {})
+        }
+        R::Publish(i) => {
+            let target = match (&i.topic_arn, &i.target_arn, &i.phone_number) {
                 (Some(t), _, _) | (None, Some(t), _) => PublishTarget::Topic(t),
                 (None, None, Some(p)) => PublishTarget::Phone(p),
-                _ => {
-                    return Err(invalid(
-                        "TopicArn or TargetArn Reason: no value for required parameter",
+                (None, None, None) => {
+                    return Err(Error::with(
+                        ErrorCode::InvalidParameter,
+                        &[(
+                            "parameter",
+                            &"TopicArn or TargetArn Reason: no value for required parameter",
+                        )],
                     ))
                 }
             };
-            let r = svc.publish(target, req).await?;
-            Ok(publish_output(r, None))
+            let req = PublishRequest {
+                message: i.message,
+                subject: i.subject,
+                message_structure: i.message_structure,
+                message_attributes: attributes(i.message_attributes),
+                group_id: i.message_group_id,
+                dedup_id: i.message_deduplication_id,
+            };
+            S::Publish(publish_output(svc.publish(target, req).await?))
         }
-        "PublishBatch" => {
-            let topic = required(input, "TopicArn")?;
-            let entries = object_list(input, "PublishBatchRequestEntries")?;
-            let ids = super::input::batch_ids(
-                &entries,
-                &super::input::BatchTexts {
-                    empty: "The batch request doesn't contain any entries",
-                    too_many: "The batch request contains more entries than permissible.",
-                    invalid_id: "The Id of a batch entry in a batch request doesn't abide by the specification.",
-                    repeated: "Two or more batch entries in the request have the same Id.",
-                },
-            )
-            .map_err(|e| {
-                let code = match e.code {
-                    ErrorCode::EmptyBatchRequest => ErrorCode::SnsEmptyBatchRequest,
-                    ErrorCode::TooManyEntriesInBatchRequest => {
-                        ErrorCode::SnsTooManyEntriesInBatchRequest
-                    }
-                    ErrorCode::InvalidBatchEntryId => ErrorCode::SnsInvalidBatchEntryId,
-                    ErrorCode::BatchEntryIdsNotDistinct => ErrorCode::SnsBatchEntryIdsNotDistinct,
-                    other => other,
-                };
-                Error::new(code, e.message)
-            })?;
-            let mut reqs = Vec::new();
-            for e in &entries {
-                reqs.push(publish_request(*e)?);
-            }
-            let total: usize = reqs.iter().map(|r| r.message.len()).sum();
-            if total > 262_144 {
-                return Err(Error::with(ErrorCode::SnsBatchRequestTooLong, &[]));
-            }
-            let results = svc.publish_batch(topic, reqs).await?;
+        R::PublishBatch(i) => {
+            let entries = i
+                .publish_batch_request_entries
+                .unwrap_or_default()
+                .into_iter()
+                .map(|e| BatchEntry {
+                    id: Some(e.id),
+                    entry: Ok(PublishRequest {
+                        message: e.message,
+                        subject: e.subject,
+                        message_structure: e.message_structure,
+                        message_attributes: attributes(e.message_attributes),
+                        group_id: e.message_group_id,
+                        dedup_id: e.message_deduplication_id,
+                    }),
+                })
+                .collect();
             let mut successful = Vec::new();
             let mut failed = Vec::new();
-            for (id, r) in ids.into_iter().zip(results) {
+            for (id, r) in svc.publish_batch_entries(&i.topic_arn, entries).await? {
                 match r {
-                    Ok(r) => successful.push(publish_output(r, Some(id))),
-                    Err(e) => failed.push(json!({
-                        "Id": id,
-                        "Code": e.code.query_code(),
-                        "Message": e.message,
-                        "SenderFault": e.code.is_sender_fault(),
-                    })),
+                    Ok(r) => successful.push(PublishBatchResultEntry {
+                        id: Some(id),
+                        message_id: Some(r.message_id),
+                        sequence_number: r.sequence_number,
+                    }),
+                    Err(e) => failed.push(BatchResultErrorEntry {
+                        id,
+                        code: e.code.query_code().to_owned(),
+                        sender_fault: e.code.is_sender_fault(),
+                        message: Some(e.message),
+                    }),
                 }
             }
-            Ok(json!({"Successful": successful, "Failed": failed}))
+            S::PublishBatch(PublishBatchResponse { successful, failed })
         }
-        "TagResource" => {
-            svc.tag_topic(required(input, "ResourceArn")?, tags_map(input, "Tags")?)
-                .await?;
-            Ok(json!({}))
+        R::RemovePermission(i) => {
+            svc.remove_topic_permission(&i.topic_arn, &i.label).await?;
+            S::RemovePermission(NoOutput)
         }
-        "UntagResource" => {
-            svc.untag_topic(required(input, "ResourceArn")?, &input.str_list("TagKeys")?)
-                .await?;
-            Ok(json!({}))
+        R::SetEndpointAttributes(i) => {
+            svc.set_platform_attributes(&i.endpoint_arn, i.attributes.into_inner())?;
+            S::SetEndpointAttributes(NoOutput)
         }
-        "ListTagsForResource" => {
-            let tags = svc.topic_tags(required(input, "ResourceArn")?).await?;
-            Ok(json!({"Tags": tags_list(&tags)}))
+        R::SetPlatformApplicationAttributes(i) => {
+            svc.set_platform_attributes(&i.platform_application_arn, i.attributes.into_inner())?;
+            S::SetPlatformApplicationAttributes(NoOutput)
         }
-        "AddPermission" => {
-            svc.add_topic_permission(
-                required(input, "TopicArn")?,
-                required(input, "Label")?,
-                &input.str_list("AWSAccountId")?,
-                &input.str_list("ActionName")?,
+        R::SetSMSAttributes(i) => {
+            svc.set_sms_attributes(i.attributes.into_inner());
+            S::SetSMSAttributes(SetSMSAttributesResponse {})
+        }
+        R::SetSubscriptionAttributes(i) => {
+            svc.set_subscription_attribute(
+                &i.subscription_arn,
+                &i.attribute_name,
+                i.attribute_value.as_deref().unwrap_or(""),
             )
             .await?;
-            Ok(json!({}))
+            S::SetSubscriptionAttributes(NoOutput)
         }
-        "RemovePermission" => {
-            svc.remove_topic_permission(required(input, "TopicArn")?, required(input, "Label")?)
+        R::SetTopicAttributes(i) => {
+            svc.set_topic_attribute(
+                &i.topic_arn,
+                &i.attribute_name,
+                i.attribute_value.as_deref().unwrap_or(""),
+            )
+            .await?;
+            S::SetTopicAttributes(NoOutput)
+        }
+        R::Subscribe(i) => {
+            let r = svc
+                .subscribe(
+                    &i.topic_arn,
+                    &i.protocol,
+                    i.endpoint.as_deref(),
+                    map_or_empty(i.attributes),
+                    i.return_subscription_arn.unwrap_or(false),
+                )
                 .await?;
-            Ok(json!({}))
+            S::Subscribe(SubscribeResponse {
+                subscription_arn: Some(r.subscription_arn),
+            })
         }
-        // Mobile push: applications and endpoints kept in memory; publishes recorded.
-        "CreatePlatformApplication" => {
-            let arn = svc.create_platform_application(
-                required(input, "Name")?,
-                required(input, "Platform")?,
-                input.str_map("Attributes")?,
-            )?;
-            Ok(json!({"PlatformApplicationArn": arn}))
+        R::TagResource(i) => {
+            svc.tag_topic(&i.resource_arn, tags_in(Some(i.tags)))
+                .await?;
+            S::TagResource(TagResourceResponse {})
         }
-        "CreatePlatformEndpoint" => {
-            let mut attrs = input.str_map("Attributes")?;
-            if let Some(d) = input.str("CustomUserData")? {
-                attrs.insert("CustomUserData".into(), d.to_owned());
-            }
-            let arn = svc.create_platform_endpoint(
-                required(input, "PlatformApplicationArn")?,
-                required(input, "Token")?,
-                attrs,
-            )?;
-            Ok(json!({"EndpointArn": arn}))
+        R::Unsubscribe(i) => {
+            svc.unsubscribe(&i.subscription_arn).await?;
+            S::Unsubscribe(NoOutput)
         }
-        "ListPlatformApplications" | "ListEndpointsByPlatformApplication" => {
-            let (list_key, arn_key) = if op == "ListPlatformApplications" {
-                ("PlatformApplications", "PlatformApplicationArn")
-            } else {
-                ("Endpoints", "EndpointArn")
-            };
-            let app = if op == "ListPlatformApplications" {
-                None
-            } else {
-                Some(required(input, "PlatformApplicationArn")?)
-            };
-            let items: Vec<Value> = svc
-                .list_platform(app)?
-                .into_iter()
-                .map(|r| json!({arn_key: r.arn, "Attributes": r.attributes}))
-                .collect();
-            let mut out = Map::new();
-            out.insert(list_key.into(), Value::Array(items));
-            Ok(Value::Object(out))
+        R::UntagResource(i) => {
+            svc.untag_topic(&i.resource_arn, &i.tag_keys).await?;
+            S::UntagResource(UntagResourceResponse {})
         }
-        "GetPlatformApplicationAttributes" | "GetEndpointAttributes" => {
-            let key = if op == "GetEndpointAttributes" {
-                "EndpointArn"
-            } else {
-                "PlatformApplicationArn"
-            };
-            Ok(json!({"Attributes": svc.platform_attributes(required(input, key)?)?}))
-        }
-        "SetPlatformApplicationAttributes" | "SetEndpointAttributes" => {
-            let key = if op == "SetEndpointAttributes" {
-                "EndpointArn"
-            } else {
-                "PlatformApplicationArn"
-            };
-            svc.set_platform_attributes(required(input, key)?, input.str_map("Attributes")?)?;
-            Ok(json!({}))
-        }
-        "DeletePlatformApplication" | "DeleteEndpoint" => {
-            let key = if op == "DeleteEndpoint" {
-                "EndpointArn"
-            } else {
-                "PlatformApplicationArn"
-            };
-            svc.delete_platform(required(input, key)?);
-            Ok(json!({}))
-        }
-        // SMS settings: accepted; Loft sends no SMS (messages are recorded).
-        "CheckIfPhoneNumberIsOptedOut" => Ok(json!({"isOptedOut": false})),
-        "GetSMSAttributes" => Ok(json!({"attributes": {}})),
-        "SetSMSAttributes" | "OptInPhoneNumber" => Ok(json!({})),
-        "ListPhoneNumbersOptedOut" => Ok(json!({"phoneNumbers": []})),
-        "GetSMSSandboxAccountStatus" => Ok(json!({"IsInSandbox": false})),
-        other => Err(Error::new(
-            ErrorCode::InvalidAction,
-            format!("The action {other} is not valid for this endpoint."),
-        )),
-    }
+    })
 }

@@ -1,57 +1,24 @@
-//! The 23 SQS operations: AWS's JSON input shape in, the service called, AWS's JSON output
-//! shape out. Both wire protocols (JSON 1.0 and Query) decode to and encode from these
-//! shapes, so every operation behaves the same over both.
+//! The SQS operations: each typed input ([`types`]) handed to its Service method, the
+//! result returned as the typed output. Both SQS wire protocols decode into
+//! [`SqsRequest`] and encode [`SqsResponse`], so every operation behaves the same over JSON
+//! and Query; nothing here decides a rule of queues or messages: that is the Service's.
 //!
-//! Source: the botocore model `sqs/2012-11-05` (operation and member names) and the SQS API
-//! Reference (batch rules, errors).
+//! Adding an operation: its input and output in [`types`] (and one line in its
+//! `operations!` list), its Service method, one arm in [`call`].
+//!
+//! Source: the botocore model `sqs/2012-11-05` (operation and member names) and the SQS
+//! API Reference.
+
+pub mod types;
 
 use std::sync::Arc;
 
-use loft_core::service::{ReceiveMessage, SendMessage, SendResult};
-use loft_core::{Error, ErrorCode, Result, Service};
-use serde_json::{json, Map, Value};
+use loft_core::message::{MessageAttributeValue as CoreValue, MessageAttributes};
+use loft_core::service::{BatchEntry, BatchOutcome, ReceiveMessage, SendMessage, SendResult};
+use loft_core::{Error, Result, Service};
 
-use super::input::{attributes_json, Input};
-
-/// The SQS operations, as `X-Amz-Target: AmazonSQS.<name>` and `Action=<name>` name them.
-pub const OPERATIONS: &[&str] = &[
-    "AddPermission",
-    "CancelMessageMoveTask",
-    "ChangeMessageVisibility",
-    "ChangeMessageVisibilityBatch",
-    "CreateQueue",
-    "DeleteMessage",
-    "DeleteMessageBatch",
-    "DeleteQueue",
-    "GetQueueAttributes",
-    "GetQueueUrl",
-    "ListDeadLetterSourceQueues",
-    "ListMessageMoveTasks",
-    "ListQueueTags",
-    "ListQueues",
-    "PurgeQueue",
-    "ReceiveMessage",
-    "RemovePermission",
-    "SendMessage",
-    "SendMessageBatch",
-    "SetQueueAttributes",
-    "StartMessageMoveTask",
-    "TagQueue",
-    "UntagQueue",
-];
-
-/// Operations whose model has no output shape (no Result element in Query responses).
-pub const NO_OUTPUT: &[&str] = &[
-    "AddPermission",
-    "ChangeMessageVisibility",
-    "DeleteMessage",
-    "DeleteQueue",
-    "PurgeQueue",
-    "RemovePermission",
-    "SetQueueAttributes",
-    "TagQueue",
-    "UntagQueue",
-];
+use super::shape::{Blob, Entry, NoOutput};
+use types::*;
 
 /// Where a request came in: what queue URLs are built from.
 #[derive(Debug, Clone)]
@@ -70,9 +37,8 @@ impl Context {
 /// emulators are accepted (`https://sqs.us-east-1.amazonaws.com/000000000000/q`,
 /// `http://localhost:4566/000000000000/q`).
 ///
-/// Errors: `MissingParameter` when absent; `QueueDoesNotExist` when it names no queue.
-pub fn queue_name(input: Input<'_>) -> Result<String> {
-    let url = input.req_str("QueueUrl")?;
+/// Errors: `QueueDoesNotExist` when it names no queue.
+pub fn queue_name(url: &str) -> Result<String> {
     let trimmed = url.split(['?', '#']).next().unwrap_or("");
     let name = trimmed
         .trim_end_matches('/')
@@ -85,402 +51,405 @@ pub fn queue_name(input: Input<'_>) -> Result<String> {
     Ok(name.to_owned())
 }
 
-fn queue_name_from_arn(svc: &Service, arn: &str, param: &str) -> Result<String> {
-    let _ = svc;
+/// The queue an ARN names. Errors: `InvalidParameterValue` naming `param`.
+fn queue_name_from_arn(arn: &str, param: &str) -> Result<String> {
     loft_core::names::arn_resource(arn, "sqs")
         .map(str::to_owned)
         .ok_or_else(|| Error::invalid(format!("Value {arn} for parameter {param} is invalid.")))
 }
 
-fn ok_empty() -> Result<Value> {
-    Ok(json!({}))
+/// Message attributes in the Service's terms. Errors: `InvalidParameterValue` for list
+/// values, which Loft does not support.
+fn attributes(map: Option<MessageBodyAttributeMap>) -> Result<MessageAttributes> {
+    let mut out = MessageAttributes::new();
+    for (name, v) in map.map(|m| m.into_inner()).unwrap_or_default() {
+        if v.string_list_values.is_some_and(|l| !l.is_empty())
+            || v.binary_list_values.is_some_and(|l| !l.is_empty())
+        {
+            return Err(Error::invalid(format!(
+                "Message attribute list values in '{name}' are not supported."
+            )));
+        }
+        out.insert(
+            name,
+            CoreValue {
+                data_type: v.data_type.unwrap_or_default(),
+                string_value: v.string_value,
+                binary_value: v.binary_value.map(|b| b.0),
+            },
+        );
+    }
+    Ok(out)
 }
 
-fn object(pairs: Vec<(&str, Option<Value>)>) -> Value {
-    let mut map = Map::new();
-    for (k, v) in pairs {
-        if let Some(v) = v {
-            map.insert(k.to_owned(), v);
+/// Message attributes in the model's terms.
+fn attributes_out(attributes: MessageAttributes) -> Option<MessageBodyAttributeMap> {
+    (!attributes.is_empty()).then(|| {
+        attributes
+            .into_iter()
+            .map(|(name, v)| {
+                (
+                    name,
+                    MessageAttributeValue {
+                        string_value: v.string_value,
+                        binary_value: v.binary_value.map(Blob),
+                        string_list_values: None,
+                        binary_list_values: None,
+                        data_type: Some(v.data_type),
+                    },
+                )
+            })
+            .collect::<std::collections::BTreeMap<_, _>>()
+            .into()
+    })
+}
+
+fn map_or_empty<V, N>(m: Option<super::shape::Map<V, N>>) -> std::collections::BTreeMap<String, V> {
+    m.map(|m| m.into_inner()).unwrap_or_default()
+}
+
+#[allow(clippy::too_many_arguments)]
+fn send_message(
+    body: String,
+    delay_seconds: Option<i64>,
+    message_attributes: Option<MessageBodyAttributeMap>,
+    system_attributes: Option<MessageBodySystemAttributeMap>,
+    group_id: Option<String>,
+    dedup_id: Option<String>,
+) -> Result<SendMessage> {
+    Ok(SendMessage {
+        body,
+        delay_seconds,
+        message_attributes: attributes(message_attributes)?,
+        system_attributes: attributes(system_attributes)?,
+        group_id,
+        dedup_id,
+    })
+}
+
+/// A batch's entries in the Service's terms: each entry's Id, and the entry read by `read`
+/// or why it could not be read.
+fn entries<T, U>(
+    list: Option<Vec<Entry<T>>>,
+    id: impl Fn(&T) -> String,
+    read: impl Fn(T) -> Result<U>,
+) -> Vec<BatchEntry<U>> {
+    list.unwrap_or_default()
+        .into_iter()
+        .map(|e| match e {
+            Entry::Ok(t) => BatchEntry {
+                id: Some(id(&t)),
+                entry: read(t),
+            },
+            Entry::Bad { id, error } => BatchEntry {
+                id,
+                entry: Err(error),
+            },
+        })
+        .collect()
+}
+
+fn failed(id: String, e: Error) -> BatchResultErrorEntry {
+    BatchResultErrorEntry {
+        id,
+        sender_fault: e.code.is_sender_fault(),
+        code: e.code.query_code().to_owned(),
+        message: Some(e.message),
+    }
+}
+
+/// A batch's outcome as the model's Successful and Failed lists (Failed left out when
+/// empty, as SQS answers).
+fn outcome<T, S>(
+    results: BatchOutcome<T>,
+    ok: impl Fn(String, T) -> S,
+) -> (Vec<S>, Option<Vec<BatchResultErrorEntry>>) {
+    let mut successful = Vec::new();
+    let mut failures = Vec::new();
+    for (id, r) in results {
+        match r {
+            Ok(t) => successful.push(ok(id, t)),
+            Err(e) => failures.push(failed(id, e)),
         }
     }
-    Value::Object(map)
+    (successful, (!failures.is_empty()).then_some(failures))
 }
 
-/// Checks batch entry ids: 1..=10 entries, ids distinct, ids of 1..80 alphanumerics,
-/// hyphens and underscores. Errors: `EmptyBatchRequest`, `TooManyEntriesInBatchRequest`,
-/// `BatchEntryIdsNotDistinct`, `InvalidBatchEntryId`, `MissingParameter`.
-fn check_batch<'a>(entries: &[Input<'a>]) -> Result<Vec<&'a str>> {
-    super::input::batch_ids(
-        entries,
-        &super::input::BatchTexts {
-            empty: "There should be at least one SendMessageBatchRequestEntry in the request.",
-            too_many: "Maximum number of entries per request are 10. You have sent {sent}.",
-            invalid_id: "A batch entry id can only contain alphanumeric characters, hyphens and underscores. It can be at most 80 letters long.",
-            repeated: "Id repeated.",
-        },
-    )
+fn send_result(r: SendResult) -> SendMessageResult {
+    SendMessageResult {
+        md5_of_message_body: Some(r.md5_body),
+        md5_of_message_attributes: r.md5_attributes,
+        md5_of_message_system_attributes: r.md5_system_attributes,
+        message_id: Some(r.message_id),
+        sequence_number: r.sequence_number,
+    }
 }
 
-fn batch_error(id: &str, e: &Error) -> Value {
-    json!({
-        "Id": id,
-        "SenderFault": e.code.is_sender_fault(),
-        "Code": e.code.query_code(),
-        "Message": e.message,
-    })
-}
-
-fn send_input(entry: Input<'_>) -> Result<SendMessage> {
-    let mut system_attributes = entry.message_attributes("MessageSystemAttributes")?;
-    system_attributes.retain(|_, _| true);
-    Ok(SendMessage {
-        body: entry.req_str("MessageBody")?.to_owned(),
-        delay_seconds: entry.int("DelaySeconds")?,
-        message_attributes: entry.message_attributes("MessageAttributes")?,
-        system_attributes,
-        group_id: entry.str("MessageGroupId")?.map(str::to_owned),
-        dedup_id: entry.str("MessageDeduplicationId")?.map(str::to_owned),
-    })
-}
-
-fn send_output(r: SendResult, id: Option<&str>) -> Value {
-    object(vec![
-        ("Id", id.map(|i| json!(i))),
-        ("MessageId", Some(json!(r.message_id))),
-        ("MD5OfMessageBody", Some(json!(r.md5_body))),
-        (
-            "MD5OfMessageAttributes",
-            r.md5_attributes.map(Value::String),
-        ),
-        (
-            "MD5OfMessageSystemAttributes",
-            r.md5_system_attributes.map(Value::String),
-        ),
-        ("SequenceNumber", r.sequence_number.map(Value::String)),
-    ])
-}
-
-/// Runs SQS operation `op` on `input` (AWS's JSON input shape) and returns AWS's JSON output
-/// shape. Errors: `InvalidAction` for an unknown operation, and each operation's errors.
-pub async fn call(svc: &Arc<Service>, ctx: &Context, op: &str, input: &Value) -> Result<Value> {
-    let input = Input(input);
-    match op {
-        "CreateQueue" => {
-            let name = input.req_str("QueueName")?;
-            let mut tags = input.str_map("tags")?;
-            tags.extend(input.str_map("Tags")?);
-            let q = svc
-                .create_queue(name, input.str_map("Attributes")?, tags)
-                .await?;
-            Ok(json!({"QueueUrl": ctx.queue_url(svc, &q.name)}))
-        }
-        "GetQueueUrl" => {
-            let name = input.req_str("QueueName")?;
-            let q = svc.queue(name).await?;
-            Ok(json!({"QueueUrl": ctx.queue_url(svc, &q.name)}))
-        }
-        "ListQueues" => {
-            let page = svc
-                .list_queues(
-                    input.str("QueueNamePrefix")?,
-                    input.int("MaxResults")?,
-                    input.str("NextToken")?,
-                )
-                .await?;
-            let urls: Vec<Value> = page
-                .queues
-                .iter()
-                .map(|q| json!(ctx.queue_url(svc, &q.name)))
-                .collect();
-            Ok(object(vec![
-                (
-                    "QueueUrls",
-                    (!urls.is_empty()).then_some(Value::Array(urls)),
-                ),
-                ("NextToken", page.next_token.map(Value::String)),
-            ]))
-        }
-        "DeleteQueue" => {
-            svc.delete_queue(&queue_name(input)?).await?;
-            ok_empty()
-        }
-        "GetQueueAttributes" => {
-            let name = queue_name(input)?;
-            let attrs = svc
-                .get_queue_attributes(&name, &input.str_list("AttributeNames")?)
-                .await?;
-            Ok(object(vec![(
-                "Attributes",
-                (!attrs.is_empty()).then(|| json!(attrs)),
-            )]))
-        }
-        "SetQueueAttributes" => {
-            let name = queue_name(input)?;
-            if input.get_raw("Attributes").is_none() {
-                return Err(Error::missing("Attributes"));
-            }
-            svc.set_queue_attributes(&name, input.str_map("Attributes")?)
-                .await?;
-            ok_empty()
-        }
-        "PurgeQueue" => {
-            svc.purge_queue(&queue_name(input)?).await?;
-            ok_empty()
-        }
-        "SendMessage" => {
-            let name = queue_name(input)?;
-            let m = send_input(input)?;
-            let r = svc.send_message(&name, m).await?;
-            Ok(send_output(r, None))
-        }
-        "SendMessageBatch" => {
-            let name = queue_name(input)?;
-            let entries = input.objects("Entries")?;
-            let ids = check_batch(&entries)?;
-            let mut parsed = Vec::new();
-            let mut failed = Vec::new();
-            let mut parsed_ids = Vec::new();
-            for (entry, id) in entries.iter().zip(&ids) {
-                match send_input(*entry) {
-                    Ok(m) => {
-                        parsed.push(m);
-                        parsed_ids.push(*id);
-                    }
-                    Err(e) => failed.push(batch_error(id, &e)),
-                }
-            }
-            let results = svc.send_message_batch(&name, parsed).await?;
-            let mut successful = Vec::new();
-            for (id, r) in parsed_ids.into_iter().zip(results) {
-                match r {
-                    Ok(r) => successful.push(send_output(r, Some(id))),
-                    Err(e) => failed.push(batch_error(id, &e)),
-                }
-            }
-            Ok(json!({"Successful": successful, "Failed": failed}))
-        }
-        "ReceiveMessage" => {
-            let name = queue_name(input)?;
-            let mut system = input.str_list("AttributeNames")?;
-            system.extend(input.str_list("MessageSystemAttributeNames")?);
-            let r = ReceiveMessage {
-                max_messages: input.int("MaxNumberOfMessages")?,
-                visibility_timeout: input.int("VisibilityTimeout")?,
-                wait_seconds: input.int("WaitTimeSeconds")?,
-                system_attribute_names: system,
-                message_attribute_names: input.str_list("MessageAttributeNames")?,
-                attempt_id: input.str("ReceiveRequestAttemptId")?.map(str::to_owned),
-            };
-            let messages = svc.receive_message(&name, r).await?;
-            let list: Vec<Value> = messages
-                .into_iter()
-                .map(|m| {
-                    object(vec![
-                        ("MessageId", Some(json!(m.message_id))),
-                        ("ReceiptHandle", Some(json!(m.receipt_handle))),
-                        ("MD5OfBody", Some(json!(m.md5_body))),
-                        ("Body", Some(json!(m.body))),
-                        (
-                            "Attributes",
-                            (!m.attributes.is_empty()).then(|| json!(m.attributes)),
-                        ),
-                        (
-                            "MD5OfMessageAttributes",
-                            m.md5_message_attributes.map(Value::String),
-                        ),
-                        (
-                            "MessageAttributes",
-                            (!m.message_attributes.is_empty())
-                                .then(|| attributes_json(&m.message_attributes)),
-                        ),
-                    ])
-                })
-                .collect();
-            Ok(object(vec![(
-                "Messages",
-                (!list.is_empty()).then_some(Value::Array(list)),
-            )]))
-        }
-        "DeleteMessage" => {
-            let name = queue_name(input)?;
-            svc.delete_message(&name, input.req_str("ReceiptHandle")?)
-                .await?;
-            ok_empty()
-        }
-        "DeleteMessageBatch" => {
-            let name = queue_name(input)?;
-            let entries = input.objects("Entries")?;
-            let ids = check_batch(&entries)?;
-            let mut handles = Vec::new();
-            let mut handle_ids = Vec::new();
-            let mut failed = Vec::new();
-            for (entry, id) in entries.iter().zip(&ids) {
-                match entry.req_str("ReceiptHandle") {
-                    Ok(h) => {
-                        handles.push(h.to_owned());
-                        handle_ids.push(*id);
-                    }
-                    Err(e) => failed.push(batch_error(id, &e)),
-                }
-            }
-            let results = svc.delete_message_batch(&name, &handles).await?;
-            let mut successful = Vec::new();
-            for (id, r) in handle_ids.into_iter().zip(results) {
-                match r {
-                    Ok(()) => successful.push(json!({"Id": id})),
-                    Err(e) => failed.push(batch_error(id, &e)),
-                }
-            }
-            Ok(json!({"Successful": successful, "Failed": failed}))
-        }
-        "ChangeMessageVisibility" => {
-            let name = queue_name(input)?;
-            let handle = input.req_str("ReceiptHandle")?;
-            let vt = input
-                .int("VisibilityTimeout")?
-                .ok_or_else(|| Error::missing("VisibilityTimeout"))?;
-            svc.change_visibility(&name, handle, vt).await?;
-            ok_empty()
-        }
-        "ChangeMessageVisibilityBatch" => {
-            let name = queue_name(input)?;
-            let entries = input.objects("Entries")?;
-            let ids = check_batch(&entries)?;
-            let mut items = Vec::new();
-            let mut item_ids = Vec::new();
-            let mut failed = Vec::new();
-            for (entry, id) in entries.iter().zip(&ids) {
-                let parsed = entry.req_str("ReceiptHandle").and_then(|h| {
-                    let vt = entry
-                        .int("VisibilityTimeout")?
-                        .ok_or_else(|| Error::missing("VisibilityTimeout"))?;
-                    Ok((h.to_owned(), vt))
-                });
-                match parsed {
-                    Ok(item) => {
-                        items.push(item);
-                        item_ids.push(*id);
-                    }
-                    Err(e) => failed.push(batch_error(id, &e)),
-                }
-            }
-            let results = svc.change_visibility_batch(&name, &items).await?;
-            let mut successful = Vec::new();
-            for (id, r) in item_ids.into_iter().zip(results) {
-                match r {
-                    Ok(()) => successful.push(json!({"Id": id})),
-                    Err(e) => failed.push(batch_error(id, &e)),
-                }
-            }
-            Ok(json!({"Successful": successful, "Failed": failed}))
-        }
-        "TagQueue" => {
-            let name = queue_name(input)?;
-            let tags = input.str_map("Tags")?;
-            if tags.is_empty() {
-                return Err(Error::missing("Tags"));
-            }
-            svc.tag_queue(&name, tags).await?;
-            ok_empty()
-        }
-        "UntagQueue" => {
-            let name = queue_name(input)?;
-            let keys = input.str_list("TagKeys")?;
-            if keys.is_empty() {
-                return Err(Error::missing("TagKeys"));
-            }
-            svc.untag_queue(&name, &keys).await?;
-            ok_empty()
-        }
-        "ListQueueTags" => {
-            let tags = svc.list_queue_tags(&queue_name(input)?).await?;
-            Ok(object(vec![(
-                "Tags",
-                (!tags.is_empty()).then(|| json!(tags)),
-            )]))
-        }
-        "ListDeadLetterSourceQueues" => {
-            let name = queue_name(input)?;
-            let page = svc
-                .list_dead_letter_sources(&name, input.int("MaxResults")?, input.str("NextToken")?)
-                .await?;
-            let urls: Vec<Value> = page
-                .queues
-                .iter()
-                .map(|q| json!(ctx.queue_url(svc, &q.name)))
-                .collect();
-            Ok(object(vec![
-                ("queueUrls", Some(Value::Array(urls))),
-                ("NextToken", page.next_token.map(Value::String)),
-            ]))
-        }
-        "AddPermission" => {
-            let name = queue_name(input)?;
+/// Runs one SQS request and returns its answer.
+///
+/// Errors: each operation's, as its Service method documents them.
+pub async fn call(svc: &Arc<Service>, ctx: &Context, req: SqsRequest) -> Result<SqsResponse> {
+    use SqsRequest as R;
+    use SqsResponse as S;
+    let queue = |url: &str| queue_name(url);
+    Ok(match req {
+        R::AddPermission(i) => {
             svc.add_permission(
-                &name,
-                input.req_str("Label")?,
-                &input.str_list("AWSAccountIds")?,
-                &input.str_list("Actions")?,
+                &queue(&i.queue_url)?,
+                &i.label,
+                &i.aws_account_ids.unwrap_or_default(),
+                &i.actions.unwrap_or_default(),
             )
             .await?;
-            ok_empty()
+            S::AddPermission(NoOutput)
         }
-        "RemovePermission" => {
-            let name = queue_name(input)?;
-            svc.remove_permission(&name, input.req_str("Label")?)
+        R::CancelMessageMoveTask(i) => {
+            let moved = svc.cancel_message_move_task(&i.task_handle).await?;
+            S::CancelMessageMoveTask(CancelMessageMoveTaskResult {
+                approximate_number_of_messages_moved: Some(moved as i64),
+            })
+        }
+        R::ChangeMessageVisibility(i) => {
+            svc.change_visibility(
+                &queue(&i.queue_url)?,
+                &i.receipt_handle,
+                i.visibility_timeout,
+            )
+            .await?;
+            S::ChangeMessageVisibility(NoOutput)
+        }
+        R::ChangeMessageVisibilityBatch(i) => {
+            let name = queue(&i.queue_url)?;
+            let batch = entries(
+                i.entries,
+                |e| e.id.clone(),
+                |e| Ok((e.receipt_handle, e.visibility_timeout)),
+            );
+            let results = svc.change_visibility_batch_entries(&name, batch).await?;
+            let (successful, failed) = outcome(results, |id, ()| {
+                ChangeMessageVisibilityBatchResultEntry { id }
+            });
+            S::ChangeMessageVisibilityBatch(ChangeMessageVisibilityBatchResult {
+                successful,
+                failed,
+            })
+        }
+        R::CreateQueue(i) => {
+            let q = svc
+                .create_queue(
+                    &i.queue_name,
+                    map_or_empty(i.attributes),
+                    map_or_empty(i.tags),
+                )
                 .await?;
-            ok_empty()
+            S::CreateQueue(CreateQueueResult {
+                queue_url: Some(ctx.queue_url(svc, &q.name)),
+            })
         }
-        "StartMessageMoveTask" => {
-            let source = queue_name_from_arn(svc, input.req_str("SourceArn")?, "SourceArn")?;
-            let destination = input
-                .str("DestinationArn")?
-                .map(|a| queue_name_from_arn(svc, a, "DestinationArn"))
+        R::DeleteMessage(i) => {
+            svc.delete_message(&queue(&i.queue_url)?, &i.receipt_handle)
+                .await?;
+            S::DeleteMessage(NoOutput)
+        }
+        R::DeleteMessageBatch(i) => {
+            let name = queue(&i.queue_url)?;
+            let batch = entries(i.entries, |e| e.id.clone(), |e| Ok(e.receipt_handle));
+            let results = svc.delete_message_batch_entries(&name, batch).await?;
+            let (successful, failed) =
+                outcome(results, |id, ()| DeleteMessageBatchResultEntry { id });
+            S::DeleteMessageBatch(DeleteMessageBatchResult { successful, failed })
+        }
+        R::DeleteQueue(i) => {
+            svc.delete_queue(&queue(&i.queue_url)?).await?;
+            S::DeleteQueue(NoOutput)
+        }
+        R::GetQueueAttributes(i) => {
+            let attrs = svc
+                .get_queue_attributes(
+                    &queue(&i.queue_url)?,
+                    &i.attribute_names.unwrap_or_default(),
+                )
+                .await?;
+            S::GetQueueAttributes(GetQueueAttributesResult {
+                attributes: (!attrs.is_empty()).then(|| attrs.into()),
+            })
+        }
+        R::GetQueueUrl(i) => {
+            let q = svc.queue(&i.queue_name).await?;
+            S::GetQueueUrl(GetQueueUrlResult {
+                queue_url: Some(ctx.queue_url(svc, &q.name)),
+            })
+        }
+        R::ListDeadLetterSourceQueues(i) => {
+            let page = svc
+                .list_dead_letter_sources(
+                    &queue(&i.queue_url)?,
+                    i.max_results,
+                    i.next_token.as_deref(),
+                )
+                .await?;
+            S::ListDeadLetterSourceQueues(ListDeadLetterSourceQueuesResult {
+                queue_urls: page
+                    .queues
+                    .iter()
+                    .map(|q| ctx.queue_url(svc, &q.name))
+                    .collect(),
+                next_token: page.next_token,
+            })
+        }
+        R::ListMessageMoveTasks(i) => {
+            let source = queue_name_from_arn(&i.source_arn, "SourceArn")?;
+            let tasks = svc.list_message_move_tasks(&source, i.max_results).await?;
+            S::ListMessageMoveTasks(ListMessageMoveTasksResult {
+                results: tasks
+                    .into_iter()
+                    .map(|t| ListMessageMoveTasksResultEntry {
+                        task_handle: t.task_handle,
+                        status: Some(t.status),
+                        source_arn: Some(t.source_arn),
+                        destination_arn: t.destination_arn,
+                        max_number_of_messages_per_second: t.max_per_second,
+                        approximate_number_of_messages_moved: Some(t.moved as i64),
+                        approximate_number_of_messages_to_move: Some(t.to_move),
+                        failure_reason: t.failure_reason,
+                        started_timestamp: Some(t.started_at_ms),
+                    })
+                    .collect(),
+            })
+        }
+        R::ListQueueTags(i) => {
+            let tags = svc.list_queue_tags(&queue(&i.queue_url)?).await?;
+            S::ListQueueTags(ListQueueTagsResult {
+                tags: (!tags.is_empty()).then(|| tags.into()),
+            })
+        }
+        R::ListQueues(i) => {
+            let page = svc
+                .list_queues(
+                    i.queue_name_prefix.as_deref(),
+                    i.max_results,
+                    i.next_token.as_deref(),
+                )
+                .await?;
+            let urls: Vec<String> = page
+                .queues
+                .iter()
+                .map(|q| ctx.queue_url(svc, &q.name))
+                .collect();
+            S::ListQueues(ListQueuesResult {
+                queue_urls: (!urls.is_empty()).then_some(urls),
+                next_token: page.next_token,
+            })
+        }
+        R::PurgeQueue(i) => {
+            svc.purge_queue(&queue(&i.queue_url)?).await?;
+            S::PurgeQueue(NoOutput)
+        }
+        R::ReceiveMessage(i) => {
+            let name = queue(&i.queue_url)?;
+            let mut system = i.attribute_names.unwrap_or_default();
+            system.extend(i.message_system_attribute_names.unwrap_or_default());
+            let r = ReceiveMessage {
+                max_messages: i.max_number_of_messages,
+                visibility_timeout: i.visibility_timeout,
+                wait_seconds: i.wait_time_seconds,
+                system_attribute_names: system,
+                message_attribute_names: i.message_attribute_names.unwrap_or_default(),
+                attempt_id: i.receive_request_attempt_id,
+            };
+            let messages: Vec<Message> = svc
+                .receive_message(&name, r)
+                .await?
+                .into_iter()
+                .map(|m| Message {
+                    message_id: Some(m.message_id),
+                    receipt_handle: Some(m.receipt_handle),
+                    md5_of_body: Some(m.md5_body),
+                    body: Some(m.body),
+                    attributes: (!m.attributes.is_empty()).then(|| m.attributes.into()),
+                    md5_of_message_attributes: m.md5_message_attributes,
+                    message_attributes: attributes_out(m.message_attributes),
+                })
+                .collect();
+            S::ReceiveMessage(ReceiveMessageResult {
+                messages: (!messages.is_empty()).then_some(messages),
+            })
+        }
+        R::RemovePermission(i) => {
+            svc.remove_permission(&queue(&i.queue_url)?, &i.label)
+                .await?;
+            S::RemovePermission(NoOutput)
+        }
+        R::SendMessage(i) => {
+            let name = queue(&i.queue_url)?;
+            let m = send_message(
+                i.message_body,
+                i.delay_seconds,
+                i.message_attributes,
+                i.message_system_attributes,
+                i.message_group_id,
+                i.message_deduplication_id,
+            )?;
+            S::SendMessage(send_result(svc.send_message(&name, m).await?))
+        }
+        R::SendMessageBatch(i) => {
+            let name = queue(&i.queue_url)?;
+            let batch = entries(
+                i.entries,
+                |e| e.id.clone(),
+                |e| {
+                    send_message(
+                        e.message_body,
+                        e.delay_seconds,
+                        e.message_attributes,
+                        e.message_system_attributes,
+                        e.message_group_id,
+                        e.message_deduplication_id,
+                    )
+                },
+            );
+            let results = svc.send_message_batch_entries(&name, batch).await?;
+            let (successful, failed) = outcome(results, |id, r| SendMessageBatchResultEntry {
+                id,
+                message_id: r.message_id,
+                md5_of_message_body: r.md5_body,
+                md5_of_message_attributes: r.md5_attributes,
+                md5_of_message_system_attributes: r.md5_system_attributes,
+                sequence_number: r.sequence_number,
+            });
+            S::SendMessageBatch(SendMessageBatchResult { successful, failed })
+        }
+        R::SetQueueAttributes(i) => {
+            svc.set_queue_attributes(&queue(&i.queue_url)?, i.attributes.into_inner())
+                .await?;
+            S::SetQueueAttributes(NoOutput)
+        }
+        R::StartMessageMoveTask(i) => {
+            let source = queue_name_from_arn(&i.source_arn, "SourceArn")?;
+            let destination = i
+                .destination_arn
+                .as_deref()
+                .map(|a| queue_name_from_arn(a, "DestinationArn"))
                 .transpose()?;
             let handle = svc
                 .start_message_move_task(
                     &source,
                     destination.as_deref(),
-                    input.int("MaxNumberOfMessagesPerSecond")?,
+                    i.max_number_of_messages_per_second,
                 )
                 .await?;
-            Ok(json!({"TaskHandle": handle}))
+            S::StartMessageMoveTask(StartMessageMoveTaskResult {
+                task_handle: Some(handle),
+            })
         }
-        "ListMessageMoveTasks" => {
-            let source = queue_name_from_arn(svc, input.req_str("SourceArn")?, "SourceArn")?;
-            let tasks = svc
-                .list_message_move_tasks(&source, input.int("MaxResults")?)
+        R::TagQueue(i) => {
+            svc.tag_queue(&queue(&i.queue_url)?, i.tags.into_inner())
                 .await?;
-            let results: Vec<Value> = tasks
-                .into_iter()
-                .map(|t| {
-                    object(vec![
-                        ("TaskHandle", t.task_handle.map(Value::String)),
-                        ("Status", Some(json!(t.status))),
-                        ("SourceArn", Some(json!(t.source_arn))),
-                        ("DestinationArn", t.destination_arn.map(Value::String)),
-                        (
-                            "MaxNumberOfMessagesPerSecond",
-                            t.max_per_second.map(|n| json!(n)),
-                        ),
-                        ("ApproximateNumberOfMessagesMoved", Some(json!(t.moved))),
-                        ("ApproximateNumberOfMessagesToMove", Some(json!(t.to_move))),
-                        ("FailureReason", t.failure_reason.map(Value::String)),
-                        ("StartedTimestamp", Some(json!(t.started_at_ms))),
-                    ])
-                })
-                .collect();
-            Ok(json!({"Results": results}))
+            S::TagQueue(NoOutput)
         }
-        "CancelMessageMoveTask" => {
-            let moved = svc
-                .cancel_message_move_task(input.req_str("TaskHandle")?)
-                .await?;
-            Ok(json!({"ApproximateNumberOfMessagesMoved": moved}))
+        R::UntagQueue(i) => {
+            svc.untag_queue(&queue(&i.queue_url)?, &i.tag_keys).await?;
+            S::UntagQueue(NoOutput)
         }
-        other => Err(Error::new(
-            ErrorCode::InvalidAction,
-            format!("The action {other} is not valid for this endpoint."),
-        )),
-    }
+    })
 }
