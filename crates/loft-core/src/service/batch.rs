@@ -118,10 +118,7 @@ type Pending<R> = Vec<(String, Option<Result<R>>)>;
 
 /// Splits checked entries into the readable ones (with their positions) and the outcome
 /// list with the unreadable ones already failed.
-fn split<T, R>(
-    entries: Vec<BatchEntry<T>>,
-    ids: Vec<String>,
-) -> (Vec<(usize, T)>, Pending<R>) {
+fn split<T, R>(entries: Vec<BatchEntry<T>>, ids: Vec<String>) -> (Vec<(usize, T)>, Pending<R>) {
     let mut readable = Vec::with_capacity(entries.len());
     let mut outcome = Vec::with_capacity(entries.len());
     for (i, (e, id)) in entries.into_iter().zip(ids).enumerate() {
