@@ -2,9 +2,9 @@
 //! form body, POST or GET) in, XML out in the `2012-11-05` namespace.
 //!
 //! [`decode`] reads the parameter tree into an [`SqsRequest`], with the queue URL a
-//! request was sent to standing in for a missing `QueueUrl`; an operation that names no
-//! queue (CreateQueue, ListQueues, ...) sent to a queue URL is `InvalidAction`, as AWS
-//! answers. [`response`] writes an [`SqsResponse`] (its flattened lists and maps come from
+//! request was sent to standing in for a missing `QueueUrl`; an operation of the account
+//! ([`ACCOUNT_ACTIONS`]: CreateQueue, ListQueues) sent to a queue URL is `InvalidAction`,
+//! as AWS answers. [`response`] writes an [`SqsResponse`] (its flattened lists and maps come from
 //! the output type, [`super::shape`]); [`error`] writes `<ErrorResponse>` with Type, Code,
 //! Message and the empty `<Detail/>` SQS sends. A request whose `Accept` header asks for
 //! `application/json` is answered in JSON (`{"<Op>Response": {"<Op>Result": ...,
@@ -25,6 +25,13 @@ use super::sqs::types::{SqsRequest, SqsResponse, OPERATIONS};
 /// The SQS Query protocol's XML namespace.
 pub const NAMESPACE: &str = "http://queue.amazonaws.com/doc/2012-11-05/";
 
+/// The operations a queue URL does not serve: those of the account rather than of a queue.
+/// AWS answers them with `InvalidAction` "The action CreateQueue is not valid for this
+/// endpoint." there, while GetQueueUrl, which names its queue by name, is served (its
+/// recorded responses: `test_get_create_queue_fails`, `test_get_list_queues_fails`,
+/// `test_get_queue_url_work_for_different_queue`).
+pub const ACCOUNT_ACTIONS: &[&str] = &["CreateQueue", "ListQueues"];
+
 /// Whether `path` is a queue URL's (`/{account}/{queue}`).
 pub fn is_queue_path(path: &str) -> bool {
     path.split('/').filter(|s| !s.is_empty()).count() == 2
@@ -43,10 +50,10 @@ pub fn is_account_queue_path(path: &str) -> bool {
 
 /// The request `action` names, from the parameter `pairs` sent to `path`; `base_url` is
 /// how the client reached Loft (`http://host:port`), from which a queue URL path becomes
-/// the `QueueUrl`.
+/// the `QueueUrl` of the operations that have one and lack it.
 ///
 /// Errors: `MalformedRequest` (a name of too many parts), `InvalidAction` (an operation
-/// SQS does not have, or one that names no queue sent to a queue URL), `MalformedInput`
+/// SQS does not have, or one of [`ACCOUNT_ACTIONS`] sent to a queue URL), `MalformedInput`
 /// (a list index that is not a positive integer), and the input's own.
 pub fn decode(
     action: &str,
@@ -56,22 +63,24 @@ pub fn decode(
 ) -> Result<SqsRequest> {
     let mut tree = query::tree(pairs)?;
     if is_queue_path(path) {
-        let takes_queue = OPERATIONS
-            .iter()
-            .find(|o| o.name == action)
-            .is_some_and(|o| o.member("QueueUrl").is_some());
-        if !takes_queue {
+        if ACCOUNT_ACTIONS.contains(&action) {
             return Err(Error::with(
                 ErrorCode::InvalidAction,
                 &[("action", &action)],
             ));
         }
-        tree.children
-            .entry("QueueUrl".into())
-            .or_insert_with(|| Node {
-                value: Some(format!("{base_url}{path}")),
-                children: Default::default(),
-            });
+        let takes_queue = OPERATIONS
+            .iter()
+            .find(|o| o.name == action)
+            .is_some_and(|o| o.member("QueueUrl").is_some());
+        if takes_queue {
+            tree.children
+                .entry("QueueUrl".into())
+                .or_insert_with(|| Node {
+                    value: Some(format!("{base_url}{path}")),
+                    children: Default::default(),
+                });
+        }
     }
     SqsRequest::from_query(action, &tree, Wire::SqsQuery)
 }
@@ -268,7 +277,7 @@ mod tests {
                 queue_url: "http://h:1/000000000000/q".into()
             })
         );
-        for op in ["CreateQueue", "ListQueues", "GetQueueUrl"] {
+        for op in ["CreateQueue", "ListQueues"] {
             let e = decode(op, &pairs(&[("QueueName", "x")]), "/0/q", "http://h").unwrap_err();
             assert_eq!(e.code, ErrorCode::InvalidAction);
             assert_eq!(
@@ -276,6 +285,17 @@ mod tests {
                 format!("The action {op} is not valid for this endpoint.")
             );
         }
+        // GetQueueUrl names its queue by name, any queue's URL serves it.
+        let req = decode(
+            "GetQueueUrl",
+            &pairs(&[("QueueName", "x")]),
+            "/0/q",
+            "http://h",
+        );
+        assert!(
+            matches!(req, Ok(SqsRequest::GetQueueUrl(ref i)) if i.queue_name == "x"),
+            "{req:?}"
+        );
     }
 
     /// Issue 20, reproduction 4: indexes that are not positive integers are refused as

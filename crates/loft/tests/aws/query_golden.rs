@@ -879,6 +879,22 @@ async fn get_on_queue_urls_and_content_negotiation() {
     .await;
     assert_eq!(status, 200, "{body}");
     assert!(body.contains("<Name>QueueArn</Name>"), "{body}");
+    // GetQueueUrl names its queue by name: any queue's URL serves it, as on AWS.
+    create(&server, "other").await;
+    let (status, _, body) = get(
+        &server,
+        &format!("{path}?Action=GetQueueUrl&QueueName=other"),
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        body.contains(&format!(
+            "<QueueUrl>{}</QueueUrl>",
+            server.queue_url("other")
+        )),
+        "{body}"
+    );
 
     let list = "/?Action=ListQueues&Version=2012-11-05";
     let (status, content_type, body) = get(&server, list, Some("application/json")).await;
