@@ -42,8 +42,12 @@ pub struct ErrorRow {
     /// The code as AWS's API references name the error (`QueueDoesNotExist`,
     /// `InvalidParameterValue`, SNS's `NotFound`).
     pub code: &'static str,
-    /// The SQS JSON protocol's `__type` shape name, after `com.amazonaws.sqs#`
-    /// (`InvalidParameterValueException`); for SNS-only codes the botocore shape name.
+    /// The SQS JSON protocol's `__type` shape name, after `com.amazonaws.sqs#`: the
+    /// botocore model's error shape (`QueueDoesNotExist`), or for the common errors the
+    /// model leaves out the name AWS's recorded responses show
+    /// (`InvalidParameterValueException`, `MissingRequiredParameterException`); a common
+    /// error no recorded response shows keeps its code. For SNS-only codes, the botocore
+    /// shape name.
     pub json_type: &'static str,
     /// The Query code: `<Code>` of both Query protocols and the code in `x-amzn-query-error`
     /// (`AWS.SimpleQueueService.NonExistentQueue`).

@@ -8,7 +8,7 @@
 //! - [`deliveries`]: HTTP/S delivery outcomes and retries.
 //! - [`receipt`]: receipt handles.
 //! - [`batch`]: the rules of batch requests (entry counts, ids, sizes) for SQS and SNS.
-//! - [`listing`]: how subscriptions are listed, the SMS settings answers.
+//! - `listing`: how subscriptions are listed, the SMS settings answers.
 //! - [`activity`]: counters of sends, receives, deletes, dead-letters and deliveries.
 //! - [`operator`]: operator views: peeking at messages, counts, pending deliveries.
 //! - `limits`: queue and topic caps, in-flight messages per queue ([`Limits`]).

@@ -1,7 +1,7 @@
 //! The botocore model's shapes as Rust types: what every typed operation input and output
 //! is made of, and the one place that knows how each wire protocol spells a shape.
 //!
-//! A structure is declared once with [`structure!`]: its Rust fields, and for each the
+//! A structure is declared once with `structure!`: its Rust fields, and for each the
 //! model's member name (the JSON key, the SNS Query name and the SNS XML element) and,
 //! where the SQS Query protocol's flattened name differs (`AttributeNames` is sent as
 //! `AttributeName.1`, `Attributes` as `Attribute.1.Name`), that name. The macro derives
@@ -977,7 +977,7 @@ macro_rules! operations {
             /// Decodes the input of operation `op` from a JSON object.
             ///
             /// Errors: `InvalidAction` for an operation the service does not have, and the
-            /// input's own ([`Shape::from_json`]).
+            /// input's own (`Shape::from_json`).
             pub fn from_json(
                 op: &str,
                 v: &serde_json::Value,
@@ -996,7 +996,7 @@ macro_rules! operations {
             /// Decodes the input of operation `op` from the Query parameter tree.
             ///
             /// Errors: `InvalidAction` for an operation the service does not have, and the
-            /// input's own ([`Shape::from_query`]).
+            /// input's own (`Shape::from_query`).
             pub fn from_query(
                 op: &str,
                 n: &$crate::aws::query::Node,
