@@ -1,6 +1,6 @@
 //! The SQS JSON protocol's input path: the `X-Amz-Target` header and the body decoded
-//! ([`aws::json_target`], [`aws::json_input`]), then the operation run by the adapter
-//! ([`sqs::call`]) against a fresh service over an in-memory SQLite store with a standard
+//! into the typed request ([`sqs_json::target`], [`sqs_json::decode`]), then the operation
+//! run by the adapter ([`sqs::call`]) and its answer encoded, against a fresh service over an in-memory SQLite store with a standard
 //! and a FIFO queue, so every typed read of every operation's input shape is reached.
 //!
 //! Input: the `X-Amz-Target` value on the first line (`AmazonSQS.SendMessage`), the JSON
@@ -12,7 +12,7 @@ use std::sync::Arc;
 use libfuzzer_sys::fuzz_target;
 use loft_core::clock::SystemClock;
 use loft_core::{Service, ServiceConfig};
-use loft_server::aws::{self, sqs};
+use loft_server::aws::{sqs, sqs_json};
 use loft_store::SqliteStore;
 
 fuzz_target!(|data: &[u8]| {
@@ -21,10 +21,10 @@ fuzz_target!(|data: &[u8]| {
         None => (data, &[][..]),
     };
     let target = String::from_utf8_lossy(target);
-    let Ok(op) = aws::json_target(&target) else {
+    let Ok(op) = sqs_json::target(&target) else {
         return;
     };
-    let Ok(input) = aws::json_input(body) else {
+    let Ok(request) = sqs_json::decode(op, body) else {
         return;
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -50,6 +50,8 @@ fuzz_target!(|data: &[u8]| {
             base_url: "http://127.0.0.1:9324".into(),
             trace_header: None,
         };
-        let _ = sqs::call(&svc, &ctx, op, &input).await;
+        if let Ok(out) = sqs::call(&svc, &ctx, request).await {
+            let _ = sqs_json::encode(&out);
+        }
     });
 });

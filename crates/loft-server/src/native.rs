@@ -2,7 +2,9 @@
 //! (`chapter-41-sqs.md`, `chapter-42-sns.md`), plus the extensions of issue 2:
 //! `visibility_timeout` on create, `?visibility_timeout=` and `?wait_seconds=` on receive.
 //!
-//! Errors are `{"error": "..."}` with a 4xx status (5xx only when storage fails).
+//! Errors are `{"error": "..."}` with a 4xx status (5xx only when storage fails): every
+//! one is a row of the error table ([`loft_core::error`]), its status and message read
+//! from there.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -13,7 +15,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use loft_core::{Error, Service};
+use loft_core::{Error, ErrorCode, Service};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -31,32 +33,40 @@ impl From<Error> for NativeError {
     }
 }
 
+/// An error of the table's row `code`, its template's `{reason}` filled.
+fn table(code: ErrorCode, reason: impl std::fmt::Display) -> NativeError {
+    Error::with(code, &[("reason", &reason)]).into()
+}
+
+/// A body over the limit (`RequestTooLarge`, 413) or one that could not be read
+/// (`MalformedRequest`, 400).
 impl From<BytesRejection> for NativeError {
     fn from(r: BytesRejection) -> Self {
-        let status = r.status();
-        let message = if status == StatusCode::PAYLOAD_TOO_LARGE {
-            format!(
-                "request body is larger than {} bytes",
-                crate::routes::NATIVE_BODY_LIMIT
+        if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            table(
+                ErrorCode::RequestTooLarge,
+                format!(
+                    "request body is larger than {} bytes",
+                    crate::routes::NATIVE_BODY_LIMIT
+                ),
             )
         } else {
-            r.body_text()
-        };
-        NativeError(status, message)
+            table(ErrorCode::MalformedRequest, r.body_text())
+        }
     }
 }
 
 /// A path segment that does not decode (`%FF`, invalid UTF-8): 400 in the API's shape.
 impl From<PathRejection> for NativeError {
     fn from(r: PathRejection) -> Self {
-        NativeError(StatusCode::BAD_REQUEST, r.body_text())
+        table(ErrorCode::MalformedRequest, r.body_text())
     }
 }
 
 /// A query string that does not decode: 400 in the API's shape.
 impl From<QueryRejection> for NativeError {
     fn from(r: QueryRejection) -> Self {
-        NativeError(StatusCode::BAD_REQUEST, r.body_text())
+        table(ErrorCode::MalformedRequest, r.body_text())
     }
 }
 
@@ -71,8 +81,9 @@ type NativeResult = Result<Response, NativeError>;
 /// A route's path parameters, or the extractor's rejection to turn into a [`NativeError`].
 type PathParam<T> = Result<Path<T>, PathRejection>;
 
+/// `MalformedRequest` (400) with `message`.
 fn bad_request(message: impl Into<String>) -> NativeError {
-    NativeError(StatusCode::BAD_REQUEST, message.into())
+    table(ErrorCode::MalformedRequest, message.into())
 }
 
 /// Parses a JSON object body into `T`; an empty body or `null` is `None`. Anything but an
@@ -99,16 +110,12 @@ pub async fn health() -> Response {
 
 /// Unknown route: `404 {"error": ...}`.
 pub async fn not_found() -> Response {
-    NativeError(StatusCode::NOT_FOUND, "no such route".into()).into_response()
+    NativeError::from(Error::with(ErrorCode::NotFoundRoute, &[])).into_response()
 }
 
 /// Known route, wrong method: `405 {"error": ...}`.
 pub async fn method_not_allowed() -> Response {
-    NativeError(
-        StatusCode::METHOD_NOT_ALLOWED,
-        "method not allowed on this route".into(),
-    )
-    .into_response()
+    NativeError::from(Error::with(ErrorCode::MethodNotAllowed, &[])).into_response()
 }
 
 #[derive(Deserialize)]

@@ -9,6 +9,8 @@
 //! - [`protection`]: SNS message data protection (Put/GetDataProtectionPolicy, the
 //!   Inbound and Outbound hooks of Publish).
 //! - [`receipt`]: receipt handles.
+//! - [`batch`]: the rules of batch requests (entry counts, ids, sizes) for SQS and SNS.
+//! - `listing`: how subscriptions are listed, the SMS settings answers.
 //! - [`activity`]: counters of sends, receives, deletes, dead-letters and deliveries.
 //! - [`operator`]: operator views: peeking at messages, counts, pending deliveries.
 //! - `limits`: queue and topic caps, in-flight messages per queue ([`Limits`]).
@@ -17,8 +19,10 @@
 //! same answer over every protocol.
 
 pub mod activity;
+pub mod batch;
 mod deliveries;
 mod limits;
+mod listing;
 mod messages;
 mod move_tasks;
 pub mod operator;
@@ -42,8 +46,10 @@ use crate::model::QueueRecord;
 use crate::names;
 use crate::store::Store;
 
+pub use batch::{BatchEntry, BatchKind, BatchOutcome};
 pub use deliveries::DELIVERY_LEASE_MS;
 pub use limits::{Limits, RECOUNT_INTERVAL, RECOUNT_MAX_AGE};
+pub use listing::SubscriptionSummary;
 pub use messages::{sequence_number, ReceiveMessage, ReceivedMessage, SendMessage, SendResult};
 pub use move_tasks::MoveTask;
 pub use operator::{

@@ -172,16 +172,4 @@ impl Service {
         let state = self.platform.lock().unwrap_or_else(|p| p.into_inner());
         state.1.contains_key(arn)
     }
-
-    /// The phone number of OptInPhoneNumber and CheckIfPhoneNumberIsOptedOut. Loft sends
-    /// no SMS and keeps no opt-out list, so a valid number is never opted out.
-    /// Errors: `InvalidParameter` "Invalid parameter: PhoneNumber Reason: input
-    /// incorrectly formatted" (AWS's answer) unless [`names::is_phone_number`].
-    pub fn check_phone_number(&self, number: &str) -> Result<()> {
-        if crate::names::is_phone_number(number) {
-            Ok(())
-        } else {
-            Err(invalid("PhoneNumber Reason: input incorrectly formatted"))
-        }
-    }
 }

@@ -498,8 +498,12 @@ impl Service {
         Ok(())
     }
 
-    /// TagQueue: adds or replaces tags. Errors: `QueueDoesNotExist`, `InvalidParameterValue`.
+    /// TagQueue: adds or replaces tags. Errors: `MissingParameter` (no tags),
+    /// `QueueDoesNotExist`, `InvalidParameterValue`.
     pub async fn tag_queue(&self, name: &str, tags: Map) -> Result<()> {
+        if tags.is_empty() {
+            return Err(Error::missing("Tags"));
+        }
         let queue = self.queue(name).await?;
         let mut merged = queue.tags.clone();
         merged.extend(tags);
@@ -509,8 +513,12 @@ impl Service {
         Ok(())
     }
 
-    /// UntagQueue: removes tags by key. Errors: `QueueDoesNotExist`.
+    /// UntagQueue: removes tags by key. Errors: `MissingParameter` (no keys),
+    /// `QueueDoesNotExist`.
     pub async fn untag_queue(&self, name: &str, keys: &[String]) -> Result<()> {
+        if keys.is_empty() {
+            return Err(Error::missing("TagKeys"));
+        }
         let queue = self.queue(name).await?;
         let mut tags = queue.tags.clone();
         for k in keys {

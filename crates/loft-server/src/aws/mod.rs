@@ -1,30 +1,36 @@
 //! The AWS protocol adapters: SQS over JSON 1.0 (`X-Amz-Target: AmazonSQS.*`) and Query
-//! (`Action=`), on `POST /`, `GET /` and queue URLs (`/{account}/{queue}`).
+//! (`Action=`), SNS over Query, on `POST /`, `GET /` and queue URLs (`/{account}/{queue}`).
 //!
-//! - [`input`]: typed reads of an operation's JSON input shape.
-//! - [`query`]: the Query protocol's form decoding and XML encoding.
-//! - [`sqs`]: the SQS operations over JSON shapes, shared by both protocols.
-//! - [`sns`]: the SNS operations (Query protocol).
+//! - [`shape`]: the model's shapes as Rust types, and how each wire spells them.
+//! - [`sqs`] and [`sns`]: each service's typed operations ([`sqs::types`],
+//!   [`sns::types`]) and the one arm per operation that calls the Service.
+//! - [`sqs_json`], [`sqs_query`], [`sns_query`]: one decoder and one encoder per wire
+//!   protocol, errors rendered from the error table.
+//! - [`query`]: what both Query protocols share: form parameters, the parameter tree, the
+//!   XML documents.
 //!
 //! A request is routed by its shape, never by guessing from the action name alone: the
 //! `X-Amz-Target` header means JSON; otherwise the signing service in the Authorization
 //! header (or presigned `X-Amz-Credential`), a queue-URL path, the `Version` parameter and
-//! the parameters themselves tell SQS from SNS.
+//! the parameters themselves tell SQS from SNS. One request's way through this module is
+//! in ARCHITECTURE.md.
 
-pub mod input;
 pub mod query;
+pub mod shape;
 pub mod sns;
+pub mod sns_query;
 pub mod sqs;
+pub mod sqs_json;
+pub mod sqs_query;
 
 use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Extension, OriginalUri, State};
-use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::http::{header, HeaderMap, Method, StatusCode};
+use axum::response::Response;
 use loft_core::{Error, ErrorCode, Service};
-use serde_json::Value;
 
 use crate::auth::Auth;
 use crate::listen::Scheme;
@@ -34,9 +40,7 @@ use crate::observe::{OperationLabel, RequestId};
 pub const AWS_BODY_LIMIT: usize = 10 * 1024 * 1024;
 
 /// The SQS Query protocol's XML namespace.
-pub const SQS_NAMESPACE: &str = "http://queue.amazonaws.com/doc/2012-11-05/";
-
-const JSON_CONTENT_TYPE: &str = "application/x-amz-json-1.0";
+pub const SQS_NAMESPACE: &str = sqs_query::NAMESPACE;
 
 /// Which AWS service a Query request is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -124,41 +128,10 @@ pub fn route_query(
     {
         return AwsService::Sns;
     }
-    if sqs::OPERATIONS.contains(&action) {
+    if sqs::types::OPERATIONS.iter().any(|o| o.name == action) {
         AwsService::Sqs
     } else {
         AwsService::Sns
-    }
-}
-
-/// The SQS operation an `X-Amz-Target` header names (`AmazonSQS.SendMessage` names
-/// `SendMessage`); whether Loft implements it is [`sqs::call`]'s to say.
-///
-/// Errors: `InvalidAction` when the target is not `AmazonSQS.*`.
-pub fn json_target(target: &str) -> Result<&str, Error> {
-    target.strip_prefix("AmazonSQS.").ok_or_else(|| {
-        Error::new(
-            ErrorCode::InvalidAction,
-            format!("The target {target} is not an operation of this service."),
-        )
-    })
-}
-
-/// The input of a JSON-protocol request: its body as a JSON object; an empty (or
-/// all-whitespace) body is the empty object, as the SDKs send for operations without
-/// input.
-///
-/// Errors: `MalformedRequest` (`MalformedQueryString`) for anything but a JSON object.
-pub fn json_input(body: &[u8]) -> Result<Value, Error> {
-    if body.iter().all(u8::is_ascii_whitespace) {
-        return Ok(Value::Object(Default::default()));
-    }
-    match serde_json::from_slice(body) {
-        Ok(v @ Value::Object(_)) => Ok(v),
-        _ => Err(Error::new(
-            ErrorCode::MalformedRequest,
-            "The request body is not a valid JSON object.",
-        )),
     }
 }
 
@@ -180,118 +153,17 @@ fn unread_body_service(headers: &HeaderMap, path: &str, pairs: &[(String, String
     route_query(headers, path, pairs, action)
 }
 
-fn json_error(e: &Error, request_id: &str) -> Response {
-    let status = StatusCode::from_u16(e.code.http_status()).unwrap_or(StatusCode::BAD_REQUEST);
-    let body = serde_json::json!({
-        "__type": format!("com.amazonaws.sqs#{}", e.code.aws_code()),
-        "message": e.message,
-    });
-    let fault = if e.code.is_sender_fault() {
-        "Sender"
-    } else {
-        "Receiver"
-    };
-    let mut resp = (status, body.to_string()).into_response();
-    let h = resp.headers_mut();
-    h.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static(JSON_CONTENT_TYPE),
-    );
-    if let Ok(v) = HeaderValue::from_str(&format!("{};{fault}", e.code.query_code())) {
-        h.insert("x-amzn-query-error", v);
-    }
-    if let Ok(v) = HeaderValue::from_str(request_id) {
-        h.insert("x-amzn-requestid", v);
-    }
-    resp
-}
-
-fn xml_response(status: StatusCode, body: String, request_id: &str) -> Response {
-    let mut resp = (status, body).into_response();
-    let h = resp.headers_mut();
-    h.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/xml"));
-    if let Ok(v) = HeaderValue::from_str(request_id) {
-        h.insert("x-amzn-requestid", v);
-    }
-    resp
-}
-
-fn query_error(namespace: &str, e: &Error, request_id: &str) -> Response {
-    let status = StatusCode::from_u16(e.code.http_status()).unwrap_or(StatusCode::BAD_REQUEST);
-    let body = query::error_response(
-        namespace,
-        e.code.is_sender_fault(),
-        e.code.query_code(),
-        &e.message,
-        request_id,
-    );
-    xml_response(status, body, request_id)
-}
-
-fn sqs_xml_rules(op: &str) -> &'static query::XmlRules {
-    const COMMON_LISTS: [(&str, &str); 6] = [
-        ("Messages", "Message"),
-        ("QueueUrls", "QueueUrl"),
-        ("queueUrls", "QueueUrl"),
-        ("Failed", "BatchResultErrorEntry"),
-        ("Results", "ListMessageMoveTasksResultEntry"),
-        ("StringListValues", "StringListValue"),
-    ];
-    const MAPS: &[(&str, &str, &str, &str)] = &[
-        ("Attributes", "Attribute", "Name", "Value"),
-        ("MessageAttributes", "MessageAttribute", "Name", "Value"),
-        ("Tags", "Tag", "Key", "Value"),
-    ];
-    macro_rules! rules {
-        ($entry:expr) => {{
-            const LISTS: &[(&str, &str)] = &[
-                COMMON_LISTS[0],
-                COMMON_LISTS[1],
-                COMMON_LISTS[2],
-                COMMON_LISTS[3],
-                COMMON_LISTS[4],
-                COMMON_LISTS[5],
-                ("Successful", $entry),
-            ];
-            const RULES: query::XmlRules = query::XmlRules {
-                lists: LISTS,
-                maps: MAPS,
-                member_lists: false,
-            };
-            &RULES
-        }};
-    }
-    match op {
-        "SendMessageBatch" => rules!("SendMessageBatchResultEntry"),
-        "DeleteMessageBatch" => rules!("DeleteMessageBatchResultEntry"),
-        _ => rules!("ChangeMessageVisibilityBatchResultEntry"),
-    }
-}
-
-/// The metric label of an operation: its name when the adapter implements it (the call did
-/// not fail with `InvalidAction`), else `Unknown`, so label values stay bounded.
-fn label<T>(op: &str, protocol: &'static str, result: &Result<T, Error>) -> OperationLabel {
-    let known = !matches!(result, Err(e) if e.code == ErrorCode::InvalidAction);
+/// The metric label of an operation: its name when the service has it (it is one of
+/// `operations`), else `Unknown`, so label values stay bounded.
+fn label(op: &str, protocol: &'static str, operations: &[shape::Operation]) -> OperationLabel {
     OperationLabel {
-        operation: if known {
-            op.to_owned().into()
-        } else {
-            "Unknown".into()
-        },
+        operation: operations
+            .iter()
+            .find(|o| o.name == op)
+            .map_or("Unknown", |o| o.name)
+            .into(),
         protocol,
     }
-}
-
-fn sns_error(e: &Error, request_id: &str) -> Response {
-    let status = StatusCode::from_u16(e.code.http_status()).unwrap_or(StatusCode::BAD_REQUEST);
-    let body = query::error_response(
-        sns::SNS_NAMESPACE,
-        e.code.is_sender_fault(),
-        e.code.aws_code(),
-        &e.message,
-        request_id,
-    );
-    xml_response(status, body, request_id)
 }
 
 /// The entry point of every AWS-protocol request (`/` and queue URLs). With credentials
@@ -352,26 +224,22 @@ async fn handle(
     rid: &str,
     op_label: &mut Option<OperationLabel>,
 ) -> Response {
-    let rid = rid.to_owned();
     let body = match body {
         Ok(b) => b,
         Err(r) => {
-            let e = Error::new(
-                if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                    ErrorCode::RequestTooLarge
-                } else {
-                    ErrorCode::MalformedRequest
-                },
-                r.body_text(),
-            );
+            let e = if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                Error::with(ErrorCode::RequestTooLarge, &[("reason", &r.body_text())])
+            } else {
+                Error::with(ErrorCode::MalformedRequest, &[("reason", &r.body_text())])
+            };
             // The body was not read, so the protocol is told by what came before it.
             if headers.contains_key("x-amz-target") {
-                return json_error(&e, &rid);
+                return sqs_json::error(&e, rid);
             }
             let pairs = query::form_pairs(uri.query(), &[]);
             return match unread_body_service(&headers, uri.path(), &pairs) {
-                AwsService::Sqs => query_error(SQS_NAMESPACE, &e, &rid),
-                AwsService::Sns => sns_error(&e, &rid),
+                AwsService::Sqs => sqs_query::error(&e, rid, false),
+                AwsService::Sns => sns_query::error(&e, rid),
             };
         }
     };
@@ -379,40 +247,22 @@ async fn handle(
     let authenticate = || auth.check(&method, &uri, &headers, &body, now);
     if let Some(target) = headers.get("x-amz-target") {
         if let Err(e) = authenticate() {
-            return json_error(&e, &rid);
+            return sqs_json::error(&e, rid);
         }
         let target = target.to_str().unwrap_or("");
-        let known = target
-            .strip_prefix("AmazonSQS.")
-            .and_then(|op| sqs::OPERATIONS.iter().find(|o| **o == op));
-        *op_label = Some(OperationLabel {
-            operation: known.copied().unwrap_or("Unknown").into(),
-            protocol: "sqs-json",
-        });
-        let op = match json_target(target) {
-            Ok(op) => op,
-            Err(e) => return json_error(&e, &rid),
+        let request = sqs_json::target(target).and_then(|op| sqs_json::decode(op, &body));
+        *op_label = Some(label(
+            target.strip_prefix("AmazonSQS.").unwrap_or(""),
+            "sqs-json",
+            sqs::types::OPERATIONS,
+        ));
+        let result = match request {
+            Ok(req) => sqs::call(svc, ctx, req).await,
+            Err(e) => Err(e),
         };
-        let input = match json_input(&body) {
-            Ok(v) => v,
-            Err(e) => return json_error(&e, &rid),
-        };
-        let result = sqs::call(svc, ctx, op, &input).await;
-        *op_label = Some(label(op, "sqs-json", &result));
         return match result {
-            Ok(out) => {
-                let mut resp = (StatusCode::OK, out.to_string()).into_response();
-                let h = resp.headers_mut();
-                h.insert(
-                    header::CONTENT_TYPE,
-                    HeaderValue::from_static(JSON_CONTENT_TYPE),
-                );
-                if let Ok(v) = HeaderValue::from_str(&rid) {
-                    h.insert("x-amzn-requestid", v);
-                }
-                resp
-            }
-            Err(e) => json_error(&e, &rid),
+            Ok(out) => sqs_json::response(&out, rid),
+            Err(e) => sqs_json::error(&e, rid),
         };
     }
     // The Query protocol: parameters from the query string and a form body.
@@ -423,80 +273,54 @@ async fn handle(
         .find(|(k, _)| k == "Action")
         .map(|(_, v)| v.clone());
     let Some(action) = action else {
-        // Neither X-Amz-Target nor Action: not an AWS request at all.
+        // Neither X-Amz-Target nor Action: a queue URL answers as SQS does, anything else
+        // is not an AWS request at all.
+        if sqs_query::is_account_queue_path(uri.path()) {
+            let e = Error::with(ErrorCode::UnknownOperation, &[]);
+            return sqs_query::error(&e, rid, false);
+        }
         return crate::native::not_found().await;
     };
     let service = route_query(&headers, uri.path(), &pairs, &action);
+    let json = service == AwsService::Sqs && sqs_query::wants_json(&headers);
+    let fail = |e: &Error| match service {
+        AwsService::Sqs => sqs_query::error(e, rid, json),
+        AwsService::Sns => sns_query::error(e, rid),
+    };
     let unsigned_allowed = service == AwsService::Sns
         && crate::auth::UNSIGNED_SNS_ACTIONS.contains(&action.as_str())
         && crate::sigv4::location(&headers, uri.query()) == crate::sigv4::Location::None;
     if !unsigned_allowed {
         if let Err(e) = authenticate() {
-            return match service {
-                AwsService::Sqs => query_error(SQS_NAMESPACE, &e, &rid),
-                AwsService::Sns => sns_error(&e, &rid),
-            };
+            return fail(&e);
         }
     }
     // The pairs were decoded leniently to route the request; its input must be exact.
     if let Err(e) = query::check_utf8(uri.query(), form) {
-        return match service {
-            AwsService::Sqs => query_error(SQS_NAMESPACE, &e, &rid),
-            AwsService::Sns => sns_error(&e, &rid),
-        };
+        return fail(&e);
     }
     match service {
         AwsService::Sqs => {
-            let mut input = match query::decode(&pairs) {
-                Ok(v) => v,
-                Err(e) => return query_error(SQS_NAMESPACE, &e, &rid),
+            let request = sqs_query::decode(&action, &pairs, uri.path(), &ctx.base_url);
+            let result = match request {
+                Ok(req) => sqs::call(svc, ctx, req).await,
+                Err(e) => Err(e),
             };
-            let segments: Vec<&str> = uri.path().split('/').filter(|s| !s.is_empty()).collect();
-            if segments.len() == 2 && input.get("QueueUrl").is_none() {
-                if let Value::Object(map) = &mut input {
-                    map.insert(
-                        "QueueUrl".into(),
-                        Value::String(format!("{}{}", ctx.base_url, uri.path())),
-                    );
-                }
-            }
-            let result = sqs::call(svc, ctx, &action, &input).await;
-            *op_label = Some(label(&action, "sqs-query", &result));
+            *op_label = Some(label(&action, "sqs-query", sqs::types::OPERATIONS));
             match result {
-                Ok(out) => {
-                    let body = query::response(
-                        &action,
-                        SQS_NAMESPACE,
-                        &out,
-                        sqs_xml_rules(&action),
-                        &rid,
-                        !sqs::NO_OUTPUT.contains(&action.as_str()),
-                    );
-                    xml_response(StatusCode::OK, body, &rid)
-                }
-                Err(e) => query_error(SQS_NAMESPACE, &e, &rid),
+                Ok(out) => sqs_query::response(&out, rid, json),
+                Err(e) => fail(&e),
             }
         }
         AwsService::Sns => {
-            let input = match query::decode_sns(&pairs) {
-                Ok(v) => v,
-                Err(e) => return sns_error(&e, &rid),
+            let result = match sns_query::decode(&action, &pairs) {
+                Ok(req) => sns::call(svc, ctx, req).await,
+                Err(e) => Err(e),
             };
-            let result = sns::call(svc, ctx, &action, &input).await;
-            *op_label = Some(label(&action, "sns-query", &result));
+            *op_label = Some(label(&action, "sns-query", sns::types::OPERATIONS));
             match result {
-                Ok(out) => {
-                    let body = query::response(
-                        &action,
-                        sns::SNS_NAMESPACE,
-                        &out,
-                        &sns::XML_RULES,
-                        &rid,
-                        !sns::NO_OUTPUT.contains(&action.as_str()),
-                    );
-                    xml_response(StatusCode::OK, body, &rid)
-                }
-                Err(e) => sns_error(&e, &rid),
+                Ok(out) => sns_query::response(&out, rid),
+                Err(e) => fail(&e),
             }
         }
     }

@@ -729,3 +729,252 @@ async fn queue_url_path_without_queue_url_parameter() {
         ),
     );
 }
+
+/// The error table as each protocol renders it: the JSON protocol's `__type` is the model's
+/// shape name (`InvalidParameterValueException`) while `x-amzn-query-error` carries the
+/// Query code; the Query protocol words QueueDoesNotExist as AWS does ("... for this wsdl
+/// version."); SNS's `<Error>` has Type, Code and Message, no `<Detail/>`. Source: AWS's
+/// recorded responses (LocalStack's SQS and SNS snapshots).
+#[tokio::test]
+async fn error_table_renderings() {
+    let server = Server::start();
+    let url = create(&server, "rendered").await;
+    let resp = http()
+        .post(&server.url)
+        .header("X-Amz-Target", "AmazonSQS.ReceiveMessage")
+        .header("Content-Type", "application/x-amz-json-1.0")
+        .body(serde_json::json!({"QueueUrl": url, "MaxNumberOfMessages": 11}).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 400);
+    assert_eq!(
+        resp.headers()["x-amzn-query-error"],
+        "InvalidParameterValue;Sender"
+    );
+    let body: serde_json::Value = resp.json().await.unwrap();
+    assert_eq!(
+        body["__type"],
+        "com.amazonaws.sqs#InvalidParameterValueException"
+    );
+    let resp = http()
+        .post(&server.url)
+        .header("X-Amz-Target", "AmazonSQS.SendMessage")
+        .header("Content-Type", "application/x-amz-json-1.0")
+        .body(serde_json::json!({"QueueUrl": url}).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        resp.headers()["x-amzn-query-error"],
+        "MissingParameter;Sender"
+    );
+    let body: serde_json::Value = resp.json().await.unwrap();
+    assert_eq!(
+        body["__type"],
+        "com.amazonaws.sqs#MissingRequiredParameterException"
+    );
+
+    let (status, xml) = post(
+        &server,
+        "/",
+        &[("Action", "GetQueueUrl"), ("QueueName", "missing")],
+    )
+    .await;
+    assert_eq!(status, 400);
+    assert!(
+        xml.contains(
+            "<Message>The specified queue does not exist for this wsdl version.</Message>"
+        ),
+        "{xml}"
+    );
+    let resp = http()
+        .post(&server.url)
+        .header("X-Amz-Target", "AmazonSQS.GetQueueUrl")
+        .body(r#"{"QueueName": "missing"}"#)
+        .send()
+        .await
+        .unwrap();
+    let body: serde_json::Value = resp.json().await.unwrap();
+    assert_eq!(body["message"], "The specified queue does not exist.");
+
+    let missing = format!("arn:aws:sns:us-east-1:{ACCOUNT}:missing");
+    let params: Vec<(String, String)> = [
+        ("Action", "GetTopicAttributes"),
+        ("Version", "2010-03-31"),
+        ("TopicArn", missing.as_str()),
+    ]
+    .iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    let (status, xml) = crate::wire::post_form(&http(), &server.url, &params).await;
+    assert_eq!(status, 404, "{xml}");
+    let mut tree = parse_xml(&xml);
+    normalize(&mut tree, &server);
+    assert_eq!(
+        tree.canonical(),
+        parse_xml(
+            r#"<ErrorResponse xmlns="http://sns.amazonaws.com/doc/2010-03-31/">
+                 <Error><Type>Sender</Type><Code>NotFound</Code><Message>{Message}</Message></Error>
+                 <RequestId>{RequestId}</RequestId>
+               </ErrorResponse>"#
+        )
+        .canonical(),
+        "{xml}"
+    );
+}
+
+async fn get(server: &Server, path_and_query: &str, accept: Option<&str>) -> (u16, String, String) {
+    let mut req = http().get(format!("{}{path_and_query}", server.url));
+    if let Some(a) = accept {
+        req = req.header("Accept", a);
+    }
+    let resp = req.send().await.unwrap();
+    let status = resp.status().as_u16();
+    let content_type = resp
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_owned();
+    (status, content_type, resp.text().await.unwrap())
+}
+
+/// The Query protocol over GET on a queue URL, as AWS answers it (its recorded responses):
+/// no action at all is a 404 `<UnknownOperationException/>`, whatever `Accept` says;
+/// operations that name no queue are `InvalidAction` there; `Accept: application/json`
+/// gets JSON, and without it XML.
+#[tokio::test]
+async fn get_on_queue_urls_and_content_negotiation() {
+    let server = Server::start();
+    create(&server, "getq").await;
+    let path = format!("/{ACCOUNT}/getq");
+    for accept in [None, Some("application/json")] {
+        let (status, content_type, body) = get(&server, &path, accept).await;
+        assert_eq!(status, 404, "{body}");
+        assert!(content_type.starts_with("text/xml"), "{content_type}");
+        assert!(body.contains("<UnknownOperationException/>"), "{body}");
+    }
+    for op in ["CreateQueue", "ListQueues"] {
+        let (status, _, body) = get(
+            &server,
+            &format!("{path}?Action={op}&QueueName=other&Version=2012-11-05"),
+            None,
+        )
+        .await;
+        assert_eq!(status, 400, "{body}");
+        assert!(body.contains("<Code>InvalidAction</Code>"), "{body}");
+        assert!(
+            body.contains(&format!(
+                "<Message>The action {op} is not valid for this endpoint.</Message>"
+            )),
+            "{body}"
+        );
+    }
+    let (status, _, body) = get(
+        &server,
+        &format!("{path}?Action=GetQueueAttributes&AttributeName.1=QueueArn"),
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("<Name>QueueArn</Name>"), "{body}");
+    // GetQueueUrl names its queue by name: any queue's URL serves it, as on AWS.
+    create(&server, "other").await;
+    let (status, _, body) = get(
+        &server,
+        &format!("{path}?Action=GetQueueUrl&QueueName=other"),
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        body.contains(&format!(
+            "<QueueUrl>{}</QueueUrl>",
+            server.queue_url("other")
+        )),
+        "{body}"
+    );
+
+    let list = "/?Action=ListQueues&Version=2012-11-05";
+    let (status, content_type, body) = get(&server, list, Some("application/json")).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        content_type.starts_with("application/json"),
+        "{content_type}"
+    );
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        v["ListQueuesResponse"]["ListQueuesResult"]["QueueUrls"][0],
+        server.queue_url("getq")
+    );
+    assert!(v["ListQueuesResponse"]["ResponseMetadata"]["RequestId"].is_string());
+    let (status, content_type, body) = get(&server, list, None).await;
+    assert_eq!(status, 200);
+    assert!(content_type.starts_with("text/xml"), "{content_type}");
+    assert!(body.contains("<ListQueuesResponse"), "{body}");
+}
+
+/// Query parameters as the SDKs send them: an empty list is the bare name
+/// (`MessageAttributeNames=`, botocore's serializer), and a list index is a positive
+/// integer: `.0.`, `.-1.` and numbers past 32 bits are refused as AWS refuses `.0.`
+/// (`MalformedInput` "0 is not a valid index") and nothing is changed (issue 20, item 4).
+#[tokio::test]
+async fn empty_lists_and_list_indexes() {
+    let server = Server::start();
+    let url = create(&server, "indexes").await;
+    let (status, xml) = post(
+        &server,
+        "/",
+        &[
+            ("Action", "SendMessage"),
+            ("QueueUrl", &url),
+            ("MessageBody", "kept"),
+        ],
+    )
+    .await;
+    assert_eq!(status, 200, "{xml}");
+    for index in ["-1", "0", "12345678901234567890123"] {
+        let id = format!("DeleteMessageBatchRequestEntry.{index}.Id");
+        let handle = format!("DeleteMessageBatchRequestEntry.{index}.ReceiptHandle");
+        let (status, xml) = post(
+            &server,
+            "/",
+            &[
+                ("Action", "DeleteMessageBatch"),
+                ("QueueUrl", &url),
+                (&id, "a"),
+                (&handle, "AQEB"),
+            ],
+        )
+        .await;
+        assert_eq!(status, 400, "{xml}");
+        assert_golden(
+            &server,
+            &xml,
+            &format!(
+                r#"<ErrorResponse xmlns="{NS}">
+                     <Error><Type>Sender</Type><Code>MalformedInput</Code><Message>{{Message}}</Message><Detail/></Error>
+                     <RequestId>{{RequestId}}</RequestId>
+                   </ErrorResponse>"#
+            ),
+        );
+        assert!(
+            xml.contains(&format!("{index} is not a valid index")),
+            "{xml}"
+        );
+    }
+    let (status, xml) = post(
+        &server,
+        "/",
+        &[
+            ("Action", "ReceiveMessage"),
+            ("QueueUrl", &url),
+            ("AttributeName.1", "All"),
+            ("MessageAttributeNames", ""),
+        ],
+    )
+    .await;
+    assert_eq!(status, 200, "{xml}");
+    assert!(xml.contains("<Body>kept</Body>"), "{xml}");
+}

@@ -499,6 +499,30 @@ async fn publish_batch_request_errors() {
         "BatchRequestTooLong",
         400
     );
+    // Bodies that fit, with attributes that push the batch over 256 KiB, as AWS counts
+    // them (names, data types and values).
+    let number = aws_sdk_sns::types::MessageAttributeValue::builder()
+        .data_type("Number")
+        .string_value("1")
+        .build()
+        .expect("attribute");
+    let fits = PublishBatchRequestEntry::builder()
+        .id("a")
+        .message("x".repeat(262_144 - "attr1Number1".len()))
+        .message_attributes("attr1", number)
+        .build()
+        .expect("entry");
+    assert_sns_err!(
+        sns.publish_batch()
+            .topic_arn(&topic)
+            .publish_batch_request_entries(fits)
+            .publish_batch_request_entries(entry("b", "b"))
+            .send()
+            .await,
+        PublishBatchError::BatchRequestTooLongException(_),
+        "BatchRequestTooLong",
+        400
+    );
     assert_sns_err!(
         sns.publish_batch()
             .topic_arn(&topic)

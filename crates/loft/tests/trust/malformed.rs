@@ -16,9 +16,15 @@
 //! unknown queues and topics, bad batch entry ids, too many and no entries, bad message
 //! bodies and attributes, unknown actions and targets, truncated and broken bodies (JSON
 //! and form), invalid UTF-8, deep JSON nesting, deep and numerous Query parameter names,
+//! Query list and map indexes that are not integers from 1 (`.0.`, `.-1.`, 23 digits),
 //! repeated parameters (the last counts), bad Content-Types, huge values and bodies over
 //! the limits, path tricks (`..`, `%2F`, `%00`, overlong paths), unknown routes and
 //! methods.
+//!
+//! The SQS and SNS operations' members (names, Query names, kinds, which are required) are
+//! not restated here: they come from Loft's typed operations
+//! (`loft_server::aws::{sqs,sns}::types::OPERATIONS`), so a new member or operation is
+//! covered without touching this file.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -490,73 +496,43 @@ fn deep_json(depth: usize, arrays: bool) -> Vec<u8> {
 }
 
 // ---------------------------------------------------------------------------------------
-// SQS: the operations' input shapes, shared by the JSON and Query generators.
+// SQS: the operations' input shapes come from Loft's own typed operations
+// (`loft_server::aws::sqs::types::OPERATIONS`, named and shaped as the botocore model), so
+// the generators cover every member of every operation; what is test data here is only
+// which values each operation's Service refuses.
 
-#[derive(Clone, Copy)]
-enum Kind {
-    Str,
-    Int,
-    /// A list of strings; its Query name (`AttributeName` for `AttributeName.1`).
-    List(&'static str),
-    /// A map of strings; its Query prefix, key and value names (`Attribute.1.Name`).
-    Map(&'static str, &'static str, &'static str),
-    /// Message attributes (`MessageAttribute.1.Name`, `.Value.DataType`, ...).
-    Attrs,
-    /// Batch entries: their Query prefix and fields.
-    Entries(&'static str, &'static [Field]),
-}
+use loft_server::aws::shape::{Kind, Member};
 
-struct Field {
-    name: &'static str,
-    kind: Kind,
-    required: bool,
-}
-
-const fn f(name: &'static str, kind: Kind, required: bool) -> Field {
-    Field {
-        name,
+/// A map of message attribute values (`MessageAttributes`, `MessageSystemAttributes`).
+fn is_attrs(kind: &Kind) -> bool {
+    matches!(
         kind,
-        required,
+        Kind::Map {
+            of: Kind::Structure(_),
+            ..
+        }
+    )
+}
+
+/// The members of a list's structures (batch entries).
+fn entry_members(kind: &Kind) -> Option<&'static [Member]> {
+    match kind {
+        Kind::List(Kind::Structure(members)) => Some(members),
+        _ => None,
     }
 }
 
-const SEND_ENTRY: &[Field] = &[
-    f("Id", Kind::Str, true),
-    f("MessageBody", Kind::Str, true),
-    f("DelaySeconds", Kind::Int, false),
-    f("MessageAttributes", Kind::Attrs, false),
-];
-const DELETE_ENTRY: &[Field] = &[
-    f("Id", Kind::Str, true),
-    f("ReceiptHandle", Kind::Str, true),
-];
-const VISIBILITY_ENTRY: &[Field] = &[
-    f("Id", Kind::Str, true),
-    f("ReceiptHandle", Kind::Str, true),
-    f("VisibilityTimeout", Kind::Int, true),
-];
-
-const ATTRIBUTES: Kind = Kind::Map("Attribute", "Name", "Value");
-const TAGS: Kind = Kind::Map("Tag", "Key", "Value");
-
 struct Op {
     name: &'static str,
-    fields: &'static [Field],
+    fields: &'static [Member],
     /// Out-of-range values: (field, value), each refused by the service.
     out_of_range: &'static [(&'static str, &'static str)],
 }
 
-const URL_FIELD: Field = f("QueueUrl", Kind::Str, true);
-
-const SQS_OPS: &[Op] = &[
-    Op {
-        name: "CreateQueue",
-        fields: &[
-            f("QueueName", Kind::Str, true),
-            f("Attributes", ATTRIBUTES, false),
-            f("tags", TAGS, false),
-        ],
-        out_of_range: &[
+/// Values the Service refuses, by operation.
+fn out_of_range(op: &str) -> &'static [(&'static str, &'static str)] {
+    match op {
+        "CreateQueue" => &[
             ("QueueName", r#""""#),
             ("QueueName", r#""a b""#),
             ("QueueName", r#""bad.name""#),
@@ -575,43 +551,15 @@ const SQS_OPS: &[Op] = &[
             ("Attributes", r#"{"RedrivePolicy": "not json"}"#),
             ("Attributes", r#"{"VisibilityTimeout": "ten"}"#),
         ],
-    },
-    Op {
-        name: "GetQueueUrl",
-        fields: &[f("QueueName", Kind::Str, true)],
-        out_of_range: &[("QueueName", r#""no-such-queue""#), ("QueueName", r#""""#)],
-    },
-    Op {
-        name: "ListQueues",
-        fields: &[
-            f("QueueNamePrefix", Kind::Str, false),
-            f("MaxResults", Kind::Int, false),
-            f("NextToken", Kind::Str, false),
-        ],
-        out_of_range: &[
+        "GetQueueUrl" => &[("QueueName", r#""no-such-queue""#), ("QueueName", r#""""#)],
+        "ListQueues" => &[
             ("MaxResults", "0"),
             ("MaxResults", "1001"),
             ("MaxResults", "-1"),
             ("NextToken", r#""not-a-token""#),
         ],
-    },
-    Op {
-        name: "DeleteQueue",
-        fields: &[URL_FIELD],
-        out_of_range: &[],
-    },
-    Op {
-        name: "GetQueueAttributes",
-        fields: &[
-            URL_FIELD,
-            f("AttributeNames", Kind::List("AttributeName"), false),
-        ],
-        out_of_range: &[("AttributeNames", r#"["Bogus"]"#)],
-    },
-    Op {
-        name: "SetQueueAttributes",
-        fields: &[URL_FIELD, f("Attributes", ATTRIBUTES, true)],
-        out_of_range: &[
+        "GetQueueAttributes" => &[("AttributeNames", r#"["Bogus"]"#)],
+        "SetQueueAttributes" => &[
             ("Attributes", r#"{"VisibilityTimeout": "43201"}"#),
             ("Attributes", r#"{"DelaySeconds": "901"}"#),
             ("Attributes", r#"{"MaximumMessageSize": "1048577"}"#),
@@ -623,21 +571,7 @@ const SQS_OPS: &[Op] = &[
                 r#"{"RedrivePolicy": "{\"deadLetterTargetArn\":\"arn:aws:sqs:us-east-1:000000000000:nope\",\"maxReceiveCount\":\"3\"}"}"#,
             ),
         ],
-    },
-    Op {
-        name: "PurgeQueue",
-        fields: &[URL_FIELD],
-        out_of_range: &[],
-    },
-    Op {
-        name: "SendMessage",
-        fields: &[
-            URL_FIELD,
-            f("MessageBody", Kind::Str, true),
-            f("DelaySeconds", Kind::Int, false),
-            f("MessageAttributes", Kind::Attrs, false),
-        ],
-        out_of_range: &[
+        "SendMessage" => &[
             ("DelaySeconds", "-1"),
             ("DelaySeconds", "901"),
             ("DelaySeconds", "9223372036854775807"),
@@ -646,35 +580,7 @@ const SQS_OPS: &[Op] = &[
             ("MessageBody", r#""\uFFFE""#),
             ("MessageBody", r#""bell \u0007""#),
         ],
-    },
-    Op {
-        name: "SendMessageBatch",
-        fields: &[
-            URL_FIELD,
-            f(
-                "Entries",
-                Kind::Entries("SendMessageBatchRequestEntry", SEND_ENTRY),
-                true,
-            ),
-        ],
-        out_of_range: &[],
-    },
-    Op {
-        name: "ReceiveMessage",
-        fields: &[
-            URL_FIELD,
-            f("MaxNumberOfMessages", Kind::Int, false),
-            f("VisibilityTimeout", Kind::Int, false),
-            f("WaitTimeSeconds", Kind::Int, false),
-            f("AttributeNames", Kind::List("AttributeName"), false),
-            f(
-                "MessageAttributeNames",
-                Kind::List("MessageAttributeName"),
-                false,
-            ),
-            f("ReceiveRequestAttemptId", Kind::Str, false),
-        ],
-        out_of_range: &[
+        "ReceiveMessage" => &[
             ("MaxNumberOfMessages", "0"),
             ("MaxNumberOfMessages", "11"),
             ("MaxNumberOfMessages", "-3"),
@@ -684,121 +590,45 @@ const SQS_OPS: &[Op] = &[
             ("WaitTimeSeconds", "21"),
             ("WaitTimeSeconds", "-9223372036854775808"),
         ],
-    },
-    Op {
-        name: "DeleteMessage",
-        fields: &[URL_FIELD, f("ReceiptHandle", Kind::Str, true)],
-        out_of_range: &[("ReceiptHandle", r#""""#), ("ReceiptHandle", r#""%%%""#)],
-    },
-    Op {
-        name: "DeleteMessageBatch",
-        fields: &[
-            URL_FIELD,
-            f(
-                "Entries",
-                Kind::Entries("DeleteMessageBatchRequestEntry", DELETE_ENTRY),
-                true,
-            ),
-        ],
-        out_of_range: &[],
-    },
-    Op {
-        name: "ChangeMessageVisibility",
-        fields: &[
-            URL_FIELD,
-            f("ReceiptHandle", Kind::Str, true),
-            f("VisibilityTimeout", Kind::Int, true),
-        ],
-        out_of_range: &[("VisibilityTimeout", "-1"), ("VisibilityTimeout", "43201")],
-    },
-    Op {
-        name: "ChangeMessageVisibilityBatch",
-        fields: &[
-            URL_FIELD,
-            f(
-                "Entries",
-                Kind::Entries("ChangeMessageVisibilityBatchRequestEntry", VISIBILITY_ENTRY),
-                true,
-            ),
-        ],
-        out_of_range: &[],
-    },
-    Op {
-        name: "TagQueue",
-        fields: &[URL_FIELD, f("Tags", TAGS, true)],
-        out_of_range: &[("Tags", r#"{}"#)],
-    },
-    Op {
-        name: "UntagQueue",
-        fields: &[URL_FIELD, f("TagKeys", Kind::List("TagKey"), true)],
-        out_of_range: &[("TagKeys", r#"[]"#)],
-    },
-    Op {
-        name: "ListQueueTags",
-        fields: &[URL_FIELD],
-        out_of_range: &[],
-    },
-    Op {
-        name: "ListDeadLetterSourceQueues",
-        fields: &[
-            URL_FIELD,
-            f("MaxResults", Kind::Int, false),
-            f("NextToken", Kind::Str, false),
-        ],
-        out_of_range: &[("MaxResults", "0"), ("MaxResults", "1001")],
-    },
-    Op {
-        name: "AddPermission",
-        fields: &[
-            URL_FIELD,
-            f("Label", Kind::Str, true),
-            f("AWSAccountIds", Kind::List("AWSAccountId"), true),
-            f("Actions", Kind::List("ActionName"), true),
-        ],
-        out_of_range: &[
+        "DeleteMessage" => &[("ReceiptHandle", r#""""#), ("ReceiptHandle", r#""%%%""#)],
+        "ChangeMessageVisibility" => &[("VisibilityTimeout", "-1"), ("VisibilityTimeout", "43201")],
+        "TagQueue" => &[("Tags", r#"{}"#)],
+        "UntagQueue" => &[("TagKeys", r#"[]"#)],
+        "ListDeadLetterSourceQueues" => &[("MaxResults", "0"), ("MaxResults", "1001")],
+        "AddPermission" => &[
             ("Label", r#""bad label!""#),
             ("Actions", r#"["Bogus"]"#),
             ("AWSAccountIds", r#"[]"#),
             ("Actions", r#"[]"#),
         ],
-    },
-    Op {
-        name: "RemovePermission",
-        fields: &[URL_FIELD, f("Label", Kind::Str, true)],
-        out_of_range: &[("Label", r#""no-such-label""#)],
-    },
-    Op {
-        name: "StartMessageMoveTask",
-        fields: &[
-            f("SourceArn", Kind::Str, true),
-            f("DestinationArn", Kind::Str, false),
-            f("MaxNumberOfMessagesPerSecond", Kind::Int, false),
-        ],
-        out_of_range: &[
+        "RemovePermission" => &[("Label", r#""no-such-label""#)],
+        "StartMessageMoveTask" => &[
             ("SourceArn", r#""not-an-arn""#),
             ("SourceArn", r#""arn:aws:sqs:us-east-1:000000000000:nope""#),
             ("MaxNumberOfMessagesPerSecond", "0"),
             ("MaxNumberOfMessagesPerSecond", "501"),
         ],
-    },
-    Op {
-        name: "ListMessageMoveTasks",
-        fields: &[
-            f("SourceArn", Kind::Str, true),
-            f("MaxResults", Kind::Int, false),
-        ],
-        out_of_range: &[
+        "ListMessageMoveTasks" => &[
             ("SourceArn", r#""arn:aws:sns:us-east-1:000000000000:t""#),
             ("MaxResults", "0"),
             ("MaxResults", "11"),
         ],
-    },
-    Op {
-        name: "CancelMessageMoveTask",
-        fields: &[f("TaskHandle", Kind::Str, true)],
-        out_of_range: &[("TaskHandle", r#""no-such-task""#)],
-    },
-];
+        "CancelMessageMoveTask" => &[("TaskHandle", r#""no-such-task""#)],
+        _ => &[],
+    }
+}
+
+/// Every SQS operation, its members from the typed operations.
+fn sqs_ops() -> Vec<Op> {
+    loft_server::aws::sqs::types::OPERATIONS
+        .iter()
+        .map(|o| Op {
+            name: o.name,
+            fields: o.input,
+            out_of_range: out_of_range(o.name),
+        })
+        .collect()
+}
 
 fn queue_url(addr: &str, name: &str) -> String {
     format!("http://{addr}/{ACCOUNT}/{name}")
@@ -861,9 +691,9 @@ fn sqs_template(op: &str, addr: &str) -> Value {
 }
 
 /// A JSON value of the wrong type for `kind`.
-fn wrong_json(rng: &mut Rng, kind: Kind) -> Value {
+fn wrong_json(rng: &mut Rng, kind: &Kind) -> Value {
     match kind {
-        Kind::Str => rng
+        Kind::String | Kind::Blob | Kind::Boolean | Kind::Nothing => rng
             .pick(&[
                 json!(5),
                 json!(true),
@@ -872,7 +702,7 @@ fn wrong_json(rng: &mut Rng, kind: Kind) -> Value {
                 json!(1.5),
             ])
             .clone(),
-        Kind::Int => rng
+        Kind::Integer => rng
             .pick(&[
                 json!("abc"),
                 json!("1.5"),
@@ -887,6 +717,16 @@ fn wrong_json(rng: &mut Rng, kind: Kind) -> Value {
                 serde_json::from_str::<Value>("-99999999999999999999").unwrap(),
             ])
             .clone(),
+        Kind::List(Kind::Structure(_)) => rng
+            .pick(&[
+                json!("x"),
+                json!({"Id": "a"}),
+                json!([1]),
+                json!(["a"]),
+                json!([[]]),
+                json!(5),
+            ])
+            .clone(),
         Kind::List(_) => rng
             .pick(&[
                 json!("All"),
@@ -897,17 +737,7 @@ fn wrong_json(rng: &mut Rng, kind: Kind) -> Value {
                 json!([null, {}]),
             ])
             .clone(),
-        Kind::Map(..) => rng
-            .pick(&[
-                json!("x"),
-                json!(["a"]),
-                json!(7),
-                json!({"a": 1}),
-                json!({"a": {"b": "c"}}),
-                json!({"a": ["b"]}),
-            ])
-            .clone(),
-        Kind::Attrs => rng
+        kind if is_attrs(kind) => rng
             .pick(&[
                 json!("x"),
                 json!(["a"]),
@@ -925,74 +755,62 @@ fn wrong_json(rng: &mut Rng, kind: Kind) -> Value {
                 json!({"a": {"DataType": "String", "StringListValues": ["x"]}}),
             ])
             .clone(),
-        Kind::Entries(..) => rng
+        Kind::Map { .. } | Kind::Structure(_) => rng
             .pick(&[
                 json!("x"),
-                json!({"Id": "a"}),
-                json!([1]),
                 json!(["a"]),
-                json!([[]]),
-                json!(5),
+                json!(7),
+                json!({"a": 1}),
+                json!({"a": {"b": "c"}}),
+                json!({"a": ["b"]}),
             ])
             .clone(),
     }
 }
 
-/// Query parameters of an SQS input shape, as the SDKs flatten it.
-fn sqs_query_pairs(
-    fields: &[Field],
-    input: &Map<String, Value>,
-    prefix: &str,
-    out: &mut Vec<(String, String)>,
-) {
+/// The Query parameters of `value`, a value of `kind` named `name` (with its prefix), as
+/// the SDKs flatten it: lists `Name.N`, maps `Name.N.Key` / `.Value`, structures
+/// `Name.Member`. A value not of its kind (the wrong types of the JSON mutations) is sent
+/// as its text.
+fn query_value(kind: &Kind, name: &str, value: &Value, out: &mut Vec<(String, String)>) {
     fn text(v: &Value) -> String {
         match v {
             Value::String(s) => s.clone(),
             other => other.to_string(),
         }
     }
+    match (kind, value) {
+        (Kind::List(item), Value::Array(items)) => {
+            for (i, v) in items.iter().enumerate() {
+                query_value(item, &format!("{name}.{}", i + 1), v, out);
+            }
+        }
+        (Kind::Map { key, value, of }, Value::Object(map)) => {
+            for (i, (k, v)) in map.iter().enumerate() {
+                out.push((format!("{name}.{}.{key}", i + 1), k.clone()));
+                query_value(of, &format!("{name}.{}.{value}", i + 1), v, out);
+            }
+        }
+        (Kind::Structure(members), Value::Object(obj)) => {
+            sqs_query_pairs(members, obj, &format!("{name}."), out)
+        }
+        _ => out.push((name.to_owned(), text(value))),
+    }
+}
+
+/// Query parameters of an SQS input, named by the members' Query names.
+fn sqs_query_pairs(
+    fields: &[Member],
+    input: &Map<String, Value>,
+    prefix: &str,
+    out: &mut Vec<(String, String)>,
+) {
     for (name, value) in input {
-        let kind = fields
+        let (query, kind) = fields
             .iter()
             .find(|f| f.name == name)
-            .map_or(Kind::Str, |f| f.kind);
-        match (kind, value) {
-            (Kind::List(q), Value::Array(items)) => {
-                for (i, item) in items.iter().enumerate() {
-                    out.push((format!("{prefix}{q}.{}", i + 1), text(item)));
-                }
-            }
-            (Kind::Map(q, k, v), Value::Object(map)) => {
-                for (i, (key, val)) in map.iter().enumerate() {
-                    out.push((format!("{prefix}{q}.{}.{k}", i + 1), key.clone()));
-                    out.push((format!("{prefix}{q}.{}.{v}", i + 1), text(val)));
-                }
-            }
-            (Kind::Attrs, Value::Object(map)) => {
-                for (i, (key, val)) in map.iter().enumerate() {
-                    let p = format!("{prefix}MessageAttribute.{}", i + 1);
-                    out.push((format!("{p}.Name"), key.clone()));
-                    if let Value::Object(parts) = val {
-                        for (part, pv) in parts {
-                            out.push((format!("{p}.Value.{part}"), text(pv)));
-                        }
-                    }
-                }
-            }
-            (Kind::Entries(q, entry_fields), Value::Array(items)) => {
-                for (i, item) in items.iter().enumerate() {
-                    if let Value::Object(entry) = item {
-                        sqs_query_pairs(
-                            entry_fields,
-                            entry,
-                            &format!("{prefix}{q}.{}.", i + 1),
-                            out,
-                        );
-                    }
-                }
-            }
-            _ => out.push((format!("{prefix}{name}"), text(value))),
-        }
+            .map_or((name.as_str(), &Kind::String), |f| (f.query, f.kind));
+        query_value(kind, &format!("{prefix}{query}"), value, out);
     }
 }
 
@@ -1009,16 +827,16 @@ fn mutate_sqs(rng: &mut Rng, op: &Op, addr: &str, json: bool) -> Mutated {
     let Value::Object(mut input) = sqs_template(op.name, addr) else {
         unreachable!("templates are objects")
     };
-    let entries = op.fields.iter().find_map(|f| match f.kind {
-        Kind::Entries(_, ef) => Some((f.name, ef)),
-        _ => None,
-    });
+    let entries = op
+        .fields
+        .iter()
+        .find_map(|f| entry_members(f.kind).map(|ef| (f.name, ef)));
     let has_url = op.fields.iter().any(|f| f.name == "QueueUrl");
     loop {
         match rng.below(8) {
             // A required field left out.
             0 => {
-                let required: Vec<&Field> = op.fields.iter().filter(|f| f.required).collect();
+                let required: Vec<&Member> = op.fields.iter().filter(|f| f.required).collect();
                 if required.is_empty() {
                     continue;
                 }
@@ -1035,7 +853,7 @@ fn mutate_sqs(rng: &mut Rng, op: &Op, addr: &str, json: bool) -> Mutated {
                 let field = rng.pick(op.fields);
                 let value = if json {
                     wrong_json(rng, field.kind)
-                } else if matches!(field.kind, Kind::Int) {
+                } else if matches!(field.kind, Kind::Integer) {
                     json!(rng.pick(&[
                         "abc",
                         "1.5",
@@ -1047,7 +865,7 @@ fn mutate_sqs(rng: &mut Rng, op: &Op, addr: &str, json: bool) -> Mutated {
                         "--1",
                         "5 5"
                     ]))
-                } else if matches!(field.kind, Kind::Attrs) {
+                } else if is_attrs(field.kind) {
                     rng.pick(&[
                         json!({"a": {"StringValue": "x"}}),
                         json!({"a": {"DataType": "Binary", "BinaryValue": "***"}}),
@@ -1163,7 +981,7 @@ fn mutate_sqs(rng: &mut Rng, op: &Op, addr: &str, json: bool) -> Mutated {
                 let Some(Value::Array(list)) = input.get_mut(name) else {
                     unreachable!("batch templates have entries")
                 };
-                let required: Vec<&Field> = entry_fields
+                let required: Vec<&Member> = entry_fields
                     .iter()
                     .filter(|f| f.required && f.name != "Id")
                     .collect();
@@ -1175,13 +993,13 @@ fn mutate_sqs(rng: &mut Rng, op: &Op, addr: &str, json: bool) -> Mutated {
                         (0, _) => {
                             e.remove(field.name);
                         }
-                        (1, Kind::Int) => {
+                        (1, Kind::Integer) => {
                             e.insert(
                                 field.name.into(),
                                 json!(if json { json!(1.5) } else { json!("x") }),
                             );
                         }
-                        (_, Kind::Int) => {
+                        (_, Kind::Integer) => {
                             e.insert(
                                 field.name.into(),
                                 json!(if json { json!(-7) } else { json!("-7") }),
@@ -1235,7 +1053,7 @@ fn mutate_sqs(rng: &mut Rng, op: &Op, addr: &str, json: bool) -> Mutated {
             }
             // Too many or too long message attributes.
             _ => {
-                if !op.fields.iter().any(|f| matches!(f.kind, Kind::Attrs)) {
+                if !op.fields.iter().any(|f| is_attrs(f.kind)) {
                     continue;
                 }
                 let mut attrs = Map::new();
@@ -1311,8 +1129,9 @@ fn sqs_json(rng: &mut Rng, addr: &str, n: usize) -> Vec<Bad> {
             Expect::Error,
         ));
     }
+    let ops = sqs_ops();
     while out.len() < n {
-        let op = rng.pick(SQS_OPS);
+        let op = rng.pick(&ops);
         let target = format!("AmazonSQS.{}", op.name);
         let valid = || serde_json::to_vec(&sqs_template(op.name, addr)).unwrap();
         let bad = match rng.below(12) {
@@ -1593,11 +1412,37 @@ fn query_damage(
     }
 }
 
+/// List and map indexes AWS refuses (issue 20, item 4): indexes are integers from 1, as
+/// AWS answers `.0.` with `MalformedInput` "0 is not a valid index".
+const BAD_INDEXES: &[&str] = &["0", "-1", "-0", "12345678901234567890123", "x", ""];
+
+/// `ps` with the first index of the first indexed parameter (`Attribute.1.Name`,
+/// `Tags.member.1.Key`) replaced by `bad` in every parameter of that list item; `None`
+/// when no parameter has an index.
+fn with_bad_index(ps: &[(String, String)], bad: &str) -> Option<Vec<(String, String)>> {
+    let (prefix, index) = ps.iter().find_map(|(k, _)| {
+        let parts: Vec<&str> = k.split('.').collect();
+        let i = parts.iter().position(|p| p.parse::<u32>().is_ok())?;
+        Some((parts[..i].join("."), parts[i].to_owned()))
+    })?;
+    let old = format!("{prefix}.{index}");
+    Some(
+        ps.iter()
+            .map(|(k, v)| match k.strip_prefix(&old) {
+                Some(rest) if rest.is_empty() || rest.starts_with('.') => {
+                    (format!("{prefix}.{bad}{rest}"), v.clone())
+                }
+                _ => (k.clone(), v.clone()),
+            })
+            .collect(),
+    )
+}
+
 /// SQS over Query: `n` bad requests.
 fn sqs_query(rng: &mut Rng, addr: &str, n: usize) -> Vec<Bad> {
     let mut out = Vec::with_capacity(n);
     let p = Protocol::SqsQuery;
-    let with_action = |op: &str, input: &Map<String, Value>, fields: &[Field]| {
+    let with_action = |op: &str, input: &Map<String, Value>, fields: &[Member]| {
         let mut ps = pairs(&[("Action", op), ("Version", "2012-11-05")]);
         sqs_query_pairs(fields, input, "", &mut ps);
         ps
@@ -1616,8 +1461,25 @@ fn sqs_query(rng: &mut Rng, addr: &str, n: usize) -> Vec<Bad> {
             Expect::Error,
         ));
     }
+    let ops = sqs_ops();
+    for op in &ops {
+        let Value::Object(template) = sqs_template(op.name, addr) else {
+            unreachable!("templates are objects")
+        };
+        for bad in BAD_INDEXES {
+            if let Some(ps) = with_bad_index(&with_action(op.name, &template, op.fields), bad) {
+                out.push(query_request(
+                    p,
+                    "bad index",
+                    format!("{} with index {bad:?}", op.name),
+                    form(&ps),
+                    Expect::Error,
+                ));
+            }
+        }
+    }
     while out.len() < n {
-        let op = rng.pick(SQS_OPS);
+        let op = rng.pick(&ops);
         let Value::Object(template) = sqs_template(op.name, addr) else {
             unreachable!("templates are objects")
         };
@@ -1648,10 +1510,10 @@ fn sqs_query(rng: &mut Rng, addr: &str, n: usize) -> Vec<Bad> {
                 )
             }
             5 => {
-                let required: Vec<&Field> = op
+                let required: Vec<&Member> = op
                     .fields
                     .iter()
-                    .filter(|f| f.required && matches!(f.kind, Kind::Str))
+                    .filter(|f| f.required && matches!(f.kind, Kind::String))
                     .collect();
                 if required.is_empty() {
                     continue;
@@ -1671,7 +1533,7 @@ fn sqs_query(rng: &mut Rng, addr: &str, n: usize) -> Vec<Bad> {
                 let Some(field) = op
                     .fields
                     .iter()
-                    .find(|f| matches!(f.kind, Kind::Int) || f.name == "QueueUrl")
+                    .find(|f| matches!(f.kind, Kind::Integer) || f.name == "QueueUrl")
                 else {
                     continue;
                 };
@@ -1805,26 +1667,40 @@ const BAD_POLICIES: &[&str] = &[
     r#"{"a": [{"anything-but": {"bogus": 1}}]}"#,
 ];
 
-const SNS_REQUIRED: &[(&str, &[&str])] = &[
-    ("CreateTopic", &["Name"]),
-    ("DeleteTopic", &["TopicArn"]),
-    ("GetTopicAttributes", &["TopicArn"]),
-    ("SetTopicAttributes", &["TopicArn", "AttributeName"]),
-    ("Subscribe", &["TopicArn", "Protocol"]),
-    ("ConfirmSubscription", &["TopicArn", "Token"]),
-    ("Unsubscribe", &["SubscriptionArn"]),
-    ("ListSubscriptionsByTopic", &["TopicArn"]),
-    ("GetSubscriptionAttributes", &["SubscriptionArn"]),
-    (
-        "SetSubscriptionAttributes",
-        &["SubscriptionArn", "AttributeName"],
-    ),
-    ("Publish", &["TopicArn", "Message"]),
-    ("PublishBatch", &["TopicArn"]),
-    ("TagResource", &["ResourceArn"]),
-    ("UntagResource", &["ResourceArn"]),
-    ("ListTagsForResource", &["ResourceArn"]),
+/// The SNS operations [`sns_template`] has a valid request of.
+const SNS_OPS: &[&str] = &[
+    "CreateTopic",
+    "DeleteTopic",
+    "GetTopicAttributes",
+    "SetTopicAttributes",
+    "Subscribe",
+    "ConfirmSubscription",
+    "Unsubscribe",
+    "ListSubscriptionsByTopic",
+    "GetSubscriptionAttributes",
+    "SetSubscriptionAttributes",
+    "Publish",
+    "PublishBatch",
+    "TagResource",
+    "UntagResource",
+    "ListTagsForResource",
 ];
+
+/// The required string parameters of SNS operation `op`, from Loft's typed operations
+/// (`loft_server::aws::sns::types::OPERATIONS`, the botocore model's `required`).
+fn sns_required(op: &str) -> Vec<&'static str> {
+    loft_server::aws::sns::types::OPERATIONS
+        .iter()
+        .find(|o| o.name == op)
+        .map(|o| {
+            o.input
+                .iter()
+                .filter(|m| m.required && matches!(m.kind, Kind::String))
+                .map(|m| m.name)
+                .collect()
+        })
+        .unwrap_or_default()
+}
 
 fn topic_arn(name: &str) -> String {
     format!("arn:aws:sns:us-east-1:{ACCOUNT}:{name}")
@@ -1948,8 +1824,23 @@ fn sns_query(rng: &mut Rng, sub: &str, n: usize) -> Vec<Bad> {
         }
         out.push(r);
     }
+    for op in SNS_OPS {
+        for bad in BAD_INDEXES {
+            if let Some(ps) = with_bad_index(&sns_template(op, sub), bad) {
+                out.push(query_request(
+                    p,
+                    "bad index",
+                    format!("{op} with index {bad:?}"),
+                    form(&ps),
+                    Expect::Error,
+                ));
+            }
+        }
+    }
     while out.len() < n {
-        let (op, required) = rng.pick(SNS_REQUIRED);
+        let op = rng.pick(SNS_OPS);
+        let required = sns_required(op);
+        let required = required.as_slice();
         let base = sns_template(op, sub);
         let (kind, detail, body, expect) = match rng.below(9) {
             0 | 1 => {

@@ -1,0 +1,390 @@
+//! The SNS operations: each typed input ([`types`]) handed to its Service method, the
+//! result returned as the typed output, written as the Query protocol's XML by
+//! [`super::sns_query`]. Nothing here decides a rule of topics or subscriptions: that is
+//! the Service's.
+//!
+//! Adding an operation: its input and output in [`types`] (and one line in its
+//! `operations!` list), its Service method, one arm in [`call`].
+//!
+//! Source: the botocore model `sns/2010-03-31` (operation, member and error names).
+
+pub mod types;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use loft_core::message::{MessageAttributeValue as CoreValue, MessageAttributes};
+use loft_core::service::{BatchEntry, PublishRequest, PublishResult, PublishTarget};
+use loft_core::{Error, ErrorCode, Result, Service};
+
+use super::shape::NoOutput;
+use types::*;
+
+/// The SNS Query namespace.
+pub const SNS_NAMESPACE: &str = "http://sns.amazonaws.com/doc/2010-03-31/";
+
+fn attributes(map: Option<MessageAttributeMap>) -> MessageAttributes {
+    map.map(|m| m.into_inner())
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(name, v)| {
+            (
+                name,
+                CoreValue {
+                    data_type: v.data_type,
+                    string_value: v.string_value,
+                    binary_value: v.binary_value.map(|b| b.0),
+                },
+            )
+        })
+        .collect()
+}
+
+fn map_or_empty(m: Option<MapStringToString>) -> BTreeMap<String, String> {
+    m.map(|m| m.into_inner()).unwrap_or_default()
+}
+
+fn tags_in(tags: Option<Vec<Tag>>) -> Vec<(String, String)> {
+    tags.unwrap_or_default()
+        .into_iter()
+        .map(|t| (t.key, t.value))
+        .collect()
+}
+
+fn some_map(m: BTreeMap<String, String>) -> Option<MapStringToString> {
+    Some(m.into())
+}
+
+fn publish_output(r: PublishResult) -> PublishResponse {
+    PublishResponse {
+        message_id: Some(r.message_id),
+        sequence_number: r.sequence_number,
+    }
+}
+
+fn subscriptions(page_items: Vec<loft_core::service::SubscriptionSummary>) -> Vec<Subscription> {
+    page_items
+        .into_iter()
+        .map(|s| Subscription {
+            subscription_arn: Some(s.subscription_arn),
+            owner: Some(s.owner),
+            protocol: Some(s.protocol),
+            endpoint: Some(s.endpoint),
+            topic_arn: Some(s.topic_arn),
+        })
+        .collect()
+}
+
+/// Runs one SNS request and returns its answer.
+///
+/// Errors: each operation's, as its Service method documents them.
+///
+/// `ctx` is where the request came in; its X-Ray trace header reaches subscribed queues.
+pub async fn call(
+    svc: &Arc<Service>,
+    ctx: &super::sqs::Context,
+    req: SnsRequest,
+) -> Result<SnsResponse> {
+    use SnsRequest as R;
+    use SnsResponse as S;
+    Ok(match req {
+        R::AddPermission(i) => {
+            svc.add_topic_permission(&i.topic_arn, &i.label, &i.aws_account_id, &i.action_name)
+                .await?;
+            S::AddPermission(NoOutput)
+        }
+        R::CheckIfPhoneNumberIsOptedOut(i) => {
+            S::CheckIfPhoneNumberIsOptedOut(CheckIfPhoneNumberIsOptedOutResponse {
+                is_opted_out: Some(svc.sms_opted_out(&i.phone_number)?),
+            })
+        }
+        R::ConfirmSubscription(i) => {
+            let arn = svc.confirm_subscription(&i.topic_arn, &i.token).await?;
+            S::ConfirmSubscription(ConfirmSubscriptionResponse {
+                subscription_arn: Some(arn),
+            })
+        }
+        R::CreatePlatformApplication(i) => {
+            let arn =
+                svc.create_platform_application(&i.name, &i.platform, i.attributes.into_inner())?;
+            S::CreatePlatformApplication(CreatePlatformApplicationResponse {
+                platform_application_arn: Some(arn),
+            })
+        }
+        R::CreatePlatformEndpoint(i) => {
+            let mut attrs = map_or_empty(i.attributes);
+            if let Some(d) = i.custom_user_data {
+                attrs.insert("CustomUserData".into(), d);
+            }
+            let arn = svc.create_platform_endpoint(&i.platform_application_arn, &i.token, attrs)?;
+            S::CreatePlatformEndpoint(CreateEndpointResponse {
+                endpoint_arn: Some(arn),
+            })
+        }
+        R::CreateTopic(i) => {
+            let mut attrs = map_or_empty(i.attributes);
+            if let Some(p) = i.data_protection_policy {
+                attrs.insert("DataProtectionPolicy".into(), p);
+            }
+            let t = svc.create_topic(&i.name, attrs, tags_in(i.tags)).await?;
+            S::CreateTopic(CreateTopicResponse {
+                topic_arn: Some(svc.topic_arn(&t.name)),
+            })
+        }
+        R::DeleteEndpoint(i) => {
+            svc.delete_platform(&i.endpoint_arn);
+            S::DeleteEndpoint(NoOutput)
+        }
+        R::DeletePlatformApplication(i) => {
+            svc.delete_platform(&i.platform_application_arn);
+            S::DeletePlatformApplication(NoOutput)
+        }
+        R::DeleteTopic(i) => {
+            svc.delete_topic(&i.topic_arn).await?;
+            S::DeleteTopic(NoOutput)
+        }
+        R::GetEndpointAttributes(i) => S::GetEndpointAttributes(GetEndpointAttributesResponse {
+            attributes: some_map(svc.platform_attributes(&i.endpoint_arn)?),
+        }),
+        R::GetPlatformApplicationAttributes(i) => {
+            S::GetPlatformApplicationAttributes(GetPlatformApplicationAttributesResponse {
+                attributes: some_map(svc.platform_attributes(&i.platform_application_arn)?),
+            })
+        }
+        R::GetSMSAttributes(i) => S::GetSMSAttributes(GetSMSAttributesResponse {
+            attributes: some_map(svc.sms_attributes(&i.attributes.unwrap_or_default())),
+        }),
+        R::GetSMSSandboxAccountStatus(_) => {
+            S::GetSMSSandboxAccountStatus(GetSMSSandboxAccountStatusResult {
+                is_in_sandbox: svc.sms_sandbox(),
+            })
+        }
+        R::GetSubscriptionAttributes(i) => {
+            let attrs = svc.get_subscription_attributes(&i.subscription_arn).await?;
+            S::GetSubscriptionAttributes(GetSubscriptionAttributesResponse {
+                attributes: some_map(attrs),
+            })
+        }
+        R::GetTopicAttributes(i) => {
+            let attrs = svc.get_topic_attributes(&i.topic_arn).await?;
+            S::GetTopicAttributes(GetTopicAttributesResponse {
+                attributes: some_map(attrs),
+            })
+        }
+        R::ListEndpointsByPlatformApplication(i) => {
+            let endpoints = svc
+                .list_platform(Some(&i.platform_application_arn))?
+                .into_iter()
+                .map(|r| Endpoint {
+                    endpoint_arn: Some(r.arn),
+                    attributes: some_map(r.attributes),
+                })
+                .collect();
+            S::ListEndpointsByPlatformApplication(ListEndpointsByPlatformApplicationResponse {
+                endpoints,
+                next_token: None,
+            })
+        }
+        R::ListPhoneNumbersOptedOut(i) => {
+            let page = svc.phone_numbers_opted_out(i.next_token.as_deref());
+            S::ListPhoneNumbersOptedOut(ListPhoneNumbersOptedOutResponse {
+                phone_numbers: page.items,
+                next_token: page.next_token,
+            })
+        }
+        R::ListPlatformApplications(_) => {
+            let platform_applications = svc
+                .list_platform(None)?
+                .into_iter()
+                .map(|r| PlatformApplication {
+                    platform_application_arn: Some(r.arn),
+                    attributes: some_map(r.attributes),
+                })
+                .collect();
+            S::ListPlatformApplications(ListPlatformApplicationsResponse {
+                platform_applications,
+                next_token: None,
+            })
+        }
+        R::ListSubscriptions(i) => {
+            let page = svc
+                .list_subscription_summaries(None, i.next_token.as_deref())
+                .await?;
+            S::ListSubscriptions(ListSubscriptionsResponse {
+                subscriptions: subscriptions(page.items),
+                next_token: page.next_token,
+            })
+        }
+        R::ListSubscriptionsByTopic(i) => {
+            let page = svc
+                .list_subscription_summaries(Some(&i.topic_arn), i.next_token.as_deref())
+                .await?;
+            S::ListSubscriptionsByTopic(ListSubscriptionsByTopicResponse {
+                subscriptions: subscriptions(page.items),
+                next_token: page.next_token,
+            })
+        }
+        R::ListTagsForResource(i) => {
+            let tags = svc.topic_tags(&i.resource_arn).await?;
+            S::ListTagsForResource(ListTagsForResourceResponse {
+                tags: tags
+                    .into_iter()
+                    .map(|(key, value)| Tag { key, value })
+                    .collect(),
+            })
+        }
+        R::ListTopics(i) => {
+            let page = svc.list_topics(i.next_token.as_deref()).await?;
+            S::ListTopics(ListTopicsResponse {
+                topics: page
+                    .items
+                    .iter()
+                    .map(|t| Topic {
+                        topic_arn: Some(svc.topic_arn(&t.name)),
+                    })
+                    .collect(),
+                next_token: page.next_token,
+            })
+        }
+        R::OptInPhoneNumber(i) => {
+            svc.opt_in_phone_number(&i.phone_number)?;
+            S::OptInPhoneNumber(OptInPhoneNumberResponse {})
+        }
+        R::Publish(i) => {
+            let target = match (&i.topic_arn, &i.target_arn, &i.phone_number) {
+                (Some(t), _, _) => PublishTarget::Topic(t),
+                (None, Some(t), _) => PublishTarget::Target(t),
+                (None, None, Some(p)) => PublishTarget::Phone(p),
+                (None, None, None) => {
+                    return Err(Error::with(
+                        ErrorCode::InvalidParameter,
+                        &[(
+                            "parameter",
+                            &"TopicArn or TargetArn Reason: no value for required parameter",
+                        )],
+                    ))
+                }
+            };
+            let req = PublishRequest {
+                message: i.message,
+                subject: i.subject,
+                message_structure: i.message_structure,
+                message_attributes: attributes(i.message_attributes),
+                group_id: i.message_group_id,
+                dedup_id: i.message_deduplication_id,
+                trace_header: ctx.trace_header.clone(),
+            };
+            S::Publish(publish_output(svc.publish(target, req).await?))
+        }
+        R::PublishBatch(i) => {
+            let entries = i
+                .publish_batch_request_entries
+                .unwrap_or_default()
+                .into_iter()
+                .map(|e| BatchEntry {
+                    id: Some(e.id),
+                    entry: Ok(PublishRequest {
+                        message: e.message,
+                        subject: e.subject,
+                        message_structure: e.message_structure,
+                        message_attributes: attributes(e.message_attributes),
+                        group_id: e.message_group_id,
+                        dedup_id: e.message_deduplication_id,
+                        trace_header: ctx.trace_header.clone(),
+                    }),
+                })
+                .collect();
+            let mut successful = Vec::new();
+            let mut failed = Vec::new();
+            for (id, r) in svc.publish_batch_entries(&i.topic_arn, entries).await? {
+                match r {
+                    Ok(r) => successful.push(PublishBatchResultEntry {
+                        id: Some(id),
+                        message_id: Some(r.message_id),
+                        sequence_number: r.sequence_number,
+                    }),
+                    Err(e) => failed.push(BatchResultErrorEntry {
+                        id,
+                        code: e.code.query_code().to_owned(),
+                        sender_fault: e.code.is_sender_fault(),
+                        message: Some(e.message),
+                    }),
+                }
+            }
+            S::PublishBatch(PublishBatchResponse { successful, failed })
+        }
+        R::PutDataProtectionPolicy(i) => {
+            svc.put_data_protection_policy(&i.resource_arn, &i.data_protection_policy)
+                .await?;
+            S::PutDataProtectionPolicy(NoOutput)
+        }
+        R::GetDataProtectionPolicy(i) => {
+            S::GetDataProtectionPolicy(GetDataProtectionPolicyResponse {
+                data_protection_policy: Some(
+                    svc.get_data_protection_policy(&i.resource_arn).await?,
+                ),
+            })
+        }
+        R::RemovePermission(i) => {
+            svc.remove_topic_permission(&i.topic_arn, &i.label).await?;
+            S::RemovePermission(NoOutput)
+        }
+        R::SetEndpointAttributes(i) => {
+            svc.set_platform_attributes(&i.endpoint_arn, i.attributes.into_inner())?;
+            S::SetEndpointAttributes(NoOutput)
+        }
+        R::SetPlatformApplicationAttributes(i) => {
+            svc.set_platform_attributes(&i.platform_application_arn, i.attributes.into_inner())?;
+            S::SetPlatformApplicationAttributes(NoOutput)
+        }
+        R::SetSMSAttributes(i) => {
+            svc.set_sms_attributes(i.attributes.into_inner());
+            S::SetSMSAttributes(SetSMSAttributesResponse {})
+        }
+        R::SetSubscriptionAttributes(i) => {
+            svc.set_subscription_attribute(
+                &i.subscription_arn,
+                &i.attribute_name,
+                i.attribute_value.as_deref().unwrap_or(""),
+            )
+            .await?;
+            S::SetSubscriptionAttributes(NoOutput)
+        }
+        R::SetTopicAttributes(i) => {
+            svc.set_topic_attribute(
+                &i.topic_arn,
+                &i.attribute_name,
+                i.attribute_value.as_deref().unwrap_or(""),
+            )
+            .await?;
+            S::SetTopicAttributes(NoOutput)
+        }
+        R::Subscribe(i) => {
+            let r = svc
+                .subscribe(
+                    &i.topic_arn,
+                    &i.protocol,
+                    i.endpoint.as_deref(),
+                    map_or_empty(i.attributes),
+                    i.return_subscription_arn.unwrap_or(false),
+                )
+                .await?;
+            S::Subscribe(SubscribeResponse {
+                subscription_arn: Some(r.subscription_arn),
+            })
+        }
+        R::TagResource(i) => {
+            svc.tag_topic(&i.resource_arn, tags_in(Some(i.tags)))
+                .await?;
+            S::TagResource(TagResourceResponse {})
+        }
+        R::Unsubscribe(i) => {
+            svc.unsubscribe(&i.subscription_arn).await?;
+            S::Unsubscribe(NoOutput)
+        }
+        R::UntagResource(i) => {
+            svc.untag_topic(&i.resource_arn, &i.tag_keys).await?;
+            S::UntagResource(UntagResourceResponse {})
+        }
+    })
+}

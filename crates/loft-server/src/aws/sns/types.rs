@@ -1,0 +1,599 @@
+//! The SNS operations' inputs and outputs, named and shaped as the botocore model
+//! `sns/2010-03-31` declares them (lists as `Name.member.N`, maps as `Name.entry.N.key` /
+//! `.value`, message attributes as `.Name` / `.Value`). A member the model requires is a
+//! plain field, an optional one an `Option`, so a request without a required member is
+//! refused as SNS refuses it ([`super::super::shape::Wire::missing`]).
+//!
+//! One deviation: `PublishBatchRequestEntries` is read as optional, so that a batch without
+//! entries gets SNS's `EmptyBatchRequest` from the Service.
+//!
+//! [`SnsRequest`] and [`SnsResponse`] hold one variant per operation Loft implements;
+//! [`OPERATIONS`] lists them with their members for tests and tools.
+
+use super::super::shape::{operations, structure, Blob, LowerKeyValue, Map, NameValue, NoOutput};
+
+/// A string map with `key` / `value` entries (`MapStringToString`, `TopicAttributesMap`,
+/// `SubscriptionAttributesMap`).
+pub type MapStringToString = Map<String, LowerKeyValue>;
+/// Message attributes with `Name` / `Value` entries (`MessageAttributeMap`).
+pub type MessageAttributeMap = Map<MessageAttributeValue, NameValue>;
+
+structure! {
+    /// A message attribute's value.
+    pub struct MessageAttributeValue {
+        /// `String`, `String.Array`, `Number` or `Binary`.
+        DataType: data_type: String,
+        /// The value of String, String.Array and Number attributes.
+        StringValue: string_value: Option<String>,
+        /// The value of Binary attributes.
+        BinaryValue: binary_value: Option<Blob>,
+    }
+
+    /// A tag.
+    pub struct Tag {
+        /// Its key.
+        Key: key: String,
+        /// Its value.
+        Value: value: String,
+    }
+
+    /// `AddPermission` input.
+    pub struct AddPermissionInput {
+        /// The topic.
+        TopicArn: topic_arn: String,
+        /// The statement's label.
+        Label: label: String,
+        /// Accounts granted.
+        AWSAccountId: aws_account_id: Vec<String>,
+        /// Actions granted.
+        ActionName: action_name: Vec<String>,
+    }
+
+    /// `CheckIfPhoneNumberIsOptedOut` input.
+    pub struct CheckIfPhoneNumberIsOptedOutInput {
+        /// The number.
+        phoneNumber: phone_number: String,
+    }
+    /// `CheckIfPhoneNumberIsOptedOut` output.
+    pub struct CheckIfPhoneNumberIsOptedOutResponse {
+        /// Whether it is opted out.
+        isOptedOut: is_opted_out: Option<bool>,
+    }
+
+    /// `ConfirmSubscription` input.
+    pub struct ConfirmSubscriptionInput {
+        /// The topic.
+        TopicArn: topic_arn: String,
+        /// The token SNS sent the endpoint.
+        Token: token: String,
+        /// Whether unsubscribing needs authentication (accepted, not enforced).
+        AuthenticateOnUnsubscribe: authenticate_on_unsubscribe: Option<String>,
+    }
+    /// `ConfirmSubscription` output.
+    pub struct ConfirmSubscriptionResponse {
+        /// The confirmed subscription.
+        SubscriptionArn: subscription_arn: Option<String>,
+    }
+
+    /// `CreatePlatformApplication` input.
+    pub struct CreatePlatformApplicationInput {
+        /// Its name.
+        Name: name: String,
+        /// `ADM`, `APNS`, `GCM`, ...
+        Platform: platform: String,
+        /// Its attributes (credentials, ...).
+        Attributes: attributes: MapStringToString,
+    }
+    /// `CreatePlatformApplication` output.
+    pub struct CreatePlatformApplicationResponse {
+        /// The application's ARN.
+        PlatformApplicationArn: platform_application_arn: Option<String>,
+    }
+
+    /// `CreatePlatformEndpoint` input.
+    pub struct CreatePlatformEndpointInput {
+        /// The application.
+        PlatformApplicationArn: platform_application_arn: String,
+        /// The device token.
+        Token: token: String,
+        /// Data of the caller's.
+        CustomUserData: custom_user_data: Option<String>,
+        /// Its attributes.
+        Attributes: attributes: Option<MapStringToString>,
+    }
+    /// `CreatePlatformEndpoint` output.
+    pub struct CreateEndpointResponse {
+        /// The endpoint's ARN.
+        EndpointArn: endpoint_arn: Option<String>,
+    }
+
+    /// `CreateTopic` input.
+    pub struct CreateTopicInput {
+        /// Its name.
+        Name: name: String,
+        /// Its attributes.
+        Attributes: attributes: Option<MapStringToString>,
+        /// Its tags.
+        Tags: tags: Option<Vec<Tag>>,
+        /// A data protection policy, kept as the attribute of that name.
+        DataProtectionPolicy: data_protection_policy: Option<String>,
+    }
+    /// `CreateTopic` output.
+    pub struct CreateTopicResponse {
+        /// The topic's ARN.
+        TopicArn: topic_arn: Option<String>,
+    }
+
+    /// `DeleteEndpoint` input.
+    pub struct DeleteEndpointInput {
+        /// The endpoint.
+        EndpointArn: endpoint_arn: String,
+    }
+
+    /// `DeletePlatformApplication` input.
+    pub struct DeletePlatformApplicationInput {
+        /// The application.
+        PlatformApplicationArn: platform_application_arn: String,
+    }
+
+    /// `DeleteTopic` input.
+    pub struct DeleteTopicInput {
+        /// The topic.
+        TopicArn: topic_arn: String,
+    }
+
+    /// A platform endpoint.
+    pub struct Endpoint {
+        /// Its ARN.
+        EndpointArn: endpoint_arn: Option<String>,
+        /// Its attributes.
+        Attributes: attributes: Option<MapStringToString>,
+    }
+
+    /// `GetEndpointAttributes` input.
+    pub struct GetEndpointAttributesInput {
+        /// The endpoint.
+        EndpointArn: endpoint_arn: String,
+    }
+    /// `GetEndpointAttributes` output.
+    pub struct GetEndpointAttributesResponse {
+        /// Its attributes.
+        Attributes: attributes: Option<MapStringToString>,
+    }
+
+    /// `GetPlatformApplicationAttributes` input.
+    pub struct GetPlatformApplicationAttributesInput {
+        /// The application.
+        PlatformApplicationArn: platform_application_arn: String,
+    }
+    /// `GetPlatformApplicationAttributes` output.
+    pub struct GetPlatformApplicationAttributesResponse {
+        /// Its attributes.
+        Attributes: attributes: Option<MapStringToString>,
+    }
+
+    /// `GetSMSAttributes` input.
+    pub struct GetSMSAttributesInput {
+        /// Names wanted; all when absent.
+        attributes: attributes: Option<Vec<String>>,
+    }
+    /// `GetSMSAttributes` output.
+    pub struct GetSMSAttributesResponse {
+        /// The settings.
+        attributes: attributes: Option<MapStringToString>,
+    }
+
+    /// `GetSMSSandboxAccountStatus` input.
+    pub struct GetSMSSandboxAccountStatusInput {}
+    /// `GetSMSSandboxAccountStatus` output.
+    pub struct GetSMSSandboxAccountStatusResult {
+        /// Whether the account is in the SMS sandbox.
+        IsInSandbox: is_in_sandbox: bool,
+    }
+
+    /// `GetSubscriptionAttributes` input.
+    pub struct GetSubscriptionAttributesInput {
+        /// The subscription.
+        SubscriptionArn: subscription_arn: String,
+    }
+    /// `GetSubscriptionAttributes` output.
+    pub struct GetSubscriptionAttributesResponse {
+        /// Its attributes.
+        Attributes: attributes: Option<MapStringToString>,
+    }
+
+    /// `GetTopicAttributes` input.
+    pub struct GetTopicAttributesInput {
+        /// The topic.
+        TopicArn: topic_arn: String,
+    }
+    /// `GetTopicAttributes` output.
+    pub struct GetTopicAttributesResponse {
+        /// Its attributes.
+        Attributes: attributes: Option<MapStringToString>,
+    }
+
+    /// `ListEndpointsByPlatformApplication` input.
+    pub struct ListEndpointsByPlatformApplicationInput {
+        /// The application.
+        PlatformApplicationArn: platform_application_arn: String,
+        /// A page token.
+        NextToken: next_token: Option<String>,
+    }
+    /// `ListEndpointsByPlatformApplication` output.
+    pub struct ListEndpointsByPlatformApplicationResponse {
+        /// The endpoints.
+        Endpoints: endpoints: Vec<Endpoint>,
+        /// The next page's token.
+        NextToken: next_token: Option<String>,
+    }
+
+    /// `ListPhoneNumbersOptedOut` input.
+    pub struct ListPhoneNumbersOptedOutInput {
+        /// A page token.
+        nextToken: next_token: Option<String>,
+    }
+    /// `ListPhoneNumbersOptedOut` output.
+    pub struct ListPhoneNumbersOptedOutResponse {
+        /// The numbers.
+        phoneNumbers: phone_numbers: Vec<String>,
+        /// The next page's token.
+        nextToken: next_token: Option<String>,
+    }
+
+    /// A platform application.
+    pub struct PlatformApplication {
+        /// Its ARN.
+        PlatformApplicationArn: platform_application_arn: Option<String>,
+        /// Its attributes.
+        Attributes: attributes: Option<MapStringToString>,
+    }
+
+    /// `ListPlatformApplications` input.
+    pub struct ListPlatformApplicationsInput {
+        /// A page token.
+        NextToken: next_token: Option<String>,
+    }
+    /// `ListPlatformApplications` output.
+    pub struct ListPlatformApplicationsResponse {
+        /// The applications.
+        PlatformApplications: platform_applications: Vec<PlatformApplication>,
+        /// The next page's token.
+        NextToken: next_token: Option<String>,
+    }
+
+    /// A subscription as the list operations show it.
+    pub struct Subscription {
+        /// Its ARN, or `PendingConfirmation`.
+        SubscriptionArn: subscription_arn: Option<String>,
+        /// The owning account.
+        Owner: owner: Option<String>,
+        /// Its protocol.
+        Protocol: protocol: Option<String>,
+        /// Its endpoint.
+        Endpoint: endpoint: Option<String>,
+        /// Its topic.
+        TopicArn: topic_arn: Option<String>,
+    }
+
+    /// `ListSubscriptionsByTopic` input.
+    pub struct ListSubscriptionsByTopicInput {
+        /// The topic.
+        TopicArn: topic_arn: String,
+        /// A page token.
+        NextToken: next_token: Option<String>,
+    }
+    /// `ListSubscriptionsByTopic` output.
+    pub struct ListSubscriptionsByTopicResponse {
+        /// The subscriptions.
+        Subscriptions: subscriptions: Vec<Subscription>,
+        /// The next page's token.
+        NextToken: next_token: Option<String>,
+    }
+
+    /// `ListSubscriptions` input.
+    pub struct ListSubscriptionsInput {
+        /// A page token.
+        NextToken: next_token: Option<String>,
+    }
+    /// `ListSubscriptions` output.
+    pub struct ListSubscriptionsResponse {
+        /// The subscriptions.
+        Subscriptions: subscriptions: Vec<Subscription>,
+        /// The next page's token.
+        NextToken: next_token: Option<String>,
+    }
+
+    /// `GetDataProtectionPolicy` input.
+    pub struct GetDataProtectionPolicyInput {
+        /// The topic.
+        ResourceArn: resource_arn: String,
+    }
+    /// `GetDataProtectionPolicy` output.
+    pub struct GetDataProtectionPolicyResponse {
+        /// The topic's policy, JSON; absent when it has none.
+        DataProtectionPolicy: data_protection_policy: Option<String>,
+    }
+
+    /// `PutDataProtectionPolicy` input.
+    pub struct PutDataProtectionPolicyInput {
+        /// The topic.
+        ResourceArn: resource_arn: String,
+        /// The policy, JSON (an empty string removes it).
+        DataProtectionPolicy: data_protection_policy: String,
+    }
+
+    /// `ListTagsForResource` input.
+    pub struct ListTagsForResourceRequest {
+        /// The topic.
+        ResourceArn: resource_arn: String,
+    }
+    /// `ListTagsForResource` output.
+    pub struct ListTagsForResourceResponse {
+        /// Its tags.
+        Tags: tags: Vec<Tag>,
+    }
+
+    /// A topic as ListTopics shows it.
+    pub struct Topic {
+        /// Its ARN.
+        TopicArn: topic_arn: Option<String>,
+    }
+
+    /// `ListTopics` input.
+    pub struct ListTopicsInput {
+        /// A page token.
+        NextToken: next_token: Option<String>,
+    }
+    /// `ListTopics` output.
+    pub struct ListTopicsResponse {
+        /// The topics.
+        Topics: topics: Vec<Topic>,
+        /// The next page's token.
+        NextToken: next_token: Option<String>,
+    }
+
+    /// `OptInPhoneNumber` input.
+    pub struct OptInPhoneNumberInput {
+        /// The number.
+        phoneNumber: phone_number: String,
+    }
+    /// `OptInPhoneNumber` output.
+    pub struct OptInPhoneNumberResponse {}
+
+    /// `Publish` input.
+    pub struct PublishInput {
+        /// The topic (or a platform endpoint).
+        TopicArn: topic_arn: Option<String>,
+        /// A topic or platform endpoint.
+        TargetArn: target_arn: Option<String>,
+        /// An SMS number.
+        PhoneNumber: phone_number: Option<String>,
+        /// The message.
+        Message: message: String,
+        /// The subject (email, the envelope).
+        Subject: subject: Option<String>,
+        /// `json` for one message per protocol.
+        MessageStructure: message_structure: Option<String>,
+        /// Message attributes.
+        MessageAttributes: message_attributes: Option<MessageAttributeMap>,
+        /// FIFO: deduplication id.
+        MessageDeduplicationId: message_deduplication_id: Option<String>,
+        /// FIFO: group id.
+        MessageGroupId: message_group_id: Option<String>,
+    }
+    /// `Publish` output.
+    pub struct PublishResponse {
+        /// The message's id.
+        MessageId: message_id: Option<String>,
+        /// FIFO: its sequence number.
+        SequenceNumber: sequence_number: Option<String>,
+    }
+
+    /// One `PublishBatch` entry.
+    pub struct PublishBatchRequestEntry {
+        /// The entry's id in the batch.
+        Id: id: String,
+        /// The message.
+        Message: message: String,
+        /// The subject.
+        Subject: subject: Option<String>,
+        /// `json` for one message per protocol.
+        MessageStructure: message_structure: Option<String>,
+        /// Message attributes.
+        MessageAttributes: message_attributes: Option<MessageAttributeMap>,
+        /// FIFO: deduplication id.
+        MessageDeduplicationId: message_deduplication_id: Option<String>,
+        /// FIFO: group id.
+        MessageGroupId: message_group_id: Option<String>,
+    }
+    /// `PublishBatch` input.
+    pub struct PublishBatchInput {
+        /// The topic.
+        TopicArn: topic_arn: String,
+        /// The entries (required by the model; see the module doc).
+        PublishBatchRequestEntries: publish_batch_request_entries: Option<Vec<PublishBatchRequestEntry>>,
+    }
+    /// A successful `PublishBatch` entry.
+    pub struct PublishBatchResultEntry {
+        /// The entry's id.
+        Id: id: Option<String>,
+        /// The message's id.
+        MessageId: message_id: Option<String>,
+        /// FIFO: its sequence number.
+        SequenceNumber: sequence_number: Option<String>,
+    }
+    /// A failed batch entry.
+    pub struct BatchResultErrorEntry {
+        /// The entry's id.
+        Id: id: String,
+        /// The error's code.
+        Code: code: String,
+        /// The error's message.
+        Message: message: Option<String>,
+        /// Whether the caller is at fault.
+        SenderFault: sender_fault: bool,
+    }
+    /// `PublishBatch` output.
+    pub struct PublishBatchResponse {
+        /// Entries that succeeded.
+        Successful: successful: Vec<PublishBatchResultEntry>,
+        /// Entries that failed.
+        Failed: failed: Vec<BatchResultErrorEntry>,
+    }
+
+    /// `RemovePermission` input.
+    pub struct RemovePermissionInput {
+        /// The topic.
+        TopicArn: topic_arn: String,
+        /// The statement's label.
+        Label: label: String,
+    }
+
+    /// `SetEndpointAttributes` input.
+    pub struct SetEndpointAttributesInput {
+        /// The endpoint.
+        EndpointArn: endpoint_arn: String,
+        /// Attributes to set.
+        Attributes: attributes: MapStringToString,
+    }
+
+    /// `SetPlatformApplicationAttributes` input.
+    pub struct SetPlatformApplicationAttributesInput {
+        /// The application.
+        PlatformApplicationArn: platform_application_arn: String,
+        /// Attributes to set.
+        Attributes: attributes: MapStringToString,
+    }
+
+    /// `SetSMSAttributes` input.
+    pub struct SetSMSAttributesInput {
+        /// Settings to set.
+        attributes: attributes: MapStringToString,
+    }
+    /// `SetSMSAttributes` output.
+    pub struct SetSMSAttributesResponse {}
+
+    /// `SetSubscriptionAttributes` input.
+    pub struct SetSubscriptionAttributesInput {
+        /// The subscription.
+        SubscriptionArn: subscription_arn: String,
+        /// The attribute.
+        AttributeName: attribute_name: String,
+        /// Its new value.
+        AttributeValue: attribute_value: Option<String>,
+    }
+
+    /// `SetTopicAttributes` input.
+    pub struct SetTopicAttributesInput {
+        /// The topic.
+        TopicArn: topic_arn: String,
+        /// The attribute.
+        AttributeName: attribute_name: String,
+        /// Its new value.
+        AttributeValue: attribute_value: Option<String>,
+    }
+
+    /// `Subscribe` input.
+    pub struct SubscribeInput {
+        /// The topic.
+        TopicArn: topic_arn: String,
+        /// `sqs`, `http`, `https`, `email`, ...
+        Protocol: protocol: String,
+        /// Where to deliver.
+        Endpoint: endpoint: Option<String>,
+        /// Subscription attributes.
+        Attributes: attributes: Option<MapStringToString>,
+        /// Whether to answer the ARN even before confirmation.
+        ReturnSubscriptionArn: return_subscription_arn: Option<bool>,
+    }
+    /// `Subscribe` output.
+    pub struct SubscribeResponse {
+        /// The subscription, or `pending confirmation`.
+        SubscriptionArn: subscription_arn: Option<String>,
+    }
+
+    /// `TagResource` input.
+    pub struct TagResourceRequest {
+        /// The topic.
+        ResourceArn: resource_arn: String,
+        /// Tags to add or replace.
+        Tags: tags: Vec<Tag>,
+    }
+    /// `TagResource` output.
+    pub struct TagResourceResponse {}
+
+    /// `Unsubscribe` input.
+    pub struct UnsubscribeInput {
+        /// The subscription.
+        SubscriptionArn: subscription_arn: String,
+    }
+
+    /// `UntagResource` input.
+    pub struct UntagResourceRequest {
+        /// The topic.
+        ResourceArn: resource_arn: String,
+        /// Keys to remove.
+        TagKeys: tag_keys: Vec<String>,
+    }
+    /// `UntagResource` output.
+    pub struct UntagResourceResponse {}
+}
+
+operations! {
+    /// An SNS request: the operation and its input.
+    pub enum SnsRequest;
+    /// An SNS answer: the operation and its output.
+    pub enum SnsResponse;
+    /// Every SNS operation Loft implements, with its input and output members.
+    pub static OPERATIONS;
+    {
+        AddPermission(AddPermissionInput) -> NoOutput,
+        CheckIfPhoneNumberIsOptedOut(CheckIfPhoneNumberIsOptedOutInput)
+            -> CheckIfPhoneNumberIsOptedOutResponse,
+        ConfirmSubscription(ConfirmSubscriptionInput) -> ConfirmSubscriptionResponse,
+        CreatePlatformApplication(CreatePlatformApplicationInput)
+            -> CreatePlatformApplicationResponse,
+        CreatePlatformEndpoint(CreatePlatformEndpointInput) -> CreateEndpointResponse,
+        CreateTopic(CreateTopicInput) -> CreateTopicResponse,
+        DeleteEndpoint(DeleteEndpointInput) -> NoOutput,
+        DeletePlatformApplication(DeletePlatformApplicationInput) -> NoOutput,
+        DeleteTopic(DeleteTopicInput) -> NoOutput,
+        GetDataProtectionPolicy(GetDataProtectionPolicyInput)
+            -> GetDataProtectionPolicyResponse,
+        GetEndpointAttributes(GetEndpointAttributesInput) -> GetEndpointAttributesResponse,
+        GetPlatformApplicationAttributes(GetPlatformApplicationAttributesInput)
+            -> GetPlatformApplicationAttributesResponse,
+        GetSMSAttributes(GetSMSAttributesInput) -> GetSMSAttributesResponse,
+        GetSMSSandboxAccountStatus(GetSMSSandboxAccountStatusInput)
+            -> GetSMSSandboxAccountStatusResult,
+        GetSubscriptionAttributes(GetSubscriptionAttributesInput)
+            -> GetSubscriptionAttributesResponse,
+        GetTopicAttributes(GetTopicAttributesInput) -> GetTopicAttributesResponse,
+        ListEndpointsByPlatformApplication(ListEndpointsByPlatformApplicationInput)
+            -> ListEndpointsByPlatformApplicationResponse,
+        ListPhoneNumbersOptedOut(ListPhoneNumbersOptedOutInput)
+            -> ListPhoneNumbersOptedOutResponse,
+        ListPlatformApplications(ListPlatformApplicationsInput)
+            -> ListPlatformApplicationsResponse,
+        ListSubscriptions(ListSubscriptionsInput) -> ListSubscriptionsResponse,
+        ListSubscriptionsByTopic(ListSubscriptionsByTopicInput)
+            -> ListSubscriptionsByTopicResponse,
+        ListTagsForResource(ListTagsForResourceRequest) -> ListTagsForResourceResponse,
+        ListTopics(ListTopicsInput) -> ListTopicsResponse,
+        OptInPhoneNumber(OptInPhoneNumberInput) -> OptInPhoneNumberResponse,
+        Publish(PublishInput) -> PublishResponse,
+        PublishBatch(PublishBatchInput) -> PublishBatchResponse,
+        PutDataProtectionPolicy(PutDataProtectionPolicyInput) -> NoOutput,
+        RemovePermission(RemovePermissionInput) -> NoOutput,
+        SetEndpointAttributes(SetEndpointAttributesInput) -> NoOutput,
+        SetPlatformApplicationAttributes(SetPlatformApplicationAttributesInput) -> NoOutput,
+        SetSMSAttributes(SetSMSAttributesInput) -> SetSMSAttributesResponse,
+        SetSubscriptionAttributes(SetSubscriptionAttributesInput) -> NoOutput,
+        SetTopicAttributes(SetTopicAttributesInput) -> NoOutput,
+        Subscribe(SubscribeInput) -> SubscribeResponse,
+        TagResource(TagResourceRequest) -> TagResourceResponse,
+        Unsubscribe(UnsubscribeInput) -> NoOutput,
+        UntagResource(UntagResourceRequest) -> UntagResourceResponse,
+    }
+}

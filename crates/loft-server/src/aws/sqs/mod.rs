@@ -1,0 +1,468 @@
+//! The SQS operations: each typed input ([`types`]) handed to its Service method, the
+//! result returned as the typed output. Both SQS wire protocols decode into
+//! [`SqsRequest`] and encode [`SqsResponse`], so every operation behaves the same over JSON
+//! and Query; nothing here decides a rule of queues or messages: that is the Service's.
+//!
+//! Adding an operation: its input and output in [`types`] (and one line in its
+//! `operations!` list), its Service method, one arm in [`call`].
+//!
+//! Source: the botocore model `sqs/2012-11-05` (operation and member names) and the SQS
+//! API Reference.
+
+pub mod types;
+
+use std::sync::Arc;
+
+use loft_core::message::{MessageAttributeValue as CoreValue, MessageAttributes};
+use loft_core::service::{BatchEntry, BatchOutcome, ReceiveMessage, SendMessage, SendResult};
+use loft_core::{Error, Result, Service};
+
+use super::shape::{Blob, Entry, NoOutput};
+use types::*;
+
+/// Where a request came in: what queue URLs are built from.
+#[derive(Debug, Clone)]
+pub struct Context {
+    /// `scheme://host[:port]` as the client addressed Loft.
+    pub base_url: String,
+    /// The `X-Amzn-Trace-Id` header: the X-Ray trace header SDKs send, which becomes a
+    /// message's `AWSTraceHeader` system attribute unless the request gives that
+    /// attribute itself (SQS Developer Guide, "AWS X-Ray and Amazon SQS").
+    pub trace_header: Option<String>,
+}
+
+impl Context {
+    fn queue_url(&self, svc: &Service, name: &str) -> String {
+        format!("{}/{}/{}", self.base_url, svc.config().account_id, name)
+    }
+}
+
+/// The queue name a QueueUrl names: its last path segment. URLs of real AWS and of other
+/// emulators are accepted (`https://sqs.us-east-1.amazonaws.com/000000000000/q`,
+/// `http://localhost:4566/000000000000/q`).
+///
+/// Errors: `QueueDoesNotExist` when it names no queue.
+pub fn queue_name(url: &str) -> Result<String> {
+    let trimmed = url.split(['?', '#']).next().unwrap_or("");
+    let name = trimmed
+        .trim_end_matches('/')
+        .rsplit('/')
+        .next()
+        .unwrap_or("");
+    if name.is_empty() || name.contains(':') && name.starts_with("http") {
+        return Err(Error::no_queue());
+    }
+    Ok(name.to_owned())
+}
+
+/// The queue an ARN names. Errors: `InvalidParameterValue` naming `param`.
+fn queue_name_from_arn(arn: &str, param: &str) -> Result<String> {
+    loft_core::names::arn_resource(arn, "sqs")
+        .map(str::to_owned)
+        .ok_or_else(|| Error::invalid(format!("Value {arn} for parameter {param} is invalid.")))
+}
+
+/// Message attributes in the Service's terms. Errors: `InvalidParameterValue` for list
+/// values, which Loft does not support.
+fn attributes(map: Option<MessageBodyAttributeMap>) -> Result<MessageAttributes> {
+    let mut out = MessageAttributes::new();
+    for (name, v) in map.map(|m| m.into_inner()).unwrap_or_default() {
+        if v.string_list_values.is_some_and(|l| !l.is_empty())
+            || v.binary_list_values.is_some_and(|l| !l.is_empty())
+        {
+            return Err(Error::invalid(format!(
+                "Message attribute list values in '{name}' are not supported."
+            )));
+        }
+        out.insert(
+            name,
+            CoreValue {
+                data_type: v.data_type.unwrap_or_default(),
+                string_value: v.string_value,
+                binary_value: v.binary_value.map(|b| b.0),
+            },
+        );
+    }
+    Ok(out)
+}
+
+/// Message attributes in the model's terms.
+fn attributes_out(attributes: MessageAttributes) -> Option<MessageBodyAttributeMap> {
+    (!attributes.is_empty()).then(|| {
+        attributes
+            .into_iter()
+            .map(|(name, v)| {
+                (
+                    name,
+                    MessageAttributeValue {
+                        string_value: v.string_value,
+                        binary_value: v.binary_value.map(Blob),
+                        string_list_values: None,
+                        binary_list_values: None,
+                        data_type: Some(v.data_type),
+                    },
+                )
+            })
+            .collect::<std::collections::BTreeMap<_, _>>()
+            .into()
+    })
+}
+
+fn map_or_empty<V, N>(m: Option<super::shape::Map<V, N>>) -> std::collections::BTreeMap<String, V> {
+    m.map(|m| m.into_inner()).unwrap_or_default()
+}
+
+#[allow(clippy::too_many_arguments)]
+fn send_message(
+    ctx: &Context,
+    body: String,
+    delay_seconds: Option<i64>,
+    message_attributes: Option<MessageBodyAttributeMap>,
+    system_attributes: Option<MessageBodySystemAttributeMap>,
+    group_id: Option<String>,
+    dedup_id: Option<String>,
+) -> Result<SendMessage> {
+    let mut system_attributes = attributes(system_attributes)?;
+    if let Some(trace) = &ctx.trace_header {
+        system_attributes
+            .entry("AWSTraceHeader".into())
+            .or_insert_with(|| loft_core::message::MessageAttributeValue::string(trace.clone()));
+    }
+    Ok(SendMessage {
+        body,
+        delay_seconds,
+        message_attributes: attributes(message_attributes)?,
+        system_attributes,
+        group_id,
+        dedup_id,
+    })
+}
+
+/// A batch's entries in the Service's terms: each entry's Id, and the entry read by `read`
+/// or why it could not be read.
+fn entries<T, U>(
+    list: Option<Vec<Entry<T>>>,
+    id: impl Fn(&T) -> String,
+    read: impl Fn(T) -> Result<U>,
+) -> Vec<BatchEntry<U>> {
+    list.unwrap_or_default()
+        .into_iter()
+        .map(|e| match e {
+            Entry::Ok(t) => BatchEntry {
+                id: Some(id(&t)),
+                entry: read(t),
+            },
+            Entry::Bad { id, error } => BatchEntry {
+                id,
+                entry: Err(error),
+            },
+        })
+        .collect()
+}
+
+fn failed(id: String, e: Error) -> BatchResultErrorEntry {
+    BatchResultErrorEntry {
+        id,
+        sender_fault: e.code.is_sender_fault(),
+        code: e.code.query_code().to_owned(),
+        message: Some(e.message),
+    }
+}
+
+/// A batch's outcome as the model's Successful and Failed lists (Failed left out when
+/// empty, as SQS answers).
+fn outcome<T, S>(
+    results: BatchOutcome<T>,
+    ok: impl Fn(String, T) -> S,
+) -> (Vec<S>, Option<Vec<BatchResultErrorEntry>>) {
+    let mut successful = Vec::new();
+    let mut failures = Vec::new();
+    for (id, r) in results {
+        match r {
+            Ok(t) => successful.push(ok(id, t)),
+            Err(e) => failures.push(failed(id, e)),
+        }
+    }
+    (successful, (!failures.is_empty()).then_some(failures))
+}
+
+fn send_result(r: SendResult) -> SendMessageResult {
+    SendMessageResult {
+        md5_of_message_body: Some(r.md5_body),
+        md5_of_message_attributes: r.md5_attributes,
+        md5_of_message_system_attributes: r.md5_system_attributes,
+        message_id: Some(r.message_id),
+        sequence_number: r.sequence_number,
+    }
+}
+
+/// Runs one SQS request and returns its answer.
+///
+/// Errors: each operation's, as its Service method documents them.
+pub async fn call(svc: &Arc<Service>, ctx: &Context, req: SqsRequest) -> Result<SqsResponse> {
+    use SqsRequest as R;
+    use SqsResponse as S;
+    let queue = |url: &str| queue_name(url);
+    Ok(match req {
+        R::AddPermission(i) => {
+            svc.add_permission(
+                &queue(&i.queue_url)?,
+                &i.label,
+                &i.aws_account_ids.unwrap_or_default(),
+                &i.actions.unwrap_or_default(),
+            )
+            .await?;
+            S::AddPermission(NoOutput)
+        }
+        R::CancelMessageMoveTask(i) => {
+            let moved = svc.cancel_message_move_task(&i.task_handle).await?;
+            S::CancelMessageMoveTask(CancelMessageMoveTaskResult {
+                approximate_number_of_messages_moved: Some(moved as i64),
+            })
+        }
+        R::ChangeMessageVisibility(i) => {
+            svc.change_visibility(
+                &queue(&i.queue_url)?,
+                &i.receipt_handle,
+                i.visibility_timeout,
+            )
+            .await?;
+            S::ChangeMessageVisibility(NoOutput)
+        }
+        R::ChangeMessageVisibilityBatch(i) => {
+            let name = queue(&i.queue_url)?;
+            let batch = entries(
+                i.entries,
+                |e| e.id.clone(),
+                |e| Ok((e.receipt_handle, e.visibility_timeout)),
+            );
+            let results = svc.change_visibility_batch_entries(&name, batch).await?;
+            let (successful, failed) = outcome(results, |id, ()| {
+                ChangeMessageVisibilityBatchResultEntry { id }
+            });
+            S::ChangeMessageVisibilityBatch(ChangeMessageVisibilityBatchResult {
+                successful,
+                failed,
+            })
+        }
+        R::CreateQueue(i) => {
+            let q = svc
+                .create_queue(
+                    &i.queue_name,
+                    map_or_empty(i.attributes),
+                    map_or_empty(i.tags),
+                )
+                .await?;
+            S::CreateQueue(CreateQueueResult {
+                queue_url: Some(ctx.queue_url(svc, &q.name)),
+            })
+        }
+        R::DeleteMessage(i) => {
+            svc.delete_message(&queue(&i.queue_url)?, &i.receipt_handle)
+                .await?;
+            S::DeleteMessage(NoOutput)
+        }
+        R::DeleteMessageBatch(i) => {
+            let name = queue(&i.queue_url)?;
+            let batch = entries(i.entries, |e| e.id.clone(), |e| Ok(e.receipt_handle));
+            let results = svc.delete_message_batch_entries(&name, batch).await?;
+            let (successful, failed) =
+                outcome(results, |id, ()| DeleteMessageBatchResultEntry { id });
+            S::DeleteMessageBatch(DeleteMessageBatchResult { successful, failed })
+        }
+        R::DeleteQueue(i) => {
+            svc.delete_queue(&queue(&i.queue_url)?).await?;
+            S::DeleteQueue(NoOutput)
+        }
+        R::GetQueueAttributes(i) => {
+            let attrs = svc
+                .get_queue_attributes(
+                    &queue(&i.queue_url)?,
+                    &i.attribute_names.unwrap_or_default(),
+                )
+                .await?;
+            S::GetQueueAttributes(GetQueueAttributesResult {
+                attributes: (!attrs.is_empty()).then(|| attrs.into()),
+            })
+        }
+        R::GetQueueUrl(i) => {
+            let q = svc.queue(&i.queue_name).await?;
+            S::GetQueueUrl(GetQueueUrlResult {
+                queue_url: Some(ctx.queue_url(svc, &q.name)),
+            })
+        }
+        R::ListDeadLetterSourceQueues(i) => {
+            let page = svc
+                .list_dead_letter_sources(
+                    &queue(&i.queue_url)?,
+                    i.max_results,
+                    i.next_token.as_deref(),
+                )
+                .await?;
+            S::ListDeadLetterSourceQueues(ListDeadLetterSourceQueuesResult {
+                queue_urls: page
+                    .queues
+                    .iter()
+                    .map(|q| ctx.queue_url(svc, &q.name))
+                    .collect(),
+                next_token: page.next_token,
+            })
+        }
+        R::ListMessageMoveTasks(i) => {
+            let source = queue_name_from_arn(&i.source_arn, "SourceArn")?;
+            let tasks = svc.list_message_move_tasks(&source, i.max_results).await?;
+            S::ListMessageMoveTasks(ListMessageMoveTasksResult {
+                results: tasks
+                    .into_iter()
+                    .map(|t| ListMessageMoveTasksResultEntry {
+                        task_handle: t.task_handle,
+                        status: Some(t.status),
+                        source_arn: Some(t.source_arn),
+                        destination_arn: t.destination_arn,
+                        max_number_of_messages_per_second: t.max_per_second,
+                        approximate_number_of_messages_moved: Some(t.moved as i64),
+                        approximate_number_of_messages_to_move: Some(t.to_move),
+                        failure_reason: t.failure_reason,
+                        started_timestamp: Some(t.started_at_ms),
+                    })
+                    .collect(),
+            })
+        }
+        R::ListQueueTags(i) => {
+            let tags = svc.list_queue_tags(&queue(&i.queue_url)?).await?;
+            S::ListQueueTags(ListQueueTagsResult {
+                tags: (!tags.is_empty()).then(|| tags.into()),
+            })
+        }
+        R::ListQueues(i) => {
+            let page = svc
+                .list_queues(
+                    i.queue_name_prefix.as_deref(),
+                    i.max_results,
+                    i.next_token.as_deref(),
+                )
+                .await?;
+            let urls: Vec<String> = page
+                .queues
+                .iter()
+                .map(|q| ctx.queue_url(svc, &q.name))
+                .collect();
+            S::ListQueues(ListQueuesResult {
+                queue_urls: (!urls.is_empty()).then_some(urls),
+                next_token: page.next_token,
+            })
+        }
+        R::PurgeQueue(i) => {
+            svc.purge_queue(&queue(&i.queue_url)?).await?;
+            S::PurgeQueue(NoOutput)
+        }
+        R::ReceiveMessage(i) => {
+            let name = queue(&i.queue_url)?;
+            let mut system = i.attribute_names.unwrap_or_default();
+            system.extend(i.message_system_attribute_names.unwrap_or_default());
+            let r = ReceiveMessage {
+                max_messages: i.max_number_of_messages,
+                visibility_timeout: i.visibility_timeout,
+                wait_seconds: i.wait_time_seconds,
+                system_attribute_names: system,
+                message_attribute_names: i.message_attribute_names.unwrap_or_default(),
+                attempt_id: i.receive_request_attempt_id,
+            };
+            let messages: Vec<Message> = svc
+                .receive_message(&name, r)
+                .await?
+                .into_iter()
+                .map(|m| Message {
+                    message_id: Some(m.message_id),
+                    receipt_handle: Some(m.receipt_handle),
+                    md5_of_body: Some(m.md5_body),
+                    body: Some(m.body),
+                    attributes: (!m.attributes.is_empty()).then(|| m.attributes.into()),
+                    md5_of_message_attributes: m.md5_message_attributes,
+                    message_attributes: attributes_out(m.message_attributes),
+                })
+                .collect();
+            S::ReceiveMessage(ReceiveMessageResult {
+                messages: (!messages.is_empty()).then_some(messages),
+            })
+        }
+        R::RemovePermission(i) => {
+            svc.remove_permission(&queue(&i.queue_url)?, &i.label)
+                .await?;
+            S::RemovePermission(NoOutput)
+        }
+        R::SendMessage(i) => {
+            let name = queue(&i.queue_url)?;
+            let m = send_message(
+                ctx,
+                i.message_body,
+                i.delay_seconds,
+                i.message_attributes,
+                i.message_system_attributes,
+                i.message_group_id,
+                i.message_deduplication_id,
+            )?;
+            S::SendMessage(send_result(svc.send_message(&name, m).await?))
+        }
+        R::SendMessageBatch(i) => {
+            let name = queue(&i.queue_url)?;
+            let batch = entries(
+                i.entries,
+                |e| e.id.clone(),
+                |e| {
+                    send_message(
+                        ctx,
+                        e.message_body,
+                        e.delay_seconds,
+                        e.message_attributes,
+                        e.message_system_attributes,
+                        e.message_group_id,
+                        e.message_deduplication_id,
+                    )
+                },
+            );
+            let results = svc.send_message_batch_entries(&name, batch).await?;
+            let (successful, failed) = outcome(results, |id, r| SendMessageBatchResultEntry {
+                id,
+                message_id: r.message_id,
+                md5_of_message_body: r.md5_body,
+                md5_of_message_attributes: r.md5_attributes,
+                md5_of_message_system_attributes: r.md5_system_attributes,
+                sequence_number: r.sequence_number,
+            });
+            S::SendMessageBatch(SendMessageBatchResult { successful, failed })
+        }
+        R::SetQueueAttributes(i) => {
+            svc.set_queue_attributes(&queue(&i.queue_url)?, i.attributes.into_inner())
+                .await?;
+            S::SetQueueAttributes(NoOutput)
+        }
+        R::StartMessageMoveTask(i) => {
+            let source = queue_name_from_arn(&i.source_arn, "SourceArn")?;
+            let destination = i
+                .destination_arn
+                .as_deref()
+                .map(|a| queue_name_from_arn(a, "DestinationArn"))
+                .transpose()?;
+            let handle = svc
+                .start_message_move_task(
+                    &source,
+                    destination.as_deref(),
+                    i.max_number_of_messages_per_second,
+                )
+                .await?;
+            S::StartMessageMoveTask(StartMessageMoveTaskResult {
+                task_handle: Some(handle),
+            })
+        }
+        R::TagQueue(i) => {
+            svc.tag_queue(&queue(&i.queue_url)?, i.tags.into_inner())
+                .await?;
+            S::TagQueue(NoOutput)
+        }
+        R::UntagQueue(i) => {
+            svc.untag_queue(&queue(&i.queue_url)?, &i.tag_keys).await?;
+            S::UntagQueue(NoOutput)
+        }
+    })
+}
