@@ -408,7 +408,40 @@ impl Service {
         entries: Vec<PublishRequest>,
     ) -> Result<Vec<Result<PublishResult>>> {
         let topic = self.topic_by_arn(topic_arn).await?;
+        // The FIFO parameters and the message structure of every entry are checked for
+        // the request as a whole: one entry that breaks them refuses the batch, as AWS
+        // answers (its recorded PublishBatch: a FIFO entry without MessageGroupId or a
+        // deduplication id, a MessageStructure=json entry without `default`). Other
+        // checks (attributes, sizes) fail their entry alone.
+        for req in &entries {
+            self.check_batch_entry(&topic, req)?;
+        }
         self.publish_to(&topic, entries, true).await
+    }
+
+    /// The request-level checks of a PublishBatch entry: MessageStructure, and the FIFO
+    /// topic rules (a MessageGroupId, a MessageDeduplicationId unless the topic
+    /// deduplicates by content; none on a standard topic). Errors: `InvalidParameter`.
+    fn check_batch_entry(&self, topic: &TopicRecord, req: &PublishRequest) -> Result<()> {
+        let fifo = topic.name.ends_with(".fifo");
+        check_message_structure(req)?;
+        let cbd = topic
+            .attributes
+            .get("ContentBasedDeduplication")
+            .is_some_and(|v| v == "true");
+        if fifo {
+            if req.group_id.is_none() {
+                return Err(invalid(
+                    "The MessageGroupId parameter is required for FIFO topics",
+                ));
+            }
+            if req.dedup_id.is_none() && !cbd {
+                return Err(invalid("The topic should either have ContentBasedDeduplication enabled or MessageDeduplicationId provided explicitly"));
+            }
+        } else if req.dedup_id.is_some() {
+            return Err(invalid("MessageDeduplicationId Reason: The request includes MessageDeduplicationId parameter that is not valid for this topic type"));
+        }
+        Ok(())
     }
 
     fn check_publish(&self, req: &PublishRequest, _fifo: bool) -> Result<()> {
@@ -427,18 +460,7 @@ impl Service {
                 return Err(invalid("Subject"));
             }
         }
-        if let Some(structure) = &req.message_structure {
-            if structure != "json" {
-                return Err(invalid("MessageStructure"));
-            }
-            let v: Value = serde_json::from_str(&req.message)
-                .map_err(|_| invalid("Message Structure - JSON message body failed to parse"))?;
-            if !v.get("default").is_some_and(Value::is_string) {
-                return Err(invalid(
-                    "Message Structure - No default entry in JSON message body",
-                ));
-            }
-        }
+        check_message_structure(req)?;
         validate_sns_attributes(&req.message_attributes)
     }
 
@@ -900,6 +922,24 @@ pub enum PublishTarget<'a> {
     Phone(&'a str),
     /// A mobile push endpoint (TargetArn): recorded, not sent.
     Endpoint(&'a str),
+}
+
+/// MessageStructure: absent, or `json` with a Message that is a JSON object holding a
+/// `default` string. Errors: `InvalidParameter` in AWS's words.
+fn check_message_structure(req: &PublishRequest) -> Result<()> {
+    if let Some(structure) = &req.message_structure {
+        if structure != "json" {
+            return Err(invalid("MessageStructure"));
+        }
+        let v: Value = serde_json::from_str(&req.message)
+            .map_err(|_| invalid("Message Structure - JSON message body failed to parse"))?;
+        if !v.get("default").is_some_and(Value::is_string) {
+            return Err(invalid(
+                "Message Structure - No default entry in JSON message body",
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn passes_filter(

@@ -539,3 +539,68 @@ async fn trace_headers_reach_subscribed_queues() {
         trace
     );
 }
+
+/// AWS's recorded PublishBatch answers: a FIFO entry without MessageGroupId or a
+/// deduplication id, or a MessageStructure=json entry without `default`, refuses the whole
+/// batch; nothing is published.
+#[tokio::test]
+async fn publish_batch_fifo_and_structure_rules_refuse_the_batch() {
+    use aws_sdk_sns::operation::publish_batch::PublishBatchError;
+    use aws_sdk_sns::types::PublishBatchRequestEntry as Entry;
+    let server = Server::start();
+    let (sns, sqs) = (server.sns(), server.sqs());
+    let topic = create_topic(&sns, "b.fifo", &[("FifoTopic", "true")]).await;
+    let url = create_queue(&sqs, "b.fifo", &[("FifoQueue", "true")]).await;
+    subscribe_queue(&server, &topic, "b.fifo", &[]).await;
+    let good = Entry::builder()
+        .id("good")
+        .message("m")
+        .message_group_id("g")
+        .message_deduplication_id("d")
+        .build()
+        .expect("entry");
+    let cases = [
+        (
+            Entry::builder().id("b").message("m").build().expect("entry"),
+            "Invalid parameter: The MessageGroupId parameter is required for FIFO topics",
+        ),
+        (
+            Entry::builder()
+                .id("b")
+                .message("m")
+                .message_group_id("g")
+                .build()
+                .expect("entry"),
+            "Invalid parameter: The topic should either have ContentBasedDeduplication enabled or MessageDeduplicationId provided explicitly",
+        ),
+        (
+            Entry::builder()
+                .id("b")
+                .message(json!({"sqs": "x"}).to_string())
+                .message_structure("json")
+                .message_group_id("g")
+                .message_deduplication_id("d2")
+                .build()
+                .expect("entry"),
+            "Invalid parameter: Message Structure - No default entry in JSON message body",
+        ),
+    ];
+    for (bad, message) in cases {
+        let msg = assert_sns_err!(
+            sns.publish_batch()
+                .topic_arn(&topic)
+                .publish_batch_request_entries(good.clone())
+                .publish_batch_request_entries(bad)
+                .send()
+                .await,
+            PublishBatchError::InvalidParameterException(_),
+            "InvalidParameter",
+            400
+        );
+        assert_eq!(msg, message);
+    }
+    assert!(
+        receive_some(&sqs, &url, 0).await.is_empty(),
+        "nothing published"
+    );
+}
