@@ -25,7 +25,9 @@ pub struct QueueRecord {
 /// A message to store. Built by the service; the store only persists it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewMessage {
-    /// The MessageId; `None` gives the seeds' `msg-N`, N being the store's sequence number.
+    /// The MessageId as the service chose it, or `None` for a message the service names
+    /// after its store sequence number (the seeds' `msg-N`, see
+    /// [`crate::service::seed_message_id`]): the store keeps no id for it.
     pub message_id: Option<String>,
     /// The message body (UTF-8, at most the queue's MaximumMessageSize bytes with attributes).
     pub body: String,
@@ -75,8 +77,9 @@ pub struct DedupKey {
 pub struct SentMessage {
     /// Sequence number: the new message's, or the original's for a duplicate.
     pub seq: i64,
-    /// MessageId: the new message's, or the original's for a duplicate.
-    pub message_id: String,
+    /// MessageId: the new message's, or the original's for a duplicate; `None` for a
+    /// message stored without one ([`NewMessage::message_id`]).
+    pub message_id: Option<String>,
     /// Whether this was a duplicate inside the deduplication window (nothing stored).
     pub duplicate: bool,
 }
@@ -99,8 +102,9 @@ pub struct StoredMessage {
     pub seq: i64,
     /// The queue it is in.
     pub queue_id: i64,
-    /// The MessageId (`msg-N` for the seeds' API, a UUID over AWS protocols).
-    pub message_id: String,
+    /// The MessageId given to [`NewMessage::message_id`] (a UUID over AWS protocols);
+    /// `None` for a message stored without one (the seeds' `msg-N`, named by the service).
+    pub message_id: Option<String>,
     /// The body.
     pub body: String,
     /// MD5 hex of the body.
@@ -135,31 +139,55 @@ pub struct StoredMessage {
 pub struct ReceiveRequest {
     /// Queue to receive from.
     pub queue_id: i64,
-    /// At most this many messages (1..=10).
+    /// At most this many messages are claimed (the service keeps it to 1..=10; 0 claims
+    /// none, which still replays a recorded [`ReceiveRequest::attempt`]).
     pub max_messages: u32,
     /// Current time (ms).
     pub now_ms: i64,
     /// Messages become visible again at `now_ms + visibility_ms`.
     pub visibility_ms: i64,
-    /// Dead-letter rule: a message whose receive count would exceed `max_receive_count` is
-    /// moved to `dlq_queue_id` instead of being returned.
+    /// The receipt token of each claimed message, in the order messages are claimed: the
+    /// first claimed gets `receipt_tokens[0]`. At least `max_messages` of them, distinct.
+    pub receipt_tokens: Vec<i64>,
+    /// Dead-letter rule: a message already received `moves_at_receive_count` times moves
+    /// to `dlq_queue_id` instead of being returned.
     pub redrive: Option<RedriveRule>,
     /// FIFO: hand out messages group by group, never past an in-flight one.
     pub fifo: bool,
     /// Standard queues: oldest sent first (the seeds' order) instead of longest visible
     /// first (SQS's best-effort order, which needs no skipping over in-flight messages).
     pub send_order: bool,
+    /// FIFO receives only: the ReceiveRequestAttemptId of this receive. When an unexpired
+    /// attempt with this id is recorded for the queue, the store claims nothing new and
+    /// returns that attempt's messages that still hold its receipt tokens, hidden again
+    /// until `now_ms + visibility_ms` ([`ReceiveOutcome::replayed`]). Otherwise a receive
+    /// that claims messages records them under this id, in the same transaction.
+    pub attempt: Option<ReceiveAttempt>,
 }
 
-/// The dead-letter rule of a queue, resolved to store ids.
+/// A FIFO receive's ReceiveRequestAttemptId and how long a retry with it is answered with
+/// the same messages (SQS API Reference, ReceiveMessage, `ReceiveRequestAttemptId`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReceiveAttempt {
+    /// The attempt id (1 to 128 characters, checked by the service).
+    pub id: String,
+    /// Until when (ms, exclusive) a retry replays this receive.
+    pub expires_at_ms: i64,
+}
+
+/// The dead-letter rule of a queue, resolved to store ids and thresholds by the service.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RedriveRule {
     /// The dead-letter queue's store id.
     pub dlq_queue_id: i64,
-    /// Moves happen when a receive would take the count past this.
-    pub max_receive_count: i64,
+    /// A message whose stored receive count is at least this moves instead of being
+    /// received again (the queue's maxReceiveCount).
+    pub moves_at_receive_count: i64,
     /// The source queue's ARN, recorded on moved messages (DeadLetterQueueSourceArn).
     pub source_arn: String,
+    /// Whether a moved message's MessageDeduplicationId becomes its MessageId (moves into
+    /// a FIFO dead-letter queue).
+    pub dedup_id_from_message_id: bool,
 }
 
 /// What a receive returned.
@@ -172,6 +200,9 @@ pub struct ReceiveOutcome {
     /// When the next hidden or delayed message of the queue becomes visible (ms), if any:
     /// a long poll sleeps until then at the latest.
     pub next_visible_at_ms: Option<i64>,
+    /// Whether `messages` is the replay of a recorded [`ReceiveRequest::attempt`] (nothing
+    /// new was claimed).
+    pub replayed: bool,
 }
 
 /// Result of a visibility change.

@@ -57,8 +57,12 @@ pub trait Store: Send + Sync + 'static {
     async fn send_messages(&self, messages: Vec<(i64, NewMessage)>) -> Result<Vec<SentMessage>>;
 
     /// Claims up to `max_messages` visible messages as `request` says, in one transaction:
-    /// expired messages are dropped, messages past the redrive threshold move to the DLQ,
-    /// the rest get a new receipt token, receive count and visibility.
+    /// expired messages are dropped, messages at the redrive threshold move to the DLQ,
+    /// the rest get the next of `request.receipt_tokens`, one more receive and their new
+    /// visibility. A FIFO receive walks the queue in send order a window at a time and
+    /// stops once the receive is decided, so its cost follows the messages it looks at,
+    /// not the queue's depth. With [`ReceiveRequest::attempt`] set it replays or records
+    /// that attempt, in the same transaction.
     async fn receive(&self, request: ReceiveRequest) -> Result<ReceiveOutcome>;
 
     /// Deletes message `seq` of queue `queue_id`. With `strict = Some((token, now_ms))`
@@ -86,12 +90,19 @@ pub trait Store: Send + Sync + 'static {
         Ok(out)
     }
 
-    /// Deletes the message with MessageId `message_id` from queue `queue_id` (the seeds'
-    /// `DELETE /queues/{name}/messages/{id}`). Returns whether one was deleted.
+    /// Deletes the message of queue `queue_id` whose stored MessageId is `message_id` (the
+    /// seeds' `DELETE /queues/{name}/messages/{id}` for a UUID id). Reads the queue's
+    /// messages in send order (no MessageId index). Returns whether one was deleted.
     async fn delete_message_by_id(&self, queue_id: i64, message_id: &str) -> Result<bool>;
 
+    /// Deletes message `seq` of queue `queue_id` if it was stored without a MessageId (the
+    /// seeds' `DELETE /queues/{name}/messages/msg-N`, N = `seq`). Returns whether one was
+    /// deleted.
+    async fn delete_unnamed_message(&self, queue_id: i64, seq: i64) -> Result<bool>;
+
     /// Makes in-flight message `seq` visible at `visible_at_ms`. With `receipt_token` set,
-    /// only if it matches.
+    /// only if it matches. Refused with [`VisibilityChange::TooLong`] when `visible_at_ms`
+    /// is more than `max_hidden_ms` after the receive that hid the message.
     async fn change_visibility(
         &self,
         queue_id: i64,
@@ -99,18 +110,21 @@ pub trait Store: Send + Sync + 'static {
         receipt_token: Option<i64>,
         now_ms: i64,
         visible_at_ms: i64,
+        max_hidden_ms: i64,
     ) -> Result<VisibilityChange>;
 
-    /// Moves up to `limit` visible messages of `source_queue_id` (a dead-letter queue) back:
-    /// to `target`'s queue, or each to the queue its DeadLetterQueueSourceArn names. A moved
-    /// message keeps its body, attributes and group but is a new message there: a new
-    /// MessageId and sequence number, sent now, retention counted afresh, receive count 0.
-    /// Messages with no known destination stay. Returns how many moved.
+    /// Moves up to `new_message_ids.len()` visible messages of `source_queue_id` (a
+    /// dead-letter queue) back: to `target`'s queue, or each to the queue its
+    /// DeadLetterQueueSourceArn names. A moved message keeps its body, attributes and group
+    /// but is a new message there: the next of `new_message_ids` as its MessageId, a new
+    /// sequence number, sent now, retention counted afresh, receive count 0. Groups with a
+    /// message in flight or delayed in the source keep their later messages there. Messages
+    /// with no known destination stay. Returns how many moved.
     async fn move_messages(
         &self,
         source_queue_id: i64,
         target: MoveTarget,
-        limit: u32,
+        new_message_ids: Vec<String>,
         now_ms: i64,
     ) -> Result<u64>;
 

@@ -18,6 +18,8 @@ type S = Arc<dyn Store>;
 /// A fixed "now" (ms); tests move time by passing later values.
 const T0: i64 = 1_700_000_000_000;
 const HOUR: i64 = 3_600_000;
+/// The 12-hour visibility cap the service passes.
+const H12: i64 = 12 * HOUR;
 
 // ----- engines
 
@@ -110,6 +112,9 @@ conformance!(
     fifo_order_and_group_locking,
     fifo_dead_letter_keeps_group_open,
     fifo_dedup,
+    receipt_tokens_and_limits_are_the_requests,
+    fifo_walk_reaches_past_its_first_window,
+    fifo_receive_attempts_replay,
     purge,
     delete_expired_messages_and_keys,
     move_to_queue,
@@ -159,6 +164,7 @@ fn msg(body: &str, now: i64) -> NewMessage {
 
 fn fifo_msg(body: &str, group: &str, dedup: &str, now: i64) -> NewMessage {
     NewMessage {
+        message_id: Some(format!("id-{body}")),
         group_id: Some(group.into()),
         dedup_id: Some(dedup.into()),
         dedup: Some(DedupKey {
@@ -190,10 +196,22 @@ fn req(q: i64, max: u32, now: i64, vis_ms: i64) -> ReceiveRequest {
         max_messages: max,
         now_ms: now,
         visibility_ms: vis_ms,
+        receipt_tokens: tokens(max),
         redrive: None,
         fifo: false,
         send_order: false,
+        attempt: None,
     }
+}
+
+/// `n` MessageIds for moved messages: `new-0`, `new-1`, ...
+fn ids(n: usize) -> Vec<String> {
+    (0..n).map(|i| format!("new-{i}")).collect()
+}
+
+/// `n` distinct receipt tokens, as the service would choose them.
+fn tokens(n: u32) -> Vec<i64> {
+    (0..n).map(|_| rand::random::<i64>() & i64::MAX).collect()
 }
 
 fn fifo_req(q: i64, max: u32, now: i64, vis_ms: i64) -> ReceiveRequest {
@@ -293,7 +311,7 @@ async fn send_receive_delete(s: S) {
     assert_eq!(sent.len(), 3);
     assert!(sent.windows(2).all(|w| w[0].seq < w[1].seq));
     for m in &sent {
-        assert_eq!(m.message_id, format!("msg-{}", m.seq));
+        assert_eq!(m.message_id, None, "stored without an id");
         assert!(!m.duplicate);
     }
 
@@ -334,14 +352,8 @@ async fn send_receive_delete(s: S) {
         s.delete_message(other, sent[1].seq, None).await.unwrap(),
         DeleteOutcome::NotFound
     );
-    assert!(s
-        .delete_message_by_id(q, &sent[1].message_id)
-        .await
-        .unwrap());
-    assert!(!s
-        .delete_message_by_id(q, &sent[1].message_id)
-        .await
-        .unwrap());
+    assert!(s.delete_unnamed_message(q, sent[1].seq).await.unwrap());
+    assert!(!s.delete_unnamed_message(q, sent[1].seq).await.unwrap());
     // After the timeout the remaining one comes back, received a second time.
     let out = s.receive(req(q, 10, now + 30_000, 1000)).await.unwrap();
     assert_eq!(bodies(&out), ["three"]);
@@ -390,18 +402,18 @@ async fn explicit_message_ids(s: S) {
     m.system_attributes = Some(r#"{"AWSTraceHeader":{"DataType":"String"}}"#.into());
     m.group_id = Some("g".into());
     let sent = s.send_messages(vec![(q, m.clone())]).await.unwrap();
-    assert_eq!(sent[0].message_id, "5fea7756-0ea4-451a-a703-a558b933e274");
+    assert_eq!(
+        sent[0].message_id.as_deref(),
+        Some("5fea7756-0ea4-451a-a703-a558b933e274")
+    );
     let out = s.receive(req(q, 1, T0, 1000)).await.unwrap();
     let got = &out.messages[0];
     assert_eq!(got.message_id, sent[0].message_id);
     assert_eq!(got.message_attributes, m.message_attributes);
     assert_eq!(got.system_attributes, m.system_attributes);
     assert_eq!(got.group_id.as_deref(), Some("g"));
-    // `msg-N` names only messages without an explicit id.
-    assert!(!s
-        .delete_message_by_id(q, &format!("msg-{}", sent[0].seq))
-        .await
-        .unwrap());
+    // A delete by sequence number takes only messages stored without an id.
+    assert!(!s.delete_unnamed_message(q, sent[0].seq).await.unwrap());
     assert!(s
         .delete_message_by_id(q, "5fea7756-0ea4-451a-a703-a558b933e274")
         .await
@@ -413,29 +425,44 @@ async fn visibility_changes(s: S) {
     let sent = send(&s, q, &["a"], T0).await;
     let seq = sent[0].seq;
     assert_eq!(
-        s.change_visibility(q, seq + 1000, None, T0, T0 + 5)
+        s.change_visibility(q, seq + 1000, None, T0, T0 + 5, H12)
             .await
             .unwrap(),
         VisibilityChange::NotFound
     );
     assert_eq!(
-        s.change_visibility(q, seq, None, T0, T0 + 5).await.unwrap(),
+        s.change_visibility(q, seq, None, T0, T0 + 5, H12)
+            .await
+            .unwrap(),
         VisibilityChange::NotInflight,
         "never received"
     );
     let out = s.receive(req(q, 1, T0, 30_000)).await.unwrap();
     let token = out.messages[0].receipt_token;
     assert_eq!(
-        s.change_visibility(q, seq, Some(token ^ 1), T0, T0 + 5)
+        s.change_visibility(q, seq, Some(token ^ 1), T0, T0 + 5, H12)
             .await
             .unwrap(),
         VisibilityChange::Stale
     );
     assert_eq!(
-        s.change_visibility(q, seq, Some(token), T0 + 1, T0 + 60_000)
+        s.change_visibility(q, seq, Some(token), T0 + 1, T0 + 60_000, H12)
             .await
             .unwrap(),
         VisibilityChange::Changed
+    );
+    // The cap is the service's: 60 s after the receive passes a 50 s cap.
+    assert_eq!(
+        s.change_visibility(q, seq, Some(token), T0 + 1, T0 + 60_001, 50_000)
+            .await
+            .unwrap(),
+        VisibilityChange::TooLong
+    );
+    assert_eq!(
+        s.change_visibility(q, seq, Some(token), T0 + 1, T0 + H12 + 1, H12)
+            .await
+            .unwrap(),
+        VisibilityChange::TooLong
     );
     // Hidden until the new time, not the old one.
     let out = s.receive(req(q, 1, T0 + 30_001, 1000)).await.unwrap();
@@ -443,13 +470,13 @@ async fn visibility_changes(s: S) {
     assert_eq!(out.next_visible_at_ms, Some(T0 + 60_000));
     // Visible now: change to "now".
     assert_eq!(
-        s.change_visibility(q, seq, None, T0 + 2, T0 + 2)
+        s.change_visibility(q, seq, None, T0 + 2, T0 + 2, H12)
             .await
             .unwrap(),
         VisibilityChange::Changed
     );
     assert_eq!(
-        s.change_visibility(q, seq, None, T0 + 3, T0 + 50)
+        s.change_visibility(q, seq, None, T0 + 3, T0 + 50, H12)
             .await
             .unwrap(),
         VisibilityChange::NotInflight,
@@ -497,7 +524,7 @@ async fn visibility_order_and_send_order(s: S) {
     let standard = s.receive(req(q, 1, later, 1000)).await.unwrap();
     assert_eq!(bodies(&standard), ["m2"], "longest visible first");
     assert_eq!(
-        s.change_visibility(q, sent[1].seq, None, later, later)
+        s.change_visibility(q, sent[1].seq, None, later, later, H12)
             .await
             .unwrap(),
         VisibilityChange::Changed
@@ -583,8 +610,9 @@ async fn dead_letter_in_receive(s: S) {
     let sent = send(&s, q, &["poison", "ok"], T0).await;
     let rule = RedriveRule {
         dlq_queue_id: dlq,
-        max_receive_count: 2,
+        moves_at_receive_count: 2,
         source_arn: "arn:aws:sqs:us-east-1:000000000000:src".into(),
+        dedup_id_from_message_id: false,
     };
     let r = |now: i64| ReceiveRequest {
         redrive: Some(rule.clone()),
@@ -605,6 +633,10 @@ async fn dead_letter_in_receive(s: S) {
     assert_eq!(bodies(&out), ["poison"]);
     let m = &out.messages[0];
     assert_eq!(m.message_id, sent[0].message_id, "keeps its id");
+    assert_eq!(
+        m.dedup_id, None,
+        "a standard queue's rule keeps the dedup id as it was"
+    );
     assert_eq!(m.seq, sent[0].seq);
     assert_eq!(m.queue_id, dlq);
     assert_eq!(
@@ -678,8 +710,9 @@ async fn fifo_dead_letter_keeps_group_open(s: S) {
     .unwrap();
     let rule = RedriveRule {
         dlq_queue_id: dlq,
-        max_receive_count: 1,
+        moves_at_receive_count: 1,
         source_arn: "arn:src".into(),
+        dedup_id_from_message_id: true,
     };
     let r = |now: i64| ReceiveRequest {
         redrive: Some(rule.clone()),
@@ -695,6 +728,11 @@ async fn fifo_dead_letter_keeps_group_open(s: S) {
     assert_eq!(
         out.messages[0].dead_letter_source.as_deref(),
         Some("arn:src")
+    );
+    assert_eq!(
+        out.messages[0].dedup_id.as_deref(),
+        Some("id-x1"),
+        "the rule said: the MessageId becomes the MessageDeduplicationId"
     );
 }
 
@@ -740,6 +778,184 @@ async fn fifo_dedup(s: S) {
         .unwrap();
     // Group G first (as much of one group as possible), then group H.
     assert_eq!(bodies(&out), ["one", "two", "one later", "one in H"]);
+}
+
+async fn receipt_tokens_and_limits_are_the_requests(s: S) {
+    let q = queue(&s, "tokens").await;
+    let f = queue(&s, "tokens.fifo").await;
+    send(&s, q, &["a", "b", "c"], T0).await;
+    s.send_messages(vec![
+        (f, fifo_msg("f1", "G", "1", T0)),
+        (f, fifo_msg("f2", "G", "2", T0)),
+    ])
+    .await
+    .unwrap();
+    for (queue, fifo) in [(q, false), (f, true)] {
+        // Nothing asked, nothing claimed.
+        let none = s
+            .receive(ReceiveRequest {
+                fifo,
+                ..req(queue, 0, T0, 30_000)
+            })
+            .await
+            .unwrap();
+        assert!(none.messages.is_empty());
+        // Two asked: the first two tokens, in the order the messages come.
+        let given = vec![11, 22, 33];
+        let out = s
+            .receive(ReceiveRequest {
+                fifo,
+                receipt_tokens: given.clone(),
+                ..req(queue, 2, T0, 30_000)
+            })
+            .await
+            .unwrap();
+        let got: Vec<i64> = out.messages.iter().map(|m| m.receipt_token).collect();
+        assert_eq!(got, [11, 22], "fifo {fifo}");
+    }
+    // More than ten, when asked (the 1..10 rule is the service's).
+    let many = queue(&s, "many").await;
+    let bodies_12: Vec<String> = (0..12).map(|i| format!("m{i}")).collect();
+    let refs: Vec<&str> = bodies_12.iter().map(String::as_str).collect();
+    send(&s, many, &refs, T0).await;
+    let out = s.receive(req(many, 12, T0, 30_000)).await.unwrap();
+    assert_eq!(out.messages.len(), 12);
+}
+
+async fn fifo_walk_reaches_past_its_first_window(s: S) {
+    // 600 messages in 30 groups, round robin: a receive of 10 must walk past its first
+    // window (56 rows) to find ten of the first group, and take them in order.
+    let q = queue(&s, "walk.fifo").await;
+    let mut msgs = Vec::new();
+    for i in 0..600 {
+        let g = format!("g{:02}", i % 30);
+        msgs.push((
+            q,
+            fifo_msg(&format!("{g}-{}", i / 30), &g, &format!("d{i}"), T0),
+        ));
+    }
+    for chunk in msgs.chunks(100) {
+        s.send_messages(chunk.to_vec()).await.unwrap();
+    }
+    let out = s.receive(fifo_req(q, 10, T0, 30_000)).await.unwrap();
+    let want: Vec<String> = (0..10).map(|i| format!("g00-{i}")).collect();
+    assert_eq!(bodies(&out), want);
+    // The next receive skips the locked group and takes the second one.
+    let out = s.receive(fifo_req(q, 10, T0, 30_000)).await.unwrap();
+    let want: Vec<String> = (0..10).map(|i| format!("g01-{i}")).collect();
+    assert_eq!(bodies(&out), want);
+    // One message per group: a receive takes the first message of each of the first
+    // groups, in send order.
+    let q2 = queue(&s, "spread.fifo").await;
+    let spread: Vec<(i64, NewMessage)> = (0..100)
+        .map(|i| {
+            let g = format!("h{i:03}");
+            (q2, fifo_msg(&g, &g, &format!("e{i}"), T0))
+        })
+        .collect();
+    s.send_messages(spread).await.unwrap();
+    let out = s.receive(fifo_req(q2, 10, T0, 30_000)).await.unwrap();
+    let want: Vec<String> = (0..10).map(|i| format!("h{i:03}")).collect();
+    assert_eq!(bodies(&out), want, "one of each of the first ten groups");
+}
+
+async fn fifo_receive_attempts_replay(s: S) {
+    let q = queue(&s, "attempt.fifo").await;
+    s.send_messages(vec![
+        (q, fifo_msg("a1", "A", "1", T0)),
+        (q, fifo_msg("a2", "A", "2", T0)),
+        (q, fifo_msg("b1", "B", "3", T0)),
+    ])
+    .await
+    .unwrap();
+    let attempt = |id: &str, expires: i64| {
+        Some(ReceiveAttempt {
+            id: id.into(),
+            expires_at_ms: expires,
+        })
+    };
+    let first = s
+        .receive(ReceiveRequest {
+            attempt: attempt("try-1", T0 + 30_000),
+            ..fifo_req(q, 2, T0, 30_000)
+        })
+        .await
+        .unwrap();
+    assert!(!first.replayed);
+    assert_eq!(bodies(&first), ["a1", "a2"]);
+    // The retry: the same messages and receipts, hidden again from its own time.
+    let retry = s
+        .receive(ReceiveRequest {
+            attempt: attempt("try-1", T0 + 40_000),
+            ..fifo_req(q, 2, T0 + 10_000, 30_000)
+        })
+        .await
+        .unwrap();
+    assert!(retry.replayed);
+    assert_eq!(bodies(&retry), ["a1", "a2"]);
+    let tokens =
+        |o: &ReceiveOutcome| -> Vec<i64> { o.messages.iter().map(|m| m.receipt_token).collect() };
+    assert_eq!(tokens(&retry), tokens(&first));
+    assert_eq!(retry.messages[0].visible_at_ms, T0 + 40_000);
+    assert_eq!(retry.messages[0].receive_count, 1, "not received again");
+    // Another attempt id is another receive.
+    let other = s
+        .receive(ReceiveRequest {
+            attempt: attempt("try-2", T0 + 40_000),
+            ..fifo_req(q, 10, T0 + 10_000, 30_000)
+        })
+        .await
+        .unwrap();
+    assert!(!other.replayed);
+    assert_eq!(bodies(&other), ["b1"]);
+    // A message deleted meanwhile is left out of a replay.
+    assert_eq!(
+        s.delete_message(q, first.messages[0].seq, None)
+            .await
+            .unwrap(),
+        DeleteOutcome::Deleted
+    );
+    let retry = s
+        .receive(ReceiveRequest {
+            attempt: attempt("try-1", T0 + 40_000),
+            ..fifo_req(q, 2, T0 + 20_000, 30_000)
+        })
+        .await
+        .unwrap();
+    assert!(retry.replayed);
+    assert_eq!(bodies(&retry), ["a2"]);
+    // After the window the id is free: a new receive (a2 is still in flight, so none).
+    let late = s
+        .receive(ReceiveRequest {
+            attempt: attempt("try-1", T0 + 90_000),
+            ..fifo_req(q, 2, T0 + 30_000, 30_000)
+        })
+        .await
+        .unwrap();
+    assert!(!late.replayed);
+    assert!(late.messages.is_empty(), "group A is locked by a2, B by b1");
+    // A receive that claims nothing records nothing: a retry then receives afresh.
+    let empty_q = queue(&s, "empty.fifo").await;
+    let none = s
+        .receive(ReceiveRequest {
+            attempt: attempt("try-3", T0 + 30_000),
+            ..fifo_req(empty_q, 1, T0, 30_000)
+        })
+        .await
+        .unwrap();
+    assert!(none.messages.is_empty() && !none.replayed);
+    s.send_messages(vec![(empty_q, fifo_msg("late", "A", "9", T0))])
+        .await
+        .unwrap();
+    let got = s
+        .receive(ReceiveRequest {
+            attempt: attempt("try-3", T0 + 30_000),
+            ..fifo_req(empty_q, 1, T0 + 1, 30_000)
+        })
+        .await
+        .unwrap();
+    assert_eq!(bodies(&got), ["late"]);
+    assert!(!got.replayed);
 }
 
 async fn purge(s: S) {
@@ -789,19 +1005,19 @@ async fn move_to_queue(s: S) {
         .await
         .unwrap();
     assert_eq!(
-        s.move_messages(dlq, MoveTarget::Queue(to), 2, T0 + 5)
+        s.move_messages(dlq, MoveTarget::Queue(to), ids(2), T0 + 5)
             .await
             .unwrap(),
         2
     );
     assert_eq!(
-        s.move_messages(dlq, MoveTarget::Queue(to), 2, T0 + 5)
+        s.move_messages(dlq, MoveTarget::Queue(to), ids(2), T0 + 5)
             .await
             .unwrap(),
         1
     );
     assert_eq!(
-        s.move_messages(dlq, MoveTarget::Queue(to), 2, T0 + 5)
+        s.move_messages(dlq, MoveTarget::Queue(to), ids(2), T0 + 5)
             .await
             .unwrap(),
         0
@@ -809,7 +1025,17 @@ async fn move_to_queue(s: S) {
     let out = s.receive(req(to, 10, T0 + 5, 1000)).await.unwrap();
     assert_eq!(bodies(&out), ["moved", "m2", "m3"]);
     let m = &out.messages[0];
-    assert_ne!(m.message_id, "id-1", "a redriven message is a new message");
+    assert_eq!(
+        m.message_id.as_deref(),
+        Some("new-0"),
+        "a redriven message is a new message, named as the service chose"
+    );
+    assert_eq!(out.messages[1].message_id.as_deref(), Some("new-1"));
+    assert_eq!(
+        out.messages[2].message_id.as_deref(),
+        Some("new-0"),
+        "the second move starts the list again"
+    );
     assert_eq!(m.receive_count, 1, "starts afresh");
     assert_eq!(m.first_received_at_ms, Some(T0 + 5));
     assert_eq!(m.dead_letter_source, None);
@@ -841,7 +1067,7 @@ async fn move_to_sources(s: S) {
     .await
     .unwrap();
     let target = MoveTarget::Sources(vec![("arn:a".into(), a), ("arn:b".into(), b)]);
-    assert_eq!(s.move_messages(dlq, target, 10, T0).await.unwrap(), 2);
+    assert_eq!(s.move_messages(dlq, target, ids(10), T0).await.unwrap(), 2);
     assert_eq!(
         bodies(&s.receive(req(a, 10, T0, 1)).await.unwrap()),
         ["to-a"]
@@ -999,7 +1225,7 @@ async fn publish_stores_everything(s: S) {
         .await
         .unwrap();
     assert_eq!(sent.len(), 2);
-    assert_eq!(sent[0].message_id, "m-1");
+    assert_eq!(sent[0].message_id.as_deref(), Some("m-1"));
     assert_eq!(s.queue_counts(q1, T0).await.unwrap().visible, 1);
     assert_eq!(s.queue_counts(q2, T0).await.unwrap().visible, 1);
     let pending = s.list_deliveries(None, 10).await.unwrap();
@@ -1133,8 +1359,9 @@ async fn wakeups_report_sends(s: S) {
     s.receive(ReceiveRequest {
         redrive: Some(RedriveRule {
             dlq_queue_id: dlq,
-            max_receive_count: 0,
+            moves_at_receive_count: 0,
             source_arn: "arn:x".into(),
+            dedup_id_from_message_id: false,
         }),
         ..req(q, 1, T0, 1000)
     })
@@ -1142,7 +1369,7 @@ async fn wakeups_report_sends(s: S) {
     .unwrap();
     expect_wakeup(&mut rx, dlq).await;
     let moved = s
-        .move_messages(dlq, MoveTarget::Queue(q), 10, T0)
+        .move_messages(dlq, MoveTarget::Queue(q), ids(10), T0)
         .await
         .unwrap();
     assert!(moved >= 1);
@@ -1298,7 +1525,7 @@ async fn concurrent_dedup_stores_once(s: S) {
         results.push(t.await.unwrap());
     }
     assert_eq!(results.iter().filter(|r| !r.duplicate).count(), 1);
-    let ids: HashSet<&str> = results.iter().map(|r| r.message_id.as_str()).collect();
+    let ids: HashSet<Option<&str>> = results.iter().map(|r| r.message_id.as_deref()).collect();
     assert_eq!(ids.len(), 1, "every send reports the one original");
     assert_eq!(s.queue_counts(q, T0).await.unwrap().visible, 1);
 }
@@ -1324,7 +1551,7 @@ async fn concurrent_moves_move_each_message_once(s: S) {
             let mut moved = 0;
             loop {
                 let n = s
-                    .move_messages(dlq, MoveTarget::Queue(to), 7, T0 + 1)
+                    .move_messages(dlq, MoveTarget::Queue(to), ids(7), T0 + 1)
                     .await
                     .unwrap();
                 moved += n;

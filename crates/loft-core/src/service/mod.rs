@@ -41,7 +41,10 @@ use crate::store::Store;
 
 pub use deliveries::DELIVERY_LEASE_MS;
 pub use limits::{Limits, RECOUNT_INTERVAL, RECOUNT_MAX_AGE};
-pub use messages::{sequence_number, ReceiveMessage, ReceivedMessage, SendMessage, SendResult};
+pub use messages::{
+    seed_message_id, sequence_number, ReceiveMessage, ReceivedMessage, SendMessage, SendResult,
+    MAX_HIDDEN_MS,
+};
 pub use move_tasks::MoveTask;
 pub use operator::{
     MessageState, PeekedMessage, QueueOverview, SubscriptionOverview, TopicOverview, MAX_PEEK,
@@ -52,9 +55,6 @@ pub use publish::{
 };
 pub use queues::{ListQueuesPage, SeedQueue};
 pub use topics::{Page, SubscribeResult, PAGE_SIZE, PROTOCOLS, SEED_PAYLOAD_ATTRIBUTE};
-
-/// A remembered FIFO receive: until when (ms) it is replayed, and what it returned.
-type AttemptRecord = (i64, Vec<ReceivedMessage>);
 
 /// A FIFO topic's remembered publish: MessageId, SequenceNumber, window end (ms).
 type TopicDedup = (String, String, i64);
@@ -138,9 +138,6 @@ pub struct Service {
     deleted_queues: Mutex<HashMap<String, i64>>,
     /// When each queue was last purged (ms), for PurgeQueueInProgress.
     purges: Mutex<HashMap<i64, i64>>,
-    /// FIFO receives by (queue id, ReceiveRequestAttemptId): until when (ms) a retry
-    /// returns the same messages, and those messages.
-    attempts: Mutex<HashMap<(i64, String), AttemptRecord>>,
     /// Message-move tasks, oldest first.
     move_tasks: Mutex<Vec<MoveTask>>,
     /// Signs SNS envelopes, when configured.
@@ -183,7 +180,6 @@ impl Service {
             platform: Mutex::default(),
             queue_cache: Mutex::default(),
             move_tasks: Mutex::default(),
-            attempts: Mutex::default(),
             signer,
             delivery_notify: Notify::new(),
             topic_dedup: Mutex::default(),

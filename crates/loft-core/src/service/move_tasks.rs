@@ -152,9 +152,12 @@ impl Service {
             if allowance == 0 {
                 continue;
             }
+            let ids = (0..allowance)
+                .map(|_| uuid::Uuid::new_v4().to_string())
+                .collect();
             let outcome = self
                 .store
-                .move_messages(source_id, target.clone(), allowance, self.now_ms())
+                .move_messages(source_id, target.clone(), ids, self.now_ms())
                 .await;
             let (moved, done, failure) = match outcome {
                 Ok(n) => (n, n < allowance as u64, None),

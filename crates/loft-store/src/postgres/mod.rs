@@ -440,12 +440,20 @@ impl Store for PgStore {
         if request.fifo {
             return run_tx!(self, |tx| ops::receive_fifo(&tx, &request, channel));
         }
-        let want = request.max_messages.clamp(1, 10) as usize;
+        let want = request.max_messages as usize;
         let mut out = ReceiveOutcome::default();
+        if want == 0 {
+            return Ok(out);
+        }
+        if request.receipt_tokens.len() < want {
+            return Err(Error::internal("fewer receipt tokens than messages"));
+        }
         loop {
             let need = (want - out.messages.len()) as i64;
-            let (messages, candidates, dead, next) =
-                run!(self, |c| ops::receive_step(&c, &request, need, channel))?;
+            let tokens = &request.receipt_tokens[out.messages.len()..];
+            let (messages, candidates, dead, next) = run!(self, |c| ops::receive_step(
+                &c, &request, need, tokens, channel
+            ))?;
             out.messages.extend(messages);
             out.dead_lettered += dead;
             if out.messages.len() >= want || candidates < need {
@@ -487,6 +495,10 @@ impl Store for PgStore {
         ))
     }
 
+    async fn delete_unnamed_message(&self, queue_id: i64, seq: i64) -> Result<bool> {
+        run!(self, |c| ops::delete_unnamed_message(&c, queue_id, seq))
+    }
+
     async fn change_visibility(
         &self,
         queue_id: i64,
@@ -494,6 +506,7 @@ impl Store for PgStore {
         receipt_token: Option<i64>,
         now_ms: i64,
         visible_at_ms: i64,
+        max_hidden_ms: i64,
     ) -> Result<VisibilityChange> {
         let channel = self.channel.as_str();
         run!(self, |c| ops::change_visibility(
@@ -503,6 +516,7 @@ impl Store for PgStore {
             receipt_token,
             now_ms,
             visible_at_ms,
+            max_hidden_ms,
             channel
         ))
     }
@@ -511,7 +525,7 @@ impl Store for PgStore {
         &self,
         source_queue_id: i64,
         target: MoveTarget,
-        limit: u32,
+        new_message_ids: Vec<String>,
         now_ms: i64,
     ) -> Result<u64> {
         let channel = self.channel.as_str();
@@ -519,7 +533,7 @@ impl Store for PgStore {
             &c,
             source_queue_id,
             &target,
-            limit,
+            &new_message_ids,
             now_ms,
             channel
         ))

@@ -70,6 +70,9 @@ type Params<'a> = &'a [&'a (dyn ToSql + Sync)];
 /// Advisory-lock class of the per-queue FIFO lock; the second key is the queue id.
 pub const FIFO_LOCK_CLASS: i32 = 0x4c66_6966; // "Lfif"
 
+/// The largest window of a FIFO receive's walk (rows read per statement), as SQLite's.
+const MAX_FIFO_WINDOW: i64 = 4096;
+
 fn to_json(map: &Map) -> String {
     serde_json::to_string(map).unwrap_or_else(|_| "{}".into())
 }
@@ -212,7 +215,7 @@ pub async fn set_queue_tags<C: GenericClient>(
 // ----- messages
 
 /// The columns of a [`StoredMessage`], from `messages` aliased `m`.
-const MESSAGE_COLUMNS: &str = "m.seq, m.queue_id, COALESCE(m.message_id, 'msg-' || m.seq), \
+const MESSAGE_COLUMNS: &str = "m.seq, m.queue_id, m.message_id, \
     m.body, m.md5_body, m.message_attributes, m.system_attributes, m.sender_id, m.sent_at, \
     m.visible_at, m.receive_count, m.first_received_at, m.receipt_token, m.group_id, \
     m.dedup_id, m.dead_letter_source";
@@ -286,7 +289,7 @@ const INSERT_MESSAGES: &str = "INSERT INTO messages (queue_id, message_id, body,
     SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], \
     $6::text[], $7::text[], $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[], \
     $12::bigint[], $13::text[], $14::text[], $15::text[]) \
-    RETURNING seq, COALESCE(message_id, 'msg-' || seq) AS message_id, queue_id";
+    RETURNING seq, message_id, queue_id";
 
 async fn insert_messages<C: GenericClient>(
     c: &C,
@@ -418,9 +421,10 @@ pub async fn send_messages_in<C: GenericClient>(
                 &[q, &key.scope, &key.id],
             )
             .await?;
+            let message_id: String = row.get(1);
             out.push(SentMessage {
                 seq: row.get(0),
-                message_id: row.get(1),
+                message_id: Some(message_id).filter(|id| !id.is_empty()),
                 duplicate: true,
             });
             continue;
@@ -435,7 +439,13 @@ pub async fn send_messages_in<C: GenericClient>(
             tx,
             "UPDATE fifo_dedup SET seq = $4, message_id = $5 WHERE queue_id = $1 AND scope = $2 \
              AND dedup_id = $3",
-            &[q, &key.scope, &key.id, &sent.seq, &sent.message_id],
+            &[
+                q,
+                &key.scope,
+                &key.id,
+                &sent.seq,
+                &sent.message_id.as_deref().unwrap_or_default(),
+            ],
         )
         .await?;
         out.push(sent);
@@ -459,18 +469,20 @@ pub async fn receive_step<C: GenericClient>(
     c: &C,
     req: &ReceiveRequest,
     need: i64,
+    tokens: &[i64],
     channel: &str,
 ) -> Result<(Vec<StoredMessage>, i64, u64, Option<i64>), Error> {
-    let order = if req.send_order {
-        "seq"
+    let (order, claim_order) = if req.send_order {
+        ("seq", "seq")
     } else {
-        "visible_at, seq"
+        ("visible_at, seq", "old_visible, seq")
     };
     let out_order = if req.send_order {
         "g.seq"
     } else {
         "g.old_visible, g.seq"
     };
+    // `claim` numbers the messages this step claims; the n-th takes `tokens[n]`.
     let sql = format!(
         "WITH cand AS MATERIALIZED ( \
            SELECT seq, visible_at AS old_visible, receive_count AS old_count, \
@@ -481,16 +493,18 @@ pub async fn receive_step<C: GenericClient>(
            WHERE m.seq = c.seq AND c.old_expires <= $2 RETURNING m.seq), \
          dead AS (UPDATE messages m SET queue_id = $5::bigint, \
              receive_count = m.receive_count + 1, visible_at = $2, dead_letter_source = $7, \
-             first_received_at = COALESCE(m.first_received_at, $2) \
+             first_received_at = COALESCE(m.first_received_at, $2), \
+             dedup_id = CASE WHEN $10 THEN m.message_id ELSE m.dedup_id END \
            FROM cand c WHERE m.seq = c.seq AND c.old_expires > $2 \
-             AND $5::bigint IS NOT NULL AND c.old_count + 1 > $6 RETURNING m.seq), \
+             AND $5::bigint IS NOT NULL AND c.old_count >= $6 RETURNING m.seq), \
+         claim AS (SELECT seq, old_visible, row_number() OVER (ORDER BY {claim_order}) AS n \
+           FROM cand WHERE old_expires > $2 AND NOT ($5::bigint IS NOT NULL AND old_count >= $6)), \
          got AS (UPDATE messages m SET visible_at = $2 + $4, \
              receive_count = m.receive_count + 1, \
              first_received_at = COALESCE(m.first_received_at, $2), received_at = $2, \
-             receipt_token = floor(random() * 9.0e18)::bigint \
-           FROM cand c WHERE m.seq = c.seq AND c.old_expires > $2 \
-             AND NOT ($5::bigint IS NOT NULL AND c.old_count + 1 > $6) \
-           RETURNING c.old_visible, {MESSAGE_COLUMNS}), \
+             receipt_token = ($9::bigint[])[k.n] \
+           FROM claim k WHERE m.seq = k.seq \
+           RETURNING k.old_visible, {MESSAGE_COLUMNS}), \
          woke AS (SELECT pg_notify($8, $5::bigint::text) FROM (SELECT 1 FROM dead LIMIT 1) d) \
          SELECT (SELECT count(*) FROM cand), \
                 (SELECT count(*) FROM dead) + 0 * (SELECT count(*) FROM woke), \
@@ -498,14 +512,16 @@ pub async fn receive_step<C: GenericClient>(
                 g.* \
          FROM (SELECT 1) one LEFT JOIN got g ON true ORDER BY {out_order}"
     );
-    let (dlq, max, arn) = match &req.redrive {
+    let (dlq, max, arn, dedup_from_id) = match &req.redrive {
         Some(r) => (
             Some(r.dlq_queue_id),
-            r.max_receive_count,
+            r.moves_at_receive_count,
             Some(r.source_arn.clone()),
+            r.dedup_id_from_message_id,
         ),
-        None => (None, 0, None),
+        None => (None, 0, None, false),
     };
+    let tokens: Vec<i64> = tokens.to_vec();
     let rows = query(
         c,
         &sql,
@@ -518,6 +534,8 @@ pub async fn receive_step<C: GenericClient>(
             &max,
             &arn,
             &channel,
+            &tokens,
+            &dedup_from_id,
         ],
     )
     .await?;
@@ -532,6 +550,40 @@ pub async fn receive_step<C: GenericClient>(
         }
     }
     Ok((messages, candidates, dead, next))
+}
+
+/// The messages a recorded receive attempt handed out that still hold its receipt tokens,
+/// hidden again as `req` says, in their first order; `None` when no unexpired attempt is
+/// recorded.
+async fn replay_attempt<C: GenericClient>(
+    tx: &C,
+    req: &ReceiveRequest,
+    attempt: &ReceiveAttempt,
+) -> Result<Option<Vec<StoredMessage>>, Error> {
+    let Some(row) = query_opt(
+        tx,
+        "SELECT seqs, tokens FROM receive_attempts WHERE queue_id = $1 AND attempt_id = $2 \
+         AND expires_at > $3",
+        &[&req.queue_id, &attempt.id, &req.now_ms],
+    )
+    .await?
+    else {
+        return Ok(None);
+    };
+    let seqs: Vec<i64> = row.get(0);
+    let tokens: Vec<i64> = row.get(1);
+    let sql = format!(
+        "UPDATE messages m SET visible_at = $4 FROM unnest($2::bigint[], $3::bigint[]) \
+           WITH ORDINALITY AS u(seq, token, n) \
+         WHERE m.seq = u.seq AND m.queue_id = $1 AND m.receipt_token = u.token \
+         RETURNING u.n, {MESSAGE_COLUMNS}"
+    );
+    let hidden_until = req.now_ms + req.visibility_ms;
+    let rows = query(tx, &sql, &[&req.queue_id, &seqs, &tokens, &hidden_until]).await?;
+    let mut again: Vec<(i64, StoredMessage)> =
+        rows.iter().map(|r| (r.get(0), message_row(r, 1))).collect();
+    again.sort_by_key(|(n, _)| *n);
+    Ok(Some(again.into_iter().map(|(_, m)| m).collect()))
 }
 
 /// FIFO receive inside the caller's transaction, the same rule as the SQLite store: a
@@ -549,15 +601,25 @@ pub async fn receive_fifo<C: GenericClient>(
         &[&FIFO_LOCK_CLASS, &lock_key(req.queue_id)],
     )
     .await?;
-    let want = req.max_messages.clamp(1, 10) as usize;
     let mut out = ReceiveOutcome::default();
+    if let Some(attempt) = &req.attempt {
+        if let Some(messages) = replay_attempt(tx, req, attempt).await? {
+            out.messages = messages;
+            out.replayed = true;
+            return Ok(out);
+        }
+    }
+    let want = req.max_messages as usize;
     let mut expired: Vec<i64> = Vec::new();
     let mut dead: Vec<i64> = Vec::new();
     // Candidates per group, groups in the order their first candidate appears.
     let mut groups: Vec<(String, Vec<i64>)> = Vec::new();
     let mut after = 0i64;
-    let batch = (want as i64) * 4 + 16;
+    let mut window = (want as i64) * 4 + 16;
     'walk: loop {
+        if want == 0 {
+            break;
+        }
         let rows = query(
             tx,
             "WITH heads AS MATERIALIZED ( \
@@ -574,7 +636,7 @@ pub async fn receive_fifo<C: GenericClient>(
              WHERE m.queue_id = $1 AND m.visible_at <= $2 AND m.seq > $3 \
                AND b.g IS NULL AND (h.seq IS NULL OR m.seq < h.seq) \
              ORDER BY m.seq LIMIT $4",
-            &[&req.queue_id, &req.now_ms, &after, &batch],
+            &[&req.queue_id, &req.now_ms, &after, &window],
         )
         .await?;
         let n = rows.len() as i64;
@@ -589,7 +651,7 @@ pub async fn receive_fifo<C: GenericClient>(
                 continue;
             }
             if let Some(rule) = &req.redrive {
-                if receive_count + 1 > rule.max_receive_count {
+                if receive_count >= rule.moves_at_receive_count {
                     dead.push(seq);
                     continue;
                 }
@@ -598,21 +660,15 @@ pub async fn receive_fifo<C: GenericClient>(
                 Some((_, list)) => list.push(seq),
                 None => groups.push((group, vec![seq])),
             }
-            // Enough once the first groups alone fill the receive.
-            let mut sum = 0;
-            for (_, list) in &groups {
-                sum += list.len();
-                if sum >= want {
-                    break;
-                }
-            }
-            if sum >= want && groups.first().is_some_and(|(_, l)| l.len() >= want) {
+            // Decided once the first group alone fills the receive.
+            if groups.first().is_some_and(|(_, l)| l.len() >= want) {
                 break 'walk;
             }
         }
-        if n < batch {
+        if n < window {
             break;
         }
+        window = (window * 2).min(MAX_FIFO_WINDOW);
     }
     let take: Vec<i64> = groups
         .into_iter()
@@ -623,30 +679,63 @@ pub async fn receive_fifo<C: GenericClient>(
         execute(tx, "DELETE FROM messages WHERE seq = ANY($1)", &[&expired]).await?;
     }
     if let (false, Some(rule)) = (dead.is_empty(), &req.redrive) {
-        // In a FIFO dead-letter queue the MessageDeduplicationId becomes the MessageId.
         out.dead_lettered = execute(
             tx,
             "UPDATE messages SET queue_id = $2, receive_count = receive_count + 1, \
              visible_at = $3, dead_letter_source = $4, \
-             dedup_id = COALESCE(message_id, 'msg-' || seq), \
+             dedup_id = CASE WHEN $5 THEN message_id ELSE dedup_id END, \
              first_received_at = COALESCE(first_received_at, $3) WHERE seq = ANY($1)",
-            &[&dead, &rule.dlq_queue_id, &req.now_ms, &rule.source_arn],
+            &[
+                &dead,
+                &rule.dlq_queue_id,
+                &req.now_ms,
+                &rule.source_arn,
+                &rule.dedup_id_from_message_id,
+            ],
         )
         .await?;
         notify(tx, channel, rule.dlq_queue_id).await?;
     }
     if !take.is_empty() {
+        let tokens: Vec<i64> = req
+            .receipt_tokens
+            .iter()
+            .copied()
+            .take(take.len())
+            .collect();
+        if tokens.len() < take.len() {
+            return Err(Failure::Broken("fewer receipt tokens than messages"));
+        }
+        // The n-th message of `take` gets the n-th token.
         let sql = format!(
             "UPDATE messages m SET visible_at = $2 + $3, receive_count = m.receive_count + 1, \
              first_received_at = COALESCE(m.first_received_at, $2), received_at = $2, \
-             receipt_token = floor(random() * 9.0e18)::bigint \
+             receipt_token = ($4::bigint[])[array_position($1::bigint[], m.seq)] \
              WHERE m.seq = ANY($1) AND m.visible_at <= $2 RETURNING {MESSAGE_COLUMNS}"
         );
-        let rows = query(tx, &sql, &[&take, &req.now_ms, &req.visibility_ms]).await?;
+        let rows = query(tx, &sql, &[&take, &req.now_ms, &req.visibility_ms, &tokens]).await?;
         let mut claimed: Vec<StoredMessage> = rows.iter().map(|r| message_row(r, 0)).collect();
         // Keep the group-by-group order of `take`.
         claimed.sort_by_key(|m| take.iter().position(|s| *s == m.seq));
         out.messages = claimed;
+    }
+    if let (Some(attempt), false) = (&req.attempt, out.messages.is_empty()) {
+        let seqs: Vec<i64> = out.messages.iter().map(|m| m.seq).collect();
+        let tokens: Vec<i64> = out.messages.iter().map(|m| m.receipt_token).collect();
+        execute(
+            tx,
+            "INSERT INTO receive_attempts (queue_id, attempt_id, expires_at, seqs, tokens) \
+             VALUES ($1, $2, $3, $4, $5) ON CONFLICT (queue_id, attempt_id) DO UPDATE \
+             SET expires_at = EXCLUDED.expires_at, seqs = EXCLUDED.seqs, tokens = EXCLUDED.tokens",
+            &[
+                &req.queue_id,
+                &attempt.id,
+                &attempt.expires_at_ms,
+                &seqs,
+                &tokens,
+            ],
+        )
+        .await?;
     }
     if out.messages.len() < want {
         let row = query_one(
@@ -742,30 +831,30 @@ pub async fn delete_message_by_id<C: GenericClient>(
     queue_id: i64,
     message_id: &str,
 ) -> Result<bool, Error> {
-    let by_seq = message_id
-        .strip_prefix("msg-")
-        .and_then(|n| n.parse::<i64>().ok());
-    let n = match by_seq {
-        Some(seq) => {
-            execute(
-                c,
-                "DELETE FROM messages WHERE seq = $1 AND queue_id = $2 AND message_id IS NULL",
-                &[&seq, &queue_id],
-            )
-            .await?
-        }
-        None => {
-            execute(
-                c,
-                "DELETE FROM messages WHERE message_id = $1 AND queue_id = $2",
-                &[&message_id, &queue_id],
-            )
-            .await?
-        }
-    };
-    Ok(n > 0)
+    Ok(execute(
+        c,
+        "DELETE FROM messages WHERE message_id = $1 AND queue_id = $2",
+        &[&message_id, &queue_id],
+    )
+    .await?
+        > 0)
 }
 
+pub async fn delete_unnamed_message<C: GenericClient>(
+    c: &C,
+    queue_id: i64,
+    seq: i64,
+) -> Result<bool, Error> {
+    Ok(execute(
+        c,
+        "DELETE FROM messages WHERE seq = $1 AND queue_id = $2 AND message_id IS NULL",
+        &[&seq, &queue_id],
+    )
+    .await?
+        > 0)
+}
+
+#[allow(clippy::too_many_arguments)]
 pub async fn change_visibility<C: GenericClient>(
     c: &C,
     queue_id: i64,
@@ -773,6 +862,7 @@ pub async fn change_visibility<C: GenericClient>(
     token: Option<i64>,
     now_ms: i64,
     visible_at_ms: i64,
+    max_hidden_ms: i64,
     channel: &str,
 ) -> Result<VisibilityChange, Error> {
     // The update decides; the row as it was before it (same snapshot) says why not.
@@ -780,14 +870,22 @@ pub async fn change_visibility<C: GenericClient>(
         c,
         "WITH u AS (UPDATE messages SET visible_at = $5 WHERE seq = $1 AND queue_id = $2 \
            AND ($3::bigint IS NULL OR receipt_token = $3) AND receive_count > 0 \
-           AND visible_at > $4 AND (received_at IS NULL OR $5 - received_at <= 43200000) \
+           AND visible_at > $4 AND (received_at IS NULL OR $5 - received_at <= $7) \
            RETURNING 1), \
          woke AS (SELECT pg_notify($6, $2::bigint::text) FROM (SELECT 1 FROM u) x \
            WHERE $5 <= $4) \
          SELECT visible_at, receive_count, receipt_token, (SELECT count(*) FROM u), \
                 (SELECT count(*) FROM woke), received_at \
          FROM messages WHERE seq = $1 AND queue_id = $2",
-        &[&seq, &queue_id, &token, &now_ms, &visible_at_ms, &channel],
+        &[
+            &seq,
+            &queue_id,
+            &token,
+            &now_ms,
+            &visible_at_ms,
+            &channel,
+            &max_hidden_ms,
+        ],
     )
     .await?;
     let Some(row) = row else {
@@ -807,7 +905,7 @@ pub async fn change_visibility<C: GenericClient>(
         return Ok(VisibilityChange::NotInflight);
     }
     let received_at: Option<i64> = row.get(5);
-    if received_at.is_some_and(|r| visible_at_ms - r > 43_200_000) {
+    if received_at.is_some_and(|r| visible_at_ms - r > max_hidden_ms) {
         return Ok(VisibilityChange::TooLong);
     }
     // In flight when the statement began, but changed by a concurrent receive or delete.
@@ -1062,10 +1160,11 @@ pub async fn move_messages<C: GenericClient>(
     c: &C,
     source: i64,
     target: &MoveTarget,
-    limit: u32,
+    new_message_ids: &[String],
     now_ms: i64,
     channel: &str,
 ) -> Result<u64, Error> {
+    let limit = new_message_ids.len() as i64;
     let (to, arns, ids): (Option<i64>, Vec<String>, Vec<i64>) = match target {
         MoveTarget::Queue(id) => (Some(*id), Vec::new(), Vec::new()),
         MoveTarget::Sources(list) => (
@@ -1092,19 +1191,21 @@ pub async fn move_messages<C: GenericClient>(
          moved AS (INSERT INTO messages (queue_id, message_id, body, md5_body, \
              message_attributes, system_attributes, sender_id, sent_at, visible_at, expires_at, \
              receive_count, group_id, dedup_id) \
-           SELECT dest, gen_random_uuid()::text, body, md5_body, message_attributes, \
+           SELECT dest, ($8::text[])[n], body, md5_body, message_attributes, \
              system_attributes, sender_id, $2, $2, $2 + (expires_at - sent_at), 0, group_id, \
-             dedup_id FROM gone ORDER BY seq RETURNING queue_id), \
+             dedup_id FROM (SELECT *, row_number() OVER (ORDER BY seq) AS n FROM gone) g \
+           ORDER BY seq RETURNING queue_id), \
          woke AS (SELECT pg_notify($7, q::text) FROM (SELECT DISTINCT queue_id AS q FROM moved) x) \
          SELECT (SELECT count(*) FROM moved), (SELECT count(*) FROM woke)",
         &[
             &source,
             &now_ms,
-            &(limit as i64),
+            &limit,
             &to,
             &arns,
             &ids,
             &channel,
+            &new_message_ids,
         ],
     )
     .await?;

@@ -512,6 +512,11 @@ impl Store for SqliteStore {
             .await
     }
 
+    async fn delete_unnamed_message(&self, queue_id: i64, seq: i64) -> Result<bool> {
+        self.write(move |c| ops::delete_unnamed_message(c, queue_id, seq))
+            .await
+    }
+
     async fn change_visibility(
         &self,
         queue_id: i64,
@@ -519,9 +524,18 @@ impl Store for SqliteStore {
         receipt_token: Option<i64>,
         now_ms: i64,
         visible_at_ms: i64,
+        max_hidden_ms: i64,
     ) -> Result<VisibilityChange> {
         self.write(move |c| {
-            ops::change_visibility(c, queue_id, seq, receipt_token, now_ms, visible_at_ms)
+            ops::change_visibility(
+                c,
+                queue_id,
+                seq,
+                receipt_token,
+                now_ms,
+                visible_at_ms,
+                max_hidden_ms,
+            )
         })
         .await
     }
@@ -530,11 +544,13 @@ impl Store for SqliteStore {
         &self,
         source_queue_id: i64,
         target: MoveTarget,
-        limit: u32,
+        new_message_ids: Vec<String>,
         now_ms: i64,
     ) -> Result<u64> {
-        self.write(move |c| ops::move_messages(c, source_queue_id, &target, limit, now_ms))
-            .await
+        self.write(move |c| {
+            ops::move_messages(c, source_queue_id, &target, &new_message_ids, now_ms)
+        })
+        .await
     }
 
     async fn purge_queue(&self, queue_id: i64) -> Result<u64> {
@@ -741,9 +757,11 @@ mod tests {
             max_messages: max,
             now_ms: now,
             visibility_ms,
+            receipt_tokens: (1..=max as i64).collect(),
             redrive: None,
             fifo: false,
             send_order: false,
+            attempt: None,
         }
     }
 

@@ -1,14 +1,14 @@
 //! The SQL of each store operation, run on the writer thread inside a group transaction.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use loft_core::model::*;
 use rusqlite::{params, Connection, OptionalExtension, Row};
 
 type Map = BTreeMap<String, String>;
 
-/// A message is hidden at most 12 hours from the receive that hid it.
-const MAX_VISIBILITY_MS: i64 = 43_200_000;
+/// The largest window of a FIFO receive's walk (rows read per statement).
+pub const MAX_FIFO_WINDOW: i64 = 4096;
 
 fn to_json(map: &Map) -> String {
     serde_json::to_string(map).unwrap_or_else(|_| "{}".into())
@@ -94,7 +94,7 @@ pub fn set_queue_tags(c: &Connection, queue_id: i64, tags: &Map) -> rusqlite::Re
 
 // ----- messages
 
-const MESSAGE_COLUMNS: &str = "seq, queue_id, COALESCE(message_id, 'msg-' || seq), body, \
+const MESSAGE_COLUMNS: &str = "seq, queue_id, message_id, body, \
     md5_body, message_attributes, system_attributes, sender_id, sent_at, visible_at, \
     receive_count, first_received_at, receipt_token, group_id, dedup_id, dead_letter_source";
 
@@ -132,7 +132,7 @@ pub fn send_messages(
     let mut out = Vec::with_capacity(messages.len());
     for (queue_id, m) in messages {
         if let Some(key) = &m.dedup {
-            let original: Option<(i64, String)> = c
+            let original: Option<(i64, Option<String>)> = c
                 .prepare_cached(
                     "SELECT seq, message_id FROM fifo_dedup WHERE queue_id = ?1 AND scope = ?2 \
                      AND dedup_id = ?3 AND expires_at > ?4",
@@ -144,7 +144,7 @@ pub fn send_messages(
             if let Some((seq, message_id)) = original {
                 out.push(SentMessage {
                     seq,
-                    message_id,
+                    message_id: message_id.filter(|id| !id.is_empty()),
                     duplicate: true,
                 });
                 continue;
@@ -168,7 +168,7 @@ pub fn send_messages(
             m.dead_letter_source,
         ])?;
         let seq = c.last_insert_rowid();
-        let message_id = m.message_id.clone().unwrap_or_else(|| format!("msg-{seq}"));
+        let message_id = m.message_id.clone();
         if let Some(key) = &m.dedup {
             c.prepare_cached(
                 "INSERT OR REPLACE INTO fifo_dedup (queue_id, scope, dedup_id, seq, message_id, \
@@ -179,7 +179,7 @@ pub fn send_messages(
                 key.scope,
                 key.id,
                 seq,
-                message_id,
+                message_id.as_deref().unwrap_or_default(),
                 key.expires_at_ms
             ])?;
         }
@@ -192,12 +192,57 @@ pub fn send_messages(
     Ok(out)
 }
 
+/// Moves message `seq` to the dead-letter queue of `rule`, as one more receive.
+fn dead_letter(c: &Connection, seq: i64, rule: &RedriveRule, now_ms: i64) -> rusqlite::Result<()> {
+    c.prepare_cached(
+        "UPDATE messages SET queue_id = ?2, receive_count = receive_count + 1, visible_at = ?3, \
+         dead_letter_source = ?4, first_received_at = COALESCE(first_received_at, ?3), \
+         dedup_id = CASE WHEN ?5 THEN message_id ELSE dedup_id END WHERE seq = ?1",
+    )?
+    .execute(params![
+        seq,
+        rule.dlq_queue_id,
+        now_ms,
+        rule.source_arn,
+        rule.dedup_id_from_message_id
+    ])?;
+    Ok(())
+}
+
+/// Claims message `seq` with the receipt token the service chose for it.
+fn claim(
+    c: &Connection,
+    req: &ReceiveRequest,
+    seq: i64,
+    token: i64,
+) -> rusqlite::Result<StoredMessage> {
+    c.prepare_cached(&format!(
+        "UPDATE messages SET visible_at = ?2, receive_count = receive_count + 1, \
+         first_received_at = COALESCE(first_received_at, ?3), receipt_token = ?4, \
+         received_at = ?3 WHERE seq = ?1 RETURNING {MESSAGE_COLUMNS}"
+    ))?
+    .query_row(
+        params![seq, req.now_ms + req.visibility_ms, req.now_ms, token],
+        message_row,
+    )
+}
+
+/// The receipt token of the `i`-th message a receive claims.
+fn token(req: &ReceiveRequest, i: usize) -> rusqlite::Result<i64> {
+    req.receipt_tokens.get(i).copied().ok_or_else(|| {
+        rusqlite::Error::InvalidParameterName("fewer receipt tokens than messages".into())
+    })
+}
+
 pub fn receive(c: &Connection, req: &ReceiveRequest) -> rusqlite::Result<ReceiveOutcome> {
     if req.fifo {
         return receive_fifo(c, req);
     }
     let mut out = ReceiveOutcome::default();
-    let want = req.max_messages.clamp(1, 10) as usize;
+    let want = req.max_messages as usize;
+    if want == 0 {
+        return Ok(out);
+    }
     let mut candidates = c.prepare_cached(if req.send_order {
         "SELECT seq, receive_count, expires_at FROM messages INDEXED BY messages_queue_order \
          WHERE queue_id = ?1 AND visible_at <= ?2 ORDER BY seq LIMIT ?3"
@@ -205,17 +250,7 @@ pub fn receive(c: &Connection, req: &ReceiveRequest) -> rusqlite::Result<Receive
         "SELECT seq, receive_count, expires_at FROM messages INDEXED BY messages_visibility \
          WHERE queue_id = ?1 AND visible_at <= ?2 ORDER BY visible_at, seq LIMIT ?3"
     })?;
-    let mut claim = c.prepare_cached(&format!(
-        "UPDATE messages SET visible_at = ?2, receive_count = receive_count + 1, \
-         first_received_at = COALESCE(first_received_at, ?3), receipt_token = ?4, \
-         received_at = ?3 WHERE seq = ?1 RETURNING {MESSAGE_COLUMNS}"
-    ))?;
     let mut expire = c.prepare_cached("DELETE FROM messages WHERE seq = ?1")?;
-    let mut dead_letter = c.prepare_cached(
-        "UPDATE messages SET queue_id = ?2, receive_count = receive_count + 1, visible_at = ?3, \
-         dead_letter_source = ?4, first_received_at = COALESCE(first_received_at, ?3) \
-         WHERE seq = ?1",
-    )?;
     // A message claimed with a visibility timeout of 0 is visible again at once: the
     // candidates of the next round may hold it, and one receive never returns a message
     // twice. The limit leaves room for those and they are skipped.
@@ -241,22 +276,13 @@ pub fn receive(c: &Connection, req: &ReceiveRequest) -> rusqlite::Result<Receive
                 continue;
             }
             if let Some(rule) = &req.redrive {
-                if receive_count + 1 > rule.max_receive_count {
-                    dead_letter.execute(params![
-                        seq,
-                        rule.dlq_queue_id,
-                        req.now_ms,
-                        rule.source_arn
-                    ])?;
+                if receive_count >= rule.moves_at_receive_count {
+                    dead_letter(c, seq, rule, req.now_ms)?;
                     out.dead_lettered += 1;
                     continue;
                 }
             }
-            let token: i64 = rand::random::<i64>() & i64::MAX;
-            let message = claim.query_row(
-                params![seq, req.now_ms + req.visibility_ms, req.now_ms, token],
-                message_row,
-            )?;
+            let message = claim(c, req, seq, token(req, out.messages.len())?)?;
             claimed.insert(seq);
             out.messages.push(message);
         }
@@ -274,103 +300,190 @@ pub fn receive(c: &Connection, req: &ReceiveRequest) -> rusqlite::Result<Receive
     Ok(out)
 }
 
-/// FIFO receive. A group is locked while any of its messages is in flight, or while its
-/// oldest message is still delayed: none of its messages is handed out then. Open groups
-/// give their messages in send order; a receive takes as many messages of one group as it
-/// can before moving to the next group (SQS Developer Guide, "FIFO queue logic").
+/// The messages a recorded receive attempt handed out that still hold its receipt tokens,
+/// hidden again as `req` says; `None` when no unexpired attempt `attempt` is recorded.
+fn replay_attempt(
+    c: &Connection,
+    req: &ReceiveRequest,
+    attempt: &ReceiveAttempt,
+) -> rusqlite::Result<Option<Vec<StoredMessage>>> {
+    let receipts: Option<String> = c
+        .prepare_cached(
+            "SELECT receipts FROM receive_attempts WHERE queue_id = ?1 AND attempt_id = ?2 \
+             AND expires_at > ?3",
+        )?
+        .query_row(params![req.queue_id, attempt.id, req.now_ms], |r| r.get(0))
+        .optional()?;
+    let Some(receipts) = receipts else {
+        return Ok(None);
+    };
+    let receipts: Vec<(i64, i64)> = serde_json::from_str(&receipts).unwrap_or_default();
+    let mut again = c.prepare_cached(&format!(
+        "UPDATE messages SET visible_at = ?4 WHERE seq = ?1 AND queue_id = ?2 \
+         AND receipt_token = ?3 RETURNING {MESSAGE_COLUMNS}"
+    ))?;
+    let mut out = Vec::with_capacity(receipts.len());
+    for (seq, token) in receipts {
+        let hidden_until = req.now_ms + req.visibility_ms;
+        if let Some(m) = again
+            .query_row(params![seq, req.queue_id, token, hidden_until], message_row)
+            .optional()?
+        {
+            out.push(m);
+        }
+    }
+    Ok(Some(out))
+}
+
+/// Records what a FIFO receive with an attempt id handed out.
+fn record_attempt(
+    c: &Connection,
+    req: &ReceiveRequest,
+    attempt: &ReceiveAttempt,
+    messages: &[StoredMessage],
+) -> rusqlite::Result<()> {
+    let receipts: Vec<(i64, i64)> = messages.iter().map(|m| (m.seq, m.receipt_token)).collect();
+    c.prepare_cached(
+        "INSERT OR REPLACE INTO receive_attempts (queue_id, attempt_id, expires_at, receipts) \
+         VALUES (?1, ?2, ?3, ?4)",
+    )?
+    .execute(params![
+        req.queue_id,
+        attempt.id,
+        attempt.expires_at_ms,
+        serde_json::to_string(&receipts).unwrap_or_else(|_| "[]".into())
+    ])?;
+    Ok(())
+}
+
+/// FIFO receive, the same walk as the PostgreSQL store's. A group is locked while any of
+/// its messages is in flight, and its first hidden (delayed or in-flight) message holds
+/// back its later ones; open groups give their messages in send order, and a receive
+/// takes as many of one group as it can before the next group (SQS Developer Guide, "FIFO
+/// queue logic").
+///
+/// Cost: the messages not visible now are read once (through the visibility index: the
+/// in-flight and delayed ones, not the backlog) to find the locked groups and each group's
+/// first hidden message; then the visible messages are walked in send order a window at
+/// a time, the window doubling, until the first groups alone decide the receive. A queue
+/// of 1,000,000 visible messages is not read whole.
 fn receive_fifo(c: &Connection, req: &ReceiveRequest) -> rusqlite::Result<ReceiveOutcome> {
     let mut out = ReceiveOutcome::default();
-    let want = req.max_messages.clamp(1, 10) as usize;
-    // (seq, group, visible_at, receive_count, expires_at) in send order.
-    let rows: Vec<(i64, Option<String>, i64, i64, i64)> = c
-        .prepare_cached(
-            "SELECT seq, group_id, visible_at, receive_count, expires_at FROM messages \
-             INDEXED BY messages_queue_order WHERE queue_id = ?1 ORDER BY seq",
-        )?
-        .query_map(params![req.queue_id], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
-        })?
-        .collect::<rusqlite::Result<_>>()?;
-    let mut locked: std::collections::HashSet<&Option<String>> = Default::default();
-    for (_, group, visible_at, receive_count, expires_at) in &rows {
-        if *visible_at > req.now_ms && *expires_at > req.now_ms {
-            if *receive_count > 0 {
-                locked.insert(group);
+    if let Some(attempt) = &req.attempt {
+        if let Some(messages) = replay_attempt(c, req, attempt)? {
+            out.messages = messages;
+            out.replayed = true;
+            return Ok(out);
+        }
+    }
+    let want = req.max_messages as usize;
+    // Each group's first hidden unexpired message, and the groups with one in flight.
+    let mut heads: HashMap<String, i64> = HashMap::new();
+    let mut busy: HashSet<String> = HashSet::new();
+    let mut next_visible: Option<i64> = None;
+    {
+        let mut hidden = c.prepare_cached(
+            "SELECT COALESCE(group_id, ''), seq, receive_count, visible_at FROM messages \
+             INDEXED BY messages_visibility WHERE queue_id = ?1 AND visible_at > ?2 \
+             AND expires_at > ?2",
+        )?;
+        let rows = hidden.query_map(params![req.queue_id, req.now_ms], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, i64>(1)?,
+                r.get::<_, i64>(2)?,
+                r.get::<_, i64>(3)?,
+            ))
+        })?;
+        for row in rows {
+            let (group, seq, receive_count, visible_at) = row?;
+            next_visible = Some(next_visible.map_or(visible_at, |n| n.min(visible_at)));
+            if receive_count > 0 {
+                busy.insert(group.clone());
             }
-            out.next_visible_at_ms = Some(
-                out.next_visible_at_ms
-                    .map_or(*visible_at, |n: i64| n.min(*visible_at)),
-            );
+            heads
+                .entry(group)
+                .and_modify(|h| *h = (*h).min(seq))
+                .or_insert(seq);
         }
     }
     let mut expired: Vec<i64> = Vec::new();
     let mut dead: Vec<i64> = Vec::new();
     // Candidates per group, groups in the order their first candidate appears.
-    let mut groups: Vec<(&Option<String>, Vec<i64>)> = Vec::new();
-    let mut blocked: std::collections::HashSet<&Option<String>> = Default::default();
-    for (seq, group, visible_at, receive_count, expires_at) in &rows {
-        if locked.contains(group) || blocked.contains(group) {
-            continue;
+    let mut groups: Vec<(String, Vec<i64>)> = Vec::new();
+    let mut after = 0i64;
+    let mut window = (want as i64) * 4 + 16;
+    let mut walk = c.prepare_cached(
+        "SELECT seq, receive_count, expires_at, COALESCE(group_id, '') FROM messages \
+         INDEXED BY messages_queue_order WHERE queue_id = ?1 AND seq > ?2 AND visible_at <= ?3 \
+         ORDER BY seq LIMIT ?4",
+    )?;
+    'walk: loop {
+        if want == 0 {
+            break;
         }
-        if *expires_at <= req.now_ms {
-            expired.push(*seq);
-            continue;
-        }
-        if *visible_at > req.now_ms {
-            // A delayed message holds back the rest of its group.
-            blocked.insert(group);
-            continue;
-        }
-        if let Some(rule) = &req.redrive {
-            if receive_count + 1 > rule.max_receive_count {
-                // Moves, keeping seq (so order) and group; the group stays open.
-                dead.push(*seq);
+        let rows: Vec<(i64, i64, i64, String)> = walk
+            .query_map(params![req.queue_id, after, req.now_ms, window], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+            })?
+            .collect::<rusqlite::Result<_>>()?;
+        let n = rows.len() as i64;
+        for (seq, receive_count, expires_at, group) in rows {
+            after = seq;
+            if busy.contains(&group) || heads.get(&group).is_some_and(|h| seq > *h) {
                 continue;
             }
+            if expires_at <= req.now_ms {
+                expired.push(seq);
+                continue;
+            }
+            if let Some(rule) = &req.redrive {
+                if receive_count >= rule.moves_at_receive_count {
+                    dead.push(seq);
+                    continue;
+                }
+            }
+            match groups.iter_mut().find(|(g, _)| *g == group) {
+                Some((_, list)) => list.push(seq),
+                None => groups.push((group, vec![seq])),
+            }
+            // Decided once the first group alone fills the receive.
+            if groups.first().is_some_and(|(_, l)| l.len() >= want) {
+                break 'walk;
+            }
         }
-        match groups.iter_mut().find(|(g, _)| *g == group) {
-            Some((_, list)) => list.push(*seq),
-            None => groups.push((group, vec![*seq])),
+        if n < window {
+            break;
         }
+        window = (window * 2).min(MAX_FIFO_WINDOW);
     }
+    let take: Vec<i64> = groups
+        .into_iter()
+        .flat_map(|(_, list)| list)
+        .take(want)
+        .collect();
+    let mut expire = c.prepare_cached("DELETE FROM messages WHERE seq = ?1")?;
     for seq in expired {
-        c.prepare_cached("DELETE FROM messages WHERE seq = ?1")?
-            .execute([seq])?;
+        expire.execute([seq])?;
     }
     if let Some(rule) = &req.redrive {
         for seq in dead {
-            // In a FIFO dead-letter queue the MessageDeduplicationId becomes the MessageId.
-            c.prepare_cached(
-                "UPDATE messages SET queue_id = ?2, receive_count = receive_count + 1, \
-                 visible_at = ?3, dead_letter_source = ?4, \
-                 dedup_id = COALESCE(message_id, 'msg-' || seq), \
-                 first_received_at = COALESCE(first_received_at, ?3) WHERE seq = ?1",
-            )?
-            .execute(params![seq, rule.dlq_queue_id, req.now_ms, rule.source_arn])?;
+            dead_letter(c, seq, rule, req.now_ms)?;
             out.dead_lettered += 1;
         }
     }
-    let mut claim = c.prepare_cached(&format!(
-        "UPDATE messages SET visible_at = ?2, receive_count = receive_count + 1, \
-         first_received_at = COALESCE(first_received_at, ?3), receipt_token = ?4, \
-         received_at = ?3 WHERE seq = ?1 RETURNING {MESSAGE_COLUMNS}"
-    ))?;
-    'groups: for (_, list) in groups {
-        for seq in list {
-            if out.messages.len() >= want {
-                break 'groups;
-            }
-            let token: i64 = rand::random::<i64>() & i64::MAX;
-            let message = claim.query_row(
-                params![seq, req.now_ms + req.visibility_ms, req.now_ms, token],
-                message_row,
-            )?;
-            out.messages.push(message);
-        }
+    for seq in take {
+        let message = claim(c, req, seq, token(req, out.messages.len())?)?;
+        out.messages.push(message);
+    }
+    if let (Some(attempt), false) = (&req.attempt, out.messages.is_empty()) {
+        record_attempt(c, req, attempt, &out.messages)?;
+    }
+    if out.messages.len() < want {
+        out.next_visible_at_ms = next_visible;
     }
     Ok(out)
 }
-
 pub fn delete_message(
     c: &Connection,
     queue_id: i64,
@@ -407,22 +520,21 @@ pub fn delete_message_by_id(
     queue_id: i64,
     message_id: &str,
 ) -> rusqlite::Result<bool> {
-    let by_seq = message_id
-        .strip_prefix("msg-")
-        .and_then(|n| n.parse::<i64>().ok());
-    let n = match by_seq {
-        Some(seq) => c
-            .prepare_cached(
-                "DELETE FROM messages WHERE seq = ?1 AND queue_id = ?2 AND message_id IS NULL",
-            )?
-            .execute(params![seq, queue_id])?,
-        None => c
-            .prepare_cached(
-                "DELETE FROM messages INDEXED BY messages_queue_order \
-                 WHERE queue_id = ?2 AND message_id = ?1",
-            )?
-            .execute(params![message_id, queue_id])?,
-    };
+    let n = c
+        .prepare_cached(
+            "DELETE FROM messages INDEXED BY messages_queue_order \
+             WHERE queue_id = ?2 AND message_id = ?1",
+        )?
+        .execute(params![message_id, queue_id])?;
+    Ok(n > 0)
+}
+
+pub fn delete_unnamed_message(c: &Connection, queue_id: i64, seq: i64) -> rusqlite::Result<bool> {
+    let n = c
+        .prepare_cached(
+            "DELETE FROM messages WHERE seq = ?1 AND queue_id = ?2 AND message_id IS NULL",
+        )?
+        .execute(params![seq, queue_id])?;
     Ok(n > 0)
 }
 
@@ -433,6 +545,7 @@ pub fn change_visibility(
     token: Option<i64>,
     now_ms: i64,
     visible_at_ms: i64,
+    max_hidden_ms: i64,
 ) -> rusqlite::Result<VisibilityChange> {
     let row: Option<(i64, i64, i64, Option<i64>)> = c
         .prepare_cached(
@@ -452,7 +565,7 @@ pub fn change_visibility(
     if receive_count == 0 || visible_at <= now_ms {
         return Ok(VisibilityChange::NotInflight);
     }
-    if received_at.is_some_and(|r| visible_at_ms - r > MAX_VISIBILITY_MS) {
+    if received_at.is_some_and(|r| visible_at_ms - r > max_hidden_ms) {
         return Ok(VisibilityChange::TooLong);
     }
     c.prepare_cached("UPDATE messages SET visible_at = ?2 WHERE seq = ?1")?
@@ -691,32 +804,30 @@ pub fn move_messages(
     c: &Connection,
     source: i64,
     target: &MoveTarget,
-    limit: u32,
+    new_message_ids: &[String],
     now_ms: i64,
 ) -> rusqlite::Result<u64> {
+    let limit = new_message_ids.len();
     // Groups with a message in flight in the source keep all their messages there, so a
     // redrive never lets a later message of a group overtake an earlier one.
-    let mut locked: std::collections::HashSet<String> = c
+    let mut locked: HashSet<String> = c
         .prepare_cached(
             "SELECT DISTINCT group_id FROM messages WHERE queue_id = ?1 AND visible_at > ?2 \
              AND receive_count > 0 AND group_id IS NOT NULL",
         )?
         .query_map(params![source, now_ms], |r| r.get(0))?
         .collect::<rusqlite::Result<_>>()?;
-    let candidates: Vec<(i64, Option<String>, Option<String>, i64)> = c
-        .prepare_cached(
-            "SELECT seq, dead_letter_source, group_id, visible_at FROM messages \
-             INDEXED BY messages_queue_order WHERE queue_id = ?1 ORDER BY seq",
-        )?
-        .query_map(params![source], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
-        })?
-        .collect::<rusqlite::Result<_>>()?;
+    // Read in send order only as far as the limit needs.
+    let mut candidates = c.prepare_cached(
+        "SELECT seq, dead_letter_source, group_id, visible_at FROM messages \
+         INDEXED BY messages_queue_order WHERE queue_id = ?1 ORDER BY seq",
+    )?;
+    let mut scan = candidates.query(params![source])?;
     let mut rows: Vec<(i64, Option<String>)> = Vec::new();
-    for (seq, origin, group, visible_at) in candidates {
-        if rows.len() >= limit as usize {
-            break;
-        }
+    while rows.len() < limit {
+        let Some(r) = scan.next()? else { break };
+        let (seq, origin, group, visible_at): (i64, Option<String>, Option<String>, i64) =
+            (r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?);
         if group.as_ref().is_some_and(|g| locked.contains(g)) {
             continue;
         }
@@ -728,6 +839,7 @@ pub fn move_messages(
         }
         rows.push((seq, origin));
     }
+    drop(scan);
     // A redriven message is a new message in its destination: new MessageId, sent now,
     // after what is already there, retention counted afresh (SQS Developer Guide,
     // "Configure a dead-letter queue redrive").
@@ -741,6 +853,7 @@ pub fn move_messages(
     )?;
     let mut remove = c.prepare_cached("DELETE FROM messages WHERE seq = ?1")?;
     let mut moved = 0;
+    let mut ids = new_message_ids.iter();
     for (seq, origin) in rows {
         let dest = match target {
             MoveTarget::Queue(id) => Some(*id),
@@ -749,7 +862,8 @@ pub fn move_messages(
                 .and_then(|o| map.iter().find(|(arn, _)| arn == o).map(|(_, id)| *id)),
         };
         if let Some(dest) = dest {
-            copy.execute(params![seq, dest, new_message_id(), now_ms])?;
+            let Some(id) = ids.next() else { break };
+            copy.execute(params![seq, dest, id, now_ms])?;
             remove.execute([seq])?;
             moved += 1;
         }
@@ -895,20 +1009,4 @@ pub fn list_recorded(c: &Connection, limit: u32) -> rusqlite::Result<Vec<Recorde
         })
     })?;
     rows.collect()
-}
-
-/// A random version-4 UUID, as SQS MessageIds look.
-fn new_message_id() -> String {
-    let mut b: [u8; 16] = rand::random();
-    b[6] = (b[6] & 0x0f) | 0x40;
-    b[8] = (b[8] & 0x3f) | 0x80;
-    let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
-    format!(
-        "{}-{}-{}-{}-{}",
-        &h[0..8],
-        &h[8..12],
-        &h[12..16],
-        &h[16..20],
-        &h[20..32]
-    )
 }
