@@ -205,6 +205,15 @@ pub struct ReceiveOutcome {
     pub replayed: bool,
 }
 
+/// Result of a purge ([`crate::store::Store::purge_queue`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PurgeOutcome {
+    /// Every message was deleted: this many.
+    Purged(u64),
+    /// Refused: an earlier purge's hold has not ended (nothing was deleted).
+    InProgress,
+}
+
 /// Result of a visibility change.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum VisibilityChange {

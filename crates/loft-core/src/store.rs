@@ -34,8 +34,16 @@ pub trait Store: Send + Sync + 'static {
     /// Every queue, ordered by name.
     async fn list_queues(&self) -> Result<Vec<QueueRecord>>;
 
-    /// Deletes the queue and all its messages. Returns whether it existed.
-    async fn delete_queue(&self, queue_id: i64) -> Result<bool>;
+    /// Deletes the queue with all its messages, deduplication keys and receive attempts,
+    /// and records, in the same transaction, that its name may not be used again before
+    /// `recreate_after_ms` (see [`Store::queue_recreate_after`]). Returns whether it
+    /// existed.
+    async fn delete_queue(&self, queue_id: i64, recreate_after_ms: i64) -> Result<bool>;
+
+    /// When queue name `name` may be used again (ms), as the latest [`Store::delete_queue`]
+    /// of a queue of that name recorded it; `None` when no hold is recorded (or
+    /// [`Store::delete_expired`] swept one that ended).
+    async fn queue_recreate_after(&self, name: &str) -> Result<Option<i64>>;
 
     /// Replaces the queue's settable attributes.
     async fn set_queue_attributes(
@@ -128,8 +136,16 @@ pub trait Store: Send + Sync + 'static {
         now_ms: i64,
     ) -> Result<u64>;
 
-    /// Deletes every message of the queue. Returns how many.
-    async fn purge_queue(&self, queue_id: i64) -> Result<u64>;
+    /// Deletes every message of the queue, unless a purge recorded a hold that has not
+    /// ended at `now_ms` ([`PurgeOutcome::InProgress`], nothing deleted); when it purges it
+    /// records, in the same transaction, that the next purge may come at `next_after_ms`.
+    /// Two purges at once on two nodes: one purges, the other is refused.
+    async fn purge_queue(
+        &self,
+        queue_id: i64,
+        now_ms: i64,
+        next_after_ms: i64,
+    ) -> Result<PurgeOutcome>;
 
     /// Message counts of the queue at `now_ms`. Reads every message of the queue.
     async fn queue_counts(&self, queue_id: i64, now_ms: i64) -> Result<QueueCounts>;
@@ -153,8 +169,9 @@ pub trait Store: Send + Sync + 'static {
         now_ms: i64,
     ) -> Result<Vec<StoredMessage>>;
 
-    /// Drops messages whose retention ended at or before `now_ms`, and deduplication keys
-    /// whose window ended. Returns how many messages.
+    /// Drops messages whose retention ended at or before `now_ms`, and what else ended by
+    /// then: deduplication keys (queues and FIFO topics), receive attempts, deleted-queue
+    /// holds. Returns how many messages.
     async fn delete_expired(&self, now_ms: i64) -> Result<u64>;
 
     // ----- topics and subscriptions

@@ -291,9 +291,24 @@ async fn queue_crud(s: S) {
     assert_eq!(got.created_at_ms, T0);
 
     send(&s, q.id, &["x", "y"], T0).await;
-    assert!(s.delete_queue(q.id).await.unwrap());
-    assert!(!s.delete_queue(q.id).await.unwrap());
+    assert_eq!(s.queue_recreate_after("b-queue").await.unwrap(), None);
+    assert!(s.delete_queue(q.id, T0 + 60_000).await.unwrap());
+    assert!(!s.delete_queue(q.id, T0 + 70_000).await.unwrap());
     assert_eq!(s.get_queue("b-queue").await.unwrap(), None);
+    // The hold is recorded with the delete (a missing queue records none), and swept
+    // once it has ended.
+    assert_eq!(
+        s.queue_recreate_after("b-queue").await.unwrap(),
+        Some(T0 + 60_000)
+    );
+    assert_eq!(s.queue_recreate_after("a-queue").await.unwrap(), None);
+    s.delete_expired(T0 + 59_999).await.unwrap();
+    assert_eq!(
+        s.queue_recreate_after("b-queue").await.unwrap(),
+        Some(T0 + 60_000)
+    );
+    s.delete_expired(T0 + 60_000).await.unwrap();
+    assert_eq!(s.queue_recreate_after("b-queue").await.unwrap(), None);
     // Its messages went with it.
     let out = s.receive(req(q.id, 10, T0, 1000)).await.unwrap();
     assert!(out.messages.is_empty());
@@ -598,8 +613,8 @@ async fn receive_drops_expired(s: S) {
     let out = s.receive(req(q, 10, T0 + 2000, 1000)).await.unwrap();
     assert_eq!(bodies(&out), ["fresh"]);
     assert_eq!(
-        s.purge_queue(q).await.unwrap(),
-        1,
+        s.purge_queue(q, T0, T0).await.unwrap(),
+        PurgeOutcome::Purged(1),
         "the expired one is gone"
     );
 }
@@ -964,9 +979,35 @@ async fn purge(s: S) {
     send(&s, q, &["1", "2", "3"], T0).await;
     send(&s, other, &["x"], T0).await;
     s.receive(req(q, 1, T0, 60_000)).await.unwrap();
-    assert_eq!(s.purge_queue(q).await.unwrap(), 3, "in-flight ones too");
-    assert_eq!(s.purge_queue(q).await.unwrap(), 0);
+    assert_eq!(
+        s.purge_queue(q, T0, T0 + 60_000).await.unwrap(),
+        PurgeOutcome::Purged(3),
+        "in-flight ones too"
+    );
+    send(&s, q, &["4"], T0).await;
+    // Inside the hold: refused, nothing deleted.
+    assert_eq!(
+        s.purge_queue(q, T0 + 59_999, T0 + 119_999).await.unwrap(),
+        PurgeOutcome::InProgress
+    );
+    assert_eq!(s.queue_counts(q, T0).await.unwrap().visible, 1);
+    assert_eq!(
+        s.purge_queue(q, T0 + 60_000, T0 + 120_000).await.unwrap(),
+        PurgeOutcome::Purged(1)
+    );
+    // Another queue has its own hold.
     assert_eq!(s.queue_counts(other, T0).await.unwrap().visible, 1);
+    assert_eq!(
+        s.purge_queue(other, T0 + 60_000, T0 + 120_000)
+            .await
+            .unwrap(),
+        PurgeOutcome::Purged(1)
+    );
+    // A queue that does not exist has nothing to purge and holds nothing.
+    assert_eq!(
+        s.purge_queue(i64::MAX, T0, T0 + 60_000).await.unwrap(),
+        PurgeOutcome::Purged(0)
+    );
 }
 
 async fn delete_expired_messages_and_keys(s: S) {
@@ -1614,8 +1655,17 @@ async fn concurrent_purges(s: S) {
         .await
         .unwrap();
     }
-    let (a, b) = tokio::join!(s.purge_queue(q), s.purge_queue(q));
-    assert_eq!(a.unwrap() + b.unwrap(), 200);
+    // Two purges at once (two nodes): one purges everything, the other is refused.
+    let (a, b) = tokio::join!(
+        s.purge_queue(q, T0, T0 + 60_000),
+        s.purge_queue(q, T0, T0 + 60_000)
+    );
+    let mut outcomes = [a.unwrap(), b.unwrap()];
+    outcomes.sort_by_key(|o| matches!(o, PurgeOutcome::InProgress));
+    assert_eq!(
+        outcomes,
+        [PurgeOutcome::Purged(200), PurgeOutcome::InProgress]
+    );
     assert_eq!(s.queue_counts(q, T0).await.unwrap(), QueueCounts::default());
 }
 

@@ -115,6 +115,10 @@ pub const MAX_BATCH_BYTES: usize = 1_048_576;
 /// FIFO deduplication window, ms (five minutes).
 pub const DEDUP_WINDOW_MS: i64 = 5 * 60 * 1000;
 
+/// How long after a PurgeQueue another is refused, ms (SQS API Reference, PurgeQueue:
+/// `PurgeQueueInProgress`, "only one PurgeQueue operation ... every 60 seconds").
+pub const PURGE_HOLD_MS: i64 = 60_000;
+
 /// Longest a message stays hidden after the receive that hid it, ms: 12 hours (SQS
 /// Developer Guide, "Visibility timeout": "the maximum is 12 hours"). A
 /// ChangeMessageVisibility past it is refused.
@@ -813,27 +817,27 @@ impl Service {
         Ok(out)
     }
 
-    /// PurgeQueue: deletes every message. Errors: `QueueDoesNotExist`,
-    /// `PurgeQueueInProgress` (another purge of this queue in the last 60 s).
+    /// PurgeQueue: deletes every message. The time of the purge is recorded with it in the
+    /// store, so the 60-second rule holds across nodes and restarts.
+    ///
+    /// Errors: `QueueDoesNotExist`, `PurgeQueueInProgress` (another purge of this queue in
+    /// the last 60 s, SQS API Reference, PurgeQueue).
     pub async fn purge_queue(&self, queue_name: &str) -> Result<()> {
         let queue = self.queue(queue_name).await?;
         let now = self.now_ms();
+        match self
+            .store
+            .purge_queue(queue.id, now, now + PURGE_HOLD_MS)
+            .await?
         {
-            let mut purges = self.purges.lock().unwrap_or_else(|p| p.into_inner());
-            if let Some(last) = purges.get(&queue.id) {
-                if now - last < 60_000 {
-                    return Err(Error::new(
-                        ErrorCode::PurgeQueueInProgress,
-                        format!(
-                            "Only one PurgeQueue operation on {} is allowed every 60 seconds.",
-                            queue.name
-                        ),
-                    ));
-                }
-            }
-            purges.insert(queue.id, now);
+            PurgeOutcome::Purged(_) => Ok(()),
+            PurgeOutcome::InProgress => Err(Error::new(
+                ErrorCode::PurgeQueueInProgress,
+                format!(
+                    "Only one PurgeQueue operation on {} is allowed every 60 seconds.",
+                    queue.name
+                ),
+            )),
         }
-        self.store.purge_queue(queue.id).await?;
-        Ok(())
     }
 }

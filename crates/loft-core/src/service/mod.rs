@@ -134,10 +134,6 @@ pub struct Service {
     queue_cache: Mutex<HashMap<String, (Arc<QueueRecord>, std::time::Instant)>>,
     /// Mobile push applications and endpoints (ARN to attributes), kept in memory.
     platform: Mutex<PlatformState>,
-    /// Names of queues deleted lately and when (ms), for QueueDeletedRecently.
-    deleted_queues: Mutex<HashMap<String, i64>>,
-    /// When each queue was last purged (ms), for PurgeQueueInProgress.
-    purges: Mutex<HashMap<i64, i64>>,
     /// Message-move tasks, oldest first.
     move_tasks: Mutex<Vec<MoveTask>>,
     /// Signs SNS envelopes, when configured.
@@ -175,8 +171,6 @@ impl Service {
             clock,
             config,
             waiters: Mutex::default(),
-            purges: Mutex::default(),
-            deleted_queues: Mutex::default(),
             platform: Mutex::default(),
             queue_cache: Mutex::default(),
             move_tasks: Mutex::default(),

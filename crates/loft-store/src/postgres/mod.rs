@@ -404,8 +404,12 @@ impl Store for PgStore {
         run!(self, |c| ops::list_queues(&c))
     }
 
-    async fn delete_queue(&self, queue_id: i64) -> Result<bool> {
-        run!(self, |c| ops::delete_queue(&c, queue_id))
+    async fn delete_queue(&self, queue_id: i64, recreate_after_ms: i64) -> Result<bool> {
+        run!(self, |c| ops::delete_queue(&c, queue_id, recreate_after_ms))
+    }
+
+    async fn queue_recreate_after(&self, name: &str) -> Result<Option<i64>> {
+        run!(self, |c| ops::queue_recreate_after(&c, name))
     }
 
     async fn set_queue_attributes(
@@ -539,8 +543,18 @@ impl Store for PgStore {
         ))
     }
 
-    async fn purge_queue(&self, queue_id: i64) -> Result<u64> {
-        run!(self, |c| ops::purge_queue(&c, queue_id))
+    async fn purge_queue(
+        &self,
+        queue_id: i64,
+        now_ms: i64,
+        next_after_ms: i64,
+    ) -> Result<PurgeOutcome> {
+        run!(self, |c| ops::purge_queue(
+            &c,
+            queue_id,
+            now_ms,
+            next_after_ms
+        ))
     }
 
     async fn queue_counts(&self, queue_id: i64, now_ms: i64) -> Result<QueueCounts> {

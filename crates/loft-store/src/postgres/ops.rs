@@ -171,16 +171,38 @@ pub async fn list_queues<C: GenericClient>(c: &C) -> Result<Vec<QueueRecord>, Er
     Ok(query(c, &sql, &[]).await?.iter().map(queue_row).collect())
 }
 
-pub async fn delete_queue<C: GenericClient>(c: &C, queue_id: i64) -> Result<bool, Error> {
-    let n = execute(
+pub async fn delete_queue<C: GenericClient>(
+    c: &C,
+    queue_id: i64,
+    recreate_after_ms: i64,
+) -> Result<bool, Error> {
+    let row = query_one(
         c,
         "WITH d AS (DELETE FROM fifo_dedup WHERE queue_id = $1), \
-              m AS (DELETE FROM messages WHERE queue_id = $1) \
-         DELETE FROM queues WHERE id = $1",
-        &[&queue_id],
+              a AS (DELETE FROM receive_attempts WHERE queue_id = $1), \
+              m AS (DELETE FROM messages WHERE queue_id = $1), \
+              q AS (DELETE FROM queues WHERE id = $1 RETURNING name), \
+              h AS (INSERT INTO deleted_queues (name, hold_until) SELECT name, $2 FROM q \
+                    ON CONFLICT (name) DO UPDATE SET hold_until = EXCLUDED.hold_until \
+                    RETURNING 1) \
+         SELECT (SELECT count(*) FROM q), (SELECT count(*) FROM h)",
+        &[&queue_id, &recreate_after_ms],
     )
     .await?;
-    Ok(n == 1)
+    Ok(row.get::<_, i64>(0) == 1)
+}
+
+pub async fn queue_recreate_after<C: GenericClient>(
+    c: &C,
+    name: &str,
+) -> Result<Option<i64>, Error> {
+    Ok(query_opt(
+        c,
+        "SELECT hold_until FROM deleted_queues WHERE name = $1",
+        &[&name],
+    )
+    .await?
+    .map(|r| r.get(0)))
 }
 
 pub async fn set_queue_attributes<C: GenericClient>(
@@ -912,8 +934,30 @@ pub async fn change_visibility<C: GenericClient>(
     Ok(VisibilityChange::Stale)
 }
 
-pub async fn purge_queue<C: GenericClient>(c: &C, queue_id: i64) -> Result<u64, Error> {
-    execute(c, "DELETE FROM messages WHERE queue_id = $1", &[&queue_id]).await
+/// Purges unless held. Two purges at once: the second's UPDATE waits for the first's row
+/// lock, then finds the hold the first set and matches nothing.
+pub async fn purge_queue<C: GenericClient>(
+    c: &C,
+    queue_id: i64,
+    now_ms: i64,
+    next_after_ms: i64,
+) -> Result<PurgeOutcome, Error> {
+    let row = query_one(
+        c,
+        "WITH q AS (UPDATE queues SET purge_hold_until = $3 WHERE id = $1 \
+             AND (purge_hold_until IS NULL OR purge_hold_until <= $2) RETURNING id), \
+         d AS (DELETE FROM messages WHERE queue_id IN (SELECT id FROM q) RETURNING 1) \
+         SELECT (SELECT count(*) FROM q), (SELECT count(*) FROM d), \
+                EXISTS (SELECT 1 FROM queues WHERE id = $1)",
+        &[&queue_id, &now_ms, &next_after_ms],
+    )
+    .await?;
+    let (purged, deleted, exists): (i64, i64, bool) = (row.get(0), row.get(1), row.get(2));
+    Ok(if purged == 0 && exists {
+        PurgeOutcome::InProgress
+    } else {
+        PurgeOutcome::Purged(deleted as u64)
+    })
 }
 
 pub async fn peek_messages<C: GenericClient>(
@@ -970,13 +1014,18 @@ pub async fn count_in_flight<C: GenericClient>(
 }
 
 pub async fn delete_expired<C: GenericClient>(c: &C, now_ms: i64) -> Result<u64, Error> {
-    execute(
-        c,
-        "DELETE FROM fifo_dedup WHERE ctid IN (SELECT ctid FROM fifo_dedup WHERE expires_at <= $1 \
-         FOR UPDATE SKIP LOCKED)",
-        &[&now_ms],
-    )
-    .await?;
+    for (table, column) in [
+        ("fifo_dedup", "expires_at"),
+        ("topic_dedup", "expires_at"),
+        ("receive_attempts", "expires_at"),
+        ("deleted_queues", "hold_until"),
+    ] {
+        let sql = format!(
+            "DELETE FROM {table} WHERE ctid IN (SELECT ctid FROM {table} WHERE {column} <= $1 \
+             FOR UPDATE SKIP LOCKED)"
+        );
+        execute(c, &sql, &[&now_ms]).await?;
+    }
     execute(
         c,
         "DELETE FROM messages WHERE seq IN (SELECT seq FROM messages WHERE expires_at <= $1 \

@@ -455,8 +455,15 @@ impl Store for SqliteStore {
         self.write(ops::list_queues).await
     }
 
-    async fn delete_queue(&self, queue_id: i64) -> Result<bool> {
-        self.write(move |c| ops::delete_queue(c, queue_id)).await
+    async fn delete_queue(&self, queue_id: i64, recreate_after_ms: i64) -> Result<bool> {
+        self.write(move |c| ops::delete_queue(c, queue_id, recreate_after_ms))
+            .await
+    }
+
+    async fn queue_recreate_after(&self, name: &str) -> Result<Option<i64>> {
+        let name = name.to_owned();
+        self.write(move |c| ops::queue_recreate_after(c, &name))
+            .await
     }
 
     async fn set_queue_attributes(
@@ -553,8 +560,14 @@ impl Store for SqliteStore {
         .await
     }
 
-    async fn purge_queue(&self, queue_id: i64) -> Result<u64> {
-        self.write(move |c| ops::purge_queue(c, queue_id)).await
+    async fn purge_queue(
+        &self,
+        queue_id: i64,
+        now_ms: i64,
+        next_after_ms: i64,
+    ) -> Result<PurgeOutcome> {
+        self.write(move |c| ops::purge_queue(c, queue_id, now_ms, next_after_ms))
+            .await
     }
 
     async fn queue_counts(&self, queue_id: i64, now_ms: i64) -> Result<QueueCounts> {

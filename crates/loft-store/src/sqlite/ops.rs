@@ -65,14 +65,36 @@ pub fn list_queues(c: &Connection) -> rusqlite::Result<Vec<QueueRecord>> {
     rows.collect()
 }
 
-pub fn delete_queue(c: &Connection, queue_id: i64) -> rusqlite::Result<bool> {
+pub fn delete_queue(
+    c: &Connection,
+    queue_id: i64,
+    recreate_after_ms: i64,
+) -> rusqlite::Result<bool> {
     c.prepare_cached("DELETE FROM fifo_dedup WHERE queue_id = ?1")?
+        .execute([queue_id])?;
+    c.prepare_cached("DELETE FROM receive_attempts WHERE queue_id = ?1")?
         .execute([queue_id])?;
     c.prepare_cached("DELETE FROM messages WHERE queue_id = ?1")?
         .execute([queue_id])?;
-    Ok(c.prepare_cached("DELETE FROM queues WHERE id = ?1")?
-        .execute([queue_id])?
-        == 1)
+    let name: Option<String> = c
+        .prepare_cached("DELETE FROM queues WHERE id = ?1 RETURNING name")?
+        .query_row([queue_id], |r| r.get(0))
+        .optional()?;
+    let Some(name) = name else {
+        return Ok(false);
+    };
+    c.prepare_cached(
+        "INSERT INTO deleted_queues (name, hold_until) VALUES (?1, ?2) \
+         ON CONFLICT (name) DO UPDATE SET hold_until = excluded.hold_until",
+    )?
+    .execute(params![name, recreate_after_ms])?;
+    Ok(true)
+}
+
+pub fn queue_recreate_after(c: &Connection, name: &str) -> rusqlite::Result<Option<i64>> {
+    c.prepare_cached("SELECT hold_until FROM deleted_queues WHERE name = ?1")?
+        .query_row([name], |r| r.get(0))
+        .optional()
 }
 
 pub fn set_queue_attributes(
@@ -573,11 +595,32 @@ pub fn change_visibility(
     Ok(VisibilityChange::Changed)
 }
 
-pub fn purge_queue(c: &Connection, queue_id: i64) -> rusqlite::Result<u64> {
-    Ok(
-        c.prepare_cached("DELETE FROM messages WHERE queue_id = ?1")?
-            .execute([queue_id])? as u64,
-    )
+pub fn purge_queue(
+    c: &Connection,
+    queue_id: i64,
+    now_ms: i64,
+    next_after_ms: i64,
+) -> rusqlite::Result<PurgeOutcome> {
+    let held = c
+        .prepare_cached(
+            "UPDATE queues SET purge_hold_until = ?3 WHERE id = ?1 \
+             AND (purge_hold_until IS NULL OR purge_hold_until <= ?2)",
+        )?
+        .execute(params![queue_id, now_ms, next_after_ms])?
+        == 0;
+    let exists = || -> rusqlite::Result<bool> {
+        c.prepare_cached("SELECT 1 FROM queues WHERE id = ?1")?
+            .query_row([queue_id], |_| Ok(()))
+            .optional()
+            .map(|r| r.is_some())
+    };
+    if held && exists()? {
+        return Ok(PurgeOutcome::InProgress);
+    }
+    let n = c
+        .prepare_cached("DELETE FROM messages WHERE queue_id = ?1")?
+        .execute([queue_id])?;
+    Ok(PurgeOutcome::Purged(n as u64))
 }
 
 /// Message counts of a queue without reading every message: the visible ones are counted
@@ -642,8 +685,14 @@ pub fn peek_messages(
 }
 
 pub fn delete_expired(c: &Connection, now_ms: i64) -> rusqlite::Result<u64> {
-    c.prepare_cached("DELETE FROM fifo_dedup WHERE expires_at <= ?1")?
-        .execute([now_ms])?;
+    for sql in [
+        "DELETE FROM fifo_dedup WHERE expires_at <= ?1",
+        "DELETE FROM topic_dedup WHERE expires_at <= ?1",
+        "DELETE FROM receive_attempts WHERE expires_at <= ?1",
+        "DELETE FROM deleted_queues WHERE hold_until <= ?1",
+    ] {
+        c.prepare_cached(sql)?.execute([now_ms])?;
+    }
     Ok(
         c.prepare_cached("DELETE FROM messages WHERE expires_at <= ?1")?
             .execute([now_ms])? as u64,
