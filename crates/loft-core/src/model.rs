@@ -2,6 +2,7 @@
 //! subscriptions as they are stored. Times are milliseconds since the Unix epoch.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// A queue as stored. `attributes` holds the settable AWS queue attributes by their AWS names
 /// (`VisibilityTimeout`, `RedrivePolicy`, ...), already validated and normalised by the
@@ -302,6 +303,61 @@ pub enum MoveTarget {
     Queue(i64),
     /// Each message to the queue whose ARN its `dead_letter_source` holds: (ARN, queue id).
     Sources(Vec<(String, i64)>),
+}
+
+/// One accepted publish of a FIFO topic, before the store numbers it (SNS Developer
+/// Guide, "Message deduplication for FIFO topics").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FifoPublishEntry {
+    /// The MessageId the service chose for it.
+    pub message_id: String,
+    /// Its deduplication key: `scope` is `""` with FifoThroughputScope `Topic`, the
+    /// MessageGroupId with `MessageGroup`; the window ends at `expires_at_ms`.
+    pub dedup: DedupKey,
+}
+
+/// What the store did with one [`FifoPublishEntry`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FifoPublished {
+    /// The entry's MessageId, or the original's for a duplicate.
+    pub message_id: String,
+    /// The topic's sequence number for it (the original's for a duplicate): the
+    /// SequenceNumber is [`crate::service::sequence_number`] of it.
+    pub sequence: i64,
+    /// Whether the key was recorded inside its window: nothing fanned out.
+    pub duplicate: bool,
+    /// One per queue message the fan-out built for the entry, in its order (empty for a
+    /// duplicate), as [`crate::store::Store::send_messages`] reports them.
+    pub sent: Vec<SentMessage>,
+}
+
+/// Builds the queue messages of entry `index` of a [`FifoPublish`] once the store has
+/// given it its topic sequence number (the SNS envelope carries it). The service's code,
+/// called by the store inside the publish's transaction; may be called again if the
+/// transaction is retried, so it must give the same answer for the same arguments.
+pub type FifoFanout = Arc<dyn Fn(usize, i64) -> Vec<(i64, NewMessage)> + Send + Sync>;
+
+/// A publish (or PublishBatch) to a FIFO topic: see [`crate::store::Store::publish_fifo`].
+#[derive(Clone)]
+pub struct FifoPublish {
+    /// The topic's store id.
+    pub topic_id: i64,
+    /// Current time (ms): keys whose window ended by then are free.
+    pub now_ms: i64,
+    /// The accepted entries, in order.
+    pub entries: Vec<FifoPublishEntry>,
+    /// The fan-out of each entry to the topic's SQS subscriptions.
+    pub fanout: FifoFanout,
+}
+
+impl std::fmt::Debug for FifoPublish {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FifoPublish")
+            .field("topic_id", &self.topic_id)
+            .field("now_ms", &self.now_ms)
+            .field("entries", &self.entries)
+            .finish_non_exhaustive()
+    }
 }
 
 /// An HTTP/S delivery to make (a notification or a subscription confirmation).

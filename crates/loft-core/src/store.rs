@@ -221,6 +221,16 @@ pub trait Store: Send + Sync + 'static {
         records: Vec<RecordedMessage>,
     ) -> Result<Vec<SentMessage>>;
 
+    /// Publishes to a FIFO topic in one transaction, one publish to the topic at a time
+    /// (across nodes too): for each entry in order, a key recorded for the topic inside its
+    /// window makes it a duplicate (nothing fanned out; the original's MessageId and
+    /// sequence reported); otherwise the entry takes the topic's next sequence number
+    /// (strictly increasing per topic, kept with the topic), its key is recorded with that
+    /// number and its MessageId, and the queue messages `publish.fanout` builds for it are
+    /// stored as [`Store::send_messages`] does. Either all of it happens or none. `None`
+    /// when the topic does not exist.
+    async fn publish_fifo(&self, publish: FifoPublish) -> Result<Option<Vec<FifoPublished>>>;
+
     /// Takes up to `limit` deliveries due at `now_ms`, leasing each until `lease_until_ms`
     /// (a crashed worker's lease runs out and another takes the delivery).
     async fn claim_deliveries(

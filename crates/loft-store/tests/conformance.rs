@@ -122,6 +122,8 @@ conformance!(
     topics_crud,
     subscriptions_crud,
     publish_stores_everything,
+    fifo_topic_publish_numbers_and_deduplicates,
+    concurrent_fifo_topic_publishes_number_in_queue_order,
     delivery_lease_retry_finish,
     recorded_messages,
     wakeups_report_sends,
@@ -1300,6 +1302,174 @@ async fn publish_stores_everything(s: S) {
         .await
         .unwrap();
     assert!(again[0].duplicate);
+}
+
+/// A fan-out that puts one message per entry in `q`, its body naming the entry and the
+/// sequence number it was given, and counts its calls.
+fn fanout_to(q: i64, calls: Arc<Mutex<Vec<(usize, i64)>>>) -> FifoFanout {
+    Arc::new(move |i, sequence| {
+        calls.lock().unwrap().push((i, sequence));
+        let body = format!("entry {i} seq {sequence}");
+        vec![(q, fifo_msg(&body, "G", &format!("q-{i}-{sequence}"), T0))]
+    })
+}
+
+fn topic_entry(id: &str, scope: &str, key: &str, expires: i64) -> FifoPublishEntry {
+    FifoPublishEntry {
+        message_id: id.into(),
+        dedup: DedupKey {
+            scope: scope.into(),
+            id: key.into(),
+            expires_at_ms: expires,
+        },
+    }
+}
+
+async fn fifo_topic_publish_numbers_and_deduplicates(s: S) {
+    let (t, _) = s
+        .create_topic("t.fifo", BTreeMap::new(), BTreeMap::new(), T0)
+        .await
+        .unwrap();
+    let q = queue(&s, "sub.fifo").await;
+    let calls = Arc::new(Mutex::new(Vec::new()));
+    let publish = |entries: Vec<FifoPublishEntry>, now: i64| FifoPublish {
+        topic_id: t.id,
+        now_ms: now,
+        entries,
+        fanout: fanout_to(q, calls.clone()),
+    };
+    let window = T0 + 300_000;
+    // A batch: a, b, a again (a duplicate inside the batch), and `a` in group scope "G2".
+    let out = s
+        .publish_fifo(publish(
+            vec![
+                topic_entry("m-a", "", "a", window),
+                topic_entry("m-b", "", "b", window),
+                topic_entry("m-a2", "", "a", window),
+                topic_entry("m-g2", "G2", "a", window),
+            ],
+            T0,
+        ))
+        .await
+        .unwrap()
+        .expect("the topic exists");
+    let seqs: Vec<i64> = out.iter().map(|p| p.sequence).collect();
+    assert!(seqs[0] < seqs[1] && seqs[1] < seqs[3], "{seqs:?}");
+    assert_eq!(
+        seqs[2], seqs[0],
+        "a duplicate reports the original's number"
+    );
+    let dups: Vec<bool> = out.iter().map(|p| p.duplicate).collect();
+    assert_eq!(dups, [false, false, true, false]);
+    let ids: Vec<&str> = out.iter().map(|p| p.message_id.as_str()).collect();
+    assert_eq!(ids, ["m-a", "m-b", "m-a", "m-g2"]);
+    assert_eq!(out[2].sent, []);
+    assert_eq!(out[0].sent.len(), 1);
+    // The fan-out was asked for the new entries only, each with its own number.
+    let asked = calls.lock().unwrap().clone();
+    assert_eq!(asked, [(0, seqs[0]), (1, seqs[1]), (3, seqs[3])]);
+    let got = s.receive(fifo_req(q, 10, T0, 30_000)).await.unwrap();
+    let want: Vec<String> = [0usize, 1, 3]
+        .iter()
+        .map(|&i| format!("entry {i} seq {}", seqs[i]))
+        .collect();
+    assert_eq!(bodies(&got), want);
+    // Later, inside the window: still a duplicate; the number goes on from the last.
+    let again = s
+        .publish_fifo(publish(
+            vec![
+                topic_entry("m-a3", "", "a", window),
+                topic_entry("m-c", "", "c", window),
+            ],
+            T0 + 299_999,
+        ))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(again[0].duplicate);
+    assert_eq!(again[0].message_id, "m-a");
+    assert!(!again[1].duplicate);
+    assert!(again[1].sequence > seqs[3]);
+    // After the window the key is free; sweeping ended keys changes nothing else.
+    s.delete_expired(window).await.unwrap();
+    let after = s
+        .publish_fifo(publish(
+            vec![topic_entry("m-a4", "", "a", window + 300_000)],
+            window,
+        ))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(!after[0].duplicate);
+    assert!(after[0].sequence > again[1].sequence);
+    // A deleted topic takes nothing, and a new topic of that name starts afresh.
+    assert!(s.delete_topic(t.id).await.unwrap());
+    assert_eq!(
+        s.publish_fifo(publish(vec![topic_entry("x", "", "x", window)], T0))
+            .await
+            .unwrap(),
+        None
+    );
+}
+
+async fn concurrent_fifo_topic_publishes_number_in_queue_order(s: S) {
+    // Publishes through several "nodes" at once: every number is used once, and the
+    // subscribed FIFO queue holds the messages in the order of their numbers.
+    let (t, _) = s
+        .create_topic("c.fifo", BTreeMap::new(), BTreeMap::new(), T0)
+        .await
+        .unwrap();
+    let q = queue(&s, "c-sub.fifo").await;
+    let mut tasks = Vec::new();
+    for task in 0..6 {
+        let s = s.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut numbers = Vec::new();
+            for i in 0..10 {
+                let entry = topic_entry(
+                    &format!("m-{task}-{i}"),
+                    "",
+                    &format!("k-{task}-{i}"),
+                    T0 + 300_000,
+                );
+                let out = s
+                    .publish_fifo(FifoPublish {
+                        topic_id: t.id,
+                        now_ms: T0,
+                        entries: vec![entry],
+                        fanout: fanout_to(q, Arc::new(Mutex::new(Vec::new()))),
+                    })
+                    .await
+                    .unwrap()
+                    .unwrap();
+                numbers.push(out[0].sequence);
+            }
+            numbers
+        }));
+    }
+    let mut all = Vec::new();
+    for t in tasks {
+        all.extend(t.await.unwrap());
+    }
+    let distinct: HashSet<i64> = all.iter().copied().collect();
+    assert_eq!(distinct.len(), 60, "no number handed out twice");
+    let mut order = Vec::new();
+    loop {
+        let got = s.receive(fifo_req(q, 10, T0, 30_000)).await.unwrap();
+        if got.messages.is_empty() {
+            break;
+        }
+        for m in &got.messages {
+            let n: i64 = m.body.rsplit(' ').next().unwrap().parse().unwrap();
+            order.push(n);
+            s.delete_message(q, m.seq, None).await.unwrap();
+        }
+    }
+    assert_eq!(order.len(), 60);
+    assert!(
+        order.windows(2).all(|w| w[0] < w[1]),
+        "queue order follows the topic's numbers: {order:?}"
+    );
 }
 
 async fn delivery_lease_retry_finish(s: S) {

@@ -29,7 +29,7 @@ mod topics;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use tokio::sync::Notify;
 
@@ -55,35 +55,6 @@ pub use publish::{
 };
 pub use queues::{ListQueuesPage, SeedQueue};
 pub use topics::{Page, SubscribeResult, PAGE_SIZE, PROTOCOLS, SEED_PAYLOAD_ATTRIBUTE};
-
-/// A FIFO topic's remembered publish: MessageId, SequenceNumber, window end (ms).
-type TopicDedup = (String, String, i64);
-
-/// FIFO topic deduplication windows: (topic id, dedup id) to the publish it stands for.
-/// Expired entries are ignored on lookup and swept at most once a second, so a publish
-/// does not scan every id of the last five minutes.
-#[derive(Default)]
-pub(crate) struct TopicDedupWindow {
-    entries: HashMap<(i64, String), TopicDedup>,
-    next_sweep_ms: i64,
-}
-
-impl TopicDedupWindow {
-    /// The unexpired publish recorded for `key` at `now_ms`.
-    pub(crate) fn get(&self, key: &(i64, String), now_ms: i64) -> Option<&TopicDedup> {
-        self.entries.get(key).filter(|e| e.2 > now_ms)
-    }
-
-    /// Records `entry` for `key`, first dropping expired entries if a second has passed
-    /// since the last sweep.
-    pub(crate) fn insert(&mut self, key: (i64, String), entry: TopicDedup, now_ms: i64) {
-        if now_ms >= self.next_sweep_ms {
-            self.entries.retain(|_, e| e.2 > now_ms);
-            self.next_sweep_ms = now_ms + 1000;
-        }
-        self.entries.insert(key, entry);
-    }
-}
 
 /// How long a cached queue record is trusted when another node may change it.
 pub const QUEUE_CACHE_TTL: std::time::Duration = std::time::Duration::from_secs(1);
@@ -140,11 +111,6 @@ pub struct Service {
     signer: Option<Arc<dyn publish::MessageSigner>>,
     /// Wakes the delivery workers when deliveries are queued.
     delivery_notify: Notify,
-    /// FIFO topic deduplication: (topic id, dedup id) to (MessageId, SequenceNumber,
-    /// window end ms).
-    topic_dedup: Mutex<TopicDedupWindow>,
-    /// Sequence numbers of FIFO topics.
-    topic_sequence: AtomicI64,
     /// Set when the server is stopping: long polls answer at once.
     shutting_down: AtomicBool,
     /// Wakes long polls when the server is stopping.
@@ -164,7 +130,6 @@ impl Service {
         config: ServiceConfig,
         signer: Option<Arc<dyn publish::MessageSigner>>,
     ) -> Arc<Service> {
-        let topic_sequence = AtomicI64::new(clock.now_ms() * 1000);
         let wakeups = store.wakeups();
         let service = Arc::new(Service {
             store,
@@ -176,8 +141,6 @@ impl Service {
             move_tasks: Mutex::default(),
             signer,
             delivery_notify: Notify::new(),
-            topic_dedup: Mutex::default(),
-            topic_sequence,
             shutting_down: AtomicBool::new(false),
             shutdown_notify: Notify::new(),
             activity: activity::Activity::default(),

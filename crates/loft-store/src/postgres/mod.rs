@@ -660,6 +660,11 @@ impl Store for PgStore {
         ))
     }
 
+    async fn publish_fifo(&self, publish: FifoPublish) -> Result<Option<Vec<FifoPublished>>> {
+        let channel = self.channel.as_str();
+        run_tx!(self, |tx| ops::publish_fifo_in(&tx, &publish, channel))
+    }
+
     async fn claim_deliveries(
         &self,
         now_ms: i64,

@@ -1085,7 +1085,8 @@ pub async fn list_topics<C: GenericClient>(c: &C) -> Result<Vec<TopicRecord>, Er
 pub async fn delete_topic<C: GenericClient>(c: &C, topic_id: i64) -> Result<bool, Error> {
     let n = execute(
         c,
-        "WITH s AS (DELETE FROM subscriptions WHERE topic_id = $1) \
+        "WITH s AS (DELETE FROM subscriptions WHERE topic_id = $1), \
+              k AS (DELETE FROM topic_dedup WHERE topic_id = $1) \
          DELETE FROM topics WHERE id = $1",
         &[&topic_id],
     )
@@ -1315,6 +1316,87 @@ pub async fn publish_in<C: GenericClient>(
         .await?;
     }
     Ok(sent)
+}
+
+/// A FIFO topic publish inside the caller's transaction. The topic's row is locked first
+/// (`FOR UPDATE`) and held to the commit, so publishes to one topic through any node run
+/// one after the other: the deduplication check, the sequence number and the fan-out of
+/// each are decided with no other publish of the topic in between, and a later sequence
+/// number's queue messages are inserted after an earlier one's.
+pub async fn publish_fifo_in<C: GenericClient>(
+    tx: &C,
+    p: &FifoPublish,
+    channel: &str,
+) -> Result<Option<Vec<FifoPublished>>, Error> {
+    let Some(row) = query_opt(
+        tx,
+        "SELECT sequence FROM topics WHERE id = $1 FOR UPDATE",
+        &[&p.topic_id],
+    )
+    .await?
+    else {
+        return Ok(None);
+    };
+    let mut sequence: i64 = row.get(0);
+    let mut out = Vec::with_capacity(p.entries.len());
+    // The queue messages of all entries, stored in one go; `spans` says whose they are.
+    let mut messages: Vec<(i64, NewMessage)> = Vec::new();
+    let mut spans: Vec<(usize, usize)> = Vec::new();
+    for (i, e) in p.entries.iter().enumerate() {
+        let original = query_opt(
+            tx,
+            "SELECT message_id, sequence FROM topic_dedup WHERE topic_id = $1 AND scope = $2 \
+             AND dedup_id = $3 AND expires_at > $4",
+            &[&p.topic_id, &e.dedup.scope, &e.dedup.id, &p.now_ms],
+        )
+        .await?;
+        if let Some(row) = original {
+            out.push(FifoPublished {
+                message_id: row.get(0),
+                sequence: row.get(1),
+                duplicate: true,
+                sent: Vec::new(),
+            });
+            continue;
+        }
+        sequence += 1;
+        execute(
+            tx,
+            "INSERT INTO topic_dedup (topic_id, scope, dedup_id, message_id, sequence, expires_at) \
+             VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (topic_id, scope, dedup_id) DO UPDATE \
+             SET message_id = EXCLUDED.message_id, sequence = EXCLUDED.sequence, \
+             expires_at = EXCLUDED.expires_at",
+            &[
+                &p.topic_id,
+                &e.dedup.scope,
+                &e.dedup.id,
+                &e.message_id,
+                &sequence,
+                &e.dedup.expires_at_ms,
+            ],
+        )
+        .await?;
+        let built = (p.fanout)(i, sequence);
+        spans.push((out.len(), built.len()));
+        messages.extend(built);
+        out.push(FifoPublished {
+            message_id: e.message_id.clone(),
+            sequence,
+            duplicate: false,
+            sent: Vec::new(),
+        });
+    }
+    execute(
+        tx,
+        "UPDATE topics SET sequence = $2 WHERE id = $1",
+        &[&p.topic_id, &sequence],
+    )
+    .await?;
+    let mut sent = send_messages_in(tx, &messages, channel).await?.into_iter();
+    for (entry, n) in spans {
+        out[entry].sent = sent.by_ref().take(n).collect();
+    }
+    Ok(Some(out))
 }
 
 const DELIVERY_COLUMNS: &str = "d.id, d.subscription, d.endpoint, d.content_type, d.headers, \

@@ -653,6 +653,10 @@ impl Store for SqliteStore {
             .await
     }
 
+    async fn publish_fifo(&self, publish: FifoPublish) -> Result<Option<Vec<FifoPublished>>> {
+        self.write(move |c| ops::publish_fifo(c, &publish)).await
+    }
+
     async fn claim_deliveries(
         &self,
         now_ms: i64,

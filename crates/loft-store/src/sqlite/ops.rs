@@ -745,6 +745,8 @@ pub fn list_topics(c: &Connection) -> rusqlite::Result<Vec<TopicRecord>> {
 pub fn delete_topic(c: &Connection, topic_id: i64) -> rusqlite::Result<bool> {
     c.prepare_cached("DELETE FROM subscriptions WHERE topic_id = ?1")?
         .execute([topic_id])?;
+    c.prepare_cached("DELETE FROM topic_dedup WHERE topic_id = ?1")?
+        .execute([topic_id])?;
     Ok(c.prepare_cached("DELETE FROM topics WHERE id = ?1")?
         .execute([topic_id])?
         == 1)
@@ -959,6 +961,66 @@ pub fn publish(
         ])?;
     }
     Ok(sent)
+}
+
+/// A FIFO topic publish: the topic's row holds its sequence; the writer runs one
+/// transaction at a time, so nothing else publishes to the topic meanwhile.
+pub fn publish_fifo(
+    c: &Connection,
+    p: &FifoPublish,
+) -> rusqlite::Result<Option<Vec<FifoPublished>>> {
+    let sequence: Option<i64> = c
+        .prepare_cached("SELECT sequence FROM topics WHERE id = ?1")?
+        .query_row([p.topic_id], |r| r.get(0))
+        .optional()?;
+    let Some(mut sequence) = sequence else {
+        return Ok(None);
+    };
+    let mut seen = c.prepare_cached(
+        "SELECT message_id, sequence FROM topic_dedup WHERE topic_id = ?1 AND scope = ?2 \
+         AND dedup_id = ?3 AND expires_at > ?4",
+    )?;
+    let mut record = c.prepare_cached(
+        "INSERT OR REPLACE INTO topic_dedup (topic_id, scope, dedup_id, message_id, sequence, \
+         expires_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    )?;
+    let mut out = Vec::with_capacity(p.entries.len());
+    for (i, e) in p.entries.iter().enumerate() {
+        let original: Option<(String, i64)> = seen
+            .query_row(
+                params![p.topic_id, e.dedup.scope, e.dedup.id, p.now_ms],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?;
+        if let Some((message_id, sequence)) = original {
+            out.push(FifoPublished {
+                message_id,
+                sequence,
+                duplicate: true,
+                sent: Vec::new(),
+            });
+            continue;
+        }
+        sequence += 1;
+        record.execute(params![
+            p.topic_id,
+            e.dedup.scope,
+            e.dedup.id,
+            e.message_id,
+            sequence,
+            e.dedup.expires_at_ms
+        ])?;
+        let sent = send_messages(c, &(p.fanout)(i, sequence))?;
+        out.push(FifoPublished {
+            message_id: e.message_id.clone(),
+            sequence,
+            duplicate: false,
+            sent,
+        });
+    }
+    c.prepare_cached("UPDATE topics SET sequence = ?2 WHERE id = ?1")?
+        .execute(params![p.topic_id, sequence])?;
+    Ok(Some(out))
 }
 
 const DELIVERY_COLUMNS: &str =
