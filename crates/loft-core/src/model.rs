@@ -360,6 +360,85 @@ impl std::fmt::Debug for FifoPublish {
     }
 }
 
+/// The state of a message-move task (SQS API Reference, ListMessageMoveTasks, `Status`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MoveTaskStatus {
+    /// Moving; at most one task per source queue is.
+    Running,
+    /// Every message it could move has moved.
+    Completed,
+    /// Stopped by CancelMessageMoveTask.
+    Cancelled,
+    /// Stopped by an error (its `failure_reason`).
+    Failed,
+}
+
+impl MoveTaskStatus {
+    /// AWS's name: `RUNNING`, `COMPLETED`, `CANCELLED`, `FAILED`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MoveTaskStatus::Running => "RUNNING",
+            MoveTaskStatus::Completed => "COMPLETED",
+            MoveTaskStatus::Cancelled => "CANCELLED",
+            MoveTaskStatus::Failed => "FAILED",
+        }
+    }
+
+    /// The status named `name` ([`MoveTaskStatus::as_str`]); an unknown name reads as
+    /// `Failed`.
+    pub fn parse(name: &str) -> MoveTaskStatus {
+        match name {
+            "RUNNING" => MoveTaskStatus::Running,
+            "COMPLETED" => MoveTaskStatus::Completed,
+            "CANCELLED" => MoveTaskStatus::Cancelled,
+            _ => MoveTaskStatus::Failed,
+        }
+    }
+}
+
+/// A message-move task as stored: what StartMessageMoveTask asked, and its progress. Any
+/// node reads and changes it; the node running it holds a lease (`owner` until
+/// `lease_until_ms`), and another node takes it over once the lease has run out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MoveTaskRecord {
+    /// The TaskHandle (opaque, unique).
+    pub handle: String,
+    /// The source (dead-letter) queue's ARN.
+    pub source_arn: String,
+    /// The source queue's name.
+    pub source_queue: String,
+    /// The destination queue's ARN; `None`: each message back to its own source queue.
+    pub destination_arn: Option<String>,
+    /// MaxNumberOfMessagesPerSecond as asked (`None`: the default).
+    pub max_per_second: Option<i64>,
+    /// Where it stands.
+    pub status: MoveTaskStatus,
+    /// Messages moved so far (ApproximateNumberOfMessagesMoved).
+    pub moved: i64,
+    /// Messages in the source when it started (ApproximateNumberOfMessagesToMove).
+    pub to_move: i64,
+    /// Why it failed, when it did.
+    pub failure_reason: Option<String>,
+    /// When it started (ms).
+    pub started_at_ms: i64,
+    /// The node (a [`crate::Service`] instance) running it now, if any.
+    pub owner: Option<String>,
+    /// Until when (ms) `owner`'s lease holds.
+    pub lease_until_ms: i64,
+}
+
+/// The lease a node holds on a running move task: steps and the finish it makes count
+/// only while the task is still running under this owner.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MoveTaskLease {
+    /// The task's handle.
+    pub handle: String,
+    /// The node holding it.
+    pub owner: String,
+    /// The lease, renewed to this (ms) by each step.
+    pub lease_until_ms: i64,
+}
+
 /// An HTTP/S delivery to make (a notification or a subscription confirmation).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewDelivery {

@@ -128,13 +128,56 @@ pub trait Store: Send + Sync + 'static {
     /// sequence number, sent now, retention counted afresh, receive count 0. Groups with a
     /// message in flight or delayed in the source keep their later messages there. Messages
     /// with no known destination stay. Returns how many moved.
+    ///
+    /// With `task`, one step of that move task, in the same transaction: only while the
+    /// task is running under the lease's owner (otherwise nothing moves and the answer is
+    /// `None`), and it adds what moved to the task's progress and renews the lease.
     async fn move_messages(
         &self,
         source_queue_id: i64,
         target: MoveTarget,
         new_message_ids: Vec<String>,
         now_ms: i64,
-    ) -> Result<u64>;
+        task: Option<MoveTaskLease>,
+    ) -> Result<Option<u64>>;
+
+    // ----- message-move tasks
+
+    /// Records a new task (its `status` is stored as given, normally running) unless a
+    /// running task has the same source ARN; returns whether it was recorded.
+    async fn create_move_task(&self, task: MoveTaskRecord) -> Result<bool>;
+
+    /// The tasks of source ARN `source_arn`, newest first, at most `limit`.
+    async fn list_move_tasks(&self, source_arn: &str, limit: u32) -> Result<Vec<MoveTaskRecord>>;
+
+    /// Cancels the running task `handle`: it is cancelled at once, and the node running it
+    /// stops at its next step. Returns the task as it is now, or `None` when no running
+    /// task has this handle.
+    async fn cancel_move_task(&self, handle: &str) -> Result<Option<MoveTaskRecord>>;
+
+    /// Takes up to `limit` running tasks whose lease ended at or before `now_ms` (their
+    /// node stopped or died, or none ran them yet) for `owner`, leasing each until
+    /// `lease_until_ms`. Two nodes never take the same task.
+    async fn claim_move_tasks(
+        &self,
+        owner: &str,
+        now_ms: i64,
+        lease_until_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<MoveTaskRecord>>;
+
+    /// Ends the running task of `lease` with `status` (and `failure_reason`), if it is
+    /// still running under that owner. Returns whether it did.
+    async fn finish_move_task(
+        &self,
+        lease: MoveTaskLease,
+        status: MoveTaskStatus,
+        failure_reason: Option<String>,
+    ) -> Result<bool>;
+
+    /// Gives up every running task `owner` holds (a node stopping): their leases end now,
+    /// so another node, or this one started again, takes them over at once.
+    async fn release_move_tasks(&self, owner: &str) -> Result<()>;
 
     /// Deletes every message of the queue, unless a purge recorded a hold that has not
     /// ended at `now_ms` ([`PurgeOutcome::InProgress`], nothing deleted); when it purges it

@@ -119,6 +119,8 @@ conformance!(
     delete_expired_messages_and_keys,
     move_to_queue,
     move_to_sources,
+    move_tasks_are_rows_with_leases,
+    concurrent_move_task_claims_are_disjoint,
     topics_crud,
     subscriptions_crud,
     publish_stores_everything,
@@ -1048,21 +1050,24 @@ async fn move_to_queue(s: S) {
         .await
         .unwrap();
     assert_eq!(
-        s.move_messages(dlq, MoveTarget::Queue(to), ids(2), T0 + 5)
+        s.move_messages(dlq, MoveTarget::Queue(to), ids(2), T0 + 5, None)
             .await
-            .unwrap(),
+            .unwrap()
+            .expect("no task to stop it"),
         2
     );
     assert_eq!(
-        s.move_messages(dlq, MoveTarget::Queue(to), ids(2), T0 + 5)
+        s.move_messages(dlq, MoveTarget::Queue(to), ids(2), T0 + 5, None)
             .await
-            .unwrap(),
+            .unwrap()
+            .expect("no task to stop it"),
         1
     );
     assert_eq!(
-        s.move_messages(dlq, MoveTarget::Queue(to), ids(2), T0 + 5)
+        s.move_messages(dlq, MoveTarget::Queue(to), ids(2), T0 + 5, None)
             .await
-            .unwrap(),
+            .unwrap()
+            .expect("no task to stop it"),
         0
     );
     let out = s.receive(req(to, 10, T0 + 5, 1000)).await.unwrap();
@@ -1110,7 +1115,13 @@ async fn move_to_sources(s: S) {
     .await
     .unwrap();
     let target = MoveTarget::Sources(vec![("arn:a".into(), a), ("arn:b".into(), b)]);
-    assert_eq!(s.move_messages(dlq, target, ids(10), T0).await.unwrap(), 2);
+    assert_eq!(
+        s.move_messages(dlq, target, ids(10), T0, None)
+            .await
+            .unwrap()
+            .expect("no task to stop it"),
+        2
+    );
     assert_eq!(
         bodies(&s.receive(req(a, 10, T0, 1)).await.unwrap()),
         ["to-a"]
@@ -1128,6 +1139,156 @@ async fn move_to_sources(s: S) {
         },
         "messages with no known destination stay"
     );
+}
+
+fn task(handle: &str, source: &str, owner: Option<&str>, lease_until: i64) -> MoveTaskRecord {
+    MoveTaskRecord {
+        handle: handle.into(),
+        source_arn: format!("arn:{source}"),
+        source_queue: source.into(),
+        destination_arn: None,
+        max_per_second: Some(5),
+        status: MoveTaskStatus::Running,
+        moved: 0,
+        to_move: 3,
+        failure_reason: None,
+        started_at_ms: T0,
+        owner: owner.map(str::to_owned),
+        lease_until_ms: lease_until,
+    }
+}
+
+fn lease(handle: &str, owner: &str, until: i64) -> MoveTaskLease {
+    MoveTaskLease {
+        handle: handle.into(),
+        owner: owner.into(),
+        lease_until_ms: until,
+    }
+}
+
+async fn move_tasks_are_rows_with_leases(s: S) {
+    let dlq = queue(&s, "t-dlq").await;
+    let to = queue(&s, "t-to").await;
+    send(&s, dlq, &["1", "2", "3"], T0).await;
+    assert!(s
+        .create_move_task(task("h1", "t-dlq", Some("A"), T0 + 10_000))
+        .await
+        .unwrap());
+    // One running task per source.
+    assert!(!s
+        .create_move_task(task("h2", "t-dlq", Some("B"), T0 + 10_000))
+        .await
+        .unwrap());
+    // A's lease holds: nobody claims it.
+    assert_eq!(
+        s.claim_move_tasks("B", T0 + 9_999, T0 + 20_000, 10)
+            .await
+            .unwrap(),
+        []
+    );
+    // A step under A's lease moves and counts, and renews the lease.
+    let step = |owner: &str, until: i64| {
+        let s = s.clone();
+        let l = lease("h1", owner, until);
+        async move {
+            s.move_messages(dlq, MoveTarget::Queue(to), ids(1), T0 + 1, Some(l))
+                .await
+                .unwrap()
+        }
+    };
+    assert_eq!(step("A", T0 + 15_000).await, Some(1));
+    let listed = s.list_move_tasks("arn:t-dlq", 10).await.unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].moved, 1);
+    assert_eq!(listed[0].lease_until_ms, T0 + 15_000);
+    assert_eq!(listed[0].owner.as_deref(), Some("A"));
+    // The lease ends: B takes the task over; A's next step moves nothing.
+    let taken = s
+        .claim_move_tasks("B", T0 + 15_000, T0 + 25_000, 10)
+        .await
+        .unwrap();
+    assert_eq!(taken.len(), 1);
+    assert_eq!((taken[0].handle.as_str(), taken[0].moved), ("h1", 1));
+    assert_eq!(step("A", T0 + 30_000).await, None);
+    assert_eq!(s.queue_counts(dlq, T0 + 1).await.unwrap().visible, 2);
+    assert_eq!(step("B", T0 + 30_000).await, Some(1));
+    // Only the holder finishes it.
+    assert!(!s
+        .finish_move_task(lease("h1", "A", 0), MoveTaskStatus::Completed, None)
+        .await
+        .unwrap());
+    // Cancel, from anywhere: the holder's next step moves nothing.
+    let cancelled = s.cancel_move_task("h1").await.unwrap().expect("running");
+    assert_eq!(cancelled.status, MoveTaskStatus::Cancelled);
+    assert_eq!(cancelled.moved, 2);
+    assert_eq!(s.cancel_move_task("h1").await.unwrap(), None);
+    assert_eq!(step("B", T0 + 30_000).await, None);
+    assert_eq!(s.queue_counts(dlq, T0 + 1).await.unwrap().visible, 1);
+    assert!(!s
+        .finish_move_task(lease("h1", "B", 0), MoveTaskStatus::Completed, None)
+        .await
+        .unwrap());
+    // A new task for the source now; the list is newest first.
+    assert!(s
+        .create_move_task(task("h3", "t-dlq", Some("B"), T0 + 40_000))
+        .await
+        .unwrap());
+    let listed = s.list_move_tasks("arn:t-dlq", 10).await.unwrap();
+    let handles: Vec<&str> = listed.iter().map(|t| t.handle.as_str()).collect();
+    assert_eq!(handles, ["h3", "h1"]);
+    assert_eq!(s.list_move_tasks("arn:t-dlq", 1).await.unwrap().len(), 1);
+    assert_eq!(s.list_move_tasks("arn:other", 10).await.unwrap(), []);
+    // B stops: its lease is given up, so anyone takes the task at once.
+    s.release_move_tasks("B").await.unwrap();
+    let taken = s.claim_move_tasks("C", T0, T0 + 10_000, 10).await.unwrap();
+    assert_eq!(taken.len(), 1);
+    assert_eq!(taken[0].handle, "h3");
+    assert!(s
+        .finish_move_task(
+            lease("h3", "C", 0),
+            MoveTaskStatus::Failed,
+            Some("the source is gone".into())
+        )
+        .await
+        .unwrap());
+    let listed = s.list_move_tasks("arn:t-dlq", 1).await.unwrap();
+    assert_eq!(listed[0].status, MoveTaskStatus::Failed);
+    assert_eq!(
+        listed[0].failure_reason.as_deref(),
+        Some("the source is gone")
+    );
+    assert_eq!(listed[0].owner, None);
+    assert_eq!(
+        s.claim_move_tasks("D", T0 + HOUR, T0 + HOUR, 10)
+            .await
+            .unwrap(),
+        []
+    );
+}
+
+async fn concurrent_move_task_claims_are_disjoint(s: S) {
+    for i in 0..12 {
+        assert!(s
+            .create_move_task(task(&format!("h{i}"), &format!("q{i}"), None, 0))
+            .await
+            .unwrap());
+    }
+    let mut claimers = Vec::new();
+    for n in 0..4 {
+        let s = s.clone();
+        claimers.push(tokio::spawn(async move {
+            s.claim_move_tasks(&format!("node-{n}"), T0, T0 + 10_000, 5)
+                .await
+                .unwrap()
+        }));
+    }
+    let mut seen = HashSet::new();
+    for c in claimers {
+        for t in c.await.unwrap() {
+            assert!(seen.insert(t.handle.clone()), "{} claimed twice", t.handle);
+        }
+    }
+    assert_eq!(seen.len(), 12);
 }
 
 // ----- topics
@@ -1580,9 +1741,10 @@ async fn wakeups_report_sends(s: S) {
     .unwrap();
     expect_wakeup(&mut rx, dlq).await;
     let moved = s
-        .move_messages(dlq, MoveTarget::Queue(q), ids(10), T0)
+        .move_messages(dlq, MoveTarget::Queue(q), ids(10), T0, None)
         .await
-        .unwrap();
+        .unwrap()
+        .expect("no task to stop it");
     assert!(moved >= 1);
     expect_wakeup(&mut rx, q).await;
 }
@@ -1762,9 +1924,10 @@ async fn concurrent_moves_move_each_message_once(s: S) {
             let mut moved = 0;
             loop {
                 let n = s
-                    .move_messages(dlq, MoveTarget::Queue(to), ids(7), T0 + 1)
+                    .move_messages(dlq, MoveTarget::Queue(to), ids(7), T0 + 1, None)
                     .await
-                    .unwrap();
+                    .unwrap()
+                    .expect("no task to stop it");
                 moved += n;
                 if n == 0 {
                     return moved;

@@ -45,7 +45,7 @@ pub use messages::{
     seed_message_id, sequence_number, ReceiveMessage, ReceivedMessage, SendMessage, SendResult,
     MAX_HIDDEN_MS,
 };
-pub use move_tasks::MoveTask;
+pub use move_tasks::{MoveTask, MOVE_TASK_LEASE_MS, MOVE_TASK_POLL};
 pub use operator::{
     MessageState, PeekedMessage, QueueOverview, SubscriptionOverview, TopicOverview, MAX_PEEK,
 };
@@ -105,8 +105,15 @@ pub struct Service {
     queue_cache: Mutex<HashMap<String, (Arc<QueueRecord>, std::time::Instant)>>,
     /// Mobile push applications and endpoints (ARN to attributes), kept in memory.
     platform: Mutex<PlatformState>,
-    /// Message-move tasks, oldest first.
-    move_tasks: Mutex<Vec<MoveTask>>,
+    /// Identity of this service instance (a UUID made at start): the owner of the
+    /// message-move task leases it holds in the store. Not state: a new one after a
+    /// restart, and the old one's leases are released at shutdown or run out.
+    node_id: String,
+    /// How many message-move tasks this process runs now, and a wake-up when one ends
+    /// (for [`Service::release_move_tasks`] at shutdown). Process bookkeeping: the tasks
+    /// themselves are store rows.
+    move_runners: std::sync::atomic::AtomicUsize,
+    move_runner_done: Notify,
     /// Signs SNS envelopes, when configured.
     signer: Option<Arc<dyn publish::MessageSigner>>,
     /// Wakes the delivery workers when deliveries are queued.
@@ -138,7 +145,9 @@ impl Service {
             waiters: Mutex::default(),
             platform: Mutex::default(),
             queue_cache: Mutex::default(),
-            move_tasks: Mutex::default(),
+            node_id: uuid::Uuid::new_v4().to_string(),
+            move_runners: std::sync::atomic::AtomicUsize::new(0),
+            move_runner_done: Notify::new(),
             signer,
             delivery_notify: Notify::new(),
             shutting_down: AtomicBool::new(false),

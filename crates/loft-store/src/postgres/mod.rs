@@ -531,16 +531,75 @@ impl Store for PgStore {
         target: MoveTarget,
         new_message_ids: Vec<String>,
         now_ms: i64,
-    ) -> Result<u64> {
+        task: Option<MoveTaskLease>,
+    ) -> Result<Option<u64>> {
         let channel = self.channel.as_str();
-        run!(self, |c| ops::move_messages(
+        match &task {
+            None => run!(self, |c| ops::move_messages(
+                &c,
+                source_queue_id,
+                &target,
+                &new_message_ids,
+                now_ms,
+                channel
+            ))
+            .map(Some),
+            Some(lease) => run_tx!(self, |tx| ops::move_step_in(
+                &tx,
+                source_queue_id,
+                &target,
+                &new_message_ids,
+                now_ms,
+                lease,
+                channel
+            )),
+        }
+    }
+
+    async fn create_move_task(&self, task: MoveTaskRecord) -> Result<bool> {
+        run!(self, |c| ops::create_move_task(&c, &task))
+    }
+
+    async fn list_move_tasks(&self, source_arn: &str, limit: u32) -> Result<Vec<MoveTaskRecord>> {
+        run!(self, |c| ops::list_move_tasks(&c, source_arn, limit))
+    }
+
+    async fn cancel_move_task(&self, handle: &str) -> Result<Option<MoveTaskRecord>> {
+        run!(self, |c| ops::cancel_move_task(&c, handle))
+    }
+
+    async fn claim_move_tasks(
+        &self,
+        owner: &str,
+        now_ms: i64,
+        lease_until_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<MoveTaskRecord>> {
+        run!(self, |c| ops::claim_move_tasks(
             &c,
-            source_queue_id,
-            &target,
-            &new_message_ids,
+            owner,
             now_ms,
-            channel
+            lease_until_ms,
+            limit
         ))
+    }
+
+    async fn finish_move_task(
+        &self,
+        lease: MoveTaskLease,
+        status: MoveTaskStatus,
+        failure_reason: Option<String>,
+    ) -> Result<bool> {
+        run!(self, |c| ops::finish_move_task(
+            &c,
+            &lease,
+            status,
+            failure_reason.as_deref()
+        ))
+    }
+
+    async fn release_move_tasks(&self, owner: &str) -> Result<()> {
+        run!(self, |c| ops::release_move_tasks(&c, owner))
     }
 
     async fn purge_queue(

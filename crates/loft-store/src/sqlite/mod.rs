@@ -553,11 +553,62 @@ impl Store for SqliteStore {
         target: MoveTarget,
         new_message_ids: Vec<String>,
         now_ms: i64,
-    ) -> Result<u64> {
+        task: Option<MoveTaskLease>,
+    ) -> Result<Option<u64>> {
         self.write(move |c| {
-            ops::move_messages(c, source_queue_id, &target, &new_message_ids, now_ms)
+            ops::move_step(
+                c,
+                source_queue_id,
+                &target,
+                &new_message_ids,
+                now_ms,
+                task.as_ref(),
+            )
         })
         .await
+    }
+
+    async fn create_move_task(&self, task: MoveTaskRecord) -> Result<bool> {
+        self.write(move |c| ops::create_move_task(c, &task)).await
+    }
+
+    async fn list_move_tasks(&self, source_arn: &str, limit: u32) -> Result<Vec<MoveTaskRecord>> {
+        let source_arn = source_arn.to_owned();
+        self.write(move |c| ops::list_move_tasks(c, &source_arn, limit))
+            .await
+    }
+
+    async fn cancel_move_task(&self, handle: &str) -> Result<Option<MoveTaskRecord>> {
+        let handle = handle.to_owned();
+        self.write(move |c| ops::cancel_move_task(c, &handle)).await
+    }
+
+    async fn claim_move_tasks(
+        &self,
+        owner: &str,
+        now_ms: i64,
+        lease_until_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<MoveTaskRecord>> {
+        let owner = owner.to_owned();
+        self.write(move |c| ops::claim_move_tasks(c, &owner, now_ms, lease_until_ms, limit))
+            .await
+    }
+
+    async fn finish_move_task(
+        &self,
+        lease: MoveTaskLease,
+        status: MoveTaskStatus,
+        failure_reason: Option<String>,
+    ) -> Result<bool> {
+        self.write(move |c| ops::finish_move_task(c, &lease, status, failure_reason.as_deref()))
+            .await
+    }
+
+    async fn release_move_tasks(&self, owner: &str) -> Result<()> {
+        let owner = owner.to_owned();
+        self.write(move |c| ops::release_move_tasks(c, &owner))
+            .await
     }
 
     async fn purge_queue(
