@@ -439,6 +439,16 @@ pub struct MoveTaskLease {
     pub lease_until_ms: i64,
 }
 
+/// A mobile push platform application or endpoint as stored (SNS
+/// CreatePlatformApplication, CreatePlatformEndpoint).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlatformRecord {
+    /// PlatformApplicationArn or EndpointArn.
+    pub arn: String,
+    /// Attributes by AWS name (an endpoint's include `Token`).
+    pub attributes: BTreeMap<String, String>,
+}
+
 /// An HTTP/S delivery to make (a notification or a subscription confirmation).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewDelivery {

@@ -334,6 +334,51 @@ pub trait Store: Send + Sync + 'static {
     /// Deletes the subscription. Returns whether it existed.
     async fn delete_subscription(&self, uuid: &str) -> Result<bool>;
 
+    // ----- mobile push platforms
+
+    /// Records platform application `arn` with `attributes` unless it exists (an
+    /// existing one is kept as it is).
+    async fn create_platform_application(
+        &self,
+        arn: &str,
+        attributes: BTreeMap<String, String>,
+    ) -> Result<()>;
+
+    /// Records endpoint `arn` of application `application_arn` for device token `token`,
+    /// unless the application has an endpoint for that token already: returns the ARN of
+    /// the endpoint the token has now (the existing one, or `arn`), or `None` when the
+    /// application does not exist.
+    async fn create_platform_endpoint(
+        &self,
+        application_arn: &str,
+        arn: &str,
+        token: &str,
+        attributes: BTreeMap<String, String>,
+    ) -> Result<Option<String>>;
+
+    /// The platform application or endpoint `arn`, if any.
+    async fn get_platform(&self, arn: &str) -> Result<Option<PlatformRecord>>;
+
+    /// Every platform application, ordered by ARN.
+    async fn list_platform_applications(&self) -> Result<Vec<PlatformRecord>>;
+
+    /// The endpoints of application `application_arn`, ordered by ARN.
+    async fn list_platform_endpoints(&self, application_arn: &str) -> Result<Vec<PlatformRecord>>;
+
+    /// Sets `attributes` (each name to its value, others kept) on the application or
+    /// endpoint `arn`, in one transaction; `token` also changes an endpoint's device token.
+    /// Returns whether `arn` exists.
+    async fn update_platform_attributes(
+        &self,
+        arn: &str,
+        attributes: BTreeMap<String, String>,
+        token: Option<String>,
+    ) -> Result<bool>;
+
+    /// Deletes the application `arn` with its endpoints, or the endpoint `arn`; nothing
+    /// when neither exists.
+    async fn delete_platform(&self, arn: &str) -> Result<()>;
+
     // ----- other nodes
 
     /// Queue ids whose messages may have become visible through another process sharing

@@ -128,6 +128,8 @@ conformance!(
     concurrent_fifo_topic_publishes_number_in_queue_order,
     delivery_lease_retry_finish,
     recorded_messages,
+    platform_applications_and_endpoints,
+    concurrent_endpoint_creates_share_one_endpoint,
     wakeups_report_sends,
     concurrent_receivers_never_share_a_message,
     concurrent_fifo_receivers_keep_group_order,
@@ -1289,6 +1291,139 @@ async fn concurrent_move_task_claims_are_disjoint(s: S) {
         }
     }
     assert_eq!(seen.len(), 12);
+}
+
+// ----- mobile push platforms
+
+const APP: &str = "arn:aws:sns:us-east-1:000000000000:app/GCM/app";
+
+fn endpoint_arn(n: u32) -> String {
+    format!("arn:aws:sns:us-east-1:000000000000:endpoint/GCM/app/e{n}")
+}
+
+async fn platform_applications_and_endpoints(s: S) {
+    assert_eq!(
+        s.create_platform_endpoint(APP, &endpoint_arn(0), "tok", BTreeMap::new())
+            .await
+            .unwrap(),
+        None,
+        "no application yet"
+    );
+    s.create_platform_application(APP, map(&[("PlatformCredential", "k")]))
+        .await
+        .unwrap();
+    // Creating it again keeps the first one's attributes.
+    s.create_platform_application(APP, map(&[("PlatformCredential", "other")]))
+        .await
+        .unwrap();
+    let other_app = "arn:aws:sns:us-east-1:000000000000:app/APNS/b";
+    s.create_platform_application(other_app, BTreeMap::new())
+        .await
+        .unwrap();
+    let apps: Vec<String> = s
+        .list_platform_applications()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| r.arn)
+        .collect();
+    assert_eq!(apps, [other_app, APP]);
+    assert_eq!(
+        s.get_platform(APP).await.unwrap().unwrap().attributes,
+        map(&[("PlatformCredential", "k")])
+    );
+    let e1 = s
+        .create_platform_endpoint(APP, &endpoint_arn(1), "tok-1", map(&[("Token", "tok-1")]))
+        .await
+        .unwrap();
+    assert_eq!(e1, Some(endpoint_arn(1)));
+    // The same token: the endpoint it has.
+    let again = s
+        .create_platform_endpoint(APP, &endpoint_arn(9), "tok-1", BTreeMap::new())
+        .await
+        .unwrap();
+    assert_eq!(again, Some(endpoint_arn(1)));
+    s.create_platform_endpoint(APP, &endpoint_arn(2), "tok-2", BTreeMap::new())
+        .await
+        .unwrap();
+    let listed: Vec<String> = s
+        .list_platform_endpoints(APP)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| r.arn)
+        .collect();
+    assert_eq!(listed, [endpoint_arn(1), endpoint_arn(2)]);
+    assert_eq!(s.list_platform_endpoints(other_app).await.unwrap(), []);
+    // Attributes merge; a new token moves the endpoint to it.
+    assert!(s
+        .update_platform_attributes(
+            &endpoint_arn(1),
+            map(&[("Enabled", "false"), ("Token", "tok-new")]),
+            Some("tok-new".into())
+        )
+        .await
+        .unwrap());
+    assert_eq!(
+        s.get_platform(&endpoint_arn(1))
+            .await
+            .unwrap()
+            .unwrap()
+            .attributes,
+        map(&[("Enabled", "false"), ("Token", "tok-new")])
+    );
+    assert_eq!(
+        s.create_platform_endpoint(APP, &endpoint_arn(3), "tok-new", BTreeMap::new())
+            .await
+            .unwrap(),
+        Some(endpoint_arn(1))
+    );
+    assert!(!s
+        .update_platform_attributes(&endpoint_arn(7), BTreeMap::new(), None)
+        .await
+        .unwrap());
+    assert!(s
+        .update_platform_attributes(APP, map(&[("EventEndpointCreated", "arn:t")]), None)
+        .await
+        .unwrap());
+    assert_eq!(
+        s.get_platform(APP).await.unwrap().unwrap().attributes,
+        map(&[
+            ("EventEndpointCreated", "arn:t"),
+            ("PlatformCredential", "k")
+        ])
+    );
+    // An endpoint alone, then the application with the rest.
+    s.delete_platform(&endpoint_arn(2)).await.unwrap();
+    assert_eq!(s.get_platform(&endpoint_arn(2)).await.unwrap(), None);
+    assert!(s.get_platform(APP).await.unwrap().is_some());
+    s.delete_platform(APP).await.unwrap();
+    assert_eq!(s.get_platform(APP).await.unwrap(), None);
+    assert_eq!(s.get_platform(&endpoint_arn(1)).await.unwrap(), None);
+    s.delete_platform(APP).await.unwrap();
+    assert_eq!(s.list_platform_applications().await.unwrap().len(), 1);
+}
+
+async fn concurrent_endpoint_creates_share_one_endpoint(s: S) {
+    s.create_platform_application(APP, BTreeMap::new())
+        .await
+        .unwrap();
+    let mut tasks = Vec::new();
+    for n in 0..8 {
+        let s = s.clone();
+        tasks.push(tokio::spawn(async move {
+            s.create_platform_endpoint(APP, &endpoint_arn(n), "shared", BTreeMap::new())
+                .await
+                .unwrap()
+                .unwrap()
+        }));
+    }
+    let mut arns = HashSet::new();
+    for t in tasks {
+        arns.insert(t.await.unwrap());
+    }
+    assert_eq!(arns.len(), 1, "one endpoint for one token: {arns:?}");
+    assert_eq!(s.list_platform_endpoints(APP).await.unwrap().len(), 1);
 }
 
 // ----- topics

@@ -59,12 +59,6 @@ pub use topics::{Page, SubscribeResult, PAGE_SIZE, PROTOCOLS, SEED_PAYLOAD_ATTRI
 /// How long a cached queue record is trusted when another node may change it.
 pub const QUEUE_CACHE_TTL: std::time::Duration = std::time::Duration::from_secs(1);
 
-/// Platform applications and endpoints by ARN, with their attributes.
-type PlatformState = (
-    std::collections::BTreeMap<String, std::collections::BTreeMap<String, String>>,
-    std::collections::BTreeMap<String, std::collections::BTreeMap<String, String>>,
-);
-
 /// Settings of the service: the account and region of every ARN, the URL Loft is reached
 /// at, its limits and the SNS endpoint policy.
 #[derive(Debug, Clone)]
@@ -103,8 +97,6 @@ pub struct Service {
     waiters: Mutex<HashMap<i64, Arc<Notify>>>,
     /// Queue records by name, with when they were read (see [`Service::find_queue`]).
     queue_cache: Mutex<HashMap<String, (Arc<QueueRecord>, std::time::Instant)>>,
-    /// Mobile push applications and endpoints (ARN to attributes), kept in memory.
-    platform: Mutex<PlatformState>,
     /// Identity of this service instance (a UUID made at start): the owner of the
     /// message-move task leases it holds in the store. Not state: a new one after a
     /// restart, and the old one's leases are released at shutdown or run out.
@@ -143,7 +135,6 @@ impl Service {
             clock,
             config,
             waiters: Mutex::default(),
-            platform: Mutex::default(),
             queue_cache: Mutex::default(),
             node_id: uuid::Uuid::new_v4().to_string(),
             move_runners: std::sync::atomic::AtomicUsize::new(0),

@@ -387,7 +387,7 @@ impl Service {
         req: PublishRequest,
     ) -> Result<PublishResult> {
         let target = match target {
-            PublishTarget::Topic(arn) if self.is_platform_endpoint(arn) => {
+            PublishTarget::Topic(arn) if self.is_platform_endpoint(arn).await? => {
                 PublishTarget::Endpoint(arn)
             }
             other => other,

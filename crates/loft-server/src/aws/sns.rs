@@ -338,13 +338,15 @@ pub async fn call(svc: &Arc<Service>, op: &str, input: &Value) -> Result<Value> 
                 .await?;
             Ok(json!({}))
         }
-        // Mobile push: applications and endpoints kept in memory; publishes recorded.
+        // Mobile push: applications and endpoints kept in the store; publishes recorded.
         "CreatePlatformApplication" => {
-            let arn = svc.create_platform_application(
-                required(input, "Name")?,
-                required(input, "Platform")?,
-                input.str_map("Attributes")?,
-            )?;
+            let arn = svc
+                .create_platform_application(
+                    required(input, "Name")?,
+                    required(input, "Platform")?,
+                    input.str_map("Attributes")?,
+                )
+                .await?;
             Ok(json!({"PlatformApplicationArn": arn}))
         }
         "CreatePlatformEndpoint" => {
@@ -352,11 +354,13 @@ pub async fn call(svc: &Arc<Service>, op: &str, input: &Value) -> Result<Value> 
             if let Some(d) = input.str("CustomUserData")? {
                 attrs.insert("CustomUserData".into(), d.to_owned());
             }
-            let arn = svc.create_platform_endpoint(
-                required(input, "PlatformApplicationArn")?,
-                required(input, "Token")?,
-                attrs,
-            )?;
+            let arn = svc
+                .create_platform_endpoint(
+                    required(input, "PlatformApplicationArn")?,
+                    required(input, "Token")?,
+                    attrs,
+                )
+                .await?;
             Ok(json!({"EndpointArn": arn}))
         }
         "ListPlatformApplications" | "ListEndpointsByPlatformApplication" => {
@@ -371,7 +375,8 @@ pub async fn call(svc: &Arc<Service>, op: &str, input: &Value) -> Result<Value> 
                 Some(required(input, "PlatformApplicationArn")?)
             };
             let items: Vec<Value> = svc
-                .list_platform(app)?
+                .list_platform(app)
+                .await?
                 .into_iter()
                 .map(|r| json!({arn_key: r.arn, "Attributes": r.attributes}))
                 .collect();
@@ -385,7 +390,7 @@ pub async fn call(svc: &Arc<Service>, op: &str, input: &Value) -> Result<Value> 
             } else {
                 "PlatformApplicationArn"
             };
-            Ok(json!({"Attributes": svc.platform_attributes(required(input, key)?)?}))
+            Ok(json!({"Attributes": svc.platform_attributes(required(input, key)?).await?}))
         }
         "SetPlatformApplicationAttributes" | "SetEndpointAttributes" => {
             let key = if op == "SetEndpointAttributes" {
@@ -393,7 +398,8 @@ pub async fn call(svc: &Arc<Service>, op: &str, input: &Value) -> Result<Value> 
             } else {
                 "PlatformApplicationArn"
             };
-            svc.set_platform_attributes(required(input, key)?, input.str_map("Attributes")?)?;
+            svc.set_platform_attributes(required(input, key)?, input.str_map("Attributes")?)
+                .await?;
             Ok(json!({}))
         }
         "DeletePlatformApplication" | "DeleteEndpoint" => {
@@ -402,7 +408,7 @@ pub async fn call(svc: &Arc<Service>, op: &str, input: &Value) -> Result<Value> 
             } else {
                 "PlatformApplicationArn"
             };
-            svc.delete_platform(required(input, key)?);
+            svc.delete_platform(required(input, key)?).await?;
             Ok(json!({}))
         }
         // SMS settings: accepted; Loft sends no SMS (messages are recorded).

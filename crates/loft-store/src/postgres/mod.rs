@@ -798,6 +798,69 @@ impl Store for PgStore {
         run!(self, |c| ops::delete_subscription(&c, uuid))
     }
 
+    async fn create_platform_application(
+        &self,
+        arn: &str,
+        attributes: BTreeMap<String, String>,
+    ) -> Result<()> {
+        run!(self, |c| ops::create_platform_application(
+            &c,
+            arn,
+            &attributes
+        ))
+    }
+
+    async fn create_platform_endpoint(
+        &self,
+        application_arn: &str,
+        arn: &str,
+        token: &str,
+        attributes: BTreeMap<String, String>,
+    ) -> Result<Option<String>> {
+        loop {
+            let got = run!(self, |c| ops::create_platform_endpoint(
+                &c,
+                application_arn,
+                arn,
+                token,
+                &attributes
+            ))?;
+            if let Some(v) = got {
+                return Ok(v);
+            }
+        }
+    }
+
+    async fn get_platform(&self, arn: &str) -> Result<Option<PlatformRecord>> {
+        run!(self, |c| ops::get_platform(&c, arn))
+    }
+
+    async fn list_platform_applications(&self) -> Result<Vec<PlatformRecord>> {
+        run!(self, |c| ops::list_platform_applications(&c))
+    }
+
+    async fn list_platform_endpoints(&self, application_arn: &str) -> Result<Vec<PlatformRecord>> {
+        run!(self, |c| ops::list_platform_endpoints(&c, application_arn))
+    }
+
+    async fn update_platform_attributes(
+        &self,
+        arn: &str,
+        attributes: BTreeMap<String, String>,
+        token: Option<String>,
+    ) -> Result<bool> {
+        run_tx!(self, |tx| ops::update_platform_attributes_in(
+            &tx,
+            arn,
+            &attributes,
+            token.as_deref()
+        ))
+    }
+
+    async fn delete_platform(&self, arn: &str) -> Result<()> {
+        run!(self, |c| ops::delete_platform(&c, arn))
+    }
+
     fn wakeups(&self) -> Option<broadcast::Receiver<i64>> {
         Some(self.wakeups.subscribe())
     }

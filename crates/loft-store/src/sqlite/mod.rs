@@ -783,6 +783,59 @@ impl Store for SqliteStore {
         self.write(move |c| ops::delete_subscription(c, &uuid))
             .await
     }
+
+    async fn create_platform_application(
+        &self,
+        arn: &str,
+        attributes: BTreeMap<String, String>,
+    ) -> Result<()> {
+        let arn = arn.to_owned();
+        self.write(move |c| ops::create_platform_application(c, &arn, &attributes))
+            .await
+    }
+
+    async fn create_platform_endpoint(
+        &self,
+        application_arn: &str,
+        arn: &str,
+        token: &str,
+        attributes: BTreeMap<String, String>,
+    ) -> Result<Option<String>> {
+        let (app, arn, token) = (application_arn.to_owned(), arn.to_owned(), token.to_owned());
+        self.write(move |c| ops::create_platform_endpoint(c, &app, &arn, &token, &attributes))
+            .await
+    }
+
+    async fn get_platform(&self, arn: &str) -> Result<Option<PlatformRecord>> {
+        let arn = arn.to_owned();
+        self.write(move |c| ops::get_platform(c, &arn)).await
+    }
+
+    async fn list_platform_applications(&self) -> Result<Vec<PlatformRecord>> {
+        self.write(ops::list_platform_applications).await
+    }
+
+    async fn list_platform_endpoints(&self, application_arn: &str) -> Result<Vec<PlatformRecord>> {
+        let app = application_arn.to_owned();
+        self.write(move |c| ops::list_platform_endpoints(c, &app))
+            .await
+    }
+
+    async fn update_platform_attributes(
+        &self,
+        arn: &str,
+        attributes: BTreeMap<String, String>,
+        token: Option<String>,
+    ) -> Result<bool> {
+        let arn = arn.to_owned();
+        self.write(move |c| ops::update_platform_attributes(c, &arn, &attributes, token.as_deref()))
+            .await
+    }
+
+    async fn delete_platform(&self, arn: &str) -> Result<()> {
+        let arn = arn.to_owned();
+        self.write(move |c| ops::delete_platform(c, &arn)).await
+    }
 }
 
 #[cfg(test)]
