@@ -34,6 +34,12 @@ pub trait Store: Send + Sync + 'static {
     /// Every queue, ordered by name.
     async fn list_queues(&self) -> Result<Vec<QueueRecord>>;
 
+    /// How many queues exist. The default counts [`Store::list_queues`]; engines override
+    /// it with a cheaper count.
+    async fn count_queues(&self) -> Result<u64> {
+        Ok(self.list_queues().await?.len() as u64)
+    }
+
     /// Deletes the queue with all its messages, deduplication keys and receive attempts,
     /// and records, in the same transaction, that its name may not be used again before
     /// `recreate_after_ms` (see [`Store::queue_recreate_after`]). Returns whether it
@@ -233,6 +239,12 @@ pub trait Store: Send + Sync + 'static {
 
     /// Every topic, ordered by name.
     async fn list_topics(&self) -> Result<Vec<TopicRecord>>;
+
+    /// How many topics exist. The default counts [`Store::list_topics`]; engines override
+    /// it with a cheaper count.
+    async fn count_topics(&self) -> Result<u64> {
+        Ok(self.list_topics().await?.len() as u64)
+    }
 
     /// Deletes the topic and its subscriptions. Returns whether it existed.
     async fn delete_topic(&self, topic_id: i64) -> Result<bool>;

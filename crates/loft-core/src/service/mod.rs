@@ -89,34 +89,49 @@ impl Default for ServiceConfig {
 }
 
 /// The service. Share it behind an `Arc`; every method takes `&self`.
+///
+/// The store is its only memory: every queue, message, topic, deduplication window,
+/// receive attempt, purge and delete hold, move task and platform is a row there, written
+/// in the transaction of the operation it belongs to, so a restart or another node sharing
+/// the database sees the same state. Each field below says what kind of thing it is; none
+/// is state that cannot be rebuilt from the store at any moment.
 pub struct Service {
+    /// Configuration: where state lives.
     store: Arc<dyn Store>,
+    /// Configuration: where time comes from (tests move it).
     clock: Arc<dyn Clock>,
+    /// Configuration: account, region, URL, limits, endpoint policy.
     config: ServiceConfig,
-    /// Long-poll waiters by queue id: notified after a send commits.
+    /// Long-poll waiters by queue id, notified after a send commits (process: the
+    /// requests waiting in this process; a wake-up only makes them look at the store).
     waiters: Mutex<HashMap<i64, Arc<Notify>>>,
-    /// Queue records by name, with when they were read (see [`Service::find_queue`]).
+    /// Cache: queue records by name, with when they were read (see
+    /// [`Service::find_queue`]; trusted for [`QUEUE_CACHE_TTL`]).
     queue_cache: Mutex<HashMap<String, (Arc<QueueRecord>, std::time::Instant)>>,
     /// Identity of this service instance (a UUID made at start): the owner of the
     /// message-move task leases it holds in the store. Not state: a new one after a
     /// restart, and the old one's leases are released at shutdown or run out.
     node_id: String,
-    /// How many message-move tasks this process runs now, and a wake-up when one ends
-    /// (for [`Service::release_move_tasks`] at shutdown). Process bookkeeping: the tasks
-    /// themselves are store rows.
+    /// Process bookkeeping: how many message-move tasks this process runs now, and a
+    /// wake-up when one ends (for [`Service::release_move_tasks`] at shutdown); the
+    /// tasks themselves are store rows.
     move_runners: std::sync::atomic::AtomicUsize,
     move_runner_done: Notify,
-    /// Signs SNS envelopes, when configured.
+    /// Configuration: signs SNS envelopes, when configured.
     signer: Option<Arc<dyn publish::MessageSigner>>,
-    /// Wakes the delivery workers when deliveries are queued.
+    /// Process: wakes this process's delivery workers when deliveries are queued (the
+    /// deliveries are store rows; workers also look on their own).
     delivery_notify: Notify,
-    /// Set when the server is stopping: long polls answer at once.
+    /// Process lifecycle: set when the server is stopping, so long polls answer at once.
     shutting_down: AtomicBool,
-    /// Wakes long polls when the server is stopping.
+    /// Process lifecycle: wakes long polls when the server is stopping.
     shutdown_notify: Notify,
-    /// Counters for `/metrics`.
+    /// Metrics counters for `/metrics`: this process's activity since it started, per
+    /// node by design (Prometheus counters start at zero with the process).
     activity: activity::Activity,
-    /// Counts behind the queue, topic and in-flight limits.
+    /// Cache: the counts behind the queue, topic and in-flight limits, rebuilt from the
+    /// store (see `limits`: recounted when old and before any refusal; per node, so the
+    /// limits are approximate across nodes by design).
     counters: limits::Counters,
 }
 

@@ -404,6 +404,10 @@ impl Store for PgStore {
         run!(self, |c| ops::list_queues(&c))
     }
 
+    async fn count_queues(&self) -> Result<u64> {
+        run!(self, |c| ops::count_rows(&c, "queues"))
+    }
+
     async fn delete_queue(&self, queue_id: i64, recreate_after_ms: i64) -> Result<bool> {
         run!(self, |c| ops::delete_queue(&c, queue_id, recreate_after_ms))
     }
@@ -667,6 +671,10 @@ impl Store for PgStore {
 
     async fn list_topics(&self) -> Result<Vec<TopicRecord>> {
         run!(self, |c| ops::list_topics(&c))
+    }
+
+    async fn count_topics(&self) -> Result<u64> {
+        run!(self, |c| ops::count_rows(&c, "topics"))
     }
 
     async fn delete_topic(&self, topic_id: i64) -> Result<bool> {

@@ -171,6 +171,12 @@ pub async fn list_queues<C: GenericClient>(c: &C) -> Result<Vec<QueueRecord>, Er
     Ok(query(c, &sql, &[]).await?.iter().map(queue_row).collect())
 }
 
+/// How many rows `table` (`queues` or `topics`) has.
+pub async fn count_rows<C: GenericClient>(c: &C, table: &'static str) -> Result<u64, Error> {
+    let sql = format!("SELECT count(*) FROM {table}");
+    Ok(query_one(c, &sql, &[]).await?.get::<_, i64>(0) as u64)
+}
+
 pub async fn delete_queue<C: GenericClient>(
     c: &C,
     queue_id: i64,

@@ -455,6 +455,10 @@ impl Store for SqliteStore {
         self.write(ops::list_queues).await
     }
 
+    async fn count_queues(&self) -> Result<u64> {
+        self.write(|c| ops::count_rows(c, "queues")).await
+    }
+
     async fn delete_queue(&self, queue_id: i64, recreate_after_ms: i64) -> Result<bool> {
         self.write(move |c| ops::delete_queue(c, queue_id, recreate_after_ms))
             .await
@@ -665,6 +669,10 @@ impl Store for SqliteStore {
 
     async fn list_topics(&self) -> Result<Vec<TopicRecord>> {
         self.write(ops::list_topics).await
+    }
+
+    async fn count_topics(&self) -> Result<u64> {
+        self.write(|c| ops::count_rows(c, "topics")).await
     }
 
     async fn delete_topic(&self, topic_id: i64) -> Result<bool> {

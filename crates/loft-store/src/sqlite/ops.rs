@@ -65,6 +65,13 @@ pub fn list_queues(c: &Connection) -> rusqlite::Result<Vec<QueueRecord>> {
     rows.collect()
 }
 
+/// How many rows `table` (`queues` or `topics`) has.
+pub fn count_rows(c: &Connection, table: &'static str) -> rusqlite::Result<u64> {
+    c.prepare_cached(&format!("SELECT COUNT(*) FROM {table}"))?
+        .query_row([], |r| r.get::<_, i64>(0))
+        .map(|n| n as u64)
+}
+
 pub fn delete_queue(
     c: &Connection,
     queue_id: i64,
