@@ -1,7 +1,11 @@
-//! The storage trait. One async trait, two engines (SQLite, the embedded default; PostgreSQL
-//! later), one conformance suite. Every method is atomic: it either happens whole or not at
-//! all. The store applies decisions; the rules themselves (defaults, validation, redrive
-//! thresholds, visibility lengths) belong to the service (DESIGN.md, "The Store").
+//! The storage trait. One async trait, two engines (SQLite, the embedded default;
+//! PostgreSQL for several nodes), one conformance suite. Every method is atomic: it either
+//! happens whole or not at all. The store is the service's only memory: every piece of
+//! state an operation leaves (messages, deduplication windows, receive attempts, purge and
+//! delete holds, move tasks, platforms) is written in that operation's transaction. The
+//! store applies decisions; the rules themselves (defaults, validation, redrive thresholds,
+//! visibility caps, MessageIds, receipt tokens, windows) belong to the service and reach
+//! the store as values in each request (DESIGN.md, "The Store").
 
 use std::collections::BTreeMap;
 
