@@ -114,6 +114,7 @@ conformance!(
     fifo_dedup,
     receipt_tokens_and_limits_are_the_requests,
     fifo_walk_reaches_past_its_first_window,
+    fifo_receive_sorts_expired_and_dead_letters_inside_groups,
     fifo_receive_attempts_replay,
     purge,
     delete_expired_messages_and_keys,
@@ -878,6 +879,53 @@ async fn fifo_walk_reaches_past_its_first_window(s: S) {
     let out = s.receive(fifo_req(q2, 10, T0, 30_000)).await.unwrap();
     let want: Vec<String> = (0..10).map(|i| format!("h{i:03}")).collect();
     assert_eq!(bodies(&out), want, "one of each of the first ten groups");
+}
+
+async fn fifo_receive_sorts_expired_and_dead_letters_inside_groups(s: S) {
+    // Group A: a1 expired, a2 past the redrive threshold, a3 and a4 fine; group B behind
+    // them with b1; group C's c1 is in flight, c2 waits behind it.
+    let q = queue(&s, "mixed.fifo").await;
+    let dlq = queue(&s, "mixed-dlq.fifo").await;
+    let mut a1 = fifo_msg("a1", "A", "1", T0);
+    a1.expires_at_ms = T0 + 5;
+    let mut a2 = fifo_msg("a2", "A", "2", T0);
+    a2.receive_count = 3;
+    let msgs = vec![
+        (q, fifo_msg("c1", "C", "0", T0)),
+        (q, a1),
+        (q, fifo_msg("b1", "B", "3", T0)),
+        (q, a2),
+        (q, fifo_msg("c2", "C", "4", T0)),
+        (q, fifo_msg("a3", "A", "5", T0)),
+        (q, fifo_msg("a4", "A", "6", T0)),
+    ];
+    s.send_messages(msgs).await.unwrap();
+    let c1 = s.receive(fifo_req(q, 1, T0, 60_000)).await.unwrap();
+    assert_eq!(bodies(&c1), ["c1"]);
+    let rule = RedriveRule {
+        dlq_queue_id: dlq,
+        moves_at_receive_count: 3,
+        source_arn: "arn:mixed".into(),
+        dedup_id_from_message_id: true,
+    };
+    let out = s
+        .receive(ReceiveRequest {
+            redrive: Some(rule),
+            ..fifo_req(q, 3, T0 + 10, 60_000)
+        })
+        .await
+        .unwrap();
+    // B's b1 comes before A's first candidate (a3), so B is the first group.
+    assert_eq!(bodies(&out), ["b1", "a3", "a4"]);
+    assert_eq!(out.dead_lettered, 1);
+    let moved = s.receive(fifo_req(dlq, 10, T0 + 10, 60_000)).await.unwrap();
+    assert_eq!(bodies(&moved), ["a2"]);
+    let counts = s.queue_counts(q, T0 + 10).await.unwrap();
+    assert_eq!(
+        (counts.visible, counts.in_flight),
+        (1, 4),
+        "a1 dropped; c2 waits behind c1"
+    );
 }
 
 async fn fifo_receive_attempts_replay(s: S) {

@@ -19,13 +19,15 @@
 //! Each change that can make messages visible in a queue also runs `pg_notify(channel,
 //! queue_id)`, delivered to every node's listener when the transaction commits.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 
 use deadpool_postgres::GenericClient;
 use loft_core::model::*;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
+
+use crate::fifo::FifoWalk;
 
 type Map = BTreeMap<String, String>;
 
@@ -614,10 +616,12 @@ async fn replay_attempt<C: GenericClient>(
     Ok(Some(again.into_iter().map(|(_, m)| m).collect()))
 }
 
-/// FIFO receive inside the caller's transaction, the same rule as the SQLite store: a
-/// group is locked while any of its messages is in flight, and a hidden (delayed) message
-/// holds back the later messages of its group; open groups give their messages in send
-/// order, and a receive takes as many of one group as it can before the next group.
+/// FIFO receive inside the caller's transaction, under the queue's advisory lock: the
+/// walk of [`crate::fifo`], as the SQLite store does it. One statement reads the hidden
+/// messages' groups (locked groups, each group's first hidden message, the next
+/// visibility time), then each window of the walk is one statement, and the groups of a
+/// full window that can still count are read past it through the group index in one
+/// more (`CROSS JOIN LATERAL`, each group with its own limit).
 pub async fn receive_fifo<C: GenericClient>(
     tx: &C,
     req: &ReceiveRequest,
@@ -638,71 +642,125 @@ pub async fn receive_fifo<C: GenericClient>(
         }
     }
     let want = req.max_messages as usize;
-    let mut expired: Vec<i64> = Vec::new();
-    let mut dead: Vec<i64> = Vec::new();
-    // Candidates per group, groups in the order their first candidate appears.
-    let mut groups: Vec<(String, Vec<i64>)> = Vec::new();
+    // Each group's first hidden unexpired message, whether one is in flight, and the
+    // queue's next visibility time: one row per group with hidden messages.
+    let mut heads: HashMap<String, i64> = HashMap::new();
+    let mut busy: HashSet<String> = HashSet::new();
+    let mut next_visible: Option<i64> = None;
+    for r in query(
+        tx,
+        "SELECT COALESCE(group_id, ''), min(seq), bool_or(receive_count > 0), min(visible_at) \
+         FROM messages WHERE queue_id = $1 AND visible_at > $2 AND expires_at > $2 GROUP BY 1",
+        &[&req.queue_id, &req.now_ms],
+    )
+    .await?
+    {
+        let group: String = r.get(0);
+        let visible_at: i64 = r.get(3);
+        next_visible = Some(next_visible.map_or(visible_at, |n| n.min(visible_at)));
+        if r.get::<_, bool>(2) {
+            busy.insert(group.clone());
+        }
+        heads.insert(group, r.get(1));
+    }
+    let mut walk = FifoWalk::new(req);
     let mut after = 0i64;
     let mut window = (want as i64) * 4 + 16;
-    'walk: loop {
-        if want == 0 {
-            break;
-        }
+    while !walk.is_full() {
         let rows = query(
             tx,
-            "WITH heads AS MATERIALIZED ( \
-               SELECT DISTINCT ON (COALESCE(group_id, '')) COALESCE(group_id, '') AS g, seq \
-               FROM messages WHERE queue_id = $1 AND visible_at > $2 AND expires_at > $2 \
-               ORDER BY COALESCE(group_id, ''), seq), \
-             busy AS MATERIALIZED ( \
-               SELECT DISTINCT COALESCE(group_id, '') AS g FROM messages \
-               WHERE queue_id = $1 AND visible_at > $2 AND expires_at > $2 \
-                 AND receive_count > 0) \
-             SELECT m.seq, m.receive_count, m.expires_at, COALESCE(m.group_id, '') FROM messages m \
-               LEFT JOIN heads h ON h.g = COALESCE(m.group_id, '') \
-               LEFT JOIN busy b ON b.g = COALESCE(m.group_id, '') \
-             WHERE m.queue_id = $1 AND m.visible_at <= $2 AND m.seq > $3 \
-               AND b.g IS NULL AND (h.seq IS NULL OR m.seq < h.seq) \
-             ORDER BY m.seq LIMIT $4",
-            &[&req.queue_id, &req.now_ms, &after, &window],
+            "SELECT seq, receive_count, expires_at, COALESCE(group_id, '') FROM messages \
+             WHERE queue_id = $1 AND seq > $2 AND visible_at <= $3 ORDER BY seq LIMIT $4",
+            &[&req.queue_id, &after, &req.now_ms, &window],
         )
         .await?;
-        let n = rows.len() as i64;
+        let full = rows.len() as i64 == window;
         for r in &rows {
             let seq: i64 = r.get(0);
-            let receive_count: i64 = r.get(1);
-            let expires_at: i64 = r.get(2);
-            let group: String = r.get(3);
+            let group: &str = r.get(3);
             after = seq;
-            if expires_at <= req.now_ms {
-                expired.push(seq);
+            if busy.contains(group) || heads.get(group).is_some_and(|h| seq > *h) {
                 continue;
             }
-            if let Some(rule) = &req.redrive {
-                if receive_count >= rule.moves_at_receive_count {
-                    dead.push(seq);
-                    continue;
+            walk.row(group, seq, r.get(1), r.get(2));
+        }
+        // The groups that can still count get the rest of their messages past the window
+        // through the group index: all of them in one statement, each as many as it could
+        // give at most (a group that meets expired or dead messages there reads on alone).
+        let extend = walk.groups_to_extend(full);
+        if !extend.is_empty() {
+            let groups: Vec<&str> = extend.iter().map(|(g, _)| g.as_str()).collect();
+            let limits: Vec<i64> = extend.iter().map(|(_, n)| *n as i64 + 4).collect();
+            let head_of: Vec<i64> = extend
+                .iter()
+                .map(|(g, _)| heads.get(g).copied().unwrap_or(i64::MAX))
+                .collect();
+            let rows = query(
+                tx,
+                "SELECT g.n, m.seq, m.receive_count, m.expires_at \
+                 FROM unnest($2::text[], $3::bigint[], $4::bigint[]) WITH ORDINALITY \
+                   AS g(grp, head, lim, n) \
+                 CROSS JOIN LATERAL (SELECT seq, receive_count, expires_at FROM messages \
+                   WHERE queue_id = $1 AND group_id = g.grp AND seq > $5 AND seq < g.head \
+                   AND visible_at <= $6 ORDER BY seq LIMIT g.lim) m \
+                 ORDER BY g.n, m.seq",
+                &[
+                    &req.queue_id,
+                    &groups,
+                    &head_of,
+                    &limits,
+                    &after,
+                    &req.now_ms,
+                ],
+            )
+            .await?;
+            let mut read = vec![(0i64, after); extend.len()];
+            for r in &rows {
+                let i = (r.get::<_, i64>(0) - 1) as usize;
+                let seq: i64 = r.get(1);
+                read[i] = (read[i].0 + 1, seq);
+                walk.extra(&extend[i].0, seq, r.get(2), r.get(3));
+            }
+            for (i, (group, _)) in extend.iter().enumerate() {
+                let (mut n, mut from) = read[i];
+                let mut limit = limits[i];
+                while n == limit && walk.room(group) > 0 {
+                    limit = walk.room(group) as i64 + 4;
+                    let more = query(
+                        tx,
+                        "SELECT seq, receive_count, expires_at FROM messages \
+                         WHERE queue_id = $1 AND group_id = $2 AND seq > $3 AND seq < $4 \
+                         AND visible_at <= $5 ORDER BY seq LIMIT $6",
+                        &[
+                            &req.queue_id,
+                            group,
+                            &from,
+                            &head_of[i],
+                            &req.now_ms,
+                            &limit,
+                        ],
+                    )
+                    .await?;
+                    n = more.len() as i64;
+                    for r in &more {
+                        from = r.get(0);
+                        walk.extra(group, from, r.get(1), r.get(2));
+                    }
                 }
             }
-            match groups.iter_mut().find(|(g, _)| *g == group) {
-                Some((_, list)) => list.push(seq),
-                None => groups.push((group, vec![seq])),
-            }
-            // Decided once the first group alone fills the receive.
-            if groups.first().is_some_and(|(_, l)| l.len() >= want) {
-                break 'walk;
-            }
         }
-        if n < window {
+        walk.close_window();
+        if !full {
             break;
         }
         window = (window * 2).min(MAX_FIFO_WINDOW);
     }
-    let take: Vec<i64> = groups
-        .into_iter()
-        .flat_map(|(_, list)| list)
-        .take(want)
-        .collect();
+    let FifoWalk {
+        take,
+        expired,
+        dead,
+        ..
+    } = walk;
     if !expired.is_empty() {
         execute(tx, "DELETE FROM messages WHERE seq = ANY($1)", &[&expired]).await?;
     }
@@ -766,14 +824,7 @@ pub async fn receive_fifo<C: GenericClient>(
         .await?;
     }
     if out.messages.len() < want {
-        let row = query_one(
-            tx,
-            "SELECT MIN(visible_at) FROM messages WHERE queue_id = $1 AND visible_at > $2 \
-             AND expires_at > $2",
-            &[&req.queue_id, &req.now_ms],
-        )
-        .await?;
-        out.next_visible_at_ms = row.get(0);
+        out.next_visible_at_ms = next_visible;
     }
     Ok(out)
 }

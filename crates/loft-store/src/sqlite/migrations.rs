@@ -165,6 +165,10 @@ const MIGRATIONS: &[&str] = &[
         attributes      TEXT NOT NULL
     );
     CREATE UNIQUE INDEX platform_endpoints_token ON platform_endpoints(application_arn, token);
+    -- A FIFO receive reads each open group's messages through this index, instead of
+    -- walking the queue past the other groups' (standard messages, with no group, are
+    -- not in it).
+    CREATE INDEX messages_group ON messages(queue_id, group_id, seq) WHERE group_id IS NOT NULL;
     "#,
 ];
 

@@ -5,6 +5,8 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use loft_core::model::*;
 use rusqlite::{params, Connection, OptionalExtension, Row};
 
+use crate::fifo::FifoWalk;
+
 type Map = BTreeMap<String, String>;
 
 /// The largest window of a FIFO receive's walk (rows read per statement).
@@ -385,17 +387,19 @@ fn record_attempt(
     Ok(())
 }
 
-/// FIFO receive, the same walk as the PostgreSQL store's. A group is locked while any of
-/// its messages is in flight, and its first hidden (delayed or in-flight) message holds
-/// back its later ones; open groups give their messages in send order, and a receive
-/// takes as many of one group as it can before the next group (SQS Developer Guide, "FIFO
-/// queue logic").
+/// FIFO receive, the same algorithm as the PostgreSQL store's. A group is locked while
+/// any of its messages is in flight, and its first hidden (delayed or in-flight) message
+/// holds back its later ones; open groups give their messages in send order, and a
+/// receive takes as many of one group as it can before the next group, groups in the
+/// order of their first candidate (SQS Developer Guide, "FIFO queue logic").
 ///
-/// Cost: the messages not visible now are read once (through the visibility index: the
-/// in-flight and delayed ones, not the backlog) to find the locked groups and each group's
-/// first hidden message; then the visible messages are walked in send order a window at
-/// a time, the window doubling, until the first groups alone decide the receive. A queue
-/// of 1,000,000 visible messages is not read whole.
+/// Cost: the messages not visible now are read once, through the visibility index (the
+/// in-flight and delayed ones, not the backlog), for the locked groups and each group's
+/// first hidden message. Then the visible messages are walked in send order, a window at
+/// a time (the window doubling), only to find the next open group; each group found is
+/// read through the group index (`messages_group`) for as many messages as the receive
+/// still wants. A receive so reads about as many rows as it returns plus the groups it
+/// skips, whatever the depth of the queue or the spacing of a group's messages.
 fn receive_fifo(c: &Connection, req: &ReceiveRequest) -> rusqlite::Result<ReceiveOutcome> {
     let mut out = ReceiveOutcome::default();
     if let Some(attempt) = &req.attempt {
@@ -406,91 +410,97 @@ fn receive_fifo(c: &Connection, req: &ReceiveRequest) -> rusqlite::Result<Receiv
         }
     }
     let want = req.max_messages as usize;
-    // Each group's first hidden unexpired message, and the groups with one in flight.
+    // Each group's first hidden unexpired message, whether one is in flight, and the
+    // queue's next visibility time.
     let mut heads: HashMap<String, i64> = HashMap::new();
     let mut busy: HashSet<String> = HashSet::new();
     let mut next_visible: Option<i64> = None;
     {
         let mut hidden = c.prepare_cached(
-            "SELECT COALESCE(group_id, ''), seq, receive_count, visible_at FROM messages \
-             INDEXED BY messages_visibility WHERE queue_id = ?1 AND visible_at > ?2 \
-             AND expires_at > ?2",
+            "SELECT COALESCE(group_id, ''), MIN(seq), MAX(receive_count > 0), MIN(visible_at) \
+             FROM messages INDEXED BY messages_visibility WHERE queue_id = ?1 \
+             AND visible_at > ?2 AND expires_at > ?2 GROUP BY 1",
         )?;
         let rows = hidden.query_map(params![req.queue_id, req.now_ms], |r| {
             Ok((
                 r.get::<_, String>(0)?,
                 r.get::<_, i64>(1)?,
-                r.get::<_, i64>(2)?,
+                r.get::<_, bool>(2)?,
                 r.get::<_, i64>(3)?,
             ))
         })?;
         for row in rows {
-            let (group, seq, receive_count, visible_at) = row?;
+            let (group, head, in_flight, visible_at) = row?;
             next_visible = Some(next_visible.map_or(visible_at, |n| n.min(visible_at)));
-            if receive_count > 0 {
+            if in_flight {
                 busy.insert(group.clone());
             }
-            heads
-                .entry(group)
-                .and_modify(|h| *h = (*h).min(seq))
-                .or_insert(seq);
+            heads.insert(group, head);
         }
     }
-    let mut expired: Vec<i64> = Vec::new();
-    let mut dead: Vec<i64> = Vec::new();
-    // Candidates per group, groups in the order their first candidate appears.
-    let mut groups: Vec<(String, Vec<i64>)> = Vec::new();
+    let mut walk = FifoWalk::new(req);
     let mut after = 0i64;
     let mut window = (want as i64) * 4 + 16;
-    let mut walk = c.prepare_cached(
-        "SELECT seq, receive_count, expires_at, COALESCE(group_id, '') FROM messages \
+    let mut rows_stmt = c.prepare_cached(
+        "SELECT seq, receive_count, expires_at, group_id FROM messages \
          INDEXED BY messages_queue_order WHERE queue_id = ?1 AND seq > ?2 AND visible_at <= ?3 \
          ORDER BY seq LIMIT ?4",
     )?;
-    'walk: loop {
-        if want == 0 {
-            break;
-        }
-        let rows: Vec<(i64, i64, i64, String)> = walk
+    let mut group_stmt = c.prepare_cached(
+        "SELECT seq, receive_count, expires_at FROM messages INDEXED BY messages_group \
+         WHERE queue_id = ?1 AND group_id = ?2 AND seq > ?3 AND seq < ?4 AND visible_at <= ?5 \
+         ORDER BY seq LIMIT ?6",
+    )?;
+    while !walk.is_full() {
+        let rows: Vec<(i64, i64, i64, Option<String>)> = rows_stmt
             .query_map(params![req.queue_id, after, req.now_ms, window], |r| {
                 Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
             })?
             .collect::<rusqlite::Result<_>>()?;
-        let n = rows.len() as i64;
+        let full = rows.len() as i64 == window;
         for (seq, receive_count, expires_at, group) in rows {
             after = seq;
+            let group = group.unwrap_or_default();
             if busy.contains(&group) || heads.get(&group).is_some_and(|h| seq > *h) {
                 continue;
             }
-            if expires_at <= req.now_ms {
-                expired.push(seq);
-                continue;
-            }
-            if let Some(rule) = &req.redrive {
-                if receive_count >= rule.moves_at_receive_count {
-                    dead.push(seq);
-                    continue;
+            walk.row(&group, seq, receive_count, expires_at);
+        }
+        // The groups that can still count get the rest of their messages, past the
+        // window, through the group index.
+        for (group, _) in walk.groups_to_extend(full) {
+            let head = heads.get(&group).copied().unwrap_or(i64::MAX);
+            let mut from = after;
+            while walk.room(&group) > 0 {
+                let limit = walk.room(&group) as i64 + 4;
+                let extra: Vec<(i64, i64, i64)> = group_stmt
+                    .query_map(
+                        params![req.queue_id, group, from, head, req.now_ms, limit],
+                        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+                    )?
+                    .collect::<rusqlite::Result<_>>()?;
+                let n = extra.len() as i64;
+                for (seq, receive_count, expires_at) in extra {
+                    from = seq;
+                    walk.extra(&group, seq, receive_count, expires_at);
+                }
+                if n < limit {
+                    break;
                 }
             }
-            match groups.iter_mut().find(|(g, _)| *g == group) {
-                Some((_, list)) => list.push(seq),
-                None => groups.push((group, vec![seq])),
-            }
-            // Decided once the first group alone fills the receive.
-            if groups.first().is_some_and(|(_, l)| l.len() >= want) {
-                break 'walk;
-            }
         }
-        if n < window {
+        walk.close_window();
+        if !full {
             break;
         }
         window = (window * 2).min(MAX_FIFO_WINDOW);
     }
-    let take: Vec<i64> = groups
-        .into_iter()
-        .flat_map(|(_, list)| list)
-        .take(want)
-        .collect();
+    let FifoWalk {
+        take,
+        expired,
+        dead,
+        ..
+    } = walk;
     let mut expire = c.prepare_cached("DELETE FROM messages WHERE seq = ?1")?;
     for seq in expired {
         expire.execute([seq])?;
@@ -501,7 +511,7 @@ fn receive_fifo(c: &Connection, req: &ReceiveRequest) -> rusqlite::Result<Receiv
             out.dead_lettered += 1;
         }
     }
-    for seq in take {
+    for seq in take.into_iter().take(want) {
         let message = claim(c, req, seq, token(req, out.messages.len())?)?;
         out.messages.push(message);
     }
@@ -513,6 +523,7 @@ fn receive_fifo(c: &Connection, req: &ReceiveRequest) -> rusqlite::Result<Receiv
     }
     Ok(out)
 }
+
 pub fn delete_message(
     c: &Connection,
     queue_id: i64,
