@@ -611,6 +611,16 @@ async fn move_tasks_resume_and_stay_cancelled_after_a_restart() {
     move_after(&Clients::of(&loft.base), s).await;
 }
 
+/// After a kill -9 the task's lease is not given up: the restarted Loft takes the task
+/// over once the lease has run out (10 s) and completes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_move_task_resumes_after_a_crash_once_its_lease_ends() {
+    let mut loft = Loft::start();
+    let s = move_before(&Clients::of(&loft.base)).await;
+    loft.crash_and_restart();
+    move_after(&Clients::of(&loft.base), s).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn platform_applications_and_endpoints_survive_a_restart() {
     let mut loft = Loft::start();
