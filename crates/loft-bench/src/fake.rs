@@ -198,6 +198,7 @@ mod tests {
             size: 64,
             duration_limit: 30,
             queue: None,
+            fifo_groups: None,
             server_pid: Some(std::process::id()),
             json: true,
         }

@@ -83,6 +83,12 @@ pub struct BenchArgs {
     #[arg(long)]
     pub queue: Option<String>,
 
+    /// Use a FIFO queue whose sends spread round robin over this many message groups
+    /// (1 to 100000), each with a unique MessageDeduplicationId; with `--queue`, its name
+    /// ends in `.fifo`. For send, send-batch and receive-delete.
+    #[arg(long)]
+    pub fifo_groups: Option<u32>,
+
     /// Pid of the server process, on this machine: report its resident memory
     /// (VmRSS) and the CPU seconds it spent during the measured phase.
     #[arg(long)]
@@ -141,6 +147,7 @@ struct Plan {
     batch: usize,
     limit: Duration,
     queue: Option<String>,
+    fifo_groups: Option<u32>,
 }
 
 impl BenchArgs {
@@ -177,8 +184,24 @@ impl BenchArgs {
                 self.duration_limit
             ));
         }
+        if let Some(g) = self.fifo_groups {
+            if !(1..=100_000).contains(&g) {
+                return Err(format!(
+                    "--fifo-groups must be between 1 and 100000, not {g}"
+                ));
+            }
+            if !matches!(
+                self.scenario,
+                Scenario::Send | Scenario::SendBatch | Scenario::ReceiveDelete
+            ) {
+                return Err(format!(
+                    "--fifo-groups is for send, send-batch and receive-delete, not {}",
+                    self.scenario.name()
+                ));
+            }
+        }
         if let Some(q) = &self.queue {
-            validate_queue_name(q)?;
+            validate_queue_name(q, self.fifo_groups.is_some())?;
         }
         let connections = match self.scenario {
             Scenario::LongPoll => 2,
@@ -193,17 +216,26 @@ impl BenchArgs {
             batch: (MAX_MESSAGE_BYTES / self.size).clamp(1, 10),
             limit: Duration::from_secs(self.duration_limit),
             queue: self.queue.clone(),
+            fifo_groups: self.fifo_groups,
         })
     }
 }
 
-fn validate_queue_name(name: &str) -> Result<(), String> {
-    if name.ends_with(".fifo") {
-        return Err(format!(
-            "--queue {name:?}: FIFO queues are not supported by the bench (their sends need a MessageGroupId)"
-        ));
+fn validate_queue_name(name: &str, fifo: bool) -> Result<(), String> {
+    if name.ends_with(".fifo") != fifo {
+        return Err(if fifo {
+            format!(
+                "--queue {name:?}: with --fifo-groups the queue is FIFO, its name ends in .fifo"
+            )
+        } else {
+            format!(
+                "--queue {name:?}: a FIFO queue needs --fifo-groups (its sends need a MessageGroupId)"
+            )
+        });
     }
     let ok_chars = name
+        .strip_suffix(".fifo")
+        .unwrap_or(name)
         .chars()
         .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
     if name.is_empty() || name.len() > 80 || !ok_chars {
@@ -240,7 +272,8 @@ async fn run_report(args: &BenchArgs) -> Result<Report, String> {
         .transpose()?
         .map(Arc::new);
     let endpoint = Arc::new(plan.endpoint.clone());
-    let (queue_url, auth, created) = setup(&endpoint, plan.queue.as_deref()).await?;
+    let (queue_url, auth, created) =
+        setup(&endpoint, plan.queue.as_deref(), plan.fifo_groups.is_some()).await?;
     eprintln!(
         "loft bench: {} against {} on {queue_url}{}",
         plan.scenario.name(),
@@ -279,6 +312,7 @@ async fn run_report(args: &BenchArgs) -> Result<Report, String> {
 async fn setup(
     endpoint: &Arc<Endpoint>,
     queue: Option<&str>,
+    fifo: bool,
 ) -> Result<(String, bool, bool), String> {
     let fresh;
     let name = match queue {
@@ -289,7 +323,7 @@ async fn setup(
                 .take(10)
                 .map(|c| char::from(c).to_ascii_lowercase())
                 .collect();
-            fresh = format!("loft-bench-{tag}");
+            fresh = format!("loft-bench-{tag}{}", if fifo { ".fifo" } else { "" });
             &fresh
         }
     };
@@ -303,10 +337,10 @@ async fn setup(
     // S3), gets one retry with the placeholder header, kept if the endpoint then
     // speaks SQS.
     let mut auth = false;
-    let mut first = admin_call(endpoint, false, op, name).await;
+    let mut first = admin_call(endpoint, false, op, name, fifo).await;
     if let Err(e) = &first {
         if e.wants_auth() || matches!(e, CallError::BadResponse(_)) {
-            let retry = admin_call(endpoint, true, op, name).await;
+            let retry = admin_call(endpoint, true, op, name, fifo).await;
             if matches!(&retry, Ok(_) | Err(CallError::Service { .. }))
                 && !matches!(&retry, Err(e) if e.wants_auth())
             {
@@ -322,7 +356,7 @@ async fn setup(
                 && (e.kind().contains("NonExistentQueue")
                     || e.kind().contains("QueueDoesNotExist")) =>
         {
-            admin_call(endpoint, auth, "CreateQueue", name)
+            admin_call(endpoint, auth, "CreateQueue", name, fifo)
                 .await
                 .map_err(|e| format!("cannot create queue {name}: {e}"))?
         }
@@ -336,9 +370,14 @@ async fn admin_call(
     auth: bool,
     op: &'static str,
     name: &str,
+    fifo: bool,
 ) -> Result<String, CallError> {
     let mut c = Client::new(endpoint.clone(), auth);
-    let input = QueueNameIn { queue_name: name };
+    let input = QueueNameIn {
+        queue_name: name,
+        attributes: (fifo && op == "CreateQueue")
+            .then(|| std::collections::BTreeMap::from([("FifoQueue", "true")])),
+    };
     match tokio::time::timeout(ADMIN_CALL_TIMEOUT, c.call::<_, QueueUrlOut>(op, &input)).await {
         Ok(r) => r.map(|o| o.queue_url),
         Err(_) => Err(CallError::Transport(format!(
@@ -406,6 +445,14 @@ async fn measure(
         pad: Arc::from(pad.as_str()),
         progress: Arc::new(Progress::default()),
         cut: AtomicBool::new(false),
+        fifo: plan.fifo_groups.map(|groups| scenarios::FifoIds {
+            groups,
+            tag: rand::thread_rng()
+                .sample_iter(&Alphanumeric)
+                .take(8)
+                .map(char::from)
+                .collect(),
+        }),
     };
 
     // receive-delete first fills the queue, unmeasured but bounded by the same deadline.
@@ -521,6 +568,7 @@ async fn measure(
         queue_url: queue_url.to_string(),
         connections: plan.connections,
         message_size_bytes: plan.size,
+        fifo_groups: plan.fifo_groups,
         batch_size: matches!(plan.scenario, Scenario::SendBatch | Scenario::ReceiveDelete)
             .then_some(plan.batch),
         messages_requested: plan.messages,
@@ -584,6 +632,9 @@ mod tests {
         assert_eq!(p.batch, 10);
         assert_eq!(p.limit, Duration::from_secs(60));
         assert_eq!(p.queue, None);
+        assert_eq!(p.fifo_groups, None);
+        let p = parse(&["--queue", "orders.fifo", "--fifo-groups", "1000"]).unwrap();
+        assert_eq!(p.fifo_groups, Some(1000));
         let p = parse(&["--scenario", "long-poll"]).unwrap();
         assert_eq!(p.messages, 200);
         assert_eq!(p.connections, 2);
@@ -600,6 +651,9 @@ mod tests {
             &["--endpoint", "https://127.0.0.1:9324"],
             &["--queue", "has space"],
             &["--queue", "orders.fifo"],
+            &["--queue", "orders", "--fifo-groups", "4"],
+            &["--fifo-groups", "0"],
+            &["--fifo-groups", "4", "--scenario", "long-poll"],
             &["--scenario", "produce-consume", "--connections", "1"],
             &["--scenario", "nope"],
         ] {

@@ -20,6 +20,8 @@ pub struct Report {
     pub connections: usize,
     /// Body size of every message sent, in bytes.
     pub message_size_bytes: usize,
+    /// `--fifo-groups`: the message groups of a FIFO queue's sends.
+    pub fifo_groups: Option<u32>,
     /// Entries per `SendMessageBatch`, for the scenarios that batch.
     pub batch_size: Option<usize>,
     /// `--messages` (or its scenario default).
@@ -114,6 +116,9 @@ impl Report {
         );
         let _ = writeln!(t, "  endpoint     {}", self.endpoint);
         let _ = writeln!(t, "  queue        {}", self.queue_url);
+        if let Some(g) = self.fifo_groups {
+            let _ = writeln!(t, "  FIFO         {g} message groups, round robin");
+        }
         if let Some(p) = &self.preload {
             let _ = writeln!(
                 t,

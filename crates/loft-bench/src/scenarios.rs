@@ -54,6 +54,27 @@ pub struct Ctx {
     pub progress: Arc<Progress>,
     /// Set when a worker stopped because of the deadline.
     pub cut: AtomicBool,
+    /// FIFO queues (`--fifo-groups`): how sends pick their group and deduplication id.
+    pub fifo: Option<FifoIds>,
+}
+
+/// The MessageGroupId and MessageDeduplicationId of each send to a FIFO queue: message
+/// `seq` goes to group `g{seq % groups}` (round robin, so every group gets its share)
+/// with the unique id `{tag}-{seq}` (`tag` is new each run, so runs on one queue inside
+/// the 5-minute window do not deduplicate each other).
+#[derive(Debug, Clone)]
+pub struct FifoIds {
+    pub groups: u32,
+    pub tag: String,
+}
+
+impl FifoIds {
+    fn of(&self, seq: u64) -> (Option<String>, Option<String>) {
+        (
+            Some(format!("g{}", seq % u64::from(self.groups))),
+            Some(format!("{}-{seq}", self.tag)),
+        )
+    }
 }
 
 impl Ctx {
@@ -70,7 +91,13 @@ impl Ctx {
             pad: self.pad.clone(),
             progress: Arc::new(Progress::default()),
             cut: AtomicBool::new(false),
+            fifo: self.fifo.clone(),
         }
+    }
+
+    /// The group and deduplication ids of message `seq` (`None`s on a standard queue).
+    fn fifo_ids(&self, seq: u64) -> (Option<String>, Option<String>) {
+        self.fifo.as_ref().map_or((None, None), |f| f.of(seq))
     }
 
     fn client(&self) -> Client {
@@ -173,9 +200,12 @@ pub async fn send_worker(
         let t0 = Instant::now();
         if batch.is_none() {
             let op = "SendMessage";
+            let (message_group_id, message_deduplication_id) = ctx.fifo_ids(first);
             let input = SendMessageIn {
                 queue_url: &ctx.queue_url,
                 message_body: &bodies[0],
+                message_group_id,
+                message_deduplication_id,
             };
             match ctx
                 .bounded(None, client.call::<_, SendMessageOut>(op, &input))
@@ -199,9 +229,15 @@ pub async fn send_worker(
                 entries: bodies
                     .iter()
                     .zip(BATCH_IDS)
-                    .map(|(b, id)| SendEntry {
-                        id,
-                        message_body: b,
+                    .zip(first..)
+                    .map(|((b, id), seq)| {
+                        let (message_group_id, message_deduplication_id) = ctx.fifo_ids(seq);
+                        SendEntry {
+                            id,
+                            message_body: b,
+                            message_group_id,
+                            message_deduplication_id,
+                        }
                     })
                     .collect(),
             };
@@ -500,6 +536,8 @@ pub async fn long_poll(ctx: Arc<Ctx>, rounds: u64) -> Recorder {
         let send_input = SendMessageIn {
             queue_url: &ctx.queue_url,
             message_body: &body,
+            message_group_id: None,
+            message_deduplication_id: None,
         };
         let recv = async {
             let t0 = Instant::now();
@@ -637,7 +675,20 @@ mod tests {
             pad: Arc::from("abcdefgh"),
             progress: Arc::new(Progress::default()),
             cut: AtomicBool::new(false),
+            fifo: None,
         }
+    }
+
+    #[test]
+    fn fifo_sends_go_round_robin_with_unique_ids() {
+        let mut c = ctx(30);
+        assert_eq!(c.fifo_ids(7), (None, None));
+        c.fifo = Some(FifoIds {
+            groups: 3,
+            tag: "run".into(),
+        });
+        assert_eq!(c.fifo_ids(7), (Some("g1".into()), Some("run-7".into())));
+        assert_eq!(c.fifo_ids(9).0.as_deref(), Some("g0"));
     }
 
     #[test]

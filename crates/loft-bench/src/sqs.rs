@@ -12,6 +12,9 @@ pub const BATCH_IDS: [&str; 10] = ["0", "1", "2", "3", "4", "5", "6", "7", "8", 
 #[serde(rename_all = "PascalCase")]
 pub struct QueueNameIn<'a> {
     pub queue_name: &'a str,
+    /// CreateQueue's attributes (`FifoQueue` for `--fifo-groups`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attributes: Option<std::collections::BTreeMap<&'static str, &'static str>>,
 }
 
 #[derive(Deserialize)]
@@ -31,6 +34,12 @@ pub struct QueueUrlIn<'a> {
 pub struct SendMessageIn<'a> {
     pub queue_url: &'a str,
     pub message_body: &'a str,
+    /// FIFO queues.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message_group_id: Option<String>,
+    /// FIFO queues.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message_deduplication_id: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -51,6 +60,12 @@ pub struct SendMessageBatchIn<'a> {
 pub struct SendEntry<'a> {
     pub id: &'static str,
     pub message_body: &'a str,
+    /// FIFO queues.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message_group_id: Option<String>,
+    /// FIFO queues.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message_deduplication_id: Option<String>,
 }
 
 #[derive(Deserialize)]

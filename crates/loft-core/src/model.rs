@@ -2,6 +2,7 @@
 //! subscriptions as they are stored. Times are milliseconds since the Unix epoch.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// A queue as stored. `attributes` holds the settable AWS queue attributes by their AWS names
 /// (`VisibilityTimeout`, `RedrivePolicy`, ...), already validated and normalised by the
@@ -25,7 +26,9 @@ pub struct QueueRecord {
 /// A message to store. Built by the service; the store only persists it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewMessage {
-    /// The MessageId; `None` gives the seeds' `msg-N`, N being the store's sequence number.
+    /// The MessageId as the service chose it, or `None` for a message the service names
+    /// after its store sequence number (the seeds' `msg-N`, see
+    /// [`crate::service::seed_message_id`]): the store keeps no id for it.
     pub message_id: Option<String>,
     /// The message body (UTF-8, at most the queue's MaximumMessageSize bytes with attributes).
     pub body: String,
@@ -75,8 +78,9 @@ pub struct DedupKey {
 pub struct SentMessage {
     /// Sequence number: the new message's, or the original's for a duplicate.
     pub seq: i64,
-    /// MessageId: the new message's, or the original's for a duplicate.
-    pub message_id: String,
+    /// MessageId: the new message's, or the original's for a duplicate; `None` for a
+    /// message stored without one ([`NewMessage::message_id`]).
+    pub message_id: Option<String>,
     /// Whether this was a duplicate inside the deduplication window (nothing stored).
     pub duplicate: bool,
 }
@@ -99,8 +103,9 @@ pub struct StoredMessage {
     pub seq: i64,
     /// The queue it is in.
     pub queue_id: i64,
-    /// The MessageId (`msg-N` for the seeds' API, a UUID over AWS protocols).
-    pub message_id: String,
+    /// The MessageId given to [`NewMessage::message_id`] (a UUID over AWS protocols);
+    /// `None` for a message stored without one (the seeds' `msg-N`, named by the service).
+    pub message_id: Option<String>,
     /// The body.
     pub body: String,
     /// MD5 hex of the body.
@@ -135,31 +140,55 @@ pub struct StoredMessage {
 pub struct ReceiveRequest {
     /// Queue to receive from.
     pub queue_id: i64,
-    /// At most this many messages (1..=10).
+    /// At most this many messages are claimed (the service keeps it to 1..=10; 0 claims
+    /// none, which still replays a recorded [`ReceiveRequest::attempt`]).
     pub max_messages: u32,
     /// Current time (ms).
     pub now_ms: i64,
     /// Messages become visible again at `now_ms + visibility_ms`.
     pub visibility_ms: i64,
-    /// Dead-letter rule: a message whose receive count would exceed `max_receive_count` is
-    /// moved to `dlq_queue_id` instead of being returned.
+    /// The receipt token of each claimed message, in the order messages are claimed: the
+    /// first claimed gets `receipt_tokens[0]`. At least `max_messages` of them, distinct.
+    pub receipt_tokens: Vec<i64>,
+    /// Dead-letter rule: a message already received `moves_at_receive_count` times moves
+    /// to `dlq_queue_id` instead of being returned.
     pub redrive: Option<RedriveRule>,
     /// FIFO: hand out messages group by group, never past an in-flight one.
     pub fifo: bool,
     /// Standard queues: oldest sent first (the seeds' order) instead of longest visible
     /// first (SQS's best-effort order, which needs no skipping over in-flight messages).
     pub send_order: bool,
+    /// FIFO receives only: the ReceiveRequestAttemptId of this receive. When an unexpired
+    /// attempt with this id is recorded for the queue, the store claims nothing new and
+    /// returns that attempt's messages that still hold its receipt tokens, hidden again
+    /// until `now_ms + visibility_ms` ([`ReceiveOutcome::replayed`]). Otherwise a receive
+    /// that claims messages records them under this id, in the same transaction.
+    pub attempt: Option<ReceiveAttempt>,
 }
 
-/// The dead-letter rule of a queue, resolved to store ids.
+/// A FIFO receive's ReceiveRequestAttemptId and how long a retry with it is answered with
+/// the same messages (SQS API Reference, ReceiveMessage, `ReceiveRequestAttemptId`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReceiveAttempt {
+    /// The attempt id (1 to 128 characters, checked by the service).
+    pub id: String,
+    /// Until when (ms, exclusive) a retry replays this receive.
+    pub expires_at_ms: i64,
+}
+
+/// The dead-letter rule of a queue, resolved to store ids and thresholds by the service.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RedriveRule {
     /// The dead-letter queue's store id.
     pub dlq_queue_id: i64,
-    /// Moves happen when a receive would take the count past this.
-    pub max_receive_count: i64,
+    /// A message whose stored receive count is at least this moves instead of being
+    /// received again (the queue's maxReceiveCount).
+    pub moves_at_receive_count: i64,
     /// The source queue's ARN, recorded on moved messages (DeadLetterQueueSourceArn).
     pub source_arn: String,
+    /// Whether a moved message's MessageDeduplicationId becomes its MessageId (moves into
+    /// a FIFO dead-letter queue).
+    pub dedup_id_from_message_id: bool,
 }
 
 /// What a receive returned.
@@ -172,6 +201,18 @@ pub struct ReceiveOutcome {
     /// When the next hidden or delayed message of the queue becomes visible (ms), if any:
     /// a long poll sleeps until then at the latest.
     pub next_visible_at_ms: Option<i64>,
+    /// Whether `messages` is the replay of a recorded [`ReceiveRequest::attempt`] (nothing
+    /// new was claimed).
+    pub replayed: bool,
+}
+
+/// Result of a purge ([`crate::store::Store::purge_queue`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PurgeOutcome {
+    /// Every message was deleted: this many.
+    Purged(u64),
+    /// Refused: an earlier purge's hold has not ended (nothing was deleted).
+    InProgress,
 }
 
 /// Result of a visibility change.
@@ -262,6 +303,150 @@ pub enum MoveTarget {
     Queue(i64),
     /// Each message to the queue whose ARN its `dead_letter_source` holds: (ARN, queue id).
     Sources(Vec<(String, i64)>),
+}
+
+/// One accepted publish of a FIFO topic, before the store numbers it (SNS Developer
+/// Guide, "Message deduplication for FIFO topics").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FifoPublishEntry {
+    /// The MessageId the service chose for it.
+    pub message_id: String,
+    /// Its deduplication key: `scope` is `""` with FifoThroughputScope `Topic`, the
+    /// MessageGroupId with `MessageGroup`; the window ends at `expires_at_ms`.
+    pub dedup: DedupKey,
+}
+
+/// What the store did with one [`FifoPublishEntry`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FifoPublished {
+    /// The entry's MessageId, or the original's for a duplicate.
+    pub message_id: String,
+    /// The topic's sequence number for it (the original's for a duplicate): the
+    /// SequenceNumber is [`crate::service::sequence_number`] of it.
+    pub sequence: i64,
+    /// Whether the key was recorded inside its window: nothing fanned out.
+    pub duplicate: bool,
+    /// One per queue message the fan-out built for the entry, in its order (empty for a
+    /// duplicate), as [`crate::store::Store::send_messages`] reports them.
+    pub sent: Vec<SentMessage>,
+}
+
+/// Builds the queue messages of entry `index` of a [`FifoPublish`] once the store has
+/// given it its topic sequence number (the SNS envelope carries it). The service's code,
+/// called by the store inside the publish's transaction; may be called again if the
+/// transaction is retried, so it must give the same answer for the same arguments.
+pub type FifoFanout = Arc<dyn Fn(usize, i64) -> Vec<(i64, NewMessage)> + Send + Sync>;
+
+/// A publish (or PublishBatch) to a FIFO topic: see [`crate::store::Store::publish_fifo`].
+#[derive(Clone)]
+pub struct FifoPublish {
+    /// The topic's store id.
+    pub topic_id: i64,
+    /// Current time (ms): keys whose window ended by then are free.
+    pub now_ms: i64,
+    /// The accepted entries, in order.
+    pub entries: Vec<FifoPublishEntry>,
+    /// The fan-out of each entry to the topic's SQS subscriptions.
+    pub fanout: FifoFanout,
+}
+
+impl std::fmt::Debug for FifoPublish {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FifoPublish")
+            .field("topic_id", &self.topic_id)
+            .field("now_ms", &self.now_ms)
+            .field("entries", &self.entries)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The state of a message-move task (SQS API Reference, ListMessageMoveTasks, `Status`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MoveTaskStatus {
+    /// Moving; at most one task per source queue is.
+    Running,
+    /// Every message it could move has moved.
+    Completed,
+    /// Stopped by CancelMessageMoveTask.
+    Cancelled,
+    /// Stopped by an error (its `failure_reason`).
+    Failed,
+}
+
+impl MoveTaskStatus {
+    /// AWS's name: `RUNNING`, `COMPLETED`, `CANCELLED`, `FAILED`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MoveTaskStatus::Running => "RUNNING",
+            MoveTaskStatus::Completed => "COMPLETED",
+            MoveTaskStatus::Cancelled => "CANCELLED",
+            MoveTaskStatus::Failed => "FAILED",
+        }
+    }
+
+    /// The status named `name` ([`MoveTaskStatus::as_str`]); an unknown name reads as
+    /// `Failed`.
+    pub fn parse(name: &str) -> MoveTaskStatus {
+        match name {
+            "RUNNING" => MoveTaskStatus::Running,
+            "COMPLETED" => MoveTaskStatus::Completed,
+            "CANCELLED" => MoveTaskStatus::Cancelled,
+            _ => MoveTaskStatus::Failed,
+        }
+    }
+}
+
+/// A message-move task as stored: what StartMessageMoveTask asked, and its progress. Any
+/// node reads and changes it; the node running it holds a lease (`owner` until
+/// `lease_until_ms`), and another node takes it over once the lease has run out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MoveTaskRecord {
+    /// The TaskHandle (opaque, unique).
+    pub handle: String,
+    /// The source (dead-letter) queue's ARN.
+    pub source_arn: String,
+    /// The source queue's name.
+    pub source_queue: String,
+    /// The destination queue's ARN; `None`: each message back to its own source queue.
+    pub destination_arn: Option<String>,
+    /// MaxNumberOfMessagesPerSecond as asked (`None`: the default).
+    pub max_per_second: Option<i64>,
+    /// Where it stands.
+    pub status: MoveTaskStatus,
+    /// Messages moved so far (ApproximateNumberOfMessagesMoved).
+    pub moved: i64,
+    /// Messages in the source when it started (ApproximateNumberOfMessagesToMove).
+    pub to_move: i64,
+    /// Why it failed, when it did.
+    pub failure_reason: Option<String>,
+    /// When it started (ms).
+    pub started_at_ms: i64,
+    /// The node (a [`crate::Service`] instance) running it now, if any.
+    pub owner: Option<String>,
+    /// Until when (ms) `owner`'s lease holds.
+    pub lease_until_ms: i64,
+}
+
+/// The lease a node holds on a running move task: steps and the finish it makes count
+/// only while the task is still running under this owner.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MoveTaskLease {
+    /// The task's handle.
+    pub handle: String,
+    /// The node holding it.
+    pub owner: String,
+    /// The lease, renewed to this (ms) by each step.
+    pub lease_until_ms: i64,
+}
+
+/// A mobile push platform application or endpoint as stored (SNS
+/// CreatePlatformApplication, CreatePlatformEndpoint).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlatformRecord {
+    /// PlatformApplicationArn or EndpointArn.
+    pub arn: String,
+    /// Attributes by AWS name (an endpoint's include `Token`).
+    pub attributes: BTreeMap<String, String>,
 }
 
 /// An HTTP/S delivery to make (a notification or a subscription confirmation).

@@ -1,7 +1,11 @@
-//! The storage trait. One async trait, two engines (SQLite, the embedded default; PostgreSQL
-//! later), one conformance suite. Every method is atomic: it either happens whole or not at
-//! all. The store applies decisions; the rules themselves (defaults, validation, redrive
-//! thresholds, visibility lengths) belong to the service (DESIGN.md, "The Store").
+//! The storage trait. One async trait, two engines (SQLite, the embedded default;
+//! PostgreSQL for several nodes), one conformance suite. Every method is atomic: it either
+//! happens whole or not at all. The store is the service's only memory: every piece of
+//! state an operation leaves (messages, deduplication windows, receive attempts, purge and
+//! delete holds, move tasks, platforms) is written in that operation's transaction. The
+//! store applies decisions; the rules themselves (defaults, validation, redrive thresholds,
+//! visibility caps, MessageIds, receipt tokens, windows) belong to the service and reach
+//! the store as values in each request (DESIGN.md, "The Store").
 
 use std::collections::BTreeMap;
 
@@ -34,8 +38,22 @@ pub trait Store: Send + Sync + 'static {
     /// Every queue, ordered by name.
     async fn list_queues(&self) -> Result<Vec<QueueRecord>>;
 
-    /// Deletes the queue and all its messages. Returns whether it existed.
-    async fn delete_queue(&self, queue_id: i64) -> Result<bool>;
+    /// How many queues exist. The default counts [`Store::list_queues`]; engines override
+    /// it with a cheaper count.
+    async fn count_queues(&self) -> Result<u64> {
+        Ok(self.list_queues().await?.len() as u64)
+    }
+
+    /// Deletes the queue with all its messages, deduplication keys and receive attempts,
+    /// and records, in the same transaction, that its name may not be used again before
+    /// `recreate_after_ms` (see [`Store::queue_recreate_after`]). Returns whether it
+    /// existed.
+    async fn delete_queue(&self, queue_id: i64, recreate_after_ms: i64) -> Result<bool>;
+
+    /// When queue name `name` may be used again (ms), as the latest [`Store::delete_queue`]
+    /// of a queue of that name recorded it; `None` when no hold is recorded (or
+    /// [`Store::delete_expired`] swept one that ended).
+    async fn queue_recreate_after(&self, name: &str) -> Result<Option<i64>>;
 
     /// Replaces the queue's settable attributes.
     async fn set_queue_attributes(
@@ -57,8 +75,12 @@ pub trait Store: Send + Sync + 'static {
     async fn send_messages(&self, messages: Vec<(i64, NewMessage)>) -> Result<Vec<SentMessage>>;
 
     /// Claims up to `max_messages` visible messages as `request` says, in one transaction:
-    /// expired messages are dropped, messages past the redrive threshold move to the DLQ,
-    /// the rest get a new receipt token, receive count and visibility.
+    /// expired messages are dropped, messages at the redrive threshold move to the DLQ,
+    /// the rest get the next of `request.receipt_tokens`, one more receive and their new
+    /// visibility. A FIFO receive walks the queue in send order a window at a time and
+    /// stops once the receive is decided, so its cost follows the messages it looks at,
+    /// not the queue's depth. With [`ReceiveRequest::attempt`] set it replays or records
+    /// that attempt, in the same transaction.
     async fn receive(&self, request: ReceiveRequest) -> Result<ReceiveOutcome>;
 
     /// Deletes message `seq` of queue `queue_id`. With `strict = Some((token, now_ms))`
@@ -86,12 +108,19 @@ pub trait Store: Send + Sync + 'static {
         Ok(out)
     }
 
-    /// Deletes the message with MessageId `message_id` from queue `queue_id` (the seeds'
-    /// `DELETE /queues/{name}/messages/{id}`). Returns whether one was deleted.
+    /// Deletes the message of queue `queue_id` whose stored MessageId is `message_id` (the
+    /// seeds' `DELETE /queues/{name}/messages/{id}` for a UUID id). Reads the queue's
+    /// messages in send order (no MessageId index). Returns whether one was deleted.
     async fn delete_message_by_id(&self, queue_id: i64, message_id: &str) -> Result<bool>;
 
+    /// Deletes message `seq` of queue `queue_id` if it was stored without a MessageId (the
+    /// seeds' `DELETE /queues/{name}/messages/msg-N`, N = `seq`). Returns whether one was
+    /// deleted.
+    async fn delete_unnamed_message(&self, queue_id: i64, seq: i64) -> Result<bool>;
+
     /// Makes in-flight message `seq` visible at `visible_at_ms`. With `receipt_token` set,
-    /// only if it matches.
+    /// only if it matches. Refused with [`VisibilityChange::TooLong`] when `visible_at_ms`
+    /// is more than `max_hidden_ms` after the receive that hid the message.
     async fn change_visibility(
         &self,
         queue_id: i64,
@@ -99,23 +128,77 @@ pub trait Store: Send + Sync + 'static {
         receipt_token: Option<i64>,
         now_ms: i64,
         visible_at_ms: i64,
+        max_hidden_ms: i64,
     ) -> Result<VisibilityChange>;
 
-    /// Moves up to `limit` visible messages of `source_queue_id` (a dead-letter queue) back:
-    /// to `target`'s queue, or each to the queue its DeadLetterQueueSourceArn names. A moved
-    /// message keeps its body, attributes and group but is a new message there: a new
-    /// MessageId and sequence number, sent now, retention counted afresh, receive count 0.
-    /// Messages with no known destination stay. Returns how many moved.
+    /// Moves up to `new_message_ids.len()` visible messages of `source_queue_id` (a
+    /// dead-letter queue) back: to `target`'s queue, or each to the queue its
+    /// DeadLetterQueueSourceArn names. A moved message keeps its body, attributes and group
+    /// but is a new message there: the next of `new_message_ids` as its MessageId, a new
+    /// sequence number, sent now, retention counted afresh, receive count 0. Groups with a
+    /// message in flight or delayed in the source keep their later messages there. Messages
+    /// with no known destination stay. Returns how many moved.
+    ///
+    /// With `task`, one step of that move task, in the same transaction: only while the
+    /// task is running under the lease's owner (otherwise nothing moves and the answer is
+    /// `None`), and it adds what moved to the task's progress and renews the lease.
     async fn move_messages(
         &self,
         source_queue_id: i64,
         target: MoveTarget,
-        limit: u32,
+        new_message_ids: Vec<String>,
         now_ms: i64,
-    ) -> Result<u64>;
+        task: Option<MoveTaskLease>,
+    ) -> Result<Option<u64>>;
 
-    /// Deletes every message of the queue. Returns how many.
-    async fn purge_queue(&self, queue_id: i64) -> Result<u64>;
+    // ----- message-move tasks
+
+    /// Records a new task (its `status` is stored as given, normally running) unless a
+    /// running task has the same source ARN; returns whether it was recorded.
+    async fn create_move_task(&self, task: MoveTaskRecord) -> Result<bool>;
+
+    /// The tasks of source ARN `source_arn`, newest first, at most `limit`.
+    async fn list_move_tasks(&self, source_arn: &str, limit: u32) -> Result<Vec<MoveTaskRecord>>;
+
+    /// Cancels the running task `handle`: it is cancelled at once, and the node running it
+    /// stops at its next step. Returns the task as it is now, or `None` when no running
+    /// task has this handle.
+    async fn cancel_move_task(&self, handle: &str) -> Result<Option<MoveTaskRecord>>;
+
+    /// Takes up to `limit` running tasks whose lease ended at or before `now_ms` (their
+    /// node stopped or died, or none ran them yet) for `owner`, leasing each until
+    /// `lease_until_ms`. Two nodes never take the same task.
+    async fn claim_move_tasks(
+        &self,
+        owner: &str,
+        now_ms: i64,
+        lease_until_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<MoveTaskRecord>>;
+
+    /// Ends the running task of `lease` with `status` (and `failure_reason`), if it is
+    /// still running under that owner. Returns whether it did.
+    async fn finish_move_task(
+        &self,
+        lease: MoveTaskLease,
+        status: MoveTaskStatus,
+        failure_reason: Option<String>,
+    ) -> Result<bool>;
+
+    /// Gives up every running task `owner` holds (a node stopping): their leases end now,
+    /// so another node, or this one started again, takes them over at once.
+    async fn release_move_tasks(&self, owner: &str) -> Result<()>;
+
+    /// Deletes every message of the queue, unless a purge recorded a hold that has not
+    /// ended at `now_ms` ([`PurgeOutcome::InProgress`], nothing deleted); when it purges it
+    /// records, in the same transaction, that the next purge may come at `next_after_ms`.
+    /// Two purges at once on two nodes: one purges, the other is refused.
+    async fn purge_queue(
+        &self,
+        queue_id: i64,
+        now_ms: i64,
+        next_after_ms: i64,
+    ) -> Result<PurgeOutcome>;
 
     /// Message counts of the queue at `now_ms`. Reads every message of the queue.
     async fn queue_counts(&self, queue_id: i64, now_ms: i64) -> Result<QueueCounts>;
@@ -139,8 +222,9 @@ pub trait Store: Send + Sync + 'static {
         now_ms: i64,
     ) -> Result<Vec<StoredMessage>>;
 
-    /// Drops messages whose retention ended at or before `now_ms`, and deduplication keys
-    /// whose window ended. Returns how many messages.
+    /// Drops messages whose retention ended at or before `now_ms`, and what else ended by
+    /// then: deduplication keys (queues and FIFO topics), receive attempts, deleted-queue
+    /// holds. Returns how many messages.
     async fn delete_expired(&self, now_ms: i64) -> Result<u64>;
 
     // ----- topics and subscriptions
@@ -159,6 +243,12 @@ pub trait Store: Send + Sync + 'static {
 
     /// Every topic, ordered by name.
     async fn list_topics(&self) -> Result<Vec<TopicRecord>>;
+
+    /// How many topics exist. The default counts [`Store::list_topics`]; engines override
+    /// it with a cheaper count.
+    async fn count_topics(&self) -> Result<u64> {
+        Ok(self.list_topics().await?.len() as u64)
+    }
 
     /// Deletes the topic and its subscriptions. Returns whether it existed.
     async fn delete_topic(&self, topic_id: i64) -> Result<bool>;
@@ -189,6 +279,16 @@ pub trait Store: Send + Sync + 'static {
         deliveries: Vec<NewDelivery>,
         records: Vec<RecordedMessage>,
     ) -> Result<Vec<SentMessage>>;
+
+    /// Publishes to a FIFO topic in one transaction, one publish to the topic at a time
+    /// (across nodes too): for each entry in order, a key recorded for the topic inside its
+    /// window makes it a duplicate (nothing fanned out; the original's MessageId and
+    /// sequence reported); otherwise the entry takes the topic's next sequence number
+    /// (strictly increasing per topic, kept with the topic), its key is recorded with that
+    /// number and its MessageId, and the queue messages `publish.fanout` builds for it are
+    /// stored as [`Store::send_messages`] does. Either all of it happens or none. `None`
+    /// when the topic does not exist.
+    async fn publish_fifo(&self, publish: FifoPublish) -> Result<Option<Vec<FifoPublished>>>;
 
     /// Takes up to `limit` deliveries due at `now_ms`, leasing each until `lease_until_ms`
     /// (a crashed worker's lease runs out and another takes the delivery).
@@ -252,6 +352,51 @@ pub trait Store: Send + Sync + 'static {
 
     /// Deletes the subscription. Returns whether it existed.
     async fn delete_subscription(&self, uuid: &str) -> Result<bool>;
+
+    // ----- mobile push platforms
+
+    /// Records platform application `arn` with `attributes` unless it exists (an
+    /// existing one is kept as it is).
+    async fn create_platform_application(
+        &self,
+        arn: &str,
+        attributes: BTreeMap<String, String>,
+    ) -> Result<()>;
+
+    /// Records endpoint `arn` of application `application_arn` for device token `token`,
+    /// unless the application has an endpoint for that token already: returns the ARN of
+    /// the endpoint the token has now (the existing one, or `arn`), or `None` when the
+    /// application does not exist.
+    async fn create_platform_endpoint(
+        &self,
+        application_arn: &str,
+        arn: &str,
+        token: &str,
+        attributes: BTreeMap<String, String>,
+    ) -> Result<Option<String>>;
+
+    /// The platform application or endpoint `arn`, if any.
+    async fn get_platform(&self, arn: &str) -> Result<Option<PlatformRecord>>;
+
+    /// Every platform application, ordered by ARN.
+    async fn list_platform_applications(&self) -> Result<Vec<PlatformRecord>>;
+
+    /// The endpoints of application `application_arn`, ordered by ARN.
+    async fn list_platform_endpoints(&self, application_arn: &str) -> Result<Vec<PlatformRecord>>;
+
+    /// Sets `attributes` (each name to its value, others kept) on the application or
+    /// endpoint `arn`, in one transaction; `token` also changes an endpoint's device token.
+    /// Returns whether `arn` exists.
+    async fn update_platform_attributes(
+        &self,
+        arn: &str,
+        attributes: BTreeMap<String, String>,
+        token: Option<String>,
+    ) -> Result<bool>;
+
+    /// Deletes the application `arn` with its endpoints, or the endpoint `arn`; nothing
+    /// when neither exists.
+    async fn delete_platform(&self, arn: &str) -> Result<()>;
 
     // ----- other nodes
 

@@ -7,8 +7,10 @@
 //!   migrations under an advisory lock, `FOR UPDATE SKIP LOCKED` claims, per-queue advisory
 //!   locks for FIFO groups, and LISTEN/NOTIFY wake-ups between nodes.
 //!
-//! Both pass one conformance suite, `tests/conformance.rs`.
+//! Both pass one conformance suite, `tests/conformance.rs`, and decide a FIFO receive with
+//! one walk (`fifo`), each reading its rows in its own SQL.
 
+mod fifo;
 pub mod postgres;
 pub mod sqlite;
 

@@ -18,6 +18,8 @@ type S = Arc<dyn Store>;
 /// A fixed "now" (ms); tests move time by passing later values.
 const T0: i64 = 1_700_000_000_000;
 const HOUR: i64 = 3_600_000;
+/// The 12-hour visibility cap the service passes.
+const H12: i64 = 12 * HOUR;
 
 // ----- engines
 
@@ -110,16 +112,26 @@ conformance!(
     fifo_order_and_group_locking,
     fifo_dead_letter_keeps_group_open,
     fifo_dedup,
+    receipt_tokens_and_limits_are_the_requests,
+    fifo_walk_reaches_past_its_first_window,
+    fifo_receive_sorts_expired_and_dead_letters_inside_groups,
+    fifo_receive_attempts_replay,
     purge,
     delete_expired_messages_and_keys,
     move_to_queue,
     move_to_sources,
+    move_tasks_are_rows_with_leases,
+    concurrent_move_task_claims_are_disjoint,
     topics_crud,
     subscriptions_crud,
     publish_stores_everything,
+    fifo_topic_publish_numbers_and_deduplicates,
+    concurrent_fifo_topic_publishes_number_in_queue_order,
     delivery_lease_retry_finish,
     recorded_messages,
     delete_recorded_by_filter,
+    platform_applications_and_endpoints,
+    concurrent_endpoint_creates_share_one_endpoint,
     wakeups_report_sends,
     concurrent_receivers_never_share_a_message,
     concurrent_fifo_receivers_keep_group_order,
@@ -160,6 +172,7 @@ fn msg(body: &str, now: i64) -> NewMessage {
 
 fn fifo_msg(body: &str, group: &str, dedup: &str, now: i64) -> NewMessage {
     NewMessage {
+        message_id: Some(format!("id-{body}")),
         group_id: Some(group.into()),
         dedup_id: Some(dedup.into()),
         dedup: Some(DedupKey {
@@ -191,10 +204,22 @@ fn req(q: i64, max: u32, now: i64, vis_ms: i64) -> ReceiveRequest {
         max_messages: max,
         now_ms: now,
         visibility_ms: vis_ms,
+        receipt_tokens: tokens(max),
         redrive: None,
         fifo: false,
         send_order: false,
+        attempt: None,
     }
+}
+
+/// `n` MessageIds for moved messages: `new-0`, `new-1`, ...
+fn ids(n: usize) -> Vec<String> {
+    (0..n).map(|i| format!("new-{i}")).collect()
+}
+
+/// `n` distinct receipt tokens, as the service would choose them.
+fn tokens(n: u32) -> Vec<i64> {
+    (0..n).map(|_| rand::random::<i64>() & i64::MAX).collect()
 }
 
 fn fifo_req(q: i64, max: u32, now: i64, vis_ms: i64) -> ReceiveRequest {
@@ -274,9 +299,24 @@ async fn queue_crud(s: S) {
     assert_eq!(got.created_at_ms, T0);
 
     send(&s, q.id, &["x", "y"], T0).await;
-    assert!(s.delete_queue(q.id).await.unwrap());
-    assert!(!s.delete_queue(q.id).await.unwrap());
+    assert_eq!(s.queue_recreate_after("b-queue").await.unwrap(), None);
+    assert!(s.delete_queue(q.id, T0 + 60_000).await.unwrap());
+    assert!(!s.delete_queue(q.id, T0 + 70_000).await.unwrap());
     assert_eq!(s.get_queue("b-queue").await.unwrap(), None);
+    // The hold is recorded with the delete (a missing queue records none), and swept
+    // once it has ended.
+    assert_eq!(
+        s.queue_recreate_after("b-queue").await.unwrap(),
+        Some(T0 + 60_000)
+    );
+    assert_eq!(s.queue_recreate_after("a-queue").await.unwrap(), None);
+    s.delete_expired(T0 + 59_999).await.unwrap();
+    assert_eq!(
+        s.queue_recreate_after("b-queue").await.unwrap(),
+        Some(T0 + 60_000)
+    );
+    s.delete_expired(T0 + 60_000).await.unwrap();
+    assert_eq!(s.queue_recreate_after("b-queue").await.unwrap(), None);
     // Its messages went with it.
     let out = s.receive(req(q.id, 10, T0, 1000)).await.unwrap();
     assert!(out.messages.is_empty());
@@ -294,7 +334,7 @@ async fn send_receive_delete(s: S) {
     assert_eq!(sent.len(), 3);
     assert!(sent.windows(2).all(|w| w[0].seq < w[1].seq));
     for m in &sent {
-        assert_eq!(m.message_id, format!("msg-{}", m.seq));
+        assert_eq!(m.message_id, None, "stored without an id");
         assert!(!m.duplicate);
     }
 
@@ -335,14 +375,8 @@ async fn send_receive_delete(s: S) {
         s.delete_message(other, sent[1].seq, None).await.unwrap(),
         DeleteOutcome::NotFound
     );
-    assert!(s
-        .delete_message_by_id(q, &sent[1].message_id)
-        .await
-        .unwrap());
-    assert!(!s
-        .delete_message_by_id(q, &sent[1].message_id)
-        .await
-        .unwrap());
+    assert!(s.delete_unnamed_message(q, sent[1].seq).await.unwrap());
+    assert!(!s.delete_unnamed_message(q, sent[1].seq).await.unwrap());
     // After the timeout the remaining one comes back, received a second time.
     let out = s.receive(req(q, 10, now + 30_000, 1000)).await.unwrap();
     assert_eq!(bodies(&out), ["three"]);
@@ -391,18 +425,18 @@ async fn explicit_message_ids(s: S) {
     m.system_attributes = Some(r#"{"AWSTraceHeader":{"DataType":"String"}}"#.into());
     m.group_id = Some("g".into());
     let sent = s.send_messages(vec![(q, m.clone())]).await.unwrap();
-    assert_eq!(sent[0].message_id, "5fea7756-0ea4-451a-a703-a558b933e274");
+    assert_eq!(
+        sent[0].message_id.as_deref(),
+        Some("5fea7756-0ea4-451a-a703-a558b933e274")
+    );
     let out = s.receive(req(q, 1, T0, 1000)).await.unwrap();
     let got = &out.messages[0];
     assert_eq!(got.message_id, sent[0].message_id);
     assert_eq!(got.message_attributes, m.message_attributes);
     assert_eq!(got.system_attributes, m.system_attributes);
     assert_eq!(got.group_id.as_deref(), Some("g"));
-    // `msg-N` names only messages without an explicit id.
-    assert!(!s
-        .delete_message_by_id(q, &format!("msg-{}", sent[0].seq))
-        .await
-        .unwrap());
+    // A delete by sequence number takes only messages stored without an id.
+    assert!(!s.delete_unnamed_message(q, sent[0].seq).await.unwrap());
     assert!(s
         .delete_message_by_id(q, "5fea7756-0ea4-451a-a703-a558b933e274")
         .await
@@ -414,29 +448,44 @@ async fn visibility_changes(s: S) {
     let sent = send(&s, q, &["a"], T0).await;
     let seq = sent[0].seq;
     assert_eq!(
-        s.change_visibility(q, seq + 1000, None, T0, T0 + 5)
+        s.change_visibility(q, seq + 1000, None, T0, T0 + 5, H12)
             .await
             .unwrap(),
         VisibilityChange::NotFound
     );
     assert_eq!(
-        s.change_visibility(q, seq, None, T0, T0 + 5).await.unwrap(),
+        s.change_visibility(q, seq, None, T0, T0 + 5, H12)
+            .await
+            .unwrap(),
         VisibilityChange::NotInflight,
         "never received"
     );
     let out = s.receive(req(q, 1, T0, 30_000)).await.unwrap();
     let token = out.messages[0].receipt_token;
     assert_eq!(
-        s.change_visibility(q, seq, Some(token ^ 1), T0, T0 + 5)
+        s.change_visibility(q, seq, Some(token ^ 1), T0, T0 + 5, H12)
             .await
             .unwrap(),
         VisibilityChange::Stale
     );
     assert_eq!(
-        s.change_visibility(q, seq, Some(token), T0 + 1, T0 + 60_000)
+        s.change_visibility(q, seq, Some(token), T0 + 1, T0 + 60_000, H12)
             .await
             .unwrap(),
         VisibilityChange::Changed
+    );
+    // The cap is the service's: 60 s after the receive passes a 50 s cap.
+    assert_eq!(
+        s.change_visibility(q, seq, Some(token), T0 + 1, T0 + 60_001, 50_000)
+            .await
+            .unwrap(),
+        VisibilityChange::TooLong
+    );
+    assert_eq!(
+        s.change_visibility(q, seq, Some(token), T0 + 1, T0 + H12 + 1, H12)
+            .await
+            .unwrap(),
+        VisibilityChange::TooLong
     );
     // Hidden until the new time, not the old one.
     let out = s.receive(req(q, 1, T0 + 30_001, 1000)).await.unwrap();
@@ -444,13 +493,13 @@ async fn visibility_changes(s: S) {
     assert_eq!(out.next_visible_at_ms, Some(T0 + 60_000));
     // Visible now: change to "now".
     assert_eq!(
-        s.change_visibility(q, seq, None, T0 + 2, T0 + 2)
+        s.change_visibility(q, seq, None, T0 + 2, T0 + 2, H12)
             .await
             .unwrap(),
         VisibilityChange::Changed
     );
     assert_eq!(
-        s.change_visibility(q, seq, None, T0 + 3, T0 + 50)
+        s.change_visibility(q, seq, None, T0 + 3, T0 + 50, H12)
             .await
             .unwrap(),
         VisibilityChange::NotInflight,
@@ -498,7 +547,7 @@ async fn visibility_order_and_send_order(s: S) {
     let standard = s.receive(req(q, 1, later, 1000)).await.unwrap();
     assert_eq!(bodies(&standard), ["m2"], "longest visible first");
     assert_eq!(
-        s.change_visibility(q, sent[1].seq, None, later, later)
+        s.change_visibility(q, sent[1].seq, None, later, later, H12)
             .await
             .unwrap(),
         VisibilityChange::Changed
@@ -572,8 +621,8 @@ async fn receive_drops_expired(s: S) {
     let out = s.receive(req(q, 10, T0 + 2000, 1000)).await.unwrap();
     assert_eq!(bodies(&out), ["fresh"]);
     assert_eq!(
-        s.purge_queue(q).await.unwrap(),
-        1,
+        s.purge_queue(q, T0, T0).await.unwrap(),
+        PurgeOutcome::Purged(1),
         "the expired one is gone"
     );
 }
@@ -584,8 +633,9 @@ async fn dead_letter_in_receive(s: S) {
     let sent = send(&s, q, &["poison", "ok"], T0).await;
     let rule = RedriveRule {
         dlq_queue_id: dlq,
-        max_receive_count: 2,
+        moves_at_receive_count: 2,
         source_arn: "arn:aws:sqs:us-east-1:000000000000:src".into(),
+        dedup_id_from_message_id: false,
     };
     let r = |now: i64| ReceiveRequest {
         redrive: Some(rule.clone()),
@@ -606,6 +656,10 @@ async fn dead_letter_in_receive(s: S) {
     assert_eq!(bodies(&out), ["poison"]);
     let m = &out.messages[0];
     assert_eq!(m.message_id, sent[0].message_id, "keeps its id");
+    assert_eq!(
+        m.dedup_id, None,
+        "a standard queue's rule keeps the dedup id as it was"
+    );
     assert_eq!(m.seq, sent[0].seq);
     assert_eq!(m.queue_id, dlq);
     assert_eq!(
@@ -679,8 +733,9 @@ async fn fifo_dead_letter_keeps_group_open(s: S) {
     .unwrap();
     let rule = RedriveRule {
         dlq_queue_id: dlq,
-        max_receive_count: 1,
+        moves_at_receive_count: 1,
         source_arn: "arn:src".into(),
+        dedup_id_from_message_id: true,
     };
     let r = |now: i64| ReceiveRequest {
         redrive: Some(rule.clone()),
@@ -696,6 +751,11 @@ async fn fifo_dead_letter_keeps_group_open(s: S) {
     assert_eq!(
         out.messages[0].dead_letter_source.as_deref(),
         Some("arn:src")
+    );
+    assert_eq!(
+        out.messages[0].dedup_id.as_deref(),
+        Some("id-x1"),
+        "the rule said: the MessageId becomes the MessageDeduplicationId"
     );
 }
 
@@ -743,15 +803,266 @@ async fn fifo_dedup(s: S) {
     assert_eq!(bodies(&out), ["one", "two", "one later", "one in H"]);
 }
 
+async fn receipt_tokens_and_limits_are_the_requests(s: S) {
+    let q = queue(&s, "tokens").await;
+    let f = queue(&s, "tokens.fifo").await;
+    send(&s, q, &["a", "b", "c"], T0).await;
+    s.send_messages(vec![
+        (f, fifo_msg("f1", "G", "1", T0)),
+        (f, fifo_msg("f2", "G", "2", T0)),
+    ])
+    .await
+    .unwrap();
+    for (queue, fifo) in [(q, false), (f, true)] {
+        // Nothing asked, nothing claimed.
+        let none = s
+            .receive(ReceiveRequest {
+                fifo,
+                ..req(queue, 0, T0, 30_000)
+            })
+            .await
+            .unwrap();
+        assert!(none.messages.is_empty());
+        // Two asked: the first two tokens, in the order the messages come.
+        let given = vec![11, 22, 33];
+        let out = s
+            .receive(ReceiveRequest {
+                fifo,
+                receipt_tokens: given.clone(),
+                ..req(queue, 2, T0, 30_000)
+            })
+            .await
+            .unwrap();
+        let got: Vec<i64> = out.messages.iter().map(|m| m.receipt_token).collect();
+        assert_eq!(got, [11, 22], "fifo {fifo}");
+    }
+    // More than ten, when asked (the 1..10 rule is the service's).
+    let many = queue(&s, "many").await;
+    let bodies_12: Vec<String> = (0..12).map(|i| format!("m{i}")).collect();
+    let refs: Vec<&str> = bodies_12.iter().map(String::as_str).collect();
+    send(&s, many, &refs, T0).await;
+    let out = s.receive(req(many, 12, T0, 30_000)).await.unwrap();
+    assert_eq!(out.messages.len(), 12);
+}
+
+async fn fifo_walk_reaches_past_its_first_window(s: S) {
+    // 600 messages in 30 groups, round robin: a receive of 10 must walk past its first
+    // window (56 rows) to find ten of the first group, and take them in order.
+    let q = queue(&s, "walk.fifo").await;
+    let mut msgs = Vec::new();
+    for i in 0..600 {
+        let g = format!("g{:02}", i % 30);
+        msgs.push((
+            q,
+            fifo_msg(&format!("{g}-{}", i / 30), &g, &format!("d{i}"), T0),
+        ));
+    }
+    for chunk in msgs.chunks(100) {
+        s.send_messages(chunk.to_vec()).await.unwrap();
+    }
+    let out = s.receive(fifo_req(q, 10, T0, 30_000)).await.unwrap();
+    let want: Vec<String> = (0..10).map(|i| format!("g00-{i}")).collect();
+    assert_eq!(bodies(&out), want);
+    // The next receive skips the locked group and takes the second one.
+    let out = s.receive(fifo_req(q, 10, T0, 30_000)).await.unwrap();
+    let want: Vec<String> = (0..10).map(|i| format!("g01-{i}")).collect();
+    assert_eq!(bodies(&out), want);
+    // One message per group: a receive takes the first message of each of the first
+    // groups, in send order.
+    let q2 = queue(&s, "spread.fifo").await;
+    let spread: Vec<(i64, NewMessage)> = (0..100)
+        .map(|i| {
+            let g = format!("h{i:03}");
+            (q2, fifo_msg(&g, &g, &format!("e{i}"), T0))
+        })
+        .collect();
+    s.send_messages(spread).await.unwrap();
+    let out = s.receive(fifo_req(q2, 10, T0, 30_000)).await.unwrap();
+    let want: Vec<String> = (0..10).map(|i| format!("h{i:03}")).collect();
+    assert_eq!(bodies(&out), want, "one of each of the first ten groups");
+}
+
+async fn fifo_receive_sorts_expired_and_dead_letters_inside_groups(s: S) {
+    // Group A: a1 expired, a2 past the redrive threshold, a3 and a4 fine; group B behind
+    // them with b1; group C's c1 is in flight, c2 waits behind it.
+    let q = queue(&s, "mixed.fifo").await;
+    let dlq = queue(&s, "mixed-dlq.fifo").await;
+    let mut a1 = fifo_msg("a1", "A", "1", T0);
+    a1.expires_at_ms = T0 + 5;
+    let mut a2 = fifo_msg("a2", "A", "2", T0);
+    a2.receive_count = 3;
+    let msgs = vec![
+        (q, fifo_msg("c1", "C", "0", T0)),
+        (q, a1),
+        (q, fifo_msg("b1", "B", "3", T0)),
+        (q, a2),
+        (q, fifo_msg("c2", "C", "4", T0)),
+        (q, fifo_msg("a3", "A", "5", T0)),
+        (q, fifo_msg("a4", "A", "6", T0)),
+    ];
+    s.send_messages(msgs).await.unwrap();
+    let c1 = s.receive(fifo_req(q, 1, T0, 60_000)).await.unwrap();
+    assert_eq!(bodies(&c1), ["c1"]);
+    let rule = RedriveRule {
+        dlq_queue_id: dlq,
+        moves_at_receive_count: 3,
+        source_arn: "arn:mixed".into(),
+        dedup_id_from_message_id: true,
+    };
+    let out = s
+        .receive(ReceiveRequest {
+            redrive: Some(rule),
+            ..fifo_req(q, 3, T0 + 10, 60_000)
+        })
+        .await
+        .unwrap();
+    // B's b1 comes before A's first candidate (a3), so B is the first group.
+    assert_eq!(bodies(&out), ["b1", "a3", "a4"]);
+    assert_eq!(out.dead_lettered, 1);
+    let moved = s.receive(fifo_req(dlq, 10, T0 + 10, 60_000)).await.unwrap();
+    assert_eq!(bodies(&moved), ["a2"]);
+    let counts = s.queue_counts(q, T0 + 10).await.unwrap();
+    assert_eq!(
+        (counts.visible, counts.in_flight),
+        (1, 4),
+        "a1 dropped; c2 waits behind c1"
+    );
+}
+
+async fn fifo_receive_attempts_replay(s: S) {
+    let q = queue(&s, "attempt.fifo").await;
+    s.send_messages(vec![
+        (q, fifo_msg("a1", "A", "1", T0)),
+        (q, fifo_msg("a2", "A", "2", T0)),
+        (q, fifo_msg("b1", "B", "3", T0)),
+    ])
+    .await
+    .unwrap();
+    let attempt = |id: &str, expires: i64| {
+        Some(ReceiveAttempt {
+            id: id.into(),
+            expires_at_ms: expires,
+        })
+    };
+    let first = s
+        .receive(ReceiveRequest {
+            attempt: attempt("try-1", T0 + 30_000),
+            ..fifo_req(q, 2, T0, 30_000)
+        })
+        .await
+        .unwrap();
+    assert!(!first.replayed);
+    assert_eq!(bodies(&first), ["a1", "a2"]);
+    // The retry: the same messages and receipts, hidden again from its own time.
+    let retry = s
+        .receive(ReceiveRequest {
+            attempt: attempt("try-1", T0 + 40_000),
+            ..fifo_req(q, 2, T0 + 10_000, 30_000)
+        })
+        .await
+        .unwrap();
+    assert!(retry.replayed);
+    assert_eq!(bodies(&retry), ["a1", "a2"]);
+    let tokens =
+        |o: &ReceiveOutcome| -> Vec<i64> { o.messages.iter().map(|m| m.receipt_token).collect() };
+    assert_eq!(tokens(&retry), tokens(&first));
+    assert_eq!(retry.messages[0].visible_at_ms, T0 + 40_000);
+    assert_eq!(retry.messages[0].receive_count, 1, "not received again");
+    // Another attempt id is another receive.
+    let other = s
+        .receive(ReceiveRequest {
+            attempt: attempt("try-2", T0 + 40_000),
+            ..fifo_req(q, 10, T0 + 10_000, 30_000)
+        })
+        .await
+        .unwrap();
+    assert!(!other.replayed);
+    assert_eq!(bodies(&other), ["b1"]);
+    // A message deleted meanwhile is left out of a replay.
+    assert_eq!(
+        s.delete_message(q, first.messages[0].seq, None)
+            .await
+            .unwrap(),
+        DeleteOutcome::Deleted
+    );
+    let retry = s
+        .receive(ReceiveRequest {
+            attempt: attempt("try-1", T0 + 40_000),
+            ..fifo_req(q, 2, T0 + 20_000, 30_000)
+        })
+        .await
+        .unwrap();
+    assert!(retry.replayed);
+    assert_eq!(bodies(&retry), ["a2"]);
+    // After the window the id is free: a new receive (a2 is still in flight, so none).
+    let late = s
+        .receive(ReceiveRequest {
+            attempt: attempt("try-1", T0 + 90_000),
+            ..fifo_req(q, 2, T0 + 30_000, 30_000)
+        })
+        .await
+        .unwrap();
+    assert!(!late.replayed);
+    assert!(late.messages.is_empty(), "group A is locked by a2, B by b1");
+    // A receive that claims nothing records nothing: a retry then receives afresh.
+    let empty_q = queue(&s, "empty.fifo").await;
+    let none = s
+        .receive(ReceiveRequest {
+            attempt: attempt("try-3", T0 + 30_000),
+            ..fifo_req(empty_q, 1, T0, 30_000)
+        })
+        .await
+        .unwrap();
+    assert!(none.messages.is_empty() && !none.replayed);
+    s.send_messages(vec![(empty_q, fifo_msg("late", "A", "9", T0))])
+        .await
+        .unwrap();
+    let got = s
+        .receive(ReceiveRequest {
+            attempt: attempt("try-3", T0 + 30_000),
+            ..fifo_req(empty_q, 1, T0 + 1, 30_000)
+        })
+        .await
+        .unwrap();
+    assert_eq!(bodies(&got), ["late"]);
+    assert!(!got.replayed);
+}
+
 async fn purge(s: S) {
     let q = queue(&s, "p").await;
     let other = queue(&s, "keep").await;
     send(&s, q, &["1", "2", "3"], T0).await;
     send(&s, other, &["x"], T0).await;
     s.receive(req(q, 1, T0, 60_000)).await.unwrap();
-    assert_eq!(s.purge_queue(q).await.unwrap(), 3, "in-flight ones too");
-    assert_eq!(s.purge_queue(q).await.unwrap(), 0);
+    assert_eq!(
+        s.purge_queue(q, T0, T0 + 60_000).await.unwrap(),
+        PurgeOutcome::Purged(3),
+        "in-flight ones too"
+    );
+    send(&s, q, &["4"], T0).await;
+    // Inside the hold: refused, nothing deleted.
+    assert_eq!(
+        s.purge_queue(q, T0 + 59_999, T0 + 119_999).await.unwrap(),
+        PurgeOutcome::InProgress
+    );
+    assert_eq!(s.queue_counts(q, T0).await.unwrap().visible, 1);
+    assert_eq!(
+        s.purge_queue(q, T0 + 60_000, T0 + 120_000).await.unwrap(),
+        PurgeOutcome::Purged(1)
+    );
+    // Another queue has its own hold.
     assert_eq!(s.queue_counts(other, T0).await.unwrap().visible, 1);
+    assert_eq!(
+        s.purge_queue(other, T0 + 60_000, T0 + 120_000)
+            .await
+            .unwrap(),
+        PurgeOutcome::Purged(1)
+    );
+    // A queue that does not exist has nothing to purge and holds nothing.
+    assert_eq!(
+        s.purge_queue(i64::MAX, T0, T0 + 60_000).await.unwrap(),
+        PurgeOutcome::Purged(0)
+    );
 }
 
 async fn delete_expired_messages_and_keys(s: S) {
@@ -790,27 +1101,40 @@ async fn move_to_queue(s: S) {
         .await
         .unwrap();
     assert_eq!(
-        s.move_messages(dlq, MoveTarget::Queue(to), 2, T0 + 5)
+        s.move_messages(dlq, MoveTarget::Queue(to), ids(2), T0 + 5, None)
             .await
-            .unwrap(),
+            .unwrap()
+            .expect("no task to stop it"),
         2
     );
     assert_eq!(
-        s.move_messages(dlq, MoveTarget::Queue(to), 2, T0 + 5)
+        s.move_messages(dlq, MoveTarget::Queue(to), ids(2), T0 + 5, None)
             .await
-            .unwrap(),
+            .unwrap()
+            .expect("no task to stop it"),
         1
     );
     assert_eq!(
-        s.move_messages(dlq, MoveTarget::Queue(to), 2, T0 + 5)
+        s.move_messages(dlq, MoveTarget::Queue(to), ids(2), T0 + 5, None)
             .await
-            .unwrap(),
+            .unwrap()
+            .expect("no task to stop it"),
         0
     );
     let out = s.receive(req(to, 10, T0 + 5, 1000)).await.unwrap();
     assert_eq!(bodies(&out), ["moved", "m2", "m3"]);
     let m = &out.messages[0];
-    assert_ne!(m.message_id, "id-1", "a redriven message is a new message");
+    assert_eq!(
+        m.message_id.as_deref(),
+        Some("new-0"),
+        "a redriven message is a new message, named as the service chose"
+    );
+    assert_eq!(out.messages[1].message_id.as_deref(), Some("new-1"));
+    assert_eq!(
+        out.messages[2].message_id.as_deref(),
+        Some("new-0"),
+        "the second move starts the list again"
+    );
     assert_eq!(m.receive_count, 1, "starts afresh");
     assert_eq!(m.first_received_at_ms, Some(T0 + 5));
     assert_eq!(m.dead_letter_source, None);
@@ -842,7 +1166,13 @@ async fn move_to_sources(s: S) {
     .await
     .unwrap();
     let target = MoveTarget::Sources(vec![("arn:a".into(), a), ("arn:b".into(), b)]);
-    assert_eq!(s.move_messages(dlq, target, 10, T0).await.unwrap(), 2);
+    assert_eq!(
+        s.move_messages(dlq, target, ids(10), T0, None)
+            .await
+            .unwrap()
+            .expect("no task to stop it"),
+        2
+    );
     assert_eq!(
         bodies(&s.receive(req(a, 10, T0, 1)).await.unwrap()),
         ["to-a"]
@@ -860,6 +1190,289 @@ async fn move_to_sources(s: S) {
         },
         "messages with no known destination stay"
     );
+}
+
+fn task(handle: &str, source: &str, owner: Option<&str>, lease_until: i64) -> MoveTaskRecord {
+    MoveTaskRecord {
+        handle: handle.into(),
+        source_arn: format!("arn:{source}"),
+        source_queue: source.into(),
+        destination_arn: None,
+        max_per_second: Some(5),
+        status: MoveTaskStatus::Running,
+        moved: 0,
+        to_move: 3,
+        failure_reason: None,
+        started_at_ms: T0,
+        owner: owner.map(str::to_owned),
+        lease_until_ms: lease_until,
+    }
+}
+
+fn lease(handle: &str, owner: &str, until: i64) -> MoveTaskLease {
+    MoveTaskLease {
+        handle: handle.into(),
+        owner: owner.into(),
+        lease_until_ms: until,
+    }
+}
+
+async fn move_tasks_are_rows_with_leases(s: S) {
+    let dlq = queue(&s, "t-dlq").await;
+    let to = queue(&s, "t-to").await;
+    send(&s, dlq, &["1", "2", "3"], T0).await;
+    assert!(s
+        .create_move_task(task("h1", "t-dlq", Some("A"), T0 + 10_000))
+        .await
+        .unwrap());
+    // One running task per source.
+    assert!(!s
+        .create_move_task(task("h2", "t-dlq", Some("B"), T0 + 10_000))
+        .await
+        .unwrap());
+    // A's lease holds: nobody claims it.
+    assert_eq!(
+        s.claim_move_tasks("B", T0 + 9_999, T0 + 20_000, 10)
+            .await
+            .unwrap(),
+        []
+    );
+    // A step under A's lease moves and counts, and renews the lease.
+    let step = |owner: &str, until: i64| {
+        let s = s.clone();
+        let l = lease("h1", owner, until);
+        async move {
+            s.move_messages(dlq, MoveTarget::Queue(to), ids(1), T0 + 1, Some(l))
+                .await
+                .unwrap()
+        }
+    };
+    assert_eq!(step("A", T0 + 15_000).await, Some(1));
+    let listed = s.list_move_tasks("arn:t-dlq", 10).await.unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].moved, 1);
+    assert_eq!(listed[0].lease_until_ms, T0 + 15_000);
+    assert_eq!(listed[0].owner.as_deref(), Some("A"));
+    // The lease ends: B takes the task over; A's next step moves nothing.
+    let taken = s
+        .claim_move_tasks("B", T0 + 15_000, T0 + 25_000, 10)
+        .await
+        .unwrap();
+    assert_eq!(taken.len(), 1);
+    assert_eq!((taken[0].handle.as_str(), taken[0].moved), ("h1", 1));
+    assert_eq!(step("A", T0 + 30_000).await, None);
+    assert_eq!(s.queue_counts(dlq, T0 + 1).await.unwrap().visible, 2);
+    assert_eq!(step("B", T0 + 30_000).await, Some(1));
+    // Only the holder finishes it.
+    assert!(!s
+        .finish_move_task(lease("h1", "A", 0), MoveTaskStatus::Completed, None)
+        .await
+        .unwrap());
+    // Cancel, from anywhere: the holder's next step moves nothing.
+    let cancelled = s.cancel_move_task("h1").await.unwrap().expect("running");
+    assert_eq!(cancelled.status, MoveTaskStatus::Cancelled);
+    assert_eq!(cancelled.moved, 2);
+    assert_eq!(s.cancel_move_task("h1").await.unwrap(), None);
+    assert_eq!(step("B", T0 + 30_000).await, None);
+    assert_eq!(s.queue_counts(dlq, T0 + 1).await.unwrap().visible, 1);
+    assert!(!s
+        .finish_move_task(lease("h1", "B", 0), MoveTaskStatus::Completed, None)
+        .await
+        .unwrap());
+    // A new task for the source now; the list is newest first.
+    assert!(s
+        .create_move_task(task("h3", "t-dlq", Some("B"), T0 + 40_000))
+        .await
+        .unwrap());
+    let listed = s.list_move_tasks("arn:t-dlq", 10).await.unwrap();
+    let handles: Vec<&str> = listed.iter().map(|t| t.handle.as_str()).collect();
+    assert_eq!(handles, ["h3", "h1"]);
+    assert_eq!(s.list_move_tasks("arn:t-dlq", 1).await.unwrap().len(), 1);
+    assert_eq!(s.list_move_tasks("arn:other", 10).await.unwrap(), []);
+    // B stops: its lease is given up, so anyone takes the task at once.
+    s.release_move_tasks("B").await.unwrap();
+    let taken = s.claim_move_tasks("C", T0, T0 + 10_000, 10).await.unwrap();
+    assert_eq!(taken.len(), 1);
+    assert_eq!(taken[0].handle, "h3");
+    assert!(s
+        .finish_move_task(
+            lease("h3", "C", 0),
+            MoveTaskStatus::Failed,
+            Some("the source is gone".into())
+        )
+        .await
+        .unwrap());
+    let listed = s.list_move_tasks("arn:t-dlq", 1).await.unwrap();
+    assert_eq!(listed[0].status, MoveTaskStatus::Failed);
+    assert_eq!(
+        listed[0].failure_reason.as_deref(),
+        Some("the source is gone")
+    );
+    assert_eq!(listed[0].owner, None);
+    assert_eq!(
+        s.claim_move_tasks("D", T0 + HOUR, T0 + HOUR, 10)
+            .await
+            .unwrap(),
+        []
+    );
+}
+
+async fn concurrent_move_task_claims_are_disjoint(s: S) {
+    for i in 0..12 {
+        assert!(s
+            .create_move_task(task(&format!("h{i}"), &format!("q{i}"), None, 0))
+            .await
+            .unwrap());
+    }
+    let mut claimers = Vec::new();
+    for n in 0..4 {
+        let s = s.clone();
+        claimers.push(tokio::spawn(async move {
+            s.claim_move_tasks(&format!("node-{n}"), T0, T0 + 10_000, 5)
+                .await
+                .unwrap()
+        }));
+    }
+    let mut seen = HashSet::new();
+    for c in claimers {
+        for t in c.await.unwrap() {
+            assert!(seen.insert(t.handle.clone()), "{} claimed twice", t.handle);
+        }
+    }
+    assert_eq!(seen.len(), 12);
+}
+
+// ----- mobile push platforms
+
+const APP: &str = "arn:aws:sns:us-east-1:000000000000:app/GCM/app";
+
+fn endpoint_arn(n: u32) -> String {
+    format!("arn:aws:sns:us-east-1:000000000000:endpoint/GCM/app/e{n}")
+}
+
+async fn platform_applications_and_endpoints(s: S) {
+    assert_eq!(
+        s.create_platform_endpoint(APP, &endpoint_arn(0), "tok", BTreeMap::new())
+            .await
+            .unwrap(),
+        None,
+        "no application yet"
+    );
+    s.create_platform_application(APP, map(&[("PlatformCredential", "k")]))
+        .await
+        .unwrap();
+    // Creating it again keeps the first one's attributes.
+    s.create_platform_application(APP, map(&[("PlatformCredential", "other")]))
+        .await
+        .unwrap();
+    let other_app = "arn:aws:sns:us-east-1:000000000000:app/APNS/b";
+    s.create_platform_application(other_app, BTreeMap::new())
+        .await
+        .unwrap();
+    let apps: Vec<String> = s
+        .list_platform_applications()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| r.arn)
+        .collect();
+    assert_eq!(apps, [other_app, APP]);
+    assert_eq!(
+        s.get_platform(APP).await.unwrap().unwrap().attributes,
+        map(&[("PlatformCredential", "k")])
+    );
+    let e1 = s
+        .create_platform_endpoint(APP, &endpoint_arn(1), "tok-1", map(&[("Token", "tok-1")]))
+        .await
+        .unwrap();
+    assert_eq!(e1, Some(endpoint_arn(1)));
+    // The same token: the endpoint it has.
+    let again = s
+        .create_platform_endpoint(APP, &endpoint_arn(9), "tok-1", BTreeMap::new())
+        .await
+        .unwrap();
+    assert_eq!(again, Some(endpoint_arn(1)));
+    s.create_platform_endpoint(APP, &endpoint_arn(2), "tok-2", BTreeMap::new())
+        .await
+        .unwrap();
+    let listed: Vec<String> = s
+        .list_platform_endpoints(APP)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| r.arn)
+        .collect();
+    assert_eq!(listed, [endpoint_arn(1), endpoint_arn(2)]);
+    assert_eq!(s.list_platform_endpoints(other_app).await.unwrap(), []);
+    // Attributes merge; a new token moves the endpoint to it.
+    assert!(s
+        .update_platform_attributes(
+            &endpoint_arn(1),
+            map(&[("Enabled", "false"), ("Token", "tok-new")]),
+            Some("tok-new".into())
+        )
+        .await
+        .unwrap());
+    assert_eq!(
+        s.get_platform(&endpoint_arn(1))
+            .await
+            .unwrap()
+            .unwrap()
+            .attributes,
+        map(&[("Enabled", "false"), ("Token", "tok-new")])
+    );
+    assert_eq!(
+        s.create_platform_endpoint(APP, &endpoint_arn(3), "tok-new", BTreeMap::new())
+            .await
+            .unwrap(),
+        Some(endpoint_arn(1))
+    );
+    assert!(!s
+        .update_platform_attributes(&endpoint_arn(7), BTreeMap::new(), None)
+        .await
+        .unwrap());
+    assert!(s
+        .update_platform_attributes(APP, map(&[("EventEndpointCreated", "arn:t")]), None)
+        .await
+        .unwrap());
+    assert_eq!(
+        s.get_platform(APP).await.unwrap().unwrap().attributes,
+        map(&[
+            ("EventEndpointCreated", "arn:t"),
+            ("PlatformCredential", "k")
+        ])
+    );
+    // An endpoint alone, then the application with the rest.
+    s.delete_platform(&endpoint_arn(2)).await.unwrap();
+    assert_eq!(s.get_platform(&endpoint_arn(2)).await.unwrap(), None);
+    assert!(s.get_platform(APP).await.unwrap().is_some());
+    s.delete_platform(APP).await.unwrap();
+    assert_eq!(s.get_platform(APP).await.unwrap(), None);
+    assert_eq!(s.get_platform(&endpoint_arn(1)).await.unwrap(), None);
+    s.delete_platform(APP).await.unwrap();
+    assert_eq!(s.list_platform_applications().await.unwrap().len(), 1);
+}
+
+async fn concurrent_endpoint_creates_share_one_endpoint(s: S) {
+    s.create_platform_application(APP, BTreeMap::new())
+        .await
+        .unwrap();
+    let mut tasks = Vec::new();
+    for n in 0..8 {
+        let s = s.clone();
+        tasks.push(tokio::spawn(async move {
+            s.create_platform_endpoint(APP, &endpoint_arn(n), "shared", BTreeMap::new())
+                .await
+                .unwrap()
+                .unwrap()
+        }));
+    }
+    let mut arns = HashSet::new();
+    for t in tasks {
+        arns.insert(t.await.unwrap());
+    }
+    assert_eq!(arns.len(), 1, "one endpoint for one token: {arns:?}");
+    assert_eq!(s.list_platform_endpoints(APP).await.unwrap().len(), 1);
 }
 
 // ----- topics
@@ -1000,7 +1613,7 @@ async fn publish_stores_everything(s: S) {
         .await
         .unwrap();
     assert_eq!(sent.len(), 2);
-    assert_eq!(sent[0].message_id, "m-1");
+    assert_eq!(sent[0].message_id.as_deref(), Some("m-1"));
     assert_eq!(s.queue_counts(q1, T0).await.unwrap().visible, 1);
     assert_eq!(s.queue_counts(q2, T0).await.unwrap().visible, 1);
     let pending = s.list_deliveries(None, 10).await.unwrap();
@@ -1034,6 +1647,174 @@ async fn publish_stores_everything(s: S) {
         .await
         .unwrap();
     assert!(again[0].duplicate);
+}
+
+/// A fan-out that puts one message per entry in `q`, its body naming the entry and the
+/// sequence number it was given, and counts its calls.
+fn fanout_to(q: i64, calls: Arc<Mutex<Vec<(usize, i64)>>>) -> FifoFanout {
+    Arc::new(move |i, sequence| {
+        calls.lock().unwrap().push((i, sequence));
+        let body = format!("entry {i} seq {sequence}");
+        vec![(q, fifo_msg(&body, "G", &format!("q-{i}-{sequence}"), T0))]
+    })
+}
+
+fn topic_entry(id: &str, scope: &str, key: &str, expires: i64) -> FifoPublishEntry {
+    FifoPublishEntry {
+        message_id: id.into(),
+        dedup: DedupKey {
+            scope: scope.into(),
+            id: key.into(),
+            expires_at_ms: expires,
+        },
+    }
+}
+
+async fn fifo_topic_publish_numbers_and_deduplicates(s: S) {
+    let (t, _) = s
+        .create_topic("t.fifo", BTreeMap::new(), BTreeMap::new(), T0)
+        .await
+        .unwrap();
+    let q = queue(&s, "sub.fifo").await;
+    let calls = Arc::new(Mutex::new(Vec::new()));
+    let publish = |entries: Vec<FifoPublishEntry>, now: i64| FifoPublish {
+        topic_id: t.id,
+        now_ms: now,
+        entries,
+        fanout: fanout_to(q, calls.clone()),
+    };
+    let window = T0 + 300_000;
+    // A batch: a, b, a again (a duplicate inside the batch), and `a` in group scope "G2".
+    let out = s
+        .publish_fifo(publish(
+            vec![
+                topic_entry("m-a", "", "a", window),
+                topic_entry("m-b", "", "b", window),
+                topic_entry("m-a2", "", "a", window),
+                topic_entry("m-g2", "G2", "a", window),
+            ],
+            T0,
+        ))
+        .await
+        .unwrap()
+        .expect("the topic exists");
+    let seqs: Vec<i64> = out.iter().map(|p| p.sequence).collect();
+    assert!(seqs[0] < seqs[1] && seqs[1] < seqs[3], "{seqs:?}");
+    assert_eq!(
+        seqs[2], seqs[0],
+        "a duplicate reports the original's number"
+    );
+    let dups: Vec<bool> = out.iter().map(|p| p.duplicate).collect();
+    assert_eq!(dups, [false, false, true, false]);
+    let ids: Vec<&str> = out.iter().map(|p| p.message_id.as_str()).collect();
+    assert_eq!(ids, ["m-a", "m-b", "m-a", "m-g2"]);
+    assert_eq!(out[2].sent, []);
+    assert_eq!(out[0].sent.len(), 1);
+    // The fan-out was asked for the new entries only, each with its own number.
+    let asked = calls.lock().unwrap().clone();
+    assert_eq!(asked, [(0, seqs[0]), (1, seqs[1]), (3, seqs[3])]);
+    let got = s.receive(fifo_req(q, 10, T0, 30_000)).await.unwrap();
+    let want: Vec<String> = [0usize, 1, 3]
+        .iter()
+        .map(|&i| format!("entry {i} seq {}", seqs[i]))
+        .collect();
+    assert_eq!(bodies(&got), want);
+    // Later, inside the window: still a duplicate; the number goes on from the last.
+    let again = s
+        .publish_fifo(publish(
+            vec![
+                topic_entry("m-a3", "", "a", window),
+                topic_entry("m-c", "", "c", window),
+            ],
+            T0 + 299_999,
+        ))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(again[0].duplicate);
+    assert_eq!(again[0].message_id, "m-a");
+    assert!(!again[1].duplicate);
+    assert!(again[1].sequence > seqs[3]);
+    // After the window the key is free; sweeping ended keys changes nothing else.
+    s.delete_expired(window).await.unwrap();
+    let after = s
+        .publish_fifo(publish(
+            vec![topic_entry("m-a4", "", "a", window + 300_000)],
+            window,
+        ))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(!after[0].duplicate);
+    assert!(after[0].sequence > again[1].sequence);
+    // A deleted topic takes nothing, and a new topic of that name starts afresh.
+    assert!(s.delete_topic(t.id).await.unwrap());
+    assert_eq!(
+        s.publish_fifo(publish(vec![topic_entry("x", "", "x", window)], T0))
+            .await
+            .unwrap(),
+        None
+    );
+}
+
+async fn concurrent_fifo_topic_publishes_number_in_queue_order(s: S) {
+    // Publishes through several "nodes" at once: every number is used once, and the
+    // subscribed FIFO queue holds the messages in the order of their numbers.
+    let (t, _) = s
+        .create_topic("c.fifo", BTreeMap::new(), BTreeMap::new(), T0)
+        .await
+        .unwrap();
+    let q = queue(&s, "c-sub.fifo").await;
+    let mut tasks = Vec::new();
+    for task in 0..6 {
+        let s = s.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut numbers = Vec::new();
+            for i in 0..10 {
+                let entry = topic_entry(
+                    &format!("m-{task}-{i}"),
+                    "",
+                    &format!("k-{task}-{i}"),
+                    T0 + 300_000,
+                );
+                let out = s
+                    .publish_fifo(FifoPublish {
+                        topic_id: t.id,
+                        now_ms: T0,
+                        entries: vec![entry],
+                        fanout: fanout_to(q, Arc::new(Mutex::new(Vec::new()))),
+                    })
+                    .await
+                    .unwrap()
+                    .unwrap();
+                numbers.push(out[0].sequence);
+            }
+            numbers
+        }));
+    }
+    let mut all = Vec::new();
+    for t in tasks {
+        all.extend(t.await.unwrap());
+    }
+    let distinct: HashSet<i64> = all.iter().copied().collect();
+    assert_eq!(distinct.len(), 60, "no number handed out twice");
+    let mut order = Vec::new();
+    loop {
+        let got = s.receive(fifo_req(q, 10, T0, 30_000)).await.unwrap();
+        if got.messages.is_empty() {
+            break;
+        }
+        for m in &got.messages {
+            let n: i64 = m.body.rsplit(' ').next().unwrap().parse().unwrap();
+            order.push(n);
+            s.delete_message(q, m.seq, None).await.unwrap();
+        }
+    }
+    assert_eq!(order.len(), 60);
+    assert!(
+        order.windows(2).all(|w| w[0] < w[1]),
+        "queue order follows the topic's numbers: {order:?}"
+    );
 }
 
 async fn delivery_lease_retry_finish(s: S) {
@@ -1213,8 +1994,9 @@ async fn wakeups_report_sends(s: S) {
     s.receive(ReceiveRequest {
         redrive: Some(RedriveRule {
             dlq_queue_id: dlq,
-            max_receive_count: 0,
+            moves_at_receive_count: 0,
             source_arn: "arn:x".into(),
+            dedup_id_from_message_id: false,
         }),
         ..req(q, 1, T0, 1000)
     })
@@ -1222,9 +2004,10 @@ async fn wakeups_report_sends(s: S) {
     .unwrap();
     expect_wakeup(&mut rx, dlq).await;
     let moved = s
-        .move_messages(dlq, MoveTarget::Queue(q), 10, T0)
+        .move_messages(dlq, MoveTarget::Queue(q), ids(10), T0, None)
         .await
-        .unwrap();
+        .unwrap()
+        .expect("no task to stop it");
     assert!(moved >= 1);
     expect_wakeup(&mut rx, q).await;
 }
@@ -1378,7 +2161,7 @@ async fn concurrent_dedup_stores_once(s: S) {
         results.push(t.await.unwrap());
     }
     assert_eq!(results.iter().filter(|r| !r.duplicate).count(), 1);
-    let ids: HashSet<&str> = results.iter().map(|r| r.message_id.as_str()).collect();
+    let ids: HashSet<Option<&str>> = results.iter().map(|r| r.message_id.as_deref()).collect();
     assert_eq!(ids.len(), 1, "every send reports the one original");
     assert_eq!(s.queue_counts(q, T0).await.unwrap().visible, 1);
 }
@@ -1404,9 +2187,10 @@ async fn concurrent_moves_move_each_message_once(s: S) {
             let mut moved = 0;
             loop {
                 let n = s
-                    .move_messages(dlq, MoveTarget::Queue(to), 7, T0 + 1)
+                    .move_messages(dlq, MoveTarget::Queue(to), ids(7), T0 + 1, None)
                     .await
-                    .unwrap();
+                    .unwrap()
+                    .expect("no task to stop it");
                 moved += n;
                 if n == 0 {
                     return moved;
@@ -1467,8 +2251,17 @@ async fn concurrent_purges(s: S) {
         .await
         .unwrap();
     }
-    let (a, b) = tokio::join!(s.purge_queue(q), s.purge_queue(q));
-    assert_eq!(a.unwrap() + b.unwrap(), 200);
+    // Two purges at once (two nodes): one purges everything, the other is refused.
+    let (a, b) = tokio::join!(
+        s.purge_queue(q, T0, T0 + 60_000),
+        s.purge_queue(q, T0, T0 + 60_000)
+    );
+    let mut outcomes = [a.unwrap(), b.unwrap()];
+    outcomes.sort_by_key(|o| matches!(o, PurgeOutcome::InProgress));
+    assert_eq!(
+        outcomes,
+        [PurgeOutcome::Purged(200), PurgeOutcome::InProgress]
+    );
     assert_eq!(s.queue_counts(q, T0).await.unwrap(), QueueCounts::default());
 }
 

@@ -26,7 +26,7 @@ use std::sync::Arc;
 use loft_core::clock::ManualClock;
 use loft_core::service::{ReceiveMessage, ReceivedMessage, SendMessage, SendResult};
 use loft_core::{ErrorCode, Result, Service, ServiceConfig};
-use loft_store::SqliteStore;
+use loft_store::{PgOptions, PgStore, SqliteStore};
 use proptest::prelude::*;
 
 const QUEUE: &str = "prop.fifo";
@@ -494,6 +494,15 @@ fn receive_request(max: i64, visibility: i64) -> ReceiveMessage {
 
 async fn run(dedup: Dedup, ops: Vec<Op>, lenient: bool) -> Result<(), TestCaseError> {
     let store = Arc::new(SqliteStore::open_in_memory().expect("store"));
+    run_on(store, dedup, ops, lenient).await
+}
+
+async fn run_on(
+    store: Arc<dyn loft_core::store::Store>,
+    dedup: Dedup,
+    ops: Vec<Op>,
+    lenient: bool,
+) -> Result<(), TestCaseError> {
     let clock = Arc::new(ManualClock::new(START_MS));
     let svc = Service::new(store, clock.clone(), ServiceConfig::default(), None);
     let mut attrs = BTreeMap::from([("FifoQueue".to_string(), "true".to_string())]);
@@ -654,5 +663,45 @@ proptest! {
     #[test]
     fn fifo_model_strict(dedup in dedup_mode(), ops in prop::collection::vec(op(), 1..=60)) {
         block_on(run(dedup, ops, false))?;
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES")
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(16),
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    /// Every rule above, exactly as AWS states it, on PostgreSQL (skipped, with a note,
+    /// unless `LOFT_TEST_DATABASE_URL` names a database).
+    #[test]
+    fn fifo_model_strict_postgres(dedup in dedup_mode(), ops in prop::collection::vec(op(), 1..=60)) {
+        let Some(url) = std::env::var("LOFT_TEST_DATABASE_URL").ok().filter(|u| !u.is_empty())
+        else {
+            eprintln!("note: LOFT_TEST_DATABASE_URL is unset; skipping fifo_model_strict_postgres");
+            return Ok(());
+        };
+        let schema = format!("loft_fprop_{:016x}", rand::random::<u64>());
+        let outcome = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("runtime")
+            .block_on(async {
+                let store = PgStore::connect(
+                    &url,
+                    PgOptions { pool_size: 4, schema: Some(schema.clone()) },
+                )
+                .await
+                .expect("connect to LOFT_TEST_DATABASE_URL");
+                let outcome = run_on(Arc::new(store), dedup, ops, false).await;
+                let _ = PgStore::drop_schema(&url, &schema).await;
+                outcome
+            });
+        outcome?;
     }
 }

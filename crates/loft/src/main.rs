@@ -349,6 +349,19 @@ async fn serve(args: ServeArgs, file: Option<config::Config>) -> Result<(), Stri
             }
         })
     };
+    // Message-move tasks no node holds (after a restart, or a node's death): run them here.
+    let mover = {
+        let service = service.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(loft_core::service::MOVE_TASK_POLL);
+            loop {
+                tick.tick().await;
+                if let Err(e) = service.resume_move_tasks().await {
+                    tracing::warn!(error = %e, "looking for message-move tasks to resume failed");
+                }
+            }
+        })
+    };
     let router = loft_server::router_with(service.clone(), Some(signer), trust.auth.clone());
     let router = loft_server::cors::apply(router, &cors_origins);
     if !cors_origins.is_empty() {
@@ -363,6 +376,12 @@ async fn serve(args: ServeArgs, file: Option<config::Config>) -> Result<(), Stri
         .await
         .map_err(|e| e.to_string())?;
     reaper.abort();
+    mover.abort();
+    // The move tasks this node ran (begin_shutdown stopped them) go to whichever node
+    // looks next, this one restarted included, without waiting for their leases to end.
+    if let Err(e) = service.release_move_tasks().await {
+        tracing::warn!(error = %e, "could not release the message-move tasks of this node");
+    }
     // Attempts in flight finish and are recorded before the store closes.
     stop_delivery.notify_one();
     let _ = delivery.await;

@@ -7,18 +7,27 @@
 //! topics per account, `TopicLimitExceeded`). SQS has no queue count quota; Loft's is a
 //! guard for a single node's disk and memory, answered with `OverLimit`.
 //!
-//! Counts are kept by this process: queue and topic counts are read from the store once
-//! and then followed through creates and deletes; in-flight counts are an upper bound
-//! (the last count plus what was received since) recounted from the store when the bound
-//! nears the limit, at most every [`RECOUNT_INTERVAL`], so a busy queue is not scanned on
-//! every receive. A recount (`Store::count_in_flight`) reads only the messages not visible
-//! now, so a deep backlog of visible messages does not make it slow (the first receive of
-//! a queue with 1,000,000 waiting messages once stalled the store for seconds reading all
-//! of them). Nodes sharing one database each enforce their own view, so the limits
-//! are approximate there, as AWS's are.
+//! Every count here is a cache of the store, rebuilt from it at any moment: none is state
+//! of its own.
+//!
+//! - Queue and topic counts ([`Counters`]): read from the store (`Store::count_queues`,
+//!   `Store::count_topics`), then followed through this node's creates and deletes, and
+//!   read again when [`RECOUNT_MAX_AGE`] old (so other nodes' creates and deletes show
+//!   within a minute) and before any refusal (so a node refuses a create only on a count
+//!   the store just gave). Two nodes creating the last free slots at the same instant may
+//!   both pass: the caps are exact on one node and approximate across nodes, by design,
+//!   as AWS's quotas are.
+//! - In-flight counts: an upper bound (the last count plus what this node received since)
+//!   recounted from the store when the bound nears the limit, at most every
+//!   [`RECOUNT_INTERVAL`], so a busy queue is not scanned on every receive, and when older
+//!   than [`RECOUNT_MAX_AGE`] past half the limit (other nodes receive too). A recount
+//!   (`Store::count_in_flight`) reads only the messages not visible now, so a deep backlog
+//!   of visible messages does not make it slow (the first receive of a queue with
+//!   1,000,000 waiting messages once stalled the store for seconds reading all of them).
+//!   Per node by design: each node bounds its own receives; across nodes the limit is
+//!   approximate, as AWS's is.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -31,8 +40,9 @@ type Map = std::collections::BTreeMap<String, String>;
 /// The shortest time between two in-flight recounts of one queue while it is at its limit.
 pub const RECOUNT_INTERVAL: Duration = Duration::from_millis(200);
 
-/// The longest a queue's in-flight bound is trusted once it passes half the limit (other
-/// nodes sharing the database receive too).
+/// The longest a queue's in-flight bound is trusted once it passes half the limit, and a
+/// queue or topic count at all (other nodes sharing the database create, delete and
+/// receive too).
 pub const RECOUNT_MAX_AGE: Duration = Duration::from_secs(60);
 
 /// Configurable caps. Every count is a number of items, not bytes.
@@ -70,41 +80,46 @@ struct Gauge {
     at: Instant,
 }
 
-/// The process's counts behind [`Limits`].
-#[derive(Debug)]
+/// A count of the store's queues or topics: `n` as read at `at` (`None`: never read),
+/// followed since through this node's creates and deletes.
+#[derive(Debug, Default)]
+struct Count {
+    n: i64,
+    at: Option<Instant>,
+}
+
+/// The counts behind [`Limits`]: caches of the store, rebuilt from it (module doc).
+#[derive(Debug, Default)]
 pub(crate) struct Counters {
-    /// Queues that exist; -1 until first read from the store.
-    queues: AtomicI64,
-    /// Topics that exist; -1 until first read from the store.
-    topics: AtomicI64,
+    /// Queues that exist.
+    queues: Mutex<Count>,
+    /// Topics that exist.
+    topics: Mutex<Count>,
     /// In-flight bounds by queue id.
     in_flight: Mutex<HashMap<i64, Gauge>>,
 }
 
-impl Default for Counters {
-    fn default() -> Self {
-        Counters {
-            queues: AtomicI64::new(-1),
-            topics: AtomicI64::new(-1),
-            in_flight: Mutex::default(),
+/// Which count.
+#[derive(Debug, Clone, Copy)]
+enum Kind {
+    Queues,
+    Topics,
+}
+
+impl Counters {
+    fn of(&self, kind: Kind) -> std::sync::MutexGuard<'_, Count> {
+        match kind {
+            Kind::Queues => &self.queues,
+            Kind::Topics => &self.topics,
         }
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
     }
 }
 
-/// Takes one slot of `counter` unless it is at `max`; false when full.
-fn reserve(counter: &AtomicI64, max: u64) -> bool {
-    counter
-        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
-            (n < max as i64).then_some(n + 1)
-        })
-        .is_ok()
-}
-
 /// Gives a slot back (a create that did not create, a delete).
-fn release(counter: &AtomicI64) {
-    let _ = counter.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
-        (n > 0).then_some(n - 1)
-    });
+fn release(count: &mut Count) {
+    count.n = (count.n - 1).max(0);
 }
 
 /// What a receive may take, from [`Service::in_flight_room`].
@@ -117,26 +132,36 @@ pub(crate) enum Room {
 }
 
 impl Service {
-    async fn count_queues(&self) -> Result<()> {
-        if self.counters.queues.load(Ordering::SeqCst) < 0 {
-            let n = self.store.list_queues().await?.len() as i64;
-            let _ =
-                self.counters
-                    .queues
-                    .compare_exchange(-1, n, Ordering::SeqCst, Ordering::SeqCst);
+    /// Takes one slot of count `kind` unless `max` are taken; false when full. The count
+    /// is read from the store when never read or [`RECOUNT_MAX_AGE`] old, and again
+    /// before answering false.
+    async fn reserve(&self, kind: Kind, max: u64) -> Result<bool> {
+        for fresh in [false, true] {
+            let stale = {
+                let c = self.counters.of(kind);
+                c.at.is_none_or(|at| at.elapsed() >= RECOUNT_MAX_AGE)
+            };
+            let recounted = fresh || stale;
+            if recounted {
+                let n = match kind {
+                    Kind::Queues => self.store.count_queues().await?,
+                    Kind::Topics => self.store.count_topics().await?,
+                } as i64;
+                *self.counters.of(kind) = Count {
+                    n,
+                    at: Some(Instant::now()),
+                };
+            }
+            let mut c = self.counters.of(kind);
+            if c.n < max as i64 {
+                c.n += 1;
+                return Ok(true);
+            }
+            if recounted {
+                return Ok(false);
+            }
         }
-        Ok(())
-    }
-
-    async fn count_topics(&self) -> Result<()> {
-        if self.counters.topics.load(Ordering::SeqCst) < 0 {
-            let n = self.store.list_topics().await?.len() as i64;
-            let _ =
-                self.counters
-                    .topics
-                    .compare_exchange(-1, n, Ordering::SeqCst, Ordering::SeqCst);
-        }
-        Ok(())
+        Ok(false)
     }
 
     /// Creates queue `name` in the store (or returns the existing one, `false`), within
@@ -149,9 +174,8 @@ impl Service {
         attributes: Map,
         tags: Map,
     ) -> Result<(QueueRecord, bool)> {
-        self.count_queues().await?;
         let max = self.config.limits.max_queues;
-        let reserved = reserve(&self.counters.queues, max);
+        let reserved = self.reserve(Kind::Queues, max).await?;
         if !reserved && self.store.get_queue(name).await?.is_none() {
             return Err(Error::new(
                 ErrorCode::OverLimit,
@@ -163,14 +187,14 @@ impl Service {
             .create_queue(name, attributes, tags, self.now_ms())
             .await;
         if reserved && !matches!(result, Ok((_, true))) {
-            release(&self.counters.queues);
+            release(&mut self.counters.of(Kind::Queues));
         }
         result
     }
 
     /// Records that queue `queue_id` was deleted.
     pub(crate) fn queue_deleted(&self, queue_id: i64) {
-        release(&self.counters.queues);
+        release(&mut self.counters.of(Kind::Queues));
         self.counters
             .in_flight
             .lock()
@@ -188,9 +212,8 @@ impl Service {
         attributes: Map,
         tags: Map,
     ) -> Result<(TopicRecord, bool)> {
-        self.count_topics().await?;
         let max = self.config.limits.max_topics;
-        let reserved = reserve(&self.counters.topics, max);
+        let reserved = self.reserve(Kind::Topics, max).await?;
         if !reserved && self.store.get_topic(name).await?.is_none() {
             return Err(Error::new(
                 ErrorCode::TopicLimitExceeded,
@@ -202,14 +225,14 @@ impl Service {
             .create_topic(name, attributes, tags, self.now_ms())
             .await;
         if reserved && !matches!(result, Ok((_, true))) {
-            release(&self.counters.topics);
+            release(&mut self.counters.of(Kind::Topics));
         }
         result
     }
 
     /// Records that a topic was deleted.
     pub(crate) fn topic_deleted(&self) {
-        release(&self.counters.topics);
+        release(&mut self.counters.of(Kind::Topics));
     }
 
     /// How many of `want` messages a receive from queue `queue_id` may take without

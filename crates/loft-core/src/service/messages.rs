@@ -115,6 +115,48 @@ pub const MAX_BATCH_BYTES: usize = 1_048_576;
 /// FIFO deduplication window, ms (five minutes).
 pub const DEDUP_WINDOW_MS: i64 = 5 * 60 * 1000;
 
+/// How long after a PurgeQueue another is refused, ms (SQS API Reference, PurgeQueue:
+/// `PurgeQueueInProgress`, "only one PurgeQueue operation ... every 60 seconds").
+pub const PURGE_HOLD_MS: i64 = 60_000;
+
+/// Longest a message stays hidden after the receive that hid it, ms: 12 hours (SQS
+/// Developer Guide, "Visibility timeout": "the maximum is 12 hours"). A
+/// ChangeMessageVisibility past it is refused.
+pub const MAX_HIDDEN_MS: i64 = 43_200_000;
+
+/// The MessageId the seeds' API gives the message with store sequence number `seq`
+/// (`msg-N`, `chapter-41-sqs.md` "Send"); such messages are stored without an id.
+pub fn seed_message_id(seq: i64) -> String {
+    format!("msg-{seq}")
+}
+
+/// The store sequence number a seeds' MessageId `msg-N` names, if `id` has that form.
+fn seed_sequence(id: &str) -> Option<i64> {
+    id.strip_prefix("msg-")?
+        .parse()
+        .ok()
+        .filter(|n: &i64| *n > 0)
+}
+
+/// The MessageId of a stored message: its own, or the seeds' `msg-N` for one stored
+/// without ([`NewMessage::message_id`] `None`).
+pub(crate) fn message_id_of(stored: Option<String>, seq: i64) -> String {
+    stored.unwrap_or_else(|| seed_message_id(seq))
+}
+
+/// `n` fresh receipt tokens: random, non-negative, distinct (the receipt handle carries
+/// one; a new receive of a message gives it a new one).
+pub(crate) fn receipt_tokens(n: usize) -> Vec<i64> {
+    let mut tokens: Vec<i64> = Vec::with_capacity(n);
+    while tokens.len() < n {
+        let t = rand::random::<i64>() & i64::MAX;
+        if !tokens.contains(&t) {
+            tokens.push(t);
+        }
+    }
+    tokens
+}
+
 /// The SequenceNumber of the message with store sequence `seq`: a 20-digit decimal that
 /// grows with `seq`, in the form of AWS's 128-bit sequence numbers.
 pub fn sequence_number(seq: i64) -> String {
@@ -368,7 +410,7 @@ impl Service {
         self.activity.sent(&queue.name, new as u64);
         for (slot, sent) in slots.into_iter().zip(stored) {
             if let Ok(r) = &mut results[slot] {
-                r.message_id = sent.message_id;
+                r.message_id = message_id_of(sent.message_id, sent.seq);
                 if config.fifo {
                     r.sequence_number = Some(sequence_number(sent.seq));
                 }
@@ -464,43 +506,23 @@ impl Service {
         let redrive = match &config.redrive_policy {
             Some(p) => self.find_queue(p.dlq_name()).await?.map(|dlq| RedriveRule {
                 dlq_queue_id: dlq.id,
-                max_receive_count: p.max_receive_count,
+                moves_at_receive_count: p.max_receive_count,
                 source_arn: self.queue_arn(&queue.name),
+                // SQS Developer Guide, "Configuring a dead-letter queue redrive": moved
+                // from a FIFO queue, "the original message's deduplication ID will be
+                // replaced with the original message's ID".
+                dedup_id_from_message_id: config.fifo,
             }),
             None => None,
         };
-        let attempt_key = match (&r.attempt_id, config.fifo) {
+        // A FIFO retry with the same ReceiveRequestAttemptId inside the window returns the
+        // same messages and restarts their visibility timeout (ReceiveMessage,
+        // ReceiveRequestAttemptId); the store keeps the attempt with the receive, so a retry
+        // through another node or after a restart finds it too.
+        let attempt = match (&r.attempt_id, config.fifo) {
             (Some(id), true) => {
                 check_fifo_id("ReceiveRequestAttemptId", id)?;
-                let key = (queue.id, id.clone());
-                let now = self.now_ms();
-                let cached = {
-                    let mut attempts = self.attempts.lock().unwrap_or_else(|p| p.into_inner());
-                    attempts.retain(|_, (expires, _)| *expires > now);
-                    attempts.get(&key).map(|(_, m)| m.clone())
-                };
-                if let Some(messages) = cached {
-                    // A retry inside the window returns the same receive and restarts its
-                    // visibility timeout (ReceiveMessage, ReceiveRequestAttemptId).
-                    let visibility = r
-                        .visibility_timeout
-                        .unwrap_or(config.visibility_timeout as i64);
-                    for m in &messages {
-                        if let Ok(receipt) = Receipt::decode(&m.receipt_handle) {
-                            self.store
-                                .change_visibility(
-                                    queue.id,
-                                    receipt.seq,
-                                    Some(receipt.token),
-                                    now,
-                                    now + visibility * 1000,
-                                )
-                                .await?;
-                        }
-                    }
-                    return Ok(messages);
-                }
-                Some(key)
+                Some(id.clone())
             }
             _ => None,
         };
@@ -515,12 +537,18 @@ impl Service {
             stopping.as_mut().enable();
             let now = self.now_ms();
             // The in-flight limit: a standard queue at it answers OverLimit; a FIFO queue
-            // receives nothing and looks again after a recount interval.
-            let outcome = match self
+            // receives nothing and looks again after a recount interval (a retry of a
+            // recorded attempt is still answered: it takes no new message).
+            let room = self
                 .in_flight_room(queue.id, config.fifo, max as u32)
-                .await?
-            {
-                super::limits::Room::Messages(take) => {
+                .await?;
+            let take = match room {
+                super::limits::Room::Messages(take) => Some(take),
+                super::limits::Room::Full if attempt.is_some() => Some(0),
+                super::limits::Room::Full => None,
+            };
+            let outcome = match take {
+                Some(take) => {
                     let outcome = self
                         .store
                         .receive(ReceiveRequest {
@@ -528,20 +556,26 @@ impl Service {
                             max_messages: take,
                             now_ms: now,
                             visibility_ms: visibility * 1000,
+                            receipt_tokens: receipt_tokens(take as usize),
                             redrive: redrive.clone(),
                             fifo: config.fifo,
                             send_order,
+                            attempt: attempt.as_ref().map(|id| ReceiveAttempt {
+                                id: id.clone(),
+                                expires_at_ms: now + (visibility * 1000).min(DEDUP_WINDOW_MS),
+                            }),
                         })
                         .await?;
-                    self.note_received(queue.id, outcome.messages.len());
+                    if !outcome.replayed {
+                        self.note_received(queue.id, outcome.messages.len());
+                    }
                     outcome
                 }
-                super::limits::Room::Full => ReceiveOutcome {
-                    messages: Vec::new(),
-                    dead_lettered: 0,
+                None => ReceiveOutcome {
                     next_visible_at_ms: Some(
                         now + super::limits::RECOUNT_INTERVAL.as_millis() as i64,
                     ),
+                    ..ReceiveOutcome::default()
                 },
             };
             if outcome.dead_lettered > 0 {
@@ -552,20 +586,16 @@ impl Service {
                 }
             }
             let at_deadline = tokio::time::Instant::now() >= deadline || self.is_shutting_down();
-            if !outcome.messages.is_empty() || at_deadline {
-                self.activity
-                    .received(&queue.name, outcome.messages.len() as u64);
-                let received: Vec<ReceivedMessage> = outcome
+            if !outcome.messages.is_empty() || outcome.replayed || at_deadline {
+                if !outcome.replayed {
+                    self.activity
+                        .received(&queue.name, outcome.messages.len() as u64);
+                }
+                return Ok(outcome
                     .messages
                     .into_iter()
                     .map(|m| self.to_received(m, &r, config.fifo))
-                    .collect();
-                if let Some(key) = attempt_key {
-                    let expires = now + (visibility * 1000).min(DEDUP_WINDOW_MS);
-                    let mut attempts = self.attempts.lock().unwrap_or_else(|p| p.into_inner());
-                    attempts.insert(key, (expires, received.clone()));
-                }
-                return Ok(received);
+                    .collect());
             }
             let mut wake_at = deadline;
             if let Some(next) = outcome.next_visible_at_ms {
@@ -620,7 +650,7 @@ impl Service {
             .encode(),
             md5_message_attributes: message::md5_of_attributes(&selected),
             message_attributes: selected,
-            message_id: m.message_id,
+            message_id: message_id_of(m.message_id, m.seq),
             body: m.body,
             md5_body: m.md5_body,
             attributes,
@@ -723,7 +753,11 @@ impl Service {
     /// whether or not the message (or queue) exists.
     pub async fn delete_seed(&self, queue_name: &str, id: &str) -> Result<()> {
         if let Some(queue) = self.find_queue(queue_name).await? {
-            if self.store.delete_message_by_id(queue.id, id).await? {
+            let deleted = match seed_sequence(id) {
+                Some(seq) => self.store.delete_unnamed_message(queue.id, seq).await?,
+                None => self.store.delete_message_by_id(queue.id, id).await?,
+            };
+            if deleted {
                 self.activity.deleted(&queue.name, 1);
             }
         }
@@ -759,7 +793,14 @@ impl Service {
         let token = fifo.then_some(receipt.token);
         match self
             .store
-            .change_visibility(queue.id, receipt.seq, token, now, now + visibility_timeout * 1000)
+            .change_visibility(
+                queue.id,
+                receipt.seq,
+                token,
+                now,
+                now + visibility_timeout * 1000,
+                MAX_HIDDEN_MS,
+            )
             .await?
         {
             VisibilityChange::Stale => Err(expired_handle(handle)),
@@ -797,27 +838,27 @@ impl Service {
         Ok(out)
     }
 
-    /// PurgeQueue: deletes every message. Errors: `QueueDoesNotExist`,
-    /// `PurgeQueueInProgress` (another purge of this queue in the last 60 s).
+    /// PurgeQueue: deletes every message. The time of the purge is recorded with it in the
+    /// store, so the 60-second rule holds across nodes and restarts.
+    ///
+    /// Errors: `QueueDoesNotExist`, `PurgeQueueInProgress` (another purge of this queue in
+    /// the last 60 s, SQS API Reference, PurgeQueue).
     pub async fn purge_queue(&self, queue_name: &str) -> Result<()> {
         let queue = self.queue(queue_name).await?;
         let now = self.now_ms();
+        match self
+            .store
+            .purge_queue(queue.id, now, now + PURGE_HOLD_MS)
+            .await?
         {
-            let mut purges = self.purges.lock().unwrap_or_else(|p| p.into_inner());
-            if let Some(last) = purges.get(&queue.id) {
-                if now - last < 60_000 {
-                    return Err(Error::new(
-                        ErrorCode::PurgeQueueInProgress,
-                        format!(
-                            "Only one PurgeQueue operation on {} is allowed every 60 seconds.",
-                            queue.name
-                        ),
-                    ));
-                }
-            }
-            purges.insert(queue.id, now);
+            PurgeOutcome::Purged(_) => Ok(()),
+            PurgeOutcome::InProgress => Err(Error::new(
+                ErrorCode::PurgeQueueInProgress,
+                format!(
+                    "Only one PurgeQueue operation on {} is allowed every 60 seconds.",
+                    queue.name
+                ),
+            )),
         }
-        self.store.purge_queue(queue.id).await?;
-        Ok(())
     }
 }

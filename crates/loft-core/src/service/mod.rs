@@ -36,7 +36,7 @@ mod topics;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use tokio::sync::Notify;
 
@@ -50,8 +50,11 @@ pub use batch::{BatchEntry, BatchKind, BatchOutcome};
 pub use deliveries::DELIVERY_LEASE_MS;
 pub use limits::{Limits, RECOUNT_INTERVAL, RECOUNT_MAX_AGE};
 pub use listing::SubscriptionSummary;
-pub use messages::{sequence_number, ReceiveMessage, ReceivedMessage, SendMessage, SendResult};
-pub use move_tasks::MoveTask;
+pub use messages::{
+    seed_message_id, sequence_number, ReceiveMessage, ReceivedMessage, SendMessage, SendResult,
+    MAX_HIDDEN_MS,
+};
+pub use move_tasks::{MoveTask, MOVE_TASK_LEASE_MS, MOVE_TASK_POLL};
 pub use operator::{
     MessageState, PeekedMessage, QueueOverview, SubscriptionOverview, TopicOverview, MAX_PEEK,
 };
@@ -63,49 +66,11 @@ pub use publish::{
 pub use queues::{ListQueuesPage, SeedQueue};
 pub use topics::{Page, SubscribeResult, PAGE_SIZE, PROTOCOLS, SEED_PAYLOAD_ATTRIBUTE};
 
-/// A remembered FIFO receive: until when (ms) it is replayed, and what it returned.
-type AttemptRecord = (i64, Vec<ReceivedMessage>);
-
-/// A FIFO topic's remembered publish: MessageId, SequenceNumber, window end (ms).
-type TopicDedup = (String, String, i64);
-
-/// FIFO topic deduplication windows: (topic id, dedup id) to the publish it stands for.
-/// Expired entries are ignored on lookup and swept at most once a second, so a publish
-/// does not scan every id of the last five minutes.
-#[derive(Default)]
-pub(crate) struct TopicDedupWindow {
-    entries: HashMap<(i64, String), TopicDedup>,
-    next_sweep_ms: i64,
-}
-
-impl TopicDedupWindow {
-    /// The unexpired publish recorded for `key` at `now_ms`.
-    pub(crate) fn get(&self, key: &(i64, String), now_ms: i64) -> Option<&TopicDedup> {
-        self.entries.get(key).filter(|e| e.2 > now_ms)
-    }
-
-    /// Records `entry` for `key`, first dropping expired entries if a second has passed
-    /// since the last sweep.
-    pub(crate) fn insert(&mut self, key: (i64, String), entry: TopicDedup, now_ms: i64) {
-        if now_ms >= self.next_sweep_ms {
-            self.entries.retain(|_, e| e.2 > now_ms);
-            self.next_sweep_ms = now_ms + 1000;
-        }
-        self.entries.insert(key, entry);
-    }
-}
-
 /// The IAM user name every caller acts as ([`Service::principal_arn`]).
 pub const DEFAULT_IDENTITY: &str = "loft";
 
 /// How long a cached queue record is trusted when another node may change it.
 pub const QUEUE_CACHE_TTL: std::time::Duration = std::time::Duration::from_secs(1);
-
-/// Platform applications and endpoints by ARN, with their attributes.
-type PlatformState = (
-    std::collections::BTreeMap<String, std::collections::BTreeMap<String, String>>,
-    std::collections::BTreeMap<String, std::collections::BTreeMap<String, String>>,
-);
 
 /// Settings of the service: the account and region of every ARN, the URL Loft is reached
 /// at, its limits and the SNS endpoint policy.
@@ -137,41 +102,49 @@ impl Default for ServiceConfig {
 }
 
 /// The service. Share it behind an `Arc`; every method takes `&self`.
+///
+/// The store is its only memory: every queue, message, topic, deduplication window,
+/// receive attempt, purge and delete hold, move task and platform is a row there, written
+/// in the transaction of the operation it belongs to, so a restart or another node sharing
+/// the database sees the same state. Each field below says what kind of thing it is; none
+/// is state that cannot be rebuilt from the store at any moment.
 pub struct Service {
+    /// Configuration: where state lives.
     store: Arc<dyn Store>,
+    /// Configuration: where time comes from (tests move it).
     clock: Arc<dyn Clock>,
+    /// Configuration: account, region, URL, limits, endpoint policy.
     config: ServiceConfig,
-    /// Long-poll waiters by queue id: notified after a send commits.
+    /// Long-poll waiters by queue id, notified after a send commits (process: the
+    /// requests waiting in this process; a wake-up only makes them look at the store).
     waiters: Mutex<HashMap<i64, Arc<Notify>>>,
-    /// Queue records by name, with when they were read (see [`Service::find_queue`]).
+    /// Cache: queue records by name, with when they were read (see
+    /// [`Service::find_queue`]; trusted for [`QUEUE_CACHE_TTL`]).
     queue_cache: Mutex<HashMap<String, (Arc<QueueRecord>, std::time::Instant)>>,
-    /// Mobile push applications and endpoints (ARN to attributes), kept in memory.
-    platform: Mutex<PlatformState>,
-    /// Names of queues deleted lately and when (ms), for QueueDeletedRecently.
-    deleted_queues: Mutex<HashMap<String, i64>>,
-    /// When each queue was last purged (ms), for PurgeQueueInProgress.
-    purges: Mutex<HashMap<i64, i64>>,
-    /// FIFO receives by (queue id, ReceiveRequestAttemptId): until when (ms) a retry
-    /// returns the same messages, and those messages.
-    attempts: Mutex<HashMap<(i64, String), AttemptRecord>>,
-    /// Message-move tasks, oldest first.
-    move_tasks: Mutex<Vec<MoveTask>>,
-    /// Signs SNS envelopes, when configured.
+    /// Identity of this service instance (a UUID made at start): the owner of the
+    /// message-move task leases it holds in the store. Not state: a new one after a
+    /// restart, and the old one's leases are released at shutdown or run out.
+    node_id: String,
+    /// Process bookkeeping: how many message-move tasks this process runs now, and a
+    /// wake-up when one ends (for [`Service::release_move_tasks`] at shutdown); the
+    /// tasks themselves are store rows.
+    move_runners: std::sync::atomic::AtomicUsize,
+    move_runner_done: Notify,
+    /// Configuration: signs SNS envelopes, when configured.
     signer: Option<Arc<dyn publish::MessageSigner>>,
-    /// Wakes the delivery workers when deliveries are queued.
+    /// Process: wakes this process's delivery workers when deliveries are queued (the
+    /// deliveries are store rows; workers also look on their own).
     delivery_notify: Notify,
-    /// FIFO topic deduplication: (topic id, dedup id) to (MessageId, SequenceNumber,
-    /// window end ms).
-    topic_dedup: Mutex<TopicDedupWindow>,
-    /// Sequence numbers of FIFO topics.
-    topic_sequence: AtomicI64,
-    /// Set when the server is stopping: long polls answer at once.
+    /// Process lifecycle: set when the server is stopping, so long polls answer at once.
     shutting_down: AtomicBool,
-    /// Wakes long polls when the server is stopping.
+    /// Process lifecycle: wakes long polls when the server is stopping.
     shutdown_notify: Notify,
-    /// Counters for `/metrics`.
+    /// Metrics counters for `/metrics`: this process's activity since it started, per
+    /// node by design (Prometheus counters start at zero with the process).
     activity: activity::Activity,
-    /// Counts behind the queue, topic and in-flight limits.
+    /// Cache: the counts behind the queue, topic and in-flight limits, rebuilt from the
+    /// store (see `limits`: recounted when old and before any refusal; per node, so the
+    /// limits are approximate across nodes by design).
     counters: limits::Counters,
     /// Messages each topic's data protection audit statement considered (SampleRate).
     audit_counts: protection::AuditCounts,
@@ -186,23 +159,18 @@ impl Service {
         config: ServiceConfig,
         signer: Option<Arc<dyn publish::MessageSigner>>,
     ) -> Arc<Service> {
-        let topic_sequence = AtomicI64::new(clock.now_ms() * 1000);
         let wakeups = store.wakeups();
         let service = Arc::new(Service {
             store,
             clock,
             config,
             waiters: Mutex::default(),
-            purges: Mutex::default(),
-            deleted_queues: Mutex::default(),
-            platform: Mutex::default(),
             queue_cache: Mutex::default(),
-            move_tasks: Mutex::default(),
-            attempts: Mutex::default(),
+            node_id: uuid::Uuid::new_v4().to_string(),
+            move_runners: std::sync::atomic::AtomicUsize::new(0),
+            move_runner_done: Notify::new(),
             signer,
             delivery_notify: Notify::new(),
-            topic_dedup: Mutex::default(),
-            topic_sequence,
             shutting_down: AtomicBool::new(false),
             shutdown_notify: Notify::new(),
             activity: activity::Activity::default(),

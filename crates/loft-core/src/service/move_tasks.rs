@@ -3,8 +3,15 @@
 //!
 //! Source: SQS API Reference StartMessageMoveTask, ListMessageMoveTasks,
 //! CancelMessageMoveTask; SQS Developer Guide "Configuring a dead-letter queue redrive".
-//! Tasks live in memory: a restart ends them (messages already moved stay moved).
+//!
+//! A task is a row of the store ([`MoveTaskRecord`]): any node lists and cancels it. The
+//! node that runs it holds a lease ([`MOVE_TASK_LEASE_MS`]) that each step renews in the
+//! step's own transaction, with the step's progress; a cancel stops the runner at its next
+//! step. A node stopping gives its leases up ([`Service::release_move_tasks`]), and
+//! [`Service::resume_move_tasks`] (run every [`MOVE_TASK_POLL`] by the server) takes over
+//! running tasks whose lease has ended: after a restart, or on another node once one died.
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,10 +21,17 @@ use serde_json::json;
 use super::Service;
 use crate::attributes::QueueConfig;
 use crate::error::{Error, ErrorCode, Result};
-use crate::model::MoveTarget;
+use crate::model::{MoveTarget, MoveTaskLease, MoveTaskRecord, MoveTaskStatus};
 
 /// Default MaxNumberOfMessagesPerSecond when none is given.
 pub const DEFAULT_RATE: i64 = 500;
+
+/// How long a node's lease on a running task lasts, ms; every step (at least one a second)
+/// renews it. A task whose node died is taken over this long after its last step.
+pub const MOVE_TASK_LEASE_MS: i64 = 10_000;
+
+/// How often the server looks for running tasks no node holds.
+pub const MOVE_TASK_POLL: Duration = Duration::from_secs(2);
 
 /// One task as ListMessageMoveTasks reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -99,44 +113,58 @@ impl Service {
             ),
         };
         let source_arn = self.queue_arn(source);
-        let counts = self.store.queue_counts(src.id, self.now_ms()).await?;
+        let now = self.now_ms();
+        let counts = self.store.queue_counts(src.id, now).await?;
         let handle = base64::engine::general_purpose::STANDARD.encode(
             json!({"taskId": uuid::Uuid::new_v4().to_string(), "sourceArn": source_arn})
                 .to_string(),
         );
-        {
-            let mut tasks = self.move_tasks.lock().unwrap_or_else(|p| p.into_inner());
-            if tasks
-                .iter()
-                .any(|t| t.source_arn == source_arn && t.status == "RUNNING")
-            {
-                return Err(Error::new(
-                    ErrorCode::UnsupportedOperation,
-                    "There is already a task running. Only one active task is allowed for a source queue arn at a given time.",
-                ));
-            }
-            tasks.push(MoveTask {
-                task_handle: Some(handle.clone()),
-                status: "RUNNING".into(),
-                source_arn: source_arn.clone(),
+        let created = self
+            .store
+            .create_move_task(MoveTaskRecord {
+                handle: handle.clone(),
+                source_arn,
+                source_queue: source.to_owned(),
                 destination_arn: destination.map(|d| self.queue_arn(d)),
                 max_per_second,
+                status: MoveTaskStatus::Running,
                 moved: 0,
                 to_move: counts.visible,
                 failure_reason: None,
-                started_at_ms: self.now_ms(),
-            });
+                started_at_ms: now,
+                owner: Some(self.node_id.clone()),
+                lease_until_ms: now + MOVE_TASK_LEASE_MS,
+            })
+            .await?;
+        if !created {
+            return Err(Error::new(
+                ErrorCode::UnsupportedOperation,
+                "There is already a task running. Only one active task is allowed for a source queue arn at a given time.",
+            ));
         }
-        let svc = Arc::clone(self);
-        let task_handle = handle.clone();
-        let rate = max_per_second.unwrap_or(DEFAULT_RATE);
-        let src_id = src.id;
-        tokio::spawn(async move {
-            svc.run_move_task(task_handle, src_id, target, rate).await;
-        });
+        self.spawn_move_task(handle.clone(), src.id, target, max_per_second);
         Ok(handle)
     }
 
+    fn spawn_move_task(
+        self: &Arc<Self>,
+        handle: String,
+        source_id: i64,
+        target: MoveTarget,
+        max_per_second: Option<i64>,
+    ) {
+        let svc = Arc::clone(self);
+        let rate = max_per_second.unwrap_or(DEFAULT_RATE);
+        self.move_runners.fetch_add(1, Ordering::SeqCst);
+        tokio::spawn(async move {
+            svc.run_move_task(handle, source_id, target, rate).await;
+            svc.move_runners.fetch_sub(1, Ordering::SeqCst);
+            svc.move_runner_done.notify_waiters();
+        });
+    }
+
+    /// Runs a task this node holds until it completes, fails, is cancelled, is taken over
+    /// by another node (its lease ran out) or the service stops.
     async fn run_move_task(&self, handle: String, source_id: i64, target: MoveTarget, rate: i64) {
         // Ten slices a second; each adds a tenth of the rate to a budget, and whole
         // messages of the budget move, so low rates (1 a second) are kept too.
@@ -144,7 +172,8 @@ impl Service {
         let mut budget = 0.0f64;
         loop {
             tick.tick().await;
-            if self.move_task_status(&handle).as_deref() != Some("RUNNING") {
+            if self.is_shutting_down() {
+                // The server releases this node's leases as it stops.
                 return;
             }
             budget = (budget + rate as f64 / 10.0).min(rate as f64);
@@ -152,56 +181,131 @@ impl Service {
             if allowance == 0 {
                 continue;
             }
+            let now = self.now_ms();
+            let lease = MoveTaskLease {
+                handle: handle.clone(),
+                owner: self.node_id.clone(),
+                lease_until_ms: now + MOVE_TASK_LEASE_MS,
+            };
+            let ids = (0..allowance)
+                .map(|_| uuid::Uuid::new_v4().to_string())
+                .collect();
             let outcome = self
                 .store
-                .move_messages(source_id, target.clone(), allowance, self.now_ms())
+                .move_messages(source_id, target.clone(), ids, now, Some(lease.clone()))
                 .await;
-            let (moved, done, failure) = match outcome {
-                Ok(n) => (n, n < allowance as u64, None),
-                Err(e) => (0, true, Some(e.message)),
+            let (status, failure) = match outcome {
+                // Cancelled, finished, or no longer this node's.
+                Ok(None) => return,
+                Ok(Some(moved)) => {
+                    budget -= moved as f64;
+                    if moved > 0 {
+                        match &target {
+                            MoveTarget::Queue(id) => self.wake(*id),
+                            MoveTarget::Sources(list) => {
+                                for (_, id) in list {
+                                    self.wake(*id);
+                                }
+                            }
+                        }
+                    }
+                    if moved == allowance as u64 {
+                        continue;
+                    }
+                    (MoveTaskStatus::Completed, None)
+                }
+                Err(e) => (MoveTaskStatus::Failed, Some(e.message)),
             };
-            budget -= moved as f64;
-            if moved > 0 {
-                if let MoveTarget::Queue(id) = &target {
-                    self.wake(*id);
-                } else if let MoveTarget::Sources(list) = &target {
-                    for (_, id) in list {
-                        self.wake(*id);
-                    }
-                }
+            if let Err(e) = self.store.finish_move_task(lease, status, failure).await {
+                tracing::warn!(error = %e, "could not record the end of a message-move task");
             }
-            let mut tasks = self.move_tasks.lock().unwrap_or_else(|p| p.into_inner());
-            if let Some(t) = tasks
-                .iter_mut()
-                .find(|t| t.task_handle.as_deref() == Some(&handle))
-            {
-                t.moved += moved;
-                if t.status != "RUNNING" {
-                    return;
-                }
-                if done {
-                    t.status = if failure.is_some() {
-                        "FAILED"
-                    } else {
-                        "COMPLETED"
-                    }
-                    .into();
-                    t.failure_reason = failure;
-                    t.task_handle = None;
-                    return;
-                }
-            } else {
-                return;
-            }
+            return;
         }
     }
 
-    fn move_task_status(&self, handle: &str) -> Option<String> {
-        let tasks = self.move_tasks.lock().unwrap_or_else(|p| p.into_inner());
-        tasks
-            .iter()
-            .find(|t| t.task_handle.as_deref() == Some(handle))
-            .map(|t| t.status.clone())
+    /// Takes over the running tasks no node holds (their lease ended: the node that ran
+    /// them stopped or died) and runs them here. Returns how many it took. The server calls
+    /// it every [`MOVE_TASK_POLL`]; a task whose source queue is gone fails.
+    ///
+    /// Errors: store errors.
+    pub async fn resume_move_tasks(self: &Arc<Self>) -> Result<usize> {
+        let now = self.now_ms();
+        let tasks = self
+            .store
+            .claim_move_tasks(&self.node_id, now, now + MOVE_TASK_LEASE_MS, 16)
+            .await?;
+        let n = tasks.len();
+        for t in tasks {
+            let lease = MoveTaskLease {
+                handle: t.handle.clone(),
+                owner: self.node_id.clone(),
+                lease_until_ms: t.lease_until_ms,
+            };
+            match self.move_task_plan(&t).await? {
+                Ok((source_id, target)) => {
+                    tracing::info!(source = %t.source_arn, moved = t.moved, "resuming a message-move task");
+                    self.spawn_move_task(t.handle, source_id, target, t.max_per_second);
+                }
+                Err(why) => {
+                    self.store
+                        .finish_move_task(lease, MoveTaskStatus::Failed, Some(why))
+                        .await?;
+                }
+            }
+        }
+        Ok(n)
+    }
+
+    /// Where a stored task moves from and to, resolved to queue ids now; `Err(why)` when a
+    /// queue it names is gone (the task fails). Errors: store errors.
+    async fn move_task_plan(
+        &self,
+        t: &MoveTaskRecord,
+    ) -> Result<std::result::Result<(i64, MoveTarget), String>> {
+        let gone = |what: &str| Err(format!("The {what} queue no longer exists."));
+        let Some(src) = self.store.get_queue(&t.source_queue).await? else {
+            return Ok(gone("source"));
+        };
+        let target = match &t.destination_arn {
+            Some(arn) => {
+                let name = crate::names::arn_resource(arn, "sqs").unwrap_or_default();
+                let Some(dq) = self.store.get_queue(name).await? else {
+                    return Ok(gone("destination"));
+                };
+                MoveTarget::Queue(dq.id)
+            }
+            None => MoveTarget::Sources(
+                self.dead_letter_sources(&t.source_queue)
+                    .await?
+                    .iter()
+                    .map(|q| (self.queue_arn(&q.name), q.id))
+                    .collect(),
+            ),
+        };
+        Ok(Ok((src.id, target)))
+    }
+
+    /// Gives up the running tasks this node holds, so that another node, or this one
+    /// started again, takes them over at once instead of after their lease. The server
+    /// calls it when it stops, after [`Service::begin_shutdown`] (which stops the runners).
+    ///
+    /// Errors: store errors.
+    pub async fn release_move_tasks(&self) -> Result<()> {
+        // Let a step in flight finish first (a runner stops at its next tick, within
+        // 100 ms), so that no step renews a lease after it was given up.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
+        loop {
+            let done = self.move_runner_done.notified();
+            tokio::pin!(done);
+            done.as_mut().enable();
+            if self.move_runners.load(Ordering::SeqCst) == 0 {
+                break;
+            }
+            if tokio::time::timeout_at(deadline, done).await.is_err() {
+                break;
+            }
+        }
+        self.store.release_move_tasks(&self.node_id).await
     }
 
     /// ListMessageMoveTasks: the most recent tasks of `source` (newest first), at most
@@ -226,29 +330,31 @@ impl Service {
             ));
         }
         let arn = self.queue_arn(source);
-        let tasks = self.move_tasks.lock().unwrap_or_else(|p| p.into_inner());
+        let tasks = self.store.list_move_tasks(&arn, max as u32).await?;
         Ok(tasks
-            .iter()
-            .rev()
-            .filter(|t| t.source_arn == arn)
-            .take(max as usize)
-            .cloned()
+            .into_iter()
+            .map(|t| MoveTask {
+                task_handle: (t.status == MoveTaskStatus::Running).then_some(t.handle),
+                status: t.status.as_str().to_owned(),
+                source_arn: t.source_arn,
+                destination_arn: t.destination_arn,
+                max_per_second: t.max_per_second,
+                moved: t.moved.max(0) as u64,
+                to_move: t.to_move,
+                failure_reason: t.failure_reason,
+                started_at_ms: t.started_at_ms,
+            })
             .collect())
     }
 
-    /// CancelMessageMoveTask: stops a running task; returns how many messages it moved.
+    /// CancelMessageMoveTask: stops a running task, whichever node runs it; returns how
+    /// many messages it moved.
     ///
     /// Errors: `ResourceNotFoundException` when no running task has this handle.
     pub async fn cancel_message_move_task(&self, handle: &str) -> Result<u64> {
-        let mut tasks = self.move_tasks.lock().unwrap_or_else(|p| p.into_inner());
-        let task = tasks
-            .iter_mut()
-            .find(|t| t.task_handle.as_deref() == Some(handle) && t.status == "RUNNING")
-            .ok_or_else(|| {
-                Error::new(ErrorCode::ResourceNotFoundException, "Task does not exist.")
-            })?;
-        task.status = "CANCELLED".into();
-        task.task_handle = None;
-        Ok(task.moved)
+        let task = self.store.cancel_move_task(handle).await?.ok_or_else(|| {
+            Error::new(ErrorCode::ResourceNotFoundException, "Task does not exist.")
+        })?;
+        Ok(task.moved.max(0) as u64)
     }
 }

@@ -163,7 +163,7 @@ impl Service {
                 state: state_of(&m, now),
                 seq: m.seq,
                 message_attributes: message::decode_attributes(m.message_attributes.as_deref()),
-                message_id: m.message_id,
+                message_id: super::messages::message_id_of(m.message_id, m.seq),
                 body: m.body,
                 md5_body: m.md5_body,
                 sent_at_ms: m.sent_at_ms,

@@ -1,7 +1,8 @@
 //! Mobile push platform applications and endpoints (SNS CreatePlatformApplication,
 //! CreatePlatformEndpoint and their list/get/set/delete): accepted so code written for AWS
-//! runs, kept in memory (a restart forgets them), and a Publish to an endpoint is recorded
-//! for inspection (`GET /_loft/sns/messages`), never sent.
+//! runs, kept in the store (they survive a restart and every node sees them), and a
+//! Publish to an endpoint is recorded for inspection (`GET /_loft/sns/messages`), never
+//! sent.
 //!
 //! Source: SNS API Reference, "Mobile push" operations.
 
@@ -39,9 +40,18 @@ fn not_found(what: &str) -> Error {
     Error::new(ErrorCode::NotFound, format!("{what} does not exist"))
 }
 
+/// Whether `arn` has the form of a platform endpoint's ARN (`...:endpoint/PLATFORM/APP/ID`);
+/// topic names cannot contain `/`, so a topic's ARN never has it.
+fn looks_like_endpoint(arn: &str) -> bool {
+    arn.split(':')
+        .nth(5)
+        .is_some_and(|r| r.starts_with("endpoint/"))
+}
+
 impl Service {
-    /// CreatePlatformApplication. Errors: `InvalidParameter` (name, platform).
-    pub fn create_platform_application(
+    /// CreatePlatformApplication: idempotent for the same name and platform (the first
+    /// one's attributes stay). Errors: `InvalidParameter` (name, platform).
+    pub async fn create_platform_application(
         &self,
         name: &str,
         platform: &str,
@@ -62,14 +72,15 @@ impl Service {
             "arn:aws:sns:{}:{}:app/{platform}/{name}",
             self.config.region, self.config.account_id
         );
-        let mut apps = self.platform.lock().unwrap_or_else(|p| p.into_inner());
-        apps.0.entry(arn.clone()).or_insert(attributes);
+        self.store
+            .create_platform_application(&arn, attributes)
+            .await?;
         Ok(arn)
     }
 
-    /// CreatePlatformEndpoint: idempotent for the same token. Errors: `NotFound` (app),
-    /// `InvalidParameter` (empty token).
-    pub fn create_platform_endpoint(
+    /// CreatePlatformEndpoint: idempotent for the same token (the existing endpoint's ARN).
+    /// Errors: `NotFound` (app), `InvalidParameter` (empty token).
+    pub async fn create_platform_endpoint(
         &self,
         app_arn: &str,
         token: &str,
@@ -77,16 +88,6 @@ impl Service {
     ) -> Result<String> {
         if token.is_empty() {
             return Err(invalid("Token"));
-        }
-        let mut state = self.platform.lock().unwrap_or_else(|p| p.into_inner());
-        if !state.0.contains_key(app_arn) {
-            return Err(not_found("PlatformApplication"));
-        }
-        if let Some((arn, _)) = state.1.iter().find(|(arn, a)| {
-            arn.starts_with(&app_arn.replace(":app/", ":endpoint/"))
-                && a.get("Token").map(String::as_str) == Some(token)
-        }) {
-            return Ok(arn.clone());
         }
         let arn = format!(
             "{}/{}",
@@ -98,78 +99,68 @@ impl Service {
         attrs
             .entry("Enabled".into())
             .or_insert_with(|| "true".into());
-        state.1.insert(arn.clone(), attrs);
-        Ok(arn)
+        self.store
+            .create_platform_endpoint(app_arn, &arn, token, attrs)
+            .await?
+            .ok_or_else(|| not_found("PlatformApplication"))
     }
 
-    /// The platform applications, or the endpoints of `app_arn`.
-    pub fn list_platform(&self, app_arn: Option<&str>) -> Result<Vec<PlatformResource>> {
-        let state = self.platform.lock().unwrap_or_else(|p| p.into_inner());
-        Ok(match app_arn {
-            None => state
-                .0
-                .iter()
-                .map(|(a, m)| PlatformResource {
-                    arn: a.clone(),
-                    attributes: m.clone(),
-                })
-                .collect(),
+    /// The platform applications, or the endpoints of `app_arn`. Errors: `NotFound` (app).
+    pub async fn list_platform(&self, app_arn: Option<&str>) -> Result<Vec<PlatformResource>> {
+        let records = match app_arn {
+            None => self.store.list_platform_applications().await?,
             Some(app) => {
-                if !state.0.contains_key(app) {
+                if self.store.get_platform(app).await?.is_none() {
                     return Err(not_found("PlatformApplication"));
                 }
-                let prefix = format!("{}/", app.replace(":app/", ":endpoint/"));
-                state
-                    .1
-                    .iter()
-                    .filter(|(a, _)| a.starts_with(&prefix))
-                    .map(|(a, m)| PlatformResource {
-                        arn: a.clone(),
-                        attributes: m.clone(),
-                    })
-                    .collect()
+                self.store.list_platform_endpoints(app).await?
             }
-        })
+        };
+        Ok(records
+            .into_iter()
+            .map(|r| PlatformResource {
+                arn: r.arn,
+                attributes: r.attributes,
+            })
+            .collect())
     }
 
     /// Attributes of a platform application or endpoint. Errors: `NotFound`.
-    pub fn platform_attributes(&self, arn: &str) -> Result<Map> {
-        let state = self.platform.lock().unwrap_or_else(|p| p.into_inner());
-        state
-            .0
-            .get(arn)
-            .or_else(|| state.1.get(arn))
-            .cloned()
+    pub async fn platform_attributes(&self, arn: &str) -> Result<Map> {
+        self.store
+            .get_platform(arn)
+            .await?
+            .map(|r| r.attributes)
             .ok_or_else(|| not_found("Resource"))
     }
 
-    /// Merges attributes into a platform application or endpoint. Errors: `NotFound`.
-    pub fn set_platform_attributes(&self, arn: &str, attributes: Map) -> Result<()> {
-        let mut state = self.platform.lock().unwrap_or_else(|p| p.into_inner());
-        let target = if state.0.contains_key(arn) {
-            state.0.get_mut(arn)
+    /// Merges attributes into a platform application or endpoint (a `Token` changes an
+    /// endpoint's device token). Errors: `NotFound`.
+    pub async fn set_platform_attributes(&self, arn: &str, attributes: Map) -> Result<()> {
+        let token = attributes.get("Token").cloned();
+        if self
+            .store
+            .update_platform_attributes(arn, attributes, token)
+            .await?
+        {
+            Ok(())
         } else {
-            state.1.get_mut(arn)
-        };
-        target
-            .ok_or_else(|| not_found("Resource"))?
-            .extend(attributes);
-        Ok(())
+            Err(not_found("Resource"))
+        }
     }
 
     /// Deletes a platform application (with its endpoints) or an endpoint; missing ones
-    /// succeed, as on AWS.
-    pub fn delete_platform(&self, arn: &str) {
-        let mut state = self.platform.lock().unwrap_or_else(|p| p.into_inner());
-        state.0.remove(arn);
-        state.1.remove(arn);
-        let prefix = format!("{}/", arn.replace(":app/", ":endpoint/"));
-        state.1.retain(|a, _| !a.starts_with(&prefix));
+    /// succeed, as on AWS. Errors: store errors.
+    pub async fn delete_platform(&self, arn: &str) -> Result<()> {
+        self.store.delete_platform(arn).await
     }
 
-    /// Whether `arn` names a platform endpoint.
-    pub fn is_platform_endpoint(&self, arn: &str) -> bool {
-        let state = self.platform.lock().unwrap_or_else(|p| p.into_inner());
-        state.1.contains_key(arn)
+    /// Whether `arn` names a platform endpoint (only ARNs of an endpoint's form are looked
+    /// up, so a Publish to a topic costs no store read for it).
+    pub async fn is_platform_endpoint(&self, arn: &str) -> Result<bool> {
+        if !looks_like_endpoint(arn) {
+            return Ok(false);
+        }
+        Ok(self.store.get_platform(arn).await?.is_some())
     }
 }

@@ -8,7 +8,6 @@
 //! ("Publish", the seeds' `{"topic","message"}` payload).
 
 use std::collections::BTreeMap;
-use std::sync::atomic::Ordering;
 
 use serde_json::{json, Map, Value};
 
@@ -123,6 +122,129 @@ fn sns_attribute_json(attrs: &MessageAttributes) -> Value {
     Value::Object(map)
 }
 
+/// The JSON envelope SNS sends to HTTP/S endpoints and (without raw delivery) SQS queues,
+/// in AWS's field order (SNS Developer Guide, "Parsing message formats"): FIFO topics add
+/// SequenceNumber and carry no signature fields; `subscription_arn` fills the
+/// UnsubscribeURL of notifications; URLs start with `advertised_url`; SigningCertURL is
+/// `signing_cert_url`.
+fn render_envelope(
+    advertised_url: &str,
+    signing_cert_url: &str,
+    fields: &SignedFields,
+    signature: Option<&(u8, String)>,
+    attributes: &MessageAttributes,
+    sequence: Option<&str>,
+    subscription_arn: Option<&str>,
+) -> String {
+    let mut env = Map::new();
+    env.insert("Type".into(), json!(fields.message_type));
+    env.insert("MessageId".into(), json!(fields.message_id));
+    if let Some(t) = &fields.token {
+        env.insert("Token".into(), json!(t));
+    }
+    if let Some(seq) = sequence {
+        env.insert("SequenceNumber".into(), json!(seq));
+    }
+    env.insert("TopicArn".into(), json!(fields.topic_arn));
+    if let Some(s) = &fields.subject {
+        env.insert("Subject".into(), json!(s));
+    }
+    env.insert("Message".into(), json!(fields.message));
+    if let Some(u) = &fields.subscribe_url {
+        env.insert("SubscribeURL".into(), json!(u));
+    }
+    env.insert("Timestamp".into(), json!(fields.timestamp));
+    if let Some((version, sig)) = signature {
+        env.insert("SignatureVersion".into(), json!(version.to_string()));
+        env.insert("Signature".into(), json!(sig));
+        env.insert("SigningCertURL".into(), json!(signing_cert_url));
+    }
+    if let Some(arn) = subscription_arn {
+        // AWS writes the ARN as it is: its characters ([A-Za-z0-9_.:-]) need no
+        // percent-encoding in a query string.
+        env.insert(
+            "UnsubscribeURL".into(),
+            json!(format!(
+                "{advertised_url}/?Action=Unsubscribe&SubscriptionArn={arn}"
+            )),
+        );
+    }
+    if !attributes.is_empty() {
+        env.insert("MessageAttributes".into(), sns_attribute_json(attributes));
+    }
+    Value::Object(env).to_string()
+}
+
+/// One SQS subscription's copy of a publish, decided before the topic's sequence number
+/// is known (a FIFO topic's envelope carries it): rendered by [`SqsCopy::render`].
+#[derive(Clone)]
+struct SqsCopy {
+    queue_id: i64,
+    /// The copy's own MessageId in the queue.
+    message_id: String,
+    /// Raw delivery: the text itself, with the message's attributes.
+    raw: Option<(String, MessageAttributes)>,
+    /// Otherwise the envelope of these fields and signature, for this subscription ARN.
+    fields: SignedFields,
+    signature: Option<(u8, String)>,
+    /// SigningCertURL of the envelope.
+    signing_cert_url: String,
+    subscription_arn: String,
+    delivered_attributes: MessageAttributes,
+    /// The stored system attributes (AWSTraceHeader), encoded.
+    system_attributes: Option<String>,
+    /// Whether this copy goes to the subscription's dead-letter queue (its queue is gone).
+    dead_lettered: bool,
+    group_id: Option<String>,
+    dedup: Option<DedupKey>,
+    sender_id: String,
+    now_ms: i64,
+    delay_seconds: i64,
+    retention_seconds: i64,
+}
+
+impl SqsCopy {
+    /// The queue message; an envelope gets SequenceNumber `sequence` (FIFO topics).
+    fn render(&self, advertised_url: &str, sequence: Option<&str>) -> (i64, NewMessage) {
+        let (body, attributes) = match &self.raw {
+            Some((text, attributes)) => (text.clone(), attributes.clone()),
+            None => (
+                render_envelope(
+                    advertised_url,
+                    &self.signing_cert_url,
+                    &self.fields,
+                    self.signature.as_ref(),
+                    &self.delivered_attributes,
+                    sequence,
+                    Some(&self.subscription_arn),
+                ),
+                MessageAttributes::new(),
+            ),
+        };
+        let now = self.now_ms;
+        (
+            self.queue_id,
+            NewMessage {
+                message_id: Some(self.message_id.clone()),
+                md5_body: message::md5_hex(body.as_bytes()),
+                message_attributes: message::encode_attributes(&attributes),
+                system_attributes: self.system_attributes.clone(),
+                sender_id: self.sender_id.clone(),
+                sent_at_ms: now,
+                visible_at_ms: now + self.delay_seconds * 1000,
+                expires_at_ms: now + self.retention_seconds * 1000,
+                group_id: self.group_id.clone(),
+                dedup_id: self.dedup.as_ref().map(|d| d.id.clone()),
+                receive_count: 0,
+                first_received_at_ms: None,
+                dead_letter_source: None,
+                dedup: self.dedup.clone(),
+                body,
+            },
+        )
+    }
+}
+
 /// Most message attributes a raw-delivery SQS subscription can carry. SNS itself takes
 /// more; a message with more is discarded for such a subscription (SNS Developer Guide,
 /// "Amazon SNS message attributes").
@@ -195,8 +317,7 @@ impl Service {
     }
 
     /// Builds the JSON envelope SNS sends to HTTP/S endpoints and (without raw delivery)
-    /// SQS queues, in AWS's field order. FIFO topics add SequenceNumber and carry no
-    /// signature fields. `subscription_arn` fills the UnsubscribeURL of notifications.
+    /// SQS queues ([`render_envelope`] with this service's advertised URL).
     pub(crate) fn envelope(
         &self,
         topic: &TopicRecord,
@@ -206,55 +327,26 @@ impl Service {
         sequence: Option<&str>,
         subscription_arn: Option<&str>,
     ) -> String {
-        let mut env = Map::new();
-        env.insert("Type".into(), json!(fields.message_type));
-        env.insert("MessageId".into(), json!(fields.message_id));
-        if let Some(t) = &fields.token {
-            env.insert("Token".into(), json!(t));
-        }
-        if let Some(seq) = sequence {
-            env.insert("SequenceNumber".into(), json!(seq));
-        }
-        env.insert("TopicArn".into(), json!(fields.topic_arn));
-        if let Some(s) = &fields.subject {
-            env.insert("Subject".into(), json!(s));
-        }
-        env.insert("Message".into(), json!(fields.message));
-        if let Some(u) = &fields.subscribe_url {
-            env.insert("SubscribeURL".into(), json!(u));
-        }
-        env.insert("Timestamp".into(), json!(fields.timestamp));
-        if let Some((version, sig)) = signature {
-            env.insert("SignatureVersion".into(), json!(version.to_string()));
-            env.insert("Signature".into(), json!(sig));
-            let file = self
-                .signer
-                .as_ref()
-                .map_or_else(|| UNSIGNED_CERT_FILE.to_owned(), |s| s.certificate_file());
-            env.insert(
-                "SigningCertURL".into(),
-                json!(format!(
-                    "{}{SIGNING_CERT_DIR}{file}",
-                    self.config.advertised_url
-                )),
-            );
-        }
-        if let Some(arn) = subscription_arn {
-            // AWS writes the ARN as it is: its characters ([A-Za-z0-9_.:-]) need no
-            // percent-encoding in a query string.
-            env.insert(
-                "UnsubscribeURL".into(),
-                json!(format!(
-                    "{}/?Action=Unsubscribe&SubscriptionArn={arn}",
-                    self.config.advertised_url
-                )),
-            );
-        }
-        if !attributes.is_empty() {
-            env.insert("MessageAttributes".into(), sns_attribute_json(attributes));
-        }
         let _ = topic;
-        Value::Object(env).to_string()
+        render_envelope(
+            &self.config.advertised_url,
+            &self.signing_cert_url(),
+            fields,
+            signature,
+            attributes,
+            sequence,
+            subscription_arn,
+        )
+    }
+
+    /// SigningCertURL: the advertised URL, [`SIGNING_CERT_DIR`] and the signer's
+    /// certificate file name.
+    fn signing_cert_url(&self) -> String {
+        let file = self
+            .signer
+            .as_ref()
+            .map_or_else(|| UNSIGNED_CERT_FILE.to_owned(), |s| s.certificate_file());
+        format!("{}{SIGNING_CERT_DIR}{file}", self.config.advertised_url)
     }
 
     /// The signed fields of a notification.
@@ -336,7 +428,7 @@ impl Service {
         req: PublishRequest,
     ) -> Result<PublishResult> {
         let target = match target {
-            PublishTarget::Target(arn) if self.is_platform_endpoint(arn) => {
+            PublishTarget::Target(arn) if self.is_platform_endpoint(arn).await? => {
                 PublishTarget::Endpoint(arn)
             }
             PublishTarget::Target(arn) => {
@@ -476,8 +568,16 @@ impl Service {
             .attributes
             .get("ContentBasedDeduplication")
             .is_some_and(|v| v == "true");
+        // SNS API Reference, Publish, MessageDeduplicationId: with FifoThroughputScope
+        // "MessageGroup the message deduplication scope is within each individual message
+        // group", with "Topic" (the default) across the entire topic.
+        let dedup_per_group = topic
+            .attributes
+            .get("FifoThroughputScope")
+            .is_some_and(|v| v == "MessageGroup");
         let topic_arn = self.topic_arn(&topic.name);
         let policy = self.topic_policy(topic)?;
+        let signing_cert_url = self.signing_cert_url();
         let subs: Vec<SubscriptionRecord> = self
             .store
             .list_subscriptions(Some(topic.id))
@@ -497,15 +597,15 @@ impl Service {
             }
         }
         let now = self.now_ms();
-        let mut results = Vec::with_capacity(entries.len());
-        let mut messages = Vec::new();
+        let mut results: Vec<Result<PublishResult>> = Vec::with_capacity(entries.len());
         let mut deliveries = Vec::new();
         let mut records = Vec::new();
-        // For the activity counters: the queue of each entry of `messages`, and the
-        // protocols of deliveries given up at once.
-        let mut message_queues: Vec<String> = Vec::new();
+        // Per accepted entry: its slot in `results`, its SQS copies with their queues'
+        // names (for the activity counters), and on a FIFO topic its deduplication key.
+        let mut accepted: Vec<(usize, Vec<(SqsCopy, String)>)> = Vec::new();
+        let mut keys: Vec<FifoPublishEntry> = Vec::new();
+        // The protocols of deliveries given up at once.
         let mut dropped: Vec<&str> = Vec::new();
-        let mut dead_letters: Vec<String> = Vec::new();
         // Data protection audit records for SQS destinations, and their queues.
         let (mut audit_messages, mut audit_queues) = (Vec::new(), Vec::new());
         for mut req in entries {
@@ -532,13 +632,12 @@ impl Service {
             // FIFO topic rules and deduplication.
             let mut dedup_id = None;
             if fifo {
-                let Some(group) = req.group_id.as_deref() else {
+                if req.group_id.is_none() {
                     results.push(Err(invalid(
                         "The MessageGroupId parameter is required for FIFO topics",
                     )));
                     continue;
-                };
-                let _ = group;
+                }
                 let id = match (&req.dedup_id, cbd) {
                     (Some(d), _) => d.clone(),
                     (None, true) => hex::encode(<sha2::Sha256 as sha2::Digest>::digest(
@@ -549,30 +648,12 @@ impl Service {
                         continue;
                     }
                 };
-                let seen = self.topic_dedup.lock().unwrap_or_else(|p| p.into_inner());
-                if let Some((mid, seq, _)) = seen.get(&(topic.id, id.clone()), now) {
-                    results.push(Ok(PublishResult {
-                        message_id: mid.clone(),
-                        sequence_number: Some(seq.clone()),
-                    }));
-                    continue;
-                }
                 dedup_id = Some(id);
             } else if req.dedup_id.is_some() {
                 results.push(Err(invalid("MessageDeduplicationId Reason: The request includes MessageDeduplicationId parameter that is not valid for this topic type")));
                 continue;
             }
             let message_id = uuid::Uuid::new_v4().to_string();
-            let sequence =
-                fifo.then(|| sequence_number(self.topic_sequence.fetch_add(1, Ordering::SeqCst)));
-            if let (Some(id), Some(seq)) = (&dedup_id, &sequence) {
-                let mut seen = self.topic_dedup.lock().unwrap_or_else(|p| p.into_inner());
-                seen.insert(
-                    (topic.id, id.clone()),
-                    (message_id.clone(), seq.clone(), now + DEDUP_WINDOW_MS),
-                    now,
-                );
-            }
             if let Some(pending) = audit {
                 self.finish_audit(
                     topic,
@@ -628,29 +709,27 @@ impl Service {
                 message::encode_attributes(&a)
             });
             let timestamp = iso_timestamp(now);
+            // The signed fields of each distinct text, signed once (FIFO topics' envelopes
+            // carry no signature).
             let mut signed: BTreeMap<String, (SignedFields, Option<(u8, String)>)> =
                 BTreeMap::new();
-            let mut envelope_for = |svc: &Service, text: &str, sub_arn: &str| -> String {
-                let (fields, sig) = signed.entry(text.to_owned()).or_insert_with(|| {
-                    let f = svc.notification_fields(
-                        &topic_arn,
-                        &message_id,
-                        text,
-                        req.subject.as_deref(),
-                        &timestamp,
-                    );
-                    let sig = svc.signature(topic, &f);
-                    (f, sig)
-                });
-                svc.envelope(
-                    topic,
-                    fields,
-                    sig.as_ref(),
-                    delivered_attributes,
-                    sequence.as_deref(),
-                    Some(sub_arn),
-                )
+            let mut sign = |svc: &Service, text: &str| -> (SignedFields, Option<(u8, String)>) {
+                signed
+                    .entry(text.to_owned())
+                    .or_insert_with(|| {
+                        let f = svc.notification_fields(
+                            &topic_arn,
+                            &message_id,
+                            text,
+                            req.subject.as_deref(),
+                            &timestamp,
+                        );
+                        let sig = svc.signature(topic, &f);
+                        (f, sig)
+                    })
+                    .clone()
             };
+            let mut copies: Vec<(SqsCopy, String)> = Vec::new();
             for sub in &subs {
                 let text = text_for(&sub.protocol);
                 let sub_arn = self.subscription_arn(sub);
@@ -664,6 +743,12 @@ impl Service {
                     },
                     None => text,
                 };
+                // FIFO topics have SQS subscriptions only (`subscribe` refuses others).
+                if fifo && sub.protocol != "sqs" {
+                    tracing::warn!(protocol = %sub.protocol, "a FIFO topic delivers to SQS only; message not delivered");
+                    dropped.push("other");
+                    continue;
+                }
                 let raw = sub
                     .attributes
                     .get("RawMessageDelivery")
@@ -704,14 +789,6 @@ impl Service {
                             tracing::warn!(queue = %queue.name, "more than 10 message attributes for a raw-delivery SQS subscription; message discarded for it");
                             continue;
                         }
-                        let (body, attributes) = if raw {
-                            (text.clone(), delivered_attributes.clone())
-                        } else {
-                            (
-                                envelope_for(self, &text, &sub_arn),
-                                MessageAttributes::new(),
-                            )
-                        };
                         let dedup = if config.fifo {
                             dedup_id.clone().map(|id| DedupKey {
                                 scope: if config.dedup_per_group {
@@ -730,41 +807,45 @@ impl Service {
                             dropped.push("sqs");
                             continue;
                         }
-                        message_queues.push(queue.name.clone());
-                        if dead_lettered {
-                            dead_letters.push(queue.name.clone());
-                        }
-                        messages.push((
-                            queue.id,
-                            NewMessage {
-                                message_id: Some(uuid::Uuid::new_v4().to_string()),
-                                md5_body: message::md5_hex(body.as_bytes()),
-                                message_attributes: message::encode_attributes(&attributes),
+                        let (fields, signature) = sign(self, &text);
+                        copies.push((
+                            SqsCopy {
+                                queue_id: queue.id,
+                                message_id: uuid::Uuid::new_v4().to_string(),
+                                raw: raw.then(|| (text.clone(), delivered_attributes.clone())),
+                                fields,
+                                signature,
+                                signing_cert_url: signing_cert_url.clone(),
+                                subscription_arn: sub_arn,
+                                delivered_attributes: delivered_attributes.clone(),
                                 system_attributes: trace_attributes.clone(),
-                                sender_id: self.config.account_id.clone(),
-                                sent_at_ms: now,
-                                visible_at_ms: now + config.delay_seconds as i64 * 1000,
-                                expires_at_ms: now + config.retention_seconds as i64 * 1000,
+                                dead_lettered,
                                 // A standard topic's MessageGroupId reaches a standard
                                 // queue (fair queues); a FIFO topic's does not (AWS's
                                 // recorded deliveries).
                                 group_id: req.group_id.clone().filter(|_| config.fifo || !fifo),
-                                dedup_id: dedup.as_ref().map(|d| d.id.clone()),
-                                receive_count: 0,
-                                first_received_at_ms: None,
-                                // SNS's dead-lettered messages carry no
-                                // DeadLetterQueueSourceArn (AWS's recorded receives).
-                                dead_letter_source: None,
                                 dedup,
-                                body,
+                                sender_id: self.config.account_id.clone(),
+                                now_ms: now,
+                                delay_seconds: config.delay_seconds as i64,
+                                retention_seconds: config.retention_seconds as i64,
                             },
+                            queue.name.clone(),
                         ));
                     }
                     "http" | "https" => {
                         let body = if raw {
                             text.clone()
                         } else {
-                            envelope_for(self, &text, &sub_arn)
+                            let (fields, sig) = sign(self, &text);
+                            self.envelope(
+                                topic,
+                                &fields,
+                                sig.as_ref(),
+                                delivered_attributes,
+                                None,
+                                Some(&sub_arn),
+                            )
                         };
                         deliveries.push(self.http_delivery(
                             topic,
@@ -777,7 +858,15 @@ impl Service {
                     }
                     protocol => {
                         let message = if protocol == "email-json" {
-                            envelope_for(self, &text, &sub_arn)
+                            let (fields, sig) = sign(self, &text);
+                            self.envelope(
+                                topic,
+                                &fields,
+                                sig.as_ref(),
+                                delivered_attributes,
+                                None,
+                                Some(&sub_arn),
+                            )
                         } else {
                             text.clone()
                         };
@@ -793,33 +882,108 @@ impl Service {
                     }
                 }
             }
+            if let Some(id) = dedup_id {
+                keys.push(FifoPublishEntry {
+                    message_id: message_id.clone(),
+                    dedup: DedupKey {
+                        scope: if dedup_per_group {
+                            req.group_id.clone().unwrap_or_default()
+                        } else {
+                            String::new()
+                        },
+                        id,
+                        expires_at_ms: now + DEDUP_WINDOW_MS,
+                    },
+                });
+            }
+            accepted.push((results.len(), copies));
             results.push(Ok(PublishResult {
                 message_id,
-                sequence_number: sequence,
+                sequence_number: None,
             }));
         }
-        messages.extend(audit_messages);
-        let woken: Vec<i64> = messages.iter().map(|(q, _)| *q).collect();
+        let mut woken: Vec<i64> = accepted
+            .iter()
+            .flat_map(|(_, copies)| copies.iter().map(|(c, _)| c.queue_id))
+            .collect();
+        woken.sort_unstable();
+        woken.dedup();
         let has_deliveries = !deliveries.is_empty();
         let recorded: Vec<String> = records.iter().map(|r| r.protocol.clone()).collect();
-        if !messages.is_empty() || has_deliveries || !records.is_empty() {
-            let stored = self.store.publish(messages, deliveries, records).await?;
-            for (queue, sent) in message_queues.iter().zip(&stored) {
-                if !sent.duplicate {
-                    self.activity.sent(queue, 1);
+        // What each queue message stored was: (its queue's name, stored anew, sent to the
+        // subscription's dead-letter queue).
+        let mut stored: Vec<(String, bool, bool)> = Vec::new();
+        if fifo && !accepted.is_empty() {
+            // The store numbers each entry and checks its key in the publish's transaction;
+            // the envelopes carry that number, so the copies are rendered there.
+            let url = self.config.advertised_url.clone();
+            let plans: Vec<Vec<SqsCopy>> = accepted
+                .iter()
+                .map(|(_, copies)| copies.iter().map(|(c, _)| c.clone()).collect())
+                .collect();
+            let fanout: FifoFanout = std::sync::Arc::new(move |i: usize, sequence: i64| {
+                let sequence = sequence_number(sequence);
+                plans[i]
+                    .iter()
+                    .map(|c| c.render(&url, Some(&sequence)))
+                    .collect()
+            });
+            let published = self
+                .store
+                .publish_fifo(FifoPublish {
+                    topic_id: topic.id,
+                    now_ms: now,
+                    entries: keys,
+                    fanout,
+                })
+                .await?
+                .ok_or_else(|| Error::new(ErrorCode::NotFound, "Topic does not exist"))?;
+            for ((slot, copies), p) in accepted.iter().zip(published) {
+                results[*slot] = Ok(PublishResult {
+                    message_id: p.message_id,
+                    sequence_number: Some(sequence_number(p.sequence)),
+                });
+                for ((copy, name), sent) in copies.iter().zip(&p.sent) {
+                    stored.push((name.clone(), !sent.duplicate, copy.dead_lettered));
                 }
             }
-            let delivered = message_queues.len() - dead_letters.len();
-            self.activity
-                .delivery("sqs", DeliveryOutcome::Delivered, delivered as u64);
-            self.activity.delivery(
-                "sqs",
-                DeliveryOutcome::DeadLettered,
-                dead_letters.len() as u64,
-            );
-            for queue in &audit_queues {
-                self.activity.sent(queue, 1);
+            // Audit records of a FIFO topic go in their own transaction, after the fan-out.
+            if !audit_messages.is_empty() {
+                self.store
+                    .publish(std::mem::take(&mut audit_messages), Vec::new(), Vec::new())
+                    .await?;
             }
+        } else {
+            let mut messages = Vec::new();
+            let mut names = Vec::new();
+            for (_, copies) in &accepted {
+                for (copy, name) in copies {
+                    messages.push(copy.render(&self.config.advertised_url, None));
+                    names.push((name.clone(), copy.dead_lettered));
+                }
+            }
+            // Data protection audit records, in the publish's transaction.
+            messages.extend(std::mem::take(&mut audit_messages));
+            if !messages.is_empty() || has_deliveries || !records.is_empty() {
+                let sent = self.store.publish(messages, deliveries, records).await?;
+                for ((name, dead), sent) in names.into_iter().zip(&sent) {
+                    stored.push((name, !sent.duplicate, dead));
+                }
+            }
+        }
+        for (queue, new, dead_lettered) in stored {
+            if new {
+                self.activity.sent(&queue, 1);
+                let outcome = if dead_lettered {
+                    DeliveryOutcome::DeadLettered
+                } else {
+                    DeliveryOutcome::Delivered
+                };
+                self.activity.delivery("sqs", outcome, 1);
+            }
+        }
+        for queue in &audit_queues {
+            self.activity.sent(queue, 1);
         }
         for protocol in recorded {
             self.activity

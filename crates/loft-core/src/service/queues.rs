@@ -120,6 +120,11 @@ fn check_tags(tags: &Map) -> Result<()> {
     Ok(())
 }
 
+/// How long after DeleteQueue its name cannot be used again, ms (SQS API Reference,
+/// DeleteQueue: "you must wait at least 60 seconds before creating a queue with the same
+/// name"; CreateQueue's `QueueDeletedRecently`).
+pub const RECREATE_HOLD_MS: i64 = 60_000;
+
 impl Service {
     /// CreateQueue: creates `name` with `attributes` and `tags`, or returns the existing
     /// queue when every given attribute matches it.
@@ -158,19 +163,18 @@ impl Service {
                 .or_insert_with(|| "false".into());
         }
         check_tags(&tags)?;
+        // The hold is a row the delete wrote, so a delete through another node or before a
+        // restart counts too.
+        if self
+            .store
+            .queue_recreate_after(name)
+            .await?
+            .is_some_and(|after| self.now_ms() < after)
         {
-            let mut deleted = self
-                .deleted_queues
-                .lock()
-                .unwrap_or_else(|p| p.into_inner());
-            let now = self.now_ms();
-            deleted.retain(|_, at| now - *at < 60_000);
-            if deleted.contains_key(name) {
-                return Err(Error::new(
-                    ErrorCode::QueueDeletedRecently,
-                    "You must wait 60 seconds after deleting a queue before you can create another with the same name.",
-                ));
-            }
+            return Err(Error::new(
+                ErrorCode::QueueDeletedRecently,
+                "You must wait 60 seconds after deleting a queue before you can create another with the same name.",
+            ));
         }
         self.check_redrive_target(name, &attributes, fifo).await?;
         let (queue, created) = self
@@ -360,15 +364,12 @@ impl Service {
     /// DeleteQueue: the queue and its messages. Errors: `QueueDoesNotExist`.
     pub async fn delete_queue(&self, name: &str) -> Result<()> {
         let queue = self.queue(name).await?;
-        if self.store.delete_queue(queue.id).await? {
+        let recreate_after = self.now_ms() + RECREATE_HOLD_MS;
+        if self.store.delete_queue(queue.id, recreate_after).await? {
             self.queue_deleted(queue.id);
         }
         self.forget_queues();
         self.wake(queue.id);
-        self.deleted_queues
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(queue.name.clone(), self.now_ms());
         Ok(())
     }
 

@@ -106,6 +106,68 @@ const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE messages ADD COLUMN IF NOT EXISTS received_at BIGINT;
     "#,
+    // 3: the state the service kept in memory until now, as SQLite's 6 (issue 15).
+    r#"
+    CREATE TABLE receive_attempts (
+        queue_id   BIGINT NOT NULL,
+        attempt_id TEXT NOT NULL,
+        expires_at BIGINT NOT NULL,
+        seqs       BIGINT[] NOT NULL,
+        tokens     BIGINT[] NOT NULL,
+        PRIMARY KEY (queue_id, attempt_id)
+    );
+    CREATE INDEX receive_attempts_expiry ON receive_attempts (expires_at);
+    ALTER TABLE queues ADD COLUMN purge_hold_until BIGINT;
+    CREATE TABLE deleted_queues (
+        name       TEXT PRIMARY KEY,
+        hold_until BIGINT NOT NULL
+    );
+    ALTER TABLE topics ADD COLUMN sequence BIGINT NOT NULL DEFAULT 0;
+    -- Sequence numbers handed out before this migration came from each node's clock
+    -- (ms * 1000): start existing topics above them.
+    UPDATE topics SET sequence = (extract(epoch FROM clock_timestamp()) * 1000)::bigint * 1000;
+    CREATE TABLE topic_dedup (
+        topic_id   BIGINT NOT NULL,
+        scope      TEXT NOT NULL,
+        dedup_id   TEXT NOT NULL,
+        message_id TEXT NOT NULL,
+        sequence   BIGINT NOT NULL,
+        expires_at BIGINT NOT NULL,
+        PRIMARY KEY (topic_id, scope, dedup_id)
+    );
+    CREATE INDEX topic_dedup_expiry ON topic_dedup (expires_at);
+    CREATE TABLE move_tasks (
+        id              BIGSERIAL PRIMARY KEY,
+        handle          TEXT NOT NULL UNIQUE,
+        source_arn      TEXT NOT NULL,
+        source_queue    TEXT NOT NULL,
+        destination_arn TEXT,
+        max_per_second  BIGINT,
+        status          TEXT NOT NULL,
+        moved           BIGINT NOT NULL DEFAULT 0,
+        to_move         BIGINT NOT NULL,
+        failure_reason  TEXT,
+        started_at      BIGINT NOT NULL,
+        owner           TEXT,
+        lease_until     BIGINT NOT NULL DEFAULT 0
+    );
+    CREATE UNIQUE INDEX move_tasks_running ON move_tasks (source_arn) WHERE status = 'RUNNING';
+    CREATE INDEX move_tasks_source ON move_tasks (source_arn, id);
+    CREATE TABLE platform_applications (
+        arn        TEXT PRIMARY KEY,
+        attributes TEXT NOT NULL
+    );
+    CREATE TABLE platform_endpoints (
+        arn             TEXT PRIMARY KEY,
+        application_arn TEXT NOT NULL,
+        token           TEXT NOT NULL,
+        attributes      TEXT NOT NULL
+    );
+    CREATE UNIQUE INDEX platform_endpoints_token ON platform_endpoints (application_arn, token);
+    -- A FIFO receive reads each open group's messages through this index (messages with
+    -- no group are not in it).
+    CREATE INDEX messages_group ON messages (queue_id, group_id, seq) WHERE group_id IS NOT NULL;
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -404,8 +404,16 @@ impl Store for PgStore {
         run!(self, |c| ops::list_queues(&c))
     }
 
-    async fn delete_queue(&self, queue_id: i64) -> Result<bool> {
-        run!(self, |c| ops::delete_queue(&c, queue_id))
+    async fn count_queues(&self) -> Result<u64> {
+        run!(self, |c| ops::count_rows(&c, "queues"))
+    }
+
+    async fn delete_queue(&self, queue_id: i64, recreate_after_ms: i64) -> Result<bool> {
+        run!(self, |c| ops::delete_queue(&c, queue_id, recreate_after_ms))
+    }
+
+    async fn queue_recreate_after(&self, name: &str) -> Result<Option<i64>> {
+        run!(self, |c| ops::queue_recreate_after(&c, name))
     }
 
     async fn set_queue_attributes(
@@ -440,12 +448,20 @@ impl Store for PgStore {
         if request.fifo {
             return run_tx!(self, |tx| ops::receive_fifo(&tx, &request, channel));
         }
-        let want = request.max_messages.clamp(1, 10) as usize;
+        let want = request.max_messages as usize;
         let mut out = ReceiveOutcome::default();
+        if want == 0 {
+            return Ok(out);
+        }
+        if request.receipt_tokens.len() < want {
+            return Err(Error::internal("fewer receipt tokens than messages"));
+        }
         loop {
             let need = (want - out.messages.len()) as i64;
-            let (messages, candidates, dead, next) =
-                run!(self, |c| ops::receive_step(&c, &request, need, channel))?;
+            let tokens = &request.receipt_tokens[out.messages.len()..];
+            let (messages, candidates, dead, next) = run!(self, |c| ops::receive_step(
+                &c, &request, need, tokens, channel
+            ))?;
             out.messages.extend(messages);
             out.dead_lettered += dead;
             if out.messages.len() >= want || candidates < need {
@@ -487,6 +503,10 @@ impl Store for PgStore {
         ))
     }
 
+    async fn delete_unnamed_message(&self, queue_id: i64, seq: i64) -> Result<bool> {
+        run!(self, |c| ops::delete_unnamed_message(&c, queue_id, seq))
+    }
+
     async fn change_visibility(
         &self,
         queue_id: i64,
@@ -494,6 +514,7 @@ impl Store for PgStore {
         receipt_token: Option<i64>,
         now_ms: i64,
         visible_at_ms: i64,
+        max_hidden_ms: i64,
     ) -> Result<VisibilityChange> {
         let channel = self.channel.as_str();
         run!(self, |c| ops::change_visibility(
@@ -503,6 +524,7 @@ impl Store for PgStore {
             receipt_token,
             now_ms,
             visible_at_ms,
+            max_hidden_ms,
             channel
         ))
     }
@@ -511,22 +533,91 @@ impl Store for PgStore {
         &self,
         source_queue_id: i64,
         target: MoveTarget,
-        limit: u32,
+        new_message_ids: Vec<String>,
         now_ms: i64,
-    ) -> Result<u64> {
+        task: Option<MoveTaskLease>,
+    ) -> Result<Option<u64>> {
         let channel = self.channel.as_str();
-        run!(self, |c| ops::move_messages(
+        match &task {
+            None => run!(self, |c| ops::move_messages(
+                &c,
+                source_queue_id,
+                &target,
+                &new_message_ids,
+                now_ms,
+                channel
+            ))
+            .map(Some),
+            Some(lease) => run_tx!(self, |tx| ops::move_step_in(
+                &tx,
+                source_queue_id,
+                &target,
+                &new_message_ids,
+                now_ms,
+                lease,
+                channel
+            )),
+        }
+    }
+
+    async fn create_move_task(&self, task: MoveTaskRecord) -> Result<bool> {
+        run!(self, |c| ops::create_move_task(&c, &task))
+    }
+
+    async fn list_move_tasks(&self, source_arn: &str, limit: u32) -> Result<Vec<MoveTaskRecord>> {
+        run!(self, |c| ops::list_move_tasks(&c, source_arn, limit))
+    }
+
+    async fn cancel_move_task(&self, handle: &str) -> Result<Option<MoveTaskRecord>> {
+        run!(self, |c| ops::cancel_move_task(&c, handle))
+    }
+
+    async fn claim_move_tasks(
+        &self,
+        owner: &str,
+        now_ms: i64,
+        lease_until_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<MoveTaskRecord>> {
+        run!(self, |c| ops::claim_move_tasks(
             &c,
-            source_queue_id,
-            &target,
-            limit,
+            owner,
             now_ms,
-            channel
+            lease_until_ms,
+            limit
         ))
     }
 
-    async fn purge_queue(&self, queue_id: i64) -> Result<u64> {
-        run!(self, |c| ops::purge_queue(&c, queue_id))
+    async fn finish_move_task(
+        &self,
+        lease: MoveTaskLease,
+        status: MoveTaskStatus,
+        failure_reason: Option<String>,
+    ) -> Result<bool> {
+        run!(self, |c| ops::finish_move_task(
+            &c,
+            &lease,
+            status,
+            failure_reason.as_deref()
+        ))
+    }
+
+    async fn release_move_tasks(&self, owner: &str) -> Result<()> {
+        run!(self, |c| ops::release_move_tasks(&c, owner))
+    }
+
+    async fn purge_queue(
+        &self,
+        queue_id: i64,
+        now_ms: i64,
+        next_after_ms: i64,
+    ) -> Result<PurgeOutcome> {
+        run!(self, |c| ops::purge_queue(
+            &c,
+            queue_id,
+            now_ms,
+            next_after_ms
+        ))
     }
 
     async fn queue_counts(&self, queue_id: i64, now_ms: i64) -> Result<QueueCounts> {
@@ -582,6 +673,10 @@ impl Store for PgStore {
         run!(self, |c| ops::list_topics(&c))
     }
 
+    async fn count_topics(&self) -> Result<u64> {
+        run!(self, |c| ops::count_rows(&c, "topics"))
+    }
+
     async fn delete_topic(&self, topic_id: i64) -> Result<bool> {
         run!(self, |c| ops::delete_topic(&c, topic_id))
     }
@@ -630,6 +725,11 @@ impl Store for PgStore {
             &records,
             channel
         ))
+    }
+
+    async fn publish_fifo(&self, publish: FifoPublish) -> Result<Option<Vec<FifoPublished>>> {
+        let channel = self.channel.as_str();
+        run_tx!(self, |tx| ops::publish_fifo_in(&tx, &publish, channel))
     }
 
     async fn claim_deliveries(
@@ -708,6 +808,69 @@ impl Store for PgStore {
 
     async fn delete_subscription(&self, uuid: &str) -> Result<bool> {
         run!(self, |c| ops::delete_subscription(&c, uuid))
+    }
+
+    async fn create_platform_application(
+        &self,
+        arn: &str,
+        attributes: BTreeMap<String, String>,
+    ) -> Result<()> {
+        run!(self, |c| ops::create_platform_application(
+            &c,
+            arn,
+            &attributes
+        ))
+    }
+
+    async fn create_platform_endpoint(
+        &self,
+        application_arn: &str,
+        arn: &str,
+        token: &str,
+        attributes: BTreeMap<String, String>,
+    ) -> Result<Option<String>> {
+        loop {
+            let got = run!(self, |c| ops::create_platform_endpoint(
+                &c,
+                application_arn,
+                arn,
+                token,
+                &attributes
+            ))?;
+            if let Some(v) = got {
+                return Ok(v);
+            }
+        }
+    }
+
+    async fn get_platform(&self, arn: &str) -> Result<Option<PlatformRecord>> {
+        run!(self, |c| ops::get_platform(&c, arn))
+    }
+
+    async fn list_platform_applications(&self) -> Result<Vec<PlatformRecord>> {
+        run!(self, |c| ops::list_platform_applications(&c))
+    }
+
+    async fn list_platform_endpoints(&self, application_arn: &str) -> Result<Vec<PlatformRecord>> {
+        run!(self, |c| ops::list_platform_endpoints(&c, application_arn))
+    }
+
+    async fn update_platform_attributes(
+        &self,
+        arn: &str,
+        attributes: BTreeMap<String, String>,
+        token: Option<String>,
+    ) -> Result<bool> {
+        run_tx!(self, |tx| ops::update_platform_attributes_in(
+            &tx,
+            arn,
+            &attributes,
+            token.as_deref()
+        ))
+    }
+
+    async fn delete_platform(&self, arn: &str) -> Result<()> {
+        run!(self, |c| ops::delete_platform(&c, arn))
     }
 
     fn wakeups(&self) -> Option<broadcast::Receiver<i64>> {

@@ -19,13 +19,15 @@
 //! Each change that can make messages visible in a queue also runs `pg_notify(channel,
 //! queue_id)`, delivered to every node's listener when the transaction commits.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 
 use deadpool_postgres::GenericClient;
 use loft_core::model::*;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
+
+use crate::fifo::FifoWalk;
 
 type Map = BTreeMap<String, String>;
 
@@ -69,6 +71,9 @@ type Params<'a> = &'a [&'a (dyn ToSql + Sync)];
 
 /// Advisory-lock class of the per-queue FIFO lock; the second key is the queue id.
 pub const FIFO_LOCK_CLASS: i32 = 0x4c66_6966; // "Lfif"
+
+/// The largest window of a FIFO receive's walk (rows read per statement), as SQLite's.
+const MAX_FIFO_WINDOW: i64 = 4096;
 
 fn to_json(map: &Map) -> String {
     serde_json::to_string(map).unwrap_or_else(|_| "{}".into())
@@ -168,16 +173,44 @@ pub async fn list_queues<C: GenericClient>(c: &C) -> Result<Vec<QueueRecord>, Er
     Ok(query(c, &sql, &[]).await?.iter().map(queue_row).collect())
 }
 
-pub async fn delete_queue<C: GenericClient>(c: &C, queue_id: i64) -> Result<bool, Error> {
-    let n = execute(
+/// How many rows `table` (`queues` or `topics`) has.
+pub async fn count_rows<C: GenericClient>(c: &C, table: &'static str) -> Result<u64, Error> {
+    let sql = format!("SELECT count(*) FROM {table}");
+    Ok(query_one(c, &sql, &[]).await?.get::<_, i64>(0) as u64)
+}
+
+pub async fn delete_queue<C: GenericClient>(
+    c: &C,
+    queue_id: i64,
+    recreate_after_ms: i64,
+) -> Result<bool, Error> {
+    let row = query_one(
         c,
         "WITH d AS (DELETE FROM fifo_dedup WHERE queue_id = $1), \
-              m AS (DELETE FROM messages WHERE queue_id = $1) \
-         DELETE FROM queues WHERE id = $1",
-        &[&queue_id],
+              a AS (DELETE FROM receive_attempts WHERE queue_id = $1), \
+              m AS (DELETE FROM messages WHERE queue_id = $1), \
+              q AS (DELETE FROM queues WHERE id = $1 RETURNING name), \
+              h AS (INSERT INTO deleted_queues (name, hold_until) SELECT name, $2 FROM q \
+                    ON CONFLICT (name) DO UPDATE SET hold_until = EXCLUDED.hold_until \
+                    RETURNING 1) \
+         SELECT (SELECT count(*) FROM q), (SELECT count(*) FROM h)",
+        &[&queue_id, &recreate_after_ms],
     )
     .await?;
-    Ok(n == 1)
+    Ok(row.get::<_, i64>(0) == 1)
+}
+
+pub async fn queue_recreate_after<C: GenericClient>(
+    c: &C,
+    name: &str,
+) -> Result<Option<i64>, Error> {
+    Ok(query_opt(
+        c,
+        "SELECT hold_until FROM deleted_queues WHERE name = $1",
+        &[&name],
+    )
+    .await?
+    .map(|r| r.get(0)))
 }
 
 pub async fn set_queue_attributes<C: GenericClient>(
@@ -212,7 +245,7 @@ pub async fn set_queue_tags<C: GenericClient>(
 // ----- messages
 
 /// The columns of a [`StoredMessage`], from `messages` aliased `m`.
-const MESSAGE_COLUMNS: &str = "m.seq, m.queue_id, COALESCE(m.message_id, 'msg-' || m.seq), \
+const MESSAGE_COLUMNS: &str = "m.seq, m.queue_id, m.message_id, \
     m.body, m.md5_body, m.message_attributes, m.system_attributes, m.sender_id, m.sent_at, \
     m.visible_at, m.receive_count, m.first_received_at, m.receipt_token, m.group_id, \
     m.dedup_id, m.dead_letter_source";
@@ -286,7 +319,7 @@ const INSERT_MESSAGES: &str = "INSERT INTO messages (queue_id, message_id, body,
     SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], \
     $6::text[], $7::text[], $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[], \
     $12::bigint[], $13::text[], $14::text[], $15::text[]) \
-    RETURNING seq, COALESCE(message_id, 'msg-' || seq) AS message_id, queue_id";
+    RETURNING seq, message_id, queue_id";
 
 async fn insert_messages<C: GenericClient>(
     c: &C,
@@ -418,9 +451,10 @@ pub async fn send_messages_in<C: GenericClient>(
                 &[q, &key.scope, &key.id],
             )
             .await?;
+            let message_id: String = row.get(1);
             out.push(SentMessage {
                 seq: row.get(0),
-                message_id: row.get(1),
+                message_id: Some(message_id).filter(|id| !id.is_empty()),
                 duplicate: true,
             });
             continue;
@@ -435,7 +469,13 @@ pub async fn send_messages_in<C: GenericClient>(
             tx,
             "UPDATE fifo_dedup SET seq = $4, message_id = $5 WHERE queue_id = $1 AND scope = $2 \
              AND dedup_id = $3",
-            &[q, &key.scope, &key.id, &sent.seq, &sent.message_id],
+            &[
+                q,
+                &key.scope,
+                &key.id,
+                &sent.seq,
+                &sent.message_id.as_deref().unwrap_or_default(),
+            ],
         )
         .await?;
         out.push(sent);
@@ -459,18 +499,20 @@ pub async fn receive_step<C: GenericClient>(
     c: &C,
     req: &ReceiveRequest,
     need: i64,
+    tokens: &[i64],
     channel: &str,
 ) -> Result<(Vec<StoredMessage>, i64, u64, Option<i64>), Error> {
-    let order = if req.send_order {
-        "seq"
+    let (order, claim_order) = if req.send_order {
+        ("seq", "seq")
     } else {
-        "visible_at, seq"
+        ("visible_at, seq", "old_visible, seq")
     };
     let out_order = if req.send_order {
         "g.seq"
     } else {
         "g.old_visible, g.seq"
     };
+    // `claim` numbers the messages this step claims; the n-th takes `tokens[n]`.
     let sql = format!(
         "WITH cand AS MATERIALIZED ( \
            SELECT seq, visible_at AS old_visible, receive_count AS old_count, \
@@ -481,16 +523,18 @@ pub async fn receive_step<C: GenericClient>(
            WHERE m.seq = c.seq AND c.old_expires <= $2 RETURNING m.seq), \
          dead AS (UPDATE messages m SET queue_id = $5::bigint, \
              receive_count = m.receive_count + 1, visible_at = $2, dead_letter_source = $7, \
-             first_received_at = COALESCE(m.first_received_at, $2) \
+             first_received_at = COALESCE(m.first_received_at, $2), \
+             dedup_id = CASE WHEN $10 THEN m.message_id ELSE m.dedup_id END \
            FROM cand c WHERE m.seq = c.seq AND c.old_expires > $2 \
-             AND $5::bigint IS NOT NULL AND c.old_count + 1 > $6 RETURNING m.seq), \
+             AND $5::bigint IS NOT NULL AND c.old_count >= $6 RETURNING m.seq), \
+         claim AS (SELECT seq, old_visible, row_number() OVER (ORDER BY {claim_order}) AS n \
+           FROM cand WHERE old_expires > $2 AND NOT ($5::bigint IS NOT NULL AND old_count >= $6)), \
          got AS (UPDATE messages m SET visible_at = $2 + $4, \
              receive_count = m.receive_count + 1, \
              first_received_at = COALESCE(m.first_received_at, $2), received_at = $2, \
-             receipt_token = floor(random() * 9.0e18)::bigint \
-           FROM cand c WHERE m.seq = c.seq AND c.old_expires > $2 \
-             AND NOT ($5::bigint IS NOT NULL AND c.old_count + 1 > $6) \
-           RETURNING c.old_visible, {MESSAGE_COLUMNS}), \
+             receipt_token = ($9::bigint[])[k.n] \
+           FROM claim k WHERE m.seq = k.seq \
+           RETURNING k.old_visible, {MESSAGE_COLUMNS}), \
          woke AS (SELECT pg_notify($8, $5::bigint::text) FROM (SELECT 1 FROM dead LIMIT 1) d) \
          SELECT (SELECT count(*) FROM cand), \
                 (SELECT count(*) FROM dead) + 0 * (SELECT count(*) FROM woke), \
@@ -498,14 +542,16 @@ pub async fn receive_step<C: GenericClient>(
                 g.* \
          FROM (SELECT 1) one LEFT JOIN got g ON true ORDER BY {out_order}"
     );
-    let (dlq, max, arn) = match &req.redrive {
+    let (dlq, max, arn, dedup_from_id) = match &req.redrive {
         Some(r) => (
             Some(r.dlq_queue_id),
-            r.max_receive_count,
+            r.moves_at_receive_count,
             Some(r.source_arn.clone()),
+            r.dedup_id_from_message_id,
         ),
-        None => (None, 0, None),
+        None => (None, 0, None, false),
     };
+    let tokens: Vec<i64> = tokens.to_vec();
     let rows = query(
         c,
         &sql,
@@ -518,6 +564,8 @@ pub async fn receive_step<C: GenericClient>(
             &max,
             &arn,
             &channel,
+            &tokens,
+            &dedup_from_id,
         ],
     )
     .await?;
@@ -534,10 +582,46 @@ pub async fn receive_step<C: GenericClient>(
     Ok((messages, candidates, dead, next))
 }
 
-/// FIFO receive inside the caller's transaction, the same rule as the SQLite store: a
-/// group is locked while any of its messages is in flight, and a hidden (delayed) message
-/// holds back the later messages of its group; open groups give their messages in send
-/// order, and a receive takes as many of one group as it can before the next group.
+/// The messages a recorded receive attempt handed out that still hold its receipt tokens,
+/// hidden again as `req` says, in their first order; `None` when no unexpired attempt is
+/// recorded.
+async fn replay_attempt<C: GenericClient>(
+    tx: &C,
+    req: &ReceiveRequest,
+    attempt: &ReceiveAttempt,
+) -> Result<Option<Vec<StoredMessage>>, Error> {
+    let Some(row) = query_opt(
+        tx,
+        "SELECT seqs, tokens FROM receive_attempts WHERE queue_id = $1 AND attempt_id = $2 \
+         AND expires_at > $3",
+        &[&req.queue_id, &attempt.id, &req.now_ms],
+    )
+    .await?
+    else {
+        return Ok(None);
+    };
+    let seqs: Vec<i64> = row.get(0);
+    let tokens: Vec<i64> = row.get(1);
+    let sql = format!(
+        "UPDATE messages m SET visible_at = $4 FROM unnest($2::bigint[], $3::bigint[]) \
+           WITH ORDINALITY AS u(seq, token, n) \
+         WHERE m.seq = u.seq AND m.queue_id = $1 AND m.receipt_token = u.token \
+         RETURNING u.n, {MESSAGE_COLUMNS}"
+    );
+    let hidden_until = req.now_ms + req.visibility_ms;
+    let rows = query(tx, &sql, &[&req.queue_id, &seqs, &tokens, &hidden_until]).await?;
+    let mut again: Vec<(i64, StoredMessage)> =
+        rows.iter().map(|r| (r.get(0), message_row(r, 1))).collect();
+    again.sort_by_key(|(n, _)| *n);
+    Ok(Some(again.into_iter().map(|(_, m)| m).collect()))
+}
+
+/// FIFO receive inside the caller's transaction, under the queue's advisory lock: the
+/// walk of [`crate::fifo`], as the SQLite store does it. One statement reads the hidden
+/// messages' groups (locked groups, each group's first hidden message, the next
+/// visibility time), then each window of the walk is one statement, and the groups of a
+/// full window that can still count are read past it through the group index in one
+/// more (`CROSS JOIN LATERAL`, each group with its own limit).
 pub async fn receive_fifo<C: GenericClient>(
     tx: &C,
     req: &ReceiveRequest,
@@ -549,114 +633,198 @@ pub async fn receive_fifo<C: GenericClient>(
         &[&FIFO_LOCK_CLASS, &lock_key(req.queue_id)],
     )
     .await?;
-    let want = req.max_messages.clamp(1, 10) as usize;
     let mut out = ReceiveOutcome::default();
-    let mut expired: Vec<i64> = Vec::new();
-    let mut dead: Vec<i64> = Vec::new();
-    // Candidates per group, groups in the order their first candidate appears.
-    let mut groups: Vec<(String, Vec<i64>)> = Vec::new();
-    let mut after = 0i64;
-    let batch = (want as i64) * 4 + 16;
-    'walk: loop {
-        let rows = query(
-            tx,
-            "WITH heads AS MATERIALIZED ( \
-               SELECT DISTINCT ON (COALESCE(group_id, '')) COALESCE(group_id, '') AS g, seq \
-               FROM messages WHERE queue_id = $1 AND visible_at > $2 AND expires_at > $2 \
-               ORDER BY COALESCE(group_id, ''), seq), \
-             busy AS MATERIALIZED ( \
-               SELECT DISTINCT COALESCE(group_id, '') AS g FROM messages \
-               WHERE queue_id = $1 AND visible_at > $2 AND expires_at > $2 \
-                 AND receive_count > 0) \
-             SELECT m.seq, m.receive_count, m.expires_at, COALESCE(m.group_id, '') FROM messages m \
-               LEFT JOIN heads h ON h.g = COALESCE(m.group_id, '') \
-               LEFT JOIN busy b ON b.g = COALESCE(m.group_id, '') \
-             WHERE m.queue_id = $1 AND m.visible_at <= $2 AND m.seq > $3 \
-               AND b.g IS NULL AND (h.seq IS NULL OR m.seq < h.seq) \
-             ORDER BY m.seq LIMIT $4",
-            &[&req.queue_id, &req.now_ms, &after, &batch],
-        )
-        .await?;
-        let n = rows.len() as i64;
-        for r in &rows {
-            let seq: i64 = r.get(0);
-            let receive_count: i64 = r.get(1);
-            let expires_at: i64 = r.get(2);
-            let group: String = r.get(3);
-            after = seq;
-            if expires_at <= req.now_ms {
-                expired.push(seq);
-                continue;
-            }
-            if let Some(rule) = &req.redrive {
-                if receive_count + 1 > rule.max_receive_count {
-                    dead.push(seq);
-                    continue;
-                }
-            }
-            match groups.iter_mut().find(|(g, _)| *g == group) {
-                Some((_, list)) => list.push(seq),
-                None => groups.push((group, vec![seq])),
-            }
-            // Enough once the first groups alone fill the receive.
-            let mut sum = 0;
-            for (_, list) in &groups {
-                sum += list.len();
-                if sum >= want {
-                    break;
-                }
-            }
-            if sum >= want && groups.first().is_some_and(|(_, l)| l.len() >= want) {
-                break 'walk;
-            }
-        }
-        if n < batch {
-            break;
+    if let Some(attempt) = &req.attempt {
+        if let Some(messages) = replay_attempt(tx, req, attempt).await? {
+            out.messages = messages;
+            out.replayed = true;
+            return Ok(out);
         }
     }
-    let take: Vec<i64> = groups
-        .into_iter()
-        .flat_map(|(_, list)| list)
-        .take(want)
-        .collect();
+    let want = req.max_messages as usize;
+    // Each group's first hidden unexpired message, whether one is in flight, and the
+    // queue's next visibility time: one row per group with hidden messages.
+    let mut heads: HashMap<String, i64> = HashMap::new();
+    let mut busy: HashSet<String> = HashSet::new();
+    let mut next_visible: Option<i64> = None;
+    for r in query(
+        tx,
+        "SELECT COALESCE(group_id, ''), min(seq), bool_or(receive_count > 0), min(visible_at) \
+         FROM messages WHERE queue_id = $1 AND visible_at > $2 AND expires_at > $2 GROUP BY 1",
+        &[&req.queue_id, &req.now_ms],
+    )
+    .await?
+    {
+        let group: String = r.get(0);
+        let visible_at: i64 = r.get(3);
+        next_visible = Some(next_visible.map_or(visible_at, |n| n.min(visible_at)));
+        if r.get::<_, bool>(2) {
+            busy.insert(group.clone());
+        }
+        heads.insert(group, r.get(1));
+    }
+    let mut walk = FifoWalk::new(req);
+    let mut after = 0i64;
+    let mut window = (want as i64) * 4 + 16;
+    while !walk.is_full() {
+        let rows = query(
+            tx,
+            "SELECT seq, receive_count, expires_at, COALESCE(group_id, '') FROM messages \
+             WHERE queue_id = $1 AND seq > $2 AND visible_at <= $3 ORDER BY seq LIMIT $4",
+            &[&req.queue_id, &after, &req.now_ms, &window],
+        )
+        .await?;
+        let full = rows.len() as i64 == window;
+        for r in &rows {
+            let seq: i64 = r.get(0);
+            let group: &str = r.get(3);
+            after = seq;
+            if busy.contains(group) || heads.get(group).is_some_and(|h| seq > *h) {
+                continue;
+            }
+            walk.row(group, seq, r.get(1), r.get(2));
+        }
+        // The groups that can still count get the rest of their messages past the window
+        // through the group index: all of them in one statement, each as many as it could
+        // give at most (a group that meets expired or dead messages there reads on alone).
+        let extend = walk.groups_to_extend(full);
+        if !extend.is_empty() {
+            let groups: Vec<&str> = extend.iter().map(|(g, _)| g.as_str()).collect();
+            let limits: Vec<i64> = extend.iter().map(|(_, n)| *n as i64 + 4).collect();
+            let head_of: Vec<i64> = extend
+                .iter()
+                .map(|(g, _)| heads.get(g).copied().unwrap_or(i64::MAX))
+                .collect();
+            let rows = query(
+                tx,
+                "SELECT g.n, m.seq, m.receive_count, m.expires_at \
+                 FROM unnest($2::text[], $3::bigint[], $4::bigint[]) WITH ORDINALITY \
+                   AS g(grp, head, lim, n) \
+                 CROSS JOIN LATERAL (SELECT seq, receive_count, expires_at FROM messages \
+                   WHERE queue_id = $1 AND group_id = g.grp AND seq > $5 AND seq < g.head \
+                   AND visible_at <= $6 ORDER BY seq LIMIT g.lim) m \
+                 ORDER BY g.n, m.seq",
+                &[
+                    &req.queue_id,
+                    &groups,
+                    &head_of,
+                    &limits,
+                    &after,
+                    &req.now_ms,
+                ],
+            )
+            .await?;
+            let mut read = vec![(0i64, after); extend.len()];
+            for r in &rows {
+                let i = (r.get::<_, i64>(0) - 1) as usize;
+                let seq: i64 = r.get(1);
+                read[i] = (read[i].0 + 1, seq);
+                walk.extra(&extend[i].0, seq, r.get(2), r.get(3));
+            }
+            for (i, (group, _)) in extend.iter().enumerate() {
+                let (mut n, mut from) = read[i];
+                let mut limit = limits[i];
+                while n == limit && walk.room(group) > 0 {
+                    limit = walk.room(group) as i64 + 4;
+                    let more = query(
+                        tx,
+                        "SELECT seq, receive_count, expires_at FROM messages \
+                         WHERE queue_id = $1 AND group_id = $2 AND seq > $3 AND seq < $4 \
+                         AND visible_at <= $5 ORDER BY seq LIMIT $6",
+                        &[
+                            &req.queue_id,
+                            group,
+                            &from,
+                            &head_of[i],
+                            &req.now_ms,
+                            &limit,
+                        ],
+                    )
+                    .await?;
+                    n = more.len() as i64;
+                    for r in &more {
+                        from = r.get(0);
+                        walk.extra(group, from, r.get(1), r.get(2));
+                    }
+                }
+            }
+        }
+        walk.close_window();
+        if !full {
+            break;
+        }
+        window = (window * 2).min(MAX_FIFO_WINDOW);
+    }
+    let FifoWalk {
+        take,
+        expired,
+        dead,
+        ..
+    } = walk;
     if !expired.is_empty() {
         execute(tx, "DELETE FROM messages WHERE seq = ANY($1)", &[&expired]).await?;
     }
     if let (false, Some(rule)) = (dead.is_empty(), &req.redrive) {
-        // In a FIFO dead-letter queue the MessageDeduplicationId becomes the MessageId.
         out.dead_lettered = execute(
             tx,
             "UPDATE messages SET queue_id = $2, receive_count = receive_count + 1, \
              visible_at = $3, dead_letter_source = $4, \
-             dedup_id = COALESCE(message_id, 'msg-' || seq), \
+             dedup_id = CASE WHEN $5 THEN message_id ELSE dedup_id END, \
              first_received_at = COALESCE(first_received_at, $3) WHERE seq = ANY($1)",
-            &[&dead, &rule.dlq_queue_id, &req.now_ms, &rule.source_arn],
+            &[
+                &dead,
+                &rule.dlq_queue_id,
+                &req.now_ms,
+                &rule.source_arn,
+                &rule.dedup_id_from_message_id,
+            ],
         )
         .await?;
         notify(tx, channel, rule.dlq_queue_id).await?;
     }
     if !take.is_empty() {
+        let tokens: Vec<i64> = req
+            .receipt_tokens
+            .iter()
+            .copied()
+            .take(take.len())
+            .collect();
+        if tokens.len() < take.len() {
+            return Err(Failure::Broken("fewer receipt tokens than messages"));
+        }
+        // The n-th message of `take` gets the n-th token.
         let sql = format!(
             "UPDATE messages m SET visible_at = $2 + $3, receive_count = m.receive_count + 1, \
              first_received_at = COALESCE(m.first_received_at, $2), received_at = $2, \
-             receipt_token = floor(random() * 9.0e18)::bigint \
+             receipt_token = ($4::bigint[])[array_position($1::bigint[], m.seq)] \
              WHERE m.seq = ANY($1) AND m.visible_at <= $2 RETURNING {MESSAGE_COLUMNS}"
         );
-        let rows = query(tx, &sql, &[&take, &req.now_ms, &req.visibility_ms]).await?;
+        let rows = query(tx, &sql, &[&take, &req.now_ms, &req.visibility_ms, &tokens]).await?;
         let mut claimed: Vec<StoredMessage> = rows.iter().map(|r| message_row(r, 0)).collect();
         // Keep the group-by-group order of `take`.
         claimed.sort_by_key(|m| take.iter().position(|s| *s == m.seq));
         out.messages = claimed;
     }
-    if out.messages.len() < want {
-        let row = query_one(
+    if let (Some(attempt), false) = (&req.attempt, out.messages.is_empty()) {
+        let seqs: Vec<i64> = out.messages.iter().map(|m| m.seq).collect();
+        let tokens: Vec<i64> = out.messages.iter().map(|m| m.receipt_token).collect();
+        execute(
             tx,
-            "SELECT MIN(visible_at) FROM messages WHERE queue_id = $1 AND visible_at > $2 \
-             AND expires_at > $2",
-            &[&req.queue_id, &req.now_ms],
+            "INSERT INTO receive_attempts (queue_id, attempt_id, expires_at, seqs, tokens) \
+             VALUES ($1, $2, $3, $4, $5) ON CONFLICT (queue_id, attempt_id) DO UPDATE \
+             SET expires_at = EXCLUDED.expires_at, seqs = EXCLUDED.seqs, tokens = EXCLUDED.tokens",
+            &[
+                &req.queue_id,
+                &attempt.id,
+                &attempt.expires_at_ms,
+                &seqs,
+                &tokens,
+            ],
         )
         .await?;
-        out.next_visible_at_ms = row.get(0);
+    }
+    if out.messages.len() < want {
+        out.next_visible_at_ms = next_visible;
     }
     Ok(out)
 }
@@ -742,30 +910,30 @@ pub async fn delete_message_by_id<C: GenericClient>(
     queue_id: i64,
     message_id: &str,
 ) -> Result<bool, Error> {
-    let by_seq = message_id
-        .strip_prefix("msg-")
-        .and_then(|n| n.parse::<i64>().ok());
-    let n = match by_seq {
-        Some(seq) => {
-            execute(
-                c,
-                "DELETE FROM messages WHERE seq = $1 AND queue_id = $2 AND message_id IS NULL",
-                &[&seq, &queue_id],
-            )
-            .await?
-        }
-        None => {
-            execute(
-                c,
-                "DELETE FROM messages WHERE message_id = $1 AND queue_id = $2",
-                &[&message_id, &queue_id],
-            )
-            .await?
-        }
-    };
-    Ok(n > 0)
+    Ok(execute(
+        c,
+        "DELETE FROM messages WHERE message_id = $1 AND queue_id = $2",
+        &[&message_id, &queue_id],
+    )
+    .await?
+        > 0)
 }
 
+pub async fn delete_unnamed_message<C: GenericClient>(
+    c: &C,
+    queue_id: i64,
+    seq: i64,
+) -> Result<bool, Error> {
+    Ok(execute(
+        c,
+        "DELETE FROM messages WHERE seq = $1 AND queue_id = $2 AND message_id IS NULL",
+        &[&seq, &queue_id],
+    )
+    .await?
+        > 0)
+}
+
+#[allow(clippy::too_many_arguments)]
 pub async fn change_visibility<C: GenericClient>(
     c: &C,
     queue_id: i64,
@@ -773,6 +941,7 @@ pub async fn change_visibility<C: GenericClient>(
     token: Option<i64>,
     now_ms: i64,
     visible_at_ms: i64,
+    max_hidden_ms: i64,
     channel: &str,
 ) -> Result<VisibilityChange, Error> {
     // The update decides; the row as it was before it (same snapshot) says why not.
@@ -780,14 +949,22 @@ pub async fn change_visibility<C: GenericClient>(
         c,
         "WITH u AS (UPDATE messages SET visible_at = $5 WHERE seq = $1 AND queue_id = $2 \
            AND ($3::bigint IS NULL OR receipt_token = $3) AND receive_count > 0 \
-           AND visible_at > $4 AND (received_at IS NULL OR $5 - received_at <= 43200000) \
+           AND visible_at > $4 AND (received_at IS NULL OR $5 - received_at <= $7) \
            RETURNING 1), \
          woke AS (SELECT pg_notify($6, $2::bigint::text) FROM (SELECT 1 FROM u) x \
            WHERE $5 <= $4) \
          SELECT visible_at, receive_count, receipt_token, (SELECT count(*) FROM u), \
                 (SELECT count(*) FROM woke), received_at \
          FROM messages WHERE seq = $1 AND queue_id = $2",
-        &[&seq, &queue_id, &token, &now_ms, &visible_at_ms, &channel],
+        &[
+            &seq,
+            &queue_id,
+            &token,
+            &now_ms,
+            &visible_at_ms,
+            &channel,
+            &max_hidden_ms,
+        ],
     )
     .await?;
     let Some(row) = row else {
@@ -807,15 +984,37 @@ pub async fn change_visibility<C: GenericClient>(
         return Ok(VisibilityChange::NotInflight);
     }
     let received_at: Option<i64> = row.get(5);
-    if received_at.is_some_and(|r| visible_at_ms - r > 43_200_000) {
+    if received_at.is_some_and(|r| visible_at_ms - r > max_hidden_ms) {
         return Ok(VisibilityChange::TooLong);
     }
     // In flight when the statement began, but changed by a concurrent receive or delete.
     Ok(VisibilityChange::Stale)
 }
 
-pub async fn purge_queue<C: GenericClient>(c: &C, queue_id: i64) -> Result<u64, Error> {
-    execute(c, "DELETE FROM messages WHERE queue_id = $1", &[&queue_id]).await
+/// Purges unless held. Two purges at once: the second's UPDATE waits for the first's row
+/// lock, then finds the hold the first set and matches nothing.
+pub async fn purge_queue<C: GenericClient>(
+    c: &C,
+    queue_id: i64,
+    now_ms: i64,
+    next_after_ms: i64,
+) -> Result<PurgeOutcome, Error> {
+    let row = query_one(
+        c,
+        "WITH q AS (UPDATE queues SET purge_hold_until = $3 WHERE id = $1 \
+             AND (purge_hold_until IS NULL OR purge_hold_until <= $2) RETURNING id), \
+         d AS (DELETE FROM messages WHERE queue_id IN (SELECT id FROM q) RETURNING 1) \
+         SELECT (SELECT count(*) FROM q), (SELECT count(*) FROM d), \
+                EXISTS (SELECT 1 FROM queues WHERE id = $1)",
+        &[&queue_id, &now_ms, &next_after_ms],
+    )
+    .await?;
+    let (purged, deleted, exists): (i64, i64, bool) = (row.get(0), row.get(1), row.get(2));
+    Ok(if purged == 0 && exists {
+        PurgeOutcome::InProgress
+    } else {
+        PurgeOutcome::Purged(deleted as u64)
+    })
 }
 
 pub async fn peek_messages<C: GenericClient>(
@@ -872,13 +1071,18 @@ pub async fn count_in_flight<C: GenericClient>(
 }
 
 pub async fn delete_expired<C: GenericClient>(c: &C, now_ms: i64) -> Result<u64, Error> {
-    execute(
-        c,
-        "DELETE FROM fifo_dedup WHERE ctid IN (SELECT ctid FROM fifo_dedup WHERE expires_at <= $1 \
-         FOR UPDATE SKIP LOCKED)",
-        &[&now_ms],
-    )
-    .await?;
+    for (table, column) in [
+        ("fifo_dedup", "expires_at"),
+        ("topic_dedup", "expires_at"),
+        ("receive_attempts", "expires_at"),
+        ("deleted_queues", "hold_until"),
+    ] {
+        let sql = format!(
+            "DELETE FROM {table} WHERE ctid IN (SELECT ctid FROM {table} WHERE {column} <= $1 \
+             FOR UPDATE SKIP LOCKED)"
+        );
+        execute(c, &sql, &[&now_ms]).await?;
+    }
     execute(
         c,
         "DELETE FROM messages WHERE seq IN (SELECT seq FROM messages WHERE expires_at <= $1 \
@@ -938,7 +1142,8 @@ pub async fn list_topics<C: GenericClient>(c: &C) -> Result<Vec<TopicRecord>, Er
 pub async fn delete_topic<C: GenericClient>(c: &C, topic_id: i64) -> Result<bool, Error> {
     let n = execute(
         c,
-        "WITH s AS (DELETE FROM subscriptions WHERE topic_id = $1) \
+        "WITH s AS (DELETE FROM subscriptions WHERE topic_id = $1), \
+              k AS (DELETE FROM topic_dedup WHERE topic_id = $1) \
          DELETE FROM topics WHERE id = $1",
         &[&topic_id],
     )
@@ -1062,10 +1267,11 @@ pub async fn move_messages<C: GenericClient>(
     c: &C,
     source: i64,
     target: &MoveTarget,
-    limit: u32,
+    new_message_ids: &[String],
     now_ms: i64,
     channel: &str,
 ) -> Result<u64, Error> {
+    let limit = new_message_ids.len() as i64;
     let (to, arns, ids): (Option<i64>, Vec<String>, Vec<i64>) = match target {
         MoveTarget::Queue(id) => (Some(*id), Vec::new(), Vec::new()),
         MoveTarget::Sources(list) => (
@@ -1092,23 +1298,348 @@ pub async fn move_messages<C: GenericClient>(
          moved AS (INSERT INTO messages (queue_id, message_id, body, md5_body, \
              message_attributes, system_attributes, sender_id, sent_at, visible_at, expires_at, \
              receive_count, group_id, dedup_id) \
-           SELECT dest, gen_random_uuid()::text, body, md5_body, message_attributes, \
+           SELECT dest, ($8::text[])[n], body, md5_body, message_attributes, \
              system_attributes, sender_id, $2, $2, $2 + (expires_at - sent_at), 0, group_id, \
-             dedup_id FROM gone ORDER BY seq RETURNING queue_id), \
+             dedup_id FROM (SELECT *, row_number() OVER (ORDER BY seq) AS n FROM gone) g \
+           ORDER BY seq RETURNING queue_id), \
          woke AS (SELECT pg_notify($7, q::text) FROM (SELECT DISTINCT queue_id AS q FROM moved) x) \
          SELECT (SELECT count(*) FROM moved), (SELECT count(*) FROM woke)",
         &[
             &source,
             &now_ms,
-            &(limit as i64),
+            &limit,
             &to,
             &arns,
             &ids,
             &channel,
+            &new_message_ids,
         ],
     )
     .await?;
     Ok(row.get::<_, i64>(0) as u64)
+}
+
+// ----- message-move tasks
+
+const MOVE_TASK_COLUMNS: &str = "handle, source_arn, source_queue, destination_arn, \
+    max_per_second, status, moved, to_move, failure_reason, started_at, owner, lease_until";
+
+fn move_task_row(r: &Row) -> MoveTaskRecord {
+    MoveTaskRecord {
+        handle: r.get(0),
+        source_arn: r.get(1),
+        source_queue: r.get(2),
+        destination_arn: r.get(3),
+        max_per_second: r.get(4),
+        status: MoveTaskStatus::parse(r.get(5)),
+        moved: r.get(6),
+        to_move: r.get(7),
+        failure_reason: r.get(8),
+        started_at_ms: r.get(9),
+        owner: r.get(10),
+        lease_until_ms: r.get(11),
+    }
+}
+
+/// One step of a move task inside the caller's transaction: the task's row is renewed
+/// (and so locked) first, so a cancel waits for the step and then sees its progress.
+pub async fn move_step_in<C: GenericClient>(
+    tx: &C,
+    source: i64,
+    target: &MoveTarget,
+    new_message_ids: &[String],
+    now_ms: i64,
+    lease: &MoveTaskLease,
+    channel: &str,
+) -> Result<Option<u64>, Error> {
+    let renewed = execute(
+        tx,
+        "UPDATE move_tasks SET lease_until = $3 WHERE handle = $1 AND owner = $2 \
+         AND status = 'RUNNING'",
+        &[&lease.handle, &lease.owner, &lease.lease_until_ms],
+    )
+    .await?;
+    if renewed == 0 {
+        return Ok(None);
+    }
+    let moved = move_messages(tx, source, target, new_message_ids, now_ms, channel).await?;
+    execute(
+        tx,
+        "UPDATE move_tasks SET moved = moved + $2 WHERE handle = $1",
+        &[&lease.handle, &(moved as i64)],
+    )
+    .await?;
+    Ok(Some(moved))
+}
+
+pub async fn create_move_task<C: GenericClient>(c: &C, t: &MoveTaskRecord) -> Result<bool, Error> {
+    Ok(execute(
+        c,
+        "INSERT INTO move_tasks (handle, source_arn, source_queue, destination_arn, \
+         max_per_second, status, moved, to_move, failure_reason, started_at, owner, \
+         lease_until) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
+         ON CONFLICT DO NOTHING",
+        &[
+            &t.handle,
+            &t.source_arn,
+            &t.source_queue,
+            &t.destination_arn,
+            &t.max_per_second,
+            &t.status.as_str(),
+            &t.moved,
+            &t.to_move,
+            &t.failure_reason,
+            &t.started_at_ms,
+            &t.owner,
+            &t.lease_until_ms,
+        ],
+    )
+    .await?
+        == 1)
+}
+
+pub async fn list_move_tasks<C: GenericClient>(
+    c: &C,
+    source_arn: &str,
+    limit: u32,
+) -> Result<Vec<MoveTaskRecord>, Error> {
+    let sql = format!(
+        "SELECT {MOVE_TASK_COLUMNS} FROM move_tasks WHERE source_arn = $1 \
+         ORDER BY id DESC LIMIT $2"
+    );
+    Ok(query(c, &sql, &[&source_arn, &(limit as i64)])
+        .await?
+        .iter()
+        .map(move_task_row)
+        .collect())
+}
+
+pub async fn cancel_move_task<C: GenericClient>(
+    c: &C,
+    handle: &str,
+) -> Result<Option<MoveTaskRecord>, Error> {
+    let sql = format!(
+        "UPDATE move_tasks SET status = 'CANCELLED' WHERE handle = $1 AND status = 'RUNNING' \
+         RETURNING {MOVE_TASK_COLUMNS}"
+    );
+    Ok(query_opt(c, &sql, &[&handle])
+        .await?
+        .as_ref()
+        .map(move_task_row))
+}
+
+pub async fn claim_move_tasks<C: GenericClient>(
+    c: &C,
+    owner: &str,
+    now_ms: i64,
+    lease_until_ms: i64,
+    limit: u32,
+) -> Result<Vec<MoveTaskRecord>, Error> {
+    let sql = format!(
+        "UPDATE move_tasks SET owner = $1, lease_until = $3 WHERE id IN \
+         (SELECT id FROM move_tasks WHERE status = 'RUNNING' AND lease_until <= $2 \
+          ORDER BY id LIMIT $4 FOR UPDATE SKIP LOCKED) RETURNING {MOVE_TASK_COLUMNS}"
+    );
+    Ok(query(
+        c,
+        &sql,
+        &[&owner, &now_ms, &lease_until_ms, &(limit as i64)],
+    )
+    .await?
+    .iter()
+    .map(move_task_row)
+    .collect())
+}
+
+pub async fn finish_move_task<C: GenericClient>(
+    c: &C,
+    lease: &MoveTaskLease,
+    status: MoveTaskStatus,
+    failure_reason: Option<&str>,
+) -> Result<bool, Error> {
+    Ok(execute(
+        c,
+        "UPDATE move_tasks SET status = $3, failure_reason = $4, owner = NULL, \
+         lease_until = 0 WHERE handle = $1 AND owner = $2 AND status = 'RUNNING'",
+        &[
+            &lease.handle,
+            &lease.owner,
+            &status.as_str(),
+            &failure_reason,
+        ],
+    )
+    .await?
+        == 1)
+}
+
+pub async fn release_move_tasks<C: GenericClient>(c: &C, owner: &str) -> Result<(), Error> {
+    execute(
+        c,
+        "UPDATE move_tasks SET owner = NULL, lease_until = 0 WHERE owner = $1 \
+         AND status = 'RUNNING'",
+        &[&owner],
+    )
+    .await
+    .map(drop)
+}
+
+// ----- mobile push platforms
+
+pub async fn create_platform_application<C: GenericClient>(
+    c: &C,
+    arn: &str,
+    attributes: &Map,
+) -> Result<(), Error> {
+    execute(
+        c,
+        "INSERT INTO platform_applications (arn, attributes) VALUES ($1, $2) \
+         ON CONFLICT (arn) DO NOTHING",
+        &[&arn, &to_json(attributes)],
+    )
+    .await
+    .map(drop)
+}
+
+/// One statement: the insert (skipped on a token the application has already, the
+/// unique index deciding between two concurrent creates) and the token's endpoint.
+pub async fn create_platform_endpoint<C: GenericClient>(
+    c: &C,
+    application_arn: &str,
+    arn: &str,
+    token: &str,
+    attributes: &Map,
+) -> Result<Option<Option<String>>, Error> {
+    let row = query_one(
+        c,
+        "WITH app AS (SELECT 1 FROM platform_applications WHERE arn = $2), \
+         ins AS (INSERT INTO platform_endpoints (arn, application_arn, token, attributes) \
+           SELECT $1, $2, $3, $4 FROM app ON CONFLICT DO NOTHING RETURNING arn) \
+         SELECT EXISTS (SELECT 1 FROM app), \
+                COALESCE((SELECT arn FROM ins), (SELECT arn FROM platform_endpoints \
+                  WHERE application_arn = $2 AND token = $3))",
+        &[&arn, &application_arn, &token, &to_json(attributes)],
+    )
+    .await?;
+    let exists: bool = row.get(0);
+    let found: Option<String> = row.get(1);
+    Ok(match (exists, found) {
+        (false, _) => Some(None),
+        (true, Some(arn)) => Some(Some(arn)),
+        // A concurrent create of the same token, not committed when this statement
+        // began: try again.
+        (true, None) => None,
+    })
+}
+
+fn platform_row(r: &Row) -> PlatformRecord {
+    PlatformRecord {
+        arn: r.get(0),
+        attributes: from_json(r.get(1)),
+    }
+}
+
+pub async fn get_platform<C: GenericClient>(
+    c: &C,
+    arn: &str,
+) -> Result<Option<PlatformRecord>, Error> {
+    Ok(query_opt(
+        c,
+        "SELECT arn, attributes FROM platform_applications WHERE arn = $1 \
+         UNION ALL SELECT arn, attributes FROM platform_endpoints WHERE arn = $1",
+        &[&arn],
+    )
+    .await?
+    .as_ref()
+    .map(platform_row))
+}
+
+pub async fn list_platform_applications<C: GenericClient>(
+    c: &C,
+) -> Result<Vec<PlatformRecord>, Error> {
+    Ok(query(
+        c,
+        "SELECT arn, attributes FROM platform_applications ORDER BY arn",
+        &[],
+    )
+    .await?
+    .iter()
+    .map(platform_row)
+    .collect())
+}
+
+pub async fn list_platform_endpoints<C: GenericClient>(
+    c: &C,
+    application_arn: &str,
+) -> Result<Vec<PlatformRecord>, Error> {
+    Ok(query(
+        c,
+        "SELECT arn, attributes FROM platform_endpoints WHERE application_arn = $1 ORDER BY arn",
+        &[&application_arn],
+    )
+    .await?
+    .iter()
+    .map(platform_row)
+    .collect())
+}
+
+/// Inside the caller's transaction: the row is locked while its attributes merge, so two
+/// concurrent updates both land.
+pub async fn update_platform_attributes_in<C: GenericClient>(
+    tx: &C,
+    arn: &str,
+    attributes: &Map,
+    token: Option<&str>,
+) -> Result<bool, Error> {
+    let current = query_opt(
+        tx,
+        "SELECT attributes FROM platform_applications WHERE arn = $1 FOR UPDATE",
+        &[&arn],
+    )
+    .await?;
+    let (table, current) = match current {
+        Some(row) => ("platform_applications", row),
+        None => match query_opt(
+            tx,
+            "SELECT attributes FROM platform_endpoints WHERE arn = $1 FOR UPDATE",
+            &[&arn],
+        )
+        .await?
+        {
+            Some(row) => ("platform_endpoints", row),
+            None => return Ok(false),
+        },
+    };
+    let mut merged = from_json(current.get(0));
+    merged.extend(attributes.clone());
+    let json = to_json(&merged);
+    if table == "platform_applications" {
+        execute(
+            tx,
+            "UPDATE platform_applications SET attributes = $2 WHERE arn = $1",
+            &[&arn, &json],
+        )
+        .await?;
+    } else {
+        execute(
+            tx,
+            "UPDATE platform_endpoints SET attributes = $2, token = COALESCE($3, token) \
+             WHERE arn = $1",
+            &[&arn, &json, &token],
+        )
+        .await?;
+    }
+    Ok(true)
+}
+
+pub async fn delete_platform<C: GenericClient>(c: &C, arn: &str) -> Result<(), Error> {
+    execute(
+        c,
+        "WITH e AS (DELETE FROM platform_endpoints WHERE arn = $1 OR application_arn = $1) \
+         DELETE FROM platform_applications WHERE arn = $1",
+        &[&arn],
+    )
+    .await
+    .map(drop)
 }
 
 // ----- publish and deliveries
@@ -1165,6 +1696,87 @@ pub async fn publish_in<C: GenericClient>(
         .await?;
     }
     Ok(sent)
+}
+
+/// A FIFO topic publish inside the caller's transaction. The topic's row is locked first
+/// (`FOR UPDATE`) and held to the commit, so publishes to one topic through any node run
+/// one after the other: the deduplication check, the sequence number and the fan-out of
+/// each are decided with no other publish of the topic in between, and a later sequence
+/// number's queue messages are inserted after an earlier one's.
+pub async fn publish_fifo_in<C: GenericClient>(
+    tx: &C,
+    p: &FifoPublish,
+    channel: &str,
+) -> Result<Option<Vec<FifoPublished>>, Error> {
+    let Some(row) = query_opt(
+        tx,
+        "SELECT sequence FROM topics WHERE id = $1 FOR UPDATE",
+        &[&p.topic_id],
+    )
+    .await?
+    else {
+        return Ok(None);
+    };
+    let mut sequence: i64 = row.get(0);
+    let mut out = Vec::with_capacity(p.entries.len());
+    // The queue messages of all entries, stored in one go; `spans` says whose they are.
+    let mut messages: Vec<(i64, NewMessage)> = Vec::new();
+    let mut spans: Vec<(usize, usize)> = Vec::new();
+    for (i, e) in p.entries.iter().enumerate() {
+        let original = query_opt(
+            tx,
+            "SELECT message_id, sequence FROM topic_dedup WHERE topic_id = $1 AND scope = $2 \
+             AND dedup_id = $3 AND expires_at > $4",
+            &[&p.topic_id, &e.dedup.scope, &e.dedup.id, &p.now_ms],
+        )
+        .await?;
+        if let Some(row) = original {
+            out.push(FifoPublished {
+                message_id: row.get(0),
+                sequence: row.get(1),
+                duplicate: true,
+                sent: Vec::new(),
+            });
+            continue;
+        }
+        sequence += 1;
+        execute(
+            tx,
+            "INSERT INTO topic_dedup (topic_id, scope, dedup_id, message_id, sequence, expires_at) \
+             VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (topic_id, scope, dedup_id) DO UPDATE \
+             SET message_id = EXCLUDED.message_id, sequence = EXCLUDED.sequence, \
+             expires_at = EXCLUDED.expires_at",
+            &[
+                &p.topic_id,
+                &e.dedup.scope,
+                &e.dedup.id,
+                &e.message_id,
+                &sequence,
+                &e.dedup.expires_at_ms,
+            ],
+        )
+        .await?;
+        let built = (p.fanout)(i, sequence);
+        spans.push((out.len(), built.len()));
+        messages.extend(built);
+        out.push(FifoPublished {
+            message_id: e.message_id.clone(),
+            sequence,
+            duplicate: false,
+            sent: Vec::new(),
+        });
+    }
+    execute(
+        tx,
+        "UPDATE topics SET sequence = $2 WHERE id = $1",
+        &[&p.topic_id, &sequence],
+    )
+    .await?;
+    let mut sent = send_messages_in(tx, &messages, channel).await?.into_iter();
+    for (entry, n) in spans {
+        out[entry].sent = sent.by_ref().take(n).collect();
+    }
+    Ok(Some(out))
 }
 
 const DELIVERY_COLUMNS: &str = "d.id, d.subscription, d.endpoint, d.content_type, d.headers, \

@@ -106,6 +106,70 @@ const MIGRATIONS: &[&str] = &[
     r#"
     DROP INDEX IF EXISTS messages_message_id;
     "#,
+    // 6: the state the service kept in memory until now (issue 15), so that it survives a
+    // restart: FIFO receive attempts, purge and delete-queue holds, FIFO topic sequence
+    // numbers and deduplication windows, message-move tasks, mobile push platforms.
+    r#"
+    CREATE TABLE receive_attempts (
+        queue_id   INTEGER NOT NULL,
+        attempt_id TEXT NOT NULL,
+        expires_at INTEGER NOT NULL,
+        receipts   TEXT NOT NULL,
+        PRIMARY KEY (queue_id, attempt_id)
+    );
+    CREATE INDEX receive_attempts_expiry ON receive_attempts(expires_at);
+    ALTER TABLE queues ADD COLUMN purge_hold_until INTEGER;
+    CREATE TABLE deleted_queues (
+        name       TEXT PRIMARY KEY,
+        hold_until INTEGER NOT NULL
+    );
+    ALTER TABLE topics ADD COLUMN sequence INTEGER NOT NULL DEFAULT 0;
+    -- Sequence numbers handed out before this migration came from the clock (ms * 1000):
+    -- start existing topics above them.
+    UPDATE topics SET sequence = CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER) * 1000;
+    CREATE TABLE topic_dedup (
+        topic_id   INTEGER NOT NULL,
+        scope      TEXT NOT NULL,
+        dedup_id   TEXT NOT NULL,
+        message_id TEXT NOT NULL,
+        sequence   INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL,
+        PRIMARY KEY (topic_id, scope, dedup_id)
+    );
+    CREATE INDEX topic_dedup_expiry ON topic_dedup(expires_at);
+    CREATE TABLE move_tasks (
+        id              INTEGER PRIMARY KEY AUTOINCREMENT,
+        handle          TEXT NOT NULL UNIQUE,
+        source_arn      TEXT NOT NULL,
+        source_queue    TEXT NOT NULL,
+        destination_arn TEXT,
+        max_per_second  INTEGER,
+        status          TEXT NOT NULL,
+        moved           INTEGER NOT NULL DEFAULT 0,
+        to_move         INTEGER NOT NULL,
+        failure_reason  TEXT,
+        started_at      INTEGER NOT NULL,
+        owner           TEXT,
+        lease_until     INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE UNIQUE INDEX move_tasks_running ON move_tasks(source_arn) WHERE status = 'RUNNING';
+    CREATE INDEX move_tasks_source ON move_tasks(source_arn, id);
+    CREATE TABLE platform_applications (
+        arn        TEXT PRIMARY KEY,
+        attributes TEXT NOT NULL
+    );
+    CREATE TABLE platform_endpoints (
+        arn             TEXT PRIMARY KEY,
+        application_arn TEXT NOT NULL,
+        token           TEXT NOT NULL,
+        attributes      TEXT NOT NULL
+    );
+    CREATE UNIQUE INDEX platform_endpoints_token ON platform_endpoints(application_arn, token);
+    -- A FIFO receive reads each open group's messages through this index, instead of
+    -- walking the queue past the other groups' (standard messages, with no group, are
+    -- not in it).
+    CREATE INDEX messages_group ON messages(queue_id, group_id, seq) WHERE group_id IS NOT NULL;
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -455,8 +455,19 @@ impl Store for SqliteStore {
         self.write(ops::list_queues).await
     }
 
-    async fn delete_queue(&self, queue_id: i64) -> Result<bool> {
-        self.write(move |c| ops::delete_queue(c, queue_id)).await
+    async fn count_queues(&self) -> Result<u64> {
+        self.write(|c| ops::count_rows(c, "queues")).await
+    }
+
+    async fn delete_queue(&self, queue_id: i64, recreate_after_ms: i64) -> Result<bool> {
+        self.write(move |c| ops::delete_queue(c, queue_id, recreate_after_ms))
+            .await
+    }
+
+    async fn queue_recreate_after(&self, name: &str) -> Result<Option<i64>> {
+        let name = name.to_owned();
+        self.write(move |c| ops::queue_recreate_after(c, &name))
+            .await
     }
 
     async fn set_queue_attributes(
@@ -512,6 +523,11 @@ impl Store for SqliteStore {
             .await
     }
 
+    async fn delete_unnamed_message(&self, queue_id: i64, seq: i64) -> Result<bool> {
+        self.write(move |c| ops::delete_unnamed_message(c, queue_id, seq))
+            .await
+    }
+
     async fn change_visibility(
         &self,
         queue_id: i64,
@@ -519,9 +535,18 @@ impl Store for SqliteStore {
         receipt_token: Option<i64>,
         now_ms: i64,
         visible_at_ms: i64,
+        max_hidden_ms: i64,
     ) -> Result<VisibilityChange> {
         self.write(move |c| {
-            ops::change_visibility(c, queue_id, seq, receipt_token, now_ms, visible_at_ms)
+            ops::change_visibility(
+                c,
+                queue_id,
+                seq,
+                receipt_token,
+                now_ms,
+                visible_at_ms,
+                max_hidden_ms,
+            )
         })
         .await
     }
@@ -530,15 +555,74 @@ impl Store for SqliteStore {
         &self,
         source_queue_id: i64,
         target: MoveTarget,
-        limit: u32,
+        new_message_ids: Vec<String>,
         now_ms: i64,
-    ) -> Result<u64> {
-        self.write(move |c| ops::move_messages(c, source_queue_id, &target, limit, now_ms))
+        task: Option<MoveTaskLease>,
+    ) -> Result<Option<u64>> {
+        self.write(move |c| {
+            ops::move_step(
+                c,
+                source_queue_id,
+                &target,
+                &new_message_ids,
+                now_ms,
+                task.as_ref(),
+            )
+        })
+        .await
+    }
+
+    async fn create_move_task(&self, task: MoveTaskRecord) -> Result<bool> {
+        self.write(move |c| ops::create_move_task(c, &task)).await
+    }
+
+    async fn list_move_tasks(&self, source_arn: &str, limit: u32) -> Result<Vec<MoveTaskRecord>> {
+        let source_arn = source_arn.to_owned();
+        self.write(move |c| ops::list_move_tasks(c, &source_arn, limit))
             .await
     }
 
-    async fn purge_queue(&self, queue_id: i64) -> Result<u64> {
-        self.write(move |c| ops::purge_queue(c, queue_id)).await
+    async fn cancel_move_task(&self, handle: &str) -> Result<Option<MoveTaskRecord>> {
+        let handle = handle.to_owned();
+        self.write(move |c| ops::cancel_move_task(c, &handle)).await
+    }
+
+    async fn claim_move_tasks(
+        &self,
+        owner: &str,
+        now_ms: i64,
+        lease_until_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<MoveTaskRecord>> {
+        let owner = owner.to_owned();
+        self.write(move |c| ops::claim_move_tasks(c, &owner, now_ms, lease_until_ms, limit))
+            .await
+    }
+
+    async fn finish_move_task(
+        &self,
+        lease: MoveTaskLease,
+        status: MoveTaskStatus,
+        failure_reason: Option<String>,
+    ) -> Result<bool> {
+        self.write(move |c| ops::finish_move_task(c, &lease, status, failure_reason.as_deref()))
+            .await
+    }
+
+    async fn release_move_tasks(&self, owner: &str) -> Result<()> {
+        let owner = owner.to_owned();
+        self.write(move |c| ops::release_move_tasks(c, &owner))
+            .await
+    }
+
+    async fn purge_queue(
+        &self,
+        queue_id: i64,
+        now_ms: i64,
+        next_after_ms: i64,
+    ) -> Result<PurgeOutcome> {
+        self.write(move |c| ops::purge_queue(c, queue_id, now_ms, next_after_ms))
+            .await
     }
 
     async fn queue_counts(&self, queue_id: i64, now_ms: i64) -> Result<QueueCounts> {
@@ -587,6 +671,10 @@ impl Store for SqliteStore {
         self.write(ops::list_topics).await
     }
 
+    async fn count_topics(&self) -> Result<u64> {
+        self.write(|c| ops::count_rows(c, "topics")).await
+    }
+
     async fn delete_topic(&self, topic_id: i64) -> Result<bool> {
         self.write(move |c| ops::delete_topic(c, topic_id)).await
     }
@@ -622,6 +710,10 @@ impl Store for SqliteStore {
     ) -> Result<Vec<SentMessage>> {
         self.write(move |c| ops::publish(c, &messages, &deliveries, &records))
             .await
+    }
+
+    async fn publish_fifo(&self, publish: FifoPublish) -> Result<Option<Vec<FifoPublished>>> {
+        self.write(move |c| ops::publish_fifo(c, &publish)).await
     }
 
     async fn claim_deliveries(
@@ -703,6 +795,59 @@ impl Store for SqliteStore {
         self.write(move |c| ops::delete_subscription(c, &uuid))
             .await
     }
+
+    async fn create_platform_application(
+        &self,
+        arn: &str,
+        attributes: BTreeMap<String, String>,
+    ) -> Result<()> {
+        let arn = arn.to_owned();
+        self.write(move |c| ops::create_platform_application(c, &arn, &attributes))
+            .await
+    }
+
+    async fn create_platform_endpoint(
+        &self,
+        application_arn: &str,
+        arn: &str,
+        token: &str,
+        attributes: BTreeMap<String, String>,
+    ) -> Result<Option<String>> {
+        let (app, arn, token) = (application_arn.to_owned(), arn.to_owned(), token.to_owned());
+        self.write(move |c| ops::create_platform_endpoint(c, &app, &arn, &token, &attributes))
+            .await
+    }
+
+    async fn get_platform(&self, arn: &str) -> Result<Option<PlatformRecord>> {
+        let arn = arn.to_owned();
+        self.write(move |c| ops::get_platform(c, &arn)).await
+    }
+
+    async fn list_platform_applications(&self) -> Result<Vec<PlatformRecord>> {
+        self.write(ops::list_platform_applications).await
+    }
+
+    async fn list_platform_endpoints(&self, application_arn: &str) -> Result<Vec<PlatformRecord>> {
+        let app = application_arn.to_owned();
+        self.write(move |c| ops::list_platform_endpoints(c, &app))
+            .await
+    }
+
+    async fn update_platform_attributes(
+        &self,
+        arn: &str,
+        attributes: BTreeMap<String, String>,
+        token: Option<String>,
+    ) -> Result<bool> {
+        let arn = arn.to_owned();
+        self.write(move |c| ops::update_platform_attributes(c, &arn, &attributes, token.as_deref()))
+            .await
+    }
+
+    async fn delete_platform(&self, arn: &str) -> Result<()> {
+        let arn = arn.to_owned();
+        self.write(move |c| ops::delete_platform(c, &arn)).await
+    }
 }
 
 #[cfg(test)]
@@ -745,9 +890,11 @@ mod tests {
             max_messages: max,
             now_ms: now,
             visibility_ms,
+            receipt_tokens: (1..=max as i64).collect(),
             redrive: None,
             fifo: false,
             send_order: false,
+            attempt: None,
         }
     }
 

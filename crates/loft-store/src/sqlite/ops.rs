@@ -1,14 +1,16 @@
 //! The SQL of each store operation, run on the writer thread inside a group transaction.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use loft_core::model::*;
 use rusqlite::{params, Connection, OptionalExtension, Row};
 
+use crate::fifo::FifoWalk;
+
 type Map = BTreeMap<String, String>;
 
-/// A message is hidden at most 12 hours from the receive that hid it.
-const MAX_VISIBILITY_MS: i64 = 43_200_000;
+/// The largest window of a FIFO receive's walk (rows read per statement).
+pub const MAX_FIFO_WINDOW: i64 = 4096;
 
 fn to_json(map: &Map) -> String {
     serde_json::to_string(map).unwrap_or_else(|_| "{}".into())
@@ -65,14 +67,43 @@ pub fn list_queues(c: &Connection) -> rusqlite::Result<Vec<QueueRecord>> {
     rows.collect()
 }
 
-pub fn delete_queue(c: &Connection, queue_id: i64) -> rusqlite::Result<bool> {
+/// How many rows `table` (`queues` or `topics`) has.
+pub fn count_rows(c: &Connection, table: &'static str) -> rusqlite::Result<u64> {
+    c.prepare_cached(&format!("SELECT COUNT(*) FROM {table}"))?
+        .query_row([], |r| r.get::<_, i64>(0))
+        .map(|n| n as u64)
+}
+
+pub fn delete_queue(
+    c: &Connection,
+    queue_id: i64,
+    recreate_after_ms: i64,
+) -> rusqlite::Result<bool> {
     c.prepare_cached("DELETE FROM fifo_dedup WHERE queue_id = ?1")?
+        .execute([queue_id])?;
+    c.prepare_cached("DELETE FROM receive_attempts WHERE queue_id = ?1")?
         .execute([queue_id])?;
     c.prepare_cached("DELETE FROM messages WHERE queue_id = ?1")?
         .execute([queue_id])?;
-    Ok(c.prepare_cached("DELETE FROM queues WHERE id = ?1")?
-        .execute([queue_id])?
-        == 1)
+    let name: Option<String> = c
+        .prepare_cached("DELETE FROM queues WHERE id = ?1 RETURNING name")?
+        .query_row([queue_id], |r| r.get(0))
+        .optional()?;
+    let Some(name) = name else {
+        return Ok(false);
+    };
+    c.prepare_cached(
+        "INSERT INTO deleted_queues (name, hold_until) VALUES (?1, ?2) \
+         ON CONFLICT (name) DO UPDATE SET hold_until = excluded.hold_until",
+    )?
+    .execute(params![name, recreate_after_ms])?;
+    Ok(true)
+}
+
+pub fn queue_recreate_after(c: &Connection, name: &str) -> rusqlite::Result<Option<i64>> {
+    c.prepare_cached("SELECT hold_until FROM deleted_queues WHERE name = ?1")?
+        .query_row([name], |r| r.get(0))
+        .optional()
 }
 
 pub fn set_queue_attributes(
@@ -94,7 +125,7 @@ pub fn set_queue_tags(c: &Connection, queue_id: i64, tags: &Map) -> rusqlite::Re
 
 // ----- messages
 
-const MESSAGE_COLUMNS: &str = "seq, queue_id, COALESCE(message_id, 'msg-' || seq), body, \
+const MESSAGE_COLUMNS: &str = "seq, queue_id, message_id, body, \
     md5_body, message_attributes, system_attributes, sender_id, sent_at, visible_at, \
     receive_count, first_received_at, receipt_token, group_id, dedup_id, dead_letter_source";
 
@@ -132,7 +163,7 @@ pub fn send_messages(
     let mut out = Vec::with_capacity(messages.len());
     for (queue_id, m) in messages {
         if let Some(key) = &m.dedup {
-            let original: Option<(i64, String)> = c
+            let original: Option<(i64, Option<String>)> = c
                 .prepare_cached(
                     "SELECT seq, message_id FROM fifo_dedup WHERE queue_id = ?1 AND scope = ?2 \
                      AND dedup_id = ?3 AND expires_at > ?4",
@@ -144,7 +175,7 @@ pub fn send_messages(
             if let Some((seq, message_id)) = original {
                 out.push(SentMessage {
                     seq,
-                    message_id,
+                    message_id: message_id.filter(|id| !id.is_empty()),
                     duplicate: true,
                 });
                 continue;
@@ -168,7 +199,7 @@ pub fn send_messages(
             m.dead_letter_source,
         ])?;
         let seq = c.last_insert_rowid();
-        let message_id = m.message_id.clone().unwrap_or_else(|| format!("msg-{seq}"));
+        let message_id = m.message_id.clone();
         if let Some(key) = &m.dedup {
             c.prepare_cached(
                 "INSERT OR REPLACE INTO fifo_dedup (queue_id, scope, dedup_id, seq, message_id, \
@@ -179,7 +210,7 @@ pub fn send_messages(
                 key.scope,
                 key.id,
                 seq,
-                message_id,
+                message_id.as_deref().unwrap_or_default(),
                 key.expires_at_ms
             ])?;
         }
@@ -192,12 +223,57 @@ pub fn send_messages(
     Ok(out)
 }
 
+/// Moves message `seq` to the dead-letter queue of `rule`, as one more receive.
+fn dead_letter(c: &Connection, seq: i64, rule: &RedriveRule, now_ms: i64) -> rusqlite::Result<()> {
+    c.prepare_cached(
+        "UPDATE messages SET queue_id = ?2, receive_count = receive_count + 1, visible_at = ?3, \
+         dead_letter_source = ?4, first_received_at = COALESCE(first_received_at, ?3), \
+         dedup_id = CASE WHEN ?5 THEN message_id ELSE dedup_id END WHERE seq = ?1",
+    )?
+    .execute(params![
+        seq,
+        rule.dlq_queue_id,
+        now_ms,
+        rule.source_arn,
+        rule.dedup_id_from_message_id
+    ])?;
+    Ok(())
+}
+
+/// Claims message `seq` with the receipt token the service chose for it.
+fn claim(
+    c: &Connection,
+    req: &ReceiveRequest,
+    seq: i64,
+    token: i64,
+) -> rusqlite::Result<StoredMessage> {
+    c.prepare_cached(&format!(
+        "UPDATE messages SET visible_at = ?2, receive_count = receive_count + 1, \
+         first_received_at = COALESCE(first_received_at, ?3), receipt_token = ?4, \
+         received_at = ?3 WHERE seq = ?1 RETURNING {MESSAGE_COLUMNS}"
+    ))?
+    .query_row(
+        params![seq, req.now_ms + req.visibility_ms, req.now_ms, token],
+        message_row,
+    )
+}
+
+/// The receipt token of the `i`-th message a receive claims.
+fn token(req: &ReceiveRequest, i: usize) -> rusqlite::Result<i64> {
+    req.receipt_tokens.get(i).copied().ok_or_else(|| {
+        rusqlite::Error::InvalidParameterName("fewer receipt tokens than messages".into())
+    })
+}
+
 pub fn receive(c: &Connection, req: &ReceiveRequest) -> rusqlite::Result<ReceiveOutcome> {
     if req.fifo {
         return receive_fifo(c, req);
     }
     let mut out = ReceiveOutcome::default();
-    let want = req.max_messages.clamp(1, 10) as usize;
+    let want = req.max_messages as usize;
+    if want == 0 {
+        return Ok(out);
+    }
     let mut candidates = c.prepare_cached(if req.send_order {
         "SELECT seq, receive_count, expires_at FROM messages INDEXED BY messages_queue_order \
          WHERE queue_id = ?1 AND visible_at <= ?2 ORDER BY seq LIMIT ?3"
@@ -205,17 +281,7 @@ pub fn receive(c: &Connection, req: &ReceiveRequest) -> rusqlite::Result<Receive
         "SELECT seq, receive_count, expires_at FROM messages INDEXED BY messages_visibility \
          WHERE queue_id = ?1 AND visible_at <= ?2 ORDER BY visible_at, seq LIMIT ?3"
     })?;
-    let mut claim = c.prepare_cached(&format!(
-        "UPDATE messages SET visible_at = ?2, receive_count = receive_count + 1, \
-         first_received_at = COALESCE(first_received_at, ?3), receipt_token = ?4, \
-         received_at = ?3 WHERE seq = ?1 RETURNING {MESSAGE_COLUMNS}"
-    ))?;
     let mut expire = c.prepare_cached("DELETE FROM messages WHERE seq = ?1")?;
-    let mut dead_letter = c.prepare_cached(
-        "UPDATE messages SET queue_id = ?2, receive_count = receive_count + 1, visible_at = ?3, \
-         dead_letter_source = ?4, first_received_at = COALESCE(first_received_at, ?3) \
-         WHERE seq = ?1",
-    )?;
     // A message claimed with a visibility timeout of 0 is visible again at once: the
     // candidates of the next round may hold it, and one receive never returns a message
     // twice. The limit leaves room for those and they are skipped.
@@ -241,22 +307,13 @@ pub fn receive(c: &Connection, req: &ReceiveRequest) -> rusqlite::Result<Receive
                 continue;
             }
             if let Some(rule) = &req.redrive {
-                if receive_count + 1 > rule.max_receive_count {
-                    dead_letter.execute(params![
-                        seq,
-                        rule.dlq_queue_id,
-                        req.now_ms,
-                        rule.source_arn
-                    ])?;
+                if receive_count >= rule.moves_at_receive_count {
+                    dead_letter(c, seq, rule, req.now_ms)?;
                     out.dead_lettered += 1;
                     continue;
                 }
             }
-            let token: i64 = rand::random::<i64>() & i64::MAX;
-            let message = claim.query_row(
-                params![seq, req.now_ms + req.visibility_ms, req.now_ms, token],
-                message_row,
-            )?;
+            let message = claim(c, req, seq, token(req, out.messages.len())?)?;
             claimed.insert(seq);
             out.messages.push(message);
         }
@@ -274,99 +331,195 @@ pub fn receive(c: &Connection, req: &ReceiveRequest) -> rusqlite::Result<Receive
     Ok(out)
 }
 
-/// FIFO receive. A group is locked while any of its messages is in flight, or while its
-/// oldest message is still delayed: none of its messages is handed out then. Open groups
-/// give their messages in send order; a receive takes as many messages of one group as it
-/// can before moving to the next group (SQS Developer Guide, "FIFO queue logic").
+/// The messages a recorded receive attempt handed out that still hold its receipt tokens,
+/// hidden again as `req` says; `None` when no unexpired attempt `attempt` is recorded.
+fn replay_attempt(
+    c: &Connection,
+    req: &ReceiveRequest,
+    attempt: &ReceiveAttempt,
+) -> rusqlite::Result<Option<Vec<StoredMessage>>> {
+    let receipts: Option<String> = c
+        .prepare_cached(
+            "SELECT receipts FROM receive_attempts WHERE queue_id = ?1 AND attempt_id = ?2 \
+             AND expires_at > ?3",
+        )?
+        .query_row(params![req.queue_id, attempt.id, req.now_ms], |r| r.get(0))
+        .optional()?;
+    let Some(receipts) = receipts else {
+        return Ok(None);
+    };
+    let receipts: Vec<(i64, i64)> = serde_json::from_str(&receipts).unwrap_or_default();
+    let mut again = c.prepare_cached(&format!(
+        "UPDATE messages SET visible_at = ?4 WHERE seq = ?1 AND queue_id = ?2 \
+         AND receipt_token = ?3 RETURNING {MESSAGE_COLUMNS}"
+    ))?;
+    let mut out = Vec::with_capacity(receipts.len());
+    for (seq, token) in receipts {
+        let hidden_until = req.now_ms + req.visibility_ms;
+        if let Some(m) = again
+            .query_row(params![seq, req.queue_id, token, hidden_until], message_row)
+            .optional()?
+        {
+            out.push(m);
+        }
+    }
+    Ok(Some(out))
+}
+
+/// Records what a FIFO receive with an attempt id handed out.
+fn record_attempt(
+    c: &Connection,
+    req: &ReceiveRequest,
+    attempt: &ReceiveAttempt,
+    messages: &[StoredMessage],
+) -> rusqlite::Result<()> {
+    let receipts: Vec<(i64, i64)> = messages.iter().map(|m| (m.seq, m.receipt_token)).collect();
+    c.prepare_cached(
+        "INSERT OR REPLACE INTO receive_attempts (queue_id, attempt_id, expires_at, receipts) \
+         VALUES (?1, ?2, ?3, ?4)",
+    )?
+    .execute(params![
+        req.queue_id,
+        attempt.id,
+        attempt.expires_at_ms,
+        serde_json::to_string(&receipts).unwrap_or_else(|_| "[]".into())
+    ])?;
+    Ok(())
+}
+
+/// FIFO receive, the same algorithm as the PostgreSQL store's. A group is locked while
+/// any of its messages is in flight, and its first hidden (delayed or in-flight) message
+/// holds back its later ones; open groups give their messages in send order, and a
+/// receive takes as many of one group as it can before the next group, groups in the
+/// order of their first candidate (SQS Developer Guide, "FIFO queue logic").
+///
+/// Cost: the messages not visible now are read once, through the visibility index (the
+/// in-flight and delayed ones, not the backlog), for the locked groups and each group's
+/// first hidden message. Then the visible messages are walked in send order, a window at
+/// a time (the window doubling), only to find the next open group; each group found is
+/// read through the group index (`messages_group`) for as many messages as the receive
+/// still wants. A receive so reads about as many rows as it returns plus the groups it
+/// skips, whatever the depth of the queue or the spacing of a group's messages.
 fn receive_fifo(c: &Connection, req: &ReceiveRequest) -> rusqlite::Result<ReceiveOutcome> {
     let mut out = ReceiveOutcome::default();
-    let want = req.max_messages.clamp(1, 10) as usize;
-    // (seq, group, visible_at, receive_count, expires_at) in send order.
-    let rows: Vec<(i64, Option<String>, i64, i64, i64)> = c
-        .prepare_cached(
-            "SELECT seq, group_id, visible_at, receive_count, expires_at FROM messages \
-             INDEXED BY messages_queue_order WHERE queue_id = ?1 ORDER BY seq",
-        )?
-        .query_map(params![req.queue_id], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
-        })?
-        .collect::<rusqlite::Result<_>>()?;
-    let mut locked: std::collections::HashSet<&Option<String>> = Default::default();
-    for (_, group, visible_at, receive_count, expires_at) in &rows {
-        if *visible_at > req.now_ms && *expires_at > req.now_ms {
-            if *receive_count > 0 {
-                locked.insert(group);
-            }
-            out.next_visible_at_ms = Some(
-                out.next_visible_at_ms
-                    .map_or(*visible_at, |n: i64| n.min(*visible_at)),
-            );
+    if let Some(attempt) = &req.attempt {
+        if let Some(messages) = replay_attempt(c, req, attempt)? {
+            out.messages = messages;
+            out.replayed = true;
+            return Ok(out);
         }
     }
-    let mut expired: Vec<i64> = Vec::new();
-    let mut dead: Vec<i64> = Vec::new();
-    // Candidates per group, groups in the order their first candidate appears.
-    let mut groups: Vec<(&Option<String>, Vec<i64>)> = Vec::new();
-    let mut blocked: std::collections::HashSet<&Option<String>> = Default::default();
-    for (seq, group, visible_at, receive_count, expires_at) in &rows {
-        if locked.contains(group) || blocked.contains(group) {
-            continue;
+    let want = req.max_messages as usize;
+    // Each group's first hidden unexpired message, whether one is in flight, and the
+    // queue's next visibility time.
+    let mut heads: HashMap<String, i64> = HashMap::new();
+    let mut busy: HashSet<String> = HashSet::new();
+    let mut next_visible: Option<i64> = None;
+    {
+        let mut hidden = c.prepare_cached(
+            "SELECT COALESCE(group_id, ''), MIN(seq), MAX(receive_count > 0), MIN(visible_at) \
+             FROM messages INDEXED BY messages_visibility WHERE queue_id = ?1 \
+             AND visible_at > ?2 AND expires_at > ?2 GROUP BY 1",
+        )?;
+        let rows = hidden.query_map(params![req.queue_id, req.now_ms], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, i64>(1)?,
+                r.get::<_, bool>(2)?,
+                r.get::<_, i64>(3)?,
+            ))
+        })?;
+        for row in rows {
+            let (group, head, in_flight, visible_at) = row?;
+            next_visible = Some(next_visible.map_or(visible_at, |n| n.min(visible_at)));
+            if in_flight {
+                busy.insert(group.clone());
+            }
+            heads.insert(group, head);
         }
-        if *expires_at <= req.now_ms {
-            expired.push(*seq);
-            continue;
-        }
-        if *visible_at > req.now_ms {
-            // A delayed message holds back the rest of its group.
-            blocked.insert(group);
-            continue;
-        }
-        if let Some(rule) = &req.redrive {
-            if receive_count + 1 > rule.max_receive_count {
-                // Moves, keeping seq (so order) and group; the group stays open.
-                dead.push(*seq);
+    }
+    let mut walk = FifoWalk::new(req);
+    let mut after = 0i64;
+    let mut window = (want as i64) * 4 + 16;
+    let mut rows_stmt = c.prepare_cached(
+        "SELECT seq, receive_count, expires_at, group_id FROM messages \
+         INDEXED BY messages_queue_order WHERE queue_id = ?1 AND seq > ?2 AND visible_at <= ?3 \
+         ORDER BY seq LIMIT ?4",
+    )?;
+    let mut group_stmt = c.prepare_cached(
+        "SELECT seq, receive_count, expires_at FROM messages INDEXED BY messages_group \
+         WHERE queue_id = ?1 AND group_id = ?2 AND seq > ?3 AND seq < ?4 AND visible_at <= ?5 \
+         ORDER BY seq LIMIT ?6",
+    )?;
+    while !walk.is_full() {
+        let rows: Vec<(i64, i64, i64, Option<String>)> = rows_stmt
+            .query_map(params![req.queue_id, after, req.now_ms, window], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+            })?
+            .collect::<rusqlite::Result<_>>()?;
+        let full = rows.len() as i64 == window;
+        for (seq, receive_count, expires_at, group) in rows {
+            after = seq;
+            let group = group.unwrap_or_default();
+            if busy.contains(&group) || heads.get(&group).is_some_and(|h| seq > *h) {
                 continue;
             }
+            walk.row(&group, seq, receive_count, expires_at);
         }
-        match groups.iter_mut().find(|(g, _)| *g == group) {
-            Some((_, list)) => list.push(*seq),
-            None => groups.push((group, vec![*seq])),
+        // The groups that can still count get the rest of their messages, past the
+        // window, through the group index.
+        for (group, _) in walk.groups_to_extend(full) {
+            let head = heads.get(&group).copied().unwrap_or(i64::MAX);
+            let mut from = after;
+            while walk.room(&group) > 0 {
+                let limit = walk.room(&group) as i64 + 4;
+                let extra: Vec<(i64, i64, i64)> = group_stmt
+                    .query_map(
+                        params![req.queue_id, group, from, head, req.now_ms, limit],
+                        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+                    )?
+                    .collect::<rusqlite::Result<_>>()?;
+                let n = extra.len() as i64;
+                for (seq, receive_count, expires_at) in extra {
+                    from = seq;
+                    walk.extra(&group, seq, receive_count, expires_at);
+                }
+                if n < limit {
+                    break;
+                }
+            }
         }
+        walk.close_window();
+        if !full {
+            break;
+        }
+        window = (window * 2).min(MAX_FIFO_WINDOW);
     }
+    let FifoWalk {
+        take,
+        expired,
+        dead,
+        ..
+    } = walk;
+    let mut expire = c.prepare_cached("DELETE FROM messages WHERE seq = ?1")?;
     for seq in expired {
-        c.prepare_cached("DELETE FROM messages WHERE seq = ?1")?
-            .execute([seq])?;
+        expire.execute([seq])?;
     }
     if let Some(rule) = &req.redrive {
         for seq in dead {
-            // In a FIFO dead-letter queue the MessageDeduplicationId becomes the MessageId.
-            c.prepare_cached(
-                "UPDATE messages SET queue_id = ?2, receive_count = receive_count + 1, \
-                 visible_at = ?3, dead_letter_source = ?4, \
-                 dedup_id = COALESCE(message_id, 'msg-' || seq), \
-                 first_received_at = COALESCE(first_received_at, ?3) WHERE seq = ?1",
-            )?
-            .execute(params![seq, rule.dlq_queue_id, req.now_ms, rule.source_arn])?;
+            dead_letter(c, seq, rule, req.now_ms)?;
             out.dead_lettered += 1;
         }
     }
-    let mut claim = c.prepare_cached(&format!(
-        "UPDATE messages SET visible_at = ?2, receive_count = receive_count + 1, \
-         first_received_at = COALESCE(first_received_at, ?3), receipt_token = ?4, \
-         received_at = ?3 WHERE seq = ?1 RETURNING {MESSAGE_COLUMNS}"
-    ))?;
-    'groups: for (_, list) in groups {
-        for seq in list {
-            if out.messages.len() >= want {
-                break 'groups;
-            }
-            let token: i64 = rand::random::<i64>() & i64::MAX;
-            let message = claim.query_row(
-                params![seq, req.now_ms + req.visibility_ms, req.now_ms, token],
-                message_row,
-            )?;
-            out.messages.push(message);
-        }
+    for seq in take.into_iter().take(want) {
+        let message = claim(c, req, seq, token(req, out.messages.len())?)?;
+        out.messages.push(message);
+    }
+    if let (Some(attempt), false) = (&req.attempt, out.messages.is_empty()) {
+        record_attempt(c, req, attempt, &out.messages)?;
+    }
+    if out.messages.len() < want {
+        out.next_visible_at_ms = next_visible;
     }
     Ok(out)
 }
@@ -407,22 +560,21 @@ pub fn delete_message_by_id(
     queue_id: i64,
     message_id: &str,
 ) -> rusqlite::Result<bool> {
-    let by_seq = message_id
-        .strip_prefix("msg-")
-        .and_then(|n| n.parse::<i64>().ok());
-    let n = match by_seq {
-        Some(seq) => c
-            .prepare_cached(
-                "DELETE FROM messages WHERE seq = ?1 AND queue_id = ?2 AND message_id IS NULL",
-            )?
-            .execute(params![seq, queue_id])?,
-        None => c
-            .prepare_cached(
-                "DELETE FROM messages INDEXED BY messages_queue_order \
-                 WHERE queue_id = ?2 AND message_id = ?1",
-            )?
-            .execute(params![message_id, queue_id])?,
-    };
+    let n = c
+        .prepare_cached(
+            "DELETE FROM messages INDEXED BY messages_queue_order \
+             WHERE queue_id = ?2 AND message_id = ?1",
+        )?
+        .execute(params![message_id, queue_id])?;
+    Ok(n > 0)
+}
+
+pub fn delete_unnamed_message(c: &Connection, queue_id: i64, seq: i64) -> rusqlite::Result<bool> {
+    let n = c
+        .prepare_cached(
+            "DELETE FROM messages WHERE seq = ?1 AND queue_id = ?2 AND message_id IS NULL",
+        )?
+        .execute(params![seq, queue_id])?;
     Ok(n > 0)
 }
 
@@ -433,6 +585,7 @@ pub fn change_visibility(
     token: Option<i64>,
     now_ms: i64,
     visible_at_ms: i64,
+    max_hidden_ms: i64,
 ) -> rusqlite::Result<VisibilityChange> {
     let row: Option<(i64, i64, i64, Option<i64>)> = c
         .prepare_cached(
@@ -452,7 +605,7 @@ pub fn change_visibility(
     if receive_count == 0 || visible_at <= now_ms {
         return Ok(VisibilityChange::NotInflight);
     }
-    if received_at.is_some_and(|r| visible_at_ms - r > MAX_VISIBILITY_MS) {
+    if received_at.is_some_and(|r| visible_at_ms - r > max_hidden_ms) {
         return Ok(VisibilityChange::TooLong);
     }
     c.prepare_cached("UPDATE messages SET visible_at = ?2 WHERE seq = ?1")?
@@ -460,11 +613,32 @@ pub fn change_visibility(
     Ok(VisibilityChange::Changed)
 }
 
-pub fn purge_queue(c: &Connection, queue_id: i64) -> rusqlite::Result<u64> {
-    Ok(
-        c.prepare_cached("DELETE FROM messages WHERE queue_id = ?1")?
-            .execute([queue_id])? as u64,
-    )
+pub fn purge_queue(
+    c: &Connection,
+    queue_id: i64,
+    now_ms: i64,
+    next_after_ms: i64,
+) -> rusqlite::Result<PurgeOutcome> {
+    let held = c
+        .prepare_cached(
+            "UPDATE queues SET purge_hold_until = ?3 WHERE id = ?1 \
+             AND (purge_hold_until IS NULL OR purge_hold_until <= ?2)",
+        )?
+        .execute(params![queue_id, now_ms, next_after_ms])?
+        == 0;
+    let exists = || -> rusqlite::Result<bool> {
+        c.prepare_cached("SELECT 1 FROM queues WHERE id = ?1")?
+            .query_row([queue_id], |_| Ok(()))
+            .optional()
+            .map(|r| r.is_some())
+    };
+    if held && exists()? {
+        return Ok(PurgeOutcome::InProgress);
+    }
+    let n = c
+        .prepare_cached("DELETE FROM messages WHERE queue_id = ?1")?
+        .execute([queue_id])?;
+    Ok(PurgeOutcome::Purged(n as u64))
 }
 
 /// Message counts of a queue without reading every message: the visible ones are counted
@@ -529,8 +703,14 @@ pub fn peek_messages(
 }
 
 pub fn delete_expired(c: &Connection, now_ms: i64) -> rusqlite::Result<u64> {
-    c.prepare_cached("DELETE FROM fifo_dedup WHERE expires_at <= ?1")?
-        .execute([now_ms])?;
+    for sql in [
+        "DELETE FROM fifo_dedup WHERE expires_at <= ?1",
+        "DELETE FROM topic_dedup WHERE expires_at <= ?1",
+        "DELETE FROM receive_attempts WHERE expires_at <= ?1",
+        "DELETE FROM deleted_queues WHERE hold_until <= ?1",
+    ] {
+        c.prepare_cached(sql)?.execute([now_ms])?;
+    }
     Ok(
         c.prepare_cached("DELETE FROM messages WHERE expires_at <= ?1")?
             .execute([now_ms])? as u64,
@@ -582,6 +762,8 @@ pub fn list_topics(c: &Connection) -> rusqlite::Result<Vec<TopicRecord>> {
 
 pub fn delete_topic(c: &Connection, topic_id: i64) -> rusqlite::Result<bool> {
     c.prepare_cached("DELETE FROM subscriptions WHERE topic_id = ?1")?
+        .execute([topic_id])?;
+    c.prepare_cached("DELETE FROM topic_dedup WHERE topic_id = ?1")?
         .execute([topic_id])?;
     Ok(c.prepare_cached("DELETE FROM topics WHERE id = ?1")?
         .execute([topic_id])?
@@ -691,32 +873,30 @@ pub fn move_messages(
     c: &Connection,
     source: i64,
     target: &MoveTarget,
-    limit: u32,
+    new_message_ids: &[String],
     now_ms: i64,
 ) -> rusqlite::Result<u64> {
+    let limit = new_message_ids.len();
     // Groups with a message in flight in the source keep all their messages there, so a
     // redrive never lets a later message of a group overtake an earlier one.
-    let mut locked: std::collections::HashSet<String> = c
+    let mut locked: HashSet<String> = c
         .prepare_cached(
             "SELECT DISTINCT group_id FROM messages WHERE queue_id = ?1 AND visible_at > ?2 \
              AND receive_count > 0 AND group_id IS NOT NULL",
         )?
         .query_map(params![source, now_ms], |r| r.get(0))?
         .collect::<rusqlite::Result<_>>()?;
-    let candidates: Vec<(i64, Option<String>, Option<String>, i64)> = c
-        .prepare_cached(
-            "SELECT seq, dead_letter_source, group_id, visible_at FROM messages \
-             INDEXED BY messages_queue_order WHERE queue_id = ?1 ORDER BY seq",
-        )?
-        .query_map(params![source], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
-        })?
-        .collect::<rusqlite::Result<_>>()?;
+    // Read in send order only as far as the limit needs.
+    let mut candidates = c.prepare_cached(
+        "SELECT seq, dead_letter_source, group_id, visible_at FROM messages \
+         INDEXED BY messages_queue_order WHERE queue_id = ?1 ORDER BY seq",
+    )?;
+    let mut scan = candidates.query(params![source])?;
     let mut rows: Vec<(i64, Option<String>)> = Vec::new();
-    for (seq, origin, group, visible_at) in candidates {
-        if rows.len() >= limit as usize {
-            break;
-        }
+    while rows.len() < limit {
+        let Some(r) = scan.next()? else { break };
+        let (seq, origin, group, visible_at): (i64, Option<String>, Option<String>, i64) =
+            (r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?);
         if group.as_ref().is_some_and(|g| locked.contains(g)) {
             continue;
         }
@@ -728,6 +908,7 @@ pub fn move_messages(
         }
         rows.push((seq, origin));
     }
+    drop(scan);
     // A redriven message is a new message in its destination: new MessageId, sent now,
     // after what is already there, retention counted afresh (SQS Developer Guide,
     // "Configure a dead-letter queue redrive").
@@ -741,6 +922,7 @@ pub fn move_messages(
     )?;
     let mut remove = c.prepare_cached("DELETE FROM messages WHERE seq = ?1")?;
     let mut moved = 0;
+    let mut ids = new_message_ids.iter();
     for (seq, origin) in rows {
         let dest = match target {
             MoveTarget::Queue(id) => Some(*id),
@@ -749,12 +931,262 @@ pub fn move_messages(
                 .and_then(|o| map.iter().find(|(arn, _)| arn == o).map(|(_, id)| *id)),
         };
         if let Some(dest) = dest {
-            copy.execute(params![seq, dest, new_message_id(), now_ms])?;
+            let Some(id) = ids.next() else { break };
+            copy.execute(params![seq, dest, id, now_ms])?;
             remove.execute([seq])?;
             moved += 1;
         }
     }
     Ok(moved)
+}
+
+// ----- message-move tasks
+
+const MOVE_TASK_COLUMNS: &str = "handle, source_arn, source_queue, destination_arn, \
+    max_per_second, status, moved, to_move, failure_reason, started_at, owner, lease_until";
+
+fn move_task_row(r: &Row<'_>) -> rusqlite::Result<MoveTaskRecord> {
+    Ok(MoveTaskRecord {
+        handle: r.get(0)?,
+        source_arn: r.get(1)?,
+        source_queue: r.get(2)?,
+        destination_arn: r.get(3)?,
+        max_per_second: r.get(4)?,
+        status: MoveTaskStatus::parse(&r.get::<_, String>(5)?),
+        moved: r.get(6)?,
+        to_move: r.get(7)?,
+        failure_reason: r.get(8)?,
+        started_at_ms: r.get(9)?,
+        owner: r.get(10)?,
+        lease_until_ms: r.get(11)?,
+    })
+}
+
+/// Renews `lease` if its task is still running under its owner; whether it is.
+fn renew_move_task(c: &Connection, lease: &MoveTaskLease) -> rusqlite::Result<bool> {
+    Ok(c.prepare_cached(
+        "UPDATE move_tasks SET lease_until = ?3 WHERE handle = ?1 AND owner = ?2 \
+             AND status = 'RUNNING'",
+    )?
+    .execute(params![lease.handle, lease.owner, lease.lease_until_ms])?
+        == 1)
+}
+
+/// One step of a move task, or a move without one.
+pub fn move_step(
+    c: &Connection,
+    source: i64,
+    target: &MoveTarget,
+    new_message_ids: &[String],
+    now_ms: i64,
+    task: Option<&MoveTaskLease>,
+) -> rusqlite::Result<Option<u64>> {
+    if let Some(lease) = task {
+        if !renew_move_task(c, lease)? {
+            return Ok(None);
+        }
+    }
+    let moved = move_messages(c, source, target, new_message_ids, now_ms)?;
+    if let Some(lease) = task {
+        c.prepare_cached("UPDATE move_tasks SET moved = moved + ?2 WHERE handle = ?1")?
+            .execute(params![lease.handle, moved as i64])?;
+    }
+    Ok(Some(moved))
+}
+
+pub fn create_move_task(c: &Connection, t: &MoveTaskRecord) -> rusqlite::Result<bool> {
+    Ok(c.prepare_cached(
+        "INSERT INTO move_tasks (handle, source_arn, source_queue, destination_arn, \
+             max_per_second, status, moved, to_move, failure_reason, started_at, owner, \
+             lease_until) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) \
+             ON CONFLICT DO NOTHING",
+    )?
+    .execute(params![
+        t.handle,
+        t.source_arn,
+        t.source_queue,
+        t.destination_arn,
+        t.max_per_second,
+        t.status.as_str(),
+        t.moved,
+        t.to_move,
+        t.failure_reason,
+        t.started_at_ms,
+        t.owner,
+        t.lease_until_ms
+    ])? == 1)
+}
+
+pub fn list_move_tasks(
+    c: &Connection,
+    source_arn: &str,
+    limit: u32,
+) -> rusqlite::Result<Vec<MoveTaskRecord>> {
+    let mut stmt = c.prepare_cached(&format!(
+        "SELECT {MOVE_TASK_COLUMNS} FROM move_tasks WHERE source_arn = ?1 \
+         ORDER BY id DESC LIMIT ?2"
+    ))?;
+    let rows = stmt.query_map(params![source_arn, limit as i64], move_task_row)?;
+    rows.collect()
+}
+
+pub fn cancel_move_task(c: &Connection, handle: &str) -> rusqlite::Result<Option<MoveTaskRecord>> {
+    c.prepare_cached(&format!(
+        "UPDATE move_tasks SET status = 'CANCELLED' WHERE handle = ?1 AND status = 'RUNNING' \
+         RETURNING {MOVE_TASK_COLUMNS}"
+    ))?
+    .query_row([handle], move_task_row)
+    .optional()
+}
+
+pub fn claim_move_tasks(
+    c: &Connection,
+    owner: &str,
+    now_ms: i64,
+    lease_until_ms: i64,
+    limit: u32,
+) -> rusqlite::Result<Vec<MoveTaskRecord>> {
+    let mut stmt = c.prepare_cached(&format!(
+        "UPDATE move_tasks SET owner = ?1, lease_until = ?3 WHERE id IN \
+         (SELECT id FROM move_tasks WHERE status = 'RUNNING' AND lease_until <= ?2 \
+          ORDER BY id LIMIT ?4) RETURNING {MOVE_TASK_COLUMNS}"
+    ))?;
+    let rows = stmt.query_map(
+        params![owner, now_ms, lease_until_ms, limit as i64],
+        move_task_row,
+    )?;
+    rows.collect()
+}
+
+pub fn finish_move_task(
+    c: &Connection,
+    lease: &MoveTaskLease,
+    status: MoveTaskStatus,
+    failure_reason: Option<&str>,
+) -> rusqlite::Result<bool> {
+    Ok(c.prepare_cached(
+        "UPDATE move_tasks SET status = ?3, failure_reason = ?4, owner = NULL, \
+             lease_until = 0 WHERE handle = ?1 AND owner = ?2 AND status = 'RUNNING'",
+    )?
+    .execute(params![
+        lease.handle,
+        lease.owner,
+        status.as_str(),
+        failure_reason
+    ])? == 1)
+}
+
+pub fn release_move_tasks(c: &Connection, owner: &str) -> rusqlite::Result<()> {
+    c.prepare_cached(
+        "UPDATE move_tasks SET owner = NULL, lease_until = 0 WHERE owner = ?1 \
+         AND status = 'RUNNING'",
+    )?
+    .execute([owner])?;
+    Ok(())
+}
+
+// ----- mobile push platforms
+
+pub fn create_platform_application(
+    c: &Connection,
+    arn: &str,
+    attributes: &Map,
+) -> rusqlite::Result<()> {
+    c.prepare_cached(
+        "INSERT INTO platform_applications (arn, attributes) VALUES (?1, ?2) \
+         ON CONFLICT (arn) DO NOTHING",
+    )?
+    .execute(params![arn, to_json(attributes)])?;
+    Ok(())
+}
+
+pub fn create_platform_endpoint(
+    c: &Connection,
+    application_arn: &str,
+    arn: &str,
+    token: &str,
+    attributes: &Map,
+) -> rusqlite::Result<Option<String>> {
+    let app: Option<i64> = c
+        .prepare_cached("SELECT 1 FROM platform_applications WHERE arn = ?1")?
+        .query_row([application_arn], |r| r.get(0))
+        .optional()?;
+    if app.is_none() {
+        return Ok(None);
+    }
+    c.prepare_cached(
+        "INSERT INTO platform_endpoints (arn, application_arn, token, attributes) \
+         VALUES (?1, ?2, ?3, ?4) ON CONFLICT DO NOTHING",
+    )?
+    .execute(params![arn, application_arn, token, to_json(attributes)])?;
+    c.prepare_cached(
+        "SELECT arn FROM platform_endpoints WHERE application_arn = ?1 AND token = ?2",
+    )?
+    .query_row(params![application_arn, token], |r| r.get(0))
+    .optional()
+}
+
+fn platform_row(r: &Row<'_>) -> rusqlite::Result<PlatformRecord> {
+    Ok(PlatformRecord {
+        arn: r.get(0)?,
+        attributes: from_json(&r.get::<_, String>(1)?),
+    })
+}
+
+pub fn get_platform(c: &Connection, arn: &str) -> rusqlite::Result<Option<PlatformRecord>> {
+    c.prepare_cached(
+        "SELECT arn, attributes FROM platform_applications WHERE arn = ?1 \
+         UNION ALL SELECT arn, attributes FROM platform_endpoints WHERE arn = ?1",
+    )?
+    .query_row([arn], platform_row)
+    .optional()
+}
+
+pub fn list_platform_applications(c: &Connection) -> rusqlite::Result<Vec<PlatformRecord>> {
+    let mut stmt =
+        c.prepare_cached("SELECT arn, attributes FROM platform_applications ORDER BY arn")?;
+    let rows = stmt.query_map([], platform_row)?;
+    rows.collect()
+}
+
+pub fn list_platform_endpoints(
+    c: &Connection,
+    application_arn: &str,
+) -> rusqlite::Result<Vec<PlatformRecord>> {
+    let mut stmt = c.prepare_cached(
+        "SELECT arn, attributes FROM platform_endpoints WHERE application_arn = ?1 ORDER BY arn",
+    )?;
+    let rows = stmt.query_map([application_arn], platform_row)?;
+    rows.collect()
+}
+
+pub fn update_platform_attributes(
+    c: &Connection,
+    arn: &str,
+    attributes: &Map,
+    token: Option<&str>,
+) -> rusqlite::Result<bool> {
+    let Some(mut current) = get_platform(c, arn)? else {
+        return Ok(false);
+    };
+    current.attributes.extend(attributes.clone());
+    let json = to_json(&current.attributes);
+    c.prepare_cached("UPDATE platform_applications SET attributes = ?2 WHERE arn = ?1")?
+        .execute(params![arn, json])?;
+    c.prepare_cached(
+        "UPDATE platform_endpoints SET attributes = ?2, token = COALESCE(?3, token) \
+         WHERE arn = ?1",
+    )?
+    .execute(params![arn, json, token])?;
+    Ok(true)
+}
+
+pub fn delete_platform(c: &Connection, arn: &str) -> rusqlite::Result<()> {
+    c.prepare_cached("DELETE FROM platform_endpoints WHERE arn = ?1 OR application_arn = ?1")?
+        .execute([arn])?;
+    c.prepare_cached("DELETE FROM platform_applications WHERE arn = ?1")?
+        .execute([arn])?;
+    Ok(())
 }
 
 // ----- publish and deliveries
@@ -796,6 +1228,66 @@ pub fn publish(
         ])?;
     }
     Ok(sent)
+}
+
+/// A FIFO topic publish: the topic's row holds its sequence; the writer runs one
+/// transaction at a time, so nothing else publishes to the topic meanwhile.
+pub fn publish_fifo(
+    c: &Connection,
+    p: &FifoPublish,
+) -> rusqlite::Result<Option<Vec<FifoPublished>>> {
+    let sequence: Option<i64> = c
+        .prepare_cached("SELECT sequence FROM topics WHERE id = ?1")?
+        .query_row([p.topic_id], |r| r.get(0))
+        .optional()?;
+    let Some(mut sequence) = sequence else {
+        return Ok(None);
+    };
+    let mut seen = c.prepare_cached(
+        "SELECT message_id, sequence FROM topic_dedup WHERE topic_id = ?1 AND scope = ?2 \
+         AND dedup_id = ?3 AND expires_at > ?4",
+    )?;
+    let mut record = c.prepare_cached(
+        "INSERT OR REPLACE INTO topic_dedup (topic_id, scope, dedup_id, message_id, sequence, \
+         expires_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    )?;
+    let mut out = Vec::with_capacity(p.entries.len());
+    for (i, e) in p.entries.iter().enumerate() {
+        let original: Option<(String, i64)> = seen
+            .query_row(
+                params![p.topic_id, e.dedup.scope, e.dedup.id, p.now_ms],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?;
+        if let Some((message_id, sequence)) = original {
+            out.push(FifoPublished {
+                message_id,
+                sequence,
+                duplicate: true,
+                sent: Vec::new(),
+            });
+            continue;
+        }
+        sequence += 1;
+        record.execute(params![
+            p.topic_id,
+            e.dedup.scope,
+            e.dedup.id,
+            e.message_id,
+            sequence,
+            e.dedup.expires_at_ms
+        ])?;
+        let sent = send_messages(c, &(p.fanout)(i, sequence))?;
+        out.push(FifoPublished {
+            message_id: e.message_id.clone(),
+            sequence,
+            duplicate: false,
+            sent,
+        });
+    }
+    c.prepare_cached("UPDATE topics SET sequence = ?2 WHERE id = ?1")?
+        .execute(params![p.topic_id, sequence])?;
+    Ok(Some(out))
 }
 
 const DELIVERY_COLUMNS: &str =
@@ -904,20 +1396,4 @@ pub fn delete_recorded(c: &Connection, f: &RecordedFilter) -> rusqlite::Result<u
     )?
     .execute(rusqlite::params![f.protocol, f.endpoint, f.topic_arn])
     .map(|n| n as u64)
-}
-
-/// A random version-4 UUID, as SQS MessageIds look.
-fn new_message_id() -> String {
-    let mut b: [u8; 16] = rand::random();
-    b[6] = (b[6] & 0x0f) | 0x40;
-    b[8] = (b[8] & 0x3f) | 0x80;
-    let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
-    format!(
-        "{}-{}-{}-{}-{}",
-        &h[0..8],
-        &h[8..12],
-        &h[12..16],
-        &h[16..20],
-        &h[20..32]
-    )
 }

@@ -6,6 +6,7 @@ mod common;
 
 mod bad_input;
 mod crash;
+mod durable_state;
 mod multinode;
 mod native_queues;
 mod native_topics;

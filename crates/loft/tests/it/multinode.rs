@@ -41,7 +41,7 @@ struct Node {
 }
 
 impl Node {
-    fn start(url: &str, dir: &std::path::Path, index: usize) -> Node {
+    fn start(url: &str, dir: &std::path::Path, index: usize, extra: &[String]) -> Node {
         let log =
             std::fs::File::create(dir.join(format!("node{index}.log"))).expect("node log file");
         let mut child = Command::new(env!("CARGO_BIN_EXE_loft"))
@@ -54,6 +54,7 @@ impl Node {
             ])
             .arg("--database-url")
             .arg(url)
+            .args(extra)
             .env_remove("LOFT_LISTEN")
             .env_remove("LOFT_DB")
             .env_remove("LOFT_DATABASE_URL")
@@ -119,11 +120,23 @@ struct Cluster {
     nodes: Vec<Node>,
     url: String,
     schema: String,
-    _dir: TempDir,
+    /// The URL the nodes connect with (the schema on its search path).
+    node_url: String,
+    /// Extra `loft serve` arguments of every node.
+    extra: Vec<String>,
+    /// How many nodes were started in all (names each node's log file).
+    started: usize,
+    dir: TempDir,
 }
 
 impl Cluster {
     async fn start(n: usize, test: &str) -> Option<Cluster> {
+        Cluster::start_with(n, test, &[]).await
+    }
+
+    /// `n` nodes started with the extra `loft serve` arguments `extra`.
+    async fn start_with(n: usize, test: &str, extra: &[&str]) -> Option<Cluster> {
+        let extra: Vec<String> = extra.iter().map(|a| a.to_string()).collect();
         let Some(url) = database_url() else {
             eprintln!("note: LOFT_TEST_DATABASE_URL is unset; skipping multinode::{test}");
             return None;
@@ -142,7 +155,8 @@ impl Cluster {
             .map(|i| {
                 let node_url = node_url.clone();
                 let path = dir.path().to_owned();
-                std::thread::spawn(move || Node::start(&node_url, &path, i))
+                let extra = extra.clone();
+                std::thread::spawn(move || Node::start(&node_url, &path, i, &extra))
             })
             .collect();
         let nodes = handles
@@ -153,8 +167,30 @@ impl Cluster {
             nodes,
             url,
             schema,
-            _dir: dir,
+            node_url,
+            extra,
+            started: n,
+            dir,
         })
+    }
+
+    /// Stops every node gracefully (SIGTERM, waiting for each to exit).
+    fn stop_all(&mut self) {
+        self.nodes.clear();
+    }
+
+    /// Stops node `i` gracefully; the others keep their indexes shifted down by one.
+    fn stop(&mut self, i: usize) {
+        drop(self.nodes.remove(i));
+    }
+
+    /// Starts one more node on the same database; returns its base URL.
+    fn add_node(&mut self) -> String {
+        let node = Node::start(&self.node_url, self.dir.path(), self.started, &self.extra);
+        self.started += 1;
+        let base = node.base.clone();
+        self.nodes.push(node);
+        base
     }
 
     fn bases(&self) -> Vec<String> {
@@ -789,4 +825,162 @@ async fn a_data_protection_policy_put_on_one_node_is_enforced_by_another() {
     )
     .await;
     assert_eq!(status, 200, "{body}");
+}
+
+// ----- what lived in a node's memory until issue 15 (the scenarios of `durable_state`)
+
+use crate::durable_state::{self as state, Clients};
+
+/// Runs one `durable_state` scenario's first phase through node 0 and its second through
+/// node 1, both running.
+macro_rules! across_nodes {
+    ($test:ident, $before:path, $after:path) => {
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $test() {
+            let Some(cluster) = Cluster::start(2, stringify!($test)).await else {
+                return;
+            };
+            let bases = cluster.bases();
+            let s = $before(&Clients::of(&bases[0])).await;
+            $after(&Clients::of(&bases[1]), s).await;
+        }
+    };
+}
+
+across_nodes!(
+    fifo_topic_deduplication_and_sequence_numbers_hold_across_nodes,
+    state::fifo_topic_before,
+    state::fifo_topic_after
+);
+
+across_nodes!(
+    a_fifo_receive_attempt_is_replayed_through_another_node,
+    state::attempt_before,
+    state::attempt_after
+);
+
+across_nodes!(
+    platforms_made_through_one_node_are_seen_by_another,
+    state::platform_before,
+    state::platform_after
+);
+
+/// Purge and delete holds: the second phase through the other node.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn purge_and_delete_holds_hold_across_nodes() {
+    let Some(cluster) = Cluster::start(2, "purge_and_delete_holds").await else {
+        return;
+    };
+    let bases = cluster.bases();
+    state::holds_before(&Clients::of(&bases[0])).await;
+    state::holds_after(&Clients::of(&bases[1])).await;
+}
+
+/// Move tasks started through node 0 are listed through node 1; node 0 stops while one
+/// runs, and node 1 takes it over and completes it. A task started through node 1 is
+/// cancelled through node 0.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn move_tasks_are_taken_over_and_cancelled_across_nodes() {
+    let Some(mut cluster) = Cluster::start(2, "move_tasks_across_nodes").await else {
+        return;
+    };
+    let bases = cluster.bases();
+    let (first, second) = (Clients::of(&bases[0]), Clients::of(&bases[1]));
+    let s = state::move_before(&first).await;
+    let (status, _, handle) = state::newest_task(&second, "orders-dlq").await;
+    assert_eq!(status, "RUNNING", "node 1 sees node 0's task");
+    assert!(handle.is_some());
+    // A task running on node 1, cancelled through node 0: what the cancel reports moved
+    // is what arrived, and node 1 lists it cancelled.
+    state::dead_letters(&second, "audit", "audit-dlq", 3).await;
+    let handle = state::start_task(&second, "audit-dlq", 1).await;
+    let cancelled = first
+        .sqs
+        .cancel_message_move_task()
+        .task_handle(&handle)
+        .send()
+        .await
+        .expect("CancelMessageMoveTask through the other node");
+    let moved = cancelled.approximate_number_of_messages_moved();
+    assert_eq!(state::visible(&second, "audit").await, moved);
+    let (status, listed, _) = state::newest_task(&second, "audit-dlq").await;
+    assert_eq!((status.as_str(), listed), ("CANCELLED", moved));
+    // Node 0 stops mid-task: node 1 resumes it.
+    cluster.stop(0);
+    state::move_after(&second, s).await;
+}
+
+/// The same scenarios, every node stopped in between and a new node started on the
+/// database: a restart on PostgreSQL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn state_survives_restarting_every_node() {
+    let Some(mut cluster) = Cluster::start(1, "state_survives_restarting_every_node").await else {
+        return;
+    };
+    let c = Clients::of(&cluster.bases()[0]);
+    let topic = state::fifo_topic_before(&c).await;
+    state::holds_before(&c).await;
+    let attempt = state::attempt_before(&c).await;
+    let moves = state::move_before(&c).await;
+    let platform = state::platform_before(&c).await;
+    cluster.stop_all();
+    let c = Clients::of(&cluster.add_node());
+    state::fifo_topic_after(&c, topic).await;
+    state::holds_after(&c).await;
+    state::attempt_after(&c, attempt).await;
+    state::move_after(&c, moves).await;
+    state::platform_after(&c, platform).await;
+}
+
+/// The queue cap counts the database's queues: a node refuses on a count the store just
+/// gave, whichever node created or deleted them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_queue_cap_counts_every_nodes_queues() {
+    let Some(cluster) = Cluster::start_with(
+        2,
+        "the_queue_cap_counts_every_nodes_queues",
+        &["--max-queues", "3"],
+    )
+    .await
+    else {
+        return;
+    };
+    let bases = cluster.bases();
+    let (a, b) = (Clients::of(&bases[0]), Clients::of(&bases[1]));
+    let mut urls = Vec::new();
+    for name in ["q1", "q2", "q3"] {
+        let out = a
+            .sqs
+            .create_queue()
+            .queue_name(name)
+            .send()
+            .await
+            .expect("CreateQueue");
+        urls.push(out.queue_url().expect("url").to_owned());
+    }
+    let err = b
+        .sqs
+        .create_queue()
+        .queue_name("q4")
+        .send()
+        .await
+        .expect_err("node 1 counts node 0's queues");
+    assert_eq!(
+        aws_sdk_sqs::error::ProvideErrorMetadata::code(&err),
+        Some("OverLimit"),
+        "{err:?}"
+    );
+    a.sqs
+        .delete_queue()
+        .queue_url(&urls[0])
+        .send()
+        .await
+        .expect("DeleteQueue");
+    // Node 1's count said "full"; before refusing it counts again, and there is room.
+    b.sqs
+        .create_queue()
+        .queue_name("q4")
+        .send()
+        .await
+        .expect("a slot freed through node 0");
 }

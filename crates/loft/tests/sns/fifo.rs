@@ -205,6 +205,56 @@ async fn content_based_deduplication_on_the_topic() {
     assert_eq!(attrs["ContentBasedDeduplication"], "true");
 }
 
+/// SNS API Reference, Publish, MessageDeduplicationId: with FifoThroughputScope
+/// `MessageGroup` "the message deduplication scope is within each individual message
+/// group": the same id in two groups is two messages, in one group a duplicate.
+#[tokio::test]
+async fn message_group_scope_deduplicates_within_each_group() {
+    let server = Server::start();
+    let (sns, sqs) = (server.sns(), server.sqs());
+    let topic = create_topic(
+        &sns,
+        "scoped.fifo",
+        &[
+            ("FifoTopic", "true"),
+            ("FifoThroughputScope", "MessageGroup"),
+        ],
+    )
+    .await;
+    let url = create_queue(
+        &sqs,
+        "scoped.fifo",
+        &[
+            ("FifoQueue", "true"),
+            ("DeduplicationScope", "messageGroup"),
+        ],
+    )
+    .await;
+    subscribe_queue(
+        &server,
+        &topic,
+        "scoped.fifo",
+        &[("RawMessageDelivery", "true")],
+    )
+    .await;
+    let a = publish_fifo(&sns, &topic, "a", "g1", Some("same")).await;
+    let b = publish_fifo(&sns, &topic, "b", "g2", Some("same")).await;
+    assert_ne!(a.0, b.0, "another group: another message");
+    assert!(seq(&b.1) > seq(&a.1));
+    let again = publish_fifo(&sns, &topic, "a again", "g1", Some("same")).await;
+    assert_eq!(again, a, "the same group: a duplicate");
+    let msgs = receive_fifo_in_order(&sqs, &url, 2).await;
+    let mut got: Vec<&str> = msgs.iter().filter_map(|m| m.body()).collect();
+    got.sort();
+    assert_eq!(got, ["a", "b"]);
+    receive_exactly(&sqs, &url, 0).await;
+    // The default scope (Topic): the same id in another group is a duplicate.
+    let whole = create_topic(&sns, "whole.fifo", &[("FifoTopic", "true")]).await;
+    let first = publish_fifo(&sns, &whole, "x", "g1", Some("same")).await;
+    let other_group = publish_fifo(&sns, &whole, "y", "g2", Some("same")).await;
+    assert_eq!(other_group, first);
+}
+
 #[tokio::test]
 async fn fifo_publish_errors() {
     let server = Server::start();

@@ -105,8 +105,9 @@ pub async fn call(
             })
         }
         R::CreatePlatformApplication(i) => {
-            let arn =
-                svc.create_platform_application(&i.name, &i.platform, i.attributes.into_inner())?;
+            let arn = svc
+                .create_platform_application(&i.name, &i.platform, i.attributes.into_inner())
+                .await?;
             S::CreatePlatformApplication(CreatePlatformApplicationResponse {
                 platform_application_arn: Some(arn),
             })
@@ -116,7 +117,9 @@ pub async fn call(
             if let Some(d) = i.custom_user_data {
                 attrs.insert("CustomUserData".into(), d);
             }
-            let arn = svc.create_platform_endpoint(&i.platform_application_arn, &i.token, attrs)?;
+            let arn = svc
+                .create_platform_endpoint(&i.platform_application_arn, &i.token, attrs)
+                .await?;
             S::CreatePlatformEndpoint(CreateEndpointResponse {
                 endpoint_arn: Some(arn),
             })
@@ -132,11 +135,11 @@ pub async fn call(
             })
         }
         R::DeleteEndpoint(i) => {
-            svc.delete_platform(&i.endpoint_arn);
+            svc.delete_platform(&i.endpoint_arn).await?;
             S::DeleteEndpoint(NoOutput)
         }
         R::DeletePlatformApplication(i) => {
-            svc.delete_platform(&i.platform_application_arn);
+            svc.delete_platform(&i.platform_application_arn).await?;
             S::DeletePlatformApplication(NoOutput)
         }
         R::DeleteTopic(i) => {
@@ -144,11 +147,11 @@ pub async fn call(
             S::DeleteTopic(NoOutput)
         }
         R::GetEndpointAttributes(i) => S::GetEndpointAttributes(GetEndpointAttributesResponse {
-            attributes: some_map(svc.platform_attributes(&i.endpoint_arn)?),
+            attributes: some_map(svc.platform_attributes(&i.endpoint_arn).await?),
         }),
         R::GetPlatformApplicationAttributes(i) => {
             S::GetPlatformApplicationAttributes(GetPlatformApplicationAttributesResponse {
-                attributes: some_map(svc.platform_attributes(&i.platform_application_arn)?),
+                attributes: some_map(svc.platform_attributes(&i.platform_application_arn).await?),
             })
         }
         R::GetSMSAttributes(i) => S::GetSMSAttributes(GetSMSAttributesResponse {
@@ -173,7 +176,8 @@ pub async fn call(
         }
         R::ListEndpointsByPlatformApplication(i) => {
             let endpoints = svc
-                .list_platform(Some(&i.platform_application_arn))?
+                .list_platform(Some(&i.platform_application_arn))
+                .await?
                 .into_iter()
                 .map(|r| Endpoint {
                     endpoint_arn: Some(r.arn),
@@ -194,7 +198,8 @@ pub async fn call(
         }
         R::ListPlatformApplications(_) => {
             let platform_applications = svc
-                .list_platform(None)?
+                .list_platform(None)
+                .await?
                 .into_iter()
                 .map(|r| PlatformApplication {
                     platform_application_arn: Some(r.arn),
@@ -330,11 +335,13 @@ pub async fn call(
             S::RemovePermission(NoOutput)
         }
         R::SetEndpointAttributes(i) => {
-            svc.set_platform_attributes(&i.endpoint_arn, i.attributes.into_inner())?;
+            svc.set_platform_attributes(&i.endpoint_arn, i.attributes.into_inner())
+                .await?;
             S::SetEndpointAttributes(NoOutput)
         }
         R::SetPlatformApplicationAttributes(i) => {
-            svc.set_platform_attributes(&i.platform_application_arn, i.attributes.into_inner())?;
+            svc.set_platform_attributes(&i.platform_application_arn, i.attributes.into_inner())
+                .await?;
             S::SetPlatformApplicationAttributes(NoOutput)
         }
         R::SetSMSAttributes(i) => {

@@ -30,6 +30,8 @@ pub struct Loft {
     dir: TempDir,
     /// One client for every request of the test.
     pub http: reqwest::Client,
+    /// Extra `loft serve` arguments, kept for restarts.
+    args: Vec<String>,
 }
 
 /// A response: status, headers and the raw body.
@@ -92,7 +94,7 @@ impl Resp {
     }
 }
 
-fn spawn(db: &Path, stderr_log: &Path) -> (Child, BufReader<ChildStdout>, String) {
+fn spawn(db: &Path, stderr_log: &Path, args: &[String]) -> (Child, BufReader<ChildStdout>, String) {
     let log = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -104,6 +106,7 @@ fn spawn(db: &Path, stderr_log: &Path) -> (Child, BufReader<ChildStdout>, String
         .arg("127.0.0.1:0")
         .arg("--db")
         .arg(db)
+        .args(args)
         .env_remove("LOFT_LISTEN")
         .env_remove("LOFT_DB")
         .env("LOFT_LOG", "info")
@@ -159,14 +162,22 @@ fn terminate(child: Child) -> (ExitStatus, bool) {
 impl Loft {
     /// Starts Loft on a fresh database in a new temporary directory.
     pub fn start() -> Loft {
+        Loft::start_with(&[])
+    }
+
+    /// Starts Loft on a fresh database with extra `loft serve` arguments (kept for
+    /// [`Loft::restart`]).
+    pub fn start_with(args: &[&str]) -> Loft {
+        let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
         let dir = tempfile::tempdir().expect("temporary directory");
-        let (child, stdout, base) = spawn(&db_path(dir.path()), &log_path(dir.path()));
+        let (child, stdout, base) = spawn(&db_path(dir.path()), &log_path(dir.path()), &args);
         Loft {
             child: Some(child),
             _stdout: Some(stdout),
             base,
             dir,
             http: reqwest::Client::new(),
+            args,
         }
     }
 
@@ -196,7 +207,7 @@ impl Loft {
     /// Stops Loft gracefully and starts it again on the same database (on a new port).
     pub fn restart(&mut self) {
         self.stop();
-        let (child, stdout, base) = spawn(&self.db(), &log_path(self.dir.path()));
+        let (child, stdout, base) = spawn(&self.db(), &log_path(self.dir.path()), &self.args);
         self.child = Some(child);
         self._stdout = Some(stdout);
         self.base = base;
@@ -209,7 +220,7 @@ impl Loft {
         self._stdout = None;
         child.kill().expect("SIGKILL loft");
         child.wait().expect("reap loft");
-        let (child, stdout, base) = spawn(&self.db(), &log_path(self.dir.path()));
+        let (child, stdout, base) = spawn(&self.db(), &log_path(self.dir.path()), &self.args);
         self.child = Some(child);
         self._stdout = Some(stdout);
         self.base = base;
@@ -367,6 +378,35 @@ fn db_path(dir: &Path) -> PathBuf {
 
 fn log_path(dir: &Path) -> PathBuf {
     dir.join("loft.stderr.log")
+}
+
+/// An aws-sdk-sqs client (JSON protocol) for Loft at `base`: dummy credentials, plain
+/// HTTP, no retries (each error is seen as Loft sent it).
+pub fn sqs_client(base: &str) -> aws_sdk_sqs::Client {
+    use aws_sdk_sqs::config::{BehaviorVersion, Credentials, Region};
+    let config = aws_sdk_sqs::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .region(Region::new("us-east-1"))
+        .credentials_provider(Credentials::new("x", "x", None, None, "loft-tests"))
+        .endpoint_url(base)
+        .http_client(aws_smithy_http_client::Builder::new().build_http())
+        .retry_config(aws_sdk_sqs::config::retry::RetryConfig::disabled())
+        .build();
+    aws_sdk_sqs::Client::from_conf(config)
+}
+
+/// An aws-sdk-sns client (Query protocol) for Loft at `base`, configured likewise.
+pub fn sns_client(base: &str) -> aws_sdk_sns::Client {
+    use aws_sdk_sns::config::{BehaviorVersion, Credentials, Region};
+    let config = aws_sdk_sns::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .region(Region::new("us-east-1"))
+        .credentials_provider(Credentials::new("x", "x", None, None, "loft-tests"))
+        .endpoint_url(base)
+        .http_client(aws_smithy_http_client::Builder::new().build_http())
+        .retry_config(aws_sdk_sns::config::retry::RetryConfig::disabled())
+        .build();
+    aws_sdk_sns::Client::from_conf(config)
 }
 
 /// A received message.

@@ -1,0 +1,208 @@
+//! The decisions of a FIFO receive's walk, shared by both engines: the engines read rows
+//! (each in its own SQL) and hand them here; this says which messages the receive takes,
+//! which expired ones it drops and which it dead-letters, and which groups need more rows.
+//!
+//! The rule (SQS Developer Guide, "FIFO queue logic"): a group is locked while any of its
+//! messages is in flight, and its first hidden message holds back its later ones (the
+//! engines leave such rows out); open groups give their messages in send order, and a
+//! receive takes as many of one group as it can before the next, groups in the order of
+//! their first candidate.
+//!
+//! How the engines walk: the visible messages of the queue in send order, a window at a
+//! time, only to find the open groups in order ([`FifoWalk::row`]); when a window was full
+//! (more rows may follow), each group of it that can still count gets the rest of what the
+//! receive wants of it through the group index ([`FifoWalk::groups_to_extend`],
+//! [`FifoWalk::extra`]). A receive so reads about as many rows as it returns plus those of
+//! the groups it passes, however deep the queue and however far apart a group's messages.
+//! Messages with no group (none in FIFO queues: the service requires MessageGroupId) count
+//! as one group, read by the walk only.
+
+use std::collections::HashSet;
+
+use loft_core::model::ReceiveRequest;
+
+/// One receive's walk so far.
+pub(crate) struct FifoWalk<'a> {
+    req: &'a ReceiveRequest,
+    want: usize,
+    /// Groups of earlier windows: everything they could give is taken or looked at.
+    done: HashSet<String>,
+    /// This window's groups in the order of their first candidate, with their candidates
+    /// in send order.
+    window: Vec<(String, Vec<i64>)>,
+    /// The messages to claim, in the order to return them.
+    pub take: Vec<i64>,
+    /// Expired messages met on the way (to drop).
+    pub expired: Vec<i64>,
+    /// Messages at the redrive threshold met on the way (to dead-letter).
+    pub dead: Vec<i64>,
+}
+
+impl<'a> FifoWalk<'a> {
+    pub fn new(req: &'a ReceiveRequest) -> Self {
+        FifoWalk {
+            req,
+            want: req.max_messages as usize,
+            done: HashSet::new(),
+            window: Vec::new(),
+            take: Vec::new(),
+            expired: Vec::new(),
+            dead: Vec::new(),
+        }
+    }
+
+    /// Whether the receive has all it wants.
+    pub fn is_full(&self) -> bool {
+        self.take.len() >= self.want
+    }
+
+    /// Files `seq` as expired or dead; `true` when it is a candidate instead.
+    fn candidate(&mut self, seq: i64, receive_count: i64, expires_at: i64) -> bool {
+        if expires_at <= self.req.now_ms {
+            self.expired.push(seq);
+            false
+        } else if self
+            .req
+            .redrive
+            .as_ref()
+            .is_some_and(|rule| receive_count >= rule.moves_at_receive_count)
+        {
+            self.dead.push(seq);
+            false
+        } else {
+            true
+        }
+    }
+
+    /// A row of the walk: a visible message of an open group, in send order.
+    pub fn row(&mut self, group: &str, seq: i64, receive_count: i64, expires_at: i64) {
+        if self.done.contains(group) || !self.candidate(seq, receive_count, expires_at) {
+            return;
+        }
+        match self.window.iter_mut().find(|(g, _)| g == group) {
+            Some((_, list)) => list.push(seq),
+            None => self.window.push((group.to_owned(), vec![seq])),
+        }
+    }
+
+    /// After a window's rows: the groups whose messages past the window may count, in
+    /// order, each with how many more it could give at most. Empty unless the window was
+    /// `full` (otherwise there is nothing past it).
+    pub fn groups_to_extend(&self, full: bool) -> Vec<(String, usize)> {
+        let mut out = Vec::new();
+        if !full {
+            return out;
+        }
+        let mut before = self.take.len();
+        for (group, list) in &self.window {
+            if before + list.len() >= self.want {
+                // This group fills the receive; no later one can count.
+                break;
+            }
+            if !group.is_empty() {
+                out.push((group.clone(), self.want - before - list.len()));
+            }
+            before += list.len();
+        }
+        out
+    }
+
+    /// How many more messages group `group` could still give: the receive's room left
+    /// once the groups before it and its own candidates so far are counted.
+    pub fn room(&self, group: &str) -> usize {
+        let mut before = self.take.len();
+        for (g, list) in &self.window {
+            if g == group {
+                return self.want.saturating_sub(before + list.len());
+            }
+            before += list.len();
+        }
+        0
+    }
+
+    /// A message of group `group` past the window, in send order (from the group index).
+    pub fn extra(&mut self, group: &str, seq: i64, receive_count: i64, expires_at: i64) {
+        if self.room(group) == 0 || !self.candidate(seq, receive_count, expires_at) {
+            return;
+        }
+        if let Some((_, list)) = self.window.iter_mut().find(|(g, _)| g == group) {
+            list.push(seq);
+        }
+    }
+
+    /// Ends the window: its groups' candidates join `take` group by group, up to what the
+    /// receive wants, and the groups are done.
+    pub fn close_window(&mut self) {
+        for (group, list) in std::mem::take(&mut self.window) {
+            let room = self.want.saturating_sub(self.take.len());
+            self.take.extend(list.into_iter().take(room));
+            self.done.insert(group);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(max: u32) -> ReceiveRequest {
+        ReceiveRequest {
+            queue_id: 1,
+            max_messages: max,
+            now_ms: 100,
+            visibility_ms: 1,
+            receipt_tokens: Vec::new(),
+            redrive: None,
+            fifo: true,
+            send_order: false,
+            attempt: None,
+        }
+    }
+
+    #[test]
+    fn groups_in_order_of_their_first_candidate_each_as_far_as_it_goes() {
+        let r = req(3);
+        let mut w = FifoWalk::new(&r);
+        // b1 expired, so group b starts at b2, after a1.
+        for (g, seq, exp) in [("b", 1, 50), ("a", 2, 500), ("b", 3, 500), ("a", 4, 500)] {
+            w.row(g, seq, 0, exp);
+        }
+        assert_eq!(w.groups_to_extend(false), []);
+        w.close_window();
+        assert_eq!(w.take, [2, 4, 3]);
+        assert_eq!(w.expired, [1]);
+    }
+
+    #[test]
+    fn a_full_window_extends_only_the_groups_that_can_still_count() {
+        let r = req(4);
+        let mut w = FifoWalk::new(&r);
+        for (g, seq) in [("a", 1), ("b", 2), ("c", 3), ("d", 4), ("e", 5)] {
+            w.row(g, seq, 0, 500);
+        }
+        assert_eq!(
+            w.groups_to_extend(true),
+            [("a".into(), 3), ("b".into(), 2), ("c".into(), 1)]
+        );
+        // a has two more past the window: b can then give at most one.
+        w.extra("a", 10, 0, 500);
+        w.extra("a", 20, 0, 500);
+        assert_eq!(w.room("b"), 0);
+        w.extra("b", 30, 0, 500);
+        w.close_window();
+        assert_eq!(w.take, [1, 10, 20, 2]);
+        assert!(w.is_full());
+    }
+
+    #[test]
+    fn later_windows_skip_the_groups_already_done() {
+        let r = req(3);
+        let mut w = FifoWalk::new(&r);
+        w.row("a", 1, 0, 500);
+        w.close_window();
+        w.row("a", 7, 0, 500);
+        w.row("b", 8, 0, 500);
+        w.close_window();
+        assert_eq!(w.take, [1, 8]);
+    }
+}
