@@ -118,9 +118,11 @@ pub trait Store: Send + Sync + 'static {
     /// deleted.
     async fn delete_unnamed_message(&self, queue_id: i64, seq: i64) -> Result<bool>;
 
-    /// Makes in-flight message `seq` visible at `visible_at_ms`. With `receipt_token` set,
-    /// only if it matches. Refused with [`VisibilityChange::TooLong`] when `visible_at_ms`
-    /// is more than `max_hidden_ms` after the receive that hid the message.
+    /// Makes received message `seq` visible at `visible_at_ms`, whether it is still in
+    /// flight or its visibility timeout ran out at `now_ms` (as AWS does); a message never
+    /// received is [`VisibilityChange::NotInflight`]. With `receipt_token` set, only if it
+    /// matches. Refused with [`VisibilityChange::TooLong`] when `visible_at_ms` is more
+    /// than `max_hidden_ms` after the receive that hid the message.
     async fn change_visibility(
         &self,
         queue_id: i64,

@@ -2,11 +2,14 @@
 //! (each in its own SQL) and hand them here; this says which messages the receive takes,
 //! which expired ones it drops and which it dead-letters, and which groups need more rows.
 //!
-//! The rule (SQS Developer Guide, "FIFO queue logic"): a group is locked while any of its
-//! messages is in flight, and its first hidden message holds back its later ones (the
-//! engines leave such rows out); open groups give their messages in send order, and a
-//! receive takes as many of one group as it can before the next, groups in the order of
-//! their first candidate.
+//! The rule (SQS Developer Guide, "FIFO queue logic", as AWS's recorded answers show it):
+//! a group gives its visible messages in send order up to its first hidden one (in flight
+//! or delayed), which holds back every later message of the group (the engines leave such
+//! rows out), so a message received again after its visibility ran out may be returned
+//! while a later one of its group is still in flight. A receive takes as many of one
+//! group as it can before the next; groups come in the order their first candidate became
+//! visible (sent, or made visible again), ties in send order, as AWS returns a group that
+//! was never received before groups whose visibility timeouts ran out.
 //!
 //! How the engines walk: the visible messages of the queue in send order, a window at a
 //! time, only to find the open groups in order ([`FifoWalk::row`]); when a window was full
@@ -27,9 +30,11 @@ pub(crate) struct FifoWalk<'a> {
     want: usize,
     /// Groups of earlier windows: everything they could give is taken or looked at.
     done: HashSet<String>,
-    /// This window's groups in the order of their first candidate, with their candidates
-    /// in send order.
+    /// This window's groups in the order of their first candidate's visibility time, with
+    /// their candidates in send order.
     window: Vec<(String, Vec<i64>)>,
+    /// The visibility time of each window group's first candidate, parallel to `window`.
+    window_visible: Vec<i64>,
     /// The messages to claim, in the order to return them.
     pub take: Vec<i64>,
     /// Expired messages met on the way (to drop).
@@ -45,6 +50,7 @@ impl<'a> FifoWalk<'a> {
             want: req.max_messages as usize,
             done: HashSet::new(),
             window: Vec::new(),
+            window_visible: Vec::new(),
             take: Vec::new(),
             expired: Vec::new(),
             dead: Vec::new(),
@@ -74,14 +80,28 @@ impl<'a> FifoWalk<'a> {
         }
     }
 
-    /// A row of the walk: a visible message of an open group, in send order.
-    pub fn row(&mut self, group: &str, seq: i64, receive_count: i64, expires_at: i64) {
+    /// A row of the walk: a visible message of an open group, in send order, visible since
+    /// `visible_at` (ms).
+    pub fn row(
+        &mut self,
+        group: &str,
+        seq: i64,
+        receive_count: i64,
+        expires_at: i64,
+        visible_at: i64,
+    ) {
         if self.done.contains(group) || !self.candidate(seq, receive_count, expires_at) {
             return;
         }
         match self.window.iter_mut().find(|(g, _)| g == group) {
             Some((_, list)) => list.push(seq),
-            None => self.window.push((group.to_owned(), vec![seq])),
+            None => {
+                // Rows come in send order, so among groups first visible at the same time
+                // the earlier one stays first.
+                let at = self.window_visible.partition_point(|v| *v <= visible_at);
+                self.window.insert(at, (group.to_owned(), vec![seq]));
+                self.window_visible.insert(at, visible_at);
+            }
         }
     }
 
@@ -133,6 +153,7 @@ impl<'a> FifoWalk<'a> {
     /// Ends the window: its groups' candidates join `take` group by group, up to what the
     /// receive wants, and the groups are done.
     pub fn close_window(&mut self) {
+        self.window_visible.clear();
         for (group, list) in std::mem::take(&mut self.window) {
             let room = self.want.saturating_sub(self.take.len());
             self.take.extend(list.into_iter().take(room));
@@ -165,7 +186,7 @@ mod tests {
         let mut w = FifoWalk::new(&r);
         // b1 expired, so group b starts at b2, after a1.
         for (g, seq, exp) in [("b", 1, 50), ("a", 2, 500), ("b", 3, 500), ("a", 4, 500)] {
-            w.row(g, seq, 0, exp);
+            w.row(g, seq, 0, exp, 0);
         }
         assert_eq!(w.groups_to_extend(false), []);
         w.close_window();
@@ -178,7 +199,7 @@ mod tests {
         let r = req(4);
         let mut w = FifoWalk::new(&r);
         for (g, seq) in [("a", 1), ("b", 2), ("c", 3), ("d", 4), ("e", 5)] {
-            w.row(g, seq, 0, 500);
+            w.row(g, seq, 0, 500, 0);
         }
         assert_eq!(
             w.groups_to_extend(true),
@@ -198,11 +219,31 @@ mod tests {
     fn later_windows_skip_the_groups_already_done() {
         let r = req(3);
         let mut w = FifoWalk::new(&r);
-        w.row("a", 1, 0, 500);
+        w.row("a", 1, 0, 500, 0);
         w.close_window();
-        w.row("a", 7, 0, 500);
-        w.row("b", 8, 0, 500);
+        w.row("a", 7, 0, 500, 0);
+        w.row("b", 8, 0, 500, 0);
         w.close_window();
         assert_eq!(w.take, [1, 8]);
+    }
+
+    /// AWS's recorded receive: a group never received comes before groups whose
+    /// visibility timeouts ran out later, each group still in send order.
+    #[test]
+    fn groups_come_in_the_order_they_became_visible() {
+        let r = req(10);
+        let mut w = FifoWalk::new(&r);
+        // g1's messages visible again at 50, g2's at 70, g3's since it was sent at 5.
+        for (g, seq, visible) in [
+            ("g1", 1, 50),
+            ("g1", 2, 50),
+            ("g1", 3, 10),
+            ("g2", 5, 70),
+            ("g3", 6, 5),
+        ] {
+            w.row(g, seq, 1, 500, visible);
+        }
+        w.close_window();
+        assert_eq!(w.take, [6, 1, 2, 3, 5]);
     }
 }

@@ -110,6 +110,7 @@ conformance!(
     receive_drops_expired,
     dead_letter_in_receive,
     fifo_order_and_group_locking,
+    fifo_group_opens_up_to_its_first_hidden_message,
     fifo_dead_letter_keeps_group_open,
     fifo_dedup,
     receipt_tokens_and_limits_are_the_requests,
@@ -498,14 +499,18 @@ async fn visibility_changes(s: S) {
             .unwrap(),
         VisibilityChange::Changed
     );
+    // Visible again, it can still be hidden with its receipt (AWS answers 200).
     assert_eq!(
         s.change_visibility(q, seq, None, T0 + 3, T0 + 50, H12)
             .await
             .unwrap(),
-        VisibilityChange::NotInflight,
-        "visible again"
+        VisibilityChange::Changed,
+        "visible again, hidden anew"
     );
     let out = s.receive(req(q, 1, T0 + 3, 1000)).await.unwrap();
+    assert!(out.messages.is_empty());
+    assert_eq!(out.next_visible_at_ms, Some(T0 + 50));
+    let out = s.receive(req(q, 1, T0 + 50, 1000)).await.unwrap();
     assert_eq!(out.messages[0].receive_count, 2);
     assert_ne!(out.messages[0].receipt_token, token);
     // FIFO-style strict delete: stale token, then the current one, then expired.
@@ -667,7 +672,10 @@ async fn dead_letter_in_receive(s: S) {
         Some("arn:aws:sqs:us-east-1:000000000000:src")
     );
     assert_eq!(m.first_received_at_ms, Some(T0));
-    assert_eq!(m.receive_count, 4, "counts the move and this receive");
+    assert_eq!(
+        m.receive_count, 3,
+        "the two receives in its queue and this one; the move does not count"
+    );
 }
 
 async fn fifo_order_and_group_locking(s: S) {
@@ -703,23 +711,61 @@ async fn fifo_order_and_group_locking(s: S) {
         ["a2", "a3"],
         "several of one open group, in order"
     );
-    // Visibility runs out on everything: order is kept, and a receive takes as much of one
-    // group as it can before the next group.
+    // Visibility runs out on everything: groups come in the order they became visible
+    // again (B and C at T0 + 30 s, A at T0 + 1 ms + 30 s), each in send order, and a
+    // receive takes as much of one group as it can before the next group.
     let out = s
         .receive(fifo_req(q, 2, T0 + 40_000, 30_000))
         .await
         .unwrap();
-    assert_eq!(bodies(&out), ["a2", "a3"]);
+    assert_eq!(bodies(&out), ["b1", "c1"]);
     assert_eq!(out.messages[0].receive_count, 2);
     let out = s
         .receive(fifo_req(q, 10, T0 + 40_000, 30_000))
         .await
         .unwrap();
-    assert_eq!(
-        bodies(&out),
-        ["b1", "c1"],
-        "group A is locked while a2 and a3 are in flight"
+    assert_eq!(bodies(&out), ["a2", "a3"]);
+    let out = s
+        .receive(fifo_req(q, 10, T0 + 40_000, 30_000))
+        .await
+        .unwrap();
+    assert!(
+        out.messages.is_empty(),
+        "every group is locked by its first message"
     );
+}
+
+/// AWS's recorded answer: a group gives its visible messages up to its first hidden one,
+/// so an earlier message whose visibility ran out is returned while a later one is in
+/// flight, and nothing after that one is.
+async fn fifo_group_opens_up_to_its_first_hidden_message(s: S) {
+    let q = queue(&s, "ext.fifo").await;
+    let sent = s
+        .send_messages(vec![
+            (q, fifo_msg("foo", "1", "d1", T0)),
+            (q, fifo_msg("bar", "1", "d2", T0)),
+            (q, fifo_msg("baz", "1", "d3", T0)),
+        ])
+        .await
+        .unwrap();
+    let out = s.receive(fifo_req(q, 5, T0, 1_000)).await.unwrap();
+    assert_eq!(bodies(&out), ["foo", "bar", "baz"]);
+    let bar = &out.messages[1];
+    assert_eq!(
+        s.change_visibility(
+            q,
+            sent[1].seq,
+            Some(bar.receipt_token),
+            T0 + 10,
+            T0 + 4_000,
+            H12
+        )
+        .await
+        .unwrap(),
+        VisibilityChange::Changed
+    );
+    let out = s.receive(fifo_req(q, 5, T0 + 2_500, 1_000)).await.unwrap();
+    assert_eq!(bodies(&out), ["foo"]);
 }
 
 async fn fifo_dead_letter_keeps_group_open(s: S) {

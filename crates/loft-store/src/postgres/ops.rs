@@ -19,7 +19,7 @@
 //! Each change that can make messages visible in a queue also runs `pg_notify(channel,
 //! queue_id)`, delivered to every node's listener when the transaction commits.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 
 use deadpool_postgres::GenericClient;
@@ -522,7 +522,7 @@ pub async fn receive_step<C: GenericClient>(
          gone AS (DELETE FROM messages m USING cand c \
            WHERE m.seq = c.seq AND c.old_expires <= $2 RETURNING m.seq), \
          dead AS (UPDATE messages m SET queue_id = $5::bigint, \
-             receive_count = m.receive_count + 1, visible_at = $2, dead_letter_source = $7, \
+             visible_at = $2, dead_letter_source = $7, \
              first_received_at = COALESCE(m.first_received_at, $2), \
              dedup_id = CASE WHEN $10 THEN m.message_id ELSE m.dedup_id END \
            FROM cand c WHERE m.seq = c.seq AND c.old_expires > $2 \
@@ -642,25 +642,22 @@ pub async fn receive_fifo<C: GenericClient>(
         }
     }
     let want = req.max_messages as usize;
-    // Each group's first hidden unexpired message, whether one is in flight, and the
-    // queue's next visibility time: one row per group with hidden messages.
+    // Each group's first hidden unexpired message (in flight or delayed: it holds back the
+    // group's later ones), and the queue's next visibility time: one row per group with
+    // hidden messages.
     let mut heads: HashMap<String, i64> = HashMap::new();
-    let mut busy: HashSet<String> = HashSet::new();
     let mut next_visible: Option<i64> = None;
     for r in query(
         tx,
-        "SELECT COALESCE(group_id, ''), min(seq), bool_or(receive_count > 0), min(visible_at) \
+        "SELECT COALESCE(group_id, ''), min(seq), min(visible_at) \
          FROM messages WHERE queue_id = $1 AND visible_at > $2 AND expires_at > $2 GROUP BY 1",
         &[&req.queue_id, &req.now_ms],
     )
     .await?
     {
         let group: String = r.get(0);
-        let visible_at: i64 = r.get(3);
+        let visible_at: i64 = r.get(2);
         next_visible = Some(next_visible.map_or(visible_at, |n| n.min(visible_at)));
-        if r.get::<_, bool>(2) {
-            busy.insert(group.clone());
-        }
         heads.insert(group, r.get(1));
     }
     let mut walk = FifoWalk::new(req);
@@ -669,8 +666,9 @@ pub async fn receive_fifo<C: GenericClient>(
     while !walk.is_full() {
         let rows = query(
             tx,
-            "SELECT seq, receive_count, expires_at, COALESCE(group_id, '') FROM messages \
-             WHERE queue_id = $1 AND seq > $2 AND visible_at <= $3 ORDER BY seq LIMIT $4",
+            "SELECT seq, receive_count, expires_at, COALESCE(group_id, ''), visible_at \
+             FROM messages WHERE queue_id = $1 AND seq > $2 AND visible_at <= $3 \
+             ORDER BY seq LIMIT $4",
             &[&req.queue_id, &after, &req.now_ms, &window],
         )
         .await?;
@@ -679,10 +677,10 @@ pub async fn receive_fifo<C: GenericClient>(
             let seq: i64 = r.get(0);
             let group: &str = r.get(3);
             after = seq;
-            if busy.contains(group) || heads.get(group).is_some_and(|h| seq > *h) {
+            if heads.get(group).is_some_and(|h| seq > *h) {
                 continue;
             }
-            walk.row(group, seq, r.get(1), r.get(2));
+            walk.row(group, seq, r.get(1), r.get(2), r.get(4));
         }
         // The groups that can still count get the rest of their messages past the window
         // through the group index: all of them in one statement, each as many as it could
@@ -767,7 +765,7 @@ pub async fn receive_fifo<C: GenericClient>(
     if let (false, Some(rule)) = (dead.is_empty(), &req.redrive) {
         out.dead_lettered = execute(
             tx,
-            "UPDATE messages SET queue_id = $2, receive_count = receive_count + 1, \
+            "UPDATE messages SET queue_id = $2, \
              visible_at = $3, dead_letter_source = $4, \
              dedup_id = CASE WHEN $5 THEN message_id ELSE dedup_id END, \
              first_received_at = COALESCE(first_received_at, $3) WHERE seq = ANY($1)",
@@ -949,7 +947,7 @@ pub async fn change_visibility<C: GenericClient>(
         c,
         "WITH u AS (UPDATE messages SET visible_at = $5 WHERE seq = $1 AND queue_id = $2 \
            AND ($3::bigint IS NULL OR receipt_token = $3) AND receive_count > 0 \
-           AND visible_at > $4 AND (received_at IS NULL OR $5 - received_at <= $7) \
+           AND (received_at IS NULL OR $5 - received_at <= $7) \
            RETURNING 1), \
          woke AS (SELECT pg_notify($6, $2::bigint::text) FROM (SELECT 1 FROM u) x \
            WHERE $5 <= $4) \
@@ -970,7 +968,6 @@ pub async fn change_visibility<C: GenericClient>(
     let Some(row) = row else {
         return Ok(VisibilityChange::NotFound);
     };
-    let visible_at: i64 = row.get(0);
     let receive_count: i64 = row.get(1);
     let current: i64 = row.get(2);
     let changed: i64 = row.get(3);
@@ -980,7 +977,9 @@ pub async fn change_visibility<C: GenericClient>(
     if token.is_some_and(|t| t != current) {
         return Ok(VisibilityChange::Stale);
     }
-    if receive_count == 0 || visible_at <= now_ms {
+    // A message received once keeps a changeable visibility after its timeout ran out
+    // (AWS answers such a ChangeMessageVisibility 200, and the message hides again).
+    if receive_count == 0 {
         return Ok(VisibilityChange::NotInflight);
     }
     let received_at: Option<i64> = row.get(5);

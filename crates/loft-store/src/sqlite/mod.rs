@@ -533,7 +533,7 @@ impl Store for SqliteStore {
         queue_id: i64,
         seq: i64,
         receipt_token: Option<i64>,
-        now_ms: i64,
+        _now_ms: i64,
         visible_at_ms: i64,
         max_hidden_ms: i64,
     ) -> Result<VisibilityChange> {
@@ -543,7 +543,6 @@ impl Store for SqliteStore {
                 queue_id,
                 seq,
                 receipt_token,
-                now_ms,
                 visible_at_ms,
                 max_hidden_ms,
             )

@@ -223,10 +223,12 @@ pub fn send_messages(
     Ok(out)
 }
 
-/// Moves message `seq` to the dead-letter queue of `rule`, as one more receive.
+/// Moves message `seq` to the dead-letter queue of `rule`. It keeps its receive count: the
+/// receive that moved it does not count (AWS's recorded DLQ receives show the count the
+/// message had in its source queue, plus the DLQ's own receives).
 fn dead_letter(c: &Connection, seq: i64, rule: &RedriveRule, now_ms: i64) -> rusqlite::Result<()> {
     c.prepare_cached(
-        "UPDATE messages SET queue_id = ?2, receive_count = receive_count + 1, visible_at = ?3, \
+        "UPDATE messages SET queue_id = ?2, visible_at = ?3, \
          dead_letter_source = ?4, first_received_at = COALESCE(first_received_at, ?3), \
          dedup_id = CASE WHEN ?5 THEN message_id ELSE dedup_id END WHERE seq = ?1",
     )?
@@ -410,14 +412,13 @@ fn receive_fifo(c: &Connection, req: &ReceiveRequest) -> rusqlite::Result<Receiv
         }
     }
     let want = req.max_messages as usize;
-    // Each group's first hidden unexpired message, whether one is in flight, and the
-    // queue's next visibility time.
+    // Each group's first hidden unexpired message (in flight or delayed: it holds back the
+    // group's later ones), and the queue's next visibility time.
     let mut heads: HashMap<String, i64> = HashMap::new();
-    let mut busy: HashSet<String> = HashSet::new();
     let mut next_visible: Option<i64> = None;
     {
         let mut hidden = c.prepare_cached(
-            "SELECT COALESCE(group_id, ''), MIN(seq), MAX(receive_count > 0), MIN(visible_at) \
+            "SELECT COALESCE(group_id, ''), MIN(seq), MIN(visible_at) \
              FROM messages INDEXED BY messages_visibility WHERE queue_id = ?1 \
              AND visible_at > ?2 AND expires_at > ?2 GROUP BY 1",
         )?;
@@ -425,16 +426,12 @@ fn receive_fifo(c: &Connection, req: &ReceiveRequest) -> rusqlite::Result<Receiv
             Ok((
                 r.get::<_, String>(0)?,
                 r.get::<_, i64>(1)?,
-                r.get::<_, bool>(2)?,
-                r.get::<_, i64>(3)?,
+                r.get::<_, i64>(2)?,
             ))
         })?;
         for row in rows {
-            let (group, head, in_flight, visible_at) = row?;
+            let (group, head, visible_at) = row?;
             next_visible = Some(next_visible.map_or(visible_at, |n| n.min(visible_at)));
-            if in_flight {
-                busy.insert(group.clone());
-            }
             heads.insert(group, head);
         }
     }
@@ -442,7 +439,7 @@ fn receive_fifo(c: &Connection, req: &ReceiveRequest) -> rusqlite::Result<Receiv
     let mut after = 0i64;
     let mut window = (want as i64) * 4 + 16;
     let mut rows_stmt = c.prepare_cached(
-        "SELECT seq, receive_count, expires_at, group_id FROM messages \
+        "SELECT seq, receive_count, expires_at, group_id, visible_at FROM messages \
          INDEXED BY messages_queue_order WHERE queue_id = ?1 AND seq > ?2 AND visible_at <= ?3 \
          ORDER BY seq LIMIT ?4",
     )?;
@@ -452,19 +449,19 @@ fn receive_fifo(c: &Connection, req: &ReceiveRequest) -> rusqlite::Result<Receiv
          ORDER BY seq LIMIT ?6",
     )?;
     while !walk.is_full() {
-        let rows: Vec<(i64, i64, i64, Option<String>)> = rows_stmt
+        let rows: Vec<(i64, i64, i64, Option<String>, i64)> = rows_stmt
             .query_map(params![req.queue_id, after, req.now_ms, window], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
             })?
             .collect::<rusqlite::Result<_>>()?;
         let full = rows.len() as i64 == window;
-        for (seq, receive_count, expires_at, group) in rows {
+        for (seq, receive_count, expires_at, group, visible_at) in rows {
             after = seq;
             let group = group.unwrap_or_default();
-            if busy.contains(&group) || heads.get(&group).is_some_and(|h| seq > *h) {
+            if heads.get(&group).is_some_and(|h| seq > *h) {
                 continue;
             }
-            walk.row(&group, seq, receive_count, expires_at);
+            walk.row(&group, seq, receive_count, expires_at, visible_at);
         }
         // The groups that can still count get the rest of their messages, past the
         // window, through the group index.
@@ -583,26 +580,27 @@ pub fn change_visibility(
     queue_id: i64,
     seq: i64,
     token: Option<i64>,
-    now_ms: i64,
     visible_at_ms: i64,
     max_hidden_ms: i64,
 ) -> rusqlite::Result<VisibilityChange> {
-    let row: Option<(i64, i64, i64, Option<i64>)> = c
+    let row: Option<(i64, i64, Option<i64>)> = c
         .prepare_cached(
-            "SELECT visible_at, receive_count, receipt_token, received_at FROM messages \
+            "SELECT receive_count, receipt_token, received_at FROM messages \
              WHERE seq = ?1 AND queue_id = ?2",
         )?
         .query_row(params![seq, queue_id], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
         })
         .optional()?;
-    let Some((visible_at, receive_count, current_token, received_at)) = row else {
+    let Some((receive_count, current_token, received_at)) = row else {
         return Ok(VisibilityChange::NotFound);
     };
     if token.is_some_and(|t| t != current_token) {
         return Ok(VisibilityChange::Stale);
     }
-    if receive_count == 0 || visible_at <= now_ms {
+    // A message received once keeps a changeable visibility after its timeout ran out
+    // (AWS answers such a ChangeMessageVisibility 200, and the message hides again).
+    if receive_count == 0 {
         return Ok(VisibilityChange::NotInflight);
     }
     if received_at.is_some_and(|r| visible_at_ms - r > max_hidden_ms) {

@@ -330,7 +330,7 @@ async fn scenario(protocol: Protocol) -> Vec<(String, Value)> {
     )
     .await;
     run.step(
-        "change visibility, not in flight",
+        "change visibility after it was made visible",
         "ChangeMessageVisibility",
         json!({"QueueUrl": url, "ReceiptHandle": h_two, "VisibilityTimeout": 5}),
     )
@@ -439,7 +439,6 @@ async fn one_scenario_gives_identical_results_over_json_and_query() {
         "AWS.SimpleQueueService.BatchEntryIdsNotDistinct",
         "AWS.SimpleQueueService.EmptyBatchRequest",
         "ReceiptHandleIsInvalid",
-        "AWS.SimpleQueueService.MessageNotInflight",
         "InvalidAttributeName",
         "InvalidAttributeValue",
         "AWS.SimpleQueueService.PurgeQueueInProgress",
