@@ -168,7 +168,8 @@ def later_visible_behind_hidden_earlier_stays_locked(c):
 
 
 @check()
-def earlier_made_visible_waits_for_later_in_flight(c):
+def earlier_made_visible_is_served_while_later_in_flight(c):
+    # AWS's recorded answer: a group gives its visible messages up to its first hidden one.
     q = c.fifo()
     c.send(q, "g", "a1")
     c.send(q, "g", "a2")
@@ -176,7 +177,7 @@ def earlier_made_visible_waits_for_later_in_flight(c):
     c.sqs.change_message_visibility(
         QueueUrl=q, ReceiptHandle=got[0]["ReceiptHandle"], VisibilityTimeout=0
     )
-    eq(bodies(c.recv(q, 10)), [], "a2 still in flight")
+    eq(bodies(c.recv(q, 10)), ["a1"], "a1 again, a2 still in flight")
 
 
 @check()
