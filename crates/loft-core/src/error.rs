@@ -23,6 +23,10 @@ pub enum ErrorCode {
     InvalidParameterCombination,
     /// Too many requests or too large a request (413 for bodies over the limit).
     RequestTooLarge,
+    /// The request (head and body) did not arrive in time: the client stalled (408). Named
+    /// as AWS's front ends name it (`RequestTimeout`, S3's "Your socket connection to the
+    /// server was not read from or written to within the timeout period").
+    RequestTimeout,
     /// The route does not exist on the native API (404).
     NotFoundRoute,
     /// The HTTP method is not allowed on this route (405).
@@ -116,6 +120,7 @@ impl ErrorCode {
             MalformedRequest => "MalformedQueryString",
             InvalidParameterCombination => "InvalidParameterCombination",
             RequestTooLarge => "RequestEntityTooLarge",
+            RequestTimeout => "RequestTimeout",
             NotFoundRoute => "NotFound",
             MethodNotAllowed => "MethodNotAllowed",
             InternalError => "InternalError",
@@ -212,6 +217,7 @@ impl ErrorCode {
             | RequestExpired => 403,
             NotFound | NotFoundRoute | ResourceNotFoundException | SnsResourceNotFound => 404,
             MethodNotAllowed => 405,
+            RequestTimeout => 408,
             RequestTooLarge => 413,
             InternalError => 500,
             ServiceUnavailable => 503,
