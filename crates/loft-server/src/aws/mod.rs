@@ -18,8 +18,6 @@ pub mod sqs;
 
 use std::sync::Arc;
 
-use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
 use axum::extract::{Extension, OriginalUri, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -27,11 +25,15 @@ use loft_core::{Error, ErrorCode, Service};
 use serde_json::Value;
 
 use crate::auth::Auth;
+use crate::body::{BodyError, RequestBody};
 use crate::listen::Scheme;
 use crate::observe::{OperationLabel, RequestId};
 
 /// Largest AWS-protocol request body, bytes: a 1 MiB batch Query-encoded can triple.
 pub const AWS_BODY_LIMIT: usize = 10 * 1024 * 1024;
+
+/// An AWS-protocol request body, read under [`AWS_BODY_LIMIT`] ([`crate::body`]).
+pub type AwsBody = RequestBody<AWS_BODY_LIMIT>;
 
 /// The SQS Query protocol's XML namespace.
 pub const SQS_NAMESPACE: &str = "http://queue.amazonaws.com/doc/2012-11-05/";
@@ -300,6 +302,12 @@ fn sns_error(e: &Error, request_id: &str) -> Response {
 /// is the one [`crate::observe`] gave the request (a fresh one without that middleware);
 /// the response carries an [`OperationLabel`] for the request metrics. Queue URLs in
 /// answers are built by [`base_url`] from the listener's [`Scheme`] and the request's host.
+///
+/// A body that could not be read ([`BodyError`]: over [`AWS_BODY_LIMIT`], no room in the
+/// body budget, stalled) is answered in the protocol the head tells (`X-Amz-Target`, else
+/// the signing service, the path and the query string): `RequestEntityTooLarge` (413),
+/// `ServiceUnavailable` (503, with `Retry-After: 1`), `RequestTimeout` (408) or
+/// `MalformedQueryString` (400).
 #[allow(clippy::too_many_arguments)] // axum extractors
 pub async fn entry(
     State(svc): State<Arc<Service>>,
@@ -309,7 +317,7 @@ pub async fn entry(
     headers: HeaderMap,
     rid: Option<Extension<RequestId>>,
     scheme: Option<Extension<Scheme>>,
-    body: Result<Bytes, BytesRejection>,
+    body: Result<AwsBody, BodyError>,
 ) -> Response {
     let rid = rid.map_or_else(request_id, |Extension(RequestId(id))| id);
     let scheme = scheme.map_or(Scheme::Http, |Extension(s)| s);
@@ -343,7 +351,7 @@ async fn handle(
     method: Method,
     uri: axum::http::Uri,
     headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
+    body: Result<AwsBody, BodyError>,
     rid: &str,
     op_label: &mut Option<OperationLabel>,
 ) -> Response {
@@ -351,23 +359,19 @@ async fn handle(
     let body = match body {
         Ok(b) => b,
         Err(r) => {
-            let e = Error::new(
-                if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                    ErrorCode::RequestTooLarge
-                } else {
-                    ErrorCode::MalformedRequest
-                },
-                r.body_text(),
-            );
+            let e = r.to_error();
             // The body was not read, so the protocol is told by what came before it.
-            if headers.contains_key("x-amz-target") {
-                return json_error(&e, &rid);
-            }
-            let pairs = query::form_pairs(uri.query(), &[]);
-            return match unread_body_service(&headers, uri.path(), &pairs) {
-                AwsService::Sqs => query_error(SQS_NAMESPACE, &e, &rid),
-                AwsService::Sns => sns_error(&e, &rid),
+            let mut resp = if headers.contains_key("x-amz-target") {
+                json_error(&e, &rid)
+            } else {
+                let pairs = query::form_pairs(uri.query(), &[]);
+                match unread_body_service(&headers, uri.path(), &pairs) {
+                    AwsService::Sqs => query_error(SQS_NAMESPACE, &e, &rid),
+                    AwsService::Sns => sns_error(&e, &rid),
+                }
             };
+            r.add_headers(resp.headers_mut());
+            return resp;
         }
     };
     let now = svc.now_ms().div_euclid(1000);
