@@ -261,6 +261,32 @@ fn apply_file_settings(args: &mut ServeArgs, m: &clap::ArgMatches, file: &config
     {
         args.advertised_url = Some(v);
     }
+    let l = &file.limits;
+    let t = &mut args.trust;
+    macro_rules! limit {
+        ($($field:ident),*) => {$(
+            if let Some(v) = l.$field.filter(|_| unset(stringify!($field))) {
+                t.$field = v;
+            }
+        )*};
+    }
+    limit!(
+        max_connections,
+        max_connections_per_ip,
+        max_header_bytes,
+        min_body_rate,
+        max_body_bytes_in_flight,
+        max_queues,
+        max_topics,
+        max_in_flight,
+        max_in_flight_fifo
+    );
+    if let Some(v) = l.request_timeout.filter(|_| unset("request_timeout")) {
+        t.request_timeout = v.as_secs_f64();
+    }
+    if let Some(v) = l.keep_alive_timeout.filter(|_| unset("keep_alive_timeout")) {
+        t.keep_alive_timeout = v.as_secs_f64();
+    }
 }
 
 async fn serve(args: ServeArgs, file: Option<config::Config>) -> Result<(), String> {
