@@ -2,11 +2,13 @@
 //! `--database-url postgres://...`, on PostgreSQL shared by several nodes; `loft bench`
 //! load-tests an SQS endpoint; the admin commands ([`cli`]) talk to a running server.
 //!
+//! - [`allocator`]: the global allocator (mimalloc), set to give memory back after bursts.
 //! - [`config`]: the `--config` file of `loft serve`.
 //! - [`cli`]: `loft queue|send|receive|topic|publish|subscribe|redrive|export|import|completions`.
 //! - [`logging`]: `--log-format text|json`.
 //! - [`listeners`]: `--listen` addresses and which speak HTTPS (`--tls-cert`, `--tls-key`).
 
+mod allocator;
 mod cli;
 mod config;
 mod listeners;
@@ -20,9 +22,6 @@ use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 
 mod trust;
 
-/// mimalloc: perf showed glibc malloc at about a tenth of the server's CPU under load.
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use loft_core::clock::SystemClock;
 use loft_core::store::Store;
 use loft_core::{Service, ServiceConfig};
@@ -129,11 +128,13 @@ enum DurabilityArg {
 }
 
 fn main() -> std::process::ExitCode {
+    allocator::tune();
     let matches = Cli::command().get_matches();
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     logging::init(cli.log_format);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        .on_thread_park(allocator::collect)
         .build()
     {
         Ok(r) => r,
