@@ -4,6 +4,8 @@
 //! Basic when the server has credentials).
 
 mod harness;
+#[path = "../support/skips.rs"]
+mod skips;
 
 mod cli;
 mod cli_auth;
