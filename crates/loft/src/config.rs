@@ -968,7 +968,11 @@ name = "b"
         fails("[server]\nkeep_alive_timeout = -1.5\n", 2, "above 0");
         fails("[server]\nkeep_alive_timeout = \"30s\"\n", 2, "");
         fails("[server]\nmax_connections_per_ip = 0\n", 2, "at least 1");
-        fails("[server]\nmax_body_bytes_in_flight = 1024\n", 2, "at least 10485760");
+        fails(
+            "[server]\nmax_body_bytes_in_flight = 1024\n",
+            2,
+            "at least 10485760",
+        );
         fails("[server]\nmax_connections = -3\n", 2, "");
     }
 
