@@ -318,6 +318,9 @@ async fn serve(args: ServeArgs, file: Option<config::Config>) -> Result<(), Stri
         .unwrap_or(std::path::Path::new("."))
         .join("loft-sns-signing");
     let signer = Arc::new(loft_server::sns_signing::LazySigner::new(key_dir));
+    for w in signer.permission_warnings() {
+        tracing::warn!("{w}");
+    }
     let service = Service::new(
         store.clone(),
         Arc::new(SystemClock),
