@@ -171,7 +171,8 @@ pub struct ServerLimits {
     /// timeout ahead (default 4 KiB/s; 0: bodies get the request timeout only).
     pub min_body_rate: u64,
     /// Time a connection may stay idle between requests (and before its first) before it
-    /// is closed (default 60 s).
+    /// is closed (default 75 s: above the 60 s idle timeout load balancers default to, so
+    /// a balancer never reuses a connection Loft is closing).
     pub keep_alive_timeout: Duration,
     /// Most bytes of request bodies held at once over all requests (default 256 MiB); see
     /// [`crate::body`].
@@ -187,7 +188,7 @@ impl Default for ServerLimits {
             max_headers: 100,
             request_timeout: Duration::from_secs(30),
             min_body_rate: 4 * 1024,
-            keep_alive_timeout: Duration::from_secs(60),
+            keep_alive_timeout: Duration::from_secs(75),
             max_body_bytes_in_flight: 256 * 1024 * 1024,
         }
     }

@@ -83,7 +83,7 @@ pub struct TrustArgs {
     #[arg(
         long,
         env = "LOFT_KEEP_ALIVE_TIMEOUT",
-        default_value_t = 60.0,
+        default_value_t = 75.0,
         value_name = "SECONDS"
     )]
     pub(crate) keep_alive_timeout: f64,
