@@ -215,9 +215,14 @@ fn is_timeout(e: &(dyn std::error::Error + 'static)) -> bool {
     false
 }
 
-/// First capacity of a body's buffer; it grows (to the declared length at most) as bytes
-/// arrive, so a declared length alone reserves no memory.
-const FIRST_CAPACITY: usize = 64 * 1024;
+/// Most of a declared length a body's buffer takes at once, before its bytes arrive: the
+/// whole of a body up to 1 MiB (one allocation, as most bodies are), then it doubles as
+/// bytes arrive, up to the declared length. The pages are not touched (not resident)
+/// until bytes fill them.
+const FIRST_CAPACITY: usize = 1024 * 1024;
+
+/// First capacity of a body without a declared length.
+const UNDECLARED_CAPACITY: usize = 64 * 1024;
 
 /// Reads `body` whole under `limit` bytes and `budget` (see the module doc). The returned
 /// [`Reservation`] holds the body's bytes in the budget: keep it until the request is
@@ -243,6 +248,7 @@ pub async fn read(
     let mut reservation = Reservation::default();
     let ceiling = declared.unwrap_or(limit);
     let mut buf = BytesMut::new();
+    let first = declared.map_or(UNDECLARED_CAPACITY, |n| n.min(FIRST_CAPACITY));
     loop {
         let frame = std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await;
         let data = match frame {
@@ -270,7 +276,7 @@ pub async fn read(
             }
         }
         if total > buf.capacity() {
-            let grown = (buf.capacity() * 2).max(FIRST_CAPACITY).max(total);
+            let grown = (buf.capacity() * 2).max(first).max(total);
             buf.reserve(grown.min(ceiling.max(total)) - buf.len());
         }
         buf.extend_from_slice(&data);
@@ -293,6 +299,14 @@ impl<const LIMIT: usize> RequestBody<LIMIT> {
     /// The body.
     pub fn bytes(&self) -> &Bytes {
         &self.bytes
+    }
+
+    /// Frees the bytes once they have been decoded, so the raw body and its decoded form
+    /// are not both held while the request is served; they stay counted in the budget
+    /// (the decoded form takes about as much) until this is dropped. The body reads as
+    /// empty afterwards.
+    pub fn release(&mut self) {
+        self.bytes = Bytes::new();
     }
 }
 

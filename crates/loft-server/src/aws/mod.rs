@@ -356,7 +356,7 @@ async fn handle(
     op_label: &mut Option<OperationLabel>,
 ) -> Response {
     let rid = rid.to_owned();
-    let body = match body {
+    let mut body = match body {
         Ok(b) => b,
         Err(r) => {
             let e = r.to_error();
@@ -396,6 +396,8 @@ async fn handle(
             Ok(v) => v,
             Err(e) => return json_error(&e, &rid),
         };
+        // The decoded input is what the call needs; the raw bytes go (still counted).
+        body.release();
         let result = sqs::call(svc, ctx, op, &input).await;
         *op_label = Some(label(op, "sqs-json", &result));
         return match result {
@@ -459,6 +461,8 @@ async fn handle(
                     );
                 }
             }
+            drop(pairs);
+            body.release();
             let result = sqs::call(svc, ctx, &action, &input).await;
             *op_label = Some(label(&action, "sqs-query", &result));
             match result {
@@ -481,6 +485,8 @@ async fn handle(
                 Ok(v) => v,
                 Err(e) => return sns_error(&e, &rid),
             };
+            drop(pairs);
+            body.release();
             let result = sns::call(svc, &action, &input).await;
             *op_label = Some(label(&action, "sns-query", &result));
             match result {
