@@ -154,6 +154,13 @@ error_table! {
         query: "RequestEntityTooLarge", Sender, 413,
         "{reason}",
     }
+    /// The request (head and body) did not arrive in time: the client stalled (408). Named
+    /// as AWS's front ends name it (`RequestTimeout`, S3's "Your socket connection to the
+    /// server was not read from or written to within the timeout period").
+    RequestTimeout {
+        code: "RequestTimeout", json: "RequestTimeout", query: "RequestTimeout", Sender, 408,
+        "{reason}",
+    }
     /// The route does not exist on the seeds' API (404).
     NotFoundRoute {
         code: "NotFound", json: "NotFound", query: "NotFound", Sender, 404,
@@ -623,7 +630,7 @@ mod tests {
                 "{code:?}"
             );
             assert!(
-                [400, 403, 404, 405, 413, 500, 503].contains(&row.status),
+                [400, 403, 404, 405, 408, 413, 500, 503].contains(&row.status),
                 "{code:?}"
             );
             assert_eq!(

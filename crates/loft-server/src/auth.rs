@@ -25,7 +25,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
-use axum::body::{Body, Bytes};
+use axum::body::Body;
 use axum::extract::{FromRef, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use axum::middleware::Next;
@@ -36,6 +36,7 @@ use base64::Engine as _;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
+use crate::body::{AlreadyCounted, BodyBudget};
 use crate::native::NativeError;
 use crate::sigv4::{self, Location, Verified};
 
@@ -239,8 +240,9 @@ fn unauthorized(message: &str, challenge: &'static str) -> Response {
 
 /// Middleware of the seeds' API: requires a valid SigV4 signature when credentials are
 /// configured (any service name in the scope). `401 {"error"}` (with `WWW-Authenticate:
-/// AWS4-HMAC-SHA256`) without one, `403 {"error": "CODE: message"}` for a bad one, `413`
-/// for a body over [`crate::routes::NATIVE_BODY_LIMIT`].
+/// AWS4-HMAC-SHA256`) without one, `403 {"error": "CODE: message"}` for a bad one, and a
+/// body that cannot be read answered as [`crate::native`] answers it (413 over
+/// [`crate::routes::NATIVE_BODY_LIMIT`], 503, 408, 400).
 pub async fn require_signature(
     State(state): State<AppState>,
     req: Request,
@@ -321,22 +323,23 @@ pub async fn require_console_auth(
 }
 
 /// Verifies a request that carries a SigV4 signature, then runs `next`: `403 {"error":
-/// "CODE: message"}` for a bad one, `413` for a body over
-/// [`crate::routes::NATIVE_BODY_LIMIT`].
+/// "CODE: message"}` for a bad one. The body is read first, under
+/// [`crate::routes::NATIVE_BODY_LIMIT`] and the body budget ([`crate::body`]); one that
+/// cannot be read is answered as the seeds' API answers it (413, 503, 408 or 400). Its
+/// bytes stay counted in the budget until `next` has answered.
 async fn verify_signature(state: &AppState, req: Request, next: Next) -> Response {
-    let (parts, body) = req.into_parts();
-    let bytes: Bytes = match axum::body::to_bytes(body, crate::routes::NATIVE_BODY_LIMIT).await {
-        Ok(b) => b,
-        Err(_) => {
-            return NativeError(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                format!(
-                    "request body is larger than {} bytes",
-                    crate::routes::NATIVE_BODY_LIMIT
-                ),
-            )
-            .into_response()
-        }
+    let (mut parts, body) = req.into_parts();
+    let budget = parts.extensions.get::<Arc<BodyBudget>>().cloned();
+    let (bytes, reservation) = match crate::body::read(
+        &parts.headers,
+        budget.as_ref(),
+        body,
+        crate::routes::NATIVE_BODY_LIMIT,
+    )
+    .await
+    {
+        Ok(read) => read,
+        Err(e) => return e.into_response(),
     };
     let now = state.service.now_ms().div_euclid(1000);
     match state
@@ -344,8 +347,12 @@ async fn verify_signature(state: &AppState, req: Request, next: Next) -> Respons
         .check(&parts.method, &parts.uri, &parts.headers, &bytes, now)
     {
         Ok(_) => {
-            next.run(Request::from_parts(parts, Body::from(bytes)))
-                .await
+            parts.extensions.insert(AlreadyCounted);
+            let resp = next
+                .run(Request::from_parts(parts, Body::from(bytes)))
+                .await;
+            drop(reservation);
+            resp
         }
         Err(e) => NativeError(
             StatusCode::FORBIDDEN,

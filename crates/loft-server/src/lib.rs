@@ -6,8 +6,12 @@
 //! - [`cors`]: cross-origin requests from browsers (off unless origins are allowed).
 //! - [`auth`]: credentials and where SigV4 signatures are required.
 //! - [`sigv4`]: Signature Version 4 verification as pure functions.
-//! - [`listen`]: the accept loop: connection limit, header size limit, TLS, graceful
-//!   shutdown.
+//! - [`listen`]: the accept loop: connection limits (all and per address), header size
+//!   limit, TLS, graceful shutdown.
+//! - [`deadline`]: one connection's clocks: keep-alive, request (head and body, with a
+//!   minimum body rate) and unread-response timeouts.
+//! - [`body`]: request bodies read under their protocol's limit and the global budget of
+//!   body bytes in flight.
 //! - [`tls`]: listeners' certificate and key (PEM files) as a rustls configuration.
 //! - [`inspect`]: Loft's inspection routes (recorded messages, signing certificate).
 //! - [`delivery`]: workers that POST topic deliveries to HTTP endpoints.
@@ -22,8 +26,10 @@
 
 pub mod auth;
 pub mod aws;
+pub mod body;
 pub mod console;
 pub mod cors;
+pub mod deadline;
 pub mod delivery;
 pub mod inspect;
 pub mod listen;

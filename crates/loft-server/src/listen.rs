@@ -1,28 +1,40 @@
-//! The accept loop: serves a router on TCP listeners with a connection limit, a limit on
-//! request header size, and graceful shutdown.
+//! The accept loop: serves a router on TCP listeners under the limits of [`ServerLimits`],
+//! and shuts down gracefully.
 //!
 //! - **Connections**: at most [`ServerLimits::max_connections`] open at once over all
-//!   listeners. One more is answered `503 {"error": ...}` with `Retry-After: 1` and
+//!   listeners, and at most [`ServerLimits::max_connections_per_ip`] from one client
+//!   address. One more is answered `503 {"error": ...}` with `Retry-After: 1` and
 //!   `Connection: close` (at most [`MAX_REFUSING`] such answers at once; past that the
 //!   connection is closed unanswered), so clients see why instead of hanging.
 //! - **Headers**: HTTP/1 request heads (request line and headers) over
 //!   [`ServerLimits::max_header_bytes`] or with more than [`ServerLimits::max_headers`]
 //!   headers are answered `431 Request Header Fields Too Large` by hyper; HTTP/2 header
-//!   lists are capped at the same size. A head not complete within
-//!   [`ServerLimits::header_read_timeout`] closes the connection, so idle half-open
-//!   connections do not hold slots forever.
+//!   lists are capped at the same size.
+//! - **Deadlines** ([`crate::deadline`]): a request's head and body must arrive within
+//!   [`ServerLimits::request_timeout`] of its first byte, bodies earning one more second per
+//!   [`ServerLimits::min_body_rate`] bytes (up to one timeout ahead); a connection idle
+//!   between requests for [`ServerLimits::keep_alive_timeout`] is closed, and so is one
+//!   whose client does not read its response for a request timeout. A stalled head closes
+//!   the connection; a stalled body is answered `408` in its protocol's shape and the
+//!   connection closed.
+//! - **Body memory**: every request carries the server's [`BodyBudget`]
+//!   ([`ServerLimits::max_body_bytes_in_flight`]) as an extension; [`crate::body`] reads
+//!   bodies under it.
+//! - **Half-closed clients**: a client that shuts down its sending side after its request
+//!   (`shutdown(SHUT_WR)`) still gets its answer; the request is served to the end.
 //! - **Shutdown**: when the shutdown future completes, listeners stop accepting, idle
 //!   connections close, and in-flight requests finish before [`serve`] returns.
 //! - **TLS**: a [`Listener`] made with [`Listener::tls`] speaks HTTPS (rustls; see
 //!   [`crate::tls`]). The handshake runs on the connection's own task under the same
-//!   connection slot and within the header read timeout, so a slow or failed handshake holds
+//!   connection slot and within the request timeout, so a slow or failed handshake holds
 //!   or closes only its own connection. Every request carries its listener's [`Scheme`] as
 //!   an extension, which is how URLs Loft builds from a request (queue URLs) get `https`.
 
+use std::collections::HashMap;
 use std::convert::Infallible;
 use std::future::Future;
-use std::net::SocketAddr;
-use std::sync::Arc;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::body::Body;
@@ -37,6 +49,9 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, Semaphore};
 use tokio_rustls::TlsAcceptor;
 use tower_service::Service as _;
+
+use crate::body::BodyBudget;
+use crate::deadline::{Clocks, ConnState, InFlight, TimedBody, TimedIo, TrackedBody};
 
 /// The scheme a request arrived by: the listener's. [`serve`] inserts it into every
 /// request's extensions; a request served another way (a test calling the router
@@ -137,36 +152,67 @@ impl From<TcpListener> for Listener {
 /// How many over-limit connections are answered with a 503 at once.
 pub const MAX_REFUSING: usize = 64;
 
-/// Connection and header limits of [`serve`].
+/// Connection, header, deadline and body-memory limits of [`serve`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServerLimits {
     /// Most connections open at once, over all listeners (default 10,000).
     pub max_connections: usize,
+    /// Most connections open at once from one client IP address (default 1,000).
+    pub max_connections_per_ip: usize,
     /// Largest HTTP/1 request head and HTTP/2 header list, bytes (default 64 KiB; hyper's
     /// floor is 8 KiB).
     pub max_header_bytes: usize,
     /// Most headers of one HTTP/1 request (default 100).
     pub max_headers: usize,
-    /// How long a connection may take to send a complete request head (default 30 s).
-    pub header_read_timeout: Duration,
+    /// Time a request's head and body get from its first byte, and a TLS handshake from
+    /// the connection's start; also how long a response may go unread (default 30 s).
+    pub request_timeout: Duration,
+    /// Body bytes per second that earn a request one more second, up to one request
+    /// timeout ahead (default 4 KiB/s; 0: bodies get the request timeout only).
+    pub min_body_rate: u64,
+    /// Time a connection may stay idle between requests (and before its first) before it
+    /// is closed (default 75 s: above the 60 s idle timeout load balancers default to, so
+    /// a balancer never reuses a connection Loft is closing).
+    pub keep_alive_timeout: Duration,
+    /// Most bytes of request bodies held at once over all requests (default 256 MiB); see
+    /// [`crate::body`].
+    pub max_body_bytes_in_flight: usize,
 }
 
 impl Default for ServerLimits {
     fn default() -> Self {
         ServerLimits {
             max_connections: 10_000,
+            max_connections_per_ip: 1_000,
             max_header_bytes: 64 * 1024,
             max_headers: 100,
-            header_read_timeout: Duration::from_secs(30),
+            request_timeout: Duration::from_secs(30),
+            min_body_rate: 4 * 1024,
+            keep_alive_timeout: Duration::from_secs(75),
+            max_body_bytes_in_flight: 256 * 1024 * 1024,
+        }
+    }
+}
+
+impl ServerLimits {
+    /// The clocks of each connection.
+    pub fn clocks(&self) -> Clocks {
+        Clocks {
+            request_timeout: self.request_timeout,
+            min_body_rate: self.min_body_rate,
+            keep_alive_timeout: self.keep_alive_timeout,
         }
     }
 }
 
 fn builder(limits: &ServerLimits) -> Builder<TokioExecutor> {
     let mut b = Builder::new(TokioExecutor::new());
+    // Heads are timed by crate::deadline (hyper's clock would start when the connection
+    // goes idle, which is the keep-alive timeout's part).
     b.http1()
         .timer(TokioTimer::new())
-        .header_read_timeout(limits.header_read_timeout)
+        .header_read_timeout(None)
+        .half_close(true)
         .max_buf_size(limits.max_header_bytes.max(8192))
         .max_headers(limits.max_headers);
     b.http2()
@@ -190,11 +236,11 @@ fn closing_error(status: StatusCode, message: String) -> Response<Body> {
     resp
 }
 
-/// The answer to a connection over the limit.
-fn refusal(max: usize) -> Response<Body> {
+/// The answer to a connection over a limit: `why` says which.
+fn refusal(why: &str) -> Response<Body> {
     let mut resp = closing_error(
         StatusCode::SERVICE_UNAVAILABLE,
-        format!("too many open connections (the limit is {max}); retry later"),
+        format!("{why}; retry later"),
     );
     resp.headers_mut()
         .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
@@ -289,38 +335,95 @@ struct Shared {
     builder: Builder<TokioExecutor>,
     scheme: Scheme,
     limits: Arc<ServerLimits>,
+    budget: Arc<BodyBudget>,
     local: Option<SocketAddr>,
 }
 
-/// Serves `io` with the router until the client closes, the connection fails, or a
-/// graceful shutdown (through `watcher`) lets its in-flight requests finish.
+/// Serves `io` with the router until the client closes, the connection fails, a clock of
+/// [`crate::deadline`] runs out, or a graceful shutdown (through `watcher`) lets its
+/// in-flight requests finish.
 async fn serve_http<S>(shared: &Shared, io: S, watcher: Watcher, peer: SocketAddr)
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let router = shared.router.clone();
     let scheme = shared.scheme;
+    let budget = shared.budget.clone();
+    let clocks = shared.limits.clocks();
+    let state = ConnState::new();
+    let io = TimedIo::new(io, state.clone(), clocks);
     let service = hyper::service::service_fn(move |mut req: Request<Incoming>| {
+        // Before the future: the request counts as under way from its head on.
+        let in_flight = InFlight::new(&state);
+        let started = state.take_head_start();
         req.extensions_mut().insert(scheme);
+        req.extensions_mut().insert(budget.clone());
+        let req = req.map(|b| Body::new(TimedBody::new(b, started, clocks)));
         let mut router = router.clone();
-        async move { router.call(req.map(Body::new)).await }
+        async move {
+            let resp = router.call(req).await?;
+            Ok::<_, Infallible>(resp.map(|b| TrackedBody::new(b, in_flight)))
+        }
     });
     let conn = shared
         .builder
         .serve_connection_with_upgrades(TokioIo::new(io), service)
         .into_owned();
     if let Err(e) = watcher.watch(conn).await {
-        tracing::trace!(%peer, error = %e, "connection ended with an error");
+        tracing::debug!(%peer, error = %e, "connection ended with an error");
+    }
+}
+
+/// Open connections per client address, for [`ServerLimits::max_connections_per_ip`].
+#[derive(Debug)]
+struct PerAddress {
+    max: usize,
+    open: Mutex<HashMap<IpAddr, usize>>,
+}
+
+/// One connection counted for its address; uncounted when dropped.
+struct AddressSlot {
+    table: Arc<PerAddress>,
+    ip: IpAddr,
+}
+
+impl PerAddress {
+    /// A slot for `ip`, or `None` when it has [`PerAddress::max`] connections open.
+    /// IPv4-mapped IPv6 addresses count as their IPv4 address.
+    fn enter(table: &Arc<PerAddress>, ip: IpAddr) -> Option<AddressSlot> {
+        let ip = ip.to_canonical();
+        let mut open = table.open.lock().unwrap_or_else(|p| p.into_inner());
+        let n = open.entry(ip).or_insert(0);
+        if *n >= table.max {
+            return None;
+        }
+        *n += 1;
+        Some(AddressSlot {
+            table: table.clone(),
+            ip,
+        })
+    }
+}
+
+impl Drop for AddressSlot {
+    fn drop(&mut self) {
+        let mut open = self.table.open.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = open.get_mut(&self.ip) {
+            *n -= 1;
+            if *n == 0 {
+                open.remove(&self.ip);
+            }
+        }
     }
 }
 
 /// Serves `router` on every listener under `limits` until `shutdown` completes, then stops
 /// accepting, lets in-flight requests finish and returns. Each request carries its
-/// listener's [`Scheme`] as an extension.
+/// listener's [`Scheme`] and the server's [`BodyBudget`] as extensions.
 ///
 /// On a TLS listener the handshake happens on the connection's own task, holding one of
 /// the [`ServerLimits::max_connections`] slots, and must finish within
-/// [`ServerLimits::header_read_timeout`]; a failed handshake closes that connection only.
+/// [`ServerLimits::request_timeout`]; a failed handshake closes that connection only.
 /// A plain HTTP request there is answered `400 {"error": "this listener speaks HTTPS: use
 /// https://HOST"}` (the request's `Host`) and the connection closed.
 ///
@@ -338,8 +441,15 @@ pub async fn serve(
         let _ = stop_tx.send(true);
     });
     let limits = Arc::new(limits);
-    let slots = Arc::new(Semaphore::new(limits.max_connections));
-    let refusing = Arc::new(Semaphore::new(MAX_REFUSING));
+    let slots = Slots {
+        all: Arc::new(Semaphore::new(limits.max_connections)),
+        per_address: Arc::new(PerAddress {
+            max: limits.max_connections_per_ip,
+            open: Mutex::new(HashMap::new()),
+        }),
+        refusing: Arc::new(Semaphore::new(MAX_REFUSING)),
+    };
+    let budget = BodyBudget::new(limits.max_body_bytes_in_flight);
     let graceful = Arc::new(GracefulShutdown::new());
     let mut tasks = Vec::new();
     for listener in listeners {
@@ -350,6 +460,7 @@ pub async fn serve(
             builder: builder(&limits),
             scheme: listener.scheme(),
             limits: limits.clone(),
+            budget: budget.clone(),
             local: listener.tcp.local_addr().ok(),
         });
         tasks.push(tokio::spawn(accept_loop(
@@ -357,7 +468,6 @@ pub async fn serve(
             shared,
             stop,
             slots.clone(),
-            refusing.clone(),
             graceful.clone(),
         )));
     }
@@ -373,13 +483,23 @@ pub async fn serve(
     Ok(())
 }
 
+/// The connection slots every listener shares.
+#[derive(Clone)]
+struct Slots {
+    /// [`ServerLimits::max_connections`].
+    all: Arc<Semaphore>,
+    /// [`ServerLimits::max_connections_per_ip`].
+    per_address: Arc<PerAddress>,
+    /// [`MAX_REFUSING`].
+    refusing: Arc<Semaphore>,
+}
+
 /// Accepts connections on one listener until `stop` turns true.
 async fn accept_loop(
     tcp: TcpListener,
     shared: Arc<Shared>,
     mut stop: watch::Receiver<bool>,
-    slots: Arc<Semaphore>,
-    refusing: Arc<Semaphore>,
+    slots: Slots,
     graceful: Arc<GracefulShutdown>,
 ) {
     loop {
@@ -397,28 +517,44 @@ async fn accept_loop(
             }
         };
         let _ = stream.set_nodelay(true);
-        match slots.clone().try_acquire_owned() {
-            Ok(slot) => {
+        let address_slot = PerAddress::enter(&slots.per_address, peer.ip());
+        let slot = address_slot
+            .as_ref()
+            .and_then(|_| slots.all.clone().try_acquire_owned().ok());
+        match (slot, address_slot) {
+            (Some(slot), Some(address_slot)) => {
                 // Taken here, on the accept loop, so that a shutdown waits for this
                 // connection even while its TLS handshake is under way.
                 let watcher = graceful.watcher();
                 let (shared, stop) = (shared.clone(), stop.clone());
                 tokio::spawn(async move {
-                    let _slot = slot;
+                    let _slots = (slot, address_slot);
                     connection(&shared, stream, peer, watcher, stop).await;
                 });
             }
-            Err(_) => {
-                let Ok(turn) = refusing.clone().try_acquire_owned() else {
-                    tracing::warn!(%peer, "connection limit reached; connection closed");
+            (_, address_slot) => {
+                let why = if address_slot.is_none() {
+                    format!(
+                        "too many open connections from {} (the limit is {} per address)",
+                        peer.ip().to_canonical(),
+                        shared.limits.max_connections_per_ip
+                    )
+                } else {
+                    format!(
+                        "too many open connections (the limit is {})",
+                        shared.limits.max_connections
+                    )
+                };
+                drop(address_slot);
+                let Ok(turn) = slots.refusing.clone().try_acquire_owned() else {
+                    tracing::warn!(%peer, reason = %why, "connection limit reached; connection closed");
                     continue;
                 };
-                let max = shared.limits.max_connections;
-                tracing::warn!(%peer, max, "connection limit reached; answering 503");
+                tracing::warn!(%peer, reason = %why, "connection limit reached; answering 503");
                 let shared = shared.clone();
                 tokio::spawn(async move {
                     let _turn = turn;
-                    refuse(&shared, stream).await;
+                    refuse(&shared, stream, why).await;
                 });
             }
         }
@@ -438,7 +574,7 @@ async fn connection(
         serve_http(shared, stream, watcher, peer).await;
         return;
     };
-    let timeout = shared.limits.header_read_timeout;
+    let timeout = shared.limits.request_timeout;
     let opening = tokio::select! {
         o = open_tls(acceptor, stream, timeout) => o,
         _ = stop.wait_for(|s| *s) => return,
@@ -458,15 +594,11 @@ async fn connection(
     }
 }
 
-/// One connection over the limit: answered 503 (after its TLS handshake on a TLS
-/// listener), within 5 s or the header read timeout if shorter.
-async fn refuse(shared: &Shared, stream: TcpStream) {
-    let max = shared.limits.max_connections;
-    let timeout = shared
-        .limits
-        .header_read_timeout
-        .min(Duration::from_secs(5));
-    let answer = move |_: &Request<Incoming>| refusal(max);
+/// One connection over a limit: answered 503 saying `why` (after its TLS handshake on a
+/// TLS listener), within 5 s or the request timeout if shorter.
+async fn refuse(shared: &Shared, stream: TcpStream, why: String) {
+    let timeout = shared.limits.request_timeout.min(Duration::from_secs(5));
+    let answer = move |_: &Request<Incoming>| refusal(&why);
     match &shared.tls {
         None => answer_once(stream, timeout, answer).await,
         Some(acceptor) => match open_tls(acceptor, stream, timeout).await {

@@ -20,12 +20,17 @@
 //! | `loft_request_duration_seconds` | histogram | `operation` | time to answer, seconds |
 //! | `loft_deliveries_total` | counter | `protocol`, `outcome` | SNS deliveries by subscription protocol and outcome |
 //! | `loft_deliveries_pending` | gauge | | HTTP/S deliveries waiting (due or to retry) |
+//! | `loft_request_body_bytes` | gauge | | bytes of request bodies held now ([`crate::body`]) |
+//! | `loft_request_body_budget_bytes` | gauge | | the most they may be (`--max-body-bytes-in-flight`) |
+//!
+//! The last two come from the body budget the listener hands each request
+//! ([`crate::listen::serve`]); a router called without it shows neither.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::Arc;
 
-use axum::extract::State;
+use axum::extract::{Extension, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -33,6 +38,7 @@ use loft_core::service::activity::{ActivitySnapshot, QueueActivity};
 use loft_core::Service;
 use serde_json::json;
 
+use crate::body::BodyBudget;
 use crate::observe::{RequestMetrics, RequestSnapshot, DURATION_BUCKETS};
 
 /// Content-Type of `/metrics`: Prometheus text exposition format 0.0.4.
@@ -61,6 +67,9 @@ pub struct Scrape {
     pub requests: RequestSnapshot,
     /// Pending HTTP/S deliveries.
     pub pending_deliveries: u64,
+    /// Request body bytes held now and the budget, bytes (when the request came through
+    /// a listener).
+    pub body_bytes: Option<(usize, usize)>,
 }
 
 /// Escapes a label value: backslash, double quote and newline.
@@ -265,6 +274,22 @@ pub fn render(scrape: &Scrape) -> String {
         "SNS HTTP/S deliveries waiting for an attempt (due or scheduled for a retry).",
     );
     let _ = writeln!(out, "loft_deliveries_pending {}", scrape.pending_deliveries);
+    if let Some((held, budget)) = scrape.body_bytes {
+        family(
+            &mut out,
+            "loft_request_body_bytes",
+            "gauge",
+            "Bytes of request bodies held now, read or being read.",
+        );
+        let _ = writeln!(out, "loft_request_body_bytes {held}");
+        family(
+            &mut out,
+            "loft_request_body_budget_bytes",
+            "gauge",
+            "The most bytes of request bodies held at once (--max-body-bytes-in-flight).",
+        );
+        let _ = writeln!(out, "loft_request_body_budget_bytes {budget}");
+    }
     out
 }
 
@@ -284,13 +309,20 @@ pub async fn scrape(m: &Metrics) -> loft_core::Result<Scrape> {
         activity: m.service.activity(),
         requests: m.requests.snapshot(),
         pending_deliveries: m.service.pending_delivery_count().await?,
+        body_bytes: None,
     })
 }
 
 /// `GET /metrics`: `200` with the text format; `503` (plain text) when storage fails.
-pub async fn metrics(State(m): State<Metrics>) -> Response {
+pub async fn metrics(
+    State(m): State<Metrics>,
+    budget: Option<Extension<Arc<BodyBudget>>>,
+) -> Response {
     match scrape(&m).await {
-        Ok(s) => ([(header::CONTENT_TYPE, CONTENT_TYPE)], render(&s)).into_response(),
+        Ok(mut s) => {
+            s.body_bytes = budget.map(|Extension(b)| (b.in_use(), b.limit()));
+            ([(header::CONTENT_TYPE, CONTENT_TYPE)], render(&s)).into_response()
+        }
         Err(e) => (
             StatusCode::SERVICE_UNAVAILABLE,
             format!("storage does not answer: {}\n", e.message),
@@ -351,6 +383,7 @@ mod tests {
             activity,
             requests: requests.snapshot(),
             pending_deliveries: 5,
+            body_bytes: Some((1024, 4096)),
         };
         let text = render(&s);
         for line in [
@@ -369,6 +402,9 @@ mod tests {
             "loft_deliveries_pending 5",
             r#"loft_sns_data_protection_messages_total{topic="t",direction="Inbound",result="with_findings"} 2"#,
             r#"loft_sns_data_protection_findings_total{topic="t",identifier="EmailAddress"} 3"#,
+            "loft_request_body_bytes 1024",
+            "loft_request_body_budget_bytes 4096",
+            "# TYPE loft_request_body_bytes gauge",
             "# TYPE loft_request_duration_seconds histogram",
             "# TYPE loft_messages_dead_lettered_total counter",
         ] {

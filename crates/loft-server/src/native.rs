@@ -9,13 +9,14 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use axum::body::Bytes;
-use axum::extract::rejection::{BytesRejection, PathRejection, QueryRejection};
+use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use loft_core::{Error, ErrorCode, Service};
+
+use crate::body::{BodyError, RequestBody};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -38,21 +39,18 @@ fn table(code: ErrorCode, reason: impl std::fmt::Display) -> NativeError {
     Error::with(code, &[("reason", &reason)]).into()
 }
 
-/// A body over the limit (`RequestTooLarge`, 413) or one that could not be read
-/// (`MalformedRequest`, 400).
-impl From<BytesRejection> for NativeError {
-    fn from(r: BytesRejection) -> Self {
-        if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            table(
-                ErrorCode::RequestTooLarge,
-                format!(
-                    "request body is larger than {} bytes",
-                    crate::routes::NATIVE_BODY_LIMIT
-                ),
-            )
-        } else {
-            table(ErrorCode::MalformedRequest, r.body_text())
-        }
+/// A body of the seeds' API (and of the console) read under
+/// [`crate::routes::NATIVE_BODY_LIMIT`] ([`crate::body`]).
+pub type NativeBody = RequestBody<{ crate::routes::NATIVE_BODY_LIMIT }>;
+
+/// A body that was not read, in the seeds' API's shape: `{"error": message}` with 413
+/// (over 1 MiB), 503 and `Retry-After: 1` (no room in the body budget), 408 (stalled) or
+/// 400, and `Connection: close`.
+impl IntoResponse for BodyError {
+    fn into_response(self) -> Response {
+        let mut resp = NativeError(self.status(), self.message()).into_response();
+        self.add_headers(resp.headers_mut());
+        resp
     }
 }
 
@@ -134,10 +132,10 @@ struct CreateQueueBody {
 pub async fn create_queue(
     State(svc): Svc,
     name: PathParam<String>,
-    body: Result<Bytes, BytesRejection>,
+    body: NativeBody,
 ) -> NativeResult {
     let Path(name) = name?;
-    let body: CreateQueueBody = parse_body(&body?)?.unwrap_or(CreateQueueBody {
+    let body: CreateQueueBody = parse_body(&body)?.unwrap_or(CreateQueueBody {
         dead_letter_queue: None,
         max_receive_count: None,
         visibility_timeout: None,
@@ -183,10 +181,10 @@ struct SendBody {
 pub async fn send_message(
     State(svc): Svc,
     name: PathParam<String>,
-    body: Result<Bytes, BytesRejection>,
+    body: NativeBody,
 ) -> NativeResult {
     let Path(name) = name?;
-    let Some(req) = parse_body::<SendBody>(&body?)? else {
+    let Some(req) = parse_body::<SendBody>(&body)? else {
         return Err(bad_request("request body required: {\"body\": STRING}"));
     };
     if req.body.is_empty() {
@@ -258,13 +256,9 @@ struct SubscribeBody {
 
 /// `POST /topics/{name}/subscribe` with `{"endpoint": URL}`: `201 {"id":"sub-N"}`;
 /// no endpoint: 400.
-pub async fn subscribe(
-    State(svc): Svc,
-    name: PathParam<String>,
-    body: Result<Bytes, BytesRejection>,
-) -> NativeResult {
+pub async fn subscribe(State(svc): Svc, name: PathParam<String>, body: NativeBody) -> NativeResult {
     let Path(name) = name?;
-    let endpoint = parse_body::<SubscribeBody>(&body?)?
+    let endpoint = parse_body::<SubscribeBody>(&body)?
         .and_then(|b| b.endpoint)
         .filter(|e| !e.is_empty())
         .ok_or_else(|| bad_request("endpoint required"))?;
@@ -283,13 +277,9 @@ struct PublishBody {
 
 /// `POST /topics/{name}/publish` with `{"message": STRING}`: `200 {"delivered": N}`, N the
 /// number of subscriptions; each endpoint then gets `POST {"topic","message"}`.
-pub async fn publish(
-    State(svc): Svc,
-    name: PathParam<String>,
-    body: Result<Bytes, BytesRejection>,
-) -> NativeResult {
+pub async fn publish(State(svc): Svc, name: PathParam<String>, body: NativeBody) -> NativeResult {
     let Path(name) = name?;
-    let Some(req) = parse_body::<PublishBody>(&body?)? else {
+    let Some(req) = parse_body::<PublishBody>(&body)? else {
         return Err(bad_request("request body required: {\"message\": STRING}"));
     };
     let delivered = svc.publish_seed(&name, &req.message).await?;

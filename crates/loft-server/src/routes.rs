@@ -8,7 +8,6 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use axum::extract::DefaultBodyLimit;
 use axum::routing::{delete, get, post};
 use axum::Router;
 use loft_core::Service;
@@ -18,7 +17,8 @@ use crate::auth::{self, AppState, Auth};
 use crate::observe::RequestMetrics;
 use crate::{aws, console, inspect, metrics, native};
 
-/// Largest request body of the seeds' API, bytes (1 MiB).
+/// Largest request body of the seeds' API and the console, bytes (1 MiB); bodies are read
+/// under it by [`crate::native::NativeBody`].
 pub const NATIVE_BODY_LIMIT: usize = 1024 * 1024;
 
 /// The router over `service`, open to every caller: the seeds' API, the AWS protocols,
@@ -75,15 +75,13 @@ pub fn router_with(
         .route("/topics/{name}/subscribe", post(native::subscribe))
         .route("/topics/{name}/publish", post(native::publish))
         .route_layer(signed)
-        .route("/health", get(native::health))
-        .layer(DefaultBodyLimit::max(NATIVE_BODY_LIMIT));
+        .route("/health", get(native::health));
     let aws = Router::new()
         .route("/", axum::routing::post(aws::entry).get(aws::entry))
         .route(
             "/{account}/{queue}",
             axum::routing::post(aws::entry).get(aws::entry),
-        )
-        .layer(DefaultBodyLimit::max(aws::AWS_BODY_LIMIT));
+        );
     let requests = Arc::new(RequestMetrics::default());
     let ops = Router::new()
         .route("/metrics", get(metrics::metrics))
@@ -105,8 +103,7 @@ pub fn router_with(
         .route("/_loft/queues/{name}/purge", post(console::api::purge))
         .route("/_loft/queues/{name}/redrive", post(console::api::redrive))
         .route("/_loft/topics", get(console::api::topics))
-        .route_layer(console_auth)
-        .layer(DefaultBodyLimit::max(NATIVE_BODY_LIMIT));
+        .route_layer(console_auth);
     native
         .merge(aws)
         .merge(inspect)

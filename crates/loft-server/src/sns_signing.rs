@@ -144,8 +144,8 @@ impl Signer {
         }
     }
 
-    /// Loads [`KEY_FILE`] and [`CERT_FILE`] from `dir`, creating `dir` and both files on
-    /// first use: a new [`KEY_BITS`]-bit key written with file mode 0600, and a new
+    /// Loads [`KEY_FILE`] and [`CERT_FILE`] from `dir`, creating `dir` (mode 0700) and both
+    /// files on first use: a new [`KEY_BITS`]-bit key written with file mode 0600, and a new
     /// self-signed certificate. A certificate that is missing, unreadable, expired or not
     /// of this key is reissued for the key; the key itself is never replaced once it
     /// exists, so subscribers' cached certificates stay valid across restarts.
@@ -153,7 +153,7 @@ impl Signer {
     /// Errors: a message naming the file for I/O failures and a key file that is not an
     /// RSA PKCS#8 PEM key.
     pub fn load_or_create(dir: &Path) -> Result<Signer, String> {
-        fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        create_private_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let key_path = dir.join(KEY_FILE);
         let cert_path = dir.join(CERT_FILE);
         let key = match fs::read_to_string(&key_path) {
@@ -262,6 +262,48 @@ fn self_signed_certificate(key: &RsaPrivateKey) -> Result<String, String> {
         .map_err(|e| format!("encoding the certificate: {e}"))
 }
 
+/// Creates `dir` (and missing parents) with mode 0700 on Unix: only Loft's user may list
+/// or enter it. An existing directory is left as it is ([`permission_warnings`] says
+/// when it is open to others).
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    let mut builder = fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(0o700);
+    }
+    builder.create(dir)
+}
+
+/// What is wrong with the permissions of a signing directory `dir` and its [`KEY_FILE`]:
+/// one sentence for each that its group or other users may read, write or enter, naming
+/// the mode and the `chmod` that fixes it. Empty when both are private, when `dir` does not
+/// exist yet (it is created private), and on systems without Unix modes.
+pub fn permission_warnings(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let open = |path: &Path, private: u32| {
+            let mode = fs::metadata(path).ok()?.permissions().mode() & 0o777;
+            (mode & 0o077 != 0).then(|| {
+                format!(
+                    "{} is open to other users (mode {mode:04o}): it holds the SNS signing key; \
+                     chmod {private:o} {}",
+                    path.display(),
+                    path.display()
+                )
+            })
+        };
+        out.extend(open(dir, 0o700));
+        out.extend(open(&dir.join(KEY_FILE), 0o600));
+    }
+    #[cfg(not(unix))]
+    let _ = dir;
+    out
+}
+
 /// Writes `bytes` to a temporary file beside `path` and renames it over `path`, so a
 /// crash never leaves half a key. `secret` files get mode 0600 from the start.
 fn write_atomically(path: &Path, bytes: &[u8], secret: bool) -> Result<(), String> {
@@ -345,6 +387,12 @@ impl LazySigner {
             dir,
             signer: std::sync::OnceLock::new(),
         }
+    }
+
+    /// [`permission_warnings`] of this signer's directory (checked at start; the key is
+    /// made later, on first use).
+    pub fn permission_warnings(&self) -> Vec<String> {
+        permission_warnings(&self.dir)
     }
 
     /// The signer, loading or creating it on first call. Errors: the files cannot be read
@@ -563,6 +611,9 @@ mod tests {
                 .permissions()
                 .mode();
             assert_eq!(mode & 0o777, 0o600);
+            let mode = fs::metadata(&dir).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o700, "the folder is private too");
+            assert!(permission_warnings(&dir).is_empty());
         }
         // Signatures from the reloaded signer verify against the first certificate.
         let fields = notification(None);
@@ -586,6 +637,25 @@ mod tests {
         fs::write(dir.join(KEY_FILE), "junk").unwrap();
         let err = Signer::load_or_create(&dir).unwrap_err();
         assert!(err.contains(KEY_FILE), "{err}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_signing_folder_open_to_others_is_reported() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("loft-sns-signing");
+        assert!(permission_warnings(&dir).is_empty(), "nothing there yet");
+        Signer::load_or_create(&dir).unwrap();
+        fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).unwrap();
+        fs::set_permissions(dir.join(KEY_FILE), fs::Permissions::from_mode(0o644)).unwrap();
+        let warnings = permission_warnings(&dir);
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        assert!(warnings[0].contains("mode 0755") && warnings[0].contains("chmod 700"));
+        assert!(warnings[1].contains("mode 0644") && warnings[1].contains("chmod 600"));
+        // An existing folder is not changed behind the operator's back.
+        Signer::load_or_create(&dir).unwrap();
+        assert_eq!(permission_warnings(&dir).len(), 2);
     }
 
     #[test]

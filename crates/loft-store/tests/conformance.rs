@@ -2,8 +2,11 @@
 //! (in memory) and PostgreSQL.
 //!
 //! PostgreSQL cases run when `LOFT_TEST_DATABASE_URL` names a database (each test in a
-//! fresh schema, dropped at its end); otherwise they print a note and pass.
-//! `scripts/with-postgres.sh` starts a throw-away server and sets the variable.
+//! fresh schema, dropped at its end); otherwise they print a note and pass, and
+//! [`skipped_postgres_cases`] says on the terminal how many did; with
+//! `LOFT_TEST_REQUIRE_POSTGRES=1` (CI) they fail instead. `scripts/with-postgres.sh` starts
+//! a throw-away server and sets the variable (and `LOFT_TEST_DATABASE_ROOTCERT` for the
+//! TLS cases).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -12,6 +15,9 @@ use std::time::Duration;
 use loft_core::model::*;
 use loft_core::store::Store;
 use loft_store::{PgOptions, PgStore, SqliteStore};
+
+#[path = "../../loft/tests/support/skips.rs"]
+mod skips;
 
 type S = Arc<dyn Store>;
 
@@ -86,10 +92,8 @@ macro_rules! conformance {
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $name() {
                     let Some((store, _schema)) = super::pg_store().await else {
-                        eprintln!(
-                            "note: LOFT_TEST_DATABASE_URL is unset; skipping postgres::{}",
-                            stringify!($name)
-                        );
+                        super::skips::postgres()
+                            .skip(concat!("postgres::", stringify!($name)));
                         return;
                     };
                     super::$name(store).await;
@@ -2313,13 +2317,28 @@ async fn concurrent_purges(s: S) {
 
 // ----- PostgreSQL only
 
+/// Says on the terminal how many PostgreSQL cases of this binary were skipped and why (or
+/// fails, with `LOFT_TEST_REQUIRE_POSTGRES=1`); silent when they all ran.
+#[test]
+fn skipped_postgres_cases() {
+    let need = skips::postgres();
+    if need.missing.is_some() {
+        need.report(
+            "PostgreSQL cases",
+            &["postgres::", "postgres_nodes_", "tls::"],
+        );
+    } else {
+        tls::need().report("PostgreSQL TLS cases", &["tls::"]);
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_nodes_starting_together_migrate_once() {
     let Some(url) = std::env::var("LOFT_TEST_DATABASE_URL")
         .ok()
         .filter(|u| !u.is_empty())
     else {
-        eprintln!("note: LOFT_TEST_DATABASE_URL is unset; skipping postgres_nodes_starting_together_migrate_once");
+        skips::postgres().skip("postgres_nodes_starting_together_migrate_once");
         return;
     };
     let schema = format!("loft_test_{:016x}", rand::random::<u64>());
@@ -2358,24 +2377,30 @@ async fn postgres_nodes_starting_together_migrate_once() {
 mod tls {
     use super::*;
 
+    /// What the TLS cases need: the test database and its server's CA file.
+    pub(super) fn need() -> super::skips::Need {
+        let mut need = super::skips::postgres();
+        let ca = std::env::var("LOFT_TEST_DATABASE_ROOTCERT").is_ok_and(|c| !c.is_empty());
+        if need.missing.is_none() && !ca {
+            need.missing = Some(
+                "LOFT_TEST_DATABASE_ROOTCERT is unset (scripts/with-postgres.sh sets it when \
+                 openssl is installed)"
+                    .into(),
+            );
+        }
+        need
+    }
+
     /// The test URL and the test server's CA file, when both are set.
     fn setup(test: &str) -> Option<(String, String)> {
-        let url = std::env::var("LOFT_TEST_DATABASE_URL")
-            .ok()
-            .filter(|u| !u.is_empty());
-        let ca = std::env::var("LOFT_TEST_DATABASE_ROOTCERT")
-            .ok()
-            .filter(|u| !u.is_empty());
-        match (url, ca) {
-            (Some(url), Some(ca)) => Some((url, ca)),
-            _ => {
-                eprintln!(
-                    "note: LOFT_TEST_DATABASE_URL or LOFT_TEST_DATABASE_ROOTCERT is unset; \
-                     skipping tls::{test}"
-                );
-                None
-            }
+        let need = need();
+        if need.missing.is_some() {
+            need.skip(&format!("tls::{test}"));
+            return None;
         }
+        let url = std::env::var("LOFT_TEST_DATABASE_URL").ok()?;
+        let ca = std::env::var("LOFT_TEST_DATABASE_ROOTCERT").ok()?;
+        Some((url, ca))
     }
 
     fn with_params(url: &str, params: &str) -> String {

@@ -102,6 +102,25 @@ struct ServerSection {
     region: Option<String>,
     advertised_url: Option<Spanned<String>>,
     cors_allowed_origins: Option<Spanned<Vec<String>>>,
+    max_connections: Option<Spanned<u64>>,
+    max_connections_per_ip: Option<Spanned<u64>>,
+    max_header_bytes: Option<Spanned<u64>>,
+    request_timeout: Option<Spanned<Number>>,
+    min_body_rate: Option<Spanned<u64>>,
+    keep_alive_timeout: Option<Spanned<Number>>,
+    max_body_bytes_in_flight: Option<Spanned<u64>>,
+    max_queues: Option<Spanned<u64>>,
+    max_topics: Option<Spanned<u64>>,
+    max_in_flight: Option<Spanned<u64>>,
+    max_in_flight_fifo: Option<Spanned<u64>>,
+}
+
+/// A number of seconds in the file: an integer or a float.
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(untagged)]
+enum Number {
+    Int(i64),
+    Float(f64),
 }
 
 type Attributes = BTreeMap<Spanned<String>, Spanned<toml::Value>>;
@@ -173,6 +192,38 @@ pub struct ServerSettings {
     /// `cors_allowed_origins`: origins (`scheme://host[:port]` or `*`) whose pages may call
     /// Loft ([`loft_server::cors`]).
     pub cors_allowed_origins: Option<Vec<String>>,
+    /// The limits (`max_connections`, `request_timeout`, ...).
+    pub limits: FileLimits,
+}
+
+/// The limits a `[server]` section gives, each as its flag takes it (`--max-connections`
+/// ...); `None` where the file says nothing. Counts and byte sizes are at least 1 (the
+/// rate at least 0, the body budget at least the largest body, 10 MiB), timeouts above 0 s
+/// and at most a day.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FileLimits {
+    /// `max_connections`.
+    pub max_connections: Option<usize>,
+    /// `max_connections_per_ip`.
+    pub max_connections_per_ip: Option<usize>,
+    /// `max_header_bytes`, bytes.
+    pub max_header_bytes: Option<usize>,
+    /// `request_timeout`, seconds (fractions allowed).
+    pub request_timeout: Option<std::time::Duration>,
+    /// `min_body_rate`, bytes per second.
+    pub min_body_rate: Option<u64>,
+    /// `keep_alive_timeout`, seconds (fractions allowed).
+    pub keep_alive_timeout: Option<std::time::Duration>,
+    /// `max_body_bytes_in_flight`, bytes.
+    pub max_body_bytes_in_flight: Option<usize>,
+    /// `max_queues`.
+    pub max_queues: Option<u64>,
+    /// `max_topics`.
+    pub max_topics: Option<u64>,
+    /// `max_in_flight`.
+    pub max_in_flight: Option<u64>,
+    /// `max_in_flight_fifo`.
+    pub max_in_flight_fifo: Option<u64>,
 }
 
 /// A queue to create, attributes as AWS strings.
@@ -240,6 +291,61 @@ pub struct Provisioned {
     pub topics_updated: Vec<String>,
     /// Subscription ARNs created or updated.
     pub subscriptions: Vec<String>,
+}
+
+/// The limits of `[server]`, checked (see [`FileLimits`]); `at` makes an error at a span.
+fn file_limits(
+    section: &ServerSection,
+    at: &dyn Fn(&Range<usize>, String) -> ConfigError,
+) -> Result<FileLimits, ConfigError> {
+    let count =
+        |v: &Option<Spanned<u64>>, name: &str, min: u64| -> Result<Option<u64>, ConfigError> {
+            match v {
+                Some(n) if *n.get_ref() < min => {
+                    Err(at(&n.span(), format!("{name}: must be at least {min}")))
+                }
+                Some(n) => Ok(Some(*n.get_ref())),
+                None => Ok(None),
+            }
+        };
+    let size = |v: &Option<Spanned<u64>>, name: &str| -> Result<Option<usize>, ConfigError> {
+        Ok(count(v, name, 1)?.map(|n| usize::try_from(n).unwrap_or(usize::MAX)))
+    };
+    let seconds = |v: &Option<Spanned<Number>>, name: &str| match v {
+        None => Ok(None),
+        Some(n) => {
+            let secs = match *n.get_ref() {
+                Number::Int(i) => i as f64,
+                Number::Float(f) => f,
+            };
+            if secs > 0.0 && secs <= 86_400.0 {
+                Ok(Some(std::time::Duration::from_secs_f64(secs)))
+            } else {
+                Err(at(
+                    &n.span(),
+                    format!("{name}: must be a number of seconds above 0 and at most 86400"),
+                ))
+            }
+        }
+    };
+    Ok(FileLimits {
+        max_connections: size(&section.max_connections, "max_connections")?,
+        max_connections_per_ip: size(&section.max_connections_per_ip, "max_connections_per_ip")?,
+        max_header_bytes: size(&section.max_header_bytes, "max_header_bytes")?,
+        request_timeout: seconds(&section.request_timeout, "request_timeout")?,
+        min_body_rate: count(&section.min_body_rate, "min_body_rate", 0)?,
+        keep_alive_timeout: seconds(&section.keep_alive_timeout, "keep_alive_timeout")?,
+        max_body_bytes_in_flight: count(
+            &section.max_body_bytes_in_flight,
+            "max_body_bytes_in_flight",
+            loft_server::aws::AWS_BODY_LIMIT as u64,
+        )?
+        .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
+        max_queues: count(&section.max_queues, "max_queues", 1)?,
+        max_topics: count(&section.max_topics, "max_topics", 1)?,
+        max_in_flight: count(&section.max_in_flight, "max_in_flight", 1)?,
+        max_in_flight_fifo: count(&section.max_in_flight_fifo, "max_in_flight_fifo", 1)?,
+    })
 }
 
 /// Reads and checks `path`.
@@ -554,6 +660,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
             .map_err(|e| at(&origins.span(), format!("cors_allowed_origins: {e}")))?;
         server.cors_allowed_origins = Some(checked);
     }
+    server.limits = file_limits(&shape.server, &at)?;
     // [[queues]]
     let mut queues = Vec::new();
     let mut seen = BTreeSet::new();
@@ -861,6 +968,44 @@ name = "b"
             2,
             "cors_allowed_origins: CORS origin",
         );
+    }
+
+    #[test]
+    fn limits_parse_with_their_units_and_bad_ones_give_the_line() {
+        let c = parse_str(
+            "[server]\nmax_connections = 500\nmax_connections_per_ip = 50\n\
+             max_header_bytes = 16384\nrequest_timeout = 2.5\nmin_body_rate = 0\n\
+             keep_alive_timeout = 90\nmax_body_bytes_in_flight = 67108864\n\
+             max_queues = 10\nmax_topics = 20\nmax_in_flight = 30\nmax_in_flight_fifo = 40\n",
+        )
+        .expect("parses");
+        assert_eq!(
+            c.server.limits,
+            FileLimits {
+                max_connections: Some(500),
+                max_connections_per_ip: Some(50),
+                max_header_bytes: Some(16384),
+                request_timeout: Some(std::time::Duration::from_millis(2500)),
+                min_body_rate: Some(0),
+                keep_alive_timeout: Some(std::time::Duration::from_secs(90)),
+                max_body_bytes_in_flight: Some(64 * 1024 * 1024),
+                max_queues: Some(10),
+                max_topics: Some(20),
+                max_in_flight: Some(30),
+                max_in_flight_fifo: Some(40),
+            }
+        );
+        assert_eq!(parse_str("").unwrap().server.limits, FileLimits::default());
+        fails("[server]\n\nrequest_timeout = 0\n", 3, "above 0");
+        fails("[server]\nkeep_alive_timeout = -1.5\n", 2, "above 0");
+        fails("[server]\nkeep_alive_timeout = \"30s\"\n", 2, "");
+        fails("[server]\nmax_connections_per_ip = 0\n", 2, "at least 1");
+        fails(
+            "[server]\nmax_body_bytes_in_flight = 1024\n",
+            2,
+            "at least 10485760",
+        );
+        fails("[server]\nmax_connections = -3\n", 2, "");
     }
 
     #[test]

@@ -2,11 +2,13 @@
 //! `--database-url postgres://...`, on PostgreSQL shared by several nodes; `loft bench`
 //! load-tests an SQS endpoint; the admin commands ([`cli`]) talk to a running server.
 //!
+//! - [`allocator`]: the global allocator (mimalloc), set to give memory back after bursts.
 //! - [`config`]: the `--config` file of `loft serve`.
 //! - [`cli`]: `loft queue|send|receive|topic|publish|subscribe|redrive|export|import|completions`.
 //! - [`logging`]: `--log-format text|json`.
 //! - [`listeners`]: `--listen` addresses and which speak HTTPS (`--tls-cert`, `--tls-key`).
 
+mod allocator;
 mod cli;
 mod config;
 mod listeners;
@@ -20,9 +22,6 @@ use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 
 mod trust;
 
-/// mimalloc: perf showed glibc malloc at about a tenth of the server's CPU under load.
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use loft_core::clock::SystemClock;
 use loft_core::store::Store;
 use loft_core::{Service, ServiceConfig};
@@ -138,11 +137,13 @@ enum DurabilityArg {
 }
 
 fn main() -> std::process::ExitCode {
+    allocator::tune();
     let matches = Cli::command().get_matches();
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     logging::init(cli.log_format);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        .on_thread_park(allocator::collect)
         .build()
     {
         Ok(r) => r,
@@ -277,6 +278,32 @@ fn apply_file_settings(args: &mut ServeArgs, m: &clap::ArgMatches, file: &config
     {
         args.cors_allowed_origins = v;
     }
+    let l = &file.limits;
+    let t = &mut args.trust;
+    macro_rules! limit {
+        ($($field:ident),*) => {$(
+            if let Some(v) = l.$field.filter(|_| unset(stringify!($field))) {
+                t.$field = v;
+            }
+        )*};
+    }
+    limit!(
+        max_connections,
+        max_connections_per_ip,
+        max_header_bytes,
+        min_body_rate,
+        max_body_bytes_in_flight,
+        max_queues,
+        max_topics,
+        max_in_flight,
+        max_in_flight_fifo
+    );
+    if let Some(v) = l.request_timeout.filter(|_| unset("request_timeout")) {
+        t.request_timeout = v.as_secs_f64();
+    }
+    if let Some(v) = l.keep_alive_timeout.filter(|_| unset("keep_alive_timeout")) {
+        t.keep_alive_timeout = v.as_secs_f64();
+    }
 }
 
 async fn serve(args: ServeArgs, file: Option<config::Config>) -> Result<(), String> {
@@ -313,6 +340,9 @@ async fn serve(args: ServeArgs, file: Option<config::Config>) -> Result<(), Stri
         .unwrap_or(std::path::Path::new("."))
         .join("loft-sns-signing");
     let signer = Arc::new(loft_server::sns_signing::LazySigner::new(key_dir));
+    for w in signer.permission_warnings() {
+        tracing::warn!("{w}");
+    }
     let service = Service::new(
         store.clone(),
         Arc::new(SystemClock),

@@ -52,29 +52,74 @@ pub struct TrustArgs {
 
     /// Most open connections over all listeners; more are answered 503.
     #[arg(long, env = "LOFT_MAX_CONNECTIONS", default_value_t = 10_000)]
-    max_connections: usize,
+    pub(crate) max_connections: usize,
+
+    /// Most open connections from one client IP address; more are answered 503.
+    #[arg(long, env = "LOFT_MAX_CONNECTIONS_PER_IP", default_value_t = 1_000)]
+    pub(crate) max_connections_per_ip: usize,
 
     /// Largest request head (request line and headers), bytes; larger is answered 431.
     #[arg(long, env = "LOFT_MAX_HEADER_BYTES", default_value_t = 64 * 1024)]
-    max_header_bytes: usize,
+    pub(crate) max_header_bytes: usize,
+
+    /// Seconds (fractions allowed) a request's head and body get from its first byte
+    /// (and a TLS handshake, and an unread response); a stalled head closes the
+    /// connection, a stalled body is answered 408.
+    #[arg(
+        long,
+        env = "LOFT_REQUEST_TIMEOUT",
+        default_value_t = 30.0,
+        value_name = "SECONDS"
+    )]
+    pub(crate) request_timeout: f64,
+
+    /// Body bytes per second that earn a request one more second, up to one request
+    /// timeout ahead: a body arriving at least this fast is never cut (0: none).
+    #[arg(long, env = "LOFT_MIN_BODY_RATE", default_value_t = 4 * 1024, value_name = "BYTES")]
+    pub(crate) min_body_rate: u64,
+
+    /// Seconds (fractions allowed) a connection may stay idle between requests before it
+    /// is closed.
+    #[arg(
+        long,
+        env = "LOFT_KEEP_ALIVE_TIMEOUT",
+        default_value_t = 75.0,
+        value_name = "SECONDS"
+    )]
+    pub(crate) keep_alive_timeout: f64,
+
+    /// Most bytes of request bodies held at once over all requests; a body that does not
+    /// fit is answered 503 with Retry-After: 1 instead of being read.
+    #[arg(long, env = "LOFT_MAX_BODY_BYTES_IN_FLIGHT", default_value_t = 256 * 1024 * 1024, value_name = "BYTES")]
+    pub(crate) max_body_bytes_in_flight: usize,
 
     /// Most queues; creating one more answers OverLimit.
     #[arg(long, env = "LOFT_MAX_QUEUES", default_value_t = 100_000)]
-    max_queues: u64,
+    pub(crate) max_queues: u64,
 
     /// Most topics; creating one more answers TopicLimitExceeded.
     #[arg(long, env = "LOFT_MAX_TOPICS", default_value_t = 100_000)]
-    max_topics: u64,
+    pub(crate) max_topics: u64,
 
     /// Most in-flight messages of a standard queue (SQS: 120,000); a receive at the limit
     /// answers OverLimit.
     #[arg(long, env = "LOFT_MAX_IN_FLIGHT", default_value_t = 120_000)]
-    max_in_flight: u64,
+    pub(crate) max_in_flight: u64,
 
     /// Most in-flight messages of a FIFO queue (SQS: 20,000); a receive at the limit
     /// returns no messages.
     #[arg(long, env = "LOFT_MAX_IN_FLIGHT_FIFO", default_value_t = 20_000)]
-    max_in_flight_fifo: u64,
+    pub(crate) max_in_flight_fifo: u64,
+}
+
+/// `seconds` as a duration: positive, finite, at most a day.
+fn seconds(name: &str, seconds: f64) -> Result<Duration, String> {
+    if !(seconds > 0.0 && seconds <= 86_400.0) {
+        return Err(format!(
+            "{name} must be a number of seconds above 0 and at most 86400, not {seconds}"
+        ));
+    }
+    Ok(Duration::from_secs_f64(seconds))
 }
 
 /// What [`TrustArgs`] resolve to.
@@ -112,7 +157,9 @@ impl TrustArgs {
     /// Reads the credentials file and environment and builds the policies
     /// ([`Trust::log_mode`] then says whether Loft accepts unsigned requests).
     ///
-    /// Errors: an unreadable credentials file, a malformed entry, a zero limit.
+    /// Errors: an unreadable credentials file, a malformed entry, a zero limit, a timeout
+    /// that is not a positive number of seconds (at most a day), a body budget under the
+    /// largest request body.
     pub fn load(&self) -> Result<Trust, String> {
         let mut credentials = Credentials::default();
         if let Some(path) = &self.credentials_file {
@@ -135,8 +182,21 @@ impl TrustArgs {
             );
         }
         let endpoint_policy = EndpointPolicy::new(deny, self.sns_allow_cidr.clone());
-        if self.max_connections == 0 {
-            return Err("--max-connections must be at least 1".into());
+        for (name, v) in [
+            ("--max-connections", self.max_connections),
+            ("--max-connections-per-ip", self.max_connections_per_ip),
+        ] {
+            if v == 0 {
+                return Err(format!("{name} must be at least 1"));
+            }
+        }
+        let largest_body = loft_server::aws::AWS_BODY_LIMIT;
+        if self.max_body_bytes_in_flight < largest_body {
+            return Err(format!(
+                "--max-body-bytes-in-flight must be at least {largest_body} (the largest \
+                 request body, 10 MiB), not {}",
+                self.max_body_bytes_in_flight
+            ));
         }
         for (name, v) in [
             ("--max-in-flight", self.max_in_flight),
@@ -151,8 +211,12 @@ impl TrustArgs {
             auth: Arc::new(Auth::new(credentials)),
             server: ServerLimits {
                 max_connections: self.max_connections,
+                max_connections_per_ip: self.max_connections_per_ip,
                 max_header_bytes: self.max_header_bytes,
-                header_read_timeout: Duration::from_secs(30),
+                request_timeout: seconds("--request-timeout", self.request_timeout)?,
+                min_body_rate: self.min_body_rate,
+                keep_alive_timeout: seconds("--keep-alive-timeout", self.keep_alive_timeout)?,
+                max_body_bytes_in_flight: self.max_body_bytes_in_flight,
                 ..ServerLimits::default()
             },
             limits: Limits {

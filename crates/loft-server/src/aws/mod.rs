@@ -25,19 +25,21 @@ pub mod sqs_query;
 
 use std::sync::Arc;
 
-use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
 use axum::extract::{Extension, OriginalUri, State};
-use axum::http::{header, HeaderMap, Method, StatusCode};
+use axum::http::{header, HeaderMap, Method};
 use axum::response::Response;
 use loft_core::{Error, ErrorCode, Service};
 
 use crate::auth::Auth;
+use crate::body::{BodyError, RequestBody};
 use crate::listen::Scheme;
 use crate::observe::{OperationLabel, RequestId};
 
 /// Largest AWS-protocol request body, bytes: a 1 MiB batch Query-encoded can triple.
 pub const AWS_BODY_LIMIT: usize = 10 * 1024 * 1024;
+
+/// An AWS-protocol request body, read under [`AWS_BODY_LIMIT`] ([`crate::body`]).
+pub type AwsBody = RequestBody<AWS_BODY_LIMIT>;
 
 /// The SQS Query protocol's XML namespace.
 pub const SQS_NAMESPACE: &str = sqs_query::NAMESPACE;
@@ -172,6 +174,12 @@ fn label(op: &str, protocol: &'static str, operations: &[shape::Operation]) -> O
 /// is the one [`crate::observe`] gave the request (a fresh one without that middleware);
 /// the response carries an [`OperationLabel`] for the request metrics. Queue URLs in
 /// answers are built by [`base_url`] from the listener's [`Scheme`] and the request's host.
+///
+/// A body that could not be read ([`BodyError`]: over [`AWS_BODY_LIMIT`], no room in the
+/// body budget, stalled) is answered in the protocol the head tells (`X-Amz-Target`, else
+/// the signing service, the path and the query string): `RequestEntityTooLarge` (413),
+/// `ServiceUnavailable` (503, with `Retry-After: 1`), `RequestTimeout` (408) or
+/// `MalformedQueryString` (400).
 #[allow(clippy::too_many_arguments)] // axum extractors
 pub async fn entry(
     State(svc): State<Arc<Service>>,
@@ -181,7 +189,7 @@ pub async fn entry(
     headers: HeaderMap,
     rid: Option<Extension<RequestId>>,
     scheme: Option<Extension<Scheme>>,
-    body: Result<Bytes, BytesRejection>,
+    body: Result<AwsBody, BodyError>,
 ) -> Response {
     let rid = rid.map_or_else(request_id, |Extension(RequestId(id))| id);
     let scheme = scheme.map_or(Scheme::Http, |Extension(s)| s);
@@ -220,27 +228,26 @@ async fn handle(
     method: Method,
     uri: axum::http::Uri,
     headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
+    body: Result<AwsBody, BodyError>,
     rid: &str,
     op_label: &mut Option<OperationLabel>,
 ) -> Response {
-    let body = match body {
+    let mut body = match body {
         Ok(b) => b,
         Err(r) => {
-            let e = if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                Error::with(ErrorCode::RequestTooLarge, &[("reason", &r.body_text())])
-            } else {
-                Error::with(ErrorCode::MalformedRequest, &[("reason", &r.body_text())])
-            };
+            let e = r.to_error();
             // The body was not read, so the protocol is told by what came before it.
-            if headers.contains_key("x-amz-target") {
-                return sqs_json::error(&e, rid);
-            }
-            let pairs = query::form_pairs(uri.query(), &[]);
-            return match unread_body_service(&headers, uri.path(), &pairs) {
-                AwsService::Sqs => sqs_query::error(&e, rid, false),
-                AwsService::Sns => sns_query::error(&e, rid),
+            let mut resp = if headers.contains_key("x-amz-target") {
+                sqs_json::error(&e, rid)
+            } else {
+                let pairs = query::form_pairs(uri.query(), &[]);
+                match unread_body_service(&headers, uri.path(), &pairs) {
+                    AwsService::Sqs => sqs_query::error(&e, rid, false),
+                    AwsService::Sns => sns_query::error(&e, rid),
+                }
             };
+            r.add_headers(resp.headers_mut());
+            return resp;
         }
     };
     let now = svc.now_ms().div_euclid(1000);
@@ -251,6 +258,8 @@ async fn handle(
         }
         let target = target.to_str().unwrap_or("");
         let request = sqs_json::target(target).and_then(|op| sqs_json::decode(op, &body));
+        // The decoded request is what the call needs; the raw bytes go (still counted).
+        body.release();
         *op_label = Some(label(
             target.strip_prefix("AmazonSQS.").unwrap_or(""),
             "sqs-json",
@@ -302,6 +311,8 @@ async fn handle(
     match service {
         AwsService::Sqs => {
             let request = sqs_query::decode(&action, &pairs, uri.path(), &ctx.base_url);
+            drop(pairs);
+            body.release();
             let result = match request {
                 Ok(req) => sqs::call(svc, ctx, req).await,
                 Err(e) => Err(e),
@@ -313,7 +324,10 @@ async fn handle(
             }
         }
         AwsService::Sns => {
-            let result = match sns_query::decode(&action, &pairs) {
+            let request = sns_query::decode(&action, &pairs);
+            drop(pairs);
+            body.release();
+            let result = match request {
                 Ok(req) => sns::call(svc, ctx, req).await,
                 Err(e) => Err(e),
             };

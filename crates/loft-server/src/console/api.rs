@@ -23,7 +23,6 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -33,6 +32,9 @@ use loft_core::service::{PeekedMessage, SendMessage};
 use loft_core::{Error, ErrorCode, Service};
 use serde::Deserialize;
 use serde_json::{json, Value};
+
+use crate::body::BodyError;
+use crate::native::NativeBody;
 
 /// Default number of messages `GET /_loft/queues/{name}/messages` returns.
 pub const DEFAULT_PEEK: u32 = 50;
@@ -154,8 +156,16 @@ pub struct SendBody {
 pub async fn send(
     State(svc): Svc,
     Path(name): Path<String>,
-    body: Bytes,
+    body: Result<NativeBody, BodyError>,
 ) -> Result<Response, ConsoleError> {
+    let body = match body {
+        Ok(b) => b,
+        Err(e) => {
+            let mut resp = ConsoleError(e.to_error()).into_response();
+            e.add_headers(resp.headers_mut());
+            return Ok(resp);
+        }
+    };
     let req: SendBody = serde_json::from_slice(&body).map_err(|e| {
         ConsoleError(Error::new(
             ErrorCode::MalformedRequest,

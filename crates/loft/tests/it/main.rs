@@ -3,6 +3,8 @@
 //! (when `LOFT_TEST_DATABASE_URL` is set).
 
 mod common;
+#[path = "../support/skips.rs"]
+mod skips;
 
 mod bad_input;
 mod crash;

@@ -3,8 +3,9 @@
 //! node is killed with SIGKILL, FIFO order per group and deduplication across nodes, and a
 //! long poll on one node woken by a send through another.
 //!
-//! Skipped (with a note) unless `LOFT_TEST_DATABASE_URL` names a database;
-//! `scripts/with-postgres.sh` provides one. Each test works in a fresh schema, dropped at
+//! Skipped (with a note, counted on the terminal by `skipped_multinode_cases`) unless
+//! `LOFT_TEST_DATABASE_URL` names a database, and failed instead with
+//! `LOFT_TEST_REQUIRE_POSTGRES=1` (CI); `scripts/with-postgres.sh` provides one. Each test works in a fresh schema, dropped at
 //! its end. `LOFT_MULTINODE_MESSAGES` sets the size of the shared-queue run (default 50,000,
 //! about 20 s in a debug build on 2 cores); the FIFO run uses a fifth of it.
 
@@ -24,6 +25,13 @@ fn database_url() -> Option<String> {
     std::env::var("LOFT_TEST_DATABASE_URL")
         .ok()
         .filter(|u| !u.is_empty())
+}
+
+/// Says on the terminal how many multi-node cases were skipped and why (or fails, with
+/// `LOFT_TEST_REQUIRE_POSTGRES=1`); silent when they ran.
+#[test]
+fn skipped_multinode_cases() {
+    crate::skips::postgres().report("multi-node PostgreSQL cases", &["multinode::"]);
 }
 
 fn message_count() -> usize {
@@ -138,7 +146,7 @@ impl Cluster {
     async fn start_with(n: usize, test: &str, extra: &[&str]) -> Option<Cluster> {
         let extra: Vec<String> = extra.iter().map(|a| a.to_string()).collect();
         let Some(url) = database_url() else {
-            eprintln!("note: LOFT_TEST_DATABASE_URL is unset; skipping multinode::{test}");
+            crate::skips::postgres().skip(&format!("multinode::{test}"));
             return None;
         };
         let schema = format!("loft_mn_{:016x}", rand_u64());

@@ -175,6 +175,43 @@ async fn flags_and_env_override_the_file() {
     );
 }
 
+#[test]
+fn limits_in_the_file_apply_and_flags_override_them() {
+    use std::io::{Read, Write};
+    let text = "[server]\nlisten = \"127.0.0.1:0\"\nmax_connections_per_ip = 1\n\
+                keep_alive_timeout = 30\n";
+    let health = |base: &str| {
+        let mut c = std::net::TcpStream::connect(base.trim_start_matches("http://")).unwrap();
+        c.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+            .unwrap();
+        c.write_all(b"GET /health HTTP/1.1\r\nHost: loft\r\nConnection: close\r\n\r\n")
+            .unwrap();
+        let mut out = String::new();
+        let _ = c.read_to_string(&mut out);
+        out
+    };
+    let s = start(text, &[]).expect("starts");
+    // One connection held open (keep-alive): the address has no slot left.
+    let mut held = std::net::TcpStream::connect(s.base.trim_start_matches("http://")).unwrap();
+    held.write_all(b"GET /health HTTP/1.1\r\nHost: loft\r\n\r\n")
+        .unwrap();
+    let mut first = [0u8; 12];
+    held.read_exact(&mut first).unwrap();
+    assert_eq!(&first, b"HTTP/1.1 200");
+    let refused = health(&s.base);
+    assert!(
+        refused.contains("the limit is 1 per address"),
+        "the file's limit applies: {refused}"
+    );
+    drop((held, s));
+    let s = start(text, &["--max-connections-per-ip", "2"]).expect("starts");
+    let mut held = std::net::TcpStream::connect(s.base.trim_start_matches("http://")).unwrap();
+    held.write_all(b"GET /health HTTP/1.1\r\nHost: loft\r\n\r\n")
+        .unwrap();
+    held.read_exact(&mut first).unwrap();
+    assert!(health(&s.base).starts_with("HTTP/1.1 200"), "the flag wins");
+}
+
 /// Starts with `text`, expects failure, and checks stderr names `loft.toml:LINE:` and
 /// contains `reason`.
 fn refused(text: &str, line: usize, reason: &str) {

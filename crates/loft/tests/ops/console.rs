@@ -2,7 +2,9 @@
 //! page loads, shows live counts, sends a message, browses it without changing its
 //! visibility, purges, and is saved as screenshots (test artefacts in
 //! `target/tmp/loft-console-*.png`). Skipped, with a note, when Chromium is not installed
-//! (`apt-get install chromium`; `LOFT_CHROMIUM` names another binary).
+//! (`apt-get install chromium`; `LOFT_CHROMIUM` names another binary). Without one they
+//! skip, counted on the terminal by [`skipped_console_browser_tests`]; with
+//! `LOFT_TEST_REQUIRE_CHROMIUM=1` (CI) they fail instead.
 
 use std::io::{BufRead, BufReader};
 use std::net::TcpStream;
@@ -16,6 +18,32 @@ use tungstenite::stream::MaybeTlsStream;
 use tungstenite::{Message, WebSocket};
 
 use crate::harness::Server;
+use crate::skips::Need;
+
+/// What the browser tests need: a Chromium binary; `LOFT_TEST_REQUIRE_CHROMIUM=1` (CI)
+/// makes its absence a failure.
+fn need_chromium() -> Need {
+    Need {
+        missing: chromium().is_none().then(|| {
+            "chromium is not installed (apt-get install chromium, or LOFT_CHROMIUM=PATH)".into()
+        }),
+        require_var: "LOFT_TEST_REQUIRE_CHROMIUM",
+        how: "install it to run them",
+    }
+}
+
+/// Says on the terminal how many browser tests were skipped and why (or fails, with
+/// `LOFT_TEST_REQUIRE_CHROMIUM=1`); silent when Chromium is there.
+#[test]
+fn skipped_console_browser_tests() {
+    need_chromium().report(
+        "console browser tests",
+        &[
+            "console::console_shows_live_counts",
+            "console::with_credentials_the_browser",
+        ],
+    );
+}
 
 /// The Chromium binary: `LOFT_CHROMIUM`, else the first of chromium, chromium-browser and
 /// google-chrome on `PATH`.
@@ -251,9 +279,7 @@ fn count(queue: &str, state: &str) -> String {
 #[test]
 fn console_shows_live_counts_sends_browses_and_purges() {
     let Some(binary) = chromium() else {
-        eprintln!(
-            "note: skipping the console test: chromium is not installed (apt-get install chromium)"
-        );
+        need_chromium().skip("console::console_shows_live_counts_sends_browses_and_purges");
         return;
     };
     let s = Server::start();
@@ -427,8 +453,8 @@ fn console_shows_live_counts_sends_browses_and_purges() {
 #[test]
 fn with_credentials_the_browser_signs_in_with_basic_auth_and_the_console_works() {
     let Some(binary) = chromium() else {
-        eprintln!(
-            "note: skipping the console sign-in test: chromium is not installed (apt-get install chromium)"
+        need_chromium().skip(
+            "console::with_credentials_the_browser_signs_in_with_basic_auth_and_the_console_works",
         );
         return;
     };

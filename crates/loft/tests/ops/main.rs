@@ -5,6 +5,8 @@
 //! the browser build of the AWS SDK for JavaScript (CORS).
 
 mod harness;
+#[path = "../support/skips.rs"]
+mod skips;
 
 mod browser_sdk;
 mod cli;

@@ -94,3 +94,40 @@ async fn text_logs_carry_the_request_id() {
     })
     .await;
 }
+
+#[cfg(unix)]
+#[tokio::test]
+async fn the_signing_key_folder_is_private_and_a_loose_one_is_warned_about_at_start() {
+    use std::os::unix::fs::PermissionsExt;
+    let s = Server::start_with(&[], &[]).expect("starts");
+    // The key is made on first use: fetching the certificate makes it.
+    let cert = s
+        .http
+        .get(s.url("/_loft/sns/SimpleNotificationService.pem"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(cert.status(), 200);
+    let folder = s.dir.path().join("loft-sns-signing");
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(
+        mode(&folder),
+        0o700,
+        "only Loft's user may enter the folder"
+    );
+    assert_eq!(mode(&folder.join("key.pem")), 0o600);
+    assert!(
+        !s.stderr().contains("open to other users"),
+        "{}",
+        s.stderr()
+    );
+    let dir = s.stop();
+    std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let s = Server::start_in(dir, &[], &[]).expect("starts again");
+    let log = s.stderr();
+    assert!(
+        log.contains("loft-sns-signing is open to other users (mode 0755)")
+            && log.contains("chmod 700"),
+        "{log}"
+    );
+}

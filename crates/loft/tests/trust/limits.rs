@@ -1,9 +1,14 @@
 //! Limits against the real binary: in-flight messages per standard and FIFO queue, the
-//! queue and topic caps, request header size, open connections.
+//! queue and topic caps, request header size, open connections (all and per address), and
+//! clients that stall, hoard or half-close (issue 20), over raw sockets: stalled heads and
+//! bodies cut at the request timeout (a short one, `--request-timeout 1`), slow bodies
+//! above the minimum rate served, idle connections closed, the body budget answered 503,
+//! and half-closed clients answered with nothing lost.
 
+use std::collections::BTreeSet;
 use std::io::{Read, Write};
-use std::net::TcpStream;
-use std::time::Duration;
+use std::net::{Shutdown, TcpStream};
+use std::time::{Duration, Instant};
 
 use aws_sdk_sqs::types::{QueueAttributeName, SendMessageBatchRequestEntry};
 use serde_json::json;
@@ -266,4 +271,489 @@ async fn connections_over_the_limit_get_503_until_one_closes() {
         get_health(&mut second).starts_with("HTTP/1.1 200"),
         "kept connections still work"
     );
+}
+
+// ----- clients that stall, hoard or half-close (issue 20)
+
+/// Any SigV4 header: an open Loft reads the signing service from it and checks nothing.
+const SIGV4: &str = "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20240101/us-east-1/sqs/aws4_request, \
+                     SignedHeaders=host;x-amz-date, Signature=00";
+
+fn addr_of(loft: &Loft) -> String {
+    loft.url.trim_start_matches("http://").to_owned()
+}
+
+/// A connection whose reads give up after [`PATIENCE`] (so a missing answer fails the
+/// test instead of hanging it).
+fn connect(addr: &str) -> TcpStream {
+    let s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(PATIENCE)).unwrap();
+    s
+}
+
+/// An SQS JSON request head for `op` announcing `length` body bytes.
+fn json_head(op: &str, length: usize) -> String {
+    format!(
+        "POST / HTTP/1.1\r\nHost: loft\r\nX-Amz-Target: AmazonSQS.{op}\r\n\
+         Content-Type: application/x-amz-json-1.0\r\nAuthorization: {SIGV4}\r\n\
+         Content-Length: {length}\r\n\r\n"
+    )
+}
+
+/// A whole SQS JSON request.
+fn json_request(op: &str, body: &serde_json::Value) -> Vec<u8> {
+    let body = body.to_string();
+    format!("{}{body}", json_head(op, body.len())).into_bytes()
+}
+
+/// Everything the server sends until it closes the connection (or [`PATIENCE`] passes:
+/// then what came so far).
+fn read_to_close(s: &mut TcpStream) -> String {
+    let mut out = Vec::new();
+    let mut buf = [0u8; 16384];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// One response read from `s`: status, head (lowercased) and body.
+fn read_response(s: &mut TcpStream) -> (u16, String, String) {
+    let mut out = Vec::new();
+    let mut buf = [0u8; 16384];
+    loop {
+        if let Some(end) = out.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&out[..end]).to_ascii_lowercase();
+            let length = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|v| v.trim().parse::<usize>().ok());
+            if let Some(n) = length {
+                if out.len() >= end + 4 + n {
+                    let body = String::from_utf8_lossy(&out[end + 4..end + 4 + n]).into_owned();
+                    let status = head[9..12].parse().unwrap_or(0);
+                    return (status, head, body);
+                }
+            }
+        }
+        match s.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+        }
+    }
+    let text = String::from_utf8_lossy(&out).into_owned();
+    panic!("no complete response: {text:?}");
+}
+
+/// Sends a whole request on a fresh connection and reads its response.
+fn exchange(addr: &str, request: &[u8]) -> (u16, String, String) {
+    let mut s = connect(addr);
+    s.write_all(request).unwrap();
+    read_response(&mut s)
+}
+
+fn sqs(addr: &str, op: &str, body: serde_json::Value) -> serde_json::Value {
+    let (status, _, text) = exchange(addr, &json_request(op, &body));
+    assert_eq!(status, 200, "{op}: {text}");
+    serde_json::from_str(&text).unwrap()
+}
+
+/// Every body in queue `url`, received (and kept in flight) until a receive comes back
+/// empty.
+fn drain_bodies(addr: &str, url: &str) -> Vec<String> {
+    let mut bodies = Vec::new();
+    loop {
+        let out = sqs(
+            addr,
+            "ReceiveMessage",
+            json!({"QueueUrl": url, "MaxNumberOfMessages": 10, "VisibilityTimeout": 600}),
+        );
+        let Some(messages) = out["Messages"].as_array().filter(|m| !m.is_empty()) else {
+            return bodies;
+        };
+        bodies.extend(
+            messages
+                .iter()
+                .map(|m| m["Body"].as_str().unwrap().to_owned()),
+        );
+    }
+}
+
+/// The value of an unlabelled sample of `/metrics`.
+fn metric(addr: &str, name: &str) -> f64 {
+    let (status, _, text) = exchange(addr, b"GET /metrics HTTP/1.1\r\nHost: loft\r\n\r\n");
+    assert_eq!(status, 200);
+    text.lines()
+        .find_map(|l| l.strip_prefix(name).and_then(|v| v.strip_prefix(' ')))
+        .unwrap_or_else(|| panic!("no {name} in /metrics:\n{text}"))
+        .parse()
+        .unwrap()
+}
+
+/// Waits until `check` holds, at most [`PATIENCE`], polling every 20 ms.
+fn eventually(what: &str, mut check: impl FnMut() -> bool) {
+    let deadline = Instant::now() + PATIENCE;
+    while !check() {
+        assert!(Instant::now() < deadline, "{what}: not within {PATIENCE:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn stalled_requests_are_cut_at_the_request_timeout_and_their_slots_serve_new_clients() {
+    let loft = Loft::start(&["--max-connections", "4", "--request-timeout", "1"], &[]);
+    let addr = addr_of(&loft);
+    let started = Instant::now();
+    // Issue 20's reproduction: heads announcing 1,000 bytes and no body, over the SQS
+    // JSON and Query protocols and the seeds' API, and a head cut in the middle.
+    let mut json = connect(&addr);
+    json.write_all(json_head("SendMessage", 1000).as_bytes())
+        .unwrap();
+    let mut query = connect(&addr);
+    query
+        .write_all(
+            format!(
+                "POST / HTTP/1.1\r\nHost: loft\r\nAuthorization: {SIGV4}\r\n\
+                 Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 1000\r\n\r\n\
+                 Action=SendMessage&"
+            )
+            .as_bytes(),
+        )
+        .unwrap();
+    let mut seed = connect(&addr);
+    seed.write_all(
+        b"POST /queues/stalled/messages HTTP/1.1\r\nHost: loft\r\n\
+          Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"body\": \"",
+    )
+    .unwrap();
+    let mut head = connect(&addr);
+    head.write_all(b"POST / HTTP/1.1\r\nHost: lo").unwrap();
+    // All four slots are held: the next client is refused while they stall.
+    let refused = get_health(&mut connect(&addr));
+    assert!(refused.starts_with("HTTP/1.1 503"), "{refused}");
+    // Each stalled body is answered 408 in its protocol's shape; the stalled head closed.
+    let answer = read_to_close(&mut json);
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(
+        answer.contains("com.amazonaws.sqs#RequestTimeout"),
+        "{answer}"
+    );
+    let answer = read_to_close(&mut query);
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(answer.contains("<Code>RequestTimeout</Code>"), "{answer}");
+    let answer = read_to_close(&mut seed);
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(answer.contains(r#"{"error":"#), "{answer}");
+    assert_eq!(
+        read_to_close(&mut head),
+        "",
+        "a stalled head is closed unanswered"
+    );
+    let waited = started.elapsed();
+    assert!(
+        waited >= Duration::from_secs(1),
+        "cut at the timeout, not before: {waited:?}"
+    );
+    drop((json, query, seed, head));
+    // Their slots serve new clients.
+    eventually("a freed slot answers", || {
+        get_health(&mut connect(&addr)).starts_with("HTTP/1.1 200")
+    });
+    // Nothing half-sent was stored.
+    let resp = exchange(
+        &addr,
+        b"GET /queues/stalled/messages HTTP/1.1\r\nHost: loft\r\n\r\n",
+    );
+    assert_eq!((resp.0, resp.2.as_str()), (200, "null"), "{resp:?}");
+}
+
+/// Sends `request` on `s` in chunks of `chunk` bytes, one every `every` (a slow link),
+/// until it is all sent or the server stops reading it.
+fn trickle(mut s: TcpStream, request: Vec<u8>, chunk: usize, every: Duration) {
+    for part in request.chunks(chunk) {
+        if s.write_all(part).is_err() {
+            return;
+        }
+        std::thread::sleep(every);
+    }
+}
+
+#[test]
+fn a_body_on_a_slow_link_above_the_minimum_rate_arrives_and_a_slower_one_is_cut() {
+    let loft = Loft::start(&["--request-timeout", "1", "--min-body-rate", "65536"], &[]);
+    let addr = addr_of(&loft);
+    let url = sqs(&addr, "CreateQueue", json!({"QueueName": "slow"}))["QueueUrl"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // 200 KB at about 128 KiB/s (twice the minimum rate): 1.6 s, past the 1 s timeout.
+    let message = "a".repeat(200_000);
+    let request = json_request(
+        "SendMessage",
+        &json!({"QueueUrl": url, "MessageBody": message}),
+    );
+    let s = connect(&addr);
+    let mut reader = s.try_clone().unwrap();
+    let started = Instant::now();
+    let sender =
+        std::thread::spawn(move || trickle(s, request, 16 * 1024, Duration::from_millis(125)));
+    let (status, _, text) = read_response(&mut reader);
+    sender.join().unwrap();
+    assert_eq!(status, 200, "{text}");
+    assert!(
+        started.elapsed() > Duration::from_secs(1),
+        "the body took longer than the request timeout: {:?}",
+        started.elapsed()
+    );
+    assert_eq!(drain_bodies(&addr, &url), std::slice::from_ref(&message));
+    // At 16 KiB/s, a quarter of the rate, the same body is cut (it would take 12 s).
+    let request = json_request(
+        "SendMessage",
+        &json!({"QueueUrl": url, "MessageBody": message}),
+    );
+    let s = connect(&addr);
+    let mut reader = s.try_clone().unwrap();
+    let started = Instant::now();
+    let sender =
+        std::thread::spawn(move || trickle(s, request, 4 * 1024, Duration::from_millis(250)));
+    let (status, _, text) = read_response(&mut reader);
+    assert_eq!(status, 408, "{text}");
+    assert!(text.contains("RequestTimeout"), "{text}");
+    assert!(
+        started.elapsed() < Duration::from_secs(6),
+        "cut long before it could finish: {:?}",
+        started.elapsed()
+    );
+    drop(reader);
+    sender.join().unwrap();
+    let attrs = sqs(
+        &addr,
+        "GetQueueAttributes",
+        json!({"QueueUrl": url, "AttributeNames": ["All"]}),
+    );
+    assert_eq!(
+        attrs["Attributes"]["ApproximateNumberOfMessages"], "0",
+        "the cut message was not stored: {attrs}"
+    );
+}
+
+#[test]
+fn idle_connections_are_closed_after_the_keep_alive_timeout() {
+    let loft = Loft::start(&["--keep-alive-timeout", "1"], &[]);
+    let addr = addr_of(&loft);
+    let mut used = connect(&addr);
+    // Loft's clock starts when its answer ends, after this and before the client reads it.
+    let asked = Instant::now();
+    assert!(get_health(&mut used).starts_with("HTTP/1.1 200"));
+    assert_eq!(read_to_close(&mut used), "", "closed without a word");
+    let idle = asked.elapsed();
+    assert!(
+        idle >= Duration::from_secs(1) && idle < PATIENCE,
+        "closed after the keep-alive timeout: {idle:?}"
+    );
+    // A connection that never sends a request is closed the same way.
+    let opened = Instant::now();
+    let mut silent = connect(&addr);
+    assert_eq!(read_to_close(&mut silent), "");
+    assert!(opened.elapsed() >= Duration::from_secs(1));
+}
+
+/// A connection from `local` (an address of the loopback network) to `addr`.
+async fn connect_from(local: &str, addr: &str) -> TcpStream {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind(format!("{local}:0").parse().unwrap()).unwrap();
+    let stream = socket.connect(addr.parse().unwrap()).await.unwrap();
+    let stream = stream.into_std().unwrap();
+    stream.set_nonblocking(false).unwrap();
+    stream.set_read_timeout(Some(PATIENCE)).unwrap();
+    stream
+}
+
+#[tokio::test]
+async fn one_address_cannot_take_every_connection_slot() {
+    let loft = Loft::start(&["--max-connections-per-ip", "2"], &[]);
+    let addr = addr_of(&loft);
+    let mut first = connect_from("127.0.0.1", &addr).await;
+    let mut second = connect_from("127.0.0.1", &addr).await;
+    assert!(get_health(&mut first).starts_with("HTTP/1.1 200"));
+    assert!(get_health(&mut second).starts_with("HTTP/1.1 200"));
+    let refused = get_health(&mut connect_from("127.0.0.1", &addr).await);
+    assert!(refused.starts_with("HTTP/1.1 503"), "{refused}");
+    assert!(
+        refused.contains("too many open connections from 127.0.0.1 (the limit is 2 per address)"),
+        "{refused}"
+    );
+    assert!(
+        refused.to_ascii_lowercase().contains("retry-after: 1"),
+        "{refused}"
+    );
+    // Another address is served meanwhile.
+    let mut other = connect_from("127.0.0.2", &addr).await;
+    assert!(get_health(&mut other).starts_with("HTTP/1.1 200"));
+    drop(first);
+    let mut answered = String::new();
+    for _ in 0..100 {
+        answered = get_health(&mut connect_from("127.0.0.1", &addr).await);
+        if answered.starts_with("HTTP/1.1 200") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(answered.starts_with("HTTP/1.1 200"), "{answered}");
+}
+
+#[test]
+fn bodies_past_the_limit_or_the_budget_are_refused_unread() {
+    const MIB: usize = 1024 * 1024;
+    // The smallest budget: one 10 MiB AWS body.
+    let loft = Loft::start(
+        &["--max-body-bytes-in-flight", &(10 * MIB).to_string()],
+        &[],
+    );
+    let addr = addr_of(&loft);
+    let url = sqs(&addr, "CreateQueue", json!({"QueueName": "budget"}))["QueueUrl"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        metric(&addr, "loft_request_body_budget_bytes"),
+        (10 * MIB) as f64
+    );
+    // Over the AWS protocols' 10 MiB: refused from its Content-Length, before a byte.
+    let (status, head, text) = exchange(&addr, json_head("SendMessage", 10 * MIB + 1).as_bytes());
+    assert_eq!(status, 413, "{text}");
+    assert!(text.contains("RequestEntityTooLarge"), "{text}");
+    assert!(head.contains("connection: close"), "{head}");
+    // Issue 20's hoarder: 10 MiB minus one byte of a 10 MiB body, then nothing.
+    let hoarder = connect(&addr);
+    let prefix = format!(r#"{{"QueueUrl": "{url}", "MessageBody": ""#);
+    let mut body = prefix.into_bytes();
+    body.resize(10 * MIB - 1, b'a');
+    let mut writer = hoarder.try_clone().unwrap();
+    let sender = std::thread::spawn(move || {
+        writer
+            .write_all(json_head("SendMessage", 10 * MIB).as_bytes())
+            .unwrap();
+        writer.write_all(&body).unwrap();
+    });
+    eventually("the hoarder's bytes are counted", || {
+        metric(&addr, "loft_request_body_bytes") == (10 * MIB - 1) as f64
+    });
+    sender.join().unwrap();
+    // No room for two more bytes: 503 with Retry-After in each protocol's shape, the
+    // body never read (only the head is sent).
+    let (status, head, text) = exchange(&addr, json_head("SendMessage", 2).as_bytes());
+    assert_eq!(status, 503, "{text}");
+    assert!(
+        text.contains("com.amazonaws.sqs#ServiceUnavailable"),
+        "{text}"
+    );
+    assert!(head.contains("retry-after: 1"), "{head}");
+    let (status, head, text) = exchange(
+        &addr,
+        b"POST / HTTP/1.1\r\nHost: loft\r\nContent-Type: application/x-www-form-urlencoded\r\n\
+          Content-Length: 2\r\n\r\n",
+    );
+    assert_eq!(status, 503, "{text}");
+    assert!(text.contains("<Code>ServiceUnavailable</Code>"), "{text}");
+    assert!(head.contains("retry-after: 1"), "{head}");
+    let (status, head, text) = exchange(
+        &addr,
+        b"POST /queues/budget/messages HTTP/1.1\r\nHost: loft\r\nContent-Length: 2\r\n\r\n",
+    );
+    assert_eq!(status, 503, "{text}");
+    assert!(text.starts_with(r#"{"error":"#), "{text}");
+    assert!(head.contains("retry-after: 1"), "{head}");
+    // Requests without a body are served meanwhile.
+    let (status, _, _) = exchange(&addr, b"GET /health HTTP/1.1\r\nHost: loft\r\n\r\n");
+    assert_eq!(status, 200);
+    // The hoarder gives up: its bytes are given back and bodies are read again.
+    hoarder.shutdown(Shutdown::Both).unwrap();
+    drop(hoarder);
+    eventually("the hoarder's bytes are given back", || {
+        metric(&addr, "loft_request_body_bytes") == 0.0
+    });
+    sqs(
+        &addr,
+        "SendMessage",
+        json!({"QueueUrl": url, "MessageBody": "after"}),
+    );
+    assert_eq!(drain_bodies(&addr, &url), ["after"]);
+}
+
+#[test]
+fn half_closed_clients_get_every_answer_and_nothing_is_lost() {
+    let loft = Loft::start(&[], &[]);
+    let addr = addr_of(&loft);
+    let url = sqs(&addr, "CreateQueue", json!({"QueueName": "halves"}))["QueueUrl"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // Issue 20's reproduction: each request on its own connection, which shuts down its
+    // sending side once the request is out; SQS JSON, SQS Query and the seeds' API.
+    let request = |i: usize| -> (String, Vec<u8>) {
+        let body = format!("m{i}");
+        let req = match i % 3 {
+            0 => json_request(
+                "SendMessage",
+                &json!({"QueueUrl": url, "MessageBody": body}),
+            ),
+            1 => {
+                let form = form(&[
+                    ("Action", "SendMessage"),
+                    ("QueueUrl", &url),
+                    ("MessageBody", &body),
+                ]);
+                format!(
+                    "POST / HTTP/1.1\r\nHost: loft\r\nAuthorization: {SIGV4}\r\n\
+                     Content-Type: application/x-www-form-urlencoded\r\n\
+                     Content-Length: {}\r\n\r\n{form}",
+                    form.len()
+                )
+                .into_bytes()
+            }
+            _ => {
+                let json = json!({ "body": body }).to_string();
+                format!(
+                    "POST /queues/halves/messages HTTP/1.1\r\nHost: loft\r\n\
+                     Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{json}",
+                    json.len()
+                )
+                .into_bytes()
+            }
+        };
+        (body, req)
+    };
+    const N: usize = 240;
+    let requests: Vec<(String, Vec<u8>)> = (0..N).map(request).collect();
+    let sent: BTreeSet<String> = requests.iter().map(|(b, _)| b.clone()).collect();
+    let queue = std::sync::Mutex::new(requests);
+    let failures = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..8 {
+            scope.spawn(|| loop {
+                let Some((body, req)) = queue.lock().unwrap().pop() else {
+                    return;
+                };
+                let mut s = connect(&addr);
+                s.write_all(&req).unwrap();
+                s.shutdown(Shutdown::Write).unwrap();
+                let answer = read_to_close(&mut s);
+                if !(answer.starts_with("HTTP/1.1 200") || answer.starts_with("HTTP/1.1 201")) {
+                    failures.lock().unwrap().push(format!("{body}: {answer:?}"));
+                }
+            });
+        }
+    });
+    let failures = failures.into_inner().unwrap();
+    assert!(
+        failures.is_empty(),
+        "{} of {N} unanswered: {failures:?}",
+        failures.len()
+    );
+    let stored: BTreeSet<String> = drain_bodies(&addr, &url).into_iter().collect();
+    assert_eq!(stored, sent, "every answered send is stored, once");
 }
