@@ -400,6 +400,19 @@ pub trait Store: Send + Sync + 'static {
     /// when neither exists.
     async fn delete_platform(&self, arn: &str) -> Result<()>;
 
+    // ----- SMS settings
+
+    /// The SMS settings SetSMSAttributes stored for `scope` (the account and region,
+    /// `"{account}:{region}"`), by AWS attribute name.
+    async fn sms_attributes(&self, scope: &str) -> Result<BTreeMap<String, String>>;
+
+    /// Sets each of `attributes` for `scope` (others kept), in one transaction.
+    async fn set_sms_attributes(
+        &self,
+        scope: &str,
+        attributes: BTreeMap<String, String>,
+    ) -> Result<()>;
+
     // ----- other nodes
 
     /// Queue ids whose messages may have become visible through another process sharing

@@ -136,6 +136,7 @@ conformance!(
     recorded_messages,
     delete_recorded_by_filter,
     platform_applications_and_endpoints,
+    sms_attributes_per_scope,
     concurrent_endpoint_creates_share_one_endpoint,
     wakeups_report_sends,
     concurrent_receivers_never_share_a_message,
@@ -2484,4 +2485,35 @@ mod tls {
             "{err}"
         );
     }
+}
+
+/// SMS settings are rows per scope (account and region): set ones replace, others stay.
+async fn sms_attributes_per_scope(s: S) {
+    assert_eq!(s.sms_attributes("a:r").await.unwrap(), BTreeMap::new());
+    s.set_sms_attributes(
+        "a:r",
+        map(&[
+            ("DefaultSMSType", "Promotional"),
+            ("MonthlySpendLimit", "5"),
+        ]),
+    )
+    .await
+    .unwrap();
+    s.set_sms_attributes("a:r", map(&[("DefaultSMSType", "Transactional")]))
+        .await
+        .unwrap();
+    s.set_sms_attributes("b:r", map(&[("DefaultSenderID", "Other")]))
+        .await
+        .unwrap();
+    assert_eq!(
+        s.sms_attributes("a:r").await.unwrap(),
+        map(&[
+            ("DefaultSMSType", "Transactional"),
+            ("MonthlySpendLimit", "5")
+        ])
+    );
+    assert_eq!(
+        s.sms_attributes("b:r").await.unwrap(),
+        map(&[("DefaultSenderID", "Other")])
+    );
 }

@@ -7,8 +7,10 @@
 //! CheckIfPhoneNumberIsOptedOut, GetSMSAttributes, SetSMSAttributes, OptInPhoneNumber,
 //! ListPhoneNumbersOptedOut, GetSMSSandboxAccountStatus).
 
+use std::collections::BTreeMap;
+
 use super::{Page, Service};
-use crate::error::Result;
+use crate::error::{Error, ErrorCode, Result};
 use crate::model::SubscriptionRecord;
 
 /// A subscription as ListSubscriptions and ListSubscriptionsByTopic show it.
@@ -69,13 +71,45 @@ impl Service {
         Ok(false)
     }
 
-    /// GetSMSAttributes: the account's SMS settings; Loft keeps none.
-    pub fn sms_attributes(&self, _names: &[String]) -> std::collections::BTreeMap<String, String> {
-        Default::default()
+    /// GetSMSAttributes: the account's SMS settings as SetSMSAttributes stored them, with
+    /// AWS's default `MonthlySpendLimit` of `"1"` (US dollars) until one is set. With
+    /// `names`, only those.
+    ///
+    /// Errors: `InternalError` when storage fails.
+    pub async fn sms_attributes(&self, names: &[String]) -> Result<BTreeMap<String, String>> {
+        let mut all = BTreeMap::from([("MonthlySpendLimit".to_owned(), "1".to_owned())]);
+        all.extend(self.store.sms_attributes(&self.sms_scope()).await?);
+        if !names.is_empty() {
+            all.retain(|k, _| names.contains(k));
+        }
+        Ok(all)
     }
 
-    /// SetSMSAttributes: accepted; Loft sends no SMS, so nothing changes.
-    pub fn set_sms_attributes(&self, _attributes: std::collections::BTreeMap<String, String>) {}
+    /// SetSMSAttributes: validates each attribute as AWS does and stores them for the
+    /// account (Loft sends no SMS; the settings are kept and reported).
+    ///
+    /// Errors: `InvalidParameter` (400) "{name} is not a valid attribute" for a name outside
+    /// [`SMS_ATTRIBUTES`], "{name} is invalid" for a value AWS refuses (DefaultSMSType other
+    /// than `Promotional`/`Transactional`; DefaultSenderID not 1 to 11 letters and digits
+    /// with a letter; MonthlySpendLimit not a whole number of dollars;
+    /// DeliveryStatusSuccessSamplingRate not 0 to 100; DeliveryStatusIAMRole not an IAM
+    /// role ARN); `InternalError` when storage fails.
+    pub async fn set_sms_attributes(&self, attributes: BTreeMap<String, String>) -> Result<()> {
+        for (name, value) in &attributes {
+            check_sms_attribute(name, value)?;
+        }
+        if attributes.is_empty() {
+            return Ok(());
+        }
+        self.store
+            .set_sms_attributes(&self.sms_scope(), attributes)
+            .await
+    }
+
+    /// The key SMS settings are kept under: the account and region.
+    fn sms_scope(&self) -> String {
+        format!("{}:{}", self.config.account_id, self.config.region)
+    }
 
     /// OptInPhoneNumber: accepted; no number is opted out.
     ///
@@ -107,5 +141,41 @@ fn check_phone_number(number: &str) -> Result<()> {
         Err(super::topics::invalid(
             "PhoneNumber Reason: input incorrectly formatted",
         ))
+    }
+}
+
+/// The attributes SetSMSAttributes takes (SNS API Reference, SetSMSAttributes).
+pub const SMS_ATTRIBUTES: &[&str] = &[
+    "MonthlySpendLimit",
+    "DeliveryStatusIAMRole",
+    "DeliveryStatusSuccessSamplingRate",
+    "DefaultSenderID",
+    "DefaultSMSType",
+    "UsageReportS3Bucket",
+];
+
+/// One SetSMSAttributes attribute against AWS's rules (see [`Service::set_sms_attributes`]).
+fn check_sms_attribute(name: &str, value: &str) -> Result<()> {
+    let fail =
+        |message: String| -> Result<()> { Err(Error::new(ErrorCode::InvalidParameter, message)) };
+    if !SMS_ATTRIBUTES.contains(&name) {
+        return fail(format!("{name} is not a valid attribute"));
+    }
+    let ok = match name {
+        "DefaultSMSType" => value == "Promotional" || value == "Transactional",
+        "DefaultSenderID" => {
+            (1..=11).contains(&value.len())
+                && value.bytes().all(|b| b.is_ascii_alphanumeric())
+                && value.bytes().any(|b| b.is_ascii_alphabetic())
+        }
+        "MonthlySpendLimit" => !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()),
+        "DeliveryStatusSuccessSamplingRate" => value.parse::<u8>().is_ok_and(|v| v <= 100),
+        "DeliveryStatusIAMRole" => value.is_empty() || value.starts_with("arn:aws:iam::"),
+        _ => true,
+    };
+    if ok {
+        Ok(())
+    } else {
+        fail(format!("{name} is invalid"))
     }
 }

@@ -49,7 +49,7 @@ use crate::store::Store;
 pub use batch::{BatchEntry, BatchKind, BatchOutcome};
 pub use deliveries::DELIVERY_LEASE_MS;
 pub use limits::{Limits, RECOUNT_INTERVAL, RECOUNT_MAX_AGE};
-pub use listing::SubscriptionSummary;
+pub use listing::{SubscriptionSummary, SMS_ATTRIBUTES};
 pub use messages::{
     seed_message_id, sequence_number, ReceiveMessage, ReceivedMessage, SendMessage, SendResult,
     MAX_HIDDEN_MS,
@@ -58,6 +58,7 @@ pub use move_tasks::{MoveTask, MOVE_TASK_LEASE_MS, MOVE_TASK_POLL};
 pub use operator::{
     MessageState, PeekedMessage, QueueOverview, SubscriptionOverview, TopicOverview, MAX_PEEK,
 };
+pub use platform::{PlatformKind, PlatformResource, PLATFORMS};
 pub use protection::POLICY_ATTRIBUTE;
 pub use publish::{
     iso_timestamp, MessageSigner, PublishRequest, PublishResult, PublishTarget, SignedFields,

@@ -36,6 +36,33 @@ pub const PLATFORMS: &[&str] = &[
     "APNS_VOIP_SANDBOX",
 ];
 
+/// Which of the two a platform call names: SNS's errors say which.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlatformKind {
+    /// A platform application (`PlatformApplicationArn`).
+    Application,
+    /// A platform endpoint (`EndpointArn`).
+    Endpoint,
+}
+
+impl PlatformKind {
+    /// `PlatformApplication` or `Endpoint`, as "... does not exist" names it.
+    fn name(self) -> &'static str {
+        match self {
+            PlatformKind::Application => "PlatformApplication",
+            PlatformKind::Endpoint => "Endpoint",
+        }
+    }
+
+    /// The request parameter holding its ARN.
+    fn arn_parameter(self) -> &'static str {
+        match self {
+            PlatformKind::Application => "PlatformApplicationArn",
+            PlatformKind::Endpoint => "EndpointArn",
+        }
+    }
+}
+
 fn not_found(what: &str) -> Error {
     Error::new(ErrorCode::NotFound, format!("{what} does not exist"))
 }
@@ -57,13 +84,26 @@ impl Service {
         platform: &str,
         attributes: Map,
     ) -> Result<String> {
-        if name.is_empty()
-            || name.len() > 256
-            || !name
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+        // AWS names the value itself in these messages (recorded).
+        let bad_name = |reason: &str| {
+            Err(Error::new(
+                ErrorCode::InvalidParameter,
+                format!("Invalid parameter: {name} Reason: {reason}"),
+            ))
+        };
+        if name.is_empty() {
+            return bad_name("cannot be empty");
+        }
+        if name.chars().count() > 256 {
+            return bad_name("must be at most 256 characters long");
+        }
+        if !name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
         {
-            return Err(invalid("Name"));
+            return bad_name(
+                "must contain only characters 'a'-'z', 'A'-'Z', '0'-'9', '_', '-', and '.'",
+            );
         }
         if !PLATFORMS.contains(&platform) {
             return Err(invalid("Platform"));
@@ -125,18 +165,29 @@ impl Service {
             .collect())
     }
 
-    /// Attributes of a platform application or endpoint. Errors: `NotFound`.
-    pub async fn platform_attributes(&self, arn: &str) -> Result<Map> {
+    /// Attributes of a platform application or endpoint (`kind`, which the ARN names).
+    ///
+    /// Errors: `InvalidParameter` "Invalid parameter: {kind}Arn Reason: An ARN must have at
+    /// least 6 elements, not N"; `NotFound` (404) "{PlatformApplication|Endpoint} does not
+    /// exist", as AWS words them.
+    pub async fn platform_attributes(&self, kind: PlatformKind, arn: &str) -> Result<Map> {
+        super::topics::check_arn_elements(kind.arn_parameter(), arn)?;
         self.store
             .get_platform(arn)
             .await?
             .map(|r| r.attributes)
-            .ok_or_else(|| not_found("Resource"))
+            .ok_or_else(|| not_found(kind.name()))
     }
 
     /// Merges attributes into a platform application or endpoint (a `Token` changes an
-    /// endpoint's device token). Errors: `NotFound`.
-    pub async fn set_platform_attributes(&self, arn: &str, attributes: Map) -> Result<()> {
+    /// endpoint's device token). Errors: as [`Service::platform_attributes`].
+    pub async fn set_platform_attributes(
+        &self,
+        kind: PlatformKind,
+        arn: &str,
+        attributes: Map,
+    ) -> Result<()> {
+        super::topics::check_arn_elements(kind.arn_parameter(), arn)?;
         let token = attributes.get("Token").cloned();
         if self
             .store
@@ -145,7 +196,7 @@ impl Service {
         {
             Ok(())
         } else {
-            Err(not_found("Resource"))
+            Err(not_found(kind.name()))
         }
     }
 

@@ -168,6 +168,15 @@ const MIGRATIONS: &[&str] = &[
     -- no group are not in it).
     CREATE INDEX messages_group ON messages (queue_id, group_id, seq) WHERE group_id IS NOT NULL;
     "#,
+    // 4: the account's SMS settings (SetSMSAttributes), as SQLite's 7.
+    r#"
+    CREATE TABLE sms_attributes (
+        scope TEXT NOT NULL,
+        name  TEXT NOT NULL,
+        value TEXT NOT NULL,
+        PRIMARY KEY (scope, name)
+    );
+    "#,
 ];
 
 /// The schema version this build writes.

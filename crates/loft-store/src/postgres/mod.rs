@@ -873,6 +873,18 @@ impl Store for PgStore {
         run!(self, |c| ops::delete_platform(&c, arn))
     }
 
+    async fn sms_attributes(&self, scope: &str) -> Result<BTreeMap<String, String>> {
+        run!(self, |c| ops::sms_attributes(&c, scope))
+    }
+
+    async fn set_sms_attributes(
+        &self,
+        scope: &str,
+        attributes: BTreeMap<String, String>,
+    ) -> Result<()> {
+        run_tx!(self, |tx| ops::set_sms_attributes(&tx, scope, &attributes))
+    }
+
     fn wakeups(&self) -> Option<broadcast::Receiver<i64>> {
         Some(self.wakeups.subscribe())
     }

@@ -1630,6 +1630,36 @@ pub async fn update_platform_attributes_in<C: GenericClient>(
     Ok(true)
 }
 
+pub async fn sms_attributes<C: GenericClient>(
+    c: &C,
+    scope: &str,
+) -> Result<BTreeMap<String, String>, Error> {
+    let rows = c
+        .query(
+            "SELECT name, value FROM sms_attributes WHERE scope = $1",
+            &[&scope],
+        )
+        .await?;
+    Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+}
+
+pub async fn set_sms_attributes<C: GenericClient>(
+    c: &C,
+    scope: &str,
+    attributes: &BTreeMap<String, String>,
+) -> Result<(), Error> {
+    for (name, value) in attributes {
+        execute(
+            c,
+            "INSERT INTO sms_attributes (scope, name, value) VALUES ($1, $2, $3) \
+             ON CONFLICT (scope, name) DO UPDATE SET value = excluded.value",
+            &[&scope, name, value],
+        )
+        .await?;
+    }
+    Ok(())
+}
+
 pub async fn delete_platform<C: GenericClient>(c: &C, arn: &str) -> Result<(), Error> {
     execute(
         c,

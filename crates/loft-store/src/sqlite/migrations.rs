@@ -170,6 +170,15 @@ const MIGRATIONS: &[&str] = &[
     -- not in it).
     CREATE INDEX messages_group ON messages(queue_id, group_id, seq) WHERE group_id IS NOT NULL;
     "#,
+    // 7: the account's SMS settings (SetSMSAttributes), one row per attribute.
+    r#"
+    CREATE TABLE sms_attributes (
+        scope TEXT NOT NULL,
+        name  TEXT NOT NULL,
+        value TEXT NOT NULL,
+        PRIMARY KEY (scope, name)
+    );
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -847,6 +847,21 @@ impl Store for SqliteStore {
         let arn = arn.to_owned();
         self.write(move |c| ops::delete_platform(c, &arn)).await
     }
+
+    async fn sms_attributes(&self, scope: &str) -> Result<BTreeMap<String, String>> {
+        let scope = scope.to_owned();
+        self.write(move |c| ops::sms_attributes(c, &scope)).await
+    }
+
+    async fn set_sms_attributes(
+        &self,
+        scope: &str,
+        attributes: BTreeMap<String, String>,
+    ) -> Result<()> {
+        let scope = scope.to_owned();
+        self.write(move |c| ops::set_sms_attributes(c, &scope, &attributes))
+            .await
+    }
 }
 
 #[cfg(test)]

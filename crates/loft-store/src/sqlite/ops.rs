@@ -1131,6 +1131,28 @@ fn platform_row(r: &Row<'_>) -> rusqlite::Result<PlatformRecord> {
     })
 }
 
+pub fn sms_attributes(c: &Connection, scope: &str) -> rusqlite::Result<BTreeMap<String, String>> {
+    let mut stmt = c.prepare_cached("SELECT name, value FROM sms_attributes WHERE scope = ?1")?;
+    let rows = stmt.query_map([scope], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    rows.collect()
+}
+
+pub fn set_sms_attributes(
+    c: &Connection,
+    scope: &str,
+    attributes: &BTreeMap<String, String>,
+) -> rusqlite::Result<()> {
+    // The writer's transaction holds every job: all of them land or none.
+    let mut stmt = c.prepare_cached(
+        "INSERT INTO sms_attributes (scope, name, value) VALUES (?1, ?2, ?3) \
+         ON CONFLICT (scope, name) DO UPDATE SET value = excluded.value",
+    )?;
+    for (name, value) in attributes {
+        stmt.execute(rusqlite::params![scope, name, value])?;
+    }
+    Ok(())
+}
+
 pub fn get_platform(c: &Connection, arn: &str) -> rusqlite::Result<Option<PlatformRecord>> {
     c.prepare_cached(
         "SELECT arn, attributes FROM platform_applications WHERE arn = ?1 \

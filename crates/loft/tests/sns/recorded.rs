@@ -1,12 +1,18 @@
 //! SNS answers as AWS recorded them (the LocalStack suite's `aws.validated` snapshots and
 //! the SNS API Reference): ARN checks, SMS numbers, subscription and topic idempotency,
 //! SubscriptionPrincipal, AddPermission's statement shape, dead-lettering to a
-//! subscription's DLQ when its queue is gone, FIFO redrive rules, X-Ray trace headers.
+//! subscription's DLQ when its queue is gone, FIFO redrive rules, X-Ray trace headers, SMS
+//! settings, platform application errors.
 
 use aws_sdk_sns::operation::add_permission::AddPermissionError;
+use aws_sdk_sns::operation::create_platform_application::CreatePlatformApplicationError;
 use aws_sdk_sns::operation::create_topic::CreateTopicError;
+use aws_sdk_sns::operation::get_endpoint_attributes::GetEndpointAttributesError;
+use aws_sdk_sns::operation::get_platform_application_attributes::GetPlatformApplicationAttributesError;
 use aws_sdk_sns::operation::opt_in_phone_number::OptInPhoneNumberError;
 use aws_sdk_sns::operation::publish::PublishError;
+use aws_sdk_sns::operation::set_platform_application_attributes::SetPlatformApplicationAttributesError;
+use aws_sdk_sns::operation::set_sms_attributes::SetSMSAttributesError;
 use aws_sdk_sns::operation::set_subscription_attributes::SetSubscriptionAttributesError;
 use aws_sdk_sns::operation::subscribe::SubscribeError;
 use aws_sdk_sns::operation::tag_resource::TagResourceError;
@@ -603,4 +609,163 @@ async fn publish_batch_fifo_and_structure_rules_refuse_the_batch() {
         receive_some(&sqs, &url, 0).await.is_empty(),
         "nothing published"
     );
+}
+
+#[tokio::test]
+async fn sms_attributes_are_checked_kept_and_survive_a_restart() {
+    let mut server = Server::start();
+    let sns = server.sns();
+    // AWS's default before anything is set.
+    let got = sns.get_sms_attributes().send().await.unwrap();
+    assert_eq!(
+        got.attributes().unwrap(),
+        &std::collections::HashMap::from([("MonthlySpendLimit".to_owned(), "1".to_owned())])
+    );
+    for (name, value, message) in [
+        (
+            "InvalidAttribute",
+            "x",
+            "InvalidAttribute is not a valid attribute",
+        ),
+        (
+            "DefaultSendID",
+            "aaaaaaaaaaaa",
+            "DefaultSendID is not a valid attribute",
+        ),
+        ("DefaultSMSType", "invalid", "DefaultSMSType is invalid"),
+        ("DefaultSenderID", "123456789", "DefaultSenderID is invalid"),
+        (
+            "DeliveryStatusSuccessSamplingRate",
+            "101",
+            "DeliveryStatusSuccessSamplingRate is invalid",
+        ),
+    ] {
+        let msg = assert_sns_err!(
+            sns.set_sms_attributes()
+                .attributes(name, value)
+                .send()
+                .await,
+            SetSMSAttributesError::InvalidParameterException(_),
+            "InvalidParameter",
+            400
+        );
+        assert_eq!(msg, message);
+    }
+    sns.set_sms_attributes()
+        .attributes("DeliveryStatusSuccessSamplingRate", "100")
+        .attributes("DefaultSenderID", "LSTest")
+        .attributes("DefaultSMSType", "Promotional")
+        .send()
+        .await
+        .unwrap();
+    let all = std::collections::HashMap::from(
+        [
+            ("DefaultSMSType", "Promotional"),
+            ("DefaultSenderID", "LSTest"),
+            ("DeliveryStatusSuccessSamplingRate", "100"),
+            ("MonthlySpendLimit", "1"),
+        ]
+        .map(|(k, v)| (k.to_owned(), v.to_owned())),
+    );
+    let got = sns.get_sms_attributes().send().await.unwrap();
+    assert_eq!(got.attributes().unwrap(), &all);
+    server.stop();
+    server.start_again();
+    let sns = server.sns();
+    let some = sns
+        .get_sms_attributes()
+        .attributes("DefaultSenderID")
+        .attributes("DefaultSMSType")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        some.attributes().unwrap(),
+        &std::collections::HashMap::from(
+            [
+                ("DefaultSMSType", "Promotional"),
+                ("DefaultSenderID", "LSTest")
+            ]
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        )
+    );
+}
+
+#[tokio::test]
+async fn platform_errors_name_what_is_missing() {
+    let server = Server::start();
+    let sns = server.sns();
+    let long = "a".repeat(257);
+    for (name, message) in [
+        ("", "Invalid parameter:  Reason: cannot be empty".to_owned()),
+        (
+            "@name",
+            "Invalid parameter: @name Reason: must contain only characters 'a'-'z', 'A'-'Z', \
+             '0'-'9', '_', '-', and '.'"
+                .to_owned(),
+        ),
+        (
+            long.as_str(),
+            format!("Invalid parameter: {long} Reason: must be at most 256 characters long"),
+        ),
+    ] {
+        let msg = assert_sns_err!(
+            sns.create_platform_application()
+                .name(name)
+                .platform("GCM")
+                .attributes("PlatformCredential", "k")
+                .send()
+                .await,
+            CreatePlatformApplicationError::InvalidParameterException(_),
+            "InvalidParameter",
+            400
+        );
+        assert_eq!(msg, message);
+    }
+    let app = "arn:aws:sns:us-east-1:000000000000:app/GCM/none";
+    let msg = assert_sns_err!(
+        sns.get_platform_application_attributes()
+            .platform_application_arn(app)
+            .send()
+            .await,
+        GetPlatformApplicationAttributesError::NotFoundException(_),
+        "NotFound",
+        404
+    );
+    assert_eq!(msg, "PlatformApplication does not exist");
+    // Without attributes, the application is looked up (AWS's order).
+    let msg = assert_sns_err!(
+        sns.set_platform_application_attributes()
+            .platform_application_arn(app)
+            .send()
+            .await,
+        SetPlatformApplicationAttributesError::NotFoundException(_),
+        "NotFound",
+        404
+    );
+    assert_eq!(msg, "PlatformApplication does not exist");
+    let msg = assert_sns_err!(
+        sns.set_platform_application_attributes()
+            .platform_application_arn("invalid-arn")
+            .send()
+            .await,
+        SetPlatformApplicationAttributesError::InvalidParameterException(_),
+        "InvalidParameter",
+        400
+    );
+    assert_eq!(
+        msg,
+        "Invalid parameter: PlatformApplicationArn Reason: An ARN must have at least 6 \
+         elements, not 1"
+    );
+    let msg = assert_sns_err!(
+        sns.get_endpoint_attributes()
+            .endpoint_arn("arn:aws:sns:us-east-1:000000000000:endpoint/GCM/none/1")
+            .send()
+            .await,
+        GetEndpointAttributesError::NotFoundException(_),
+        "NotFound",
+        404
+    );
+    assert_eq!(msg, "Endpoint does not exist");
 }

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use loft_core::message::{MessageAttributeValue as CoreValue, MessageAttributes};
-use loft_core::service::{BatchEntry, PublishRequest, PublishResult, PublishTarget};
+use loft_core::service::{BatchEntry, PlatformKind, PublishRequest, PublishResult, PublishTarget};
 use loft_core::{Error, ErrorCode, Result, Service};
 
 use super::shape::NoOutput;
@@ -147,15 +147,24 @@ pub async fn call(
             S::DeleteTopic(NoOutput)
         }
         R::GetEndpointAttributes(i) => S::GetEndpointAttributes(GetEndpointAttributesResponse {
-            attributes: some_map(svc.platform_attributes(&i.endpoint_arn).await?),
+            attributes: some_map(
+                svc.platform_attributes(PlatformKind::Endpoint, &i.endpoint_arn)
+                    .await?,
+            ),
         }),
         R::GetPlatformApplicationAttributes(i) => {
             S::GetPlatformApplicationAttributes(GetPlatformApplicationAttributesResponse {
-                attributes: some_map(svc.platform_attributes(&i.platform_application_arn).await?),
+                attributes: some_map(
+                    svc.platform_attributes(PlatformKind::Application, &i.platform_application_arn)
+                        .await?,
+                ),
             })
         }
         R::GetSMSAttributes(i) => S::GetSMSAttributes(GetSMSAttributesResponse {
-            attributes: some_map(svc.sms_attributes(&i.attributes.unwrap_or_default())),
+            attributes: some_map(
+                svc.sms_attributes(&i.attributes.unwrap_or_default())
+                    .await?,
+            ),
         }),
         R::GetSMSSandboxAccountStatus(_) => {
             S::GetSMSSandboxAccountStatus(GetSMSSandboxAccountStatusResult {
@@ -335,17 +344,25 @@ pub async fn call(
             S::RemovePermission(NoOutput)
         }
         R::SetEndpointAttributes(i) => {
-            svc.set_platform_attributes(&i.endpoint_arn, i.attributes.into_inner())
-                .await?;
+            svc.set_platform_attributes(
+                PlatformKind::Endpoint,
+                &i.endpoint_arn,
+                i.attributes.into_inner(),
+            )
+            .await?;
             S::SetEndpointAttributes(NoOutput)
         }
         R::SetPlatformApplicationAttributes(i) => {
-            svc.set_platform_attributes(&i.platform_application_arn, i.attributes.into_inner())
-                .await?;
+            svc.set_platform_attributes(
+                PlatformKind::Application,
+                &i.platform_application_arn,
+                i.attributes.map(|a| a.into_inner()).unwrap_or_default(),
+            )
+            .await?;
             S::SetPlatformApplicationAttributes(NoOutput)
         }
         R::SetSMSAttributes(i) => {
-            svc.set_sms_attributes(i.attributes.into_inner());
+            svc.set_sms_attributes(i.attributes.into_inner()).await?;
             S::SetSMSAttributes(SetSMSAttributesResponse {})
         }
         R::SetSubscriptionAttributes(i) => {

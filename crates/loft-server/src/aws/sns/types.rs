@@ -462,8 +462,10 @@ structure! {
     pub struct SetPlatformApplicationAttributesInput {
         /// The application.
         PlatformApplicationArn: platform_application_arn: String,
-        /// Attributes to set.
-        Attributes: attributes: MapStringToString,
+        /// Attributes to set. Required in the botocore model, yet AWS answers a call
+        /// without them by the application's existence first (recorded: `NotFound` for an
+        /// unknown application, the ARN's form checked before), so absent is empty.
+        Attributes: attributes: Option<MapStringToString>,
     }
 
     /// `SetSMSAttributes` input.
