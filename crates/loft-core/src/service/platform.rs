@@ -180,14 +180,24 @@ impl Service {
     }
 
     /// Merges attributes into a platform application or endpoint (a `Token` changes an
-    /// endpoint's device token). Errors: as [`Service::platform_attributes`].
+    /// endpoint's device token). AWS checks, in this order (recorded): the ARN's form, that
+    /// `attributes` is given, that the resource exists.
+    ///
+    /// Errors: as [`Service::platform_attributes`]; `ValidationError` "... Value null at
+    /// 'attributes' ..." when `attributes` is `None`.
     pub async fn set_platform_attributes(
         &self,
         kind: PlatformKind,
         arn: &str,
-        attributes: Map,
+        attributes: Option<Map>,
     ) -> Result<()> {
         super::topics::check_arn_elements(kind.arn_parameter(), arn)?;
+        let Some(attributes) = attributes else {
+            return Err(Error::with(
+                ErrorCode::ValidationError,
+                &[("path", &"attributes")],
+            ));
+        };
         let token = attributes.get("Token").cloned();
         if self
             .store

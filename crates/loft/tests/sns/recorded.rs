@@ -733,10 +733,10 @@ async fn platform_errors_name_what_is_missing() {
         404
     );
     assert_eq!(msg, "PlatformApplication does not exist");
-    // Without attributes, the application is looked up (AWS's order).
     let msg = assert_sns_err!(
         sns.set_platform_application_attributes()
             .platform_application_arn(app)
+            .attributes("PlatformPrincipal", "dummy")
             .send()
             .await,
         SetPlatformApplicationAttributesError::NotFoundException(_),
@@ -744,6 +744,21 @@ async fn platform_errors_name_what_is_missing() {
         404
     );
     assert_eq!(msg, "PlatformApplication does not exist");
+    // Without attributes: the ARN's form is checked first, then their absence (AWS's order).
+    let msg = assert_sns_err!(
+        sns.set_platform_application_attributes()
+            .platform_application_arn(app)
+            .send()
+            .await,
+        _,
+        "ValidationError",
+        400
+    );
+    assert_eq!(
+        msg,
+        "1 validation error detected: Value null at 'attributes' failed to satisfy constraint: \
+         Member must not be null"
+    );
     let msg = assert_sns_err!(
         sns.set_platform_application_attributes()
             .platform_application_arn("invalid-arn")

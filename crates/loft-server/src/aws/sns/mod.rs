@@ -347,7 +347,7 @@ pub async fn call(
             svc.set_platform_attributes(
                 PlatformKind::Endpoint,
                 &i.endpoint_arn,
-                i.attributes.into_inner(),
+                Some(i.attributes.into_inner()),
             )
             .await?;
             S::SetEndpointAttributes(NoOutput)
@@ -356,7 +356,7 @@ pub async fn call(
             svc.set_platform_attributes(
                 PlatformKind::Application,
                 &i.platform_application_arn,
-                i.attributes.map(|a| a.into_inner()).unwrap_or_default(),
+                i.attributes.map(|a| a.into_inner()),
             )
             .await?;
             S::SetPlatformApplicationAttributes(NoOutput)

@@ -462,9 +462,9 @@ structure! {
     pub struct SetPlatformApplicationAttributesInput {
         /// The application.
         PlatformApplicationArn: platform_application_arn: String,
-        /// Attributes to set. Required in the botocore model, yet AWS answers a call
-        /// without them by the application's existence first (recorded: `NotFound` for an
-        /// unknown application, the ARN's form checked before), so absent is empty.
+        /// Attributes to set. Required in the botocore model; AWS checks the ARN's form
+        /// before their absence (recorded), so the Service refuses `None`
+        /// ([`loft_core::Service::set_platform_attributes`]).
         Attributes: attributes: Option<MapStringToString>,
     }
 
