@@ -303,6 +303,10 @@ async fn serve(args: ServeArgs, file: Option<config::Config>) -> Result<(), Stri
         account_id: args.account_id,
         region: args.region,
         advertised_url,
+        functions: file
+            .as_ref()
+            .map(|f| f.functions.clone())
+            .unwrap_or_default(),
         ..ServiceConfig::default()
     });
     // SNS signing key and certificate: beside the database, made on first use.
@@ -334,6 +338,13 @@ async fn serve(args: ServeArgs, file: Option<config::Config>) -> Result<(), Stri
     let delivery = {
         let stop = stop_delivery.clone();
         tokio::spawn(loft_server::delivery::run(service.clone(), async move {
+            stop.notified().await
+        }))
+    };
+    let stop_mappings = Arc::new(tokio::sync::Notify::new());
+    let mappings = {
+        let stop = stop_mappings.clone();
+        tokio::spawn(loft_server::mappings::run(service.clone(), async move {
             stop.notified().await
         }))
     };
@@ -382,9 +393,12 @@ async fn serve(args: ServeArgs, file: Option<config::Config>) -> Result<(), Stri
     if let Err(e) = service.release_move_tasks().await {
         tracing::warn!(error = %e, "could not release the message-move tasks of this node");
     }
-    // Attempts in flight finish and are recorded before the store closes.
+    // Attempts and batches in flight finish and are recorded before the store closes; the
+    // mappings this node polled are released for the next node.
     stop_delivery.notify_one();
+    stop_mappings.notify_one();
     let _ = delivery.await;
+    let _ = mappings.await;
     engine.close().await;
     tracing::info!("loft stopped");
     Ok(())
