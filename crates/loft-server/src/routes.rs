@@ -84,6 +84,12 @@ pub fn router_with(
             axum::routing::post(aws::entry).get(aws::entry),
         )
         .layer(DefaultBodyLimit::max(aws::AWS_BODY_LIMIT));
+    let lambda = aws::lambda_rest::routes(service.clone())
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            auth::require_signature,
+        ))
+        .layer(DefaultBodyLimit::max(NATIVE_BODY_LIMIT));
     let requests = Arc::new(RequestMetrics::default());
     let ops = Router::new()
         .route("/metrics", get(metrics::metrics))
@@ -109,6 +115,7 @@ pub fn router_with(
         .layer(DefaultBodyLimit::max(NATIVE_BODY_LIMIT));
     native
         .merge(aws)
+        .merge(lambda)
         .merge(inspect)
         .merge(ops)
         .merge(console)

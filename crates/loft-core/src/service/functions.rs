@@ -294,9 +294,9 @@ impl Service {
                     "a filter pattern is longer than 4096 characters",
                 ));
             }
-            FilterPolicy::parse(p, FilterPolicyScope::MessageBody).map_err(|e| {
-                lambda_invalid(format!("Invalid filter pattern definition. {}", e.message))
-            })?;
+            // AWS's answer names no detail (its recorded CreateEventSourceMapping errors).
+            FilterPolicy::parse(p, FilterPolicyScope::MessageBody)
+                .map_err(|_| lambda_invalid("Invalid filter pattern definition."))?;
         }
         Ok(())
     }
@@ -306,15 +306,14 @@ impl Service {
     /// Errors: `InvalidParameterValueException` when it is no SQS queue ARN or the queue
     /// does not exist.
     async fn mapping_queue(&self, arn: &str) -> Result<std::sync::Arc<crate::model::QueueRecord>> {
-        let name = names::arn_resource(arn, "sqs").ok_or_else(|| {
-            lambda_invalid(format!(
-                "Unsupported event source: {arn} (Loft maps SQS queues only)"
-            ))
-        })?;
+        // AWS's recorded answers: "Unrecognized event source." and the ReceiveMessage
+        // error below (Loft maps SQS queues only).
+        let name = names::arn_resource(arn, "sqs")
+            .ok_or_else(|| lambda_invalid("Unrecognized event source."))?;
         self.queue(name).await.map_err(|_| {
-            lambda_invalid(format!(
-                "Error occurred while ReceiveMessage. SQS Error Code: AWS.SimpleQueueService.NonExistentQueue. SQS Error Message: The specified queue does not exist ({arn})"
-            ))
+            lambda_invalid(
+                "Error occurred while ReceiveMessage. SQS Error Code: AWS.SimpleQueueService.NonExistentQueue. SQS Error Message: The specified queue does not exist.",
+            )
         })
     }
 
