@@ -7,6 +7,7 @@ mod common;
 mod bad_input;
 mod crash;
 mod durable_state;
+mod function_hosts;
 mod functions;
 mod multinode;
 mod native_queues;
