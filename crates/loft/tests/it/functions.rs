@@ -373,3 +373,63 @@ maximum_concurrency = 3
         assert_eq!(order, expected, "group {g} in send order");
     }
 }
+
+/// boto3's lambda client and the AWS CLI against Loft's Lambda API
+/// (`tests/lambda_boto3.py`): needs python3 with boto3 and `aws`, installed by `.ci/run`
+/// (which sets `LOFT_REQUIRE_FUNCTION_HOSTS`, so there a missing one fails the test).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn boto3_and_the_aws_cli_drive_the_event_source_mapping_api() {
+    let have = std::process::Command::new("python3")
+        .args(["-c", "import boto3"])
+        .status()
+        .is_ok_and(|s| s.success())
+        && std::process::Command::new("aws")
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success());
+    if !have {
+        let note = "python3 with boto3 and the AWS CLI are needed (pip install boto3 awscli)";
+        if std::env::var_os("LOFT_REQUIRE_FUNCTION_HOSTS").is_some() {
+            panic!("{note}");
+        }
+        eprintln!("note: skipping: {note}");
+        return;
+    }
+    let (_host, addr) = start_host().await;
+    let (_dir, path) = config_file(&format!(
+        r#"
+[[functions]]
+name = "api-fn"
+url = "http://{addr}/handler"
+
+[[queues]]
+name = "api-q"
+"#
+    ));
+    let loft = Loft::start_with(&["--config", &path]);
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/lambda_boto3.py");
+    let base = loft.base.clone();
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new("python3")
+            .args([
+                script,
+                "--endpoint",
+                &base,
+                "--function",
+                "api-fn",
+                "--queue",
+                "api-q",
+            ])
+            .output()
+            .expect("run tests/lambda_boto3.py")
+    })
+    .await
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("4 passed, 0 failed"), "{stdout}");
+}
