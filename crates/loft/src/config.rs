@@ -497,13 +497,27 @@ impl Config {
                         .record
                         .uuid
                 }
-                None => {
-                    svc.create_event_source_mapping(input)
-                        .await
-                        .map_err(at)?
-                        .record
-                        .uuid
-                }
+                None => match svc.create_event_source_mapping(input.clone()).await {
+                    Ok(v) => v.record.uuid,
+                    // Another node starting from the same file created it meanwhile.
+                    Err(e) if e.code == ErrorCode::LambdaResourceConflict => {
+                        let (existing, _) = svc
+                            .list_event_source_mappings(Some(&queue_arn), None, None, Some(10_000))
+                            .await
+                            .map_err(at)?;
+                        let v = existing
+                            .into_iter()
+                            .find(|v| v.record.function_arn == function_arn)
+                            .ok_or_else(|| at(e))?;
+                        input.event_source_arn = None;
+                        svc.update_event_source_mapping(&v.record.uuid, input)
+                            .await
+                            .map_err(at)?
+                            .record
+                            .uuid
+                    }
+                    Err(e) => return Err(at(e)),
+                },
             };
             tracing::info!(queue = %m.queue, function = %m.function, mapping = %uuid, "event source mapping from the configuration");
             done.event_source_mappings.push(uuid);
