@@ -111,6 +111,7 @@ pub fn router_with(
         .route("/_loft/queues/{name}/purge", post(console::api::purge))
         .route("/_loft/queues/{name}/redrive", post(console::api::redrive))
         .route("/_loft/topics", get(console::api::topics))
+        .route("/_loft/mappings", get(console::api::mappings))
         .route_layer(console_auth)
         .layer(DefaultBodyLimit::max(NATIVE_BODY_LIMIT));
     native

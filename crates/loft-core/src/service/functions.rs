@@ -487,6 +487,30 @@ impl Service {
         Ok(self.mapping_view(m, Some("Deleting")))
     }
 
+    /// Every mapping with who polls it, for the console: `this node`, `another node`,
+    /// `no node yet` (enabled, waiting for a claim) or `paused` (disabled).
+    ///
+    /// Errors: `InternalError` when storage fails.
+    pub async fn mapping_overview(&self) -> Result<Vec<(MappingView, &'static str)>> {
+        let now = self.now_ms();
+        let all = self.store.list_event_source_mappings().await?;
+        Ok(all
+            .into_iter()
+            .map(|m| {
+                let poller = if !m.enabled {
+                    "paused"
+                } else if m.lease_until_ms <= now {
+                    "no node yet"
+                } else if m.owner.as_deref() == Some(self.node_id.as_str()) {
+                    "this node"
+                } else {
+                    "another node"
+                };
+                (self.mapping_view(m, None), poller)
+            })
+            .collect())
+    }
+
     // ----- event source mappings: the pollers
 
     /// Takes up to `limit` mappings no node holds for this node, leased for

@@ -433,3 +433,59 @@ name = "api-q"
     );
     assert!(stdout.contains("4 passed, 0 failed"), "{stdout}");
 }
+
+/// The console's `GET /_loft/mappings`: each mapping's state and who polls it, following a
+/// pause through the Lambda API.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_lists_mappings_with_their_state_and_poller() {
+    let (_host, addr) = start_host().await;
+    let (_dir, path) = config_file(&format!(
+        r#"
+[[functions]]
+name = "shown"
+url = "http://{addr}/handler"
+
+[[queues]]
+name = "shown-q"
+
+[[event_source_mappings]]
+function = "shown"
+queue = "shown-q"
+batch_size = 3
+"#
+    ));
+    let loft = Loft::start_with(&["--config", &path]);
+    let mappings = || async { loft.get("/_loft/mappings").await.json() };
+    let start = Instant::now();
+    let listed = loop {
+        let v = mappings().await;
+        if v[0]["poller"] == "this node" {
+            break v;
+        }
+        assert!(start.elapsed() < SETTLE, "never polled: {v}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let m = &listed[0];
+    assert_eq!(m["state"], "Enabled");
+    assert_eq!(m["batch_size"], 3);
+    assert_eq!(m["queue_arn"], "arn:aws:sqs:us-east-1:000000000000:shown-q");
+    assert_eq!(
+        m["function_arn"],
+        "arn:aws:lambda:us-east-1:000000000000:function:shown"
+    );
+    let uuid = m["uuid"].as_str().unwrap().to_owned();
+    let r = loft
+        .send(
+            loft.http
+                .put(loft.url(&format!("/2015-03-31/event-source-mappings/{uuid}")))
+                .json(&json!({"Enabled": false})),
+        )
+        .await;
+    assert_eq!(r.status.as_u16(), 202, "{}", r.text);
+    assert_eq!(r.json()["State"], "Updating");
+    let v = mappings().await;
+    assert_eq!(
+        (v[0]["state"].as_str(), v[0]["poller"].as_str()),
+        (Some("Disabled"), Some("paused"))
+    );
+}
