@@ -233,3 +233,60 @@ fn error_chain(e: &dyn std::error::Error) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use loft_core::functions::FunctionSigning;
+
+    #[test]
+    fn signed_invoke_calls_verify_for_service_lambda() {
+        let s = FunctionSigning {
+            access_key_id: "AKIDEXAMPLE".into(),
+            secret_access_key: "secret".into(),
+            session_token: Some("token".into()),
+            region: Some("eu-west-1".into()),
+        };
+        let url = "http://127.0.0.1:3002/2015-03-31/functions/f/invocations";
+        let body = r#"{"Records":[]}"#;
+        let headers = sign(url, body, &s, "us-east-1").unwrap();
+        let mut map = axum::http::HeaderMap::new();
+        map.insert("host", "127.0.0.1:3002".parse().unwrap());
+        for (k, v) in &headers {
+            map.insert(
+                axum::http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
+                v.parse().unwrap(),
+            );
+        }
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs() as i64;
+        let req = sigv4::Request {
+            method: "POST",
+            path: "/2015-03-31/functions/f/invocations",
+            query: None,
+            headers: &map,
+            authority: None,
+            body: body.as_bytes(),
+        };
+        let v = sigv4::verify(&req, now, |k| (k == "AKIDEXAMPLE").then_some("secret")).unwrap();
+        assert_eq!(
+            (v.service.as_str(), v.region.as_str()),
+            ("lambda", "eu-west-1")
+        );
+        let tampered = sigv4::Request { body: b"{}", ..req };
+        assert!(sigv4::verify(&tampered, now, |_| Some("secret")).is_err());
+    }
+
+    #[test]
+    fn invocation_urls() {
+        let f = FunctionConfig::new("f", FunctionTarget::InvokeEndpoint("http://h:1/".into()));
+        assert_eq!(
+            invocation_url(&f),
+            "http://h:1/2015-03-31/functions/f/invocations"
+        );
+        let g = FunctionConfig::new("g", FunctionTarget::Url("http://h:2/x".into()));
+        assert_eq!(invocation_url(&g), "http://h:2/x");
+    }
+}

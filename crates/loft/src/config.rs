@@ -1001,6 +1001,82 @@ name = "b"
     }
 
     #[test]
+    fn functions_and_mappings_parse_with_their_defaults() {
+        let c = parse_str(
+            r#"
+[[functions]]
+name = "api"
+invoke_endpoint = "http://127.0.0.1:3002/"
+timeout_seconds = 30
+access_key_id = "AKID"
+secret_access_key = "s"
+
+[[functions]]
+name = "plain"
+url = "http://127.0.0.1:8080/h"
+
+[[event_source_mappings]]
+function = "plain"
+queue = "q"
+batch_size = 5
+function_response_types = ["ReportBatchItemFailures"]
+"#,
+        )
+        .unwrap();
+        assert_eq!(c.functions.len(), 2);
+        assert_eq!(
+            c.functions[0].target,
+            FunctionTarget::InvokeEndpoint("http://127.0.0.1:3002".into())
+        );
+        assert_eq!(c.functions[0].timeout_seconds, 30);
+        assert!(c.functions[0].signing.is_some());
+        assert_eq!(c.functions[1].timeout_seconds, 3, "Lambda's default");
+        assert_eq!(c.functions[1].maximum_retry_attempts, 2);
+        let m = &c.event_source_mappings[0];
+        assert_eq!((m.function.as_str(), m.queue.as_str()), ("plain", "q"));
+        assert_eq!(m.input.batch_size, Some(5));
+    }
+
+    #[test]
+    fn bad_functions_and_mappings_are_refused_at_their_line() {
+        fails(
+            "[[functions]]\nname = \"f\"\n",
+            2,
+            "exactly one of invoke_endpoint and url",
+        );
+        fails(
+            "[[functions]]\nname = \"f\"\nurl = \"http://x\"\ninvoke_endpoint = \"http://y\"\n",
+            2,
+            "exactly one",
+        );
+        fails(
+            "[[functions]]\nname = \"f\"\nurl = \"http://x\"\ntimeout_seconds = 901\n",
+            2,
+            "timeout_seconds",
+        );
+        fails(
+            "[[functions]]\nname = \"a.b\"\nurl = \"http://x\"\n",
+            2,
+            "invalid function name",
+        );
+        fails(
+            "[[functions]]\nname = \"f\"\nurl = \"ftp://x\"\n",
+            2,
+            "http://",
+        );
+        fails(
+            "[[functions]]\nname = \"f\"\nurl = \"http://x\"\naccess_key_id = \"k\"\n",
+            2,
+            "both access_key_id and secret_access_key",
+        );
+        fails(
+            "[[event_source_mappings]]\nfunction = \"nope\"\nqueue = \"q\"\n",
+            2,
+            "no [[functions]] entry is named nope",
+        );
+    }
+
+    #[test]
     fn an_empty_file_is_fine() {
         let c = parse_str("").unwrap();
         assert!(c.queues.is_empty() && c.topics.is_empty());

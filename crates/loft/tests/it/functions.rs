@@ -489,3 +489,63 @@ batch_size = 3
         (Some("Disabled"), Some("paused"))
     );
 }
+
+/// An SNS invocation whose function host is down is a durable delivery: it survives a
+/// graceful restart of Loft and reaches the function once the host is up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_sns_invocation_waiting_for_its_host_survives_a_restart() {
+    let addr = crate::common::dead_endpoint();
+    let (_dir, path) = config_file(&format!(
+        r#"
+[[functions]]
+name = "later"
+invoke_endpoint = "http://{addr}"
+
+[[topics]]
+name = "durable"
+[[topics.subscriptions]]
+protocol = "lambda"
+endpoint = "arn:aws:lambda:us-east-1:000000000000:function:later"
+"#
+    ));
+    let mut loft = Loft::start_with(&["--config", &path]);
+    let sns = sns_client(&loft.base);
+    sns.publish()
+        .topic_arn("arn:aws:sns:us-east-1:000000000000:durable")
+        .message("kept across the restart")
+        .send()
+        .await
+        .expect("publish");
+    // Wait until the first attempt failed (the host is down): the delivery is retrying.
+    let start = Instant::now();
+    loop {
+        let topics = loft.get("/_loft/topics").await.json();
+        let sub = &topics[0]["subscriptions"][0];
+        if sub["last_error"].is_string() {
+            assert_eq!(sub["pending_deliveries"], 1, "{sub}");
+            break;
+        }
+        assert!(start.elapsed() < SETTLE, "no failed attempt: {topics}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    loft.restart();
+    // The host comes up on the configured address.
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .expect("bind the host");
+    let host = Host::default();
+    let app = Router::new().fallback(handle).with_state(host.clone());
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    until("the invocation after the restart", || {
+        !host.events.lock().unwrap().is_empty()
+    })
+    .await;
+    let events = host.events.lock().unwrap().clone();
+    assert_eq!(events.len(), 1);
+    assert_eq!(
+        events[0].1["Records"][0]["Sns"]["Message"],
+        "kept across the restart"
+    );
+}
