@@ -61,11 +61,30 @@ pub async fn run_batch(
     m: &EventSourceMappingRecord,
     wait_seconds: i64,
 ) -> loft_core::Result<Option<BatchReport>> {
+    run_batch_until(svc, client, m, wait_seconds, None).await
+}
+
+/// [`run_batch`], giving up the wait for the first message when `stop` changes. Only that
+/// wait is cut short: once messages are received, the batch is invoked and settled.
+async fn run_batch_until(
+    svc: &Service,
+    client: &reqwest::Client,
+    m: &EventSourceMappingRecord,
+    wait_seconds: i64,
+    stop: Option<&mut watch::Receiver<bool>>,
+) -> loft_core::Result<Option<BatchReport>> {
     let f = svc.function(&m.function_arn)?.clone();
     let batch = m.batch_size.max(1) as usize;
-    let mut records = svc
-        .mapping_receive(m, batch.min(10) as i64, wait_seconds)
-        .await?;
+    let first = svc.mapping_receive(m, batch.min(10) as i64, wait_seconds);
+    let mut records = match stop {
+        Some(stop) => tokio::select! {
+            r = first => r?,
+            // A receive dropped here may have taken messages already: they come back
+            // after the visibility timeout, as after any lost consumer.
+            _ = stop.changed() => return Ok(None),
+        },
+        None => first.await?,
+    };
     if records.is_empty() {
         return Ok(None);
     }
@@ -146,12 +165,10 @@ async fn batch_loop(
                 _ = stop.changed() => return,
             }
         }
-        let result = tokio::select! {
-            r = run_batch(&svc, &client, &m, RECEIVE_WAIT_SECONDS) => r,
-            // A receive waiting for messages ends with the node; a batch in flight
-            // (invocation and settling) is not interrupted here.
-            _ = stop.changed() => return,
-        };
+        // A receive waiting for messages ends with the node; a batch in flight
+        // (invocation and settling) is not interrupted.
+        let result =
+            run_batch_until(&svc, &client, &m, RECEIVE_WAIT_SECONDS, Some(&mut stop)).await;
         if let Err(e) = result {
             tracing::warn!(mapping = %m.uuid, error = %e, "event source mapping batch failed");
             tokio::select! {

@@ -379,9 +379,13 @@ async fn serve(args: ServeArgs, file: Option<config::Config>) -> Result<(), Stri
         tracing::info!(origins = %cors_origins.join(","), "CORS: browsers may call Loft from these origins");
     }
     let stopping = service.clone();
+    let stop_polling = stop_mappings.clone();
     let shutdown = async move {
         stop_signal.await;
         stopping.begin_shutdown();
+        // Mappings stop polling with the listeners (long polls end now): the batches in
+        // flight finish while in-flight requests drain.
+        stop_polling.notify_one();
     };
     loft_server::listen::serve(listeners, router, shutdown, trust.server)
         .await
