@@ -549,3 +549,82 @@ endpoint = "arn:aws:lambda:us-east-1:000000000000:function:later"
         "kept across the restart"
     );
 }
+
+/// Malformed Lambda requests get Lambda's error shape, never a panic or a 5xx.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn malformed_lambda_requests_are_refused_in_lambdas_shape() {
+    let (_dir, path) = config_file(
+        r#"
+[[functions]]
+name = "f"
+url = "http://127.0.0.1:9/"
+"#,
+    );
+    let loft = Loft::start_with(&["--config", &path]);
+    let url = loft.url("/2015-03-31/event-source-mappings/");
+    for body in [
+        "not json",
+        "[]",
+        r#"{"FunctionName": 5}"#,
+        r#"{"FunctionName":"f","BatchSize":"ten"}"#,
+        r#"{"FunctionName":"f","FilterCriteria":{"Filters":"x"}}"#,
+        r#"{"FunctionName":"f"}"#,
+        r#"{"FunctionName":"f","EventSourceArn":"arn:aws:kinesis:us-east-1:000000000000:stream/s"}"#,
+        "{\"FunctionName\":\"\u{0}\"}",
+    ] {
+        let r = loft.send(loft.http.post(&url).body(body.to_owned())).await;
+        assert_eq!(r.status.as_u16(), 400, "{body}: {}", r.text);
+        assert_eq!(
+            r.headers["x-amzn-errortype"], "InvalidParameterValueException",
+            "{body}"
+        );
+        let v = r.json();
+        assert_eq!(v["Type"], "User");
+        assert!(v["message"].as_str().is_some_and(|m| !m.is_empty()), "{v}");
+    }
+    for (method, path, status, kind) in [
+        (
+            "GET",
+            "/2015-03-31/event-source-mappings/nope",
+            404,
+            "ResourceNotFoundException",
+        ),
+        (
+            "DELETE",
+            "/2015-03-31/event-source-mappings/nope",
+            404,
+            "ResourceNotFoundException",
+        ),
+        (
+            "GET",
+            "/2015-03-31/functions/missing",
+            404,
+            "ResourceNotFoundException",
+        ),
+        (
+            "GET",
+            "/2015-03-31/event-source-mappings/?MaxItems=x",
+            400,
+            "InvalidParameterValueException",
+        ),
+        (
+            "GET",
+            "/2015-03-31/functions/?Marker=zz",
+            400,
+            "InvalidParameterValueException",
+        ),
+    ] {
+        let m = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
+        let r = loft.send(loft.http.request(m, loft.url(path))).await;
+        assert_eq!(r.status.as_u16(), status, "{method} {path}: {}", r.text);
+        assert_eq!(r.headers["x-amzn-errortype"], kind, "{method} {path}");
+    }
+    let r = loft
+        .send(
+            loft.http
+                .put(loft.url("/2015-03-31/event-source-mappings/nope"))
+                .body("{}"),
+        )
+        .await;
+    assert_eq!(r.status.as_u16(), 404, "{}", r.text);
+}
