@@ -236,7 +236,40 @@ impl Client {
         })
     }
 
+    /// A REST call (the Lambda API): `method` on `path` (under the endpoint's base path)
+    /// with a JSON `body`; answers the body of a 2xx answer.
+    pub async fn rest(
+        &mut self,
+        method: Method,
+        path: &str,
+        body: Vec<u8>,
+    ) -> Result<Bytes, CallError> {
+        let base = self.endpoint.path.trim_end_matches('/');
+        let uri = format!("{base}{path}");
+        self.exchange(method, &uri, None, "application/json", body)
+            .await
+    }
+
     async fn post(&mut self, op: &'static str, body: Vec<u8>) -> Result<Bytes, CallError> {
+        let uri = self.endpoint.path.clone();
+        self.exchange(
+            Method::POST,
+            &uri,
+            Some(format!("AmazonSQS.{op}")),
+            "application/x-amz-json-1.0",
+            body,
+        )
+        .await
+    }
+
+    async fn exchange(
+        &mut self,
+        method: Method,
+        uri: &str,
+        target: Option<String>,
+        content_type: &'static str,
+        body: Vec<u8>,
+    ) -> Result<Bytes, CallError> {
         // A sender is put back only after a complete exchange: after any failure the
         // next call opens a fresh connection.
         let mut sender = match self.sender.take() {
@@ -251,11 +284,13 @@ impl Client {
                 .map_err(|e| CallError::Transport(format!("connection not ready: {e}")))?;
         }
         let mut req = Request::builder()
-            .method(Method::POST)
-            .uri(self.endpoint.path.as_str())
+            .method(method)
+            .uri(uri)
             .header(HOST, self.endpoint.host.as_str())
-            .header("x-amz-target", format!("AmazonSQS.{op}"))
-            .header(CONTENT_TYPE, "application/x-amz-json-1.0");
+            .header(CONTENT_TYPE, content_type);
+        if let Some(t) = target {
+            req = req.header("x-amz-target", t);
+        }
         if self.auth {
             let now = SystemTime::now()
                 .duration_since(UNIX_EPOCH)

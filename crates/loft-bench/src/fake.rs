@@ -200,6 +200,8 @@ mod tests {
             queue: None,
             fifo_groups: None,
             server_pid: Some(std::process::id()),
+            function: None,
+            function_listen: std::net::SocketAddr::from(([127, 0, 0, 1], 9700)),
             json: true,
         }
     }

@@ -10,6 +10,7 @@
 mod client;
 #[cfg(test)]
 mod fake;
+mod function;
 mod report;
 mod scenarios;
 mod server;
@@ -94,6 +95,15 @@ pub struct BenchArgs {
     #[arg(long)]
     pub server_pid: Option<u32>,
 
+    /// For `--scenario function`: the configured function (`[[functions]]` of Loft's
+    /// config file) whose `url` is `--function-listen`.
+    #[arg(long)]
+    pub function: Option<String>,
+
+    /// For `--scenario function`: where the bench's no-op function listens.
+    #[arg(long, default_value = "127.0.0.1:9700")]
+    pub function_listen: std::net::SocketAddr,
+
     /// Print one JSON object on stdout instead of the table.
     #[arg(long)]
     pub json: bool,
@@ -119,6 +129,11 @@ pub enum Scenario {
     /// message; measures from the send's answer to the receive's answer. Repeated
     /// `--messages` times.
     LongPoll,
+    /// An SQS event source mapping (BatchSize 10) feeds the queue to `--function`, a
+    /// no-op HTTP function the bench runs on `--function-listen`, while every connection
+    /// sends; measures messages per second invoked and the delay from the start of each
+    /// send to the invocation carrying it.
+    Function,
 }
 
 impl Scenario {
@@ -130,6 +145,7 @@ impl Scenario {
             Scenario::ReceiveDelete => "receive-delete",
             Scenario::ProduceConsume => "produce-consume",
             Scenario::LongPoll => "long-poll",
+            Scenario::Function => "function",
         }
     }
 }
@@ -148,6 +164,8 @@ struct Plan {
     limit: Duration,
     queue: Option<String>,
     fifo_groups: Option<u32>,
+    /// The function scenario's function and listen address.
+    function: Option<(String, std::net::SocketAddr)>,
 }
 
 impl BenchArgs {
@@ -203,6 +221,14 @@ impl BenchArgs {
         if let Some(q) = &self.queue {
             validate_queue_name(q, self.fifo_groups.is_some())?;
         }
+        let function = match (self.scenario, &self.function) {
+            (Scenario::Function, Some(f)) => Some((f.clone(), self.function_listen)),
+            (Scenario::Function, None) => {
+                return Err("--scenario function needs --function NAME: a function of Loft's config file whose url is http://--function-listen/".into())
+            }
+            (_, Some(_)) => return Err("--function is for --scenario function".into()),
+            (_, None) => None,
+        };
         let connections = match self.scenario {
             Scenario::LongPoll => 2,
             _ => self.connections,
@@ -217,6 +243,7 @@ impl BenchArgs {
             limit: Duration::from_secs(self.duration_limit),
             queue: self.queue.clone(),
             fifo_groups: self.fifo_groups,
+            function,
         })
     }
 }
@@ -492,6 +519,7 @@ async fn measure(
     let own_cpu_before = server::own_cpu_seconds();
     let t0 = Instant::now();
     let mut tracker = None;
+    let mut function_repeats = None;
     let mut rec: Recorder = match plan.scenario {
         Scenario::Send | Scenario::SendBatch => {
             let batch = (plan.scenario == Scenario::SendBatch).then_some(plan.batch);
@@ -523,6 +551,19 @@ async fn measure(
             rec
         }
         Scenario::LongPoll => scenarios::long_poll(ctx.clone(), plan.messages).await,
+        Scenario::Function => {
+            // plan() refuses the function scenario without a function.
+            let (name, listen) = plan.function.clone().unwrap_or_else(|| {
+                (
+                    String::new(),
+                    std::net::SocketAddr::from(([127, 0, 0, 1], 9700)),
+                )
+            });
+            let (rec, repeats) =
+                function::run(ctx.clone(), &name, listen, plan.messages, plan.connections).await;
+            function_repeats = Some(repeats);
+            rec
+        }
     };
     let wall = t0.elapsed();
     ticker.abort();
@@ -582,7 +623,8 @@ async fn measure(
         errors: rec.errors(),
         duplicates: tracker
             .as_ref()
-            .map(|t| t.duplicates.load(Ordering::Relaxed)),
+            .map(|t| t.duplicates.load(Ordering::Relaxed))
+            .or(function_repeats),
         redelivered_after_delete: tracker
             .as_ref()
             .map(|t| t.after_delete.load(Ordering::Relaxed)),
@@ -591,7 +633,7 @@ async fn measure(
         calls: rec.call_stats(),
         delivery_latency: stats::LatencySummary::from_micros(delivery),
         delivery_latency_from: match plan.scenario {
-            Scenario::ProduceConsume => Some("send request start"),
+            Scenario::ProduceConsume | Scenario::Function => Some("send request start"),
             Scenario::LongPoll => Some("send response"),
             _ => None,
         },
@@ -635,6 +677,11 @@ mod tests {
         assert_eq!(p.fifo_groups, None);
         let p = parse(&["--queue", "orders.fifo", "--fifo-groups", "1000"]).unwrap();
         assert_eq!(p.fifo_groups, Some(1000));
+        let p = parse(&["--scenario", "function", "--function", "f"]).unwrap();
+        assert_eq!(
+            p.function,
+            Some(("f".to_owned(), "127.0.0.1:9700".parse().unwrap()))
+        );
         let p = parse(&["--scenario", "long-poll"]).unwrap();
         assert_eq!(p.messages, 200);
         assert_eq!(p.connections, 2);
@@ -656,6 +703,8 @@ mod tests {
             &["--fifo-groups", "4", "--scenario", "long-poll"],
             &["--scenario", "produce-consume", "--connections", "1"],
             &["--scenario", "nope"],
+            &["--scenario", "function"],
+            &["--function", "f"],
         ] {
             assert!(parse(bad).is_err(), "{bad:?} was accepted");
         }

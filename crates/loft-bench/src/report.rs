@@ -55,10 +55,10 @@ pub struct Report {
     pub error_examples: BTreeMap<String, String>,
     /// Per-operation call counts and latencies.
     pub calls: Vec<CallStats>,
-    /// Delivery latency (produce-consume and long-poll), ms.
+    /// Delivery latency (produce-consume, long-poll, function), ms.
     pub delivery_latency: Option<LatencySummary>,
-    /// What the delivery latency is measured from; it always ends at the answer of the
-    /// receive that got the message.
+    /// What the delivery latency is measured from; it ends at the answer of the receive
+    /// that got the message, or (function) at the invocation that carried it.
     pub delivery_latency_from: Option<&'static str>,
     /// The unmeasured preload of receive-delete.
     pub preload: Option<PreloadStats>,
@@ -183,10 +183,12 @@ impl Report {
             let n = self.delivery_latency.as_ref().map_or(0, |l| l.count);
             let _ = write!(t, "  {label:<22} {n:>8} {:>7}", "");
             t.push_str(&latency_cells(self.delivery_latency.as_ref()));
-            let _ = writeln!(
-                t,
-                "  (delivery: from the {from} to the answer of the receive that got it)"
-            );
+            let to = if self.scenario == "function" {
+                "the function's invocation carrying it"
+            } else {
+                "the answer of the receive that got it"
+            };
+            let _ = writeln!(t, "  (delivery: from the {from} to {to})");
         }
         if let Some(c) = self.bench_cpu_seconds {
             let _ = writeln!(t, "\n  bench CPU    {c:.2} s (the load generator itself)");

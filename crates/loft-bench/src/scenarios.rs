@@ -121,7 +121,7 @@ impl Ctx {
     }
 
     /// The delivery latency of a body made by [`Ctx::body`], measured now.
-    fn age_of(&self, body: &str, now: Instant) -> Option<Duration> {
+    pub(crate) fn age_of(&self, body: &str, now: Instant) -> Option<Duration> {
         let mut parts = body.splitn(3, ':');
         parts.next()?.parse::<u64>().ok()?;
         let stamp: u64 = parts.next()?.parse().ok()?;
@@ -156,7 +156,7 @@ impl Ctx {
         }
     }
 
-    fn past_deadline(&self) -> bool {
+    pub(crate) fn past_deadline(&self) -> bool {
         let past = Instant::now() >= self.deadline;
         if past {
             self.cut.store(true, Ordering::Relaxed);

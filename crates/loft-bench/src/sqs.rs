@@ -148,3 +148,17 @@ pub struct DeleteMessageIn<'a> {
 
 /// For operations whose answer the bench does not read.
 pub type Ignored = IgnoredAny;
+
+/// GetQueueAttributes' answer, for `QueueArn`.
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct QueueArnOut {
+    pub attributes: QueueArnAttributes,
+}
+
+/// The `QueueArn` attribute.
+#[derive(Deserialize)]
+pub struct QueueArnAttributes {
+    #[serde(rename = "QueueArn")]
+    pub queue_arn: String,
+}

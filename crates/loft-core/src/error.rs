@@ -378,6 +378,32 @@ error_table! {
         query: "BatchRequestTooLong", Sender, 400,
         "The length of all the messages put together is more than the limit.",
     }
+    // --- Lambda (REST-JSON; `json` is the `x-amzn-ErrorType` and the botocore error shape,
+    // `query` only keeps the table's Query codes distinct: Lambda has no Query protocol)
+    /// Lambda: a parameter is out of range or malformed (400).
+    LambdaInvalidParameterValue {
+        code: "InvalidParameterValueException", json: "InvalidParameterValueException",
+        query: "Lambda.InvalidParameterValueException", Sender, 400,
+        "{reason}",
+    }
+    /// Lambda: the function or event source mapping does not exist (404).
+    LambdaResourceNotFound {
+        code: "ResourceNotFoundException", json: "ResourceNotFoundException",
+        query: "Lambda.ResourceNotFoundException", Sender, 404,
+        "{reason}",
+    }
+    /// Lambda: the resource exists already, or is changing (409).
+    LambdaResourceConflict {
+        code: "ResourceConflictException", json: "ResourceConflictException",
+        query: "Lambda.ResourceConflictException", Sender, 409,
+        "{reason}",
+    }
+    /// Lambda: the resource is in use by another operation (400).
+    LambdaResourceInUse {
+        code: "ResourceInUseException", json: "ResourceInUseException",
+        query: "Lambda.ResourceInUseException", Sender, 400,
+        "{reason}",
+    }
     // --- authentication (SigV4), common to SQS and SNS. AWS's generic Common Errors page
     // lists some of these as 400; SQS and SNS answer authentication failures with 403, and
     // so does Loft, for every one of them.
@@ -630,7 +656,7 @@ mod tests {
                 "{code:?}"
             );
             assert!(
-                [400, 403, 404, 405, 408, 413, 500, 503].contains(&row.status),
+                [400, 403, 404, 405, 408, 409, 413, 500, 503].contains(&row.status),
                 "{code:?}"
             );
             assert_eq!(

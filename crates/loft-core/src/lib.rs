@@ -10,6 +10,8 @@
 //! - [`message`]: message attributes, body rules and AWS's MD5 digests.
 //! - [`data_protection`]: SNS message data protection: policies, data identifiers, operations.
 //! - [`filter_policy`]: SNS subscription filter policies: parsing, validation, matching.
+//! - [`functions`]: the functions Loft invokes, asynchronous-invocation retries, the SNS
+//!   and SQS events functions receive.
 //! - [`names`]: queue and topic names, ARNs.
 //! - [`error`]: the one table of error codes.
 //! - [`clock`]: time, movable in tests.
@@ -21,6 +23,7 @@ pub mod delivery_policy;
 pub mod endpoint_policy;
 pub mod error;
 pub mod filter_policy;
+pub mod functions;
 pub mod message;
 pub mod model;
 pub mod names;

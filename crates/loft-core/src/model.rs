@@ -487,6 +487,9 @@ pub struct DeliveryRecord {
     pub created_at_ms: i64,
     /// The last attempt's error, if any.
     pub last_error: Option<String>,
+    /// Lambda deliveries: how many of `attempts` ended in a function error (the others
+    /// were throttled or could not reach the function); 0 for HTTP/S deliveries.
+    pub function_errors: i64,
 }
 
 /// Which recorded messages [`crate::store::Store::delete_recorded`] deletes: those matching
@@ -519,4 +522,37 @@ pub struct RecordedMessage {
     pub message: String,
     /// When (ms).
     pub created_at_ms: i64,
+}
+
+/// An SQS event source mapping as stored (Lambda API Reference,
+/// CreateEventSourceMapping): which queue feeds which function, and how. The store keeps
+/// it as the service decided it; the node polling it holds a lease (`owner` until
+/// `lease_until_ms`), and another node takes it over once the lease has run out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventSourceMappingRecord {
+    /// The mapping's UUID.
+    pub uuid: String,
+    /// The function's ARN (unqualified).
+    pub function_arn: String,
+    /// The queue's ARN.
+    pub event_source_arn: String,
+    /// BatchSize: most messages in one invocation (1..=10000).
+    pub batch_size: i64,
+    /// MaximumBatchingWindowInSeconds (0..=300).
+    pub maximum_batching_window_seconds: i64,
+    /// Enabled: polling, or paused.
+    pub enabled: bool,
+    /// FunctionResponseTypes (`ReportBatchItemFailures`).
+    pub function_response_types: Vec<String>,
+    /// FilterCriteria's patterns, each a JSON object as text; a message matching none of
+    /// them is deleted without an invocation. Empty: every message is sent.
+    pub filter_patterns: Vec<String>,
+    /// ScalingConfig.MaximumConcurrency (2..=1000), when set.
+    pub maximum_concurrency: Option<i64>,
+    /// When it was created or last changed (ms): LastModified.
+    pub last_modified_ms: i64,
+    /// The node polling it now, if any.
+    pub owner: Option<String>,
+    /// Until when (ms) `owner`'s lease holds.
+    pub lease_until_ms: i64,
 }

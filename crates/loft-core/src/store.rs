@@ -2,7 +2,7 @@
 //! PostgreSQL for several nodes), one conformance suite. Every method is atomic: it either
 //! happens whole or not at all. The store is the service's only memory: every piece of
 //! state an operation leaves (messages, deduplication windows, receive attempts, purge and
-//! delete holds, move tasks, platforms) is written in that operation's transaction. The
+//! delete holds, move tasks, platforms, event source mappings) is written in that operation's transaction. The
 //! store applies decisions; the rules themselves (defaults, validation, redrive thresholds,
 //! visibility caps, MessageIds, receipt tokens, windows) belong to the service and reach
 //! the store as values in each request (DESIGN.md, "The Store").
@@ -314,6 +314,17 @@ pub trait Store: Send + Sync + 'static {
         error: &str,
     ) -> Result<()>;
 
+    /// Schedules the next attempt of a Lambda delivery at `next_at_ms`, recording the
+    /// attempt count, how many of them were function errors and the last error.
+    async fn retry_invocation(
+        &self,
+        id: i64,
+        attempts: i64,
+        function_errors: i64,
+        next_at_ms: i64,
+        error: &str,
+    ) -> Result<()>;
+
     /// When the next delivery is due (ms), if any is pending.
     async fn next_delivery_at(&self) -> Result<Option<i64>>;
 
@@ -412,6 +423,55 @@ pub trait Store: Send + Sync + 'static {
         scope: &str,
         attributes: BTreeMap<String, String>,
     ) -> Result<()>;
+    // ----- event source mappings
+
+    /// Records `mapping` unless one exists for the same event source and function; returns
+    /// `None` when it was recorded, else the existing mapping's UUID (nothing changes).
+    async fn create_event_source_mapping(
+        &self,
+        mapping: EventSourceMappingRecord,
+    ) -> Result<Option<String>>;
+
+    /// The mapping with this UUID, if any.
+    async fn get_event_source_mapping(
+        &self,
+        uuid: &str,
+    ) -> Result<Option<EventSourceMappingRecord>>;
+
+    /// Every mapping, in creation order.
+    async fn list_event_source_mappings(&self) -> Result<Vec<EventSourceMappingRecord>>;
+
+    /// Replaces what the service may change of mapping `mapping.uuid` (function, batch
+    /// size, window, enabled, response types, filters, concurrency, last modified); its
+    /// event source, owner and lease stay. Returns whether it exists.
+    async fn update_event_source_mapping(&self, mapping: EventSourceMappingRecord) -> Result<bool>;
+
+    /// Deletes the mapping. Returns whether it existed.
+    async fn delete_event_source_mapping(&self, uuid: &str) -> Result<bool>;
+
+    /// Takes up to `limit` enabled mappings whose lease ended at or before `now_ms` (their
+    /// node stopped or died, or none polled them yet) for `owner`, leasing each until
+    /// `lease_until_ms`. Two nodes never take the same mapping.
+    async fn claim_event_source_mappings(
+        &self,
+        owner: &str,
+        now_ms: i64,
+        lease_until_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<EventSourceMappingRecord>>;
+
+    /// Renews `owner`'s lease on mapping `uuid` to `lease_until_ms` and returns the
+    /// mapping as it is now; `None` (nothing changes) when it no longer exists or another
+    /// node holds it.
+    async fn renew_event_source_mapping(
+        &self,
+        uuid: &str,
+        owner: &str,
+        lease_until_ms: i64,
+    ) -> Result<Option<EventSourceMappingRecord>>;
+
+    /// Gives up every mapping `owner` holds (a node stopping): their leases end now.
+    async fn release_event_source_mappings(&self, owner: &str) -> Result<()>;
 
     // ----- other nodes
 

@@ -1,5 +1,7 @@
-//! Delivery workers: POST each due SNS delivery to its HTTP/S endpoint and report the
-//! outcome to the service, which schedules retries by the delivery policy.
+//! Delivery workers: POST each due SNS delivery to its HTTP/S endpoint, or invoke the
+//! configured function of a `lambda` subscription ([`crate::invoke`]), and report the
+//! outcome to the service, which schedules retries by the delivery policy (HTTP/S) or as
+//! asynchronous invocation retries (Lambda).
 //!
 //! Deliveries live in the store, so a restart resumes every pending one. Attempts run
 //! concurrently, at most [`MAX_CONCURRENT`] at once, each with its own timeout, so one slow
@@ -20,6 +22,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use loft_core::endpoint_policy::EndpointPolicy;
+use loft_core::functions::InvokeOutcome;
 use loft_core::model::DeliveryRecord;
 use loft_core::Service;
 use tokio::sync::Semaphore;
@@ -149,6 +152,13 @@ fn log_trust_roots() {
     }
 }
 
+/// The two clients of deliveries: HTTP/S endpoints (under the endpoint policy) and
+/// configured functions (the operator's hosts).
+struct Clients {
+    http: reqwest::Client,
+    functions: reqwest::Client,
+}
+
 /// An error and its sources, `: `-joined (reqwest's own message hides the cause).
 fn error_chain(e: &dyn std::error::Error) -> String {
     let mut out = e.to_string();
@@ -190,7 +200,42 @@ pub async fn attempt(
     }
 }
 
-async fn attempt_and_report(svc: &Service, client: &reqwest::Client, d: DeliveryRecord) {
+/// One attempt of a Lambda delivery (its endpoint is a function ARN): the SNS event to
+/// the configured function, its outcome to [`Service::invocation_failed`] or done.
+async fn invoke_and_report(svc: &Service, client: &reqwest::Client, d: DeliveryRecord) {
+    let report = match svc.function(&d.endpoint) {
+        Ok(f) => {
+            let outcome = crate::invoke::invoke(
+                client,
+                f,
+                crate::invoke::InvocationType::Event,
+                &d.body,
+                &svc.config().region,
+            )
+            .await;
+            match outcome {
+                InvokeOutcome::Success(_) => svc.delivery_done(&d).await,
+                failed => {
+                    tracing::debug!(function = %d.endpoint, error = %failed.describe(), attempt = d.attempts + 1, "invocation failed");
+                    svc.invocation_failed(&d, &failed).await
+                }
+            }
+        }
+        Err(e) => {
+            svc.invocation_failed(&d, &InvokeOutcome::Rejected(e.message))
+                .await
+        }
+    };
+    if let Err(e) = report {
+        tracing::warn!(error = %e, "could not record an invocation outcome");
+    }
+}
+
+async fn attempt_and_report(svc: &Service, clients: &Clients, d: DeliveryRecord) {
+    if d.endpoint.starts_with("arn:aws:lambda:") {
+        return invoke_and_report(svc, &clients.functions, d).await;
+    }
+    let client = &clients.http;
     let outcome = attempt(client, &svc.config().endpoint_policy, &d).await;
     let report = match outcome {
         Ok(()) => svc.delivery_done(&d).await,
@@ -208,6 +253,13 @@ async fn attempt_and_report(svc: &Service, client: &reqwest::Client, d: Delivery
 /// attempted. The workers' loop does the same without waiting; tests drive this with a
 /// moved clock.
 pub async fn deliver_due(svc: &Arc<Service>, client: &reqwest::Client) -> usize {
+    let Ok(functions) = crate::invoke::client() else {
+        return 0;
+    };
+    let clients = Arc::new(Clients {
+        http: client.clone(),
+        functions,
+    });
     let due = match svc.take_deliveries(MAX_CONCURRENT as u32).await {
         Ok(d) => d,
         Err(e) => {
@@ -219,9 +271,9 @@ pub async fn deliver_due(svc: &Arc<Service>, client: &reqwest::Client) -> usize 
     let mut tasks = Vec::with_capacity(n);
     for d in due {
         let svc = svc.clone();
-        let client = client.clone();
+        let clients = clients.clone();
         tasks.push(tokio::spawn(async move {
-            attempt_and_report(&svc, &client, d).await
+            attempt_and_report(&svc, &clients, d).await
         }));
     }
     for t in tasks {
@@ -238,9 +290,12 @@ pub async fn deliver_due(svc: &Arc<Service>, client: &reqwest::Client) -> usize 
 pub async fn run(svc: Arc<Service>, stop: impl std::future::Future<Output = ()>) {
     tokio::pin!(stop);
     log_trust_roots();
-    let client = match client(Arc::new(svc.config().endpoint_policy.clone())) {
-        Ok(c) => c,
-        Err(e) => {
+    let clients = match (
+        client(Arc::new(svc.config().endpoint_policy.clone())),
+        crate::invoke::client(),
+    ) {
+        (Ok(http), Ok(functions)) => Arc::new(Clients { http, functions }),
+        (Err(e), _) | (_, Err(e)) => {
             tracing::error!(error = %e, "cannot build the HTTP client; deliveries disabled");
             return;
         }
@@ -256,10 +311,10 @@ pub async fn run(svc: Arc<Service>, stop: impl std::future::Future<Output = ()>)
                             return;
                         };
                         let svc = svc.clone();
-                        let client = client.clone();
+                        let clients = clients.clone();
                         tokio::spawn(async move {
                             let _permit = permit;
-                            attempt_and_report(&svc, &client, d).await;
+                            attempt_and_report(&svc, &clients, d).await;
                         });
                     }
                 }

@@ -14,7 +14,10 @@
 //!   body bytes in flight.
 //! - [`tls`]: listeners' certificate and key (PEM files) as a rustls configuration.
 //! - [`inspect`]: Loft's inspection routes (recorded messages, signing certificate).
-//! - [`delivery`]: workers that POST topic deliveries to HTTP endpoints.
+//! - [`delivery`]: workers that POST topic deliveries to HTTP endpoints and invoke the
+//!   functions of `lambda` subscriptions.
+//! - [`mappings`]: SQS event source mapping workers (leases, batches, invocations).
+//! - [`invoke`]: one call of a configured function (Invoke API or plain HTTP handler).
 //! - [`sns_signing`]: the key, certificate and signatures of SNS HTTP/S messages.
 //! - [`observe`]: the middleware around every route: request ids, access logs, request
 //!   metrics.
@@ -32,7 +35,9 @@ pub mod cors;
 pub mod deadline;
 pub mod delivery;
 pub mod inspect;
+pub mod invoke;
 pub mod listen;
+pub mod mappings;
 pub mod metrics;
 pub mod native;
 pub mod observe;

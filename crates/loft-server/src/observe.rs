@@ -37,7 +37,7 @@ pub struct OperationLabel {
     /// The operation: an AWS action name (`SendMessage`), or `Unknown` for one the adapter
     /// does not implement (so clients cannot create label values at will).
     pub operation: Cow<'static, str>,
-    /// The protocol: `sqs-json`, `sqs-query` or `sns-query`.
+    /// The protocol: `sqs-json`, `sqs-query`, `sns-query` or `lambda-rest-json`.
     pub protocol: &'static str,
 }
 

@@ -82,6 +82,9 @@ pub fn router_with(
             "/{account}/{queue}",
             axum::routing::post(aws::entry).get(aws::entry),
         );
+    let lambda = aws::lambda_rest::routes(service.clone()).route_layer(
+        axum::middleware::from_fn_with_state(state.clone(), auth::require_signature),
+    );
     let requests = Arc::new(RequestMetrics::default());
     let ops = Router::new()
         .route("/metrics", get(metrics::metrics))
@@ -103,9 +106,11 @@ pub fn router_with(
         .route("/_loft/queues/{name}/purge", post(console::api::purge))
         .route("/_loft/queues/{name}/redrive", post(console::api::redrive))
         .route("/_loft/topics", get(console::api::topics))
+        .route("/_loft/mappings", get(console::api::mappings))
         .route_layer(console_auth);
     native
         .merge(aws)
+        .merge(lambda)
         .merge(inspect)
         .merge(ops)
         .merge(console)

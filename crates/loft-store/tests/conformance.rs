@@ -127,6 +127,10 @@ conformance!(
     move_to_sources,
     move_tasks_are_rows_with_leases,
     concurrent_move_task_claims_are_disjoint,
+    event_source_mappings_crud,
+    event_source_mapping_leases,
+    concurrent_event_source_mapping_claims_are_disjoint,
+    invocation_retries_count_function_errors,
     topics_crud,
     subscriptions_crud,
     publish_stores_everything,
@@ -1391,6 +1395,231 @@ async fn concurrent_move_task_claims_are_disjoint(s: S) {
         }
     }
     assert_eq!(seen.len(), 12);
+}
+
+// ----- event source mappings
+
+fn mapping(uuid: &str, queue: &str, function: &str) -> EventSourceMappingRecord {
+    EventSourceMappingRecord {
+        uuid: uuid.into(),
+        function_arn: format!("arn:aws:lambda:us-east-1:000000000000:function:{function}"),
+        event_source_arn: format!("arn:aws:sqs:us-east-1:000000000000:{queue}"),
+        batch_size: 10,
+        maximum_batching_window_seconds: 0,
+        enabled: true,
+        function_response_types: vec![],
+        filter_patterns: vec![],
+        maximum_concurrency: None,
+        last_modified_ms: T0,
+        owner: None,
+        lease_until_ms: 0,
+    }
+}
+
+async fn event_source_mappings_crud(s: S) {
+    let a = mapping("u-a", "q1", "f");
+    assert_eq!(
+        s.create_event_source_mapping(a.clone()).await.unwrap(),
+        None
+    );
+    assert_eq!(
+        s.create_event_source_mapping(mapping("u-dup", "q1", "f"))
+            .await
+            .unwrap(),
+        Some("u-a".into()),
+        "one mapping per queue and function"
+    );
+    let mut b = mapping("u-b", "q1", "g");
+    b.function_response_types = vec!["ReportBatchItemFailures".into()];
+    b.filter_patterns = vec![r#"{"body":{"k":["v"]}}"#.into()];
+    b.maximum_concurrency = Some(5);
+    b.enabled = false;
+    assert_eq!(
+        s.create_event_source_mapping(b.clone()).await.unwrap(),
+        None
+    );
+    assert_eq!(
+        s.get_event_source_mapping("u-b").await.unwrap(),
+        Some(b.clone())
+    );
+    assert_eq!(s.get_event_source_mapping("u-dup").await.unwrap(), None);
+    let listed = s.list_event_source_mappings().await.unwrap();
+    assert_eq!(listed, [a.clone(), b.clone()], "in creation order");
+
+    // An update changes what the service may change, never the source or the lease.
+    let mut changed = b.clone();
+    changed.batch_size = 100;
+    changed.maximum_batching_window_seconds = 5;
+    changed.enabled = true;
+    changed.function_response_types = vec![];
+    changed.filter_patterns = vec![];
+    changed.maximum_concurrency = None;
+    changed.last_modified_ms = T0 + 1;
+    changed.event_source_arn = "arn:aws:sqs:us-east-1:000000000000:other".into();
+    changed.owner = Some("X".into());
+    changed.lease_until_ms = 99;
+    assert!(s
+        .update_event_source_mapping(changed.clone())
+        .await
+        .unwrap());
+    let got = s.get_event_source_mapping("u-b").await.unwrap().unwrap();
+    assert_eq!(got.batch_size, 100);
+    assert_eq!(got.maximum_batching_window_seconds, 5);
+    assert!(got.enabled);
+    assert!(got.function_response_types.is_empty() && got.filter_patterns.is_empty());
+    assert_eq!(got.maximum_concurrency, None);
+    assert_eq!(got.last_modified_ms, T0 + 1);
+    assert_eq!(got.event_source_arn, b.event_source_arn);
+    assert_eq!((got.owner, got.lease_until_ms), (None, 0));
+    assert!(!s
+        .update_event_source_mapping(mapping("u-none", "q", "f"))
+        .await
+        .unwrap());
+
+    assert!(s.delete_event_source_mapping("u-a").await.unwrap());
+    assert!(!s.delete_event_source_mapping("u-a").await.unwrap());
+    assert_eq!(s.get_event_source_mapping("u-a").await.unwrap(), None);
+    // The pair is free again.
+    assert_eq!(
+        s.create_event_source_mapping(mapping("u-c", "q1", "f"))
+            .await
+            .unwrap(),
+        None
+    );
+}
+
+async fn event_source_mapping_leases(s: S) {
+    let mut paused = mapping("u-2", "q2", "f");
+    paused.enabled = false;
+    for m in [mapping("u-1", "q1", "f"), paused] {
+        assert_eq!(s.create_event_source_mapping(m).await.unwrap(), None);
+    }
+    let taken = s
+        .claim_event_source_mappings("A", T0, T0 + 10_000, 10)
+        .await
+        .unwrap();
+    assert_eq!(taken.len(), 1, "a disabled mapping is not polled");
+    assert_eq!(taken[0].uuid, "u-1");
+    assert_eq!(taken[0].owner.as_deref(), Some("A"));
+    assert_eq!(taken[0].lease_until_ms, T0 + 10_000);
+    assert!(
+        s.claim_event_source_mappings("B", T0 + 9_999, T0 + 20_000, 10)
+            .await
+            .unwrap()
+            .is_empty(),
+        "leased to A"
+    );
+    // A renews; B cannot.
+    let renewed = s
+        .renew_event_source_mapping("u-1", "A", T0 + 30_000)
+        .await
+        .unwrap()
+        .expect("A holds it");
+    assert_eq!(renewed.lease_until_ms, T0 + 30_000);
+    assert_eq!(
+        s.renew_event_source_mapping("u-1", "B", T0 + 40_000)
+            .await
+            .unwrap(),
+        None
+    );
+    // The renewal reads the mapping as it is now.
+    let mut changed = renewed.clone();
+    changed.batch_size = 3;
+    assert!(s.update_event_source_mapping(changed).await.unwrap());
+    let again = s
+        .renew_event_source_mapping("u-1", "A", T0 + 30_000)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(again.batch_size, 3);
+    // A lease that ran out (its node died) is taken over.
+    let over = s
+        .claim_event_source_mappings("B", T0 + 30_000, T0 + 40_000, 10)
+        .await
+        .unwrap();
+    assert_eq!(over.len(), 1);
+    assert_eq!(over[0].owner.as_deref(), Some("B"));
+    assert_eq!(
+        s.renew_event_source_mapping("u-1", "A", T0 + 50_000)
+            .await
+            .unwrap(),
+        None,
+        "A lost it"
+    );
+    // A node stopping gives its mappings up at once.
+    s.release_event_source_mappings("B").await.unwrap();
+    let got = s.get_event_source_mapping("u-1").await.unwrap().unwrap();
+    assert_eq!((got.owner, got.lease_until_ms), (None, 0));
+    let now = s
+        .claim_event_source_mappings("C", T0, T0 + 10_000, 10)
+        .await
+        .unwrap();
+    assert_eq!(now.len(), 1);
+    assert_eq!(now[0].owner.as_deref(), Some("C"));
+    // Deleted while leased: the renewal says so.
+    assert!(s.delete_event_source_mapping("u-1").await.unwrap());
+    assert_eq!(
+        s.renew_event_source_mapping("u-1", "C", T0 + 20_000)
+            .await
+            .unwrap(),
+        None
+    );
+}
+
+async fn concurrent_event_source_mapping_claims_are_disjoint(s: S) {
+    for i in 0..12 {
+        let m = mapping(&format!("u{i}"), &format!("q{i}"), "f");
+        assert_eq!(s.create_event_source_mapping(m).await.unwrap(), None);
+    }
+    let mut claimers = Vec::new();
+    for n in 0..4 {
+        let s = s.clone();
+        claimers.push(tokio::spawn(async move {
+            s.claim_event_source_mappings(&format!("node-{n}"), T0, T0 + 10_000, 5)
+                .await
+                .unwrap()
+        }));
+    }
+    let mut seen = HashSet::new();
+    for c in claimers {
+        for m in c.await.unwrap() {
+            assert!(seen.insert(m.uuid.clone()), "{} claimed twice", m.uuid);
+        }
+    }
+    assert_eq!(seen.len(), 12);
+}
+
+async fn invocation_retries_count_function_errors(s: S) {
+    s.publish(vec![], vec![delivery("sub-l", "event", T0)], vec![])
+        .await
+        .unwrap();
+    let taken = s.claim_deliveries(T0, 10, T0 + 60_000).await.unwrap();
+    assert_eq!(taken.len(), 1);
+    assert_eq!(taken[0].function_errors, 0);
+    s.retry_invocation(taken[0].id, 1, 1, T0 + 60_000, "function error (Unhandled)")
+        .await
+        .unwrap();
+    assert!(s
+        .claim_deliveries(T0 + 59_999, 10, T0 + 120_000)
+        .await
+        .unwrap()
+        .is_empty());
+    let again = s
+        .claim_deliveries(T0 + 60_000, 10, T0 + 120_000)
+        .await
+        .unwrap();
+    assert_eq!(again.len(), 1);
+    assert_eq!((again[0].attempts, again[0].function_errors), (1, 1));
+    assert_eq!(
+        again[0].last_error.as_deref(),
+        Some("function error (Unhandled)")
+    );
+    // An HTTP retry leaves the count of function errors alone.
+    s.retry_delivery(again[0].id, 2, T0 + 61_000, "not invoked")
+        .await
+        .unwrap();
+    let third = s.claim_deliveries(T0 + 61_000, 10, T0 + 1).await.unwrap();
+    assert_eq!((third[0].attempts, third[0].function_errors), (2, 1));
 }
 
 // ----- mobile push platforms

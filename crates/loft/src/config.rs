@@ -34,6 +34,7 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use loft_core::attributes::{self, RedrivePolicy};
+use loft_core::functions::{FunctionConfig, FunctionSigning, FunctionTarget};
 use loft_core::names::{self, Naming};
 use loft_core::{ErrorCode, Service};
 use serde::Deserialize;
@@ -159,9 +160,43 @@ struct TopicDecl {
     subscriptions: Vec<SubscriptionDecl>,
 }
 
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FunctionDecl {
+    name: Spanned<String>,
+    invoke_endpoint: Option<String>,
+    url: Option<String>,
+    timeout_seconds: Option<u64>,
+    maximum_retry_attempts: Option<u32>,
+    maximum_event_age_seconds: Option<u64>,
+    access_key_id: Option<String>,
+    secret_access_key: Option<String>,
+    session_token: Option<String>,
+    signing_region: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MappingDecl {
+    function: Spanned<String>,
+    queue: String,
+    batch_size: Option<i64>,
+    maximum_batching_window_seconds: Option<i64>,
+    enabled: Option<bool>,
+    #[serde(default)]
+    function_response_types: Vec<String>,
+    #[serde(default)]
+    filter_patterns: Vec<String>,
+    maximum_concurrency: Option<i64>,
+}
+
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct FileShape {
+    #[serde(default)]
+    functions: Vec<FunctionDecl>,
+    #[serde(default)]
+    event_source_mappings: Vec<MappingDecl>,
     #[serde(default)]
     server: ServerSection,
     #[serde(default)]
@@ -265,6 +300,18 @@ pub struct TopicSpec {
     span: Range<usize>,
 }
 
+/// An SQS event source mapping to create (or update) at start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MappingSpec {
+    /// The function's name.
+    pub function: String,
+    /// The queue: a name or an ARN.
+    pub queue: String,
+    /// The settings, as CreateEventSourceMapping takes them.
+    pub input: loft_core::service::MappingInput,
+    span: Range<usize>,
+}
+
 /// A loaded and checked configuration file.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -276,6 +323,10 @@ pub struct Config {
     pub queues: Vec<QueueSpec>,
     /// `[[topics]]`, in file order.
     pub topics: Vec<TopicSpec>,
+    /// `[[functions]]`: the functions Loft invokes (the service's configuration).
+    pub functions: Vec<FunctionConfig>,
+    /// `[[event_source_mappings]]`, in file order.
+    pub event_source_mappings: Vec<MappingSpec>,
 }
 
 /// What [`Config::provision`] did, by resource.
@@ -291,6 +342,8 @@ pub struct Provisioned {
     pub topics_updated: Vec<String>,
     /// Subscription ARNs created or updated.
     pub subscriptions: Vec<String>,
+    /// Event source mapping UUIDs created or updated.
+    pub event_source_mappings: Vec<String>,
 }
 
 /// The limits of `[server]`, checked (see [`FileLimits`]); `at` makes an error at a span.
@@ -513,6 +566,67 @@ impl Config {
                 tracing::info!(topic = %t.name, subscription = %sub_arn, "subscription from the configuration");
                 done.subscriptions.push(sub_arn);
             }
+        }
+        for m in &self.event_source_mappings {
+            let at = |e: loft_core::Error| {
+                self.error(
+                    &m.span,
+                    format!(
+                        "event source mapping of {} to {}: {}",
+                        m.queue,
+                        m.function,
+                        aws(e)
+                    ),
+                )
+            };
+            let mut input = m.input.clone();
+            let queue_arn = if m.queue.starts_with("arn:") {
+                m.queue.clone()
+            } else {
+                svc.queue_arn(&m.queue)
+            };
+            input.event_source_arn = Some(queue_arn.clone());
+            let function_arn = svc.function_arn(&m.function);
+            let (existing, _) = svc
+                .list_event_source_mappings(Some(&queue_arn), None, None, Some(10_000))
+                .await
+                .map_err(at)?;
+            let uuid = match existing
+                .into_iter()
+                .find(|v| v.record.function_arn == function_arn)
+            {
+                Some(v) => {
+                    input.event_source_arn = None;
+                    svc.update_event_source_mapping(&v.record.uuid, input)
+                        .await
+                        .map_err(at)?
+                        .record
+                        .uuid
+                }
+                None => match svc.create_event_source_mapping(input.clone()).await {
+                    Ok(v) => v.record.uuid,
+                    // Another node starting from the same file created it meanwhile.
+                    Err(e) if e.code == ErrorCode::LambdaResourceConflict => {
+                        let (existing, _) = svc
+                            .list_event_source_mappings(Some(&queue_arn), None, None, Some(10_000))
+                            .await
+                            .map_err(at)?;
+                        let v = existing
+                            .into_iter()
+                            .find(|v| v.record.function_arn == function_arn)
+                            .ok_or_else(|| at(e))?;
+                        input.event_source_arn = None;
+                        svc.update_event_source_mapping(&v.record.uuid, input)
+                            .await
+                            .map_err(at)?
+                            .record
+                            .uuid
+                    }
+                    Err(e) => return Err(at(e)),
+                },
+            };
+            tracing::info!(queue = %m.queue, function = %m.function, mapping = %uuid, "event source mapping from the configuration");
+            done.event_source_mappings.push(uuid);
         }
         Ok(done)
     }
@@ -740,12 +854,88 @@ pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
             span: t.name.span(),
         });
     }
+    // [[functions]]
+    let mut functions = Vec::new();
+    let mut seen = BTreeSet::new();
+    for f in &shape.functions {
+        let name = f.name.get_ref().clone();
+        let bad = |m: String| at(&f.name.span(), format!("function {name}: {m}"));
+        if !seen.insert(name.clone()) {
+            return Err(bad("declared twice".into()));
+        }
+        let target = match (&f.invoke_endpoint, &f.url) {
+            (Some(e), None) => FunctionTarget::InvokeEndpoint(e.trim_end_matches('/').to_owned()),
+            (None, Some(u)) => FunctionTarget::Url(u.clone()),
+            _ => return Err(bad("give exactly one of invoke_endpoint and url".into())),
+        };
+        let mut config = FunctionConfig::new(name.clone(), target);
+        if let Some(t) = f.timeout_seconds {
+            config.timeout_seconds = t;
+        }
+        if let Some(r) = f.maximum_retry_attempts {
+            config.maximum_retry_attempts = r;
+        }
+        if let Some(a) = f.maximum_event_age_seconds {
+            config.maximum_event_age_seconds = a;
+        }
+        config.signing = match (&f.access_key_id, &f.secret_access_key) {
+            (Some(k), Some(s)) => Some(FunctionSigning {
+                access_key_id: k.clone(),
+                secret_access_key: s.clone(),
+                session_token: f.session_token.clone(),
+                region: f.signing_region.clone(),
+            }),
+            (None, None) if f.session_token.is_none() => None,
+            _ => {
+                return Err(bad(
+                    "signing needs both access_key_id and secret_access_key".into(),
+                ))
+            }
+        };
+        if config.signing.is_some() && f.url.is_some() {
+            return Err(bad("signing applies to invoke_endpoint only".into()));
+        }
+        config.validate().map_err(|e| {
+            let m = e.message.replacen(&format!("function {name}: "), "", 1);
+            bad(m)
+        })?;
+        functions.push(config);
+    }
+    // [[event_source_mappings]]
+    let mut event_source_mappings = Vec::new();
+    for m in &shape.event_source_mappings {
+        let function = m.function.get_ref().clone();
+        if !seen.contains(&function) {
+            return Err(at(
+                &m.function.span(),
+                format!("event source mapping: no [[functions]] entry is named {function}"),
+            ));
+        }
+        event_source_mappings.push(MappingSpec {
+            function: function.clone(),
+            queue: m.queue.clone(),
+            input: loft_core::service::MappingInput {
+                function_name: Some(function),
+                // Resolved against the service's account and region at provisioning.
+                event_source_arn: Some(m.queue.clone()),
+                enabled: m.enabled,
+                batch_size: m.batch_size,
+                maximum_batching_window_seconds: m.maximum_batching_window_seconds,
+                function_response_types: Some(m.function_response_types.clone()),
+                filter_patterns: Some(m.filter_patterns.clone()),
+                maximum_concurrency: Some(m.maximum_concurrency),
+            },
+            span: m.function.span(),
+        });
+    }
     Ok(Config {
         path: path.to_owned(),
         text: text.to_owned(),
         server,
         queues,
         topics,
+        functions,
+        event_source_mappings,
     })
 }
 
@@ -915,6 +1105,82 @@ name = "b"
         let policy: serde_json::Value =
             serde_json::from_str(&c.queues[1].attributes["RedrivePolicy"]).unwrap();
         assert_eq!(policy["maxReceiveCount"], 2);
+    }
+
+    #[test]
+    fn functions_and_mappings_parse_with_their_defaults() {
+        let c = parse_str(
+            r#"
+[[functions]]
+name = "api"
+invoke_endpoint = "http://127.0.0.1:3002/"
+timeout_seconds = 30
+access_key_id = "AKID"
+secret_access_key = "s"
+
+[[functions]]
+name = "plain"
+url = "http://127.0.0.1:8080/h"
+
+[[event_source_mappings]]
+function = "plain"
+queue = "q"
+batch_size = 5
+function_response_types = ["ReportBatchItemFailures"]
+"#,
+        )
+        .unwrap();
+        assert_eq!(c.functions.len(), 2);
+        assert_eq!(
+            c.functions[0].target,
+            FunctionTarget::InvokeEndpoint("http://127.0.0.1:3002".into())
+        );
+        assert_eq!(c.functions[0].timeout_seconds, 30);
+        assert!(c.functions[0].signing.is_some());
+        assert_eq!(c.functions[1].timeout_seconds, 3, "Lambda's default");
+        assert_eq!(c.functions[1].maximum_retry_attempts, 2);
+        let m = &c.event_source_mappings[0];
+        assert_eq!((m.function.as_str(), m.queue.as_str()), ("plain", "q"));
+        assert_eq!(m.input.batch_size, Some(5));
+    }
+
+    #[test]
+    fn bad_functions_and_mappings_are_refused_at_their_line() {
+        fails(
+            "[[functions]]\nname = \"f\"\n",
+            2,
+            "exactly one of invoke_endpoint and url",
+        );
+        fails(
+            "[[functions]]\nname = \"f\"\nurl = \"http://x\"\ninvoke_endpoint = \"http://y\"\n",
+            2,
+            "exactly one",
+        );
+        fails(
+            "[[functions]]\nname = \"f\"\nurl = \"http://x\"\ntimeout_seconds = 901\n",
+            2,
+            "timeout_seconds",
+        );
+        fails(
+            "[[functions]]\nname = \"a.b\"\nurl = \"http://x\"\n",
+            2,
+            "invalid function name",
+        );
+        fails(
+            "[[functions]]\nname = \"f\"\nurl = \"ftp://x\"\n",
+            2,
+            "http://",
+        );
+        fails(
+            "[[functions]]\nname = \"f\"\nurl = \"http://x\"\naccess_key_id = \"k\"\n",
+            2,
+            "both access_key_id and secret_access_key",
+        );
+        fails(
+            "[[event_source_mappings]]\nfunction = \"nope\"\nqueue = \"q\"\n",
+            2,
+            "no [[functions]] entry is named nope",
+        );
     }
 
     #[test]

@@ -330,6 +330,10 @@ async fn serve(args: ServeArgs, file: Option<config::Config>) -> Result<(), Stri
         account_id: args.account_id,
         region: args.region,
         advertised_url,
+        functions: file
+            .as_ref()
+            .map(|f| f.functions.clone())
+            .unwrap_or_default(),
         ..ServiceConfig::default()
     });
     // SNS signing key and certificate: beside the database, made on first use.
@@ -367,6 +371,13 @@ async fn serve(args: ServeArgs, file: Option<config::Config>) -> Result<(), Stri
             stop.notified().await
         }))
     };
+    let stop_mappings = Arc::new(tokio::sync::Notify::new());
+    let mappings = {
+        let stop = stop_mappings.clone();
+        tokio::spawn(loft_server::mappings::run(service.clone(), async move {
+            stop.notified().await
+        }))
+    };
     let reaper = {
         let service = service.clone();
         tokio::spawn(async move {
@@ -398,9 +409,13 @@ async fn serve(args: ServeArgs, file: Option<config::Config>) -> Result<(), Stri
         tracing::info!(origins = %cors_origins.join(","), "CORS: browsers may call Loft from these origins");
     }
     let stopping = service.clone();
+    let stop_polling = stop_mappings.clone();
     let shutdown = async move {
         stop_signal.await;
         stopping.begin_shutdown();
+        // Mappings stop polling with the listeners (long polls end now): the batches in
+        // flight finish while in-flight requests drain.
+        stop_polling.notify_one();
     };
     loft_server::listen::serve(listeners, router, shutdown, trust.server)
         .await
@@ -412,9 +427,12 @@ async fn serve(args: ServeArgs, file: Option<config::Config>) -> Result<(), Stri
     if let Err(e) = service.release_move_tasks().await {
         tracing::warn!(error = %e, "could not release the message-move tasks of this node");
     }
-    // Attempts in flight finish and are recorded before the store closes.
+    // Attempts and batches in flight finish and are recorded before the store closes; the
+    // mappings this node polled are released for the next node.
     stop_delivery.notify_one();
+    stop_mappings.notify_one();
     let _ = delivery.await;
+    let _ = mappings.await;
     engine.close().await;
     tracing::info!("loft stopped");
     Ok(())

@@ -177,7 +177,9 @@ impl Activity {
 
 /// The protocol label of an HTTP/S delivery endpoint: `https` or `http`.
 pub fn http_protocol(endpoint: &str) -> &'static str {
-    if endpoint.starts_with("https://") {
+    if endpoint.starts_with("arn:aws:lambda:") {
+        "lambda"
+    } else if endpoint.starts_with("https://") {
         "https"
     } else {
         "http"

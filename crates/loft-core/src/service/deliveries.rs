@@ -14,7 +14,9 @@ use crate::error::Result;
 use crate::message::{self, MessageAttributes};
 use crate::model::{DeliveryRecord, NewMessage};
 
-/// How long a taken delivery is leased to its worker (ms); longer than any attempt.
+/// How long a taken delivery is leased to its worker (ms); longer than any HTTP/S attempt.
+/// Lambda deliveries are leased longer when a configured function's timeout needs it
+/// ([`Service::delivery_lease_ms`]).
 pub const DELIVERY_LEASE_MS: i64 = 60_000;
 
 impl Service {
@@ -25,7 +27,7 @@ impl Service {
         let now = self.now_ms();
         let taken = self
             .store
-            .claim_deliveries(now, limit, now + DELIVERY_LEASE_MS)
+            .claim_deliveries(now, limit, now + self.delivery_lease_ms())
             .await?;
         let mut out = Vec::with_capacity(taken.len());
         for d in taken {
@@ -42,6 +44,20 @@ impl Service {
             }
         }
         Ok(out)
+    }
+
+    /// How long taken deliveries are leased (ms): [`DELIVERY_LEASE_MS`], or the longest
+    /// configured function timeout plus 30 s when that is longer, so no other node takes
+    /// over an invocation still running.
+    pub fn delivery_lease_ms(&self) -> i64 {
+        let longest = self
+            .config
+            .functions
+            .iter()
+            .map(|f| f.timeout_seconds as i64 * 1000 + 30_000)
+            .max()
+            .unwrap_or(0);
+        DELIVERY_LEASE_MS.max(longest)
     }
 
     /// Records a successful attempt: the delivery is done.

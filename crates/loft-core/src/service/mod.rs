@@ -21,6 +21,7 @@
 pub mod activity;
 pub mod batch;
 mod deliveries;
+mod functions;
 mod limits;
 mod listing;
 mod messages;
@@ -48,6 +49,7 @@ use crate::store::Store;
 
 pub use batch::{BatchEntry, BatchKind, BatchOutcome};
 pub use deliveries::DELIVERY_LEASE_MS;
+pub use functions::{MappingInput, MappingView, MAPPING_LEASE_MS, MAPPING_RENEW_MS};
 pub use limits::{Limits, RECOUNT_INTERVAL, RECOUNT_MAX_AGE};
 pub use listing::{SubscriptionSummary, SMS_ATTRIBUTES};
 pub use messages::{
@@ -88,6 +90,9 @@ pub struct ServiceConfig {
     pub limits: Limits,
     /// Which addresses SNS HTTP/S subscriptions may reach.
     pub endpoint_policy: crate::endpoint_policy::EndpointPolicy,
+    /// The functions Loft invokes (`[[functions]]` of the config file); their hosts are
+    /// the operator's, so the endpoint policy does not apply to them.
+    pub functions: Vec<crate::functions::FunctionConfig>,
 }
 
 impl Default for ServiceConfig {
@@ -98,6 +103,7 @@ impl Default for ServiceConfig {
             advertised_url: "http://127.0.0.1:9324".into(),
             limits: Limits::default(),
             endpoint_policy: crate::endpoint_policy::EndpointPolicy::default(),
+            functions: Vec::new(),
         }
     }
 }

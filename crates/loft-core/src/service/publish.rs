@@ -856,6 +856,26 @@ impl Service {
                             raw,
                         ));
                     }
+                    "lambda" if self.function(&sub.endpoint).is_ok() => {
+                        let (fields, sig) = sign(self, &text);
+                        let unsubscribe_url = format!(
+                            "{}/?Action=Unsubscribe&SubscriptionArn={sub_arn}",
+                            self.config.advertised_url
+                        );
+                        let n = crate::functions::SnsNotification {
+                            subscription_arn: &sub_arn,
+                            topic_arn: &topic_arn,
+                            message_id: &message_id,
+                            subject: fields.subject.as_deref(),
+                            message: &fields.message,
+                            timestamp: &fields.timestamp,
+                            signature: sig.as_ref().map(|(v, s)| (*v, s.as_str())),
+                            signing_cert_url: &signing_cert_url,
+                            unsubscribe_url: &unsubscribe_url,
+                            attributes: delivered_attributes,
+                        };
+                        deliveries.extend(self.lambda_delivery(&n, &sub.uuid, &sub.endpoint));
+                    }
                     protocol => {
                         let message = if protocol == "email-json" {
                             let (fields, sig) = sign(self, &text);

@@ -6,6 +6,8 @@
 //!   [`sns::types`]) and the one arm per operation that calls the Service.
 //! - [`sqs_json`], [`sqs_query`], [`sns_query`]: one decoder and one encoder per wire
 //!   protocol, errors rendered from the error table.
+//! - [`lambda`] and [`lambda_rest`]: Lambda's event-source-mapping operations and
+//!   GetFunction/ListFunctions over REST-JSON under `/2015-03-31/`.
 //! - [`query`]: what both Query protocols share: form parameters, the parameter tree, the
 //!   XML documents.
 //!
@@ -15,6 +17,8 @@
 //! the parameters themselves tell SQS from SNS. One request's way through this module is
 //! in ARCHITECTURE.md.
 
+pub mod lambda;
+pub mod lambda_rest;
 pub mod query;
 pub mod shape;
 pub mod sns;

@@ -236,3 +236,31 @@ pub async fn topics(State(svc): Svc) -> Result<Response, ConsoleError> {
         .collect();
     Ok(Json(out).into_response())
 }
+
+/// `GET /_loft/mappings`: every SQS event source mapping with its state and who polls it
+/// (`[{"uuid", "queue_arn", "function_arn", "state", "poller", "batch_size",
+/// "batching_window_seconds", "function_response_types", "filters", "maximum_concurrency",
+/// "last_modified"}]`, `last_modified` in ms).
+pub async fn mappings(State(svc): Svc) -> Result<Response, ConsoleError> {
+    let list = svc.mapping_overview().await?;
+    let out: Vec<Value> = list
+        .into_iter()
+        .map(|(v, poller)| {
+            let r = v.record;
+            json!({
+                "uuid": r.uuid,
+                "queue_arn": r.event_source_arn,
+                "function_arn": r.function_arn,
+                "state": v.state,
+                "poller": poller,
+                "batch_size": r.batch_size,
+                "batching_window_seconds": r.maximum_batching_window_seconds,
+                "function_response_types": r.function_response_types,
+                "filters": r.filter_patterns,
+                "maximum_concurrency": r.maximum_concurrency,
+                "last_modified": r.last_modified_ms,
+            })
+        })
+        .collect();
+    Ok(Json(out).into_response())
+}

@@ -177,6 +177,28 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (scope, name)
     );
     "#,
+    // 5 (SQLite's 8): SQS event source mappings with their node's lease; function errors
+    // of Lambda deliveries.
+    r#"
+    CREATE TABLE event_source_mappings (
+        id                      BIGSERIAL PRIMARY KEY,
+        uuid                    TEXT NOT NULL UNIQUE,
+        function_arn            TEXT NOT NULL,
+        event_source_arn        TEXT NOT NULL,
+        batch_size              BIGINT NOT NULL,
+        batching_window         BIGINT NOT NULL,
+        enabled                 BOOLEAN NOT NULL,
+        function_response_types TEXT NOT NULL,
+        filter_patterns         TEXT NOT NULL,
+        maximum_concurrency     BIGINT,
+        last_modified           BIGINT NOT NULL,
+        owner                   TEXT,
+        lease_until             BIGINT NOT NULL DEFAULT 0
+    );
+    CREATE UNIQUE INDEX event_source_mappings_pair
+        ON event_source_mappings (event_source_arn, function_arn);
+    ALTER TABLE deliveries ADD COLUMN function_errors BIGINT NOT NULL DEFAULT 0;
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -762,8 +762,86 @@ impl Store for PgStore {
         ))
     }
 
+    async fn retry_invocation(
+        &self,
+        id: i64,
+        attempts: i64,
+        function_errors: i64,
+        next_at_ms: i64,
+        error: &str,
+    ) -> Result<()> {
+        run!(self, |c| ops::retry_invocation(
+            &c,
+            id,
+            attempts,
+            function_errors,
+            next_at_ms,
+            error
+        ))
+    }
+
     async fn next_delivery_at(&self) -> Result<Option<i64>> {
         run!(self, |c| ops::next_delivery_at(&c))
+    }
+
+    async fn create_event_source_mapping(
+        &self,
+        mapping: EventSourceMappingRecord,
+    ) -> Result<Option<String>> {
+        run!(self, |c| ops::create_event_source_mapping(&c, &mapping))
+    }
+
+    async fn get_event_source_mapping(
+        &self,
+        uuid: &str,
+    ) -> Result<Option<EventSourceMappingRecord>> {
+        run!(self, |c| ops::get_event_source_mapping(&c, uuid))
+    }
+
+    async fn list_event_source_mappings(&self) -> Result<Vec<EventSourceMappingRecord>> {
+        run!(self, |c| ops::list_event_source_mappings(&c))
+    }
+
+    async fn update_event_source_mapping(&self, mapping: EventSourceMappingRecord) -> Result<bool> {
+        run!(self, |c| ops::update_event_source_mapping(&c, &mapping))
+    }
+
+    async fn delete_event_source_mapping(&self, uuid: &str) -> Result<bool> {
+        run!(self, |c| ops::delete_event_source_mapping(&c, uuid))
+    }
+
+    async fn claim_event_source_mappings(
+        &self,
+        owner: &str,
+        now_ms: i64,
+        lease_until_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<EventSourceMappingRecord>> {
+        run!(self, |c| ops::claim_event_source_mappings(
+            &c,
+            owner,
+            now_ms,
+            lease_until_ms,
+            limit
+        ))
+    }
+
+    async fn renew_event_source_mapping(
+        &self,
+        uuid: &str,
+        owner: &str,
+        lease_until_ms: i64,
+    ) -> Result<Option<EventSourceMappingRecord>> {
+        run!(self, |c| ops::renew_event_source_mapping(
+            &c,
+            uuid,
+            owner,
+            lease_until_ms
+        ))
+    }
+
+    async fn release_event_source_mappings(&self, owner: &str) -> Result<()> {
+        run!(self, |c| ops::release_event_source_mappings(&c, owner))
     }
 
     async fn list_deliveries(

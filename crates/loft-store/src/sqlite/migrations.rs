@@ -179,6 +179,29 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (scope, name)
     );
     "#,
+    // 8: functions as consumers (issue 18): SQS event source mappings with the lease of
+    // the node polling each; function errors of Lambda deliveries, counted apart from
+    // throttles (asynchronous invocation retries them differently).
+    r#"
+    CREATE TABLE event_source_mappings (
+        id                      INTEGER PRIMARY KEY AUTOINCREMENT,
+        uuid                    TEXT NOT NULL UNIQUE,
+        function_arn            TEXT NOT NULL,
+        event_source_arn        TEXT NOT NULL,
+        batch_size              INTEGER NOT NULL,
+        batching_window         INTEGER NOT NULL,
+        enabled                 INTEGER NOT NULL,
+        function_response_types TEXT NOT NULL,
+        filter_patterns         TEXT NOT NULL,
+        maximum_concurrency     INTEGER,
+        last_modified           INTEGER NOT NULL,
+        owner                   TEXT,
+        lease_until             INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE UNIQUE INDEX event_source_mappings_pair
+        ON event_source_mappings(event_source_arn, function_arn);
+    ALTER TABLE deliveries ADD COLUMN function_errors INTEGER NOT NULL DEFAULT 0;
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -741,8 +741,86 @@ impl Store for SqliteStore {
             .await
     }
 
+    async fn retry_invocation(
+        &self,
+        id: i64,
+        attempts: i64,
+        function_errors: i64,
+        next_at_ms: i64,
+        error: &str,
+    ) -> Result<()> {
+        let error = error.to_owned();
+        self.write(move |c| {
+            ops::retry_invocation(c, id, attempts, function_errors, next_at_ms, &error)
+        })
+        .await
+    }
+
     async fn next_delivery_at(&self) -> Result<Option<i64>> {
         self.write(ops::next_delivery_at).await
+    }
+
+    async fn create_event_source_mapping(
+        &self,
+        mapping: EventSourceMappingRecord,
+    ) -> Result<Option<String>> {
+        self.write(move |c| ops::create_event_source_mapping(c, &mapping))
+            .await
+    }
+
+    async fn get_event_source_mapping(
+        &self,
+        uuid: &str,
+    ) -> Result<Option<EventSourceMappingRecord>> {
+        let uuid = uuid.to_owned();
+        self.write(move |c| ops::get_event_source_mapping(c, &uuid))
+            .await
+    }
+
+    async fn list_event_source_mappings(&self) -> Result<Vec<EventSourceMappingRecord>> {
+        self.write(ops::list_event_source_mappings).await
+    }
+
+    async fn update_event_source_mapping(&self, mapping: EventSourceMappingRecord) -> Result<bool> {
+        self.write(move |c| ops::update_event_source_mapping(c, &mapping))
+            .await
+    }
+
+    async fn delete_event_source_mapping(&self, uuid: &str) -> Result<bool> {
+        let uuid = uuid.to_owned();
+        self.write(move |c| ops::delete_event_source_mapping(c, &uuid))
+            .await
+    }
+
+    async fn claim_event_source_mappings(
+        &self,
+        owner: &str,
+        now_ms: i64,
+        lease_until_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<EventSourceMappingRecord>> {
+        let owner = owner.to_owned();
+        self.write(move |c| {
+            ops::claim_event_source_mappings(c, &owner, now_ms, lease_until_ms, limit)
+        })
+        .await
+    }
+
+    async fn renew_event_source_mapping(
+        &self,
+        uuid: &str,
+        owner: &str,
+        lease_until_ms: i64,
+    ) -> Result<Option<EventSourceMappingRecord>> {
+        let (uuid, owner) = (uuid.to_owned(), owner.to_owned());
+        self.write(move |c| ops::renew_event_source_mapping(c, &uuid, &owner, lease_until_ms))
+            .await
+    }
+
+    async fn release_event_source_mappings(&self, owner: &str) -> Result<()> {
+        let owner = owner.to_owned();
+        self.write(move |c| ops::release_event_source_mappings(c, &owner))
+            .await
     }
 
     async fn list_deliveries(

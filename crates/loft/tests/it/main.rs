@@ -9,6 +9,8 @@ mod skips;
 mod bad_input;
 mod crash;
 mod durable_state;
+mod function_hosts;
+mod functions;
 mod multinode;
 mod native_queues;
 mod native_topics;

@@ -992,3 +992,117 @@ async fn the_queue_cap_counts_every_nodes_queues() {
         .await
         .expect("a slot freed through node 0");
 }
+
+/// An SQS event source mapping from the config file of three nodes: exactly one node polls
+/// it at a time (with MaximumConcurrency 2, never more than 2 batches are in flight across
+/// the cluster), and when the nodes stop one after another, the last one drains the queue.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_event_source_mapping_runs_on_one_node_at_a_time() {
+    use axum::body::Bytes;
+    use axum::extract::State;
+    #[derive(Clone, Default)]
+    struct Host {
+        in_flight: Arc<AtomicUsize>,
+        most: Arc<AtomicUsize>,
+        bodies: Arc<Mutex<Vec<String>>>,
+    }
+    async fn handle(State(h): State<Host>, body: Bytes) -> &'static str {
+        let now = h.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        h.most.fetch_max(now, Ordering::SeqCst);
+        // The function's work: long enough for batches of several pollers to overlap.
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        let event: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+        for r in event["Records"].as_array().into_iter().flatten() {
+            h.bodies
+                .lock()
+                .unwrap()
+                .push(r["body"].as_str().unwrap_or_default().to_owned());
+        }
+        h.in_flight.fetch_sub(1, Ordering::SeqCst);
+        "{}"
+    }
+    let host = Host::default();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let app = axum::Router::new()
+        .fallback(axum::routing::post(handle))
+        .with_state(host.clone());
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("loft.toml");
+    std::fs::write(
+        &config,
+        format!(
+            r#"
+[[functions]]
+name = "f"
+url = "http://{addr}/"
+
+[[queues]]
+name = "jobs"
+
+[[event_source_mappings]]
+function = "f"
+queue = "jobs"
+batch_size = 5
+maximum_concurrency = 2
+"#
+        ),
+    )
+    .unwrap();
+    let config = config.to_string_lossy().into_owned();
+    let Some(mut cluster) = Cluster::start_with(
+        3,
+        "an_event_source_mapping_runs_on_one_node_at_a_time",
+        &["--config", &config],
+    )
+    .await
+    else {
+        return;
+    };
+    let http = http();
+    let mut sent = Vec::new();
+    let send_some = |base: String, from: usize, http: reqwest::Client| async move {
+        for i in from..from + 100 {
+            sqs(
+                &http,
+                &base,
+                "SendMessage",
+                json!({"QueueUrl": queue_url(&base, "jobs"), "MessageBody": format!("m{i}")}),
+            )
+            .await
+            .expect("send");
+        }
+    };
+    for round in 0..3 {
+        let base = cluster.bases()[0].clone();
+        send_some(base, round * 100, http.clone()).await;
+        sent.extend((round * 100..round * 100 + 100).map(|i| format!("m{i}")));
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let seen: HashSet<String> = host.bodies.lock().unwrap().iter().cloned().collect();
+            if sent.iter().all(|b| seen.contains(b)) {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "round {round}: {} of {} processed",
+                seen.len(),
+                sent.len()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        if round < 2 {
+            // A graceful stop hands the mapping to another node at once.
+            cluster.stop(0);
+        }
+    }
+    assert!(
+        host.most.load(Ordering::SeqCst) <= 2,
+        "{} batches in flight at once: more than one node polled the mapping",
+        host.most.load(Ordering::SeqCst)
+    );
+    assert!(host.most.load(Ordering::SeqCst) >= 1);
+}

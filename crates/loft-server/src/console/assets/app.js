@@ -254,6 +254,31 @@ async function refreshTopics() {
   renderTopics(await api("GET", "/_loft/topics"));
 }
 
+function lastPart(arn) {
+  return arn.split(":").pop();
+}
+
+async function refreshMappings() {
+  const list = await api("GET", "/_loft/mappings");
+  const rows = list.map((m) => {
+    const options = [];
+    if (m.batching_window_seconds) options.push("window " + m.batching_window_seconds + " s");
+    if (m.function_response_types.length) options.push(m.function_response_types.join(", "));
+    if (m.filters.length) options.push(m.filters.length + " filter(s)");
+    if (m.maximum_concurrency) options.push("concurrency " + m.maximum_concurrency);
+    const stateClass = m.state === "Enabled" ? "badge visible" : "badge pending";
+    return el("tr", { dataset: { mapping: m.uuid } },
+      el("td", {}, el("code", {}, lastPart(m.queue_arn))),
+      el("td", {}, el("code", {}, lastPart(m.function_arn))),
+      el("td", {}, el("span", { class: stateClass }, m.state)),
+      el("td", {}, m.poller),
+      el("td", { class: "num" }, String(m.batch_size)),
+      el("td", {}, options.join("; ")));
+  });
+  if (rows.length === 0) rows.push(el("tr", { class: "empty" }, el("td", { colspan: 6 }, "No event source mappings.")));
+  $("#mappings tbody").replaceChildren(...rows);
+}
+
 async function refreshRecorded() {
   const list = await api("GET", "/_loft/sns/messages?limit=50");
   const rows = list.map((m) => el("tr", {},
@@ -290,7 +315,7 @@ async function clearRecorded(button) {
 
 async function refresh() {
   try {
-    await Promise.all([refreshQueues(), refreshMessages(), refreshTopics(), refreshRecorded()]);
+    await Promise.all([refreshQueues(), refreshMessages(), refreshTopics(), refreshMappings(), refreshRecorded()]);
     $("#clock").textContent = "updated " + time(Date.now());
     document.body.dataset.refreshed = String(Date.now());
   } catch (e) {

@@ -1,0 +1,253 @@
+//! Lambda over REST-JSON (botocore `lambda/2015-03-31`, protocol `rest-json`): the routes
+//! under `/2015-03-31/`, the decoder (path parameters, query string, JSON body) into
+//! [`LambdaRequest`], the encoder of [`LambdaResponse`] (JSON with the model's status
+//! code), and errors as Lambda sends them: the status of the error table's row,
+//! `x-amzn-ErrorType: <code>` and `{"Type": "User"|"Service", "message"|"Message"}` (the
+//! member name the model gives each error shape).
+//!
+//! Accepted with and without a trailing slash: `/2015-03-31/event-source-mappings` (boto3
+//! and the CLI send `.../event-source-mappings/`) and `/2015-03-31/functions`.
+
+use std::sync::Arc;
+
+use crate::body::BodyError;
+use crate::native::NativeBody;
+use axum::extract::{Path, RawQuery, State};
+use axum::http::{HeaderValue, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use loft_core::{Error, ErrorCode, Service};
+use serde::de::DeserializeOwned;
+
+use super::lambda::{self, types::*};
+use crate::observe::OperationLabel;
+
+/// The metric protocol label of Lambda requests.
+pub const PROTOCOL: &str = "lambda-rest-json";
+
+/// The routes, over `service`.
+pub fn routes<S: Clone + Send + Sync + 'static>(service: Arc<Service>) -> Router<S> {
+    Router::new()
+        .route(
+            "/2015-03-31/event-source-mappings",
+            get(mappings).post(mappings),
+        )
+        .route(
+            "/2015-03-31/event-source-mappings/",
+            get(mappings).post(mappings),
+        )
+        .route(
+            "/2015-03-31/event-source-mappings/{uuid}",
+            get(mapping).put(mapping).delete(mapping),
+        )
+        .route("/2015-03-31/functions", get(functions))
+        .route("/2015-03-31/functions/", get(functions))
+        .route("/2015-03-31/functions/{name}", get(function))
+        .with_state(service)
+}
+
+fn invalid(message: impl Into<String>) -> Error {
+    Error::new(ErrorCode::LambdaInvalidParameterValue, message)
+}
+
+/// The JSON body as `T`; an empty body is `{}`.
+fn body<T: DeserializeOwned + Default>(bytes: &[u8]) -> Result<T, Error> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok(T::default());
+    }
+    serde_json::from_slice(bytes)
+        .map_err(|e| invalid(format!("Could not read the request body: {e}")))
+}
+
+fn query<T: DeserializeOwned + Default>(q: Option<&str>) -> Result<T, Error> {
+    match q {
+        None | Some("") => Ok(T::default()),
+        Some(q) => {
+            let pairs: Vec<(String, String)> =
+                form_urlencoded::parse(q.as_bytes()).into_owned().collect();
+            let map: serde_json::Map<String, serde_json::Value> = pairs
+                .into_iter()
+                .map(|(k, v)| (k, serde_json::Value::String(v)))
+                .collect();
+            serde_json::from_value(serde_json::Value::Object(map))
+                .map_err(|e| invalid(format!("Invalid query string: {e}")))
+        }
+    }
+}
+
+/// Renders an error as Lambda does (see the module documentation).
+pub fn error(e: &Error) -> Response {
+    let lambda = matches!(
+        e.code,
+        ErrorCode::LambdaInvalidParameterValue
+            | ErrorCode::LambdaResourceNotFound
+            | ErrorCode::LambdaResourceConflict
+            | ErrorCode::LambdaResourceInUse
+    );
+    let row = e.code.row();
+    let (status, kind, fault) = if lambda {
+        (row.status, e.code.json_type(), "User")
+    } else if row.status >= 500 {
+        (500, "ServiceException", "Service")
+    } else {
+        (row.status, "InvalidParameterValueException", "User")
+    };
+    let member = match kind {
+        "InvalidParameterValueException" | "ResourceConflictException" => "message",
+        _ => "Message",
+    };
+    let body = serde_json::json!({ "Type": fault, member: e.message });
+    let mut resp = (
+        StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST),
+        [("content-type", "application/json")],
+        body.to_string(),
+    )
+        .into_response();
+    if let Ok(v) = HeaderValue::from_str(kind) {
+        resp.headers_mut().insert("x-amzn-errortype", v);
+    }
+    resp
+}
+
+/// Encodes a response: JSON with the operation's status code.
+pub fn response(r: &LambdaResponse) -> Response {
+    let (status, json) = match r {
+        LambdaResponse::EventSourceMapping(s, m) => (*s, serde_json::to_string(m)),
+        LambdaResponse::EventSourceMappings(l) => (200, serde_json::to_string(l)),
+        LambdaResponse::Function(f) => (200, serde_json::to_string(f)),
+        LambdaResponse::Functions(l) => (200, serde_json::to_string(l)),
+    };
+    match json {
+        Ok(body) => (
+            StatusCode::from_u16(status).unwrap_or(StatusCode::OK),
+            [("content-type", "application/json")],
+            body,
+        )
+            .into_response(),
+        Err(e) => error(&Error::internal(e)),
+    }
+}
+
+async fn run(svc: &Service, req: Result<LambdaRequest, Error>) -> Response {
+    let (op, outcome) = match req {
+        Ok(r) => {
+            let op = r.operation();
+            (op, lambda::call(svc, r).await)
+        }
+        Err(e) => ("Unknown", Err(e)),
+    };
+    let mut resp = match outcome {
+        Ok(r) => response(&r),
+        Err(e) => error(&e),
+    };
+    resp.extensions_mut().insert(OperationLabel {
+        operation: op.into(),
+        protocol: PROTOCOL,
+    });
+    resp
+}
+
+async fn mappings(
+    State(svc): State<Arc<Service>>,
+    method: Method,
+    RawQuery(q): RawQuery,
+    bytes: Result<NativeBody, BodyError>,
+) -> Response {
+    // A body that stalled, ran over 1 MiB or found no room in the budget (crate::body).
+    let bytes = match bytes {
+        Ok(b) => b,
+        Err(r) => {
+            let mut resp = error(&r.to_error());
+            r.add_headers(resp.headers_mut());
+            return resp;
+        }
+    };
+    let req = if method == Method::POST {
+        body(&bytes).map(LambdaRequest::CreateEventSourceMapping)
+    } else {
+        query(q.as_deref()).map(LambdaRequest::ListEventSourceMappings)
+    };
+    run(&svc, req).await
+}
+
+async fn mapping(
+    State(svc): State<Arc<Service>>,
+    method: Method,
+    Path(uuid): Path<String>,
+    bytes: Result<NativeBody, BodyError>,
+) -> Response {
+    // A body that stalled, ran over 1 MiB or found no room in the budget (crate::body).
+    let bytes = match bytes {
+        Ok(b) => b,
+        Err(r) => {
+            let mut resp = error(&r.to_error());
+            r.add_headers(resp.headers_mut());
+            return resp;
+        }
+    };
+    let req = match method {
+        Method::PUT => body(&bytes).map(|b| LambdaRequest::UpdateEventSourceMapping(uuid, b)),
+        Method::DELETE => Ok(LambdaRequest::DeleteEventSourceMapping(uuid)),
+        _ => Ok(LambdaRequest::GetEventSourceMapping(uuid)),
+    };
+    run(&svc, req).await
+}
+
+async fn functions(State(svc): State<Arc<Service>>, RawQuery(q): RawQuery) -> Response {
+    let req = query(q.as_deref()).map(LambdaRequest::ListFunctions);
+    run(&svc, req).await
+}
+
+async fn function(State(svc): State<Arc<Service>>, Path(name): Path<String>) -> Response {
+    run(&svc, Ok(LambdaRequest::GetFunction(name))).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_have_lambdas_shape() {
+        let e = Error::new(ErrorCode::LambdaResourceNotFound, "Function not found: x");
+        let r = error(&e);
+        assert_eq!(r.status(), 404);
+        assert_eq!(r.headers()["x-amzn-errortype"], "ResourceNotFoundException");
+        let e = Error::new(ErrorCode::LambdaInvalidParameterValue, "bad");
+        let r = error(&e);
+        assert_eq!(r.status(), 400);
+        assert_eq!(
+            r.headers()["x-amzn-errortype"],
+            "InvalidParameterValueException"
+        );
+        let r = error(&Error::internal("disk"));
+        assert_eq!(r.status(), 500);
+        assert_eq!(r.headers()["x-amzn-errortype"], "ServiceException");
+    }
+
+    #[test]
+    fn bodies_and_queries_decode_as_the_model_names_them() {
+        let r: CreateEventSourceMappingRequest = body(
+            br#"{"FunctionName":"f","EventSourceArn":"arn:aws:sqs:us-east-1:000000000000:q",
+                "BatchSize":5,"MaximumBatchingWindowInSeconds":2,"Enabled":false,
+                "FunctionResponseTypes":["ReportBatchItemFailures"],
+                "FilterCriteria":{"Filters":[{"Pattern":"{}"}]},
+                "ScalingConfig":{"MaximumConcurrency":3},"StartingPosition":"LATEST"}"#,
+        )
+        .unwrap();
+        assert_eq!(r.function_name.as_deref(), Some("f"));
+        assert_eq!(r.batch_size, Some(5));
+        assert_eq!(r.maximum_batching_window_in_seconds, Some(2));
+        assert_eq!(r.enabled, Some(false));
+        assert_eq!(r.filter_criteria.unwrap().filters[0].pattern, "{}");
+        assert_eq!(r.scaling_config.unwrap().maximum_concurrency, Some(3));
+        let e = body::<CreateEventSourceMappingRequest>(br#"{"BatchSize":"ten"}"#).unwrap_err();
+        assert_eq!(e.code, ErrorCode::LambdaInvalidParameterValue);
+        let q: ListEventSourceMappingsRequest =
+            query(Some("FunctionName=f&MaxItems=2&Marker=1")).unwrap();
+        assert_eq!(q.function_name.as_deref(), Some("f"));
+        assert_eq!(q.max_items.as_deref(), Some("2"));
+        let empty: UpdateEventSourceMappingRequest = body(b"").unwrap();
+        assert_eq!(empty, UpdateEventSourceMappingRequest::default());
+    }
+}
