@@ -163,9 +163,14 @@ impl Drop for Counted<'_> {
 }
 
 impl Db {
-    /// Creates the database at `path` with Loft's pragmas and the chosen schema, and
-    /// starts the writer thread. Errors: the file exists, or SQLite refuses it.
-    fn create(path: &std::path::Path, args: &Args) -> Result<Db, String> {
+    /// Creates the database at `path` with Loft's pragmas and the schema of [`schema`]
+    /// (`autoincrement`, `expiry_index`), and starts the writer thread. Errors: the file
+    /// exists, or SQLite refuses it.
+    fn create(
+        path: &std::path::Path,
+        autoincrement: bool,
+        expiry_index: bool,
+    ) -> Result<Db, String> {
         if path.exists() {
             return Err(format!(
                 "{}: exists; give a new file (the schema switches apply at creation)",
@@ -181,7 +186,7 @@ impl Db {
              PRAGMA temp_store=MEMORY; PRAGMA wal_autocheckpoint=10000; BEGIN IMMEDIATE; COMMIT;",
         )
         .map_err(fail)?;
-        conn.execute_batch(&schema(!args.no_autoincrement, !args.no_expiry_index))
+        conn.execute_batch(&schema(autoincrement, expiry_index))
             .map_err(fail)?;
         let conn = Arc::new(Mutex::new(conn));
         let (jobs, rx) = mpsc::channel();
@@ -440,7 +445,7 @@ async fn handle(db: Arc<Db>, req: Request<Incoming>) -> Result<Response<Full<Byt
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
     let args = Args::parse();
-    let db = match Db::create(&args.db, &args) {
+    let db = match Db::create(&args.db, !args.no_autoincrement, !args.no_expiry_index) {
         Ok(db) => Arc::new(db),
         Err(e) => {
             eprintln!("loft-floor: {e}");
@@ -479,5 +484,134 @@ async fn main() -> std::process::ExitCode {
                 .serve_connection(TokioIo::new(stream), service)
                 .await;
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A fresh database file in a fresh temporary directory (removed by the caller).
+    fn scratch(name: &str) -> (PathBuf, PathBuf) {
+        let dir =
+            std::env::temp_dir().join(format!("loft-floor-test-{name}-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).unwrap();
+        (dir.join("floor.db"), dir)
+    }
+
+    #[tokio::test]
+    async fn a_send_is_committed_and_answered_with_its_md5() {
+        let (path, dir) = scratch("send");
+        let db = Db::create(&path, true, true).unwrap();
+        let (status, answer, query_error) = send_message(
+            &db,
+            br#"{"QueueUrl":"http://h/000000000000/q","MessageBody":"hello \u00e9"}"#,
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{answer}");
+        assert!(query_error.is_none());
+        let answer: serde_json::Value = serde_json::from_str(&answer).unwrap();
+        // MD5 of the decoded body, "hello \u{e9}" in UTF-8.
+        let expected = hex::encode(Md5::digest("hello \u{e9}".as_bytes()));
+        assert_eq!(answer["MD5OfMessageBody"], expected.as_str());
+        let id = answer["MessageId"].as_str().unwrap().to_string();
+        let c = db.conn.lock().unwrap();
+        let (body, md5, stored_id, visible, expires, sent): (
+            String,
+            String,
+            String,
+            i64,
+            i64,
+            i64,
+        ) = c
+            .query_row(
+                "SELECT body, md5_body, message_id, visible_at, expires_at, sent_at FROM messages",
+                [],
+                |r| {
+                    Ok((
+                        r.get(0)?,
+                        r.get(1)?,
+                        r.get(2)?,
+                        r.get(3)?,
+                        r.get(4)?,
+                        r.get(5)?,
+                    ))
+                },
+            )
+            .unwrap();
+        assert_eq!(body, "hello \u{e9}");
+        assert_eq!(md5, expected);
+        assert_eq!(stored_id, id);
+        assert_eq!(visible, sent);
+        assert_eq!(expires - sent, RETENTION_MS);
+        drop(c);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[tokio::test]
+    async fn bad_sends_get_sqs_errors_and_store_nothing() {
+        let (path, dir) = scratch("bad");
+        let db = Db::create(&path, true, true).unwrap();
+        for (body, code) in [
+            (&b"not json"[..], "InvalidParameterValue"),
+            (br#"{"QueueUrl":"u","MessageBody":""}"#, "MissingParameter"),
+            (br#"{"QueueUrl":"","MessageBody":"x"}"#, "MissingParameter"),
+        ] {
+            let (status, answer, query_error) = send_message(&db, body).await;
+            assert_eq!(status, StatusCode::BAD_REQUEST);
+            let answer: serde_json::Value = serde_json::from_str(&answer).unwrap();
+            assert_eq!(
+                answer["__type"],
+                format!("com.amazonaws.sqs#{code}").as_str()
+            );
+            assert_eq!(
+                query_error.as_deref(),
+                Some(format!("AWS.SimpleQueueService.{code};Sender").as_str())
+            );
+        }
+        let n: i64 = db
+            .conn
+            .lock()
+            .unwrap()
+            .query_row("SELECT count(*) FROM messages", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(n, 0);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn the_switches_drop_autoincrement_and_the_expiry_index() {
+        for (autoincrement, expiry_index) in
+            [(true, true), (false, true), (true, false), (false, false)]
+        {
+            let c = Connection::open_in_memory().unwrap();
+            c.execute_batch(&schema(autoincrement, expiry_index))
+                .unwrap();
+            let sql: String = c
+                .query_row(
+                    "SELECT sql FROM sqlite_master WHERE name = 'messages'",
+                    [],
+                    |r| r.get(0),
+                )
+                .unwrap();
+            assert_eq!(sql.contains("AUTOINCREMENT"), autoincrement);
+            let expiry: i64 = c
+                .query_row(
+                    "SELECT count(*) FROM sqlite_master WHERE name = 'messages_expiry'",
+                    [],
+                    |r| r.get(0),
+                )
+                .unwrap();
+            assert_eq!(expiry == 1, expiry_index);
+        }
+    }
+
+    #[test]
+    fn an_existing_file_is_refused() {
+        let (path, dir) = scratch("exists");
+        std::fs::write(&path, b"").unwrap();
+        let e = Db::create(&path, true, true).err().unwrap();
+        assert!(e.contains("exists"), "{e}");
+        std::fs::remove_dir_all(dir).unwrap();
     }
 }
