@@ -241,6 +241,18 @@ pub struct QueueCounts {
     pub delayed: i64,
 }
 
+/// One message group of a fair queue at one instant ([`crate::store::Store::fair_groups`]).
+/// Messages without a MessageGroupId are counted together under `group: None`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupCounts {
+    /// The MessageGroupId, `None` for the messages without one.
+    pub group: Option<String>,
+    /// The group's messages by state, as [`QueueCounts`] counts them.
+    pub counts: QueueCounts,
+    /// When the group's oldest visible message was sent (ms), if it has one.
+    pub oldest_visible_sent_at_ms: Option<i64>,
+}
+
 /// A topic as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TopicRecord {

@@ -72,6 +72,14 @@ pub trait Store: Send + Sync + 'static {
     /// [`NewMessage::dedup`] key is already recorded for its queue inside the window is not
     /// stored; the original's sequence number and MessageId are reported instead. Returns one
     /// [`SentMessage`] per input, in input order.
+    ///
+    /// Fair queues: a message without a deduplication key (a standard queue's) that has a
+    /// [`NewMessage::group_id`] makes its queue fair from then on (SQS Developer Guide,
+    /// "Amazon SQS fair queues"); every later message of a fair queue takes a fair key, by
+    /// start-time fair queueing over its groups: the queue's virtual time is the smallest
+    /// key it holds, a message without a group or of a group with nothing waiting is keyed
+    /// there, and each further message of a group one after the group's latest. Keys are
+    /// approximate across concurrent sends (PostgreSQL); they only order receives.
     async fn send_messages(&self, messages: Vec<(i64, NewMessage)>) -> Result<Vec<SentMessage>>;
 
     /// Claims up to `max_messages` visible messages as `request` says, in one transaction:
@@ -81,7 +89,19 @@ pub trait Store: Send + Sync + 'static {
     /// stops once the receive is decided, so its cost follows the messages it looks at,
     /// not the queue's depth. With [`ReceiveRequest::attempt`] set it replays or records
     /// that attempt, in the same transaction.
+    ///
+    /// A fair queue's standard receive (not [`ReceiveRequest::send_order`]) takes the
+    /// visible messages in fair-key order, so a group with a few messages waiting is
+    /// served within about one receive per other group with a backlog, whatever that
+    /// backlog's depth; when fewer than wanted have keys, the rest come in the plain
+    /// longest-visible-first order. It reads past the queue's in-flight messages with
+    /// smaller keys (an index-only skip), not past the backlog.
     async fn receive(&self, request: ReceiveRequest) -> Result<ReceiveOutcome>;
+
+    /// The message groups of fair queue `queue_id` with their counts at `now_ms`, in no
+    /// particular order; `None` when the queue is not fair (or does not exist). Reads every
+    /// message of the queue; for `/metrics`.
+    async fn fair_groups(&self, queue_id: i64, now_ms: i64) -> Result<Option<Vec<GroupCounts>>>;
 
     /// Deletes message `seq` of queue `queue_id`. With `strict = Some((token, now_ms))`
     /// (FIFO queues), only if `token` is the message's current receipt token and the message

@@ -168,6 +168,15 @@ const MIGRATIONS: &[&str] = &[
     -- no group are not in it).
     CREATE INDEX messages_group ON messages (queue_id, group_id, seq) WHERE group_id IS NOT NULL;
     "#,
+    // 7: fair queues (issue 16): a standard queue that has received a message with a
+    // MessageGroupId is fair from then on; its messages carry a fair key and its receives
+    // read them in key order through `messages_fair`.
+    r#"
+    ALTER TABLE queues ADD COLUMN fair BOOLEAN NOT NULL DEFAULT false;
+    ALTER TABLE messages ADD COLUMN fair_key BIGINT;
+    CREATE INDEX messages_fair ON messages (queue_id, fair_key, seq) INCLUDE (visible_at)
+        WHERE fair_key IS NOT NULL;
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -170,6 +170,16 @@ const MIGRATIONS: &[&str] = &[
     -- not in it).
     CREATE INDEX messages_group ON messages(queue_id, group_id, seq) WHERE group_id IS NOT NULL;
     "#,
+    // 7: fair queues (issue 16). A standard queue that has received a message with a
+    // MessageGroupId is fair from then on (`queues.fair`); its messages carry a fair key
+    // (start-time fair queueing over groups, see `ops::fair_key`) and its receives read
+    // them in key order through `messages_fair`.
+    r#"
+    ALTER TABLE queues ADD COLUMN fair INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE messages ADD COLUMN fair_key INTEGER;
+    CREATE INDEX messages_fair ON messages(queue_id, fair_key, seq, visible_at)
+        WHERE fair_key IS NOT NULL;
+    "#,
 ];
 
 /// The schema version this build writes.

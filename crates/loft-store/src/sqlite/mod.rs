@@ -630,6 +630,11 @@ impl Store for SqliteStore {
             .await
     }
 
+    async fn fair_groups(&self, queue_id: i64, now_ms: i64) -> Result<Option<Vec<GroupCounts>>> {
+        self.write(move |c| ops::fair_groups(c, queue_id, now_ms))
+            .await
+    }
+
     async fn count_in_flight(&self, queue_id: i64, now_ms: i64) -> Result<i64> {
         self.write(move |c| ops::count_in_flight(c, queue_id, now_ms))
             .await
