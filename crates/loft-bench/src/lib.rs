@@ -8,6 +8,7 @@
 //! by `--duration-limit`.
 
 mod client;
+mod fair;
 #[cfg(test)]
 mod fake;
 mod report;
@@ -89,6 +90,11 @@ pub struct BenchArgs {
     #[arg(long)]
     pub fifo_groups: Option<u32>,
 
+    /// For `--scenario fair`: send without MessageGroupId (the tenant only in the
+    /// body), the no-fairness baseline on a plain standard queue.
+    #[arg(long)]
+    pub fair_baseline: bool,
+
     /// Pid of the server process, on this machine: report its resident memory
     /// (VmRSS) and the CPU seconds it spent during the measured phase.
     #[arg(long)]
@@ -119,6 +125,11 @@ pub enum Scenario {
     /// message; measures from the send's answer to the receive's answer. Repeated
     /// `--messages` times.
     LongPoll,
+    /// Fair queues: preload `--messages` messages of one tenant (MessageGroupId
+    /// `noisy`), then nine quiet tenants send one message each every 100 ms while the
+    /// other connections receive and delete until all is consumed; reports each
+    /// tenant's dwell time (send start to receive answer) and the total msgs/s.
+    Fair,
 }
 
 impl Scenario {
@@ -130,6 +141,7 @@ impl Scenario {
             Scenario::ReceiveDelete => "receive-delete",
             Scenario::ProduceConsume => "produce-consume",
             Scenario::LongPoll => "long-poll",
+            Scenario::Fair => "fair",
         }
     }
 }
@@ -148,6 +160,7 @@ struct Plan {
     limit: Duration,
     queue: Option<String>,
     fifo_groups: Option<u32>,
+    fair_baseline: bool,
 }
 
 impl BenchArgs {
@@ -158,6 +171,15 @@ impl BenchArgs {
                 "--connections must be between 1 and {MAX_CONNECTIONS}, not {}",
                 self.connections
             ));
+        }
+        if self.scenario == Scenario::Fair && self.connections < 2 {
+            return Err(
+                "--scenario fair needs --connections 2 or more (a quiet producer and a consumer)"
+                    .into(),
+            );
+        }
+        if self.fair_baseline && self.scenario != Scenario::Fair {
+            return Err("--fair-baseline is for --scenario fair".into());
         }
         if self.scenario == Scenario::ProduceConsume && self.connections < 2 {
             return Err(
@@ -217,6 +239,7 @@ impl BenchArgs {
             limit: Duration::from_secs(self.duration_limit),
             queue: self.queue.clone(),
             fifo_groups: self.fifo_groups,
+            fair_baseline: self.fair_baseline,
         })
     }
 }
@@ -459,6 +482,29 @@ async fn measure(
     let mut preload = None;
     let mut preload_cut = false;
     let mut target = plan.messages;
+    if plan.scenario == Scenario::Fair {
+        let ctx = Arc::new(base.next_phase());
+        let ticker = spawn_ticker("preload", ctx.progress.clone(), watch.clone());
+        let t0 = Instant::now();
+        let rec = fair::preload(
+            ctx.clone(),
+            plan.connections,
+            plan.messages,
+            plan.batch,
+            !plan.fair_baseline,
+        )
+        .await;
+        ticker.abort();
+        let secs = t0.elapsed().as_secs_f64();
+        target = ctx.progress.sent.load(Ordering::Relaxed);
+        preload_cut = ctx.cut.load(Ordering::Relaxed);
+        preload = Some(PreloadStats {
+            messages: target,
+            seconds: round3(secs),
+            messages_per_second: round3(target as f64 / secs.max(1e-9)),
+            errors: rec.errors(),
+        });
+    }
     if plan.scenario == Scenario::ReceiveDelete {
         let ctx = Arc::new(base.next_phase());
         let ticker = spawn_ticker("preload", ctx.progress.clone(), watch.clone());
@@ -492,6 +538,7 @@ async fn measure(
     let own_cpu_before = server::own_cpu_seconds();
     let t0 = Instant::now();
     let mut tracker = None;
+    let mut fair_report = None;
     let mut rec: Recorder = match plan.scenario {
         Scenario::Send | Scenario::SendBatch => {
             let batch = (plan.scenario == Scenario::SendBatch).then_some(plan.batch);
@@ -523,6 +570,18 @@ async fn measure(
             rec
         }
         Scenario::LongPoll => scenarios::long_poll(ctx.clone(), plan.messages).await,
+        Scenario::Fair => {
+            let (rec, t, report) = fair::run(
+                ctx.clone(),
+                plan.connections - 1,
+                target,
+                !plan.fair_baseline,
+            )
+            .await;
+            tracker = Some(t);
+            fair_report = Some(report);
+            rec
+        }
     };
     let wall = t0.elapsed();
     ticker.abort();
@@ -598,6 +657,7 @@ async fn measure(
         preload,
         server,
         bench_cpu_seconds: own_cpu,
+        fair: fair_report,
     }
 }
 
@@ -655,6 +715,8 @@ mod tests {
             &["--fifo-groups", "0"],
             &["--fifo-groups", "4", "--scenario", "long-poll"],
             &["--scenario", "produce-consume", "--connections", "1"],
+            &["--scenario", "fair", "--connections", "1"],
+            &["--fair-baseline"],
             &["--scenario", "nope"],
         ] {
             assert!(parse(bad).is_err(), "{bad:?} was accepted");
