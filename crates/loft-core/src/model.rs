@@ -326,6 +326,35 @@ pub struct FifoPublishEntry {
     /// Its deduplication key: `scope` is `""` with FifoThroughputScope `Topic`, the
     /// MessageGroupId with `MessageGroup`; the window ends at `expires_at_ms`.
     pub dedup: DedupKey,
+    /// With the topic's ArchivePolicy: keep the entry in the topic's archive.
+    pub archive: Option<ArchiveEntry>,
+}
+
+/// What a FIFO topic's archive keeps of one published message (SNS Developer Guide,
+/// "Amazon SNS message archiving and replay for FIFO topics"), besides the topic, its
+/// sequence number, its MessageId and its publish time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArchiveEntry {
+    /// The publish as the service will need it to replay the message (JSON, opaque to
+    /// the store).
+    pub published: String,
+    /// When the archive's retention period ends for it (ms): it is swept then.
+    pub expires_at_ms: i64,
+}
+
+/// One message of a FIFO topic's archive ([`crate::store::Store::archived_messages`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArchivedMessage {
+    /// The topic's sequence number of the message (strictly increasing per topic).
+    pub sequence: i64,
+    /// Its MessageId.
+    pub message_id: String,
+    /// When it was published (ms).
+    pub published_at_ms: i64,
+    /// When it leaves the archive (ms).
+    pub expires_at_ms: i64,
+    /// [`ArchiveEntry::published`].
+    pub published: String,
 }
 
 /// What the store did with one [`FifoPublishEntry`].

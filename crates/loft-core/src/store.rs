@@ -244,7 +244,7 @@ pub trait Store: Send + Sync + 'static {
 
     /// Drops messages whose retention ended at or before `now_ms`, and what else ended by
     /// then: deduplication keys (queues and FIFO topics), receive attempts, deleted-queue
-    /// holds. Returns how many messages.
+    /// holds, FIFO topics' archived messages. Returns how many queue messages.
     async fn delete_expired(&self, now_ms: i64) -> Result<u64>;
 
     // ----- topics and subscriptions
@@ -270,7 +270,8 @@ pub trait Store: Send + Sync + 'static {
         Ok(self.list_topics().await?.len() as u64)
     }
 
-    /// Deletes the topic and its subscriptions. Returns whether it existed.
+    /// Deletes the topic with its subscriptions, deduplication keys and archive. Returns
+    /// whether it existed.
     async fn delete_topic(&self, topic_id: i64) -> Result<bool>;
 
     /// Replaces the topic's attributes.
@@ -306,9 +307,29 @@ pub trait Store: Send + Sync + 'static {
     /// sequence reported); otherwise the entry takes the topic's next sequence number
     /// (strictly increasing per topic, kept with the topic), its key is recorded with that
     /// number and its MessageId, and the queue messages `publish.fanout` builds for it are
-    /// stored as [`Store::send_messages`] does. Either all of it happens or none. `None`
-    /// when the topic does not exist.
+    /// stored as [`Store::send_messages`] does. An entry with [`FifoPublishEntry::archive`]
+    /// that is not a duplicate is also kept in the topic's archive, with its sequence
+    /// number, MessageId and `now_ms` as its publish time, until its `expires_at_ms`.
+    /// Either all of it happens or none. `None` when the topic does not exist.
     async fn publish_fifo(&self, publish: FifoPublish) -> Result<Option<Vec<FifoPublished>>>;
+
+    /// Up to `limit` messages of topic `topic_id`'s archive with a sequence number above
+    /// `after_sequence`, published at or after `from_ms` and (with `until_ms`) at or
+    /// before `until_ms`, that have not left the archive at `now_ms`, in sequence order.
+    /// Page with the last returned sequence.
+    async fn archived_messages(
+        &self,
+        topic_id: i64,
+        after_sequence: i64,
+        from_ms: i64,
+        until_ms: Option<i64>,
+        now_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<ArchivedMessage>>;
+
+    /// Empties topic `topic_id`'s archive (its ArchivePolicy was removed). Returns how
+    /// many messages it held.
+    async fn delete_archive(&self, topic_id: i64) -> Result<u64>;
 
     /// Takes up to `limit` deliveries due at `now_ms`, leasing each until `lease_until_ms`
     /// (a crashed worker's lease runs out and another takes the delivery).

@@ -129,6 +129,7 @@ conformance!(
     subscriptions_crud,
     publish_stores_everything,
     fifo_topic_publish_numbers_and_deduplicates,
+    fifo_topic_archive_keeps_swept_and_dropped,
     concurrent_fifo_topic_publishes_number_in_queue_order,
     delivery_lease_retry_finish,
     recorded_messages,
@@ -1856,7 +1857,115 @@ fn topic_entry(id: &str, scope: &str, key: &str, expires: i64) -> FifoPublishEnt
             id: key.into(),
             expires_at_ms: expires,
         },
+        archive: None,
     }
+}
+
+/// SNS ArchivePolicy: archived entries are kept with their sequence and publish time,
+/// duplicates are not archived, expired ones are swept, and the archive can be emptied.
+async fn fifo_topic_archive_keeps_swept_and_dropped(s: S) {
+    let (t, _) = s
+        .create_topic("arch.fifo", BTreeMap::new(), BTreeMap::new(), T0)
+        .await
+        .unwrap();
+    let q = queue(&s, "arch-sub.fifo").await;
+    let calls = Arc::new(Mutex::new(Vec::new()));
+    let entry = |id: &str, key: &str, keep_until: i64| FifoPublishEntry {
+        archive: Some(ArchiveEntry {
+            published: format!("{{\"Message\":\"{id}\"}}"),
+            expires_at_ms: keep_until,
+        }),
+        ..topic_entry(id, "", key, T0 + 300_000)
+    };
+    let out = s
+        .publish_fifo(FifoPublish {
+            topic_id: t.id,
+            now_ms: T0,
+            entries: vec![
+                entry("m1", "k1", T0 + HOUR),
+                entry("m1-again", "k1", T0 + HOUR),
+                entry("m2", "k2", T0 + 2 * HOUR),
+                topic_entry("m3", "", "k3", T0 + 300_000),
+            ],
+            fanout: fanout_to(q, calls.clone()),
+        })
+        .await
+        .unwrap()
+        .unwrap();
+    s.publish_fifo(FifoPublish {
+        topic_id: t.id,
+        now_ms: T0 + 10,
+        entries: vec![entry("m4", "k4", T0 + 2 * HOUR)],
+        fanout: fanout_to(q, calls.clone()),
+    })
+    .await
+    .unwrap()
+    .unwrap();
+    let all = s
+        .archived_messages(t.id, 0, 0, None, T0, 100)
+        .await
+        .unwrap();
+    let ids: Vec<&str> = all.iter().map(|m| m.message_id.as_str()).collect();
+    assert_eq!(
+        ids,
+        ["m1", "m2", "m4"],
+        "not the duplicate, not the unarchived"
+    );
+    assert_eq!(all[0].sequence, out[0].sequence);
+    assert_eq!(all[1].sequence, out[2].sequence);
+    assert_eq!(all[0].published, "{\"Message\":\"m1\"}");
+    assert_eq!(
+        (all[0].published_at_ms, all[2].published_at_ms),
+        (T0, T0 + 10)
+    );
+    // Paging by sequence and a time window.
+    let page = s
+        .archived_messages(t.id, all[0].sequence, 0, None, T0, 1)
+        .await
+        .unwrap();
+    assert_eq!(page[0].message_id, "m2");
+    let window = s
+        .archived_messages(t.id, 0, T0 + 5, Some(T0 + 10), T0, 100)
+        .await
+        .unwrap();
+    assert_eq!(window.len(), 1);
+    assert_eq!(window[0].message_id, "m4");
+    // m1's retention ends first: hidden at once, swept by delete_expired.
+    let later = s
+        .archived_messages(t.id, 0, 0, None, T0 + HOUR, 100)
+        .await
+        .unwrap();
+    assert_eq!(later.len(), 2);
+    s.delete_expired(T0 + HOUR).await.unwrap();
+    assert_eq!(
+        s.archived_messages(t.id, 0, 0, None, T0, 100)
+            .await
+            .unwrap()
+            .len(),
+        2
+    );
+    assert_eq!(s.delete_archive(t.id).await.unwrap(), 2);
+    assert!(s
+        .archived_messages(t.id, 0, 0, None, T0, 100)
+        .await
+        .unwrap()
+        .is_empty());
+    // Deleting the topic drops its archive.
+    s.publish_fifo(FifoPublish {
+        topic_id: t.id,
+        now_ms: T0 + 20,
+        entries: vec![entry("m5", "k5", T0 + 2 * HOUR)],
+        fanout: fanout_to(q, calls.clone()),
+    })
+    .await
+    .unwrap()
+    .unwrap();
+    assert!(s.delete_topic(t.id).await.unwrap());
+    assert!(s
+        .archived_messages(t.id, 0, 0, None, T0, 100)
+        .await
+        .unwrap()
+        .is_empty());
 }
 
 async fn fifo_topic_publish_numbers_and_deduplicates(s: S) {

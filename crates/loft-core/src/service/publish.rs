@@ -894,6 +894,7 @@ impl Service {
                         id,
                         expires_at_ms: now + DEDUP_WINDOW_MS,
                     },
+                    archive: None,
                 });
             }
             accepted.push((results.len(), copies));

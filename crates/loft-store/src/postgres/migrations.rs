@@ -177,6 +177,19 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX messages_fair ON messages (queue_id, fair_key, seq) INCLUDE (visible_at)
         WHERE fair_key IS NOT NULL;
     "#,
+    // 8: FIFO topics' message archives (SNS ArchivePolicy, issue 16).
+    r#"
+    CREATE TABLE topic_archive (
+        topic_id     BIGINT NOT NULL,
+        sequence     BIGINT NOT NULL,
+        message_id   TEXT NOT NULL,
+        published_at BIGINT NOT NULL,
+        expires_at   BIGINT NOT NULL,
+        published    TEXT NOT NULL,
+        PRIMARY KEY (topic_id, sequence)
+    );
+    CREATE INDEX topic_archive_expiry ON topic_archive (expires_at);
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -666,6 +666,30 @@ impl Store for PgStore {
         run!(self, |c| ops::queue_counts(&c, queue_id, now_ms))
     }
 
+    async fn archived_messages(
+        &self,
+        topic_id: i64,
+        after_sequence: i64,
+        from_ms: i64,
+        until_ms: Option<i64>,
+        now_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<ArchivedMessage>> {
+        run!(self, |c| ops::archived_messages(
+            &c,
+            topic_id,
+            after_sequence,
+            from_ms,
+            until_ms,
+            now_ms,
+            limit
+        ))
+    }
+
+    async fn delete_archive(&self, topic_id: i64) -> Result<u64> {
+        run!(self, |c| ops::delete_archive(&c, topic_id))
+    }
+
     async fn fair_groups(&self, queue_id: i64, now_ms: i64) -> Result<Option<Vec<GroupCounts>>> {
         run!(self, |c| ops::fair_groups(&c, queue_id, now_ms))
     }

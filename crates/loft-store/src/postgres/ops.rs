@@ -1158,6 +1158,7 @@ pub async fn delete_expired<C: GenericClient>(c: &C, now_ms: i64) -> Result<u64,
         ("topic_dedup", "expires_at"),
         ("receive_attempts", "expires_at"),
         ("deleted_queues", "hold_until"),
+        ("topic_archive", "expires_at"),
     ] {
         let sql = format!(
             "DELETE FROM {table} WHERE ctid IN (SELECT ctid FROM {table} WHERE {column} <= $1 \
@@ -1225,7 +1226,8 @@ pub async fn delete_topic<C: GenericClient>(c: &C, topic_id: i64) -> Result<bool
     let n = execute(
         c,
         "WITH s AS (DELETE FROM subscriptions WHERE topic_id = $1), \
-              k AS (DELETE FROM topic_dedup WHERE topic_id = $1) \
+              k AS (DELETE FROM topic_dedup WHERE topic_id = $1), \
+              a AS (DELETE FROM topic_archive WHERE topic_id = $1) \
          DELETE FROM topics WHERE id = $1",
         &[&topic_id],
     )
@@ -1839,6 +1841,23 @@ pub async fn publish_fifo_in<C: GenericClient>(
             ],
         )
         .await?;
+        if let Some(a) = &e.archive {
+            execute(
+                tx,
+                "INSERT INTO topic_archive (topic_id, sequence, message_id, published_at, \
+                 expires_at, published) VALUES ($1, $2, $3, $4, $5, $6) \
+                 ON CONFLICT (topic_id, sequence) DO NOTHING",
+                &[
+                    &p.topic_id,
+                    &sequence,
+                    &e.message_id,
+                    &p.now_ms,
+                    &a.expires_at_ms,
+                    &a.published,
+                ],
+            )
+            .await?;
+        }
         let built = (p.fanout)(i, sequence);
         spans.push((out.len(), built.len()));
         messages.extend(built);
@@ -1860,6 +1879,52 @@ pub async fn publish_fifo_in<C: GenericClient>(
         out[entry].sent = sent.by_ref().take(n).collect();
     }
     Ok(Some(out))
+}
+
+pub async fn archived_messages<C: GenericClient>(
+    c: &C,
+    topic_id: i64,
+    after_sequence: i64,
+    from_ms: i64,
+    until_ms: Option<i64>,
+    now_ms: i64,
+    limit: u32,
+) -> Result<Vec<ArchivedMessage>, Error> {
+    let rows = query(
+        c,
+        "SELECT sequence, message_id, published_at, expires_at, published FROM topic_archive \
+         WHERE topic_id = $1 AND sequence > $2 AND published_at >= $3 \
+         AND ($4::bigint IS NULL OR published_at <= $4) AND expires_at > $5 \
+         ORDER BY sequence LIMIT $6",
+        &[
+            &topic_id,
+            &after_sequence,
+            &from_ms,
+            &until_ms,
+            &now_ms,
+            &i64::from(limit),
+        ],
+    )
+    .await?;
+    Ok(rows
+        .iter()
+        .map(|r| ArchivedMessage {
+            sequence: r.get(0),
+            message_id: r.get(1),
+            published_at_ms: r.get(2),
+            expires_at_ms: r.get(3),
+            published: r.get(4),
+        })
+        .collect())
+}
+
+pub async fn delete_archive<C: GenericClient>(c: &C, topic_id: i64) -> Result<u64, Error> {
+    execute(
+        c,
+        "DELETE FROM topic_archive WHERE topic_id = $1",
+        &[&topic_id],
+    )
+    .await
 }
 
 const DELIVERY_COLUMNS: &str = "d.id, d.subscription, d.endpoint, d.content_type, d.headers, \

@@ -871,6 +871,7 @@ pub fn delete_expired(c: &Connection, now_ms: i64) -> rusqlite::Result<u64> {
         "DELETE FROM topic_dedup WHERE expires_at <= ?1",
         "DELETE FROM receive_attempts WHERE expires_at <= ?1",
         "DELETE FROM deleted_queues WHERE hold_until <= ?1",
+        "DELETE FROM topic_archive WHERE expires_at <= ?1",
     ] {
         c.prepare_cached(sql)?.execute([now_ms])?;
     }
@@ -928,6 +929,7 @@ pub fn delete_topic(c: &Connection, topic_id: i64) -> rusqlite::Result<bool> {
         .execute([topic_id])?;
     c.prepare_cached("DELETE FROM topic_dedup WHERE topic_id = ?1")?
         .execute([topic_id])?;
+    delete_archive(c, topic_id)?;
     Ok(c.prepare_cached("DELETE FROM topics WHERE id = ?1")?
         .execute([topic_id])?
         == 1)
@@ -1441,6 +1443,20 @@ pub fn publish_fifo(
             sequence,
             e.dedup.expires_at_ms
         ])?;
+        if let Some(a) = &e.archive {
+            c.prepare_cached(
+                "INSERT OR REPLACE INTO topic_archive (topic_id, sequence, message_id, \
+                 published_at, expires_at, published) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )?
+            .execute(params![
+                p.topic_id,
+                sequence,
+                e.message_id,
+                p.now_ms,
+                a.expires_at_ms,
+                a.published
+            ])?;
+        }
         let sent = send_messages(c, &(p.fanout)(i, sequence))?;
         out.push(FifoPublished {
             message_id: e.message_id.clone(),
@@ -1452,6 +1468,43 @@ pub fn publish_fifo(
     c.prepare_cached("UPDATE topics SET sequence = ?2 WHERE id = ?1")?
         .execute(params![p.topic_id, sequence])?;
     Ok(Some(out))
+}
+
+pub fn archived_messages(
+    c: &Connection,
+    topic_id: i64,
+    after_sequence: i64,
+    from_ms: i64,
+    until_ms: Option<i64>,
+    now_ms: i64,
+    limit: u32,
+) -> rusqlite::Result<Vec<ArchivedMessage>> {
+    let mut stmt = c.prepare_cached(
+        "SELECT sequence, message_id, published_at, expires_at, published FROM topic_archive \
+         WHERE topic_id = ?1 AND sequence > ?2 AND published_at >= ?3 \
+         AND (?4 IS NULL OR published_at <= ?4) AND expires_at > ?5 \
+         ORDER BY sequence LIMIT ?6",
+    )?;
+    let rows = stmt.query_map(
+        params![topic_id, after_sequence, from_ms, until_ms, now_ms, limit],
+        |r| {
+            Ok(ArchivedMessage {
+                sequence: r.get(0)?,
+                message_id: r.get(1)?,
+                published_at_ms: r.get(2)?,
+                expires_at_ms: r.get(3)?,
+                published: r.get(4)?,
+            })
+        },
+    )?;
+    rows.collect()
+}
+
+pub fn delete_archive(c: &Connection, topic_id: i64) -> rusqlite::Result<u64> {
+    Ok(
+        c.prepare_cached("DELETE FROM topic_archive WHERE topic_id = ?1")?
+            .execute([topic_id])? as u64,
+    )
 }
 
 const DELIVERY_COLUMNS: &str =
