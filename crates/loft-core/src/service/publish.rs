@@ -894,7 +894,7 @@ impl Service {
                         id,
                         expires_at_ms: now + DEDUP_WINDOW_MS,
                     },
-                    archive: None,
+                    archive: super::archive::entry(topic, &req, now),
                 });
             }
             accepted.push((results.len(), copies));
