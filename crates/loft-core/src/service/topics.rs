@@ -266,7 +266,14 @@ fn validate_subscription_attribute(name: &str, value: &str, protocol: &str) -> R
             }
             value.to_owned()
         }
-        "SubscriptionRoleArn" | "ReplayPolicy" => value.to_owned(),
+        // Replaying a FIFO topic's archive is not built: refused rather than stored and
+        // ignored.
+        "ReplayPolicy" => {
+            return Err(bad(
+                "message replay is not supported by Loft (the topic's archive is kept, see ArchivePolicy)",
+            ))
+        }
+        "SubscriptionRoleArn" => value.to_owned(),
         _ => return Err(invalid("AttributeName")),
     })
 }
