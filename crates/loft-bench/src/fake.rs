@@ -199,6 +199,7 @@ mod tests {
             duration_limit: 30,
             queue: None,
             fifo_groups: None,
+            fair_baseline: false,
             server_pid: Some(std::process::id()),
             function: None,
             function_listen: std::net::SocketAddr::from(([127, 0, 0, 1], 9700)),
@@ -250,6 +251,29 @@ mod tests {
             fake.queues.lock().unwrap().is_empty(),
             "the fresh queues were not deleted"
         );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn fair_reports_dwell_per_tenant() {
+        let (url, _fake) = start(false).await;
+        for baseline in [false, true] {
+            let mut a = args(&url, Scenario::Fair, 300);
+            a.fair_baseline = baseline;
+            let r = run_report(&a).await.unwrap();
+            assert_eq!(r.stopped_by, "messages");
+            assert_eq!(r.errors, 0, "{:?}", r.error_examples);
+            assert_eq!(r.duplicates, Some(0));
+            let f = r.fair.as_ref().expect("the fair report");
+            assert_eq!(f.grouped, !baseline);
+            assert_eq!(f.tenants[0].tenant, "noisy");
+            assert_eq!(f.tenants[0].messages, 300);
+            let quiet = &f.tenants[1];
+            assert_eq!(quiet.tenant, "quiet (all)");
+            assert!(quiet.messages >= 9, "{}", quiet.messages);
+            assert_eq!(r.messages, 300 + quiet.messages);
+            assert_eq!(f.tenants.len(), 2 + 9);
+            assert!(r.table().contains("quiet-9"));
+        }
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

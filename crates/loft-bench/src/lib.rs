@@ -8,6 +8,7 @@
 //! by `--duration-limit`.
 
 mod client;
+mod fair;
 #[cfg(test)]
 mod fake;
 mod function;
@@ -90,6 +91,11 @@ pub struct BenchArgs {
     #[arg(long)]
     pub fifo_groups: Option<u32>,
 
+    /// For `--scenario fair`: send without MessageGroupId (the tenant only in the
+    /// body), the no-fairness baseline on a plain standard queue.
+    #[arg(long)]
+    pub fair_baseline: bool,
+
     /// Pid of the server process, on this machine: report its resident memory
     /// (VmRSS) and the CPU seconds it spent during the measured phase.
     #[arg(long)]
@@ -134,6 +140,11 @@ pub enum Scenario {
     /// sends; measures messages per second invoked and the delay from the start of each
     /// send to the invocation carrying it.
     Function,
+    /// Fair queues: preload `--messages` messages of one tenant (MessageGroupId
+    /// `noisy`), then nine quiet tenants send one message each every 100 ms while the
+    /// other connections receive and delete until all is consumed; reports each
+    /// tenant's dwell time (send start to receive answer) and the total msgs/s.
+    Fair,
 }
 
 impl Scenario {
@@ -146,6 +157,7 @@ impl Scenario {
             Scenario::ProduceConsume => "produce-consume",
             Scenario::LongPoll => "long-poll",
             Scenario::Function => "function",
+            Scenario::Fair => "fair",
         }
     }
 }
@@ -166,6 +178,7 @@ struct Plan {
     fifo_groups: Option<u32>,
     /// The function scenario's function and listen address.
     function: Option<(String, std::net::SocketAddr)>,
+    fair_baseline: bool,
 }
 
 impl BenchArgs {
@@ -176,6 +189,15 @@ impl BenchArgs {
                 "--connections must be between 1 and {MAX_CONNECTIONS}, not {}",
                 self.connections
             ));
+        }
+        if self.scenario == Scenario::Fair && self.connections < 2 {
+            return Err(
+                "--scenario fair needs --connections 2 or more (a quiet producer and a consumer)"
+                    .into(),
+            );
+        }
+        if self.fair_baseline && self.scenario != Scenario::Fair {
+            return Err("--fair-baseline is for --scenario fair".into());
         }
         if self.scenario == Scenario::ProduceConsume && self.connections < 2 {
             return Err(
@@ -244,6 +266,7 @@ impl BenchArgs {
             queue: self.queue.clone(),
             fifo_groups: self.fifo_groups,
             function,
+            fair_baseline: self.fair_baseline,
         })
     }
 }
@@ -486,6 +509,29 @@ async fn measure(
     let mut preload = None;
     let mut preload_cut = false;
     let mut target = plan.messages;
+    if plan.scenario == Scenario::Fair {
+        let ctx = Arc::new(base.next_phase());
+        let ticker = spawn_ticker("preload", ctx.progress.clone(), watch.clone());
+        let t0 = Instant::now();
+        let rec = fair::preload(
+            ctx.clone(),
+            plan.connections,
+            plan.messages,
+            plan.batch,
+            !plan.fair_baseline,
+        )
+        .await;
+        ticker.abort();
+        let secs = t0.elapsed().as_secs_f64();
+        target = ctx.progress.sent.load(Ordering::Relaxed);
+        preload_cut = ctx.cut.load(Ordering::Relaxed);
+        preload = Some(PreloadStats {
+            messages: target,
+            seconds: round3(secs),
+            messages_per_second: round3(target as f64 / secs.max(1e-9)),
+            errors: rec.errors(),
+        });
+    }
     if plan.scenario == Scenario::ReceiveDelete {
         let ctx = Arc::new(base.next_phase());
         let ticker = spawn_ticker("preload", ctx.progress.clone(), watch.clone());
@@ -520,6 +566,7 @@ async fn measure(
     let t0 = Instant::now();
     let mut tracker = None;
     let mut function_repeats = None;
+    let mut fair_report = None;
     let mut rec: Recorder = match plan.scenario {
         Scenario::Send | Scenario::SendBatch => {
             let batch = (plan.scenario == Scenario::SendBatch).then_some(plan.batch);
@@ -562,6 +609,18 @@ async fn measure(
             let (rec, repeats) =
                 function::run(ctx.clone(), &name, listen, plan.messages, plan.connections).await;
             function_repeats = Some(repeats);
+            rec
+        }
+        Scenario::Fair => {
+            let (rec, t, report) = fair::run(
+                ctx.clone(),
+                plan.connections - 1,
+                target,
+                !plan.fair_baseline,
+            )
+            .await;
+            tracker = Some(t);
+            fair_report = Some(report);
             rec
         }
     };
@@ -640,6 +699,7 @@ async fn measure(
         preload,
         server,
         bench_cpu_seconds: own_cpu,
+        fair: fair_report,
     }
 }
 
@@ -702,6 +762,8 @@ mod tests {
             &["--fifo-groups", "0"],
             &["--fifo-groups", "4", "--scenario", "long-poll"],
             &["--scenario", "produce-consume", "--connections", "1"],
+            &["--scenario", "fair", "--connections", "1"],
+            &["--fair-baseline"],
             &["--scenario", "nope"],
             &["--scenario", "function"],
             &["--function", "f"],

@@ -67,6 +67,8 @@ pub struct Report {
     /// CPU time (user + system) the bench itself spent in the measured phase, s: on
     /// a small machine it competes with the server for the same cores.
     pub bench_cpu_seconds: Option<f64>,
+    /// The `fair` scenario's dwell time per tenant.
+    pub fair: Option<crate::fair::FairReport>,
 }
 
 /// The preload phase of receive-delete.
@@ -189,6 +191,33 @@ impl Report {
                 "the answer of the receive that got it"
             };
             let _ = writeln!(t, "  (delivery: from the {from} to {to})");
+        }
+        if let Some(f) = &self.fair {
+            let _ = writeln!(
+                t,
+                "\n  {:<22} {:>8} {:>7} {:>9} {:>9} {:>9} {:>9} {:>9}",
+                if f.grouped {
+                    "dwell, MessageGroupId"
+                } else {
+                    "dwell, no group (base)"
+                },
+                "messages",
+                "",
+                "mean ms",
+                "p50 ms",
+                "p99 ms",
+                "p99.9 ms",
+                "max ms"
+            );
+            for d in &f.tenants {
+                let _ = write!(t, "  {:<22} {:>8} {:>7}", d.tenant, d.messages, "");
+                t.push_str(&latency_cells(d.dwell.as_ref()));
+            }
+            let _ = writeln!(
+                t,
+                "  (dwell: from the start of the send to the answer of the receive; {} quiet tenants, one message each every {} ms)",
+                f.quiet_tenants, f.quiet_interval_ms
+            );
         }
         if let Some(c) = self.bench_cpu_seconds {
             let _ = writeln!(t, "\n  bench CPU    {c:.2} s (the load generator itself)");

@@ -100,7 +100,7 @@ impl Ctx {
         self.fifo.as_ref().map_or((None, None), |f| f.of(seq))
     }
 
-    fn client(&self) -> Client {
+    pub(crate) fn client(&self) -> Client {
         Client::new(self.endpoint.clone(), self.auth)
     }
 
@@ -131,7 +131,7 @@ impl Ctx {
     }
 
     /// Runs `fut` unless the deadline passes (or `stop` turns true) first.
-    async fn bounded<F: Future>(
+    pub(crate) async fn bounded<F: Future>(
         &self,
         stop: Option<&mut watch::Receiver<bool>>,
         fut: F,
@@ -361,7 +361,7 @@ impl Tracker {
         }
     }
 
-    fn subscribe(&self) -> watch::Receiver<bool> {
+    pub(crate) fn subscribe(&self) -> watch::Receiver<bool> {
         self.done.subscribe()
     }
 }

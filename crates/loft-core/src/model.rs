@@ -241,6 +241,18 @@ pub struct QueueCounts {
     pub delayed: i64,
 }
 
+/// One message group of a fair queue at one instant ([`crate::store::Store::fair_groups`]).
+/// Messages without a MessageGroupId are counted together under `group: None`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupCounts {
+    /// The MessageGroupId, `None` for the messages without one.
+    pub group: Option<String>,
+    /// The group's messages by state, as [`QueueCounts`] counts them.
+    pub counts: QueueCounts,
+    /// When the group's oldest visible message was sent (ms), if it has one.
+    pub oldest_visible_sent_at_ms: Option<i64>,
+}
+
 /// A topic as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TopicRecord {
@@ -314,6 +326,35 @@ pub struct FifoPublishEntry {
     /// Its deduplication key: `scope` is `""` with FifoThroughputScope `Topic`, the
     /// MessageGroupId with `MessageGroup`; the window ends at `expires_at_ms`.
     pub dedup: DedupKey,
+    /// With the topic's ArchivePolicy: keep the entry in the topic's archive.
+    pub archive: Option<ArchiveEntry>,
+}
+
+/// What a FIFO topic's archive keeps of one published message (SNS Developer Guide,
+/// "Amazon SNS message archiving and replay for FIFO topics"), besides the topic, its
+/// sequence number, its MessageId and its publish time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArchiveEntry {
+    /// The publish as the service will need it to replay the message (JSON, opaque to
+    /// the store).
+    pub published: String,
+    /// When the archive's retention period ends for it (ms): it is swept then.
+    pub expires_at_ms: i64,
+}
+
+/// One message of a FIFO topic's archive ([`crate::store::Store::archived_messages`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArchivedMessage {
+    /// The topic's sequence number of the message (strictly increasing per topic).
+    pub sequence: i64,
+    /// Its MessageId.
+    pub message_id: String,
+    /// When it was published (ms).
+    pub published_at_ms: i64,
+    /// When it leaves the archive (ms).
+    pub expires_at_ms: i64,
+    /// [`ArchiveEntry::published`].
+    pub published: String,
 }
 
 /// What the store did with one [`FifoPublishEntry`].

@@ -72,6 +72,14 @@ pub trait Store: Send + Sync + 'static {
     /// [`NewMessage::dedup`] key is already recorded for its queue inside the window is not
     /// stored; the original's sequence number and MessageId are reported instead. Returns one
     /// [`SentMessage`] per input, in input order.
+    ///
+    /// Fair queues: a message without a deduplication key (a standard queue's) that has a
+    /// [`NewMessage::group_id`] makes its queue fair from then on (SQS Developer Guide,
+    /// "Amazon SQS fair queues"); every later message of a fair queue takes a fair key, by
+    /// start-time fair queueing over its groups: the queue's virtual time is the smallest
+    /// key it holds, a message without a group or of a group with nothing waiting is keyed
+    /// there, and each further message of a group one after the group's latest. Keys are
+    /// approximate across concurrent sends (PostgreSQL); they only order receives.
     async fn send_messages(&self, messages: Vec<(i64, NewMessage)>) -> Result<Vec<SentMessage>>;
 
     /// Claims up to `max_messages` visible messages as `request` says, in one transaction:
@@ -81,7 +89,19 @@ pub trait Store: Send + Sync + 'static {
     /// stops once the receive is decided, so its cost follows the messages it looks at,
     /// not the queue's depth. With [`ReceiveRequest::attempt`] set it replays or records
     /// that attempt, in the same transaction.
+    ///
+    /// A fair queue's standard receive (not [`ReceiveRequest::send_order`]) takes the
+    /// visible messages in fair-key order, so a group with a few messages waiting is
+    /// served within about one receive per other group with a backlog, whatever that
+    /// backlog's depth; when fewer than wanted have keys, the rest come in the plain
+    /// longest-visible-first order. It reads past the queue's in-flight messages with
+    /// smaller keys (an index-only skip), not past the backlog.
     async fn receive(&self, request: ReceiveRequest) -> Result<ReceiveOutcome>;
+
+    /// The message groups of fair queue `queue_id` with their counts at `now_ms`, in no
+    /// particular order; `None` when the queue is not fair (or does not exist). Reads every
+    /// message of the queue; for `/metrics`.
+    async fn fair_groups(&self, queue_id: i64, now_ms: i64) -> Result<Option<Vec<GroupCounts>>>;
 
     /// Deletes message `seq` of queue `queue_id`. With `strict = Some((token, now_ms))`
     /// (FIFO queues), only if `token` is the message's current receipt token and the message
@@ -226,7 +246,7 @@ pub trait Store: Send + Sync + 'static {
 
     /// Drops messages whose retention ended at or before `now_ms`, and what else ended by
     /// then: deduplication keys (queues and FIFO topics), receive attempts, deleted-queue
-    /// holds. Returns how many messages.
+    /// holds, FIFO topics' archived messages. Returns how many queue messages.
     async fn delete_expired(&self, now_ms: i64) -> Result<u64>;
 
     // ----- topics and subscriptions
@@ -252,7 +272,8 @@ pub trait Store: Send + Sync + 'static {
         Ok(self.list_topics().await?.len() as u64)
     }
 
-    /// Deletes the topic and its subscriptions. Returns whether it existed.
+    /// Deletes the topic with its subscriptions, deduplication keys and archive. Returns
+    /// whether it existed.
     async fn delete_topic(&self, topic_id: i64) -> Result<bool>;
 
     /// Replaces the topic's attributes.
@@ -288,9 +309,29 @@ pub trait Store: Send + Sync + 'static {
     /// sequence reported); otherwise the entry takes the topic's next sequence number
     /// (strictly increasing per topic, kept with the topic), its key is recorded with that
     /// number and its MessageId, and the queue messages `publish.fanout` builds for it are
-    /// stored as [`Store::send_messages`] does. Either all of it happens or none. `None`
-    /// when the topic does not exist.
+    /// stored as [`Store::send_messages`] does. An entry with [`FifoPublishEntry::archive`]
+    /// that is not a duplicate is also kept in the topic's archive, with its sequence
+    /// number, MessageId and `now_ms` as its publish time, until its `expires_at_ms`.
+    /// Either all of it happens or none. `None` when the topic does not exist.
     async fn publish_fifo(&self, publish: FifoPublish) -> Result<Option<Vec<FifoPublished>>>;
+
+    /// Up to `limit` messages of topic `topic_id`'s archive with a sequence number above
+    /// `after_sequence`, published at or after `from_ms` and (with `until_ms`) at or
+    /// before `until_ms`, that have not left the archive at `now_ms`, in sequence order.
+    /// Page with the last returned sequence.
+    async fn archived_messages(
+        &self,
+        topic_id: i64,
+        after_sequence: i64,
+        from_ms: i64,
+        until_ms: Option<i64>,
+        now_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<ArchivedMessage>>;
+
+    /// Empties topic `topic_id`'s archive (its ArchivePolicy was removed). Returns how
+    /// many messages it held.
+    async fn delete_archive(&self, topic_id: i64) -> Result<u64>;
 
     /// Takes up to `limit` deliveries due at `now_ms`, leasing each until `lease_until_ms`
     /// (a crashed worker's lease runs out and another takes the delivery).

@@ -25,6 +25,9 @@
 //!
 //! The last two come from the body budget the listener hands each request
 //! ([`crate::listen::serve`]); a router called without it shows neither.
+//! | `loft_fair_queue_noisy_groups` | gauge | `queue` | fair queues: groups that are noisy neighbours now (AWS's ApproximateNumberOfNoisyGroups) |
+//! | `loft_fair_queue_quiet_messages` | gauge | `queue`, `state` | fair queues: messages of quiet groups (ApproximateNumberOfMessagesVisibleInQuietGroups, ...NotVisible..., ...Delayed...) |
+//! | `loft_fair_queue_quiet_oldest_age_seconds` | gauge | `queue` | fair queues: age of the oldest visible message of a quiet group (ApproximateAgeOfOldestMessageInQuietGroups) |
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -35,6 +38,7 @@ use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use loft_core::service::activity::{ActivitySnapshot, QueueActivity};
+use loft_core::service::operator::FairQueueStatus;
 use loft_core::Service;
 use serde_json::json;
 
@@ -70,6 +74,8 @@ pub struct Scrape {
     /// Request body bytes held now and the budget, bytes (when the request came through
     /// a listener).
     pub body_bytes: Option<(usize, usize)>,
+    /// The fair queues by name, as AWS's fair-queue metrics describe them.
+    pub fair: Vec<(String, FairQueueStatus)>,
 }
 
 /// Escapes a label value: backslash, double quote and newline.
@@ -290,6 +296,57 @@ pub fn render(scrape: &Scrape) -> String {
         );
         let _ = writeln!(out, "loft_request_body_budget_bytes {budget}");
     }
+    if !scrape.fair.is_empty() {
+        family(
+            &mut out,
+            "loft_fair_queue_noisy_groups",
+            "gauge",
+            "Fair queues: message groups that are noisy neighbours now (at least 30 messages in flight and more than 10% of the queue's).",
+        );
+        for (q, f) in &scrape.fair {
+            let _ = writeln!(
+                out,
+                "loft_fair_queue_noisy_groups{} {}",
+                labels(&[("queue", q)]),
+                f.noisy_groups
+            );
+        }
+        family(
+            &mut out,
+            "loft_fair_queue_quiet_messages",
+            "gauge",
+            "Fair queues: messages of the quiet groups, by state (visible, in_flight, delayed).",
+        );
+        for (q, f) in &scrape.fair {
+            for (state, n) in [
+                ("visible", f.quiet.visible),
+                ("in_flight", f.quiet.in_flight),
+                ("delayed", f.quiet.delayed),
+            ] {
+                let _ = writeln!(
+                    out,
+                    "loft_fair_queue_quiet_messages{} {n}",
+                    labels(&[("queue", q), ("state", state)])
+                );
+            }
+        }
+        family(
+            &mut out,
+            "loft_fair_queue_quiet_oldest_age_seconds",
+            "gauge",
+            "Fair queues: age of the oldest visible message of a quiet group, seconds.",
+        );
+        for (q, f) in &scrape.fair {
+            if let Some(ms) = f.quiet_oldest_age_ms {
+                let _ = writeln!(
+                    out,
+                    "loft_fair_queue_quiet_oldest_age_seconds{} {}",
+                    labels(&[("queue", q)]),
+                    float(ms as f64 / 1000.0)
+                );
+            }
+        }
+    }
     out
 }
 
@@ -298,9 +355,13 @@ pub fn render(scrape: &Scrape) -> String {
 /// Errors: storage fails (as the service's `InternalError`).
 pub async fn scrape(m: &Metrics) -> loft_core::Result<Scrape> {
     let mut queues = Vec::new();
+    let mut fair = Vec::new();
     for q in m.service.all_queues().await? {
         // A queue deleted since the listing is skipped.
         if let Ok(c) = m.service.queue_counts(&q.name).await {
+            if let Ok(Some(f)) = m.service.fair_queue_status(&q.name).await {
+                fair.push((q.name.clone(), f));
+            }
             queues.push((q.name, c.visible, c.in_flight, c.delayed));
         }
     }
@@ -310,6 +371,7 @@ pub async fn scrape(m: &Metrics) -> loft_core::Result<Scrape> {
         requests: m.requests.snapshot(),
         pending_deliveries: m.service.pending_delivery_count().await?,
         body_bytes: None,
+        fair,
     })
 }
 
@@ -384,6 +446,18 @@ mod tests {
             requests: requests.snapshot(),
             pending_deliveries: 5,
             body_bytes: Some((1024, 4096)),
+            fair: vec![(
+                "tenants".into(),
+                FairQueueStatus {
+                    noisy_groups: 1,
+                    quiet: loft_core::model::QueueCounts {
+                        visible: 4,
+                        in_flight: 2,
+                        delayed: 0,
+                    },
+                    quiet_oldest_age_ms: Some(1500),
+                },
+            )],
         };
         let text = render(&s);
         for line in [
@@ -400,6 +474,10 @@ mod tests {
             r#"loft_request_duration_seconds_count{operation="SendMessage"} 3"#,
             r#"loft_deliveries_total{protocol="sqs",outcome="delivered"} 4"#,
             "loft_deliveries_pending 5",
+            r#"loft_fair_queue_noisy_groups{queue="tenants"} 1"#,
+            r#"loft_fair_queue_quiet_messages{queue="tenants",state="visible"} 4"#,
+            r#"loft_fair_queue_quiet_messages{queue="tenants",state="in_flight"} 2"#,
+            r#"loft_fair_queue_quiet_oldest_age_seconds{queue="tenants"} 1.5"#,
             r#"loft_sns_data_protection_messages_total{topic="t",direction="Inbound",result="with_findings"} 2"#,
             r#"loft_sns_data_protection_findings_total{topic="t",identifier="EmailAddress"} 3"#,
             "loft_request_body_bytes 1024",

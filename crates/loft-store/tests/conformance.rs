@@ -110,6 +110,9 @@ conformance!(
     explicit_message_ids,
     visibility_changes,
     visibility_order_and_send_order,
+    fair_queue_serves_quiet_groups_behind_a_flood,
+    fair_queue_keeps_earlier_and_moved_messages,
+    concurrent_fair_receivers_never_share_a_message,
     counts_and_delays,
     receive_drops_expired,
     dead_letter_in_receive,
@@ -135,6 +138,7 @@ conformance!(
     subscriptions_crud,
     publish_stores_everything,
     fifo_topic_publish_numbers_and_deduplicates,
+    fifo_topic_archive_keeps_swept_and_dropped,
     concurrent_fifo_topic_publishes_number_in_queue_order,
     delivery_lease_retry_finish,
     recorded_messages,
@@ -574,6 +578,192 @@ async fn visibility_order_and_send_order(s: S) {
         .await
         .unwrap();
     assert_eq!(bodies(&seeds), ["m1"], "send order");
+}
+
+fn grouped(body: &str, group: &str, now: i64) -> NewMessage {
+    NewMessage {
+        group_id: Some(group.into()),
+        ..msg(body, now)
+    }
+}
+
+/// Receives up to `rounds` times 10 messages, deleting each; returns how many receives
+/// it took until one returned a message whose body starts with `prefix` (1 = the first),
+/// and that receive's bodies.
+async fn receives_until(s: &S, q: i64, prefix: &str, rounds: usize) -> (usize, Vec<String>) {
+    for round in 1..=rounds {
+        let out = s.receive(req(q, 10, T0 + 10, 30_000)).await.unwrap();
+        let got = bodies(&out);
+        for m in &out.messages {
+            s.delete_message(q, m.seq, None).await.unwrap();
+        }
+        if got.iter().any(|b| b.starts_with(prefix)) {
+            return (round, got);
+        }
+    }
+    (usize::MAX, Vec::new())
+}
+
+/// Fair queues (SQS Developer Guide, "Amazon SQS fair queues"): one group's backlog of
+/// 100,000 messages does not hold back a quiet group's message; a queue without groups
+/// keeps the plain order.
+async fn fair_queue_serves_quiet_groups_behind_a_flood(s: S) {
+    let q = queue(&s, "fair").await;
+    for chunk in 0..100 {
+        let batch = (0..1000)
+            .map(|i| {
+                (
+                    q,
+                    grouped(&format!("noisy-{}", chunk * 1000 + i), "noisy", T0),
+                )
+            })
+            .collect();
+        s.send_messages(batch).await.unwrap();
+    }
+    let quiet = (1..=9)
+        .map(|g| {
+            (
+                q,
+                grouped(&format!("quiet-{g}"), &format!("tenant-{g}"), T0 + 1),
+            )
+        })
+        .collect();
+    s.send_messages(quiet).await.unwrap();
+    // The first receive holds the nine quiet messages (and the flood's first).
+    let out = s.receive(req(q, 10, T0 + 10, 30_000)).await.unwrap();
+    let got = bodies(&out);
+    let mut quiet: Vec<&String> = got.iter().filter(|b| b.starts_with("quiet-")).collect();
+    quiet.sort();
+    assert_eq!(quiet.len(), 9, "{got:?}");
+    for m in &out.messages {
+        s.delete_message(q, m.seq, None).await.unwrap();
+    }
+    // Some of the flood goes; a quiet group that sends now is served in the next receive.
+    let (round, _) = receives_until(&s, q, "none", 50).await;
+    assert_eq!(round, usize::MAX);
+    s.send_messages(vec![(q, grouped("late-quiet", "tenant-3", T0 + 5))])
+        .await
+        .unwrap();
+    let (round, got) = receives_until(&s, q, "late-quiet", 10_000).await;
+    assert_eq!(round, 1, "{got:?}");
+    // A message without a group is a tenant of its own: served as soon.
+    s.send_messages(vec![(q, msg("lone", T0 + 6))])
+        .await
+        .unwrap();
+    let (round, _) = receives_until(&s, q, "lone", 10_000).await;
+    assert_eq!(round, 1);
+    // The flood still comes out whole, each message once.
+    let mut rest = 0;
+    loop {
+        let out = s.receive(req(q, 10, T0 + 10, 30_000)).await.unwrap();
+        if out.messages.is_empty() {
+            break;
+        }
+        for m in &out.messages {
+            assert!(m.body.starts_with("noisy-"), "{}", m.body);
+            s.delete_message(q, m.seq, None).await.unwrap();
+        }
+        rest += out.messages.len();
+        if rest > 100_000 {
+            break;
+        }
+    }
+    // Taken before: 1 with the quiet nine, 500, 9 beside each late message.
+    assert_eq!(rest, 100_000 - 1 - 500 - 9 - 9);
+    let groups = s
+        .fair_groups(q, T0 + 10)
+        .await
+        .unwrap()
+        .expect("a fair queue");
+    assert!(groups.iter().all(|g| g.counts == QueueCounts::default()));
+
+    // Without a group the same flood holds the late message back: the plain order.
+    let plain = queue(&s, "plain").await;
+    let flood = (0..2000)
+        .map(|i| (plain, msg(&format!("noisy-{i}"), T0)))
+        .collect();
+    s.send_messages(flood).await.unwrap();
+    s.send_messages(vec![(plain, msg("late", T0 + 1))])
+        .await
+        .unwrap();
+    let (round, _) = receives_until(&s, plain, "late", 1000).await;
+    assert_eq!(round, 201);
+    assert_eq!(s.fair_groups(plain, T0).await.unwrap(), None);
+}
+
+/// A queue's messages from before its first grouped message, and messages moved into it,
+/// are received too; `fair_groups` counts each group's states.
+async fn fair_queue_keeps_earlier_and_moved_messages(s: S) {
+    let q = queue(&s, "fair-mixed").await;
+    send(&s, q, &["early-1", "early-2"], T0).await;
+    s.send_messages(vec![
+        (q, grouped("a-1", "a", T0 + 1)),
+        (q, grouped("a-2", "a", T0 + 1)),
+        (q, grouped("b-1", "b", T0 + 1)),
+    ])
+    .await
+    .unwrap();
+    let out = s.receive(req(q, 3, T0 + 2, 30_000)).await.unwrap();
+    assert_eq!(bodies(&out), ["early-1", "early-2", "a-1"]);
+    let groups = s.fair_groups(q, T0 + 2).await.unwrap().expect("fair");
+    let by: HashMap<Option<String>, QueueCounts> =
+        groups.into_iter().map(|g| (g.group, g.counts)).collect();
+    assert_eq!(
+        by[&Some("a".to_owned())],
+        QueueCounts {
+            visible: 1,
+            in_flight: 1,
+            delayed: 0
+        }
+    );
+    assert_eq!(by[&None].in_flight, 2);
+    let out = s.receive(req(q, 10, T0 + 3, 30_000)).await.unwrap();
+    assert_eq!(bodies(&out), ["b-1", "a-2"], "b's first before a's second");
+    // A message redriven into the fair queue is received.
+    let dlq = queue(&s, "fair-mixed-dlq").await;
+    send(&s, dlq, &["redriven"], T0).await;
+    let moved = s
+        .move_messages(dlq, MoveTarget::Queue(q), ids(1), T0 + 4, None)
+        .await
+        .unwrap();
+    assert_eq!(moved, Some(1));
+    let out = s.receive(req(q, 10, T0 + 5, 30_000)).await.unwrap();
+    assert_eq!(bodies(&out), ["redriven"]);
+    // Visibility timeouts end: every message comes back once.
+    let out = s.receive(req(q, 10, T0 + 40_000, 30_000)).await.unwrap();
+    let mut got = bodies(&out);
+    got.sort();
+    assert_eq!(got, ["a-1", "a-2", "b-1", "early-1", "early-2", "redriven"]);
+}
+
+/// Two receivers of one fair queue at once never take the same message.
+async fn concurrent_fair_receivers_never_share_a_message(s: S) {
+    let q = queue(&s, "fair-concurrent").await;
+    let batch = (0..400)
+        .map(|i| (q, grouped(&format!("m{i}"), &format!("g{}", i % 7), T0)))
+        .collect();
+    s.send_messages(batch).await.unwrap();
+    let mut tasks = Vec::new();
+    for _ in 0..4 {
+        let s = s.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut seen = Vec::new();
+            loop {
+                let out = s.receive(req(q, 10, T0 + 1, 60_000)).await.unwrap();
+                if out.messages.is_empty() {
+                    return seen;
+                }
+                seen.extend(out.messages.into_iter().map(|m| m.seq));
+            }
+        }));
+    }
+    let mut all = HashSet::new();
+    for t in tasks {
+        for seq in t.await.unwrap() {
+            assert!(all.insert(seq), "message {seq} received twice");
+        }
+    }
+    assert_eq!(all.len(), 400);
 }
 
 async fn counts_and_delays(s: S) {
@@ -1947,7 +2137,115 @@ fn topic_entry(id: &str, scope: &str, key: &str, expires: i64) -> FifoPublishEnt
             id: key.into(),
             expires_at_ms: expires,
         },
+        archive: None,
     }
+}
+
+/// SNS ArchivePolicy: archived entries are kept with their sequence and publish time,
+/// duplicates are not archived, expired ones are swept, and the archive can be emptied.
+async fn fifo_topic_archive_keeps_swept_and_dropped(s: S) {
+    let (t, _) = s
+        .create_topic("arch.fifo", BTreeMap::new(), BTreeMap::new(), T0)
+        .await
+        .unwrap();
+    let q = queue(&s, "arch-sub.fifo").await;
+    let calls = Arc::new(Mutex::new(Vec::new()));
+    let entry = |id: &str, key: &str, keep_until: i64| FifoPublishEntry {
+        archive: Some(ArchiveEntry {
+            published: format!("{{\"Message\":\"{id}\"}}"),
+            expires_at_ms: keep_until,
+        }),
+        ..topic_entry(id, "", key, T0 + 300_000)
+    };
+    let out = s
+        .publish_fifo(FifoPublish {
+            topic_id: t.id,
+            now_ms: T0,
+            entries: vec![
+                entry("m1", "k1", T0 + HOUR),
+                entry("m1-again", "k1", T0 + HOUR),
+                entry("m2", "k2", T0 + 2 * HOUR),
+                topic_entry("m3", "", "k3", T0 + 300_000),
+            ],
+            fanout: fanout_to(q, calls.clone()),
+        })
+        .await
+        .unwrap()
+        .unwrap();
+    s.publish_fifo(FifoPublish {
+        topic_id: t.id,
+        now_ms: T0 + 10,
+        entries: vec![entry("m4", "k4", T0 + 2 * HOUR)],
+        fanout: fanout_to(q, calls.clone()),
+    })
+    .await
+    .unwrap()
+    .unwrap();
+    let all = s
+        .archived_messages(t.id, 0, 0, None, T0, 100)
+        .await
+        .unwrap();
+    let ids: Vec<&str> = all.iter().map(|m| m.message_id.as_str()).collect();
+    assert_eq!(
+        ids,
+        ["m1", "m2", "m4"],
+        "not the duplicate, not the unarchived"
+    );
+    assert_eq!(all[0].sequence, out[0].sequence);
+    assert_eq!(all[1].sequence, out[2].sequence);
+    assert_eq!(all[0].published, "{\"Message\":\"m1\"}");
+    assert_eq!(
+        (all[0].published_at_ms, all[2].published_at_ms),
+        (T0, T0 + 10)
+    );
+    // Paging by sequence and a time window.
+    let page = s
+        .archived_messages(t.id, all[0].sequence, 0, None, T0, 1)
+        .await
+        .unwrap();
+    assert_eq!(page[0].message_id, "m2");
+    let window = s
+        .archived_messages(t.id, 0, T0 + 5, Some(T0 + 10), T0, 100)
+        .await
+        .unwrap();
+    assert_eq!(window.len(), 1);
+    assert_eq!(window[0].message_id, "m4");
+    // m1's retention ends first: hidden at once, swept by delete_expired.
+    let later = s
+        .archived_messages(t.id, 0, 0, None, T0 + HOUR, 100)
+        .await
+        .unwrap();
+    assert_eq!(later.len(), 2);
+    s.delete_expired(T0 + HOUR).await.unwrap();
+    assert_eq!(
+        s.archived_messages(t.id, 0, 0, None, T0, 100)
+            .await
+            .unwrap()
+            .len(),
+        2
+    );
+    assert_eq!(s.delete_archive(t.id).await.unwrap(), 2);
+    assert!(s
+        .archived_messages(t.id, 0, 0, None, T0, 100)
+        .await
+        .unwrap()
+        .is_empty());
+    // Deleting the topic drops its archive.
+    s.publish_fifo(FifoPublish {
+        topic_id: t.id,
+        now_ms: T0 + 20,
+        entries: vec![entry("m5", "k5", T0 + 2 * HOUR)],
+        fanout: fanout_to(q, calls.clone()),
+    })
+    .await
+    .unwrap()
+    .unwrap();
+    assert!(s.delete_topic(t.id).await.unwrap());
+    assert!(s
+        .archived_messages(t.id, 0, 0, None, T0, 100)
+        .await
+        .unwrap()
+        .is_empty());
 }
 
 async fn fifo_topic_publish_numbers_and_deduplicates(s: S) {

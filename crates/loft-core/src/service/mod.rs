@@ -19,6 +19,7 @@
 //! same answer over every protocol.
 
 pub mod activity;
+pub mod archive;
 pub mod batch;
 mod deliveries;
 mod functions;

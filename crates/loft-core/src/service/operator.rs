@@ -9,13 +9,62 @@ use super::Service;
 use crate::attributes::QueueConfig;
 use crate::error::{Error, Result};
 use crate::message::{self, MessageAttributes};
-use crate::model::{DeliveryRecord, QueueCounts, StoredMessage};
+use crate::model::{DeliveryRecord, GroupCounts, QueueCounts, StoredMessage};
 
 /// Most messages one peek returns.
 pub const MAX_PEEK: u32 = 1000;
 
 /// Most pending deliveries [`Service::topic_overview`] reads to summarise them.
 pub const OVERVIEW_DELIVERIES: u32 = 10_000;
+
+/// A group of a fair queue is a noisy neighbour when it has at least this many messages in
+/// flight... (SQS Developer Guide, "How Amazon SQS fair queues work": at least 30 in flight
+/// and more than 10% of the queue's).
+pub const NOISY_MIN_IN_FLIGHT: i64 = 30;
+
+/// ...and more than this percentage of the queue's in-flight messages.
+pub const NOISY_SHARE_PERCENT: i64 = 10;
+
+/// A fair queue as AWS's fair-queue CloudWatch metrics describe it
+/// (ApproximateNumberOfNoisyGroups, ApproximateNumberOfMessages*InQuietGroups,
+/// ApproximateAgeOfOldestMessageInQuietGroups), for `/metrics`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FairQueueStatus {
+    /// Groups that are noisy neighbours now ([`NOISY_MIN_IN_FLIGHT`],
+    /// [`NOISY_SHARE_PERCENT`]).
+    pub noisy_groups: u64,
+    /// Messages of the other groups (and those without a group, each a tenant of its own).
+    pub quiet: QueueCounts,
+    /// Age (ms) of the oldest visible message of a quiet group, if any.
+    pub quiet_oldest_age_ms: Option<i64>,
+}
+
+impl FairQueueStatus {
+    /// Applies the noisy-neighbour rule to a fair queue's groups at `now_ms`.
+    pub fn of(groups: &[GroupCounts], now_ms: i64) -> FairQueueStatus {
+        let in_flight: i64 = groups.iter().map(|g| g.counts.in_flight).sum();
+        let mut status = FairQueueStatus::default();
+        for g in groups {
+            let n = g.counts.in_flight;
+            let noisy = g.group.is_some()
+                && n >= NOISY_MIN_IN_FLIGHT
+                && n * 100 > in_flight * NOISY_SHARE_PERCENT;
+            if noisy {
+                status.noisy_groups += 1;
+                continue;
+            }
+            status.quiet.visible += g.counts.visible;
+            status.quiet.in_flight += n;
+            status.quiet.delayed += g.counts.delayed;
+            if let Some(sent) = g.oldest_visible_sent_at_ms {
+                let age = (now_ms - sent).max(0);
+                status.quiet_oldest_age_ms =
+                    Some(status.quiet_oldest_age_ms.map_or(age, |a| a.max(age)));
+            }
+        }
+        status
+    }
+}
 
 /// One queue as the console lists it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -185,6 +234,21 @@ impl Service {
         self.store.queue_counts(queue.id, self.now_ms()).await
     }
 
+    /// Queue `name` as a fair queue now, or `None` when it is not one (FIFO queues, and
+    /// standard queues that never received a message with a MessageGroupId). Reads every
+    /// message of the queue.
+    ///
+    /// Errors: `QueueDoesNotExist`.
+    pub async fn fair_queue_status(&self, name: &str) -> Result<Option<FairQueueStatus>> {
+        let queue = self.queue(name).await?;
+        let now = self.now_ms();
+        Ok(self
+            .store
+            .fair_groups(queue.id, now)
+            .await?
+            .map(|groups| FairQueueStatus::of(&groups, now)))
+    }
+
     /// Pending SNS HTTP/S deliveries (due, or waiting for a retry) of one subscription (its
     /// ARN suffix) or of all with `None`, oldest first, at most `limit`; each carries its
     /// attempt count and last error.
@@ -286,5 +350,46 @@ impl Service {
     /// SNS deliveries by protocol and outcome).
     pub fn activity(&self) -> ActivitySnapshot {
         self.activity.snapshot()
+    }
+}
+
+#[cfg(test)]
+mod fair_tests {
+    use super::*;
+
+    fn group(name: Option<&str>, visible: i64, in_flight: i64, oldest: Option<i64>) -> GroupCounts {
+        GroupCounts {
+            group: name.map(str::to_owned),
+            counts: QueueCounts {
+                visible,
+                in_flight,
+                delayed: 0,
+            },
+            oldest_visible_sent_at_ms: oldest,
+        }
+    }
+
+    #[test]
+    fn noisy_needs_thirty_in_flight_and_more_than_a_tenth() {
+        let groups = [
+            group(Some("flood"), 100_000, 200, Some(0)),
+            group(Some("busy"), 5, 29, Some(10)),
+            group(Some("quiet"), 2, 1, Some(900)),
+            group(None, 1, 40, Some(500)),
+        ];
+        let s = FairQueueStatus::of(&groups, 1000);
+        assert_eq!(
+            s.noisy_groups, 1,
+            "only the flood: busy has 29, no group is never noisy"
+        );
+        assert_eq!(s.quiet.visible, 8);
+        assert_eq!(s.quiet.in_flight, 70);
+        assert_eq!(s.quiet_oldest_age_ms, Some(990));
+        // 30 in flight out of 400 is under a tenth.
+        let groups = [
+            group(Some("a"), 0, 30, None),
+            group(Some("b"), 0, 370, None),
+        ];
+        assert_eq!(FairQueueStatus::of(&groups, 0).noisy_groups, 1);
     }
 }

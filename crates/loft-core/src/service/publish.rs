@@ -914,6 +914,7 @@ impl Service {
                         id,
                         expires_at_ms: now + DEDUP_WINDOW_MS,
                     },
+                    archive: super::archive::entry(topic, &req, now),
                 });
             }
             accepted.push((results.len(), copies));

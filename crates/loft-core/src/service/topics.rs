@@ -175,7 +175,8 @@ fn validate_topic_attribute(name: &str, value: &str, creating: bool, fifo: bool)
             crate::data_protection::Policy::parse(value)?;
             value.to_owned()
         }
-        "Policy" | "ArchivePolicy" if !value.is_empty() => {
+        "ArchivePolicy" => super::archive::parse_policy(value, fifo)?.attribute(),
+        "Policy" if !value.is_empty() => {
             serde_json::from_str::<Value>(value).map_err(|_| bad())?;
             value.to_owned()
         }
@@ -265,7 +266,14 @@ fn validate_subscription_attribute(name: &str, value: &str, protocol: &str) -> R
             }
             value.to_owned()
         }
-        "SubscriptionRoleArn" | "ReplayPolicy" => value.to_owned(),
+        // Replaying a FIFO topic's archive is not built: refused rather than stored and
+        // ignored.
+        "ReplayPolicy" => {
+            return Err(bad(
+                "message replay is not supported by Loft (the topic's archive is kept, see ArchivePolicy)",
+            ))
+        }
+        "SubscriptionRoleArn" => value.to_owned(),
         _ => return Err(invalid("AttributeName")),
     })
 }
@@ -329,9 +337,18 @@ impl Service {
             attrs.insert(k.clone(), validate_topic_attribute(k, v, true, fifo)?);
         }
         check_sns_tags(&tags)?;
-        let (topic, created) = self
-            .store_create_topic(name, attrs.clone(), tags.clone())
-            .await?;
+        // An ArchivePolicy of `{}` is no archive; a real one starts the archive now.
+        if attrs.get("ArchivePolicy").is_some_and(String::is_empty) {
+            attrs.remove("ArchivePolicy");
+        }
+        let mut stored = attrs.clone();
+        if attrs.contains_key("ArchivePolicy") {
+            stored.insert(
+                super::archive::ARCHIVE_START_ATTRIBUTE.to_owned(),
+                self.now_ms().to_string(),
+            );
+        }
+        let (topic, created) = self.store_create_topic(name, stored, tags.clone()).await?;
         if !created {
             let differs = attrs.iter().any(|(k, v)| {
                 topic
@@ -408,10 +425,16 @@ impl Service {
         }
         for (k, v) in &topic.attributes {
             // GetDataProtectionPolicy reads the policy; AWS does not list it here.
-            if (k == "FifoTopic" && v == "false") || k == super::POLICY_ATTRIBUTE {
+            if (k == "FifoTopic" && v == "false")
+                || k == super::POLICY_ATTRIBUTE
+                || k == super::archive::ARCHIVE_START_ATTRIBUTE
+            {
                 continue;
             }
             out.insert(k.clone(), v.clone());
+        }
+        if let Some(t) = super::archive::beginning_archive_time(&topic, self.now_ms()) {
+            out.insert("BeginningArchiveTime".into(), t);
         }
         Ok(out)
     }
@@ -422,13 +445,32 @@ impl Service {
         let fifo = topic.name.ends_with(".fifo");
         let value = validate_topic_attribute(name, value, false, fifo)?;
         let mut attrs = topic.attributes.clone();
-        if value.is_empty() && matches!(name, "DeliveryPolicy" | "Policy" | "DataProtectionPolicy")
+        let start = super::archive::ARCHIVE_START_ATTRIBUTE;
+        let mut ends_archive = false;
+        if name == "ArchivePolicy" {
+            // `{}` (or nothing) ends the archive and drops what it kept; a policy keeps the
+            // archive's start when one runs already (a new period applies to it).
+            if value.is_empty() {
+                ends_archive = attrs.remove(name).is_some();
+                attrs.remove(start);
+            } else {
+                attrs
+                    .entry(start.to_owned())
+                    .or_insert_with(|| self.now_ms().to_string());
+                attrs.insert(name.to_owned(), value);
+            }
+        } else if value.is_empty()
+            && matches!(name, "DeliveryPolicy" | "Policy" | "DataProtectionPolicy")
         {
             attrs.remove(name);
         } else {
             attrs.insert(name.to_owned(), value);
         }
-        self.store.set_topic_attributes(topic.id, attrs).await
+        self.store.set_topic_attributes(topic.id, attrs).await?;
+        if ends_archive {
+            self.store.delete_archive(topic.id).await?;
+        }
+        Ok(())
     }
 
     /// Subscribe. `sqs`, `sms`, `lambda`, `firehose` and `application` subscriptions are

@@ -199,6 +199,28 @@ const MIGRATIONS: &[&str] = &[
         ON event_source_mappings (event_source_arn, function_arn);
     ALTER TABLE deliveries ADD COLUMN function_errors BIGINT NOT NULL DEFAULT 0;
     "#,
+    // 6 (SQLite's 9): fair queues (issue 16): a standard queue that has received a message with a
+    // MessageGroupId is fair from then on; its messages carry a fair key and its receives
+    // read them in key order through `messages_fair`.
+    r#"
+    ALTER TABLE queues ADD COLUMN fair BOOLEAN NOT NULL DEFAULT false;
+    ALTER TABLE messages ADD COLUMN fair_key BIGINT;
+    CREATE INDEX messages_fair ON messages (queue_id, fair_key, seq) INCLUDE (visible_at)
+        WHERE fair_key IS NOT NULL;
+    "#,
+    // 7 (SQLite's 10): FIFO topics' message archives (SNS ArchivePolicy, issue 16).
+    r#"
+    CREATE TABLE topic_archive (
+        topic_id     BIGINT NOT NULL,
+        sequence     BIGINT NOT NULL,
+        message_id   TEXT NOT NULL,
+        published_at BIGINT NOT NULL,
+        expires_at   BIGINT NOT NULL,
+        published    TEXT NOT NULL,
+        PRIMARY KEY (topic_id, sequence)
+    );
+    CREATE INDEX topic_archive_expiry ON topic_archive (expires_at);
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -67,7 +67,14 @@ pub struct PgStore {
     channel: String,
     wakeups: broadcast::Sender<i64>,
     listener: JoinHandle<()>,
+    /// Which queues are fair, as last read: a queue once fair stays fair (ids are never
+    /// reused), so `true` is kept; `false` is read again after [`FAIR_RECHECK`], since
+    /// another node's send may have made the queue fair meanwhile.
+    fair: std::sync::Mutex<std::collections::HashMap<i64, (bool, std::time::Instant)>>,
 }
+
+/// How long this node trusts that a queue is not fair before reading its row again.
+const FAIR_RECHECK: Duration = Duration::from_secs(1);
 
 impl Drop for PgStore {
     fn drop(&mut self) {
@@ -194,6 +201,7 @@ impl PgStore {
             channel,
             wakeups,
             listener,
+            fair: std::sync::Mutex::default(),
         })
     }
 
@@ -356,6 +364,24 @@ macro_rules! run_tx {
 }
 
 impl PgStore {
+    /// Whether queue `queue_id` is fair, from [`PgStore::fair`] or its row.
+    async fn is_fair(&self, queue_id: i64) -> Result<bool> {
+        {
+            let known = self.fair.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some((fair, at)) = known.get(&queue_id) {
+                if *fair || at.elapsed() < FAIR_RECHECK {
+                    return Ok(*fair);
+                }
+            }
+        }
+        let fair = run!(self, |c| ops::queue_is_fair(&c, queue_id))?;
+        self.fair
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(queue_id, (fair, std::time::Instant::now()));
+        Ok(fair)
+    }
+
     /// Whether this store's connections to the server are encrypted (TLS).
     ///
     /// Errors: `InternalError` when the server cannot be reached.
@@ -436,11 +462,19 @@ impl Store for PgStore {
 
     async fn send_messages(&self, messages: Vec<(i64, NewMessage)>) -> Result<Vec<SentMessage>> {
         let channel = self.channel.as_str();
-        if ops::needs_transaction(&messages) {
+        let sent = if ops::needs_transaction(&messages) {
             run_tx!(self, |tx| ops::send_messages_in(&tx, &messages, channel))
         } else {
             run!(self, |c| ops::send_messages_fast(&c, &messages, channel))
+        }?;
+        // The send made these queues fair (or they were already).
+        let mut known = self.fair.lock().unwrap_or_else(|p| p.into_inner());
+        for (q, m) in &messages {
+            if m.dedup.is_none() && m.group_id.is_some() {
+                known.insert(*q, (true, std::time::Instant::now()));
+            }
         }
+        Ok(sent)
     }
 
     async fn receive(&self, request: ReceiveRequest) -> Result<ReceiveOutcome> {
@@ -456,14 +490,22 @@ impl Store for PgStore {
         if request.receipt_tokens.len() < want {
             return Err(Error::internal("fewer receipt tokens than messages"));
         }
+        // A fair queue is read in fair-key order first, then, when its keyed messages run
+        // short, in the plain order (see `Store::receive`).
+        let mut fair = !request.send_order && self.is_fair(request.queue_id).await?;
         loop {
             let need = (want - out.messages.len()) as i64;
             let tokens = &request.receipt_tokens[out.messages.len()..];
+            let skip: Vec<i64> = out.messages.iter().map(|m| m.seq).collect();
             let (messages, candidates, dead, next) = run!(self, |c| ops::receive_step(
-                &c, &request, need, tokens, channel
+                &c, &request, need, tokens, channel, fair, &skip
             ))?;
             out.messages.extend(messages);
             out.dead_lettered += dead;
+            if out.messages.len() < want && candidates < need && fair {
+                fair = false;
+                continue;
+            }
             if out.messages.len() >= want || candidates < need {
                 if out.messages.len() < want {
                     // Messages claimed by this receive are hidden too (the statement's
@@ -622,6 +664,34 @@ impl Store for PgStore {
 
     async fn queue_counts(&self, queue_id: i64, now_ms: i64) -> Result<QueueCounts> {
         run!(self, |c| ops::queue_counts(&c, queue_id, now_ms))
+    }
+
+    async fn archived_messages(
+        &self,
+        topic_id: i64,
+        after_sequence: i64,
+        from_ms: i64,
+        until_ms: Option<i64>,
+        now_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<ArchivedMessage>> {
+        run!(self, |c| ops::archived_messages(
+            &c,
+            topic_id,
+            after_sequence,
+            from_ms,
+            until_ms,
+            now_ms,
+            limit
+        ))
+    }
+
+    async fn delete_archive(&self, topic_id: i64) -> Result<u64> {
+        run!(self, |c| ops::delete_archive(&c, topic_id))
+    }
+
+    async fn fair_groups(&self, queue_id: i64, now_ms: i64) -> Result<Option<Vec<GroupCounts>>> {
+        run!(self, |c| ops::fair_groups(&c, queue_id, now_ms))
     }
 
     async fn count_in_flight(&self, queue_id: i64, now_ms: i64) -> Result<i64> {

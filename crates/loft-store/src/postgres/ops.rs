@@ -289,6 +289,8 @@ struct Columns {
     group_id: Vec<Option<String>>,
     dedup_id: Vec<Option<String>>,
     dead_letter_source: Vec<Option<String>>,
+    /// No deduplication key: a standard queue's message, which may take a fair key.
+    standard: Vec<bool>,
 }
 
 impl Columns {
@@ -308,25 +310,57 @@ impl Columns {
         self.group_id.push(m.group_id.clone());
         self.dedup_id.push(m.dedup_id.clone());
         self.dead_letter_source.push(m.dead_letter_source.clone());
+        self.standard.push(m.dedup.is_none());
     }
 }
 
-/// Inserts the rows of `$1..$15` in order; sequence numbers are drawn in input order, so
-/// the result ordered by seq lines up with the input.
-const INSERT_MESSAGES: &str = "INSERT INTO messages (queue_id, message_id, body, md5_body, \
+/// Inserts the rows of `$1..$16` in order (`$16`: standard, see [`Columns::standard`]);
+/// sequence numbers are drawn in input order, so the result ordered by seq lines up with
+/// the input. In the same statement, a standard message with a group makes its queue fair
+/// (`mark`; the queue's earlier messages get key 0, `rekey`), and each standard message of
+/// a fair queue takes its fair key (`keyed`): the queue's smallest key (0 when it holds
+/// none) for a message without a group, else the larger of that and one past the group's
+/// latest key, counting up through the group's messages of this send (the SQLite store's
+/// `fair_key`). Ends with the `ins` CTE (`seq, message_id, queue_id`).
+const INSERT_MESSAGES: &str = "WITH input AS (SELECT * FROM unnest($1::bigint[], \
+    $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[], \
+    $9::bigint[], $10::bigint[], $11::bigint[], $12::bigint[], $13::text[], $14::text[], \
+    $15::text[], $16::bool[]) WITH ORDINALITY AS u(queue_id, message_id, body, md5_body, \
     message_attributes, system_attributes, sender_id, sent_at, visible_at, expires_at, \
-    receive_count, first_received_at, group_id, dedup_id, dead_letter_source) \
-    SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], \
-    $6::text[], $7::text[], $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[], \
-    $12::bigint[], $13::text[], $14::text[], $15::text[]) \
-    RETURNING seq, message_id, queue_id";
+    receive_count, first_received_at, group_id, dedup_id, dead_letter_source, standard, n)), \
+  fairq AS MATERIALIZED (SELECT q.id, q.fair AS was_fair FROM queues q \
+    WHERE q.id IN (SELECT queue_id FROM input WHERE standard) \
+      AND (q.fair OR q.id IN (SELECT queue_id FROM input \
+                              WHERE standard AND group_id IS NOT NULL))), \
+  mark AS (UPDATE queues q SET fair = true FROM fairq f \
+    WHERE q.id = f.id AND NOT f.was_fair RETURNING q.id), \
+  rekey AS (UPDATE messages m SET fair_key = 0 FROM mark k \
+    WHERE m.queue_id = k.id AND m.fair_key IS NULL RETURNING 1), \
+  keyed AS (SELECT i.*, CASE WHEN f.id IS NULL THEN NULL \
+      WHEN i.group_id IS NULL THEN b.base \
+      ELSE GREATEST(b.base, COALESCE(l.last + 1, b.base)) \
+        + row_number() OVER (PARTITION BY i.queue_id, i.group_id ORDER BY i.n) - 1 \
+      END AS fair_key \
+    FROM input i LEFT JOIN fairq f ON f.id = i.queue_id AND i.standard \
+    LEFT JOIN LATERAL (SELECT COALESCE(MIN(m.fair_key), 0) AS base FROM messages m \
+      WHERE f.id IS NOT NULL AND m.queue_id = i.queue_id AND m.fair_key IS NOT NULL) b ON true \
+    LEFT JOIN LATERAL (SELECT m.fair_key AS last FROM messages m \
+      WHERE f.id IS NOT NULL AND i.group_id IS NOT NULL AND m.queue_id = i.queue_id \
+        AND m.group_id = i.group_id ORDER BY m.seq DESC LIMIT 1) l ON true), \
+  ins AS (INSERT INTO messages (queue_id, message_id, body, md5_body, \
+    message_attributes, system_attributes, sender_id, sent_at, visible_at, expires_at, \
+    receive_count, first_received_at, group_id, dedup_id, dead_letter_source, fair_key) \
+    SELECT queue_id, message_id, body, md5_body, message_attributes, system_attributes, \
+      sender_id, sent_at, visible_at, expires_at, receive_count, first_received_at, \
+      group_id, dedup_id, dead_letter_source, fair_key FROM keyed ORDER BY n \
+    RETURNING seq, message_id, queue_id)";
 
 async fn insert_messages<C: GenericClient>(
     c: &C,
     cols: &Columns,
     channel: Option<&str>,
 ) -> Result<Vec<SentMessage>, Error> {
-    let params: [&(dyn ToSql + Sync); 15] = [
+    let params: [&(dyn ToSql + Sync); 16] = [
         &cols.queue_id,
         &cols.message_id,
         &cols.body,
@@ -342,13 +376,14 @@ async fn insert_messages<C: GenericClient>(
         &cols.group_id,
         &cols.dedup_id,
         &cols.dead_letter_source,
+        &cols.standard,
     ];
     let rows = match channel {
         // One statement: insert, and wake the queues' long polls when it commits.
         Some(channel) => {
             let sql = format!(
-                "WITH ins AS ({INSERT_MESSAGES}), \
-                 woke AS (SELECT pg_notify($16, q::text) FROM (SELECT DISTINCT queue_id AS q \
+                "{INSERT_MESSAGES}, \
+                 woke AS (SELECT pg_notify($17, q::text) FROM (SELECT DISTINCT queue_id AS q \
                  FROM ins) d) \
                  SELECT seq, message_id, (SELECT count(*) FROM woke) FROM ins ORDER BY seq"
             );
@@ -357,9 +392,7 @@ async fn insert_messages<C: GenericClient>(
             query(c, &sql, &all).await?
         }
         None => {
-            let sql = format!(
-                "WITH ins AS ({INSERT_MESSAGES}) SELECT seq, message_id FROM ins ORDER BY seq"
-            );
+            let sql = format!("{INSERT_MESSAGES} SELECT seq, message_id FROM ins ORDER BY seq");
             query(c, &sql, &params).await?
         }
     };
@@ -495,36 +528,41 @@ pub async fn send_messages_in<C: GenericClient>(
 /// One standard receive step: claims up to `need` visible messages. Returns the claimed
 /// messages, how many candidates were looked at, how many were dead-lettered, and the
 /// queue's next visibility time as the statement's snapshot saw it.
+///
+/// With `fair`, the step reads a fair queue's keyed messages in fair-key order
+/// (`messages_fair`); otherwise longest visible first, or in send order for the seeds.
+/// Messages in `skip` (claimed by earlier steps of this receive) are passed over.
 pub async fn receive_step<C: GenericClient>(
     c: &C,
     req: &ReceiveRequest,
     need: i64,
     tokens: &[i64],
     channel: &str,
+    fair: bool,
+    skip: &[i64],
 ) -> Result<(Vec<StoredMessage>, i64, u64, Option<i64>), Error> {
-    let (order, claim_order) = if req.send_order {
-        ("seq", "seq")
+    let (filter, order, claim_order) = if fair {
+        ("AND fair_key IS NOT NULL", "fair_key, seq", "old_key, seq")
+    } else if req.send_order {
+        ("", "seq", "seq")
     } else {
-        ("visible_at, seq", "old_visible, seq")
-    };
-    let out_order = if req.send_order {
-        "g.seq"
-    } else {
-        "g.old_visible, g.seq"
+        ("", "visible_at, seq", "old_visible, seq")
     };
     // `claim` numbers the messages this step claims; the n-th takes `tokens[n]`.
     let sql = format!(
         "WITH cand AS MATERIALIZED ( \
            SELECT seq, visible_at AS old_visible, receive_count AS old_count, \
-                  expires_at AS old_expires \
-           FROM messages WHERE queue_id = $1 AND visible_at <= $2 \
+                  expires_at AS old_expires, fair_key AS old_key \
+           FROM messages WHERE queue_id = $1 AND visible_at <= $2 {filter} \
+             AND NOT (seq = ANY($11::bigint[])) \
            ORDER BY {order} LIMIT $3 FOR UPDATE SKIP LOCKED), \
          gone AS (DELETE FROM messages m USING cand c \
            WHERE m.seq = c.seq AND c.old_expires <= $2 RETURNING m.seq), \
          dead AS (UPDATE messages m SET queue_id = $5::bigint, \
              visible_at = $2, dead_letter_source = $7, \
              first_received_at = COALESCE(m.first_received_at, $2), \
-             dedup_id = CASE WHEN $10 THEN m.message_id ELSE m.dedup_id END \
+             dedup_id = CASE WHEN $10 THEN m.message_id ELSE m.dedup_id END, \
+             fair_key = CASE WHEN (SELECT fair FROM queues WHERE id = $5::bigint) THEN 0 END \
            FROM cand c WHERE m.seq = c.seq AND c.old_expires > $2 \
              AND $5::bigint IS NOT NULL AND c.old_count >= $6 RETURNING m.seq), \
          claim AS (SELECT seq, old_visible, row_number() OVER (ORDER BY {claim_order}) AS n \
@@ -534,13 +572,13 @@ pub async fn receive_step<C: GenericClient>(
              first_received_at = COALESCE(m.first_received_at, $2), received_at = $2, \
              receipt_token = ($9::bigint[])[k.n] \
            FROM claim k WHERE m.seq = k.seq \
-           RETURNING k.old_visible, {MESSAGE_COLUMNS}), \
+           RETURNING k.n, {MESSAGE_COLUMNS}), \
          woke AS (SELECT pg_notify($8, $5::bigint::text) FROM (SELECT 1 FROM dead LIMIT 1) d) \
          SELECT (SELECT count(*) FROM cand), \
                 (SELECT count(*) FROM dead) + 0 * (SELECT count(*) FROM woke), \
                 (SELECT MIN(visible_at) FROM messages WHERE queue_id = $1 AND visible_at > $2), \
                 g.* \
-         FROM (SELECT 1) one LEFT JOIN got g ON true ORDER BY {out_order}"
+         FROM (SELECT 1) one LEFT JOIN got g ON true ORDER BY g.n"
     );
     let (dlq, max, arn, dedup_from_id) = match &req.redrive {
         Some(r) => (
@@ -566,6 +604,7 @@ pub async fn receive_step<C: GenericClient>(
             &channel,
             &tokens,
             &dedup_from_id,
+            &skip,
         ],
     )
     .await?;
@@ -1052,6 +1091,49 @@ pub async fn queue_counts<C: GenericClient>(
     })
 }
 
+/// Whether queue `queue_id` is fair (see `Store::send_messages`).
+pub async fn queue_is_fair<C: GenericClient>(c: &C, queue_id: i64) -> Result<bool, Error> {
+    Ok(
+        query_opt(c, "SELECT fair FROM queues WHERE id = $1", &[&queue_id])
+            .await?
+            .is_some_and(|r| r.get::<_, bool>(0)),
+    )
+}
+
+/// The groups of a fair queue with their counts (see `Store::fair_groups`).
+pub async fn fair_groups<C: GenericClient>(
+    c: &C,
+    queue_id: i64,
+    now_ms: i64,
+) -> Result<Option<Vec<GroupCounts>>, Error> {
+    if !queue_is_fair(c, queue_id).await? {
+        return Ok(None);
+    }
+    let rows = query(
+        c,
+        "SELECT group_id, count(*) FILTER (WHERE visible_at <= $2), \
+                count(*) FILTER (WHERE visible_at > $2 AND receive_count > 0), \
+                count(*) FILTER (WHERE visible_at > $2 AND receive_count = 0), \
+                MIN(sent_at) FILTER (WHERE visible_at <= $2) \
+         FROM messages WHERE queue_id = $1 AND expires_at > $2 GROUP BY group_id",
+        &[&queue_id, &now_ms],
+    )
+    .await?;
+    Ok(Some(
+        rows.iter()
+            .map(|r| GroupCounts {
+                group: r.get(0),
+                counts: QueueCounts {
+                    visible: r.get(1),
+                    in_flight: r.get(2),
+                    delayed: r.get(3),
+                },
+                oldest_visible_sent_at_ms: r.get(4),
+            })
+            .collect(),
+    ))
+}
+
 /// In-flight messages of a queue, over the range of the visibility index that is not
 /// visible at `now_ms` (see `Store::count_in_flight`).
 pub async fn count_in_flight<C: GenericClient>(
@@ -1075,6 +1157,7 @@ pub async fn delete_expired<C: GenericClient>(c: &C, now_ms: i64) -> Result<u64,
         ("topic_dedup", "expires_at"),
         ("receive_attempts", "expires_at"),
         ("deleted_queues", "hold_until"),
+        ("topic_archive", "expires_at"),
     ] {
         let sql = format!(
             "DELETE FROM {table} WHERE ctid IN (SELECT ctid FROM {table} WHERE {column} <= $1 \
@@ -1142,7 +1225,8 @@ pub async fn delete_topic<C: GenericClient>(c: &C, topic_id: i64) -> Result<bool
     let n = execute(
         c,
         "WITH s AS (DELETE FROM subscriptions WHERE topic_id = $1), \
-              k AS (DELETE FROM topic_dedup WHERE topic_id = $1) \
+              k AS (DELETE FROM topic_dedup WHERE topic_id = $1), \
+              a AS (DELETE FROM topic_archive WHERE topic_id = $1) \
          DELETE FROM topics WHERE id = $1",
         &[&topic_id],
     )
@@ -1296,10 +1380,11 @@ pub async fn move_messages<C: GenericClient>(
              m.system_attributes, m.sender_id, m.sent_at, m.expires_at, m.group_id, m.dedup_id), \
          moved AS (INSERT INTO messages (queue_id, message_id, body, md5_body, \
              message_attributes, system_attributes, sender_id, sent_at, visible_at, expires_at, \
-             receive_count, group_id, dedup_id) \
+             receive_count, group_id, dedup_id, fair_key) \
            SELECT dest, ($8::text[])[n], body, md5_body, message_attributes, \
              system_attributes, sender_id, $2, $2, $2 + (expires_at - sent_at), 0, group_id, \
-             dedup_id FROM (SELECT *, row_number() OVER (ORDER BY seq) AS n FROM gone) g \
+             dedup_id, CASE WHEN (SELECT fair FROM queues WHERE id = dest) THEN 0 END \
+           FROM (SELECT *, row_number() OVER (ORDER BY seq) AS n FROM gone) g \
            ORDER BY seq RETURNING queue_id), \
          woke AS (SELECT pg_notify($7, q::text) FROM (SELECT DISTINCT queue_id AS q FROM moved) x) \
          SELECT (SELECT count(*) FROM moved), (SELECT count(*) FROM woke)",
@@ -1970,6 +2055,23 @@ pub async fn publish_fifo_in<C: GenericClient>(
             ],
         )
         .await?;
+        if let Some(a) = &e.archive {
+            execute(
+                tx,
+                "INSERT INTO topic_archive (topic_id, sequence, message_id, published_at, \
+                 expires_at, published) VALUES ($1, $2, $3, $4, $5, $6) \
+                 ON CONFLICT (topic_id, sequence) DO NOTHING",
+                &[
+                    &p.topic_id,
+                    &sequence,
+                    &e.message_id,
+                    &p.now_ms,
+                    &a.expires_at_ms,
+                    &a.published,
+                ],
+            )
+            .await?;
+        }
         let built = (p.fanout)(i, sequence);
         spans.push((out.len(), built.len()));
         messages.extend(built);
@@ -1991,6 +2093,52 @@ pub async fn publish_fifo_in<C: GenericClient>(
         out[entry].sent = sent.by_ref().take(n).collect();
     }
     Ok(Some(out))
+}
+
+pub async fn archived_messages<C: GenericClient>(
+    c: &C,
+    topic_id: i64,
+    after_sequence: i64,
+    from_ms: i64,
+    until_ms: Option<i64>,
+    now_ms: i64,
+    limit: u32,
+) -> Result<Vec<ArchivedMessage>, Error> {
+    let rows = query(
+        c,
+        "SELECT sequence, message_id, published_at, expires_at, published FROM topic_archive \
+         WHERE topic_id = $1 AND sequence > $2 AND published_at >= $3 \
+         AND ($4::bigint IS NULL OR published_at <= $4) AND expires_at > $5 \
+         ORDER BY sequence LIMIT $6",
+        &[
+            &topic_id,
+            &after_sequence,
+            &from_ms,
+            &until_ms,
+            &now_ms,
+            &i64::from(limit),
+        ],
+    )
+    .await?;
+    Ok(rows
+        .iter()
+        .map(|r| ArchivedMessage {
+            sequence: r.get(0),
+            message_id: r.get(1),
+            published_at_ms: r.get(2),
+            expires_at_ms: r.get(3),
+            published: r.get(4),
+        })
+        .collect())
+}
+
+pub async fn delete_archive<C: GenericClient>(c: &C, topic_id: i64) -> Result<u64, Error> {
+    execute(
+        c,
+        "DELETE FROM topic_archive WHERE topic_id = $1",
+        &[&topic_id],
+    )
+    .await
 }
 
 const DELIVERY_COLUMNS: &str = "d.id, d.subscription, d.endpoint, d.content_type, d.headers, \

@@ -202,6 +202,29 @@ const MIGRATIONS: &[&str] = &[
         ON event_source_mappings(event_source_arn, function_arn);
     ALTER TABLE deliveries ADD COLUMN function_errors INTEGER NOT NULL DEFAULT 0;
     "#,
+    // 9: fair queues (issue 16). A standard queue that has received a message with a
+    // MessageGroupId is fair from then on (`queues.fair`); its messages carry a fair key
+    // (start-time fair queueing over groups, see `ops::fair_key`) and its receives read
+    // them in key order through `messages_fair`.
+    r#"
+    ALTER TABLE queues ADD COLUMN fair INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE messages ADD COLUMN fair_key INTEGER;
+    CREATE INDEX messages_fair ON messages(queue_id, fair_key, seq, visible_at)
+        WHERE fair_key IS NOT NULL;
+    "#,
+    // 10: FIFO topics' message archives (SNS ArchivePolicy, issue 16).
+    r#"
+    CREATE TABLE topic_archive (
+        topic_id     INTEGER NOT NULL,
+        sequence     INTEGER NOT NULL,
+        message_id   TEXT NOT NULL,
+        published_at INTEGER NOT NULL,
+        expires_at   INTEGER NOT NULL,
+        published    TEXT NOT NULL,
+        PRIMARY KEY (topic_id, sequence)
+    );
+    CREATE INDEX topic_archive_expiry ON topic_archive(expires_at);
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -629,6 +629,38 @@ impl Store for SqliteStore {
             .await
     }
 
+    async fn archived_messages(
+        &self,
+        topic_id: i64,
+        after_sequence: i64,
+        from_ms: i64,
+        until_ms: Option<i64>,
+        now_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<ArchivedMessage>> {
+        self.write(move |c| {
+            ops::archived_messages(
+                c,
+                topic_id,
+                after_sequence,
+                from_ms,
+                until_ms,
+                now_ms,
+                limit,
+            )
+        })
+        .await
+    }
+
+    async fn delete_archive(&self, topic_id: i64) -> Result<u64> {
+        self.write(move |c| ops::delete_archive(c, topic_id)).await
+    }
+
+    async fn fair_groups(&self, queue_id: i64, now_ms: i64) -> Result<Option<Vec<GroupCounts>>> {
+        self.write(move |c| ops::fair_groups(c, queue_id, now_ms))
+            .await
+    }
+
     async fn count_in_flight(&self, queue_id: i64, now_ms: i64) -> Result<i64> {
         self.write(move |c| ops::count_in_flight(c, queue_id, now_ms))
             .await

@@ -150,6 +150,79 @@ fn message_row(r: &Row<'_>) -> rusqlite::Result<StoredMessage> {
     })
 }
 
+/// Whether queue `queue_id` is fair (it has received a standard message with a
+/// MessageGroupId), as `known` remembers it for this call or the queue's row says.
+fn queue_is_fair(
+    c: &Connection,
+    queue_id: i64,
+    known: &mut HashMap<i64, bool>,
+) -> rusqlite::Result<bool> {
+    if let Some(fair) = known.get(&queue_id) {
+        return Ok(*fair);
+    }
+    let fair: bool = c
+        .prepare_cached("SELECT fair FROM queues WHERE id = ?1")?
+        .query_row([queue_id], |r| r.get(0))
+        .optional()?
+        .unwrap_or(false);
+    known.insert(queue_id, fair);
+    Ok(fair)
+}
+
+/// Makes queue `queue_id` fair unless it is: its messages from before get fair key 0, so
+/// a fair receive sees them first.
+fn make_fair(
+    c: &Connection,
+    queue_id: i64,
+    known: &mut HashMap<i64, bool>,
+) -> rusqlite::Result<()> {
+    if queue_is_fair(c, queue_id, known)? {
+        return Ok(());
+    }
+    let changed = c
+        .prepare_cached("UPDATE queues SET fair = 1 WHERE id = ?1 AND fair = 0")?
+        .execute([queue_id])?;
+    if changed > 0 {
+        c.prepare_cached(
+            "UPDATE messages SET fair_key = 0 WHERE queue_id = ?1 AND fair_key IS NULL",
+        )?
+        .execute([queue_id])?;
+    }
+    known.insert(queue_id, true);
+    Ok(())
+}
+
+/// The fair key of a new message of fair queue `queue_id` (start-time fair queueing, the
+/// same rule as the PostgreSQL store's): the queue's virtual time is the smallest key it
+/// holds (0 when empty); a message without a group, or of a group with no message in the
+/// queue, starts there; a group's next message comes one after its latest one. A flood of
+/// one group so spreads over keys ahead, and a quiet group's message is keyed beside the
+/// oldest messages waiting, so a receive reaches it after at most about one message of
+/// each other group (SQS Developer Guide, "Amazon SQS fair queues").
+fn fair_key(c: &Connection, queue_id: i64, group: Option<&str>) -> rusqlite::Result<i64> {
+    let base: Option<i64> = c
+        .prepare_cached(
+            "SELECT MIN(fair_key) FROM messages INDEXED BY messages_fair \
+             WHERE queue_id = ?1 AND fair_key IS NOT NULL",
+        )?
+        .query_row([queue_id], |r| r.get(0))?;
+    let base = base.unwrap_or(0);
+    let Some(group) = group else {
+        return Ok(base);
+    };
+    let last: Option<Option<i64>> = c
+        .prepare_cached(
+            "SELECT fair_key FROM messages INDEXED BY messages_group \
+             WHERE queue_id = ?1 AND group_id = ?2 ORDER BY seq DESC LIMIT 1",
+        )?
+        .query_row(params![queue_id, group], |r| r.get(0))
+        .optional()?;
+    Ok(match last.flatten() {
+        Some(last) => base.max(last + 1),
+        None => base,
+    })
+}
+
 pub fn send_messages(
     c: &Connection,
     messages: &[(i64, NewMessage)],
@@ -157,10 +230,11 @@ pub fn send_messages(
     let mut stmt = c.prepare_cached(
         "INSERT INTO messages (queue_id, message_id, body, md5_body, message_attributes, \
          system_attributes, sender_id, sent_at, visible_at, expires_at, receive_count, \
-         first_received_at, group_id, dedup_id, dead_letter_source) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+         first_received_at, group_id, dedup_id, dead_letter_source, fair_key) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
     )?;
     let mut out = Vec::with_capacity(messages.len());
+    let mut fair: HashMap<i64, bool> = HashMap::new();
     for (queue_id, m) in messages {
         if let Some(key) = &m.dedup {
             let original: Option<(i64, Option<String>)> = c
@@ -181,6 +255,20 @@ pub fn send_messages(
                 continue;
             }
         }
+        // A standard message (no deduplication key) with a group makes its queue fair;
+        // every message of a fair queue takes a fair key.
+        let key = if m.dedup.is_some() {
+            None
+        } else {
+            if m.group_id.is_some() {
+                make_fair(c, *queue_id, &mut fair)?;
+            }
+            if queue_is_fair(c, *queue_id, &mut fair)? {
+                Some(fair_key(c, *queue_id, m.group_id.as_deref())?)
+            } else {
+                None
+            }
+        };
         stmt.execute(params![
             queue_id,
             m.message_id,
@@ -197,6 +285,7 @@ pub fn send_messages(
             m.group_id,
             m.dedup_id,
             m.dead_letter_source,
+            key,
         ])?;
         let seq = c.last_insert_rowid();
         let message_id = m.message_id.clone();
@@ -230,7 +319,9 @@ fn dead_letter(c: &Connection, seq: i64, rule: &RedriveRule, now_ms: i64) -> rus
     c.prepare_cached(
         "UPDATE messages SET queue_id = ?2, visible_at = ?3, \
          dead_letter_source = ?4, first_received_at = COALESCE(first_received_at, ?3), \
-         dedup_id = CASE WHEN ?5 THEN message_id ELSE dedup_id END WHERE seq = ?1",
+         dedup_id = CASE WHEN ?5 THEN message_id ELSE dedup_id END, \
+         fair_key = CASE WHEN (SELECT fair FROM queues WHERE id = ?2) = 1 THEN 0 END \
+         WHERE seq = ?1",
     )?
     .execute(params![
         seq,
@@ -267,6 +358,11 @@ fn token(req: &ReceiveRequest, i: usize) -> rusqlite::Result<i64> {
     })
 }
 
+/// Standard receive. A fair queue's messages are read in fair-key order (see
+/// [`fair_key`]) through `messages_fair`, then, when those run short, in the plain order
+/// (which also finds a message that reached the queue without a key, such as a
+/// dead-lettered one); other queues read the longest-visible first (or in send order for
+/// the seeds).
 pub fn receive(c: &Connection, req: &ReceiveRequest) -> rusqlite::Result<ReceiveOutcome> {
     if req.fifo {
         return receive_fifo(c, req);
@@ -276,18 +372,61 @@ pub fn receive(c: &Connection, req: &ReceiveRequest) -> rusqlite::Result<Receive
     if want == 0 {
         return Ok(out);
     }
-    let mut candidates = c.prepare_cached(if req.send_order {
-        "SELECT seq, receive_count, expires_at FROM messages INDEXED BY messages_queue_order \
-         WHERE queue_id = ?1 AND visible_at <= ?2 ORDER BY seq LIMIT ?3"
-    } else {
-        "SELECT seq, receive_count, expires_at FROM messages INDEXED BY messages_visibility \
-         WHERE queue_id = ?1 AND visible_at <= ?2 ORDER BY visible_at, seq LIMIT ?3"
-    })?;
-    let mut expire = c.prepare_cached("DELETE FROM messages WHERE seq = ?1")?;
     // A message claimed with a visibility timeout of 0 is visible again at once: the
     // candidates of the next round may hold it, and one receive never returns a message
     // twice. The limit leaves room for those and they are skipped.
-    let mut claimed: std::collections::HashSet<i64> = std::collections::HashSet::new();
+    let mut claimed: HashSet<i64> = HashSet::new();
+    let fair = !req.send_order && queue_is_fair(c, req.queue_id, &mut HashMap::new())?;
+    if fair {
+        claim_in_order(
+            c,
+            req,
+            "SELECT seq, receive_count, expires_at FROM messages INDEXED BY messages_fair \
+             WHERE queue_id = ?1 AND fair_key IS NOT NULL AND visible_at <= ?2 \
+             ORDER BY fair_key, seq LIMIT ?3",
+            &mut claimed,
+            &mut out,
+        )?;
+    }
+    if out.messages.len() < want {
+        claim_in_order(
+            c,
+            req,
+            if req.send_order {
+                "SELECT seq, receive_count, expires_at FROM messages \
+                 INDEXED BY messages_queue_order \
+                 WHERE queue_id = ?1 AND visible_at <= ?2 ORDER BY seq LIMIT ?3"
+            } else {
+                "SELECT seq, receive_count, expires_at FROM messages \
+                 INDEXED BY messages_visibility \
+                 WHERE queue_id = ?1 AND visible_at <= ?2 ORDER BY visible_at, seq LIMIT ?3"
+            },
+            &mut claimed,
+            &mut out,
+        )?;
+    }
+    if out.messages.len() < want {
+        out.next_visible_at_ms = c
+            .prepare_cached(
+                "SELECT MIN(visible_at) FROM messages WHERE queue_id = ?1 AND visible_at > ?2",
+            )?
+            .query_row(params![req.queue_id, req.now_ms], |r| r.get(0))?;
+    }
+    Ok(out)
+}
+
+/// Claims visible messages in the order `sql` reads them (`?1` queue, `?2` now, `?3`
+/// limit) until the receive has what it wants or `sql` finds no more.
+fn claim_in_order(
+    c: &Connection,
+    req: &ReceiveRequest,
+    sql: &str,
+    claimed: &mut HashSet<i64>,
+    out: &mut ReceiveOutcome,
+) -> rusqlite::Result<()> {
+    let want = req.max_messages as usize;
+    let mut candidates = c.prepare_cached(sql)?;
+    let mut expire = c.prepare_cached("DELETE FROM messages WHERE seq = ?1")?;
     loop {
         let need = want - out.messages.len();
         let rows: Vec<(i64, i64, i64)> = candidates
@@ -323,14 +462,7 @@ pub fn receive(c: &Connection, req: &ReceiveRequest) -> rusqlite::Result<Receive
             break;
         }
     }
-    if out.messages.len() < want {
-        out.next_visible_at_ms = c
-            .prepare_cached(
-                "SELECT MIN(visible_at) FROM messages WHERE queue_id = ?1 AND visible_at > ?2",
-            )?
-            .query_row(params![req.queue_id, req.now_ms], |r| r.get(0))?;
-    }
-    Ok(out)
+    Ok(())
 }
 
 /// The messages a recorded receive attempt handed out that still hold its receipt tokens,
@@ -671,6 +803,37 @@ pub fn queue_counts(c: &Connection, queue_id: i64, now_ms: i64) -> rusqlite::Res
     })
 }
 
+/// The groups of a fair queue with their counts (see `Store::fair_groups`).
+pub fn fair_groups(
+    c: &Connection,
+    queue_id: i64,
+    now_ms: i64,
+) -> rusqlite::Result<Option<Vec<GroupCounts>>> {
+    if !queue_is_fair(c, queue_id, &mut HashMap::new())? {
+        return Ok(None);
+    }
+    let mut stmt = c.prepare_cached(
+        "SELECT group_id, COALESCE(SUM(visible_at <= ?2), 0), \
+         COALESCE(SUM(visible_at > ?2 AND receive_count > 0), 0), \
+         COALESCE(SUM(visible_at > ?2 AND receive_count = 0), 0), \
+         MIN(CASE WHEN visible_at <= ?2 THEN sent_at END) \
+         FROM messages INDEXED BY messages_queue_order \
+         WHERE queue_id = ?1 AND expires_at > ?2 GROUP BY group_id",
+    )?;
+    let rows = stmt.query_map(params![queue_id, now_ms], |r| {
+        Ok(GroupCounts {
+            group: r.get(0)?,
+            counts: QueueCounts {
+                visible: r.get(1)?,
+                in_flight: r.get(2)?,
+                delayed: r.get(3)?,
+            },
+            oldest_visible_sent_at_ms: r.get(4)?,
+        })
+    })?;
+    rows.collect::<rusqlite::Result<Vec<_>>>().map(Some)
+}
+
 /// In-flight messages of a queue, over the range of the visibility index that is not
 /// visible at `now_ms` (see `Store::count_in_flight`).
 pub fn count_in_flight(c: &Connection, queue_id: i64, now_ms: i64) -> rusqlite::Result<i64> {
@@ -706,6 +869,7 @@ pub fn delete_expired(c: &Connection, now_ms: i64) -> rusqlite::Result<u64> {
         "DELETE FROM topic_dedup WHERE expires_at <= ?1",
         "DELETE FROM receive_attempts WHERE expires_at <= ?1",
         "DELETE FROM deleted_queues WHERE hold_until <= ?1",
+        "DELETE FROM topic_archive WHERE expires_at <= ?1",
     ] {
         c.prepare_cached(sql)?.execute([now_ms])?;
     }
@@ -763,6 +927,7 @@ pub fn delete_topic(c: &Connection, topic_id: i64) -> rusqlite::Result<bool> {
         .execute([topic_id])?;
     c.prepare_cached("DELETE FROM topic_dedup WHERE topic_id = ?1")?
         .execute([topic_id])?;
+    delete_archive(c, topic_id)?;
     Ok(c.prepare_cached("DELETE FROM topics WHERE id = ?1")?
         .execute([topic_id])?
         == 1)
@@ -913,9 +1078,10 @@ pub fn move_messages(
     let mut copy = c.prepare_cached(
         "INSERT INTO messages (queue_id, message_id, body, md5_body, message_attributes, \
          system_attributes, sender_id, sent_at, visible_at, expires_at, receive_count, \
-         group_id, dedup_id) \
+         group_id, dedup_id, fair_key) \
          SELECT ?2, ?3, body, md5_body, message_attributes, system_attributes, sender_id, \
-         ?4, ?4, ?4 + (expires_at - sent_at), 0, group_id, dedup_id \
+         ?4, ?4, ?4 + (expires_at - sent_at), 0, group_id, dedup_id, \
+         CASE WHEN (SELECT fair FROM queues WHERE id = ?2) = 1 THEN 0 END \
          FROM messages WHERE seq = ?1",
     )?;
     let mut remove = c.prepare_cached("DELETE FROM messages WHERE seq = ?1")?;
@@ -1457,6 +1623,20 @@ pub fn publish_fifo(
             sequence,
             e.dedup.expires_at_ms
         ])?;
+        if let Some(a) = &e.archive {
+            c.prepare_cached(
+                "INSERT OR REPLACE INTO topic_archive (topic_id, sequence, message_id, \
+                 published_at, expires_at, published) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )?
+            .execute(params![
+                p.topic_id,
+                sequence,
+                e.message_id,
+                p.now_ms,
+                a.expires_at_ms,
+                a.published
+            ])?;
+        }
         let sent = send_messages(c, &(p.fanout)(i, sequence))?;
         out.push(FifoPublished {
             message_id: e.message_id.clone(),
@@ -1468,6 +1648,43 @@ pub fn publish_fifo(
     c.prepare_cached("UPDATE topics SET sequence = ?2 WHERE id = ?1")?
         .execute(params![p.topic_id, sequence])?;
     Ok(Some(out))
+}
+
+pub fn archived_messages(
+    c: &Connection,
+    topic_id: i64,
+    after_sequence: i64,
+    from_ms: i64,
+    until_ms: Option<i64>,
+    now_ms: i64,
+    limit: u32,
+) -> rusqlite::Result<Vec<ArchivedMessage>> {
+    let mut stmt = c.prepare_cached(
+        "SELECT sequence, message_id, published_at, expires_at, published FROM topic_archive \
+         WHERE topic_id = ?1 AND sequence > ?2 AND published_at >= ?3 \
+         AND (?4 IS NULL OR published_at <= ?4) AND expires_at > ?5 \
+         ORDER BY sequence LIMIT ?6",
+    )?;
+    let rows = stmt.query_map(
+        params![topic_id, after_sequence, from_ms, until_ms, now_ms, limit],
+        |r| {
+            Ok(ArchivedMessage {
+                sequence: r.get(0)?,
+                message_id: r.get(1)?,
+                published_at_ms: r.get(2)?,
+                expires_at_ms: r.get(3)?,
+                published: r.get(4)?,
+            })
+        },
+    )?;
+    rows.collect()
+}
+
+pub fn delete_archive(c: &Connection, topic_id: i64) -> rusqlite::Result<u64> {
+    Ok(
+        c.prepare_cached("DELETE FROM topic_archive WHERE topic_id = ?1")?
+            .execute([topic_id])? as u64,
+    )
 }
 
 const DELIVERY_COLUMNS: &str = "id, subscription, endpoint, content_type, headers, body, \

@@ -1106,3 +1106,62 @@ maximum_concurrency = 2
     );
     assert!(host.most.load(Ordering::SeqCst) >= 1);
 }
+
+/// A queue made fair by sends through one node is received in fair order through another:
+/// the flag and the keys are in the database.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fair_queue_is_fair_through_every_node() {
+    let Some(cluster) = Cluster::start(2, "fair_queue_across_nodes").await else {
+        return;
+    };
+    let bases = cluster.bases();
+    let http = http();
+    sqs(
+        &http,
+        &bases[0],
+        "CreateQueue",
+        json!({"QueueName": "tenants"}),
+    )
+    .await
+    .expect("CreateQueue");
+    let url = queue_url(&bases[0], "tenants");
+    for batch in 0..100 {
+        let entries: Vec<Value> = (0..10)
+            .map(|i| {
+                json!({"Id": format!("e{i}"), "MessageBody": format!("noisy-{}", batch * 10 + i),
+                       "MessageGroupId": "noisy"})
+            })
+            .collect();
+        sqs(
+            &http,
+            &bases[0],
+            "SendMessageBatch",
+            json!({"QueueUrl": url, "Entries": entries}),
+        )
+        .await
+        .expect("SendMessageBatch");
+    }
+    sqs(
+        &http,
+        &bases[0],
+        "SendMessage",
+        json!({"QueueUrl": url, "MessageBody": "quiet", "MessageGroupId": "quiet"}),
+    )
+    .await
+    .expect("SendMessage");
+    let v = sqs(
+        &http,
+        &bases[1],
+        "ReceiveMessage",
+        json!({"QueueUrl": queue_url(&bases[1], "tenants"), "MaxNumberOfMessages": 10}),
+    )
+    .await
+    .expect("ReceiveMessage");
+    let bodies: Vec<&str> = v["Messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .filter_map(|m| m["Body"].as_str())
+        .collect();
+    assert!(bodies.contains(&"quiet"), "{bodies:?}");
+}

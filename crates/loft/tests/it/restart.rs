@@ -141,3 +141,55 @@ async fn sigterm_during_a_long_poll_shuts_down_within_ten_seconds() {
     assert_eq!(resp.status().as_u16(), 200);
     assert_eq!(resp.text().await.expect("body"), "null");
 }
+
+/// A fair queue stays fair across a restart: its flag and its messages' fair keys are in
+/// the database, so a quiet group sent before the restart is still served ahead of a
+/// noisy group's backlog after it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fair_queue_keeps_its_order_across_a_restart() {
+    let mut loft = Loft::start();
+    let sqs = crate::common::sqs_client(&loft.url(""));
+    let url = sqs
+        .create_queue()
+        .queue_name("tenants")
+        .send()
+        .await
+        .expect("CreateQueue")
+        .queue_url()
+        .expect("url")
+        .to_owned();
+    for batch in 0..50 {
+        let mut req = sqs.send_message_batch().queue_url(&url);
+        for i in 0..10 {
+            req = req.entries(
+                aws_sdk_sqs::types::SendMessageBatchRequestEntry::builder()
+                    .id(format!("e{i}"))
+                    .message_body(format!("noisy-{}", batch * 10 + i))
+                    .message_group_id("noisy")
+                    .build()
+                    .expect("entry"),
+            );
+        }
+        req.send().await.expect("SendMessageBatch");
+    }
+    sqs.send_message()
+        .queue_url(&url)
+        .message_body("quiet")
+        .message_group_id("quiet")
+        .send()
+        .await
+        .expect("SendMessage");
+
+    loft.restart();
+
+    let sqs = crate::common::sqs_client(&loft.url(""));
+    let got = sqs
+        .receive_message()
+        .queue_url(&url)
+        .max_number_of_messages(10)
+        .send()
+        .await
+        .expect("ReceiveMessage");
+    let bodies: Vec<&str> = got.messages().iter().filter_map(|m| m.body()).collect();
+    assert!(bodies.contains(&"quiet"), "{bodies:?}");
+}

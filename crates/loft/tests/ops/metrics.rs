@@ -331,3 +331,83 @@ async fn sns_deliveries_are_counted_by_protocol_and_outcome() {
     assert_eq!(get(&m, r#"loft_messages_sent_total{queue="inbox"}"#), 2.0);
     assert_eq!(get(&m, "loft_deliveries_pending"), 1.0);
 }
+
+/// A standard queue that receives MessageGroupIds is fair: a quiet group's message is
+/// received ahead of a flood of another group, and `/metrics` shows the fair-queue gauges
+/// (AWS's ApproximateNumberOfNoisyGroups and the quiet groups' message counts).
+#[tokio::test]
+async fn fair_queue_serves_quiet_groups_and_reports_noisy_ones() {
+    let s = Server::start();
+    let q = s.sqs("CreateQueue", json!({"QueueName": "tenants"})).await["QueueUrl"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for batch in 0..30 {
+        let entries: Vec<_> = (0..10)
+            .map(|i| {
+                json!({"Id": format!("e{i}"), "MessageBody": format!("flood-{}", batch * 10 + i),
+                       "MessageGroupId": "flood"})
+            })
+            .collect();
+        s.sqs(
+            "SendMessageBatch",
+            json!({"QueueUrl": q, "Entries": entries}),
+        )
+        .await;
+    }
+    s.sqs(
+        "SendMessage",
+        json!({"QueueUrl": q, "MessageBody": "quiet-1", "MessageGroupId": "t1"}),
+    )
+    .await;
+    let got = s
+        .sqs(
+            "ReceiveMessage",
+            json!({"QueueUrl": q, "MaxNumberOfMessages": 10, "VisibilityTimeout": 300}),
+        )
+        .await;
+    let bodies: Vec<&str> = got["Messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["Body"].as_str().unwrap())
+        .collect();
+    assert!(bodies.contains(&"quiet-1"), "{bodies:?}");
+    // 40 of the flood in flight make it a noisy neighbour (at least 30, more than 10%).
+    for _ in 0..4 {
+        s.sqs(
+            "ReceiveMessage",
+            json!({"QueueUrl": q, "MaxNumberOfMessages": 10, "VisibilityTimeout": 300}),
+        )
+        .await;
+    }
+    s.sqs(
+        "SendMessage",
+        json!({"QueueUrl": q, "MessageBody": "quiet-2", "MessageGroupId": "t2"}),
+    )
+    .await;
+    let m = s.metrics().await;
+    assert_eq!(
+        get(&m, r#"loft_fair_queue_noisy_groups{queue="tenants"}"#),
+        1.0
+    );
+    assert_eq!(
+        get(
+            &m,
+            r#"loft_fair_queue_quiet_messages{queue="tenants",state="in_flight"}"#
+        ),
+        1.0
+    );
+    assert_eq!(
+        get(
+            &m,
+            r#"loft_fair_queue_quiet_messages{queue="tenants",state="visible"}"#
+        ),
+        1.0
+    );
+    assert!(m.contains_key(r#"loft_fair_queue_quiet_oldest_age_seconds{queue="tenants"}"#));
+    // A queue without groups has no fair-queue samples.
+    assert!(!m
+        .keys()
+        .any(|k| k.starts_with("loft_fair_queue") && k.contains("\"work\"")));
+}

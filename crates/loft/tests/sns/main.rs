@@ -6,6 +6,7 @@
 //! - [`data_protection`]: Put/GetDataProtectionPolicy, Inbound and Outbound Deny and
 //!   Deidentify, audit records in SQS, the log and `/metrics`.
 //! - [`fifo`]: FIFO topic to FIFO queue (group, deduplication, SequenceNumber).
+//! - [`archive`]: FIFO topics' ArchivePolicy and BeginningArchiveTime.
 //! - [`errors`]: NotFound, InvalidParameter and the other errors users can provoke.
 //! - [`recorded_messages`]: the recorded email/SMS messages, listed and cleared by filter.
 //! - [`topics`]: list paging, topic and subscription attributes, tags.
@@ -21,6 +22,7 @@
 
 #[macro_use]
 mod harness;
+mod archive;
 mod data_protection;
 mod errors;
 mod fanout;
