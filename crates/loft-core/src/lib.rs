@@ -10,6 +10,7 @@
 //! - [`message`]: message attributes, body rules and AWS's MD5 digests.
 //! - [`data_protection`]: SNS message data protection: policies, data identifiers, operations.
 //! - [`filter_policy`]: SNS subscription filter policies: parsing, validation, matching.
+//! - [`iam`]: IAM policies (identity and resource): parsing and evaluation.
 //! - [`names`]: queue and topic names, ARNs.
 //! - [`error`]: the one table of error codes.
 //! - [`clock`]: time, movable in tests.
@@ -21,6 +22,7 @@ pub mod delivery_policy;
 pub mod endpoint_policy;
 pub mod error;
 pub mod filter_policy;
+pub mod iam;
 pub mod message;
 pub mod model;
 pub mod names;
