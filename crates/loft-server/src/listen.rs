@@ -292,6 +292,11 @@ struct Shared {
     local: Option<SocketAddr>,
 }
 
+/// The client's address of a request's connection (a request extension), for IAM's
+/// `aws:SourceIp`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PeerAddr(pub SocketAddr);
+
 /// Serves `io` with the router until the client closes, the connection fails, or a
 /// graceful shutdown (through `watcher`) lets its in-flight requests finish.
 async fn serve_http<S>(shared: &Shared, io: S, watcher: Watcher, peer: SocketAddr)
@@ -302,6 +307,7 @@ where
     let scheme = shared.scheme;
     let service = hyper::service::service_fn(move |mut req: Request<Incoming>| {
         req.extensions_mut().insert(scheme);
+        req.extensions_mut().insert(PeerAddr(peer));
         let mut router = router.clone();
         async move { router.call(req.map(Body::new)).await }
     });

@@ -140,11 +140,25 @@ struct TopicDecl {
     subscriptions: Vec<SubscriptionDecl>,
 }
 
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CredentialDecl {
+    access_key_id: Spanned<String>,
+    secret_access_key: Option<Spanned<String>>,
+    secret_access_key_env: Option<Spanned<String>>,
+    account_id: Option<Spanned<String>>,
+    identity: Option<Spanned<String>>,
+    #[serde(default)]
+    policies: Vec<Spanned<String>>,
+}
+
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct FileShape {
     #[serde(default)]
     server: ServerSection,
+    #[serde(default)]
+    credentials: Vec<CredentialDecl>,
     #[serde(default)]
     queues: Vec<QueueDecl>,
     #[serde(default)]
@@ -225,6 +239,8 @@ pub struct Config {
     pub queues: Vec<QueueSpec>,
     /// `[[topics]]`, in file order.
     pub topics: Vec<TopicSpec>,
+    /// `[[credentials]]`: access keys with their accounts, identities and policies.
+    pub credentials: loft_server::auth::Credentials,
 }
 
 /// What [`Config::provision`] did, by resource.
@@ -554,6 +570,73 @@ pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
             .map_err(|e| at(&origins.span(), format!("cors_allowed_origins: {e}")))?;
         server.cors_allowed_origins = Some(checked);
     }
+    // [[credentials]]
+    let mut credentials = loft_server::auth::Credentials::default();
+    let mut key_ids = BTreeSet::new();
+    for c in &shape.credentials {
+        let id = c.access_key_id.get_ref();
+        if id.is_empty() || id.contains(char::is_whitespace) || id.contains(':') {
+            return Err(at(
+                &c.access_key_id.span(),
+                "access_key_id: must be non-empty, without spaces or ':'".into(),
+            ));
+        }
+        if !key_ids.insert(id.clone()) {
+            return Err(at(
+                &c.access_key_id.span(),
+                format!("access_key_id {id} is declared twice"),
+            ));
+        }
+        let secret = match (&c.secret_access_key, &c.secret_access_key_env) {
+            (Some(s), None) => s.get_ref().clone(),
+            (None, Some(var)) => std::env::var(var.get_ref()).map_err(|_| {
+                at(
+                    &var.span(),
+                    format!(
+                        "secret_access_key_env: the environment variable {} is not set",
+                        var.get_ref()
+                    ),
+                )
+            })?,
+            _ => {
+                return Err(at(
+                    &c.access_key_id.span(),
+                    "give one of secret_access_key and secret_access_key_env".into(),
+                ))
+            }
+        };
+        if secret.is_empty() {
+            return Err(at(
+                &c.access_key_id.span(),
+                "the secret access key is empty".into(),
+            ));
+        }
+        if let Some(a) = &c.account_id {
+            if !names::is_account_id(a.get_ref()) {
+                return Err(at(&a.span(), "account_id: must be 12 digits".into()));
+            }
+        }
+        if let Some(i) = &c.identity {
+            loft_server::auth::check_identity(i.get_ref())
+                .map_err(|e| at(&i.span(), format!("identity: {e}")))?;
+        }
+        let mut policies = Vec::new();
+        for p in &c.policies {
+            policies.push(
+                loft_core::iam::Policy::parse(p.get_ref(), loft_core::iam::PolicyKind::Identity)
+                    .map_err(|e| at(&p.span(), format!("policies: {e}")))?,
+            );
+        }
+        credentials.insert(
+            id.clone(),
+            loft_server::auth::Key {
+                secret,
+                account_id: c.account_id.as_ref().map(|a| a.get_ref().clone()),
+                identity: c.identity.as_ref().map(|i| i.get_ref().clone()),
+                policies: (!c.policies.is_empty()).then(|| std::sync::Arc::new(policies)),
+            },
+        );
+    }
     // [[queues]]
     let mut queues = Vec::new();
     let mut seen = BTreeSet::new();
@@ -639,6 +722,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
         server,
         queues,
         topics,
+        credentials,
     })
 }
 

@@ -504,15 +504,18 @@ impl Service {
             )));
         }
         let redrive = match &config.redrive_policy {
-            Some(p) => self.find_queue(p.dlq_name()).await?.map(|dlq| RedriveRule {
-                dlq_queue_id: dlq.id,
-                moves_at_receive_count: p.max_receive_count,
-                source_arn: self.queue_arn(&queue.name),
-                // SQS Developer Guide, "Configuring a dead-letter queue redrive": moved
-                // from a FIFO queue, "the original message's deduplication ID will be
-                // replaced with the original message's ID".
-                dedup_id_from_message_id: config.fifo,
-            }),
+            Some(p) => self
+                .find_queue(&self.dlq_key(p))
+                .await?
+                .map(|dlq| RedriveRule {
+                    dlq_queue_id: dlq.id,
+                    moves_at_receive_count: p.max_receive_count,
+                    source_arn: self.queue_arn(&queue.name),
+                    // SQS Developer Guide, "Configuring a dead-letter queue redrive": moved
+                    // from a FIFO queue, "the original message's deduplication ID will be
+                    // replaced with the original message's ID".
+                    dedup_id_from_message_id: config.fifo,
+                }),
             None => None,
         };
         // A FIFO retry with the same ReceiveRequestAttemptId inside the window returns the
