@@ -138,6 +138,23 @@ class Ctx:
             return e.code, e.read().decode()
 
 
+    def seeds(self, who, method, path, body=None):
+        """A SigV4-signed request to the seeds' API; (status, body)."""
+        key_id, secret, *_ = KEYS[who]
+        url = self.endpoint + path
+        data = json.dumps(body).encode() if body is not None else None
+        headers = {"Content-Type": "application/json"} if data is not None else {}
+        req = AWSRequest(method=method, url=url, data=data or b"", headers=headers)
+        SigV4Auth(Credentials(key_id, secret), "sqs", REGION).add_auth(req)
+        prepared = urllib.request.Request(url, data=data, method=method,
+                                          headers=dict(req.headers.items()))
+        try:
+            with urllib.request.urlopen(prepared, timeout=30) as resp:
+                return resp.status, resp.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode()
+
+
 ctx = Ctx()
 STATE = {}
 
@@ -694,6 +711,52 @@ def the_default_account_is_another_account_to_the_others():
     url = ctx.sqs("default").create_queue(QueueName=q)["QueueUrl"]
     assert_denied(lambda: ctx.sqs("a").send_message(QueueUrl=url, MessageBody="x"),
                   "sqs:SendMessage", qarn("000000000000", q), user(A, "user/team-a"))
+
+
+# ---- SenderId ----
+
+@case
+def sender_id_is_the_identitys_unique_id_or_the_account():
+    q = name("team-a-sender-id")
+    url = ctx.sqs("a").create_queue(QueueName=q)["QueueUrl"]
+    ctx.sqs("a").send_message(QueueUrl=url, MessageBody="x")
+    got = ctx.sqs("a").receive_message(QueueUrl=url, AttributeNames=["SenderId"], WaitTimeSeconds=1)
+    sender = got["Messages"][0]["Attributes"]["SenderId"]
+    assert sender.startswith("AIDA") and len(sender) == 21, sender
+    q2 = name("legacy-sender-id")
+    url2 = ctx.sqs("default").create_queue(QueueName=q2)["QueueUrl"]
+    ctx.sqs("default").send_message(QueueUrl=url2, MessageBody="x")
+    got = ctx.sqs("default").receive_message(QueueUrl=url2, AttributeNames=["SenderId"],
+                                            WaitTimeSeconds=1)
+    assert got["Messages"][0]["Attributes"]["SenderId"] == "000000000000", got
+
+
+# ---- the seeds' API (the default account) ----
+
+@case
+def seeds_api_works_for_a_default_account_key():
+    q = name("seed-queue")
+    status, body = ctx.seeds("default", "POST", f"/queues/{q}")
+    assert status in (200, 201), (status, body)
+    status, body = ctx.seeds("default", "POST", f"/queues/{q}/messages", {"body": "hi"})
+    assert status in (200, 201), (status, body)
+    STATE["seed_queue"] = q
+
+
+@case
+def seeds_api_of_the_default_account_is_denied_to_another_account():
+    status, body = ctx.seeds("a", "POST", f"/queues/{STATE['seed_queue']}/messages", {"body": "x"})
+    assert status == 403, (status, body)
+    assert ("AccessDenied: User: arn:aws:iam::111111111111:user/team-a is not authorized to "
+            f"perform: sqs:SendMessage on resource: {qarn('000000000000', STATE['seed_queue'])}") in body, body
+
+
+@case
+def seeds_api_listing_follows_the_identity_policy():
+    status, body = ctx.seeds("a_reader", "GET", "/queues")
+    assert status == 403 and "sqs:ListQueues" in body, (status, body)
+    status, body = ctx.seeds("default", "GET", "/queues")
+    assert status == 200 and STATE["seed_queue"] in body, (status, body)
 
 
 def main():

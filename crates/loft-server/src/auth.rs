@@ -386,14 +386,14 @@ pub async fn require_console_auth(
         })
         .map(str::to_owned);
     if let Some(basic) = basic {
-        if state.auth.check_basic(&basic).is_none() {
+        let Some(key) = state.auth.check_basic(&basic) else {
             tracing::debug!(path = req.uri().path(), "console sign-in refused");
             return unauthorized(
                 "wrong access key id or secret: sign in with one of Loft's access key ids \
                  and its secret",
                 BASIC_CHALLENGE,
             );
-        }
+        };
         let safe = matches!(*req.method(), Method::GET | Method::HEAD);
         if !safe && !req.headers().contains_key(CONSOLE_HEADER) {
             return NativeError(
@@ -406,6 +406,9 @@ pub async fn require_console_auth(
             )
             .into_response();
         }
+        let mut req = req;
+        let principal = state.auth.principal(state.service.config(), Some(&key));
+        req.extensions_mut().insert(principal);
         return next.run(req).await;
     }
     if sigv4::location(req.headers(), req.uri().query()) == Location::None {
@@ -441,9 +444,14 @@ async fn verify_signature(state: &AppState, req: Request, next: Next) -> Respons
         .auth
         .check(&parts.method, &parts.uri, &parts.headers, &bytes, now)
     {
-        Ok(_) => {
-            next.run(Request::from_parts(parts, Body::from(bytes)))
-                .await
+        Ok(verified) => {
+            let mut req = Request::from_parts(parts, Body::from(bytes));
+            let principal = state.auth.principal(
+                state.service.config(),
+                verified.as_ref().map(|v| v.access_key.as_str()),
+            );
+            req.extensions_mut().insert(principal);
+            next.run(req).await
         }
         Err(e) => NativeError(
             StatusCode::FORBIDDEN,

@@ -32,6 +32,9 @@ pub struct SendMessage {
     pub group_id: Option<String>,
     /// MessageDeduplicationId.
     pub dedup_id: Option<String>,
+    /// The sender's `SenderId` ([`crate::service::Principal::sender_id`]); `None`: the
+    /// default account's id.
+    pub sender_id: Option<String>,
 }
 
 /// What a send returns.
@@ -291,7 +294,10 @@ impl Service {
             md5_body,
             message_attributes: message::encode_attributes(&m.message_attributes),
             system_attributes: message::encode_attributes(&m.system_attributes),
-            sender_id: self.config.account_id.clone(),
+            sender_id: m
+                .sender_id
+                .clone()
+                .unwrap_or_else(|| self.config.account_id.clone()),
             sent_at_ms: now,
             visible_at_ms: now + delay * 1000,
             expires_at_ms: now + config.retention_seconds as i64 * 1000,

@@ -166,6 +166,10 @@ fn send_message(
         system_attributes,
         group_id,
         dedup_id,
+        sender_id: ctx
+            .principal
+            .enforced
+            .then(|| ctx.principal.sender_id.clone()),
     })
 }
 
