@@ -679,6 +679,17 @@ def a_refused_cross_account_delivery_goes_to_the_subscriptions_dead_letter_queue
 
 
 @case
+def subscription_principal_is_the_subscribers_identity():
+    t = name("principal-topic")
+    topic = ctx.sns("a").create_topic(Name=t)["TopicArn"]
+    arn = ctx.sns("a").subscribe(TopicArn=topic, Protocol="sqs", Endpoint=qarn(A, name("any")),
+                                 ReturnSubscriptionArn=True)["SubscriptionArn"]
+    attrs = ctx.sns("a").get_subscription_attributes(SubscriptionArn=arn)["Attributes"]
+    assert attrs["SubscriptionPrincipal"] == user(A, "user/team-a"), attrs
+    assert attrs["Owner"] == A, attrs
+
+
+@case
 def sns_to_a_same_account_queue_needs_no_policy():
     t = name("fanout-own-topic")
     topic = ctx.sns("a").create_topic(Name=t)["TopicArn"]

@@ -470,6 +470,23 @@ impl Service {
         attributes: Map,
         return_arn: bool,
     ) -> Result<SubscribeResult> {
+        self.subscribe_as(None, topic_arn, protocol, endpoint, attributes, return_arn)
+            .await
+    }
+
+    /// Subscribe by the identity `principal` (an IAM ARN), which GetSubscriptionAttributes
+    /// then reports as `SubscriptionPrincipal` (`None`: [`Service::principal_arn`]).
+    ///
+    /// Errors: as [`Service::subscribe`].
+    pub async fn subscribe_as(
+        &self,
+        principal: Option<&str>,
+        topic_arn: &str,
+        protocol: &str,
+        endpoint: Option<&str>,
+        attributes: Map,
+        return_arn: bool,
+    ) -> Result<SubscribeResult> {
         let topic = self.topic_by_arn(topic_arn).await?;
         let protocol = protocol.to_ascii_lowercase();
         if !PROTOCOLS.contains(&protocol.as_str()) {
@@ -566,6 +583,9 @@ impl Service {
         let needs_confirmation =
             matches!(protocol.as_str(), "http" | "https" | "email" | "email-json");
         let token = needs_confirmation.then(new_token);
+        if let Some(p) = principal {
+            attrs.insert("SubscriptionPrincipal".into(), p.to_owned());
+        }
         let sub = self
             .store
             .create_subscription(

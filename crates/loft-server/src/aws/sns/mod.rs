@@ -371,8 +371,10 @@ pub async fn call(
             S::SetTopicAttributes(NoOutput)
         }
         R::Subscribe(i) => {
+            let principal = ctx.principal.enforced.then_some(ctx.principal.arn.as_str());
             let r = svc
-                .subscribe(
+                .subscribe_as(
+                    principal,
                     &i.topic_arn,
                     &i.protocol,
                     i.endpoint.as_deref(),
