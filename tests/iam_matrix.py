@@ -687,6 +687,9 @@ def subscription_principal_is_the_subscribers_identity():
     attrs = ctx.sns("a").get_subscription_attributes(SubscriptionArn=arn)["Attributes"]
     assert attrs["SubscriptionPrincipal"] == user(A, "user/team-a"), attrs
     assert attrs["Owner"] == A, attrs
+    mine = [x["SubscriptionArn"] for x in ctx.sns("a").list_subscriptions()["Subscriptions"]]
+    theirs = [x["SubscriptionArn"] for x in ctx.sns("b").list_subscriptions()["Subscriptions"]]
+    assert arn in mine and arn not in theirs, (mine, theirs)
 
 
 @case

@@ -730,6 +730,23 @@ impl Service {
         page(subs, next_token, |s| format!("{:020}", s.seq))
     }
 
+    /// ListSubscriptions of `account`: the subscriptions of its topics, 100 a page.
+    /// Errors: `InvalidParameter` for a bad token.
+    pub async fn list_subscriptions_of(
+        &self,
+        account: &str,
+        next_token: Option<&str>,
+    ) -> Result<Page<SubscriptionRecord>> {
+        let subs = self
+            .store
+            .list_subscriptions(None)
+            .await?
+            .into_iter()
+            .filter(|s| self.split_key(&s.topic_name).0 == account)
+            .collect();
+        page(subs, next_token, |s| format!("{:020}", s.seq))
+    }
+
     /// GetSubscriptionAttributes. Errors: `InvalidParameter`, `NotFound`.
     pub async fn get_subscription_attributes(&self, arn: &str) -> Result<Map> {
         let s = self.subscription_by_arn(arn).await?;

@@ -215,10 +215,15 @@ pub async fn call(
         }
         R::ListSubscriptions(i) => {
             let page = svc
-                .list_subscription_summaries(None, i.next_token.as_deref())
+                .list_subscriptions_of(&ctx.principal.account_id, i.next_token.as_deref())
                 .await?;
+            let items = page
+                .items
+                .iter()
+                .map(|s| svc.subscription_summary(s))
+                .collect();
             S::ListSubscriptions(ListSubscriptionsResponse {
-                subscriptions: subscriptions(page.items),
+                subscriptions: subscriptions(items),
                 next_token: page.next_token,
             })
         }
