@@ -948,6 +948,60 @@ name = "b"
     }
 
     #[test]
+    fn credentials_tables_give_keys_with_accounts_identities_and_policies() {
+        let c = parse_str(
+            r#"
+[[credentials]]
+access_key_id = "AKIDA"
+secret_access_key = "s3cret"
+account_id = "111111111111"
+identity = "user/team-a"
+policies = ['{"Version":"2012-10-17","Statement":{"Effect":"Allow","Action":"sqs:*","Resource":"*"}}']
+
+[[credentials]]
+access_key_id = "AKIDB"
+secret_access_key = "other"
+"#,
+        )
+        .unwrap();
+        let a = c.credentials.key("AKIDA").unwrap();
+        assert_eq!(a.secret, "s3cret");
+        assert_eq!(a.account_id.as_deref(), Some("111111111111"));
+        assert_eq!(a.identity.as_deref(), Some("user/team-a"));
+        assert_eq!(a.policies.as_ref().map(|p| p.len()), Some(1));
+        let b = c.credentials.key("AKIDB").unwrap();
+        assert!(b.account_id.is_none() && b.identity.is_none() && b.policies.is_none());
+    }
+
+    #[test]
+    fn bad_credentials_give_the_line() {
+        let key = "[[credentials]]\naccess_key_id = \"K\"\nsecret_access_key = \"s\"\n";
+        fails(&format!("{key}account_id = \"12\"\n"), 4, "12 digits");
+        fails(&format!("{key}identity = \"group/x\"\n"), 4, "user/NAME");
+        fails(
+            &format!("{key}policies = ['{{\"Statement\":{{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"*\",\"Resource\":\"*\"}}}}']\n"),
+            4,
+            "should not specify a principal",
+        );
+        fails(
+            &format!("{key}policies = ['not json']\n"),
+            4,
+            "not valid JSON",
+        );
+        fails(
+            "[[credentials]]\naccess_key_id = \"K\"\n",
+            2,
+            "secret_access_key",
+        );
+        fails(
+            "[[credentials]]\naccess_key_id = \"K\"\nsecret_access_key_env = \"LOFT_TEST_SURELY_UNSET_VAR\"\n",
+            3,
+            "is not set",
+        );
+        fails(&format!("{key}{key}"), 5, "declared twice");
+    }
+
+    #[test]
     fn bad_queues_give_the_line() {
         fails(
             "[[queues]]\nname = \"a\"\n[[queues]]\nname = \"a\"\n",
