@@ -2,6 +2,8 @@
 # Builds Loft, starts `target/debug/loft serve` on a free port with a throw-away database,
 # runs tests/fifo_boto3.py, tests/sns_boto3.py and tests/aws_clients.py (boto3, the AWS CLI v1, raw Query) against it, then
 # tests/signed_clients.py against a second server that requires SigV4, then
+# tests/iam_matrix.py against one with two accounts' keys and policies (SQLite, and
+# PostgreSQL when LOFT_TEST_DATABASE_URL is set), then
 # tests/tls_clients.py against a third serving HTTPS with a self-signed certificate made by
 # openssl, and stops each server by its PID. Exits with the script's status; its last line
 # is "N passed, N failed".
@@ -80,6 +82,22 @@ secret="signed/Secret+$RANDOM"
 LOFT_CREDENTIALS="$key:$secret" start_loft "$work/signed.db"
 echo "loft with credentials (pid $server_pid) at $endpoint"
 python3 tests/signed_clients.py --endpoint "$endpoint" --key "$key" --secret "$secret" || status=$?
+
+# Accounts and permissions: the allow/deny matrix over two accounts, on SQLite and (when
+# LOFT_TEST_DATABASE_URL names a database) on PostgreSQL.
+stop_loft
+python3 tests/iam_matrix.py --write-config "$work/iam.toml"
+start_loft "$work/iam.db" --config "$work/iam.toml"
+echo "loft with accounts and policies on SQLite (pid $server_pid) at $endpoint"
+python3 tests/iam_matrix.py --endpoint "$endpoint" || status=$?
+if [[ -n "${LOFT_TEST_DATABASE_URL:-}" ]]; then
+    stop_loft
+    start_loft "$work/unused.db" --config "$work/iam.toml" --database-url "$LOFT_TEST_DATABASE_URL"
+    echo "loft with accounts and policies on PostgreSQL (pid $server_pid) at $endpoint"
+    python3 tests/iam_matrix.py --endpoint "$endpoint" || status=$?
+else
+    echo "LOFT_TEST_DATABASE_URL is not set: the matrix on PostgreSQL is skipped" >&2
+fi
 
 # The clients over HTTPS, trusting a certificate made here.
 stop_loft

@@ -47,6 +47,7 @@ fuzz_target!(|data: &[u8]| {
         // fuzzer.
         svc.begin_shutdown();
         let ctx = sqs::Context {
+            principal: loft_core::service::Principal::open(svc.config()),
             base_url: "http://127.0.0.1:9324".into(),
             trace_header: None,
         };

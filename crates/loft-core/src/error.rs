@@ -191,6 +191,14 @@ error_table! {
         "The specified queue does not exist.",
         query_message: "The specified queue does not exist for this wsdl version.",
     }
+    /// SQS: the caller's policies, or the queue's `Policy`, do not allow the action (403;
+    /// IAM User Guide, "Troubleshoot access denied error messages": "User: ARN is not
+    /// authorized to perform: ACTION on resource: ARN ...").
+    AccessDenied {
+        code: "AccessDenied", json: "AccessDeniedException",
+        query: "AccessDenied", Sender, 403,
+        "{reason}",
+    }
     /// A queue with this name exists with other attributes (400).
     QueueNameExists {
         code: "QueueNameExists", json: "QueueNameExists", query: "QueueAlreadyExists",

@@ -12,6 +12,7 @@
 //! - [`filter_policy`]: SNS subscription filter policies: parsing, validation, matching.
 //! - [`functions`]: the functions Loft invokes, asynchronous-invocation retries, the SNS
 //!   and SQS events functions receive.
+//! - [`iam`]: IAM policies (identity and resource): parsing and evaluation.
 //! - [`names`]: queue and topic names, ARNs.
 //! - [`error`]: the one table of error codes.
 //! - [`clock`]: time, movable in tests.
@@ -24,6 +25,7 @@ pub mod endpoint_policy;
 pub mod error;
 pub mod filter_policy;
 pub mod functions;
+pub mod iam;
 pub mod message;
 pub mod model;
 pub mod names;

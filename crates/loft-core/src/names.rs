@@ -84,6 +84,40 @@ fn check_seed_name(name: &str) -> Result<()> {
     Ok(())
 }
 
+/// The separator of an account-qualified store key (`111111111111/orders`): no AWS or seed
+/// queue or topic name holds a `/`.
+pub const ACCOUNT_SEPARATOR: char = '/';
+
+/// The store key of resource `name` of `account`: the bare name for `default_account` (so
+/// a database written before accounts existed is already that account's), else
+/// `ACCOUNT/NAME`.
+pub fn scoped_key(default_account: &str, account: &str, name: &str) -> String {
+    if account == default_account {
+        name.to_owned()
+    } else {
+        format!("{account}{ACCOUNT_SEPARATOR}{name}")
+    }
+}
+
+/// The account and name of a store key made by [`scoped_key`]: `ACCOUNT/NAME`, or
+/// `default_account` and the key itself.
+pub fn split_key<'a>(default_account: &'a str, key: &'a str) -> (&'a str, &'a str) {
+    match key.split_once(ACCOUNT_SEPARATOR) {
+        Some((account, name)) if is_account_id(account) => (account, name),
+        _ => (default_account, key),
+    }
+}
+
+/// Whether `s` is a 12-digit AWS account id.
+pub fn is_account_id(s: &str) -> bool {
+    s.len() == 12 && s.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// The account part of an ARN (`arn:aws:sqs:us-east-1:111111111111:q` → `111111111111`).
+pub fn arn_account(arn: &str) -> Option<&str> {
+    arn.split(':').nth(4)
+}
+
 /// `arn:aws:sqs:{region}:{account}:{name}`.
 pub fn queue_arn(region: &str, account: &str, name: &str) -> String {
     format!("arn:aws:sqs:{region}:{account}:{name}")

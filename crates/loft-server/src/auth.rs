@@ -30,6 +30,7 @@ use axum::extract::{FromRef, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use loft_core::service::Principal;
 use loft_core::{Error, Service};
 
 use base64::Engine as _;
@@ -53,14 +54,29 @@ pub const BASIC_CHALLENGE: &str = "Basic realm=\"loft\"";
 /// cannot set a header (cross-site request forgery).
 pub const CONSOLE_HEADER: &str = "x-loft-console";
 
-/// Access keys and their secrets.
+/// One access key: its secret, and who it is.
+#[derive(Clone, Default, PartialEq)]
+pub struct Key {
+    /// The secret access key.
+    pub secret: String,
+    /// Its 12-digit account id; `None`: the default account (`--account-id`).
+    pub account_id: Option<String>,
+    /// Its identity, `user/NAME` or `role/NAME` (`arn:aws:iam::ACCOUNT:IDENTITY`); `None`:
+    /// the account's `user/loft`.
+    pub identity: Option<String>,
+    /// Its identity policies; `None`: everything in its own account.
+    pub policies: Option<Arc<Vec<loft_core::iam::Policy>>>,
+}
+
+/// Access keys and who they are.
 ///
-/// Source: `--credentials-file PATH` (one `AKID:SECRET` a line; blank lines and `#`
-/// comments skipped) and `LOFT_CREDENTIALS` (`AKID:SECRET,AKID2:SECRET2`). `Debug` shows
-/// key ids only.
-#[derive(Clone, Default, PartialEq, Eq)]
+/// Source: `--credentials-file PATH` (one `AKID:SECRET[:ACCOUNT_ID[:IDENTITY]]` a line;
+/// blank lines and `#` comments skipped), `LOFT_CREDENTIALS` (the same entries separated by
+/// commas) and the config file's `[[credentials]]` ([`Credentials::insert`]). `Debug`
+/// shows key ids only.
+#[derive(Clone, Default, PartialEq)]
 pub struct Credentials {
-    keys: BTreeMap<String, String>,
+    keys: BTreeMap<String, Key>,
 }
 
 impl fmt::Debug for Credentials {
@@ -71,13 +87,37 @@ impl fmt::Debug for Credentials {
     }
 }
 
+/// Checks an identity: `user/NAME` or `role/NAME` (paths allowed: `user/team/a`), of IAM's
+/// name characters.
+pub fn check_identity(identity: &str) -> Result<(), String> {
+    let ok = ["user/", "role/"].iter().any(|p| {
+        identity.strip_prefix(p).is_some_and(|rest| {
+            !rest.is_empty()
+                && !rest.starts_with('/')
+                && !rest.ends_with('/')
+                && rest
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"+=,.@_-/".contains(&b))
+        })
+    });
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "identity {identity:?} is not user/NAME or role/NAME (letters, digits, +=,.@_-)"
+        ))
+    }
+}
+
 impl Credentials {
-    /// Parses `AKID:SECRET` entries separated by commas or newlines; empty entries and
-    /// lines starting with `#` are skipped. The secret is everything after the first `:`.
+    /// Parses entries separated by commas or newlines; empty entries and lines starting
+    /// with `#` are skipped. An entry is `AKID:SECRET` (the secret is everything after the
+    /// first `:`), or `AKID:SECRET:ACCOUNT_ID[:IDENTITY]` when the third field is 12 digits
+    /// (`AKIDA:s3cret:111111111111:user/team-a`).
     ///
-    /// Errors: an entry without `:`, with an empty key or secret, or with white space
-    /// inside (a comment after an entry counts as white space inside). The message names
-    /// the line and the entry's position on it, never the secret.
+    /// Errors: an entry without `:`, with an empty key or secret, with white space inside
+    /// (a comment after an entry counts as white space inside), or with a bad identity. The
+    /// message names the line and the entry's position on it, never the secret.
     pub fn parse(list: &str) -> Result<Credentials, String> {
         let mut keys = BTreeMap::new();
         for (line_no, line) in list.split('\n').enumerate() {
@@ -86,6 +126,7 @@ impl Credentials {
                 .map(str::trim)
                 .filter(|e| !e.is_empty() && !e.starts_with('#'));
             for (i, entry) in entries.enumerate() {
+                let at = || format!("line {}, entry {}", line_no + 1, i + 1);
                 let (key, secret) = entry
                     .split_once(':')
                     .filter(|(k, s)| !k.is_empty() && !s.is_empty())
@@ -94,18 +135,37 @@ impl Credentials {
                     })
                     .ok_or_else(|| {
                         format!(
-                            "line {}, entry {}: not ACCESS_KEY_ID:SECRET_ACCESS_KEY (no spaces; `#` comments on lines of their own)",
-                            line_no + 1,
-                            i + 1
+                            "{}: not ACCESS_KEY_ID:SECRET_ACCESS_KEY[:ACCOUNT_ID[:IDENTITY]] (no spaces; `#` comments on lines of their own)",
+                            at()
                         )
                     })?;
-                keys.insert(key.to_owned(), secret.to_owned());
+                let mut parsed = Key {
+                    secret: secret.to_owned(),
+                    ..Key::default()
+                };
+                let mut fields = secret.splitn(3, ':');
+                if let (Some(sec), Some(account)) = (fields.next(), fields.next()) {
+                    if loft_core::names::is_account_id(account) && !sec.is_empty() {
+                        parsed.secret = sec.to_owned();
+                        parsed.account_id = Some(account.to_owned());
+                        if let Some(identity) = fields.next() {
+                            check_identity(identity).map_err(|e| format!("{}: {e}", at()))?;
+                            parsed.identity = Some(identity.to_owned());
+                        }
+                    }
+                }
+                keys.insert(key.to_owned(), parsed);
             }
         }
         Ok(Credentials { keys })
     }
 
-    /// Adds every key of `other` (its secret wins for a key both have).
+    /// Adds (or replaces) access key `id`.
+    pub fn insert(&mut self, id: String, key: Key) {
+        self.keys.insert(id, key);
+    }
+
+    /// Adds every key of `other` (its entry wins for a key both have).
     pub fn extend(&mut self, other: Credentials) {
         self.keys.extend(other.keys);
     }
@@ -122,7 +182,25 @@ impl Credentials {
 
     /// The secret of access key `key`.
     pub fn secret(&self, key: &str) -> Option<&str> {
-        self.keys.get(key).map(String::as_str)
+        self.keys.get(key).map(|k| k.secret.as_str())
+    }
+
+    /// Access key `key`.
+    pub fn key(&self, key: &str) -> Option<&Key> {
+        self.keys.get(key)
+    }
+
+    /// The accounts keys name other than `default_account`.
+    pub fn other_accounts(&self, default_account: &str) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .keys
+            .values()
+            .filter_map(|k| k.account_id.clone())
+            .filter(|a| a != default_account)
+            .collect();
+        out.sort();
+        out.dedup();
+        out
     }
 }
 
@@ -143,9 +221,29 @@ impl Auth {
         Auth { credentials }
     }
 
+    /// The configured keys.
+    pub fn credentials(&self) -> &Credentials {
+        &self.credentials
+    }
+
     /// Whether signatures are required.
     pub fn enabled(&self) -> bool {
         !self.credentials.is_empty()
+    }
+
+    /// The caller a request signed by access key `key` acts as: its account, identity and
+    /// policies ([`Principal::for_key`]); [`Principal::open`] when Loft is open or for no
+    /// key (the unsigned SNS actions, whose token or ARN is the authorization).
+    pub fn principal(&self, config: &loft_core::ServiceConfig, key: Option<&str>) -> Principal {
+        match key.and_then(|k| self.credentials.key(k)) {
+            Some(k) if self.enabled() => Principal::for_key(
+                config,
+                k.account_id.as_deref(),
+                k.identity.as_deref(),
+                k.policies.clone(),
+            ),
+            _ => Principal::open(config),
+        }
     }
 
     /// Checks an HTTP Basic `Authorization` value (`Basic base64(AKID:SECRET)`): the
@@ -290,14 +388,14 @@ pub async fn require_console_auth(
         })
         .map(str::to_owned);
     if let Some(basic) = basic {
-        if state.auth.check_basic(&basic).is_none() {
+        let Some(key) = state.auth.check_basic(&basic) else {
             tracing::debug!(path = req.uri().path(), "console sign-in refused");
             return unauthorized(
                 "wrong access key id or secret: sign in with one of Loft's access key ids \
                  and its secret",
                 BASIC_CHALLENGE,
             );
-        }
+        };
         let safe = matches!(*req.method(), Method::GET | Method::HEAD);
         if !safe && !req.headers().contains_key(CONSOLE_HEADER) {
             return NativeError(
@@ -310,6 +408,9 @@ pub async fn require_console_auth(
             )
             .into_response();
         }
+        let mut req = req;
+        let principal = state.auth.principal(state.service.config(), Some(&key));
+        req.extensions_mut().insert(principal);
         return next.run(req).await;
     }
     if sigv4::location(req.headers(), req.uri().query()) == Location::None {
@@ -346,8 +447,13 @@ async fn verify_signature(state: &AppState, req: Request, next: Next) -> Respons
         .auth
         .check(&parts.method, &parts.uri, &parts.headers, &bytes, now)
     {
-        Ok(_) => {
+        Ok(verified) => {
             parts.extensions.insert(AlreadyCounted);
+            let principal = state.auth.principal(
+                state.service.config(),
+                verified.as_ref().map(|v| v.access_key.as_str()),
+            );
+            parts.extensions.insert(principal);
             let resp = next
                 .run(Request::from_parts(parts, Body::from(bytes)))
                 .await;
@@ -387,6 +493,53 @@ mod tests {
         assert!(e.starts_with("line 4, entry 1:"), "{e}");
         let e = Credentials::parse("A:B,C").unwrap_err();
         assert!(e.starts_with("line 1, entry 2:"), "{e}");
+    }
+
+    #[test]
+    fn credentials_lines_may_name_an_account_and_an_identity() {
+        let c = Credentials::parse(
+            "AKA:s3cret:111111111111:user/team-a\nAKB:other:222222222222\nAKC:se/cr+et:x",
+        )
+        .unwrap();
+        let a = c.key("AKA").unwrap();
+        assert_eq!(a.secret, "s3cret");
+        assert_eq!(a.account_id.as_deref(), Some("111111111111"));
+        assert_eq!(a.identity.as_deref(), Some("user/team-a"));
+        let b = c.key("AKB").unwrap();
+        assert_eq!(
+            (
+                b.secret.as_str(),
+                b.account_id.as_deref(),
+                b.identity.as_deref()
+            ),
+            ("other", Some("222222222222"), None)
+        );
+        // A third field that is not an account id keeps today's meaning: part of the secret.
+        let k = c.key("AKC").unwrap();
+        assert_eq!(
+            (k.secret.as_str(), k.account_id.as_deref()),
+            ("se/cr+et:x", None)
+        );
+        assert_eq!(c.other_accounts("111111111111"), vec!["222222222222"]);
+        let e = Credentials::parse("AKA:s:111111111111:group/x").unwrap_err();
+        assert!(
+            e.starts_with("line 1, entry 1:") && e.contains("user/NAME"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn principals_of_keys() {
+        let config = loft_core::ServiceConfig::default();
+        let auth = Auth::new(Credentials::parse("AKA:s:111111111111:role/app,AKD:d").unwrap());
+        let p = auth.principal(&config, Some("AKA"));
+        assert_eq!(p.account_id, "111111111111");
+        assert_eq!(p.arn, "arn:aws:iam::111111111111:role/app");
+        assert!(p.sender_id.starts_with("AROA") && p.enforced);
+        let d = auth.principal(&config, Some("AKD"));
+        assert_eq!(d.arn, "arn:aws:iam::000000000000:user/loft");
+        assert_eq!(d.sender_id, "000000000000");
+        assert!(!Auth::open().principal(&config, Some("AKA")).enforced);
     }
 
     #[test]

@@ -41,6 +41,7 @@ pub mod mappings;
 pub mod metrics;
 pub mod native;
 pub mod observe;
+pub mod permissions;
 pub mod routes;
 pub mod sigv4;
 pub mod sns_signing;

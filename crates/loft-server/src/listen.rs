@@ -339,6 +339,11 @@ struct Shared {
     local: Option<SocketAddr>,
 }
 
+/// The client's address of a request's connection (a request extension), for IAM's
+/// `aws:SourceIp`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PeerAddr(pub SocketAddr);
+
 /// Serves `io` with the router until the client closes, the connection fails, a clock of
 /// [`crate::deadline`] runs out, or a graceful shutdown (through `watcher`) lets its
 /// in-flight requests finish.
@@ -359,6 +364,7 @@ where
         req.extensions_mut().insert(scheme);
         req.extensions_mut().insert(budget.clone());
         let req = req.map(|b| Body::new(TimedBody::new(b, started, clocks)));
+        req.extensions_mut().insert(PeerAddr(peer));
         let mut router = router.clone();
         async move {
             let resp = router.call(req).await?;

@@ -47,6 +47,8 @@ pub fn router_with(
     let signed = axum::middleware::from_fn_with_state(state.clone(), auth::require_signature);
     let console_auth =
         axum::middleware::from_fn_with_state(state.clone(), auth::require_console_auth);
+    // Inside the authentication layers (added before them), so the caller is known.
+    let enforce = axum::middleware::from_fn_with_state(state.clone(), crate::permissions::enforce);
     let inspect_state = inspect::Inspect {
         service: service.clone(),
         signer,
@@ -74,6 +76,7 @@ pub fn router_with(
         .route("/topics/{name}", post(native::create_topic))
         .route("/topics/{name}/subscribe", post(native::subscribe))
         .route("/topics/{name}/publish", post(native::publish))
+        .route_layer(enforce.clone())
         .route_layer(signed)
         .route("/health", get(native::health));
     let aws = Router::new()
@@ -107,6 +110,7 @@ pub fn router_with(
         .route("/_loft/queues/{name}/redrive", post(console::api::redrive))
         .route("/_loft/topics", get(console::api::topics))
         .route("/_loft/mappings", get(console::api::mappings))
+        .route_layer(enforce)
         .route_layer(console_auth);
     native
         .merge(aws)

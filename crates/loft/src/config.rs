@@ -190,6 +190,18 @@ struct MappingDecl {
     maximum_concurrency: Option<i64>,
 }
 
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CredentialDecl {
+    access_key_id: Spanned<String>,
+    secret_access_key: Option<Spanned<String>>,
+    secret_access_key_env: Option<Spanned<String>>,
+    account_id: Option<Spanned<String>>,
+    identity: Option<Spanned<String>>,
+    #[serde(default)]
+    policies: Vec<Spanned<String>>,
+}
+
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct FileShape {
@@ -199,6 +211,8 @@ struct FileShape {
     event_source_mappings: Vec<MappingDecl>,
     #[serde(default)]
     server: ServerSection,
+    #[serde(default)]
+    credentials: Vec<CredentialDecl>,
     #[serde(default)]
     queues: Vec<QueueDecl>,
     #[serde(default)]
@@ -327,6 +341,8 @@ pub struct Config {
     pub functions: Vec<FunctionConfig>,
     /// `[[event_source_mappings]]`, in file order.
     pub event_source_mappings: Vec<MappingSpec>,
+    /// `[[credentials]]`: access keys with their accounts, identities and policies.
+    pub credentials: loft_server::auth::Credentials,
 }
 
 /// What [`Config::provision`] did, by resource.
@@ -775,6 +791,73 @@ pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
         server.cors_allowed_origins = Some(checked);
     }
     server.limits = file_limits(&shape.server, &at)?;
+    // [[credentials]]
+    let mut credentials = loft_server::auth::Credentials::default();
+    let mut key_ids = BTreeSet::new();
+    for c in &shape.credentials {
+        let id = c.access_key_id.get_ref();
+        if id.is_empty() || id.contains(char::is_whitespace) || id.contains(':') {
+            return Err(at(
+                &c.access_key_id.span(),
+                "access_key_id: must be non-empty, without spaces or ':'".into(),
+            ));
+        }
+        if !key_ids.insert(id.clone()) {
+            return Err(at(
+                &c.access_key_id.span(),
+                format!("access_key_id {id} is declared twice"),
+            ));
+        }
+        let secret = match (&c.secret_access_key, &c.secret_access_key_env) {
+            (Some(s), None) => s.get_ref().clone(),
+            (None, Some(var)) => std::env::var(var.get_ref()).map_err(|_| {
+                at(
+                    &var.span(),
+                    format!(
+                        "secret_access_key_env: the environment variable {} is not set",
+                        var.get_ref()
+                    ),
+                )
+            })?,
+            _ => {
+                return Err(at(
+                    &c.access_key_id.span(),
+                    "give one of secret_access_key and secret_access_key_env".into(),
+                ))
+            }
+        };
+        if secret.is_empty() {
+            return Err(at(
+                &c.access_key_id.span(),
+                "the secret access key is empty".into(),
+            ));
+        }
+        if let Some(a) = &c.account_id {
+            if !names::is_account_id(a.get_ref()) {
+                return Err(at(&a.span(), "account_id: must be 12 digits".into()));
+            }
+        }
+        if let Some(i) = &c.identity {
+            loft_server::auth::check_identity(i.get_ref())
+                .map_err(|e| at(&i.span(), format!("identity: {e}")))?;
+        }
+        let mut policies = Vec::new();
+        for p in &c.policies {
+            policies.push(
+                loft_core::iam::Policy::parse(p.get_ref(), loft_core::iam::PolicyKind::Identity)
+                    .map_err(|e| at(&p.span(), format!("policies: {e}")))?,
+            );
+        }
+        credentials.insert(
+            id.clone(),
+            loft_server::auth::Key {
+                secret,
+                account_id: c.account_id.as_ref().map(|a| a.get_ref().clone()),
+                identity: c.identity.as_ref().map(|i| i.get_ref().clone()),
+                policies: (!c.policies.is_empty()).then(|| std::sync::Arc::new(policies)),
+            },
+        );
+    }
     // [[queues]]
     let mut queues = Vec::new();
     let mut seen = BTreeSet::new();
@@ -936,6 +1019,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
         topics,
         functions,
         event_source_mappings,
+        credentials,
     })
 }
 
@@ -1272,6 +1356,57 @@ function_response_types = ["ReportBatchItemFailures"]
             "at least 10485760",
         );
         fails("[server]\nmax_connections = -3\n", 2, "");
+    fn credentials_tables_give_keys_with_accounts_identities_and_policies() {
+        let c = parse_str(
+            r#"
+[[credentials]]
+access_key_id = "AKIDA"
+secret_access_key = "s3cret"
+account_id = "111111111111"
+identity = "user/team-a"
+policies = ['{"Version":"2012-10-17","Statement":{"Effect":"Allow","Action":"sqs:*","Resource":"*"}}']
+
+[[credentials]]
+access_key_id = "AKIDB"
+secret_access_key = "other"
+"#,
+        )
+        .unwrap();
+        let a = c.credentials.key("AKIDA").unwrap();
+        assert_eq!(a.secret, "s3cret");
+        assert_eq!(a.account_id.as_deref(), Some("111111111111"));
+        assert_eq!(a.identity.as_deref(), Some("user/team-a"));
+        assert_eq!(a.policies.as_ref().map(|p| p.len()), Some(1));
+        let b = c.credentials.key("AKIDB").unwrap();
+        assert!(b.account_id.is_none() && b.identity.is_none() && b.policies.is_none());
+    }
+
+    #[test]
+    fn bad_credentials_give_the_line() {
+        let key = "[[credentials]]\naccess_key_id = \"K\"\nsecret_access_key = \"s\"\n";
+        fails(&format!("{key}account_id = \"12\"\n"), 4, "12 digits");
+        fails(&format!("{key}identity = \"group/x\"\n"), 4, "user/NAME");
+        fails(
+            &format!("{key}policies = ['{{\"Statement\":{{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"*\",\"Resource\":\"*\"}}}}']\n"),
+            4,
+            "should not specify a principal",
+        );
+        fails(
+            &format!("{key}policies = ['not json']\n"),
+            4,
+            "not valid JSON",
+        );
+        fails(
+            "[[credentials]]\naccess_key_id = \"K\"\n",
+            2,
+            "secret_access_key",
+        );
+        fails(
+            "[[credentials]]\naccess_key_id = \"K\"\nsecret_access_key_env = \"LOFT_TEST_SURELY_UNSET_VAR\"\n",
+            3,
+            "is not set",
+        );
+        fails(&format!("{key}{key}"), 5, "declared twice");
     }
 
     #[test]

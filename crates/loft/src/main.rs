@@ -309,7 +309,11 @@ fn apply_file_settings(args: &mut ServeArgs, m: &clap::ArgMatches, file: &config
 async fn serve(args: ServeArgs, file: Option<config::Config>) -> Result<(), String> {
     // Before anything is announced: a SIGTERM from then on shuts down gracefully.
     let stop_signal = shutdown_signal();
-    let trust = args.trust.load()?;
+    let file_keys = file
+        .as_ref()
+        .map(|f| f.credentials.clone())
+        .unwrap_or_default();
+    let trust = args.trust.load(file_keys)?;
     let cors_origins = args
         .cors_allowed_origins
         .iter()

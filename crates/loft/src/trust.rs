@@ -14,14 +14,15 @@ use loft_server::listen::ServerLimits;
 /// Credentials, endpoint policy and limits of `loft serve`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct TrustArgs {
-    /// File of access keys, one ACCESS_KEY_ID:SECRET_ACCESS_KEY a line ('#' comments).
+    /// File of access keys, one ACCESS_KEY_ID:SECRET_ACCESS_KEY[:ACCOUNT_ID[:IDENTITY]] a
+    /// line ('#' comments; IDENTITY is user/NAME or role/NAME).
     /// With any key configured (here or in LOFT_CREDENTIALS), every request but /health,
     /// /ready, /metrics and the SNS signing certificate must carry a valid AWS Signature
     /// Version 4; the web console also takes HTTP Basic (an access key id and its secret).
     #[arg(long, env = "LOFT_CREDENTIALS_FILE")]
     credentials_file: Option<PathBuf>,
 
-    /// Access keys as ACCESS_KEY_ID:SECRET,ACCESS_KEY_ID2:SECRET2. Environment only: a
+    /// Access keys as ACCESS_KEY_ID:SECRET[:ACCOUNT_ID[:IDENTITY]],... Environment only: a
     /// command-line secret would show in the process list.
     #[arg(skip = std::env::var("LOFT_CREDENTIALS").ok())]
     credentials: Option<String>,
@@ -157,11 +158,14 @@ impl TrustArgs {
     /// Reads the credentials file and environment and builds the policies
     /// ([`Trust::log_mode`] then says whether Loft accepts unsigned requests).
     ///
+    /// `file_keys` are the config file's `[[credentials]]`; the credentials file's and
+    /// `LOFT_CREDENTIALS`'s entries win for a key id they share.
+    ///
     /// Errors: an unreadable credentials file, a malformed entry, a zero limit, a timeout
     /// that is not a positive number of seconds (at most a day), a body budget under the
     /// largest request body.
-    pub fn load(&self) -> Result<Trust, String> {
-        let mut credentials = Credentials::default();
+    pub fn load(&self, file_keys: Credentials) -> Result<Trust, String> {
+        let mut credentials = file_keys;
         if let Some(path) = &self.credentials_file {
             let text = std::fs::read_to_string(path)
                 .map_err(|e| format!("cannot read the credentials file {}: {e}", path.display()))?;
@@ -231,11 +235,19 @@ impl TrustArgs {
 }
 
 impl Trust {
-    /// `config` with these limits and this endpoint policy.
+    /// `config` with these limits and this endpoint policy, and with
+    /// [`ServiceConfig::multi_account`] on when a key names an account other than
+    /// `config.account_id`.
     pub fn configure(&self, config: ServiceConfig) -> ServiceConfig {
+        let multi_account = !self
+            .auth
+            .credentials()
+            .other_accounts(&config.account_id)
+            .is_empty();
         ServiceConfig {
             limits: self.limits.clone(),
             endpoint_policy: self.endpoint_policy.clone(),
+            multi_account,
             ..config
         }
     }

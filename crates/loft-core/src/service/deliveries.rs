@@ -117,7 +117,7 @@ impl Service {
             return Ok(());
         }
         tracing::warn!(subscription = %d.subscription, endpoint = %d.endpoint, attempts, error, "delivery retries exhausted");
-        if let Some(queue) = super::topics::subscription_dlq(&sub) {
+        if let Some(queue) = self.subscription_dlq(&sub) {
             if let Some(q) = self.store.get_queue(&queue).await? {
                 let now = self.now_ms();
                 let config = crate::attributes::QueueConfig::from_attributes(&q.attributes);

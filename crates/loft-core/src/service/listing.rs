@@ -37,7 +37,7 @@ impl Service {
             } else {
                 "PendingConfirmation".into()
             },
-            owner: self.config().account_id.clone(),
+            owner: self.split_key(&s.topic_name).0.to_owned(),
             protocol: s.protocol.clone(),
             endpoint: s.endpoint.clone(),
             topic_arn: self.topic_arn(&s.topic_name),

@@ -32,6 +32,9 @@ pub struct SendMessage {
     pub group_id: Option<String>,
     /// MessageDeduplicationId.
     pub dedup_id: Option<String>,
+    /// The sender's `SenderId` ([`crate::service::Principal::sender_id`]); `None`: the
+    /// default account's id.
+    pub sender_id: Option<String>,
 }
 
 /// What a send returns.
@@ -291,7 +294,10 @@ impl Service {
             md5_body,
             message_attributes: message::encode_attributes(&m.message_attributes),
             system_attributes: message::encode_attributes(&m.system_attributes),
-            sender_id: self.config.account_id.clone(),
+            sender_id: m
+                .sender_id
+                .clone()
+                .unwrap_or_else(|| self.config.account_id.clone()),
             sent_at_ms: now,
             visible_at_ms: now + delay * 1000,
             expires_at_ms: now + config.retention_seconds as i64 * 1000,
@@ -504,15 +510,18 @@ impl Service {
             )));
         }
         let redrive = match &config.redrive_policy {
-            Some(p) => self.find_queue(p.dlq_name()).await?.map(|dlq| RedriveRule {
-                dlq_queue_id: dlq.id,
-                moves_at_receive_count: p.max_receive_count,
-                source_arn: self.queue_arn(&queue.name),
-                // SQS Developer Guide, "Configuring a dead-letter queue redrive": moved
-                // from a FIFO queue, "the original message's deduplication ID will be
-                // replaced with the original message's ID".
-                dedup_id_from_message_id: config.fifo,
-            }),
+            Some(p) => self
+                .find_queue(&self.dlq_key(p))
+                .await?
+                .map(|dlq| RedriveRule {
+                    dlq_queue_id: dlq.id,
+                    moves_at_receive_count: p.max_receive_count,
+                    source_arn: self.queue_arn(&queue.name),
+                    // SQS Developer Guide, "Configuring a dead-letter queue redrive": moved
+                    // from a FIFO queue, "the original message's deduplication ID will be
+                    // replaced with the original message's ID".
+                    dedup_id_from_message_id: config.fifo,
+                }),
             None => None,
         };
         // A FIFO retry with the same ReceiveRequestAttemptId inside the window returns the

@@ -11,6 +11,7 @@
 //! - [`receipt`]: receipt handles.
 //! - [`batch`]: the rules of batch requests (entry counts, ids, sizes) for SQS and SNS.
 //! - `listing`: how subscriptions are listed, the SMS settings answers.
+//! - [`access`]: accounts, callers ([`Principal`]) and permissions ([`Service::authorize`]).
 //! - [`activity`]: counters of sends, receives, deletes, dead-letters and deliveries.
 //! - [`operator`]: operator views: peeking at messages, counts, pending deliveries.
 //! - `limits`: queue and topic caps, in-flight messages per queue ([`Limits`]).
@@ -18,6 +19,7 @@
 //! SQS JSON, SQS Query and the seeds' API all call these methods, so one scenario gives the
 //! same answer over every protocol.
 
+pub mod access;
 pub mod activity;
 pub mod archive;
 pub mod batch;
@@ -48,6 +50,7 @@ use crate::model::QueueRecord;
 use crate::names;
 use crate::store::Store;
 
+pub use access::{unique_id, Principal, Target};
 pub use batch::{BatchEntry, BatchKind, BatchOutcome};
 pub use deliveries::DELIVERY_LEASE_MS;
 pub use functions::{MappingInput, MappingView, MAPPING_LEASE_MS, MAPPING_RENEW_MS};
@@ -94,6 +97,10 @@ pub struct ServiceConfig {
     /// The functions Loft invokes (`[[functions]]` of the config file); their hosts are
     /// the operator's, so the endpoint policy does not apply to them.
     pub functions: Vec<crate::functions::FunctionConfig>,
+    /// Whether access keys of accounts other than `account_id` exist: resources are then
+    /// kept per account and URLs and ARNs name theirs ([`access`]). Off by default: one
+    /// account, as Loft always was.
+    pub multi_account: bool,
 }
 
 impl Default for ServiceConfig {
@@ -105,6 +112,7 @@ impl Default for ServiceConfig {
             limits: Limits::default(),
             endpoint_policy: crate::endpoint_policy::EndpointPolicy::default(),
             functions: Vec::new(),
+            multi_account: false,
         }
     }
 }
@@ -156,6 +164,8 @@ pub struct Service {
     counters: limits::Counters,
     /// Messages each topic's data protection audit statement considered (SampleRate).
     audit_counts: protection::AuditCounts,
+    /// Cache: resource policies parsed, by their text (rebuilt from the store's text).
+    policy_cache: access::PolicyCache,
 }
 
 impl Service {
@@ -184,6 +194,7 @@ impl Service {
             activity: activity::Activity::default(),
             counters: limits::Counters::default(),
             audit_counts: protection::AuditCounts::default(),
+            policy_cache: access::PolicyCache::default(),
         });
         if let Some(rx) = wakeups {
             follow_wakeups(&service, rx);
@@ -201,9 +212,11 @@ impl Service {
         self.clock.now_ms()
     }
 
-    /// `arn:aws:sqs:{region}:{account}:{name}`.
-    pub fn queue_arn(&self, name: &str) -> String {
-        names::queue_arn(&self.config.region, &self.config.account_id, name)
+    /// `arn:aws:sqs:{region}:{account}:{name}` of the queue of store key `key` (its
+    /// account's, see [`access`]).
+    pub fn queue_arn(&self, key: &str) -> String {
+        let (account, name) = self.split_key(key);
+        names::queue_arn(&self.config.region, account, name)
     }
 
     /// The IAM principal requests act as: `arn:aws:iam::{account}:user/{DEFAULT_IDENTITY}`.
@@ -216,9 +229,10 @@ impl Service {
         )
     }
 
-    /// `arn:aws:sns:{region}:{account}:{name}`.
-    pub fn topic_arn(&self, name: &str) -> String {
-        names::topic_arn(&self.config.region, &self.config.account_id, name)
+    /// `arn:aws:sns:{region}:{account}:{name}` of the topic of store key `key`.
+    pub fn topic_arn(&self, key: &str) -> String {
+        let (account, name) = self.split_key(key);
+        names::topic_arn(&self.config.region, account, name)
     }
 
     /// Marks the service as stopping: every waiting long poll answers now with what it has

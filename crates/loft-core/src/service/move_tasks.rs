@@ -268,8 +268,8 @@ impl Service {
         };
         let target = match &t.destination_arn {
             Some(arn) => {
-                let name = crate::names::arn_resource(arn, "sqs").unwrap_or_default();
-                let Some(dq) = self.store.get_queue(name).await? else {
+                let name = self.key_of_arn(arn, "sqs").unwrap_or_default();
+                let Some(dq) = self.store.get_queue(&name).await? else {
                     return Ok(gone("destination"));
                 };
                 MoveTarget::Queue(dq.id)

@@ -279,7 +279,7 @@ impl Service {
                 .filter(|(_, c)| {
                     c.redrive_policy
                         .as_ref()
-                        .is_some_and(|p| p.dlq_name() == q.name)
+                        .is_some_and(|p| self.dlq_key(p) == q.name)
                 })
                 .map(|(s, _)| s.name.clone())
                 .collect();
@@ -288,10 +288,7 @@ impl Service {
                 arn: self.queue_arn(&q.name),
                 fifo: config.fifo,
                 counts,
-                dead_letter_target: config
-                    .redrive_policy
-                    .as_ref()
-                    .map(|p| p.dlq_name().to_owned()),
+                dead_letter_target: config.redrive_policy.as_ref().map(|p| self.dlq_key(p)),
                 max_receive_count: config.redrive_policy.as_ref().map(|p| p.max_receive_count),
                 dead_letter_sources: sources,
             });

@@ -242,8 +242,8 @@ impl Service {
         let Some(queue_arn) = &destination.queue_arn else {
             return Ok(());
         };
-        let queue = match crate::names::arn_resource(queue_arn, "sqs") {
-            Some(name) => self.find_queue(name).await?,
+        let queue = match self.key_of_arn(queue_arn, "sqs") {
+            Some(name) => self.find_queue(&name).await?,
             None => None,
         };
         let Some(queue) = queue else {

@@ -13,7 +13,7 @@ use serde_json::{json, Map, Value};
 
 use super::activity::DeliveryOutcome;
 use super::messages::{sequence_number, DEDUP_WINDOW_MS};
-use super::topics::{check_arn_elements, invalid, subscription_dlq, SEED_PAYLOAD_ATTRIBUTE};
+use super::topics::{check_arn_elements, invalid, SEED_PAYLOAD_ATTRIBUTE};
 use super::Service;
 use crate::attributes::QueueConfig;
 use crate::delivery_policy::{DeliveryPolicy, DEFAULT_CONTENT_TYPE};
@@ -588,8 +588,8 @@ impl Service {
         let mut queue_cache: BTreeMap<String, Option<std::sync::Arc<QueueRecord>>> =
             BTreeMap::new();
         for s in subs.iter().filter(|s| s.protocol == "sqs") {
-            let endpoint = crate::names::arn_resource(&s.endpoint, "sqs").map(str::to_owned);
-            for name in endpoint.into_iter().chain(subscription_dlq(s)) {
+            let endpoint = self.key_of_arn(&s.endpoint, "sqs");
+            for name in endpoint.into_iter().chain(self.subscription_dlq(s)) {
                 if let std::collections::btree_map::Entry::Vacant(slot) = queue_cache.entry(name) {
                     let q = self.find_queue(slot.key()).await?;
                     slot.insert(q);
@@ -766,15 +766,33 @@ impl Service {
                 }
                 match sub.protocol.as_str() {
                     "sqs" => {
-                        let endpoint_queue = crate::names::arn_resource(&sub.endpoint, "sqs")
-                            .and_then(|n| queue_cache.get(n).cloned().flatten());
-                        // A queue that is gone cannot take the message: it goes to the
+                        // A queue of another account takes the message only when its
+                        // Policy lets the topic send (`access`); one that refuses, like
+                        // one that is gone, cannot take it: the message goes to the
                         // subscription's dead-letter queue when it names one (SNS
                         // Developer Guide, "Amazon SNS dead-letter queues").
+                        let topic_arn = self.topic_arn(&topic.name);
+                        let may_take = |q: &std::sync::Arc<QueueRecord>| {
+                            let ok = self.sns_may_deliver(
+                                &topic_arn,
+                                &q.name,
+                                q.attributes.get("Policy").map(String::as_str),
+                            );
+                            if !ok {
+                                tracing::warn!(queue = %q.name, topic = %topic_arn, "the queue's Policy does not allow the topic to send; message not delivered to it");
+                            }
+                            ok
+                        };
+                        let endpoint_queue = self
+                            .key_of_arn(&sub.endpoint, "sqs")
+                            .and_then(|n| queue_cache.get(&n).cloned().flatten())
+                            .filter(may_take);
                         let (queue, dead_lettered) = match endpoint_queue {
                             Some(q) => (q, false),
-                            None => match subscription_dlq(sub)
+                            None => match self
+                                .subscription_dlq(sub)
                                 .and_then(|n| queue_cache.get(&n).cloned().flatten())
+                                .filter(may_take)
                             {
                                 Some(dlq) => (dlq, true),
                                 None => {

@@ -151,7 +151,7 @@ impl Service {
                 "Can only include alphanumeric characters, hyphens, or underscores. 1 to 80 in length",
             ));
         }
-        names::check_queue_name(name, Naming::Aws)?;
+        names::check_queue_name(self.split_key(name).1, Naming::Aws)?;
         let mut attributes = attributes::validate(&attributes, true, fifo)?;
         if attributes
             .get("KmsMasterKeyId")
@@ -209,7 +209,7 @@ impl Service {
                 "Value {text} for parameter RedrivePolicy is invalid. Reason: {why}"
             ))
         };
-        let Some(dlq) = self.store.get_queue(policy.dlq_name()).await? else {
+        let Some(dlq) = self.store.get_queue(&self.dlq_key(&policy)).await? else {
             return Err(bad("Dead letter target does not exist."));
         };
         if QueueConfig::from_attributes(&dlq.attributes).fifo != fifo {
@@ -301,7 +301,7 @@ impl Service {
             dead_letter_queue: config
                 .redrive_policy
                 .as_ref()
-                .map(|p| p.dlq_name().to_owned())
+                .map(|p| self.dlq_key(p))
                 .unwrap_or_default(),
             max_receive_count: config.redrive_policy.as_ref().map_or_else(
                 || {
@@ -322,12 +322,27 @@ impl Service {
         self.store.list_queues().await
     }
 
-    /// ListQueues: queues whose name starts with `prefix`, `max_results` (1..=1000) a page.
-    /// Without `max_results`, at most 1000 and no token.
+    /// ListQueues of the default account ([`Service::list_queues_of`]).
     ///
     /// Errors: `InvalidParameterValue` for a bad `max_results` or token.
     pub async fn list_queues(
         &self,
+        prefix: Option<&str>,
+        max_results: Option<i64>,
+        next_token: Option<&str>,
+    ) -> Result<ListQueuesPage> {
+        let account = self.config.account_id.clone();
+        self.list_queues_of(&account, prefix, max_results, next_token)
+            .await
+    }
+
+    /// ListQueues: the queues of `account` whose name starts with `prefix`, `max_results`
+    /// (1..=1000) a page. Without `max_results`, at most 1000 and no token.
+    ///
+    /// Errors: `InvalidParameterValue` for a bad `max_results` or token.
+    pub async fn list_queues_of(
+        &self,
+        account: &str,
         prefix: Option<&str>,
         max_results: Option<i64>,
         next_token: Option<&str>,
@@ -342,7 +357,10 @@ impl Service {
             .list_queues()
             .await?
             .into_iter()
-            .filter(|q| prefix.is_none_or(|p| q.name.starts_with(p)))
+            .filter(|q| {
+                let (owner, name) = self.split_key(&q.name);
+                owner == account && prefix.is_none_or(|p| name.starts_with(p))
+            })
             .collect();
         page_queues(queues, max_results, next_token, 1000)
     }

@@ -282,9 +282,11 @@ impl Service {
     /// The topic with this ARN. Errors: `InvalidParameter` for a malformed ARN, `NotFound`.
     pub async fn topic_by_arn(&self, arn: &str) -> Result<TopicRecord> {
         check_arn_elements("TopicArn", arn)?;
-        let name = names::arn_resource(arn, "sns").ok_or_else(|| invalid("TopicArn"))?;
+        let name = self
+            .key_of_arn(arn, "sns")
+            .ok_or_else(|| invalid("TopicArn"))?;
         self.store
-            .get_topic(name)
+            .get_topic(&name)
             .await?
             .ok_or_else(topic_not_found)
     }
@@ -331,7 +333,7 @@ impl Service {
         if fifo != name.ends_with(".fifo") {
             return Err(invalid("Topic Name"));
         }
-        names::check_topic_name(name, Naming::Aws)?;
+        names::check_topic_name(self.split_key(name).1, Naming::Aws)?;
         let mut attrs = Map::new();
         for (k, v) in &attributes {
             attrs.insert(k.clone(), validate_topic_attribute(k, v, true, fifo)?);
@@ -374,8 +376,10 @@ impl Service {
     /// DeleteTopic: the topic and its subscriptions; deleting a missing topic succeeds.
     /// Errors: `InvalidParameter` for a malformed ARN.
     pub async fn delete_topic(&self, arn: &str) -> Result<()> {
-        let name = names::arn_resource(arn, "sns").ok_or_else(|| invalid("TopicArn"))?;
-        if let Some(t) = self.store.get_topic(name).await? {
+        let name = self
+            .key_of_arn(arn, "sns")
+            .ok_or_else(|| invalid("TopicArn"))?;
+        if let Some(t) = self.store.get_topic(&name).await? {
             if self.store.delete_topic(t.id).await? {
                 self.topic_deleted();
             }
@@ -383,9 +387,27 @@ impl Service {
         Ok(())
     }
 
-    /// ListTopics: 100 a page. Errors: `InvalidParameter` for a bad token.
+    /// ListTopics of the default account ([`Service::list_topics_of`]).
+    /// Errors: `InvalidParameter` for a bad token.
     pub async fn list_topics(&self, next_token: Option<&str>) -> Result<Page<TopicRecord>> {
-        let topics = self.store.list_topics().await?;
+        let account = self.config.account_id.clone();
+        self.list_topics_of(&account, next_token).await
+    }
+
+    /// ListTopics: the topics of `account`, 100 a page. Errors: `InvalidParameter` for a
+    /// bad token.
+    pub async fn list_topics_of(
+        &self,
+        account: &str,
+        next_token: Option<&str>,
+    ) -> Result<Page<TopicRecord>> {
+        let topics = self
+            .store
+            .list_topics()
+            .await?
+            .into_iter()
+            .filter(|t| self.split_key(&t.name).0 == account)
+            .collect();
         page(topics, next_token, |t| t.name.clone())
     }
 
@@ -399,9 +421,9 @@ impl Service {
         let mut out = Map::new();
         out.insert(
             "Policy".into(),
-            default_topic_policy(&topic_arn, &self.config.account_id),
+            default_topic_policy(&topic_arn, self.split_key(&topic.name).0),
         );
-        out.insert("Owner".into(), self.config.account_id.clone());
+        out.insert("Owner".into(), self.split_key(&topic.name).0.to_owned());
         out.insert(
             "SubscriptionsPending".into(),
             subs.iter().filter(|s| !s.confirmed).count().to_string(),
@@ -484,6 +506,23 @@ impl Service {
     /// FIFO queue on a standard topic).
     pub async fn subscribe(
         &self,
+        topic_arn: &str,
+        protocol: &str,
+        endpoint: Option<&str>,
+        attributes: Map,
+        return_arn: bool,
+    ) -> Result<SubscribeResult> {
+        self.subscribe_as(None, topic_arn, protocol, endpoint, attributes, return_arn)
+            .await
+    }
+
+    /// Subscribe by the identity `principal` (an IAM ARN), which GetSubscriptionAttributes
+    /// then reports as `SubscriptionPrincipal` (`None`: [`Service::principal_arn`]).
+    ///
+    /// Errors: as [`Service::subscribe`].
+    pub async fn subscribe_as(
+        &self,
+        principal: Option<&str>,
         topic_arn: &str,
         protocol: &str,
         endpoint: Option<&str>,
@@ -586,6 +625,9 @@ impl Service {
         let needs_confirmation =
             matches!(protocol.as_str(), "http" | "https" | "email" | "email-json");
         let token = needs_confirmation.then(new_token);
+        if let Some(p) = principal {
+            attrs.insert("SubscriptionPrincipal".into(), p.to_owned());
+        }
         let sub = self
             .store
             .create_subscription(
@@ -730,6 +772,23 @@ impl Service {
         page(subs, next_token, |s| format!("{:020}", s.seq))
     }
 
+    /// ListSubscriptions of `account`: the subscriptions of its topics, 100 a page.
+    /// Errors: `InvalidParameter` for a bad token.
+    pub async fn list_subscriptions_of(
+        &self,
+        account: &str,
+        next_token: Option<&str>,
+    ) -> Result<Page<SubscriptionRecord>> {
+        let subs = self
+            .store
+            .list_subscriptions(None)
+            .await?
+            .into_iter()
+            .filter(|s| self.split_key(&s.topic_name).0 == account)
+            .collect();
+        page(subs, next_token, |s| format!("{:020}", s.seq))
+    }
+
     /// GetSubscriptionAttributes. Errors: `InvalidParameter`, `NotFound`.
     pub async fn get_subscription_attributes(&self, arn: &str) -> Result<Map> {
         let s = self.subscription_by_arn(arn).await?;
@@ -739,7 +798,7 @@ impl Service {
             .await?
             .ok_or_else(topic_not_found)?;
         let mut out = Map::new();
-        out.insert("Owner".into(), self.config.account_id.clone());
+        out.insert("Owner".into(), self.split_key(&s.topic_name).0.to_owned());
         out.insert("RawMessageDelivery".into(), "false".into());
         out.insert("TopicArn".into(), self.topic_arn(&s.topic_name));
         out.insert("Endpoint".into(), s.endpoint.clone());
@@ -855,8 +914,11 @@ impl Service {
             .get("Policy")
             .and_then(|p| serde_json::from_str(p).ok())
             .unwrap_or_else(|| {
-                serde_json::from_str(&default_topic_policy(&topic_arn, &self.config.account_id))
-                    .unwrap_or(json!({}))
+                serde_json::from_str(&default_topic_policy(
+                    &topic_arn,
+                    self.split_key(&topic.name).0,
+                ))
+                .unwrap_or(json!({}))
             });
         let statements = policy["Statement"]
             .as_array_mut()
@@ -994,12 +1056,14 @@ fn check_filter_scope(attrs: &Map) -> Result<()> {
     Ok(())
 }
 
-/// The name of the queue a subscription's RedrivePolicy names as its dead-letter queue
-/// (`{"deadLetterTargetArn": "arn:aws:sqs:...:NAME"}`), if any.
-pub(crate) fn subscription_dlq(sub: &SubscriptionRecord) -> Option<String> {
-    let policy: Value = serde_json::from_str(sub.attributes.get("RedrivePolicy")?).ok()?;
-    let arn = policy.get("deadLetterTargetArn")?.as_str()?;
-    names::arn_resource(arn, "sqs").map(str::to_owned)
+impl Service {
+    /// The store key of the queue a subscription's RedrivePolicy names as its dead-letter
+    /// queue (`{"deadLetterTargetArn": "arn:aws:sqs:...:NAME"}`), if any.
+    pub(crate) fn subscription_dlq(&self, sub: &SubscriptionRecord) -> Option<String> {
+        let policy: Value = serde_json::from_str(sub.attributes.get("RedrivePolicy")?).ok()?;
+        let arn = policy.get("deadLetterTargetArn")?.as_str()?;
+        self.key_of_arn(arn, "sqs")
+    }
 }
 
 /// A FIFO queue subscribed to a FIFO topic dead-letters to a FIFO queue only.

@@ -19,6 +19,7 @@
 
 pub mod lambda;
 pub mod lambda_rest;
+pub mod access;
 pub mod query;
 pub mod shape;
 pub mod sns;
@@ -193,11 +194,16 @@ pub async fn entry(
     headers: HeaderMap,
     rid: Option<Extension<RequestId>>,
     scheme: Option<Extension<Scheme>>,
+    peer: Option<Extension<crate::listen::PeerAddr>>,
     body: Result<AwsBody, BodyError>,
 ) -> Response {
     let rid = rid.map_or_else(request_id, |Extension(RequestId(id))| id);
     let scheme = scheme.map_or(Scheme::Http, |Extension(s)| s);
+    let mut principal = loft_core::service::Principal::open(svc.config());
+    principal.secure_transport = scheme == Scheme::Https;
+    principal.source_ip = peer.map(|Extension(p)| p.0.ip().to_string());
     let ctx = sqs::Context {
+        principal,
         base_url: base_url(scheme, &headers, &uri),
         trace_header: headers
             .get("x-amzn-trace-id")
@@ -255,11 +261,25 @@ async fn handle(
         }
     };
     let now = svc.now_ms().div_euclid(1000);
-    let authenticate = || auth.check(&method, &uri, &headers, &body, now);
+    // The caller: who signed the request (the open principal when Loft is open).
+    let authenticate = || {
+        auth.check(&method, &uri, &headers, &body, now).map(|v| {
+            let mut ctx = ctx.clone();
+            if let Some(v) = v {
+                let mut p = auth.principal(svc.config(), Some(&v.access_key));
+                p.secure_transport = ctx.principal.secure_transport;
+                p.source_ip = ctx.principal.source_ip.take();
+                ctx.principal = p;
+            }
+            ctx
+        })
+    };
     if let Some(target) = headers.get("x-amz-target") {
-        if let Err(e) = authenticate() {
-            return sqs_json::error(&e, rid);
-        }
+        let ctx = match authenticate() {
+            Ok(c) => c,
+            Err(e) => return sqs_json::error(&e, rid),
+        };
+        let ctx = &ctx;
         let target = target.to_str().unwrap_or("");
         let request = sqs_json::target(target).and_then(|op| sqs_json::decode(op, &body));
         // The decoded request is what the call needs; the raw bytes go (still counted).
@@ -303,11 +323,15 @@ async fn handle(
     let unsigned_allowed = service == AwsService::Sns
         && crate::auth::UNSIGNED_SNS_ACTIONS.contains(&action.as_str())
         && crate::sigv4::location(&headers, uri.query()) == crate::sigv4::Location::None;
-    if !unsigned_allowed {
-        if let Err(e) = authenticate() {
-            return fail(&e);
+    let ctx = if unsigned_allowed {
+        ctx.clone()
+    } else {
+        match authenticate() {
+            Ok(c) => c,
+            Err(e) => return fail(&e),
         }
-    }
+    };
+    let ctx = &ctx;
     // The pairs were decoded leniently to route the request; its input must be exact.
     if let Err(e) = query::check_utf8(uri.query(), form) {
         return fail(&e);

@@ -87,6 +87,7 @@ pub async fn call(
 ) -> Result<SnsResponse> {
     use SnsRequest as R;
     use SnsResponse as S;
+    super::access::sns(svc, ctx, &req).await?;
     Ok(match req {
         R::AddPermission(i) => {
             svc.add_topic_permission(&i.topic_arn, &i.label, &i.aws_account_id, &i.action_name)
@@ -129,7 +130,8 @@ pub async fn call(
             if let Some(p) = i.data_protection_policy {
                 attrs.insert("DataProtectionPolicy".into(), p);
             }
-            let t = svc.create_topic(&i.name, attrs, tags_in(i.tags)).await?;
+            let key = svc.resource_key(&ctx.principal.account_id, &i.name);
+            let t = svc.create_topic(&key, attrs, tags_in(i.tags)).await?;
             S::CreateTopic(CreateTopicResponse {
                 topic_arn: Some(svc.topic_arn(&t.name)),
             })
@@ -222,10 +224,15 @@ pub async fn call(
         }
         R::ListSubscriptions(i) => {
             let page = svc
-                .list_subscription_summaries(None, i.next_token.as_deref())
+                .list_subscriptions_of(&ctx.principal.account_id, i.next_token.as_deref())
                 .await?;
+            let items = page
+                .items
+                .iter()
+                .map(|s| svc.subscription_summary(s))
+                .collect();
             S::ListSubscriptions(ListSubscriptionsResponse {
-                subscriptions: subscriptions(page.items),
+                subscriptions: subscriptions(items),
                 next_token: page.next_token,
             })
         }
@@ -248,7 +255,9 @@ pub async fn call(
             })
         }
         R::ListTopics(i) => {
-            let page = svc.list_topics(i.next_token.as_deref()).await?;
+            let page = svc
+                .list_topics_of(&ctx.principal.account_id, i.next_token.as_deref())
+                .await?;
             S::ListTopics(ListTopicsResponse {
                 topics: page
                     .items
@@ -384,8 +393,10 @@ pub async fn call(
             S::SetTopicAttributes(NoOutput)
         }
         R::Subscribe(i) => {
+            let principal = ctx.principal.enforced.then_some(ctx.principal.arn.as_str());
             let r = svc
-                .subscribe(
+                .subscribe_as(
+                    principal,
                     &i.topic_arn,
                     &i.protocol,
                     i.endpoint.as_deref(),

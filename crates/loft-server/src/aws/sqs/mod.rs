@@ -20,9 +20,13 @@ use loft_core::{Error, Result, Service};
 use super::shape::{Blob, Entry, NoOutput};
 use types::*;
 
-/// Where a request came in: what queue URLs are built from.
+/// Where a request came in and who sent it: what queue URLs are built from, and the caller
+/// whose account and permissions apply.
 #[derive(Debug, Clone)]
 pub struct Context {
+    /// The authenticated caller ([`loft_core::service::Principal::open`] for an open
+    /// Loft).
+    pub principal: loft_core::service::Principal,
     /// `scheme://host[:port]` as the client addressed Loft.
     pub base_url: String,
     /// The `X-Amzn-Trace-Id` header: the X-Ray trace header SDKs send, which becomes a
@@ -32,8 +36,35 @@ pub struct Context {
 }
 
 impl Context {
-    fn queue_url(&self, svc: &Service, name: &str) -> String {
-        format!("{}/{}/{}", self.base_url, svc.config().account_id, name)
+    /// The URL of the queue of store key `key`: `BASE/ACCOUNT/NAME`, its account's.
+    fn queue_url(&self, svc: &Service, key: &str) -> String {
+        let (account, name) = svc.split_key(key);
+        format!("{}/{}/{}", self.base_url, account, name)
+    }
+
+    /// The store key of the queue `url` names: its account (the segment before the name
+    /// when it is 12 digits, else the caller's) and name.
+    ///
+    /// Errors: `QueueDoesNotExist` when it names no queue.
+    pub fn queue_key(&self, svc: &Service, url: &str) -> Result<String> {
+        let name = queue_name(url)?;
+        if !svc.multi_account() {
+            return Ok(name);
+        }
+        let trimmed = url.split(['?', '#']).next().unwrap_or("");
+        let mut segments = trimmed.trim_end_matches('/').rsplit('/');
+        let _ = segments.next();
+        let account = segments
+            .next()
+            .filter(|a| loft_core::names::is_account_id(a))
+            .unwrap_or(&self.principal.account_id);
+        Ok(svc.resource_key(account, &name))
+    }
+
+    /// The store key of queue `name` in `owner` (QueueOwnerAWSAccountId) or the caller's
+    /// account.
+    pub fn named_queue_key(&self, svc: &Service, name: &str, owner: Option<&str>) -> String {
+        svc.resource_key(owner.unwrap_or(&self.principal.account_id), name)
     }
 }
 
@@ -55,10 +86,10 @@ pub fn queue_name(url: &str) -> Result<String> {
     Ok(name.to_owned())
 }
 
-/// The queue an ARN names. Errors: `InvalidParameterValue` naming `param`.
-fn queue_name_from_arn(arn: &str, param: &str) -> Result<String> {
-    loft_core::names::arn_resource(arn, "sqs")
-        .map(str::to_owned)
+/// The store key of the queue an ARN names. Errors: `InvalidParameterValue` naming
+/// `param`.
+pub fn queue_key_from_arn(svc: &Service, arn: &str, param: &str) -> Result<String> {
+    svc.key_of_arn(arn, "sqs")
         .ok_or_else(|| Error::invalid(format!("Value {arn} for parameter {param} is invalid.")))
 }
 
@@ -135,6 +166,10 @@ fn send_message(
         system_attributes,
         group_id,
         dedup_id,
+        sender_id: ctx
+            .principal
+            .enforced
+            .then(|| ctx.principal.sender_id.clone()),
     })
 }
 
@@ -202,7 +237,8 @@ fn send_result(r: SendResult) -> SendMessageResult {
 pub async fn call(svc: &Arc<Service>, ctx: &Context, req: SqsRequest) -> Result<SqsResponse> {
     use SqsRequest as R;
     use SqsResponse as S;
-    let queue = |url: &str| queue_name(url);
+    super::access::sqs(svc, ctx, &req).await?;
+    let queue = |url: &str| ctx.queue_key(svc, url);
     Ok(match req {
         R::AddPermission(i) => {
             svc.add_permission(
@@ -248,7 +284,7 @@ pub async fn call(svc: &Arc<Service>, ctx: &Context, req: SqsRequest) -> Result<
         R::CreateQueue(i) => {
             let q = svc
                 .create_queue(
-                    &i.queue_name,
+                    &ctx.named_queue_key(svc, &i.queue_name, None),
                     map_or_empty(i.attributes),
                     map_or_empty(i.tags),
                 )
@@ -286,7 +322,14 @@ pub async fn call(svc: &Arc<Service>, ctx: &Context, req: SqsRequest) -> Result<
             })
         }
         R::GetQueueUrl(i) => {
-            let q = svc.queue(&i.queue_name).await?;
+            let key = ctx.named_queue_key(
+                svc,
+                &i.queue_name,
+                i.queue_owner_aws_account_id
+                    .as_deref()
+                    .filter(|_| svc.multi_account()),
+            );
+            let q = svc.queue(&key).await?;
             S::GetQueueUrl(GetQueueUrlResult {
                 queue_url: Some(ctx.queue_url(svc, &q.name)),
             })
@@ -309,7 +352,7 @@ pub async fn call(svc: &Arc<Service>, ctx: &Context, req: SqsRequest) -> Result<
             })
         }
         R::ListMessageMoveTasks(i) => {
-            let source = queue_name_from_arn(&i.source_arn, "SourceArn")?;
+            let source = queue_key_from_arn(svc, &i.source_arn, "SourceArn")?;
             let tasks = svc.list_message_move_tasks(&source, i.max_results).await?;
             S::ListMessageMoveTasks(ListMessageMoveTasksResult {
                 results: tasks
@@ -336,7 +379,8 @@ pub async fn call(svc: &Arc<Service>, ctx: &Context, req: SqsRequest) -> Result<
         }
         R::ListQueues(i) => {
             let page = svc
-                .list_queues(
+                .list_queues_of(
+                    &ctx.principal.account_id,
                     i.queue_name_prefix.as_deref(),
                     i.max_results,
                     i.next_token.as_deref(),
@@ -438,11 +482,11 @@ pub async fn call(svc: &Arc<Service>, ctx: &Context, req: SqsRequest) -> Result<
             S::SetQueueAttributes(NoOutput)
         }
         R::StartMessageMoveTask(i) => {
-            let source = queue_name_from_arn(&i.source_arn, "SourceArn")?;
+            let source = queue_key_from_arn(svc, &i.source_arn, "SourceArn")?;
             let destination = i
                 .destination_arn
                 .as_deref()
-                .map(|a| queue_name_from_arn(a, "DestinationArn"))
+                .map(|a| queue_key_from_arn(svc, a, "DestinationArn"))
                 .transpose()?;
             let handle = svc
                 .start_message_move_task(
