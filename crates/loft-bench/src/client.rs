@@ -212,24 +212,44 @@ impl SigningKey {
     /// AmazonSQS.{op}` at `stamp` (AWS General Reference, "Signature Version 4 signing
     /// process"; the headers the client sends: content-type, host, x-amz-date,
     /// x-amz-target).
-    fn authorization(&self, endpoint: &Endpoint, op: &str, stamp: &str, body: &[u8]) -> String {
+    /// The SigV4 `Authorization` header of a request: `method` on `path` with
+    /// `content_type`, the `x-amz-target` header when given (SQS JSON, service `sqs`;
+    /// without it a REST call, service `lambda`), signed at `stamp`.
+    fn authorization(
+        &self,
+        endpoint: &Endpoint,
+        request: (&Method, &str, &str, Option<&str>),
+        stamp: &str,
+        body: &[u8],
+    ) -> String {
         use sha2::{Digest, Sha256};
+        let (method, uri, content_type, target) = request;
         let date = &stamp[..8];
-        let signed = "content-type;host;x-amz-date;x-amz-target";
+        let (path, query) = uri.split_once('?').unwrap_or((uri, ""));
+        let mut query: Vec<&str> = query.split('&').filter(|q| !q.is_empty()).collect();
+        query.sort_unstable();
+        let (signed, target_line, service) = match target {
+            Some(t) => (
+                "content-type;host;x-amz-date;x-amz-target",
+                format!("x-amz-target:{t}\n"),
+                "sqs",
+            ),
+            None => ("content-type;host;x-amz-date", String::new(), "lambda"),
+        };
         let canonical = format!(
-            "POST\n{}\n\ncontent-type:application/x-amz-json-1.0\nhost:{}\nx-amz-date:{stamp}\nx-amz-target:AmazonSQS.{op}\n\n{signed}\n{}",
-            endpoint.path,
+            "{method}\n{path}\n{}\ncontent-type:{content_type}\nhost:{}\nx-amz-date:{stamp}\n{target_line}\n{signed}\n{}",
+            query.join("&"),
             endpoint.host,
             hex::encode(Sha256::digest(body))
         );
-        let scope = format!("{date}/{}/sqs/aws4_request", self.region);
+        let scope = format!("{date}/{}/{service}/aws4_request", self.region);
         let to_sign = format!(
             "AWS4-HMAC-SHA256\n{stamp}\n{scope}\n{}",
             hex::encode(Sha256::digest(canonical.as_bytes()))
         );
         let k_date = hmac(format!("AWS4{}", self.secret).as_bytes(), date.as_bytes());
         let k_region = hmac(&k_date, self.region.as_bytes());
-        let k_service = hmac(&k_region, b"sqs");
+        let k_service = hmac(&k_region, service.as_bytes());
         let k_signing = hmac(&k_service, b"aws4_request");
         let signature = hex::encode(hmac(&k_signing, to_sign.as_bytes()));
         format!(
@@ -356,12 +376,12 @@ impl Client {
                 .map_err(|e| CallError::Transport(format!("connection not ready: {e}")))?;
         }
         let mut req = Request::builder()
-            .method(method)
+            .method(method.clone())
             .uri(uri)
             .header(HOST, self.endpoint.host.as_str())
             .header(CONTENT_TYPE, content_type);
-        if let Some(t) = target {
-            req = req.header("x-amz-target", t);
+        if let Some(t) = &target {
+            req = req.header("x-amz-target", t.as_str());
         }
         if self.auth {
             let now = SystemTime::now()
@@ -370,7 +390,12 @@ impl Client {
                 .unwrap_or(0);
             let stamp = amz_date(now);
             let authorization = match &self.key {
-                Some(key) => key.authorization(&self.endpoint, op, &stamp, &body),
+                Some(key) => key.authorization(
+                    &self.endpoint,
+                    (&method, uri, content_type, target.as_deref()),
+                    &stamp,
+                    &body,
+                ),
                 None => fake_authorization(&stamp),
             };
             req = req

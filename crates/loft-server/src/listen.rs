@@ -363,8 +363,8 @@ where
         let started = state.take_head_start();
         req.extensions_mut().insert(scheme);
         req.extensions_mut().insert(budget.clone());
-        let req = req.map(|b| Body::new(TimedBody::new(b, started, clocks)));
         req.extensions_mut().insert(PeerAddr(peer));
+        let req = req.map(|b| Body::new(TimedBody::new(b, started, clocks)));
         let mut router = router.clone();
         async move {
             let resp = router.call(req).await?;

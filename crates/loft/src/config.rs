@@ -1356,6 +1356,9 @@ function_response_types = ["ReportBatchItemFailures"]
             "at least 10485760",
         );
         fails("[server]\nmax_connections = -3\n", 2, "");
+    }
+
+    #[test]
     fn credentials_tables_give_keys_with_accounts_identities_and_policies() {
         let c = parse_str(
             r#"

@@ -171,7 +171,7 @@ impl Service {
             }
             AsyncNext::GiveUp => {
                 tracing::warn!(subscription = %d.subscription, function = %d.endpoint, attempts, error, "invocation retries exhausted");
-                let dlq = super::topics::subscription_dlq(&sub);
+                let dlq = self.subscription_dlq(&sub);
                 let body = fx::envelope_of_sns_event(&d.body).unwrap_or_else(|| d.body.clone());
                 if let Some(queue) = dlq {
                     if self.dead_letter_text(&queue, body).await? {

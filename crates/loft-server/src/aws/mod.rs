@@ -17,9 +17,9 @@
 //! the parameters themselves tell SQS from SNS. One request's way through this module is
 //! in ARCHITECTURE.md.
 
+pub mod access;
 pub mod lambda;
 pub mod lambda_rest;
-pub mod access;
 pub mod query;
 pub mod shape;
 pub mod sns;
