@@ -30,6 +30,7 @@
 pub mod auth;
 pub mod aws;
 pub mod body;
+pub mod client_link;
 pub mod console;
 pub mod cors;
 pub mod deadline;

@@ -21,7 +21,9 @@
 //!   ([`ServerLimits::max_body_bytes_in_flight`]) as an extension; [`crate::body`] reads
 //!   bodies under it.
 //! - **Half-closed clients**: a client that shuts down its sending side after its request
-//!   (`shutdown(SHUT_WR)`) still gets its answer; the request is served to the end.
+//!   (`shutdown(SHUT_WR)`) still gets its answer; the request is served to the end (a long
+//!   poll then ends at once with an empty answer: see [`crate::client_link`], whose
+//!   [`ClientLink`] every request carries as an extension).
 //! - **Shutdown**: when the shutdown future completes, listeners stop accepting, idle
 //!   connections close, and in-flight requests finish before [`serve`] returns.
 //! - **TLS**: a [`Listener`] made with [`Listener::tls`] speaks HTTPS (rustls; see
@@ -51,6 +53,7 @@ use tokio_rustls::TlsAcceptor;
 use tower_service::Service as _;
 
 use crate::body::BodyBudget;
+use crate::client_link::ClientLink;
 use crate::deadline::{Clocks, ConnState, InFlight, TimedBody, TimedIo, TrackedBody};
 
 /// The scheme a request arrived by: the listener's. [`serve`] inserts it into every
@@ -347,7 +350,7 @@ pub struct PeerAddr(pub SocketAddr);
 /// Serves `io` with the router until the client closes, the connection fails, a clock of
 /// [`crate::deadline`] runs out, or a graceful shutdown (through `watcher`) lets its
 /// in-flight requests finish.
-async fn serve_http<S>(shared: &Shared, io: S, watcher: Watcher, peer: SocketAddr)
+async fn serve_http<S>(shared: &Shared, io: S, watcher: Watcher, peer: SocketAddr, link: ClientLink)
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
@@ -364,6 +367,7 @@ where
         req.extensions_mut().insert(scheme);
         req.extensions_mut().insert(budget.clone());
         req.extensions_mut().insert(PeerAddr(peer));
+        req.extensions_mut().insert(link.clone());
         let req = req.map(|b| Body::new(TimedBody::new(b, started, clocks)));
         let mut router = router.clone();
         async move {
@@ -576,8 +580,10 @@ async fn connection(
     watcher: Watcher,
     mut stop: watch::Receiver<bool>,
 ) {
+    // Marks the connection's links closed when this task ends, before the socket closes.
+    let (link, _link_guard) = ClientLink::new(&stream);
     let Some(acceptor) = &shared.tls else {
-        serve_http(shared, stream, watcher, peer).await;
+        serve_http(shared, stream, watcher, peer, link).await;
         return;
     };
     let timeout = shared.limits.request_timeout;
@@ -586,7 +592,7 @@ async fn connection(
         _ = stop.wait_for(|s| *s) => return,
     };
     match opening {
-        Opening::Tls(s) => serve_http(shared, s, watcher, peer).await,
+        Opening::Tls(s) => serve_http(shared, s, watcher, peer, link).await,
         Opening::PlainHttp(s) => {
             drop(watcher);
             tracing::debug!(%peer, "plain HTTP on a TLS listener; answering 400");

@@ -13,10 +13,12 @@ use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use axum::Extension;
 use axum::Json;
 use loft_core::{Error, ErrorCode, Service};
 
 use crate::body::{BodyError, RequestBody};
+use crate::client_link::ClientLink;
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -208,6 +210,7 @@ fn int_param(params: &HashMap<String, String>, name: &str) -> Result<Option<i64>
 /// `200 {"id","body","receive_count"}` of the oldest visible message, or `null`.
 pub async fn receive_message(
     State(svc): Svc,
+    client: Option<Extension<ClientLink>>,
     name: PathParam<String>,
     params: Result<Query<HashMap<String, String>>, QueryRejection>,
 ) -> NativeResult {
@@ -215,7 +218,14 @@ pub async fn receive_message(
     let Query(params) = params?;
     let vt = int_param(&params, "visibility_timeout")?;
     let wait = int_param(&params, "wait_seconds")?;
-    let message = svc.receive_seed(&name, vt, wait).await?;
+    // A long poll ends when its client goes away (crate::client_link).
+    let gone = async move {
+        match client {
+            Some(Extension(c)) => c.gone().await,
+            None => std::future::pending().await,
+        }
+    };
+    let message = svc.receive_seed_until(&name, vt, wait, gone).await?;
     let value = match message {
         Some(m) => json!({"id": m.message_id, "body": m.body, "receive_count": m.receive_count}),
         None => Value::Null,

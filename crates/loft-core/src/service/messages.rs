@@ -440,8 +440,26 @@ impl Service {
         queue_name: &str,
         r: ReceiveMessage,
     ) -> Result<Vec<ReceivedMessage>> {
+        self.receive_message_until(queue_name, r, std::future::pending())
+            .await
+    }
+
+    /// [`Service::receive_message`] for a client that may go away: when `gone` resolves
+    /// during the wait (the client's connection closed or reset), the wait ends with no
+    /// messages, so none is made invisible for a client that cannot read it and the
+    /// request's connection is freed at once rather than at the end of WaitTimeSeconds.
+    /// `gone` is not looked at before the first look at the queue: messages already
+    /// visible are handed out as to any request.
+    ///
+    /// Errors: those of [`Service::receive_message`].
+    pub async fn receive_message_until(
+        &self,
+        queue_name: &str,
+        r: ReceiveMessage,
+        gone: impl std::future::Future<Output = ()> + Send,
+    ) -> Result<Vec<ReceivedMessage>> {
         let queue = self.queue(queue_name).await?;
-        self.receive_in(&queue, r, false).await
+        self.receive_in(&queue, r, false, gone).await
     }
 
     /// The seeds' `GET /queues/{name}/messages`: the oldest visible message or `None`
@@ -454,6 +472,26 @@ impl Service {
         queue_name: &str,
         visibility_timeout: Option<i64>,
         wait_seconds: Option<i64>,
+    ) -> Result<Option<ReceivedMessage>> {
+        self.receive_seed_until(
+            queue_name,
+            visibility_timeout,
+            wait_seconds,
+            std::future::pending(),
+        )
+        .await
+    }
+
+    /// [`Service::receive_seed`] whose wait ends early, with `None`, when `gone`
+    /// resolves (the client went away; see [`Service::receive_message_until`]).
+    ///
+    /// Errors: those of [`Service::receive_seed`].
+    pub async fn receive_seed_until(
+        &self,
+        queue_name: &str,
+        visibility_timeout: Option<i64>,
+        wait_seconds: Option<i64>,
+        gone: impl std::future::Future<Output = ()> + Send,
     ) -> Result<Option<ReceivedMessage>> {
         if let Some(v) = visibility_timeout {
             check_range("visibility_timeout", v, 0, 43_200)?;
@@ -484,17 +522,20 @@ impl Service {
             wait_seconds: Some(wait),
             ..ReceiveMessage::default()
         };
-        Ok(self.receive_in(&queue, r, true).await?.pop())
+        Ok(self.receive_in(&queue, r, true, gone).await?.pop())
     }
 
     /// Receives from `queue`; `send_order` hands out the oldest sent visible message first
-    /// (the seeds' rule) rather than the one visible longest (SQS's best effort, cheaper).
+    /// (the seeds' rule) rather than the one visible longest (SQS's best effort, cheaper);
+    /// a wait ends with no messages when `gone` resolves.
     async fn receive_in(
         &self,
         queue: &QueueRecord,
         r: ReceiveMessage,
         send_order: bool,
+        gone: impl std::future::Future<Output = ()> + Send,
     ) -> Result<Vec<ReceivedMessage>> {
+        tokio::pin!(gone);
         let config = QueueConfig::from_attributes(&queue.attributes);
         let max = r.max_messages.unwrap_or(1);
         check_range("MaxNumberOfMessages", max, 1, 10)?;
@@ -615,6 +656,8 @@ impl Service {
                 _ = &mut notified => {}
                 _ = &mut stopping => {}
                 _ = tokio::time::sleep_until(wake_at) => {}
+                // The client cannot read an answer: take nothing for it.
+                _ = &mut gone => return Ok(Vec::new()),
             }
         }
     }

@@ -195,6 +195,7 @@ pub async fn entry(
     rid: Option<Extension<RequestId>>,
     scheme: Option<Extension<Scheme>>,
     peer: Option<Extension<crate::listen::PeerAddr>>,
+    client: Option<Extension<crate::client_link::ClientLink>>,
     body: Result<AwsBody, BodyError>,
 ) -> Response {
     let rid = rid.map_or_else(request_id, |Extension(RequestId(id))| id);
@@ -210,6 +211,7 @@ pub async fn entry(
             .and_then(|v| v.to_str().ok())
             .filter(|v| !v.is_empty())
             .map(str::to_owned),
+        client: client.map(|Extension(c)| c),
     };
     let mut op_label = None;
     let mut resp = handle(

@@ -757,3 +757,101 @@ fn half_closed_clients_get_every_answer_and_nothing_is_lost() {
     let stored: BTreeSet<String> = drain_bodies(&addr, &url).into_iter().collect();
     assert_eq!(stored, sent, "every answered send is stored, once");
 }
+
+/// `request` answered on a fresh connection, retried while the server answers 503 for
+/// want of a connection slot (at most [`PATIENCE`]).
+fn exchange_when_slot_frees(addr: &str, request: &[u8]) -> (u16, String, String) {
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let answer = exchange(addr, request);
+        if answer.0 != 503 {
+            return answer;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no connection slot within {PATIENCE:?}: {answer:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_long_poll_whose_client_left_ends_takes_nothing_and_frees_its_slot() {
+    // One connection slot: while a long poll holds it, nobody else is served.
+    let loft = Loft::start(&["--max-connections", "1"], &[]);
+    let addr = addr_of(&loft);
+    let sqs_call = |op: &str, body: serde_json::Value| {
+        let (status, _, text) = exchange_when_slot_frees(&addr, &json_request(op, &body));
+        assert_eq!(status, 200, "{op}: {text}");
+        serde_json::from_str::<serde_json::Value>(&text).unwrap()
+    };
+    let url = sqs_call("CreateQueue", json!({"QueueName": "left"}))["QueueUrl"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // The client departs two ways: it closes its socket (FIN: a read timeout in an SDK) or
+    // resets it (RST); over SQS JSON and over the seeds' API.
+    let seeds_poll = b"GET /queues/left/messages?wait_seconds=20 HTTP/1.1\r\nHost: loft\r\n\r\n";
+    let json_poll = json_request(
+        "ReceiveMessage",
+        &json!({"QueueUrl": url, "WaitTimeSeconds": 20}),
+    );
+    for (i, (poll, reset)) in [(&json_poll[..], false), (&seeds_poll[..], true)]
+        .into_iter()
+        .enumerate()
+    {
+        let s = loop {
+            // The slot may still be held by the previous exchange's connection.
+            let mut s = connect(&addr);
+            s.write_all(poll).unwrap();
+            s.set_read_timeout(Some(Duration::from_millis(300)))
+                .unwrap();
+            let mut first = [0u8; 12];
+            match s.read(&mut first) {
+                // Refused for want of a slot: try again.
+                Ok(n) if n > 0 => {
+                    assert!(first.starts_with(b"HTTP/1.1 503"), "{first:?}");
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                // No answer yet: the poll waits on an empty queue.
+                _ => break s,
+            }
+        };
+        if reset {
+            // SO_LINGER with a zero timeout: close() sends RST.
+            let linger = libc::linger {
+                l_onoff: 1,
+                l_linger: 0,
+            };
+            // SAFETY: a valid socket and option buffer of the option's size.
+            let rc = unsafe {
+                libc::setsockopt(
+                    std::os::fd::AsRawFd::as_raw_fd(&s),
+                    libc::SOL_SOCKET,
+                    libc::SO_LINGER,
+                    (&linger as *const libc::linger).cast(),
+                    std::mem::size_of::<libc::linger>() as libc::socklen_t,
+                )
+            };
+            assert_eq!(rc, 0);
+        } else {
+            s.shutdown(Shutdown::Both).unwrap();
+        }
+        drop(s);
+        // The slot frees well before the 20 s wait would have ended (within PATIENCE) ...
+        let body = format!("after departure {i}");
+        sqs_call("SendMessage", json!({"QueueUrl": url, "MessageBody": body}));
+        // ... and the departed poll took nothing: the message is there, never received.
+        let got = sqs_call(
+            "ReceiveMessage",
+            json!({"QueueUrl": url, "AttributeNames": ["ApproximateReceiveCount"]}),
+        );
+        let m = &got["Messages"][0];
+        assert_eq!(m["Body"], body.as_str(), "{got}");
+        assert_eq!(m["Attributes"]["ApproximateReceiveCount"], "1", "{got}");
+        sqs_call(
+            "DeleteMessage",
+            json!({"QueueUrl": url, "ReceiptHandle": m["ReceiptHandle"]}),
+        );
+    }
+}

@@ -33,6 +33,9 @@ pub struct Context {
     /// message's `AWSTraceHeader` system attribute unless the request gives that
     /// attribute itself (SQS Developer Guide, "AWS X-Ray and Amazon SQS").
     pub trace_header: Option<String>,
+    /// The connection the request came on, so a long poll ends when its client goes
+    /// away (`None` when served without one, as in tests calling the router directly).
+    pub client: Option<crate::client_link::ClientLink>,
 }
 
 impl Context {
@@ -412,8 +415,15 @@ pub async fn call(svc: &Arc<Service>, ctx: &Context, req: SqsRequest) -> Result<
                 message_attribute_names: i.message_attribute_names.unwrap_or_default(),
                 attempt_id: i.receive_request_attempt_id,
             };
+            let client = ctx.client.clone();
+            let gone = async move {
+                match client {
+                    Some(c) => c.gone().await,
+                    None => std::future::pending().await,
+                }
+            };
             let messages: Vec<Message> = svc
-                .receive_message(&name, r)
+                .receive_message_until(&name, r, gone)
                 .await?
                 .into_iter()
                 .map(|m| Message {
