@@ -246,7 +246,9 @@ impl Service {
     /// `visibility_timeout` (seconds, 0..=43200, default 30). An existing queue is returned
     /// unchanged, as the seed's `ON CONFLICT DO NOTHING` does.
     ///
-    /// Errors: `InvalidParameterValue` for a bad name or visibility timeout.
+    /// Errors: `InvalidParameterValue` for a bad name or visibility timeout, a
+    /// `dead_letter_queue` equal to `name`, or a `max_receive_count` over 1000 with a
+    /// `dead_letter_queue` (a RedrivePolicy's range).
     pub async fn create_queue_seed(
         &self,
         name: &str,
@@ -272,6 +274,19 @@ impl Service {
         }
         if let Some(dlq) = dead_letter_queue.filter(|d| !d.is_empty()) {
             names::check_queue_name(dlq, Naming::Seed)?;
+            if dlq == name {
+                // Moving a message to the queue it is in would count its receives for ever.
+                return Err(Error::invalid(
+                    "dead_letter_queue must name another queue than the queue itself",
+                ));
+            }
+            // The receive count of a dead-letter move is a RedrivePolicy's maxReceiveCount,
+            // 1 to 1000 (SQS); past that it used to be cut to 1000 without a word.
+            if max_receive_count > 1000 {
+                return Err(Error::invalid(
+                    "max_receive_count must be 1 to 1000 with a dead_letter_queue",
+                ));
+            }
             // A standard queue's dead-letter queue must be standard too (CreateQueue's rule).
             let dlq_is_fifo = match self.find_queue(dlq).await? {
                 Some(q) => QueueConfig::from_attributes(&q.attributes).fifo,
@@ -290,7 +305,7 @@ impl Service {
             // AWS's RedrivePolicy allows 1..=1000 receives.
             let policy = RedrivePolicy {
                 dead_letter_target_arn: self.queue_arn(dlq),
-                max_receive_count: max_receive_count.min(1000),
+                max_receive_count,
             };
             attrs.insert("RedrivePolicy".into(), policy.to_json());
         }

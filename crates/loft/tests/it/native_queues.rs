@@ -469,3 +469,73 @@ async fn fifo_names_and_fifo_dead_letter_queues_are_refused() {
     .expect_error(400);
     assert_eq!(loft.names("/queues").await, vec!["d.fifo".to_string()]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn seed_names_with_url_characters_get_queue_urls_that_reach_them() {
+    let loft = Loft::start();
+    let sqs = crate::common::sqs_client(&loft.base);
+    // `?` and `#` would end a URL's path; `%` and a space must not be read as escapes.
+    for name in ["qa?b", "qa#b", "100% sure", "caf\u{e9}"] {
+        let path = format!(
+            "/queues/{}",
+            name.replace('%', "%25")
+                .replace('?', "%3F")
+                .replace('#', "%23")
+                .replace(' ', "%20")
+                .replace('\u{e9}', "%C3%A9")
+        );
+        let made = loft.post_empty(&path).await;
+        assert_eq!(made.status.as_u16(), 201, "{name}: {}", made.text);
+        assert_eq!(made.json()["name"], name);
+        let url = sqs
+            .get_queue_url()
+            .queue_name(name)
+            .send()
+            .await
+            .unwrap()
+            .queue_url
+            .unwrap();
+        assert!(!url.contains(['?', '#', ' ']), "{url}");
+        sqs.send_message()
+            .queue_url(&url)
+            .message_body(format!("for {name}"))
+            .send()
+            .await
+            .unwrap();
+        // The seeds' API reads it from the queue of that name, not from `qa`.
+        let got = loft.get(&format!("{path}/messages")).await;
+        assert_eq!(got.status.as_u16(), 200, "{}", got.text);
+        assert_eq!(got.json()["body"], format!("for {name}"), "{url}");
+        let listed = sqs.list_queues().send().await.unwrap().queue_urls.unwrap();
+        assert!(listed.contains(&url), "{listed:?} lacks {url}");
+    }
+    assert!(sqs.get_queue_url().queue_name("qa").send().await.is_err());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_queue_cannot_be_its_own_dead_letter_queue_nor_count_past_1000() {
+    let loft = Loft::start();
+    loft.post_json(
+        "/queues/loop",
+        &json!({"dead_letter_queue": "loop", "max_receive_count": 3}),
+    )
+    .await
+    .expect_error(400);
+    loft.post_json(
+        "/queues/many",
+        &json!({"dead_letter_queue": "many-dlq", "max_receive_count": 5000}),
+    )
+    .await
+    .expect_error(400);
+    // Nothing was made by the refusals: the names are free for their settings.
+    loft.get("/queues").await.expect(200, json!([]));
+    loft.post_json(
+        "/queues/many",
+        &json!({"dead_letter_queue": "many-dlq", "max_receive_count": 1000}),
+    )
+    .await
+    .expect(
+        201,
+        json!({"name": "many", "dead_letter_queue": "many-dlq", "max_receive_count": 1000, "visibility_timeout": 30}),
+    );
+}

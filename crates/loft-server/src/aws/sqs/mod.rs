@@ -39,9 +39,13 @@ pub struct Context {
 }
 
 impl Context {
-    /// The URL of the queue of store key `key`: `BASE/ACCOUNT/NAME`, its account's.
+    /// The URL of the queue of store key `key`: `BASE/ACCOUNT/NAME`, its account's, the
+    /// name percent-encoded (only names made through the seeds' API have characters to
+    /// encode: `?`, `#`, `%`, spaces, non-ASCII), so every name comes back through
+    /// [`queue_name`] as itself.
     fn queue_url(&self, svc: &Service, key: &str) -> String {
         let (account, name) = svc.split_key(key);
+        let name = percent_encoding::utf8_percent_encode(name, PATH_SEGMENT);
         format!("{}/{}/{}", self.base_url, account, name)
     }
 
@@ -76,6 +80,9 @@ impl Context {
 /// `http://localhost:4566/000000000000/q`).
 ///
 /// Errors: `QueueDoesNotExist` when it names no queue.
+///
+/// The segment is percent-decoded, as [`Context::queue_url`] encodes it; one that does
+/// not decode to UTF-8 is taken as written.
 pub fn queue_name(url: &str) -> Result<String> {
     let trimmed = url.split(['?', '#']).next().unwrap_or("");
     let name = trimmed
@@ -86,8 +93,19 @@ pub fn queue_name(url: &str) -> Result<String> {
     if name.is_empty() || name.contains(':') && name.starts_with("http") {
         return Err(Error::no_queue());
     }
-    Ok(name.to_owned())
+    let name = percent_encoding::percent_decode_str(name)
+        .decode_utf8()
+        .map_or_else(|_| name.to_owned(), |n| n.into_owned());
+    Ok(name)
 }
+
+/// The bytes a queue name's URL path segment keeps as they are: RFC 3986's unreserved
+/// characters (`A-Z a-z 0-9 - . _ ~`); every other byte is percent-encoded.
+const PATH_SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
 
 /// The store key of the queue an ARN names. Errors: `InvalidParameterValue` naming
 /// `param`.
