@@ -142,6 +142,14 @@ error_table! {
         code: "MalformedInput", json: "MalformedInput", query: "MalformedInput", Sender, 400,
         "{index} is not a valid index",
     }
+    /// An SQS JSON member's value is not of its modelled type: a JSON string where the
+    /// model has an integer. AWS's JSON front end answers `SerializationException`
+    /// "STRING_VALUE can not be converted to an Integer" (400) before the operation runs.
+    Serialization {
+        code: "SerializationException", json: "SerializationException",
+        query: "SerializationException", Sender, 400,
+        "{reason}",
+    }
     /// A combination of parameters is not allowed (400).
     InvalidParameterCombination {
         code: "InvalidParameterCombination", json: "InvalidParameterCombination",

@@ -397,11 +397,19 @@ impl Shape for String {
 impl Shape for i64 {
     const KIND: Kind = Kind::Integer;
 
-    /// A JSON number, or a numeric string as some clients send.
+    /// A JSON number. A string, even a numeric one, is refused as AWS's JSON front end
+    /// refuses it: `SerializationException` "STRING_VALUE can not be converted to an
+    /// Integer" (an SDK always sends a number; a hand-built body learns here, not from
+    /// AWS, that `"DelaySeconds": "5"` fails).
     fn from_json(v: &Value, at: &At<'_>, wire: Wire) -> Result<Self> {
         match v {
             Value::Number(n) => n.as_i64(),
-            Value::String(s) => s.trim().parse().ok(),
+            Value::String(_) => {
+                return Err(Error::with(
+                    ErrorCode::Serialization,
+                    &[("reason", &"STRING_VALUE can not be converted to an Integer")],
+                ))
+            }
             _ => None,
         }
         .ok_or_else(|| wire.invalid(at, &shown_json(v)))
@@ -1176,15 +1184,25 @@ mod tests {
             )
         );
         let e = Outer::from_json(
-            &serde_json::json!({"QueueUrl": "u", "MaxResults": "x"}),
+            &serde_json::json!({"QueueUrl": "u", "MaxResults": "10"}),
             &At::ROOT,
             Wire::SqsJson,
         )
         .unwrap_err();
         assert_eq!(
-            e.message,
-            "Value \"x\" for parameter MaxResults is invalid."
+            (e.code, e.message.as_str()),
+            (
+                ErrorCode::Serialization,
+                "STRING_VALUE can not be converted to an Integer"
+            )
         );
+        let e = Outer::from_json(
+            &serde_json::json!({"QueueUrl": "u", "MaxResults": [1]}),
+            &At::ROOT,
+            Wire::SqsJson,
+        )
+        .unwrap_err();
+        assert_eq!(e.message, "Value [1] for parameter MaxResults is invalid.");
         let e = Outer::from_query(&tree(&[("X", "1")]), &At::ROOT, Wire::SnsQuery).unwrap_err();
         assert_eq!(
             (e.code, e.message.as_str()),

@@ -160,6 +160,18 @@ mod tests {
             (
                 "ReceiveMessage",
                 br#"{"QueueUrl": "u", "MaxNumberOfMessages": "ten"}"#,
+                ErrorCode::Serialization,
+            ),
+            // Even a numeric string: AWS's "STRING_VALUE can not be converted to an
+            // Integer".
+            (
+                "SendMessage",
+                br#"{"QueueUrl": "u", "MessageBody": "b", "DelaySeconds": "5"}"#,
+                ErrorCode::Serialization,
+            ),
+            (
+                "ReceiveMessage",
+                br#"{"QueueUrl": "u", "MaxNumberOfMessages": true}"#,
                 ErrorCode::InvalidParameterValue,
             ),
             (
