@@ -68,16 +68,49 @@ pub async fn sqs(svc: &Service, ctx: &Context, req: &SqsRequest) -> Result<()> {
     match &key {
         Some(k) => {
             svc.authorize(&ctx.principal, &action, Target::Queue(k))
-                .await
+                .await?
         }
         None => {
             let target = Target::Account {
                 service: "sqs",
                 account: &ctx.principal.account_id,
             };
-            svc.authorize(&ctx.principal, &action, target).await
+            svc.authorize(&ctx.principal, &action, target).await?
         }
     }
+    if let (R::StartMessageMoveTask(i), Some(source)) = (req, &key) {
+        move_task(svc, ctx, source, i.destination_arn.as_deref()).await?;
+    }
+    Ok(())
+}
+
+/// The further permissions a message move task needs, as the SQS Developer Guide's "Amazon
+/// SQS API permissions: Actions and resource reference" lists them for the move task
+/// operations: `sqs:ReceiveMessage`, `sqs:DeleteMessage` and `sqs:GetQueueAttributes` on
+/// the source (dead-letter) queue, whose messages the task takes, and `sqs:SendMessage` on
+/// the destination queue when `DestinationArn` names one (without it, the messages go back
+/// to the queues they were moved from, which are not checked).
+///
+/// Errors: `AccessDenied` (403) naming the first action refused.
+async fn move_task(
+    svc: &Service,
+    ctx: &Context,
+    source: &str,
+    destination: Option<&str>,
+) -> Result<()> {
+    for action in [
+        "sqs:ReceiveMessage",
+        "sqs:DeleteMessage",
+        "sqs:GetQueueAttributes",
+    ] {
+        svc.authorize(&ctx.principal, action, Target::Queue(source))
+            .await?;
+    }
+    if let Some(key) = destination.and_then(|arn| svc.key_of_arn(arn, "sqs")) {
+        svc.authorize(&ctx.principal, "sqs:SendMessage", Target::Queue(&key))
+            .await?;
+    }
+    Ok(())
 }
 
 /// The topic ARN of a subscription ARN (`TOPIC_ARN:UUID`).
