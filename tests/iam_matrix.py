@@ -64,6 +64,12 @@ KEYS = {
     "a_nosns": ("AKIDANOSNS", "secret-an", A, "user/a-nosns", [{
         "Version": "2012-10-17",
         "Statement": {"Effect": "Allow", "NotAction": "sns:*", "Resource": "*"}}]),
+    # Account A, may start move tasks and send, but not receive.
+    "a_mover": ("AKIDAMOVER", "secret-am", A, "user/a-mover", [{
+        "Version": "2012-10-17",
+        "Statement": {"Effect": "Allow",
+                      "Action": ["sqs:StartMessageMoveTask", "sqs:SendMessage"],
+                      "Resource": "*"}}]),
     # Account B, no policies.
     "b": ("AKIDTEAMB", "secret-b", B, "user/team-b", []),
     # Account B, may send to account A's shared-* queues and do anything in its own account.
@@ -743,6 +749,64 @@ def sender_id_is_the_identitys_unique_id_or_the_account():
     got = ctx.sqs("default").receive_message(QueueUrl=url2, AttributeNames=["SenderId"],
                                             WaitTimeSeconds=1)
     assert got["Messages"][0]["Attributes"]["SenderId"] == "000000000000", got
+
+
+# ---- dead-letter queues and move tasks across accounts ----
+
+@case
+def a_redrive_policy_naming_another_accounts_dlq_is_refused():
+    dlq = name("b-dlq-foreign")
+    ctx.sqs("b").create_queue(QueueName=dlq)
+    policy = json.dumps({"deadLetterTargetArn": qarn(B, dlq), "maxReceiveCount": "1"})
+    code, status, message = refused(lambda: ctx.sqs("a").create_queue(
+        QueueName=name("team-a-src"), Attributes={"RedrivePolicy": policy}))
+    assert (code, status) == ("InvalidParameterValue", 400), (code, status, message)
+    assert message.endswith("Reason: Dead letter target does not exist."), message
+
+
+@case
+def a_move_task_needs_send_on_its_destination():
+    s = ctx.sqs("b")
+    dlq = name("b-dlq")
+    dlq_url = s.create_queue(QueueName=dlq)["QueueUrl"]
+    policy = json.dumps({"deadLetterTargetArn": qarn(B, dlq), "maxReceiveCount": "1"})
+    s.create_queue(QueueName=name("b-src"), Attributes={"RedrivePolicy": policy})
+    s.send_message(QueueUrl=dlq_url, MessageBody="parked")
+    # Account A's queue grants B nothing: B may not move messages into it.
+    dest = name("team-a-dest")
+    ctx.sqs("a").create_queue(QueueName=dest)
+    assert_denied(lambda: s.start_message_move_task(SourceArn=qarn(B, dlq),
+                                                    DestinationArn=qarn(A, dest)),
+                  "sqs:SendMessage", qarn(A, dest), user(B, "user/team-b"))
+    # Allowed StartMessageMoveTask but not ReceiveMessage: it may not take the messages.
+    a_dlq = name("team-a-dlq")
+    ctx.sqs("a").create_queue(QueueName=a_dlq)
+    ctx.sqs("a").create_queue(QueueName=name("team-a-dlq-src"), Attributes={
+        "RedrivePolicy": json.dumps({"deadLetterTargetArn": qarn(A, a_dlq),
+                                     "maxReceiveCount": "1"})})
+    assert_denied(lambda: ctx.sqs("a_mover").start_message_move_task(SourceArn=qarn(A, a_dlq)),
+                  "sqs:ReceiveMessage", qarn(A, a_dlq), user(A, "user/a-mover"))
+
+
+# ---- regions, with verified signatures ----
+
+@case
+def a_verified_signature_for_another_region_acts_in_that_region():
+    q = name("team-a-regional")
+    away = boto3.client(
+        "sqs", endpoint_url=ctx.endpoint, region_name="eu-west-1",
+        aws_access_key_id=KEYS["a"][0], aws_secret_access_key=KEYS["a"][1],
+        config=Config(retries={"max_attempts": 0}))
+    url = away.create_queue(QueueName=q)["QueueUrl"]
+    assert url.endswith(f"/queue/eu-west-1/{A}/{q}"), url
+    arn = away.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])
+    assert arn["Attributes"]["QueueArn"] == f"arn:aws:sqs:eu-west-1:{A}:{q}", arn
+    home = ctx.sqs("a").list_queues(QueueNamePrefix=q).get("QueueUrls", [])
+    assert home == [], home
+    assert away.list_queues(QueueNamePrefix=q)["QueueUrls"] == [url]
+    # Another region's queue URL through a client signing for us-east-1: not there.
+    code, status, _ = refused(lambda: ctx.sqs("a").send_message(QueueUrl=url, MessageBody="x"))
+    assert (code, status) == ("AWS.SimpleQueueService.NonExistentQueue", 400), (code, status)
 
 
 # ---- the seeds' API (the default account) ----

@@ -84,28 +84,80 @@ fn check_seed_name(name: &str) -> Result<()> {
     Ok(())
 }
 
-/// The separator of an account-qualified store key (`111111111111/orders`): no AWS or seed
-/// queue or topic name holds a `/`.
+/// The separator of an account- or region-qualified store key (`111111111111/orders`,
+/// `000000000000/eu-west-1/orders`): no AWS or seed queue or topic name holds a `/`.
 pub const ACCOUNT_SEPARATOR: char = '/';
 
-/// The store key of resource `name` of `account`: the bare name for `default_account` (so
-/// a database written before accounts existed is already that account's), else
-/// `ACCOUNT/NAME`.
-pub fn scoped_key(default_account: &str, account: &str, name: &str) -> String {
-    if account == default_account {
-        name.to_owned()
+/// Where a queue or topic lives: its account and region.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Scope<'a> {
+    /// The 12-digit account id.
+    pub account: &'a str,
+    /// The region (`us-east-1`).
+    pub region: &'a str,
+}
+
+/// The store key of resource `name` in `scope`, given the configured default account and
+/// region (`default`). The one place keys are made ([`split_scoped_key`] reads them):
+///
+/// - default account and default region: the bare name (so a database written before
+///   accounts and regions existed is already theirs, and nothing migrates);
+/// - another account, default region: `ACCOUNT/NAME` (the form accounts introduced);
+/// - another region (any account): `ACCOUNT/REGION/NAME`.
+pub fn scoped_key(default: Scope<'_>, scope: Scope<'_>, name: &str) -> String {
+    let sep = ACCOUNT_SEPARATOR;
+    if scope.region != default.region {
+        format!("{}{sep}{}{sep}{name}", scope.account, scope.region)
+    } else if scope.account != default.account {
+        format!("{}{sep}{name}", scope.account)
     } else {
-        format!("{account}{ACCOUNT_SEPARATOR}{name}")
+        name.to_owned()
     }
 }
 
-/// The account and name of a store key made by [`scoped_key`]: `ACCOUNT/NAME`, or
-/// `default_account` and the key itself.
-pub fn split_key<'a>(default_account: &'a str, key: &'a str) -> (&'a str, &'a str) {
-    match key.split_once(ACCOUNT_SEPARATOR) {
-        Some((account, name)) if is_account_id(account) => (account, name),
-        _ => (default_account, key),
+/// The scope and name of a store key made by [`scoped_key`]: `ACCOUNT/REGION/NAME`,
+/// `ACCOUNT/NAME` (the default region) or a bare name (`default`'s).
+pub fn split_scoped_key<'a>(default: Scope<'a>, key: &'a str) -> (Scope<'a>, &'a str) {
+    if let Some((account, rest)) = key.split_once(ACCOUNT_SEPARATOR) {
+        if is_account_id(account) {
+            if let Some((region, name)) = rest.split_once(ACCOUNT_SEPARATOR) {
+                if is_region(region) {
+                    return (Scope { account, region }, name);
+                }
+            }
+            let scope = Scope {
+                account,
+                region: default.region,
+            };
+            return (scope, rest);
+        }
     }
+    (default, key)
+}
+
+/// Whether `s` has the shape of an AWS region name: lower-case letter groups joined by
+/// `-`, ending in a number (`us-east-1`, `eu-central-2`, `us-gov-west-1`,
+/// `ap-southeast-5`), at most 32 bytes. Only such names become a resource's region, so a
+/// client signing for a made-up region such as `local` stays in the default region.
+pub fn is_region(s: &str) -> bool {
+    let mut parts = s.split('-');
+    let Some(last) = s.rsplit('-').next() else {
+        return false;
+    };
+    let groups = s.split('-').count();
+    s.len() <= 32
+        && groups >= 3
+        && !last.is_empty()
+        && last.bytes().all(|b| b.is_ascii_digit())
+        && parts
+            .by_ref()
+            .take(groups - 1)
+            .all(|g| !g.is_empty() && g.bytes().all(|b| b.is_ascii_lowercase()))
+}
+
+/// The region part of an ARN (`arn:aws:sqs:us-east-1:111111111111:q` → `us-east-1`).
+pub fn arn_region(arn: &str) -> Option<&str> {
+    arn.split(':').nth(3)
 }
 
 /// Whether `s` is a 12-digit AWS account id.
@@ -164,6 +216,68 @@ pub fn is_phone_number(number: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn keys_carry_account_and_region_unless_default() {
+        let default = Scope {
+            account: "000000000000",
+            region: "us-east-1",
+        };
+        let other_account = Scope {
+            account: "111111111111",
+            region: "us-east-1",
+        };
+        let other_region = Scope {
+            account: "000000000000",
+            region: "eu-central-1",
+        };
+        let both = Scope {
+            account: "111111111111",
+            region: "eu-west-1",
+        };
+        for (scope, key) in [
+            (default, "q"),
+            (other_account, "111111111111/q"),
+            (other_region, "000000000000/eu-central-1/q"),
+            (both, "111111111111/eu-west-1/q"),
+        ] {
+            assert_eq!(scoped_key(default, scope, "q"), key);
+            assert_eq!(split_scoped_key(default, key), (scope, "q"));
+        }
+        // Seed names may hold `:` but never `/`; a name that merely looks like an account
+        // id is still a name.
+        assert_eq!(
+            split_scoped_key(default, "s3:Created"),
+            (default, "s3:Created")
+        );
+        assert_eq!(
+            split_scoped_key(default, "111111111111"),
+            (default, "111111111111")
+        );
+    }
+
+    #[test]
+    fn region_shapes() {
+        for r in [
+            "us-east-1",
+            "eu-central-2",
+            "us-gov-west-1",
+            "ap-southeast-5",
+        ] {
+            assert!(is_region(r), "{r}");
+        }
+        for r in [
+            "",
+            "local",
+            "us-east",
+            "US-EAST-1",
+            "us--1",
+            "us-east-1a",
+            "elasticmq",
+        ] {
+            assert!(!is_region(r), "{r}");
+        }
+    }
 
     #[test]
     fn aws_queue_names() {

@@ -84,6 +84,11 @@ pub fn router_with(
         .route(
             "/{account}/{queue}",
             axum::routing::post(aws::entry).get(aws::entry),
+        )
+        // The queue URLs of regions other than the configured one.
+        .route(
+            "/queue/{region}/{account}/{queue}",
+            axum::routing::post(aws::entry).get(aws::entry),
         );
     let lambda = aws::lambda_rest::routes(service.clone()).route_layer(
         axum::middleware::from_fn_with_state(state.clone(), auth::require_signature),

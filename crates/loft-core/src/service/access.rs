@@ -1,13 +1,17 @@
 //! Accounts and permissions: who calls ([`Principal`]), which account a queue or topic
 //! belongs to, and whether a call is allowed ([`Service::authorize`]).
 //!
-//! **Accounts.** A queue or topic belongs to one account. Its store key is its name for the
-//! configured default account (so every database written before accounts existed holds the
-//! default account's resources, and nothing migrates) and `ACCOUNT/NAME` for any other
-//! ([`names::scoped_key`]). ARNs and queue URLs are made from the key, so they carry the
-//! right account. With [`ServiceConfig::multi_account`] off (no access key names another
-//! account) every key is a bare name and the account in a URL or ARN is not looked at:
-//! Loft behaves as it did before accounts.
+//! **Accounts and regions.** A queue or topic belongs to one account and one region. Its
+//! store key is its name for the configured default account and region (so every database
+//! written before accounts and regions existed holds the default ones' resources, and
+//! nothing migrates), `ACCOUNT/NAME` for another account in the default region, and
+//! `ACCOUNT/REGION/NAME` in any other region ([`names::scoped_key`]). ARNs and queue URLs
+//! are made from the key, so they carry the right account and region. A request's region
+//! is its SigV4 scope's ([`Principal::region`]); a URL or ARN names its queue's or topic's
+//! account and region ([`Service::queue_key_for`], [`Service::key_of_arn`],
+//! [`Service::check_arn_region`]). With [`ServiceConfig::multi_account`] off (no access key
+//! names another account) nothing can be made in another account, so a URL or ARN naming
+//! one names nothing, as on AWS.
 //!
 //! **Permissions.** [`Service::authorize`] evaluates the caller's identity policies and the
 //! resource's `Policy` attribute with [`crate::iam::authorize`] (IAM User Guide, "Policy
@@ -49,6 +53,15 @@ pub struct Principal {
     /// Whether permissions are checked at all: false for an open Loft (no credentials),
     /// which allows everything as before.
     pub enforced: bool,
+    /// The region of the request: the region of its SigV4 credential scope when it has one
+    /// that is a region name ([`names::is_region`]), else the configured region (see
+    /// [`Principal::signed_region`]). New queues and topics are made in it, ListQueues and
+    /// ListTopics list it.
+    pub region: String,
+    /// Whether [`Principal::region`] came from the request's credential scope. Only then
+    /// does it override the region a queue URL or ARN names: an unsigned request acts in
+    /// the region its URL or ARN names (Loft's `--region` when it names none).
+    pub signed_region: bool,
 }
 
 /// The unique id AWS gives an IAM identity, as SQS reports it in `SenderId`: `AIDA` (users)
@@ -82,6 +95,26 @@ impl Principal {
             source_ip: None,
             secure_transport: false,
             enforced: false,
+            region: config.region.clone(),
+            signed_region: false,
+        }
+    }
+
+    /// Sets the request's region from the region of its SigV4 credential scope, when that
+    /// is a region name ([`names::is_region`]); anything else (`local`, no scope) leaves
+    /// the configured region.
+    pub fn sign_region(&mut self, scope_region: Option<&str>) {
+        if let Some(r) = scope_region.filter(|r| names::is_region(r)) {
+            self.region = r.to_owned();
+            self.signed_region = true;
+        }
+    }
+
+    /// The scope new resources of this caller are made in: its account and region.
+    pub fn scope(&self) -> names::Scope<'_> {
+        names::Scope {
+            account: &self.account_id,
+            region: &self.region,
         }
     }
 
@@ -114,6 +147,8 @@ impl Principal {
             source_ip: None,
             secure_transport: false,
             enforced: true,
+            region: config.region.clone(),
+            signed_region: false,
         }
     }
 }
@@ -166,31 +201,93 @@ impl Service {
         self.config.multi_account
     }
 
-    /// The store key of `name` in `account` ([`names::scoped_key`]); the bare name when
-    /// [`ServiceConfig::multi_account`] is off.
-    pub fn resource_key(&self, account: &str, name: &str) -> String {
-        if self.config.multi_account {
-            names::scoped_key(&self.config.account_id, account, name)
-        } else {
-            name.to_owned()
+    /// The configured default account and region: resources there have bare store keys.
+    pub fn default_scope(&self) -> names::Scope<'_> {
+        names::Scope {
+            account: &self.config.account_id,
+            region: &self.config.region,
         }
+    }
+
+    /// The store key of `name` in `account` and `region` ([`names::scoped_key`]: the bare
+    /// name in the default account and region). A key of an account no access key names
+    /// (with [`ServiceConfig::multi_account`] off, any account but the default) names no
+    /// resource, since nothing can be created there: such a URL or ARN is answered as AWS
+    /// answers a missing queue or topic.
+    pub fn resource_key(&self, account: &str, region: &str, name: &str) -> String {
+        let scope = names::Scope { account, region };
+        names::scoped_key(self.default_scope(), scope, name)
     }
 
     /// The account and name of a store key.
     pub fn split_key<'a>(&'a self, key: &'a str) -> (&'a str, &'a str) {
-        if self.config.multi_account {
-            names::split_key(&self.config.account_id, key)
-        } else {
-            (&self.config.account_id, key)
-        }
+        let (scope, name) = self.key_scope(key);
+        (scope.account, name)
     }
 
-    /// The store key an ARN of `service` (`sqs`, `sns`) names: its account and resource.
-    /// `None` when it is not such an ARN.
+    /// The account and region ([`names::Scope`]) and the name of a store key.
+    pub fn key_scope<'a>(&'a self, key: &'a str) -> (names::Scope<'a>, &'a str) {
+        names::split_scoped_key(self.default_scope(), key)
+    }
+
+    /// The store key an ARN of `service` (`sqs`, `sns`) names: its account, region and
+    /// resource (an empty region or account field means the default one). `None` when it
+    /// is not such an ARN.
     pub fn key_of_arn(&self, arn: &str, service: &str) -> Option<String> {
         let name = names::arn_resource(arn, service)?;
-        let account = names::arn_account(arn).unwrap_or(&self.config.account_id);
-        Some(self.resource_key(account, name))
+        let account = names::arn_account(arn)
+            .filter(|a| !a.is_empty())
+            .unwrap_or(&self.config.account_id);
+        let region = names::arn_region(arn)
+            .filter(|r| !r.is_empty())
+            .unwrap_or(&self.config.region);
+        Some(self.resource_key(account, region, name))
+    }
+
+    /// The store key of queue `name` that a queue URL names, with the `region` and
+    /// `account` the URL names (if any), for the request of `principal`.
+    ///
+    /// The region is the request's when it was signed for one ([`Principal::signed_region`]),
+    /// else the URL's, else the configured one; the account is the URL's, else the
+    /// caller's. An account no access key names has no queues (see [`Service::resource_key`]).
+    ///
+    /// Errors: `QueueDoesNotExist` when the URL names a region other than the one the
+    /// request was signed for: that queue is not in the region the request is served in.
+    pub fn queue_key_for(
+        &self,
+        principal: &Principal,
+        region: Option<&str>,
+        account: Option<&str>,
+        name: &str,
+    ) -> Result<String> {
+        let region = match region {
+            Some(r) if principal.signed_region && r != principal.region => {
+                return Err(Error::no_queue())
+            }
+            Some(r) => r,
+            None => &principal.region,
+        };
+        let account = account.unwrap_or(&principal.account_id);
+        Ok(self.resource_key(account, region, name))
+    }
+
+    /// Checks that `arn` (a topic's, a subscription's) is in the region the request of
+    /// `principal` was signed for, as SNS requires: a topic is reached through its own
+    /// region's endpoint only (LocalStack's AWS-validated `TestSNSMultiRegions` recordings:
+    /// every topic operation from another region is refused so). An unsigned request, or an
+    /// ARN without a region field, passes.
+    ///
+    /// Errors: `InvalidParameter` "Invalid parameter: {param}" (400).
+    pub fn check_arn_region(&self, principal: &Principal, arn: &str, param: &str) -> Result<()> {
+        match names::arn_region(arn) {
+            Some(r) if principal.signed_region && !r.is_empty() && r != principal.region => {
+                Err(Error::new(
+                    ErrorCode::InvalidParameter,
+                    format!("Invalid parameter: {param}"),
+                ))
+            }
+            _ => Ok(()),
+        }
     }
 
     /// The store key of a RedrivePolicy's dead-letter queue.
@@ -233,7 +330,7 @@ impl Service {
                 (self.topic_arn(key), owner.to_owned(), policy)
             }
             Target::Account { service, account } => (
-                format!("arn:aws:{service}:{}:{account}:", self.config.region),
+                format!("arn:aws:{service}:{}:{account}:", principal.region),
                 account.to_owned(),
                 None,
             ),
@@ -357,19 +454,5 @@ mod tests {
         assert_ne!(a, b);
         assert_eq!(a, unique_id("arn:aws:iam::111111111111:user/a"));
         assert!(unique_id("arn:aws:iam::1:role/r").starts_with("AROA"));
-    }
-
-    #[test]
-    fn keys_scope_names_by_account() {
-        assert_eq!(names::scoped_key("000000000000", "000000000000", "q"), "q");
-        assert_eq!(
-            names::scoped_key("000000000000", "111111111111", "q"),
-            "111111111111/q"
-        );
-        assert_eq!(
-            names::split_key("000000000000", "111111111111/q"),
-            ("111111111111", "q")
-        );
-        assert_eq!(names::split_key("000000000000", "q"), ("000000000000", "q"));
     }
 }

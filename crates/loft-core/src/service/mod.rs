@@ -97,9 +97,10 @@ pub struct ServiceConfig {
     /// The functions Loft invokes (`[[functions]]` of the config file); their hosts are
     /// the operator's, so the endpoint policy does not apply to them.
     pub functions: Vec<crate::functions::FunctionConfig>,
-    /// Whether access keys of accounts other than `account_id` exist: resources are then
-    /// kept per account and URLs and ARNs name theirs ([`access`]). Off by default: one
-    /// account, as Loft always was.
+    /// Whether access keys of accounts other than `account_id` exist: resources can then
+    /// be made in other accounts, and a topic delivers to another account's queue only as
+    /// its policy allows ([`access`]). Off by default: one account, whose URLs and ARNs
+    /// name it (one naming another account names nothing).
     pub multi_account: bool,
 }
 
@@ -213,10 +214,10 @@ impl Service {
     }
 
     /// `arn:aws:sqs:{region}:{account}:{name}` of the queue of store key `key` (its
-    /// account's, see [`access`]).
+    /// account's and region's, see [`access`]).
     pub fn queue_arn(&self, key: &str) -> String {
-        let (account, name) = self.split_key(key);
-        names::queue_arn(&self.config.region, account, name)
+        let (scope, name) = self.key_scope(key);
+        names::queue_arn(scope.region, scope.account, name)
     }
 
     /// The IAM principal requests act as: `arn:aws:iam::{account}:user/{DEFAULT_IDENTITY}`.
@@ -229,10 +230,11 @@ impl Service {
         )
     }
 
-    /// `arn:aws:sns:{region}:{account}:{name}` of the topic of store key `key`.
+    /// `arn:aws:sns:{region}:{account}:{name}` of the topic of store key `key` (its
+    /// account's and region's).
     pub fn topic_arn(&self, key: &str) -> String {
-        let (account, name) = self.split_key(key);
-        names::topic_arn(&self.config.region, account, name)
+        let (scope, name) = self.key_scope(key);
+        names::topic_arn(scope.region, scope.account, name)
     }
 
     /// Marks the service as stopping: every waiting long poll answers now with what it has

@@ -209,7 +209,13 @@ impl Service {
                 "Value {text} for parameter RedrivePolicy is invalid. Reason: {why}"
             ))
         };
-        let Some(dlq) = self.store.get_queue(&self.dlq_key(&policy)).await? else {
+        // A dead-letter queue is in its source's account and region (SQS Developer Guide,
+        // "Using dead-letter queues"): one elsewhere is not found, as AWS looks only there.
+        let dlq_key = self.dlq_key(&policy);
+        if self.key_scope(&dlq_key).0 != self.key_scope(source).0 {
+            return Err(bad("Dead letter target does not exist."));
+        }
+        let Some(dlq) = self.store.get_queue(&dlq_key).await? else {
             return Err(bad("Dead letter target does not exist."));
         };
         if QueueConfig::from_attributes(&dlq.attributes).fifo != fifo {
@@ -337,7 +343,7 @@ impl Service {
         self.store.list_queues().await
     }
 
-    /// ListQueues of the default account ([`Service::list_queues_of`]).
+    /// ListQueues of the default account and region ([`Service::list_queues_of`]).
     ///
     /// Errors: `InvalidParameterValue` for a bad `max_results` or token.
     pub async fn list_queues(
@@ -346,18 +352,23 @@ impl Service {
         max_results: Option<i64>,
         next_token: Option<&str>,
     ) -> Result<ListQueuesPage> {
-        let account = self.config.account_id.clone();
-        self.list_queues_of(&account, prefix, max_results, next_token)
+        let (account, region) = (self.config.account_id.clone(), self.config.region.clone());
+        let scope = names::Scope {
+            account: &account,
+            region: &region,
+        };
+        self.list_queues_of(scope, prefix, max_results, next_token)
             .await
     }
 
-    /// ListQueues: the queues of `account` whose name starts with `prefix`, `max_results`
-    /// (1..=1000) a page. Without `max_results`, at most 1000 and no token.
+    /// ListQueues: the queues of `scope` (an account in a region) whose name starts with
+    /// `prefix`, `max_results` (1..=1000) a page. Without `max_results`, at most 1000 and
+    /// no token.
     ///
     /// Errors: `InvalidParameterValue` for a bad `max_results` or token.
     pub async fn list_queues_of(
         &self,
-        account: &str,
+        scope: names::Scope<'_>,
         prefix: Option<&str>,
         max_results: Option<i64>,
         next_token: Option<&str>,
@@ -373,8 +384,8 @@ impl Service {
             .await?
             .into_iter()
             .filter(|q| {
-                let (owner, name) = self.split_key(&q.name);
-                owner == account && prefix.is_none_or(|p| name.starts_with(p))
+                let (owner, name) = self.key_scope(&q.name);
+                owner == scope && prefix.is_none_or(|p| name.starts_with(p))
             })
             .collect();
         page_queues(queues, max_results, next_token, 1000)

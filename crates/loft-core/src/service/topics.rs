@@ -387,18 +387,22 @@ impl Service {
         Ok(())
     }
 
-    /// ListTopics of the default account ([`Service::list_topics_of`]).
+    /// ListTopics of the default account and region ([`Service::list_topics_of`]).
     /// Errors: `InvalidParameter` for a bad token.
     pub async fn list_topics(&self, next_token: Option<&str>) -> Result<Page<TopicRecord>> {
-        let account = self.config.account_id.clone();
-        self.list_topics_of(&account, next_token).await
+        let (account, region) = (self.config.account_id.clone(), self.config.region.clone());
+        let scope = names::Scope {
+            account: &account,
+            region: &region,
+        };
+        self.list_topics_of(scope, next_token).await
     }
 
-    /// ListTopics: the topics of `account`, 100 a page. Errors: `InvalidParameter` for a
-    /// bad token.
+    /// ListTopics: the topics of `scope` (an account in a region), 100 a page. Errors:
+    /// `InvalidParameter` for a bad token.
     pub async fn list_topics_of(
         &self,
-        account: &str,
+        scope: names::Scope<'_>,
         next_token: Option<&str>,
     ) -> Result<Page<TopicRecord>> {
         let topics = self
@@ -406,7 +410,7 @@ impl Service {
             .list_topics()
             .await?
             .into_iter()
-            .filter(|t| self.split_key(&t.name).0 == account)
+            .filter(|t| self.key_scope(&t.name).0 == scope)
             .collect();
         page(topics, next_token, |t| t.name.clone())
     }
@@ -772,11 +776,11 @@ impl Service {
         page(subs, next_token, |s| format!("{:020}", s.seq))
     }
 
-    /// ListSubscriptions of `account`: the subscriptions of its topics, 100 a page.
-    /// Errors: `InvalidParameter` for a bad token.
+    /// ListSubscriptions of `scope` (an account in a region): the subscriptions of its
+    /// topics, 100 a page. Errors: `InvalidParameter` for a bad token.
     pub async fn list_subscriptions_of(
         &self,
-        account: &str,
+        scope: names::Scope<'_>,
         next_token: Option<&str>,
     ) -> Result<Page<SubscriptionRecord>> {
         let subs = self
@@ -784,7 +788,7 @@ impl Service {
             .list_subscriptions(None)
             .await?
             .into_iter()
-            .filter(|s| self.split_key(&s.topic_name).0 == account)
+            .filter(|s| self.key_scope(&s.topic_name).0 == scope)
             .collect();
         page(subs, next_token, |s| format!("{:020}", s.seq))
     }

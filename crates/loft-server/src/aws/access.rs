@@ -57,7 +57,7 @@ pub async fn sqs(svc: &Service, ctx: &Context, req: &SqsRequest) -> Result<()> {
                 &i.queue_name,
                 i.queue_owner_aws_account_id
                     .as_deref()
-                    .filter(|_| svc.multi_account()),
+                    .filter(|o| !o.is_empty()),
             ),
         ),
         R::ListMessageMoveTasks(i) => svc.key_of_arn(&i.source_arn, "sqs"),
@@ -68,16 +68,49 @@ pub async fn sqs(svc: &Service, ctx: &Context, req: &SqsRequest) -> Result<()> {
     match &key {
         Some(k) => {
             svc.authorize(&ctx.principal, &action, Target::Queue(k))
-                .await
+                .await?
         }
         None => {
             let target = Target::Account {
                 service: "sqs",
                 account: &ctx.principal.account_id,
             };
-            svc.authorize(&ctx.principal, &action, target).await
+            svc.authorize(&ctx.principal, &action, target).await?
         }
     }
+    if let (R::StartMessageMoveTask(i), Some(source)) = (req, &key) {
+        move_task(svc, ctx, source, i.destination_arn.as_deref()).await?;
+    }
+    Ok(())
+}
+
+/// The further permissions a message move task needs, as the SQS Developer Guide's "Amazon
+/// SQS API permissions: Actions and resource reference" lists them for the move task
+/// operations: `sqs:ReceiveMessage`, `sqs:DeleteMessage` and `sqs:GetQueueAttributes` on
+/// the source (dead-letter) queue, whose messages the task takes, and `sqs:SendMessage` on
+/// the destination queue when `DestinationArn` names one (without it, the messages go back
+/// to the queues they were moved from, which are not checked).
+///
+/// Errors: `AccessDenied` (403) naming the first action refused.
+async fn move_task(
+    svc: &Service,
+    ctx: &Context,
+    source: &str,
+    destination: Option<&str>,
+) -> Result<()> {
+    for action in [
+        "sqs:ReceiveMessage",
+        "sqs:DeleteMessage",
+        "sqs:GetQueueAttributes",
+    ] {
+        svc.authorize(&ctx.principal, action, Target::Queue(source))
+            .await?;
+    }
+    if let Some(key) = destination.and_then(|arn| svc.key_of_arn(arn, "sqs")) {
+        svc.authorize(&ctx.principal, "sqs:SendMessage", Target::Queue(&key))
+            .await?;
+    }
+    Ok(())
 }
 
 /// The topic ARN of a subscription ARN (`TOPIC_ARN:UUID`).
@@ -85,11 +118,45 @@ fn subscription_topic(arn: &str) -> &str {
     arn.rsplit_once(':').map_or(arn, |(topic, _)| topic)
 }
 
-/// Checks an SNS request against the caller's and the topic's policies.
+/// The ARN an SNS request acts on and the parameter that names it: the topic's, the
+/// subscription's (whose topic is the resource), the tagged resource's; `None` for the
+/// operations on no one topic.
+fn sns_target(req: &SnsRequest) -> Option<(&str, &'static str)> {
+    use SnsRequest as R;
+    Some(match req {
+        R::AddPermission(i) => (&i.topic_arn, "TopicArn"),
+        R::ConfirmSubscription(i) => (&i.topic_arn, "TopicArn"),
+        R::DeleteTopic(i) => (&i.topic_arn, "TopicArn"),
+        R::GetDataProtectionPolicy(i) => (&i.resource_arn, "ResourceArn"),
+        R::GetSubscriptionAttributes(i) => (&i.subscription_arn, "SubscriptionArn"),
+        R::GetTopicAttributes(i) => (&i.topic_arn, "TopicArn"),
+        R::ListSubscriptionsByTopic(i) => (&i.topic_arn, "TopicArn"),
+        R::ListTagsForResource(i) => (&i.resource_arn, "ResourceArn"),
+        R::Publish(i) => (i.topic_arn.as_deref()?, "TopicArn"),
+        R::PublishBatch(i) => (&i.topic_arn, "TopicArn"),
+        R::PutDataProtectionPolicy(i) => (&i.resource_arn, "ResourceArn"),
+        R::RemovePermission(i) => (&i.topic_arn, "TopicArn"),
+        R::SetSubscriptionAttributes(i) => (&i.subscription_arn, "SubscriptionArn"),
+        R::SetTopicAttributes(i) => (&i.topic_arn, "TopicArn"),
+        R::Subscribe(i) => (&i.topic_arn, "TopicArn"),
+        R::TagResource(i) => (&i.resource_arn, "ResourceArn"),
+        R::Unsubscribe(i) => (&i.subscription_arn, "SubscriptionArn"),
+        R::UntagResource(i) => (&i.resource_arn, "ResourceArn"),
+        _ => return None,
+    })
+}
+
+/// Checks an SNS request: the topic it names is in the request's region
+/// ([`Service::check_arn_region`]), and the caller's and the topic's policies allow it.
 ///
-/// Errors: `AuthorizationError` (403); an ARN that names no topic is left to the operation.
+/// Errors: `InvalidParameter` (a topic of another region), `AuthorizationError` (403); an
+/// ARN that names no topic is left to the operation.
 pub async fn sns(svc: &Service, ctx: &Context, req: &SnsRequest) -> Result<()> {
     use SnsRequest as R;
+    let target = sns_target(req);
+    if let Some((arn, param)) = target {
+        svc.check_arn_region(&ctx.principal, arn, param)?;
+    }
     if !ctx.principal.enforced {
         return Ok(());
     }
@@ -97,28 +164,16 @@ pub async fn sns(svc: &Service, ctx: &Context, req: &SnsRequest) -> Result<()> {
         "PublishBatch" => "Publish",
         other => other,
     };
-    let topic = |arn: &str| svc.key_of_arn(arn, "sns");
-    let key = match req {
-        R::AddPermission(i) => topic(&i.topic_arn),
-        R::ConfirmSubscription(i) => topic(&i.topic_arn),
-        R::CreateTopic(i) => Some(svc.resource_key(&ctx.principal.account_id, &i.name)),
-        R::DeleteTopic(i) => topic(&i.topic_arn),
-        R::GetDataProtectionPolicy(i) => topic(&i.resource_arn),
-        R::GetSubscriptionAttributes(i) => topic(subscription_topic(&i.subscription_arn)),
-        R::GetTopicAttributes(i) => topic(&i.topic_arn),
-        R::ListSubscriptionsByTopic(i) => topic(&i.topic_arn),
-        R::ListTagsForResource(i) => topic(&i.resource_arn),
-        R::Publish(i) => i.topic_arn.as_deref().and_then(topic),
-        R::PublishBatch(i) => topic(&i.topic_arn),
-        R::PutDataProtectionPolicy(i) => topic(&i.resource_arn),
-        R::RemovePermission(i) => topic(&i.topic_arn),
-        R::SetSubscriptionAttributes(i) => topic(subscription_topic(&i.subscription_arn)),
-        R::SetTopicAttributes(i) => topic(&i.topic_arn),
-        R::Subscribe(i) => topic(&i.topic_arn),
-        R::TagResource(i) => topic(&i.resource_arn),
-        R::Unsubscribe(i) => topic(subscription_topic(&i.subscription_arn)),
-        R::UntagResource(i) => topic(&i.resource_arn),
-        _ => None,
+    let key = match (req, target) {
+        (R::CreateTopic(i), _) => {
+            let p = &ctx.principal;
+            Some(svc.resource_key(&p.account_id, &p.region, &i.name))
+        }
+        (R::GetSubscriptionAttributes(_), Some((arn, _)))
+        | (R::SetSubscriptionAttributes(_), Some((arn, _)))
+        | (R::Unsubscribe(_), Some((arn, _))) => svc.key_of_arn(subscription_topic(arn), "sns"),
+        (_, Some((arn, _))) => svc.key_of_arn(arn, "sns"),
+        (_, None) => None,
     };
     let action = format!("sns:{action}");
     match &key {

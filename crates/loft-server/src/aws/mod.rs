@@ -75,28 +75,41 @@ pub fn base_url(scheme: Scheme, headers: &HeaderMap, uri: &axum::http::Uri) -> S
     format!("{scheme}://{host}")
 }
 
-/// The signing service named by a SigV4 credential scope
-/// (`AKID/20240101/us-east-1/sqs/aws4_request`).
-fn scope_service(credential: &str) -> Option<&str> {
-    let mut parts = credential.split('/');
-    let _ = (parts.next()?, parts.next()?, parts.next()?);
-    parts.next()
+/// Field `index` of a SigV4 credential (`AKID/20240101/us-east-1/sqs/aws4_request`):
+/// 2 is the scope's region, 3 its service.
+fn credential_field(credential: &str, index: usize) -> Option<&str> {
+    credential.split('/').nth(index)
 }
 
-fn signing_service<'a>(headers: &'a HeaderMap, pairs: &'a [(String, String)]) -> Option<&'a str> {
+/// The credential of a SigV4-signed request: the Authorization header's `Credential=`, or
+/// a presigned URL's `X-Amz-Credential`.
+fn credential<'a>(headers: &'a HeaderMap, pairs: &'a [(String, String)]) -> Option<&'a str> {
     if let Some(auth) = headers
         .get(header::AUTHORIZATION)
         .and_then(|h| h.to_str().ok())
     {
         if let Some(pos) = auth.find("Credential=") {
-            let cred = auth[pos + 11..].split([',', ' ']).next().unwrap_or("");
-            return scope_service(cred);
+            return auth[pos + 11..].split([',', ' ']).next();
         }
     }
     pairs
         .iter()
         .find(|(k, _)| k == "X-Amz-Credential")
-        .and_then(|(_, v)| scope_service(v))
+        .map(|(_, v)| v.as_str())
+}
+
+fn signing_service<'a>(headers: &'a HeaderMap, pairs: &'a [(String, String)]) -> Option<&'a str> {
+    credential(headers, pairs).and_then(|c| credential_field(c, 3))
+}
+
+/// The region of the request's SigV4 credential scope, unverified: what an open Loft (no
+/// credentials configured, so no signature checked) takes as the request's region, as a
+/// verified Loft takes [`crate::sigv4::Verified::region`].
+fn scope_region(headers: &HeaderMap, uri: &axum::http::Uri) -> Option<String> {
+    let pairs = query::form_pairs(uri.query(), &[]);
+    credential(headers, &pairs)
+        .and_then(|c| credential_field(c, 2))
+        .map(str::to_owned)
 }
 
 /// Decides whether a Query request is for SQS or SNS (see the module doc).
@@ -111,8 +124,7 @@ pub fn route_query(
         Some("sns") => return AwsService::Sns,
         _ => {}
     }
-    let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
-    if segments.len() == 2 {
+    if sqs_query::is_queue_path(path) {
         return AwsService::Sqs;
     }
     let param = |name: &str| {
@@ -264,14 +276,21 @@ async fn handle(
     };
     let now = svc.now_ms().div_euclid(1000);
     // The caller: who signed the request (the open principal when Loft is open).
+    // Its region: the credential scope's (see `Principal::sign_region`).
     let authenticate = || {
         auth.check(&method, &uri, &headers, &body, now).map(|v| {
             let mut ctx = ctx.clone();
-            if let Some(v) = v {
-                let mut p = auth.principal(svc.config(), Some(&v.access_key));
-                p.secure_transport = ctx.principal.secure_transport;
-                p.source_ip = ctx.principal.source_ip.take();
-                ctx.principal = p;
+            match v {
+                Some(v) => {
+                    let mut p = auth.principal(svc.config(), Some(&v.access_key));
+                    p.secure_transport = ctx.principal.secure_transport;
+                    p.source_ip = ctx.principal.source_ip.take();
+                    p.sign_region(Some(&v.region));
+                    ctx.principal = p;
+                }
+                None => ctx
+                    .principal
+                    .sign_region(scope_region(&headers, &uri).as_deref()),
             }
             ctx
         })

@@ -32,19 +32,30 @@ pub const NAMESPACE: &str = "http://queue.amazonaws.com/doc/2012-11-05/";
 /// `test_get_queue_url_work_for_different_queue`).
 pub const ACCOUNT_ACTIONS: &[&str] = &["CreateQueue", "ListQueues"];
 
-/// Whether `path` is a queue URL's (`/{account}/{queue}`).
+/// Whether `path` is a queue URL's: `/{account}/{queue}`, or
+/// `/queue/{region}/{account}/{queue}` (a queue of a region other than the configured one).
 pub fn is_queue_path(path: &str) -> bool {
-    path.split('/').filter(|s| !s.is_empty()).count() == 2
+    let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    match segments.as_slice() {
+        [_, _] => true,
+        ["queue", region, account, _] => {
+            loft_core::names::is_region(region) && loft_core::names::is_account_id(account)
+        }
+        _ => false,
+    }
 }
 
-/// Whether `path` is a queue URL's with an account id for its first part
-/// (`/000000000000/orders`): what a request without any action must be sent to for SQS to
-/// answer it (`/queue/q` is the seeds' API's unknown route).
+/// Whether `path` is a queue URL's with an account id for its account part
+/// (`/000000000000/orders`, `/queue/eu-west-1/000000000000/orders`): what a request without
+/// any action must be sent to for SQS to answer it (`/queue/q` is the seeds' API's unknown
+/// route).
 pub fn is_account_queue_path(path: &str) -> bool {
     is_queue_path(path)
         && path
             .split('/')
-            .find(|s| !s.is_empty())
+            .rev()
+            .filter(|s| !s.is_empty())
+            .nth(1)
             .is_some_and(|a| a.bytes().all(|b| b.is_ascii_digit()))
 }
 
@@ -266,6 +277,21 @@ mod tests {
         };
         assert_eq!(i.attribute_names.unwrap(), ["All"]);
         assert_eq!(i.message_attribute_names, None);
+    }
+
+    #[test]
+    fn a_regional_queue_url_path_is_a_queue_path() {
+        assert!(is_queue_path("/queue/eu-west-1/000000000000/q"));
+        assert!(is_account_queue_path("/queue/eu-west-1/000000000000/q"));
+        assert!(!is_queue_path("/queue/local/000000000000/q"));
+        assert!(!is_queue_path("/queue/eu-west-1/orders/q"));
+        assert!(!is_queue_path("/a/b/c"));
+        let path = "/queue/eu-west-1/000000000000/q";
+        let req = decode("PurgeQueue", &[], path, "http://h:1").unwrap();
+        assert!(
+            matches!(req, SqsRequest::PurgeQueue(ref i) if i.queue_url == format!("http://h:1{path}")),
+            "{req:?}"
+        );
     }
 
     #[test]

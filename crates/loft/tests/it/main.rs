@@ -14,6 +14,7 @@ mod functions;
 mod multinode;
 mod native_queues;
 mod native_topics;
+mod regions;
 mod restart;
 mod seed_scenarios;
 mod storage_faults;

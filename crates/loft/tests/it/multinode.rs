@@ -1165,3 +1165,19 @@ async fn a_fair_queue_is_fair_through_every_node() {
         .collect();
     assert!(bodies.contains(&"quiet"), "{bodies:?}");
 }
+
+/// Two nodes see the same regional queues and topics: one name made in two regions through
+/// node 0 is two queues and two topics through node 1, each region listing and resolving
+/// its own, with their messages.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_nodes_see_the_same_regional_queues_and_topics() {
+    let Some(cluster) =
+        Cluster::start(2, "two_nodes_see_the_same_regional_queues_and_topics").await
+    else {
+        return;
+    };
+    let bases = cluster.bases();
+    let made = crate::regions::before(&bases[0]).await;
+    let made = made.rebased(&bases[0], &bases[1]);
+    crate::regions::after(&bases[1], made).await;
+}

@@ -130,7 +130,8 @@ pub async fn call(
             if let Some(p) = i.data_protection_policy {
                 attrs.insert("DataProtectionPolicy".into(), p);
             }
-            let key = svc.resource_key(&ctx.principal.account_id, &i.name);
+            let p = &ctx.principal;
+            let key = svc.resource_key(&p.account_id, &p.region, &i.name);
             let t = svc.create_topic(&key, attrs, tags_in(i.tags)).await?;
             S::CreateTopic(CreateTopicResponse {
                 topic_arn: Some(svc.topic_arn(&t.name)),
@@ -224,7 +225,7 @@ pub async fn call(
         }
         R::ListSubscriptions(i) => {
             let page = svc
-                .list_subscriptions_of(&ctx.principal.account_id, i.next_token.as_deref())
+                .list_subscriptions_of(ctx.principal.scope(), i.next_token.as_deref())
                 .await?;
             let items = page
                 .items
@@ -256,7 +257,7 @@ pub async fn call(
         }
         R::ListTopics(i) => {
             let page = svc
-                .list_topics_of(&ctx.principal.account_id, i.next_token.as_deref())
+                .list_topics_of(ctx.principal.scope(), i.next_token.as_deref())
                 .await?;
             S::ListTopics(ListTopicsResponse {
                 topics: page

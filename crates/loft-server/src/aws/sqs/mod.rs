@@ -39,64 +39,110 @@ pub struct Context {
 }
 
 impl Context {
-    /// The URL of the queue of store key `key`: `BASE/ACCOUNT/NAME`, its account's, the
-    /// name percent-encoded (only names made through the seeds' API have characters to
+    /// The URL of the queue of store key `key`: `BASE/ACCOUNT/NAME` in the configured
+    /// region, `BASE/queue/REGION/ACCOUNT/NAME` in any other (the path form LocalStack
+    /// also uses, which works whatever host the client reached Loft at). The name is
+    /// percent-encoded (only names made through the seeds' API have characters to
     /// encode: `?`, `#`, `%`, spaces, non-ASCII), so every name comes back through
     /// [`queue_name`] as itself.
     fn queue_url(&self, svc: &Service, key: &str) -> String {
-        let (account, name) = svc.split_key(key);
+        let (scope, name) = svc.key_scope(key);
         let name = percent_encoding::utf8_percent_encode(name, PATH_SEGMENT);
-        format!("{}/{}/{}", self.base_url, account, name)
+        if scope.region == svc.config().region {
+            format!("{}/{}/{}", self.base_url, scope.account, name)
+        } else {
+            let (region, account) = (scope.region, scope.account);
+            format!("{}/queue/{region}/{account}/{name}", self.base_url)
+        }
     }
 
-    /// The store key of the queue `url` names: its account (the segment before the name
-    /// when it is 12 digits, else the caller's) and name.
+    /// The store key of the queue `url` names ([`QueueUrlParts`]), in the request's
+    /// account and region unless the URL names others ([`Service::queue_key_for`]).
     ///
-    /// Errors: `QueueDoesNotExist` when it names no queue.
+    /// Errors: `QueueDoesNotExist` when it names no queue, or a region other than the one
+    /// the request was signed for.
     pub fn queue_key(&self, svc: &Service, url: &str) -> Result<String> {
-        let name = queue_name(url)?;
-        if !svc.multi_account() {
-            return Ok(name);
-        }
-        let trimmed = url.split(['?', '#']).next().unwrap_or("");
-        let mut segments = trimmed.trim_end_matches('/').rsplit('/');
-        let _ = segments.next();
-        let account = segments
-            .next()
-            .filter(|a| loft_core::names::is_account_id(a))
-            .unwrap_or(&self.principal.account_id);
-        Ok(svc.resource_key(account, &name))
+        let parts = QueueUrlParts::parse(url)?;
+        let name = decoded(parts.name);
+        svc.queue_key_for(&self.principal, parts.region, parts.account, &name)
     }
 
     /// The store key of queue `name` in `owner` (QueueOwnerAWSAccountId) or the caller's
-    /// account.
+    /// account, in the request's region.
     pub fn named_queue_key(&self, svc: &Service, name: &str, owner: Option<&str>) -> String {
-        svc.resource_key(owner.unwrap_or(&self.principal.account_id), name)
+        let account = owner.unwrap_or(&self.principal.account_id);
+        svc.resource_key(account, &self.principal.region, name)
     }
 }
 
-/// The queue name a QueueUrl names: its last path segment. URLs of real AWS and of other
-/// emulators are accepted (`https://sqs.us-east-1.amazonaws.com/000000000000/q`,
-/// `http://localhost:4566/000000000000/q`).
+/// What a QueueUrl says: the queue's name (its last path segment) and, when the URL names
+/// them, its account (the 12-digit segment before the name) and region (a host
+/// `sqs.REGION.…` or `REGION.queue.…` as AWS's and LocalStack's are, or a path
+/// `/queue/REGION/ACCOUNT/NAME`). URLs of real AWS and of other emulators are accepted
+/// (`https://sqs.us-east-1.amazonaws.com/000000000000/q`, `http://localhost:4566/000000000000/q`,
+/// `http://sqs.eu-west-1.localhost.localstack.cloud:4566/000000000000/q`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QueueUrlParts<'a> {
+    /// The region the URL names, if any.
+    pub region: Option<&'a str>,
+    /// The account the URL names, if any.
+    pub account: Option<&'a str>,
+    /// The queue name.
+    pub name: &'a str,
+}
+
+impl<'a> QueueUrlParts<'a> {
+    /// Reads `url`. Errors: `QueueDoesNotExist` when it names no queue.
+    pub fn parse(url: &'a str) -> Result<QueueUrlParts<'a>> {
+        use loft_core::names::{is_account_id, is_region};
+        let trimmed = url.split(['?', '#']).next().unwrap_or("");
+        let (host, path) = match trimmed.split_once("://") {
+            Some((_, rest)) => rest.split_once('/').unwrap_or((rest, "")),
+            None => ("", trimmed),
+        };
+        let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+        let name = *segments.last().ok_or_else(Error::no_queue)?;
+        if name.contains(':') && name.starts_with("http") {
+            return Err(Error::no_queue());
+        }
+        let n = segments.len();
+        let account = (n >= 2)
+            .then(|| segments[n - 2])
+            .filter(|a| is_account_id(a));
+        let path_region = (account.is_some() && n >= 4 && segments[n - 4] == "queue")
+            .then(|| segments[n - 3])
+            .filter(|r| is_region(r));
+        let host = host.rsplit('@').next().unwrap_or(host);
+        let mut labels = host.split('.');
+        let host_region = match (labels.next(), labels.next()) {
+            (Some("sqs"), Some(r)) if is_region(r) => Some(r),
+            (Some(r), Some("queue")) if is_region(r) => Some(r),
+            _ => None,
+        };
+        Ok(QueueUrlParts {
+            region: path_region.or(host_region),
+            account,
+            name,
+        })
+    }
+}
+
+/// The queue name a QueueUrl names: its last path segment ([`QueueUrlParts`]).
 ///
 /// Errors: `QueueDoesNotExist` when it names no queue.
 ///
 /// The segment is percent-decoded, as [`Context::queue_url`] encodes it; one that does
 /// not decode to UTF-8 is taken as written.
 pub fn queue_name(url: &str) -> Result<String> {
-    let trimmed = url.split(['?', '#']).next().unwrap_or("");
-    let name = trimmed
-        .trim_end_matches('/')
-        .rsplit('/')
-        .next()
-        .unwrap_or("");
-    if name.is_empty() || name.contains(':') && name.starts_with("http") {
-        return Err(Error::no_queue());
-    }
-    let name = percent_encoding::percent_decode_str(name)
+    QueueUrlParts::parse(url).map(|p| decoded(p.name).into_owned())
+}
+
+/// A queue URL's name segment percent-decoded ([`Context::queue_url`] encodes it); one
+/// that does not decode to UTF-8 is taken as written.
+fn decoded(segment: &str) -> std::borrow::Cow<'_, str> {
+    percent_encoding::percent_decode_str(segment)
         .decode_utf8()
-        .map_or_else(|_| name.to_owned(), |n| n.into_owned());
-    Ok(name)
+        .unwrap_or(std::borrow::Cow::Borrowed(segment))
 }
 
 /// The bytes a queue name's URL path segment keeps as they are: RFC 3986's unreserved
@@ -348,7 +394,7 @@ pub async fn call(svc: &Arc<Service>, ctx: &Context, req: SqsRequest) -> Result<
                 &i.queue_name,
                 i.queue_owner_aws_account_id
                     .as_deref()
-                    .filter(|_| svc.multi_account()),
+                    .filter(|o| !o.is_empty()),
             );
             let q = svc.queue(&key).await?;
             S::GetQueueUrl(GetQueueUrlResult {
@@ -401,7 +447,7 @@ pub async fn call(svc: &Arc<Service>, ctx: &Context, req: SqsRequest) -> Result<
         R::ListQueues(i) => {
             let page = svc
                 .list_queues_of(
-                    &ctx.principal.account_id,
+                    ctx.principal.scope(),
                     i.queue_name_prefix.as_deref(),
                     i.max_results,
                     i.next_token.as_deref(),
@@ -537,4 +583,48 @@ pub async fn call(svc: &Arc<Service>, ctx: &Context, req: SqsRequest) -> Result<
             S::UntagQueue(NoOutput)
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::QueueUrlParts;
+
+    fn parts(url: &str) -> (Option<&str>, Option<&str>, &str) {
+        let p = QueueUrlParts::parse(url).expect(url);
+        (p.region, p.account, p.name)
+    }
+
+    #[test]
+    fn queue_urls_name_their_region_and_account() {
+        let a = Some("000000000000");
+        for (url, expected) in [
+            ("http://127.0.0.1:9324/000000000000/q", (None, a, "q")),
+            ("http://127.0.0.1:9324/q", (None, None, "q")),
+            (
+                "http://h/queue/eu-west-1/000000000000/q",
+                (Some("eu-west-1"), a, "q"),
+            ),
+            (
+                "https://sqs.eu-west-1.amazonaws.com/000000000000/q",
+                (Some("eu-west-1"), a, "q"),
+            ),
+            (
+                "https://eu-west-1.queue.amazonaws.com/000000000000/q",
+                (Some("eu-west-1"), a, "q"),
+            ),
+            (
+                "http://sqs.ap-south-1.localhost.localstack.cloud:4566/000000000000/q.fifo",
+                (Some("ap-south-1"), a, "q.fifo"),
+            ),
+            ("http://localhost:4566/000000000000/q?x=1", (None, a, "q")),
+            // Not a region: the segment and the host say nothing.
+            ("http://h/queue/local/000000000000/q", (None, a, "q")),
+            ("http://sqs.localhost:9324/000000000000/q", (None, a, "q")),
+            ("http://h/orders/q", (None, None, "q")),
+        ] {
+            assert_eq!(parts(url), expected, "{url}");
+        }
+        assert!(QueueUrlParts::parse("http://h/").is_err());
+        assert!(QueueUrlParts::parse("").is_err());
+    }
 }

@@ -383,10 +383,15 @@ fn log_path(dir: &Path) -> PathBuf {
 /// An aws-sdk-sqs client (JSON protocol) for Loft at `base`: dummy credentials, plain
 /// HTTP, no retries (each error is seen as Loft sent it).
 pub fn sqs_client(base: &str) -> aws_sdk_sqs::Client {
+    sqs_client_in(base, "us-east-1")
+}
+
+/// [`sqs_client`] signing for `region`.
+pub fn sqs_client_in(base: &str, region: &str) -> aws_sdk_sqs::Client {
     use aws_sdk_sqs::config::{BehaviorVersion, Credentials, Region};
     let config = aws_sdk_sqs::Config::builder()
         .behavior_version(BehaviorVersion::latest())
-        .region(Region::new("us-east-1"))
+        .region(Region::new(region.to_owned()))
         .credentials_provider(Credentials::new("x", "x", None, None, "loft-tests"))
         .endpoint_url(base)
         .http_client(aws_smithy_http_client::Builder::new().build_http())
@@ -397,10 +402,15 @@ pub fn sqs_client(base: &str) -> aws_sdk_sqs::Client {
 
 /// An aws-sdk-sns client (Query protocol) for Loft at `base`, configured likewise.
 pub fn sns_client(base: &str) -> aws_sdk_sns::Client {
+    sns_client_in(base, "us-east-1")
+}
+
+/// [`sns_client`] signing for `region`.
+pub fn sns_client_in(base: &str, region: &str) -> aws_sdk_sns::Client {
     use aws_sdk_sns::config::{BehaviorVersion, Credentials, Region};
     let config = aws_sdk_sns::Config::builder()
         .behavior_version(BehaviorVersion::latest())
-        .region(Region::new("us-east-1"))
+        .region(Region::new(region.to_owned()))
         .credentials_provider(Credentials::new("x", "x", None, None, "loft-tests"))
         .endpoint_url(base)
         .http_client(aws_smithy_http_client::Builder::new().build_http())
