@@ -35,6 +35,7 @@ mod protection;
 mod publish;
 mod queues;
 pub mod receipt;
+pub mod replay;
 mod topics;
 
 use std::collections::HashMap;
@@ -71,6 +72,7 @@ pub use publish::{
     SIGNING_CERT_DIR, UNSIGNED_CERT_FILE,
 };
 pub use queues::{ListQueuesPage, SeedQueue};
+pub use replay::{REPLAY_BATCH, REPLAY_LEASE_MS, REPLAY_POLL};
 pub use topics::{Page, SubscribeResult, PAGE_SIZE, PROTOCOLS, SEED_PAYLOAD_ATTRIBUTE};
 
 /// The IAM user name every caller acts as ([`Service::principal_arn`]).
