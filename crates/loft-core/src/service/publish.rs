@@ -216,7 +216,7 @@ pub(crate) struct SqsCopy {
     /// The stored system attributes (AWSTraceHeader), encoded.
     system_attributes: Option<String>,
     /// Whether this copy goes to the subscription's dead-letter queue (its queue is gone).
-    dead_lettered: bool,
+    pub(crate) dead_lettered: bool,
     /// The subscription (ARN suffix) it is for.
     subscription: String,
     /// A replayed copy: the envelope says `"Replayed": true`, a raw copy carries the

@@ -31,6 +31,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use super::activity::DeliveryOutcome;
 use super::publish::{Outgoing, SignedFields, SqsStep};
 use super::topics::invalid;
 use super::{sequence_number, Service};
@@ -210,8 +211,21 @@ impl Service {
                 if self.is_shutting_down() {
                     return Ok(n);
                 }
-                let (step, full) = self.replay_step(&r).await?;
-                match self.store.advance_replay(step).await? {
+                let (step, full, stored) = self.replay_step(&r).await?;
+                let next = self.store.advance_replay(step).await?;
+                if next.is_some() {
+                    // Counted as a live publish counts its copies.
+                    for (queue, dead_lettered) in stored {
+                        self.activity.sent(&queue, 1);
+                        let outcome = if dead_lettered {
+                            DeliveryOutcome::DeadLettered
+                        } else {
+                            DeliveryOutcome::Delivered
+                        };
+                        self.activity.delivery("sqs", outcome, 1);
+                    }
+                }
+                match next {
                     Some(next) if next.status.is_active() && full => r = next,
                     // Done, failed, waiting for more, replaced, or no longer this node's.
                     _ => break,
@@ -221,8 +235,12 @@ impl Service {
         Ok(n)
     }
 
-    /// The next batch of replay `r`, and whether it was full (more may follow at once).
-    async fn replay_step(&self, r: &ReplayRecord) -> Result<(ReplayStep, bool)> {
+    /// The next batch of replay `r`, whether it was full (more may follow at once), and
+    /// each of its copies' queue name and whether it goes to the dead-letter queue.
+    async fn replay_step(
+        &self,
+        r: &ReplayRecord,
+    ) -> Result<(ReplayStep, bool, Vec<(String, bool)>)> {
         let now = self.now_ms();
         let mut step = ReplayStep {
             subscription: r.subscription.clone(),
@@ -235,7 +253,7 @@ impl Service {
         };
         let fail = |mut step: ReplayStep, why: &str| {
             step.finish = ReplayFinish::Failed(why.to_owned());
-            Ok((step, false))
+            Ok((step, false, Vec::new()))
         };
         let Some(sub) = self.store.get_subscription(&r.subscription).await? else {
             return fail(step, "The subscription no longer exists.");
@@ -272,9 +290,10 @@ impl Service {
         let signing_cert_url = self.signing_cert_url();
         let topic_arn = self.topic_arn(&topic.name);
         let mut woken = Vec::new();
+        let mut stored = Vec::new();
         for m in &archived {
             step.cursor = m.sequence;
-            let Some(copy) = self.replayed_copy(
+            let Some((copy, queue)) = self.replayed_copy(
                 &topic,
                 &sub,
                 policy.as_ref(),
@@ -288,6 +307,7 @@ impl Service {
                 continue;
             };
             let sequence = sequence_number(m.sequence);
+            stored.push((queue, copy.dead_lettered));
             let (queue_id, message) = copy.render(&url, Some(&sequence));
             woken.push(queue_id);
             step.messages.push((queue_id, message));
@@ -304,12 +324,12 @@ impl Service {
         for q in woken {
             self.wake(q);
         }
-        Ok((step, full))
+        Ok((step, full, stored))
     }
 
     /// The copy subscription `sub` gets of archived message `m` in replay `r`, through the
-    /// live publish's delivery step; `None` when it gets none (filtered out, or no queue
-    /// can take it).
+    /// live publish's delivery step, with its queue's name; `None` when it gets none
+    /// (filtered out, or no queue can take it).
     #[allow(clippy::too_many_arguments)]
     fn replayed_copy(
         &self,
@@ -322,7 +342,7 @@ impl Service {
         r: &ReplayRecord,
         m: &ArchivedMessage,
         now: i64,
-    ) -> Option<super::publish::SqsCopy> {
+    ) -> Option<(super::publish::SqsCopy, String)> {
         let published: Value = serde_json::from_str(&m.published).ok()?;
         let field = |name: &str| published.get(name).and_then(Value::as_str);
         let message = field("Message").unwrap_or_default();
@@ -394,7 +414,7 @@ impl Service {
             signing_cert_url,
             &mut sign,
         ) {
-            SqsStep::Copy(copy, _) => Some(*copy),
+            SqsStep::Copy(copy, queue) => Some((*copy, queue)),
             SqsStep::Skipped | SqsStep::Dropped => None,
         }
     }

@@ -169,6 +169,24 @@ async fn replay_redelivers_the_archive_as_the_live_subscriber_got_it() {
         assert_eq!(got[0]["Message"], "g0-after");
         assert!(got[0].get("Replayed").is_none(), "{}", got[0]);
     }
+
+    // /metrics counts the replayed copies with the live ones.
+    let metrics = reqwest::get(format!("{}/metrics", server.url))
+        .await
+        .expect("GET /metrics")
+        .text()
+        .await
+        .expect("metrics text");
+    let delivered = metrics
+        .lines()
+        .find(|l| {
+            l.starts_with("loft_deliveries_total{")
+                && l.contains(r#"protocol="sqs""#)
+                && l.contains(r#"outcome="delivered""#)
+        })
+        .and_then(|l| l.rsplit(' ').next())
+        .unwrap_or_else(|| panic!("no sqs delivered counter:\n{metrics}"));
+    assert_eq!(delivered, (2 * kept + 2).to_string());
 }
 
 #[tokio::test]
