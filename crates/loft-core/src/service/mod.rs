@@ -168,6 +168,10 @@ pub struct Service {
     audit_counts: protection::AuditCounts,
     /// Cache: resource policies parsed, by their text (rebuilt from the store's text).
     policy_cache: access::PolicyCache,
+    /// Process bookkeeping: HTTP/S notifications this process started per subscription
+    /// in the current second (`throttlePolicy.maxReceivesPerSecond`, see
+    /// `deliveries`); per node by design, like the limits' counters.
+    throttle: deliveries::Throttle,
 }
 
 impl Service {
@@ -197,6 +201,7 @@ impl Service {
             counters: limits::Counters::default(),
             audit_counts: protection::AuditCounts::default(),
             policy_cache: access::PolicyCache::default(),
+            throttle: deliveries::Throttle::default(),
         });
         if let Some(rx) = wakeups {
             follow_wakeups(&service, rx);
