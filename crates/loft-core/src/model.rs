@@ -328,6 +328,11 @@ pub struct FifoPublishEntry {
     pub dedup: DedupKey,
     /// With the topic's ArchivePolicy: keep the entry in the topic's archive.
     pub archive: Option<ArchiveEntry>,
+    /// The subscription (its ARN suffix) of each queue message the fan-out builds for
+    /// this entry, in the fan-out's order: a copy whose subscription has a replay holding
+    /// live messages ([`ReplayRecord::hold_live`]) is not stored (its replay delivers it
+    /// from the archive). Empty: every copy is stored.
+    pub subscriptions: Vec<String>,
 }
 
 /// What a FIFO topic's archive keeps of one published message (SNS Developer Guide,
@@ -355,6 +360,119 @@ pub struct ArchivedMessage {
     pub expires_at_ms: i64,
     /// [`ArchiveEntry::published`].
     pub published: String,
+}
+
+/// The state of a subscription's message replay (SNS API Reference, Subscribe,
+/// `ReplayStatus`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReplayStatus {
+    /// The default state while the replay starts: no batch delivered yet.
+    Pending,
+    /// Delivering the archived messages of its window.
+    Replaying,
+    /// Every message of the window was delivered.
+    Completed,
+    /// The replay could not finish (its `failure` says why).
+    Failed,
+}
+
+impl ReplayStatus {
+    /// The name GetSubscriptionAttributes reports: `Pending`, `Replaying`, `Completed`,
+    /// `Failed`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReplayStatus::Pending => "Pending",
+            ReplayStatus::Replaying => "Replaying",
+            ReplayStatus::Completed => "Completed",
+            ReplayStatus::Failed => "Failed",
+        }
+    }
+
+    /// The status named `s` ([`ReplayStatus::as_str`]); anything else is `Failed`.
+    pub fn parse(s: &str) -> ReplayStatus {
+        match s {
+            "Pending" => ReplayStatus::Pending,
+            "Replaying" => ReplayStatus::Replaying,
+            "Completed" => ReplayStatus::Completed,
+            _ => ReplayStatus::Failed,
+        }
+    }
+
+    /// Pending or Replaying: a node still has work to do.
+    pub fn is_active(self) -> bool {
+        matches!(self, ReplayStatus::Pending | ReplayStatus::Replaying)
+    }
+}
+
+/// A subscription's message replay as stored (SNS Developer Guide, "Amazon SNS message
+/// replay for FIFO topic subscribers"): one per subscription, replaced by a new
+/// ReplayPolicy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplayRecord {
+    /// The subscription (its ARN suffix).
+    pub subscription: String,
+    /// Its topic's store id.
+    pub topic_id: i64,
+    /// Names this replay: a new ReplayPolicy gives a new id, and steps of the old one no
+    /// longer count.
+    pub replay_id: String,
+    /// StartingPoint (ms): archived messages published at or after it are replayed.
+    pub starting_at_ms: i64,
+    /// EndingPoint (ms), if any: messages published after it are not replayed, and once
+    /// the replay completes the subscription stays paused (no live messages).
+    pub ending_at_ms: Option<i64>,
+    /// The topic sequence number of the last archived message the replay has passed
+    /// (delivered or filtered out); 0 before the first.
+    pub cursor: i64,
+    /// Where it stands.
+    pub status: ReplayStatus,
+    /// Whether the live fan-out of the topic leaves this subscription out (the replay
+    /// delivers those messages from the archive, or the subscription is paused after a
+    /// replay with an EndingPoint).
+    pub hold_live: bool,
+    /// Why it failed.
+    pub failure: Option<String>,
+    /// The node running it, while one holds its lease.
+    pub owner: Option<String>,
+    /// When that node's lease ends (ms); 0 when none holds it.
+    pub lease_until_ms: i64,
+}
+
+/// How a replay step ends ([`ReplayStep::finish`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReplayFinish {
+    /// More to do: the replay is Replaying.
+    Continue,
+    /// The window has no EndingPoint and the step read the archive to its end: the replay
+    /// completes if its cursor has reached the topic's latest sequence number (checked in
+    /// the step's transaction, one publish to the topic at a time), and live delivery
+    /// resumes; otherwise it goes on (a publish came in meanwhile).
+    CaughtUp,
+    /// The window's EndingPoint has passed and the archive up to it is delivered: the
+    /// replay completes and the subscription stays paused.
+    Ended,
+    /// The replay cannot go on: it fails with this reason and live delivery resumes.
+    Failed(String),
+}
+
+/// One batch of a replay ([`crate::store::Store::advance_replay`]).
+#[derive(Debug, Clone)]
+pub struct ReplayStep {
+    /// The subscription.
+    pub subscription: String,
+    /// The replay it belongs to ([`ReplayRecord::replay_id`]).
+    pub replay_id: String,
+    /// The node that holds its lease.
+    pub owner: String,
+    /// The lease, renewed to this (ms).
+    pub lease_until_ms: i64,
+    /// The queue messages of this batch, stored as [`crate::store::Store::send_messages`]
+    /// does.
+    pub messages: Vec<(i64, NewMessage)>,
+    /// The new cursor (the sequence number of the last archived message the batch passed).
+    pub cursor: i64,
+    /// How the step ends.
+    pub finish: ReplayFinish,
 }
 
 /// What the store did with one [`FifoPublishEntry`].

@@ -272,8 +272,8 @@ pub trait Store: Send + Sync + 'static {
         Ok(self.list_topics().await?.len() as u64)
     }
 
-    /// Deletes the topic with its subscriptions, deduplication keys and archive. Returns
-    /// whether it existed.
+    /// Deletes the topic with its subscriptions, their replays, deduplication keys and
+    /// archive. Returns whether it existed.
     async fn delete_topic(&self, topic_id: i64) -> Result<bool>;
 
     /// Replaces the topic's attributes.
@@ -332,6 +332,37 @@ pub trait Store: Send + Sync + 'static {
     /// Empties topic `topic_id`'s archive (its ArchivePolicy was removed). Returns how
     /// many messages it held.
     async fn delete_archive(&self, topic_id: i64) -> Result<u64>;
+
+    // ----- message replays (SNS ReplayPolicy)
+
+    /// Records `replay` as the subscription's replay, replacing the one it had (its old
+    /// lease and progress no longer count).
+    async fn put_replay(&self, replay: ReplayRecord) -> Result<()>;
+
+    /// The subscription's replay, if it has one.
+    async fn get_replay(&self, subscription: &str) -> Result<Option<ReplayRecord>>;
+
+    /// Takes up to `limit` Pending or Replaying replays that `owner` holds already or
+    /// whose lease ended at or before `now_ms` (their node stopped or died, or none ran
+    /// them yet), leasing each to `owner` until `lease_until_ms`. Two nodes never hold the
+    /// same replay at once.
+    async fn claim_replays(
+        &self,
+        owner: &str,
+        now_ms: i64,
+        lease_until_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<ReplayRecord>>;
+
+    /// One batch of a replay, in one transaction, one publish to the topic at a time:
+    /// only while the replay `step.replay_id` is still the subscription's, still Pending
+    /// or Replaying and leased to `step.owner` (otherwise nothing happens and the answer is
+    /// `None`); then its messages are stored, its cursor, status (as `step.finish` says)
+    /// and lease are recorded. Returns the replay as it is now.
+    async fn advance_replay(&self, step: ReplayStep) -> Result<Option<ReplayRecord>>;
+
+    /// Gives up every replay `owner` holds (a node stopping): their leases end now.
+    async fn release_replays(&self, owner: &str) -> Result<()>;
 
     /// Takes up to `limit` deliveries due at `now_ms`, leasing each until `lease_until_ms`
     /// (a crashed worker's lease runs out and another takes the delivery).
@@ -404,7 +435,7 @@ pub trait Store: Send + Sync + 'static {
         token: Option<String>,
     ) -> Result<()>;
 
-    /// Deletes the subscription. Returns whether it existed.
+    /// Deletes the subscription with its replay. Returns whether it existed.
     async fn delete_subscription(&self, uuid: &str) -> Result<bool>;
 
     // ----- mobile push platforms

@@ -360,3 +360,64 @@ async fn each_delivery_keeps_its_own_schedule() {
     assert_eq!(order, expected);
     w.assert_finished().await;
 }
+
+/// `throttlePolicy.maxReceivesPerSecond`: at most that many notifications a second start
+/// for the subscription; the rest wait, unattempted, for the next second of the clock,
+/// and each arrives once (SNS Developer Guide, "Creating an HTTP/S delivery policy").
+#[tokio::test]
+async fn max_receives_per_second_spreads_notifications_over_seconds() {
+    let w = World::new(0, &[]).await;
+    let policy =
+        r#"{"healthyRetryPolicy":{"numRetries":3},"throttlePolicy":{"maxReceivesPerSecond":2}}"#;
+    w.subscribe(&[("DeliveryPolicy", policy)]).await;
+    let start = w.now();
+    for i in 0..5 {
+        w.publish(&format!("m{i}")).await;
+    }
+    assert_eq!(w.deliver().await, 2, "two in the first second");
+    assert_eq!(w.deliver().await, 0, "no more in the same second");
+    w.clock.advance_ms(999);
+    assert_eq!(w.deliver().await, 0, "still the first second");
+    w.clock.advance_ms(1);
+    assert_eq!(w.deliver().await, 2, "two in the next");
+    w.clock.advance_ms(1_000);
+    assert_eq!(w.deliver().await, 1, "the last one in the third");
+    let hits = w.hits();
+    let times: Vec<i64> = hits.iter().map(|h| h.at_ms - start).collect();
+    assert_eq!(times, [0, 0, 1_000, 1_000, 2_000]);
+    let mut messages: Vec<String> = hits
+        .iter()
+        .map(|h| {
+            let v: Value = serde_json::from_str(&h.body).expect("envelope");
+            v["Message"].as_str().expect("Message").to_owned()
+        })
+        .collect();
+    messages.sort();
+    assert_eq!(messages, ["m0", "m1", "m2", "m3", "m4"]);
+    w.assert_finished().await;
+}
+
+/// The topic's `http.defaultThrottlePolicy` throttles its subscriptions the same way; a
+/// topic without one sends everything at once.
+#[tokio::test]
+async fn the_topic_throttle_policy_applies_and_none_means_no_throttle() {
+    let topic_policy = r#"{"http":{"defaultThrottlePolicy":{"maxReceivesPerSecond":1}}}"#;
+    let w = World::new(0, &[("DeliveryPolicy", topic_policy)]).await;
+    w.subscribe(&[]).await;
+    for i in 0..3 {
+        w.publish(&format!("m{i}")).await;
+    }
+    assert_eq!(w.deliver().await, 1);
+    w.clock.advance_ms(1_000);
+    assert_eq!(w.deliver().await, 1);
+    w.clock.advance_ms(1_000);
+    assert_eq!(w.deliver().await, 1);
+    w.assert_finished().await;
+
+    let w = World::new(0, &[]).await;
+    w.subscribe(&[]).await;
+    for i in 0..3 {
+        w.publish(&format!("m{i}")).await;
+    }
+    assert_eq!(w.deliver().await, 3, "no throttle policy: all at once");
+}

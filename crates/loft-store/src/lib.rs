@@ -12,6 +12,7 @@
 
 mod fifo;
 pub mod postgres;
+mod replay;
 pub mod sqlite;
 
 pub use postgres::{PgOptions, PgStore};

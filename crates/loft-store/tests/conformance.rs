@@ -139,6 +139,8 @@ conformance!(
     publish_stores_everything,
     fifo_topic_publish_numbers_and_deduplicates,
     fifo_topic_archive_keeps_swept_and_dropped,
+    replay_lease_cursor_and_takeover,
+    fifo_publish_holds_copies_of_replaying_subscriptions,
     concurrent_fifo_topic_publishes_number_in_queue_order,
     delivery_lease_retry_finish,
     recorded_messages,
@@ -2138,6 +2140,7 @@ fn topic_entry(id: &str, scope: &str, key: &str, expires: i64) -> FifoPublishEnt
             expires_at_ms: expires,
         },
         archive: None,
+        subscriptions: Vec::new(),
     }
 }
 
@@ -2246,6 +2249,373 @@ async fn fifo_topic_archive_keeps_swept_and_dropped(s: S) {
         .await
         .unwrap()
         .is_empty());
+}
+
+fn replay(sub: &str, topic_id: i64, replay_id: &str) -> ReplayRecord {
+    ReplayRecord {
+        subscription: sub.into(),
+        topic_id,
+        replay_id: replay_id.into(),
+        starting_at_ms: T0 - HOUR,
+        ending_at_ms: None,
+        cursor: 0,
+        status: ReplayStatus::Pending,
+        hold_live: true,
+        failure: None,
+        owner: None,
+        lease_until_ms: 0,
+    }
+}
+
+fn replay_step(
+    sub: &str,
+    replay_id: &str,
+    owner: &str,
+    now: i64,
+    messages: Vec<(i64, NewMessage)>,
+    cursor: i64,
+    finish: ReplayFinish,
+) -> ReplayStep {
+    ReplayStep {
+        subscription: sub.into(),
+        replay_id: replay_id.into(),
+        owner: owner.into(),
+        lease_until_ms: now + 30_000,
+        messages,
+        cursor,
+        finish,
+    }
+}
+
+/// SNS message replay: one node holds a replay's lease; its steps store their messages with
+/// the cursor; another node takes the replay over only once the lease has ended (or was
+/// released), and then the first node's steps no longer count; a caught-up step completes
+/// only when no publish came after its cursor.
+async fn replay_lease_cursor_and_takeover(s: S) {
+    let (t, _) = s
+        .create_topic("rp.fifo", BTreeMap::new(), BTreeMap::new(), T0)
+        .await
+        .unwrap();
+    s.create_subscription(t.id, new_sub("u-r", true))
+        .await
+        .unwrap();
+    let q = queue(&s, "rp-q.fifo").await;
+    assert_eq!(s.get_replay("u-r").await.unwrap(), None);
+    s.put_replay(replay("u-r", t.id, "r1")).await.unwrap();
+    let got = s.get_replay("u-r").await.unwrap().unwrap();
+    assert_eq!(
+        (got.status, got.cursor, got.hold_live),
+        (ReplayStatus::Pending, 0, true)
+    );
+    // Node A takes it; B cannot while A's lease lasts.
+    let a = s.claim_replays("A", T0, T0 + 30_000, 10).await.unwrap();
+    assert_eq!(a.len(), 1);
+    assert_eq!(a[0].owner.as_deref(), Some("A"));
+    assert!(s
+        .claim_replays("B", T0 + 1, T0 + 30_001, 10)
+        .await
+        .unwrap()
+        .is_empty());
+    // A's first batch: one message and the cursor, together.
+    let m = fifo_msg("one", "G", "replay:r1:1", T0);
+    let next = s
+        .advance_replay(replay_step(
+            "u-r",
+            "r1",
+            "A",
+            T0,
+            vec![(q, m)],
+            1,
+            ReplayFinish::Continue,
+        ))
+        .await
+        .unwrap()
+        .expect("A holds it");
+    assert_eq!((next.status, next.cursor), (ReplayStatus::Replaying, 1));
+    assert_eq!(
+        bodies(&s.receive(fifo_req(q, 10, T0, 30_000)).await.unwrap()),
+        ["one"]
+    );
+    // B's step does not count while A holds the lease.
+    let m = fifo_msg("from-b", "G", "replay:r1:2", T0);
+    assert_eq!(
+        s.advance_replay(replay_step(
+            "u-r",
+            "r1",
+            "B",
+            T0,
+            vec![(q, m)],
+            2,
+            ReplayFinish::Continue
+        ))
+        .await
+        .unwrap(),
+        None
+    );
+    // A claiming again renews its own lease.
+    assert_eq!(
+        s.claim_replays("A", T0 + 10_000, T0 + 40_000, 10)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    assert!(s
+        .claim_replays("B", T0 + 35_000, T0 + 65_000, 10)
+        .await
+        .unwrap()
+        .is_empty());
+    // A stops answering: after its lease B takes over, from A's cursor; A no longer counts.
+    let b = s
+        .claim_replays("B", T0 + 40_000, T0 + 70_000, 10)
+        .await
+        .unwrap();
+    assert_eq!(b.len(), 1);
+    assert_eq!((b[0].cursor, b[0].owner.as_deref()), (1, Some("B")));
+    let late = fifo_msg("late-a", "G", "replay:r1:9", T0);
+    assert_eq!(
+        s.advance_replay(replay_step(
+            "u-r",
+            "r1",
+            "A",
+            T0 + 41_000,
+            vec![(q, late)],
+            9,
+            ReplayFinish::Continue
+        ))
+        .await
+        .unwrap(),
+        None
+    );
+    // The topic has published up to sequence 2 meanwhile; B's caught-up step at cursor 1
+    // does not complete the replay.
+    let calls = Arc::new(Mutex::new(Vec::new()));
+    let published = s
+        .publish_fifo(FifoPublish {
+            topic_id: t.id,
+            now_ms: T0 + 41_000,
+            entries: vec![
+                topic_entry("p1", "", "k1", T0 + 400_000),
+                topic_entry("p2", "", "k2", T0 + 400_000),
+            ],
+            fanout: fanout_to(q, calls),
+        })
+        .await
+        .unwrap()
+        .unwrap();
+    let latest = published[1].sequence;
+    let r = s
+        .advance_replay(replay_step(
+            "u-r",
+            "r1",
+            "B",
+            T0 + 42_000,
+            Vec::new(),
+            latest - 1,
+            ReplayFinish::CaughtUp,
+        ))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((r.status, r.hold_live), (ReplayStatus::Replaying, true));
+    let r = s
+        .advance_replay(replay_step(
+            "u-r",
+            "r1",
+            "B",
+            T0 + 43_000,
+            Vec::new(),
+            latest,
+            ReplayFinish::CaughtUp,
+        ))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (r.status, r.hold_live, r.cursor),
+        (ReplayStatus::Completed, false, latest)
+    );
+    assert_eq!((r.owner, r.lease_until_ms), (None, 0));
+    // A completed replay is not claimed again, and takes no more steps.
+    assert!(s
+        .claim_replays("A", T0 + HOUR, T0 + HOUR + 30_000, 10)
+        .await
+        .unwrap()
+        .is_empty());
+    assert_eq!(
+        s.advance_replay(replay_step(
+            "u-r",
+            "r1",
+            "B",
+            T0 + 44_000,
+            Vec::new(),
+            latest,
+            ReplayFinish::Continue
+        ))
+        .await
+        .unwrap(),
+        None
+    );
+    // A new policy replaces it: the old replay's steps no longer count.
+    s.put_replay(replay("u-r", t.id, "r2")).await.unwrap();
+    assert_eq!(
+        s.claim_replays("A", T0 + HOUR, T0 + HOUR + 30_000, 10)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    assert_eq!(
+        s.advance_replay(replay_step(
+            "u-r",
+            "r1",
+            "A",
+            T0 + HOUR,
+            Vec::new(),
+            1,
+            ReplayFinish::Continue
+        ))
+        .await
+        .unwrap(),
+        None
+    );
+    // A node stopping releases its replays: another takes them at once.
+    s.release_replays("A").await.unwrap();
+    let b = s
+        .claim_replays("B", T0 + HOUR + 1, T0 + HOUR + 30_001, 10)
+        .await
+        .unwrap();
+    assert_eq!((b.len(), b[0].replay_id.as_str()), (1, "r2"));
+    // An EndingPoint reached completes and keeps the subscription paused; a failure
+    // resumes live delivery.
+    let r = s
+        .advance_replay(replay_step(
+            "u-r",
+            "r2",
+            "B",
+            T0 + HOUR + 2,
+            Vec::new(),
+            latest,
+            ReplayFinish::Ended,
+        ))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((r.status, r.hold_live), (ReplayStatus::Completed, true));
+    s.put_replay(replay("u-r", t.id, "r3")).await.unwrap();
+    s.claim_replays("B", T0 + HOUR + 3, T0 + HOUR + 30_003, 10)
+        .await
+        .unwrap();
+    let r = s
+        .advance_replay(replay_step(
+            "u-r",
+            "r3",
+            "B",
+            T0 + HOUR + 4,
+            Vec::new(),
+            0,
+            ReplayFinish::Failed("gone".into()),
+        ))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (r.status, r.hold_live, r.failure.as_deref()),
+        (ReplayStatus::Failed, false, Some("gone"))
+    );
+    // Deleting the subscription drops its replay.
+    assert!(s.delete_subscription("u-r").await.unwrap());
+    assert_eq!(s.get_replay("u-r").await.unwrap(), None);
+}
+
+/// While a subscription's replay holds live messages, a FIFO publish stores no copy for
+/// it (reported as not stored) and the other subscriptions' copies as usual; once the
+/// replay has caught up, copies are stored again. Deleting the topic drops its replays.
+async fn fifo_publish_holds_copies_of_replaying_subscriptions(s: S) {
+    let (t, _) = s
+        .create_topic("hold.fifo", BTreeMap::new(), BTreeMap::new(), T0)
+        .await
+        .unwrap();
+    let held_q = queue(&s, "held.fifo").await;
+    let live_q = queue(&s, "live.fifo").await;
+    let fanout: FifoFanout = Arc::new(move |i, sequence| {
+        vec![
+            (
+                held_q,
+                fifo_msg(&format!("h{i}"), "G", &format!("h-{sequence}"), T0),
+            ),
+            (
+                live_q,
+                fifo_msg(&format!("l{i}"), "G", &format!("l-{sequence}"), T0),
+            ),
+        ]
+    });
+    let entry = |id: &str, key: &str| FifoPublishEntry {
+        subscriptions: vec!["u-held".into(), "u-live".into()],
+        ..topic_entry(id, "", key, T0 + 300_000)
+    };
+    s.put_replay(replay("u-held", t.id, "r1")).await.unwrap();
+    let out = s
+        .publish_fifo(FifoPublish {
+            topic_id: t.id,
+            now_ms: T0,
+            entries: vec![entry("m0", "k0")],
+            fanout: fanout.clone(),
+        })
+        .await
+        .unwrap()
+        .unwrap();
+    let stored: Vec<bool> = out[0].sent.iter().map(|m| !m.duplicate).collect();
+    assert_eq!(
+        stored,
+        [false, true],
+        "the held copy is reported as not stored"
+    );
+    assert!(s
+        .receive(fifo_req(held_q, 10, T0, 30_000))
+        .await
+        .unwrap()
+        .messages
+        .is_empty());
+    assert_eq!(
+        bodies(&s.receive(fifo_req(live_q, 10, T0, 30_000)).await.unwrap()),
+        ["l0"]
+    );
+    // The replay catches up: live copies are stored for it again.
+    s.claim_replays("A", T0, T0 + 30_000, 10).await.unwrap();
+    let done = s
+        .advance_replay(replay_step(
+            "u-held",
+            "r1",
+            "A",
+            T0,
+            Vec::new(),
+            out[0].sequence,
+            ReplayFinish::CaughtUp,
+        ))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(done.status, ReplayStatus::Completed);
+    s.publish_fifo(FifoPublish {
+        topic_id: t.id,
+        now_ms: T0 + 1,
+        entries: vec![entry("m1", "k1")],
+        fanout,
+    })
+    .await
+    .unwrap()
+    .unwrap();
+    assert_eq!(
+        bodies(
+            &s.receive(fifo_req(held_q, 10, T0 + 1, 30_000))
+                .await
+                .unwrap()
+        ),
+        ["h0"]
+    );
+    assert!(s.delete_topic(t.id).await.unwrap());
+    assert_eq!(s.get_replay("u-held").await.unwrap(), None);
 }
 
 async fn fifo_topic_publish_numbers_and_deduplicates(s: S) {

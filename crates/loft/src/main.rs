@@ -407,6 +407,20 @@ async fn serve(args: ServeArgs, file: Option<config::Config>) -> Result<(), Stri
             }
         })
     };
+    // SNS message replays (ReplayPolicy): the ones this node holds, and those no node
+    // holds (a new replay, or its node stopped or died), advance here.
+    let replayer = {
+        let service = service.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(loft_core::service::REPLAY_POLL);
+            loop {
+                tick.tick().await;
+                if let Err(e) = service.advance_replays().await {
+                    tracing::warn!(error = %e, "advancing message replays failed");
+                }
+            }
+        })
+    };
     let router = loft_server::router_with(service.clone(), Some(signer), trust.auth.clone());
     let router = loft_server::cors::apply(router, &cors_origins);
     if !cors_origins.is_empty() {
@@ -426,10 +440,15 @@ async fn serve(args: ServeArgs, file: Option<config::Config>) -> Result<(), Stri
         .map_err(|e| e.to_string())?;
     reaper.abort();
     mover.abort();
+    replayer.abort();
     // The move tasks this node ran (begin_shutdown stopped them) go to whichever node
     // looks next, this one restarted included, without waiting for their leases to end.
     if let Err(e) = service.release_move_tasks().await {
         tracing::warn!(error = %e, "could not release the message-move tasks of this node");
+    }
+    // Likewise the message replays: the next node resumes each after its last batch.
+    if let Err(e) = service.release_replays().await {
+        tracing::warn!(error = %e, "could not release the message replays of this node");
     }
     // Attempts and batches in flight finish and are recorded before the store closes; the
     // mappings this node polled are released for the next node.

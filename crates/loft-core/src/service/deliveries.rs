@@ -5,6 +5,8 @@
 //! Sources: SNS Developer Guide "Amazon SNS message delivery retries", "Amazon SNS
 //! dead-letter queues (DLQs)".
 
+use std::collections::HashMap;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use super::activity::{http_protocol, DeliveryOutcome};
@@ -23,6 +25,14 @@ impl Service {
     /// Takes up to `limit` due deliveries for a worker, leasing each. Deliveries of
     /// subscriptions that no longer exist are dropped here, except the
     /// UnsubscribeConfirmation that follows the subscription's deletion.
+    ///
+    /// A notification to an HTTP/S subscription whose effective DeliveryPolicy has
+    /// `throttlePolicy.maxReceivesPerSecond` N is taken only while fewer than N of that
+    /// subscription's notifications were taken in the current second of the service's
+    /// clock; the others wait, unattempted, until the next second (SNS Developer Guide,
+    /// "Creating an HTTP/S delivery policy": "the maximum number of deliveries per second,
+    /// per subscription"). The count is this process's: with several nodes each may send N
+    /// a second.
     pub async fn take_deliveries(&self, limit: u32) -> Result<Vec<DeliveryRecord>> {
         let now = self.now_ms();
         let taken = self
@@ -30,18 +40,47 @@ impl Service {
             .claim_deliveries(now, limit, now + self.delivery_lease_ms())
             .await?;
         let mut out = Vec::with_capacity(taken.len());
+        let mut topics: HashMap<String, Option<String>> = HashMap::new();
         for d in taken {
-            if is_unsubscribe_confirmation(&d)
-                || self
-                    .store
-                    .get_subscription(&d.subscription)
-                    .await?
-                    .is_some()
-            {
+            if is_unsubscribe_confirmation(&d) {
                 out.push(d);
-            } else {
-                self.store.finish_delivery(d.id).await?;
+                continue;
             }
+            let Some(sub) = self.store.get_subscription(&d.subscription).await? else {
+                self.store.finish_delivery(d.id).await?;
+                continue;
+            };
+            if is_notification(&d) && matches!(sub.protocol.as_str(), "http" | "https") {
+                let topic_policy = match topics.get(&sub.topic_name) {
+                    Some(p) => p.clone(),
+                    None => {
+                        let p = self
+                            .store
+                            .get_topic(&sub.topic_name)
+                            .await?
+                            .and_then(|t| t.attributes.get("DeliveryPolicy").cloned());
+                        topics.insert(sub.topic_name.clone(), p.clone());
+                        p
+                    }
+                };
+                let max = DeliveryPolicy::effective(
+                    topic_policy.as_deref(),
+                    sub.attributes.get("DeliveryPolicy").map(String::as_str),
+                )
+                .max_receives_per_second;
+                if let Some(max) = max {
+                    if let Some(next_ms) = self.throttle.admit(&sub.uuid, max, now) {
+                        let why = d.last_error.clone().unwrap_or_else(|| {
+                            "waiting: throttlePolicy.maxReceivesPerSecond reached".to_owned()
+                        });
+                        self.store
+                            .retry_delivery(d.id, d.attempts, next_ms, &why)
+                            .await?;
+                        continue;
+                    }
+                }
+            }
+            out.push(d);
         }
         Ok(out)
     }
@@ -178,6 +217,37 @@ impl Service {
     pub async fn delivery_wakeup(&self) {
         self.delivery_notify.notified().await
     }
+}
+
+/// Per subscription, the second (of the service's clock, ms / 1000) and how many of its
+/// notifications were taken in it.
+#[derive(Default)]
+pub(crate) struct Throttle(Mutex<HashMap<String, (i64, u32)>>);
+
+impl Throttle {
+    /// Counts one more notification of `subscription` at `now_ms` if fewer than `max`
+    /// were taken in that second (`None`); otherwise nothing is counted and the answer
+    /// is when the next second starts (ms).
+    fn admit(&self, subscription: &str, max: u32, now_ms: i64) -> Option<i64> {
+        let second = now_ms.div_euclid(1000);
+        let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        // Seconds gone by are forgotten, so the map holds only this second's senders.
+        map.retain(|_, (s, _)| *s >= second);
+        let slot = map.entry(subscription.to_owned()).or_insert((second, 0));
+        if slot.1 < max {
+            slot.1 += 1;
+            None
+        } else {
+            Some((second + 1) * 1000)
+        }
+    }
+}
+
+/// Whether `d` is a Notification (not a subscription confirmation).
+fn is_notification(d: &DeliveryRecord) -> bool {
+    d.headers
+        .iter()
+        .any(|(k, v)| k == "x-amz-sns-message-type" && v == "Notification")
 }
 
 /// Whether `d` is the UnsubscribeConfirmation POST of a deleted subscription.

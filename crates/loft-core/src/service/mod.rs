@@ -35,6 +35,7 @@ mod protection;
 mod publish;
 mod queues;
 pub mod receipt;
+pub mod replay;
 mod topics;
 
 use std::collections::HashMap;
@@ -71,6 +72,7 @@ pub use publish::{
     SIGNING_CERT_DIR, UNSIGNED_CERT_FILE,
 };
 pub use queues::{ListQueuesPage, SeedQueue};
+pub use replay::{REPLAY_BATCH, REPLAY_LEASE_MS, REPLAY_POLL};
 pub use topics::{Page, SubscribeResult, PAGE_SIZE, PROTOCOLS, SEED_PAYLOAD_ATTRIBUTE};
 
 /// The IAM user name every caller acts as ([`Service::principal_arn`]).
@@ -167,6 +169,10 @@ pub struct Service {
     audit_counts: protection::AuditCounts,
     /// Cache: resource policies parsed, by their text (rebuilt from the store's text).
     policy_cache: access::PolicyCache,
+    /// Process bookkeeping: HTTP/S notifications this process started per subscription
+    /// in the current second (`throttlePolicy.maxReceivesPerSecond`, see
+    /// `deliveries`); per node by design, like the limits' counters.
+    throttle: deliveries::Throttle,
 }
 
 impl Service {
@@ -196,6 +202,7 @@ impl Service {
             counters: limits::Counters::default(),
             audit_counts: protection::AuditCounts::default(),
             policy_cache: access::PolicyCache::default(),
+            throttle: deliveries::Throttle::default(),
         });
         if let Some(rx) = wakeups {
             follow_wakeups(&service, rx);

@@ -136,6 +136,28 @@ fn render_envelope(
     sequence: Option<&str>,
     subscription_arn: Option<&str>,
 ) -> String {
+    Value::Object(envelope_map(
+        advertised_url,
+        signing_cert_url,
+        fields,
+        signature,
+        attributes,
+        sequence,
+        subscription_arn,
+    ))
+    .to_string()
+}
+
+/// [`render_envelope`]'s fields, in order, before they are written out.
+fn envelope_map(
+    advertised_url: &str,
+    signing_cert_url: &str,
+    fields: &SignedFields,
+    signature: Option<&(u8, String)>,
+    attributes: &MessageAttributes,
+    sequence: Option<&str>,
+    subscription_arn: Option<&str>,
+) -> Map<String, Value> {
     let mut env = Map::new();
     env.insert("Type".into(), json!(fields.message_type));
     env.insert("MessageId".into(), json!(fields.message_id));
@@ -172,13 +194,13 @@ fn render_envelope(
     if !attributes.is_empty() {
         env.insert("MessageAttributes".into(), sns_attribute_json(attributes));
     }
-    Value::Object(env).to_string()
+    env
 }
 
 /// One SQS subscription's copy of a publish, decided before the topic's sequence number
 /// is known (a FIFO topic's envelope carries it): rendered by [`SqsCopy::render`].
 #[derive(Clone)]
-struct SqsCopy {
+pub(crate) struct SqsCopy {
     queue_id: i64,
     /// The copy's own MessageId in the queue.
     message_id: String,
@@ -194,8 +216,15 @@ struct SqsCopy {
     /// The stored system attributes (AWSTraceHeader), encoded.
     system_attributes: Option<String>,
     /// Whether this copy goes to the subscription's dead-letter queue (its queue is gone).
-    dead_lettered: bool,
+    pub(crate) dead_lettered: bool,
+    /// The subscription (ARN suffix) it is for.
+    subscription: String,
+    /// A replayed copy: the envelope says `"Replayed": true`, a raw copy carries the
+    /// `Replayed` attribute.
+    replayed: bool,
     group_id: Option<String>,
+    /// The MessageDeduplicationId the queue message shows.
+    dedup_id: Option<String>,
     dedup: Option<DedupKey>,
     sender_id: String,
     now_ms: i64,
@@ -205,11 +234,20 @@ struct SqsCopy {
 
 impl SqsCopy {
     /// The queue message; an envelope gets SequenceNumber `sequence` (FIFO topics).
-    fn render(&self, advertised_url: &str, sequence: Option<&str>) -> (i64, NewMessage) {
+    pub(crate) fn render(&self, advertised_url: &str, sequence: Option<&str>) -> (i64, NewMessage) {
         let (body, attributes) = match &self.raw {
-            Some((text, attributes)) => (text.clone(), attributes.clone()),
-            None => (
-                render_envelope(
+            Some((text, attributes)) => {
+                let mut attributes = attributes.clone();
+                if self.replayed {
+                    attributes.insert(
+                        REPLAYED_ATTRIBUTE.into(),
+                        message::MessageAttributeValue::string("true".to_owned()),
+                    );
+                }
+                (text.clone(), attributes)
+            }
+            None => {
+                let mut env = envelope_map(
                     advertised_url,
                     &self.signing_cert_url,
                     &self.fields,
@@ -217,9 +255,12 @@ impl SqsCopy {
                     &self.delivered_attributes,
                     sequence,
                     Some(&self.subscription_arn),
-                ),
-                MessageAttributes::new(),
-            ),
+                );
+                if self.replayed {
+                    env.insert(REPLAYED_ATTRIBUTE.into(), json!(true));
+                }
+                (Value::Object(env).to_string(), MessageAttributes::new())
+            }
         };
         let now = self.now_ms;
         (
@@ -234,7 +275,7 @@ impl SqsCopy {
                 visible_at_ms: now + self.delay_seconds * 1000,
                 expires_at_ms: now + self.retention_seconds * 1000,
                 group_id: self.group_id.clone(),
-                dedup_id: self.dedup.as_ref().map(|d| d.id.clone()),
+                dedup_id: self.dedup_id.clone(),
                 receive_count: 0,
                 first_received_at_ms: None,
                 dead_letter_source: None,
@@ -243,6 +284,41 @@ impl SqsCopy {
             },
         )
     }
+}
+
+/// The attribute that marks a replayed message (SNS Developer Guide, "Amazon SNS message
+/// replay for FIFO topic subscribers": "the boolean attribute `Replayed` is added to each
+/// replayed message"): `"Replayed": true` in the envelope; with raw delivery, a String
+/// message attribute `Replayed` = `true`.
+pub const REPLAYED_ATTRIBUTE: &str = "Replayed";
+
+/// One message on its way to one SQS subscription: what [`Service::sqs_copy`] needs of
+/// the publish (live or replayed).
+pub(crate) struct Outgoing<'a> {
+    pub topic_arn: &'a str,
+    pub delivered_attributes: &'a MessageAttributes,
+    /// The stored system attributes (AWSTraceHeader), encoded.
+    pub trace_attributes: Option<String>,
+    pub group_id: Option<&'a str>,
+    /// The publish's MessageDeduplicationId (FIFO topics).
+    pub dedup_id: Option<&'a str>,
+    /// The FIFO queue's deduplication key id when it differs from `dedup_id` (replays).
+    pub dedup_key: Option<String>,
+    pub now_ms: i64,
+    pub replayed: bool,
+}
+
+/// Gives the signed fields (and signature) of a notification of one text.
+pub(crate) type Signer<'a> = dyn FnMut(&Service, &str) -> (SignedFields, Option<(u8, String)>) + 'a;
+
+/// What [`Service::sqs_copy`] decided.
+pub(crate) enum SqsStep {
+    /// This copy, for the queue of this name.
+    Copy(Box<SqsCopy>, String),
+    /// Nothing for this subscription (a rule leaves it out, already logged).
+    Skipped,
+    /// Given up: no queue can take it (already logged).
+    Dropped,
 }
 
 /// Most message attributes a raw-delivery SQS subscription can carry. SNS itself takes
@@ -298,7 +374,11 @@ impl Service {
     /// Signs an envelope's fields with the topic's SignatureVersion; `None` for FIFO
     /// topics (their envelopes carry no signature) and when no signer is configured the
     /// signature is empty.
-    fn signature(&self, topic: &TopicRecord, fields: &SignedFields) -> Option<(u8, String)> {
+    pub(crate) fn signature(
+        &self,
+        topic: &TopicRecord,
+        fields: &SignedFields,
+    ) -> Option<(u8, String)> {
         if topic.name.ends_with(".fifo") {
             return None;
         }
@@ -341,7 +421,7 @@ impl Service {
 
     /// SigningCertURL: the advertised URL, [`SIGNING_CERT_DIR`] and the signer's
     /// certificate file name.
-    fn signing_cert_url(&self) -> String {
+    pub(crate) fn signing_cert_url(&self) -> String {
         let file = self
             .signer
             .as_ref()
@@ -350,7 +430,7 @@ impl Service {
     }
 
     /// The signed fields of a notification.
-    fn notification_fields(
+    pub(crate) fn notification_fields(
         &self,
         topic_arn: &str,
         message_id: &str,
@@ -368,6 +448,135 @@ impl Service {
             token: None,
             topic_arn: topic_arn.into(),
         }
+    }
+
+    /// The text subscription `sub` gets of a message, or `None` when it gets nothing: its
+    /// FilterPolicy (on `filter_attrs`, or on `text` with scope MessageBody) does not
+    /// match, or the topic's data protection policy (`policy`) denies the outbound copy.
+    /// One rule for live publishes and replays (SNS Developer Guide, "Filter replayed
+    /// messages": the archived message is matched against the subscription's FilterPolicy).
+    pub(crate) fn subscription_text(
+        &self,
+        topic: &TopicRecord,
+        policy: Option<&crate::data_protection::Policy>,
+        sub: &SubscriptionRecord,
+        filter_attrs: &BTreeMap<String, (String, String)>,
+        text: String,
+    ) -> Option<String> {
+        if !passes_filter(sub, filter_attrs, &text) {
+            return None;
+        }
+        match policy {
+            Some(p) => self.protect_outbound(topic, p, sub, text),
+            None => Some(text),
+        }
+    }
+
+    /// The copy SQS subscription `sub` of `topic` gets of `text` (after
+    /// [`Service::subscription_text`]): raw or in the envelope, to the subscription's
+    /// queue, or to its dead-letter queue when that queue is gone or refuses the topic
+    /// (SNS Developer Guide, "Amazon SNS dead-letter queues"), with the FIFO group and
+    /// deduplication key a FIFO queue needs. `queues` holds the queues the topic's
+    /// subscriptions name, by name (`None`: gone); `sign` gives the signed fields of a
+    /// text. The one delivery step of live publishes and of replays.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn sqs_copy(
+        &self,
+        topic: &TopicRecord,
+        sub: &SubscriptionRecord,
+        text: String,
+        raw: bool,
+        out: &Outgoing<'_>,
+        queues: &BTreeMap<String, Option<std::sync::Arc<QueueRecord>>>,
+        signing_cert_url: &str,
+        sign: &mut Signer<'_>,
+    ) -> SqsStep {
+        let fifo = topic.name.ends_with(".fifo");
+        // A queue of another account takes the message only when its Policy lets the
+        // topic send (`access`); one that refuses, like one that is gone, cannot take it:
+        // the message goes to the subscription's dead-letter queue when it names one.
+        let may_take = |q: &std::sync::Arc<QueueRecord>| {
+            let ok = self.sns_may_deliver(
+                out.topic_arn,
+                &q.name,
+                q.attributes.get("Policy").map(String::as_str),
+            );
+            if !ok {
+                tracing::warn!(queue = %q.name, topic = %out.topic_arn, "the queue's Policy does not allow the topic to send; message not delivered to it");
+            }
+            ok
+        };
+        let endpoint_queue = self
+            .key_of_arn(&sub.endpoint, "sqs")
+            .and_then(|n| queues.get(&n).cloned().flatten())
+            .filter(may_take);
+        let (queue, dead_lettered) = match endpoint_queue {
+            Some(q) => (q, false),
+            None => match self
+                .subscription_dlq(sub)
+                .and_then(|n| queues.get(&n).cloned().flatten())
+                .filter(may_take)
+            {
+                Some(dlq) => (dlq, true),
+                None => {
+                    tracing::warn!(endpoint = %sub.endpoint, "SNS subscription to a missing queue; message not delivered");
+                    return SqsStep::Dropped;
+                }
+            },
+        };
+        let config = QueueConfig::from_attributes(&queue.attributes);
+        let attribute_room = MAX_RAW_SQS_ATTRIBUTES - usize::from(out.replayed);
+        if raw && out.delivered_attributes.len() > attribute_room {
+            tracing::warn!(queue = %queue.name, "more than 10 message attributes for a raw-delivery SQS subscription; message discarded for it");
+            return SqsStep::Skipped;
+        }
+        let dedup = if config.fifo {
+            out.dedup_id.map(|id| DedupKey {
+                scope: if config.dedup_per_group {
+                    out.group_id.unwrap_or_default().to_owned()
+                } else {
+                    String::new()
+                },
+                id: out.dedup_key.clone().unwrap_or_else(|| id.to_owned()),
+                expires_at_ms: out.now_ms + DEDUP_WINDOW_MS,
+            })
+        } else {
+            None
+        };
+        if config.fifo && (out.group_id.is_none() || dedup.is_none()) {
+            tracing::warn!(queue = %queue.name, "a standard topic cannot deliver to a FIFO queue; message not delivered");
+            return SqsStep::Dropped;
+        }
+        let (fields, signature) = sign(self, &text);
+        SqsStep::Copy(
+            Box::new(SqsCopy {
+                queue_id: queue.id,
+                message_id: uuid::Uuid::new_v4().to_string(),
+                raw: raw.then(|| (text.clone(), out.delivered_attributes.clone())),
+                fields,
+                signature,
+                signing_cert_url: signing_cert_url.to_owned(),
+                subscription_arn: self.subscription_arn(sub),
+                delivered_attributes: out.delivered_attributes.clone(),
+                system_attributes: out.trace_attributes.clone(),
+                dead_lettered,
+                subscription: sub.uuid.clone(),
+                replayed: out.replayed,
+                // A standard topic's MessageGroupId reaches a standard queue (fair
+                // queues); a FIFO topic's does not (AWS's recorded deliveries).
+                group_id: out
+                    .group_id
+                    .map(str::to_owned)
+                    .filter(|_| config.fifo || !fifo),
+                dedup_id: dedup.as_ref().and(out.dedup_id.map(str::to_owned)),
+                dedup,
+                sender_id: self.config.account_id.clone(),
+                now_ms: out.now_ms,
+                delay_seconds: config.delay_seconds as i64,
+                retention_seconds: config.retention_seconds as i64,
+            }),
+            queue.name.clone(),
+        )
     }
 
     /// A durable HTTP/S delivery of `body` for subscription `sub` of `topic`, with SNS's
@@ -731,17 +940,15 @@ impl Service {
             };
             let mut copies: Vec<(SqsCopy, String)> = Vec::new();
             for sub in &subs {
-                let text = text_for(&sub.protocol);
                 let sub_arn = self.subscription_arn(sub);
-                if !passes_filter(sub, &filter_attrs, &text) {
+                let Some(text) = self.subscription_text(
+                    topic,
+                    policy.as_ref(),
+                    sub,
+                    &filter_attrs,
+                    text_for(&sub.protocol),
+                ) else {
                     continue;
-                }
-                let text = match &policy {
-                    Some(p) => match self.protect_outbound(topic, p, sub, text) {
-                        Some(t) => t,
-                        None => continue,
-                    },
-                    None => text,
                 };
                 // FIFO topics have SQS subscriptions only (`subscribe` refuses others).
                 if fifo && sub.protocol != "sqs" {
@@ -766,90 +973,30 @@ impl Service {
                 }
                 match sub.protocol.as_str() {
                     "sqs" => {
-                        // A queue of another account takes the message only when its
-                        // Policy lets the topic send (`access`); one that refuses, like
-                        // one that is gone, cannot take it: the message goes to the
-                        // subscription's dead-letter queue when it names one (SNS
-                        // Developer Guide, "Amazon SNS dead-letter queues").
-                        let topic_arn = self.topic_arn(&topic.name);
-                        let may_take = |q: &std::sync::Arc<QueueRecord>| {
-                            let ok = self.sns_may_deliver(
-                                &topic_arn,
-                                &q.name,
-                                q.attributes.get("Policy").map(String::as_str),
-                            );
-                            if !ok {
-                                tracing::warn!(queue = %q.name, topic = %topic_arn, "the queue's Policy does not allow the topic to send; message not delivered to it");
-                            }
-                            ok
+                        let out = Outgoing {
+                            topic_arn: &topic_arn,
+                            delivered_attributes,
+                            trace_attributes: trace_attributes.clone(),
+                            group_id: req.group_id.as_deref(),
+                            dedup_id: dedup_id.as_deref(),
+                            dedup_key: None,
+                            now_ms: now,
+                            replayed: false,
                         };
-                        let endpoint_queue = self
-                            .key_of_arn(&sub.endpoint, "sqs")
-                            .and_then(|n| queue_cache.get(&n).cloned().flatten())
-                            .filter(may_take);
-                        let (queue, dead_lettered) = match endpoint_queue {
-                            Some(q) => (q, false),
-                            None => match self
-                                .subscription_dlq(sub)
-                                .and_then(|n| queue_cache.get(&n).cloned().flatten())
-                                .filter(may_take)
-                            {
-                                Some(dlq) => (dlq, true),
-                                None => {
-                                    tracing::warn!(endpoint = %sub.endpoint, "SNS subscription to a missing queue; message not delivered");
-                                    dropped.push("sqs");
-                                    continue;
-                                }
-                            },
-                        };
-                        let config = QueueConfig::from_attributes(&queue.attributes);
-                        if raw && delivered_attributes.len() > MAX_RAW_SQS_ATTRIBUTES {
-                            tracing::warn!(queue = %queue.name, "more than 10 message attributes for a raw-delivery SQS subscription; message discarded for it");
-                            continue;
+                        match self.sqs_copy(
+                            topic,
+                            sub,
+                            text,
+                            raw,
+                            &out,
+                            &queue_cache,
+                            &signing_cert_url,
+                            &mut |svc, t| sign(svc, t),
+                        ) {
+                            SqsStep::Copy(copy, name) => copies.push((*copy, name)),
+                            SqsStep::Skipped => {}
+                            SqsStep::Dropped => dropped.push("sqs"),
                         }
-                        let dedup = if config.fifo {
-                            dedup_id.clone().map(|id| DedupKey {
-                                scope: if config.dedup_per_group {
-                                    req.group_id.clone().unwrap_or_default()
-                                } else {
-                                    String::new()
-                                },
-                                id,
-                                expires_at_ms: now + DEDUP_WINDOW_MS,
-                            })
-                        } else {
-                            None
-                        };
-                        if config.fifo && (req.group_id.is_none() || dedup.is_none()) {
-                            tracing::warn!(queue = %queue.name, "a standard topic cannot deliver to a FIFO queue; message not delivered");
-                            dropped.push("sqs");
-                            continue;
-                        }
-                        let (fields, signature) = sign(self, &text);
-                        copies.push((
-                            SqsCopy {
-                                queue_id: queue.id,
-                                message_id: uuid::Uuid::new_v4().to_string(),
-                                raw: raw.then(|| (text.clone(), delivered_attributes.clone())),
-                                fields,
-                                signature,
-                                signing_cert_url: signing_cert_url.clone(),
-                                subscription_arn: sub_arn,
-                                delivered_attributes: delivered_attributes.clone(),
-                                system_attributes: trace_attributes.clone(),
-                                dead_lettered,
-                                // A standard topic's MessageGroupId reaches a standard
-                                // queue (fair queues); a FIFO topic's does not (AWS's
-                                // recorded deliveries).
-                                group_id: req.group_id.clone().filter(|_| config.fifo || !fifo),
-                                dedup,
-                                sender_id: self.config.account_id.clone(),
-                                now_ms: now,
-                                delay_seconds: config.delay_seconds as i64,
-                                retention_seconds: config.retention_seconds as i64,
-                            },
-                            queue.name.clone(),
-                        ));
                     }
                     "http" | "https" => {
                         let body = if raw {
@@ -933,6 +1080,7 @@ impl Service {
                         expires_at_ms: now + DEDUP_WINDOW_MS,
                     },
                     archive: super::archive::entry(topic, &req, now),
+                    subscriptions: copies.iter().map(|(c, _)| c.subscription.clone()).collect(),
                 });
             }
             accepted.push((results.len(), copies));

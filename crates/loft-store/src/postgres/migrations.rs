@@ -221,6 +221,24 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX topic_archive_expiry ON topic_archive (expires_at);
     "#,
+    // 8 (SQLite's 11): SNS message replay (ReplayPolicy, issue 16): one replay per
+    // subscription, its window, cursor, status and node lease.
+    r#"
+    CREATE TABLE subscription_replays (
+        subscription TEXT PRIMARY KEY,
+        topic_id     BIGINT NOT NULL,
+        replay_id    TEXT NOT NULL,
+        starting_at  BIGINT NOT NULL,
+        ending_at    BIGINT,
+        cursor       BIGINT NOT NULL,
+        status       TEXT NOT NULL,
+        hold_live    BOOLEAN NOT NULL,
+        failure      TEXT,
+        owner        TEXT,
+        lease_until  BIGINT NOT NULL
+    );
+    CREATE INDEX subscription_replays_topic ON subscription_replays (topic_id);
+    "#,
 ];
 
 /// The schema version this build writes.

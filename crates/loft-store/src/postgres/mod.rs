@@ -690,6 +690,39 @@ impl Store for PgStore {
         run!(self, |c| ops::delete_archive(&c, topic_id))
     }
 
+    async fn put_replay(&self, replay: ReplayRecord) -> Result<()> {
+        run!(self, |c| ops::put_replay(&c, &replay))
+    }
+
+    async fn get_replay(&self, subscription: &str) -> Result<Option<ReplayRecord>> {
+        run!(self, |c| ops::get_replay(&c, subscription))
+    }
+
+    async fn claim_replays(
+        &self,
+        owner: &str,
+        now_ms: i64,
+        lease_until_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<ReplayRecord>> {
+        run!(self, |c| ops::claim_replays(
+            &c,
+            owner,
+            now_ms,
+            lease_until_ms,
+            limit
+        ))
+    }
+
+    async fn advance_replay(&self, step: ReplayStep) -> Result<Option<ReplayRecord>> {
+        let channel = self.channel.as_str();
+        run_tx!(self, |tx| ops::advance_replay_in(&tx, &step, channel))
+    }
+
+    async fn release_replays(&self, owner: &str) -> Result<()> {
+        run!(self, |c| ops::release_replays(&c, owner))
+    }
+
     async fn fair_groups(&self, queue_id: i64, now_ms: i64) -> Result<Option<Vec<GroupCounts>>> {
         run!(self, |c| ops::fair_groups(&c, queue_id, now_ms))
     }

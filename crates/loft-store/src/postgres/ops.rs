@@ -28,6 +28,7 @@ use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
 
 use crate::fifo::FifoWalk;
+use crate::replay::{drop_held, merge_held};
 
 type Map = BTreeMap<String, String>;
 
@@ -1225,6 +1226,7 @@ pub async fn delete_topic<C: GenericClient>(c: &C, topic_id: i64) -> Result<bool
     let n = execute(
         c,
         "WITH s AS (DELETE FROM subscriptions WHERE topic_id = $1), \
+              r AS (DELETE FROM subscription_replays WHERE topic_id = $1), \
               k AS (DELETE FROM topic_dedup WHERE topic_id = $1), \
               a AS (DELETE FROM topic_archive WHERE topic_id = $1) \
          DELETE FROM topics WHERE id = $1",
@@ -1339,7 +1341,14 @@ pub async fn update_subscription<C: GenericClient>(
 }
 
 pub async fn delete_subscription<C: GenericClient>(c: &C, uuid: &str) -> Result<bool, Error> {
-    Ok(execute(c, "DELETE FROM subscriptions WHERE uuid = $1", &[&uuid]).await? == 1)
+    Ok(execute(
+        c,
+        "WITH r AS (DELETE FROM subscription_replays WHERE subscription = $1) \
+         DELETE FROM subscriptions WHERE uuid = $1",
+        &[&uuid],
+    )
+    .await?
+        == 1)
 }
 
 // ----- message moves
@@ -2017,10 +2026,12 @@ pub async fn publish_fifo_in<C: GenericClient>(
         return Ok(None);
     };
     let mut sequence: i64 = row.get(0);
+    let held = held_subscriptions(tx, p.topic_id).await?;
     let mut out = Vec::with_capacity(p.entries.len());
-    // The queue messages of all entries, stored in one go; `spans` says whose they are.
+    // The queue messages of all entries, stored in one go; `spans` says whose they are
+    // (and which copies were held for a replay).
     let mut messages: Vec<(i64, NewMessage)> = Vec::new();
-    let mut spans: Vec<(usize, usize)> = Vec::new();
+    let mut spans: Vec<(usize, Vec<bool>)> = Vec::new();
     for (i, e) in p.entries.iter().enumerate() {
         let original = query_opt(
             tx,
@@ -2073,8 +2084,9 @@ pub async fn publish_fifo_in<C: GenericClient>(
             .await?;
         }
         let built = (p.fanout)(i, sequence);
-        spans.push((out.len(), built.len()));
-        messages.extend(built);
+        let (kept, is_held) = drop_held(built, &e.subscriptions, &held);
+        spans.push((out.len(), is_held));
+        messages.extend(kept);
         out.push(FifoPublished {
             message_id: e.message_id.clone(),
             sequence,
@@ -2089,10 +2101,194 @@ pub async fn publish_fifo_in<C: GenericClient>(
     )
     .await?;
     let mut sent = send_messages_in(tx, &messages, channel).await?.into_iter();
-    for (entry, n) in spans {
-        out[entry].sent = sent.by_ref().take(n).collect();
+    for (entry, is_held) in spans {
+        let n = is_held.iter().filter(|h| !**h).count();
+        let stored: Vec<SentMessage> = sent.by_ref().take(n).collect();
+        out[entry].sent = merge_held(stored, &is_held);
     }
     Ok(Some(out))
+}
+
+/// The subscriptions of topic `topic_id` whose replay holds live messages.
+async fn held_subscriptions<C: GenericClient>(
+    c: &C,
+    topic_id: i64,
+) -> Result<std::collections::HashSet<String>, Error> {
+    Ok(query(
+        c,
+        "SELECT subscription FROM subscription_replays WHERE topic_id = $1 AND hold_live",
+        &[&topic_id],
+    )
+    .await?
+    .iter()
+    .map(|r| r.get(0))
+    .collect())
+}
+
+const REPLAY_COLUMNS: &str = "subscription, topic_id, replay_id, starting_at, ending_at, cursor, \
+    status, hold_live, failure, owner, lease_until";
+
+fn replay_row(r: &Row) -> ReplayRecord {
+    ReplayRecord {
+        subscription: r.get(0),
+        topic_id: r.get(1),
+        replay_id: r.get(2),
+        starting_at_ms: r.get(3),
+        ending_at_ms: r.get(4),
+        cursor: r.get(5),
+        status: ReplayStatus::parse(r.get(6)),
+        hold_live: r.get(7),
+        failure: r.get(8),
+        owner: r.get(9),
+        lease_until_ms: r.get(10),
+    }
+}
+
+pub async fn put_replay<C: GenericClient>(c: &C, r: &ReplayRecord) -> Result<(), Error> {
+    let sql = format!(
+        "INSERT INTO subscription_replays ({REPLAY_COLUMNS}) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) \
+         ON CONFLICT (subscription) DO UPDATE SET topic_id = EXCLUDED.topic_id, \
+         replay_id = EXCLUDED.replay_id, starting_at = EXCLUDED.starting_at, \
+         ending_at = EXCLUDED.ending_at, cursor = EXCLUDED.cursor, status = EXCLUDED.status, \
+         hold_live = EXCLUDED.hold_live, failure = EXCLUDED.failure, owner = EXCLUDED.owner, \
+         lease_until = EXCLUDED.lease_until"
+    );
+    execute(
+        c,
+        &sql,
+        &[
+            &r.subscription,
+            &r.topic_id,
+            &r.replay_id,
+            &r.starting_at_ms,
+            &r.ending_at_ms,
+            &r.cursor,
+            &r.status.as_str(),
+            &r.hold_live,
+            &r.failure,
+            &r.owner,
+            &r.lease_until_ms,
+        ],
+    )
+    .await
+    .map(drop)
+}
+
+pub async fn get_replay<C: GenericClient>(
+    c: &C,
+    subscription: &str,
+) -> Result<Option<ReplayRecord>, Error> {
+    let sql = format!("SELECT {REPLAY_COLUMNS} FROM subscription_replays WHERE subscription = $1");
+    Ok(query_opt(c, &sql, &[&subscription])
+        .await?
+        .as_ref()
+        .map(replay_row))
+}
+
+pub async fn claim_replays<C: GenericClient>(
+    c: &C,
+    owner: &str,
+    now_ms: i64,
+    lease_until_ms: i64,
+    limit: u32,
+) -> Result<Vec<ReplayRecord>, Error> {
+    let sql = format!(
+        "UPDATE subscription_replays SET owner = $1, lease_until = $3 WHERE subscription IN \
+         (SELECT subscription FROM subscription_replays WHERE status IN ('Pending', 'Replaying') \
+          AND (owner = $1 OR lease_until <= $2) ORDER BY subscription LIMIT $4 \
+          FOR UPDATE SKIP LOCKED) RETURNING {REPLAY_COLUMNS}"
+    );
+    Ok(query(
+        c,
+        &sql,
+        &[&owner, &now_ms, &lease_until_ms, &(limit as i64)],
+    )
+    .await?
+    .iter()
+    .map(replay_row)
+    .collect())
+}
+
+/// One replay batch inside the caller's transaction: the topic's row is locked first, as
+/// [`publish_fifo_in`] does, so a publish and a step never cross (a publish the step's
+/// caught-up check misses would otherwise be held and never replayed).
+pub async fn advance_replay_in<C: GenericClient>(
+    tx: &C,
+    step: &ReplayStep,
+    channel: &str,
+) -> Result<Option<ReplayRecord>, Error> {
+    let Some(current) = get_replay(tx, &step.subscription).await? else {
+        return Ok(None);
+    };
+    let latest: i64 = query_opt(
+        tx,
+        "SELECT sequence FROM topics WHERE id = $1 FOR UPDATE",
+        &[&current.topic_id],
+    )
+    .await?
+    .map(|r| r.get(0))
+    .unwrap_or(0);
+    let sql = format!(
+        "SELECT {REPLAY_COLUMNS} FROM subscription_replays WHERE subscription = $1 FOR UPDATE"
+    );
+    let Some(current) = query_opt(tx, &sql, &[&step.subscription])
+        .await?
+        .as_ref()
+        .map(replay_row)
+    else {
+        return Ok(None);
+    };
+    if current.replay_id != step.replay_id
+        || !current.status.is_active()
+        || current.owner.as_deref() != Some(step.owner.as_str())
+    {
+        return Ok(None);
+    }
+    send_messages_in(tx, &step.messages, channel).await?;
+    let (status, hold_live, failure) = match &step.finish {
+        ReplayFinish::Continue => (ReplayStatus::Replaying, true, None),
+        ReplayFinish::CaughtUp if step.cursor >= latest => (ReplayStatus::Completed, false, None),
+        ReplayFinish::CaughtUp => (ReplayStatus::Replaying, true, None),
+        ReplayFinish::Ended => (ReplayStatus::Completed, true, None),
+        ReplayFinish::Failed(why) => (ReplayStatus::Failed, false, Some(why.clone())),
+    };
+    let lease_until = if status.is_active() {
+        step.lease_until_ms
+    } else {
+        0
+    };
+    let owner = status.is_active().then_some(step.owner.as_str());
+    let sql = format!(
+        "UPDATE subscription_replays SET cursor = $2, status = $3, hold_live = $4, failure = $5, \
+         owner = $6, lease_until = $7 WHERE subscription = $1 RETURNING {REPLAY_COLUMNS}"
+    );
+    Ok(query_opt(
+        tx,
+        &sql,
+        &[
+            &step.subscription,
+            &step.cursor,
+            &status.as_str(),
+            &hold_live,
+            &failure,
+            &owner,
+            &lease_until,
+        ],
+    )
+    .await?
+    .as_ref()
+    .map(replay_row))
+}
+
+pub async fn release_replays<C: GenericClient>(c: &C, owner: &str) -> Result<(), Error> {
+    execute(
+        c,
+        "UPDATE subscription_replays SET lease_until = 0 WHERE owner = $1",
+        &[&owner],
+    )
+    .await
+    .map(drop)
 }
 
 pub async fn archived_messages<C: GenericClient>(

@@ -225,6 +225,24 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX topic_archive_expiry ON topic_archive(expires_at);
     "#,
+    // 11: SNS message replay (ReplayPolicy, issue 16): one replay per subscription, its
+    // window, cursor (the last archived sequence delivered), status and node lease.
+    r#"
+    CREATE TABLE subscription_replays (
+        subscription TEXT PRIMARY KEY,
+        topic_id     INTEGER NOT NULL,
+        replay_id    TEXT NOT NULL,
+        starting_at  INTEGER NOT NULL,
+        ending_at    INTEGER,
+        cursor       INTEGER NOT NULL,
+        status       TEXT NOT NULL,
+        hold_live    INTEGER NOT NULL,
+        failure      TEXT,
+        owner        TEXT,
+        lease_until  INTEGER NOT NULL
+    );
+    CREATE INDEX subscription_replays_topic ON subscription_replays(topic_id);
+    "#,
 ];
 
 /// The schema version this build writes.

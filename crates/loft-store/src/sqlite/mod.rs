@@ -656,6 +656,36 @@ impl Store for SqliteStore {
         self.write(move |c| ops::delete_archive(c, topic_id)).await
     }
 
+    async fn put_replay(&self, replay: ReplayRecord) -> Result<()> {
+        self.write(move |c| ops::put_replay(c, &replay)).await
+    }
+
+    async fn get_replay(&self, subscription: &str) -> Result<Option<ReplayRecord>> {
+        let subscription = subscription.to_owned();
+        self.write(move |c| ops::get_replay(c, &subscription)).await
+    }
+
+    async fn claim_replays(
+        &self,
+        owner: &str,
+        now_ms: i64,
+        lease_until_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<ReplayRecord>> {
+        let owner = owner.to_owned();
+        self.write(move |c| ops::claim_replays(c, &owner, now_ms, lease_until_ms, limit))
+            .await
+    }
+
+    async fn advance_replay(&self, step: ReplayStep) -> Result<Option<ReplayRecord>> {
+        self.write(move |c| ops::advance_replay(c, &step)).await
+    }
+
+    async fn release_replays(&self, owner: &str) -> Result<()> {
+        let owner = owner.to_owned();
+        self.write(move |c| ops::release_replays(c, &owner)).await
+    }
+
     async fn fair_groups(&self, queue_id: i64, now_ms: i64) -> Result<Option<Vec<GroupCounts>>> {
         self.write(move |c| ops::fair_groups(c, queue_id, now_ms))
             .await

@@ -6,6 +6,7 @@ use loft_core::model::*;
 use rusqlite::{params, Connection, OptionalExtension, Row};
 
 use crate::fifo::FifoWalk;
+use crate::replay::{drop_held, merge_held};
 
 type Map = BTreeMap<String, String>;
 
@@ -925,6 +926,8 @@ pub fn list_topics(c: &Connection) -> rusqlite::Result<Vec<TopicRecord>> {
 pub fn delete_topic(c: &Connection, topic_id: i64) -> rusqlite::Result<bool> {
     c.prepare_cached("DELETE FROM subscriptions WHERE topic_id = ?1")?
         .execute([topic_id])?;
+    c.prepare_cached("DELETE FROM subscription_replays WHERE topic_id = ?1")?
+        .execute([topic_id])?;
     c.prepare_cached("DELETE FROM topic_dedup WHERE topic_id = ?1")?
         .execute([topic_id])?;
     delete_archive(c, topic_id)?;
@@ -1023,6 +1026,8 @@ pub fn update_subscription(
 }
 
 pub fn delete_subscription(c: &Connection, uuid: &str) -> rusqlite::Result<bool> {
+    c.prepare_cached("DELETE FROM subscription_replays WHERE subscription = ?1")?
+        .execute([uuid])?;
     Ok(
         c.prepare_cached("DELETE FROM subscriptions WHERE uuid = ?1")?
             .execute([uuid])?
@@ -1597,6 +1602,7 @@ pub fn publish_fifo(
         "INSERT OR REPLACE INTO topic_dedup (topic_id, scope, dedup_id, message_id, sequence, \
          expires_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     )?;
+    let held = held_subscriptions(c, p.topic_id)?;
     let mut out = Vec::with_capacity(p.entries.len());
     for (i, e) in p.entries.iter().enumerate() {
         let original: Option<(String, i64)> = seen
@@ -1637,7 +1643,10 @@ pub fn publish_fifo(
                 a.published
             ])?;
         }
-        let sent = send_messages(c, &(p.fanout)(i, sequence))?;
+        let built = (p.fanout)(i, sequence);
+        let (kept, is_held) = drop_held(built, &e.subscriptions, &held);
+        let stored = send_messages(c, &kept)?;
+        let sent = merge_held(stored, &is_held);
         out.push(FifoPublished {
             message_id: e.message_id.clone(),
             sequence,
@@ -1648,6 +1657,149 @@ pub fn publish_fifo(
     c.prepare_cached("UPDATE topics SET sequence = ?2 WHERE id = ?1")?
         .execute(params![p.topic_id, sequence])?;
     Ok(Some(out))
+}
+
+/// The subscriptions of topic `topic_id` whose replay holds live messages.
+fn held_subscriptions(c: &Connection, topic_id: i64) -> rusqlite::Result<HashSet<String>> {
+    let held = c
+        .prepare_cached(
+            "SELECT subscription FROM subscription_replays WHERE topic_id = ?1 AND hold_live = 1",
+        )?
+        .query_map([topic_id], |r| r.get(0))?
+        .collect::<rusqlite::Result<HashSet<String>>>()?;
+    Ok(held)
+}
+
+const REPLAY_COLUMNS: &str = "subscription, topic_id, replay_id, starting_at, ending_at, cursor, \
+    status, hold_live, failure, owner, lease_until";
+
+fn replay_row(r: &rusqlite::Row) -> rusqlite::Result<ReplayRecord> {
+    let status: String = r.get(6)?;
+    Ok(ReplayRecord {
+        subscription: r.get(0)?,
+        topic_id: r.get(1)?,
+        replay_id: r.get(2)?,
+        starting_at_ms: r.get(3)?,
+        ending_at_ms: r.get(4)?,
+        cursor: r.get(5)?,
+        status: ReplayStatus::parse(&status),
+        hold_live: r.get(7)?,
+        failure: r.get(8)?,
+        owner: r.get(9)?,
+        lease_until_ms: r.get(10)?,
+    })
+}
+
+pub fn put_replay(c: &Connection, r: &ReplayRecord) -> rusqlite::Result<()> {
+    c.prepare_cached(&format!(
+        "INSERT OR REPLACE INTO subscription_replays ({REPLAY_COLUMNS}) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"
+    ))?
+    .execute(params![
+        r.subscription,
+        r.topic_id,
+        r.replay_id,
+        r.starting_at_ms,
+        r.ending_at_ms,
+        r.cursor,
+        r.status.as_str(),
+        r.hold_live,
+        r.failure,
+        r.owner,
+        r.lease_until_ms
+    ])?;
+    Ok(())
+}
+
+pub fn get_replay(c: &Connection, subscription: &str) -> rusqlite::Result<Option<ReplayRecord>> {
+    c.prepare_cached(&format!(
+        "SELECT {REPLAY_COLUMNS} FROM subscription_replays WHERE subscription = ?1"
+    ))?
+    .query_row([subscription], replay_row)
+    .optional()
+}
+
+pub fn claim_replays(
+    c: &Connection,
+    owner: &str,
+    now_ms: i64,
+    lease_until_ms: i64,
+    limit: u32,
+) -> rusqlite::Result<Vec<ReplayRecord>> {
+    let subs: Vec<String> = c
+        .prepare_cached(
+            "SELECT subscription FROM subscription_replays WHERE status IN ('Pending', 'Replaying') \
+             AND (owner = ?1 OR lease_until <= ?2) ORDER BY subscription LIMIT ?3",
+        )?
+        .query_map(params![owner, now_ms, limit], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut out = Vec::with_capacity(subs.len());
+    for sub in subs {
+        c.prepare_cached(
+            "UPDATE subscription_replays SET owner = ?2, lease_until = ?3 WHERE subscription = ?1",
+        )?
+        .execute(params![sub, owner, lease_until_ms])?;
+        if let Some(r) = get_replay(c, &sub)? {
+            out.push(r);
+        }
+    }
+    Ok(out)
+}
+
+pub fn advance_replay(c: &Connection, step: &ReplayStep) -> rusqlite::Result<Option<ReplayRecord>> {
+    let Some(current) = get_replay(c, &step.subscription)? else {
+        return Ok(None);
+    };
+    if current.replay_id != step.replay_id
+        || !current.status.is_active()
+        || current.owner.as_deref() != Some(step.owner.as_str())
+    {
+        return Ok(None);
+    }
+    send_messages(c, &step.messages)?;
+    let (status, hold_live, failure) = match &step.finish {
+        ReplayFinish::Continue => (ReplayStatus::Replaying, true, None),
+        ReplayFinish::CaughtUp => {
+            let latest: i64 = c
+                .prepare_cached("SELECT sequence FROM topics WHERE id = ?1")?
+                .query_row([current.topic_id], |r| r.get(0))
+                .optional()?
+                .unwrap_or(0);
+            if step.cursor >= latest {
+                (ReplayStatus::Completed, false, None)
+            } else {
+                (ReplayStatus::Replaying, true, None)
+            }
+        }
+        ReplayFinish::Ended => (ReplayStatus::Completed, true, None),
+        ReplayFinish::Failed(why) => (ReplayStatus::Failed, false, Some(why.clone())),
+    };
+    let lease_until = if status.is_active() {
+        step.lease_until_ms
+    } else {
+        0
+    };
+    let owner = status.is_active().then_some(step.owner.as_str());
+    c.prepare_cached(
+        "UPDATE subscription_replays SET cursor = ?2, status = ?3, hold_live = ?4, failure = ?5, \
+         owner = ?6, lease_until = ?7 WHERE subscription = ?1",
+    )?
+    .execute(params![
+        step.subscription,
+        step.cursor,
+        status.as_str(),
+        hold_live,
+        failure,
+        owner,
+        lease_until
+    ])?;
+    get_replay(c, &step.subscription)
+}
+
+pub fn release_replays(c: &Connection, owner: &str) -> rusqlite::Result<()> {
+    c.prepare_cached("UPDATE subscription_replays SET lease_until = 0 WHERE owner = ?1")?
+        .execute([owner])?;
+    Ok(())
 }
 
 pub fn archived_messages(

@@ -97,37 +97,3 @@ async fn archive_policy_is_validated_reported_and_removed() {
     let attrs = topic_attributes(&sns, &other).await;
     assert!(!attrs.contains_key("BeginningArchiveTime"), "{attrs:?}");
 }
-
-/// Replay is not built: a ReplayPolicy is refused with a clear error, not stored and
-/// ignored.
-#[tokio::test]
-async fn replay_policy_is_refused_not_ignored() {
-    let server = Server::start();
-    let (sns, sqs) = (server.sns(), server.sqs());
-    let arn = create_topic(
-        &sns,
-        "replayed.fifo",
-        &[
-            ("FifoTopic", "true"),
-            ("ArchivePolicy", r#"{"MessageRetentionPeriod":"1"}"#),
-        ],
-    )
-    .await;
-    create_queue(&sqs, "replayed.fifo", &[("FifoQueue", "true")]).await;
-    let msg = assert_sns_err!(
-        sns.subscribe()
-            .topic_arn(&arn)
-            .protocol("sqs")
-            .endpoint(server.queue_arn("replayed.fifo"))
-            .attributes(
-                "ReplayPolicy",
-                r#"{"PointType":"Timestamp","StartingPoint":"2026-01-01T00:00:00.000Z"}"#
-            )
-            .send()
-            .await,
-        aws_sdk_sns::operation::subscribe::SubscribeError::InvalidParameterException(_),
-        "InvalidParameter",
-        400
-    );
-    assert!(msg.contains("ReplayPolicy"), "{msg}");
-}

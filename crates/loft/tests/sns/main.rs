@@ -7,6 +7,8 @@
 //!   Deidentify, audit records in SQS, the log and `/metrics`.
 //! - [`fifo`]: FIFO topic to FIFO queue (group, deduplication, SequenceNumber).
 //! - [`archive`]: FIFO topics' ArchivePolicy and BeginningArchiveTime.
+//! - [`replay`]: ReplayPolicy and ReplayStatus: the archive replayed like the live copy,
+//!   raw replays, EndingPoint pauses, a replay across a restart, invalid policies.
 //! - [`errors`]: NotFound, InvalidParameter and the other errors users can provoke.
 //! - [`recorded_messages`]: the recorded email/SMS messages, listed and cleared by filter.
 //! - [`topics`]: list paging, topic and subscription attributes, tags.
@@ -30,6 +32,7 @@ mod fifo;
 mod http;
 mod recorded;
 mod recorded_messages;
+mod replay;
 mod sink;
 mod topics;
 
