@@ -12,6 +12,7 @@
 
 mod fifo;
 pub mod postgres;
+pub mod seal;
 pub mod sqlite;
 
 pub use postgres::{PgOptions, PgStore};

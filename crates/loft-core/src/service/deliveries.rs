@@ -141,6 +141,7 @@ impl Service {
                             // As SNS: no DeadLetterQueueSourceArn on these.
                             dead_letter_source: None,
                             dedup: None,
+                            seal: config.seal_at(now),
                             body: d.body.clone(),
                         },
                     )])

@@ -201,6 +201,8 @@ struct SqsCopy {
     now_ms: i64,
     delay_seconds: i64,
     retention_seconds: i64,
+    /// The queue's encryption at rest (see [`NewMessage::seal`]).
+    seal: Option<crate::model::SealWith>,
 }
 
 impl SqsCopy {
@@ -239,6 +241,7 @@ impl SqsCopy {
                 first_received_at_ms: None,
                 dead_letter_source: None,
                 dedup: self.dedup.clone(),
+                seal: self.seal.clone(),
                 body,
             },
         )
@@ -847,6 +850,7 @@ impl Service {
                                 now_ms: now,
                                 delay_seconds: config.delay_seconds as i64,
                                 retention_seconds: config.retention_seconds as i64,
+                                seal: config.seal_at(now),
                             },
                             queue.name.clone(),
                         ));

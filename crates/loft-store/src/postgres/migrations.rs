@@ -221,6 +221,12 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX topic_archive_expiry ON topic_archive (expires_at);
     "#,
+    // 8 (SQLite's 11): SQS encryption at rest (issue 16): 1 when the row's body and
+    // message attributes are sealed (`crate::seal`, format version 1); 0 (every older
+    // row) when they are stored as they are.
+    r#"
+    ALTER TABLE messages ADD COLUMN sealed SMALLINT NOT NULL DEFAULT 0;
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -6,6 +6,7 @@ use loft_core::model::*;
 use rusqlite::{params, Connection, OptionalExtension, Row};
 
 use crate::fifo::FifoWalk;
+use crate::seal::Sealer;
 
 type Map = BTreeMap<String, String>;
 
@@ -127,7 +128,7 @@ pub fn set_queue_tags(c: &Connection, queue_id: i64, tags: &Map) -> rusqlite::Re
 
 const MESSAGE_COLUMNS: &str = "seq, queue_id, message_id, body, \
     md5_body, message_attributes, system_attributes, sender_id, sent_at, visible_at, \
-    receive_count, first_received_at, receipt_token, group_id, dedup_id, dead_letter_source";
+    receive_count, first_received_at, receipt_token, group_id, dedup_id, dead_letter_source, sealed";
 
 fn message_row(r: &Row<'_>) -> rusqlite::Result<StoredMessage> {
     Ok(StoredMessage {
@@ -147,6 +148,7 @@ fn message_row(r: &Row<'_>) -> rusqlite::Result<StoredMessage> {
         group_id: r.get(13)?,
         dedup_id: r.get(14)?,
         dead_letter_source: r.get(15)?,
+        sealed: r.get::<_, i64>(16)? != 0,
     })
 }
 
@@ -230,8 +232,8 @@ pub fn send_messages(
     let mut stmt = c.prepare_cached(
         "INSERT INTO messages (queue_id, message_id, body, md5_body, message_attributes, \
          system_attributes, sender_id, sent_at, visible_at, expires_at, receive_count, \
-         first_received_at, group_id, dedup_id, dead_letter_source, fair_key) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+         first_received_at, group_id, dedup_id, dead_letter_source, fair_key, sealed) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
     )?;
     let mut out = Vec::with_capacity(messages.len());
     let mut fair: HashMap<i64, bool> = HashMap::new();
@@ -286,6 +288,7 @@ pub fn send_messages(
             m.dedup_id,
             m.dead_letter_source,
             key,
+            m.seal.is_some() as i64,
         ])?;
         let seq = c.last_insert_rowid();
         let message_id = m.message_id.clone();
@@ -1078,10 +1081,10 @@ pub fn move_messages(
     let mut copy = c.prepare_cached(
         "INSERT INTO messages (queue_id, message_id, body, md5_body, message_attributes, \
          system_attributes, sender_id, sent_at, visible_at, expires_at, receive_count, \
-         group_id, dedup_id, fair_key) \
+         group_id, dedup_id, fair_key, sealed) \
          SELECT ?2, ?3, body, md5_body, message_attributes, system_attributes, sender_id, \
          ?4, ?4, ?4 + (expires_at - sent_at), 0, group_id, dedup_id, \
-         CASE WHEN (SELECT fair FROM queues WHERE id = ?2) = 1 THEN 0 END \
+         CASE WHEN (SELECT fair FROM queues WHERE id = ?2) = 1 THEN 0 END, sealed \
          FROM messages WHERE seq = ?1",
     )?;
     let mut remove = c.prepare_cached("DELETE FROM messages WHERE seq = ?1")?;
@@ -1581,6 +1584,7 @@ pub fn publish(
 pub fn publish_fifo(
     c: &Connection,
     p: &FifoPublish,
+    sealer: &Sealer,
 ) -> rusqlite::Result<Option<Vec<FifoPublished>>> {
     let sequence: Option<i64> = c
         .prepare_cached("SELECT sequence FROM topics WHERE id = ?1")?
@@ -1637,7 +1641,11 @@ pub fn publish_fifo(
                 a.published
             ])?;
         }
-        let sent = send_messages(c, &(p.fanout)(i, sequence))?;
+        let mut built = (p.fanout)(i, sequence);
+        sealer
+            .seal_messages(&mut built)
+            .map_err(|e| rusqlite::Error::ToSqlConversionFailure(e.message.into()))?;
+        let sent = send_messages(c, &built)?;
         out.push(FifoPublished {
             message_id: e.message_id.clone(),
             sequence,
