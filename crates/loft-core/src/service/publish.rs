@@ -248,6 +248,18 @@ impl SqsCopy {
     }
 }
 
+/// A new X-Ray trace header, `Root=1-{8 hex digits: the Unix time in seconds}-{24 hex
+/// digits: 96 random bits};Sampled=1`, as a service that starts a trace writes it (X-Ray
+/// Developer Guide, "Tracing header"). No Parent: Loft records no segment.
+pub fn new_trace_header(now_ms: i64) -> String {
+    let random: u128 = rand::random::<u128>() >> 32;
+    format!(
+        "Root=1-{:08x}-{:024x};Sampled=1",
+        (now_ms / 1000) as u32,
+        random
+    )
+}
+
 /// Most message attributes a raw-delivery SQS subscription can carry. SNS itself takes
 /// more; a message with more is discarded for such a subscription (SNS Developer Guide,
 /// "Amazon SNS message attributes").
@@ -579,6 +591,10 @@ impl Service {
             .get("FifoThroughputScope")
             .is_some_and(|v| v == "MessageGroup");
         let topic_arn = self.topic_arn(&topic.name);
+        let tracing_active = topic
+            .attributes
+            .get("TracingConfig")
+            .is_some_and(|v| v == "Active");
         let policy = self.topic_policy(topic)?;
         let signing_cert_url = self.signing_cert_url();
         let subs: Vec<SubscriptionRecord> = self
@@ -703,14 +719,24 @@ impl Service {
             } else {
                 &req.message_attributes
             };
-            let trace_attributes = req.trace_header.as_ref().and_then(|t| {
-                let mut a = MessageAttributes::new();
-                a.insert(
-                    "AWSTraceHeader".into(),
-                    message::MessageAttributeValue::string(t.clone()),
-                );
-                message::encode_attributes(&a)
-            });
+            // TracingConfig Active: SNS starts a trace when the publisher sent none, so
+            // the subscribers' messages carry one (X-Ray Developer Guide, "Amazon SNS and
+            // AWS X-Ray"; the header format of "Tracing header"); PassThrough (the
+            // default) only passes the publisher's on.
+            let started =
+                (req.trace_header.is_none() && tracing_active).then(|| new_trace_header(now));
+            let trace_attributes = req
+                .trace_header
+                .as_ref()
+                .or(started.as_ref())
+                .and_then(|t| {
+                    let mut a = MessageAttributes::new();
+                    a.insert(
+                        "AWSTraceHeader".into(),
+                        message::MessageAttributeValue::string(t.clone()),
+                    );
+                    message::encode_attributes(&a)
+                });
             let timestamp = iso_timestamp(now);
             // The signed fields of each distinct text, signed once (FIFO topics' envelopes
             // carry no signature).

@@ -546,6 +546,78 @@ async fn trace_headers_reach_subscribed_queues() {
     );
 }
 
+/// TracingConfig Active: a publish without a trace header starts a trace (a new
+/// `Root=1-{time}-{random}` header on the queue message); with one, it is passed on as it
+/// is. PassThrough (the default) starts none.
+#[tokio::test]
+async fn active_tracing_starts_a_trace_when_the_publisher_sent_none() {
+    let server = Server::start();
+    let (sns, sqs) = (server.sns(), server.sqs());
+    let active = create_topic(&sns, "active", &[("TracingConfig", "Active")]).await;
+    let passive = create_topic(&sns, "passive", &[]).await;
+    let url = create_queue(&sqs, "traces-q", &[]).await;
+    subscribe_queue(&server, &active, "traces-q", &[]).await;
+    subscribe_queue(&server, &passive, "traces-q", &[]).await;
+    let before = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    sns.publish()
+        .topic_arn(&passive)
+        .message("passive")
+        .send()
+        .await
+        .expect("Publish");
+    sns.publish()
+        .topic_arn(&active)
+        .message("active")
+        .send()
+        .await
+        .expect("Publish");
+    let got = receive_exactly(&sqs, &url, 2).await;
+    let trace_of = |text: &str| {
+        let m = got
+            .iter()
+            .find(|m| {
+                m.body()
+                    .unwrap()
+                    .contains(&format!("\"Message\":\"{text}\""))
+            })
+            .unwrap_or_else(|| panic!("no {text} message"));
+        m.attributes()
+            .and_then(|a| a.get(&MessageSystemAttributeName::AwsTraceHeader))
+            .cloned()
+    };
+    assert_eq!(trace_of("passive"), None, "PassThrough starts no trace");
+    let started = trace_of("active").expect("Active starts a trace");
+    let root = started
+        .strip_prefix("Root=1-")
+        .and_then(|r| r.strip_suffix(";Sampled=1"))
+        .unwrap_or_else(|| panic!("trace header shape: {started}"));
+    let (time, id) = root.split_once('-').expect("Root=1-time-id");
+    assert_eq!((time.len(), id.len()), (8, 24), "{started}");
+    assert!(id.chars().all(|c| c.is_ascii_hexdigit()), "{started}");
+    let secs = u64::from_str_radix(time, 16).expect("hex time");
+    assert!(secs >= before && secs <= before + 60, "{started}");
+
+    let trace = "Root=1-3152b799-8954dae64eda91bc9a23a7e8;Parent=7fa8c0f79203be72;Sampled=1";
+    sns.publish()
+        .topic_arn(&active)
+        .message("given")
+        .customize()
+        .mutate_request(move |r| {
+            r.headers_mut().insert("X-Amzn-Trace-Id", trace);
+        })
+        .send()
+        .await
+        .expect("Publish");
+    let got = receive_exactly(&sqs, &url, 1).await;
+    assert_eq!(
+        got[0].attributes().expect("attributes")[&MessageSystemAttributeName::AwsTraceHeader],
+        trace
+    );
+}
+
 /// AWS's recorded PublishBatch answers: a FIFO entry without MessageGroupId or a
 /// deduplication id, or a MessageStructure=json entry without `default`, refuses the whole
 /// batch; nothing is published.
