@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use serde_json::{json, Map, Value};
 
 use super::activity::DeliveryOutcome;
+use super::delivery_status;
 use super::messages::{sequence_number, DEDUP_WINDOW_MS};
 use super::topics::{check_arn_elements, invalid, SEED_PAYLOAD_ATTRIBUTE};
 use super::Service;
@@ -245,6 +246,38 @@ impl SqsCopy {
                 body,
             },
         )
+    }
+}
+
+impl Service {
+    /// The delivery status record of one SQS copy stored by a publish (see
+    /// [`delivery_status`]): SUCCESS, status 200, the queue's MessageId as SQS's answer.
+    fn log_sqs_delivery(
+        &self,
+        topic: &TopicRecord,
+        topic_arn: &str,
+        copy: &SqsCopy,
+        queue: &str,
+        now: i64,
+    ) {
+        if !delivery_status::enabled(&topic.attributes, "SQS", true) {
+            return;
+        }
+        delivery_status::log(&delivery_status::DeliveryStatus {
+            protocol: "SQS",
+            success: true,
+            topic_name: &topic.name,
+            topic_arn,
+            topic_attributes: &topic.attributes,
+            message_id: Some(&copy.fields.message_id),
+            message: Some(&copy.fields.message),
+            published_at_ms: copy.now_ms,
+            destination: &self.queue_arn(queue),
+            provider_response: serde_json::json!({"sqsMessageId": copy.message_id}).to_string(),
+            status_code: 200,
+            attempts: 1,
+            now_ms: now,
+        });
     }
 }
 
@@ -1014,6 +1047,9 @@ impl Service {
                 });
                 for ((copy, name), sent) in copies.iter().zip(&p.sent) {
                     stored.push((name.clone(), !sent.duplicate, copy.dead_lettered));
+                    if !sent.duplicate {
+                        self.log_sqs_delivery(topic, &topic_arn, copy, name, now);
+                    }
                 }
             }
             // Audit records of a FIFO topic go in their own transaction, after the fan-out.
@@ -1025,10 +1061,14 @@ impl Service {
         } else {
             let mut messages = Vec::new();
             let mut names = Vec::new();
+            let mut logged = Vec::new();
             for (_, copies) in &accepted {
                 for (copy, name) in copies {
                     messages.push(copy.render(&self.config.advertised_url, None));
                     names.push((name.clone(), copy.dead_lettered));
+                    if delivery_status::enabled(&topic.attributes, "SQS", true) {
+                        logged.push((copy, name));
+                    }
                 }
             }
             // Data protection audit records, in the publish's transaction.
@@ -1037,6 +1077,9 @@ impl Service {
                 let sent = self.store.publish(messages, deliveries, records).await?;
                 for ((name, dead), sent) in names.into_iter().zip(&sent) {
                     stored.push((name, !sent.duplicate, dead));
+                }
+                for (copy, name) in logged {
+                    self.log_sqs_delivery(topic, &topic_arn, copy, name, now);
                 }
             }
         }

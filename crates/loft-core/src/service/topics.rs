@@ -180,6 +180,10 @@ fn validate_topic_attribute(name: &str, value: &str, creating: bool, fifo: bool)
             serde_json::from_str::<Value>(value).map_err(|_| bad())?;
             value.to_owned()
         }
+        n if n.ends_with("SuccessFeedbackSampleRate") => match value.parse::<u32>() {
+            Ok(rate) if rate <= 100 => value.to_owned(),
+            _ => return Err(bad()),
+        },
         "TracingConfig" => match value {
             "Active" | "PassThrough" => value.to_owned(),
             _ => return Err(bad()),

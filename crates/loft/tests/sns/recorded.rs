@@ -618,6 +618,76 @@ async fn active_tracing_starts_a_trace_when_the_publisher_sent_none() {
     );
 }
 
+/// Delivery status logging: a topic with SQSSuccessFeedbackRoleArn writes AWS's JSON
+/// record of each SQS delivery on the `loft::sns::delivery_status` log target; a topic
+/// without the role, or with a sample rate of 0, writes none; a rate above 100 is refused.
+#[tokio::test]
+async fn delivery_status_records_are_logged_for_topics_with_a_feedback_role() {
+    use aws_sdk_sns::error::ProvideErrorMetadata as _;
+    let server = Server::start();
+    let (sns, sqs) = (server.sns(), server.sqs());
+    let role = "arn:aws:iam::000000000000:role/SNSSuccessFeedback";
+    let logged = create_topic(&sns, "logged", &[("SQSSuccessFeedbackRoleArn", role)]).await;
+    let sampled_out = create_topic(
+        &sns,
+        "sampled-out",
+        &[
+            ("SQSSuccessFeedbackRoleArn", role),
+            ("SQSSuccessFeedbackSampleRate", "0"),
+        ],
+    )
+    .await;
+    let silent = create_topic(&sns, "silent", &[]).await;
+    let e = sns
+        .set_topic_attributes()
+        .topic_arn(&silent)
+        .attribute_name("SQSSuccessFeedbackSampleRate")
+        .attribute_value("101")
+        .send()
+        .await
+        .expect_err("a rate above 100");
+    assert_eq!(e.code(), Some("InvalidParameter"), "{e:?}");
+    let url = create_queue(&sqs, "status-q", &[]).await;
+    let mut ids = Vec::new();
+    for topic in [&logged, &sampled_out, &silent] {
+        subscribe_queue(&server, topic, "status-q", &[]).await;
+        let out = sns
+            .publish()
+            .topic_arn(topic)
+            .message("status body")
+            .send()
+            .await
+            .expect("Publish");
+        ids.push(out.message_id().unwrap().to_owned());
+    }
+    receive_exactly(&sqs, &url, 3).await;
+    let lines = |log: &str| -> Vec<String> {
+        log.lines()
+            .filter(|l| l.contains("loft::sns::delivery_status"))
+            .map(str::to_owned)
+            .collect()
+    };
+    let deadline = std::time::Instant::now() + crate::harness::PATIENCE;
+    let found = loop {
+        let found = lines(&server.stderr());
+        if !found.is_empty() || std::time::Instant::now() > deadline {
+            break found;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    assert_eq!(found.len(), 1, "{found:?}");
+    let line = &found[0];
+    for needle in [
+        ids[0].as_str(),
+        r#""status":"SUCCESS""#,
+        "arn:aws:sqs:us-east-1:000000000000:status-q",
+        r#""statusCode":200"#,
+        "sns/us-east-1/000000000000/logged",
+    ] {
+        assert!(line.contains(needle), "{needle} not in {line}");
+    }
+}
+
 /// AWS's recorded PublishBatch answers: a FIFO entry without MessageGroupId or a
 /// deduplication id, or a MessageStructure=json entry without `default`, refuses the whole
 /// batch; nothing is published.
