@@ -66,6 +66,28 @@ fn invalid_value(name: &str) -> Error {
     )
 }
 
+/// Checks the combination of a FIFO queue's attributes as they will be stored (after a
+/// create, or a set merged into the queue's): FifoThroughputLimit `perMessageGroupId` is
+/// allowed only with DeduplicationScope `messageGroup` (SQS API Reference,
+/// SetQueueAttributes, "FifoThroughputLimit").
+///
+/// Errors: `InvalidAttributeValue` naming FifoThroughputLimit.
+pub fn validate_combination(attributes: &BTreeMap<String, String>) -> Result<()> {
+    let per_group = attributes
+        .get("FifoThroughputLimit")
+        .is_some_and(|v| v == "perMessageGroupId");
+    let group_scope = attributes
+        .get("DeduplicationScope")
+        .is_some_and(|v| v == "messageGroup");
+    if per_group && !group_scope {
+        return Err(Error::new(
+            ErrorCode::InvalidAttributeValue,
+            "Invalid value for the parameter FifoThroughputLimit. Reason: The perMessageGroupId value is allowed only when the value for DeduplicationScope is messageGroup.",
+        ));
+    }
+    Ok(())
+}
+
 /// The redrive policy of a queue (`RedrivePolicy`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RedrivePolicy {
