@@ -277,7 +277,19 @@ fn validate_subscription_attribute(name: &str, value: &str, protocol: &str) -> R
                 "message replay is not supported by Loft (the topic's archive is kept, see ArchivePolicy)",
             ))
         }
-        "SubscriptionRoleArn" => value.to_owned(),
+        // The role SNS assumes to write to a Firehose delivery stream (SNS Developer Guide,
+        // "Fanout to Firehose delivery streams"); no other protocol has one.
+        "SubscriptionRoleArn" => {
+            if protocol != "firehose" {
+                return Err(bad(&format!(
+                    "SubscriptionRoleArn is only supported for the firehose protocol, not {protocol}"
+                )));
+            }
+            if !value.starts_with("arn:") {
+                return Err(bad("must be an IAM role ARN"));
+            }
+            value.to_owned()
+        }
         _ => return Err(invalid("AttributeName")),
     })
 }
