@@ -587,6 +587,11 @@ pub struct RecordedMessage {
     pub subject: Option<String>,
     /// The message as it would have been sent.
     pub message: String,
+    /// Who it would have come from: for email and email-json, the From header
+    /// (`"{DisplayName} <no-reply@sns.amazonaws.com>"`, the topic's name without a
+    /// DisplayName); for SMS from a topic with a DisplayName, its first 10 characters
+    /// (the sender prefix the message starts with); `None` otherwise.
+    pub sender: Option<String>,
     /// When (ms).
     pub created_at_ms: i64,
 }

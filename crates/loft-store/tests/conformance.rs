@@ -2076,6 +2076,7 @@ async fn publish_stores_everything(s: S) {
         topic_arn: Some("arn:aws:sns:us-east-1:000000000000:t".into()),
         subject: Some("hi".into()),
         message: "hello".into(),
+        sender: Some("Alerts <no-reply@sns.amazonaws.com>".into()),
         created_at_ms: T0,
     };
     let mut m1 = msg("n1", T0);
@@ -2467,6 +2468,7 @@ async fn recorded_messages(s: S) {
         topic_arn: None,
         subject: None,
         message: format!("m{i}"),
+        sender: None,
         created_at_ms: T0 + i,
     };
     s.publish(vec![], vec![], vec![rec(1), rec(2)])
@@ -2488,6 +2490,7 @@ async fn delete_recorded_by_filter(s: S) {
         topic_arn: topic.map(str::to_owned),
         subject: None,
         message: format!("{protocol} {endpoint}"),
+        sender: None,
         created_at_ms: T0,
     };
     let t = "arn:aws:sns:us-east-1:000000000000:t";

@@ -281,6 +281,41 @@ impl Service {
     }
 }
 
+/// The address SNS sends email notifications from (SNS Developer Guide, "Email
+/// notifications": `no-reply@sns.amazonaws.com`).
+pub const EMAIL_FROM_ADDRESS: &str = "no-reply@sns.amazonaws.com";
+
+/// Most characters of a DisplayName an SMS shows (SNS console and Developer Guide,
+/// "DisplayName": "only the first 10 characters are displayed in an SMS message").
+pub const SMS_DISPLAY_NAME_CHARS: usize = 10;
+
+/// Who a recorded message of `protocol` from `topic` comes from, and its text as sent:
+/// email and email-json come from `"{DisplayName} <no-reply@sns.amazonaws.com>"` (the
+/// topic's name when it has no DisplayName: the "From" field, SNS API Reference,
+/// SetTopicAttributes `DisplayName`); an SMS from a topic with a DisplayName starts with
+/// its first 10 characters and `"> "`, the sender prefix; other protocols have none.
+pub fn sender_of(topic: &TopicRecord, protocol: &str, message: String) -> (Option<String>, String) {
+    let display = topic
+        .attributes
+        .get("DisplayName")
+        .filter(|d| !d.is_empty());
+    match protocol {
+        "email" | "email-json" => {
+            let name = display.map_or(topic.name.as_str(), String::as_str);
+            (Some(format!("{name} <{EMAIL_FROM_ADDRESS}>")), message)
+        }
+        "sms" => match display {
+            Some(d) => {
+                let prefix: String = d.chars().take(SMS_DISPLAY_NAME_CHARS).collect();
+                let text = format!("{prefix}> {message}");
+                (Some(prefix), text)
+            }
+            None => (None, message),
+        },
+        _ => (None, message),
+    }
+}
+
 /// A new X-Ray trace header, `Root=1-{8 hex digits: the Unix time in seconds}-{24 hex
 /// digits: 96 random bits};Sampled=1`, as a service that starts a trace writes it (X-Ray
 /// Developer Guide, "Tracing header"). No Parent: Loft records no segment.
@@ -527,6 +562,7 @@ impl Service {
             topic_arn: None,
             subject: req.subject.clone(),
             message: req.message,
+            sender: None,
             created_at_ms: self.now_ms(),
         };
         self.store
@@ -971,6 +1007,7 @@ impl Service {
                         } else {
                             text.clone()
                         };
+                        let (sender, message) = sender_of(topic, protocol, message);
                         records.push(RecordedMessage {
                             id: 0,
                             protocol: protocol.to_owned(),
@@ -978,6 +1015,7 @@ impl Service {
                             topic_arn: Some(topic_arn.clone()),
                             subject: req.subject.clone(),
                             message,
+                            sender,
                             created_at_ms: now,
                         });
                     }

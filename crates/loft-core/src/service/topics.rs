@@ -697,13 +697,19 @@ impl Service {
             )
             .await?;
         } else {
+            let (sender, message) = super::publish::sender_of(
+                topic,
+                &sub.protocol,
+                format!("{message}\n{subscribe_url}"),
+            );
             let record = RecordedMessage {
                 id: 0,
                 protocol: sub.protocol.clone(),
                 endpoint: sub.endpoint.clone(),
                 topic_arn: Some(topic_arn),
                 subject: Some("AWS Notification - Subscription Confirmation".into()),
-                message: format!("{message}\n{subscribe_url}"),
+                message,
+                sender,
                 created_at_ms: self.now_ms(),
             };
             self.store

@@ -227,6 +227,11 @@ const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE messages ADD COLUMN sealed SMALLINT NOT NULL DEFAULT 0;
     "#,
+    // 9 (SQLite's 12): who a recorded email or SMS would have come from (the topic's
+    // DisplayName, issue 16); NULL for older records.
+    r#"
+    ALTER TABLE recorded_messages ADD COLUMN sender TEXT;
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -1996,13 +1996,14 @@ pub async fn publish_in<C: GenericClient>(
         let subject: Vec<Option<&str>> = records.iter().map(|r| r.subject.as_deref()).collect();
         let message: Vec<&str> = records.iter().map(|r| r.message.as_str()).collect();
         let created: Vec<i64> = records.iter().map(|r| r.created_at_ms).collect();
+        let sender: Vec<Option<&str>> = records.iter().map(|r| r.sender.as_deref()).collect();
         execute(
             tx,
             "INSERT INTO recorded_messages (protocol, endpoint, topic_arn, subject, message, \
-             created_at) SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], \
-             $5::text[], $6::bigint[])",
+             created_at, sender) SELECT * FROM unnest($1::text[], $2::text[], $3::text[], \
+             $4::text[], $5::text[], $6::bigint[], $7::text[])",
             &[
-                &protocol, &endpoint, &topic_arn, &subject, &message, &created,
+                &protocol, &endpoint, &topic_arn, &subject, &message, &created, &sender,
             ],
         )
         .await?;
@@ -2275,7 +2276,7 @@ pub async fn list_recorded<C: GenericClient>(
 ) -> Result<Vec<RecordedMessage>, Error> {
     let rows = query(
         c,
-        "SELECT id, protocol, endpoint, topic_arn, subject, message, created_at \
+        "SELECT id, protocol, endpoint, topic_arn, subject, message, created_at, sender \
          FROM recorded_messages ORDER BY id DESC LIMIT $1",
         &[&(limit as i64)],
     )
@@ -2290,6 +2291,7 @@ pub async fn list_recorded<C: GenericClient>(
             subject: r.get(4),
             message: r.get(5),
             created_at_ms: r.get(6),
+            sender: r.get(7),
         })
         .collect())
 }

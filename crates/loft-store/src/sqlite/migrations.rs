@@ -231,6 +231,11 @@ const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE messages ADD COLUMN sealed INTEGER NOT NULL DEFAULT 0;
     "#,
+    // 12: who a recorded email or SMS would have come from (the topic's DisplayName,
+    // issue 16); NULL for older records.
+    r#"
+    ALTER TABLE recorded_messages ADD COLUMN sender TEXT;
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -1564,7 +1564,7 @@ pub fn publish(
     }
     let mut record = c.prepare_cached(
         "INSERT INTO recorded_messages (protocol, endpoint, topic_arn, subject, message, \
-         created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+         created_at, sender) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
     )?;
     for r in records {
         record.execute(params![
@@ -1573,7 +1573,8 @@ pub fn publish(
             r.topic_arn,
             r.subject,
             r.message,
-            r.created_at_ms
+            r.created_at_ms,
+            r.sender
         ])?;
     }
     Ok(sent)
@@ -1794,7 +1795,7 @@ pub fn count_deliveries(c: &Connection) -> rusqlite::Result<u64> {
 
 pub fn list_recorded(c: &Connection, limit: u32) -> rusqlite::Result<Vec<RecordedMessage>> {
     let mut stmt = c.prepare_cached(
-        "SELECT id, protocol, endpoint, topic_arn, subject, message, created_at \
+        "SELECT id, protocol, endpoint, topic_arn, subject, message, created_at, sender \
          FROM recorded_messages ORDER BY id DESC LIMIT ?1",
     )?;
     let rows = stmt.query_map([limit as i64], |r| {
@@ -1806,6 +1807,7 @@ pub fn list_recorded(c: &Connection, limit: u32) -> rusqlite::Result<Vec<Recorde
             subject: r.get(4)?,
             message: r.get(5)?,
             created_at_ms: r.get(6)?,
+            sender: r.get(7)?,
         })
     })?;
     rows.collect()
