@@ -204,6 +204,11 @@ impl Engine {
         for w in loft_store::seal::permission_warnings(&key_file) {
             tracing::warn!("{w}");
         }
+        if args.sse_key_file.is_none()
+            && args.database_url.as_deref().is_some_and(|u| !u.is_empty())
+        {
+            tracing::warn!(key = %key_file.display(), "SQS encryption at rest: no --sse-key-file given; every node on this PostgreSQL database must use the same master key file, or messages another node encrypted cannot be read here");
+        }
         let keys = loft_store::seal::KeySource::File(key_file);
         match args.database_url.as_deref().filter(|u| !u.is_empty()) {
             Some(url) => {
