@@ -66,6 +66,28 @@ fn invalid_value(name: &str) -> Error {
     )
 }
 
+/// Checks the combination of a FIFO queue's attributes as they will be stored (after a
+/// create, or a set merged into the queue's): FifoThroughputLimit `perMessageGroupId` is
+/// allowed only with DeduplicationScope `messageGroup` (SQS API Reference,
+/// SetQueueAttributes, "FifoThroughputLimit").
+///
+/// Errors: `InvalidAttributeValue` naming FifoThroughputLimit.
+pub fn validate_combination(attributes: &BTreeMap<String, String>) -> Result<()> {
+    let per_group = attributes
+        .get("FifoThroughputLimit")
+        .is_some_and(|v| v == "perMessageGroupId");
+    let group_scope = attributes
+        .get("DeduplicationScope")
+        .is_some_and(|v| v == "messageGroup");
+    if per_group && !group_scope {
+        return Err(Error::new(
+            ErrorCode::InvalidAttributeValue,
+            "Invalid value for the parameter FifoThroughputLimit. Reason: The perMessageGroupId value is allowed only when the value for DeduplicationScope is messageGroup.",
+        ));
+    }
+    Ok(())
+}
+
 /// The redrive policy of a queue (`RedrivePolicy`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RedrivePolicy {
@@ -290,7 +312,14 @@ pub struct QueueConfig {
     pub content_based_deduplication: bool,
     /// Deduplication scoped to the message group rather than the queue (FIFO).
     pub dedup_per_group: bool,
+    /// Server-side encryption at rest: the key name messages are sealed under and the
+    /// data key reuse period (ms). `None` when both SqsManagedSseEnabled is `false` and
+    /// no KmsMasterKeyId is set.
+    pub encryption: Option<(String, i64)>,
 }
+
+/// Default KmsDataKeyReusePeriodSeconds (5 minutes, SQS API Reference, SetQueueAttributes).
+pub const DEFAULT_DATA_KEY_REUSE_SECONDS: u32 = 300;
 
 impl QueueConfig {
     /// Reads the typed configuration from stored attributes.
@@ -318,8 +347,42 @@ impl QueueConfig {
             dedup_per_group: attributes
                 .get("DeduplicationScope")
                 .is_some_and(|v| v == "messageGroup"),
+            encryption: encryption(attributes).map(|key| {
+                (
+                    key,
+                    num(
+                        "KmsDataKeyReusePeriodSeconds",
+                        DEFAULT_DATA_KEY_REUSE_SECONDS,
+                    ) as i64
+                        * 1000,
+                )
+            }),
         }
     }
+
+    /// The sealing a message sent at `sent_at_ms` gets, as [`crate::model::NewMessage::seal`]:
+    /// the queue's key and the reuse period that time falls in.
+    pub fn seal_at(&self, sent_at_ms: i64) -> Option<crate::model::SealWith> {
+        self.encryption
+            .as_ref()
+            .map(|(key_id, reuse_ms)| crate::model::SealWith {
+                key_id: key_id.clone(),
+                period: sent_at_ms.div_euclid((*reuse_ms).max(1)),
+            })
+    }
+}
+
+/// The key a queue's messages are sealed under: its KmsMasterKeyId when one is set
+/// (SSE-KMS), else [`crate::model::SSE_SQS_KEY_ID`] unless SqsManagedSseEnabled is
+/// `false` (SSE-SQS, on by default as on AWS since 2022's change of the default).
+fn encryption(attributes: &BTreeMap<String, String>) -> Option<String> {
+    if let Some(key) = attributes.get("KmsMasterKeyId").filter(|k| !k.is_empty()) {
+        return Some(key.clone());
+    }
+    let sse_sqs = attributes
+        .get("SqsManagedSseEnabled")
+        .is_none_or(|v| !v.eq_ignore_ascii_case("false"));
+    sse_sqs.then(|| crate::model::SSE_SQS_KEY_ID.to_owned())
 }
 
 /// The value AWS reports for a settable attribute that was never set.

@@ -60,7 +60,30 @@ pub struct NewMessage {
     /// FIFO deduplication: when set, a message with the same key inside the window is not
     /// stored again; the send reports the original instead.
     pub dedup: Option<DedupKey>,
+    /// Server-side encryption the service decided for this message (the queue's
+    /// SqsManagedSseEnabled or KmsMasterKeyId): the store keeps `body` and
+    /// `message_attributes` sealed under the data key this names, and opens them when it
+    /// returns the message. `None` stores them as they are.
+    pub seal: Option<SealWith>,
 }
+
+/// "Encrypt with key K": which data key seals a message at rest (SQS Developer Guide,
+/// "Encryption at rest in Amazon SQS", "Key terms": the KMS key and the data key reuse
+/// period). The store derives the data key from its master key, the queue, `key_id` and
+/// `period`, so one data key serves a queue for one reuse period.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct SealWith {
+    /// The queue's KmsMasterKeyId as given (an alias, alias ARN, key id or key ARN; Loft
+    /// has no KMS, so it only names the derivation), or [`SSE_SQS_KEY_ID`] for SSE-SQS.
+    pub key_id: String,
+    /// The reuse period the message falls in: its send time divided by the queue's
+    /// KmsDataKeyReusePeriodSeconds (in ms).
+    pub period: i64,
+}
+
+/// The key name SSE-SQS messages are sealed under (SqsManagedSseEnabled: SQS-owned keys,
+/// no KMS key named).
+pub const SSE_SQS_KEY_ID: &str = "SSE-SQS";
 
 /// A FIFO deduplication key and its window.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -132,6 +155,9 @@ pub struct StoredMessage {
     pub dedup_id: Option<String>,
     /// The source queue's ARN when dead-lettered.
     pub dead_letter_source: Option<String>,
+    /// Whether `body` and `message_attributes` are still sealed as stored. Engines open
+    /// sealed messages before returning them, so a caller of the store sees `false`.
+    pub sealed: bool,
 }
 
 /// What a receive claims and how. The service decides every parameter; the store applies
@@ -679,6 +705,11 @@ pub struct RecordedMessage {
     pub subject: Option<String>,
     /// The message as it would have been sent.
     pub message: String,
+    /// Who it would have come from: for email and email-json, the From header
+    /// (`"{DisplayName} <no-reply@sns.amazonaws.com>"`, the topic's name without a
+    /// DisplayName); for SMS from a topic with a DisplayName, its first 10 characters
+    /// (the sender prefix the message starts with); `None` otherwise.
+    pub sender: Option<String>,
     /// When (ms).
     pub created_at_ms: i64,
 }

@@ -174,14 +174,15 @@ fn error_chain(e: &dyn std::error::Error) -> String {
     out
 }
 
-/// One attempt: POST the delivery; 2xx is success, anything else a failure to retry. An
+/// One attempt: POST the delivery; 2xx is success (its status returned), anything else a
+/// failure to retry. An
 /// endpoint whose host is an IP literal the policy denies is refused before connecting
 /// (the client resolves only host names, through [`PolicyResolver`]).
 pub async fn attempt(
     client: &reqwest::Client,
     policy: &EndpointPolicy,
     d: &DeliveryRecord,
-) -> Result<(), String> {
+) -> Result<u16, String> {
     if let Err(why) = policy.check_url(&d.endpoint) {
         tracing::warn!(endpoint = %d.endpoint, reason = %why, "SNS delivery refused by the endpoint policy");
         return Err(format!("refused by the SNS endpoint policy: {why}"));
@@ -194,7 +195,7 @@ pub async fn attempt(
         req = req.header(k, v);
     }
     match req.send().await {
-        Ok(resp) if resp.status().is_success() => Ok(()),
+        Ok(resp) if resp.status().is_success() => Ok(resp.status().as_u16()),
         Ok(resp) => Err(format!("HTTP status {}", resp.status().as_u16())),
         Err(e) => Err(error_chain(&e)),
     }
@@ -213,6 +214,10 @@ async fn invoke_and_report(svc: &Service, client: &reqwest::Client, d: DeliveryR
                 &svc.config().region,
             )
             .await;
+            let ok = matches!(outcome, InvokeOutcome::Success(_));
+            let why = (!ok).then(|| outcome.describe());
+            svc.log_delivery_status(&d, ok, ok.then_some(202), why.as_deref())
+                .await;
             match outcome {
                 InvokeOutcome::Success(_) => svc.delivery_done(&d).await,
                 failed => {
@@ -237,8 +242,19 @@ async fn attempt_and_report(svc: &Service, clients: &Clients, d: DeliveryRecord)
     }
     let client = &clients.http;
     let outcome = attempt(client, &svc.config().endpoint_policy, &d).await;
+    let status = match &outcome {
+        Ok(code) => Some(*code),
+        Err(e) => e.strip_prefix("HTTP status ").and_then(|c| c.parse().ok()),
+    };
+    svc.log_delivery_status(
+        &d,
+        outcome.is_ok(),
+        status,
+        outcome.as_ref().err().map(String::as_str),
+    )
+    .await;
     let report = match outcome {
-        Ok(()) => svc.delivery_done(&d).await,
+        Ok(_) => svc.delivery_done(&d).await,
         Err(e) => {
             tracing::debug!(endpoint = %d.endpoint, error = %e, attempt = d.attempts + 1, "delivery attempt failed");
             svc.delivery_failed(&d, &e).await

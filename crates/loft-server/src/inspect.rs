@@ -29,7 +29,7 @@ pub struct Inspect {
     pub signer: Option<Arc<crate::sns_signing::LazySigner>>,
 }
 
-/// `GET /_loft/sns/messages`: `200 [{"id","protocol","endpoint","topic_arn","subject",
+/// `GET /_loft/sns/messages`: `200 [{"id","protocol","endpoint","topic_arn","subject","sender",
 /// "message","timestamp"}]`, newest first; `limit` 1..=1000, default 100.
 pub async fn recorded_messages(
     State(s): State<Inspect>,
@@ -55,6 +55,7 @@ pub async fn recorded_messages(
                 "endpoint": m.endpoint,
                 "topic_arn": m.topic_arn,
                 "subject": m.subject,
+                "sender": m.sender,
                 "message": m.message,
                 "timestamp": loft_core::service::iso_timestamp(m.created_at_ms),
             })

@@ -13,6 +13,7 @@
 mod fifo;
 pub mod postgres;
 mod replay;
+pub mod seal;
 pub mod sqlite;
 
 pub use postgres::{PgOptions, PgStore};

@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use loft_core::model::*;
 use loft_core::store::Store;
+use loft_store::seal::{KeySource, MasterKey};
 use loft_store::{PgOptions, PgStore, SqliteStore};
 
 #[path = "../../loft/tests/support/skips.rs"]
@@ -72,8 +73,14 @@ async fn pg_store() -> Option<(S, PgSchema)> {
         },
     )
     .await
-    .unwrap_or_else(|e| panic!("LOFT_TEST_DATABASE_URL is set but: {e}"));
+    .unwrap_or_else(|e| panic!("LOFT_TEST_DATABASE_URL is set but: {e}"))
+    .with_key_source(KeySource::Key(test_key()));
     Some((Arc::new(store), guard))
+}
+
+/// The master key of the PostgreSQL cases and of the raw-row cases.
+fn test_key() -> MasterKey {
+    MasterKey::from_bytes([0x5a; 32])
 }
 
 /// Declares each test twice: `sqlite::NAME` and `postgres::NAME`.
@@ -155,6 +162,7 @@ conformance!(
     concurrent_moves_move_each_message_once,
     concurrent_delivery_claims_are_disjoint,
     concurrent_purges,
+    sealed_messages_read_back_equal,
 );
 
 // ----- helpers
@@ -183,6 +191,7 @@ fn msg(body: &str, now: i64) -> NewMessage {
         first_received_at_ms: None,
         dead_letter_source: None,
         dedup: None,
+        seal: None,
     }
 }
 
@@ -2069,6 +2078,7 @@ async fn publish_stores_everything(s: S) {
         topic_arn: Some("arn:aws:sns:us-east-1:000000000000:t".into()),
         subject: Some("hi".into()),
         message: "hello".into(),
+        sender: Some("Alerts <no-reply@sns.amazonaws.com>".into()),
         created_at_ms: T0,
     };
     let mut m1 = msg("n1", T0);
@@ -2828,6 +2838,7 @@ async fn recorded_messages(s: S) {
         topic_arn: None,
         subject: None,
         message: format!("m{i}"),
+        sender: None,
         created_at_ms: T0 + i,
     };
     s.publish(vec![], vec![], vec![rec(1), rec(2)])
@@ -2849,6 +2860,7 @@ async fn delete_recorded_by_filter(s: S) {
         topic_arn: topic.map(str::to_owned),
         subject: None,
         message: format!("{protocol} {endpoint}"),
+        sender: None,
         created_at_ms: T0,
     };
     let t = "arn:aws:sns:us-east-1:000000000000:t";
@@ -3413,4 +3425,242 @@ async fn sms_attributes_per_scope(s: S) {
         s.sms_attributes("b:r").await.unwrap(),
         map(&[("DefaultSenderID", "Other")])
     );
+}
+
+// ----- encryption at rest
+
+fn sealed(body: &str, key_id: &str, period: i64, now: i64) -> NewMessage {
+    NewMessage {
+        message_attributes: Some(format!(
+            r#"{{"a":{{"DataType":"String","StringValue":"attr of {body}"}}}}"#
+        )),
+        seal: Some(SealWith {
+            key_id: key_id.into(),
+            period,
+        }),
+        ..msg(body, now)
+    }
+}
+
+/// SQS SSE: sealed and plain messages side by side read back as they were sent, through
+/// receive, peek, a dead-letter move in a receive, a move task's move and a FIFO topic's
+/// fan-out; the caller never sees the sealed form.
+async fn sealed_messages_read_back_equal(s: S) {
+    let q = queue(&s, "sse").await;
+    let dlq = queue(&s, "sse-dlq").await;
+    let plain = msg("plain body", T0);
+    let mut a = sealed("secret one", "SSE-SQS", 7, T0);
+    a.message_id = Some("id-a".into());
+    let b = sealed(
+        "secret two",
+        "arn:aws:kms:us-east-1:000000000000:alias/k",
+        8,
+        T0,
+    );
+    s.send_messages(vec![(q, plain), (q, a), (q, b)])
+        .await
+        .unwrap();
+    let peeked = s.peek_messages(q, 0, 10, T0).await.unwrap();
+    assert_eq!(
+        peeked.iter().map(|m| m.body.as_str()).collect::<Vec<_>>(),
+        ["plain body", "secret one", "secret two"]
+    );
+    assert!(peeked.iter().all(|m| !m.sealed));
+    assert_eq!(peeked[0].message_attributes, None);
+    assert_eq!(
+        peeked[1].message_attributes.as_deref(),
+        Some(r#"{"a":{"DataType":"String","StringValue":"attr of secret one"}}"#)
+    );
+    let mut r = req(q, 10, T0, 1000);
+    r.send_order = true;
+    let out = s.receive(r).await.unwrap();
+    assert_eq!(bodies(&out), ["plain body", "secret one", "secret two"]);
+    assert_eq!(out.messages[1].message_id.as_deref(), Some("id-a"));
+    assert_eq!(out.messages[1].md5_body, "md5-secret one");
+    // Received once: the next receive moves them to the dead-letter queue, sealed as
+    // they were, and they open there.
+    let mut r = req(q, 10, T0 + 2000, 1000);
+    r.redrive = Some(RedriveRule {
+        dlq_queue_id: dlq,
+        moves_at_receive_count: 1,
+        source_arn: "arn:aws:sqs:us-east-1:000000000000:sse".into(),
+        dedup_id_from_message_id: false,
+    });
+    let out = s.receive(r).await.unwrap();
+    assert_eq!(out.dead_lettered, 3);
+    let mut r = req(dlq, 10, T0 + 2000, 1000);
+    r.send_order = true;
+    let out = s.receive(r).await.unwrap();
+    assert_eq!(bodies(&out), ["plain body", "secret one", "secret two"]);
+    // A redrive copies them back, still readable.
+    let moved = s
+        .move_messages(dlq, MoveTarget::Queue(q), ids(3), T0 + 4000, None)
+        .await
+        .unwrap();
+    assert_eq!(moved, Some(3));
+    let mut r = req(q, 10, T0 + 4000, 1000);
+    r.send_order = true;
+    let out = s.receive(r).await.unwrap();
+    assert_eq!(bodies(&out), ["plain body", "secret one", "secret two"]);
+    assert_eq!(
+        out.messages[2].message_attributes.as_deref(),
+        Some(r#"{"a":{"DataType":"String","StringValue":"attr of secret two"}}"#)
+    );
+    // A FIFO topic's fan-out to a sealed FIFO queue.
+    let fq = queue(&s, "sse.fifo").await;
+    let (topic, _) = s
+        .create_topic("t.fifo", map(&[("FifoTopic", "true")]), BTreeMap::new(), T0)
+        .await
+        .unwrap();
+    let fanout: FifoFanout = Arc::new(move |i, sequence| {
+        let mut m = fifo_msg(&format!("fanned {i} {sequence}"), "G", &format!("d{i}"), T0);
+        m.seal = Some(SealWith {
+            key_id: "SSE-SQS".into(),
+            period: 1,
+        });
+        vec![(fq, m)]
+    });
+    s.publish_fifo(FifoPublish {
+        topic_id: topic.id,
+        now_ms: T0,
+        entries: vec![topic_entry("m-1", "", "k1", T0 + 300_000)],
+        fanout,
+    })
+    .await
+    .unwrap()
+    .unwrap();
+    let out = s.receive(fifo_req(fq, 10, T0, 1000)).await.unwrap();
+    assert_eq!(bodies(&out), ["fanned 0 1"]);
+    // A standard publish's copies.
+    s.publish(
+        vec![(q, sealed("published", "SSE-SQS", 1, T0))],
+        vec![],
+        vec![],
+    )
+    .await
+    .unwrap();
+    let peeked = s.peek_messages(q, 0, 10, T0 + 5000).await.unwrap();
+    assert!(peeked.iter().any(|m| m.body == "published"));
+}
+
+/// What a sealed row holds, read past the store: not the body or the attributes, and its
+/// `sealed` flag set; a plain row as it was sent.
+fn assert_rows_sealed(rows: &[(String, Option<String>, i64)]) {
+    assert_eq!(rows.len(), 2);
+    let (body, attrs, flag) = &rows[0];
+    assert_eq!(
+        (body.as_str(), attrs.as_deref(), *flag),
+        ("plain body", None, 0)
+    );
+    let (body, attrs, flag) = &rows[1];
+    assert_eq!(*flag, 1);
+    assert!(!body.contains("secret"), "body stored in the clear: {body}");
+    let attrs = attrs.as_deref().expect("attributes kept");
+    assert!(
+        !attrs.contains("secret") && !attrs.contains("StringValue"),
+        "attributes stored in the clear: {attrs}"
+    );
+}
+
+/// SQLite: the file holds no plaintext of a sealed message; after a restart with the same
+/// key it reads back equal; with another key it is refused (an error, nothing lost), and
+/// the right key opens it again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_sealed_rows_hold_no_plaintext_and_survive_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("loft.db");
+    let open = |key: MasterKey| {
+        Arc::new(
+            SqliteStore::open(&path, loft_store::Durability::Process)
+                .unwrap()
+                .with_key_source(KeySource::Key(key)),
+        )
+    };
+    let store = open(test_key());
+    let s: S = store.clone();
+    let q = queue(&s, "sse").await;
+    s.send_messages(vec![
+        (q, msg("plain body", T0)),
+        (q, sealed("secret body", "SSE-SQS", 3, T0)),
+    ])
+    .await
+    .unwrap();
+    store.close().await;
+    let raw: Vec<(String, Option<String>, i64)> = {
+        let c = rusqlite::Connection::open(&path).unwrap();
+        let mut st = c
+            .prepare("SELECT body, message_attributes, sealed FROM messages ORDER BY seq")
+            .unwrap();
+        let rows = st
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .unwrap();
+        rows
+    };
+    assert_rows_sealed(&raw);
+    let wrong = open(MasterKey::from_bytes([1; 32]));
+    let e = wrong.peek_messages(q, 0, 10, T0).await.unwrap_err();
+    assert_eq!(e.code, loft_core::error::ErrorCode::InternalError);
+    // A receive with the wrong key fails after its claim: the messages stay, hidden for
+    // the visibility timeout like any received message.
+    let mut r = req(q, 10, T0, 1000);
+    r.send_order = true;
+    assert!(wrong.receive(r.clone()).await.is_err());
+    wrong.close().await;
+    let again = open(test_key());
+    r.now_ms = T0 + 2000;
+    let out = again.receive(r).await.unwrap();
+    assert_eq!(bodies(&out), ["plain body", "secret body"]);
+    again.close().await;
+}
+
+/// PostgreSQL: the table holds no plaintext of a sealed message, and a second store on
+/// the same database with the same key (another node, or a restart) reads it back equal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_sealed_rows_hold_no_plaintext_and_open_on_another_node() {
+    let Some((s, schema)) = pg_store().await else {
+        skips::postgres().skip("postgres_sealed_rows_hold_no_plaintext_and_open_on_another_node");
+        return;
+    };
+    let q = queue(&s, "sse").await;
+    s.send_messages(vec![
+        (q, msg("plain body", T0)),
+        (q, sealed("secret body", "SSE-SQS", 3, T0)),
+    ])
+    .await
+    .unwrap();
+    let (client, conn) = tokio_postgres::connect(&schema.url, tokio_postgres::NoTls)
+        .await
+        .expect("raw connection");
+    tokio::spawn(conn);
+    let rows = client
+        .query(
+            &format!(
+                "SELECT body, message_attributes, sealed::bigint FROM {}.messages ORDER BY seq",
+                schema.schema
+            ),
+            &[],
+        )
+        .await
+        .unwrap();
+    let raw: Vec<(String, Option<String>, i64)> = rows
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2)))
+        .collect();
+    assert_rows_sealed(&raw);
+    let other = PgStore::connect(
+        &schema.url,
+        PgOptions {
+            pool_size: 2,
+            schema: Some(schema.schema.clone()),
+        },
+    )
+    .await
+    .unwrap()
+    .with_key_source(KeySource::Key(test_key()));
+    let mut r = req(q, 10, T0, 1000);
+    r.send_order = true;
+    let out = other.receive(r).await.unwrap();
+    assert_eq!(bodies(&out), ["plain body", "secret body"]);
 }

@@ -98,6 +98,13 @@ struct ServeArgs {
     #[arg(long, env = "LOFT_DATABASE_POOL_SIZE", default_value_t = loft_store::postgres::DEFAULT_POOL_SIZE)]
     database_pool_size: usize,
 
+    /// Master key of SQS encryption at rest (SqsManagedSseEnabled, KmsMasterKeyId): a file
+    /// of 32 random bytes in base64, made (mode 0600, its folder 0700) on first use when
+    /// missing. Default: loft-sse/master.key beside --db. Nodes sharing a PostgreSQL
+    /// database must all use the same key.
+    #[arg(long, env = "LOFT_SSE_KEY_FILE")]
+    sse_key_file: Option<PathBuf>,
+
     /// How much an acknowledged write survives: `process` (survives kill -9 of Loft) or
     /// `fsync` (on disk before the response).
     #[arg(long, env = "LOFT_DURABILITY", value_enum, default_value_t = DurabilityArg::Process)]
@@ -190,13 +197,26 @@ enum Engine {
 
 impl Engine {
     async fn open(args: &ServeArgs) -> Result<Engine, String> {
+        let key_file = args
+            .sse_key_file
+            .clone()
+            .unwrap_or_else(|| loft_store::seal::default_key_file(&args.db));
+        for w in loft_store::seal::permission_warnings(&key_file) {
+            tracing::warn!("{w}");
+        }
+        if args.sse_key_file.is_none()
+            && args.database_url.as_deref().is_some_and(|u| !u.is_empty())
+        {
+            tracing::warn!(key = %key_file.display(), "SQS encryption at rest: no --sse-key-file given; every node on this PostgreSQL database must use the same master key file, or messages another node encrypted cannot be read here");
+        }
+        let keys = loft_store::seal::KeySource::File(key_file);
         match args.database_url.as_deref().filter(|u| !u.is_empty()) {
             Some(url) => {
                 let options = PgOptions {
                     pool_size: args.database_pool_size,
                     ..PgOptions::default()
                 };
-                let store = PgStore::connect(url, options).await?;
+                let store = PgStore::connect(url, options).await?.with_key_source(keys);
                 let tls = store.uses_tls().await.map_err(|e| e.message)?;
                 Ok(Engine::Postgres(Arc::new(store), tls))
             }
@@ -205,9 +225,9 @@ impl Engine {
                     DurabilityArg::Process => Durability::Process,
                     DurabilityArg::Fsync => Durability::Fsync,
                 };
-                Ok(Engine::Sqlite(Arc::new(SqliteStore::open(
-                    &args.db, durability,
-                )?)))
+                Ok(Engine::Sqlite(Arc::new(
+                    SqliteStore::open(&args.db, durability)?.with_key_source(keys),
+                )))
             }
         }
     }

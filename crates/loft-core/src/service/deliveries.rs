@@ -113,6 +113,79 @@ impl Service {
         Ok(())
     }
 
+    /// Writes the delivery status record of one HTTP/S or Lambda attempt of `d` (see
+    /// [`super::delivery_status`]) when its topic logs that protocol's successes or
+    /// failures: `status_code` is the endpoint's HTTP status (202 for an accepted
+    /// asynchronous invocation; 0 when none came), `error` what went wrong. Reads the
+    /// subscription and the topic; a failure to read them is logged, never returned.
+    pub async fn log_delivery_status(
+        &self,
+        d: &DeliveryRecord,
+        success: bool,
+        status_code: Option<u16>,
+        error: Option<&str>,
+    ) {
+        use super::delivery_status as ds;
+        let protocol = ds::prefix(http_protocol(&d.endpoint)).unwrap_or("HTTP");
+        let topic = match self.store.get_subscription(&d.subscription).await {
+            Ok(Some(sub)) => self.store.get_topic(&sub.topic_name).await,
+            Ok(None) => Ok(None),
+            Err(e) => Err(e),
+        };
+        let topic = match topic {
+            Ok(Some(t)) => t,
+            Ok(None) => return,
+            Err(e) => {
+                tracing::warn!(error = %e, "delivery status: cannot read the topic");
+                return;
+            }
+        };
+        if !ds::enabled(&topic.attributes, protocol, success) {
+            return;
+        }
+        // The envelope (or the SNS event of a Lambda delivery) names the message; a raw
+        // delivery's body is the message itself.
+        let body: serde_json::Value = serde_json::from_str(&d.body).unwrap_or_default();
+        // Confirmation messages are not notifications: AWS logs only these.
+        if matches!(
+            body.get("Type").and_then(|t| t.as_str()),
+            Some("SubscriptionConfirmation" | "UnsubscribeConfirmation")
+        ) {
+            return;
+        }
+        let envelope = body
+            .pointer("/Records/0/Sns")
+            .unwrap_or(&body)
+            .as_object()
+            .filter(|o| o.contains_key("MessageId"));
+        let message_id = envelope
+            .and_then(|o| o.get("MessageId"))
+            .and_then(|v| v.as_str());
+        let message = match envelope {
+            Some(o) => o.get("Message").and_then(|v| v.as_str()),
+            None => Some(d.body.as_str()),
+        };
+        let topic_arn = self.topic_arn(&topic.name);
+        ds::log(&ds::DeliveryStatus {
+            protocol,
+            success,
+            topic_name: &topic.name,
+            topic_arn: &topic_arn,
+            topic_attributes: &topic.attributes,
+            message_id,
+            message,
+            published_at_ms: d.created_at_ms,
+            destination: &d.endpoint,
+            provider_response: error.map_or_else(
+                || serde_json::json!({"statusCode": status_code}).to_string(),
+                str::to_owned,
+            ),
+            status_code: status_code.unwrap_or(0),
+            attempts: d.attempts + 1,
+            now_ms: self.now_ms(),
+        });
+    }
+
     /// Records a failed attempt. Schedules the next retry by the effective DeliveryPolicy;
     /// when retries are exhausted, sends the message to the subscription's dead-letter
     /// queue (RedrivePolicy) if it has one, and drops it.
@@ -180,6 +253,7 @@ impl Service {
                             // As SNS: no DeadLetterQueueSourceArn on these.
                             dead_letter_source: None,
                             dedup: None,
+                            seal: config.seal_at(now),
                             body: d.body.clone(),
                         },
                     )])

@@ -213,6 +213,7 @@ impl Service {
                     first_received_at_ms: None,
                     dead_letter_source: None,
                     dedup: None,
+                    seal: config.seal_at(now),
                     body,
                 },
             )])

@@ -307,6 +307,7 @@ impl Service {
             dead_letter_source: None,
             dedup_id: dedup.as_ref().map(|d| d.id.clone()),
             dedup,
+            seal: config.seal_at(now),
             body: m.body,
         };
         Ok((new, result))

@@ -24,6 +24,7 @@ pub mod activity;
 pub mod archive;
 pub mod batch;
 mod deliveries;
+pub mod delivery_status;
 mod functions;
 mod limits;
 mod listing;

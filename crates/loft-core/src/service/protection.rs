@@ -279,6 +279,7 @@ impl Service {
                 first_received_at_ms: None,
                 dead_letter_source: None,
                 dedup,
+                seal: config.seal_at(now),
                 body: record,
             },
         ));

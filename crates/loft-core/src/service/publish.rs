@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use serde_json::{json, Map, Value};
 
 use super::activity::DeliveryOutcome;
+use super::delivery_status;
 use super::messages::{sequence_number, DEDUP_WINDOW_MS};
 use super::topics::{check_arn_elements, invalid, SEED_PAYLOAD_ATTRIBUTE};
 use super::Service;
@@ -230,6 +231,8 @@ pub(crate) struct SqsCopy {
     now_ms: i64,
     delay_seconds: i64,
     retention_seconds: i64,
+    /// The queue's encryption at rest (see [`NewMessage::seal`]).
+    seal: Option<crate::model::SealWith>,
 }
 
 impl SqsCopy {
@@ -280,6 +283,7 @@ impl SqsCopy {
                 first_received_at_ms: None,
                 dead_letter_source: None,
                 dedup: self.dedup.clone(),
+                seal: self.seal.clone(),
                 body,
             },
         )
@@ -319,6 +323,85 @@ pub(crate) enum SqsStep {
     Skipped,
     /// Given up: no queue can take it (already logged).
     Dropped,
+}
+
+impl Service {
+    /// The delivery status record of one SQS copy stored by a publish (see
+    /// [`delivery_status`]): SUCCESS, status 200, the queue's MessageId as SQS's answer.
+    fn log_sqs_delivery(
+        &self,
+        topic: &TopicRecord,
+        topic_arn: &str,
+        copy: &SqsCopy,
+        queue: &str,
+        now: i64,
+    ) {
+        if !delivery_status::enabled(&topic.attributes, "SQS", true) {
+            return;
+        }
+        delivery_status::log(&delivery_status::DeliveryStatus {
+            protocol: "SQS",
+            success: true,
+            topic_name: &topic.name,
+            topic_arn,
+            topic_attributes: &topic.attributes,
+            message_id: Some(&copy.fields.message_id),
+            message: Some(&copy.fields.message),
+            published_at_ms: copy.now_ms,
+            destination: &self.queue_arn(queue),
+            provider_response: serde_json::json!({"sqsMessageId": copy.message_id}).to_string(),
+            status_code: 200,
+            attempts: 1,
+            now_ms: now,
+        });
+    }
+}
+
+/// The address SNS sends email notifications from (SNS Developer Guide, "Email
+/// notifications": `no-reply@sns.amazonaws.com`).
+pub const EMAIL_FROM_ADDRESS: &str = "no-reply@sns.amazonaws.com";
+
+/// Most characters of a DisplayName an SMS shows (SNS console and Developer Guide,
+/// "DisplayName": "only the first 10 characters are displayed in an SMS message").
+pub const SMS_DISPLAY_NAME_CHARS: usize = 10;
+
+/// Who a recorded message of `protocol` from `topic` comes from, and its text as sent:
+/// email and email-json come from `"{DisplayName} <no-reply@sns.amazonaws.com>"` (the
+/// topic's name when it has no DisplayName: the "From" field, SNS API Reference,
+/// SetTopicAttributes `DisplayName`); an SMS from a topic with a DisplayName starts with
+/// its first 10 characters and `"> "`, the sender prefix; other protocols have none.
+pub fn sender_of(topic: &TopicRecord, protocol: &str, message: String) -> (Option<String>, String) {
+    let display = topic
+        .attributes
+        .get("DisplayName")
+        .filter(|d| !d.is_empty());
+    match protocol {
+        "email" | "email-json" => {
+            let name = display.map_or(topic.name.as_str(), String::as_str);
+            (Some(format!("{name} <{EMAIL_FROM_ADDRESS}>")), message)
+        }
+        "sms" => match display {
+            Some(d) => {
+                let prefix: String = d.chars().take(SMS_DISPLAY_NAME_CHARS).collect();
+                let text = format!("{prefix}> {message}");
+                (Some(prefix), text)
+            }
+            None => (None, message),
+        },
+        _ => (None, message),
+    }
+}
+
+/// A new X-Ray trace header, `Root=1-{8 hex digits: the Unix time in seconds}-{24 hex
+/// digits: 96 random bits};Sampled=1`, as a service that starts a trace writes it (X-Ray
+/// Developer Guide, "Tracing header"). No Parent: Loft records no segment.
+pub fn new_trace_header(now_ms: i64) -> String {
+    let random: u128 = rand::random::<u128>() >> 32;
+    format!(
+        "Root=1-{:08x}-{:024x};Sampled=1",
+        (now_ms / 1000) as u32,
+        random
+    )
 }
 
 /// Most message attributes a raw-delivery SQS subscription can carry. SNS itself takes
@@ -574,6 +657,7 @@ impl Service {
                 now_ms: out.now_ms,
                 delay_seconds: config.delay_seconds as i64,
                 retention_seconds: config.retention_seconds as i64,
+                seal: config.seal_at(out.now_ms),
             }),
             queue.name.clone(),
         )
@@ -688,6 +772,7 @@ impl Service {
             topic_arn: None,
             subject: req.subject.clone(),
             message: req.message,
+            sender: None,
             created_at_ms: self.now_ms(),
         };
         self.store
@@ -785,6 +870,10 @@ impl Service {
             .get("FifoThroughputScope")
             .is_some_and(|v| v == "MessageGroup");
         let topic_arn = self.topic_arn(&topic.name);
+        let tracing_active = topic
+            .attributes
+            .get("TracingConfig")
+            .is_some_and(|v| v == "Active");
         let policy = self.topic_policy(topic)?;
         let signing_cert_url = self.signing_cert_url();
         let subs: Vec<SubscriptionRecord> = self
@@ -909,14 +998,24 @@ impl Service {
             } else {
                 &req.message_attributes
             };
-            let trace_attributes = req.trace_header.as_ref().and_then(|t| {
-                let mut a = MessageAttributes::new();
-                a.insert(
-                    "AWSTraceHeader".into(),
-                    message::MessageAttributeValue::string(t.clone()),
-                );
-                message::encode_attributes(&a)
-            });
+            // TracingConfig Active: SNS starts a trace when the publisher sent none, so
+            // the subscribers' messages carry one (X-Ray Developer Guide, "Amazon SNS and
+            // AWS X-Ray"; the header format of "Tracing header"); PassThrough (the
+            // default) only passes the publisher's on.
+            let started =
+                (req.trace_header.is_none() && tracing_active).then(|| new_trace_header(now));
+            let trace_attributes = req
+                .trace_header
+                .as_ref()
+                .or(started.as_ref())
+                .and_then(|t| {
+                    let mut a = MessageAttributes::new();
+                    a.insert(
+                        "AWSTraceHeader".into(),
+                        message::MessageAttributeValue::string(t.clone()),
+                    );
+                    message::encode_attributes(&a)
+                });
             let timestamp = iso_timestamp(now);
             // The signed fields of each distinct text, signed once (FIFO topics' envelopes
             // carry no signature).
@@ -1055,6 +1154,7 @@ impl Service {
                         } else {
                             text.clone()
                         };
+                        let (sender, message) = sender_of(topic, protocol, message);
                         records.push(RecordedMessage {
                             id: 0,
                             protocol: protocol.to_owned(),
@@ -1062,6 +1162,7 @@ impl Service {
                             topic_arn: Some(topic_arn.clone()),
                             subject: req.subject.clone(),
                             message,
+                            sender,
                             created_at_ms: now,
                         });
                     }
@@ -1132,6 +1233,9 @@ impl Service {
                 });
                 for ((copy, name), sent) in copies.iter().zip(&p.sent) {
                     stored.push((name.clone(), !sent.duplicate, copy.dead_lettered));
+                    if !sent.duplicate {
+                        self.log_sqs_delivery(topic, &topic_arn, copy, name, now);
+                    }
                 }
             }
             // Audit records of a FIFO topic go in their own transaction, after the fan-out.
@@ -1143,10 +1247,14 @@ impl Service {
         } else {
             let mut messages = Vec::new();
             let mut names = Vec::new();
+            let mut logged = Vec::new();
             for (_, copies) in &accepted {
                 for (copy, name) in copies {
                     messages.push(copy.render(&self.config.advertised_url, None));
                     names.push((name.clone(), copy.dead_lettered));
+                    if delivery_status::enabled(&topic.attributes, "SQS", true) {
+                        logged.push((copy, name));
+                    }
                 }
             }
             // Data protection audit records, in the publish's transaction.
@@ -1155,6 +1263,9 @@ impl Service {
                 let sent = self.store.publish(messages, deliveries, records).await?;
                 for ((name, dead), sent) in names.into_iter().zip(&sent) {
                     stored.push((name, !sent.duplicate, dead));
+                }
+                for (copy, name) in logged {
+                    self.log_sqs_delivery(topic, &topic_arn, copy, name, now);
                 }
             }
         }

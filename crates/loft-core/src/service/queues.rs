@@ -153,6 +153,7 @@ impl Service {
         }
         names::check_queue_name(self.split_key(name).1, Naming::Aws)?;
         let mut attributes = attributes::validate(&attributes, true, fifo)?;
+        attributes::validate_combination(&attributes)?;
         if attributes
             .get("KmsMasterKeyId")
             .is_some_and(|k| !k.is_empty())
@@ -528,6 +529,7 @@ impl Service {
                 merged.insert(k, v);
             }
         }
+        attributes::validate_combination(&merged)?;
         // SSE-KMS and SSE-SQS exclude each other: a KMS key turns SQS-managed encryption
         // off, and it stays off when the key is removed (AWS's recorded answers).
         if attributes

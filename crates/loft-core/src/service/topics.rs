@@ -180,6 +180,10 @@ fn validate_topic_attribute(name: &str, value: &str, creating: bool, fifo: bool)
             serde_json::from_str::<Value>(value).map_err(|_| bad())?;
             value.to_owned()
         }
+        n if n.ends_with("SuccessFeedbackSampleRate") => match value.parse::<u32>() {
+            Ok(rate) if rate <= 100 => value.to_owned(),
+            _ => return Err(bad()),
+        },
         "TracingConfig" => match value {
             "Active" | "PassThrough" => value.to_owned(),
             _ => return Err(bad()),
@@ -271,7 +275,19 @@ fn validate_subscription_attribute(name: &str, value: &str, protocol: &str) -> R
             super::replay::parse_policy(value)?;
             value.to_owned()
         }
-        "SubscriptionRoleArn" => value.to_owned(),
+        // The role SNS assumes to write to a Firehose delivery stream (SNS Developer Guide,
+        // "Fanout to Firehose delivery streams"); no other protocol has one.
+        "SubscriptionRoleArn" => {
+            if protocol != "firehose" {
+                return Err(bad(&format!(
+                    "SubscriptionRoleArn is only supported for the firehose protocol, not {protocol}"
+                )));
+            }
+            if !value.starts_with("arn:") {
+                return Err(bad("must be an IAM role ARN"));
+            }
+            value.to_owned()
+        }
         _ => return Err(invalid("AttributeName")),
     })
 }
@@ -689,13 +705,19 @@ impl Service {
             )
             .await?;
         } else {
+            let (sender, message) = super::publish::sender_of(
+                topic,
+                &sub.protocol,
+                format!("{message}\n{subscribe_url}"),
+            );
             let record = RecordedMessage {
                 id: 0,
                 protocol: sub.protocol.clone(),
                 endpoint: sub.endpoint.clone(),
                 topic_arn: Some(topic_arn),
                 subject: Some("AWS Notification - Subscription Confirmation".into()),
-                message: format!("{message}\n{subscribe_url}"),
+                message,
+                sender,
                 created_at_ms: self.now_ms(),
             };
             self.store

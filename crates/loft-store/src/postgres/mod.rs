@@ -20,6 +20,7 @@ mod ops;
 pub mod tls;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -33,6 +34,8 @@ use tokio_postgres::AsyncMessage;
 
 pub use migrations::SCHEMA_VERSION;
 use ops::Failure;
+
+use crate::seal::{KeySource, Sealer};
 
 /// Default number of pooled connections per node.
 pub const DEFAULT_POOL_SIZE: usize = 16;
@@ -71,6 +74,9 @@ pub struct PgStore {
     /// reused), so `true` is kept; `false` is read again after [`FAIR_RECHECK`], since
     /// another node's send may have made the queue fair meanwhile.
     fair: std::sync::Mutex<std::collections::HashMap<i64, (bool, std::time::Instant)>>,
+    /// Seals and opens the messages of encrypted queues (`crate::seal`); without
+    /// [`PgStore::with_key_source`] it has no key and refuses them.
+    sealer: Arc<Sealer>,
 }
 
 /// How long this node trusts that a queue is not fair before reading its row again.
@@ -202,7 +208,15 @@ impl PgStore {
             wakeups,
             listener,
             fair: std::sync::Mutex::default(),
+            sealer: Arc::new(Sealer::new(KeySource::Missing)),
         })
+    }
+
+    /// The same store, sealing and opening encrypted queues' messages with the master key
+    /// `source` gives. Every node on one database needs the same key.
+    pub fn with_key_source(mut self, source: KeySource) -> Self {
+        self.sealer = Arc::new(Sealer::new(source));
+        self
     }
 
     /// Creates `schema` when missing, under the migration lock (for deployments that put
@@ -313,7 +327,7 @@ fn retryable(f: &Failure) -> bool {
             *c == tokio_postgres::error::SqlState::T_R_DEADLOCK_DETECTED
                 || *c == tokio_postgres::error::SqlState::T_R_SERIALIZATION_FAILURE
         }),
-        Failure::Broken(_) => false,
+        Failure::Broken(_) | Failure::Sealing(_) => false,
     }
 }
 
@@ -460,7 +474,11 @@ impl Store for PgStore {
         run!(self, |c| ops::set_queue_tags(&c, queue_id, &tags))
     }
 
-    async fn send_messages(&self, messages: Vec<(i64, NewMessage)>) -> Result<Vec<SentMessage>> {
+    async fn send_messages(
+        &self,
+        mut messages: Vec<(i64, NewMessage)>,
+    ) -> Result<Vec<SentMessage>> {
+        self.sealer.seal_messages(&mut messages)?;
         let channel = self.channel.as_str();
         let sent = if ops::needs_transaction(&messages) {
             run_tx!(self, |tx| ops::send_messages_in(&tx, &messages, channel))
@@ -480,7 +498,9 @@ impl Store for PgStore {
     async fn receive(&self, request: ReceiveRequest) -> Result<ReceiveOutcome> {
         let channel = self.channel.as_str();
         if request.fifo {
-            return run_tx!(self, |tx| ops::receive_fifo(&tx, &request, channel));
+            let mut out = run_tx!(self, |tx| ops::receive_fifo(&tx, &request, channel))?;
+            self.sealer.open_messages(&mut out.messages)?;
+            return Ok(out);
         }
         let want = request.max_messages as usize;
         let mut out = ReceiveOutcome::default();
@@ -500,6 +520,8 @@ impl Store for PgStore {
             let (messages, candidates, dead, next) = run!(self, |c| ops::receive_step(
                 &c, &request, need, tokens, channel, fair, &skip
             ))?;
+            let mut messages = messages;
+            self.sealer.open_messages(&mut messages)?;
             out.messages.extend(messages);
             out.dead_lettered += dead;
             if out.messages.len() < want && candidates < need && fair {
@@ -715,6 +737,8 @@ impl Store for PgStore {
     }
 
     async fn advance_replay(&self, step: ReplayStep) -> Result<Option<ReplayRecord>> {
+        let mut step = step;
+        self.sealer.seal_messages(&mut step.messages)?;
         let channel = self.channel.as_str();
         run_tx!(self, |tx| ops::advance_replay_in(&tx, &step, channel))
     }
@@ -738,9 +762,11 @@ impl Store for PgStore {
         limit: u32,
         now_ms: i64,
     ) -> Result<Vec<StoredMessage>> {
-        run!(self, |c| ops::peek_messages(
+        let mut out = run!(self, |c| ops::peek_messages(
             &c, queue_id, after_seq, limit, now_ms
-        ))
+        ))?;
+        self.sealer.open_messages(&mut out)?;
+        Ok(out)
     }
 
     async fn delete_expired(&self, now_ms: i64) -> Result<u64> {
@@ -820,6 +846,8 @@ impl Store for PgStore {
         deliveries: Vec<NewDelivery>,
         records: Vec<RecordedMessage>,
     ) -> Result<Vec<SentMessage>> {
+        let mut messages = messages;
+        self.sealer.seal_messages(&mut messages)?;
         let channel = self.channel.as_str();
         run_tx!(self, |tx| ops::publish_in(
             &tx,
@@ -832,7 +860,10 @@ impl Store for PgStore {
 
     async fn publish_fifo(&self, publish: FifoPublish) -> Result<Option<Vec<FifoPublished>>> {
         let channel = self.channel.as_str();
-        run_tx!(self, |tx| ops::publish_fifo_in(&tx, &publish, channel))
+        let sealer = self.sealer.clone();
+        run_tx!(self, |tx| ops::publish_fifo_in(
+            &tx, &publish, channel, &sealer
+        ))
     }
 
     async fn claim_deliveries(

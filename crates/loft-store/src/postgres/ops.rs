@@ -29,6 +29,7 @@ use tokio_postgres::Row;
 
 use crate::fifo::FifoWalk;
 use crate::replay::{drop_held, merge_held};
+use crate::seal::Sealer;
 
 type Map = BTreeMap<String, String>;
 
@@ -39,6 +40,8 @@ pub enum Failure {
     Db(tokio_postgres::Error),
     /// The database answered, but not as the schema promises.
     Broken(&'static str),
+    /// A message of an encrypted queue could not be sealed (`crate::seal`).
+    Sealing(String),
 }
 
 impl From<tokio_postgres::Error> for Failure {
@@ -63,6 +66,7 @@ impl fmt::Display for Failure {
                 }
             },
             Failure::Broken(why) => f.write_str(why),
+            Failure::Sealing(why) => f.write_str(why),
         }
     }
 }
@@ -249,7 +253,7 @@ pub async fn set_queue_tags<C: GenericClient>(
 const MESSAGE_COLUMNS: &str = "m.seq, m.queue_id, m.message_id, \
     m.body, m.md5_body, m.message_attributes, m.system_attributes, m.sender_id, m.sent_at, \
     m.visible_at, m.receive_count, m.first_received_at, m.receipt_token, m.group_id, \
-    m.dedup_id, m.dead_letter_source";
+    m.dedup_id, m.dead_letter_source, m.sealed";
 
 fn message_row(r: &Row, at: usize) -> StoredMessage {
     StoredMessage {
@@ -269,6 +273,7 @@ fn message_row(r: &Row, at: usize) -> StoredMessage {
         group_id: r.get(at + 13),
         dedup_id: r.get(at + 14),
         dead_letter_source: r.get(at + 15),
+        sealed: r.get::<_, i16>(at + 16) != 0,
     }
 }
 
@@ -292,6 +297,8 @@ struct Columns {
     dead_letter_source: Vec<Option<String>>,
     /// No deduplication key: a standard queue's message, which may take a fair key.
     standard: Vec<bool>,
+    /// 1 when body and attributes are sealed ([`NewMessage::seal`]), else 0.
+    sealed: Vec<i16>,
 }
 
 impl Columns {
@@ -312,10 +319,12 @@ impl Columns {
         self.dedup_id.push(m.dedup_id.clone());
         self.dead_letter_source.push(m.dead_letter_source.clone());
         self.standard.push(m.dedup.is_none());
+        self.sealed.push(m.seal.is_some() as i16);
     }
 }
 
-/// Inserts the rows of `$1..$16` in order (`$16`: standard, see [`Columns::standard`]);
+/// Inserts the rows of `$1..$17` in order (`$16`: standard, see [`Columns::standard`];
+/// `$17`: [`Columns::sealed`]);
 /// sequence numbers are drawn in input order, so the result ordered by seq lines up with
 /// the input. In the same statement, a standard message with a group makes its queue fair
 /// (`mark`; the queue's earlier messages get key 0, `rekey`), and each standard message of
@@ -326,9 +335,10 @@ impl Columns {
 const INSERT_MESSAGES: &str = "WITH input AS (SELECT * FROM unnest($1::bigint[], \
     $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[], \
     $9::bigint[], $10::bigint[], $11::bigint[], $12::bigint[], $13::text[], $14::text[], \
-    $15::text[], $16::bool[]) WITH ORDINALITY AS u(queue_id, message_id, body, md5_body, \
-    message_attributes, system_attributes, sender_id, sent_at, visible_at, expires_at, \
-    receive_count, first_received_at, group_id, dedup_id, dead_letter_source, standard, n)), \
+    $15::text[], $16::bool[], $17::smallint[]) WITH ORDINALITY AS u(queue_id, message_id, \
+    body, md5_body, message_attributes, system_attributes, sender_id, sent_at, visible_at, \
+    expires_at, receive_count, first_received_at, group_id, dedup_id, dead_letter_source, \
+    standard, sealed, n)), \
   fairq AS MATERIALIZED (SELECT q.id, q.fair AS was_fair FROM queues q \
     WHERE q.id IN (SELECT queue_id FROM input WHERE standard) \
       AND (q.fair OR q.id IN (SELECT queue_id FROM input \
@@ -350,10 +360,11 @@ const INSERT_MESSAGES: &str = "WITH input AS (SELECT * FROM unnest($1::bigint[],
         AND m.group_id = i.group_id ORDER BY m.seq DESC LIMIT 1) l ON true), \
   ins AS (INSERT INTO messages (queue_id, message_id, body, md5_body, \
     message_attributes, system_attributes, sender_id, sent_at, visible_at, expires_at, \
-    receive_count, first_received_at, group_id, dedup_id, dead_letter_source, fair_key) \
+    receive_count, first_received_at, group_id, dedup_id, dead_letter_source, fair_key, \
+    sealed) \
     SELECT queue_id, message_id, body, md5_body, message_attributes, system_attributes, \
       sender_id, sent_at, visible_at, expires_at, receive_count, first_received_at, \
-      group_id, dedup_id, dead_letter_source, fair_key FROM keyed ORDER BY n \
+      group_id, dedup_id, dead_letter_source, fair_key, sealed FROM keyed ORDER BY n \
     RETURNING seq, message_id, queue_id)";
 
 async fn insert_messages<C: GenericClient>(
@@ -361,7 +372,7 @@ async fn insert_messages<C: GenericClient>(
     cols: &Columns,
     channel: Option<&str>,
 ) -> Result<Vec<SentMessage>, Error> {
-    let params: [&(dyn ToSql + Sync); 16] = [
+    let params: [&(dyn ToSql + Sync); 17] = [
         &cols.queue_id,
         &cols.message_id,
         &cols.body,
@@ -378,13 +389,14 @@ async fn insert_messages<C: GenericClient>(
         &cols.dedup_id,
         &cols.dead_letter_source,
         &cols.standard,
+        &cols.sealed,
     ];
     let rows = match channel {
         // One statement: insert, and wake the queues' long polls when it commits.
         Some(channel) => {
             let sql = format!(
                 "{INSERT_MESSAGES}, \
-                 woke AS (SELECT pg_notify($17, q::text) FROM (SELECT DISTINCT queue_id AS q \
+                 woke AS (SELECT pg_notify($18, q::text) FROM (SELECT DISTINCT queue_id AS q \
                  FROM ins) d) \
                  SELECT seq, message_id, (SELECT count(*) FROM woke) FROM ins ORDER BY seq"
             );
@@ -1386,13 +1398,14 @@ pub async fn move_messages<C: GenericClient>(
              ON s.arn = c.dead_letter_source), \
          gone AS (DELETE FROM messages m USING dest d WHERE m.seq = d.seq AND d.dest IS NOT NULL \
            RETURNING m.seq, d.dest, m.body, m.md5_body, m.message_attributes, \
-             m.system_attributes, m.sender_id, m.sent_at, m.expires_at, m.group_id, m.dedup_id), \
+             m.system_attributes, m.sender_id, m.sent_at, m.expires_at, m.group_id, m.dedup_id, \
+             m.sealed), \
          moved AS (INSERT INTO messages (queue_id, message_id, body, md5_body, \
              message_attributes, system_attributes, sender_id, sent_at, visible_at, expires_at, \
-             receive_count, group_id, dedup_id, fair_key) \
+             receive_count, group_id, dedup_id, fair_key, sealed) \
            SELECT dest, ($8::text[])[n], body, md5_body, message_attributes, \
              system_attributes, sender_id, $2, $2, $2 + (expires_at - sent_at), 0, group_id, \
-             dedup_id, CASE WHEN (SELECT fair FROM queues WHERE id = dest) THEN 0 END \
+             dedup_id, CASE WHEN (SELECT fair FROM queues WHERE id = dest) THEN 0 END, sealed \
            FROM (SELECT *, row_number() OVER (ORDER BY seq) AS n FROM gone) g \
            ORDER BY seq RETURNING queue_id), \
          woke AS (SELECT pg_notify($7, q::text) FROM (SELECT DISTINCT queue_id AS q FROM moved) x) \
@@ -1992,13 +2005,14 @@ pub async fn publish_in<C: GenericClient>(
         let subject: Vec<Option<&str>> = records.iter().map(|r| r.subject.as_deref()).collect();
         let message: Vec<&str> = records.iter().map(|r| r.message.as_str()).collect();
         let created: Vec<i64> = records.iter().map(|r| r.created_at_ms).collect();
+        let sender: Vec<Option<&str>> = records.iter().map(|r| r.sender.as_deref()).collect();
         execute(
             tx,
             "INSERT INTO recorded_messages (protocol, endpoint, topic_arn, subject, message, \
-             created_at) SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], \
-             $5::text[], $6::bigint[])",
+             created_at, sender) SELECT * FROM unnest($1::text[], $2::text[], $3::text[], \
+             $4::text[], $5::text[], $6::bigint[], $7::text[])",
             &[
-                &protocol, &endpoint, &topic_arn, &subject, &message, &created,
+                &protocol, &endpoint, &topic_arn, &subject, &message, &created, &sender,
             ],
         )
         .await?;
@@ -2015,6 +2029,7 @@ pub async fn publish_fifo_in<C: GenericClient>(
     tx: &C,
     p: &FifoPublish,
     channel: &str,
+    sealer: &Sealer,
 ) -> Result<Option<Vec<FifoPublished>>, Error> {
     let Some(row) = query_opt(
         tx,
@@ -2084,7 +2099,10 @@ pub async fn publish_fifo_in<C: GenericClient>(
             .await?;
         }
         let built = (p.fanout)(i, sequence);
-        let (kept, is_held) = drop_held(built, &e.subscriptions, &held);
+        let (mut kept, is_held) = drop_held(built, &e.subscriptions, &held);
+        sealer
+            .seal_messages(&mut kept)
+            .map_err(|e| Failure::Sealing(e.message))?;
         spans.push((out.len(), is_held));
         messages.extend(kept);
         out.push(FifoPublished {
@@ -2454,7 +2472,7 @@ pub async fn list_recorded<C: GenericClient>(
 ) -> Result<Vec<RecordedMessage>, Error> {
     let rows = query(
         c,
-        "SELECT id, protocol, endpoint, topic_arn, subject, message, created_at \
+        "SELECT id, protocol, endpoint, topic_arn, subject, message, created_at, sender \
          FROM recorded_messages ORDER BY id DESC LIMIT $1",
         &[&(limit as i64)],
     )
@@ -2469,6 +2487,7 @@ pub async fn list_recorded<C: GenericClient>(
             subject: r.get(4),
             message: r.get(5),
             created_at_ms: r.get(6),
+            sender: r.get(7),
         })
         .collect())
 }

@@ -243,6 +243,17 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX subscription_replays_topic ON subscription_replays(topic_id);
     "#,
+    // 12: SQS encryption at rest (issue 16): 1 when the row's body and message attributes
+    // are sealed (`crate::seal`, format version 1); 0 (every older row) when they are
+    // stored as they are.
+    r#"
+    ALTER TABLE messages ADD COLUMN sealed INTEGER NOT NULL DEFAULT 0;
+    "#,
+    // 13: who a recorded email or SMS would have come from (the topic's DisplayName,
+    // issue 16); NULL for older records.
+    r#"
+    ALTER TABLE recorded_messages ADD COLUMN sender TEXT;
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -27,6 +27,8 @@ use loft_core::error::{Error, Result};
 use loft_core::model::*;
 use loft_core::store::Store;
 use rusqlite::Connection;
+
+use crate::seal::{self, KeySource, Sealer};
 use tokio::sync::oneshot;
 
 pub use migrations::SCHEMA_VERSION;
@@ -131,6 +133,8 @@ pub struct SqliteStore {
     /// Requests inside [`Self::write`] now: the fast path is taken only when alone, so
     /// that concurrent requests share a group commit instead of committing one by one.
     in_store: AtomicUsize,
+    /// Seals and opens the messages of encrypted queues (`crate::seal`).
+    sealer: Arc<Sealer>,
 }
 
 /// Counts a request in [`SqliteStore::write`] until dropped.
@@ -144,7 +148,10 @@ impl Drop for InStore<'_> {
 
 impl SqliteStore {
     /// Opens (creating if needed) the database at `path`, migrates it to
-    /// [`SCHEMA_VERSION`] and starts the writer thread.
+    /// [`SCHEMA_VERSION`] and starts the writer thread. Messages of encrypted queues are
+    /// sealed with the master key in [`seal::default_key_file`] of `path` (made on first
+    /// use) unless [`SqliteStore::with_key_source`] says otherwise; an in-memory database
+    /// (`:memory:`) gets a random key that lives as long as the store.
     ///
     /// Errors: the file cannot be opened or is not a Loft database of a known version.
     pub fn open(path: &Path, durability: Durability) -> Result<Self, String> {
@@ -184,12 +191,25 @@ impl SqliteStore {
             .name("loft-sqlite-writer".into())
             .spawn(move || writer(writer_conn, rx))
             .map_err(|e| e.to_string())?;
+        let sealer = if path == Path::new(":memory:") {
+            Sealer::ephemeral()
+        } else {
+            Sealer::new(KeySource::File(seal::default_key_file(path)))
+        };
         Ok(SqliteStore {
             conn,
             jobs,
             inline: durability == Durability::Process,
             in_store: AtomicUsize::new(0),
+            sealer: Arc::new(sealer),
         })
+    }
+
+    /// The same store, sealing and opening encrypted queues' messages with the master key
+    /// `source` gives (a configured key file, or a key).
+    pub fn with_key_source(mut self, source: KeySource) -> Self {
+        self.sealer = Arc::new(Sealer::new(source));
+        self
     }
 
     /// An in-memory database, for tests.
@@ -485,12 +505,18 @@ impl Store for SqliteStore {
             .await
     }
 
-    async fn send_messages(&self, messages: Vec<(i64, NewMessage)>) -> Result<Vec<SentMessage>> {
+    async fn send_messages(
+        &self,
+        mut messages: Vec<(i64, NewMessage)>,
+    ) -> Result<Vec<SentMessage>> {
+        self.sealer.seal_messages(&mut messages)?;
         self.write(move |c| ops::send_messages(c, &messages)).await
     }
 
     async fn receive(&self, request: ReceiveRequest) -> Result<ReceiveOutcome> {
-        self.write(move |c| ops::receive(c, &request)).await
+        let mut out = self.write(move |c| ops::receive(c, &request)).await?;
+        self.sealer.open_messages(&mut out.messages)?;
+        Ok(out)
     }
 
     async fn delete_message(
@@ -678,6 +704,8 @@ impl Store for SqliteStore {
     }
 
     async fn advance_replay(&self, step: ReplayStep) -> Result<Option<ReplayRecord>> {
+        let mut step = step;
+        self.sealer.seal_messages(&mut step.messages)?;
         self.write(move |c| ops::advance_replay(c, &step)).await
     }
 
@@ -703,8 +731,11 @@ impl Store for SqliteStore {
         limit: u32,
         now_ms: i64,
     ) -> Result<Vec<StoredMessage>> {
-        self.write(move |c| ops::peek_messages(c, queue_id, after_seq, limit, now_ms))
-            .await
+        let mut out = self
+            .write(move |c| ops::peek_messages(c, queue_id, after_seq, limit, now_ms))
+            .await?;
+        self.sealer.open_messages(&mut out)?;
+        Ok(out)
     }
 
     async fn delete_expired(&self, now_ms: i64) -> Result<u64> {
@@ -769,12 +800,16 @@ impl Store for SqliteStore {
         deliveries: Vec<NewDelivery>,
         records: Vec<RecordedMessage>,
     ) -> Result<Vec<SentMessage>> {
+        let mut messages = messages;
+        self.sealer.seal_messages(&mut messages)?;
         self.write(move |c| ops::publish(c, &messages, &deliveries, &records))
             .await
     }
 
     async fn publish_fifo(&self, publish: FifoPublish) -> Result<Option<Vec<FifoPublished>>> {
-        self.write(move |c| ops::publish_fifo(c, &publish)).await
+        let sealer = self.sealer.clone();
+        self.write(move |c| ops::publish_fifo(c, &publish, &sealer))
+            .await
     }
 
     async fn claim_deliveries(
@@ -1025,6 +1060,7 @@ mod tests {
             first_received_at_ms: None,
             dead_letter_source: None,
             dedup: None,
+            seal: None,
         }
     }
 

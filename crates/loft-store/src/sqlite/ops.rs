@@ -7,6 +7,7 @@ use rusqlite::{params, Connection, OptionalExtension, Row};
 
 use crate::fifo::FifoWalk;
 use crate::replay::{drop_held, merge_held};
+use crate::seal::Sealer;
 
 type Map = BTreeMap<String, String>;
 
@@ -128,7 +129,7 @@ pub fn set_queue_tags(c: &Connection, queue_id: i64, tags: &Map) -> rusqlite::Re
 
 const MESSAGE_COLUMNS: &str = "seq, queue_id, message_id, body, \
     md5_body, message_attributes, system_attributes, sender_id, sent_at, visible_at, \
-    receive_count, first_received_at, receipt_token, group_id, dedup_id, dead_letter_source";
+    receive_count, first_received_at, receipt_token, group_id, dedup_id, dead_letter_source, sealed";
 
 fn message_row(r: &Row<'_>) -> rusqlite::Result<StoredMessage> {
     Ok(StoredMessage {
@@ -148,6 +149,7 @@ fn message_row(r: &Row<'_>) -> rusqlite::Result<StoredMessage> {
         group_id: r.get(13)?,
         dedup_id: r.get(14)?,
         dead_letter_source: r.get(15)?,
+        sealed: r.get::<_, i64>(16)? != 0,
     })
 }
 
@@ -231,8 +233,8 @@ pub fn send_messages(
     let mut stmt = c.prepare_cached(
         "INSERT INTO messages (queue_id, message_id, body, md5_body, message_attributes, \
          system_attributes, sender_id, sent_at, visible_at, expires_at, receive_count, \
-         first_received_at, group_id, dedup_id, dead_letter_source, fair_key) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+         first_received_at, group_id, dedup_id, dead_letter_source, fair_key, sealed) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
     )?;
     let mut out = Vec::with_capacity(messages.len());
     let mut fair: HashMap<i64, bool> = HashMap::new();
@@ -287,6 +289,7 @@ pub fn send_messages(
             m.dedup_id,
             m.dead_letter_source,
             key,
+            m.seal.is_some() as i64,
         ])?;
         let seq = c.last_insert_rowid();
         let message_id = m.message_id.clone();
@@ -1083,10 +1086,10 @@ pub fn move_messages(
     let mut copy = c.prepare_cached(
         "INSERT INTO messages (queue_id, message_id, body, md5_body, message_attributes, \
          system_attributes, sender_id, sent_at, visible_at, expires_at, receive_count, \
-         group_id, dedup_id, fair_key) \
+         group_id, dedup_id, fair_key, sealed) \
          SELECT ?2, ?3, body, md5_body, message_attributes, system_attributes, sender_id, \
          ?4, ?4, ?4 + (expires_at - sent_at), 0, group_id, dedup_id, \
-         CASE WHEN (SELECT fair FROM queues WHERE id = ?2) = 1 THEN 0 END \
+         CASE WHEN (SELECT fair FROM queues WHERE id = ?2) = 1 THEN 0 END, sealed \
          FROM messages WHERE seq = ?1",
     )?;
     let mut remove = c.prepare_cached("DELETE FROM messages WHERE seq = ?1")?;
@@ -1566,7 +1569,7 @@ pub fn publish(
     }
     let mut record = c.prepare_cached(
         "INSERT INTO recorded_messages (protocol, endpoint, topic_arn, subject, message, \
-         created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+         created_at, sender) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
     )?;
     for r in records {
         record.execute(params![
@@ -1575,7 +1578,8 @@ pub fn publish(
             r.topic_arn,
             r.subject,
             r.message,
-            r.created_at_ms
+            r.created_at_ms,
+            r.sender
         ])?;
     }
     Ok(sent)
@@ -1586,6 +1590,7 @@ pub fn publish(
 pub fn publish_fifo(
     c: &Connection,
     p: &FifoPublish,
+    sealer: &Sealer,
 ) -> rusqlite::Result<Option<Vec<FifoPublished>>> {
     let sequence: Option<i64> = c
         .prepare_cached("SELECT sequence FROM topics WHERE id = ?1")?
@@ -1644,7 +1649,10 @@ pub fn publish_fifo(
             ])?;
         }
         let built = (p.fanout)(i, sequence);
-        let (kept, is_held) = drop_held(built, &e.subscriptions, &held);
+        let (mut kept, is_held) = drop_held(built, &e.subscriptions, &held);
+        sealer
+            .seal_messages(&mut kept)
+            .map_err(|e| rusqlite::Error::ToSqlConversionFailure(e.message.into()))?;
         let stored = send_messages(c, &kept)?;
         let sent = merge_held(stored, &is_held);
         out.push(FifoPublished {
@@ -1938,7 +1946,7 @@ pub fn count_deliveries(c: &Connection) -> rusqlite::Result<u64> {
 
 pub fn list_recorded(c: &Connection, limit: u32) -> rusqlite::Result<Vec<RecordedMessage>> {
     let mut stmt = c.prepare_cached(
-        "SELECT id, protocol, endpoint, topic_arn, subject, message, created_at \
+        "SELECT id, protocol, endpoint, topic_arn, subject, message, created_at, sender \
          FROM recorded_messages ORDER BY id DESC LIMIT ?1",
     )?;
     let rows = stmt.query_map([limit as i64], |r| {
@@ -1950,6 +1958,7 @@ pub fn list_recorded(c: &Connection, limit: u32) -> rusqlite::Result<Vec<Recorde
             subject: r.get(4)?,
             message: r.get(5)?,
             created_at_ms: r.get(6)?,
+            sender: r.get(7)?,
         })
     })?;
     rows.collect()

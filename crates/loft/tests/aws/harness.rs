@@ -27,41 +27,45 @@ impl Server {
     /// Starts the binary and waits for its listening line (at most 30 s).
     pub fn start() -> Server {
         let dir = tempfile::tempdir().expect("temp dir");
-        let stderr = std::fs::File::create(dir.path().join("stderr.log")).expect("stderr log");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_loft"))
-            .args(["serve", "--listen", "127.0.0.1:0", "--db"])
-            .arg(dir.path().join("loft.db"))
-            .env("LOFT_LOG", "warn")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(stderr)
-            .spawn()
-            .expect("start loft");
-        let stdout = child.stdout.take().expect("stdout");
-        let (tx, rx) = std::sync::mpsc::channel();
-        // Keeps draining stdout for the server's whole life so a later write never meets
-        // a closed pipe.
-        std::thread::spawn(move || {
-            let mut tx = Some(tx);
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if let Some(url) = line.strip_prefix("loft listening on ") {
-                    if let Some(tx) = tx.take() {
-                        let _ = tx.send(url.trim().to_owned());
-                    }
+        let (child, url) = spawn(dir.path(), "127.0.0.1:0");
+        Server { child, url, dir }
+    }
+
+    /// Stops the process (SIGTERM, as [`Drop`] does) and starts a new one on the same
+    /// database, listening on the same port.
+    #[allow(dead_code)]
+    pub fn restart(&mut self) {
+        self.stop();
+        let addr = self.url.trim_start_matches("http://").to_owned();
+        let (child, url) = spawn(self.dir.path(), &addr);
+        self.child = child;
+        self.url = url;
+    }
+
+    /// The folder of the database (`loft.db`) and the files Loft keeps beside it.
+    #[allow(dead_code)]
+    pub fn dir(&self) -> &std::path::Path {
+        self.dir.path()
+    }
+
+    /// Stops the process: SIGTERM, then SIGKILL after 10 s.
+    pub fn stop(&mut self) {
+        let pid = self.child.id().to_string();
+        let _ = Command::new("kill").args(["-TERM", &pid]).status();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            match self.child.try_wait() {
+                Ok(Some(_)) => return,
+                Ok(None) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(20))
+                }
+                _ => {
+                    let _ = self.child.kill();
+                    let _ = self.child.wait();
+                    return;
                 }
             }
-        });
-        let url = match rx.recv_timeout(Duration::from_secs(30)) {
-            Ok(url) => url,
-            Err(_) => {
-                let _ = child.kill();
-                let log =
-                    std::fs::read_to_string(dir.path().join("stderr.log")).unwrap_or_default();
-                panic!("loft did not print its listening line; stderr:\n{log}");
-            }
-        };
-        Server { child, url, dir }
+        }
     }
 
     /// The URL Loft gives queue `name`.
@@ -98,21 +102,48 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
-        let pid = self.child.id().to_string();
-        let _ = Command::new("kill").args(["-TERM", &pid]).status();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            match self.child.try_wait() {
-                Ok(Some(_)) => return,
-                Ok(None) if Instant::now() < deadline => {
-                    std::thread::sleep(Duration::from_millis(20))
-                }
-                _ => {
-                    let _ = self.child.kill();
-                    let _ = self.child.wait();
-                    return;
+        self.stop();
+    }
+}
+
+/// Starts `loft serve` on `dir/loft.db`, listening on `listen`, and waits for its
+/// listening line (at most 30 s). Returns the child and its `http://IP:PORT`.
+fn spawn(dir: &std::path::Path, listen: &str) -> (Child, String) {
+    let stderr = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join("stderr.log"))
+        .expect("stderr log");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_loft"))
+        .args(["serve", "--listen", listen, "--db"])
+        .arg(dir.join("loft.db"))
+        .env("LOFT_LOG", "warn")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(stderr)
+        .spawn()
+        .expect("start loft");
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    // Keeps draining stdout for the server's whole life so a later write never meets
+    // a closed pipe.
+    std::thread::spawn(move || {
+        let mut tx = Some(tx);
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if let Some(url) = line.strip_prefix("loft listening on ") {
+                if let Some(tx) = tx.take() {
+                    let _ = tx.send(url.trim().to_owned());
                 }
             }
+        }
+    });
+    match rx.recv_timeout(Duration::from_secs(30)) {
+        Ok(url) => (child, url),
+        Err(_) => {
+            let _ = child.kill();
+            let log = std::fs::read_to_string(dir.join("stderr.log")).unwrap_or_default();
+            panic!("loft did not print its listening line; stderr:\n{log}");
         }
     }
 }

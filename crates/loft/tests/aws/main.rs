@@ -20,6 +20,7 @@
 #[macro_use]
 mod harness;
 mod both_protocols;
+mod encryption;
 mod md5;
 mod query_golden;
 mod recorded;

@@ -821,3 +821,67 @@ async fn redrive_allow_policy_is_enforced() {
         .await;
     assert_sdk_err!(r, _, "InvalidParameterValue", 400);
 }
+
+/// FifoThroughputLimit `perMessageGroupId` is allowed only with DeduplicationScope
+/// `messageGroup` (SQS API Reference, SetQueueAttributes), at create and on the merged
+/// attributes of a set; the high-throughput pair is accepted and reported.
+#[tokio::test]
+async fn per_group_throughput_needs_message_group_deduplication() {
+    use aws_sdk_sqs::types::QueueAttributeName as A;
+    let server = Server::start();
+    let sqs = server.sdk();
+    let e = assert_sdk_err!(
+        sqs.create_queue()
+            .queue_name("tp.fifo")
+            .attributes(A::FifoQueue, "true")
+            .attributes(A::FifoThroughputLimit, "perMessageGroupId")
+            .send()
+            .await,
+        _,
+        "InvalidAttributeValue",
+        400
+    );
+    assert!(
+        e.to_string().contains("DeduplicationScope")
+            || format!("{e:?}").contains("DeduplicationScope"),
+        "{e:?}"
+    );
+    let url = crate::create_queue(
+        &sqs,
+        "tp.fifo",
+        &[
+            ("FifoQueue", "true"),
+            ("DeduplicationScope", "messageGroup"),
+            ("FifoThroughputLimit", "perMessageGroupId"),
+        ],
+    )
+    .await;
+    let attrs = sqs
+        .get_queue_attributes()
+        .queue_url(&url)
+        .attribute_names(A::All)
+        .send()
+        .await
+        .expect("GetQueueAttributes");
+    let attrs = attrs.attributes().unwrap();
+    assert_eq!(attrs[&A::FifoThroughputLimit], "perMessageGroupId");
+    assert_eq!(attrs[&A::DeduplicationScope], "messageGroup");
+    assert_sdk_err!(
+        sqs.set_queue_attributes()
+            .queue_url(&url)
+            .attributes(A::DeduplicationScope, "queue")
+            .send()
+            .await,
+        SetQueueAttributesError::InvalidAttributeValue(_),
+        "InvalidAttributeValue",
+        400
+    );
+    // Both back to normal throughput at once is fine.
+    sqs.set_queue_attributes()
+        .queue_url(&url)
+        .attributes(A::DeduplicationScope, "queue")
+        .attributes(A::FifoThroughputLimit, "perQueue")
+        .send()
+        .await
+        .expect("SetQueueAttributes");
+}

@@ -313,6 +313,67 @@ async fn failed_attempts_are_retried_by_the_delivery_policy() {
     );
 }
 
+/// Delivery status logging of HTTP/S: with HTTPFailureFeedbackRoleArn and
+/// HTTPSuccessFeedbackRoleArn, a failed attempt writes a FAILURE record (status 500,
+/// attempt 1, on the `/Failure` log group) and the retry that succeeds a SUCCESS record
+/// (status 200, attempt 2), both naming the message.
+#[tokio::test]
+async fn delivery_status_records_of_failed_and_retried_attempts() {
+    let server = Server::start();
+    let sns = server.sns();
+    let mut sink = Sink::start().await;
+    let role = "arn:aws:iam::000000000000:role/SNSFeedback";
+    let topic = create_topic(
+        &sns,
+        "status-http",
+        &[
+            ("HTTPSuccessFeedbackRoleArn", role),
+            ("HTTPFailureFeedbackRoleArn", role),
+            ("HTTPSuccessFeedbackSampleRate", "100"),
+        ],
+    )
+    .await;
+    subscribe_sink(
+        &server,
+        &mut sink,
+        &topic,
+        "/status",
+        &[("DeliveryPolicy", &policy(3, 1))],
+    )
+    .await;
+    sink.fail_next(1);
+    let id = publish(&sns, &topic, "logged delivery").await;
+    assert_eq!(sink.next().await.status, 500);
+    assert_eq!(sink.next().await.status, 200);
+    let records = |log: &str| -> Vec<Value> {
+        log.lines()
+            .filter(|l| l.contains("loft::sns::delivery_status"))
+            .filter_map(|l| l.split_once("record=").map(|(_, r)| r.to_owned()))
+            .filter_map(|r| serde_json::from_str(&r).ok())
+            .collect()
+    };
+    let deadline = std::time::Instant::now() + PATIENCE;
+    let found = loop {
+        let found = records(&server.stderr());
+        if found.len() >= 2 || std::time::Instant::now() > deadline {
+            break found;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(found.len(), 2, "{found:?}");
+    for (r, status, code, attempts) in [
+        (&found[0], "FAILURE", 500, 1),
+        (&found[1], "SUCCESS", 200, 2),
+    ] {
+        assert_eq!(r["status"], status, "{r}");
+        assert_eq!(r["delivery"]["statusCode"], code, "{r}");
+        assert_eq!(r["delivery"]["attempts"], attempts, "{r}");
+        assert_eq!(r["delivery"]["destination"], sink.url("/status"), "{r}");
+        assert_eq!(r["notification"]["messageId"], id.as_str(), "{r}");
+        assert_eq!(r["notification"]["topicArn"], topic.as_str(), "{r}");
+    }
+}
+
 #[tokio::test]
 async fn exhausted_retries_go_to_the_redrive_policy_dlq() {
     let server = Server::start();

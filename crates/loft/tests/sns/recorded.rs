@@ -546,6 +546,148 @@ async fn trace_headers_reach_subscribed_queues() {
     );
 }
 
+/// TracingConfig Active: a publish without a trace header starts a trace (a new
+/// `Root=1-{time}-{random}` header on the queue message); with one, it is passed on as it
+/// is. PassThrough (the default) starts none.
+#[tokio::test]
+async fn active_tracing_starts_a_trace_when_the_publisher_sent_none() {
+    let server = Server::start();
+    let (sns, sqs) = (server.sns(), server.sqs());
+    let active = create_topic(&sns, "active", &[("TracingConfig", "Active")]).await;
+    let passive = create_topic(&sns, "passive", &[]).await;
+    let url = create_queue(&sqs, "traces-q", &[]).await;
+    subscribe_queue(&server, &active, "traces-q", &[]).await;
+    subscribe_queue(&server, &passive, "traces-q", &[]).await;
+    let before = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    sns.publish()
+        .topic_arn(&passive)
+        .message("passive")
+        .send()
+        .await
+        .expect("Publish");
+    sns.publish()
+        .topic_arn(&active)
+        .message("active")
+        .send()
+        .await
+        .expect("Publish");
+    let got = receive_exactly(&sqs, &url, 2).await;
+    let trace_of = |text: &str| {
+        let m = got
+            .iter()
+            .find(|m| {
+                m.body()
+                    .unwrap()
+                    .contains(&format!("\"Message\":\"{text}\""))
+            })
+            .unwrap_or_else(|| panic!("no {text} message"));
+        m.attributes()
+            .and_then(|a| a.get(&MessageSystemAttributeName::AwsTraceHeader))
+            .cloned()
+    };
+    assert_eq!(trace_of("passive"), None, "PassThrough starts no trace");
+    let started = trace_of("active").expect("Active starts a trace");
+    let root = started
+        .strip_prefix("Root=1-")
+        .and_then(|r| r.strip_suffix(";Sampled=1"))
+        .unwrap_or_else(|| panic!("trace header shape: {started}"));
+    let (time, id) = root.split_once('-').expect("Root=1-time-id");
+    assert_eq!((time.len(), id.len()), (8, 24), "{started}");
+    assert!(id.chars().all(|c| c.is_ascii_hexdigit()), "{started}");
+    let secs = u64::from_str_radix(time, 16).expect("hex time");
+    assert!(secs >= before && secs <= before + 60, "{started}");
+
+    let trace = "Root=1-3152b799-8954dae64eda91bc9a23a7e8;Parent=7fa8c0f79203be72;Sampled=1";
+    sns.publish()
+        .topic_arn(&active)
+        .message("given")
+        .customize()
+        .mutate_request(move |r| {
+            r.headers_mut().insert("X-Amzn-Trace-Id", trace);
+        })
+        .send()
+        .await
+        .expect("Publish");
+    let got = receive_exactly(&sqs, &url, 1).await;
+    assert_eq!(
+        got[0].attributes().expect("attributes")[&MessageSystemAttributeName::AwsTraceHeader],
+        trace
+    );
+}
+
+/// Delivery status logging: a topic with SQSSuccessFeedbackRoleArn writes AWS's JSON
+/// record of each SQS delivery on the `loft::sns::delivery_status` log target; a topic
+/// without the role, or with a sample rate of 0, writes none; a rate above 100 is refused.
+#[tokio::test]
+async fn delivery_status_records_are_logged_for_topics_with_a_feedback_role() {
+    use aws_sdk_sns::error::ProvideErrorMetadata as _;
+    let server = Server::start();
+    let (sns, sqs) = (server.sns(), server.sqs());
+    let role = "arn:aws:iam::000000000000:role/SNSSuccessFeedback";
+    let logged = create_topic(&sns, "logged", &[("SQSSuccessFeedbackRoleArn", role)]).await;
+    let sampled_out = create_topic(
+        &sns,
+        "sampled-out",
+        &[
+            ("SQSSuccessFeedbackRoleArn", role),
+            ("SQSSuccessFeedbackSampleRate", "0"),
+        ],
+    )
+    .await;
+    let silent = create_topic(&sns, "silent", &[]).await;
+    let e = sns
+        .set_topic_attributes()
+        .topic_arn(&silent)
+        .attribute_name("SQSSuccessFeedbackSampleRate")
+        .attribute_value("101")
+        .send()
+        .await
+        .expect_err("a rate above 100");
+    assert_eq!(e.code(), Some("InvalidParameter"), "{e:?}");
+    let url = create_queue(&sqs, "status-q", &[]).await;
+    let mut ids = Vec::new();
+    for topic in [&logged, &sampled_out, &silent] {
+        subscribe_queue(&server, topic, "status-q", &[]).await;
+        let out = sns
+            .publish()
+            .topic_arn(topic)
+            .message("status body")
+            .send()
+            .await
+            .expect("Publish");
+        ids.push(out.message_id().unwrap().to_owned());
+    }
+    receive_exactly(&sqs, &url, 3).await;
+    let lines = |log: &str| -> Vec<String> {
+        log.lines()
+            .filter(|l| l.contains("loft::sns::delivery_status"))
+            .map(str::to_owned)
+            .collect()
+    };
+    let deadline = std::time::Instant::now() + crate::harness::PATIENCE;
+    let found = loop {
+        let found = lines(&server.stderr());
+        if !found.is_empty() || std::time::Instant::now() > deadline {
+            break found;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    assert_eq!(found.len(), 1, "{found:?}");
+    let line = &found[0];
+    for needle in [
+        ids[0].as_str(),
+        r#""status":"SUCCESS""#,
+        "arn:aws:sqs:us-east-1:000000000000:status-q",
+        r#""statusCode":200"#,
+        "sns/us-east-1/000000000000/logged",
+    ] {
+        assert!(line.contains(needle), "{needle} not in {line}");
+    }
+}
+
 /// AWS's recorded PublishBatch answers: a FIFO entry without MessageGroupId or a
 /// deduplication id, or a MessageStructure=json entry without `default`, refuses the whole
 /// batch; nothing is published.

@@ -101,3 +101,87 @@ async fn delete_clears_recorded_messages_by_filter() {
     assert_eq!((status, body["deleted"].as_u64()), (200, Some(1)));
     assert!(recorded(&server).await.is_empty());
 }
+
+/// A topic's DisplayName is what recorded email and SMS come from: the email "From"
+/// name (the topic's name without one) and the SMS sender prefix, its first 10
+/// characters before the text.
+#[tokio::test]
+async fn display_name_is_the_email_from_name_and_the_sms_prefix() {
+    let server = Server::start();
+    let sns = server.sns();
+    let named = create_topic(&sns, "named", &[("DisplayName", "Alerts Department")]).await;
+    let plain = create_topic(&sns, "plain", &[]).await;
+    for (topic, protocol, endpoint) in [
+        (&named, "email", "ops@example.com"),
+        (&named, "sms", "+15555550103"),
+        (&plain, "email", "dev@example.com"),
+        (&plain, "sms", "+15555550104"),
+    ] {
+        sns.subscribe()
+            .topic_arn(topic)
+            .protocol(protocol)
+            .endpoint(endpoint)
+            .send()
+            .await
+            .expect("Subscribe");
+    }
+    for topic in [&named, &plain] {
+        sns.publish()
+            .topic_arn(topic)
+            .message("disk full")
+            .send()
+            .await
+            .expect("Publish");
+    }
+    let list: Value = reqwest::get(format!("{}/_loft/sns/messages", server.url))
+        .await
+        .expect("GET /_loft/sns/messages")
+        .json()
+        .await
+        .expect("JSON");
+    let mut got: Vec<(String, Value, String)> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            let text = m["message"].as_str().unwrap();
+            let text = if m["protocol"] == "email" {
+                // The confirmation's text; only its sender matters here.
+                "confirmation".to_owned()
+            } else {
+                text.to_owned()
+            };
+            (
+                m["endpoint"].as_str().unwrap().to_owned(),
+                m["sender"].clone(),
+                text,
+            )
+        })
+        .collect();
+    got.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(
+        got,
+        [
+            (
+                "+15555550103".to_owned(),
+                Value::from("Alerts Dep"),
+                "Alerts Dep> disk full".to_owned()
+            ),
+            (
+                "+15555550104".to_owned(),
+                Value::Null,
+                "disk full".to_owned()
+            ),
+            (
+                "dev@example.com".to_owned(),
+                Value::from("plain <no-reply@sns.amazonaws.com>"),
+                "confirmation".to_owned()
+            ),
+            (
+                "ops@example.com".to_owned(),
+                Value::from("Alerts Department <no-reply@sns.amazonaws.com>"),
+                "confirmation".to_owned()
+            ),
+        ]
+    );
+}

@@ -347,3 +347,45 @@ async fn tags_are_set_listed_and_removed() {
         400
     );
 }
+
+/// SubscriptionRoleArn belongs to Firehose subscriptions (the role SNS writes to the
+/// delivery stream with): refused for another protocol, kept and reported for firehose.
+#[tokio::test]
+async fn subscription_role_arn_is_for_firehose_only() {
+    use aws_sdk_sns::error::ProvideErrorMetadata as _;
+    let server = Server::start();
+    let sns = server.sns();
+    let topic = create_topic(&sns, "to-firehose", &[]).await;
+    let role = "arn:aws:iam::000000000000:role/SNSFirehose";
+    let e = sns
+        .subscribe()
+        .topic_arn(&topic)
+        .protocol("sqs")
+        .endpoint("arn:aws:sqs:us-east-1:000000000000:q")
+        .attributes("SubscriptionRoleArn", role)
+        .send()
+        .await
+        .expect_err("SubscriptionRoleArn on an SQS subscription");
+    assert_eq!(e.code(), Some("InvalidParameter"), "{e:?}");
+    assert!(e.message().unwrap_or("").contains("firehose"), "{e:?}");
+    let arn = sns
+        .subscribe()
+        .topic_arn(&topic)
+        .protocol("firehose")
+        .endpoint("arn:aws:firehose:us-east-1:000000000000:deliverystream/s")
+        .attributes("SubscriptionRoleArn", role)
+        .return_subscription_arn(true)
+        .send()
+        .await
+        .expect("Subscribe firehose")
+        .subscription_arn()
+        .unwrap()
+        .to_owned();
+    let attrs = sns
+        .get_subscription_attributes()
+        .subscription_arn(&arn)
+        .send()
+        .await
+        .expect("GetSubscriptionAttributes");
+    assert_eq!(attrs.attributes().unwrap()["SubscriptionRoleArn"], role);
+}

@@ -1,0 +1,496 @@
+//! Server-side encryption at rest of SQS messages, as both engines execute it.
+//!
+//! The service decides which messages are sealed and under which key
+//! ([`loft_core::model::NewMessage::seal`]: the queue's KmsMasterKeyId, or SSE-SQS, and the
+//! data key reuse period the send falls in); the engine seals the body and the message
+//! attributes before it writes them and opens them when it reads them back. Loft has no
+//! KMS: every data key is derived (HKDF-SHA256) from one master key, the queue's store id,
+//! the key name and the reuse period, so a queue uses one data key per
+//! KmsDataKeyReusePeriodSeconds, as SQS reuses a KMS data key for that period (SQS Developer
+//! Guide, "Encryption at rest in Amazon SQS", "Key terms").
+//!
+//! A sealed value is stored as base64 text of
+//! `version (1) | queue id (i64 BE) | period (i64 BE) | key name length (u16 BE) | key name |
+//! nonce (12) | AES-256-GCM ciphertext and tag`; the bytes before the nonce, and a byte that
+//! tells the body from the attributes, are its associated data. The row's `sealed` column
+//! says whether its body and attributes are sealed, so rows written before encryption
+//! existed (or with SqsManagedSseEnabled false) read as they are. A moved message (a
+//! dead-letter move, a move task) keeps its sealed bytes: the header names the key that
+//! opens them, whichever queue it is in now.
+//!
+//! The master key: 32 random bytes, base64 on one line, in a file Loft makes on first use
+//! (mode 0600, in a folder of mode 0700; see [`MasterKey::load_or_create`]). Losing it loses
+//! every sealed message; nodes sharing a PostgreSQL database must share it.
+
+use std::collections::HashMap;
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use aes_gcm::aead::{Aead, KeyInit, Payload};
+use aes_gcm::{Aes256Gcm, Nonce};
+use base64::engine::general_purpose::STANDARD as BASE64;
+use base64::Engine as _;
+use hkdf::Hkdf;
+use loft_core::error::{Error, Result};
+use loft_core::model::{NewMessage, SealWith, StoredMessage};
+use rand::RngCore;
+use sha2::Sha256;
+
+/// Length of the master key and of every data key, bytes (AES-256).
+pub const KEY_LEN: usize = 32;
+/// Format version of a sealed value (its first byte).
+pub const VERSION: u8 = 1;
+/// Length of the random nonce of each sealed value, bytes (GCM's 96 bits).
+pub const NONCE_LEN: usize = 12;
+/// HKDF salt of the data keys: names the scheme, so a change of it is a new version.
+const SALT: &[u8] = b"loft sqs sse v1";
+/// Associated-data byte of a sealed body.
+const BODY: u8 = b'B';
+/// Associated-data byte of sealed message attributes.
+const ATTRIBUTES: u8 = b'A';
+/// Data keys kept derived (one per queue and reuse period in use); the cache is emptied
+/// when it grows past this.
+const CACHE_LIMIT: usize = 4096;
+
+/// The master key every data key is derived from. `Debug` never shows it.
+#[derive(Clone)]
+pub struct MasterKey([u8; KEY_LEN]);
+
+impl std::fmt::Debug for MasterKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("MasterKey(..)")
+    }
+}
+
+impl MasterKey {
+    /// A key of these bytes (tests, or a key kept elsewhere).
+    pub fn from_bytes(bytes: [u8; KEY_LEN]) -> Self {
+        MasterKey(bytes)
+    }
+
+    /// A new random key (the system's CSPRNG).
+    pub fn generate() -> Self {
+        let mut bytes = [0u8; KEY_LEN];
+        rand::rngs::OsRng.fill_bytes(&mut bytes);
+        MasterKey(bytes)
+    }
+
+    /// Reads the key file at `path` (base64 of 32 bytes, surrounding whitespace ignored),
+    /// or, when there is none, makes a new key and writes it there: the folder is created
+    /// with mode 0700, the file with mode 0600, atomically (written aside, then linked into
+    /// place, so two processes starting together end with one key).
+    ///
+    /// Errors: the file cannot be read or written, or does not hold a 32-byte key.
+    pub fn load_or_create(path: &Path) -> std::result::Result<Self, String> {
+        match fs::read_to_string(path) {
+            Ok(text) => return Self::parse(path, &text),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(format!("{}: {e}", path.display())),
+        }
+        let dir = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        create_private_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let key = Self::generate();
+        let tmp = dir.join(format!(
+            ".{}.{}.tmp",
+            path.file_name().and_then(|n| n.to_str()).unwrap_or("key"),
+            std::process::id()
+        ));
+        let write = || -> std::io::Result<()> {
+            let mut options = fs::OpenOptions::new();
+            options.write(true).create(true).truncate(true);
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::OpenOptionsExt;
+                options.mode(0o600);
+            }
+            let mut f = options.open(&tmp)?;
+            f.write_all(format!("{}\n", BASE64.encode(key.0)).as_bytes())?;
+            f.sync_all()
+        };
+        write().map_err(|e| format!("{}: {e}", tmp.display()))?;
+        let linked = fs::hard_link(&tmp, path);
+        let _ = fs::remove_file(&tmp);
+        match linked {
+            Ok(()) => Ok(key),
+            // Another process made it first: use that one.
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                let text =
+                    fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+                Self::parse(path, &text)
+            }
+            Err(e) => Err(format!("{}: {e}", path.display())),
+        }
+    }
+
+    fn parse(path: &Path, text: &str) -> std::result::Result<Self, String> {
+        let bytes = BASE64
+            .decode(text.trim())
+            .ok()
+            .and_then(|b| <[u8; KEY_LEN]>::try_from(b).ok())
+            .ok_or_else(|| {
+                format!(
+                    "{}: not a Loft master key (base64 of {KEY_LEN} bytes on one line)",
+                    path.display()
+                )
+            })?;
+        Ok(MasterKey(bytes))
+    }
+}
+
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    let mut builder = fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(0o700);
+    }
+    builder.create(dir)
+}
+
+/// Where Loft keeps the master key by default: `loft-sse/master.key` in the folder of the
+/// SQLite database `db` (beside `loft-sns-signing/`).
+pub fn default_key_file(db: &Path) -> PathBuf {
+    db.parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+        .join("loft-sse")
+        .join("master.key")
+}
+
+/// Warnings about a key file whose folder or file others may read (mode wider than 0700
+/// or 0600); empty when they are private or do not exist yet.
+pub fn permission_warnings(path: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = path.parent().filter(|p| !p.as_os_str().is_empty());
+        for (p, want) in [(dir, 0o700), (Some(path), 0o600)] {
+            let Some(p) = p else { continue };
+            if let Ok(m) = fs::metadata(p) {
+                let mode = m.permissions().mode() & 0o777;
+                if mode & 0o077 != 0 {
+                    out.push(format!(
+                        "{} has mode {mode:o}; others may read the SQS encryption master key (want {want:o})",
+                        p.display()
+                    ));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Derived data keys by (queue id, period), each with the key name it was derived for.
+type CipherCache = HashMap<(i64, i64), (String, Arc<Aes256Gcm>)>;
+
+/// Where a [`Sealer`] finds its master key.
+#[derive(Debug, Clone)]
+pub enum KeySource {
+    /// The key file, read (or made) on the first seal or open.
+    File(PathBuf),
+    /// This key.
+    Key(MasterKey),
+    /// None: sealing and opening fail with `InternalError` (a store opened without a key).
+    Missing,
+}
+
+/// Seals and opens message bodies and attributes for one store. Cheap to share.
+pub struct Sealer {
+    source: KeySource,
+    master: OnceLock<MasterKey>,
+    loading: Mutex<()>,
+    /// Derived data keys by (queue id, period), with their key name.
+    ciphers: Mutex<CipherCache>,
+}
+
+impl std::fmt::Debug for Sealer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sealer")
+            .field("source", &self.source)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Sealer {
+    /// A sealer whose master key comes from `source`.
+    pub fn new(source: KeySource) -> Self {
+        Sealer {
+            source,
+            master: OnceLock::new(),
+            loading: Mutex::new(()),
+            ciphers: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// A sealer with a new random key that lives as long as the process (in-memory
+    /// databases, whose messages do not outlive it either).
+    pub fn ephemeral() -> Self {
+        Self::new(KeySource::Key(MasterKey::generate()))
+    }
+
+    fn master(&self) -> Result<&MasterKey> {
+        if let Some(k) = self.master.get() {
+            return Ok(k);
+        }
+        let _one = self.loading.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(k) = self.master.get() {
+            return Ok(k);
+        }
+        let key = match &self.source {
+            KeySource::Key(k) => k.clone(),
+            KeySource::File(path) => MasterKey::load_or_create(path).map_err(|e| {
+                tracing::error!(error = %e, "the SQS encryption master key cannot be loaded");
+                Error::internal(format!("the encryption master key cannot be loaded: {e}"))
+            })?,
+            KeySource::Missing => {
+                return Err(Error::internal(
+                    "this store has no encryption master key; messages of encrypted queues cannot be stored",
+                ))
+            }
+        };
+        Ok(self.master.get_or_init(|| key))
+    }
+
+    fn cipher(&self, queue_id: i64, period: i64, key_id: &str) -> Result<Arc<Aes256Gcm>> {
+        {
+            let cache = self.ciphers.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some((k, c)) = cache.get(&(queue_id, period)) {
+                if k == key_id {
+                    return Ok(c.clone());
+                }
+            }
+        }
+        let master = self.master()?;
+        let mut info = Vec::with_capacity(16 + key_id.len());
+        info.extend_from_slice(&queue_id.to_be_bytes());
+        info.extend_from_slice(&period.to_be_bytes());
+        info.extend_from_slice(key_id.as_bytes());
+        let mut okm = [0u8; KEY_LEN];
+        Hkdf::<Sha256>::new(Some(SALT), &master.0)
+            .expand(&info, &mut okm)
+            .map_err(|_| Error::internal("data key derivation failed"))?;
+        let cipher = Arc::new(Aes256Gcm::new((&okm).into()));
+        let mut cache = self.ciphers.lock().unwrap_or_else(|p| p.into_inner());
+        if cache.len() >= CACHE_LIMIT {
+            cache.clear();
+        }
+        cache.insert((queue_id, period), (key_id.to_owned(), cipher.clone()));
+        Ok(cipher)
+    }
+
+    /// Seals `plain` for queue `queue_id` under `with`; `domain` tells a body from
+    /// attributes. Returns the base64 text the column keeps.
+    ///
+    /// Errors: `InternalError` when the master key is missing or cannot be loaded, or the
+    /// key name is longer than 65535 bytes.
+    fn seal(&self, queue_id: i64, with: &SealWith, domain: u8, plain: &[u8]) -> Result<String> {
+        let key = with.key_id.as_bytes();
+        let key_len = u16::try_from(key.len())
+            .map_err(|_| Error::internal("encryption key name too long"))?;
+        let cipher = self.cipher(queue_id, with.period, &with.key_id)?;
+        let mut out = Vec::with_capacity(19 + key.len() + NONCE_LEN + plain.len() + 16);
+        out.push(VERSION);
+        out.extend_from_slice(&queue_id.to_be_bytes());
+        out.extend_from_slice(&with.period.to_be_bytes());
+        out.extend_from_slice(&key_len.to_be_bytes());
+        out.extend_from_slice(key);
+        let header_len = out.len();
+        let mut nonce = [0u8; NONCE_LEN];
+        rand::thread_rng().fill_bytes(&mut nonce);
+        let mut aad = out.clone();
+        aad.push(domain);
+        let sealed = cipher
+            .encrypt(
+                Nonce::from_slice(&nonce),
+                Payload {
+                    msg: plain,
+                    aad: &aad,
+                },
+            )
+            .map_err(|_| Error::internal("encryption failed"))?;
+        debug_assert_eq!(out.len(), header_len);
+        out.extend_from_slice(&nonce);
+        out.extend_from_slice(&sealed);
+        Ok(BASE64.encode(out))
+    }
+
+    /// Opens what [`Sealer::seal`] made with the same `domain`.
+    ///
+    /// Errors: `InternalError` when the text is not a sealed value of a known version, the
+    /// master key is missing, or authentication fails (another master key, or changed
+    /// bytes).
+    fn open(&self, domain: u8, text: &str) -> Result<Vec<u8>> {
+        let bad = || {
+            Error::internal(
+                "a stored message cannot be decrypted (not sealed by this master key, or damaged)",
+            )
+        };
+        let bytes = BASE64.decode(text).map_err(|_| bad())?;
+        if bytes.len() < 19 || bytes[0] != VERSION {
+            return Err(bad());
+        }
+        let queue_id = i64::from_be_bytes(bytes[1..9].try_into().map_err(|_| bad())?);
+        let period = i64::from_be_bytes(bytes[9..17].try_into().map_err(|_| bad())?);
+        let key_len = u16::from_be_bytes([bytes[17], bytes[18]]) as usize;
+        let header_len = 19 + key_len;
+        if bytes.len() < header_len + NONCE_LEN + 16 {
+            return Err(bad());
+        }
+        let key_id = std::str::from_utf8(&bytes[19..header_len]).map_err(|_| bad())?;
+        let cipher = self.cipher(queue_id, period, key_id)?;
+        let mut aad = bytes[..header_len].to_vec();
+        aad.push(domain);
+        let nonce = Nonce::from_slice(&bytes[header_len..header_len + NONCE_LEN]);
+        cipher
+            .decrypt(
+                nonce,
+                Payload {
+                    msg: &bytes[header_len + NONCE_LEN..],
+                    aad: &aad,
+                },
+            )
+            .map_err(|_| bad())
+    }
+
+    /// Seals the body and attributes of `m`, bound for queue `queue_id`, when the service
+    /// asked for it ([`NewMessage::seal`]); the message is then stored with its `sealed`
+    /// flag set. Nothing changes when it did not.
+    ///
+    /// Errors: as [`Sealer::seal`].
+    pub fn seal_message(&self, queue_id: i64, m: &mut NewMessage) -> Result<()> {
+        let Some(with) = &m.seal else {
+            return Ok(());
+        };
+        m.body = self.seal(queue_id, with, BODY, m.body.as_bytes())?;
+        if let Some(a) = &m.message_attributes {
+            m.message_attributes = Some(self.seal(queue_id, with, ATTRIBUTES, a.as_bytes())?);
+        }
+        Ok(())
+    }
+
+    /// Seals every message of a batch, each for its queue.
+    pub fn seal_messages(&self, messages: &mut [(i64, NewMessage)]) -> Result<()> {
+        for (queue_id, m) in messages {
+            self.seal_message(*queue_id, m)?;
+        }
+        Ok(())
+    }
+
+    /// Opens the body and attributes of a message read back with its `sealed` flag set,
+    /// and clears the flag; nothing changes for a message stored as it was.
+    ///
+    /// Errors: as [`Sealer::open`]; logged with the message's sequence number.
+    pub fn open_message(&self, m: &mut StoredMessage) -> Result<()> {
+        if !m.sealed {
+            return Ok(());
+        }
+        let text = |bytes: Vec<u8>| {
+            String::from_utf8(bytes)
+                .map_err(|_| Error::internal("a decrypted message is not UTF-8"))
+        };
+        let opened = self.open(BODY, &m.body).and_then(text).and_then(|body| {
+            let attributes = match &m.message_attributes {
+                Some(a) => Some(self.open(ATTRIBUTES, a).and_then(text)?),
+                None => None,
+            };
+            Ok((body, attributes))
+        });
+        match opened {
+            Ok((body, attributes)) => {
+                m.body = body;
+                m.message_attributes = attributes;
+                m.sealed = false;
+                Ok(())
+            }
+            Err(e) => {
+                tracing::error!(seq = m.seq, queue_id = m.queue_id, error = %e.message, "stored message cannot be decrypted");
+                Err(e)
+            }
+        }
+    }
+
+    /// Opens every message of a list.
+    pub fn open_messages(&self, messages: &mut [StoredMessage]) -> Result<()> {
+        messages.iter_mut().try_for_each(|m| self.open_message(m))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with(key: &str, period: i64) -> SealWith {
+        SealWith {
+            key_id: key.into(),
+            period,
+        }
+    }
+
+    #[test]
+    fn seals_and_opens_and_binds_its_domain() {
+        let s = Sealer::new(KeySource::Key(MasterKey::from_bytes([7; KEY_LEN])));
+        let sealed = s.seal(3, &with("alias/a", 9), BODY, b"hello").unwrap();
+        assert!(!sealed.contains("hello"));
+        assert_eq!(s.open(BODY, &sealed).unwrap(), b"hello");
+        // The same text sealed twice differs (random nonce).
+        assert_ne!(
+            sealed,
+            s.seal(3, &with("alias/a", 9), BODY, b"hello").unwrap()
+        );
+        // A body's ciphertext does not open as attributes.
+        assert!(s.open(ATTRIBUTES, &sealed).is_err());
+        // Another master key does not open it.
+        let other = Sealer::new(KeySource::Key(MasterKey::from_bytes([8; KEY_LEN])));
+        assert!(other.open(BODY, &sealed).is_err());
+        // A changed header (another period) does not open it.
+        let mut bytes = BASE64.decode(&sealed).unwrap();
+        bytes[16] ^= 1;
+        assert!(s.open(BODY, &BASE64.encode(bytes)).is_err());
+    }
+
+    #[test]
+    fn data_keys_differ_per_queue_period_and_key() {
+        let s = Sealer::new(KeySource::Key(MasterKey::from_bytes([1; KEY_LEN])));
+        let a = s.cipher(1, 1, "k").unwrap();
+        for (q, p, k) in [(2, 1, "k"), (1, 2, "k"), (1, 1, "j")] {
+            let b = s.cipher(q, p, k).unwrap();
+            let n = Nonce::from_slice(&[0; NONCE_LEN]);
+            assert_ne!(
+                a.encrypt(n, b"x".as_ref()).unwrap(),
+                b.encrypt(n, b"x".as_ref()).unwrap()
+            );
+        }
+    }
+
+    #[test]
+    fn a_missing_key_refuses() {
+        let s = Sealer::new(KeySource::Missing);
+        assert!(s.seal(1, &with("k", 1), BODY, b"x").is_err());
+    }
+
+    #[test]
+    fn key_file_is_made_private_once_and_read_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sse").join("master.key");
+        let a = MasterKey::load_or_create(&path).unwrap();
+        let b = MasterKey::load_or_create(&path).unwrap();
+        assert_eq!(a.0, b.0);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode(&path), 0o600);
+            assert_eq!(mode(path.parent().unwrap()), 0o700);
+        }
+        assert!(permission_warnings(&path).is_empty());
+        fs::write(&path, "not a key").unwrap();
+        assert!(MasterKey::load_or_create(&path).is_err());
+    }
+}
