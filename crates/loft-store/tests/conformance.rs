@@ -113,6 +113,7 @@ macro_rules! conformance {
 conformance!(
     queue_crud,
     send_receive_delete,
+    sequence_numbers_are_never_reused,
     batch_delete_outcomes_in_order,
     explicit_message_ids,
     visibility_changes,
@@ -407,6 +408,34 @@ async fn send_receive_delete(s: S) {
     assert_eq!(bodies(&out), ["three"]);
     assert_eq!(out.messages[0].receive_count, 2);
     assert_eq!(out.messages[0].first_received_at_ms, Some(now));
+}
+
+/// A deleted newest message's store sequence number is not given again (the seeds' `msg-N`
+/// MessageIds and receipts name it), also when a batch delete empties the queue.
+async fn sequence_numbers_are_never_reused(s: S) {
+    let q = queue(&s, "seqs").await;
+    let sent = send(&s, q, &["one", "two"], T0).await;
+    let newest = sent[1].seq;
+    assert!(s.delete_unnamed_message(q, newest).await.unwrap());
+    let again = send(&s, q, &["three"], T0).await[0].seq;
+    assert!(again > newest, "{again} after the deleted {newest}");
+    let out = s.receive(req(q, 10, T0, 30_000)).await.unwrap();
+    let deleted = s
+        .delete_messages(
+            q,
+            out.messages
+                .iter()
+                .map(|m| (m.seq, None))
+                .collect::<Vec<_>>(),
+        )
+        .await
+        .unwrap();
+    assert!(deleted.iter().all(|d| *d == DeleteOutcome::Deleted));
+    let after_empty = send(&s, q, &["four"], T0).await[0].seq;
+    assert!(
+        after_empty > again,
+        "{after_empty} after {again} in an emptied queue"
+    );
 }
 
 async fn batch_delete_outcomes_in_order(s: S) {

@@ -19,8 +19,13 @@
 use std::cell::Cell;
 use std::time::{Duration, Instant};
 
+#[cfg(not(feature = "count-allocations"))]
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+#[cfg(feature = "count-allocations")]
+#[global_allocator]
+static GLOBAL: counting::Counting = counting::Counting(mimalloc::MiMalloc);
 
 /// `mi_option_purge_delay` of mimalloc's `mi_option_e` (`include/mimalloc.h`, 15 in
 /// mimalloc 2 and 3); libmimalloc-sys names no constant for it.
@@ -60,6 +65,52 @@ pub fn collect() {
         // SAFETY: mi_collect only touches this thread's heap and the shared arenas.
         unsafe { libmimalloc_sys::mi_collect(false) }
     });
+}
+
+/// With the `count-allocations` feature (a measuring build, never the default): the number
+/// of allocations (`alloc`, `alloc_zeroed` and `realloc` calls) made since the process
+/// started, counted by [`Counting`] around mimalloc. `loft serve` writes it to stderr as it
+/// stops (`loft: N allocations since start`), so the allocations of a load are the
+/// difference between two runs of different lengths (issue 19 item 2:
+/// `bench/floor/allocations`).
+#[cfg(feature = "count-allocations")]
+pub mod counting {
+    use std::alloc::{GlobalAlloc, Layout};
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    /// Allocations so far.
+    pub static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+
+    /// mimalloc, counting each allocation in [`ALLOCATIONS`] (a relaxed atomic add).
+    pub struct Counting(pub mimalloc::MiMalloc);
+
+    // SAFETY: every call is passed on unchanged to mimalloc's GlobalAlloc.
+    unsafe impl GlobalAlloc for Counting {
+        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+            // SAFETY: the caller's contract, passed on.
+            unsafe { self.0.alloc(layout) }
+        }
+        unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+            // SAFETY: as above.
+            unsafe { self.0.alloc_zeroed(layout) }
+        }
+        unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+            // SAFETY: as above.
+            unsafe { self.0.dealloc(ptr, layout) }
+        }
+        unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+            // SAFETY: as above.
+            unsafe { self.0.realloc(ptr, layout, new_size) }
+        }
+    }
+
+    /// Allocations so far.
+    pub fn allocations() -> u64 {
+        ALLOCATIONS.load(Ordering::Relaxed)
+    }
 }
 
 #[cfg(test)]

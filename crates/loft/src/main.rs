@@ -329,6 +329,7 @@ fn apply_file_settings(args: &mut ServeArgs, m: &clap::ArgMatches, file: &config
 async fn serve(args: ServeArgs, file: Option<config::Config>) -> Result<(), String> {
     // Before anything is announced: a SIGTERM from then on shuts down gracefully.
     let stop_signal = shutdown_signal();
+    let open_files = raise_open_files_limit();
     let file_keys = file
         .as_ref()
         .map(|f| f.credentials.clone())
@@ -455,6 +456,19 @@ async fn serve(args: ServeArgs, file: Option<config::Config>) -> Result<(), Stri
         // flight finish while in-flight requests drain.
         stop_polling.notify_one();
     };
+    if let Some(limit) = open_files {
+        let wanted = trust.server.max_connections as u64 + OPEN_FILES_MARGIN;
+        if limit < wanted {
+            tracing::warn!(
+                open_files_limit = limit,
+                max_connections = trust.server.max_connections,
+                "the open-files limit (RLIMIT_NOFILE, raised to its hard limit) is below \
+                 --max-connections plus {OPEN_FILES_MARGIN}: connections past it will be refused \
+                 by the system; raise the hard limit (ulimit -Hn, LimitNOFILE=) or lower \
+                 --max-connections"
+            );
+        }
+    }
     loft_server::listen::serve(listeners, router, shutdown, trust.server)
         .await
         .map_err(|e| e.to_string())?;
@@ -478,8 +492,57 @@ async fn serve(args: ServeArgs, file: Option<config::Config>) -> Result<(), Stri
     let _ = mappings.await;
     engine.close().await;
     tracing::info!("loft stopped");
+    #[cfg(feature = "count-allocations")]
+    eprintln!(
+        "loft: {} allocations since start",
+        allocator::counting::allocations()
+    );
     Ok(())
 }
+
+/// Raises the soft limit on open files (`RLIMIT_NOFILE`) to the hard limit, which an
+/// unprivileged process may do: every connection and every long poll (`WaitTimeSeconds`)
+/// holds a socket, and a soft limit of 1,024 (a common default) would refuse connections
+/// long before `--max-connections` (10,000 by default). Returns the soft limit reached
+/// (`None` when it cannot be read, or off Unix); `serve` warns when it is below
+/// `--max-connections` plus [`OPEN_FILES_MARGIN`]. Issue 19 item 6.
+fn raise_open_files_limit() -> Option<u64> {
+    #[cfg(not(unix))]
+    return None;
+    #[cfg(unix)]
+    {
+        let mut lim = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit and setrlimit read and write the struct we pass.
+        unsafe {
+            if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
+                return None;
+            }
+            let before = lim.rlim_cur;
+            if lim.rlim_cur < lim.rlim_max {
+                lim.rlim_cur = lim.rlim_max;
+                if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
+                    lim.rlim_cur = before;
+                }
+            }
+            tracing::debug!(
+                soft = lim.rlim_cur,
+                hard = lim.rlim_max,
+                before,
+                "open files limit"
+            );
+        }
+        // rlim_t is u64 on Linux, not on every Unix.
+        #[allow(clippy::unnecessary_cast)]
+        Some(lim.rlim_cur as u64)
+    }
+}
+
+/// Files Loft keeps open besides its connections: listeners, the database and its WAL,
+/// PostgreSQL connections, log output.
+const OPEN_FILES_MARGIN: u64 = 64;
 
 /// Resolves on SIGTERM or Ctrl-C. The handlers are installed when this is called, not when
 /// the future is first polled: call it before announcing the listeners, so a SIGTERM that
@@ -511,6 +574,27 @@ fn shutdown_signal() -> impl std::future::Future<Output = ()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(unix)]
+    #[test]
+    #[allow(clippy::unnecessary_cast)] // rlim_t is u64 on Linux, not on every Unix
+    fn the_open_files_limit_is_raised_to_the_hard_limit() {
+        let mut lim = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: lowers this test process's own soft limit, then reads it back.
+        unsafe {
+            assert_eq!(libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim), 0);
+            let hard = lim.rlim_max;
+            lim.rlim_cur = 256.min(hard);
+            assert_eq!(libc::setrlimit(libc::RLIMIT_NOFILE, &lim), 0);
+            let reached = raise_open_files_limit().expect("the limit is readable");
+            assert_eq!(libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim), 0);
+            assert_eq!(lim.rlim_cur, hard, "soft limit raised to the hard one");
+            assert_eq!(reached, hard as u64);
+        }
+    }
 
     #[test]
     fn the_command_line_is_well_formed() {

@@ -393,17 +393,18 @@ impl Service {
         let timestamp = field("Timestamp").unwrap_or_default().to_owned();
         let subject = field("Subject").map(str::to_owned);
         let message_id = m.message_id.clone();
-        let mut sign = |svc: &Service, text: &str| -> (SignedFields, Option<(u8, String)>) {
-            let f = svc.notification_fields(
-                topic_arn,
-                &message_id,
-                text,
-                subject.as_deref(),
-                &timestamp,
-            );
-            let sig = svc.signature(topic, &f);
-            (f, sig)
-        };
+        let mut sign =
+            |svc: &Service, text: &str, raw: bool| -> (SignedFields, Option<(u8, String)>) {
+                let f = svc.notification_fields(
+                    topic_arn,
+                    &message_id,
+                    text,
+                    subject.as_deref(),
+                    &timestamp,
+                );
+                let sig = if raw { None } else { svc.signature(topic, &f) };
+                (f, sig)
+            };
         match self.sqs_copy(
             topic,
             sub,

@@ -254,6 +254,57 @@ const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE recorded_messages ADD COLUMN sender TEXT;
     "#,
+    // 14: messages without AUTOINCREMENT (issue 19 item 2). AUTOINCREMENT kept `seq` from
+    // reusing a deleted maximum (the seeds' `msg-N` MessageIds and receipts name it) at the
+    // price of rewriting `sqlite_sequence`'s page in every commit: one WAL frame per commit.
+    // Now `seq` is a plain rowid given explicitly by `ops::MessageSeqs`, which hands out
+    // numbers above `message_seq.high` only after raising it by a block: the row is written
+    // once per block, and a restart starts above it. The table is rebuilt (SQLite cannot
+    // drop AUTOINCREMENT in place), its columns and indexes unchanged.
+    r#"
+    CREATE TABLE message_seq (high INTEGER NOT NULL);
+    INSERT INTO message_seq (high) SELECT MAX(
+        COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'messages'), 0),
+        COALESCE((SELECT MAX(seq) FROM messages), 0));
+    CREATE TABLE messages_new (
+        seq                INTEGER PRIMARY KEY,
+        queue_id           INTEGER NOT NULL,
+        message_id         TEXT,
+        body               TEXT NOT NULL,
+        md5_body           TEXT NOT NULL,
+        message_attributes TEXT,
+        system_attributes  TEXT,
+        sender_id          TEXT NOT NULL,
+        sent_at            INTEGER NOT NULL,
+        visible_at         INTEGER NOT NULL,
+        expires_at         INTEGER NOT NULL,
+        receive_count      INTEGER NOT NULL DEFAULT 0,
+        first_received_at  INTEGER,
+        receipt_token      INTEGER NOT NULL DEFAULT 0,
+        group_id           TEXT,
+        dedup_id           TEXT,
+        dead_letter_source TEXT,
+        received_at        INTEGER,
+        fair_key           INTEGER,
+        sealed             INTEGER NOT NULL DEFAULT 0
+    );
+    INSERT INTO messages_new (seq, queue_id, message_id, body, md5_body, message_attributes,
+        system_attributes, sender_id, sent_at, visible_at, expires_at, receive_count,
+        first_received_at, receipt_token, group_id, dedup_id, dead_letter_source, received_at,
+        fair_key, sealed)
+    SELECT seq, queue_id, message_id, body, md5_body, message_attributes,
+        system_attributes, sender_id, sent_at, visible_at, expires_at, receive_count,
+        first_received_at, receipt_token, group_id, dedup_id, dead_letter_source, received_at,
+        fair_key, sealed FROM messages;
+    DROP TABLE messages;
+    ALTER TABLE messages_new RENAME TO messages;
+    CREATE INDEX messages_visibility ON messages(queue_id, visible_at, seq);
+    CREATE INDEX messages_expiry ON messages(expires_at);
+    CREATE INDEX messages_queue_order ON messages(queue_id, seq);
+    CREATE INDEX messages_group ON messages(queue_id, group_id, seq) WHERE group_id IS NOT NULL;
+    CREATE INDEX messages_fair ON messages(queue_id, fair_key, seq, visible_at)
+        WHERE fair_key IS NOT NULL;
+    "#,
 ];
 
 /// The schema version this build writes.
@@ -263,6 +314,12 @@ pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 ///
 /// Errors: the file's version is newer than this build knows, or a migration fails.
 pub fn migrate(conn: &mut Connection) -> Result<(), String> {
+    migrate_to(conn, SCHEMA_VERSION)
+}
+
+/// Brings the database up to `version` (at most [`SCHEMA_VERSION`]): [`migrate`], stopped
+/// early; tests use it to build a file of an older version. Errors: as [`migrate`]'s.
+pub fn migrate_to(conn: &mut Connection, version: i64) -> Result<(), String> {
     let current: i64 = conn
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .map_err(|e| e.to_string())?;
@@ -271,7 +328,13 @@ pub fn migrate(conn: &mut Connection) -> Result<(), String> {
             "database schema version {current} is newer than this Loft understands ({SCHEMA_VERSION})"
         ));
     }
-    for (index, sql) in MIGRATIONS.iter().enumerate().skip(current as usize) {
+    let until = version.clamp(0, SCHEMA_VERSION) as usize;
+    for (index, sql) in MIGRATIONS
+        .iter()
+        .enumerate()
+        .take(until)
+        .skip(current as usize)
+    {
         let tx = conn.transaction().map_err(|e| e.to_string())?;
         tx.execute_batch(sql).map_err(|e| e.to_string())?;
         tx.pragma_update(None, "user_version", (index + 1) as i64)

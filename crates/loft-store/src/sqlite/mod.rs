@@ -135,6 +135,8 @@ pub struct SqliteStore {
     in_store: AtomicUsize,
     /// Seals and opens the messages of encrypted queues (`crate::seal`).
     sealer: Arc<Sealer>,
+    /// The next messages' store sequence numbers (see [`ops::MessageSeqs`]).
+    seqs: Arc<ops::MessageSeqs>,
 }
 
 /// Counts a request in [`SqliteStore::write`] until dropped.
@@ -184,6 +186,7 @@ impl SqliteStore {
         .map_err(fail)?;
         migrations::migrate(&mut conn).map_err(|e| format!("{}: {e}", path.display()))?;
         conn.set_prepared_statement_cache_capacity(64);
+        let seqs = Arc::new(ops::MessageSeqs::load(&conn).map_err(fail)?);
         let conn: Shared = Arc::new(Mutex::new(Some(conn)));
         let (jobs, rx) = mpsc::channel::<Msg>();
         let writer_conn = conn.clone();
@@ -202,6 +205,7 @@ impl SqliteStore {
             inline: durability == Durability::Process,
             in_store: AtomicUsize::new(0),
             sealer: Arc::new(sealer),
+            seqs,
         })
     }
 
@@ -510,7 +514,9 @@ impl Store for SqliteStore {
         mut messages: Vec<(i64, NewMessage)>,
     ) -> Result<Vec<SentMessage>> {
         self.sealer.seal_messages(&mut messages)?;
-        self.write(move |c| ops::send_messages(c, &messages)).await
+        let seqs = self.seqs.clone();
+        self.write(move |c| ops::send_messages(c, &seqs, &messages))
+            .await
     }
 
     async fn receive(&self, request: ReceiveRequest) -> Result<ReceiveOutcome> {
@@ -584,9 +590,11 @@ impl Store for SqliteStore {
         now_ms: i64,
         task: Option<MoveTaskLease>,
     ) -> Result<Option<u64>> {
+        let seqs = self.seqs.clone();
         self.write(move |c| {
             ops::move_step(
                 c,
+                &seqs,
                 source_queue_id,
                 &target,
                 &new_message_ids,
@@ -706,7 +714,9 @@ impl Store for SqliteStore {
     async fn advance_replay(&self, step: ReplayStep) -> Result<Option<ReplayRecord>> {
         let mut step = step;
         self.sealer.seal_messages(&mut step.messages)?;
-        self.write(move |c| ops::advance_replay(c, &step)).await
+        let seqs = self.seqs.clone();
+        self.write(move |c| ops::advance_replay(c, &seqs, &step))
+            .await
     }
 
     async fn release_replays(&self, owner: &str) -> Result<()> {
@@ -802,13 +812,15 @@ impl Store for SqliteStore {
     ) -> Result<Vec<SentMessage>> {
         let mut messages = messages;
         self.sealer.seal_messages(&mut messages)?;
-        self.write(move |c| ops::publish(c, &messages, &deliveries, &records))
+        let seqs = self.seqs.clone();
+        self.write(move |c| ops::publish(c, &seqs, &messages, &deliveries, &records))
             .await
     }
 
     async fn publish_fifo(&self, publish: FifoPublish) -> Result<Option<Vec<FifoPublished>>> {
         let sealer = self.sealer.clone();
-        self.write(move |c| ops::publish_fifo(c, &publish, &sealer))
+        let seqs = self.seqs.clone();
+        self.write(move |c| ops::publish_fifo(c, &seqs, &publish, &sealer))
             .await
     }
 
@@ -1166,5 +1178,99 @@ mod tests {
             .unwrap();
         assert_eq!(kept, [3, 5]);
         assert!(conn.is_autocommit(), "the transaction is closed");
+    }
+    /// Sends one message to queue `q` and returns its store sequence number.
+    async fn send_one(store: &SqliteStore, q: i64, body: &str, now: i64) -> i64 {
+        store
+            .send_messages(vec![(q, message(body, now))])
+            .await
+            .unwrap()[0]
+            .seq
+    }
+
+    #[tokio::test]
+    async fn sequence_numbers_are_not_reused_after_deleting_the_newest_or_a_restart() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("seq.db");
+        let now = 1_000_000;
+        let store = SqliteStore::open(&path, Durability::Process).unwrap();
+        let q = queue_with(&store, &["a", "b"], now).await;
+        let newest = send_one(&store, q, "c", now).await;
+        assert!(store.delete_unnamed_message(q, newest).await.unwrap());
+        let after_delete = send_one(&store, q, "d", now).await;
+        assert!(after_delete > newest, "{after_delete} after {newest}");
+        assert!(store.delete_unnamed_message(q, after_delete).await.unwrap());
+        store.close().await;
+        drop(store);
+        let store = SqliteStore::open(&path, Durability::Process).unwrap();
+        let after_restart = send_one(&store, q, "e", now).await;
+        assert!(
+            after_restart > after_delete,
+            "{after_restart} after {after_delete}"
+        );
+        store.close().await;
+    }
+
+    #[test]
+    fn a_rolled_back_raise_of_the_high_water_mark_is_made_again() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        migrations::migrate(&mut conn).unwrap();
+        let seqs = ops::MessageSeqs::load(&conn).unwrap();
+        let high = |c: &Connection| -> i64 {
+            c.query_row("SELECT high FROM message_seq", [], |r| r.get(0))
+                .unwrap()
+        };
+        conn.execute_batch("BEGIN").unwrap();
+        assert_eq!(seqs.take(&conn, 1).unwrap(), 1);
+        assert!(high(&conn) >= 1);
+        conn.execute_batch("ROLLBACK").unwrap();
+        assert_eq!(high(&conn), 0, "the raise was rolled back");
+        conn.execute_batch("BEGIN").unwrap();
+        let next = seqs.take(&conn, 3).unwrap();
+        assert_eq!(next, 2, "a taken number is not given again");
+        conn.execute_batch("COMMIT").unwrap();
+        assert!(high(&conn) >= 4, "the raise is made again and committed");
+        let reserved = high(&conn);
+        let reloaded = ops::MessageSeqs::load(&conn).unwrap();
+        assert_eq!(
+            reloaded.take(&conn, 1).unwrap(),
+            reserved + 1,
+            "a reload starts above"
+        );
+    }
+
+    #[test]
+    fn migration_11_keeps_messages_and_numbers_above_autoincrements_high_mark() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v10.db");
+        {
+            let mut conn = Connection::open(&path).unwrap();
+            migrations::migrate_to(&mut conn, 10).unwrap();
+            conn.execute_batch(
+                "INSERT INTO queues (name, attributes, tags, created_at, modified_at) \
+                 VALUES ('q', '{}', '{}', 0, 0); \
+                 INSERT INTO messages (queue_id, body, md5_body, sender_id, sent_at, \
+                 visible_at, expires_at, group_id) \
+                 VALUES (1, 'kept', 'm', 's', 0, 0, 9000000000000, 'g'); \
+                 INSERT INTO messages (queue_id, body, md5_body, sender_id, sent_at, \
+                 visible_at, expires_at) VALUES (1, 'deleted', 'm', 's', 0, 0, 1); \
+                 DELETE FROM messages WHERE body = 'deleted';",
+            )
+            .unwrap();
+        }
+        let store = SqliteStore::open(&path, Durability::Process).unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let kept = store.peek_messages(1, 0, 10, 0).await.unwrap();
+            assert_eq!(kept.len(), 1);
+            assert_eq!((kept[0].seq, kept[0].body.as_str()), (1, "kept"));
+            assert_eq!(kept[0].group_id.as_deref(), Some("g"));
+            // AUTOINCREMENT had handed out 2 (deleted since): the next number is above it.
+            assert!(send_one(&store, 1, "new", 0).await > 2);
+            store.close().await;
+        });
     }
 }

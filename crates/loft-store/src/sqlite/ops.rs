@@ -1,6 +1,7 @@
 //! The SQL of each store operation, run on the writer thread inside a group transaction.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::atomic::{AtomicI64, Ordering};
 
 use loft_core::model::*;
 use rusqlite::{params, Connection, OptionalExtension, Row};
@@ -20,6 +21,60 @@ fn to_json(map: &Map) -> String {
 
 fn from_json(text: &str) -> Map {
     serde_json::from_str(text).unwrap_or_default()
+}
+
+// ----- message sequence numbers
+
+/// How many sequence numbers one write of `message_seq.high` reserves.
+const SEQ_BLOCK: i64 = 4096;
+
+/// The store sequence numbers of messages (`messages.seq`): increasing across the store and
+/// never reused, also after the newest message is deleted and across restarts
+/// ([`StoredMessage::seq`]; the seeds' `msg-N` MessageIds and every receipt name it).
+///
+/// `messages.seq` is a plain rowid (migration 11), given explicitly from `next`, held in
+/// memory; `message_seq.high` in the file is the highest number that may have been handed
+/// out. A number above it is given only in a transaction that raises it by [`SEQ_BLOCK`]
+/// first, so the row is written once per 4,096 messages instead of `sqlite_sequence`'s
+/// page in every commit (issue 19 item 2), and [`MessageSeqs::load`] starts above it. The
+/// check reads `high` inside the caller's transaction, so a raise undone by a rolled-back
+/// savepoint or transaction is made again. A number taken by a job that then fails is not
+/// given again (a gap, as AUTOINCREMENT leaves).
+#[derive(Debug)]
+pub struct MessageSeqs {
+    next: AtomicI64,
+}
+
+impl MessageSeqs {
+    /// Reads where numbering goes on: above `message_seq.high` and above every stored
+    /// `seq`. Errors: SQLite's.
+    pub fn load(c: &Connection) -> rusqlite::Result<Self> {
+        let high: i64 = c.query_row(
+            "SELECT MAX((SELECT COALESCE(MAX(high), 0) FROM message_seq), \
+             (SELECT COALESCE(MAX(seq), 0) FROM messages))",
+            [],
+            |r| r.get(0),
+        )?;
+        Ok(MessageSeqs {
+            next: AtomicI64::new(high + 1),
+        })
+    }
+
+    /// Takes `n` consecutive numbers and returns the first, first raising
+    /// `message_seq.high` in `c`'s open transaction if they pass it. Errors: SQLite's.
+    pub fn take(&self, c: &Connection, n: usize) -> rusqlite::Result<i64> {
+        let n = n as i64;
+        let first = self.next.fetch_add(n, Ordering::SeqCst);
+        let last = first + n - 1;
+        let high: i64 = c
+            .prepare_cached("SELECT high FROM message_seq")?
+            .query_row([], |r| r.get(0))?;
+        if last > high {
+            c.prepare_cached("UPDATE message_seq SET high = ?1")?
+                .execute([last + SEQ_BLOCK])?;
+        }
+        Ok(first)
+    }
 }
 
 // ----- queues
@@ -228,14 +283,18 @@ fn fair_key(c: &Connection, queue_id: i64, group: Option<&str>) -> rusqlite::Res
 
 pub fn send_messages(
     c: &Connection,
+    seqs: &MessageSeqs,
     messages: &[(i64, NewMessage)],
 ) -> rusqlite::Result<Vec<SentMessage>> {
     let mut stmt = c.prepare_cached(
         "INSERT INTO messages (queue_id, message_id, body, md5_body, message_attributes, \
          system_attributes, sender_id, sent_at, visible_at, expires_at, receive_count, \
-         first_received_at, group_id, dedup_id, dead_letter_source, fair_key, sealed) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+         first_received_at, group_id, dedup_id, dead_letter_source, fair_key, sealed, seq) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, \
+         ?18)",
     )?;
+    // A duplicate FIFO send leaves its number unused: a gap, never a reuse.
+    let mut next = seqs.take(c, messages.len())?;
     let mut out = Vec::with_capacity(messages.len());
     let mut fair: HashMap<i64, bool> = HashMap::new();
     for (queue_id, m) in messages {
@@ -290,8 +349,10 @@ pub fn send_messages(
             m.dead_letter_source,
             key,
             m.seal.is_some() as i64,
+            next,
         ])?;
-        let seq = c.last_insert_rowid();
+        let seq = next;
+        next += 1;
         let message_id = m.message_id.clone();
         if let Some(key) = &m.dedup {
             c.prepare_cached(
@@ -1042,6 +1103,7 @@ pub fn delete_subscription(c: &Connection, uuid: &str) -> rusqlite::Result<bool>
 
 pub fn move_messages(
     c: &Connection,
+    seqs: &MessageSeqs,
     source: i64,
     target: &MoveTarget,
     new_message_ids: &[String],
@@ -1086,10 +1148,10 @@ pub fn move_messages(
     let mut copy = c.prepare_cached(
         "INSERT INTO messages (queue_id, message_id, body, md5_body, message_attributes, \
          system_attributes, sender_id, sent_at, visible_at, expires_at, receive_count, \
-         group_id, dedup_id, fair_key, sealed) \
+         group_id, dedup_id, fair_key, sealed, seq) \
          SELECT ?2, ?3, body, md5_body, message_attributes, system_attributes, sender_id, \
          ?4, ?4, ?4 + (expires_at - sent_at), 0, group_id, dedup_id, \
-         CASE WHEN (SELECT fair FROM queues WHERE id = ?2) = 1 THEN 0 END, sealed \
+         CASE WHEN (SELECT fair FROM queues WHERE id = ?2) = 1 THEN 0 END, sealed, ?5 \
          FROM messages WHERE seq = ?1",
     )?;
     let mut remove = c.prepare_cached("DELETE FROM messages WHERE seq = ?1")?;
@@ -1104,7 +1166,7 @@ pub fn move_messages(
         };
         if let Some(dest) = dest {
             let Some(id) = ids.next() else { break };
-            copy.execute(params![seq, dest, id, now_ms])?;
+            copy.execute(params![seq, dest, id, now_ms, seqs.take(c, 1)?])?;
             remove.execute([seq])?;
             moved += 1;
         }
@@ -1147,6 +1209,7 @@ fn renew_move_task(c: &Connection, lease: &MoveTaskLease) -> rusqlite::Result<bo
 /// One step of a move task, or a move without one.
 pub fn move_step(
     c: &Connection,
+    seqs: &MessageSeqs,
     source: i64,
     target: &MoveTarget,
     new_message_ids: &[String],
@@ -1158,7 +1221,7 @@ pub fn move_step(
             return Ok(None);
         }
     }
-    let moved = move_messages(c, source, target, new_message_ids, now_ms)?;
+    let moved = move_messages(c, seqs, source, target, new_message_ids, now_ms)?;
     if let Some(lease) = task {
         c.prepare_cached("UPDATE move_tasks SET moved = moved + ?2 WHERE handle = ?1")?
             .execute(params![lease.handle, moved as i64])?;
@@ -1547,11 +1610,12 @@ pub fn delete_platform(c: &Connection, arn: &str) -> rusqlite::Result<()> {
 
 pub fn publish(
     c: &Connection,
+    seqs: &MessageSeqs,
     messages: &[(i64, NewMessage)],
     deliveries: &[NewDelivery],
     records: &[RecordedMessage],
 ) -> rusqlite::Result<Vec<SentMessage>> {
-    let sent = send_messages(c, messages)?;
+    let sent = send_messages(c, seqs, messages)?;
     let mut insert = c.prepare_cached(
         "INSERT INTO deliveries (subscription, endpoint, content_type, headers, body, next_at, \
          created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)",
@@ -1589,6 +1653,7 @@ pub fn publish(
 /// transaction at a time, so nothing else publishes to the topic meanwhile.
 pub fn publish_fifo(
     c: &Connection,
+    seqs: &MessageSeqs,
     p: &FifoPublish,
     sealer: &Sealer,
 ) -> rusqlite::Result<Option<Vec<FifoPublished>>> {
@@ -1653,7 +1718,7 @@ pub fn publish_fifo(
         sealer
             .seal_messages(&mut kept)
             .map_err(|e| rusqlite::Error::ToSqlConversionFailure(e.message.into()))?;
-        let stored = send_messages(c, &kept)?;
+        let stored = send_messages(c, seqs, &kept)?;
         let sent = merge_held(stored, &is_held);
         out.push(FifoPublished {
             message_id: e.message_id.clone(),
@@ -1754,7 +1819,11 @@ pub fn claim_replays(
     Ok(out)
 }
 
-pub fn advance_replay(c: &Connection, step: &ReplayStep) -> rusqlite::Result<Option<ReplayRecord>> {
+pub fn advance_replay(
+    c: &Connection,
+    seqs: &MessageSeqs,
+    step: &ReplayStep,
+) -> rusqlite::Result<Option<ReplayRecord>> {
     let Some(current) = get_replay(c, &step.subscription)? else {
         return Ok(None);
     };
@@ -1764,7 +1833,7 @@ pub fn advance_replay(c: &Connection, step: &ReplayStep) -> rusqlite::Result<Opt
     {
         return Ok(None);
     }
-    send_messages(c, &step.messages)?;
+    send_messages(c, seqs, &step.messages)?;
     let (status, hold_live, failure) = match &step.finish {
         ReplayFinish::Continue => (ReplayStatus::Replaying, true, None),
         ReplayFinish::CaughtUp => {
