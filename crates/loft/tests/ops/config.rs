@@ -140,7 +140,14 @@ async fn starting_again_is_idempotent_and_applies_changed_attributes() {
 
 #[tokio::test]
 async fn flags_and_env_override_the_file() {
-    let s = start(GOOD, &["--account-id", "999999999999"]).expect("starts");
+    // The file's RedrivePolicy names its DLQ by ARN, in the file's account; with the
+    // account overridden, the ARN must name the new one (another account's queue is
+    // another queue).
+    let file = GOOD.replace(
+        "arn:aws:sqs:us-east-1:123456789012:orders-dlq",
+        "arn:aws:sqs:us-east-1:999999999999:orders-dlq",
+    );
+    let s = start(&file, &["--account-id", "999999999999"]).expect("starts");
     let url = s
         .sqs("GetQueueUrl", json!({"QueueName": "orders-dlq"}))
         .await["QueueUrl"]
