@@ -685,7 +685,11 @@ proptest! {
                     PgOptions { pool_size: 4, schema: Some(schema.clone()) },
                 )
                 .await
-                .expect("connect to LOFT_TEST_DATABASE_URL");
+                .expect("connect to LOFT_TEST_DATABASE_URL")
+                // Queues are encrypted at rest by default (SqsManagedSseEnabled).
+                .with_key_source(loft_store::seal::KeySource::Key(
+                    loft_store::seal::MasterKey::generate(),
+                ));
                 let outcome = run_on(Arc::new(store), dedup, ops).await;
                 let _ = PgStore::drop_schema(&url, &schema).await;
                 outcome
