@@ -338,3 +338,37 @@ async fn invalid_replay_policies_are_refused() {
         .expect("ListSubscriptionsByTopic");
     assert!(subs.subscriptions().is_empty());
 }
+
+/// An empty ReplayPolicy stops the replay (Loft's reading of the console's "Stop replay"):
+/// a subscription paused after an EndingPoint receives live messages again, and neither
+/// ReplayPolicy nor ReplayStatus is shown any more.
+#[tokio::test]
+async fn an_empty_replay_policy_ends_the_pause() {
+    let server = Server::start();
+    let sqs = server.sqs();
+    let topic = create_topic(&server.sns(), "stop.fifo", ARCHIVED).await;
+    let start = iso_from_now(-2_000);
+    let end = iso_from_now(-1_000);
+    let url = create_queue(&sqs, "stop.fifo", &[("FifoQueue", "true")]).await;
+    let policy =
+        format!(r#"{{"PointType":"Timestamp","StartingPoint":"{start}","EndingPoint":"{end}"}}"#);
+    let sub = subscribe_queue(&server, &topic, "stop.fifo", &[("ReplayPolicy", &policy)]).await;
+    wait_for_status(&server, &sub, "Completed").await;
+    publish(&server, &topic, "g-paused", "g", "keep").await;
+    assert!(receive_some(&sqs, &url, 1).await.is_empty(), "paused");
+    server
+        .sns()
+        .set_subscription_attributes()
+        .subscription_arn(&sub)
+        .attribute_name("ReplayPolicy")
+        .attribute_value("")
+        .send()
+        .await
+        .expect("SetSubscriptionAttributes ReplayPolicy empty");
+    let attrs = subscription_attributes(&server, &sub).await;
+    assert!(!attrs.contains_key("ReplayPolicy"), "{attrs:?}");
+    assert!(!attrs.contains_key("ReplayStatus"), "{attrs:?}");
+    publish(&server, &topic, "g-live", "g", "keep").await;
+    let got = envelopes(&receive_exactly(&sqs, &url, 1).await);
+    assert_eq!(got[0]["Message"], "g-live");
+}
