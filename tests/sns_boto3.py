@@ -9,7 +9,8 @@ so the script can run again against the same server. The common flows: create a 
 subscribe an SQS queue, publish, receive the envelope (every field; the signature is
 verified with the certificate at SigningCertURL when the `cryptography` package is
 installed), filter policies on attributes and on the body, raw delivery, PublishBatch,
-FIFO topics, subscription attributes, tags, and the errors users provoke.
+FIFO topics, a FIFO topic's archive replayed (ReplayPolicy), subscription attributes, tags,
+and the errors users provoke.
 
 Last line: `N passed, N failed`; the exit status is non-zero when any check failed.
 
@@ -358,6 +359,47 @@ def fifo_topic_to_fifo_queue(c):
                  MessageDeduplicationId="x")
     std = c.topic()
     expect_error("InvalidParameter", 400, c.sns.subscribe, TopicArn=std, Protocol="sqs", Endpoint=qarn)
+
+
+@check
+def fifo_archive_replayed_to_a_new_subscription(c):
+    """SNS Developer Guide, "Amazon SNS message replay for FIFO topic subscribers": the
+    archived messages of the ReplayPolicy's window reach a new subscription with their
+    MessageId, Timestamp and SequenceNumber, filter policy applied, marked Replayed."""
+    import datetime
+    import time
+
+    start = (datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(seconds=2))
+    start = start.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    topic = c.topic(fifo=True, ArchivePolicy='{"MessageRetentionPeriod":"1"}')
+    live_url, live_arn = c.queue(fifo=True)
+    c.subscribe(topic, live_arn)
+    for i, kind in enumerate(["keep", "drop", "keep", "keep"]):
+        c.sns.publish(TopicArn=topic, Message=f"m{i}", MessageGroupId="g",
+                      MessageDeduplicationId=f"d{i}",
+                      MessageAttributes={"kind": {"DataType": "String", "StringValue": kind}})
+    live = {json.loads(m["Body"])["Message"]: json.loads(m["Body"]) for m in c.receive(live_url, 4)}
+    url, arn = c.queue(fifo=True)
+    policy = json.dumps({"PointType": "Timestamp", "StartingPoint": start})
+    sub = c.subscribe(topic, arn, FilterPolicy='{"kind":["keep"]}', ReplayPolicy=policy)
+    for _ in range(100):
+        attrs = c.sns.get_subscription_attributes(SubscriptionArn=sub)["Attributes"]
+        if attrs.get("ReplayStatus") == "Completed":
+            break
+        time.sleep(0.1)
+    assert attrs.get("ReplayStatus") == "Completed", attrs
+    assert json.loads(attrs["ReplayPolicy"]) == json.loads(policy), attrs
+    got = [json.loads(m["Body"]) for m in c.receive(url, 3)]
+    assert [e["Message"] for e in got] == ["m0", "m2", "m3"], got
+    for e in got:
+        o = live[e["Message"]]
+        for field in ("MessageId", "Timestamp", "SequenceNumber"):
+            assert e[field] == o[field], (field, e, o)
+        assert e.get("Replayed") == "true" and "Replayed" not in o, (e, o)
+    msg = expect_error("InvalidParameter", 400, c.sns.set_subscription_attributes,
+                       SubscriptionArn=sub, AttributeName="ReplayPolicy",
+                       AttributeValue='{"PointType":"Offset","StartingPoint":"x"}')
+    assert "ReplayPolicy" in msg, msg
 
 
 @check

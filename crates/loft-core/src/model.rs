@@ -477,6 +477,9 @@ pub enum ReplayFinish {
     /// The window's EndingPoint has passed and the archive up to it is delivered: the
     /// replay completes and the subscription stays paused.
     Ended,
+    /// There is nothing more to replay (the topic's archive was removed): the replay
+    /// completes and live delivery resumes, whatever its cursor.
+    Stopped,
     /// The replay cannot go on: it fails with this reason and live delivery resumes.
     Failed(String),
 }

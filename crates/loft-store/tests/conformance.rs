@@ -2562,6 +2562,25 @@ async fn replay_lease_cursor_and_takeover(s: S) {
         (r.status, r.hold_live, r.failure.as_deref()),
         (ReplayStatus::Failed, false, Some("gone"))
     );
+    // Stopped (the archive is gone) completes and resumes live delivery.
+    s.put_replay(replay("u-r", t.id, "r4")).await.unwrap();
+    s.claim_replays("B", T0 + HOUR + 5, T0 + HOUR + 30_005, 10)
+        .await
+        .unwrap();
+    let r = s
+        .advance_replay(replay_step(
+            "u-r",
+            "r4",
+            "B",
+            T0 + HOUR + 6,
+            Vec::new(),
+            0,
+            ReplayFinish::Stopped,
+        ))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((r.status, r.hold_live), (ReplayStatus::Completed, false));
     // Deleting the subscription drops its replay.
     assert!(s.delete_subscription("u-r").await.unwrap());
     assert_eq!(s.get_replay("u-r").await.unwrap(), None);

@@ -260,7 +260,7 @@ impl SqsCopy {
                     Some(&self.subscription_arn),
                 );
                 if self.replayed {
-                    env.insert(REPLAYED_ATTRIBUTE.into(), json!(true));
+                    env = with_replayed(env);
                 }
                 (Value::Object(env).to_string(), MessageAttributes::new())
             }
@@ -292,9 +292,28 @@ impl SqsCopy {
 
 /// The attribute that marks a replayed message (SNS Developer Guide, "Amazon SNS message
 /// replay for FIFO topic subscribers": "the boolean attribute `Replayed` is added to each
-/// replayed message"): `"Replayed": true` in the envelope; with raw delivery, a String
+/// replayed message"): `"Replayed" : "true"` in the envelope, after SequenceNumber, as
+/// AWS's recorded replayed envelopes have it; with raw delivery (not recorded), a String
 /// message attribute `Replayed` = `true`.
 pub const REPLAYED_ATTRIBUTE: &str = "Replayed";
+
+/// `env` with `"Replayed": "true"` after its SequenceNumber (before TopicArn), where
+/// AWS's recorded replayed envelopes carry it.
+fn with_replayed(env: Map<String, Value>) -> Map<String, Value> {
+    let mut out = Map::new();
+    let mut placed = false;
+    for (k, v) in env {
+        if !placed && k == "TopicArn" {
+            out.insert(REPLAYED_ATTRIBUTE.into(), json!("true"));
+            placed = true;
+        }
+        out.insert(k, v);
+    }
+    if !placed {
+        out.insert(REPLAYED_ATTRIBUTE.into(), json!("true"));
+    }
+    out
+}
 
 /// One message on its way to one SQS subscription: what [`Service::sqs_copy`] needs of
 /// the publish (live or replayed).

@@ -66,7 +66,7 @@ pub struct ReplayWindow {
 /// subscription using the API"): a JSON object with `PointType` `Timestamp` (the only
 /// point type), `StartingPoint` (required) and `EndingPoint` (optional; empty is none),
 /// each an ISO 8601 timestamp, the EndingPoint not before the StartingPoint. `None` for an
-/// empty value (no replay).
+/// empty value or `{}` (no replay: the running one is cancelled).
 ///
 /// Errors: `InvalidParameter` ("Invalid parameter: ReplayPolicy Reason: ...").
 pub fn parse_policy(value: &str) -> Result<Option<ReplayWindow>> {
@@ -78,6 +78,11 @@ pub fn parse_policy(value: &str) -> Result<Option<ReplayWindow>> {
     let Some(map) = doc.as_object() else {
         return Err(bad("must be a JSON object"));
     };
+    // `{}` cancels the replay (AWS's recorded SetSubscriptionAttributes: accepted, and
+    // the subscription then shows neither ReplayPolicy nor ReplayStatus).
+    if map.is_empty() {
+        return Ok(None);
+    }
     if let Some(other) = map
         .keys()
         .find(|k| !matches!(k.as_str(), "PointType" | "StartingPoint" | "EndingPoint"))
@@ -262,7 +267,10 @@ impl Service {
             return fail(step, "The topic no longer exists.");
         };
         if super::archive::retention_days(&topic).is_none() {
-            return fail(step, "The topic no longer keeps an archive.");
+            // AWS's recorded answer: a replay whose topic's ArchivePolicy was removed
+            // shows Completed, and live messages reach the subscription again.
+            step.finish = ReplayFinish::Stopped;
+            return Ok((step, false, Vec::new()));
         }
         let archived = self
             .store
@@ -447,6 +455,7 @@ mod tests {
             .unwrap();
         assert_eq!(w.ending_at_ms, None);
         assert_eq!(parse_policy("").unwrap(), None);
+        assert_eq!(parse_policy("{}").unwrap(), None);
         for bad in [
             "not json",
             "[]",

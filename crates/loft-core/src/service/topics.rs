@@ -611,7 +611,10 @@ impl Service {
         check_filter_scope(&attrs)?;
         check_fifo_redrive(&topic.name, endpoint, &attrs)?;
         if let Some(policy) = attrs.get("ReplayPolicy") {
-            self.check_replay(&topic, policy)?;
+            if self.check_replay(&topic, policy)?.is_none() {
+                // `{}` or empty at Subscribe: no replay, nothing kept.
+                attrs.remove("ReplayPolicy");
+            }
         }
         let existing = self
             .store
@@ -879,11 +882,10 @@ impl Service {
         let s = self.subscription_by_arn(arn).await?;
         let value = validate_subscription_attribute(name, value, &s.protocol)?;
         let mut attrs = s.attributes.clone();
-        if value.is_empty()
-            && matches!(
-                name,
-                "FilterPolicy" | "DeliveryPolicy" | "RedrivePolicy" | "ReplayPolicy"
-            )
+        // An empty ReplayPolicy, or `{}`, cancels the replay and is not kept.
+        let no_replay = name == "ReplayPolicy" && super::replay::parse_policy(&value)?.is_none();
+        if (value.is_empty() && matches!(name, "FilterPolicy" | "DeliveryPolicy" | "RedrivePolicy"))
+            || no_replay
         {
             attrs.remove(name);
         } else {

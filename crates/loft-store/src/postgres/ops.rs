@@ -2269,6 +2269,7 @@ pub async fn advance_replay_in<C: GenericClient>(
         ReplayFinish::CaughtUp if step.cursor >= latest => (ReplayStatus::Completed, false, None),
         ReplayFinish::CaughtUp => (ReplayStatus::Replaying, true, None),
         ReplayFinish::Ended => (ReplayStatus::Completed, true, None),
+        ReplayFinish::Stopped => (ReplayStatus::Completed, false, None),
         ReplayFinish::Failed(why) => (ReplayStatus::Failed, false, Some(why.clone())),
     };
     let lease_until = if status.is_active() {

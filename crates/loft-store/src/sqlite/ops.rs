@@ -1849,6 +1849,7 @@ pub fn advance_replay(
             }
         }
         ReplayFinish::Ended => (ReplayStatus::Completed, true, None),
+        ReplayFinish::Stopped => (ReplayStatus::Completed, false, None),
         ReplayFinish::Failed(why) => (ReplayStatus::Failed, false, Some(why.clone())),
     };
     let lease_until = if status.is_active() {

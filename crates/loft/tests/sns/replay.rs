@@ -155,7 +155,11 @@ async fn replay_redelivers_the_archive_as_the_live_subscriber_got_it() {
             assert_eq!(r[field], o[field], "{field} of {r}");
         }
         assert_eq!(r["MessageAttributes"], o["MessageAttributes"]);
-        assert_eq!(r["Replayed"], Value::Bool(true), "{r}");
+        assert_eq!(r["Replayed"], "true", "{r}");
+        // Where AWS's recorded replayed envelopes put it: right after SequenceNumber.
+        let order: Vec<&String> = r.as_object().unwrap().keys().collect();
+        let at = |k: &str| order.iter().position(|o| *o == k).unwrap();
+        assert_eq!(at("Replayed"), at("SequenceNumber") + 1, "{r}");
         assert!(
             o.get("Replayed").is_none(),
             "a live copy is not replayed: {o}"
@@ -247,7 +251,7 @@ async fn replay_survives_a_restart_and_an_ending_point_pauses_the_subscription()
     publish(&server, &topic, "g-inside", "g", "keep").await;
     let inside = envelopes(&receive_exactly(&sqs, &url, 1).await);
     assert_eq!(inside[0]["Message"], "g-inside");
-    assert_eq!(inside[0]["Replayed"], Value::Bool(true));
+    assert_eq!(inside[0]["Replayed"], "true");
     wait_for_status(&server, &sub, "Completed").await;
 
     // Paused: a message after the EndingPoint is not delivered.
@@ -337,4 +341,67 @@ async fn invalid_replay_policies_are_refused() {
         .await
         .expect("ListSubscriptionsByTopic");
     assert!(subs.subscriptions().is_empty());
+}
+
+/// ReplayPolicy `{}` cancels the replay (AWS's recorded SetSubscriptionAttributes:
+/// accepted, then neither ReplayPolicy nor ReplayStatus is shown): a subscription paused
+/// after an EndingPoint receives live messages again.
+#[tokio::test]
+async fn an_empty_replay_policy_ends_the_pause() {
+    let server = Server::start();
+    let sqs = server.sqs();
+    let topic = create_topic(&server.sns(), "stop.fifo", ARCHIVED).await;
+    let start = iso_from_now(-2_000);
+    let end = iso_from_now(-1_000);
+    let url = create_queue(&sqs, "stop.fifo", &[("FifoQueue", "true")]).await;
+    let policy =
+        format!(r#"{{"PointType":"Timestamp","StartingPoint":"{start}","EndingPoint":"{end}"}}"#);
+    let sub = subscribe_queue(&server, &topic, "stop.fifo", &[("ReplayPolicy", &policy)]).await;
+    wait_for_status(&server, &sub, "Completed").await;
+    publish(&server, &topic, "g-paused", "g", "keep").await;
+    assert!(receive_some(&sqs, &url, 1).await.is_empty(), "paused");
+    server
+        .sns()
+        .set_subscription_attributes()
+        .subscription_arn(&sub)
+        .attribute_name("ReplayPolicy")
+        .attribute_value("{}")
+        .send()
+        .await
+        .expect("SetSubscriptionAttributes ReplayPolicy {}");
+    let attrs = subscription_attributes(&server, &sub).await;
+    assert!(!attrs.contains_key("ReplayPolicy"), "{attrs:?}");
+    assert!(!attrs.contains_key("ReplayStatus"), "{attrs:?}");
+    publish(&server, &topic, "g-live", "g", "keep").await;
+    let got = envelopes(&receive_exactly(&sqs, &url, 1).await);
+    assert_eq!(got[0]["Message"], "g-live");
+}
+
+/// Removing the topic's ArchivePolicy ends a running replay as Completed and live messages
+/// reach the subscription again, as AWS's recorded answers show.
+#[tokio::test]
+async fn removing_the_archive_completes_a_running_replay() {
+    let server = Server::start();
+    let (sns, sqs) = (server.sns(), server.sqs());
+    let topic = create_topic(&sns, "gone.fifo", ARCHIVED).await;
+    let start = iso_from_now(-1_000);
+    let url = create_queue(&sqs, "gone.fifo", &[("FifoQueue", "true")]).await;
+    // An EndingPoint an hour ahead keeps the replay Replaying.
+    let end = iso_from_now(3_600_000);
+    let policy =
+        format!(r#"{{"PointType":"Timestamp","StartingPoint":"{start}","EndingPoint":"{end}"}}"#);
+    let sub = subscribe_queue(&server, &topic, "gone.fifo", &[("ReplayPolicy", &policy)]).await;
+    wait_for_status(&server, &sub, "Replaying").await;
+    sns.set_topic_attributes()
+        .topic_arn(&topic)
+        .attribute_name("ArchivePolicy")
+        .attribute_value("{}")
+        .send()
+        .await
+        .expect("SetTopicAttributes ArchivePolicy {}");
+    wait_for_status(&server, &sub, "Completed").await;
+    publish(&server, &topic, "g-live", "g", "keep").await;
+    let got = envelopes(&receive_exactly(&sqs, &url, 1).await);
+    assert_eq!(got[0]["Message"], "g-live");
+    assert!(got[0].get("Replayed").is_none());
 }
