@@ -140,18 +140,16 @@ pub fn split_scoped_key<'a>(default: Scope<'a>, key: &'a str) -> (Scope<'a>, &'a
 /// `ap-southeast-5`), at most 32 bytes. Only such names become a resource's region, so a
 /// client signing for a made-up region such as `local` stays in the default region.
 pub fn is_region(s: &str) -> bool {
-    let mut parts = s.split('-');
-    let Some(last) = s.rsplit('-').next() else {
+    let groups: Vec<&str> = s.split('-').collect();
+    let Some((number, letters)) = groups.split_last() else {
         return false;
     };
-    let groups = s.split('-').count();
     s.len() <= 32
-        && groups >= 3
-        && !last.is_empty()
-        && last.bytes().all(|b| b.is_ascii_digit())
-        && parts
-            .by_ref()
-            .take(groups - 1)
+        && letters.len() >= 2
+        && !number.is_empty()
+        && number.bytes().all(|b| b.is_ascii_digit())
+        && letters
+            .iter()
             .all(|g| !g.is_empty() && g.bytes().all(|b| b.is_ascii_lowercase()))
 }
 

@@ -23,6 +23,11 @@
 //! | `loft_request_body_bytes` | gauge | | bytes of request bodies held now ([`crate::body`]) |
 //! | `loft_request_body_budget_bytes` | gauge | | the most they may be (`--max-body-bytes-in-flight`) |
 //!
+//! A queue or topic outside the default account and region also has the labels
+//! `account` and `region` (its `queue`/`topic` label is then its bare name); the default
+//! ones' series have neither, as before accounts and regions existed
+//! ([`resource_labels`]).
+//!
 //! The last two come from the body budget the listener hands each request
 //! ([`crate::listen::serve`]); a router called without it shows neither.
 //! | `loft_fair_queue_noisy_groups` | gauge | `queue` | fair queues: groups that are noisy neighbours now (AWS's ApproximateNumberOfNoisyGroups) |
@@ -76,6 +81,30 @@ pub struct Scrape {
     pub body_bytes: Option<(usize, usize)>,
     /// The fair queues by name, as AWS's fair-queue metrics describe them.
     pub fair: Vec<(String, FairQueueStatus)>,
+    /// The configured account and region: the store keys above are read against them
+    /// ([`resource_labels`]).
+    pub default_scope: (String, String),
+}
+
+/// The labels naming the queue or topic of store key `key` (`kind` is `queue` or `topic`):
+/// its name, and for one outside the default account and region (`default`) also its
+/// `account` and `region`, so series of the default ones read as before regions and
+/// accounts existed (an absent label matches `account=""` in PromQL).
+pub fn resource_labels<'a>(
+    default: &'a (String, String),
+    kind: &'static str,
+    key: &'a str,
+) -> Vec<(&'static str, &'a str)> {
+    let scope = loft_core::names::Scope {
+        account: &default.0,
+        region: &default.1,
+    };
+    let (of, name) = loft_core::names::split_scoped_key(scope, key);
+    if of == scope {
+        vec![(kind, name)]
+    } else {
+        vec![(kind, name), ("account", of.account), ("region", of.region)]
+    }
 }
 
 /// Escapes a label value: backslash, double quote and newline.
@@ -93,6 +122,16 @@ pub fn escape_label(v: &str) -> String {
 }
 
 fn labels(pairs: &[(&str, &str)]) -> String {
+    labels_of(pairs.iter().copied())
+}
+
+/// [`labels`] of a resource's labels ([`resource_labels`]) followed by `more`.
+fn labels_with(resource: Vec<(&str, &str)>, more: &[(&str, &str)]) -> String {
+    labels_of(resource.into_iter().chain(more.iter().copied()))
+}
+
+fn labels_of<'a>(pairs: impl Iterator<Item = (&'a str, &'a str)>) -> String {
+    let pairs: Vec<(&str, &str)> = pairs.collect();
     if pairs.is_empty() {
         return String::new();
     }
@@ -134,7 +173,10 @@ pub fn render(scrape: &Scrape) -> String {
             let _ = writeln!(
                 out,
                 "loft_queue_messages{} {n}",
-                labels(&[("queue", q), ("state", state)])
+                labels_with(
+                    resource_labels(&scrape.default_scope, "queue", q),
+                    &[("state", state)]
+                )
             );
         }
     }
@@ -173,7 +215,12 @@ pub fn render(scrape: &Scrape) -> String {
     for (name, help, get) in counters {
         family(&mut out, name, "counter", help);
         for (q, a) in &activity {
-            let _ = writeln!(out, "{name}{} {}", labels(&[("queue", q)]), get(a));
+            let _ = writeln!(
+                out,
+                "{name}{} {}",
+                labels_with(resource_labels(&scrape.default_scope, "queue", q), &[]),
+                get(a)
+            );
         }
     }
     family(
@@ -253,11 +300,10 @@ pub fn render(scrape: &Scrape) -> String {
         let _ = writeln!(
             out,
             "loft_sns_data_protection_messages_total{} {n}",
-            labels(&[
-                ("topic", topic),
-                ("direction", direction),
-                ("result", result)
-            ])
+            labels_with(
+                resource_labels(&scrape.default_scope, "topic", topic),
+                &[("direction", direction), ("result", result)]
+            )
         );
     }
     family(
@@ -270,7 +316,10 @@ pub fn render(scrape: &Scrape) -> String {
         let _ = writeln!(
             out,
             "loft_sns_data_protection_findings_total{} {n}",
-            labels(&[("topic", topic), ("identifier", identifier)])
+            labels_with(
+                resource_labels(&scrape.default_scope, "topic", topic),
+                &[("identifier", identifier)]
+            )
         );
     }
     family(
@@ -307,7 +356,7 @@ pub fn render(scrape: &Scrape) -> String {
             let _ = writeln!(
                 out,
                 "loft_fair_queue_noisy_groups{} {}",
-                labels(&[("queue", q)]),
+                labels_with(resource_labels(&scrape.default_scope, "queue", q), &[]),
                 f.noisy_groups
             );
         }
@@ -326,7 +375,10 @@ pub fn render(scrape: &Scrape) -> String {
                 let _ = writeln!(
                     out,
                     "loft_fair_queue_quiet_messages{} {n}",
-                    labels(&[("queue", q), ("state", state)])
+                    labels_with(
+                        resource_labels(&scrape.default_scope, "queue", q),
+                        &[("state", state)]
+                    )
                 );
             }
         }
@@ -341,7 +393,7 @@ pub fn render(scrape: &Scrape) -> String {
                 let _ = writeln!(
                     out,
                     "loft_fair_queue_quiet_oldest_age_seconds{} {}",
-                    labels(&[("queue", q)]),
+                    labels_with(resource_labels(&scrape.default_scope, "queue", q), &[]),
                     float(ms as f64 / 1000.0)
                 );
             }
@@ -372,6 +424,10 @@ pub async fn scrape(m: &Metrics) -> loft_core::Result<Scrape> {
         pending_deliveries: m.service.pending_delivery_count().await?,
         body_bytes: None,
         fair,
+        default_scope: (
+            m.service.config().account_id.clone(),
+            m.service.config().region.clone(),
+        ),
     })
 }
 
@@ -441,7 +497,11 @@ mod tests {
             .insert(("t".into(), "Inbound", "with_findings"), 2);
         activity.findings.insert(("t".into(), "EmailAddress"), 3);
         let s = Scrape {
-            queues: vec![("orders".into(), 3, 1, 0)],
+            queues: vec![
+                ("orders".into(), 3, 1, 0),
+                ("111111111111/orders".into(), 2, 0, 0),
+                ("000000000000/eu-west-1/orders".into(), 1, 0, 0),
+            ],
             activity,
             requests: requests.snapshot(),
             pending_deliveries: 5,
@@ -458,12 +518,16 @@ mod tests {
                     quiet_oldest_age_ms: Some(1500),
                 },
             )],
+            default_scope: ("000000000000".into(), "us-east-1".into()),
         };
         let text = render(&s);
         for line in [
             r#"loft_queue_messages{queue="orders",state="visible"} 3"#,
             r#"loft_queue_messages{queue="orders",state="in_flight"} 1"#,
             r#"loft_queue_messages{queue="orders",state="delayed"} 0"#,
+            r#"loft_queue_messages{queue="orders",account="111111111111",region="us-east-1",state="visible"} 2"#,
+            r#"loft_queue_messages{queue="orders",account="000000000000",region="eu-west-1",state="visible"} 1"#,
+            r#"loft_messages_sent_total{queue="orders",account="111111111111",region="us-east-1"} 0"#,
             r#"loft_messages_sent_total{queue="orders"} 0"#,
             r#"loft_messages_sent_total{queue="gone"} 2"#,
             r#"loft_requests_total{operation="SendMessage",protocol="sqs-json",status="200"} 3"#,

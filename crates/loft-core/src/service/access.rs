@@ -232,7 +232,8 @@ impl Service {
 
     /// The store key an ARN of `service` (`sqs`, `sns`) names: its account, region and
     /// resource (an empty region or account field means the default one). `None` when it
-    /// is not such an ARN.
+    /// is not such an ARN, or its region is neither the configured one nor shaped like a
+    /// region name ([`names::is_region`]): no resource can be there.
     pub fn key_of_arn(&self, arn: &str, service: &str) -> Option<String> {
         let name = names::arn_resource(arn, service)?;
         let account = names::arn_account(arn)
@@ -241,6 +242,9 @@ impl Service {
         let region = names::arn_region(arn)
             .filter(|r| !r.is_empty())
             .unwrap_or(&self.config.region);
+        if region != self.config.region && !names::is_region(region) {
+            return None;
+        }
         Some(self.resource_key(account, region, name))
     }
 

@@ -525,3 +525,43 @@ async fn another_account_names_nothing_in_a_single_account_loft() {
         .expect_err("another account's topic");
     assert_eq!(err.code(), Some("NotFound"), "{err:?}");
 }
+
+/// An unsigned request acts in the region its ARN names: a topic ARN of another region
+/// reaches that region's topic, and one whose region field is no region name names
+/// nothing (`InvalidParameter`), where before regions both reached the local topic.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unsigned_request_acts_in_the_region_its_arn_names() {
+    let loft = Loft::start();
+    let base = loft.url("");
+    let away = region(&base, AWAY);
+    let topic = away
+        .sns
+        .create_topic()
+        .name("far")
+        .send()
+        .await
+        .expect("CreateTopic")
+        .topic_arn()
+        .expect("TopicArn")
+        .to_owned();
+    let get = |arn: String| {
+        loft.http
+            .post(&base)
+            .form(&[
+                ("Action", "GetTopicAttributes".to_owned()),
+                ("Version", "2010-03-31".to_owned()),
+                ("TopicArn", arn),
+            ])
+            .send()
+    };
+    let resp = get(topic.clone()).await.expect("POST");
+    assert_eq!(resp.status().as_u16(), 200);
+    let text = resp.text().await.expect("body");
+    assert!(text.contains(&topic), "{text}");
+    let resp = get(format!("arn:aws:sns:local:{ACCOUNT}:far"))
+        .await
+        .expect("POST");
+    assert_eq!(resp.status().as_u16(), 400);
+    let text = resp.text().await.expect("body");
+    assert!(text.contains("<Code>InvalidParameter</Code>"), "{text}");
+}

@@ -140,12 +140,12 @@ async fn starting_again_is_idempotent_and_applies_changed_attributes() {
 
 #[tokio::test]
 async fn flags_and_env_override_the_file() {
-    // The file's RedrivePolicy names its DLQ by ARN, in the file's account; with the
-    // account overridden, the ARN must name the new one (another account's queue is
-    // another queue).
-    let file = GOOD.replace(
-        "arn:aws:sqs:us-east-1:123456789012:orders-dlq",
-        "arn:aws:sqs:us-east-1:999999999999:orders-dlq",
+    // The file's ARNs name its account; with another account they would name queues
+    // that account cannot have (refused at start, as the next case shows).
+    let file = GOOD.replace("123456789012", "999999999999");
+    let file = file.replace(
+        "account_id = \"999999999999\"",
+        "account_id = \"123456789012\"",
     );
     let s = start(&file, &["--account-id", "999999999999"]).expect("starts");
     let url = s
@@ -217,6 +217,24 @@ fn limits_in_the_file_apply_and_flags_override_them() {
         .unwrap();
     held.read_exact(&mut first).unwrap();
     assert!(health(&s.base).starts_with("HTTP/1.1 200"), "the flag wins");
+}
+
+/// ARNs in the file name an account and a region: one the server does not have (here the
+/// file's account, overridden by `--account-id`) names no queue, and provisioning says so.
+#[test]
+fn an_arn_of_another_account_is_refused_at_start() {
+    let failure = match start(GOOD, &["--account-id", "999999999999"]) {
+        Ok(s) => panic!("started; stderr:\n{}", s.stderr()),
+        Err(f) => f,
+    };
+    assert!(!failure.status.success(), "{failure:?}");
+    assert!(
+        failure
+            .stderr
+            .contains("Dead letter target does not exist."),
+        "{}",
+        failure.stderr
+    );
 }
 
 /// Starts with `text`, expects failure, and checks stderr names `loft.toml:LINE:` and

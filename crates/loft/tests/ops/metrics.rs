@@ -411,3 +411,61 @@ async fn fair_queue_serves_quiet_groups_and_reports_noisy_ones() {
         .keys()
         .any(|k| k.starts_with("loft_fair_queue") && k.contains("\"work\"")));
 }
+
+/// A queue of another region (made by a request whose credential scope names it; an open
+/// Loft reads the scope without verifying it) has `account` and `region` labels beside its
+/// bare name; the same name in the default region keeps the series it always had.
+#[tokio::test]
+async fn a_queue_of_another_region_is_labelled_with_its_account_and_region() {
+    let s = Server::start();
+    let scoped = |op: &str, input: serde_json::Value| {
+        s.http
+            .post(s.url("/"))
+            .header("x-amz-target", format!("AmazonSQS.{op}"))
+            .header("content-type", "application/x-amz-json-1.0")
+            .header(
+                "authorization",
+                "AWS4-HMAC-SHA256 Credential=x/20260101/eu-west-1/sqs/aws4_request, \
+                 SignedHeaders=host, Signature=00",
+            )
+            .body(input.to_string())
+            .send()
+    };
+    let resp = scoped("CreateQueue", json!({"QueueName": "twin"}))
+        .await
+        .expect("CreateQueue");
+    assert_eq!(resp.status().as_u16(), 200);
+    let away: serde_json::Value = resp.json().await.expect("JSON");
+    let away_url = away["QueueUrl"].as_str().expect("QueueUrl").to_owned();
+    assert!(
+        away_url.ends_with("/queue/eu-west-1/000000000000/twin"),
+        "{away_url}"
+    );
+    let resp = scoped(
+        "SendMessage",
+        json!({"QueueUrl": away_url, "MessageBody": "m"}),
+    )
+    .await
+    .expect("SendMessage");
+    assert_eq!(resp.status().as_u16(), 200);
+    s.sqs("CreateQueue", json!({"QueueName": "twin"})).await;
+    let m = s.metrics().await;
+    assert_eq!(
+        get(
+            &m,
+            r#"loft_queue_messages{queue="twin",account="000000000000",region="eu-west-1",state="visible"}"#
+        ),
+        1.0
+    );
+    assert_eq!(
+        get(
+            &m,
+            r#"loft_messages_sent_total{queue="twin",account="000000000000",region="eu-west-1"}"#
+        ),
+        1.0
+    );
+    assert_eq!(
+        get(&m, r#"loft_queue_messages{queue="twin",state="visible"}"#),
+        0.0
+    );
+}
