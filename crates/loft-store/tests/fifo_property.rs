@@ -685,7 +685,11 @@ proptest! {
                     PgOptions { pool_size: 4, schema: Some(schema.clone()) },
                 )
                 .await
-                .expect("connect to LOFT_TEST_DATABASE_URL");
+                .expect("connect to LOFT_TEST_DATABASE_URL")
+                // The service's queues are encrypted by default (SSE-SQS).
+                .with_key_source(loft_store::seal::KeySource::Key(
+                    loft_store::seal::MasterKey::from_bytes([7; 32]),
+                ));
                 let outcome = run_on(Arc::new(store), dedup, ops).await;
                 let _ = PgStore::drop_schema(&url, &schema).await;
                 outcome
