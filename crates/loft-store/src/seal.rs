@@ -301,7 +301,6 @@ impl Sealer {
         out.extend_from_slice(&with.period.to_be_bytes());
         out.extend_from_slice(&key_len.to_be_bytes());
         out.extend_from_slice(key);
-        let header_len = out.len();
         let mut nonce = [0u8; NONCE_LEN];
         rand::thread_rng().fill_bytes(&mut nonce);
         let mut aad = out.clone();
@@ -315,7 +314,6 @@ impl Sealer {
                 },
             )
             .map_err(|_| Error::internal("encryption failed"))?;
-        debug_assert_eq!(out.len(), header_len);
         out.extend_from_slice(&nonce);
         out.extend_from_slice(&sealed);
         Ok(BASE64.encode(out))

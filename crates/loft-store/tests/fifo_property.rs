@@ -686,9 +686,9 @@ proptest! {
                 )
                 .await
                 .expect("connect to LOFT_TEST_DATABASE_URL")
-                // Queues are encrypted at rest by default (SqsManagedSseEnabled).
+                // The service's queues are encrypted by default (SSE-SQS).
                 .with_key_source(loft_store::seal::KeySource::Key(
-                    loft_store::seal::MasterKey::generate(),
+                    loft_store::seal::MasterKey::from_bytes([7; 32]),
                 ));
                 let outcome = run_on(Arc::new(store), dedup, ops).await;
                 let _ = PgStore::drop_schema(&url, &schema).await;

@@ -309,8 +309,8 @@ impl Nodes {
                 )
                 .await
                 .expect("connect to LOFT_TEST_DATABASE_URL")
-                // Queues are encrypted at rest by default (SqsManagedSseEnabled): every
-                // node of one database shares the master key, as the deployment docs say.
+                // Queues are encrypted by default (SSE-SQS); every node shares the
+                // master key, as nodes on one database must.
                 .with_key_source(loft_store::seal::KeySource::Key(
                     loft_store::seal::MasterKey::from_bytes([7; 32]),
                 )),
