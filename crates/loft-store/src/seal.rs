@@ -127,6 +127,21 @@ impl MasterKey {
         }
     }
 
+    /// The key as its file holds it: base64 of the 32 bytes.
+    pub fn to_base64(&self) -> String {
+        BASE64.encode(self.0)
+    }
+
+    /// A key from [`MasterKey::to_base64`]'s text (surrounding whitespace ignored), or
+    /// `None` when it is not base64 of 32 bytes.
+    pub fn from_base64(text: &str) -> Option<Self> {
+        BASE64
+            .decode(text.trim())
+            .ok()
+            .and_then(|b| <[u8; KEY_LEN]>::try_from(b).ok())
+            .map(MasterKey)
+    }
+
     fn parse(path: &Path, text: &str) -> std::result::Result<Self, String> {
         let bytes = BASE64
             .decode(text.trim())

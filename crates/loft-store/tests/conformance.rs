@@ -3712,3 +3712,42 @@ async fn postgres_sealed_rows_hold_no_plaintext_and_open_on_another_node() {
     let out = other.receive(r).await.unwrap();
     assert_eq!(bodies(&out), ["plain body", "secret body"]);
 }
+
+/// PostgreSQL nodes started without a key file share the key the database keeps: the
+/// first asks and makes it, the next reads the same one, and each opens what the other
+/// sealed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_nodes_without_a_key_file_share_the_database_key() {
+    let Some((_, schema)) = pg_store().await else {
+        skips::postgres().skip("postgres_nodes_without_a_key_file_share_the_database_key");
+        return;
+    };
+    let node = || async {
+        let store = PgStore::connect(
+            &schema.url,
+            PgOptions {
+                pool_size: 2,
+                schema: Some(schema.schema.clone()),
+            },
+        )
+        .await
+        .unwrap();
+        let key = store.database_master_key().await.unwrap();
+        (store, key)
+    };
+    let (a, key_a) = node().await;
+    let (b, key_b) = node().await;
+    assert_eq!(key_a.to_base64(), key_b.to_base64(), "one key per database");
+    assert_ne!(key_a.to_base64(), test_key().to_base64());
+    let a = a.with_key_source(KeySource::Key(key_a));
+    let b = b.with_key_source(KeySource::Key(key_b));
+    let a: S = Arc::new(a);
+    let q = queue(&a, "shared-key").await;
+    a.send_messages(vec![(q, sealed("sealed on a", "SSE-SQS", 3, T0))])
+        .await
+        .unwrap();
+    let mut r = req(q, 10, T0, 1000);
+    r.send_order = true;
+    let out = b.receive(r).await.unwrap();
+    assert_eq!(bodies(&out), ["sealed on a"]);
+}

@@ -100,8 +100,9 @@ struct ServeArgs {
 
     /// Master key of SQS encryption at rest (SqsManagedSseEnabled, KmsMasterKeyId): a file
     /// of 32 random bytes in base64, made (mode 0600, its folder 0700) on first use when
-    /// missing. Default: loft-sse/master.key beside --db. Nodes sharing a PostgreSQL
-    /// database must all use the same key.
+    /// missing. Default: loft-sse/master.key beside --db on SQLite; on PostgreSQL, a key
+    /// kept in the database (made by the first node), shared by every node. Nodes sharing
+    /// a PostgreSQL database must all use the same key: give this to all of them or none.
     #[arg(long, env = "LOFT_SSE_KEY_FILE")]
     sse_key_file: Option<PathBuf>,
 
@@ -201,13 +202,13 @@ impl Engine {
             .sse_key_file
             .clone()
             .unwrap_or_else(|| loft_store::seal::default_key_file(&args.db));
-        for w in loft_store::seal::permission_warnings(&key_file) {
-            tracing::warn!("{w}");
-        }
-        if args.sse_key_file.is_none()
-            && args.database_url.as_deref().is_some_and(|u| !u.is_empty())
-        {
-            tracing::warn!(key = %key_file.display(), "SQS encryption at rest: no --sse-key-file given; every node on this PostgreSQL database must use the same master key file, or messages another node encrypted cannot be read here");
+        let on_postgres = args.database_url.as_deref().is_some_and(|u| !u.is_empty());
+        // On PostgreSQL without a key file, the key lives in the database, so every node
+        // of it opens what another sealed.
+        if args.sse_key_file.is_some() || !on_postgres {
+            for w in loft_store::seal::permission_warnings(&key_file) {
+                tracing::warn!("{w}");
+            }
         }
         let keys = loft_store::seal::KeySource::File(key_file);
         match args.database_url.as_deref().filter(|u| !u.is_empty()) {
@@ -216,7 +217,14 @@ impl Engine {
                     pool_size: args.database_pool_size,
                     ..PgOptions::default()
                 };
-                let store = PgStore::connect(url, options).await?.with_key_source(keys);
+                let store = PgStore::connect(url, options).await?;
+                let keys = match args.sse_key_file {
+                    Some(_) => keys,
+                    None => loft_store::seal::KeySource::Key(
+                        store.database_master_key().await.map_err(|e| e.message)?,
+                    ),
+                };
+                let store = store.with_key_source(keys);
                 let tls = store.uses_tls().await.map_err(|e| e.message)?;
                 Ok(Engine::Postgres(Arc::new(store), tls))
             }

@@ -250,6 +250,15 @@ const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE recorded_messages ADD COLUMN sender TEXT;
     "#,
+    // 11: the SQS encryption master key of nodes started without --sse-key-file (issue
+    // 16): one row, made by the first node that needs it, read by every other, so the
+    // nodes of one database open each other's sealed messages.
+    r#"
+    CREATE TABLE sse_master_key (
+        id  SMALLINT PRIMARY KEY CHECK (id = 1),
+        key TEXT NOT NULL
+    );
+    "#,
 ];
 
 /// The schema version this build writes.

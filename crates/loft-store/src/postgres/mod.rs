@@ -396,6 +396,31 @@ impl PgStore {
         Ok(fair)
     }
 
+    /// The master key kept in the database for nodes started without a key file: made
+    /// (random, from the system's CSPRNG) by the first node that asks, read by every other,
+    /// so all nodes of one database seal and open with one key. A database dump then holds
+    /// the key beside the sealed rows: a key file (`--sse-key-file`) keeps it apart.
+    ///
+    /// Errors: `InternalError` when the database cannot be reached or its row does not hold
+    /// a key.
+    pub async fn database_master_key(&self) -> Result<crate::seal::MasterKey> {
+        let fresh = crate::seal::MasterKey::generate().to_base64();
+        let text: String = run!(self, |c| async {
+            c.execute(
+                "INSERT INTO sse_master_key (id, key) VALUES (1, $1) ON CONFLICT (id) DO NOTHING",
+                &[&fresh],
+            )
+            .await?;
+            let row = c
+                .query_one("SELECT key FROM sse_master_key WHERE id = 1", &[])
+                .await?;
+            Ok::<String, Failure>(row.get(0))
+        })?;
+        crate::seal::MasterKey::from_base64(&text).ok_or_else(|| {
+            Error::internal("the database's sse_master_key row does not hold a Loft master key")
+        })
+    }
+
     /// Whether this store's connections to the server are encrypted (TLS).
     ///
     /// Errors: `InternalError` when the server cannot be reached.
