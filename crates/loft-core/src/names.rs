@@ -115,6 +115,12 @@ pub fn scoped_key(default: Scope<'_>, scope: Scope<'_>, name: &str) -> String {
     }
 }
 
+/// Whether store key `key` names a resource of the default account and region: a bare
+/// name, as [`scoped_key`] makes it (no AWS or seed name holds the separator).
+pub fn is_default_scope_key(key: &str) -> bool {
+    !key.contains(ACCOUNT_SEPARATOR)
+}
+
 /// The scope and name of a store key made by [`scoped_key`]: `ACCOUNT/REGION/NAME`,
 /// `ACCOUNT/NAME` (the default region) or a bare name (`default`'s).
 pub fn split_scoped_key<'a>(default: Scope<'a>, key: &'a str) -> (Scope<'a>, &'a str) {

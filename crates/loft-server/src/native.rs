@@ -165,7 +165,7 @@ pub async fn create_queue(
 /// `GET /queues`: `200` JSON array of queue names.
 pub async fn list_queues(State(svc): Svc) -> NativeResult {
     let names: Vec<String> = svc
-        .all_queues()
+        .default_scope_queues()
         .await?
         .into_iter()
         .map(|q| q.name)
@@ -250,7 +250,7 @@ pub async fn create_topic(State(svc): Svc, name: PathParam<String>) -> NativeRes
 /// `GET /topics`: `200` JSON array of topic names.
 pub async fn list_topics(State(svc): Svc) -> NativeResult {
     let names: Vec<String> = svc
-        .all_topics()
+        .default_scope_topics()
         .await?
         .into_iter()
         .map(|t| t.name)

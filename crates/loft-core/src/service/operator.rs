@@ -260,11 +260,12 @@ impl Service {
         self.store.list_deliveries(subscription, limit).await
     }
 
-    /// Every queue, by name, with its counts and dead-letter relations.
+    /// Every queue of the default account and region (the console's), by name, with its
+    /// counts and dead-letter relations.
     ///
     /// Errors: `InternalError` when storage fails.
     pub async fn queue_overview(&self) -> Result<Vec<QueueOverview>> {
-        let queues = self.store.list_queues().await?;
+        let queues = self.default_scope_queues().await?;
         let now = self.now_ms();
         let configs: Vec<QueueConfig> = queues
             .iter()
@@ -296,11 +297,12 @@ impl Service {
         Ok(out)
     }
 
-    /// Every topic, by name, with its subscriptions and their pending HTTP/S deliveries.
+    /// Every topic of the default account and region (the console's), by name, with its
+    /// subscriptions and their pending HTTP/S deliveries.
     ///
     /// Errors: `InternalError` when storage fails.
     pub async fn topic_overview(&self) -> Result<Vec<TopicOverview>> {
-        let topics = self.store.list_topics().await?;
+        let topics = self.default_scope_topics().await?;
         let subs = self.store.list_subscriptions(None).await?;
         let pending = self
             .store

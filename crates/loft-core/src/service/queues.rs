@@ -339,9 +339,19 @@ impl Service {
         })
     }
 
-    /// Every queue, by name (the seeds' `GET /queues`).
+    /// Every queue of every account and region, by store key (for `/metrics`).
     pub async fn all_queues(&self) -> Result<Vec<QueueRecord>> {
         self.store.list_queues().await
+    }
+
+    /// The queues of the default account and region, by name: those the seeds' API and the
+    /// console act on (`GET /queues`); other accounts' and regions' queues are theirs to see.
+    ///
+    /// Errors: `InternalError` when storage fails.
+    pub async fn default_scope_queues(&self) -> Result<Vec<QueueRecord>> {
+        let mut queues = self.store.list_queues().await?;
+        queues.retain(|q| names::is_default_scope_key(&q.name));
+        Ok(queues)
     }
 
     /// ListQueues of the default account and region ([`Service::list_queues_of`]).

@@ -1049,9 +1049,14 @@ impl Service {
             .0)
     }
 
-    /// Every topic, by name.
-    pub async fn all_topics(&self) -> Result<Vec<TopicRecord>> {
-        self.store.list_topics().await
+    /// The topics of the default account and region, by name: those the seeds' API and
+    /// the console act on (`GET /topics`).
+    ///
+    /// Errors: `InternalError` when storage fails.
+    pub async fn default_scope_topics(&self) -> Result<Vec<TopicRecord>> {
+        let mut topics = self.store.list_topics().await?;
+        topics.retain(|t| crate::names::is_default_scope_key(&t.name));
+        Ok(topics)
     }
 
     /// The seeds' `POST /topics/{name}/subscribe`: subscribes `endpoint` (an http or https

@@ -221,6 +221,41 @@ async fn one_name_in_two_regions_is_two_queues_and_two_topics() {
     after(&base, made).await;
 }
 
+/// The seeds' API and the console work on the default account and region: their lists
+/// show that region's queues and topics, not another region's of the same or other names.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_seeds_api_and_the_console_list_the_default_region_only() {
+    let loft = Loft::start();
+    let base = loft.url("");
+    let (home, away) = (region(&base, HOME), region(&base, AWAY));
+    create_queue(&home, "shown").await;
+    create_queue(&away, "hidden").await;
+    for (r, name) in [(&home, "shown-topic"), (&away, "hidden-topic")] {
+        r.sns
+            .create_topic()
+            .name(name)
+            .send()
+            .await
+            .expect("CreateTopic");
+    }
+    let names = |v: serde_json::Value| -> Vec<String> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e.as_str().or(e["name"].as_str()).unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(names(loft.get("/queues").await.json()), ["shown"]);
+    assert_eq!(names(loft.get("/topics").await.json()), ["shown-topic"]);
+    assert_eq!(names(loft.get("/_loft/queues").await.json()), ["shown"]);
+    assert_eq!(
+        names(loft.get("/_loft/topics").await.json()),
+        ["shown-topic"]
+    );
+    // The other region still has them.
+    assert_eq!(list_queues(&away).await.len(), 1);
+}
+
 /// A queue URL or topic ARN of another region, used by a client signing for this one, is
 /// refused as AWS refuses it: SQS's `QueueDoesNotExist`, SNS's `InvalidParameter`
 /// "Invalid parameter: TopicArn" for every topic operation.
