@@ -48,6 +48,11 @@ pub fn check_queue_name(name: &str, naming: Naming) -> Result<()> {
 /// Checks a topic name. Errors: `InvalidParameter` naming the rule broken.
 pub fn check_topic_name(name: &str, naming: Naming) -> Result<()> {
     match naming {
+        // As for queues: the seeds' API has no MessageGroupId and its endpoints are HTTP,
+        // which a FIFO topic does not deliver to.
+        Naming::Seed if name.ends_with(".fifo") => Err(Error::invalid(
+            "topic names ending in .fifo are FIFO topics: create and use them through SNS (FifoTopic)",
+        )),
         Naming::Seed => check_seed_name(name),
         Naming::Aws => {
             let stem = name.strip_suffix(".fifo").unwrap_or(name);
@@ -299,6 +304,8 @@ mod tests {
         assert!(check_topic_name("s3:ObjectCreated", Naming::Seed).is_ok());
         assert!(check_topic_name("s3:ObjectCreated", Naming::Aws).is_err());
         assert!(check_topic_name("a/b", Naming::Seed).is_err());
+        assert!(check_topic_name("t.fifo", Naming::Seed).is_err());
+        assert!(check_topic_name("t.fifo", Naming::Aws).is_ok());
     }
 
     /// Regression (the malformed-input suite): `POST /queues/%2e%2e` made a queue named

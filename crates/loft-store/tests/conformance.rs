@@ -2426,17 +2426,21 @@ async fn replay_lease_cursor_and_takeover(s: S) {
         .unwrap(),
         None
     );
-    // The topic has published up to sequence 2 meanwhile; B's caught-up step at cursor 1
-    // does not complete the replay.
+    // The topic has published (and archived) up to sequence 2 meanwhile; B's caught-up
+    // step at cursor 1 does not complete the replay.
     let calls = Arc::new(Mutex::new(Vec::new()));
+    let archived = |id: &str, key: &str| FifoPublishEntry {
+        archive: Some(ArchiveEntry {
+            published: format!("{{\"Message\":\"{id}\"}}"),
+            expires_at_ms: T0 + 86_400_000,
+        }),
+        ..topic_entry(id, "", key, T0 + 400_000)
+    };
     let published = s
         .publish_fifo(FifoPublish {
             topic_id: t.id,
             now_ms: T0 + 41_000,
-            entries: vec![
-                topic_entry("p1", "", "k1", T0 + 400_000),
-                topic_entry("p2", "", "k2", T0 + 400_000),
-            ],
+            entries: vec![archived("p1", "k1"), archived("p2", "k2")],
             fanout: fanout_to(q, calls),
         })
         .await

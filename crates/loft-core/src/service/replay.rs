@@ -386,12 +386,17 @@ impl Service {
             .attributes
             .get("RawMessageDelivery")
             .is_some_and(|v| v == "true");
+        // A topic with ContentBasedDeduplication archived no MessageDeduplicationId: the
+        // publish's was the SHA-256 of the message, as here.
+        let content_dedup_id = field("MessageDeduplicationId")
+            .is_none()
+            .then(|| hex::encode(<sha2::Sha256 as sha2::Digest>::digest(message.as_bytes())));
         let out = Outgoing {
             topic_arn,
             delivered_attributes: delivered,
             trace_attributes: None,
             group_id: field("MessageGroupId"),
-            dedup_id: field("MessageDeduplicationId"),
+            dedup_id: field("MessageDeduplicationId").or(content_dedup_id.as_deref()),
             // The replay's own key: a replay into a queue that holds the original inside
             // its deduplication window still delivers; a batch stored twice would not.
             dedup_key: Some(format!("replay:{}:{}", r.replay_id, m.sequence)),

@@ -2264,9 +2264,22 @@ pub async fn advance_replay_in<C: GenericClient>(
         return Ok(None);
     }
     send_messages_in(tx, &step.messages, channel).await?;
+    // Caught up when the cursor reached the topic's last message, or when nothing after it
+    // is archived: messages published while the topic kept no archive can never be
+    // replayed, and must not keep the replay waiting for them.
+    let archived_after = matches!(step.finish, ReplayFinish::CaughtUp)
+        && query_opt(
+            tx,
+            "SELECT 1 FROM topic_archive WHERE topic_id = $1 AND sequence > $2 LIMIT 1",
+            &[&current.topic_id, &step.cursor],
+        )
+        .await?
+        .is_some();
     let (status, hold_live, failure) = match &step.finish {
         ReplayFinish::Continue => (ReplayStatus::Replaying, true, None),
-        ReplayFinish::CaughtUp if step.cursor >= latest => (ReplayStatus::Completed, false, None),
+        ReplayFinish::CaughtUp if step.cursor >= latest || !archived_after => {
+            (ReplayStatus::Completed, false, None)
+        }
         ReplayFinish::CaughtUp => (ReplayStatus::Replaying, true, None),
         ReplayFinish::Ended => (ReplayStatus::Completed, true, None),
         ReplayFinish::Stopped => (ReplayStatus::Completed, false, None),

@@ -1842,7 +1842,17 @@ pub fn advance_replay(
                 .query_row([current.topic_id], |r| r.get(0))
                 .optional()?
                 .unwrap_or(0);
-            if step.cursor >= latest {
+            // Caught up when the cursor reached the topic's last message, or when nothing
+            // after it is archived: messages published while the topic kept no archive
+            // (before its ArchivePolicy) can never be replayed, and must not keep the
+            // replay waiting for them.
+            let archived_after: bool = c
+                .prepare_cached(
+                    "SELECT EXISTS (SELECT 1 FROM topic_archive WHERE topic_id = ?1 \
+                     AND sequence > ?2)",
+                )?
+                .query_row(params![current.topic_id, step.cursor], |r| r.get(0))?;
+            if step.cursor >= latest || !archived_after {
                 (ReplayStatus::Completed, false, None)
             } else {
                 (ReplayStatus::Replaying, true, None)

@@ -405,3 +405,76 @@ async fn removing_the_archive_completes_a_running_replay() {
     assert_eq!(got[0]["Message"], "g-live");
     assert!(got[0].get("Replayed").is_none());
 }
+
+/// A topic with ContentBasedDeduplication: its publishes name no MessageDeduplicationId,
+/// and the replay delivers them all the same (the id is the message's SHA-256, as live).
+#[tokio::test]
+async fn a_content_deduplicated_topic_replays_its_archive() {
+    let server = Server::start();
+    let sqs = server.sqs();
+    let attrs = [ARCHIVED, &[("ContentBasedDeduplication", "true")]].concat();
+    let topic = create_topic(&server.sns(), "cbd.fifo", &attrs).await;
+    let start = iso_from_now(-1_000);
+    for body in ["g0-one", "g0-two"] {
+        server
+            .sns()
+            .publish()
+            .topic_arn(&topic)
+            .message(body)
+            .message_group_id("g0")
+            .send()
+            .await
+            .expect("Publish");
+    }
+    let url = create_queue(&sqs, "cbd-replay.fifo", &[("FifoQueue", "true")]).await;
+    let policy = format!(r#"{{"PointType":"Timestamp","StartingPoint":"{start}"}}"#);
+    let sub = subscribe_queue(
+        &server,
+        &topic,
+        "cbd-replay.fifo",
+        &[("ReplayPolicy", &policy)],
+    )
+    .await;
+    wait_for_status(&server, &sub, "Completed").await;
+    let got = envelopes(&receive_exactly(&sqs, &url, 2).await);
+    let bodies: Vec<&str> = got.iter().map(|e| e["Message"].as_str().unwrap()).collect();
+    assert_eq!(bodies, ["g0-one", "g0-two"]);
+}
+
+/// Messages published before the topic kept an archive cannot be replayed; a replay from
+/// before them completes with what the archive holds instead of waiting for them.
+#[tokio::test]
+async fn a_replay_past_unarchived_messages_completes() {
+    let server = Server::start();
+    let sqs = server.sqs();
+    let topic = create_topic(&server.sns(), "late.fifo", &[("FifoTopic", "true")]).await;
+    let start = iso_from_now(-1_000);
+    publish(&server, &topic, "g0-before", "g0", "keep").await;
+    server
+        .sns()
+        .set_topic_attributes()
+        .topic_arn(&topic)
+        .attribute_name("ArchivePolicy")
+        .attribute_value(r#"{"MessageRetentionPeriod":"1"}"#)
+        .send()
+        .await
+        .expect("SetTopicAttributes");
+    publish(&server, &topic, "g0-archived", "g0", "keep").await;
+    let url = create_queue(&sqs, "late-replay.fifo", &[("FifoQueue", "true")]).await;
+    let policy = format!(r#"{{"PointType":"Timestamp","StartingPoint":"{start}"}}"#);
+    let sub = subscribe_queue(
+        &server,
+        &topic,
+        "late-replay.fifo",
+        &[("ReplayPolicy", &policy)],
+    )
+    .await;
+    wait_for_status(&server, &sub, "Completed").await;
+    let got = envelopes(&receive_exactly(&sqs, &url, 1).await);
+    assert_eq!(got[0]["Message"], "g0-archived");
+    // Live delivery goes on, not marked replayed.
+    publish(&server, &topic, "g0-live", "g0", "keep").await;
+    let got = envelopes(&receive_exactly(&sqs, &url, 1).await);
+    assert_eq!(got[0]["Message"], "g0-live");
+    assert!(got[0].get("Replayed").is_none(), "{}", got[0]);
+}
