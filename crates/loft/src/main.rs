@@ -209,6 +209,11 @@ impl Engine {
             for w in loft_store::seal::permission_warnings(&key_file) {
                 tracing::warn!("{w}");
             }
+            // A key file that is there but holds no key would fail every encrypted send
+            // and receive: refuse to start instead (a missing one is made on first use).
+            if key_file.exists() {
+                loft_store::seal::MasterKey::load_or_create(&key_file)?;
+            }
         }
         let keys = loft_store::seal::KeySource::File(key_file);
         match args.database_url.as_deref().filter(|u| !u.is_empty()) {

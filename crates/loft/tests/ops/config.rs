@@ -342,3 +342,24 @@ fn a_missing_file_is_refused() {
         f.stderr
     );
 }
+
+#[test]
+fn a_master_key_file_that_holds_no_key_stops_the_start() {
+    // Every encrypted send and receive would fail on it: Loft says so at start instead.
+    let dir = tempfile::tempdir().unwrap();
+    let keys = dir.path().join("keys");
+    std::fs::create_dir(&keys).unwrap();
+    let key = keys.join("master.key");
+    std::fs::write(&key, "not a key\n").unwrap();
+    let key = key.to_str().unwrap().to_owned();
+    let err = match Server::start_in(dir, &["--sse-key-file", &key], &[]) {
+        Ok(_) => panic!("started with a key file that holds no key"),
+        Err(e) => e,
+    };
+    assert!(!err.status.success());
+    assert!(
+        err.stderr.contains("not a Loft master key"),
+        "{}",
+        err.stderr
+    );
+}
