@@ -79,6 +79,12 @@ pub async fn enforce(State(state): State<AppState>, req: Request, next: Next) ->
                 .await
                 .ok()
                 .and_then(|Path(p)| p.get("name").cloned())
+                // The console's routes take a store key in any form (see
+                // `Service::canonical_key`); the seeds' routes take a seed name as it is.
+                .map(|n| match template.starts_with("/_loft/") {
+                    true => state.service.canonical_key(&n),
+                    false => n,
+                })
         }
         None => None,
     };

@@ -225,6 +225,16 @@ impl Service {
         (scope.account, name)
     }
 
+    /// Store key `key` in the one form [`names::scoped_key`] makes: a key written in a
+    /// longer form than its scope needs (`ACCOUNT/NAME` or `ACCOUNT/REGION/NAME` of the
+    /// default account or region) becomes the form the store holds (`NAME`,
+    /// `ACCOUNT/NAME`). Lets a client that knows a queue's account and region from its
+    /// URL, but not Loft's defaults, name it in full (`loft export`).
+    pub fn canonical_key(&self, key: &str) -> String {
+        let (scope, name) = self.key_scope(key);
+        names::scoped_key(self.default_scope(), scope, name)
+    }
+
     /// The account and region ([`names::Scope`]) and the name of a store key.
     pub fn key_scope<'a>(&'a self, key: &'a str) -> (names::Scope<'a>, &'a str) {
         names::split_scoped_key(self.default_scope(), key)

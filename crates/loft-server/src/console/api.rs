@@ -11,6 +11,10 @@
 //! | `POST /_loft/queues/{name}/redrive` | `200 {"task_handle"}`: StartMessageMoveTask from this dead-letter queue back to its sources |
 //! | `GET /_loft/topics` | `200 [{"name","arn","fifo","subscriptions":[{"arn","protocol","endpoint","confirmed","attributes","pending_deliveries","max_attempts","last_error"}]}]` |
 //!
+//! `{name}` is the queue's name in the default account and region, or its account and name
+//! (`ACCOUNT/NAME`) or account, region and name (`ACCOUNT/REGION/NAME`), `/` percent-encoded
+//! as `%2F`, for a queue elsewhere (`loft export` names queues so).
+//!
 //! A message is `{"seq","message_id","body","md5_body","message_attributes","state",
 //! "sent_timestamp","visible_at","receive_count","first_receive_timestamp","group_id",
 //! "dedup_id","dead_letter_source_arn"}`; `message_attributes` in AWS's JSON shape
@@ -127,7 +131,9 @@ pub async fn peek(
 ) -> Result<Response, ConsoleError> {
     let limit = int_param::<u32>(&params, "limit")?.unwrap_or(DEFAULT_PEEK);
     let after = int_param::<i64>(&params, "after")?;
-    let page = svc.peek_messages(&name, after, limit).await?;
+    let page = svc
+        .peek_messages(&svc.canonical_key(&name), after, limit)
+        .await?;
     let next = (page.len() as u32 == limit)
         .then(|| page.last().map(|m| m.seq))
         .flatten();
@@ -174,7 +180,7 @@ pub async fn send(
     })?;
     let out = svc
         .send_message(
-            &name,
+            &svc.canonical_key(&name),
             SendMessage {
                 body: req.body,
                 delay_seconds: req.delay_seconds,
@@ -198,14 +204,16 @@ pub async fn send(
 
 /// `POST /_loft/queues/{name}/purge`: PurgeQueue.
 pub async fn purge(State(svc): Svc, Path(name): Path<String>) -> Result<Response, ConsoleError> {
-    svc.purge_queue(&name).await?;
+    svc.purge_queue(&svc.canonical_key(&name)).await?;
     Ok(Json(json!({"purged": true})).into_response())
 }
 
 /// `POST /_loft/queues/{name}/redrive`: StartMessageMoveTask from this dead-letter queue
 /// back to each message's source queue.
 pub async fn redrive(State(svc): Svc, Path(name): Path<String>) -> Result<Response, ConsoleError> {
-    let handle = svc.start_message_move_task(&name, None, None).await?;
+    let handle = svc
+        .start_message_move_task(&svc.canonical_key(&name), None, None)
+        .await?;
     Ok(Json(json!({"task_handle": handle})).into_response())
 }
 

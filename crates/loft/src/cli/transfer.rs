@@ -1,6 +1,8 @@
 //! `loft export QUEUE > file.jsonl` and `loft import QUEUE < file.jsonl`.
 //!
-//! Export reads through Loft's peek route (`GET /_loft/queues/{name}/messages`), which
+//! Export finds the queue's URL (GetQueueUrl, so `--region` and the caller's account
+//! apply, as to every other command) and reads through Loft's peek route
+//! (`GET /_loft/queues/{ACCOUNT/[REGION/]NAME}/messages`), which
 //! does not claim messages: nothing is received, visibility, receive counts and receipt
 //! handles stay as they are, and in-flight and delayed messages are exported too. It needs
 //! a Loft server (AWS has no such call). One JSON object per line:
@@ -101,13 +103,20 @@ fn export_line(m: &Value) -> Value {
 /// Errors: the queue does not exist, the server is not Loft, stdout fails.
 pub async fn export(args: ClientArgs, queue: &str) -> Result<(), CliError> {
     let c = args.client()?;
-    let name = queue
-        .trim_end_matches('/')
-        .rsplit('/')
-        .next()
-        .unwrap_or(queue);
-    let encoded: String = form_urlencoded::byte_serialize(name.as_bytes()).collect();
-    let mut progress = Progress::new("exported", name);
+    // The queue's URL (GetQueueUrl in the signature's region and the caller's account)
+    // names its account and, outside Loft's default region, its region: the peek route
+    // takes them as `ACCOUNT/[REGION/]NAME`.
+    let url = c.queue_url(queue).await?;
+    let not_a_queue = |_| CliError::Usage(format!("{url} is not a queue URL"));
+    let parts = loft_server::aws::sqs::QueueUrlParts::parse(&url).map_err(not_a_queue)?;
+    let name = loft_server::aws::sqs::queue_name(&url).map_err(not_a_queue)?;
+    let key = match (parts.account, parts.region) {
+        (Some(account), Some(region)) => format!("{account}/{region}/{name}"),
+        (Some(account), None) => format!("{account}/{name}"),
+        _ => name.clone(),
+    };
+    let encoded: String = form_urlencoded::byte_serialize(key.as_bytes()).collect();
+    let mut progress = Progress::new("exported", &name);
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let mut after: Option<i64> = None;

@@ -335,6 +335,40 @@ async fn export_reads_without_receiving_and_import_sends_back() {
     assert!(r.stderr.contains("QueueDoesNotExist"), "{r:?}");
 }
 
+#[tokio::test]
+async fn export_reads_the_queue_of_its_region() {
+    let s = Server::start();
+    s.cli(&["queue", "create", "jobs"], None).ok();
+    s.cli(&["send", "jobs", "home"], None).ok();
+    // A client with credentials signs for its region, and an open Loft serves the region
+    // the signature names.
+    let eu = ["--region", "eu-west-1"];
+    let keys = [
+        ("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE"),
+        ("AWS_SECRET_ACCESS_KEY", "secret"),
+    ];
+    let url = s
+        .cli_env(&[&["queue", "create", "jobs"][..], &eu[..]].concat(), &keys)
+        .ok()
+        .trim()
+        .to_owned();
+    assert!(url.contains("/queue/eu-west-1/"), "{url}");
+    s.cli_env(&[&["send", "jobs", "abroad"][..], &eu[..]].concat(), &keys)
+        .ok();
+    let bodies = |r: &str| -> Vec<String> {
+        r.lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap()["body"].to_string())
+            .collect()
+    };
+    let home = s.cli(&["export", "jobs"], None);
+    assert_eq!(bodies(home.ok()), ["\"home\""], "{home:?}");
+    let abroad = s.cli_env(&[&["export", "jobs"][..], &eu[..]].concat(), &keys);
+    assert_eq!(bodies(abroad.ok()), ["\"abroad\""], "{abroad:?}");
+    // The queue's URL names its region itself.
+    let by_url = s.cli(&["export", &url], None);
+    assert_eq!(bodies(by_url.ok()), ["\"abroad\""], "{by_url:?}");
+}
+
 #[test]
 fn completions_are_generated_for_each_shell() {
     for (shell, needle) in [
