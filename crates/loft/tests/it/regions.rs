@@ -441,6 +441,70 @@ async fn a_dead_letter_queue_of_another_region_is_refused() {
         .expect("a dead-letter queue of the same region");
 }
 
+/// A move task's SourceArn or DestinationArn of another region names nothing, as SQS
+/// serves a queue in its own region only: `ResourceNotFoundException`, nothing moved.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_move_task_between_regions_is_refused() {
+    let loft = Loft::start();
+    let base = loft.url("");
+    let (home, away) = (region(&base, HOME), region(&base, AWAY));
+    let dlq = create_queue(&home, "dlq").await;
+    let dlq_arn = queue_arn(&home, &dlq).await;
+    let policy = format!(r#"{{"deadLetterTargetArn":"{dlq_arn}","maxReceiveCount":"2"}}"#);
+    home.sqs
+        .create_queue()
+        .queue_name("src")
+        .attributes(QueueAttributeName::RedrivePolicy, &policy)
+        .send()
+        .await
+        .expect("source queue");
+    let elsewhere = create_queue(&away, "elsewhere").await;
+    let elsewhere_arn = queue_arn(&away, &elsewhere).await;
+    let not_found = |e: &dyn aws_sdk_sqs::error::ProvideErrorMetadata, param: &str| {
+        assert_eq!(
+            e.code(),
+            Some("ResourceNotFoundException"),
+            "{:?}",
+            e.message()
+        );
+        let want =
+            format!("The resource that you specified for the {param} parameter doesn't exist.");
+        assert_eq!(e.message(), Some(want.as_str()));
+    };
+    let err = away
+        .sqs
+        .start_message_move_task()
+        .source_arn(&dlq_arn)
+        .send()
+        .await
+        .expect_err("a source of another region");
+    not_found(&err, "SourceArn");
+    let err = away
+        .sqs
+        .list_message_move_tasks()
+        .source_arn(&dlq_arn)
+        .send()
+        .await
+        .expect_err("a source of another region");
+    not_found(&err, "SourceArn");
+    let err = home
+        .sqs
+        .start_message_move_task()
+        .source_arn(&dlq_arn)
+        .destination_arn(&elsewhere_arn)
+        .send()
+        .await
+        .expect_err("a destination of another region");
+    not_found(&err, "DestinationArn");
+    // In its own region the task starts.
+    home.sqs
+        .start_message_move_task()
+        .source_arn(&dlq_arn)
+        .send()
+        .await
+        .expect("a move task within the region");
+}
+
 /// An unsigned Query request sent to a regional queue URL acts on that region's queue (no
 /// credential scope says otherwise).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use loft_core::message::{MessageAttributeValue as CoreValue, MessageAttributes};
 use loft_core::service::{BatchEntry, BatchOutcome, ReceiveMessage, SendMessage, SendResult};
-use loft_core::{Error, Result, Service};
+use loft_core::{Error, ErrorCode, Result, Service};
 
 use super::shape::{Blob, Entry, NoOutput};
 use types::*;
@@ -152,6 +152,29 @@ const PATH_SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANU
     .remove(b'.')
     .remove(b'_')
     .remove(b'~');
+
+/// The store key of the queue a move task's `param` (`SourceArn`, `DestinationArn`)
+/// names, for a request of `principal`: a queue of another region than the one the
+/// request was signed for is not there, as a queue URL of another region is not.
+///
+/// Errors: `InvalidParameterValue` when `arn` is not a queue ARN;
+/// `ResourceNotFoundException` "The resource that you specified for the {param}
+/// parameter doesn't exist." for another region's queue.
+fn move_task_queue_key(
+    svc: &Service,
+    principal: &loft_core::service::Principal,
+    arn: &str,
+    param: &str,
+) -> Result<String> {
+    let key = queue_key_from_arn(svc, arn, param)?;
+    if svc.check_arn_region(principal, arn, param).is_err() {
+        return Err(Error::new(
+            ErrorCode::ResourceNotFoundException,
+            format!("The resource that you specified for the {param} parameter doesn't exist."),
+        ));
+    }
+    Ok(key)
+}
 
 /// The store key of the queue an ARN names. Errors: `InvalidParameterValue` naming
 /// `param`.
@@ -419,7 +442,7 @@ pub async fn call(svc: &Arc<Service>, ctx: &Context, req: SqsRequest) -> Result<
             })
         }
         R::ListMessageMoveTasks(i) => {
-            let source = queue_key_from_arn(svc, &i.source_arn, "SourceArn")?;
+            let source = move_task_queue_key(svc, &ctx.principal, &i.source_arn, "SourceArn")?;
             let tasks = svc.list_message_move_tasks(&source, i.max_results).await?;
             S::ListMessageMoveTasks(ListMessageMoveTasksResult {
                 results: tasks
@@ -556,11 +579,11 @@ pub async fn call(svc: &Arc<Service>, ctx: &Context, req: SqsRequest) -> Result<
             S::SetQueueAttributes(NoOutput)
         }
         R::StartMessageMoveTask(i) => {
-            let source = queue_key_from_arn(svc, &i.source_arn, "SourceArn")?;
+            let source = move_task_queue_key(svc, &ctx.principal, &i.source_arn, "SourceArn")?;
             let destination = i
                 .destination_arn
                 .as_deref()
-                .map(|a| queue_key_from_arn(svc, a, "DestinationArn"))
+                .map(|a| move_task_queue_key(svc, &ctx.principal, a, "DestinationArn"))
                 .transpose()?;
             let handle = svc
                 .start_message_move_task(
