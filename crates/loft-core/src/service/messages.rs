@@ -555,6 +555,9 @@ impl Service {
             Some(p) => self
                 .find_queue(&self.dlq_key(p))
                 .await?
+                // A policy naming the queue itself (refused since, but a database may hold
+                // one) moves nothing: messages stay and are received again.
+                .filter(|dlq| dlq.id != queue.id)
                 .map(|dlq| RedriveRule {
                     dlq_queue_id: dlq.id,
                     moves_at_receive_count: p.max_receive_count,
