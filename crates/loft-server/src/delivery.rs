@@ -174,8 +174,11 @@ fn error_chain(e: &dyn std::error::Error) -> String {
     out
 }
 
-/// One attempt: POST the delivery; 2xx is success (its status returned), anything else a
-/// failure to retry. An
+/// One attempt: POST the delivery; an answer from 200 to 499 ends it (its status
+/// returned: SNS counts a delivery failed only when the endpoint answers outside
+/// 200-4xx or not within the timeout, SNS Developer Guide "Step 1: Make sure your
+/// endpoint is ready to process Amazon SNS messages"), anything else is a failure to
+/// retry. An
 /// endpoint whose host is an IP literal the policy denies is refused before connecting
 /// (the client resolves only host names, through [`PolicyResolver`]).
 pub async fn attempt(
@@ -195,7 +198,7 @@ pub async fn attempt(
         req = req.header(k, v);
     }
     match req.send().await {
-        Ok(resp) if resp.status().is_success() => Ok(resp.status().as_u16()),
+        Ok(resp) if (200..500).contains(&resp.status().as_u16()) => Ok(resp.status().as_u16()),
         Ok(resp) => Err(format!("HTTP status {}", resp.status().as_u16())),
         Err(e) => Err(error_chain(&e)),
     }

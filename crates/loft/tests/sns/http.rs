@@ -313,6 +313,42 @@ async fn failed_attempts_are_retried_by_the_delivery_policy() {
     );
 }
 
+/// An answer from 200 to 499 ends the delivery: SNS retries only when the endpoint answers
+/// outside 200-4xx or does not answer in time (SNS Developer Guide, "Step 1: Make sure
+/// your endpoint is ready to process Amazon SNS messages"), so a 404, 403, 301 or 429 is
+/// not sent again while a 500 is.
+#[tokio::test]
+async fn answers_from_200_to_499_are_not_retried() {
+    let server = Server::start();
+    let sns = server.sns();
+    let mut sink = Sink::start().await;
+    let topic = create_topic(&sns, "four-hundreds", &[]).await;
+    subscribe_sink(
+        &server,
+        &mut sink,
+        &topic,
+        "/gone",
+        &[("DeliveryPolicy", &policy(3, 1))],
+    )
+    .await;
+    for status in [404, 403, 301, 429] {
+        sink.fail_next_with(1, status);
+        publish(&sns, &topic, &format!("answered {status}")).await;
+        let hit = sink.next().await;
+        assert_eq!(hit.status, status);
+        assert!(
+            sink.next_within(Duration::from_millis(1500))
+                .await
+                .is_none(),
+            "an answer of {status} is not retried"
+        );
+    }
+    sink.fail_next_with(1, 503);
+    publish(&sns, &topic, "answered 503").await;
+    assert_eq!(sink.next().await.status, 503);
+    assert_eq!(sink.next().await.status, 200, "a 5xx answer is retried");
+}
+
 /// Delivery status logging of HTTP/S: with HTTPFailureFeedbackRoleArn and
 /// HTTPSuccessFeedbackRoleArn, a failed attempt writes a FAILURE record (status 500,
 /// attempt 1, on the `/Failure` log group) and the retry that succeeds a SUCCESS record

@@ -7,7 +7,7 @@
 //! (headers, confirmation), "Verifying the signatures of Amazon SNS messages".
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU16, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -56,8 +56,10 @@ impl Hit {
 
 struct Shared {
     tx: mpsc::UnboundedSender<Hit>,
-    /// Requests still to answer with HTTP 500.
+    /// Requests still to answer with [`Shared::failure_status`].
     failures: AtomicUsize,
+    /// The status of a failed answer (500 unless [`Sink::fail_next_with`] says).
+    failure_status: AtomicU16,
     /// Whether the next request is held until [`Sink::release`].
     hold: AtomicBool,
     release: tokio::sync::Notify,
@@ -78,7 +80,8 @@ async fn record(State(s): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -
         .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
         .is_ok();
     let status = if fail {
-        StatusCode::INTERNAL_SERVER_ERROR
+        StatusCode::from_u16(s.failure_status.load(Ordering::SeqCst))
+            .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
     } else {
         StatusCode::OK
     };
@@ -106,6 +109,7 @@ impl Sink {
         let shared = Arc::new(Shared {
             tx,
             failures: AtomicUsize::new(0),
+            failure_status: AtomicU16::new(500),
             hold: AtomicBool::new(false),
             release: tokio::sync::Notify::new(),
         });
@@ -164,6 +168,12 @@ impl Sink {
 
     /// Answers HTTP 500 to the next `n` requests.
     pub fn fail_next(&self, n: usize) {
+        self.fail_next_with(n, 500);
+    }
+
+    /// Answers the next `n` requests with HTTP `status` (then 200).
+    pub fn fail_next_with(&self, n: usize, status: u16) {
+        self.shared.failure_status.store(status, Ordering::SeqCst);
         self.shared.failures.store(n, Ordering::SeqCst);
     }
 
