@@ -190,10 +190,7 @@ pub async fn import(args: ClientArgs, queue: &str) -> Result<(), CliError> {
     let fifo = name.ends_with(".fifo");
     let mut progress = Progress::new("imported", &name);
     let stdin = std::io::stdin();
-    let mut batch: Vec<Value> = Vec::with_capacity(10);
-    let mut sent = 0u64;
-    let mut failed = 0u64;
-    let mut first_failure: Option<CliError> = None;
+    let mut batch = Batch::default();
     let mut lines = stdin.lock().lines().enumerate();
     loop {
         let next = lines.next();
@@ -202,44 +199,100 @@ pub async fn import(args: ClientArgs, queue: &str) -> Result<(), CliError> {
                 .as_ref()
                 .map_err(|e| CliError::Usage(format!("cannot read stdin: {e}")))?;
             if !line.trim().is_empty() {
-                let mut e = entry(line, i + 1, fifo)?;
-                e["Id"] = json!(batch.len().to_string());
-                batch.push(e);
+                let e = entry(line, i + 1, fifo)?;
+                let size = entry_bytes(&e);
+                // SendMessageBatch refuses more than 1 MiB in all (BatchRequestTooLong):
+                // an entry that would pass it goes in the next batch.
+                if !batch.entries.is_empty() && batch.bytes + size > MAX_BATCH_BYTES {
+                    batch.send(&c, &url).await?;
+                    progress.update(batch.sent);
+                }
+                batch.push(e, size);
             }
         }
-        if batch.len() == 10 || (next.is_none() && !batch.is_empty()) {
-            let out = c
-                .sqs(
-                    "SendMessageBatch",
-                    json!({"QueueUrl": url, "Entries": batch}),
-                )
-                .await?;
-            let ok = out["Successful"].as_array().map_or(0, Vec::len) as u64;
-            sent += ok;
-            if let Some(f) = out["Failed"].as_array().filter(|f| !f.is_empty()) {
-                failed += f.len() as u64;
-                if first_failure.is_none() {
-                    first_failure = Some(CliError::Aws {
-                        code: f[0]["Code"].as_str().unwrap_or("").to_owned(),
-                        message: f[0]["Message"].as_str().unwrap_or("").to_owned(),
-                    });
-                }
-            }
-            batch.clear();
-            progress.update(sent);
+        if batch.entries.len() == 10 || (next.is_none() && !batch.entries.is_empty()) {
+            batch.send(&c, &url).await?;
+            progress.update(batch.sent);
         }
         if next.is_none() {
             break;
         }
     }
-    progress.done(sent, failed);
-    match first_failure {
+    progress.done(batch.sent, batch.failed);
+    match batch.first_failure {
         Some(CliError::Aws { code, message }) => Err(CliError::Aws {
             code,
-            message: format!("{failed} messages were not imported; the first: {message}"),
+            message: format!(
+                "{} messages were not imported; the first: {message}",
+                batch.failed
+            ),
         }),
         Some(e) => Err(e),
         None => Ok(()),
+    }
+}
+
+/// SendMessageBatch's limit on the sum of its messages' sizes, bytes (SQS API Reference,
+/// SendMessageBatch: "the sum of all the messages' lengths ... can't exceed 1 MiB").
+const MAX_BATCH_BYTES: usize = 1_048_576;
+
+/// What an entry counts toward [`MAX_BATCH_BYTES`], as SQS counts a message's size: its
+/// body and each attribute's name, type and value (a binary value counted by its base64
+/// text, which is longer than its bytes, so a batch never comes out too long).
+fn entry_bytes(e: &Value) -> usize {
+    let body = e["MessageBody"].as_str().map_or(0, str::len);
+    let attributes = e["MessageAttributes"].as_object().map_or(0, |attrs| {
+        attrs
+            .iter()
+            .map(|(name, v)| {
+                let field = |f: &str| v[f].as_str().map_or(0, str::len);
+                name.len() + field("DataType") + field("StringValue") + field("BinaryValue")
+            })
+            .sum()
+    });
+    body + attributes
+}
+
+/// The import's batch being filled, and what the sent ones did.
+#[derive(Default)]
+struct Batch {
+    entries: Vec<Value>,
+    bytes: usize,
+    sent: u64,
+    failed: u64,
+    first_failure: Option<CliError>,
+}
+
+impl Batch {
+    fn push(&mut self, mut e: Value, size: usize) {
+        e["Id"] = json!(self.entries.len().to_string());
+        self.entries.push(e);
+        self.bytes += size;
+    }
+
+    /// Sends the entries with SendMessageBatch and empties the batch.
+    ///
+    /// Errors: the request failing as a whole (an entry's failure is counted instead).
+    async fn send(&mut self, c: &super::client::Client, url: &str) -> Result<(), CliError> {
+        let entries = std::mem::take(&mut self.entries);
+        self.bytes = 0;
+        let out = c
+            .sqs(
+                "SendMessageBatch",
+                json!({"QueueUrl": url, "Entries": entries}),
+            )
+            .await?;
+        self.sent += out["Successful"].as_array().map_or(0, Vec::len) as u64;
+        if let Some(f) = out["Failed"].as_array().filter(|f| !f.is_empty()) {
+            self.failed += f.len() as u64;
+            if self.first_failure.is_none() {
+                self.first_failure = Some(CliError::Aws {
+                    code: f[0]["Code"].as_str().unwrap_or("").to_owned(),
+                    message: f[0]["Message"].as_str().unwrap_or("").to_owned(),
+                });
+            }
+        }
+        Ok(())
     }
 }
 
@@ -264,5 +317,16 @@ mod tests {
         let err = entry(r#"{"bdy":"x"}"#, 7, false).unwrap_err();
         assert!(err.to_string().contains("line 7"), "{err}");
         assert!(entry(r#"{"body":"x"}"#, 1, true).is_err());
+    }
+
+    #[test]
+    fn an_entry_counts_its_body_and_attributes() {
+        let e = entry(
+            r#"{"body":"hello","message_attributes":{"k":{"DataType":"String","StringValue":"v"}}}"#,
+            1,
+            false,
+        )
+        .unwrap();
+        assert_eq!(entry_bytes(&e), 5 + 1 + 6 + 1);
     }
 }

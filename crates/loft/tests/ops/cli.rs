@@ -335,6 +335,36 @@ async fn export_reads_without_receiving_and_import_sends_back() {
     assert!(r.stderr.contains("QueueDoesNotExist"), "{r:?}");
 }
 
+/// Export and import of messages whose total passes SendMessageBatch's 1 MiB: import
+/// splits its batches by size, so three 400,000-byte messages arrive, not
+/// BatchRequestTooLong.
+#[tokio::test]
+async fn import_splits_batches_at_one_mebibyte() {
+    let s = Server::start();
+    s.cli(&["queue", "create", "big-src"], None).ok();
+    s.cli(&["queue", "create", "big-dst"], None).ok();
+    let body = "x".repeat(400_000);
+    for _ in 0..3 {
+        s.cli(&["send", "big-src", "-"], Some(body.as_bytes())).ok();
+    }
+    let exported = s.cli(&["export", "big-src"], None);
+    let r = s.cli(&["import", "big-dst"], Some(exported.ok().as_bytes()));
+    r.ok();
+    assert!(r.stderr.contains("imported 3 messages to big-dst"), "{r:?}");
+    let copied = s.cli(&["export", "big-dst"], None);
+    let bodies: Vec<usize> = copied
+        .ok()
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["body"]
+                .as_str()
+                .unwrap()
+                .len()
+        })
+        .collect();
+    assert_eq!(bodies, [400_000; 3]);
+}
+
 #[tokio::test]
 async fn export_reads_the_queue_of_its_region() {
     let s = Server::start();
