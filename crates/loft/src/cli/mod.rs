@@ -392,12 +392,12 @@ fn read_arg(value: &str) -> Result<String, CliError> {
     Ok(s)
 }
 
-fn queue_name_of(url: &str) -> String {
-    url.trim_end_matches('/')
-        .rsplit('/')
-        .next()
-        .unwrap_or(url)
-        .to_owned()
+/// The queue name a queue URL ends in, percent-decoded (a name made through the seeds'
+/// API may hold characters its URL encodes, as `with%20space`).
+pub(crate) fn queue_name_of(url: &str) -> String {
+    let trimmed = url.trim_end_matches('/');
+    loft_server::aws::sqs::queue_name(trimmed)
+        .unwrap_or_else(|_| trimmed.rsplit('/').next().unwrap_or(url).to_owned())
 }
 
 /// Runs an admin command. `top` builds the whole `loft` command (for completions).

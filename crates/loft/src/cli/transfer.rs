@@ -115,7 +115,11 @@ pub async fn export(args: ClientArgs, queue: &str) -> Result<(), CliError> {
         (Some(account), None) => format!("{account}/{name}"),
         _ => name.clone(),
     };
-    let encoded: String = form_urlencoded::byte_serialize(key.as_bytes()).collect();
+    // A path segment: form encoding's `+` for a space would be a literal `+` there (and
+    // a `+` of the name is already `%2B`).
+    let encoded = form_urlencoded::byte_serialize(key.as_bytes())
+        .collect::<String>()
+        .replace('+', "%20");
     let mut progress = Progress::new("exported", &name);
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
@@ -186,7 +190,7 @@ fn entry(line: &str, line_no: usize, fifo: bool) -> Result<Value, CliError> {
 pub async fn import(args: ClientArgs, queue: &str) -> Result<(), CliError> {
     let c = args.client()?;
     let url = c.queue_url(queue).await?;
-    let name = url.rsplit('/').next().unwrap_or(queue).to_owned();
+    let name = super::queue_name_of(&url);
     let fifo = name.ends_with(".fifo");
     let mut progress = Progress::new("imported", &name);
     let stdin = std::io::stdin();

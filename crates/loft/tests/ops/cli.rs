@@ -365,6 +365,29 @@ async fn import_splits_batches_at_one_mebibyte() {
     assert_eq!(bodies, [400_000; 3]);
 }
 
+/// A queue made through the seeds' API with a name its URL percent-encodes is listed,
+/// exported and imported into by that name.
+#[tokio::test]
+async fn seed_names_with_url_characters_work_in_the_cli() {
+    let s = Server::start();
+    let resp = reqwest::Client::new()
+        .post(s.url("/queues/with%20space/messages"))
+        .body(r#"{"body":"spaced"}"#)
+        .send()
+        .await
+        .expect("seeds' send");
+    assert!(resp.status().is_success(), "{resp:?}");
+    let list = s.cli(&["queue", "list", "--json"], None).json();
+    assert_eq!(list[0]["name"], "with space", "{list}");
+    let exported = s.cli(&["export", "with space"], None);
+    assert!(exported.ok().contains("spaced"), "{exported:?}");
+    let r = s.cli(&["import", "with space"], Some(exported.ok().as_bytes()));
+    assert!(
+        r.stderr.contains("imported 1 messages to with space"),
+        "{r:?}"
+    );
+}
+
 #[tokio::test]
 async fn export_reads_the_queue_of_its_region() {
     let s = Server::start();
