@@ -579,8 +579,8 @@ impl Service {
 
     /// The copy SQS subscription `sub` of `topic` gets of `text` (after
     /// [`Service::subscription_text`]): raw or in the envelope, to the subscription's
-    /// queue, or to its dead-letter queue when that queue is gone or refuses the topic
-    /// (SNS Developer Guide, "Amazon SNS dead-letter queues"), with the FIFO group and
+    /// queue, or to its dead-letter queue when that queue is gone, refuses the topic or
+    /// is too small for the message (SNS Developer Guide, "Amazon SNS dead-letter queues"), with the FIFO group and
     /// deduplication key a FIFO queue needs. `queues` holds the queues the topic's
     /// subscriptions name, by name (`None`: gone); `sign` gives the signed fields of a
     /// text. The one delivery step of live publishes and of replays.
@@ -611,16 +611,35 @@ impl Service {
             }
             ok
         };
+        // A queue refuses a message larger than its MaximumMessageSize, as it refuses a
+        // SendMessage: the copy is at least the message (and, raw, its attributes), so a
+        // message that alone passes the limit cannot be taken.
+        let least_size = text.len()
+            + if raw {
+                crate::message::attributes_size(out.delivered_attributes)
+            } else {
+                0
+            };
+        let fits = |q: &std::sync::Arc<QueueRecord>| {
+            let max = QueueConfig::from_attributes(&q.attributes).maximum_message_size as usize;
+            let ok = least_size <= max;
+            if !ok {
+                tracing::warn!(queue = %q.name, size = least_size, max, "the message is larger than the queue's MaximumMessageSize; not delivered to it");
+            }
+            ok
+        };
         let endpoint_queue = self
             .key_of_arn(&sub.endpoint, "sqs")
             .and_then(|n| queues.get(&n).cloned().flatten())
-            .filter(may_take);
+            .filter(may_take)
+            .filter(fits);
         let (queue, dead_lettered) = match endpoint_queue {
             Some(q) => (q, false),
             None => match self
                 .subscription_dlq(sub)
                 .and_then(|n| queues.get(&n).cloned().flatten())
                 .filter(may_take)
+                .filter(fits)
             {
                 Some(dlq) => (dlq, true),
                 None => {

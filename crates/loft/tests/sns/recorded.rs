@@ -412,6 +412,39 @@ async fn add_permission_writes_aws_statements() {
     );
 }
 
+/// A queue takes no message larger than its MaximumMessageSize, from SNS as from
+/// SendMessage: a raw copy of a 5,000-byte message to a queue of 1,024 bytes goes to the
+/// subscription's dead-letter queue, and a message that fits is delivered.
+#[tokio::test]
+async fn a_message_larger_than_the_queue_allows_dead_letters() {
+    let server = Server::start();
+    let (sns, sqs) = (server.sns(), server.sqs());
+    let topic = create_topic(&sns, "sized", &[]).await;
+    let small = create_queue(&sqs, "small", &[("MaximumMessageSize", "1024")]).await;
+    let dlq = create_queue(&sqs, "small-dlq", &[]).await;
+    let sub = subscribe_queue(&server, &topic, "small", &[("RawMessageDelivery", "true")]).await;
+    sns.set_subscription_attributes()
+        .subscription_arn(&sub)
+        .attribute_name("RedrivePolicy")
+        .attribute_value(json!({"deadLetterTargetArn": server.queue_arn("small-dlq")}).to_string())
+        .send()
+        .await
+        .expect("RedrivePolicy");
+    let big = "b".repeat(5000);
+    for message in [big.as_str(), "fits"] {
+        sns.publish()
+            .topic_arn(&topic)
+            .message(message)
+            .send()
+            .await
+            .expect("Publish");
+    }
+    let dead = receive_exactly(&sqs, &dlq, 1).await;
+    assert_eq!(dead[0].body(), Some(big.as_str()));
+    let got = receive_exactly(&sqs, &small, 1).await;
+    assert_eq!(got[0].body(), Some("fits"));
+}
+
 /// SNS Developer Guide, "Amazon SNS dead-letter queues": a message a subscription cannot
 /// deliver (its queue is gone) goes to the subscription's DLQ, as it would have reached
 /// the queue (enveloped, or raw with its attributes).
