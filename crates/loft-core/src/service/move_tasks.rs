@@ -103,6 +103,13 @@ impl Service {
                         "The source queue and destination queue must be of the same queue type.",
                     ));
                 }
+                // Moving a queue's messages into itself would only give them new ids and
+                // lose where they came from.
+                if dq.id == src.id {
+                    return Err(Error::invalid(
+                        "The source queue and destination queue must be different queues.",
+                    ));
+                }
                 MoveTarget::Queue(dq.id)
             }
             None => MoveTarget::Sources(

@@ -267,6 +267,20 @@ async fn message_move_task_to_a_destination_rate_and_cancel() {
             .await
             .unwrap();
     }
+    // A dead-letter queue cannot be moved into itself.
+    let err = sqs
+        .start_message_move_task()
+        .source_arn(server.queue_arn("dead"))
+        .destination_arn(server.queue_arn("dead"))
+        .send()
+        .await
+        .expect_err("a move into the source queue itself");
+    let (code, status) = crate::harness::sdk_error(&err);
+    assert_eq!(
+        (code.as_str(), status),
+        ("InvalidParameterValue", 400),
+        "{err:?}"
+    );
     // One message a second: the task is still running when cancelled.
     let handle = sqs
         .start_message_move_task()
