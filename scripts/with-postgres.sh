@@ -117,15 +117,20 @@ fi
 # throw-away cluster skips fsync.
 DURABILITY_OPTS="-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
 [ "${PG_DURABLE:-}" = 1 ] && DURABILITY_OPTS=""
+# PG_OPTS adds server options, e.g. "-c shared_preload_libraries=pg_stat_statements"
+# (bench/postgres-cpu counts statements per request with it).
+EXTRA_OPTS=${PG_OPTS:-}
 
 as_pg "$BIN/initdb" -D "$TMP/data" -U postgres -A trust -E UTF8 --locale=C --no-sync >"$TMP/initdb.log" 2>&1 \
   || { cat "$TMP/initdb.log" >&2; exit 1; }
 as_pg "$BIN/pg_ctl" -D "$TMP/data" -l "$TMP/server.log" -w -t 60 \
-  -o "-p $PORT -k $TMP -c listen_addresses=127.0.0.1 -c max_connections=300 $DURABILITY_OPTS -c shared_buffers=128MB $SSL_OPTS" \
+  -o "-p $PORT -k $TMP -c listen_addresses=127.0.0.1 -c max_connections=300 $DURABILITY_OPTS -c shared_buffers=128MB $SSL_OPTS $EXTRA_OPTS" \
   start >/dev/null || { cat "$TMP/server.log" >&2; exit 1; }
 PID=$(head -n 1 "$TMP/data/postmaster.pid")
 as_pg "$BIN/createdb" -h 127.0.0.1 -p "$PORT" -U postgres loft_test
 
 export LOFT_TEST_DATABASE_URL="postgres://postgres@127.0.0.1:$PORT/loft_test"
+# The postmaster, for benchmarks that sum the CPU of the cluster's processes.
+export LOFT_TEST_POSTMASTER_PID="$PID"
 echo "with-postgres: PostgreSQL $("$BIN/postgres" --version | awk "{print \$3}") on 127.0.0.1:$PORT (pid $PID, TLS $TLS_STATE), LOFT_TEST_DATABASE_URL=$LOFT_TEST_DATABASE_URL" >&2
 "$@"

@@ -158,6 +158,8 @@ conformance!(
     concurrent_endpoint_creates_share_one_endpoint,
     wakeups_report_sends,
     concurrent_receivers_never_share_a_message,
+    concurrent_sends_get_their_own_rows_and_fail_alone,
+    concurrent_deletes_delete_each_message_once,
     concurrent_fifo_receivers_keep_group_order,
     concurrent_dedup_stores_once,
     concurrent_moves_move_each_message_once,
@@ -3034,6 +3036,133 @@ async fn expect_wakeup(rx: &mut tokio::sync::broadcast::Receiver<i64>, queue: i6
 }
 
 // ----- concurrency
+
+/// Concurrent sends (which the PostgreSQL engine commits in shared groups) each get back
+/// their own messages' rows in order, every acknowledged message is stored, and a send the
+/// database refuses (a NUL byte: PostgreSQL's text holds none; SQLite stores it) fails
+/// only itself, not the sends that shared its group.
+async fn concurrent_sends_get_their_own_rows_and_fail_alone(s: S) {
+    const SENDERS: usize = 48;
+    let queues = [queue(&s, "grouped-a").await, queue(&s, "grouped-b").await];
+    let mut tasks = Vec::new();
+    for t in 0..SENDERS {
+        let s = s.clone();
+        let q = queues[t % 2];
+        tasks.push(tokio::spawn(async move {
+            let bodies: Vec<String> = if t == SENDERS / 2 {
+                vec!["bad\0body".to_owned()]
+            } else {
+                (0..1 + t % 3).map(|i| format!("s{t}-m{i}")).collect()
+            };
+            let batch = bodies.iter().map(|b| (q, msg(b, T0))).collect();
+            (q, bodies, s.send_messages(batch).await)
+        }));
+    }
+    let mut expected: HashMap<i64, (i64, String)> = HashMap::new();
+    for task in tasks {
+        let (q, bodies, result) = task.await.unwrap();
+        let sent = match result {
+            Ok(sent) => sent,
+            Err(_) => {
+                assert_eq!(bodies, ["bad\0body"], "only the NUL send may fail");
+                continue;
+            }
+        };
+        assert_eq!(
+            sent.len(),
+            bodies.len(),
+            "one row per message of {bodies:?}"
+        );
+        assert!(
+            sent.windows(2).all(|w| w[0].seq < w[1].seq),
+            "in send order"
+        );
+        for (m, b) in sent.iter().zip(bodies) {
+            assert!(!m.duplicate);
+            assert!(
+                expected.insert(m.seq, (q, b)).is_none(),
+                "a seq given twice"
+            );
+        }
+    }
+    assert!(
+        expected.len() >= SENDERS * 2 - 2,
+        "the good sends were stored"
+    );
+    let mut stored = HashMap::new();
+    for q in queues {
+        loop {
+            let out = s.receive(req(q, 10, T0 + 1, 600_000)).await.unwrap();
+            if out.messages.is_empty() {
+                break;
+            }
+            for m in out.messages {
+                stored.insert(m.seq, (q, m.body));
+            }
+        }
+    }
+    // The NUL send, where the engine took it, is stored and acknowledged like the others.
+    assert_eq!(
+        stored, expected,
+        "every acknowledged message, under its own seq"
+    );
+}
+
+/// Concurrent DeleteMessageBatch calls (grouped into shared statements on PostgreSQL)
+/// whose entries overlap: each message is `Deleted` for exactly one entry, every other
+/// entry naming it is `NotFound`, and the queue ends empty.
+async fn concurrent_deletes_delete_each_message_once(s: S) {
+    const MESSAGES: usize = 120;
+    let q = queue(&s, "deletes").await;
+    let mut held = Vec::new();
+    for chunk in (0..MESSAGES).collect::<Vec<_>>().chunks(10) {
+        let batch = chunk
+            .iter()
+            .map(|i| (q, msg(&format!("d{i}"), T0)))
+            .collect();
+        s.send_messages(batch).await.unwrap();
+    }
+    loop {
+        let out = s.receive(req(q, 10, T0 + 1, 600_000)).await.unwrap();
+        if out.messages.is_empty() {
+            break;
+        }
+        held.extend(out.messages.iter().map(|m| (m.seq, m.receipt_token)));
+    }
+    assert_eq!(held.len(), MESSAGES);
+    // Each message is named by two batches (and once twice within one).
+    let mut tasks = Vec::new();
+    for b in 0..MESSAGES / 5 {
+        let s = s.clone();
+        let mut items: Vec<(i64, Option<(i64, i64)>)> = (0..10)
+            .map(|i| held[(b * 5 + i) % MESSAGES])
+            .map(|(seq, token)| (seq, Some((token, T0 + 2))))
+            .collect();
+        if b % 7 == 0 {
+            items.push(items[0]);
+        }
+        tasks.push(tokio::spawn(async move {
+            let out = s.delete_messages(q, items.clone()).await.unwrap();
+            (items, out)
+        }));
+    }
+    let mut deleted: HashMap<i64, usize> = HashMap::new();
+    for task in tasks {
+        let (items, out) = task.await.unwrap();
+        assert_eq!(out.len(), items.len());
+        for ((seq, _), outcome) in items.iter().zip(out) {
+            match outcome {
+                DeleteOutcome::Deleted => *deleted.entry(*seq).or_default() += 1,
+                DeleteOutcome::NotFound => {}
+                other => panic!("{seq}: {other:?}"),
+            }
+        }
+    }
+    assert_eq!(deleted.len(), MESSAGES, "every message deleted");
+    assert!(deleted.values().all(|n| *n == 1), "each deleted once");
+    let out = s.receive(req(q, 10, T0 + 700_000, 1000)).await.unwrap();
+    assert!(out.messages.is_empty(), "the queue is empty");
+}
 
 async fn concurrent_receivers_never_share_a_message(s: S) {
     const RECEIVERS: usize = 8;

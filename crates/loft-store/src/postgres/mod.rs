@@ -15,6 +15,7 @@
 //! TLS: rustls, with libpq's `sslmode` (`disable`, `prefer`, `require`, `verify-ca`,
 //! `verify-full`) and `sslrootcert`; see [`tls`].
 
+mod group;
 mod migrations;
 mod ops;
 pub mod tls;
@@ -42,6 +43,22 @@ pub const DEFAULT_POOL_SIZE: usize = 16;
 
 /// How often an operation aborted as a deadlock or serialization failure is tried again.
 const MAX_RETRIES: u32 = 8;
+
+/// Most send groups and most delete groups each running at once on a node (each group is
+/// one statement on one pooled connection); see [`group`].
+const GROUP_FLIGHTS: usize = 4;
+
+/// Most messages in one send group (one INSERT) and entries in one delete group.
+const GROUP_MAX_MESSAGES: usize = 500;
+
+/// Most body bytes in one send group (a single larger send still runs, alone).
+const GROUP_MAX_BYTES: usize = 4 << 20;
+
+/// A send group's job: one request's standard messages (no deduplication key), sealed.
+type SendJob = Vec<(i64, NewMessage)>;
+
+/// A delete group's job: one request's entries (queue id, seq, strict).
+type DeleteJob = Vec<ops::DeleteItem>;
 
 /// Options of [`PgStore::connect`].
 #[derive(Debug, Clone)]
@@ -77,6 +94,11 @@ pub struct PgStore {
     /// Seals and opens the messages of encrypted queues (`crate::seal`); without
     /// [`PgStore::with_key_source`] it has no key and refuses them.
     sealer: Arc<Sealer>,
+    /// Group commit of concurrent standard sends: one INSERT for many requests.
+    sends: Arc<group::Combiner<SendJob, Vec<SentMessage>>>,
+    /// Group commit of concurrent deletes (DeleteMessage, DeleteMessageBatch): one
+    /// DELETE for many requests.
+    deletes: Arc<group::Combiner<DeleteJob, Vec<DeleteOutcome>>>,
 }
 
 /// How long this node trusts that a queue is not fair before reading its row again.
@@ -202,6 +224,16 @@ impl PgStore {
             .map_err(|e| e.to_string())?;
         let (wakeups, _) = broadcast::channel(4096);
         let listener = tokio::spawn(listen(config, tls, channel.clone(), wakeups.clone()));
+        let sends = group::Combiner::new(
+            GROUP_FLIGHTS,
+            GROUP_MAX_MESSAGES,
+            send_runner(pool.clone(), channel.clone()),
+        );
+        let deletes = group::Combiner::new(
+            GROUP_FLIGHTS,
+            GROUP_MAX_MESSAGES,
+            delete_runner(pool.clone()),
+        );
         Ok(PgStore {
             pool,
             channel,
@@ -209,6 +241,8 @@ impl PgStore {
             listener,
             fair: std::sync::Mutex::default(),
             sealer: Arc::new(Sealer::new(KeySource::Missing)),
+            sends,
+            deletes,
         })
     }
 
@@ -377,6 +411,91 @@ macro_rules! run_tx {
     };
 }
 
+/// The pool a group runner takes its connection from ([`run!`] needs a `pool`).
+struct Db {
+    pool: Pool,
+}
+
+/// Runs a send group: every job's messages in one INSERT statement (one commit), each job
+/// answered with its own messages' rows. A group of several that fails for a reason a
+/// retry does not cure runs again job by job, so only the failing job fails.
+fn send_runner(pool: Pool, channel: String) -> group::Runner<SendJob, Vec<SentMessage>> {
+    Arc::new(move |jobs: Vec<SendJob>| {
+        let db = Db { pool: pool.clone() };
+        let channel = channel.clone();
+        Box::pin(async move {
+            let counts: Vec<usize> = jobs.iter().map(Vec::len).collect();
+            let all: Vec<(i64, NewMessage)> = if jobs.len() == 1 {
+                jobs.into_iter().next().unwrap_or_default()
+            } else {
+                jobs.into_iter().flatten().collect()
+            };
+            let together: Result<Vec<SentMessage>> =
+                run!(db, |c| ops::send_messages_fast(&c, &all, &channel));
+            match together {
+                Ok(sent) if sent.len() == all.len() => {
+                    let mut sent = sent.into_iter();
+                    counts
+                        .iter()
+                        .map(|n| Ok(sent.by_ref().take(*n).collect()))
+                        .collect()
+                }
+                Ok(_) => counts
+                    .iter()
+                    .map(|_| Err(Error::internal("PostgreSQL: an insert lost rows")))
+                    .collect(),
+                Err(e) if counts.len() == 1 => vec![Err(e)],
+                Err(_) => {
+                    let mut out = Vec::with_capacity(counts.len());
+                    let mut rest = all.as_slice();
+                    for n in counts {
+                        let (job, tail) = rest.split_at(n);
+                        rest = tail;
+                        out.push(run!(db, |c| ops::send_messages_fast(&c, job, &channel)));
+                    }
+                    out
+                }
+            }
+        })
+    })
+}
+
+/// Runs a delete group: every job's entries in one DELETE statement (one commit), the
+/// outcomes as if the jobs ran one after another in queue order. Falls back to job by job
+/// as [`send_runner`] does.
+fn delete_runner(pool: Pool) -> group::Runner<DeleteJob, Vec<DeleteOutcome>> {
+    Arc::new(move |jobs: Vec<DeleteJob>| {
+        let db = Db { pool: pool.clone() };
+        Box::pin(async move {
+            let all: Vec<ops::DeleteItem> = jobs.iter().flatten().copied().collect();
+            let together: Result<Vec<(bool, bool)>> = run!(db, |c| ops::delete_in_queues(&c, &all));
+            let mut gone = std::collections::HashSet::new();
+            match together {
+                Ok(checked) => {
+                    let mut at = 0;
+                    jobs.iter()
+                        .map(|job| {
+                            let part = &checked[at..at + job.len()];
+                            at += job.len();
+                            Ok(ops::delete_outcomes(job, part, &mut gone))
+                        })
+                        .collect()
+                }
+                Err(e) if jobs.len() == 1 => vec![Err(e)],
+                Err(_) => {
+                    let mut out = Vec::with_capacity(jobs.len());
+                    for job in &jobs {
+                        let one: Result<Vec<(bool, bool)>> =
+                            run!(db, |c| ops::delete_in_queues(&c, job));
+                        out.push(one.map(|checked| ops::delete_outcomes(job, &checked, &mut gone)));
+                    }
+                    out
+                }
+            }
+        })
+    })
+}
+
 impl PgStore {
     /// Whether queue `queue_id` is fair, from [`PgStore::fair`] or its row.
     async fn is_fair(&self, queue_id: i64) -> Result<bool> {
@@ -505,17 +624,31 @@ impl Store for PgStore {
     ) -> Result<Vec<SentMessage>> {
         self.sealer.seal_messages(&mut messages)?;
         let channel = self.channel.as_str();
+        // The send makes these queues fair (or they were already).
+        let fair: Vec<i64> = messages
+            .iter()
+            .filter(|(_, m)| m.dedup.is_none() && m.group_id.is_some())
+            .map(|(q, _)| *q)
+            .collect();
         let sent = if ops::needs_transaction(&messages) {
             run_tx!(self, |tx| ops::send_messages_in(&tx, &messages, channel))
+        } else if messages.is_empty() {
+            Ok(Vec::new())
         } else {
-            run!(self, |c| ops::send_messages_fast(&c, &messages, channel))
+            // Standard sends join a group commit with this node's concurrent ones.
+            let weight = messages.len();
+            let bytes: usize = messages.iter().map(|(_, m)| m.body.len()).sum();
+            // A send of many bytes counts as a full group of its own.
+            let weight = if bytes >= GROUP_MAX_BYTES {
+                GROUP_MAX_MESSAGES
+            } else {
+                weight.max(bytes * GROUP_MAX_MESSAGES / GROUP_MAX_BYTES)
+            };
+            self.sends.submit(messages, weight).await
         }?;
-        // The send made these queues fair (or they were already).
         let mut known = self.fair.lock().unwrap_or_else(|p| p.into_inner());
-        for (q, m) in &messages {
-            if m.dedup.is_none() && m.group_id.is_some() {
-                known.insert(*q, (true, std::time::Instant::now()));
-            }
+        for q in fair {
+            known.insert(q, (true, std::time::Instant::now()));
         }
         Ok(sent)
     }
@@ -575,7 +708,12 @@ impl Store for PgStore {
         seq: i64,
         strict: Option<(i64, i64)>,
     ) -> Result<DeleteOutcome> {
-        run!(self, |c| ops::delete_message(&c, queue_id, seq, strict))
+        let mut out = self
+            .deletes
+            .submit(vec![(queue_id, seq, strict)], 1)
+            .await?;
+        out.pop()
+            .ok_or_else(|| Error::internal("PostgreSQL: a delete gave no outcome"))
     }
 
     async fn delete_messages(
@@ -583,7 +721,12 @@ impl Store for PgStore {
         queue_id: i64,
         items: Vec<(i64, Option<(i64, i64)>)>,
     ) -> Result<Vec<DeleteOutcome>> {
-        run!(self, |c| ops::delete_messages(&c, queue_id, &items))
+        if items.is_empty() {
+            return Ok(Vec::new());
+        }
+        let n = items.len();
+        let job: DeleteJob = items.into_iter().map(|(s, t)| (queue_id, s, t)).collect();
+        self.deletes.submit(job, n).await
     }
 
     async fn delete_message_by_id(&self, queue_id: i64, message_id: &str) -> Result<bool> {

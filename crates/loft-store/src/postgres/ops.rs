@@ -19,7 +19,7 @@
 //! Each change that can make messages visible in a queue also runs `pg_notify(channel,
 //! queue_id)`, delivered to every node's listener when the transaction commits.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 
 use deadpool_postgres::GenericClient;
@@ -879,80 +879,70 @@ pub async fn receive_fifo<C: GenericClient>(
     Ok(out)
 }
 
-pub async fn delete_message<C: GenericClient>(
-    c: &C,
-    queue_id: i64,
-    seq: i64,
-    strict: Option<(i64, i64)>,
-) -> Result<DeleteOutcome, Error> {
-    let (token, now_ms) = match strict {
-        Some((t, n)) => (Some(t), n),
-        None => (None, 0),
-    };
-    // The EXISTS sees the row as it was before the DELETE of the same statement.
-    let row = query_one(
-        c,
-        "WITH d AS (DELETE FROM messages WHERE seq = $1 AND queue_id = $2 \
-           AND ($3::bigint IS NULL OR (receipt_token = $3 AND visible_at > $4)) RETURNING 1) \
-         SELECT (SELECT count(*) FROM d), \
-                EXISTS (SELECT 1 FROM messages WHERE seq = $1 AND queue_id = $2)",
-        &[&seq, &queue_id, &token, &now_ms],
-    )
-    .await?;
-    let deleted: i64 = row.get(0);
-    let existed: bool = row.get(1);
-    Ok(match (deleted, existed) {
-        (n, _) if n > 0 => DeleteOutcome::Deleted,
-        (_, true) if strict.is_some() => DeleteOutcome::Stale,
-        _ => DeleteOutcome::NotFound,
-    })
-}
+/// One entry of [`delete_in_queues`]: (queue id, seq, strict). With strict = (receipt
+/// token, now in ms) the message is deleted only while that receipt holds it (token
+/// matches, still hidden), else it is `Stale`; without, whenever it exists (`Store::delete_message`).
+pub type DeleteItem = (i64, i64, Option<(i64, i64)>);
 
-/// Deletes a batch of messages of `queue_id` in one statement: `items` are (seq, strict)
-/// as for [`delete_message`], and the outcomes are in their order, as if each were
-/// deleted in turn (an entry naming a message an earlier entry deleted is `NotFound`).
-pub async fn delete_messages<C: GenericClient>(
+/// Deletes the messages `items` name, in any queues, in one statement, and gives for each
+/// entry (its condition held on the row as the statement's snapshot saw it, the row
+/// existed); [`delete_outcomes`] turns these into outcomes. The DELETE removes every row
+/// some entry's condition holds on.
+pub async fn delete_in_queues<C: GenericClient>(
     c: &C,
-    queue_id: i64,
-    items: &[(i64, Option<(i64, i64)>)],
-) -> Result<Vec<DeleteOutcome>, Error> {
-    let seqs: Vec<i64> = items.iter().map(|(s, _)| *s).collect();
-    let tokens: Vec<Option<i64>> = items.iter().map(|(_, t)| t.map(|t| t.0)).collect();
-    let nows: Vec<i64> = items.iter().map(|(_, t)| t.map_or(0, |t| t.1)).collect();
-    // `ok`: the entry's own condition holds on the row as it was before the DELETE (the
-    // statement's snapshot); the DELETE removes every row some entry's condition holds on.
+    items: &[DeleteItem],
+) -> Result<Vec<(bool, bool)>, Error> {
+    let queues: Vec<i64> = items.iter().map(|(q, _, _)| *q).collect();
+    let seqs: Vec<i64> = items.iter().map(|(_, s, _)| *s).collect();
+    let tokens: Vec<Option<i64>> = items.iter().map(|(_, _, t)| t.map(|t| t.0)).collect();
+    let nows: Vec<i64> = items.iter().map(|(_, _, t)| t.map_or(0, |t| t.1)).collect();
     let rows = query(
         c,
-        "WITH req AS (SELECT * FROM unnest($2::bigint[], $3::bigint[], $4::bigint[]) \
-             WITH ORDINALITY AS r(seq, token, now_ms, ord)), \
+        "WITH req AS (SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], \
+             $4::bigint[]) WITH ORDINALITY AS r(queue_id, seq, token, now_ms, ord)), \
          pre AS (SELECT r.ord, m.seq IS NOT NULL AS existed, \
              (m.seq IS NOT NULL AND (r.token IS NULL OR \
                (m.receipt_token = r.token AND m.visible_at > r.now_ms))) AS ok \
-           FROM req r LEFT JOIN messages m ON m.seq = r.seq AND m.queue_id = $1), \
+           FROM req r LEFT JOIN messages m ON m.seq = r.seq AND m.queue_id = r.queue_id), \
          d AS (DELETE FROM messages m USING req r, pre p \
-           WHERE p.ord = r.ord AND p.ok AND m.seq = r.seq AND m.queue_id = $1 RETURNING 1) \
+           WHERE p.ord = r.ord AND p.ok AND m.seq = r.seq AND m.queue_id = r.queue_id \
+           RETURNING 1) \
          SELECT p.ok, p.existed, (SELECT count(*) FROM d) FROM pre p ORDER BY p.ord",
-        &[&queue_id, &seqs, &tokens, &nows],
+        &[&queues, &seqs, &tokens, &nows],
     )
     .await?;
-    let mut gone = std::collections::HashSet::new();
-    Ok(items
+    if rows.len() != items.len() {
+        return Err(Failure::Broken(
+            "a delete answered a row count unlike its entries'",
+        ));
+    }
+    Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+}
+
+/// The outcomes of `items` from what [`delete_in_queues`] found (`checked`), as if each
+/// entry were deleted in turn after those whose (queue, seq) is in `gone` (updated): an
+/// entry naming a message an earlier entry deleted is `NotFound`.
+pub fn delete_outcomes(
+    items: &[DeleteItem],
+    checked: &[(bool, bool)],
+    gone: &mut HashSet<(i64, i64)>,
+) -> Vec<DeleteOutcome> {
+    items
         .iter()
-        .zip(&rows)
-        .map(|((seq, strict), r)| {
-            let (ok, existed): (bool, bool) = (r.get(0), r.get(1));
-            if gone.contains(seq) {
+        .zip(checked)
+        .map(|((queue, seq, strict), (ok, existed))| {
+            if gone.contains(&(*queue, *seq)) {
                 DeleteOutcome::NotFound
-            } else if ok {
-                gone.insert(*seq);
+            } else if *ok {
+                gone.insert((*queue, *seq));
                 DeleteOutcome::Deleted
-            } else if existed && strict.is_some() {
+            } else if *existed && strict.is_some() {
                 DeleteOutcome::Stale
             } else {
                 DeleteOutcome::NotFound
             }
         })
-        .collect())
+        .collect()
 }
 
 pub async fn delete_message_by_id<C: GenericClient>(
