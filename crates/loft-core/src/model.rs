@@ -230,6 +230,13 @@ pub struct ReceiveOutcome {
     /// Whether `messages` is the replay of a recorded [`ReceiveRequest::attempt`] (nothing
     /// new was claimed).
     pub replayed: bool,
+    /// Messages this receive passed over because their sealed body or attributes cannot be
+    /// decrypted (sealed under another master key, or damaged): each is left exactly as it
+    /// was (not claimed, no receive count, no dead-letter move) and, in a FIFO queue, the
+    /// rest of its group waits behind it. Named by MessageId (`seq N` for a message
+    /// without one), each once per store instance: a later receive that meets it again
+    /// passes it over without naming it.
+    pub undecryptable: Vec<String>,
 }
 
 /// Result of a purge ([`crate::store::Store::purge_queue`]).

@@ -22,7 +22,7 @@
 //! (mode 0600, in a folder of mode 0700; see [`MasterKey::load_or_create`]). Losing it loses
 //! every sealed message; nodes sharing a PostgreSQL database must share it.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -34,7 +34,7 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
 use hkdf::Hkdf;
 use loft_core::error::{Error, Result};
-use loft_core::model::{NewMessage, SealWith, StoredMessage};
+use loft_core::model::{NewMessage, ReceiveOutcome, SealWith, StoredMessage};
 use rand::RngCore;
 use sha2::Sha256;
 
@@ -53,6 +53,8 @@ const ATTRIBUTES: u8 = b'A';
 /// Data keys kept derived (one per queue and reuse period in use); the cache is emptied
 /// when it grows past this.
 const CACHE_LIMIT: usize = 4096;
+/// Unreadable messages remembered as already reported ([`Sealer::pass_over`]).
+const UNREADABLE_LIMIT: usize = 65536;
 
 /// The master key every data key is derived from. `Debug` never shows it.
 #[derive(Clone)]
@@ -223,6 +225,8 @@ pub struct Sealer {
     loading: Mutex<()>,
     /// Derived data keys by (queue id, period), with their key name.
     ciphers: Mutex<CipherCache>,
+    /// Messages (queue id, seq) receives found unreadable, reported once each.
+    unreadable: Mutex<HashSet<(i64, i64)>>,
 }
 
 impl std::fmt::Debug for Sealer {
@@ -241,6 +245,7 @@ impl Sealer {
             master: OnceLock::new(),
             loading: Mutex::new(()),
             ciphers: Mutex::new(HashMap::new()),
+            unreadable: Mutex::new(HashSet::new()),
         }
     }
 
@@ -432,6 +437,48 @@ impl Sealer {
     /// Opens every message of a list.
     pub fn open_messages(&self, messages: &mut [StoredMessage]) -> Result<()> {
         messages.iter_mut().try_for_each(|m| self.open_message(m))
+    }
+
+    /// Opens `m` for a receive that has not claimed it yet: `true` when it is readable
+    /// (opened, or never sealed), `false` when it cannot be opened (sealed under another
+    /// master key, damaged, or no key can be loaded), in which case `m` is left as it was
+    /// and the receive must pass it over. Logs nothing; see [`Sealer::pass_over`].
+    pub fn open_for_receive(&self, m: &mut StoredMessage) -> bool {
+        if !m.sealed {
+            return true;
+        }
+        let text = |bytes: Vec<u8>| String::from_utf8(bytes).ok();
+        let Some(body) = self.open(BODY, &m.body).ok().and_then(text) else {
+            return false;
+        };
+        let attributes = match &m.message_attributes {
+            Some(a) => match self.open(ATTRIBUTES, a).ok().and_then(text) {
+                Some(a) => Some(a),
+                None => return false,
+            },
+            None => None,
+        };
+        m.body = body;
+        m.message_attributes = attributes;
+        m.sealed = false;
+        true
+    }
+
+    /// Records that a receive passed over `m` (it cannot be opened) in `out`'s
+    /// [`ReceiveOutcome::undecryptable`], the first time this sealer meets it only (a
+    /// bounded memory of (queue, seq); forgotten past 65536 messages).
+    pub fn pass_over(&self, m: &StoredMessage, out: &mut ReceiveOutcome) {
+        let mut seen = self.unreadable.lock().unwrap_or_else(|p| p.into_inner());
+        if seen.len() >= UNREADABLE_LIMIT {
+            seen.clear();
+        }
+        if seen.insert((m.queue_id, m.seq)) {
+            out.undecryptable.push(
+                m.message_id
+                    .clone()
+                    .unwrap_or_else(|| format!("seq {}", m.seq)),
+            );
+        }
     }
 }
 

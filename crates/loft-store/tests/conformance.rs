@@ -3654,11 +3654,13 @@ async fn sqlite_sealed_rows_hold_no_plaintext_and_survive_a_restart() {
     let wrong = open(MasterKey::from_bytes([1; 32]));
     let e = wrong.peek_messages(q, 0, 10, T0).await.unwrap_err();
     assert_eq!(e.code, loft_core::error::ErrorCode::InternalError);
-    // A receive with the wrong key fails after its claim: the messages stay, hidden for
-    // the visibility timeout like any received message.
+    // A receive with the wrong key hands out the readable message and passes over the
+    // sealed one, unclaimed.
     let mut r = req(q, 10, T0, 1000);
     r.send_order = true;
-    assert!(wrong.receive(r.clone()).await.is_err());
+    let out = wrong.receive(r.clone()).await.unwrap();
+    assert_eq!(bodies(&out), ["plain body"]);
+    assert_eq!(out.undecryptable.len(), 1);
     wrong.close().await;
     let again = open(test_key());
     r.now_ms = T0 + 2000;
@@ -3754,4 +3756,201 @@ async fn postgres_nodes_without_a_key_file_share_the_database_key() {
     r.send_order = true;
     let out = b.receive(r).await.unwrap();
     assert_eq!(bodies(&out), ["sealed on a"]);
+}
+
+/// One node on a database shared by the key-mismatch cases: opened with a key, closed
+/// before another opens (SQLite's lock is exclusive).
+enum Node {
+    Sqlite(Arc<SqliteStore>),
+    Pg(Arc<PgStore>),
+}
+
+impl Node {
+    fn store(&self) -> S {
+        match self {
+            Node::Sqlite(s) => s.clone(),
+            Node::Pg(s) => s.clone(),
+        }
+    }
+
+    async fn close(self) {
+        match self {
+            Node::Sqlite(s) => s.close().await,
+            Node::Pg(s) => s.close().await,
+        }
+    }
+}
+
+/// Where the key-mismatch cases keep their database.
+enum Db {
+    Sqlite(std::path::PathBuf),
+    Pg(String, String),
+}
+
+impl Db {
+    async fn open(&self, key: MasterKey) -> Node {
+        match self {
+            Db::Sqlite(path) => Node::Sqlite(Arc::new(
+                SqliteStore::open(path, loft_store::Durability::Process)
+                    .unwrap()
+                    .with_key_source(KeySource::Key(key)),
+            )),
+            Db::Pg(url, schema) => Node::Pg(Arc::new(
+                PgStore::connect(
+                    url,
+                    PgOptions {
+                        pool_size: 2,
+                        schema: Some(schema.clone()),
+                    },
+                )
+                .await
+                .unwrap()
+                .with_key_source(KeySource::Key(key)),
+            )),
+        }
+    }
+}
+
+/// A message of `q` that names itself `id-BODY`, sealed or not.
+fn named(body: &str, sealed_under: Option<&str>) -> NewMessage {
+    let mut m = match sealed_under {
+        Some(key) => sealed(body, key, 1, T0),
+        None => msg(body, T0),
+    };
+    m.message_id = Some(format!("id-{body}"));
+    m
+}
+
+/// A receive by a store whose master key does not open some sealed messages (the key file
+/// was replaced): the readable messages are handed out, the others are passed over and
+/// left exactly as they were, with no visibility change, no receive count and no
+/// dead-letter move however often receives meet them, and each is named once; a FIFO
+/// group waits behind its unreadable message. The right key then receives them as first
+/// receives.
+async fn undecryptable_messages_are_passed_over_untouched(db: Db) {
+    let key_a = test_key();
+    let key_b = MasterKey::from_bytes([0x33; 32]);
+    let a = db.open(key_a.clone()).await;
+    let s = a.store();
+    let q = queue(&s, "mixed").await;
+    let dlq = queue(&s, "mixed-dlq").await;
+    let f = queue(&s, "mixed.fifo").await;
+    s.send_messages(vec![
+        (q, named("s1", Some("SSE-SQS"))),
+        (q, named("p1", None)),
+        (q, named("s2", Some("alias/k"))),
+        (q, named("p2", None)),
+    ])
+    .await
+    .unwrap();
+    let mut g1a = fifo_msg("g1-a", "g1", "d1", T0);
+    g1a.seal = Some(SealWith {
+        key_id: "SSE-SQS".into(),
+        period: 1,
+    });
+    s.send_messages(vec![
+        (f, g1a),
+        (f, fifo_msg("g1-b", "g1", "d2", T0)),
+        (f, fifo_msg("g2-a", "g2", "d3", T0)),
+    ])
+    .await
+    .unwrap();
+    a.close().await;
+
+    let b = db.open(key_b).await;
+    let s = b.store();
+    let rule = RedriveRule {
+        dlq_queue_id: dlq,
+        moves_at_receive_count: 2,
+        source_arn: "arn:aws:sqs:us-east-1:000000000000:mixed".into(),
+        dedup_id_from_message_id: false,
+    };
+    let r = |now: i64, send_order: bool| ReceiveRequest {
+        redrive: Some(rule.clone()),
+        send_order,
+        ..req(q, 10, now, 1000)
+    };
+    let out = s.receive(r(T0, true)).await.unwrap();
+    assert_eq!(bodies(&out), ["p1", "p2"]);
+    assert_eq!(out.undecryptable, ["id-s1", "id-s2"]);
+    assert_eq!(out.dead_lettered, 0);
+    // Receives past the visibility timeout: the readable messages are received again and
+    // then reach the dead-letter queue; the unreadable ones are never counted or moved.
+    for (i, now) in [T0 + 2000, T0 + 4000, T0 + 6000].into_iter().enumerate() {
+        let out = s.receive(r(now, i % 2 == 0)).await.unwrap();
+        assert!(out.undecryptable.is_empty(), "each is named once");
+        assert!(
+            out.messages.iter().all(|m| m.body.starts_with('p')),
+            "{:?}",
+            bodies(&out)
+        );
+        if i == 1 {
+            assert_eq!(out.dead_lettered, 2, "p1 and p2 after two receives");
+        } else {
+            assert_eq!(out.dead_lettered, 0);
+        }
+    }
+    // FIFO: group g1 waits behind its unreadable first message; g2 is served.
+    let out = s.receive(fifo_req(f, 10, T0, 1000)).await.unwrap();
+    assert_eq!(bodies(&out), ["g2-a"]);
+    assert_eq!(out.undecryptable, ["id-g1-a"]);
+    let out = s.receive(fifo_req(f, 10, T0 + 2000, 1000)).await.unwrap();
+    assert_eq!(bodies(&out), ["g2-a"]);
+    assert!(out.undecryptable.is_empty());
+    b.close().await;
+
+    let a = db.open(key_a).await;
+    let s = a.store();
+    let later = T0 + 10_000;
+    let out = s
+        .receive(ReceiveRequest {
+            send_order: true,
+            ..req(q, 10, later, 1000)
+        })
+        .await
+        .unwrap();
+    assert_eq!(bodies(&out), ["s1", "s2"]);
+    for m in &out.messages {
+        assert_eq!(m.receive_count, 1, "{} was never claimed before", m.body);
+        assert_eq!(m.first_received_at_ms, Some(later));
+        assert_eq!(m.dead_letter_source, None);
+        assert_eq!(
+            m.message_attributes.as_deref(),
+            Some(
+                format!(
+                    r#"{{"a":{{"DataType":"String","StringValue":"attr of {}"}}}}"#,
+                    m.body
+                )
+                .as_str()
+            )
+        );
+    }
+    let out = s.receive(req(dlq, 10, later, 1000)).await.unwrap();
+    let mut moved = bodies(&out);
+    moved.sort();
+    assert_eq!(moved, ["p1", "p2"]);
+    let out = s.receive(fifo_req(f, 10, later, 1000)).await.unwrap();
+    assert_eq!(bodies(&out), ["g1-a", "g1-b", "g2-a"]);
+    assert_eq!(out.messages[0].receive_count, 1);
+    assert_eq!(out.messages[1].receive_count, 1);
+    a.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_undecryptable_messages_are_passed_over_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    undecryptable_messages_are_passed_over_untouched(Db::Sqlite(dir.path().join("loft.db"))).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_undecryptable_messages_are_passed_over_untouched() {
+    let Some((_, schema)) = pg_store().await else {
+        skips::postgres().skip("postgres_undecryptable_messages_are_passed_over_untouched");
+        return;
+    };
+    undecryptable_messages_are_passed_over_untouched(Db::Pg(
+        schema.url.clone(),
+        schema.schema.clone(),
+    ))
+    .await;
 }

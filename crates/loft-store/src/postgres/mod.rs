@@ -522,8 +522,10 @@ impl Store for PgStore {
 
     async fn receive(&self, request: ReceiveRequest) -> Result<ReceiveOutcome> {
         let channel = self.channel.as_str();
+        let sealer = self.sealer.as_ref();
         if request.fifo {
-            let mut out = run_tx!(self, |tx| ops::receive_fifo(&tx, &request, channel))?;
+            let mut out = run_tx!(self, |tx| ops::receive_fifo(&tx, &request, channel, sealer))?;
+            // A FIFO attempt's replay hands out what it claimed before, still sealed.
             self.sealer.open_messages(&mut out.messages)?;
             return Ok(out);
         }
@@ -538,17 +540,30 @@ impl Store for PgStore {
         // A fair queue is read in fair-key order first, then, when its keyed messages run
         // short, in the plain order (see `Store::receive`).
         let mut fair = !request.send_order && self.is_fair(request.queue_id).await?;
+        // Receipt tokens not handed out yet, and the messages passed over because they
+        // cannot be opened (each step's transaction put them back as they were).
+        let mut tokens: Vec<i64> = request.receipt_tokens[..want].to_vec();
+        let mut passed: Vec<i64> = Vec::new();
         loop {
             let need = (want - out.messages.len()) as i64;
-            let tokens = &request.receipt_tokens[out.messages.len()..];
-            let skip: Vec<i64> = out.messages.iter().map(|m| m.seq).collect();
-            let (messages, candidates, dead, next) = run!(self, |c| ops::receive_step(
-                &c, &request, need, tokens, channel, fair, &skip
+            let skip: Vec<i64> = out
+                .messages
+                .iter()
+                .map(|m| m.seq)
+                .chain(passed.iter().copied())
+                .collect();
+            let step = run_tx!(self, |tx| ops::receive_step(
+                &tx, &request, &tokens, channel, fair, &skip, sealer
             ))?;
-            let mut messages = messages;
-            self.sealer.open_messages(&mut messages)?;
-            out.messages.extend(messages);
-            out.dead_lettered += dead;
+            let candidates = step.candidates;
+            let next = step.next;
+            for m in &step.unreadable {
+                passed.push(m.seq);
+                self.sealer.pass_over(m, &mut out);
+            }
+            tokens.retain(|t| !step.messages.iter().any(|m| m.receipt_token == *t));
+            out.messages.extend(step.messages);
+            out.dead_lettered += step.dead;
             if out.messages.len() < want && candidates < need && fair {
                 fair = false;
                 continue;

@@ -520,7 +520,11 @@ impl Store for SqliteStore {
     }
 
     async fn receive(&self, request: ReceiveRequest) -> Result<ReceiveOutcome> {
-        let mut out = self.write(move |c| ops::receive(c, &request)).await?;
+        let sealer = self.sealer.clone();
+        let mut out = self
+            .write(move |c| ops::receive(c, &request, &sealer))
+            .await?;
+        // A FIFO attempt's replay hands out what it claimed before, still sealed.
         self.sealer.open_messages(&mut out.messages)?;
         Ok(out)
     }

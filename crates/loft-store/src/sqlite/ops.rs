@@ -398,22 +398,51 @@ fn dead_letter(c: &Connection, seq: i64, rule: &RedriveRule, now_ms: i64) -> rus
     Ok(())
 }
 
-/// Claims message `seq` with the receipt token the service chose for it.
+/// What [`claim`] did with one candidate.
+enum Claim {
+    /// Claimed: the message, opened, as the receive hands it out.
+    Got(StoredMessage),
+    /// Not claimed and left as it was: its sealed body or attributes cannot be opened.
+    Unreadable(StoredMessage),
+}
+
+/// Claims message `seq` with the receipt token the service chose for it, inside the
+/// receive's transaction: the row is read and opened (when sealed) first, and only a
+/// readable message is claimed. One that cannot be opened is left untouched (no
+/// visibility change, no receive count) and named in `out` ([`Sealer::pass_over`]).
 fn claim(
     c: &Connection,
     req: &ReceiveRequest,
     seq: i64,
     token: i64,
-) -> rusqlite::Result<StoredMessage> {
-    c.prepare_cached(&format!(
+    sealer: &Sealer,
+    out: &mut ReceiveOutcome,
+) -> rusqlite::Result<Claim> {
+    let mut m = c
+        .prepare_cached(&format!(
+            "SELECT {MESSAGE_COLUMNS} FROM messages WHERE seq = ?1"
+        ))?
+        .query_row([seq], message_row)?;
+    if !sealer.open_for_receive(&mut m) {
+        sealer.pass_over(&m, out);
+        return Ok(Claim::Unreadable(m));
+    }
+    c.prepare_cached(
         "UPDATE messages SET visible_at = ?2, receive_count = receive_count + 1, \
          first_received_at = COALESCE(first_received_at, ?3), receipt_token = ?4, \
-         received_at = ?3 WHERE seq = ?1 RETURNING {MESSAGE_COLUMNS}"
-    ))?
-    .query_row(
-        params![seq, req.now_ms + req.visibility_ms, req.now_ms, token],
-        message_row,
-    )
+         received_at = ?3 WHERE seq = ?1",
+    )?
+    .execute(params![
+        seq,
+        req.now_ms + req.visibility_ms,
+        req.now_ms,
+        token
+    ])?;
+    m.visible_at_ms = req.now_ms + req.visibility_ms;
+    m.receive_count += 1;
+    m.first_received_at_ms.get_or_insert(req.now_ms);
+    m.receipt_token = token;
+    Ok(Claim::Got(m))
 }
 
 /// The receipt token of the `i`-th message a receive claims.
@@ -427,10 +456,15 @@ fn token(req: &ReceiveRequest, i: usize) -> rusqlite::Result<i64> {
 /// [`fair_key`]) through `messages_fair`, then, when those run short, in the plain order
 /// (which also finds a message that reached the queue without a key, such as a
 /// dead-lettered one); other queues read the longest-visible first (or in send order for
-/// the seeds).
-pub fn receive(c: &Connection, req: &ReceiveRequest) -> rusqlite::Result<ReceiveOutcome> {
+/// the seeds). Sealed messages are opened before they are claimed; one that cannot be
+/// opened is passed over and left as it was ([`ReceiveOutcome::undecryptable`]).
+pub fn receive(
+    c: &Connection,
+    req: &ReceiveRequest,
+    sealer: &Sealer,
+) -> rusqlite::Result<ReceiveOutcome> {
     if req.fifo {
-        return receive_fifo(c, req);
+        return receive_fifo(c, req, sealer);
     }
     let mut out = ReceiveOutcome::default();
     let want = req.max_messages as usize;
@@ -439,7 +473,8 @@ pub fn receive(c: &Connection, req: &ReceiveRequest) -> rusqlite::Result<Receive
     }
     // A message claimed with a visibility timeout of 0 is visible again at once: the
     // candidates of the next round may hold it, and one receive never returns a message
-    // twice. The limit leaves room for those and they are skipped.
+    // twice. The limit leaves room for those and they are skipped, as are the messages
+    // passed over because they cannot be opened.
     let mut claimed: HashSet<i64> = HashSet::new();
     let fair = !req.send_order && queue_is_fair(c, req.queue_id, &mut HashMap::new())?;
     if fair {
@@ -449,6 +484,7 @@ pub fn receive(c: &Connection, req: &ReceiveRequest) -> rusqlite::Result<Receive
             "SELECT seq, receive_count, expires_at FROM messages INDEXED BY messages_fair \
              WHERE queue_id = ?1 AND fair_key IS NOT NULL AND visible_at <= ?2 \
              ORDER BY fair_key, seq LIMIT ?3",
+            sealer,
             &mut claimed,
             &mut out,
         )?;
@@ -466,6 +502,7 @@ pub fn receive(c: &Connection, req: &ReceiveRequest) -> rusqlite::Result<Receive
                  INDEXED BY messages_visibility \
                  WHERE queue_id = ?1 AND visible_at <= ?2 ORDER BY visible_at, seq LIMIT ?3"
             },
+            sealer,
             &mut claimed,
             &mut out,
         )?;
@@ -481,11 +518,13 @@ pub fn receive(c: &Connection, req: &ReceiveRequest) -> rusqlite::Result<Receive
 }
 
 /// Claims visible messages in the order `sql` reads them (`?1` queue, `?2` now, `?3`
-/// limit) until the receive has what it wants or `sql` finds no more.
+/// limit) until the receive has what it wants or `sql` finds no more. `claimed` holds the
+/// messages this receive claimed or passed over.
 fn claim_in_order(
     c: &Connection,
     req: &ReceiveRequest,
     sql: &str,
+    sealer: &Sealer,
     claimed: &mut HashSet<i64>,
     out: &mut ReceiveOutcome,
 ) -> rusqlite::Result<()> {
@@ -519,9 +558,12 @@ fn claim_in_order(
                     continue;
                 }
             }
-            let message = claim(c, req, seq, token(req, out.messages.len())?)?;
             claimed.insert(seq);
-            out.messages.push(message);
+            if let Claim::Got(message) =
+                claim(c, req, seq, token(req, out.messages.len())?, sealer, out)?
+            {
+                out.messages.push(message);
+            }
         }
         if out.messages.len() >= want {
             break;
@@ -599,7 +641,14 @@ fn record_attempt(
 /// read through the group index (`messages_group`) for as many messages as the receive
 /// still wants. A receive so reads about as many rows as it returns plus the groups it
 /// skips, whatever the depth of the queue or the spacing of a group's messages.
-fn receive_fifo(c: &Connection, req: &ReceiveRequest) -> rusqlite::Result<ReceiveOutcome> {
+///
+/// A message that cannot be opened is passed over and left as it was, and its group's
+/// later messages are not taken by this receive (they wait behind it, in order).
+fn receive_fifo(
+    c: &Connection,
+    req: &ReceiveRequest,
+    sealer: &Sealer,
+) -> rusqlite::Result<ReceiveOutcome> {
     let mut out = ReceiveOutcome::default();
     if let Some(attempt) = &req.attempt {
         if let Some(messages) = replay_attempt(c, req, attempt)? {
@@ -705,9 +754,29 @@ fn receive_fifo(c: &Connection, req: &ReceiveRequest) -> rusqlite::Result<Receiv
             out.dead_lettered += 1;
         }
     }
+    // Groups whose next message cannot be opened: the rest of them waits.
+    let mut blocked: HashSet<String> = HashSet::new();
+    let mut group_of = c.prepare_cached("SELECT group_id FROM messages WHERE seq = ?1")?;
     for seq in take.into_iter().take(want) {
-        let message = claim(c, req, seq, token(req, out.messages.len())?)?;
-        out.messages.push(message);
+        if !blocked.is_empty() {
+            let group: Option<String> = group_of.query_row([seq], |r| r.get(0))?;
+            if blocked.contains(group.as_deref().unwrap_or_default()) {
+                continue;
+            }
+        }
+        match claim(
+            c,
+            req,
+            seq,
+            token(req, out.messages.len())?,
+            sealer,
+            &mut out,
+        )? {
+            Claim::Got(message) => out.messages.push(message),
+            Claim::Unreadable(m) => {
+                blocked.insert(m.group_id.unwrap_or_default());
+            }
+        }
     }
     if let (Some(attempt), false) = (&req.attempt, out.messages.is_empty()) {
         record_attempt(c, req, attempt, &out.messages)?;
