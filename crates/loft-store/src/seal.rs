@@ -18,9 +18,13 @@
 //! dead-letter move, a move task) keeps its sealed bytes: the header names the key that
 //! opens them, whichever queue it is in now.
 //!
-//! The master key: 32 random bytes, base64 on one line, in a file Loft makes on first use
-//! (mode 0600, in a folder of mode 0700; see [`MasterKey::load_or_create`]). Losing it loses
-//! every sealed message; nodes sharing a PostgreSQL database must share it.
+//! The master key: 32 random bytes, base64 on one line, in a file Loft makes at its first
+//! start (mode 0600, in a folder of mode 0700; see [`MasterKey::load_or_create`]). Losing it
+//! loses every sealed message; nodes sharing a PostgreSQL database must share it. The
+//! database keeps the key's check value ([`MasterKey::check_value`]), and a start whose key
+//! is not the one its sealed messages need is refused ([`verify_master_key`]). A receive
+//! that still meets a message it cannot open passes it over untouched
+//! ([`Sealer::open_for_receive`]).
 
 use std::collections::{HashMap, HashSet};
 use std::fs;
@@ -46,6 +50,8 @@ pub const VERSION: u8 = 1;
 pub const NONCE_LEN: usize = 12;
 /// HKDF salt of the data keys: names the scheme, so a change of it is a new version.
 const SALT: &[u8] = b"loft sqs sse v1";
+/// HKDF salt of the master key's check value ([`MasterKey::check_value`]).
+const CHECK_SALT: &[u8] = b"loft master key check v1";
 /// Associated-data byte of a sealed body.
 const BODY: u8 = b'B';
 /// Associated-data byte of sealed message attributes.
@@ -129,6 +135,17 @@ impl MasterKey {
         }
     }
 
+    /// The key's check value: base64 of 32 bytes derived from it (HKDF-SHA256 under a
+    /// fixed label of its own, so it reveals nothing of the data keys). The database keeps
+    /// the check value of the key that seals its messages, so a start with another key is
+    /// refused ([`verify_master_key`]) instead of failing on every sealed message.
+    pub fn check_value(&self) -> String {
+        let mut okm = [0u8; KEY_LEN];
+        // 32 bytes are always within HKDF-SHA256's output limit.
+        let _ = Hkdf::<Sha256>::new(Some(CHECK_SALT), &self.0).expand(b"key check", &mut okm);
+        BASE64.encode(okm)
+    }
+
     /// The key as its file holds it: base64 of the 32 bytes.
     pub fn to_base64(&self) -> String {
         BASE64.encode(self.0)
@@ -202,6 +219,52 @@ pub fn permission_warnings(path: &Path) -> Vec<String> {
         }
     }
     out
+}
+
+/// What a database says, at start, about the master key its sealed rows need (each
+/// engine's `master_key_probe`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct KeyProbe {
+    /// The check value recorded for the database's master key
+    /// ([`MasterKey::check_value`]); `None` in a database made before Loft recorded one.
+    pub check: Option<String>,
+    /// The sealed body of one stored message, when any message is sealed.
+    pub sealed_body: Option<String>,
+}
+
+/// Whether `key` (named by `origin` in the error, e.g. `the key file /x/master.key`) may
+/// serve the database `probe` describes. `Ok(true)`: start, and record the key's check
+/// value (there is none yet, or nothing sealed is stored and the key simply becomes the
+/// database's); `Ok(false)`: start, the recorded check value is this key's.
+///
+/// Errors: the database holds sealed messages and the key is not theirs: its check value
+/// differs from the recorded one, or, with none recorded, it does not open a stored
+/// sealed body. The message names `origin`.
+pub fn verify_master_key(
+    key: &MasterKey,
+    origin: &str,
+    probe: &KeyProbe,
+) -> std::result::Result<bool, String> {
+    let mine = key.check_value();
+    let refuse = || {
+        Err(format!(
+            "{origin} does not open this database's encrypted messages (it is not the master \
+             key that sealed them); start with that key, or move the database aside"
+        ))
+    };
+    match (&probe.check, &probe.sealed_body) {
+        (Some(c), _) if *c == mine => Ok(false),
+        (_, None) => Ok(true),
+        (Some(_), Some(_)) => refuse(),
+        (None, Some(body)) => {
+            let sealer = Sealer::new(KeySource::Key(key.clone()));
+            if sealer.open(BODY, body).is_ok() {
+                Ok(true)
+            } else {
+                refuse()
+            }
+        }
+    }
 }
 
 /// Derived data keys by (queue id, period), each with the key name it was derived for.
@@ -527,6 +590,41 @@ mod tests {
                 b.encrypt(n, b"x".as_ref()).unwrap()
             );
         }
+    }
+
+    #[test]
+    fn the_check_value_recognises_the_key_that_sealed() {
+        let a = MasterKey::from_bytes([1; KEY_LEN]);
+        let b = MasterKey::from_bytes([2; KEY_LEN]);
+        assert_eq!(a.check_value(), a.check_value());
+        assert_ne!(a.check_value(), b.check_value());
+        assert!(!a.check_value().contains(&a.to_base64()));
+        let sealed = Sealer::new(KeySource::Key(a.clone()))
+            .seal(1, &with("k", 1), BODY, b"x")
+            .unwrap();
+        let probe = |check: Option<&MasterKey>, body: bool| KeyProbe {
+            check: check.map(MasterKey::check_value),
+            sealed_body: body.then(|| sealed.clone()),
+        };
+        // Nothing sealed: any key starts and becomes the database's.
+        assert_eq!(verify_master_key(&b, "k", &probe(None, false)), Ok(true));
+        assert_eq!(
+            verify_master_key(&b, "k", &probe(Some(&a), false)),
+            Ok(true)
+        );
+        // Sealed rows: only their key starts.
+        assert_eq!(
+            verify_master_key(&a, "k", &probe(Some(&a), true)),
+            Ok(false)
+        );
+        assert!(
+            verify_master_key(&b, "the key file K", &probe(Some(&a), true))
+                .unwrap_err()
+                .starts_with("the key file K does not open")
+        );
+        // An older database without a check value: a sealed body decides.
+        assert_eq!(verify_master_key(&a, "k", &probe(None, true)), Ok(true));
+        assert!(verify_master_key(&b, "k", &probe(None, true)).is_err());
     }
 
     #[test]

@@ -3779,6 +3779,20 @@ impl Node {
             Node::Pg(s) => s.close().await,
         }
     }
+
+    async fn probe(&self) -> loft_store::seal::KeyProbe {
+        match self {
+            Node::Sqlite(s) => s.master_key_probe().await.unwrap(),
+            Node::Pg(s) => s.master_key_probe().await.unwrap(),
+        }
+    }
+
+    async fn record_check(&self, key: &MasterKey) {
+        match self {
+            Node::Sqlite(s) => s.record_master_key_check(key.check_value()).await.unwrap(),
+            Node::Pg(s) => s.record_master_key_check(&key.check_value()).await.unwrap(),
+        }
+    }
 }
 
 /// Where the key-mismatch cases keep their database.
@@ -3953,4 +3967,61 @@ async fn postgres_undecryptable_messages_are_passed_over_untouched() {
         schema.schema.clone(),
     ))
     .await;
+}
+
+/// The start's key check (what `loft serve` does before it serves): a fresh database
+/// takes the first key's check value; once it holds a sealed message, only that key
+/// passes, another is refused with a message naming it, and so is any key when the
+/// recorded check value is gone but the sealed body does not open.
+async fn the_database_recognises_its_master_key(db: Db) {
+    use loft_store::seal::verify_master_key;
+    let key_a = test_key();
+    let key_b = MasterKey::from_bytes([0x33; 32]);
+    let a = db.open(key_a.clone()).await;
+    let probe = a.probe().await;
+    assert_eq!(probe, Default::default(), "a fresh database knows no key");
+    assert_eq!(verify_master_key(&key_a, "key A", &probe), Ok(true));
+    a.record_check(&key_a).await;
+    let probe = a.probe().await;
+    assert_eq!(probe.check, Some(key_a.check_value()));
+    assert_eq!(probe.sealed_body, None);
+    // Nothing sealed yet: another key may still take over.
+    assert_eq!(verify_master_key(&key_b, "key B", &probe), Ok(true));
+    let s = a.store();
+    let q = queue(&s, "sealed").await;
+    s.send_messages(vec![(q, named("kept", Some("SSE-SQS")))])
+        .await
+        .unwrap();
+    let probe = a.probe().await;
+    let body = probe.sealed_body.clone().expect("a sealed body");
+    assert!(!body.contains("kept"));
+    assert_eq!(verify_master_key(&key_a, "key A", &probe), Ok(false));
+    let e = verify_master_key(&key_b, "the key file B", &probe).unwrap_err();
+    assert!(
+        e.starts_with("the key file B does not open this database's encrypted messages"),
+        "{e}"
+    );
+    a.close().await;
+    // A database sealed before check values were recorded: the sealed body decides.
+    let older = loft_store::seal::KeyProbe {
+        check: None,
+        ..probe
+    };
+    assert_eq!(verify_master_key(&key_a, "key A", &older), Ok(true));
+    assert!(verify_master_key(&key_b, "key B", &older).is_err());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_the_database_recognises_its_master_key() {
+    let dir = tempfile::tempdir().unwrap();
+    the_database_recognises_its_master_key(Db::Sqlite(dir.path().join("loft.db"))).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_the_database_recognises_its_master_key() {
+    let Some((_, schema)) = pg_store().await else {
+        skips::postgres().skip("postgres_the_database_recognises_its_master_key");
+        return;
+    };
+    the_database_recognises_its_master_key(Db::Pg(schema.url.clone(), schema.schema.clone())).await;
 }

@@ -259,6 +259,15 @@ const MIGRATIONS: &[&str] = &[
         key TEXT NOT NULL
     );
     "#,
+    // 12 (SQLite's 15): the check value of the SQS encryption master key that seals this
+    // database's messages (`crate::seal::MasterKey::check_value`, issue 16), so a node
+    // started with another key is refused.
+    r#"
+    CREATE TABLE sse_key_check (
+        id          SMALLINT PRIMARY KEY CHECK (id = 1),
+        check_value TEXT NOT NULL
+    );
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -421,6 +421,40 @@ impl PgStore {
         })
     }
 
+    /// What the database says about its master key, read at start: the recorded check
+    /// value and one sealed message body, if any (see [`crate::seal::verify_master_key`]).
+    ///
+    /// Errors: `InternalError` when the database cannot be reached.
+    pub async fn master_key_probe(&self) -> Result<crate::seal::KeyProbe> {
+        run!(self, |c| async {
+            let check = c
+                .query_opt("SELECT check_value FROM sse_key_check WHERE id = 1", &[])
+                .await?
+                .map(|r| r.get(0));
+            let sealed_body = c
+                .query_opt("SELECT body FROM messages WHERE sealed <> 0 LIMIT 1", &[])
+                .await?
+                .map(|r| r.get(0));
+            Ok::<_, Failure>(crate::seal::KeyProbe { check, sealed_body })
+        })
+    }
+
+    /// Records `check` as the check value of the database's master key
+    /// ([`crate::seal::MasterKey::check_value`]), replacing any earlier one.
+    ///
+    /// Errors: as [`PgStore::master_key_probe`].
+    pub async fn record_master_key_check(&self, check: &str) -> Result<()> {
+        run!(self, |c| async {
+            c.execute(
+                "INSERT INTO sse_key_check (id, check_value) VALUES (1, $1) \
+                 ON CONFLICT (id) DO UPDATE SET check_value = EXCLUDED.check_value",
+                &[&check],
+            )
+            .await?;
+            Ok::<_, Failure>(())
+        })
+    }
+
     /// Whether this store's connections to the server are encrypted (TLS).
     ///
     /// Errors: `InternalError` when the server cannot be reached.

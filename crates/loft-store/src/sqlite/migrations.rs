@@ -305,6 +305,15 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX messages_fair ON messages(queue_id, fair_key, seq, visible_at)
         WHERE fair_key IS NOT NULL;
     "#,
+    // 15 (PostgreSQL's 12): the check value of the SQS encryption master key that seals
+    // this database's messages (`crate::seal::MasterKey::check_value`, issue 16), so a
+    // start with another key, or without the key file, is refused.
+    r#"
+    CREATE TABLE sse_key_check (
+        id          INTEGER PRIMARY KEY CHECK (id = 1),
+        check_value TEXT NOT NULL
+    );
+    "#,
 ];
 
 /// The schema version this build writes.

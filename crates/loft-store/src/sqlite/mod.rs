@@ -216,6 +216,48 @@ impl SqliteStore {
         self
     }
 
+    /// What the database says about its master key, read at start: the recorded check
+    /// value and one sealed message body, if any (see [`seal::verify_master_key`]).
+    ///
+    /// Errors: `InternalError` (or `ServiceUnavailable` for I/O) when SQLite fails.
+    pub async fn master_key_probe(&self) -> Result<seal::KeyProbe> {
+        self.write(|c| {
+            use rusqlite::OptionalExtension;
+            let check = c
+                .query_row(
+                    "SELECT check_value FROM sse_key_check WHERE id = 1",
+                    [],
+                    |r| r.get(0),
+                )
+                .optional()?;
+            let sealed_body = c
+                .query_row(
+                    "SELECT body FROM messages WHERE sealed <> 0 LIMIT 1",
+                    [],
+                    |r| r.get(0),
+                )
+                .optional()?;
+            Ok(seal::KeyProbe { check, sealed_body })
+        })
+        .await
+    }
+
+    /// Records `check` as the check value of the database's master key
+    /// ([`seal::MasterKey::check_value`]), replacing any earlier one.
+    ///
+    /// Errors: as [`SqliteStore::master_key_probe`].
+    pub async fn record_master_key_check(&self, check: String) -> Result<()> {
+        self.write(move |c| {
+            c.execute(
+                "INSERT INTO sse_key_check (id, check_value) VALUES (1, ?1) \
+                 ON CONFLICT (id) DO UPDATE SET check_value = excluded.check_value",
+                [check],
+            )
+            .map(drop)
+        })
+        .await
+    }
+
     /// An in-memory database, for tests.
     pub fn open_in_memory() -> Result<Self, String> {
         Self::open(Path::new(":memory:"), Durability::Process)
