@@ -38,7 +38,10 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
 use hkdf::Hkdf;
 use loft_core::error::{Error, Result};
-use loft_core::model::{NewMessage, ReceiveOutcome, SealWith, StoredMessage};
+use loft_core::model::{
+    ArchiveEntry, ArchivedMessage, DeliveryRecord, NewDelivery, NewMessage, ReceiveOutcome,
+    RecordedMessage, SealWith, StoredMessage, TopicSeal,
+};
 use rand::RngCore;
 use sha2::Sha256;
 
@@ -46,10 +49,25 @@ use sha2::Sha256;
 pub const KEY_LEN: usize = 32;
 /// Format version of a sealed value (its first byte).
 pub const VERSION: u8 = 1;
+/// Format version of a sealed value of a topic's data (SNS KmsMasterKeyId): the same
+/// layout, the id being the topic's and the data key derived under [`TOPIC_SALT`].
+pub const TOPIC_VERSION: u8 = 2;
 /// Length of the random nonce of each sealed value, bytes (GCM's 96 bits).
 pub const NONCE_LEN: usize = 12;
 /// HKDF salt of the data keys: names the scheme, so a change of it is a new version.
 const SALT: &[u8] = b"loft sqs sse v1";
+/// HKDF salt of the data keys of topics' data (SNS KmsMasterKeyId).
+const TOPIC_SALT: &[u8] = b"loft sns sse v1";
+/// What a recorded message that cannot be decrypted shows instead of its text.
+pub const UNREADABLE_RECORD: &str = "(encrypted at rest; cannot be decrypted with this master key)";
+/// Associated-data byte of a sealed recorded message (email, SMS, ...).
+pub const RECORDED: u8 = b'R';
+/// Associated-data byte of a sealed recorded message's subject.
+pub const RECORDED_SUBJECT: u8 = b'S';
+/// Associated-data byte of a sealed pending delivery's body (HTTP/S, Lambda).
+pub const DELIVERY: u8 = b'D';
+/// Associated-data byte of a sealed FIFO topic archive entry.
+pub const ARCHIVE: u8 = b'F';
 /// HKDF salt of the master key's check value ([`MasterKey::check_value`]).
 const CHECK_SALT: &[u8] = b"loft master key check v1";
 /// Associated-data byte of a sealed body.
@@ -267,8 +285,9 @@ pub fn verify_master_key(
     }
 }
 
-/// Derived data keys by (queue id, period), each with the key name it was derived for.
-type CipherCache = HashMap<(i64, i64), (String, Arc<Aes256Gcm>)>;
+/// Derived data keys by (format version, queue or topic id, period), each with the key
+/// name it was derived for.
+type CipherCache = HashMap<(u8, i64, i64), (String, Arc<Aes256Gcm>)>;
 
 /// Where a [`Sealer`] finds its master key.
 #[derive(Debug, Clone)]
@@ -341,10 +360,18 @@ impl Sealer {
         Ok(self.master.get_or_init(|| key))
     }
 
-    fn cipher(&self, queue_id: i64, period: i64, key_id: &str) -> Result<Arc<Aes256Gcm>> {
+    /// The data key of format `version` (its HKDF salt: [`SALT`] for queues,
+    /// [`TOPIC_SALT`] for topics) for (`id`, `period`, `key_id`).
+    fn cipher_of(
+        &self,
+        version: u8,
+        queue_id: i64,
+        period: i64,
+        key_id: &str,
+    ) -> Result<Arc<Aes256Gcm>> {
         {
             let cache = self.ciphers.lock().unwrap_or_else(|p| p.into_inner());
-            if let Some((k, c)) = cache.get(&(queue_id, period)) {
+            if let Some((k, c)) = cache.get(&(version, queue_id, period)) {
                 if k == key_id {
                     return Ok(c.clone());
                 }
@@ -356,7 +383,12 @@ impl Sealer {
         info.extend_from_slice(&period.to_be_bytes());
         info.extend_from_slice(key_id.as_bytes());
         let mut okm = [0u8; KEY_LEN];
-        Hkdf::<Sha256>::new(Some(SALT), &master.0)
+        let salt = if version == TOPIC_VERSION {
+            TOPIC_SALT
+        } else {
+            SALT
+        };
+        Hkdf::<Sha256>::new(Some(salt), &master.0)
             .expand(&info, &mut okm)
             .map_err(|_| Error::internal("data key derivation failed"))?;
         let cipher = Arc::new(Aes256Gcm::new((&okm).into()));
@@ -364,7 +396,10 @@ impl Sealer {
         if cache.len() >= CACHE_LIMIT {
             cache.clear();
         }
-        cache.insert((queue_id, period), (key_id.to_owned(), cipher.clone()));
+        cache.insert(
+            (version, queue_id, period),
+            (key_id.to_owned(), cipher.clone()),
+        );
         Ok(cipher)
     }
 
@@ -374,12 +409,25 @@ impl Sealer {
     /// Errors: `InternalError` when the master key is missing or cannot be loaded, or the
     /// key name is longer than 65535 bytes.
     fn seal(&self, queue_id: i64, with: &SealWith, domain: u8, plain: &[u8]) -> Result<String> {
+        self.seal_as(VERSION, queue_id, with, domain, plain)
+    }
+
+    /// [`Sealer::seal`] in format `version` ([`VERSION`] for a queue's messages,
+    /// [`TOPIC_VERSION`] for a topic's data, `queue_id` then being the topic's id).
+    fn seal_as(
+        &self,
+        version: u8,
+        queue_id: i64,
+        with: &SealWith,
+        domain: u8,
+        plain: &[u8],
+    ) -> Result<String> {
         let key = with.key_id.as_bytes();
         let key_len = u16::try_from(key.len())
             .map_err(|_| Error::internal("encryption key name too long"))?;
-        let cipher = self.cipher(queue_id, with.period, &with.key_id)?;
+        let cipher = self.cipher_of(version, queue_id, with.period, &with.key_id)?;
         let mut out = Vec::with_capacity(19 + key.len() + NONCE_LEN + plain.len() + 16);
-        out.push(VERSION);
+        out.push(version);
         out.extend_from_slice(&queue_id.to_be_bytes());
         out.extend_from_slice(&with.period.to_be_bytes());
         out.extend_from_slice(&key_len.to_be_bytes());
@@ -414,9 +462,10 @@ impl Sealer {
             )
         };
         let bytes = BASE64.decode(text).map_err(|_| bad())?;
-        if bytes.len() < 19 || bytes[0] != VERSION {
+        if bytes.len() < 19 || (bytes[0] != VERSION && bytes[0] != TOPIC_VERSION) {
             return Err(bad());
         }
+        let version = bytes[0];
         let queue_id = i64::from_be_bytes(bytes[1..9].try_into().map_err(|_| bad())?);
         let period = i64::from_be_bytes(bytes[9..17].try_into().map_err(|_| bad())?);
         let key_len = u16::from_be_bytes([bytes[17], bytes[18]]) as usize;
@@ -425,7 +474,7 @@ impl Sealer {
             return Err(bad());
         }
         let key_id = std::str::from_utf8(&bytes[19..header_len]).map_err(|_| bad())?;
-        let cipher = self.cipher(queue_id, period, key_id)?;
+        let cipher = self.cipher_of(version, queue_id, period, key_id)?;
         let mut aad = bytes[..header_len].to_vec();
         aad.push(domain);
         let nonce = Nonce::from_slice(&bytes[header_len..header_len + NONCE_LEN]);
@@ -500,6 +549,133 @@ impl Sealer {
     /// Opens every message of a list.
     pub fn open_messages(&self, messages: &mut [StoredMessage]) -> Result<()> {
         messages.iter_mut().try_for_each(|m| self.open_message(m))
+    }
+
+    /// Seals `plain`, a piece of topic data of kind `domain` ([`RECORDED`],
+    /// [`RECORDED_SUBJECT`], [`DELIVERY`], [`ARCHIVE`]), under the topic's data key
+    /// ([`TopicSeal`]: derived from the master key, the topic's id and its
+    /// KmsMasterKeyId). Returns the base64 text the column keeps.
+    ///
+    /// Errors: `InternalError` when the master key is missing or cannot be loaded.
+    pub fn seal_topic(&self, with: &TopicSeal, domain: u8, plain: &str) -> Result<String> {
+        let key = SealWith {
+            key_id: with.key_id.clone(),
+            period: 0,
+        };
+        self.seal_as(TOPIC_VERSION, with.topic_id, &key, domain, plain.as_bytes())
+    }
+
+    /// Opens what [`Sealer::seal_topic`] sealed as `domain`.
+    ///
+    /// Errors: `InternalError` when it was sealed under another master key, is damaged, or
+    /// is not text; logged.
+    pub fn open_topic(&self, domain: u8, text: &str) -> Result<String> {
+        self.open(domain, text)
+            .and_then(|b| {
+                String::from_utf8(b)
+                    .map_err(|_| Error::internal("decrypted topic data is not UTF-8"))
+            })
+            .inspect_err(|e| {
+                tracing::error!(error = %e.message, "stored topic data cannot be decrypted");
+            })
+    }
+
+    /// Seals the message and subject of every record whose topic asked for it
+    /// ([`RecordedMessage::seal`]); the record is then stored with its `sealed` flag set.
+    ///
+    /// Errors: as [`Sealer::seal_topic`].
+    pub fn seal_records(&self, records: &mut [RecordedMessage]) -> Result<()> {
+        for r in records {
+            let Some(with) = &r.seal else { continue };
+            r.message = self.seal_topic(with, RECORDED, &r.message)?;
+            if let Some(subject) = &r.subject {
+                r.subject = Some(self.seal_topic(with, RECORDED_SUBJECT, subject)?);
+            }
+        }
+        Ok(())
+    }
+
+    /// Seals the body of every delivery whose topic asked for it ([`NewDelivery::seal`]);
+    /// it is then stored with its `sealed` flag set.
+    ///
+    /// Errors: as [`Sealer::seal_topic`].
+    pub fn seal_deliveries(&self, deliveries: &mut [NewDelivery]) -> Result<()> {
+        for d in deliveries {
+            if let Some(with) = &d.seal {
+                d.body = self.seal_topic(with, DELIVERY, &d.body)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Opens the bodies of deliveries read back with their `sealed` flag set. One that
+    /// cannot be opened (another master key, damaged) is left out of the list and logged
+    /// with its id: it is never sent as ciphertext, and its row stays (a claimed one is
+    /// met again when its lease ends).
+    pub fn open_deliveries(&self, deliveries: &mut Vec<DeliveryRecord>) {
+        deliveries.retain_mut(|d| {
+            if !d.sealed {
+                return true;
+            }
+            match self.open_topic(DELIVERY, &d.body) {
+                Ok(body) => {
+                    d.body = body;
+                    d.sealed = false;
+                    true
+                }
+                Err(_) => {
+                    tracing::error!(
+                        delivery = d.id,
+                        subscription = %d.subscription,
+                        "a pending SNS delivery cannot be decrypted with this master key; not sent"
+                    );
+                    false
+                }
+            }
+        });
+    }
+
+    /// The text a FIFO topic's archive keeps of `a`: its publish sealed when its topic
+    /// asked for it ([`ArchiveEntry::seal`]), else as it is.
+    ///
+    /// Errors: as [`Sealer::seal_topic`].
+    pub fn seal_archive(&self, a: &ArchiveEntry) -> Result<String> {
+        match &a.seal {
+            Some(with) => self.seal_topic(with, ARCHIVE, &a.published),
+            None => Ok(a.published.clone()),
+        }
+    }
+
+    /// Opens archived messages read back with their `sealed` flag set.
+    ///
+    /// Errors: as [`Sealer::open_topic`] (a replay that meets one then fails, the archive
+    /// row stays as it was).
+    pub fn open_archived(&self, messages: &mut [ArchivedMessage]) -> Result<()> {
+        for m in messages.iter_mut().filter(|m| m.sealed) {
+            m.published = self.open_topic(ARCHIVE, &m.published)?;
+            m.sealed = false;
+        }
+        Ok(())
+    }
+
+    /// Opens a record read back with its `sealed` flag set. One that cannot be opened
+    /// (another master key, damaged) is shown with [`UNREADABLE_RECORD`] as its message
+    /// and no subject, and logged; the stored row is not changed.
+    pub fn open_record(&self, r: &mut RecordedMessage, sealed: bool) {
+        if !sealed {
+            return;
+        }
+        match self.open_topic(RECORDED, &r.message) {
+            Ok(m) => r.message = m,
+            Err(_) => {
+                r.message = UNREADABLE_RECORD.to_owned();
+                r.subject = None;
+                return;
+            }
+        }
+        if let Some(subject) = &r.subject {
+            r.subject = self.open_topic(RECORDED_SUBJECT, subject).ok();
+        }
     }
 
     /// Opens `m` for a receive that has not claimed it yet: `true` when it is readable
@@ -581,9 +757,9 @@ mod tests {
     #[test]
     fn data_keys_differ_per_queue_period_and_key() {
         let s = Sealer::new(KeySource::Key(MasterKey::from_bytes([1; KEY_LEN])));
-        let a = s.cipher(1, 1, "k").unwrap();
+        let a = s.cipher_of(VERSION, 1, 1, "k").unwrap();
         for (q, p, k) in [(2, 1, "k"), (1, 2, "k"), (1, 1, "j")] {
-            let b = s.cipher(q, p, k).unwrap();
+            let b = s.cipher_of(VERSION, q, p, k).unwrap();
             let n = Nonce::from_slice(&[0; NONCE_LEN]);
             assert_ne!(
                 a.encrypt(n, b"x".as_ref()).unwrap(),
@@ -625,6 +801,30 @@ mod tests {
         // An older database without a check value: a sealed body decides.
         assert_eq!(verify_master_key(&a, "k", &probe(None, true)), Ok(true));
         assert!(verify_master_key(&b, "k", &probe(None, true)).is_err());
+    }
+
+    #[test]
+    fn topic_data_keys_are_their_own() {
+        let s = Sealer::new(KeySource::Key(MasterKey::from_bytes([4; KEY_LEN])));
+        let t = TopicSeal {
+            topic_id: 3,
+            key_id: "alias/aws/sns".into(),
+        };
+        let sealed = s.seal_topic(&t, RECORDED, "hello topic").unwrap();
+        assert!(!sealed.contains("hello"));
+        assert_eq!(s.open_topic(RECORDED, &sealed).unwrap(), "hello topic");
+        assert!(
+            s.open_topic(DELIVERY, &sealed).is_err(),
+            "bound to its kind"
+        );
+        // Not the data key of queue 3 under the same key name.
+        let q = s.cipher_of(VERSION, 3, 0, "alias/aws/sns").unwrap();
+        let t2 = s.cipher_of(TOPIC_VERSION, 3, 0, "alias/aws/sns").unwrap();
+        let n = Nonce::from_slice(&[0; NONCE_LEN]);
+        assert_ne!(
+            q.encrypt(n, b"x".as_ref()).unwrap(),
+            t2.encrypt(n, b"x".as_ref()).unwrap()
+        );
     }
 
     #[test]

@@ -268,6 +268,15 @@ const MIGRATIONS: &[&str] = &[
         check_value TEXT NOT NULL
     );
     "#,
+    // 13 (SQLite's 16): SNS topic encryption at rest (a topic's KmsMasterKeyId, issue
+    // 16): 1 when the row's text is sealed (`crate::seal`, format version 2: recorded
+    // messages' message and subject, deliveries' body, archive entries' publish); 0 (every
+    // older row) when it is stored as it is.
+    r#"
+    ALTER TABLE recorded_messages ADD COLUMN sealed SMALLINT NOT NULL DEFAULT 0;
+    ALTER TABLE deliveries ADD COLUMN sealed SMALLINT NOT NULL DEFAULT 0;
+    ALTER TABLE topic_archive ADD COLUMN sealed SMALLINT NOT NULL DEFAULT 0;
+    "#,
 ];
 
 /// The schema version this build writes.

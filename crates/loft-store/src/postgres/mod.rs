@@ -771,7 +771,7 @@ impl Store for PgStore {
         now_ms: i64,
         limit: u32,
     ) -> Result<Vec<ArchivedMessage>> {
-        run!(self, |c| ops::archived_messages(
+        let mut out = run!(self, |c| ops::archived_messages(
             &c,
             topic_id,
             after_sequence,
@@ -779,7 +779,9 @@ impl Store for PgStore {
             until_ms,
             now_ms,
             limit
-        ))
+        ))?;
+        self.sealer.open_archived(&mut out)?;
+        Ok(out)
     }
 
     async fn delete_archive(&self, topic_id: i64) -> Result<u64> {
@@ -922,6 +924,10 @@ impl Store for PgStore {
     ) -> Result<Vec<SentMessage>> {
         let mut messages = messages;
         self.sealer.seal_messages(&mut messages)?;
+        let mut records = records;
+        self.sealer.seal_records(&mut records)?;
+        let mut deliveries = deliveries;
+        self.sealer.seal_deliveries(&mut deliveries)?;
         let channel = self.channel.as_str();
         run_tx!(self, |tx| ops::publish_in(
             &tx,
@@ -946,12 +952,14 @@ impl Store for PgStore {
         limit: u32,
         lease_until_ms: i64,
     ) -> Result<Vec<DeliveryRecord>> {
-        run!(self, |c| ops::claim_deliveries(
+        let mut out = run!(self, |c| ops::claim_deliveries(
             &c,
             now_ms,
             limit,
             lease_until_ms
-        ))
+        ))?;
+        self.sealer.open_deliveries(&mut out);
+        Ok(out)
     }
 
     async fn finish_delivery(&self, id: i64) -> Result<()> {
@@ -1057,11 +1065,20 @@ impl Store for PgStore {
         subscription: Option<&str>,
         limit: u32,
     ) -> Result<Vec<DeliveryRecord>> {
-        run!(self, |c| ops::list_deliveries(&c, subscription, limit))
+        let mut out = run!(self, |c| ops::list_deliveries(&c, subscription, limit))?;
+        self.sealer.open_deliveries(&mut out);
+        Ok(out)
     }
 
     async fn list_recorded(&self, limit: u32) -> Result<Vec<RecordedMessage>> {
-        run!(self, |c| ops::list_recorded(&c, limit))
+        let rows = run!(self, |c| ops::list_recorded(&c, limit))?;
+        Ok(rows
+            .into_iter()
+            .map(|(mut r, sealed)| {
+                self.sealer.open_record(&mut r, sealed);
+                r
+            })
+            .collect())
     }
 
     async fn delete_recorded(&self, filter: RecordedFilter) -> Result<u64> {

@@ -2106,6 +2106,7 @@ pub async fn publish_in<C: GenericClient>(
         let mut headers = Vec::new();
         let mut body = Vec::new();
         let mut due = Vec::new();
+        let mut sealed: Vec<i16> = Vec::new();
         for d in deliveries {
             sub.push(d.subscription.clone());
             endpoint.push(d.endpoint.clone());
@@ -2113,13 +2114,15 @@ pub async fn publish_in<C: GenericClient>(
             headers.push(serde_json::to_string(&d.headers).unwrap_or_else(|_| "[]".into()));
             body.push(d.body.clone());
             due.push(d.due_at_ms);
+            sealed.push(d.seal.is_some() as i16);
         }
         execute(
             tx,
             "INSERT INTO deliveries (subscription, endpoint, content_type, headers, body, next_at, \
-             created_at) SELECT s, e, c, h, b, d, d FROM unnest($1::text[], $2::text[], \
-             $3::text[], $4::text[], $5::text[], $6::bigint[]) AS u(s, e, c, h, b, d)",
-            &[&sub, &endpoint, &content_type, &headers, &body, &due],
+             created_at, sealed) SELECT s, e, c, h, b, d, d, z FROM unnest($1::text[], \
+             $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::smallint[]) \
+             AS u(s, e, c, h, b, d, z)",
+            &[&sub, &endpoint, &content_type, &headers, &body, &due, &sealed],
         )
         .await?;
     }
@@ -2131,13 +2134,14 @@ pub async fn publish_in<C: GenericClient>(
         let message: Vec<&str> = records.iter().map(|r| r.message.as_str()).collect();
         let created: Vec<i64> = records.iter().map(|r| r.created_at_ms).collect();
         let sender: Vec<Option<&str>> = records.iter().map(|r| r.sender.as_deref()).collect();
+        let sealed: Vec<i16> = records.iter().map(|r| r.seal.is_some() as i16).collect();
         execute(
             tx,
             "INSERT INTO recorded_messages (protocol, endpoint, topic_arn, subject, message, \
-             created_at, sender) SELECT * FROM unnest($1::text[], $2::text[], $3::text[], \
-             $4::text[], $5::text[], $6::bigint[], $7::text[])",
+             created_at, sender, sealed) SELECT * FROM unnest($1::text[], $2::text[], \
+             $3::text[], $4::text[], $5::text[], $6::bigint[], $7::text[], $8::smallint[])",
             &[
-                &protocol, &endpoint, &topic_arn, &subject, &message, &created, &sender,
+                &protocol, &endpoint, &topic_arn, &subject, &message, &created, &sender, &sealed,
             ],
         )
         .await?;
@@ -2207,10 +2211,14 @@ pub async fn publish_fifo_in<C: GenericClient>(
         )
         .await?;
         if let Some(a) = &e.archive {
+            let published = sealer
+                .seal_archive(a)
+                .map_err(|e| Failure::Sealing(e.message))?;
+            let sealed = a.seal.is_some() as i16;
             execute(
                 tx,
                 "INSERT INTO topic_archive (topic_id, sequence, message_id, published_at, \
-                 expires_at, published) VALUES ($1, $2, $3, $4, $5, $6) \
+                 expires_at, published, sealed) VALUES ($1, $2, $3, $4, $5, $6, $7) \
                  ON CONFLICT (topic_id, sequence) DO NOTHING",
                 &[
                     &p.topic_id,
@@ -2218,7 +2226,8 @@ pub async fn publish_fifo_in<C: GenericClient>(
                     &e.message_id,
                     &p.now_ms,
                     &a.expires_at_ms,
-                    &a.published,
+                    &published,
+                    &sealed,
                 ],
             )
             .await?;
@@ -2459,8 +2468,8 @@ pub async fn archived_messages<C: GenericClient>(
 ) -> Result<Vec<ArchivedMessage>, Error> {
     let rows = query(
         c,
-        "SELECT sequence, message_id, published_at, expires_at, published FROM topic_archive \
-         WHERE topic_id = $1 AND sequence > $2 AND published_at >= $3 \
+        "SELECT sequence, message_id, published_at, expires_at, published, sealed \
+         FROM topic_archive WHERE topic_id = $1 AND sequence > $2 AND published_at >= $3 \
          AND ($4::bigint IS NULL OR published_at <= $4) AND expires_at > $5 \
          ORDER BY sequence LIMIT $6",
         &[
@@ -2481,6 +2490,7 @@ pub async fn archived_messages<C: GenericClient>(
             published_at_ms: r.get(2),
             expires_at_ms: r.get(3),
             published: r.get(4),
+            sealed: r.get::<_, i16>(5) != 0,
         })
         .collect())
 }
@@ -2495,7 +2505,7 @@ pub async fn delete_archive<C: GenericClient>(c: &C, topic_id: i64) -> Result<u6
 }
 
 const DELIVERY_COLUMNS: &str = "d.id, d.subscription, d.endpoint, d.content_type, d.headers, \
-    d.body, d.attempts, d.created_at, d.last_error, d.function_errors";
+    d.body, d.attempts, d.created_at, d.last_error, d.function_errors, d.sealed";
 
 fn delivery_row(r: &Row) -> DeliveryRecord {
     let headers: &str = r.get(4);
@@ -2510,6 +2520,7 @@ fn delivery_row(r: &Row) -> DeliveryRecord {
         created_at_ms: r.get(7),
         last_error: r.get(8),
         function_errors: r.get(9),
+        sealed: r.get::<_, i16>(10) != 0,
     }
 }
 
@@ -2605,28 +2616,36 @@ pub async fn delete_recorded<C: GenericClient>(c: &C, f: &RecordedFilter) -> Res
     .await
 }
 
+/// The latest `limit` records, newest first, each with its `sealed` flag (still sealed as
+/// stored when it is set).
 pub async fn list_recorded<C: GenericClient>(
     c: &C,
     limit: u32,
-) -> Result<Vec<RecordedMessage>, Error> {
+) -> Result<Vec<(RecordedMessage, bool)>, Error> {
     let rows = query(
         c,
-        "SELECT id, protocol, endpoint, topic_arn, subject, message, created_at, sender \
-         FROM recorded_messages ORDER BY id DESC LIMIT $1",
+        "SELECT id, protocol, endpoint, topic_arn, subject, message, created_at, sender, \
+         sealed FROM recorded_messages ORDER BY id DESC LIMIT $1",
         &[&(limit as i64)],
     )
     .await?;
     Ok(rows
         .iter()
-        .map(|r| RecordedMessage {
-            id: r.get(0),
-            protocol: r.get(1),
-            endpoint: r.get(2),
-            topic_arn: r.get(3),
-            subject: r.get(4),
-            message: r.get(5),
-            created_at_ms: r.get(6),
-            sender: r.get(7),
+        .map(|r| {
+            (
+                RecordedMessage {
+                    id: r.get(0),
+                    protocol: r.get(1),
+                    endpoint: r.get(2),
+                    topic_arn: r.get(3),
+                    subject: r.get(4),
+                    message: r.get(5),
+                    created_at_ms: r.get(6),
+                    sender: r.get(7),
+                    seal: None,
+                },
+                r.get::<_, i16>(8) != 0,
+            )
         })
         .collect())
 }

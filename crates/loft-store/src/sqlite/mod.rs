@@ -718,18 +718,21 @@ impl Store for SqliteStore {
         now_ms: i64,
         limit: u32,
     ) -> Result<Vec<ArchivedMessage>> {
-        self.write(move |c| {
-            ops::archived_messages(
-                c,
-                topic_id,
-                after_sequence,
-                from_ms,
-                until_ms,
-                now_ms,
-                limit,
-            )
-        })
-        .await
+        let mut out = self
+            .write(move |c| {
+                ops::archived_messages(
+                    c,
+                    topic_id,
+                    after_sequence,
+                    from_ms,
+                    until_ms,
+                    now_ms,
+                    limit,
+                )
+            })
+            .await?;
+        self.sealer.open_archived(&mut out)?;
+        Ok(out)
     }
 
     async fn delete_archive(&self, topic_id: i64) -> Result<u64> {
@@ -858,6 +861,10 @@ impl Store for SqliteStore {
     ) -> Result<Vec<SentMessage>> {
         let mut messages = messages;
         self.sealer.seal_messages(&mut messages)?;
+        let mut records = records;
+        self.sealer.seal_records(&mut records)?;
+        let mut deliveries = deliveries;
+        self.sealer.seal_deliveries(&mut deliveries)?;
         let seqs = self.seqs.clone();
         self.write(move |c| ops::publish(c, &seqs, &messages, &deliveries, &records))
             .await
@@ -876,8 +883,11 @@ impl Store for SqliteStore {
         limit: u32,
         lease_until_ms: i64,
     ) -> Result<Vec<DeliveryRecord>> {
-        self.write(move |c| ops::claim_deliveries(c, now_ms, limit, lease_until_ms))
-            .await
+        let mut out = self
+            .write(move |c| ops::claim_deliveries(c, now_ms, limit, lease_until_ms))
+            .await?;
+        self.sealer.open_deliveries(&mut out);
+        Ok(out)
     }
 
     async fn finish_delivery(&self, id: i64) -> Result<()> {
@@ -984,8 +994,11 @@ impl Store for SqliteStore {
         limit: u32,
     ) -> Result<Vec<DeliveryRecord>> {
         let subscription = subscription.map(str::to_owned);
-        self.write(move |c| ops::list_deliveries(c, subscription.as_deref(), limit))
-            .await
+        let mut out = self
+            .write(move |c| ops::list_deliveries(c, subscription.as_deref(), limit))
+            .await?;
+        self.sealer.open_deliveries(&mut out);
+        Ok(out)
     }
 
     async fn count_deliveries(&self) -> Result<u64> {
@@ -993,7 +1006,14 @@ impl Store for SqliteStore {
     }
 
     async fn list_recorded(&self, limit: u32) -> Result<Vec<RecordedMessage>> {
-        self.write(move |c| ops::list_recorded(c, limit)).await
+        let rows = self.write(move |c| ops::list_recorded(c, limit)).await?;
+        Ok(rows
+            .into_iter()
+            .map(|(mut r, sealed)| {
+                self.sealer.open_record(&mut r, sealed);
+                r
+            })
+            .collect())
     }
 
     async fn delete_recorded(&self, filter: RecordedFilter) -> Result<u64> {

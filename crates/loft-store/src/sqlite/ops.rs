@@ -1687,7 +1687,7 @@ pub fn publish(
     let sent = send_messages(c, seqs, messages)?;
     let mut insert = c.prepare_cached(
         "INSERT INTO deliveries (subscription, endpoint, content_type, headers, body, next_at, \
-         created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)",
+         created_at, sealed) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7)",
     )?;
     for d in deliveries {
         let headers = serde_json::to_string(&d.headers).unwrap_or_else(|_| "[]".into());
@@ -1697,12 +1697,13 @@ pub fn publish(
             d.content_type,
             headers,
             d.body,
-            d.due_at_ms
+            d.due_at_ms,
+            d.seal.is_some() as i64
         ])?;
     }
     let mut record = c.prepare_cached(
         "INSERT INTO recorded_messages (protocol, endpoint, topic_arn, subject, message, \
-         created_at, sender) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+         created_at, sender, sealed) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
     )?;
     for r in records {
         record.execute(params![
@@ -1712,7 +1713,8 @@ pub fn publish(
             r.subject,
             r.message,
             r.created_at_ms,
-            r.sender
+            r.sender,
+            r.seal.is_some() as i64
         ])?;
     }
     Ok(sent)
@@ -1769,9 +1771,12 @@ pub fn publish_fifo(
             e.dedup.expires_at_ms
         ])?;
         if let Some(a) = &e.archive {
+            let published = sealer
+                .seal_archive(a)
+                .map_err(|e| rusqlite::Error::ToSqlConversionFailure(e.message.into()))?;
             c.prepare_cached(
                 "INSERT OR REPLACE INTO topic_archive (topic_id, sequence, message_id, \
-                 published_at, expires_at, published) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                 published_at, expires_at, published, sealed) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             )?
             .execute(params![
                 p.topic_id,
@@ -1779,7 +1784,8 @@ pub fn publish_fifo(
                 e.message_id,
                 p.now_ms,
                 a.expires_at_ms,
-                a.published
+                published,
+                a.seal.is_some() as i64
             ])?;
         }
         let built = (p.fanout)(i, sequence);
@@ -1969,8 +1975,8 @@ pub fn archived_messages(
     limit: u32,
 ) -> rusqlite::Result<Vec<ArchivedMessage>> {
     let mut stmt = c.prepare_cached(
-        "SELECT sequence, message_id, published_at, expires_at, published FROM topic_archive \
-         WHERE topic_id = ?1 AND sequence > ?2 AND published_at >= ?3 \
+        "SELECT sequence, message_id, published_at, expires_at, published, sealed \
+         FROM topic_archive WHERE topic_id = ?1 AND sequence > ?2 AND published_at >= ?3 \
          AND (?4 IS NULL OR published_at <= ?4) AND expires_at > ?5 \
          ORDER BY sequence LIMIT ?6",
     )?;
@@ -1983,6 +1989,7 @@ pub fn archived_messages(
                 published_at_ms: r.get(2)?,
                 expires_at_ms: r.get(3)?,
                 published: r.get(4)?,
+                sealed: r.get::<_, i64>(5)? != 0,
             })
         },
     )?;
@@ -1997,7 +2004,7 @@ pub fn delete_archive(c: &Connection, topic_id: i64) -> rusqlite::Result<u64> {
 }
 
 const DELIVERY_COLUMNS: &str = "id, subscription, endpoint, content_type, headers, body, \
-    attempts, created_at, last_error, function_errors";
+    attempts, created_at, last_error, function_errors, sealed";
 
 fn delivery_row(r: &Row<'_>) -> rusqlite::Result<DeliveryRecord> {
     let headers: String = r.get(4)?;
@@ -2012,6 +2019,7 @@ fn delivery_row(r: &Row<'_>) -> rusqlite::Result<DeliveryRecord> {
         created_at_ms: r.get(7)?,
         last_error: r.get(8)?,
         function_errors: r.get(9)?,
+        sealed: r.get::<_, i64>(10)? != 0,
     })
 }
 
@@ -2093,22 +2101,28 @@ pub fn count_deliveries(c: &Connection) -> rusqlite::Result<u64> {
         .map(|n| n as u64)
 }
 
-pub fn list_recorded(c: &Connection, limit: u32) -> rusqlite::Result<Vec<RecordedMessage>> {
+/// The latest `limit` records, newest first, each with its `sealed` flag (still sealed as
+/// stored when it is set).
+pub fn list_recorded(c: &Connection, limit: u32) -> rusqlite::Result<Vec<(RecordedMessage, bool)>> {
     let mut stmt = c.prepare_cached(
-        "SELECT id, protocol, endpoint, topic_arn, subject, message, created_at, sender \
-         FROM recorded_messages ORDER BY id DESC LIMIT ?1",
+        "SELECT id, protocol, endpoint, topic_arn, subject, message, created_at, sender, \
+         sealed FROM recorded_messages ORDER BY id DESC LIMIT ?1",
     )?;
     let rows = stmt.query_map([limit as i64], |r| {
-        Ok(RecordedMessage {
-            id: r.get(0)?,
-            protocol: r.get(1)?,
-            endpoint: r.get(2)?,
-            topic_arn: r.get(3)?,
-            subject: r.get(4)?,
-            message: r.get(5)?,
-            created_at_ms: r.get(6)?,
-            sender: r.get(7)?,
-        })
+        Ok((
+            RecordedMessage {
+                id: r.get(0)?,
+                protocol: r.get(1)?,
+                endpoint: r.get(2)?,
+                topic_arn: r.get(3)?,
+                subject: r.get(4)?,
+                message: r.get(5)?,
+                created_at_ms: r.get(6)?,
+                sender: r.get(7)?,
+                seal: None,
+            },
+            r.get::<_, i64>(8)? != 0,
+        ))
     })?;
     rows.collect()
 }
