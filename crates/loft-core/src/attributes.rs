@@ -385,6 +385,21 @@ fn encryption(attributes: &BTreeMap<String, String>) -> Option<String> {
     sse_sqs.then(|| crate::model::SSE_SQS_KEY_ID.to_owned())
 }
 
+/// The encryption at rest of what Loft keeps of `topic`'s messages (recorded messages,
+/// pending HTTP/S and Lambda deliveries, FIFO archive entries): sealed under a data key of
+/// the topic and its KmsMasterKeyId when one is set (SNS Developer Guide, "Encryption at
+/// rest"); `None` (stored as they are) otherwise. SNS has no SSE default of its own.
+pub fn topic_seal(topic: &crate::model::TopicRecord) -> Option<crate::model::TopicSeal> {
+    topic
+        .attributes
+        .get("KmsMasterKeyId")
+        .filter(|k| !k.is_empty())
+        .map(|key| crate::model::TopicSeal {
+            topic_id: topic.id,
+            key_id: key.clone(),
+        })
+}
+
 /// The value AWS reports for a settable attribute that was never set.
 pub fn default_value(name: &str) -> Option<&'static str> {
     Some(match name {

@@ -81,6 +81,19 @@ pub struct SealWith {
     pub period: i64,
 }
 
+/// "Encrypt with key K" for what Loft keeps at rest of one SNS topic whose
+/// KmsMasterKeyId is set (SNS Developer Guide, "Encryption at rest"): recorded messages,
+/// pending HTTP/S and Lambda deliveries, FIFO archive entries. The store derives the data
+/// key from its master key, `topic_id` and `key_id`, seals the data before it writes it
+/// and opens it when it reads it back.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct TopicSeal {
+    /// The topic's store id.
+    pub topic_id: i64,
+    /// The topic's KmsMasterKeyId as given (Loft has no KMS: it only names the derivation).
+    pub key_id: String,
+}
+
 /// The key name SSE-SQS messages are sealed under (SqsManagedSseEnabled: SQS-owned keys,
 /// no KMS key named).
 pub const SSE_SQS_KEY_ID: &str = "SSE-SQS";
@@ -230,6 +243,13 @@ pub struct ReceiveOutcome {
     /// Whether `messages` is the replay of a recorded [`ReceiveRequest::attempt`] (nothing
     /// new was claimed).
     pub replayed: bool,
+    /// Messages this receive passed over because their sealed body or attributes cannot be
+    /// decrypted (sealed under another master key, or damaged): each is left exactly as it
+    /// was (not claimed, no receive count, no dead-letter move) and, in a FIFO queue, the
+    /// rest of its group waits behind it. Named by MessageId (`seq N` for a message
+    /// without one), each once per store instance: a later receive that meets it again
+    /// passes it over without naming it.
+    pub undecryptable: Vec<String>,
 }
 
 /// Result of a purge ([`crate::store::Store::purge_queue`]).
@@ -371,6 +391,9 @@ pub struct ArchiveEntry {
     pub published: String,
     /// When the archive's retention period ends for it (ms): it is swept then.
     pub expires_at_ms: i64,
+    /// Encryption at rest the service decided (the topic's KmsMasterKeyId): the store
+    /// keeps `published` sealed and opens it when it reads the archive back.
+    pub seal: Option<TopicSeal>,
 }
 
 /// One message of a FIFO topic's archive ([`crate::store::Store::archived_messages`]).
@@ -386,6 +409,9 @@ pub struct ArchivedMessage {
     pub expires_at_ms: i64,
     /// [`ArchiveEntry::published`].
     pub published: String,
+    /// Whether `published` is still sealed as stored ([`ArchiveEntry::seal`]). Engines
+    /// open it before returning the message, so a caller of the store sees `false`.
+    pub sealed: bool,
 }
 
 /// The state of a subscription's message replay (SNS API Reference, Subscribe,
@@ -652,6 +678,10 @@ pub struct NewDelivery {
     pub body: String,
     /// When the first attempt is due (ms).
     pub due_at_ms: i64,
+    /// Encryption at rest the service decided (the topic's KmsMasterKeyId): the store
+    /// keeps `body` sealed until a delivery worker or a listing reads it back. Headers,
+    /// endpoint and content type are stored as they are.
+    pub seal: Option<TopicSeal>,
 }
 
 /// A stored delivery, as the delivery workers take it.
@@ -678,6 +708,9 @@ pub struct DeliveryRecord {
     /// Lambda deliveries: how many of `attempts` ended in a function error (the others
     /// were throttled or could not reach the function); 0 for HTTP/S deliveries.
     pub function_errors: i64,
+    /// Whether `body` is still sealed as stored ([`NewDelivery::seal`]). Engines open it
+    /// before returning the record, so a caller of the store sees `false`.
+    pub sealed: bool,
 }
 
 /// Which recorded messages [`crate::store::Store::delete_recorded`] deletes: those matching
@@ -715,6 +748,10 @@ pub struct RecordedMessage {
     pub sender: Option<String>,
     /// When (ms).
     pub created_at_ms: i64,
+    /// Encryption at rest the service decided (the topic's KmsMasterKeyId): the store
+    /// keeps `message` and `subject` sealed and opens them when it reads them back (a
+    /// record read back has `None`).
+    pub seal: Option<TopicSeal>,
 }
 
 /// An SQS event source mapping as stored (Lambda API Reference,

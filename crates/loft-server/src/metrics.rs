@@ -16,6 +16,7 @@
 //! | `loft_messages_received_total` | counter | `queue` | messages handed out by receives |
 //! | `loft_messages_deleted_total` | counter | `queue` | messages deleted by receipt or id |
 //! | `loft_messages_dead_lettered_total` | counter | `queue` (the source) | messages moved to the queue's DLQ past maxReceiveCount |
+//! | `loft_messages_undecryptable_total` | counter | `queue` | messages a receive passed over because they cannot be decrypted with this master key (left in the queue untouched; each counted once per process) |
 //! | `loft_requests_total` | counter | `operation`, `protocol`, `status` | HTTP requests answered |
 //! | `loft_request_duration_seconds` | histogram | `operation` | time to answer, seconds |
 //! | `loft_deliveries_total` | counter | `protocol`, `outcome` | SNS deliveries by subscription protocol and outcome |
@@ -190,7 +191,7 @@ pub fn render(scrape: &Scrape) -> String {
         activity.insert(q.as_str(), *a);
     }
     type Counter = (&'static str, &'static str, fn(&QueueActivity) -> u64);
-    let counters: [Counter; 4] = [
+    let counters: [Counter; 5] = [
         (
             "loft_messages_sent_total",
             "Messages stored in the queue by sends and SNS fan-out.",
@@ -210,6 +211,11 @@ pub fn render(scrape: &Scrape) -> String {
             "loft_messages_dead_lettered_total",
             "Messages the queue moved to its dead-letter queue after maxReceiveCount receives.",
             |a| a.dead_lettered,
+        ),
+        (
+            "loft_messages_undecryptable_total",
+            "Messages of the queue a receive passed over because they cannot be decrypted with this master key (each once per process).",
+            |a| a.undecryptable,
         ),
     ];
     for (name, help, get) in counters {

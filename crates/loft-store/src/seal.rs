@@ -18,11 +18,15 @@
 //! dead-letter move, a move task) keeps its sealed bytes: the header names the key that
 //! opens them, whichever queue it is in now.
 //!
-//! The master key: 32 random bytes, base64 on one line, in a file Loft makes on first use
-//! (mode 0600, in a folder of mode 0700; see [`MasterKey::load_or_create`]). Losing it loses
-//! every sealed message; nodes sharing a PostgreSQL database must share it.
+//! The master key: 32 random bytes, base64 on one line, in a file Loft makes at its first
+//! start (mode 0600, in a folder of mode 0700; see [`MasterKey::load_or_create`]). Losing it
+//! loses every sealed message; nodes sharing a PostgreSQL database must share it. The
+//! database keeps the key's check value ([`MasterKey::check_value`]), and a start whose key
+//! is not the one its sealed messages need is refused ([`verify_master_key`]). A receive
+//! that still meets a message it cannot open passes it over untouched
+//! ([`Sealer::open_for_receive`]).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -34,7 +38,10 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
 use hkdf::Hkdf;
 use loft_core::error::{Error, Result};
-use loft_core::model::{NewMessage, SealWith, StoredMessage};
+use loft_core::model::{
+    ArchiveEntry, ArchivedMessage, DeliveryRecord, NewDelivery, NewMessage, ReceiveOutcome,
+    RecordedMessage, SealWith, StoredMessage, TopicSeal,
+};
 use rand::RngCore;
 use sha2::Sha256;
 
@@ -42,10 +49,27 @@ use sha2::Sha256;
 pub const KEY_LEN: usize = 32;
 /// Format version of a sealed value (its first byte).
 pub const VERSION: u8 = 1;
+/// Format version of a sealed value of a topic's data (SNS KmsMasterKeyId): the same
+/// layout, the id being the topic's and the data key derived under [`TOPIC_SALT`].
+pub const TOPIC_VERSION: u8 = 2;
 /// Length of the random nonce of each sealed value, bytes (GCM's 96 bits).
 pub const NONCE_LEN: usize = 12;
 /// HKDF salt of the data keys: names the scheme, so a change of it is a new version.
 const SALT: &[u8] = b"loft sqs sse v1";
+/// HKDF salt of the data keys of topics' data (SNS KmsMasterKeyId).
+const TOPIC_SALT: &[u8] = b"loft sns sse v1";
+/// What a recorded message that cannot be decrypted shows instead of its text.
+pub const UNREADABLE_RECORD: &str = "(encrypted at rest; cannot be decrypted with this master key)";
+/// Associated-data byte of a sealed recorded message (email, SMS, ...).
+pub const RECORDED: u8 = b'R';
+/// Associated-data byte of a sealed recorded message's subject.
+pub const RECORDED_SUBJECT: u8 = b'S';
+/// Associated-data byte of a sealed pending delivery's body (HTTP/S, Lambda).
+pub const DELIVERY: u8 = b'D';
+/// Associated-data byte of a sealed FIFO topic archive entry.
+pub const ARCHIVE: u8 = b'F';
+/// HKDF salt of the master key's check value ([`MasterKey::check_value`]).
+const CHECK_SALT: &[u8] = b"loft master key check v1";
 /// Associated-data byte of a sealed body.
 const BODY: u8 = b'B';
 /// Associated-data byte of sealed message attributes.
@@ -53,6 +77,8 @@ const ATTRIBUTES: u8 = b'A';
 /// Data keys kept derived (one per queue and reuse period in use); the cache is emptied
 /// when it grows past this.
 const CACHE_LIMIT: usize = 4096;
+/// Unreadable messages remembered as already reported ([`Sealer::pass_over`]).
+const UNREADABLE_LIMIT: usize = 65536;
 
 /// The master key every data key is derived from. `Debug` never shows it.
 #[derive(Clone)]
@@ -125,6 +151,17 @@ impl MasterKey {
             }
             Err(e) => Err(format!("{}: {e}", path.display())),
         }
+    }
+
+    /// The key's check value: base64 of 32 bytes derived from it (HKDF-SHA256 under a
+    /// fixed label of its own, so it reveals nothing of the data keys). The database keeps
+    /// the check value of the key that seals its messages, so a start with another key is
+    /// refused ([`verify_master_key`]) instead of failing on every sealed message.
+    pub fn check_value(&self) -> String {
+        let mut okm = [0u8; KEY_LEN];
+        // 32 bytes are always within HKDF-SHA256's output limit.
+        let _ = Hkdf::<Sha256>::new(Some(CHECK_SALT), &self.0).expand(b"key check", &mut okm);
+        BASE64.encode(okm)
     }
 
     /// The key as its file holds it: base64 of the 32 bytes.
@@ -202,8 +239,55 @@ pub fn permission_warnings(path: &Path) -> Vec<String> {
     out
 }
 
-/// Derived data keys by (queue id, period), each with the key name it was derived for.
-type CipherCache = HashMap<(i64, i64), (String, Arc<Aes256Gcm>)>;
+/// What a database says, at start, about the master key its sealed rows need (each
+/// engine's `master_key_probe`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct KeyProbe {
+    /// The check value recorded for the database's master key
+    /// ([`MasterKey::check_value`]); `None` in a database made before Loft recorded one.
+    pub check: Option<String>,
+    /// The sealed body of one stored message, when any message is sealed.
+    pub sealed_body: Option<String>,
+}
+
+/// Whether `key` (named by `origin` in the error, e.g. `the key file /x/master.key`) may
+/// serve the database `probe` describes. `Ok(true)`: start, and record the key's check
+/// value (there is none yet, or nothing sealed is stored and the key simply becomes the
+/// database's); `Ok(false)`: start, the recorded check value is this key's.
+///
+/// Errors: the database holds sealed messages and the key is not theirs: its check value
+/// differs from the recorded one, or, with none recorded, it does not open a stored
+/// sealed body. The message names `origin`.
+pub fn verify_master_key(
+    key: &MasterKey,
+    origin: &str,
+    probe: &KeyProbe,
+) -> std::result::Result<bool, String> {
+    let mine = key.check_value();
+    let refuse = || {
+        Err(format!(
+            "{origin} does not open this database's encrypted messages (it is not the master \
+             key that sealed them); start with that key, or move the database aside"
+        ))
+    };
+    match (&probe.check, &probe.sealed_body) {
+        (Some(c), _) if *c == mine => Ok(false),
+        (_, None) => Ok(true),
+        (Some(_), Some(_)) => refuse(),
+        (None, Some(body)) => {
+            let sealer = Sealer::new(KeySource::Key(key.clone()));
+            if sealer.open(BODY, body).is_ok() {
+                Ok(true)
+            } else {
+                refuse()
+            }
+        }
+    }
+}
+
+/// Derived data keys by (format version, queue or topic id, period), each with the key
+/// name it was derived for.
+type CipherCache = HashMap<(u8, i64, i64), (String, Arc<Aes256Gcm>)>;
 
 /// Where a [`Sealer`] finds its master key.
 #[derive(Debug, Clone)]
@@ -223,6 +307,8 @@ pub struct Sealer {
     loading: Mutex<()>,
     /// Derived data keys by (queue id, period), with their key name.
     ciphers: Mutex<CipherCache>,
+    /// Messages (queue id, seq) receives found unreadable, reported once each.
+    unreadable: Mutex<HashSet<(i64, i64)>>,
 }
 
 impl std::fmt::Debug for Sealer {
@@ -241,6 +327,7 @@ impl Sealer {
             master: OnceLock::new(),
             loading: Mutex::new(()),
             ciphers: Mutex::new(HashMap::new()),
+            unreadable: Mutex::new(HashSet::new()),
         }
     }
 
@@ -273,10 +360,18 @@ impl Sealer {
         Ok(self.master.get_or_init(|| key))
     }
 
-    fn cipher(&self, queue_id: i64, period: i64, key_id: &str) -> Result<Arc<Aes256Gcm>> {
+    /// The data key of format `version` (its HKDF salt: [`SALT`] for queues,
+    /// [`TOPIC_SALT`] for topics) for (`id`, `period`, `key_id`).
+    fn cipher_of(
+        &self,
+        version: u8,
+        queue_id: i64,
+        period: i64,
+        key_id: &str,
+    ) -> Result<Arc<Aes256Gcm>> {
         {
             let cache = self.ciphers.lock().unwrap_or_else(|p| p.into_inner());
-            if let Some((k, c)) = cache.get(&(queue_id, period)) {
+            if let Some((k, c)) = cache.get(&(version, queue_id, period)) {
                 if k == key_id {
                     return Ok(c.clone());
                 }
@@ -288,7 +383,12 @@ impl Sealer {
         info.extend_from_slice(&period.to_be_bytes());
         info.extend_from_slice(key_id.as_bytes());
         let mut okm = [0u8; KEY_LEN];
-        Hkdf::<Sha256>::new(Some(SALT), &master.0)
+        let salt = if version == TOPIC_VERSION {
+            TOPIC_SALT
+        } else {
+            SALT
+        };
+        Hkdf::<Sha256>::new(Some(salt), &master.0)
             .expand(&info, &mut okm)
             .map_err(|_| Error::internal("data key derivation failed"))?;
         let cipher = Arc::new(Aes256Gcm::new((&okm).into()));
@@ -296,7 +396,10 @@ impl Sealer {
         if cache.len() >= CACHE_LIMIT {
             cache.clear();
         }
-        cache.insert((queue_id, period), (key_id.to_owned(), cipher.clone()));
+        cache.insert(
+            (version, queue_id, period),
+            (key_id.to_owned(), cipher.clone()),
+        );
         Ok(cipher)
     }
 
@@ -306,12 +409,25 @@ impl Sealer {
     /// Errors: `InternalError` when the master key is missing or cannot be loaded, or the
     /// key name is longer than 65535 bytes.
     fn seal(&self, queue_id: i64, with: &SealWith, domain: u8, plain: &[u8]) -> Result<String> {
+        self.seal_as(VERSION, queue_id, with, domain, plain)
+    }
+
+    /// [`Sealer::seal`] in format `version` ([`VERSION`] for a queue's messages,
+    /// [`TOPIC_VERSION`] for a topic's data, `queue_id` then being the topic's id).
+    fn seal_as(
+        &self,
+        version: u8,
+        queue_id: i64,
+        with: &SealWith,
+        domain: u8,
+        plain: &[u8],
+    ) -> Result<String> {
         let key = with.key_id.as_bytes();
         let key_len = u16::try_from(key.len())
             .map_err(|_| Error::internal("encryption key name too long"))?;
-        let cipher = self.cipher(queue_id, with.period, &with.key_id)?;
+        let cipher = self.cipher_of(version, queue_id, with.period, &with.key_id)?;
         let mut out = Vec::with_capacity(19 + key.len() + NONCE_LEN + plain.len() + 16);
-        out.push(VERSION);
+        out.push(version);
         out.extend_from_slice(&queue_id.to_be_bytes());
         out.extend_from_slice(&with.period.to_be_bytes());
         out.extend_from_slice(&key_len.to_be_bytes());
@@ -346,9 +462,10 @@ impl Sealer {
             )
         };
         let bytes = BASE64.decode(text).map_err(|_| bad())?;
-        if bytes.len() < 19 || bytes[0] != VERSION {
+        if bytes.len() < 19 || (bytes[0] != VERSION && bytes[0] != TOPIC_VERSION) {
             return Err(bad());
         }
+        let version = bytes[0];
         let queue_id = i64::from_be_bytes(bytes[1..9].try_into().map_err(|_| bad())?);
         let period = i64::from_be_bytes(bytes[9..17].try_into().map_err(|_| bad())?);
         let key_len = u16::from_be_bytes([bytes[17], bytes[18]]) as usize;
@@ -357,7 +474,7 @@ impl Sealer {
             return Err(bad());
         }
         let key_id = std::str::from_utf8(&bytes[19..header_len]).map_err(|_| bad())?;
-        let cipher = self.cipher(queue_id, period, key_id)?;
+        let cipher = self.cipher_of(version, queue_id, period, key_id)?;
         let mut aad = bytes[..header_len].to_vec();
         aad.push(domain);
         let nonce = Nonce::from_slice(&bytes[header_len..header_len + NONCE_LEN]);
@@ -433,6 +550,175 @@ impl Sealer {
     pub fn open_messages(&self, messages: &mut [StoredMessage]) -> Result<()> {
         messages.iter_mut().try_for_each(|m| self.open_message(m))
     }
+
+    /// Seals `plain`, a piece of topic data of kind `domain` ([`RECORDED`],
+    /// [`RECORDED_SUBJECT`], [`DELIVERY`], [`ARCHIVE`]), under the topic's data key
+    /// ([`TopicSeal`]: derived from the master key, the topic's id and its
+    /// KmsMasterKeyId). Returns the base64 text the column keeps.
+    ///
+    /// Errors: `InternalError` when the master key is missing or cannot be loaded.
+    pub fn seal_topic(&self, with: &TopicSeal, domain: u8, plain: &str) -> Result<String> {
+        let key = SealWith {
+            key_id: with.key_id.clone(),
+            period: 0,
+        };
+        self.seal_as(TOPIC_VERSION, with.topic_id, &key, domain, plain.as_bytes())
+    }
+
+    /// Opens what [`Sealer::seal_topic`] sealed as `domain`.
+    ///
+    /// Errors: `InternalError` when it was sealed under another master key, is damaged, or
+    /// is not text; logged.
+    pub fn open_topic(&self, domain: u8, text: &str) -> Result<String> {
+        self.open(domain, text)
+            .and_then(|b| {
+                String::from_utf8(b)
+                    .map_err(|_| Error::internal("decrypted topic data is not UTF-8"))
+            })
+            .inspect_err(|e| {
+                tracing::error!(error = %e.message, "stored topic data cannot be decrypted");
+            })
+    }
+
+    /// Seals the message and subject of every record whose topic asked for it
+    /// ([`RecordedMessage::seal`]); the record is then stored with its `sealed` flag set.
+    ///
+    /// Errors: as [`Sealer::seal_topic`].
+    pub fn seal_records(&self, records: &mut [RecordedMessage]) -> Result<()> {
+        for r in records {
+            let Some(with) = &r.seal else { continue };
+            r.message = self.seal_topic(with, RECORDED, &r.message)?;
+            if let Some(subject) = &r.subject {
+                r.subject = Some(self.seal_topic(with, RECORDED_SUBJECT, subject)?);
+            }
+        }
+        Ok(())
+    }
+
+    /// Seals the body of every delivery whose topic asked for it ([`NewDelivery::seal`]);
+    /// it is then stored with its `sealed` flag set.
+    ///
+    /// Errors: as [`Sealer::seal_topic`].
+    pub fn seal_deliveries(&self, deliveries: &mut [NewDelivery]) -> Result<()> {
+        for d in deliveries {
+            if let Some(with) = &d.seal {
+                d.body = self.seal_topic(with, DELIVERY, &d.body)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Opens the bodies of deliveries read back with their `sealed` flag set. One that
+    /// cannot be opened (another master key, damaged) is left out of the list and logged
+    /// with its id: it is never sent as ciphertext, and its row stays (a claimed one is
+    /// met again when its lease ends).
+    pub fn open_deliveries(&self, deliveries: &mut Vec<DeliveryRecord>) {
+        deliveries.retain_mut(|d| {
+            if !d.sealed {
+                return true;
+            }
+            match self.open_topic(DELIVERY, &d.body) {
+                Ok(body) => {
+                    d.body = body;
+                    d.sealed = false;
+                    true
+                }
+                Err(_) => {
+                    tracing::error!(
+                        delivery = d.id,
+                        subscription = %d.subscription,
+                        "a pending SNS delivery cannot be decrypted with this master key; not sent"
+                    );
+                    false
+                }
+            }
+        });
+    }
+
+    /// The text a FIFO topic's archive keeps of `a`: its publish sealed when its topic
+    /// asked for it ([`ArchiveEntry::seal`]), else as it is.
+    ///
+    /// Errors: as [`Sealer::seal_topic`].
+    pub fn seal_archive(&self, a: &ArchiveEntry) -> Result<String> {
+        match &a.seal {
+            Some(with) => self.seal_topic(with, ARCHIVE, &a.published),
+            None => Ok(a.published.clone()),
+        }
+    }
+
+    /// Opens archived messages read back with their `sealed` flag set.
+    ///
+    /// Errors: as [`Sealer::open_topic`] (a replay that meets one then fails, the archive
+    /// row stays as it was).
+    pub fn open_archived(&self, messages: &mut [ArchivedMessage]) -> Result<()> {
+        for m in messages.iter_mut().filter(|m| m.sealed) {
+            m.published = self.open_topic(ARCHIVE, &m.published)?;
+            m.sealed = false;
+        }
+        Ok(())
+    }
+
+    /// Opens a record read back with its `sealed` flag set. One that cannot be opened
+    /// (another master key, damaged) is shown with [`UNREADABLE_RECORD`] as its message
+    /// and no subject, and logged; the stored row is not changed.
+    pub fn open_record(&self, r: &mut RecordedMessage, sealed: bool) {
+        if !sealed {
+            return;
+        }
+        match self.open_topic(RECORDED, &r.message) {
+            Ok(m) => r.message = m,
+            Err(_) => {
+                r.message = UNREADABLE_RECORD.to_owned();
+                r.subject = None;
+                return;
+            }
+        }
+        if let Some(subject) = &r.subject {
+            r.subject = self.open_topic(RECORDED_SUBJECT, subject).ok();
+        }
+    }
+
+    /// Opens `m` for a receive that has not claimed it yet: `true` when it is readable
+    /// (opened, or never sealed), `false` when it cannot be opened (sealed under another
+    /// master key, damaged, or no key can be loaded), in which case `m` is left as it was
+    /// and the receive must pass it over. Logs nothing; see [`Sealer::pass_over`].
+    pub fn open_for_receive(&self, m: &mut StoredMessage) -> bool {
+        if !m.sealed {
+            return true;
+        }
+        let text = |bytes: Vec<u8>| String::from_utf8(bytes).ok();
+        let Some(body) = self.open(BODY, &m.body).ok().and_then(text) else {
+            return false;
+        };
+        let attributes = match &m.message_attributes {
+            Some(a) => match self.open(ATTRIBUTES, a).ok().and_then(text) {
+                Some(a) => Some(a),
+                None => return false,
+            },
+            None => None,
+        };
+        m.body = body;
+        m.message_attributes = attributes;
+        m.sealed = false;
+        true
+    }
+
+    /// Records that a receive passed over `m` (it cannot be opened) in `out`'s
+    /// [`ReceiveOutcome::undecryptable`], the first time this sealer meets it only (a
+    /// bounded memory of (queue, seq); forgotten past 65536 messages).
+    pub fn pass_over(&self, m: &StoredMessage, out: &mut ReceiveOutcome) {
+        let mut seen = self.unreadable.lock().unwrap_or_else(|p| p.into_inner());
+        if seen.len() >= UNREADABLE_LIMIT {
+            seen.clear();
+        }
+        if seen.insert((m.queue_id, m.seq)) {
+            out.undecryptable.push(
+                m.message_id
+                    .clone()
+                    .unwrap_or_else(|| format!("seq {}", m.seq)),
+            );
+        }
+    }
 }
 
 #[cfg(test)]
@@ -471,15 +757,74 @@ mod tests {
     #[test]
     fn data_keys_differ_per_queue_period_and_key() {
         let s = Sealer::new(KeySource::Key(MasterKey::from_bytes([1; KEY_LEN])));
-        let a = s.cipher(1, 1, "k").unwrap();
+        let a = s.cipher_of(VERSION, 1, 1, "k").unwrap();
         for (q, p, k) in [(2, 1, "k"), (1, 2, "k"), (1, 1, "j")] {
-            let b = s.cipher(q, p, k).unwrap();
+            let b = s.cipher_of(VERSION, q, p, k).unwrap();
             let n = Nonce::from_slice(&[0; NONCE_LEN]);
             assert_ne!(
                 a.encrypt(n, b"x".as_ref()).unwrap(),
                 b.encrypt(n, b"x".as_ref()).unwrap()
             );
         }
+    }
+
+    #[test]
+    fn the_check_value_recognises_the_key_that_sealed() {
+        let a = MasterKey::from_bytes([1; KEY_LEN]);
+        let b = MasterKey::from_bytes([2; KEY_LEN]);
+        assert_eq!(a.check_value(), a.check_value());
+        assert_ne!(a.check_value(), b.check_value());
+        assert!(!a.check_value().contains(&a.to_base64()));
+        let sealed = Sealer::new(KeySource::Key(a.clone()))
+            .seal(1, &with("k", 1), BODY, b"x")
+            .unwrap();
+        let probe = |check: Option<&MasterKey>, body: bool| KeyProbe {
+            check: check.map(MasterKey::check_value),
+            sealed_body: body.then(|| sealed.clone()),
+        };
+        // Nothing sealed: any key starts and becomes the database's.
+        assert_eq!(verify_master_key(&b, "k", &probe(None, false)), Ok(true));
+        assert_eq!(
+            verify_master_key(&b, "k", &probe(Some(&a), false)),
+            Ok(true)
+        );
+        // Sealed rows: only their key starts.
+        assert_eq!(
+            verify_master_key(&a, "k", &probe(Some(&a), true)),
+            Ok(false)
+        );
+        assert!(
+            verify_master_key(&b, "the key file K", &probe(Some(&a), true))
+                .unwrap_err()
+                .starts_with("the key file K does not open")
+        );
+        // An older database without a check value: a sealed body decides.
+        assert_eq!(verify_master_key(&a, "k", &probe(None, true)), Ok(true));
+        assert!(verify_master_key(&b, "k", &probe(None, true)).is_err());
+    }
+
+    #[test]
+    fn topic_data_keys_are_their_own() {
+        let s = Sealer::new(KeySource::Key(MasterKey::from_bytes([4; KEY_LEN])));
+        let t = TopicSeal {
+            topic_id: 3,
+            key_id: "alias/aws/sns".into(),
+        };
+        let sealed = s.seal_topic(&t, RECORDED, "hello topic").unwrap();
+        assert!(!sealed.contains("hello"));
+        assert_eq!(s.open_topic(RECORDED, &sealed).unwrap(), "hello topic");
+        assert!(
+            s.open_topic(DELIVERY, &sealed).is_err(),
+            "bound to its kind"
+        );
+        // Not the data key of queue 3 under the same key name.
+        let q = s.cipher_of(VERSION, 3, 0, "alias/aws/sns").unwrap();
+        let t2 = s.cipher_of(TOPIC_VERSION, 3, 0, "alias/aws/sns").unwrap();
+        let n = Nonce::from_slice(&[0; NONCE_LEN]);
+        assert_ne!(
+            q.encrypt(n, b"x".as_ref()).unwrap(),
+            t2.encrypt(n, b"x".as_ref()).unwrap()
+        );
     }
 
     #[test]

@@ -269,6 +269,7 @@ fn delivery(sub: &str, body: &str, due: i64) -> NewDelivery {
         headers: vec![("x-amz-sns-message-type".into(), "Notification".into())],
         body: body.into(),
         due_at_ms: due,
+        seal: None,
     }
 }
 
@@ -2111,6 +2112,7 @@ async fn publish_stores_everything(s: S) {
         message: "hello".into(),
         sender: Some("Alerts <no-reply@sns.amazonaws.com>".into()),
         created_at_ms: T0,
+        seal: None,
     };
     let mut m1 = msg("n1", T0);
     m1.message_id = Some("m-1".into());
@@ -2194,10 +2196,15 @@ async fn fifo_topic_archive_keeps_swept_and_dropped(s: S) {
         .unwrap();
     let q = queue(&s, "arch-sub.fifo").await;
     let calls = Arc::new(Mutex::new(Vec::new()));
+    // Archived sealed, as for a topic with a KmsMasterKeyId: read back as published.
     let entry = |id: &str, key: &str, keep_until: i64| FifoPublishEntry {
         archive: Some(ArchiveEntry {
             published: format!("{{\"Message\":\"{id}\"}}"),
             expires_at_ms: keep_until,
+            seal: Some(TopicSeal {
+                topic_id: t.id,
+                key_id: "alias/aws/sns".into(),
+            }),
         }),
         ..topic_entry(id, "", key, T0 + 300_000)
     };
@@ -2435,6 +2442,7 @@ async fn replay_lease_cursor_and_takeover(s: S) {
         archive: Some(ArchiveEntry {
             published: format!("{{\"Message\":\"{id}\"}}"),
             expires_at_ms: T0 + 86_400_000,
+            seal: None,
         }),
         ..topic_entry(id, "", key, T0 + 400_000)
     };
@@ -2894,6 +2902,7 @@ async fn recorded_messages(s: S) {
         message: format!("m{i}"),
         sender: None,
         created_at_ms: T0 + i,
+        seal: None,
     };
     s.publish(vec![], vec![], vec![rec(1), rec(2)])
         .await
@@ -2904,6 +2913,27 @@ async fn recorded_messages(s: S) {
     assert_eq!(messages, ["m3", "m2"], "newest first");
     assert!(got[0].id > got[1].id);
     assert_eq!(got[0].topic_arn, None);
+    // A record of a topic with a KmsMasterKeyId reads back as it was given.
+    let sealed = RecordedMessage {
+        subject: Some("secret subject".into()),
+        seal: Some(TopicSeal {
+            topic_id: 7,
+            key_id: "alias/aws/sns".into(),
+        }),
+        ..rec(4)
+    };
+    s.publish(vec![], vec![], vec![sealed.clone()])
+        .await
+        .unwrap();
+    let got = s.list_recorded(1).await.unwrap();
+    assert_eq!(
+        got[0],
+        RecordedMessage {
+            id: got[0].id,
+            seal: None,
+            ..sealed
+        }
+    );
 }
 
 async fn delete_recorded_by_filter(s: S) {
@@ -2916,6 +2946,7 @@ async fn delete_recorded_by_filter(s: S) {
         message: format!("{protocol} {endpoint}"),
         sender: None,
         created_at_ms: T0,
+        seal: None,
     };
     let t = "arn:aws:sns:us-east-1:000000000000:t";
     s.publish(
@@ -3783,11 +3814,13 @@ async fn sqlite_sealed_rows_hold_no_plaintext_and_survive_a_restart() {
     let wrong = open(MasterKey::from_bytes([1; 32]));
     let e = wrong.peek_messages(q, 0, 10, T0).await.unwrap_err();
     assert_eq!(e.code, loft_core::error::ErrorCode::InternalError);
-    // A receive with the wrong key fails after its claim: the messages stay, hidden for
-    // the visibility timeout like any received message.
+    // A receive with the wrong key hands out the readable message and passes over the
+    // sealed one, unclaimed.
     let mut r = req(q, 10, T0, 1000);
     r.send_order = true;
-    assert!(wrong.receive(r.clone()).await.is_err());
+    let out = wrong.receive(r.clone()).await.unwrap();
+    assert_eq!(bodies(&out), ["plain body"]);
+    assert_eq!(out.undecryptable.len(), 1);
     wrong.close().await;
     let again = open(test_key());
     r.now_ms = T0 + 2000;
@@ -3883,4 +3916,418 @@ async fn postgres_nodes_without_a_key_file_share_the_database_key() {
     r.send_order = true;
     let out = b.receive(r).await.unwrap();
     assert_eq!(bodies(&out), ["sealed on a"]);
+}
+
+/// One node on a database shared by the key-mismatch cases: opened with a key, closed
+/// before another opens (SQLite's lock is exclusive).
+enum Node {
+    Sqlite(Arc<SqliteStore>),
+    Pg(Arc<PgStore>),
+}
+
+impl Node {
+    fn store(&self) -> S {
+        match self {
+            Node::Sqlite(s) => s.clone(),
+            Node::Pg(s) => s.clone(),
+        }
+    }
+
+    async fn close(self) {
+        match self {
+            Node::Sqlite(s) => s.close().await,
+            Node::Pg(s) => s.close().await,
+        }
+    }
+
+    async fn probe(&self) -> loft_store::seal::KeyProbe {
+        match self {
+            Node::Sqlite(s) => s.master_key_probe().await.unwrap(),
+            Node::Pg(s) => s.master_key_probe().await.unwrap(),
+        }
+    }
+
+    async fn record_check(&self, key: &MasterKey) {
+        match self {
+            Node::Sqlite(s) => s.record_master_key_check(key.check_value()).await.unwrap(),
+            Node::Pg(s) => s.record_master_key_check(&key.check_value()).await.unwrap(),
+        }
+    }
+}
+
+/// Where the key-mismatch cases keep their database.
+enum Db {
+    Sqlite(std::path::PathBuf),
+    Pg(String, String),
+}
+
+impl Db {
+    async fn open(&self, key: MasterKey) -> Node {
+        match self {
+            Db::Sqlite(path) => Node::Sqlite(Arc::new(
+                SqliteStore::open(path, loft_store::Durability::Process)
+                    .unwrap()
+                    .with_key_source(KeySource::Key(key)),
+            )),
+            Db::Pg(url, schema) => Node::Pg(Arc::new(
+                PgStore::connect(
+                    url,
+                    PgOptions {
+                        pool_size: 2,
+                        schema: Some(schema.clone()),
+                    },
+                )
+                .await
+                .unwrap()
+                .with_key_source(KeySource::Key(key)),
+            )),
+        }
+    }
+}
+
+/// A message of `q` that names itself `id-BODY`, sealed or not.
+fn named(body: &str, sealed_under: Option<&str>) -> NewMessage {
+    let mut m = match sealed_under {
+        Some(key) => sealed(body, key, 1, T0),
+        None => msg(body, T0),
+    };
+    m.message_id = Some(format!("id-{body}"));
+    m
+}
+
+/// A receive by a store whose master key does not open some sealed messages (the key file
+/// was replaced): the readable messages are handed out, the others are passed over and
+/// left exactly as they were, with no visibility change, no receive count and no
+/// dead-letter move however often receives meet them, and each is named once; a FIFO
+/// group waits behind its unreadable message. The right key then receives them as first
+/// receives.
+async fn undecryptable_messages_are_passed_over_untouched(db: Db) {
+    let key_a = test_key();
+    let key_b = MasterKey::from_bytes([0x33; 32]);
+    let a = db.open(key_a.clone()).await;
+    let s = a.store();
+    let q = queue(&s, "mixed").await;
+    let dlq = queue(&s, "mixed-dlq").await;
+    let f = queue(&s, "mixed.fifo").await;
+    s.send_messages(vec![
+        (q, named("s1", Some("SSE-SQS"))),
+        (q, named("p1", None)),
+        (q, named("s2", Some("alias/k"))),
+        (q, named("p2", None)),
+    ])
+    .await
+    .unwrap();
+    let mut g1a = fifo_msg("g1-a", "g1", "d1", T0);
+    g1a.seal = Some(SealWith {
+        key_id: "SSE-SQS".into(),
+        period: 1,
+    });
+    s.send_messages(vec![
+        (f, g1a),
+        (f, fifo_msg("g1-b", "g1", "d2", T0)),
+        (f, fifo_msg("g2-a", "g2", "d3", T0)),
+    ])
+    .await
+    .unwrap();
+    a.close().await;
+
+    let b = db.open(key_b).await;
+    let s = b.store();
+    let rule = RedriveRule {
+        dlq_queue_id: dlq,
+        moves_at_receive_count: 2,
+        source_arn: "arn:aws:sqs:us-east-1:000000000000:mixed".into(),
+        dedup_id_from_message_id: false,
+    };
+    let r = |now: i64, send_order: bool| ReceiveRequest {
+        redrive: Some(rule.clone()),
+        send_order,
+        ..req(q, 10, now, 1000)
+    };
+    let out = s.receive(r(T0, true)).await.unwrap();
+    assert_eq!(bodies(&out), ["p1", "p2"]);
+    assert_eq!(out.undecryptable, ["id-s1", "id-s2"]);
+    assert_eq!(out.dead_lettered, 0);
+    // Receives past the visibility timeout: the readable messages are received again and
+    // then reach the dead-letter queue; the unreadable ones are never counted or moved.
+    for (i, now) in [T0 + 2000, T0 + 4000, T0 + 6000].into_iter().enumerate() {
+        let out = s.receive(r(now, i % 2 == 0)).await.unwrap();
+        assert!(out.undecryptable.is_empty(), "each is named once");
+        assert!(
+            out.messages.iter().all(|m| m.body.starts_with('p')),
+            "{:?}",
+            bodies(&out)
+        );
+        if i == 1 {
+            assert_eq!(out.dead_lettered, 2, "p1 and p2 after two receives");
+        } else {
+            assert_eq!(out.dead_lettered, 0);
+        }
+    }
+    // FIFO: group g1 waits behind its unreadable first message; g2 is served.
+    let out = s.receive(fifo_req(f, 10, T0, 1000)).await.unwrap();
+    assert_eq!(bodies(&out), ["g2-a"]);
+    assert_eq!(out.undecryptable, ["id-g1-a"]);
+    let out = s.receive(fifo_req(f, 10, T0 + 2000, 1000)).await.unwrap();
+    assert_eq!(bodies(&out), ["g2-a"]);
+    assert!(out.undecryptable.is_empty());
+    b.close().await;
+
+    let a = db.open(key_a).await;
+    let s = a.store();
+    let later = T0 + 10_000;
+    let out = s
+        .receive(ReceiveRequest {
+            send_order: true,
+            ..req(q, 10, later, 1000)
+        })
+        .await
+        .unwrap();
+    assert_eq!(bodies(&out), ["s1", "s2"]);
+    for m in &out.messages {
+        assert_eq!(m.receive_count, 1, "{} was never claimed before", m.body);
+        assert_eq!(m.first_received_at_ms, Some(later));
+        assert_eq!(m.dead_letter_source, None);
+        assert_eq!(
+            m.message_attributes.as_deref(),
+            Some(
+                format!(
+                    r#"{{"a":{{"DataType":"String","StringValue":"attr of {}"}}}}"#,
+                    m.body
+                )
+                .as_str()
+            )
+        );
+    }
+    let out = s.receive(req(dlq, 10, later, 1000)).await.unwrap();
+    let mut moved = bodies(&out);
+    moved.sort();
+    assert_eq!(moved, ["p1", "p2"]);
+    let out = s.receive(fifo_req(f, 10, later, 1000)).await.unwrap();
+    assert_eq!(bodies(&out), ["g1-a", "g1-b", "g2-a"]);
+    assert_eq!(out.messages[0].receive_count, 1);
+    assert_eq!(out.messages[1].receive_count, 1);
+    a.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_undecryptable_messages_are_passed_over_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    undecryptable_messages_are_passed_over_untouched(Db::Sqlite(dir.path().join("loft.db"))).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_undecryptable_messages_are_passed_over_untouched() {
+    let Some((_, schema)) = pg_store().await else {
+        skips::postgres().skip("postgres_undecryptable_messages_are_passed_over_untouched");
+        return;
+    };
+    undecryptable_messages_are_passed_over_untouched(Db::Pg(
+        schema.url.clone(),
+        schema.schema.clone(),
+    ))
+    .await;
+}
+
+/// The start's key check (what `loft serve` does before it serves): a fresh database
+/// takes the first key's check value; once it holds a sealed message, only that key
+/// passes, another is refused with a message naming it, and so is any key when the
+/// recorded check value is gone but the sealed body does not open.
+async fn the_database_recognises_its_master_key(db: Db) {
+    use loft_store::seal::verify_master_key;
+    let key_a = test_key();
+    let key_b = MasterKey::from_bytes([0x33; 32]);
+    let a = db.open(key_a.clone()).await;
+    let probe = a.probe().await;
+    assert_eq!(probe, Default::default(), "a fresh database knows no key");
+    assert_eq!(verify_master_key(&key_a, "key A", &probe), Ok(true));
+    a.record_check(&key_a).await;
+    let probe = a.probe().await;
+    assert_eq!(probe.check, Some(key_a.check_value()));
+    assert_eq!(probe.sealed_body, None);
+    // Nothing sealed yet: another key may still take over.
+    assert_eq!(verify_master_key(&key_b, "key B", &probe), Ok(true));
+    let s = a.store();
+    let q = queue(&s, "sealed").await;
+    s.send_messages(vec![(q, named("kept", Some("SSE-SQS")))])
+        .await
+        .unwrap();
+    let probe = a.probe().await;
+    let body = probe.sealed_body.clone().expect("a sealed body");
+    assert!(!body.contains("kept"));
+    assert_eq!(verify_master_key(&key_a, "key A", &probe), Ok(false));
+    let e = verify_master_key(&key_b, "the key file B", &probe).unwrap_err();
+    assert!(
+        e.starts_with("the key file B does not open this database's encrypted messages"),
+        "{e}"
+    );
+    a.close().await;
+    // A database sealed before check values were recorded: the sealed body decides.
+    let older = loft_store::seal::KeyProbe {
+        check: None,
+        ..probe
+    };
+    assert_eq!(verify_master_key(&key_a, "key A", &older), Ok(true));
+    assert!(verify_master_key(&key_b, "key B", &older).is_err());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_the_database_recognises_its_master_key() {
+    let dir = tempfile::tempdir().unwrap();
+    the_database_recognises_its_master_key(Db::Sqlite(dir.path().join("loft.db"))).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_the_database_recognises_its_master_key() {
+    let Some((_, schema)) = pg_store().await else {
+        skips::postgres().skip("postgres_the_database_recognises_its_master_key");
+        return;
+    };
+    the_database_recognises_its_master_key(Db::Pg(schema.url.clone(), schema.schema.clone())).await;
+}
+
+/// Every text column `sql` reads (one text column per row), past the store.
+async fn raw_texts(db: &Db, sql: &str) -> Vec<String> {
+    match db {
+        Db::Sqlite(path) => {
+            let c = rusqlite::Connection::open(path).unwrap();
+            let mut st = c.prepare(sql).unwrap();
+            let rows = st
+                .query_map([], |r| r.get::<_, Option<String>>(0))
+                .unwrap()
+                .collect::<rusqlite::Result<Vec<_>>>()
+                .unwrap();
+            rows.into_iter().flatten().collect()
+        }
+        Db::Pg(url, schema) => {
+            let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+                .await
+                .expect("raw connection");
+            tokio::spawn(conn);
+            client
+                .batch_execute(&format!("SET search_path TO {schema}"))
+                .await
+                .unwrap();
+            let rows = client.query(sql, &[]).await.unwrap();
+            rows.iter()
+                .filter_map(|r| r.get::<_, Option<String>>(0))
+                .collect()
+        }
+    }
+}
+
+/// SNS topic encryption at rest (KmsMasterKeyId): a sealed topic's recorded message and
+/// subject, pending delivery body and FIFO archive entry are not plaintext in the
+/// database, read back equal after a restart with the same key, and a replay's archive
+/// read gives the plaintext; unsealed rows beside them stay as they are.
+async fn topic_data_is_sealed_at_rest(db: Db) {
+    let key = test_key();
+    let a = db.open(key.clone()).await;
+    let s = a.store();
+    let (t, _) = s
+        .create_topic("enc.fifo", BTreeMap::new(), BTreeMap::new(), T0)
+        .await
+        .unwrap();
+    let seal = TopicSeal {
+        topic_id: t.id,
+        key_id: "alias/aws/sns".into(),
+    };
+    let record = RecordedMessage {
+        id: 0,
+        protocol: "email".into(),
+        endpoint: "dev@example.com".into(),
+        topic_arn: Some("arn:aws:sns:us-east-1:000000000000:enc".into()),
+        subject: Some("secret subject".into()),
+        message: "secret record".into(),
+        sender: None,
+        created_at_ms: T0,
+        seal: Some(seal.clone()),
+    };
+    let plain_record = RecordedMessage {
+        message: "plain record".into(),
+        subject: None,
+        seal: None,
+        ..record.clone()
+    };
+    let sealed_delivery = NewDelivery {
+        seal: Some(seal.clone()),
+        ..delivery("sub-1", "secret delivery", T0)
+    };
+    s.publish(
+        vec![],
+        vec![sealed_delivery, delivery("sub-2", "plain delivery", T0)],
+        vec![record.clone(), plain_record.clone()],
+    )
+    .await
+    .unwrap();
+    let q = queue(&s, "enc-sub.fifo").await;
+    s.publish_fifo(FifoPublish {
+        topic_id: t.id,
+        now_ms: T0,
+        entries: vec![FifoPublishEntry {
+            archive: Some(ArchiveEntry {
+                published: r#"{"Message":"secret archive"}"#.into(),
+                expires_at_ms: T0 + HOUR,
+                seal: Some(seal.clone()),
+            }),
+            ..topic_entry("m1", "", "k1", T0 + 300_000)
+        }],
+        fanout: fanout_to(q, Arc::new(Mutex::new(Vec::new()))),
+    })
+    .await
+    .unwrap()
+    .unwrap();
+    a.close().await;
+
+    let mut raw = raw_texts(&db, "SELECT message FROM recorded_messages").await;
+    raw.extend(raw_texts(&db, "SELECT subject FROM recorded_messages").await);
+    raw.extend(raw_texts(&db, "SELECT body FROM deliveries").await);
+    raw.extend(raw_texts(&db, "SELECT published FROM topic_archive").await);
+    assert!(raw.iter().any(|t| t == "plain record"));
+    assert!(raw.iter().any(|t| t == "plain delivery"));
+    for text in &raw {
+        assert!(!text.contains("secret"), "stored in the clear: {text}");
+    }
+    assert_eq!(raw.len(), 6, "{raw:?}");
+
+    let a = db.open(key).await;
+    let s = a.store();
+    let mut recorded = s.list_recorded(10).await.unwrap();
+    recorded.reverse();
+    let got: Vec<(Option<&str>, &str)> = recorded
+        .iter()
+        .map(|r| (r.subject.as_deref(), r.message.as_str()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (Some("secret subject"), "secret record"),
+            (None, "plain record")
+        ]
+    );
+    let deliveries = s.list_deliveries(None, 10).await.unwrap();
+    let bodies: Vec<&str> = deliveries.iter().map(|d| d.body.as_str()).collect();
+    assert_eq!(bodies, ["secret delivery", "plain delivery"]);
+    assert!(deliveries.iter().all(|d| !d.sealed));
+    let claimed = s.claim_deliveries(T0, 10, T0 + 1000).await.unwrap();
+    assert_eq!(claimed[0].body, "secret delivery");
+    let archived = s.archived_messages(t.id, 0, 0, None, T0, 10).await.unwrap();
+    assert_eq!(archived[0].published, r#"{"Message":"secret archive"}"#);
+    assert!(!archived[0].sealed);
+    a.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_topic_data_is_sealed_at_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    topic_data_is_sealed_at_rest(Db::Sqlite(dir.path().join("loft.db"))).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_topic_data_is_sealed_at_rest() {
+    let Some((_, schema)) = pg_store().await else {
+        skips::postgres().skip("postgres_topic_data_is_sealed_at_rest");
+        return;
+    };
+    topic_data_is_sealed_at_rest(Db::Pg(schema.url.clone(), schema.schema.clone())).await;
 }

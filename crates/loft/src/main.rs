@@ -99,8 +99,9 @@ struct ServeArgs {
     database_pool_size: usize,
 
     /// Master key of SQS encryption at rest (SqsManagedSseEnabled, KmsMasterKeyId): a file
-    /// of 32 random bytes in base64, made (mode 0600, its folder 0700) on first use when
-    /// missing. Default: loft-sse/master.key beside --db on SQLite; on PostgreSQL, a key
+    /// of 32 random bytes in base64, made (mode 0600, its folder 0700) at start when
+    /// missing and no encrypted message is stored (the start is refused when one is, or
+    /// when the key is not the database's: its check value differs). Default: loft-sse/master.key beside --db on SQLite; on PostgreSQL, a key
     /// kept in the database (made by the first node), shared by every node. Nodes sharing
     /// a PostgreSQL database must all use the same key: give this to all of them or none.
     #[arg(long, env = "LOFT_SSE_KEY_FILE")]
@@ -189,6 +190,27 @@ fn main() -> std::process::ExitCode {
     }
 }
 
+/// The master key of a start that takes it from the file `path`: read when the file is
+/// there (refused when it holds no key), made (mode 0600) when it is not, unless the
+/// database already holds encrypted messages: a new key would never open them, so the
+/// start is refused with a message naming the file.
+fn start_key(
+    path: &std::path::Path,
+    probe: &loft_store::seal::KeyProbe,
+) -> Result<loft_store::seal::MasterKey, String> {
+    let missing =
+        matches!(std::fs::metadata(path), Err(e) if e.kind() == std::io::ErrorKind::NotFound);
+    if missing && probe.sealed_body.is_some() {
+        return Err(format!(
+            "{}: the SQS encryption master key file is missing, but the database holds \
+             encrypted messages that only that key opens; restore the file (or name it with \
+             --sse-key-file): a new key would not open them",
+            path.display()
+        ));
+    }
+    loft_store::seal::MasterKey::load_or_create(path)
+}
+
 /// The engine `serve` runs on, kept to close it at shutdown.
 enum Engine {
     Sqlite(Arc<SqliteStore>),
@@ -205,17 +227,13 @@ impl Engine {
         let on_postgres = args.database_url.as_deref().is_some_and(|u| !u.is_empty());
         // On PostgreSQL without a key file, the key lives in the database, so every node
         // of it opens what another sealed.
-        if args.sse_key_file.is_some() || !on_postgres {
+        let from_file = args.sse_key_file.is_some() || !on_postgres;
+        if from_file {
             for w in loft_store::seal::permission_warnings(&key_file) {
                 tracing::warn!("{w}");
             }
-            // A key file that is there but holds no key would fail every encrypted send
-            // and receive: refuse to start instead (a missing one is made on first use).
-            if key_file.exists() {
-                loft_store::seal::MasterKey::load_or_create(&key_file)?;
-            }
         }
-        let keys = loft_store::seal::KeySource::File(key_file);
+        let file_origin = format!("the key file {}", key_file.display());
         match args.database_url.as_deref().filter(|u| !u.is_empty()) {
             Some(url) => {
                 let options = PgOptions {
@@ -223,13 +241,22 @@ impl Engine {
                     ..PgOptions::default()
                 };
                 let store = PgStore::connect(url, options).await?;
-                let keys = match args.sse_key_file {
-                    Some(_) => keys,
-                    None => loft_store::seal::KeySource::Key(
+                let probe = store.master_key_probe().await.map_err(|e| e.message)?;
+                let (key, origin) = if from_file {
+                    (start_key(&key_file, &probe)?, file_origin)
+                } else {
+                    (
                         store.database_master_key().await.map_err(|e| e.message)?,
-                    ),
+                        "the master key kept in the database (table sse_master_key)".to_owned(),
+                    )
                 };
-                let store = store.with_key_source(keys);
+                if loft_store::seal::verify_master_key(&key, &origin, &probe)? {
+                    store
+                        .record_master_key_check(&key.check_value())
+                        .await
+                        .map_err(|e| e.message)?;
+                }
+                let store = store.with_key_source(loft_store::seal::KeySource::Key(key));
                 let tls = store.uses_tls().await.map_err(|e| e.message)?;
                 Ok(Engine::Postgres(Arc::new(store), tls))
             }
@@ -238,8 +265,17 @@ impl Engine {
                     DurabilityArg::Process => Durability::Process,
                     DurabilityArg::Fsync => Durability::Fsync,
                 };
+                let store = SqliteStore::open(&args.db, durability)?;
+                let probe = store.master_key_probe().await.map_err(|e| e.message)?;
+                let key = start_key(&key_file, &probe)?;
+                if loft_store::seal::verify_master_key(&key, &file_origin, &probe)? {
+                    store
+                        .record_master_key_check(key.check_value())
+                        .await
+                        .map_err(|e| e.message)?;
+                }
                 Ok(Engine::Sqlite(Arc::new(
-                    SqliteStore::open(&args.db, durability)?.with_key_source(keys),
+                    store.with_key_source(loft_store::seal::KeySource::Key(key)),
                 )))
             }
         }

@@ -25,6 +25,10 @@ pub struct QueueActivity {
     /// Messages this queue moved to its dead-letter queue because a receive took them past
     /// maxReceiveCount (counted on the source queue).
     pub dead_lettered: u64,
+    /// Messages of this queue a receive passed over because they cannot be decrypted
+    /// (sealed under another master key, or damaged; see
+    /// [`crate::model::ReceiveOutcome::undecryptable`]): each counted once per process.
+    pub undecryptable: u64,
 }
 
 /// What became of one attempt to hand an SNS message to a subscriber.
@@ -121,6 +125,13 @@ impl Activity {
         }
     }
 
+    /// `n` messages of `queue` found undecryptable by a receive.
+    pub fn undecryptable(&self, queue: &str, n: u64) {
+        if n > 0 {
+            self.queue(queue, |q| q.undecryptable += n);
+        }
+    }
+
     /// `n` deliveries over `protocol` ended as `outcome`.
     pub fn delivery(&self, protocol: &str, outcome: DeliveryOutcome, n: u64) {
         if n > 0 {
@@ -207,7 +218,8 @@ mod tests {
                 sent: 3,
                 received: 2,
                 deleted: 1,
-                dead_lettered: 0
+                dead_lettered: 0,
+                undecryptable: 0
             }
         );
         assert_eq!(s.queues["r"].dead_lettered, 4);

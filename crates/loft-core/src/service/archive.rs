@@ -130,6 +130,7 @@ pub fn entry(topic: &TopicRecord, req: &PublishRequest, now_ms: i64) -> Option<A
     Some(ArchiveEntry {
         published: published.to_string(),
         expires_at_ms: now_ms + i64::from(days) * DAY_MS,
+        seal: crate::attributes::topic_seal(topic),
     })
 }
 

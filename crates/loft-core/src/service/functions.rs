@@ -127,6 +127,8 @@ impl Service {
             headers: vec![("x-amz-invocation-type".into(), "Event".into())],
             body: fx::sns_event(n).to_string(),
             due_at_ms: self.now_ms(),
+            // The caller seals it as its topic says.
+            seal: None,
         })
     }
 

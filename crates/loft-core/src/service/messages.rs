@@ -632,6 +632,15 @@ impl Service {
                     ..ReceiveOutcome::default()
                 },
             };
+            for id in &outcome.undecryptable {
+                tracing::error!(
+                    queue = %queue.name,
+                    message_id = %id,
+                    "a stored message cannot be decrypted with this master key (another key, or damaged bytes): left in the queue, not received"
+                );
+            }
+            self.activity
+                .undecryptable(&queue.name, outcome.undecryptable.len() as u64);
             if outcome.dead_lettered > 0 {
                 self.activity
                     .dead_lettered(&queue.name, outcome.dead_lettered);

@@ -749,6 +749,7 @@ impl Service {
             headers,
             body,
             due_at_ms: self.now_ms(),
+            seal: crate::attributes::topic_seal(topic),
         }
     }
 
@@ -815,6 +816,7 @@ impl Service {
             message: req.message,
             sender: None,
             created_at_ms: self.now_ms(),
+            seal: None,
         };
         self.store
             .publish(Vec::new(), Vec::new(), vec![record])
@@ -1119,6 +1121,7 @@ impl Service {
                         headers: Vec::new(),
                         body: json!({"topic": topic.name, "message": text}).to_string(),
                         due_at_ms: now,
+                        seal: crate::attributes::topic_seal(topic),
                     });
                     continue;
                 }
@@ -1190,7 +1193,12 @@ impl Service {
                             unsubscribe_url: &unsubscribe_url,
                             attributes: delivered_attributes,
                         };
-                        deliveries.extend(self.lambda_delivery(&n, &sub.uuid, &sub.endpoint));
+                        deliveries.extend(self.lambda_delivery(&n, &sub.uuid, &sub.endpoint).map(
+                            |d| NewDelivery {
+                                seal: crate::attributes::topic_seal(topic),
+                                ..d
+                            },
+                        ));
                     }
                     protocol => {
                         let message = if protocol == "email-json" {
@@ -1216,6 +1224,7 @@ impl Service {
                             message,
                             sender,
                             created_at_ms: now,
+                            seal: crate::attributes::topic_seal(topic),
                         });
                     }
                 }

@@ -722,6 +722,7 @@ impl Service {
                 message,
                 sender,
                 created_at_ms: self.now_ms(),
+                seal: crate::attributes::topic_seal(topic),
             };
             self.store
                 .publish(Vec::new(), Vec::new(), vec![record])

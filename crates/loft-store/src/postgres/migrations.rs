@@ -259,6 +259,24 @@ const MIGRATIONS: &[&str] = &[
         key TEXT NOT NULL
     );
     "#,
+    // 12 (SQLite's 15): the check value of the SQS encryption master key that seals this
+    // database's messages (`crate::seal::MasterKey::check_value`, issue 16), so a node
+    // started with another key is refused.
+    r#"
+    CREATE TABLE sse_key_check (
+        id          SMALLINT PRIMARY KEY CHECK (id = 1),
+        check_value TEXT NOT NULL
+    );
+    "#,
+    // 13 (SQLite's 16): SNS topic encryption at rest (a topic's KmsMasterKeyId, issue
+    // 16): 1 when the row's text is sealed (`crate::seal`, format version 2: recorded
+    // messages' message and subject, deliveries' body, archive entries' publish); 0 (every
+    // older row) when it is stored as it is.
+    r#"
+    ALTER TABLE recorded_messages ADD COLUMN sealed SMALLINT NOT NULL DEFAULT 0;
+    ALTER TABLE deliveries ADD COLUMN sealed SMALLINT NOT NULL DEFAULT 0;
+    ALTER TABLE topic_archive ADD COLUMN sealed SMALLINT NOT NULL DEFAULT 0;
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -540,6 +540,40 @@ impl PgStore {
         })
     }
 
+    /// What the database says about its master key, read at start: the recorded check
+    /// value and one sealed message body, if any (see [`crate::seal::verify_master_key`]).
+    ///
+    /// Errors: `InternalError` when the database cannot be reached.
+    pub async fn master_key_probe(&self) -> Result<crate::seal::KeyProbe> {
+        run!(self, |c| async {
+            let check = c
+                .query_opt("SELECT check_value FROM sse_key_check WHERE id = 1", &[])
+                .await?
+                .map(|r| r.get(0));
+            let sealed_body = c
+                .query_opt("SELECT body FROM messages WHERE sealed <> 0 LIMIT 1", &[])
+                .await?
+                .map(|r| r.get(0));
+            Ok::<_, Failure>(crate::seal::KeyProbe { check, sealed_body })
+        })
+    }
+
+    /// Records `check` as the check value of the database's master key
+    /// ([`crate::seal::MasterKey::check_value`]), replacing any earlier one.
+    ///
+    /// Errors: as [`PgStore::master_key_probe`].
+    pub async fn record_master_key_check(&self, check: &str) -> Result<()> {
+        run!(self, |c| async {
+            c.execute(
+                "INSERT INTO sse_key_check (id, check_value) VALUES (1, $1) \
+                 ON CONFLICT (id) DO UPDATE SET check_value = EXCLUDED.check_value",
+                &[&check],
+            )
+            .await?;
+            Ok::<_, Failure>(())
+        })
+    }
+
     /// Whether this store's connections to the server are encrypted (TLS).
     ///
     /// Errors: `InternalError` when the server cannot be reached.
@@ -655,8 +689,10 @@ impl Store for PgStore {
 
     async fn receive(&self, request: ReceiveRequest) -> Result<ReceiveOutcome> {
         let channel = self.channel.as_str();
+        let sealer = self.sealer.as_ref();
         if request.fifo {
-            let mut out = run_tx!(self, |tx| ops::receive_fifo(&tx, &request, channel))?;
+            let mut out = run_tx!(self, |tx| ops::receive_fifo(&tx, &request, channel, sealer))?;
+            // A FIFO attempt's replay hands out what it claimed before, still sealed.
             self.sealer.open_messages(&mut out.messages)?;
             return Ok(out);
         }
@@ -671,17 +707,30 @@ impl Store for PgStore {
         // A fair queue is read in fair-key order first, then, when its keyed messages run
         // short, in the plain order (see `Store::receive`).
         let mut fair = !request.send_order && self.is_fair(request.queue_id).await?;
+        // Receipt tokens not handed out yet, and the messages passed over because they
+        // cannot be opened (each step's transaction put them back as they were).
+        let mut tokens: Vec<i64> = request.receipt_tokens[..want].to_vec();
+        let mut passed: Vec<i64> = Vec::new();
         loop {
             let need = (want - out.messages.len()) as i64;
-            let tokens = &request.receipt_tokens[out.messages.len()..];
-            let skip: Vec<i64> = out.messages.iter().map(|m| m.seq).collect();
-            let (messages, candidates, dead, next) = run!(self, |c| ops::receive_step(
-                &c, &request, need, tokens, channel, fair, &skip
+            let skip: Vec<i64> = out
+                .messages
+                .iter()
+                .map(|m| m.seq)
+                .chain(passed.iter().copied())
+                .collect();
+            let step = run_tx!(self, |tx| ops::receive_step(
+                &tx, &request, &tokens, channel, fair, &skip, sealer
             ))?;
-            let mut messages = messages;
-            self.sealer.open_messages(&mut messages)?;
-            out.messages.extend(messages);
-            out.dead_lettered += dead;
+            let candidates = step.candidates;
+            let next = step.next;
+            for m in &step.unreadable {
+                passed.push(m.seq);
+                self.sealer.pass_over(m, &mut out);
+            }
+            tokens.retain(|t| !step.messages.iter().any(|m| m.receipt_token == *t));
+            out.messages.extend(step.messages);
+            out.dead_lettered += step.dead;
             if out.messages.len() < want && candidates < need && fair {
                 fair = false;
                 continue;
@@ -865,7 +914,7 @@ impl Store for PgStore {
         now_ms: i64,
         limit: u32,
     ) -> Result<Vec<ArchivedMessage>> {
-        run!(self, |c| ops::archived_messages(
+        let mut out = run!(self, |c| ops::archived_messages(
             &c,
             topic_id,
             after_sequence,
@@ -873,7 +922,9 @@ impl Store for PgStore {
             until_ms,
             now_ms,
             limit
-        ))
+        ))?;
+        self.sealer.open_archived(&mut out)?;
+        Ok(out)
     }
 
     async fn delete_archive(&self, topic_id: i64) -> Result<u64> {
@@ -1016,6 +1067,10 @@ impl Store for PgStore {
     ) -> Result<Vec<SentMessage>> {
         let mut messages = messages;
         self.sealer.seal_messages(&mut messages)?;
+        let mut records = records;
+        self.sealer.seal_records(&mut records)?;
+        let mut deliveries = deliveries;
+        self.sealer.seal_deliveries(&mut deliveries)?;
         let channel = self.channel.as_str();
         run_tx!(self, |tx| ops::publish_in(
             &tx,
@@ -1040,12 +1095,14 @@ impl Store for PgStore {
         limit: u32,
         lease_until_ms: i64,
     ) -> Result<Vec<DeliveryRecord>> {
-        run!(self, |c| ops::claim_deliveries(
+        let mut out = run!(self, |c| ops::claim_deliveries(
             &c,
             now_ms,
             limit,
             lease_until_ms
-        ))
+        ))?;
+        self.sealer.open_deliveries(&mut out);
+        Ok(out)
     }
 
     async fn finish_delivery(&self, id: i64) -> Result<()> {
@@ -1151,11 +1208,20 @@ impl Store for PgStore {
         subscription: Option<&str>,
         limit: u32,
     ) -> Result<Vec<DeliveryRecord>> {
-        run!(self, |c| ops::list_deliveries(&c, subscription, limit))
+        let mut out = run!(self, |c| ops::list_deliveries(&c, subscription, limit))?;
+        self.sealer.open_deliveries(&mut out);
+        Ok(out)
     }
 
     async fn list_recorded(&self, limit: u32) -> Result<Vec<RecordedMessage>> {
-        run!(self, |c| ops::list_recorded(&c, limit))
+        let rows = run!(self, |c| ops::list_recorded(&c, limit))?;
+        Ok(rows
+            .into_iter()
+            .map(|(mut r, sealed)| {
+                self.sealer.open_record(&mut r, sealed);
+                r
+            })
+            .collect())
     }
 
     async fn delete_recorded(&self, filter: RecordedFilter) -> Result<u64> {

@@ -538,22 +538,32 @@ pub async fn send_messages_in<C: GenericClient>(
     Ok(out)
 }
 
-/// One standard receive step: claims up to `need` visible messages. Returns the claimed
-/// messages, how many candidates were looked at, how many were dead-lettered, and the
-/// queue's next visibility time as the statement's snapshot saw it.
+/// One standard receive step: claims up to `tokens.len()` visible messages, the n-th
+/// with `tokens[n]`: the claimed messages, how many candidates were looked at, how many
+/// were dead-lettered, and the queue's next visibility time as the statement's snapshot
+/// saw it ([`StepOutcome`]).
 ///
 /// With `fair`, the step reads a fair queue's keyed messages in fair-key order
 /// (`messages_fair`); otherwise longest visible first, or in send order for the seeds.
-/// Messages in `skip` (claimed by earlier steps of this receive) are passed over.
+/// Messages in `skip` (claimed or passed over by earlier steps of this receive) are
+/// passed over.
+///
+/// Runs inside the caller's transaction `tx`: the claimed messages are opened
+/// (`sealer`) before it commits, and those that cannot be opened are put back as they
+/// were (visibility, receive count, first receive, receipt token) by one more statement
+/// in the same transaction, so the commit never shows them claimed; they are returned
+/// apart (the fifth value), as read.
 pub async fn receive_step<C: GenericClient>(
-    c: &C,
+    tx: &C,
     req: &ReceiveRequest,
-    need: i64,
     tokens: &[i64],
     channel: &str,
     fair: bool,
     skip: &[i64],
-) -> Result<(Vec<StoredMessage>, i64, u64, Option<i64>), Error> {
+    sealer: &Sealer,
+) -> Result<StepOutcome, Error> {
+    let c = tx;
+    let need = tokens.len() as i64;
     let (filter, order, claim_order) = if fair {
         ("AND fair_key IS NOT NULL", "fair_key, seq", "old_key, seq")
     } else if req.send_order {
@@ -565,7 +575,9 @@ pub async fn receive_step<C: GenericClient>(
     let sql = format!(
         "WITH cand AS MATERIALIZED ( \
            SELECT seq, visible_at AS old_visible, receive_count AS old_count, \
-                  expires_at AS old_expires, fair_key AS old_key \
+                  expires_at AS old_expires, fair_key AS old_key, \
+                  first_received_at AS old_first, receipt_token AS old_token, \
+                  received_at AS old_received \
            FROM messages WHERE queue_id = $1 AND visible_at <= $2 {filter} \
              AND NOT (seq = ANY($11::bigint[])) \
            ORDER BY {order} LIMIT $3 FOR UPDATE SKIP LOCKED), \
@@ -578,14 +590,16 @@ pub async fn receive_step<C: GenericClient>(
              fair_key = CASE WHEN (SELECT fair FROM queues WHERE id = $5::bigint) THEN 0 END \
            FROM cand c WHERE m.seq = c.seq AND c.old_expires > $2 \
              AND $5::bigint IS NOT NULL AND c.old_count >= $6 RETURNING m.seq), \
-         claim AS (SELECT seq, old_visible, row_number() OVER (ORDER BY {claim_order}) AS n \
+         claim AS (SELECT seq, old_visible, old_count, old_first, old_token, old_received, \
+             row_number() OVER (ORDER BY {claim_order}) AS n \
            FROM cand WHERE old_expires > $2 AND NOT ($5::bigint IS NOT NULL AND old_count >= $6)), \
          got AS (UPDATE messages m SET visible_at = $2 + $4, \
              receive_count = m.receive_count + 1, \
              first_received_at = COALESCE(m.first_received_at, $2), received_at = $2, \
              receipt_token = ($9::bigint[])[k.n] \
            FROM claim k WHERE m.seq = k.seq \
-           RETURNING k.n, {MESSAGE_COLUMNS}), \
+           RETURNING k.n, {MESSAGE_COLUMNS}, k.old_visible, k.old_count, k.old_first, \
+             k.old_token, k.old_received), \
          woke AS (SELECT pg_notify($8, $5::bigint::text) FROM (SELECT 1 FROM dead LIMIT 1) d) \
          SELECT (SELECT count(*) FROM cand), \
                 (SELECT count(*) FROM dead) + 0 * (SELECT count(*) FROM woke), \
@@ -621,17 +635,91 @@ pub async fn receive_step<C: GenericClient>(
         ],
     )
     .await?;
-    let mut messages = Vec::with_capacity(rows.len());
-    let (mut candidates, mut dead, mut next) = (0, 0, None);
+    let mut out = StepOutcome::default();
+    let mut put_back = Vec::new();
     for r in &rows {
-        candidates = r.get::<_, i64>(0);
-        dead = r.get::<_, i64>(1) as u64;
-        next = r.get::<_, Option<i64>>(2);
+        out.candidates = r.get::<_, i64>(0);
+        out.dead = r.get::<_, i64>(1) as u64;
+        out.next = r.get::<_, Option<i64>>(2);
         if r.get::<_, Option<i64>>(4).is_some() {
-            messages.push(message_row(r, 4));
+            let mut m = message_row(r, 4);
+            if sealer.open_for_receive(&mut m) {
+                out.messages.push(m);
+            } else {
+                put_back.push(OldClaim::at(r, m.seq, 4 + MESSAGE_COLUMN_COUNT));
+                out.unreadable.push(m);
+            }
         }
     }
-    Ok((messages, candidates, dead, next))
+    put_back_claims(c, &put_back).await?;
+    Ok(out)
+}
+
+/// What one [`receive_step`] did.
+#[derive(Debug, Default)]
+pub struct StepOutcome {
+    /// The claimed messages, opened.
+    pub messages: Vec<StoredMessage>,
+    /// The messages it met that cannot be opened, as read; left as they were.
+    pub unreadable: Vec<StoredMessage>,
+    /// How many candidates it looked at.
+    pub candidates: i64,
+    /// How many it moved to the dead-letter queue.
+    pub dead: u64,
+    /// The queue's next visibility time as the statement's snapshot saw it (ms).
+    pub next: Option<i64>,
+}
+
+/// Number of columns of [`MESSAGE_COLUMNS`].
+const MESSAGE_COLUMN_COUNT: usize = 17;
+
+/// A claimed message's state before its claim, to put it back.
+struct OldClaim {
+    seq: i64,
+    visible_at: i64,
+    receive_count: i64,
+    first_received_at: Option<i64>,
+    receipt_token: i64,
+    received_at: Option<i64>,
+}
+
+impl OldClaim {
+    /// The old state from row `r`'s five columns at `at` (visible_at, receive_count,
+    /// first_received_at, receipt_token, received_at).
+    fn at(r: &Row, seq: i64, at: usize) -> Self {
+        OldClaim {
+            seq,
+            visible_at: r.get(at),
+            receive_count: r.get(at + 1),
+            first_received_at: r.get(at + 2),
+            receipt_token: r.get(at + 3),
+            received_at: r.get(at + 4),
+        }
+    }
+}
+
+/// Puts claimed messages back as they were before the claim, inside the claiming
+/// transaction (messages that cannot be opened are never handed out).
+async fn put_back_claims<C: GenericClient>(tx: &C, old: &[OldClaim]) -> Result<(), Error> {
+    if old.is_empty() {
+        return Ok(());
+    }
+    let seqs: Vec<i64> = old.iter().map(|o| o.seq).collect();
+    let visible: Vec<i64> = old.iter().map(|o| o.visible_at).collect();
+    let counts: Vec<i64> = old.iter().map(|o| o.receive_count).collect();
+    let first: Vec<Option<i64>> = old.iter().map(|o| o.first_received_at).collect();
+    let tokens: Vec<i64> = old.iter().map(|o| o.receipt_token).collect();
+    let received: Vec<Option<i64>> = old.iter().map(|o| o.received_at).collect();
+    execute(
+        tx,
+        "UPDATE messages m SET visible_at = u.v, receive_count = u.c, \
+         first_received_at = u.f, receipt_token = u.t, received_at = u.r \
+         FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[], \
+           $6::bigint[]) AS u(seq, v, c, f, t, r) WHERE m.seq = u.seq",
+        &[&seqs, &visible, &counts, &first, &tokens, &received],
+    )
+    .await
+    .map(drop)
 }
 
 /// The messages a recorded receive attempt handed out that still hold its receipt tokens,
@@ -674,10 +762,15 @@ async fn replay_attempt<C: GenericClient>(
 /// visibility time), then each window of the walk is one statement, and the groups of a
 /// full window that can still count are read past it through the group index in one
 /// more (`CROSS JOIN LATERAL`, each group with its own limit).
+///
+/// Claimed messages are opened (`sealer`) before the transaction commits; one that cannot
+/// be opened is put back as it was, with the later messages of its group, and named in
+/// [`ReceiveOutcome::undecryptable`].
 pub async fn receive_fifo<C: GenericClient>(
     tx: &C,
     req: &ReceiveRequest,
     channel: &str,
+    sealer: &Sealer,
 ) -> Result<ReceiveOutcome, Error> {
     query(
         tx,
@@ -842,18 +935,50 @@ pub async fn receive_fifo<C: GenericClient>(
         if tokens.len() < take.len() {
             return Err(Failure::Broken("fewer receipt tokens than messages"));
         }
-        // The n-th message of `take` gets the n-th token.
+        // The n-th message of `take` gets the n-th token; `o` is the rows before the
+        // claim (the statement's snapshot), to put back what cannot be opened.
         let sql = format!(
             "UPDATE messages m SET visible_at = $2 + $3, receive_count = m.receive_count + 1, \
              first_received_at = COALESCE(m.first_received_at, $2), received_at = $2, \
              receipt_token = ($4::bigint[])[array_position($1::bigint[], m.seq)] \
-             WHERE m.seq = ANY($1) AND m.visible_at <= $2 RETURNING {MESSAGE_COLUMNS}"
+             FROM (SELECT seq, visible_at, receive_count, first_received_at, receipt_token, \
+               received_at FROM messages WHERE seq = ANY($1)) o \
+             WHERE m.seq = o.seq AND m.seq = ANY($1) AND m.visible_at <= $2 \
+             RETURNING {MESSAGE_COLUMNS}, o.visible_at, o.receive_count, \
+               o.first_received_at, o.receipt_token, o.received_at"
         );
         let rows = query(tx, &sql, &[&take, &req.now_ms, &req.visibility_ms, &tokens]).await?;
-        let mut claimed: Vec<StoredMessage> = rows.iter().map(|r| message_row(r, 0)).collect();
+        let mut claimed: Vec<(usize, &Row)> = rows
+            .iter()
+            .map(|r| {
+                (
+                    take.iter()
+                        .position(|s| *s == r.get::<_, i64>(0))
+                        .unwrap_or(usize::MAX),
+                    r,
+                )
+            })
+            .collect();
         // Keep the group-by-group order of `take`.
-        claimed.sort_by_key(|m| take.iter().position(|s| *s == m.seq));
-        out.messages = claimed;
+        claimed.sort_by_key(|(at, _)| *at);
+        // A message that cannot be opened is put back, and so are the later messages of
+        // its group (they wait behind it).
+        let mut blocked: std::collections::HashSet<String> = Default::default();
+        let mut put_back = Vec::new();
+        for (_, r) in claimed {
+            let mut m = message_row(r, 0);
+            let group = m.group_id.clone().unwrap_or_default();
+            if !blocked.contains(&group) && sealer.open_for_receive(&mut m) {
+                out.messages.push(m);
+                continue;
+            }
+            put_back.push(OldClaim::at(r, m.seq, MESSAGE_COLUMN_COUNT));
+            if !blocked.contains(&group) {
+                sealer.pass_over(&m, &mut out);
+                blocked.insert(group);
+            }
+        }
+        put_back_claims(tx, &put_back).await?;
     }
     if let (Some(attempt), false) = (&req.attempt, out.messages.is_empty()) {
         let seqs: Vec<i64> = out.messages.iter().map(|m| m.seq).collect();
@@ -1971,6 +2096,7 @@ pub async fn publish_in<C: GenericClient>(
         let mut headers = Vec::new();
         let mut body = Vec::new();
         let mut due = Vec::new();
+        let mut sealed: Vec<i16> = Vec::new();
         for d in deliveries {
             sub.push(d.subscription.clone());
             endpoint.push(d.endpoint.clone());
@@ -1978,13 +2104,15 @@ pub async fn publish_in<C: GenericClient>(
             headers.push(serde_json::to_string(&d.headers).unwrap_or_else(|_| "[]".into()));
             body.push(d.body.clone());
             due.push(d.due_at_ms);
+            sealed.push(d.seal.is_some() as i16);
         }
         execute(
             tx,
             "INSERT INTO deliveries (subscription, endpoint, content_type, headers, body, next_at, \
-             created_at) SELECT s, e, c, h, b, d, d FROM unnest($1::text[], $2::text[], \
-             $3::text[], $4::text[], $5::text[], $6::bigint[]) AS u(s, e, c, h, b, d)",
-            &[&sub, &endpoint, &content_type, &headers, &body, &due],
+             created_at, sealed) SELECT s, e, c, h, b, d, d, z FROM unnest($1::text[], \
+             $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::smallint[]) \
+             AS u(s, e, c, h, b, d, z)",
+            &[&sub, &endpoint, &content_type, &headers, &body, &due, &sealed],
         )
         .await?;
     }
@@ -1996,13 +2124,14 @@ pub async fn publish_in<C: GenericClient>(
         let message: Vec<&str> = records.iter().map(|r| r.message.as_str()).collect();
         let created: Vec<i64> = records.iter().map(|r| r.created_at_ms).collect();
         let sender: Vec<Option<&str>> = records.iter().map(|r| r.sender.as_deref()).collect();
+        let sealed: Vec<i16> = records.iter().map(|r| r.seal.is_some() as i16).collect();
         execute(
             tx,
             "INSERT INTO recorded_messages (protocol, endpoint, topic_arn, subject, message, \
-             created_at, sender) SELECT * FROM unnest($1::text[], $2::text[], $3::text[], \
-             $4::text[], $5::text[], $6::bigint[], $7::text[])",
+             created_at, sender, sealed) SELECT * FROM unnest($1::text[], $2::text[], \
+             $3::text[], $4::text[], $5::text[], $6::bigint[], $7::text[], $8::smallint[])",
             &[
-                &protocol, &endpoint, &topic_arn, &subject, &message, &created, &sender,
+                &protocol, &endpoint, &topic_arn, &subject, &message, &created, &sender, &sealed,
             ],
         )
         .await?;
@@ -2072,10 +2201,14 @@ pub async fn publish_fifo_in<C: GenericClient>(
         )
         .await?;
         if let Some(a) = &e.archive {
+            let published = sealer
+                .seal_archive(a)
+                .map_err(|e| Failure::Sealing(e.message))?;
+            let sealed = a.seal.is_some() as i16;
             execute(
                 tx,
                 "INSERT INTO topic_archive (topic_id, sequence, message_id, published_at, \
-                 expires_at, published) VALUES ($1, $2, $3, $4, $5, $6) \
+                 expires_at, published, sealed) VALUES ($1, $2, $3, $4, $5, $6, $7) \
                  ON CONFLICT (topic_id, sequence) DO NOTHING",
                 &[
                     &p.topic_id,
@@ -2083,7 +2216,8 @@ pub async fn publish_fifo_in<C: GenericClient>(
                     &e.message_id,
                     &p.now_ms,
                     &a.expires_at_ms,
-                    &a.published,
+                    &published,
+                    &sealed,
                 ],
             )
             .await?;
@@ -2324,8 +2458,8 @@ pub async fn archived_messages<C: GenericClient>(
 ) -> Result<Vec<ArchivedMessage>, Error> {
     let rows = query(
         c,
-        "SELECT sequence, message_id, published_at, expires_at, published FROM topic_archive \
-         WHERE topic_id = $1 AND sequence > $2 AND published_at >= $3 \
+        "SELECT sequence, message_id, published_at, expires_at, published, sealed \
+         FROM topic_archive WHERE topic_id = $1 AND sequence > $2 AND published_at >= $3 \
          AND ($4::bigint IS NULL OR published_at <= $4) AND expires_at > $5 \
          ORDER BY sequence LIMIT $6",
         &[
@@ -2346,6 +2480,7 @@ pub async fn archived_messages<C: GenericClient>(
             published_at_ms: r.get(2),
             expires_at_ms: r.get(3),
             published: r.get(4),
+            sealed: r.get::<_, i16>(5) != 0,
         })
         .collect())
 }
@@ -2360,7 +2495,7 @@ pub async fn delete_archive<C: GenericClient>(c: &C, topic_id: i64) -> Result<u6
 }
 
 const DELIVERY_COLUMNS: &str = "d.id, d.subscription, d.endpoint, d.content_type, d.headers, \
-    d.body, d.attempts, d.created_at, d.last_error, d.function_errors";
+    d.body, d.attempts, d.created_at, d.last_error, d.function_errors, d.sealed";
 
 fn delivery_row(r: &Row) -> DeliveryRecord {
     let headers: &str = r.get(4);
@@ -2375,6 +2510,7 @@ fn delivery_row(r: &Row) -> DeliveryRecord {
         created_at_ms: r.get(7),
         last_error: r.get(8),
         function_errors: r.get(9),
+        sealed: r.get::<_, i16>(10) != 0,
     }
 }
 
@@ -2470,28 +2606,36 @@ pub async fn delete_recorded<C: GenericClient>(c: &C, f: &RecordedFilter) -> Res
     .await
 }
 
+/// The latest `limit` records, newest first, each with its `sealed` flag (still sealed as
+/// stored when it is set).
 pub async fn list_recorded<C: GenericClient>(
     c: &C,
     limit: u32,
-) -> Result<Vec<RecordedMessage>, Error> {
+) -> Result<Vec<(RecordedMessage, bool)>, Error> {
     let rows = query(
         c,
-        "SELECT id, protocol, endpoint, topic_arn, subject, message, created_at, sender \
-         FROM recorded_messages ORDER BY id DESC LIMIT $1",
+        "SELECT id, protocol, endpoint, topic_arn, subject, message, created_at, sender, \
+         sealed FROM recorded_messages ORDER BY id DESC LIMIT $1",
         &[&(limit as i64)],
     )
     .await?;
     Ok(rows
         .iter()
-        .map(|r| RecordedMessage {
-            id: r.get(0),
-            protocol: r.get(1),
-            endpoint: r.get(2),
-            topic_arn: r.get(3),
-            subject: r.get(4),
-            message: r.get(5),
-            created_at_ms: r.get(6),
-            sender: r.get(7),
+        .map(|r| {
+            (
+                RecordedMessage {
+                    id: r.get(0),
+                    protocol: r.get(1),
+                    endpoint: r.get(2),
+                    topic_arn: r.get(3),
+                    subject: r.get(4),
+                    message: r.get(5),
+                    created_at_ms: r.get(6),
+                    sender: r.get(7),
+                    seal: None,
+                },
+                r.get::<_, i16>(8) != 0,
+            )
         })
         .collect())
 }

@@ -305,6 +305,24 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX messages_fair ON messages(queue_id, fair_key, seq, visible_at)
         WHERE fair_key IS NOT NULL;
     "#,
+    // 15 (PostgreSQL's 12): the check value of the SQS encryption master key that seals
+    // this database's messages (`crate::seal::MasterKey::check_value`, issue 16), so a
+    // start with another key, or without the key file, is refused.
+    r#"
+    CREATE TABLE sse_key_check (
+        id          INTEGER PRIMARY KEY CHECK (id = 1),
+        check_value TEXT NOT NULL
+    );
+    "#,
+    // 16 (PostgreSQL's 13): SNS topic encryption at rest (a topic's KmsMasterKeyId, issue
+    // 16): 1 when the row's text is sealed (`crate::seal`, format version 2: recorded
+    // messages' message and subject, deliveries' body, archive entries' publish); 0 (every
+    // older row) when it is stored as it is.
+    r#"
+    ALTER TABLE recorded_messages ADD COLUMN sealed INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE deliveries ADD COLUMN sealed INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE topic_archive ADD COLUMN sealed INTEGER NOT NULL DEFAULT 0;
+    "#,
 ];
 
 /// The schema version this build writes.

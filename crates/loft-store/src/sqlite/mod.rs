@@ -216,6 +216,48 @@ impl SqliteStore {
         self
     }
 
+    /// What the database says about its master key, read at start: the recorded check
+    /// value and one sealed message body, if any (see [`seal::verify_master_key`]).
+    ///
+    /// Errors: `InternalError` (or `ServiceUnavailable` for I/O) when SQLite fails.
+    pub async fn master_key_probe(&self) -> Result<seal::KeyProbe> {
+        self.write(|c| {
+            use rusqlite::OptionalExtension;
+            let check = c
+                .query_row(
+                    "SELECT check_value FROM sse_key_check WHERE id = 1",
+                    [],
+                    |r| r.get(0),
+                )
+                .optional()?;
+            let sealed_body = c
+                .query_row(
+                    "SELECT body FROM messages WHERE sealed <> 0 LIMIT 1",
+                    [],
+                    |r| r.get(0),
+                )
+                .optional()?;
+            Ok(seal::KeyProbe { check, sealed_body })
+        })
+        .await
+    }
+
+    /// Records `check` as the check value of the database's master key
+    /// ([`seal::MasterKey::check_value`]), replacing any earlier one.
+    ///
+    /// Errors: as [`SqliteStore::master_key_probe`].
+    pub async fn record_master_key_check(&self, check: String) -> Result<()> {
+        self.write(move |c| {
+            c.execute(
+                "INSERT INTO sse_key_check (id, check_value) VALUES (1, ?1) \
+                 ON CONFLICT (id) DO UPDATE SET check_value = excluded.check_value",
+                [check],
+            )
+            .map(drop)
+        })
+        .await
+    }
+
     /// An in-memory database, for tests.
     pub fn open_in_memory() -> Result<Self, String> {
         Self::open(Path::new(":memory:"), Durability::Process)
@@ -520,7 +562,11 @@ impl Store for SqliteStore {
     }
 
     async fn receive(&self, request: ReceiveRequest) -> Result<ReceiveOutcome> {
-        let mut out = self.write(move |c| ops::receive(c, &request)).await?;
+        let sealer = self.sealer.clone();
+        let mut out = self
+            .write(move |c| ops::receive(c, &request, &sealer))
+            .await?;
+        // A FIFO attempt's replay hands out what it claimed before, still sealed.
         self.sealer.open_messages(&mut out.messages)?;
         Ok(out)
     }
@@ -672,18 +718,21 @@ impl Store for SqliteStore {
         now_ms: i64,
         limit: u32,
     ) -> Result<Vec<ArchivedMessage>> {
-        self.write(move |c| {
-            ops::archived_messages(
-                c,
-                topic_id,
-                after_sequence,
-                from_ms,
-                until_ms,
-                now_ms,
-                limit,
-            )
-        })
-        .await
+        let mut out = self
+            .write(move |c| {
+                ops::archived_messages(
+                    c,
+                    topic_id,
+                    after_sequence,
+                    from_ms,
+                    until_ms,
+                    now_ms,
+                    limit,
+                )
+            })
+            .await?;
+        self.sealer.open_archived(&mut out)?;
+        Ok(out)
     }
 
     async fn delete_archive(&self, topic_id: i64) -> Result<u64> {
@@ -812,6 +861,10 @@ impl Store for SqliteStore {
     ) -> Result<Vec<SentMessage>> {
         let mut messages = messages;
         self.sealer.seal_messages(&mut messages)?;
+        let mut records = records;
+        self.sealer.seal_records(&mut records)?;
+        let mut deliveries = deliveries;
+        self.sealer.seal_deliveries(&mut deliveries)?;
         let seqs = self.seqs.clone();
         self.write(move |c| ops::publish(c, &seqs, &messages, &deliveries, &records))
             .await
@@ -830,8 +883,11 @@ impl Store for SqliteStore {
         limit: u32,
         lease_until_ms: i64,
     ) -> Result<Vec<DeliveryRecord>> {
-        self.write(move |c| ops::claim_deliveries(c, now_ms, limit, lease_until_ms))
-            .await
+        let mut out = self
+            .write(move |c| ops::claim_deliveries(c, now_ms, limit, lease_until_ms))
+            .await?;
+        self.sealer.open_deliveries(&mut out);
+        Ok(out)
     }
 
     async fn finish_delivery(&self, id: i64) -> Result<()> {
@@ -938,8 +994,11 @@ impl Store for SqliteStore {
         limit: u32,
     ) -> Result<Vec<DeliveryRecord>> {
         let subscription = subscription.map(str::to_owned);
-        self.write(move |c| ops::list_deliveries(c, subscription.as_deref(), limit))
-            .await
+        let mut out = self
+            .write(move |c| ops::list_deliveries(c, subscription.as_deref(), limit))
+            .await?;
+        self.sealer.open_deliveries(&mut out);
+        Ok(out)
     }
 
     async fn count_deliveries(&self) -> Result<u64> {
@@ -947,7 +1006,14 @@ impl Store for SqliteStore {
     }
 
     async fn list_recorded(&self, limit: u32) -> Result<Vec<RecordedMessage>> {
-        self.write(move |c| ops::list_recorded(c, limit)).await
+        let rows = self.write(move |c| ops::list_recorded(c, limit)).await?;
+        Ok(rows
+            .into_iter()
+            .map(|(mut r, sealed)| {
+                self.sealer.open_record(&mut r, sealed);
+                r
+            })
+            .collect())
     }
 
     async fn delete_recorded(&self, filter: RecordedFilter) -> Result<u64> {

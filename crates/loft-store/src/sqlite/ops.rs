@@ -398,22 +398,51 @@ fn dead_letter(c: &Connection, seq: i64, rule: &RedriveRule, now_ms: i64) -> rus
     Ok(())
 }
 
-/// Claims message `seq` with the receipt token the service chose for it.
+/// What [`claim`] did with one candidate.
+enum Claim {
+    /// Claimed: the message, opened, as the receive hands it out.
+    Got(StoredMessage),
+    /// Not claimed and left as it was: its sealed body or attributes cannot be opened.
+    Unreadable(StoredMessage),
+}
+
+/// Claims message `seq` with the receipt token the service chose for it, inside the
+/// receive's transaction: the row is read and opened (when sealed) first, and only a
+/// readable message is claimed. One that cannot be opened is left untouched (no
+/// visibility change, no receive count) and named in `out` ([`Sealer::pass_over`]).
 fn claim(
     c: &Connection,
     req: &ReceiveRequest,
     seq: i64,
     token: i64,
-) -> rusqlite::Result<StoredMessage> {
-    c.prepare_cached(&format!(
+    sealer: &Sealer,
+    out: &mut ReceiveOutcome,
+) -> rusqlite::Result<Claim> {
+    let mut m = c
+        .prepare_cached(&format!(
+            "SELECT {MESSAGE_COLUMNS} FROM messages WHERE seq = ?1"
+        ))?
+        .query_row([seq], message_row)?;
+    if !sealer.open_for_receive(&mut m) {
+        sealer.pass_over(&m, out);
+        return Ok(Claim::Unreadable(m));
+    }
+    c.prepare_cached(
         "UPDATE messages SET visible_at = ?2, receive_count = receive_count + 1, \
          first_received_at = COALESCE(first_received_at, ?3), receipt_token = ?4, \
-         received_at = ?3 WHERE seq = ?1 RETURNING {MESSAGE_COLUMNS}"
-    ))?
-    .query_row(
-        params![seq, req.now_ms + req.visibility_ms, req.now_ms, token],
-        message_row,
-    )
+         received_at = ?3 WHERE seq = ?1",
+    )?
+    .execute(params![
+        seq,
+        req.now_ms + req.visibility_ms,
+        req.now_ms,
+        token
+    ])?;
+    m.visible_at_ms = req.now_ms + req.visibility_ms;
+    m.receive_count += 1;
+    m.first_received_at_ms.get_or_insert(req.now_ms);
+    m.receipt_token = token;
+    Ok(Claim::Got(m))
 }
 
 /// The receipt token of the `i`-th message a receive claims.
@@ -427,10 +456,15 @@ fn token(req: &ReceiveRequest, i: usize) -> rusqlite::Result<i64> {
 /// [`fair_key`]) through `messages_fair`, then, when those run short, in the plain order
 /// (which also finds a message that reached the queue without a key, such as a
 /// dead-lettered one); other queues read the longest-visible first (or in send order for
-/// the seeds).
-pub fn receive(c: &Connection, req: &ReceiveRequest) -> rusqlite::Result<ReceiveOutcome> {
+/// the seeds). Sealed messages are opened before they are claimed; one that cannot be
+/// opened is passed over and left as it was ([`ReceiveOutcome::undecryptable`]).
+pub fn receive(
+    c: &Connection,
+    req: &ReceiveRequest,
+    sealer: &Sealer,
+) -> rusqlite::Result<ReceiveOutcome> {
     if req.fifo {
-        return receive_fifo(c, req);
+        return receive_fifo(c, req, sealer);
     }
     let mut out = ReceiveOutcome::default();
     let want = req.max_messages as usize;
@@ -439,7 +473,8 @@ pub fn receive(c: &Connection, req: &ReceiveRequest) -> rusqlite::Result<Receive
     }
     // A message claimed with a visibility timeout of 0 is visible again at once: the
     // candidates of the next round may hold it, and one receive never returns a message
-    // twice. The limit leaves room for those and they are skipped.
+    // twice. The limit leaves room for those and they are skipped, as are the messages
+    // passed over because they cannot be opened.
     let mut claimed: HashSet<i64> = HashSet::new();
     let fair = !req.send_order && queue_is_fair(c, req.queue_id, &mut HashMap::new())?;
     if fair {
@@ -449,6 +484,7 @@ pub fn receive(c: &Connection, req: &ReceiveRequest) -> rusqlite::Result<Receive
             "SELECT seq, receive_count, expires_at FROM messages INDEXED BY messages_fair \
              WHERE queue_id = ?1 AND fair_key IS NOT NULL AND visible_at <= ?2 \
              ORDER BY fair_key, seq LIMIT ?3",
+            sealer,
             &mut claimed,
             &mut out,
         )?;
@@ -466,6 +502,7 @@ pub fn receive(c: &Connection, req: &ReceiveRequest) -> rusqlite::Result<Receive
                  INDEXED BY messages_visibility \
                  WHERE queue_id = ?1 AND visible_at <= ?2 ORDER BY visible_at, seq LIMIT ?3"
             },
+            sealer,
             &mut claimed,
             &mut out,
         )?;
@@ -481,11 +518,13 @@ pub fn receive(c: &Connection, req: &ReceiveRequest) -> rusqlite::Result<Receive
 }
 
 /// Claims visible messages in the order `sql` reads them (`?1` queue, `?2` now, `?3`
-/// limit) until the receive has what it wants or `sql` finds no more.
+/// limit) until the receive has what it wants or `sql` finds no more. `claimed` holds the
+/// messages this receive claimed or passed over.
 fn claim_in_order(
     c: &Connection,
     req: &ReceiveRequest,
     sql: &str,
+    sealer: &Sealer,
     claimed: &mut HashSet<i64>,
     out: &mut ReceiveOutcome,
 ) -> rusqlite::Result<()> {
@@ -519,9 +558,12 @@ fn claim_in_order(
                     continue;
                 }
             }
-            let message = claim(c, req, seq, token(req, out.messages.len())?)?;
             claimed.insert(seq);
-            out.messages.push(message);
+            if let Claim::Got(message) =
+                claim(c, req, seq, token(req, out.messages.len())?, sealer, out)?
+            {
+                out.messages.push(message);
+            }
         }
         if out.messages.len() >= want {
             break;
@@ -599,7 +641,14 @@ fn record_attempt(
 /// read through the group index (`messages_group`) for as many messages as the receive
 /// still wants. A receive so reads about as many rows as it returns plus the groups it
 /// skips, whatever the depth of the queue or the spacing of a group's messages.
-fn receive_fifo(c: &Connection, req: &ReceiveRequest) -> rusqlite::Result<ReceiveOutcome> {
+///
+/// A message that cannot be opened is passed over and left as it was, and its group's
+/// later messages are not taken by this receive (they wait behind it, in order).
+fn receive_fifo(
+    c: &Connection,
+    req: &ReceiveRequest,
+    sealer: &Sealer,
+) -> rusqlite::Result<ReceiveOutcome> {
     let mut out = ReceiveOutcome::default();
     if let Some(attempt) = &req.attempt {
         if let Some(messages) = replay_attempt(c, req, attempt)? {
@@ -705,9 +754,29 @@ fn receive_fifo(c: &Connection, req: &ReceiveRequest) -> rusqlite::Result<Receiv
             out.dead_lettered += 1;
         }
     }
+    // Groups whose next message cannot be opened: the rest of them waits.
+    let mut blocked: HashSet<String> = HashSet::new();
+    let mut group_of = c.prepare_cached("SELECT group_id FROM messages WHERE seq = ?1")?;
     for seq in take.into_iter().take(want) {
-        let message = claim(c, req, seq, token(req, out.messages.len())?)?;
-        out.messages.push(message);
+        if !blocked.is_empty() {
+            let group: Option<String> = group_of.query_row([seq], |r| r.get(0))?;
+            if blocked.contains(group.as_deref().unwrap_or_default()) {
+                continue;
+            }
+        }
+        match claim(
+            c,
+            req,
+            seq,
+            token(req, out.messages.len())?,
+            sealer,
+            &mut out,
+        )? {
+            Claim::Got(message) => out.messages.push(message),
+            Claim::Unreadable(m) => {
+                blocked.insert(m.group_id.unwrap_or_default());
+            }
+        }
     }
     if let (Some(attempt), false) = (&req.attempt, out.messages.is_empty()) {
         record_attempt(c, req, attempt, &out.messages)?;
@@ -1618,7 +1687,7 @@ pub fn publish(
     let sent = send_messages(c, seqs, messages)?;
     let mut insert = c.prepare_cached(
         "INSERT INTO deliveries (subscription, endpoint, content_type, headers, body, next_at, \
-         created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)",
+         created_at, sealed) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7)",
     )?;
     for d in deliveries {
         let headers = serde_json::to_string(&d.headers).unwrap_or_else(|_| "[]".into());
@@ -1628,12 +1697,13 @@ pub fn publish(
             d.content_type,
             headers,
             d.body,
-            d.due_at_ms
+            d.due_at_ms,
+            d.seal.is_some() as i64
         ])?;
     }
     let mut record = c.prepare_cached(
         "INSERT INTO recorded_messages (protocol, endpoint, topic_arn, subject, message, \
-         created_at, sender) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+         created_at, sender, sealed) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
     )?;
     for r in records {
         record.execute(params![
@@ -1643,7 +1713,8 @@ pub fn publish(
             r.subject,
             r.message,
             r.created_at_ms,
-            r.sender
+            r.sender,
+            r.seal.is_some() as i64
         ])?;
     }
     Ok(sent)
@@ -1700,9 +1771,12 @@ pub fn publish_fifo(
             e.dedup.expires_at_ms
         ])?;
         if let Some(a) = &e.archive {
+            let published = sealer
+                .seal_archive(a)
+                .map_err(|e| rusqlite::Error::ToSqlConversionFailure(e.message.into()))?;
             c.prepare_cached(
                 "INSERT OR REPLACE INTO topic_archive (topic_id, sequence, message_id, \
-                 published_at, expires_at, published) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                 published_at, expires_at, published, sealed) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             )?
             .execute(params![
                 p.topic_id,
@@ -1710,7 +1784,8 @@ pub fn publish_fifo(
                 e.message_id,
                 p.now_ms,
                 a.expires_at_ms,
-                a.published
+                published,
+                a.seal.is_some() as i64
             ])?;
         }
         let built = (p.fanout)(i, sequence);
@@ -1900,8 +1975,8 @@ pub fn archived_messages(
     limit: u32,
 ) -> rusqlite::Result<Vec<ArchivedMessage>> {
     let mut stmt = c.prepare_cached(
-        "SELECT sequence, message_id, published_at, expires_at, published FROM topic_archive \
-         WHERE topic_id = ?1 AND sequence > ?2 AND published_at >= ?3 \
+        "SELECT sequence, message_id, published_at, expires_at, published, sealed \
+         FROM topic_archive WHERE topic_id = ?1 AND sequence > ?2 AND published_at >= ?3 \
          AND (?4 IS NULL OR published_at <= ?4) AND expires_at > ?5 \
          ORDER BY sequence LIMIT ?6",
     )?;
@@ -1914,6 +1989,7 @@ pub fn archived_messages(
                 published_at_ms: r.get(2)?,
                 expires_at_ms: r.get(3)?,
                 published: r.get(4)?,
+                sealed: r.get::<_, i64>(5)? != 0,
             })
         },
     )?;
@@ -1928,7 +2004,7 @@ pub fn delete_archive(c: &Connection, topic_id: i64) -> rusqlite::Result<u64> {
 }
 
 const DELIVERY_COLUMNS: &str = "id, subscription, endpoint, content_type, headers, body, \
-    attempts, created_at, last_error, function_errors";
+    attempts, created_at, last_error, function_errors, sealed";
 
 fn delivery_row(r: &Row<'_>) -> rusqlite::Result<DeliveryRecord> {
     let headers: String = r.get(4)?;
@@ -1943,6 +2019,7 @@ fn delivery_row(r: &Row<'_>) -> rusqlite::Result<DeliveryRecord> {
         created_at_ms: r.get(7)?,
         last_error: r.get(8)?,
         function_errors: r.get(9)?,
+        sealed: r.get::<_, i64>(10)? != 0,
     })
 }
 
@@ -2024,22 +2101,28 @@ pub fn count_deliveries(c: &Connection) -> rusqlite::Result<u64> {
         .map(|n| n as u64)
 }
 
-pub fn list_recorded(c: &Connection, limit: u32) -> rusqlite::Result<Vec<RecordedMessage>> {
+/// The latest `limit` records, newest first, each with its `sealed` flag (still sealed as
+/// stored when it is set).
+pub fn list_recorded(c: &Connection, limit: u32) -> rusqlite::Result<Vec<(RecordedMessage, bool)>> {
     let mut stmt = c.prepare_cached(
-        "SELECT id, protocol, endpoint, topic_arn, subject, message, created_at, sender \
-         FROM recorded_messages ORDER BY id DESC LIMIT ?1",
+        "SELECT id, protocol, endpoint, topic_arn, subject, message, created_at, sender, \
+         sealed FROM recorded_messages ORDER BY id DESC LIMIT ?1",
     )?;
     let rows = stmt.query_map([limit as i64], |r| {
-        Ok(RecordedMessage {
-            id: r.get(0)?,
-            protocol: r.get(1)?,
-            endpoint: r.get(2)?,
-            topic_arn: r.get(3)?,
-            subject: r.get(4)?,
-            message: r.get(5)?,
-            created_at_ms: r.get(6)?,
-            sender: r.get(7)?,
-        })
+        Ok((
+            RecordedMessage {
+                id: r.get(0)?,
+                protocol: r.get(1)?,
+                endpoint: r.get(2)?,
+                topic_arn: r.get(3)?,
+                subject: r.get(4)?,
+                message: r.get(5)?,
+                created_at_ms: r.get(6)?,
+                sender: r.get(7)?,
+                seal: None,
+            },
+            r.get::<_, i64>(8)? != 0,
+        ))
     })?;
     rows.collect()
 }

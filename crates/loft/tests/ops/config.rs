@@ -363,3 +363,71 @@ fn a_master_key_file_that_holds_no_key_stops_the_start() {
         err.stderr
     );
 }
+
+#[tokio::test]
+async fn a_missing_or_replaced_master_key_stops_the_start_while_encrypted_messages_are_stored() {
+    // A queue with SSE-SQS (the default) holds one sealed message.
+    let server = Server::start();
+    server
+        .sqs("CreateQueue", json!({"QueueName": "sealed"}))
+        .await;
+    server
+        .sqs(
+            "SendMessage",
+            json!({"QueueUrl": server.queue_url("sealed"), "MessageBody": "kept secret"}),
+        )
+        .await;
+    let dir = server.stop();
+    let key_file = dir.path().join("loft-sse").join("master.key");
+    let key = std::fs::read_to_string(&key_file).unwrap();
+
+    // Without the key file: refused, naming the file; no new key is made.
+    std::fs::remove_file(&key_file).unwrap();
+    let kept = tempfile::tempdir().unwrap();
+    let db = dir.path().join("loft.db");
+    let db_arg = db.to_str().unwrap().to_owned();
+    let err = match Server::start_in(kept, &["--db", &db_arg], &[]) {
+        Ok(s) => panic!("started without its key file: {}", s.stderr()),
+        Err(e) => e,
+    };
+    assert!(!err.status.success());
+    assert!(
+        err.stderr.contains(&format!(
+            "{}: the SQS encryption master key file is missing",
+            key_file.display()
+        )),
+        "{}",
+        err.stderr
+    );
+    assert!(!key_file.exists(), "no new key was made");
+
+    // Another key in its place: refused, naming the file.
+    let other = "MzMzMzMzMzMzMzMzMzMzMzMzMzMzMzMzMzMzMzMzMzM=\n";
+    std::fs::write(&key_file, other).unwrap();
+    let err = match Server::start_in(tempfile::tempdir().unwrap(), &["--db", &db_arg], &[]) {
+        Ok(s) => panic!("started with another key: {}", s.stderr()),
+        Err(e) => e,
+    };
+    assert!(
+        err.stderr.contains(&format!(
+            "the key file {} does not open this database's encrypted messages",
+            key_file.display()
+        )),
+        "{}",
+        err.stderr
+    );
+
+    // The right key again: it starts and the message reads back.
+    std::fs::write(&key_file, key).unwrap();
+    let server = Server::start_in(tempfile::tempdir().unwrap(), &["--db", &db_arg], &[])
+        .unwrap_or_else(|f| panic!("{f:?}"));
+    let out = server
+        .sqs(
+            "ReceiveMessage",
+            json!({"QueueUrl": server.queue_url("sealed")}),
+        )
+        .await;
+    assert_eq!(out["Messages"][0]["Body"], "kept secret");
+    server.stop();
+    drop(dir);
+}

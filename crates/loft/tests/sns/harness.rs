@@ -101,6 +101,12 @@ impl Server {
         self.child = Some(child);
     }
 
+    /// The folder of the database (`loft.db`, its WAL, and the files beside it).
+    #[allow(dead_code)]
+    pub fn dir(&self) -> &std::path::Path {
+        self.dir.path()
+    }
+
     /// The ARN of queue `name`.
     pub fn queue_arn(&self, name: &str) -> String {
         format!("arn:aws:sqs:us-east-1:{ACCOUNT}:{name}")

@@ -26,6 +26,7 @@
 mod harness;
 mod archive;
 mod data_protection;
+mod encryption;
 mod errors;
 mod fanout;
 mod fifo;
