@@ -182,9 +182,16 @@ pub fn set_queue_tags(c: &Connection, queue_id: i64, tags: &Map) -> rusqlite::Re
 
 // ----- messages
 
-const MESSAGE_COLUMNS: &str = "seq, queue_id, message_id, body, \
+/// The columns [`message_row`] reads, in its order (a macro, so that statements can be
+/// built with `concat!` as constants).
+macro_rules! message_columns {
+    () => {
+        "seq, queue_id, message_id, body, \
     md5_body, message_attributes, system_attributes, sender_id, sent_at, visible_at, \
-    receive_count, first_received_at, receipt_token, group_id, dedup_id, dead_letter_source, sealed";
+    receive_count, first_received_at, receipt_token, group_id, dedup_id, dead_letter_source, sealed"
+    };
+}
+const MESSAGE_COLUMNS: &str = message_columns!();
 
 fn message_row(r: &Row<'_>) -> rusqlite::Result<StoredMessage> {
     Ok(StoredMessage {
@@ -398,22 +405,39 @@ fn dead_letter(c: &Connection, seq: i64, rule: &RedriveRule, now_ms: i64) -> rus
     Ok(())
 }
 
-/// Claims message `seq` with the receipt token the service chose for it.
+/// Claims message `seq` with the receipt token the service chose for it, and returns it
+/// as claimed.
+///
+/// The row is read, then updated by a plain `UPDATE` whose outcome is known (the same
+/// transaction, one connection): `UPDATE ... RETURNING` is a trigger in SQLite, which
+/// makes every such statement open a statement journal (copying each page it touches) and
+/// an ephemeral table for its result: nearly half of the claim's samples in a profile of
+/// receive-delete (BENCHMARKS.md, issue 19 item 3).
 fn claim(
     c: &Connection,
     req: &ReceiveRequest,
     seq: i64,
     token: i64,
 ) -> rusqlite::Result<StoredMessage> {
-    c.prepare_cached(&format!(
+    let mut m = c
+        .prepare_cached(concat!(
+            "SELECT ",
+            message_columns!(),
+            " FROM messages WHERE seq = ?1"
+        ))?
+        .query_row([seq], message_row)?;
+    let hidden_until = req.now_ms + req.visibility_ms;
+    c.prepare_cached(
         "UPDATE messages SET visible_at = ?2, receive_count = receive_count + 1, \
          first_received_at = COALESCE(first_received_at, ?3), receipt_token = ?4, \
-         received_at = ?3 WHERE seq = ?1 RETURNING {MESSAGE_COLUMNS}"
-    ))?
-    .query_row(
-        params![seq, req.now_ms + req.visibility_ms, req.now_ms, token],
-        message_row,
-    )
+         received_at = ?3 WHERE seq = ?1",
+    )?
+    .execute(params![seq, hidden_until, req.now_ms, token])?;
+    m.visible_at_ms = hidden_until;
+    m.receive_count += 1;
+    m.first_received_at_ms.get_or_insert(req.now_ms);
+    m.receipt_token = token;
+    Ok(m)
 }
 
 /// The receipt token of the `i`-th message a receive claims.
