@@ -182,9 +182,16 @@ pub fn set_queue_tags(c: &Connection, queue_id: i64, tags: &Map) -> rusqlite::Re
 
 // ----- messages
 
-const MESSAGE_COLUMNS: &str = "seq, queue_id, message_id, body, \
+/// The columns [`message_row`] reads, in its order (a macro, so that statements can be
+/// built with `concat!` as constants).
+macro_rules! message_columns {
+    () => {
+        "seq, queue_id, message_id, body, \
     md5_body, message_attributes, system_attributes, sender_id, sent_at, visible_at, \
-    receive_count, first_received_at, receipt_token, group_id, dedup_id, dead_letter_source, sealed";
+    receive_count, first_received_at, receipt_token, group_id, dedup_id, dead_letter_source, sealed"
+    };
+}
+const MESSAGE_COLUMNS: &str = message_columns!();
 
 fn message_row(r: &Row<'_>) -> rusqlite::Result<StoredMessage> {
     Ok(StoredMessage {
@@ -410,6 +417,11 @@ enum Claim {
 /// receive's transaction: the row is read and opened (when sealed) first, and only a
 /// readable message is claimed. One that cannot be opened is left untouched (no
 /// visibility change, no receive count) and named in `out` ([`Sealer::pass_over`]).
+///
+/// The row is read, then updated by a plain `UPDATE` (same transaction, one connection),
+/// not `UPDATE ... RETURNING`: SQLite runs RETURNING as a trigger, opening a statement
+/// journal and an ephemeral table per claim (nearly half of the claim's samples in a
+/// profile of receive-delete, BENCHMARKS.md, issue 19 item 3).
 fn claim(
     c: &Connection,
     req: &ReceiveRequest,
@@ -419,8 +431,10 @@ fn claim(
     out: &mut ReceiveOutcome,
 ) -> rusqlite::Result<Claim> {
     let mut m = c
-        .prepare_cached(&format!(
-            "SELECT {MESSAGE_COLUMNS} FROM messages WHERE seq = ?1"
+        .prepare_cached(concat!(
+            "SELECT ",
+            message_columns!(),
+            " FROM messages WHERE seq = ?1"
         ))?
         .query_row([seq], message_row)?;
     if !sealer.open_for_receive(&mut m) {
