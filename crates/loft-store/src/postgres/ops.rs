@@ -1010,9 +1010,11 @@ pub async fn receive_fifo<C: GenericClient>(
 pub type DeleteItem = (i64, i64, Option<(i64, i64)>);
 
 /// Deletes the messages `items` name, in any queues, in one statement, and gives for each
-/// entry (its condition held on the row as the statement's snapshot saw it, the row
-/// existed); [`delete_outcomes`] turns these into outcomes. The DELETE removes every row
-/// some entry's condition holds on.
+/// entry (its condition held and this statement deleted the row, the row existed);
+/// [`delete_outcomes`] turns these into outcomes. The DELETE removes every row some
+/// entry's condition holds on. A row the snapshot saw but a concurrent transaction deleted
+/// first (the DELETE skips it after waiting) counts as gone before this statement, so two
+/// groups naming one message answer `Deleted` once, as deletes one after another would.
 pub async fn delete_in_queues<C: GenericClient>(
     c: &C,
     items: &[DeleteItem],
@@ -1025,14 +1027,17 @@ pub async fn delete_in_queues<C: GenericClient>(
         c,
         "WITH req AS (SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], \
              $4::bigint[]) WITH ORDINALITY AS r(queue_id, seq, token, now_ms, ord)), \
-         pre AS (SELECT r.ord, m.seq IS NOT NULL AS existed, \
+         pre AS (SELECT r.ord, r.queue_id, r.seq, m.seq IS NOT NULL AS existed, \
              (m.seq IS NOT NULL AND (r.token IS NULL OR \
                (m.receipt_token = r.token AND m.visible_at > r.now_ms))) AS ok \
            FROM req r LEFT JOIN messages m ON m.seq = r.seq AND m.queue_id = r.queue_id), \
          d AS (DELETE FROM messages m USING req r, pre p \
            WHERE p.ord = r.ord AND p.ok AND m.seq = r.seq AND m.queue_id = r.queue_id \
-           RETURNING 1) \
-         SELECT p.ok, p.existed, (SELECT count(*) FROM d) FROM pre p ORDER BY p.ord",
+           RETURNING m.queue_id, m.seq), \
+         done AS (SELECT p.ord, EXISTS (SELECT 1 FROM d \
+             WHERE d.queue_id = p.queue_id AND d.seq = p.seq) AS gone FROM pre p) \
+         SELECT p.ok AND x.gone, p.existed AND (NOT p.ok OR x.gone) \
+           FROM pre p JOIN done x ON x.ord = p.ord ORDER BY p.ord",
         &[&queues, &seqs, &tokens, &nows],
     )
     .await?;
