@@ -711,7 +711,8 @@ pub struct RecordedMessage {
     /// Who it would have come from: for email and email-json, the From header
     /// (`"{DisplayName} <no-reply@sns.amazonaws.com>"`, the topic's name without a
     /// DisplayName); for SMS from a topic with a DisplayName, its first 10 characters
-    /// (the sender prefix the message starts with); `None` otherwise.
+    /// (the sender prefix the message starts with); for firehose, the subscription's
+    /// SubscriptionRoleArn (the role SNS writes to the stream under); `None` otherwise.
     pub sender: Option<String>,
     /// When (ms).
     pub created_at_ms: i64,
