@@ -403,14 +403,25 @@ pub enum ReplayStatus {
 }
 
 impl ReplayStatus {
-    /// The name GetSubscriptionAttributes reports: `Pending`, `Replaying`, `Completed`,
-    /// `Failed`.
+    /// The name the store keeps: `Pending`, `Replaying`, `Completed`, `Failed` (see
+    /// [`ReplayStatus::attribute_value`] for what GetSubscriptionAttributes shows).
     pub fn as_str(self) -> &'static str {
         match self {
             ReplayStatus::Pending => "Pending",
             ReplayStatus::Replaying => "Replaying",
             ReplayStatus::Completed => "Completed",
             ReplayStatus::Failed => "Failed",
+        }
+    }
+
+    /// The value GetSubscriptionAttributes reports as `ReplayStatus`: `Pending`,
+    /// `In progress` (a running replay), `Completed`, `Failed`, as the SNS API Reference
+    /// (Subscribe, `ReplayStatus`) and the Developer Guide ("Amazon SNS message replay for
+    /// FIFO topic subscribers") list them. [`ReplayStatus::as_str`] is the store's name.
+    pub fn attribute_value(self) -> &'static str {
+        match self {
+            ReplayStatus::Replaying => "In progress",
+            other => other.as_str(),
         }
     }
 
