@@ -296,6 +296,15 @@ error_table! {
         code: "OverLimit", json: "OverLimit", query: "OverLimit", Sender, 403,
         "{reason}",
     }
+    /// A FIFO queue's throughput quota is exceeded (403): the botocore model's
+    /// `RequestThrottled` shape, answered by AWS over the Query protocol as HTTP 403,
+    /// `Sender`, code `RequestThrottled`; botocore's `_retry.json` retries SQS's
+    /// `RequestThrottled` 403 and every SDK counts the code as a throttling error.
+    RequestThrottled {
+        code: "RequestThrottled", json: "RequestThrottled", query: "RequestThrottled",
+        Sender, 403,
+        "{reason}",
+    }
     /// The operation is not supported on this queue (400).
     UnsupportedOperation {
         code: "UnsupportedOperation", json: "UnsupportedOperation",

@@ -429,14 +429,25 @@ pub enum ReplayStatus {
 }
 
 impl ReplayStatus {
-    /// The name GetSubscriptionAttributes reports: `Pending`, `Replaying`, `Completed`,
-    /// `Failed`.
+    /// The name the store keeps: `Pending`, `Replaying`, `Completed`, `Failed` (see
+    /// [`ReplayStatus::attribute_value`] for what GetSubscriptionAttributes shows).
     pub fn as_str(self) -> &'static str {
         match self {
             ReplayStatus::Pending => "Pending",
             ReplayStatus::Replaying => "Replaying",
             ReplayStatus::Completed => "Completed",
             ReplayStatus::Failed => "Failed",
+        }
+    }
+
+    /// The value GetSubscriptionAttributes reports as `ReplayStatus`: `Pending`,
+    /// `In progress` (a running replay), `Completed`, `Failed`, as the SNS API Reference
+    /// (Subscribe, `ReplayStatus`) and the Developer Guide ("Amazon SNS message replay for
+    /// FIFO topic subscribers") list them. [`ReplayStatus::as_str`] is the store's name.
+    pub fn attribute_value(self) -> &'static str {
+        match self {
+            ReplayStatus::Replaying => "In progress",
+            other => other.as_str(),
         }
     }
 
@@ -744,7 +755,8 @@ pub struct RecordedMessage {
     /// Who it would have come from: for email and email-json, the From header
     /// (`"{DisplayName} <no-reply@sns.amazonaws.com>"`, the topic's name without a
     /// DisplayName); for SMS from a topic with a DisplayName, its first 10 characters
-    /// (the sender prefix the message starts with); `None` otherwise.
+    /// (the sender prefix the message starts with); for firehose, the subscription's
+    /// SubscriptionRoleArn (the role SNS writes to the stream under); `None` otherwise.
     pub sender: Option<String>,
     /// When (ms).
     pub created_at_ms: i64,

@@ -20,6 +20,7 @@
 //! | `loft_requests_total` | counter | `operation`, `protocol`, `status` | HTTP requests answered |
 //! | `loft_request_duration_seconds` | histogram | `operation` | time to answer, seconds |
 //! | `loft_deliveries_total` | counter | `protocol`, `outcome` | SNS deliveries by subscription protocol and outcome |
+//! | `loft_sns_replayed_notifications_total` | counter | `outcome` | SNS message replay copies: `delivered`, `failed` (to the dead-letter queue) |
 //! | `loft_deliveries_pending` | gauge | | HTTP/S deliveries waiting (due or to retry) |
 //! | `loft_request_body_bytes` | gauge | | bytes of request bodies held now ([`crate::body`]) |
 //! | `loft_request_body_budget_bytes` | gauge | | the most they may be (`--max-body-bytes-in-flight`) |
@@ -298,6 +299,20 @@ pub fn render(scrape: &Scrape) -> String {
     }
     family(
         &mut out,
+        "loft_sns_replayed_notifications_total",
+        "counter",
+        "SNS message replay copies by outcome: delivered (to the subscribed queue, AWS's NumberOfReplayedNotificationsDelivered) and failed (sent to the subscription's dead-letter queue instead, AWS's NumberOfReplayedNotificationsFailed).",
+    );
+    for outcome in ["delivered", "failed"] {
+        let n = scrape.activity.replayed.get(outcome).copied().unwrap_or(0);
+        let _ = writeln!(
+            out,
+            "loft_sns_replayed_notifications_total{} {n}",
+            labels(&[("outcome", outcome)])
+        );
+    }
+    family(
+        &mut out,
         "loft_sns_data_protection_messages_total",
         "counter",
         "SNS messages a topic's data protection policy acted on, by topic, direction (Inbound: Publish, Outbound: one subscription's delivery) and result: with_findings and without_findings (the audit statement, AWS's MessagesWithFindings and MessagesWithNoFindings), denied, deidentified.",
@@ -502,6 +517,7 @@ mod tests {
             .data_protection
             .insert(("t".into(), "Inbound", "with_findings"), 2);
         activity.findings.insert(("t".into(), "EmailAddress"), 3);
+        activity.replayed.insert("delivered", 6);
         let s = Scrape {
             queues: vec![
                 ("orders".into(), 3, 1, 0),
@@ -544,6 +560,8 @@ mod tests {
             r#"loft_request_duration_seconds_count{operation="SendMessage"} 3"#,
             r#"loft_deliveries_total{protocol="sqs",outcome="delivered"} 4"#,
             "loft_deliveries_pending 5",
+            r#"loft_sns_replayed_notifications_total{outcome="delivered"} 6"#,
+            r#"loft_sns_replayed_notifications_total{outcome="failed"} 0"#,
             r#"loft_fair_queue_noisy_groups{queue="tenants"} 1"#,
             r#"loft_fair_queue_quiet_messages{queue="tenants",state="visible"} 4"#,
             r#"loft_fair_queue_quiet_messages{queue="tenants",state="in_flight"} 2"#,

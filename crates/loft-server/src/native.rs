@@ -92,8 +92,7 @@ fn parse_body<T: DeserializeOwned>(body: &[u8]) -> Result<Option<T>, NativeError
     if body.iter().all(u8::is_ascii_whitespace) {
         return Ok(None);
     }
-    let value: Value =
-        serde_json::from_slice(body).map_err(|e| bad_request(format!("invalid JSON body: {e}")))?;
+    let value: Value = serde_json::from_slice(body).map_err(|e| bad_request(json_error(&e)))?;
     match value {
         Value::Null => Ok(None),
         Value::Object(_) => serde_json::from_value(value)
@@ -101,6 +100,24 @@ fn parse_body<T: DeserializeOwned>(body: &[u8]) -> Result<Option<T>, NativeError
             .map_err(|e| bad_request(format!("invalid JSON body: {e}"))),
         _ => Err(bad_request("request body must be a JSON object")),
     }
+}
+
+/// The message of a body that is not JSON: serde's words, except for a `\u` escape that
+/// names half of a UTF-16 surrogate pair (`"\ud800"` alone), where serde's "unexpected
+/// end of hex escape" or "lone leading surrogate" says little: JSON text is Unicode
+/// characters, and U+D800 to U+DFFF are none (RFC 8259, section 8.2).
+fn json_error(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    if text.contains("hex escape") || text.contains("surrogate") {
+        return format!(
+            "invalid JSON body: a \\u escape at line {} column {} names a lone UTF-16 \
+             surrogate (U+D800 to U+DFFF), which is not a character; write the character \
+             itself or a complete surrogate pair",
+            e.line(),
+            e.column()
+        );
+    }
+    format!("invalid JSON body: {text}")
 }
 
 /// `GET /health`: `200 {"status":"healthy","service":"loft"}`.

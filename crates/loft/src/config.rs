@@ -114,6 +114,7 @@ struct ServerSection {
     max_topics: Option<Spanned<u64>>,
     max_in_flight: Option<Spanned<u64>>,
     max_in_flight_fifo: Option<Spanned<u64>>,
+    sqs_quotas: Option<bool>,
 }
 
 /// A number of seconds in the file: an integer or a float.
@@ -273,6 +274,8 @@ pub struct FileLimits {
     pub max_in_flight: Option<u64>,
     /// `max_in_flight_fifo`.
     pub max_in_flight_fifo: Option<u64>,
+    /// `sqs_quotas`: `false` turns SQS FIFO throughput quotas off (`--no-sqs-quotas`).
+    pub sqs_quotas: Option<bool>,
 }
 
 /// A queue to create, attributes as AWS strings.
@@ -414,6 +417,7 @@ fn file_limits(
         max_topics: count(&section.max_topics, "max_topics", 1)?,
         max_in_flight: count(&section.max_in_flight, "max_in_flight", 1)?,
         max_in_flight_fifo: count(&section.max_in_flight_fifo, "max_in_flight_fifo", 1)?,
+        sqs_quotas: section.sqs_quotas,
     })
 }
 
@@ -1326,7 +1330,8 @@ function_response_types = ["ReportBatchItemFailures"]
             "[server]\nmax_connections = 500\nmax_connections_per_ip = 50\n\
              max_header_bytes = 16384\nrequest_timeout = 2.5\nmin_body_rate = 0\n\
              keep_alive_timeout = 90\nmax_body_bytes_in_flight = 67108864\n\
-             max_queues = 10\nmax_topics = 20\nmax_in_flight = 30\nmax_in_flight_fifo = 40\n",
+             max_queues = 10\nmax_topics = 20\nmax_in_flight = 30\nmax_in_flight_fifo = 40\n\
+             sqs_quotas = false\n",
         )
         .expect("parses");
         assert_eq!(
@@ -1343,8 +1348,10 @@ function_response_types = ["ReportBatchItemFailures"]
                 max_topics: Some(20),
                 max_in_flight: Some(30),
                 max_in_flight_fifo: Some(40),
+                sqs_quotas: Some(false),
             }
         );
+        fails("[server]\nsqs_quotas = \"off\"\n", 2, "");
         assert_eq!(parse_str("").unwrap().server.limits, FileLimits::default());
         fails("[server]\n\nrequest_timeout = 0\n", 3, "above 0");
         fails("[server]\nkeep_alive_timeout = -1.5\n", 2, "above 0");

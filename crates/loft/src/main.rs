@@ -367,6 +367,9 @@ fn apply_file_settings(args: &mut ServeArgs, m: &clap::ArgMatches, file: &config
         max_in_flight,
         max_in_flight_fifo
     );
+    if let Some(v) = l.sqs_quotas.filter(|_| unset("no_sqs_quotas")) {
+        t.no_sqs_quotas = !v;
+    }
     if let Some(v) = l.request_timeout.filter(|_| unset("request_timeout")) {
         t.request_timeout = v.as_secs_f64();
     }
@@ -648,5 +651,36 @@ mod tests {
     #[test]
     fn the_command_line_is_well_formed() {
         Cli::command().debug_assert();
+    }
+
+    /// SQS FIFO quotas: on by default, off with `--no-sqs-quotas` or the file's
+    /// `sqs_quotas = false`, and the flag wins over a file that says `true`.
+    #[test]
+    fn sqs_quotas_are_on_unless_switched_off() {
+        let quotas = |argv: &[&str], file: Option<bool>| {
+            let matches = Cli::command().get_matches_from(argv);
+            let Command::Serve(mut args) = Cli::from_arg_matches(&matches).unwrap().command else {
+                panic!("not serve");
+            };
+            let settings = config::ServerSettings {
+                limits: config::FileLimits {
+                    sqs_quotas: file,
+                    ..Default::default()
+                },
+                ..Default::default()
+            };
+            let m = matches.subcommand_matches("serve").unwrap();
+            apply_file_settings(&mut args, m, &settings);
+            args.trust
+                .load(Default::default())
+                .expect("trust")
+                .limits
+                .sqs_quotas
+        };
+        assert!(quotas(&["loft", "serve"], None));
+        assert!(!quotas(&["loft", "serve", "--no-sqs-quotas"], None));
+        assert!(!quotas(&["loft", "serve"], Some(false)));
+        assert!(quotas(&["loft", "serve"], Some(true)));
+        assert!(!quotas(&["loft", "serve", "--no-sqs-quotas"], Some(true)));
     }
 }

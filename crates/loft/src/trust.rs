@@ -111,6 +111,12 @@ pub struct TrustArgs {
     /// returns no messages.
     #[arg(long, env = "LOFT_MAX_IN_FLIGHT_FIFO", default_value_t = 20_000)]
     pub(crate) max_in_flight_fifo: u64,
+
+    /// Turn SQS FIFO throughput quotas off (on by default, as AWS: 300 send, receive and
+    /// delete transactions a second per FIFO queue or message group, then
+    /// RequestThrottled); for benchmarks and loads that must not be throttled.
+    #[arg(long, env = "LOFT_NO_SQS_QUOTAS")]
+    pub(crate) no_sqs_quotas: bool,
 }
 
 /// `seconds` as a duration: positive, finite, at most a day.
@@ -228,6 +234,7 @@ impl TrustArgs {
                 max_topics: self.max_topics,
                 max_in_flight: self.max_in_flight,
                 max_in_flight_fifo: self.max_in_flight_fifo,
+                sqs_quotas: !self.no_sqs_quotas,
             },
             endpoint_policy,
         })

@@ -77,6 +77,11 @@ pub struct ActivitySnapshot {
     /// Sensitive data the audit statement found, by (topic name, data identifier name):
     /// every detection counts.
     pub findings: BTreeMap<(String, &'static str), u64>,
+    /// SNS message replay copies by outcome: `delivered` (stored in the subscribed queue:
+    /// AWS's CloudWatch `NumberOfReplayedNotificationsDelivered`) and `failed` (not
+    /// delivered to it: sent to the subscription's dead-letter queue instead, AWS's
+    /// `NumberOfReplayedNotificationsFailed`). These copies also count in `deliveries`.
+    pub replayed: BTreeMap<&'static str, u64>,
 }
 
 /// The counters. Every method takes `&self`; one short lock per event.
@@ -86,6 +91,7 @@ pub struct Activity {
     deliveries: Mutex<BTreeMap<(String, DeliveryOutcome), u64>>,
     data_protection: Mutex<BTreeMap<(String, &'static str, &'static str), u64>>,
     findings: Mutex<BTreeMap<(String, &'static str), u64>>,
+    replayed: Mutex<BTreeMap<&'static str, u64>>,
 }
 
 impl Activity {
@@ -140,6 +146,13 @@ impl Activity {
         }
     }
 
+    /// One replayed copy ended as `outcome` (`delivered` or `failed`, see
+    /// [`ActivitySnapshot::replayed`]).
+    pub fn replayed(&self, outcome: &'static str) {
+        let mut map = self.replayed.lock().unwrap_or_else(|p| p.into_inner());
+        *map.entry(outcome).or_default() += 1;
+    }
+
     /// One message of `topic` in `direction` had data protection `result` (see
     /// [`ActivitySnapshot::data_protection`]).
     pub fn data_protection(&self, topic: &str, direction: &'static str, result: &'static str) {
@@ -179,6 +192,11 @@ impl Activity {
                 .clone(),
             findings: self
                 .findings
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone(),
+            replayed: self
+                .replayed
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .clone(),

@@ -571,9 +571,12 @@ impl Service {
     ) -> Result<Vec<SqsRecord>> {
         let name = names::arn_resource(&m.event_source_arn, "sqs")
             .ok_or_else(|| Error::invalid("the mapping's event source is not a queue"))?;
+        // Loft's own poller: not counted against the queue's FIFO throughput quota
+        // (`quotas`), which meters clients' API calls.
+        let queue = self.queue(name).await?;
         let got = self
-            .receive_message(
-                name,
+            .receive_in(
+                &queue,
                 ReceiveMessage {
                     max_messages: Some(max.clamp(1, 10)),
                     visibility_timeout: None,
@@ -582,6 +585,8 @@ impl Service {
                     message_attribute_names: vec!["All".into()],
                     attempt_id: None,
                 },
+                false,
+                std::future::pending(),
             )
             .await?;
         Ok(got.into_iter().map(record_of).collect())
@@ -676,8 +681,13 @@ impl Service {
         let Some(name) = names::arn_resource(&m.event_source_arn, "sqs") else {
             return Ok(());
         };
+        if handles.is_empty() {
+            return Ok(());
+        }
+        // Not counted against the FIFO throughput quota, as the receive.
+        let queue = self.queue(name).await?;
         for h in handles {
-            match self.delete_message(name, h).await {
+            match self.delete_in(&queue, h).await {
                 Ok(()) => {}
                 // A handle whose visibility ran out meanwhile: the message is someone
                 // else's now, as AWS's DeleteMessage would say.

@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::quotas::QuotaAction;
 use super::receipt::Receipt;
 use super::Service;
 use crate::attributes::QueueConfig;
@@ -314,9 +315,11 @@ impl Service {
     }
 
     /// SendMessage. Errors: `QueueDoesNotExist`, `MissingParameter` (empty body),
-    /// `InvalidMessageContents`, `InvalidParameterValue` (size, delay, attributes).
+    /// `InvalidMessageContents`, `InvalidParameterValue` (size, delay, attributes),
+    /// `RequestThrottled` (a FIFO queue's throughput quota, [`super::quotas`]).
     pub async fn send_message(&self, queue_name: &str, m: SendMessage) -> Result<SendResult> {
         let queue = self.queue(queue_name).await?;
+        self.charge_fifo_quota(&queue, QuotaAction::Send, [m.group_id.as_deref()])?;
         let mut results = self.send_batch_to(&queue, vec![m], false, false).await?;
         results
             .pop()
@@ -325,13 +328,19 @@ impl Service {
 
     /// SendMessageBatch: each entry succeeds or fails on its own; the valid ones are stored
     /// in one transaction. Errors for the whole call: `QueueDoesNotExist`,
-    /// `BatchRequestTooLong` (entries together over MaximumMessageSize).
+    /// `BatchRequestTooLong` (entries together over MaximumMessageSize), `RequestThrottled`
+    /// (a FIFO queue's throughput quota: the batch is one transaction, [`super::quotas`]).
     pub async fn send_message_batch(
         &self,
         queue_name: &str,
         entries: Vec<SendMessage>,
     ) -> Result<Vec<Result<SendResult>>> {
         let queue = self.queue(queue_name).await?;
+        self.charge_fifo_quota(
+            &queue,
+            QuotaAction::Send,
+            entries.iter().map(|e| e.group_id.as_deref()),
+        )?;
         let config = QueueConfig::from_attributes(&queue.attributes);
         let total: usize = entries
             .iter()
@@ -435,7 +444,9 @@ impl Service {
     /// The in-flight limit ([`super::Limits`]) caps how many messages a receive takes; at
     /// the limit a standard queue answers `OverLimit` and a FIFO queue returns nothing.
     ///
-    /// Errors: `QueueDoesNotExist`, `InvalidParameterValue` (ranges), `OverLimit`.
+    /// Errors: `QueueDoesNotExist`, `InvalidParameterValue` (ranges), `OverLimit`,
+    /// `RequestThrottled` (a FIFO queue's throughput quota, counted once per request
+    /// however long it waits, [`super::quotas`]).
     pub async fn receive_message(
         &self,
         queue_name: &str,
@@ -460,6 +471,7 @@ impl Service {
         gone: impl std::future::Future<Output = ()> + Send,
     ) -> Result<Vec<ReceivedMessage>> {
         let queue = self.queue(queue_name).await?;
+        self.charge_fifo_quota(&queue, QuotaAction::Receive, [])?;
         self.receive_in(&queue, r, false, gone).await
     }
 
@@ -529,7 +541,7 @@ impl Service {
     /// Receives from `queue`; `send_order` hands out the oldest sent visible message first
     /// (the seeds' rule) rather than the one visible longest (SQS's best effort, cheaper);
     /// a wait ends with no messages when `gone` resolves.
-    async fn receive_in(
+    pub(super) async fn receive_in(
         &self,
         queue: &QueueRecord,
         r: ReceiveMessage,
@@ -741,15 +753,17 @@ impl Service {
     /// DeleteMessage: deleting an already deleted message succeeds, as on AWS; on a standard
     /// queue a stale handle of the same message still deletes it.
     ///
-    /// Errors: `QueueDoesNotExist`, `ReceiptHandleIsInvalid`.
+    /// Errors: `QueueDoesNotExist`, `ReceiptHandleIsInvalid`, `RequestThrottled` (a FIFO
+    /// queue's throughput quota, [`super::quotas`]).
     pub async fn delete_message(&self, queue_name: &str, handle: &str) -> Result<()> {
         let queue = self.queue(queue_name).await?;
+        self.charge_fifo_quota(&queue, QuotaAction::Delete, [])?;
         self.delete_in(&queue, handle).await
     }
 
     /// Deletes by receipt handle. On a FIFO queue the handle must be the message's current
     /// one and the message still in flight (AWS rejects handles of expired receives).
-    async fn delete_in(&self, queue: &QueueRecord, handle: &str) -> Result<()> {
+    pub(super) async fn delete_in(&self, queue: &QueueRecord, handle: &str) -> Result<()> {
         let receipt = self.receipt_for(queue, handle)?;
         let fifo = QueueConfig::from_attributes(&queue.attributes).fifo;
         let strict = fifo.then(|| (receipt.token, self.now_ms()));
@@ -772,13 +786,15 @@ impl Service {
     }
 
     /// DeleteMessageBatch: each handle succeeds or fails on its own.
-    /// Errors for the whole call: `QueueDoesNotExist`.
+    /// Errors for the whole call: `QueueDoesNotExist`, `RequestThrottled` (a FIFO queue's
+    /// throughput quota: the batch is one transaction, [`super::quotas`]).
     pub async fn delete_message_batch(
         &self,
         queue_name: &str,
         handles: &[String],
     ) -> Result<Vec<Result<()>>> {
         let queue = self.queue(queue_name).await?;
+        self.charge_fifo_quota(&queue, QuotaAction::Delete, [])?;
         let mut out = Vec::with_capacity(handles.len());
         let fifo = QueueConfig::from_attributes(&queue.attributes).fifo;
         let now = self.now_ms();

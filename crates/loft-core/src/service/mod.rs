@@ -15,6 +15,7 @@
 //! - [`activity`]: counters of sends, receives, deletes, dead-letters and deliveries.
 //! - [`operator`]: operator views: peeking at messages, counts, pending deliveries.
 //! - `limits`: queue and topic caps, in-flight messages per queue ([`Limits`]).
+//! - [`quotas`]: SQS FIFO throughput quotas (`FifoThroughputLimit`, `RequestThrottled`).
 //!
 //! SQS JSON, SQS Query and the seeds' API all call these methods, so one scenario gives the
 //! same answer over every protocol.
@@ -35,6 +36,7 @@ pub mod platform;
 mod protection;
 mod publish;
 mod queues;
+pub mod quotas;
 pub mod receipt;
 pub mod replay;
 mod topics;
@@ -174,6 +176,9 @@ pub struct Service {
     /// in the current second (`throttlePolicy.maxReceivesPerSecond`, see
     /// `deliveries`); per node by design, like the limits' counters.
     throttle: deliveries::Throttle,
+    /// Process bookkeeping: FIFO queues' throughput quota buckets (see [`quotas`]); per
+    /// node by design, like the limits' counters.
+    quotas: quotas::Quotas,
 }
 
 impl Service {
@@ -204,6 +209,7 @@ impl Service {
             audit_counts: protection::AuditCounts::default(),
             policy_cache: access::PolicyCache::default(),
             throttle: deliveries::Throttle::default(),
+            quotas: quotas::Quotas::default(),
         });
         if let Some(rx) = wakeups {
             follow_wakeups(&service, rx);

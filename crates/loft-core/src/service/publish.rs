@@ -379,6 +379,46 @@ impl Service {
     }
 }
 
+/// A Firehose or mobile push delivery Loft recorded in a publish's transaction: Loft's
+/// delivery attempt for those protocols (it does not send them on), logged as AWS logs a
+/// delivery status once the transaction committed.
+struct RecordedStatus {
+    /// `Firehose` or `Application`.
+    prefix: &'static str,
+    /// The delivery stream or platform endpoint ARN.
+    endpoint: String,
+    /// The SNS MessageId.
+    message_id: String,
+    /// The message as recorded.
+    message: String,
+}
+
+/// The delivery status record of one recorded Firehose or mobile push delivery (see
+/// [`delivery_status`]): SUCCESS, status 200, sampled at the topic's
+/// `{Firehose,Application}SuccessFeedbackSampleRate`, written only when the topic names
+/// a `...SuccessFeedbackRoleArn`. A recording cannot fail, so no failure record is ever
+/// written for these protocols.
+fn log_recorded_delivery(topic: &TopicRecord, topic_arn: &str, r: &RecordedStatus, now: i64) {
+    if !delivery_status::enabled(&topic.attributes, r.prefix, true) {
+        return;
+    }
+    delivery_status::log(&delivery_status::DeliveryStatus {
+        protocol: r.prefix,
+        success: true,
+        topic_name: &topic.name,
+        topic_arn,
+        topic_attributes: &topic.attributes,
+        message_id: Some(&r.message_id),
+        message: Some(&r.message),
+        published_at_ms: now,
+        destination: &r.endpoint,
+        provider_response: "Recorded by Loft (GET /_loft/sns/messages)".to_owned(),
+        status_code: 200,
+        attempts: 1,
+        now_ms: now,
+    });
+}
+
 /// The address SNS sends email notifications from (SNS Developer Guide, "Email
 /// notifications": `no-reply@sns.amazonaws.com`).
 pub const EMAIL_FROM_ADDRESS: &str = "no-reply@sns.amazonaws.com";
@@ -941,6 +981,8 @@ impl Service {
         let mut results: Vec<Result<PublishResult>> = Vec::with_capacity(entries.len());
         let mut deliveries = Vec::new();
         let mut records = Vec::new();
+        // The recorded Firehose and mobile push deliveries, for their delivery status.
+        let mut recorded_status: Vec<RecordedStatus> = Vec::new();
         // Per accepted entry: its slot in `results`, its SQS copies with their queues'
         // names (for the activity counters), and on a FIFO topic its deduplication key.
         let mut accepted: Vec<(usize, Vec<(SqsCopy, String)>)> = Vec::new();
@@ -1215,6 +1257,22 @@ impl Service {
                             text.clone()
                         };
                         let (sender, message) = sender_of(topic, protocol, message);
+                        // A Firehose delivery is written under the subscription's role
+                        // (SubscriptionRoleArn): the recording names it as its sender.
+                        let sender = match protocol {
+                            "firehose" => sub.attributes.get("SubscriptionRoleArn").cloned(),
+                            _ => sender,
+                        };
+                        if let Some(prefix @ ("Firehose" | "Application")) =
+                            delivery_status::prefix(protocol)
+                        {
+                            recorded_status.push(RecordedStatus {
+                                prefix,
+                                endpoint: sub.endpoint.clone(),
+                                message_id: message_id.clone(),
+                                message: message.clone(),
+                            });
+                        }
                         records.push(RecordedMessage {
                             id: 0,
                             protocol: protocol.to_owned(),
@@ -1347,6 +1405,9 @@ impl Service {
         for protocol in recorded {
             self.activity
                 .delivery(&protocol, DeliveryOutcome::Recorded, 1);
+        }
+        for r in &recorded_status {
+            log_recorded_delivery(topic, &topic_arn, r, now);
         }
         for protocol in dropped {
             self.activity

@@ -185,14 +185,15 @@ impl Service {
             .await
     }
 
-    /// ReplayStatus of subscription `uuid` (`Pending`, `Replaying`, `Completed`,
-    /// `Failed`), if it has a replay. Errors: store errors.
+    /// ReplayStatus of subscription `uuid` (`Pending`, `In progress`, `Completed`,
+    /// `Failed`: [`crate::model::ReplayStatus::attribute_value`]), if it has a replay.
+    /// Errors: store errors.
     pub(crate) async fn replay_status(&self, uuid: &str) -> Result<Option<&'static str>> {
         Ok(self
             .store
             .get_replay(uuid)
             .await?
-            .map(|r| r.status.as_str()))
+            .map(|r| r.status.attribute_value()))
     }
 
     /// Advances the replays this node holds or no node holds (their lease ended), each up
@@ -228,6 +229,8 @@ impl Service {
                             DeliveryOutcome::Delivered
                         };
                         self.activity.delivery("sqs", outcome, 1);
+                        self.activity
+                            .replayed(if dead_lettered { "failed" } else { "delivered" });
                     }
                 }
                 match next {

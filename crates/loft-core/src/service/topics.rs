@@ -220,6 +220,29 @@ fn validate_topic_attribute(name: &str, value: &str, creating: bool, fifo: bool)
     })
 }
 
+/// Whether `value` is an IAM role ARN: `arn:{partition}:iam::{12 digits}:role/{path and
+/// name}` (IAM User Guide, "IAM identifiers": role ARNs), as SubscriptionRoleArn must be.
+fn is_role_arn(value: &str) -> bool {
+    let mut parts = value.splitn(6, ':');
+    let (Some("arn"), Some(partition), Some("iam"), Some(""), Some(account), Some(resource)) = (
+        parts.next(),
+        parts.next(),
+        parts.next(),
+        parts.next(),
+        parts.next(),
+        parts.next(),
+    ) else {
+        return false;
+    };
+    partition.starts_with("aws")
+        && account.len() == 12
+        && account.bytes().all(|b| b.is_ascii_digit())
+        && resource
+            .strip_prefix("role/")
+            .and_then(|r| r.rsplit('/').next())
+            .is_some_and(|name| !name.is_empty())
+}
+
 fn validate_subscription_attribute(name: &str, value: &str, protocol: &str) -> Result<String> {
     let bad = |why: &str| invalid(&format!("Attributes Reason: {name}: {why}"));
     Ok(match name {
@@ -283,8 +306,10 @@ fn validate_subscription_attribute(name: &str, value: &str, protocol: &str) -> R
                     "SubscriptionRoleArn is only supported for the firehose protocol, not {protocol}"
                 )));
             }
-            if !value.starts_with("arn:") {
-                return Err(bad("must be an IAM role ARN"));
+            if !is_role_arn(value) {
+                return Err(bad(
+                    "must be an IAM role ARN (arn:aws:iam::ACCOUNT:role/NAME); it is required for firehose subscriptions",
+                ));
             }
             value.to_owned()
         }
@@ -610,6 +635,13 @@ impl Service {
         }
         check_filter_scope(&attrs)?;
         check_fifo_redrive(&topic.name, endpoint, &attrs)?;
+        // Subscribe's SubscriptionRoleArn: "Specifying a valid ARN for this attribute is
+        // required for Firehose delivery stream subscriptions" (SNS API Reference).
+        if protocol == "firehose" && !attrs.contains_key("SubscriptionRoleArn") {
+            return Err(invalid(
+                "Attributes Reason: SubscriptionRoleArn is required for firehose subscriptions",
+            ));
+        }
         if let Some(policy) = attrs.get("ReplayPolicy") {
             if self.check_replay(&topic, policy)?.is_none() {
                 // `{}` or empty at Subscribe: no replay, nothing kept.

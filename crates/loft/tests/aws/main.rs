@@ -11,6 +11,7 @@
 //! - [`recorded`]: answers as AWS recorded them (FIFO batches, attribute rules, words).
 //! - [`query_golden`]: the Query protocol's exact XML for each response shape.
 //! - [`both_protocols`]: one scenario over JSON and over Query with identical results.
+//! - [`quotas`]: FIFO throughput quotas, on an in-process server whose clock the test moves.
 //!
 //! Authority: the botocore model `sqs/2012-11-05`, the SQS API Reference and Developer
 //! Guide. A test that pins a known divergence from AWS asserts AWS's behaviour and is
@@ -23,6 +24,7 @@ mod both_protocols;
 mod encryption;
 mod md5;
 mod query_golden;
+mod quotas;
 mod recorded;
 mod sdk_errors;
 mod sdk_messages;

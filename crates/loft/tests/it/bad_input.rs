@@ -449,3 +449,24 @@ async fn a_json_array_instead_of_an_object_is_400_and_changes_nothing() {
     assert_eq!(loft.publish("t", "good").await, 1);
     assert_delivery(&sink.next().await, "/hook", "t", "good");
 }
+
+/// A `\u` escape naming half of a surrogate pair is not a character (RFC 8259, 8.2): the
+/// body is refused with a `{"error"}` that says so, not serde's "hex escape" words, and
+/// nothing is sent; a complete surrogate pair is a character and is accepted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lone_surrogate_escape_is_400_with_a_clear_error() {
+    let loft = Loft::start();
+    for body in [r#"{"body":"\ud800"}"#, r#"{"body":"x\udc00y"}"#] {
+        let r = loft.post_raw("/queues/q/messages", body).await;
+        assert_eq!(r.status.as_u16(), 400, "{body}: {}", r.text);
+        let v: serde_json::Value = serde_json::from_str(&r.text).expect("JSON error");
+        let error = v["error"].as_str().expect("an error string");
+        assert!(error.contains("lone UTF-16 surrogate"), "{body}: {error}");
+        assert!(!error.contains("hex escape"), "{body}: {error}");
+    }
+    assert_eq!(loft.names("/queues").await, Vec::<String>::new());
+    let r = loft
+        .post_raw("/queues/q/messages", r#"{"body":"\ud83d\ude00"}"#)
+        .await;
+    assert_eq!(r.status.as_u16(), 201, "{}", r.text);
+}

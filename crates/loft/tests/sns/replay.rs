@@ -241,7 +241,7 @@ async fn replay_survives_a_restart_and_an_ending_point_pauses_the_subscription()
     assert_eq!(first[0]["Message"], "g-before");
     assert_eq!(
         subscription_attributes(&server, &sub).await["ReplayStatus"],
-        "Replaying"
+        "In progress"
     );
 
     server.stop();
@@ -391,7 +391,7 @@ async fn removing_the_archive_completes_a_running_replay() {
     let policy =
         format!(r#"{{"PointType":"Timestamp","StartingPoint":"{start}","EndingPoint":"{end}"}}"#);
     let sub = subscribe_queue(&server, &topic, "gone.fifo", &[("ReplayPolicy", &policy)]).await;
-    wait_for_status(&server, &sub, "Replaying").await;
+    wait_for_status(&server, &sub, "In progress").await;
     sns.set_topic_attributes()
         .topic_arn(&topic)
         .attribute_name("ArchivePolicy")

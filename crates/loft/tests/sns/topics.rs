@@ -389,3 +389,107 @@ async fn subscription_role_arn_is_for_firehose_only() {
         .expect("GetSubscriptionAttributes");
     assert_eq!(attrs.attributes().unwrap()["SubscriptionRoleArn"], role);
 }
+
+/// A firehose subscription needs its role ("Specifying a valid ARN for this attribute is
+/// required for Firehose delivery stream subscriptions", SNS API Reference): refused
+/// without one, with one that is not an IAM role ARN, and when SetSubscriptionAttributes
+/// would clear it. A publish is recorded under the role (the recording's `sender`) and,
+/// with FirehoseSuccessFeedbackRoleArn, writes AWS's delivery status record.
+#[tokio::test]
+async fn firehose_subscriptions_need_a_role_and_record_deliveries_under_it() {
+    use aws_sdk_sns::error::ProvideErrorMetadata as _;
+    let server = Server::start();
+    let sns = server.sns();
+    let feedback = "arn:aws:iam::000000000000:role/SNSFeedback";
+    let topic = create_topic(&sns, "fh", &[("FirehoseSuccessFeedbackRoleArn", feedback)]).await;
+    let stream = "arn:aws:firehose:us-east-1:000000000000:deliverystream/s";
+    let role = "arn:aws:iam::000000000000:role/service/SNSFirehose";
+    for bad in [
+        None,
+        Some("arn:aws:sqs:us-east-1:000000000000:q"),
+        Some("role"),
+    ] {
+        let mut req = sns
+            .subscribe()
+            .topic_arn(&topic)
+            .protocol("firehose")
+            .endpoint(stream);
+        if let Some(v) = bad {
+            req = req.attributes("SubscriptionRoleArn", v);
+        }
+        let e = req.send().await.expect_err("firehose without a valid role");
+        assert_eq!(e.code(), Some("InvalidParameter"), "{bad:?}: {e:?}");
+        assert!(
+            e.message().unwrap_or("").contains("SubscriptionRoleArn"),
+            "{e:?}"
+        );
+    }
+    let arn = sns
+        .subscribe()
+        .topic_arn(&topic)
+        .protocol("firehose")
+        .endpoint(stream)
+        .attributes("SubscriptionRoleArn", role)
+        .return_subscription_arn(true)
+        .send()
+        .await
+        .expect("Subscribe firehose")
+        .subscription_arn()
+        .unwrap()
+        .to_owned();
+    let e = sns
+        .set_subscription_attributes()
+        .subscription_arn(&arn)
+        .attribute_name("SubscriptionRoleArn")
+        .attribute_value("")
+        .send()
+        .await
+        .expect_err("the role cannot be removed");
+    assert_eq!(e.code(), Some("InvalidParameter"), "{e:?}");
+    let id = sns
+        .publish()
+        .topic_arn(&topic)
+        .message("to the stream")
+        .send()
+        .await
+        .expect("Publish")
+        .message_id()
+        .unwrap()
+        .to_owned();
+    let list: serde_json::Value = reqwest::get(format!("{}/_loft/sns/messages", server.url))
+        .await
+        .expect("GET /_loft/sns/messages")
+        .json()
+        .await
+        .expect("JSON");
+    let text = list.to_string();
+    assert!(
+        text.contains(role),
+        "the role is the recording's sender: {text}"
+    );
+    assert!(text.contains("to the stream"), "{text}");
+    let deadline = std::time::Instant::now() + crate::harness::PATIENCE;
+    let line = loop {
+        let log = server.stderr();
+        let found = log
+            .lines()
+            .find(|l| l.contains("loft::sns::delivery_status"))
+            .map(str::to_owned);
+        if let Some(l) = found {
+            break l;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no delivery status: {log}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    for needle in [
+        id.as_str(),
+        r#""status":"SUCCESS""#,
+        stream,
+        "sns/us-east-1/000000000000/fh",
+    ] {
+        assert!(line.contains(needle), "{needle} not in {line}");
+    }
+}

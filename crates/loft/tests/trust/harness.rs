@@ -68,6 +68,7 @@ const LOFT_ENV: &[&str] = &[
     "LOFT_MAX_TOPICS",
     "LOFT_MAX_IN_FLIGHT",
     "LOFT_MAX_IN_FLIGHT_FIFO",
+    "LOFT_NO_SQS_QUOTAS",
     "LOFT_TLS_CERT",
     "LOFT_TLS_KEY",
 ];
