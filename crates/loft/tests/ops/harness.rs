@@ -56,10 +56,15 @@ fn command(dir: &Path, args: &[&str], envs: &[(&str, &str)]) -> Command {
         "LOFT_CREDENTIALS",
         "LOFT_CREDENTIALS_FILE",
         "LOFT_CORS_ALLOWED_ORIGINS",
+        "LOFT_SSE_KEY_FILE",
+        "LOFT_NO_SQS_QUOTAS",
     ] {
         cmd.env_remove(k);
     }
     cmd.env("LOFT_LOG", "info").env("NO_COLOR", "1");
+    // A relative path (the default `loft.db` of a config file without `db`) lands in the
+    // test's own folder, not in the crate's.
+    cmd.current_dir(dir);
     if !args.contains(&"--db") && !args.contains(&"--config") {
         cmd.arg("--db").arg(dir.join("loft.db"));
     }
