@@ -567,8 +567,10 @@ impl Service {
             Some(p) => self
                 .find_queue(&self.dlq_key(p))
                 .await?
-                // A policy naming the queue itself (refused since, but a database may hold
-                // one) moves nothing: messages stay and are received again.
+                // A policy naming the queue itself (SQS accepts one: LocalStack's
+                // AWS-validated `test_set_empty_redrive_policy` sets it) moves nothing:
+                // moving a message into the queue it is in would make it visible and move
+                // it again for ever. Messages stay and are received again.
                 .filter(|dlq| dlq.id != queue.id)
                 .map(|dlq| RedriveRule {
                     dlq_queue_id: dlq.id,

@@ -219,14 +219,6 @@ impl Service {
         let Some(dlq) = self.store.get_queue(&dlq_key).await? else {
             return Err(bad("Dead letter target does not exist."));
         };
-        // A dead-letter queue is one that *other* queues target (SQS Developer Guide,
-        // "Using dead-letter queues"): a queue moving messages into itself would move them
-        // for ever.
-        if dlq_key == source {
-            return Err(bad(
-                "Dead letter target can not be the source queue itself.",
-            ));
-        }
         if QueueConfig::from_attributes(&dlq.attributes).fifo != fifo {
             return Err(bad(
                 "Dead-letter queue must be the same type of queue as the source queue.",
