@@ -158,6 +158,7 @@ conformance!(
     concurrent_endpoint_creates_share_one_endpoint,
     wakeups_report_sends,
     concurrent_receivers_never_share_a_message,
+    concurrent_receives_across_queues_never_share_a_message,
     concurrent_sends_get_their_own_rows_and_fail_alone,
     concurrent_deletes_delete_each_message_once,
     concurrent_fifo_receivers_keep_group_order,
@@ -3240,6 +3241,119 @@ async fn concurrent_receivers_never_share_a_message(s: S) {
     let unique: HashSet<i64> = seen.iter().copied().collect();
     assert_eq!(unique.len(), seen.len(), "a message was handed out twice");
     assert_eq!(unique.len(), MESSAGES, "every message was handed out");
+}
+
+/// Concurrent standard receives on several queues at once (which a store may run in one
+/// group: the PostgreSQL store's receive groups) each get their own messages: from their
+/// own queue, never a message another receive got, never a delayed one, every message
+/// once; a queue's messages past its maxReceiveCount move to its dead-letter queue, whose
+/// own receivers get each moved message once.
+async fn concurrent_receives_across_queues_never_share_a_message(s: S) {
+    const PER_QUEUE: usize = 240;
+    let plain = queue(&s, "across-plain").await;
+    let other = queue(&s, "across-other").await;
+    let source = queue(&s, "across-source").await;
+    let dlq = queue(&s, "across-dlq").await;
+    let now = T0 + 1;
+    for q in [plain, other, source] {
+        for chunk in (0..PER_QUEUE).collect::<Vec<_>>().chunks(10) {
+            let batch = chunk
+                .iter()
+                .map(|i| {
+                    let mut m = msg(&format!("{q}-{i}"), T0);
+                    if q == source && i % 2 == 0 {
+                        // Received once before: moves at maxReceiveCount 1.
+                        m.receive_count = 1;
+                    }
+                    (q, m)
+                })
+                .collect();
+            s.send_messages(batch).await.unwrap();
+        }
+        // Delayed past every receive's clock: never handed out.
+        let delayed = NewMessage {
+            visible_at_ms: now + HOUR / 2,
+            ..msg(&format!("{q}-delayed"), T0)
+        };
+        s.send_messages(vec![(q, delayed)]).await.unwrap();
+    }
+    let rule = RedriveRule {
+        dlq_queue_id: dlq,
+        moves_at_receive_count: 1,
+        source_arn: "arn:aws:sqs:us-east-1:000000000000:across-source".into(),
+        dedup_id_from_message_id: false,
+    };
+    let seen = Arc::new(Mutex::new(Vec::<(i64, StoredMessage)>::new()));
+    let dead = Arc::new(Mutex::new(0u64));
+    let mut tasks = Vec::new();
+    for r in 0..12usize {
+        let q = [plain, other, source, dlq][r % 4];
+        let s = s.clone();
+        let seen = seen.clone();
+        let dead = dead.clone();
+        let rule = rule.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut empty = 0;
+            while empty < 3 {
+                let out = s
+                    .receive(ReceiveRequest {
+                        send_order: r % 3 == 0,
+                        redrive: (q == source).then(|| rule.clone()),
+                        ..req(q, 1 + (r as u32 * 3 % 10), now, 600_000 + r as i64)
+                    })
+                    .await
+                    .unwrap();
+                *dead.lock().unwrap() += out.dead_lettered;
+                if out.messages.is_empty() {
+                    empty += 1;
+                    tokio::task::yield_now().await;
+                    continue;
+                }
+                empty = 0;
+                let mut seen = seen.lock().unwrap();
+                seen.extend(out.messages.into_iter().map(|m| (q, m)));
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    // Messages moved after the DLQ's receivers stopped are left for one more receive.
+    loop {
+        let out = s.receive(req(dlq, 10, now, 600_000)).await.unwrap();
+        if out.messages.is_empty() {
+            break;
+        }
+        seen.lock()
+            .unwrap()
+            .extend(out.messages.into_iter().map(|m| (dlq, m)));
+    }
+    let seen = seen.lock().unwrap();
+    let unique: HashSet<i64> = seen.iter().map(|(_, m)| m.seq).collect();
+    assert_eq!(unique.len(), seen.len(), "a message was handed out twice");
+    for (q, m) in seen.iter() {
+        assert_eq!(m.queue_id, *q, "{} came from another queue", m.body);
+        assert!(
+            !m.body.ends_with("-delayed"),
+            "a delayed message was handed out"
+        );
+        if *q == dlq {
+            assert!(m.body.starts_with(&format!("{source}-")), "{}", m.body);
+            assert_eq!(m.receive_count, 2, "{}: moved, then received", m.body);
+        } else {
+            assert_eq!(m.receive_count, 1, "{}", m.body);
+        }
+    }
+    let from = |q: i64| seen.iter().filter(|(at, _)| *at == q).count();
+    assert_eq!(from(plain), PER_QUEUE);
+    assert_eq!(from(other), PER_QUEUE);
+    assert_eq!(from(source), PER_QUEUE / 2);
+    assert_eq!(
+        from(dlq),
+        PER_QUEUE / 2,
+        "every moved message received once"
+    );
+    assert_eq!(*dead.lock().unwrap(), (PER_QUEUE / 2) as u64);
 }
 
 async fn concurrent_fifo_receivers_keep_group_order(s: S) {
