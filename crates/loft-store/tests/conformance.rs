@@ -144,6 +144,7 @@ conformance!(
     invocation_retries_count_function_errors,
     topics_crud,
     subscriptions_crud,
+    topic_and_subscription_reads_follow_every_change,
     publish_stores_everything,
     fifo_topic_publish_numbers_and_deduplicates,
     fifo_topic_archive_keeps_swept_and_dropped,
@@ -2099,6 +2100,57 @@ async fn subscriptions_crud(s: S) {
     // Deleting a topic deletes its subscriptions.
     assert!(s.delete_topic(t1.id).await.unwrap());
     assert!(s.list_subscriptions(None).await.unwrap().is_empty());
+}
+
+/// A publish reads its topic and the topic's subscriptions every time (the SQLite engine
+/// keeps the last answers in memory): each read after a change shows it, whatever was
+/// read before.
+async fn topic_and_subscription_reads_follow_every_change(s: S) {
+    let uuids = |v: Vec<SubscriptionRecord>| v.into_iter().map(|s| s.uuid).collect::<Vec<_>>();
+    assert_eq!(s.get_topic("t").await.unwrap(), None);
+    let (t, _) = s
+        .create_topic("t", BTreeMap::new(), BTreeMap::new(), T0)
+        .await
+        .unwrap();
+    assert_eq!(s.get_topic("t").await.unwrap(), Some(t.clone()));
+    assert!(s.list_subscriptions(Some(t.id)).await.unwrap().is_empty());
+
+    s.create_subscription(t.id, new_sub("u-a", false))
+        .await
+        .unwrap();
+    let subs = s.list_subscriptions(Some(t.id)).await.unwrap();
+    assert_eq!(uuids(subs.clone()), ["u-a"]);
+    assert!(!subs[0].confirmed);
+
+    s.update_subscription("u-a", map(&[("FilterPolicy", "{}")]), true, None)
+        .await
+        .unwrap();
+    let subs = s.list_subscriptions(Some(t.id)).await.unwrap();
+    assert!(subs[0].confirmed);
+    assert_eq!(subs[0].attributes, map(&[("FilterPolicy", "{}")]));
+
+    s.set_topic_attributes(t.id, map(&[("DisplayName", "d")]))
+        .await
+        .unwrap();
+    let got = s.get_topic("t").await.unwrap().unwrap();
+    assert_eq!(got.attributes, map(&[("DisplayName", "d")]));
+    s.set_topic_tags(t.id, map(&[("k", "v")])).await.unwrap();
+    let got = s.get_topic("t").await.unwrap().unwrap();
+    assert_eq!(got.tags, map(&[("k", "v")]));
+
+    assert!(s.delete_subscription("u-a").await.unwrap());
+    assert!(s.list_subscriptions(Some(t.id)).await.unwrap().is_empty());
+    s.create_subscription(t.id, new_sub("u-b", true))
+        .await
+        .unwrap();
+    assert_eq!(
+        uuids(s.list_subscriptions(Some(t.id)).await.unwrap()),
+        ["u-b"]
+    );
+
+    assert!(s.delete_topic(t.id).await.unwrap());
+    assert_eq!(s.get_topic("t").await.unwrap(), None);
+    assert!(s.list_subscriptions(Some(t.id)).await.unwrap().is_empty());
 }
 
 async fn publish_stores_everything(s: S) {

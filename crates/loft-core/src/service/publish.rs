@@ -958,7 +958,6 @@ impl Service {
             .get("TracingConfig")
             .is_some_and(|v| v == "Active");
         let policy = self.topic_policy(topic)?;
-        let signing_cert_url = self.signing_cert_url();
         let subs: Vec<SubscriptionRecord> = self
             .store
             .list_subscriptions(Some(topic.id))
@@ -966,6 +965,20 @@ impl Service {
             .into_iter()
             .filter(|s| s.confirmed)
             .collect();
+        // SigningCertURL names the signing certificate, whose key is made on first use
+        // (an RSA key generation, ~0.3 s of CPU): only an envelope carries it, so a topic
+        // whose subscriptions are all raw SQS ones does not ask for it.
+        let envelopes = subs.iter().any(|s| {
+            s.protocol != "sqs"
+                || s.attributes
+                    .get("RawMessageDelivery")
+                    .is_none_or(|v| v != "true")
+        });
+        let signing_cert_url = if envelopes {
+            self.signing_cert_url()
+        } else {
+            String::new()
+        };
         let mut queue_cache: BTreeMap<String, Option<std::sync::Arc<QueueRecord>>> =
             BTreeMap::new();
         for s in subs.iter().filter(|s| s.protocol == "sqs") {
@@ -1135,7 +1148,6 @@ impl Service {
                 };
             let mut copies: Vec<(SqsCopy, String)> = Vec::new();
             for sub in &subs {
-                let sub_arn = self.subscription_arn(sub);
                 let Some(text) = self.subscription_text(
                     topic,
                     policy.as_ref(),
@@ -1195,6 +1207,7 @@ impl Service {
                         }
                     }
                     "http" | "https" => {
+                        let sub_arn = self.subscription_arn(sub);
                         let body = if raw {
                             text.clone()
                         } else {
@@ -1218,6 +1231,7 @@ impl Service {
                         ));
                     }
                     "lambda" if self.function(&sub.endpoint).is_ok() => {
+                        let sub_arn = self.subscription_arn(sub);
                         let (fields, sig) = sign(self, &text, false);
                         let unsubscribe_url = format!(
                             "{}/?Action=Unsubscribe&SubscriptionArn={sub_arn}",
@@ -1243,6 +1257,7 @@ impl Service {
                         ));
                     }
                     protocol => {
+                        let sub_arn = self.subscription_arn(sub);
                         let message = if protocol == "email-json" {
                             let (fields, sig) = sign(self, &text, false);
                             self.envelope(

@@ -13,6 +13,7 @@
 //! committed. With [`Durability::Fsync`] every request takes the writer thread, so that
 //! no request thread waits for an fsync and concurrent requests share one.
 
+mod cache;
 mod migrations;
 mod ops;
 
@@ -137,6 +138,8 @@ pub struct SqliteStore {
     sealer: Arc<Sealer>,
     /// The next messages' store sequence numbers (see [`ops::MessageSeqs`]).
     seqs: Arc<ops::MessageSeqs>,
+    /// Topics and subscription lists as last read (see [`cache`]): a publish reads both.
+    topics: cache::TopicCache,
 }
 
 /// Counts a request in [`SqliteStore::write`] until dropped.
@@ -206,6 +209,7 @@ impl SqliteStore {
             in_store: AtomicUsize::new(0),
             sealer: Arc::new(sealer),
             seqs,
+            topics: cache::TopicCache::default(),
         })
     }
 
@@ -287,6 +291,18 @@ impl SqliteStore {
         self.submit(job, self.inline && alone)?;
         rx.await
             .map_err(|_| Error::internal("sqlite writer dropped a request"))?
+    }
+
+    /// [`Self::write`] for a write to topics or subscriptions: the topic cache is
+    /// forgotten once it is done, whether it committed or not.
+    async fn write_topics<T, F>(&self, f: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
+    {
+        let out = self.write(f).await;
+        self.topics.forget();
+        out
     }
 
     /// Runs `job` at once on this thread, as a group of one with the writer's transaction
@@ -809,13 +825,19 @@ impl Store for SqliteStore {
         now_ms: i64,
     ) -> Result<(TopicRecord, bool)> {
         let name = name.to_owned();
-        self.write(move |c| ops::create_topic(c, &name, &attributes, &tags, now_ms))
+        self.write_topics(move |c| ops::create_topic(c, &name, &attributes, &tags, now_ms))
             .await
     }
 
     async fn get_topic(&self, name: &str) -> Result<Option<TopicRecord>> {
-        let name = name.to_owned();
-        self.write(move |c| ops::get_topic(c, &name)).await
+        if let Some(topic) = self.topics.topic(name) {
+            return Ok(topic);
+        }
+        let generation = self.topics.generation();
+        let key = name.to_owned();
+        let topic = self.write(move |c| ops::get_topic(c, &key)).await?;
+        self.topics.keep_topic(generation, name, &topic);
+        Ok(topic)
     }
 
     async fn list_topics(&self) -> Result<Vec<TopicRecord>> {
@@ -827,7 +849,8 @@ impl Store for SqliteStore {
     }
 
     async fn delete_topic(&self, topic_id: i64) -> Result<bool> {
-        self.write(move |c| ops::delete_topic(c, topic_id)).await
+        self.write_topics(move |c| ops::delete_topic(c, topic_id))
+            .await
     }
 
     async fn set_topic_attributes(
@@ -835,12 +858,12 @@ impl Store for SqliteStore {
         topic_id: i64,
         attributes: BTreeMap<String, String>,
     ) -> Result<()> {
-        self.write(move |c| ops::set_topic_json(c, topic_id, "attributes", &attributes))
+        self.write_topics(move |c| ops::set_topic_json(c, topic_id, "attributes", &attributes))
             .await
     }
 
     async fn set_topic_tags(&self, topic_id: i64, tags: BTreeMap<String, String>) -> Result<()> {
-        self.write(move |c| ops::set_topic_json(c, topic_id, "tags", &tags))
+        self.write_topics(move |c| ops::set_topic_json(c, topic_id, "tags", &tags))
             .await
     }
 
@@ -849,7 +872,7 @@ impl Store for SqliteStore {
         topic_id: i64,
         subscription: NewSubscription,
     ) -> Result<SubscriptionRecord> {
-        self.write(move |c| ops::create_subscription(c, topic_id, &subscription))
+        self.write_topics(move |c| ops::create_subscription(c, topic_id, &subscription))
             .await
     }
 
@@ -1021,8 +1044,19 @@ impl Store for SqliteStore {
     }
 
     async fn list_subscriptions(&self, topic_id: Option<i64>) -> Result<Vec<SubscriptionRecord>> {
-        self.write(move |c| ops::list_subscriptions(c, topic_id))
-            .await
+        let Some(id) = topic_id else {
+            return self.write(|c| ops::list_subscriptions(c, None)).await;
+        };
+        if let Some(subscriptions) = self.topics.subscriptions(id) {
+            return Ok(subscriptions);
+        }
+        let generation = self.topics.generation();
+        let subscriptions = self
+            .write(move |c| ops::list_subscriptions(c, Some(id)))
+            .await?;
+        self.topics
+            .keep_subscriptions(generation, id, &subscriptions);
+        Ok(subscriptions)
     }
 
     async fn get_subscription(&self, uuid: &str) -> Result<Option<SubscriptionRecord>> {
@@ -1038,13 +1072,15 @@ impl Store for SqliteStore {
         token: Option<String>,
     ) -> Result<()> {
         let uuid = uuid.to_owned();
-        self.write(move |c| ops::update_subscription(c, &uuid, &attributes, confirmed, token))
-            .await
+        self.write_topics(move |c| {
+            ops::update_subscription(c, &uuid, &attributes, confirmed, token)
+        })
+        .await
     }
 
     async fn delete_subscription(&self, uuid: &str) -> Result<bool> {
         let uuid = uuid.to_owned();
-        self.write(move |c| ops::delete_subscription(c, &uuid))
+        self.write_topics(move |c| ops::delete_subscription(c, &uuid))
             .await
     }
 
