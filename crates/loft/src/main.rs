@@ -186,7 +186,14 @@ fn main() -> std::process::ExitCode {
             }
             let cores = match mode {
                 runtimes::RuntimeMode::PerCore => match runtimes::Cores::start_per_core() {
-                    Ok(c) => c,
+                    Ok(c) => {
+                        tracing::info!(
+                            runtimes = c.handles().len() + 1,
+                            "per-core runtime: a current-thread runtime and SO_REUSEPORT \
+                             listeners per core"
+                        );
+                        c
+                    }
                     Err(e) => {
                         eprintln!("loft: {e}");
                         return std::process::ExitCode::FAILURE;
@@ -557,12 +564,6 @@ async fn serve(
                  --max-connections"
             );
         }
-    }
-    if !cores.is_empty() {
-        tracing::info!(
-            runtimes = cores.len() + 1,
-            "per-core runtime: a current-thread runtime and SO_REUSEPORT listeners per core"
-        );
     }
     let mut listeners = listeners;
     listeners.extend(on_cores);

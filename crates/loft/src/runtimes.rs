@@ -75,8 +75,11 @@ impl Cores {
             let (stop, stopped) = oneshot::channel::<()>();
             let thread = std::thread::Builder::new()
                 .name(format!("loft-core-{n}"))
-                // Dropping the runtime after the stop drops what is left of its tasks.
-                .spawn(move || drop(runtime.block_on(stopped)))
+                .spawn(move || {
+                    let _ = runtime.block_on(stopped);
+                    // Dropped here, after the stop: what is left of its tasks with it.
+                    drop(runtime);
+                })
                 .map_err(|e| format!("cannot start the thread of core {n}: {e}"))?;
             started.running.push(Core {
                 handle,
