@@ -11,7 +11,10 @@
 //!   (delivery, mappings, sweeps) runs on the main thread's runtime. What crosses runtimes
 //!   is what is shared anyway: the Service and its store, the long-poll wake-ups (tokio
 //!   `Notify`s work across runtimes), the connection limits and the graceful shutdown
-//!   (`loft_server::listen::serve`).
+//!   (`loft_server::listen::serve`). One difference: connections that arrive together on
+//!   different sockets are accepted in no set order across them, so when they pass
+//!   `--max-connections` together, which of them is refused is not the last to connect
+//!   (the limit itself holds: the slots are one semaphore).
 
 use tokio::runtime::{Builder, Handle, Runtime};
 use tokio::sync::oneshot;
