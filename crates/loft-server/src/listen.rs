@@ -31,6 +31,12 @@
 //!   connection slot and within the request timeout, so a slow or failed handshake holds
 //!   or closes only its own connection. Every request carries its listener's [`Scheme`] as
 //!   an extension, which is how URLs Loft builds from a request (queue URLs) get `https`.
+//! - **Runtimes**: a listener given a runtime ([`Listener::on_runtime`]) accepts, and
+//!   serves its connections, on that runtime's thread instead of the caller's; `loft serve
+//!   --runtime per-core` gives each core a current-thread runtime and an `SO_REUSEPORT`
+//!   listener of its own (issue 19 item 2), so that a request is read, handled and
+//!   answered on the thread the kernel woke. The connection limits, the body budget and
+//!   the graceful shutdown stay shared by all listeners, whatever runtime they are on.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -88,12 +94,28 @@ impl std::fmt::Display for Scheme {
 pub struct Listener {
     tcp: TcpListener,
     tls: Option<TlsAcceptor>,
+    /// Where its accept loop and connections run; `None`: the runtime [`serve`] runs on.
+    runtime: Option<tokio::runtime::Handle>,
 }
 
 impl Listener {
     /// A plain HTTP listener.
     pub fn plain(tcp: TcpListener) -> Listener {
-        Listener { tcp, tls: None }
+        Listener {
+            tcp,
+            tls: None,
+            runtime: None,
+        }
+    }
+
+    /// The same listener, accepting and serving its connections on `runtime` (a runtime
+    /// another thread drives, e.g. a current-thread runtime per core) instead of the one
+    /// [`serve`] runs on. [`serve`] moves the socket to that runtime's I/O driver, so the
+    /// connections' readiness wakes that runtime's thread only. The runtime must be
+    /// driven until [`serve`] returns.
+    pub fn on_runtime(mut self, runtime: tokio::runtime::Handle) -> Listener {
+        self.runtime = Some(runtime);
+        self
     }
 
     /// An HTTPS listener: every connection must open with a TLS handshake `acceptor`
@@ -102,6 +124,17 @@ impl Listener {
         Listener {
             tcp,
             tls: Some(acceptor),
+            runtime: None,
+        }
+    }
+
+    /// A listener on `tcp` with this one's scheme and TLS acceptor (one more socket on
+    /// the same address, for another runtime: [`Listener::on_runtime`]).
+    pub fn twin(&self, tcp: TcpListener) -> Listener {
+        Listener {
+            tcp,
+            tls: self.tls.clone(),
+            runtime: None,
         }
     }
 
@@ -437,8 +470,12 @@ impl Drop for AddressSlot {
 /// A plain HTTP request there is answered `400 {"error": "this listener speaks HTTPS: use
 /// https://HOST"}` (the request's `Host`) and the connection closed.
 ///
-/// Errors: none today (accept errors such as running out of file descriptors are logged
-/// and retried after a pause); the `Result` leaves room for listener set-up failures.
+/// A listener with a runtime ([`Listener::on_runtime`]) accepts and serves on it; the
+/// limits, the budget and the shutdown are the same for every listener.
+///
+/// Errors: a listener's socket cannot be moved to its runtime's I/O driver (the system's
+/// error). Accept errors such as running out of file descriptors are logged and retried
+/// after a pause.
 pub async fn serve(
     listeners: Vec<Listener>,
     router: Router,
@@ -473,8 +510,25 @@ pub async fn serve(
             budget: budget.clone(),
             local: listener.tcp.local_addr().ok(),
         });
-        tasks.push(tokio::spawn(accept_loop(
-            listener.tcp,
+        let Some(runtime) = listener.runtime else {
+            tasks.push(tokio::spawn(accept_loop(
+                listener.tcp,
+                shared,
+                stop,
+                slots.clone(),
+                graceful.clone(),
+            )));
+            continue;
+        };
+        // Registered with that runtime's I/O driver, so that its readiness (and that of
+        // the connections it accepts there) wakes that runtime's thread.
+        let tcp = {
+            let std = listener.tcp.into_std()?;
+            let _entered = runtime.enter();
+            TcpListener::from_std(std)?
+        };
+        tasks.push(runtime.spawn(accept_loop(
+            tcp,
             shared,
             stop,
             slots.clone(),

@@ -7,12 +7,14 @@
 //! - [`cli`]: `loft queue|send|receive|topic|publish|subscribe|redrive|export|import|completions`.
 //! - [`logging`]: `--log-format text|json`.
 //! - [`listeners`]: `--listen` addresses and which speak HTTPS (`--tls-cert`, `--tls-key`).
+//! - [`runtimes`]: `--runtime multi-thread|per-core`, how `serve` schedules its work.
 
 mod allocator;
 mod cli;
 mod config;
 mod listeners;
 mod logging;
+mod runtimes;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -112,6 +114,14 @@ struct ServeArgs {
     #[arg(long, env = "LOFT_DURABILITY", value_enum, default_value_t = DurabilityArg::Process)]
     durability: DurabilityArg,
 
+    /// How requests are scheduled: `multi-thread` (one tokio runtime, a worker thread per
+    /// core taking any task) or `per-core` (a current-thread runtime per core, each
+    /// accepting on its own SO_REUSEPORT socket of every --listen address, so a request is
+    /// served on the thread the kernel woke; with SO_REUSEPORT another process of the same
+    /// user may bind the port too). See BENCHMARKS.md for what each costs.
+    #[arg(long, env = "LOFT_RUNTIME", value_enum, default_value_t = runtimes::RuntimeMode::MultiThread)]
+    runtime: runtimes::RuntimeMode,
+
     /// Account id used in queue URLs and ARNs.
     #[arg(long, env = "LOFT_ACCOUNT_ID", default_value = "000000000000")]
     account_id: String,
@@ -150,11 +160,11 @@ fn main() -> std::process::ExitCode {
     let matches = Cli::command().get_matches();
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     logging::init(cli.log_format);
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .on_thread_park(allocator::collect)
-        .build()
-    {
+    let mode = match &cli.command {
+        Command::Serve(args) => args.runtime,
+        _ => runtimes::RuntimeMode::MultiThread,
+    };
+    let runtime = match runtimes::main_runtime(mode) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("loft: cannot start the runtime: {e}");
@@ -174,7 +184,26 @@ fn main() -> std::process::ExitCode {
             if let (Some(f), Some(m)) = (&file, &serve_matches) {
                 apply_file_settings(&mut args, m, &f.server);
             }
-            runtime.block_on(serve(*args, file))
+            let cores = match mode {
+                runtimes::RuntimeMode::PerCore => match runtimes::Cores::start_per_core() {
+                    Ok(c) => {
+                        tracing::info!(
+                            runtimes = c.handles().len() + 1,
+                            "per-core runtime: a current-thread runtime and SO_REUSEPORT \
+                             listeners per core"
+                        );
+                        c
+                    }
+                    Err(e) => {
+                        eprintln!("loft: {e}");
+                        return std::process::ExitCode::FAILURE;
+                    }
+                },
+                runtimes::RuntimeMode::MultiThread => runtimes::Cores::none(),
+            };
+            let result = runtime.block_on(serve(*args, file, cores.handles()));
+            cores.stop();
+            result
         }
         Command::Bench(args) => runtime.block_on(loft_bench::run(args)),
         Command::Admin(command) => runtime
@@ -378,7 +407,14 @@ fn apply_file_settings(args: &mut ServeArgs, m: &clap::ArgMatches, file: &config
     }
 }
 
-async fn serve(args: ServeArgs, file: Option<config::Config>) -> Result<(), String> {
+/// Runs the server until a shutdown signal, then drains and closes it. `cores`: the other
+/// runtimes of `--runtime per-core` (empty otherwise), each given its own listener on
+/// every address ([`runtimes`]).
+async fn serve(
+    args: ServeArgs,
+    file: Option<config::Config>,
+    cores: Vec<tokio::runtime::Handle>,
+) -> Result<(), String> {
     // Before anything is announced: a SIGTERM from then on shuts down gracefully.
     let stop_signal = shutdown_signal();
     let open_files = raise_open_files_limit();
@@ -395,7 +431,15 @@ async fn serve(args: ServeArgs, file: Option<config::Config>) -> Result<(), Stri
         .collect::<Result<Vec<_>, _>>()?;
     let tls = listeners::TlsFiles::pair(args.tls_cert.as_deref(), args.tls_key.as_deref())?;
     // Before the database: a bad certificate or a busy port fails before anything opens.
-    let listeners = listeners::bind(&args.listen, tls.as_ref()).await?;
+    let listeners = listeners::bind(&args.listen, tls.as_ref(), !cores.is_empty()).await?;
+    let mut on_cores = Vec::new();
+    for core in &cores {
+        on_cores.extend(
+            listeners::twins(&listeners)?
+                .into_iter()
+                .map(|l| l.on_runtime(core.clone())),
+        );
+    }
     let engine = Engine::open(&args).await?;
     let store = engine.store();
     let described = engine.describe(&args);
@@ -521,6 +565,8 @@ async fn serve(args: ServeArgs, file: Option<config::Config>) -> Result<(), Stri
             );
         }
     }
+    let mut listeners = listeners;
+    listeners.extend(on_cores);
     loft_server::listen::serve(listeners, router, shutdown, trust.server)
         .await
         .map_err(|e| e.to_string())?;

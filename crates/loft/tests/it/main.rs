@@ -16,5 +16,6 @@ mod native_queues;
 mod native_topics;
 mod regions;
 mod restart;
+mod runtimes;
 mod seed_scenarios;
 mod storage_faults;
