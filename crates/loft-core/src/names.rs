@@ -151,16 +151,17 @@ pub fn split_scoped_key<'a>(default: Scope<'a>, key: &'a str) -> (Scope<'a>, &'a
 /// `ap-southeast-5`), at most 32 bytes. Only such names become a resource's region, so a
 /// client signing for a made-up region such as `local` stays in the default region.
 pub fn is_region(s: &str) -> bool {
-    let groups: Vec<&str> = s.split('-').collect();
-    let Some((number, letters)) = groups.split_last() else {
+    // Letters groups, then the number after the last hyphen (no allocation: it is asked of
+    // the host and path of every queue URL).
+    let Some((letters, number)) = s.rsplit_once('-') else {
         return false;
     };
     s.len() <= 32
-        && letters.len() >= 2
+        && letters.contains('-')
         && !number.is_empty()
         && number.bytes().all(|b| b.is_ascii_digit())
         && letters
-            .iter()
+            .split('-')
             .all(|g| !g.is_empty() && g.bytes().all(|b| b.is_ascii_lowercase()))
 }
 

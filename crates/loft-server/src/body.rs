@@ -296,6 +296,26 @@ pub struct RequestBody<const LIMIT: usize> {
 }
 
 impl<const LIMIT: usize> RequestBody<LIMIT> {
+    /// Reads `body`, the body of the request whose head is `parts`: what the extractor
+    /// does, for a handler that takes the request apart itself (so that its headers and
+    /// extensions are moved out rather than copied by one extractor each).
+    ///
+    /// Errors: [`BodyError`], as the extractor.
+    pub async fn from_parts(
+        parts: &axum::http::request::Parts,
+        body: Body,
+    ) -> Result<Self, BodyError> {
+        let budget = parts
+            .extensions
+            .get::<Arc<BodyBudget>>()
+            .filter(|_| parts.extensions.get::<AlreadyCounted>().is_none());
+        let (bytes, reservation) = read(&parts.headers, budget, body, LIMIT).await?;
+        Ok(RequestBody {
+            bytes,
+            _reservation: reservation,
+        })
+    }
+
     /// The body.
     pub fn bytes(&self) -> &Bytes {
         &self.bytes
@@ -323,15 +343,7 @@ impl<S: Send + Sync, const LIMIT: usize> FromRequest<S> for RequestBody<LIMIT> {
 
     async fn from_request(req: Request, _state: &S) -> Result<Self, BodyError> {
         let (parts, body) = req.into_parts();
-        let budget = parts
-            .extensions
-            .get::<Arc<BodyBudget>>()
-            .filter(|_| parts.extensions.get::<AlreadyCounted>().is_none());
-        let (bytes, reservation) = read(&parts.headers, budget, body, LIMIT).await?;
-        Ok(RequestBody {
-            bytes,
-            _reservation: reservation,
-        })
+        Self::from_parts(&parts, body).await
     }
 }
 

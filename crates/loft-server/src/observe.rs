@@ -12,6 +12,9 @@
 //! - The access line goes to target `loft::access` at INFO. `loft serve`'s default filter
 //!   (`info,loft::access=warn`) leaves it out, because writing a line per request cost about
 //!   a third of the server's CPU on single sends; `LOFT_LOG=info` turns it on.
+//! - Per request, the middleware allocates the request id once (shared by the extension,
+//!   the span and the header) and nothing for the metrics of an AWS operation: their
+//!   labels are `&'static str`s (issue 19, per-request CPU).
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -27,9 +30,11 @@ use tracing::Instrument;
 /// The response header that carries the request id (AWS's name for it).
 pub const REQUEST_ID_HEADER: &str = "x-amzn-requestid";
 
-/// The id of the request being served: a UUID, in the request's extensions.
+/// The id of the request being served: a UUID (36 characters, lower-case hyphenated), in
+/// the request's extensions. Shared, so that the extension, the adapters and the span
+/// copy a pointer rather than the text.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RequestId(pub String);
+pub struct RequestId(pub Arc<str>);
 
 /// What an adapter says a request was, as a response extension: the metric labels.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,11 +77,18 @@ impl Histogram {
 }
 
 /// Request counters by (operation, protocol, HTTP status) and latency by operation, since
-/// the process started.
+/// the process started. Both under one lock, taken once per request; an operation label
+/// that is a `&'static str` (every AWS operation) is counted without allocating.
 #[derive(Debug, Default)]
 pub struct RequestMetrics {
-    requests: Mutex<BTreeMap<(String, String, u16), u64>>,
-    durations: Mutex<BTreeMap<String, Histogram>>,
+    counters: Mutex<Counters>,
+}
+
+/// What [`RequestMetrics`] holds.
+#[derive(Debug, Default)]
+struct Counters {
+    requests: BTreeMap<(Cow<'static, str>, &'static str, u16), u64>,
+    durations: BTreeMap<Cow<'static, str>, Histogram>,
 }
 
 /// A copy of the request metrics at one instant.
@@ -89,33 +101,44 @@ pub struct RequestSnapshot {
 }
 
 impl RequestMetrics {
-    /// Counts one request that took `seconds`.
-    pub fn record(&self, operation: &str, protocol: &str, status: u16, seconds: f64) {
-        {
-            let mut r = self.requests.lock().unwrap_or_else(|p| p.into_inner());
-            *r.entry((operation.to_owned(), protocol.to_owned(), status))
-                .or_default() += 1;
-        }
-        let mut d = self.durations.lock().unwrap_or_else(|p| p.into_inner());
-        match d.get_mut(operation) {
+    /// Counts one request of `operation` over `protocol` answered with HTTP `status` that
+    /// took `seconds`.
+    pub fn record(
+        &self,
+        operation: impl Into<Cow<'static, str>>,
+        protocol: &'static str,
+        status: u16,
+        seconds: f64,
+    ) {
+        let operation = operation.into();
+        let mut c = self.counters.lock().unwrap_or_else(|p| p.into_inner());
+        match c.durations.get_mut(operation.as_ref()) {
             Some(h) => h.observe(seconds),
-            None => d.entry(operation.to_owned()).or_default().observe(seconds),
+            None => c
+                .durations
+                .entry(operation.clone())
+                .or_default()
+                .observe(seconds),
         }
+        *c.requests.entry((operation, protocol, status)).or_default() += 1;
     }
 
     /// Every counter and histogram now.
     pub fn snapshot(&self) -> RequestSnapshot {
+        let c = self.counters.lock().unwrap_or_else(|p| p.into_inner());
         RequestSnapshot {
-            requests: self
+            requests: c
                 .requests
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .clone(),
-            durations: self
+                .iter()
+                .map(|((op, protocol, status), n)| {
+                    ((op.to_string(), protocol.to_string(), *status), *n)
+                })
+                .collect(),
+            durations: c
                 .durations
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .clone(),
+                .iter()
+                .map(|(op, h)| (op.to_string(), h.clone()))
+                .collect(),
         }
     }
 }
@@ -124,10 +147,10 @@ impl RequestMetrics {
 /// readiness, inspection) or of the seeds' REST/JSON API (`rest`).
 fn route_protocol(path: &str) -> &'static str {
     let own = ["/_loft", "/console", "/metrics", "/ready"];
-    if own
-        .iter()
-        .any(|p| path == *p || path.starts_with(&format!("{p}/")))
-    {
+    if own.iter().any(|p| {
+        path.strip_prefix(p)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+    }) {
         "loft"
     } else {
         "rest"
@@ -142,27 +165,30 @@ pub async fn observe(
     next: Next,
 ) -> Response {
     let start = Instant::now();
-    let rid = uuid::Uuid::new_v4().to_string();
+    let mut text = [0u8; uuid::fmt::Hyphenated::LENGTH];
+    let rid: Arc<str> = Arc::from(&*uuid::Uuid::new_v4().hyphenated().encode_lower(&mut text));
     req.extensions_mut().insert(RequestId(rid.clone()));
     let method = req.method().clone();
-    let path = req.uri().path().to_owned();
-    let route = req
-        .extensions()
-        .get::<MatchedPath>()
-        .map(|m| m.as_str().to_owned());
+    // A clone of the URI shares its bytes with the request (no copy of the path).
+    let uri = req.uri().clone();
+    let route = req.extensions().get::<MatchedPath>().cloned();
     let span = tracing::info_span!("request", request_id = %rid);
     let mut resp = next.run(req).instrument(span.clone()).await;
     let elapsed = start.elapsed().as_secs_f64();
+    let path = uri.path();
     let (operation, protocol): (Cow<'static, str>, &'static str) =
         match resp.extensions().get::<OperationLabel>() {
             Some(l) => (l.operation.clone(), l.protocol),
             None => match &route {
-                Some(r) => (format!("{method} {r}").into(), route_protocol(r)),
-                None => ("unmatched".into(), route_protocol(&path)),
+                Some(r) => (
+                    format!("{method} {}", r.as_str()).into(),
+                    route_protocol(r.as_str()),
+                ),
+                None => ("unmatched".into(), route_protocol(path)),
             },
         };
     let status = resp.status().as_u16();
-    metrics.record(&operation, protocol, status, elapsed);
+    metrics.record(operation.clone(), protocol, status, elapsed);
     if !resp.headers().contains_key(REQUEST_ID_HEADER) {
         if let Ok(v) = HeaderValue::from_str(&rid) {
             resp.headers_mut().insert(REQUEST_ID_HEADER, v);

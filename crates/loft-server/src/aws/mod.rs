@@ -30,7 +30,7 @@ pub mod sqs_query;
 
 use std::sync::Arc;
 
-use axum::extract::{Extension, OriginalUri, State};
+use axum::extract::{OriginalUri, Request, State};
 use axum::http::{header, HeaderMap, Method};
 use axum::response::Response;
 use loft_core::{Error, ErrorCode, Service};
@@ -58,8 +58,8 @@ pub enum AwsService {
     Sns,
 }
 
-fn request_id() -> String {
-    uuid::Uuid::new_v4().to_string()
+fn request_id() -> Arc<str> {
+    uuid::Uuid::new_v4().to_string().into()
 }
 
 /// `scheme://host[:port]` as the client addressed Loft: the listener's scheme, and the
@@ -197,24 +197,33 @@ fn label(op: &str, protocol: &'static str, operations: &[shape::Operation]) -> O
 /// the signing service, the path and the query string): `RequestEntityTooLarge` (413),
 /// `ServiceUnavailable` (503, with `Retry-After: 1`), `RequestTimeout` (408) or
 /// `MalformedQueryString` (400).
-#[allow(clippy::too_many_arguments)] // axum extractors
+///
+/// The request is taken apart here rather than by one extractor per piece, so that its
+/// headers and extensions are moved, not copied (issue 19: per-request CPU).
 pub async fn entry(
     State(svc): State<Arc<Service>>,
     State(auth): State<Arc<Auth>>,
-    method: Method,
-    OriginalUri(uri): OriginalUri,
-    headers: HeaderMap,
-    rid: Option<Extension<RequestId>>,
-    scheme: Option<Extension<Scheme>>,
-    peer: Option<Extension<crate::listen::PeerAddr>>,
-    client: Option<Extension<crate::client_link::ClientLink>>,
-    body: Result<AwsBody, BodyError>,
+    req: Request,
 ) -> Response {
-    let rid = rid.map_or_else(request_id, |Extension(RequestId(id))| id);
-    let scheme = scheme.map_or(Scheme::Http, |Extension(s)| s);
+    let (mut parts, body) = req.into_parts();
+    let body = AwsBody::from_parts(&parts, body).await;
+    let method = parts.method;
+    let headers = std::mem::take(&mut parts.headers);
+    let ext = &mut parts.extensions;
+    // The URI the client sent (axum's `OriginalUri`, the same as the request's when no
+    // router is nested).
+    let uri = ext
+        .remove::<OriginalUri>()
+        .map_or(parts.uri, |OriginalUri(u)| u);
+    let rid = ext
+        .remove::<RequestId>()
+        .map_or_else(request_id, |RequestId(id)| id);
+    let scheme = ext.get::<Scheme>().copied().unwrap_or(Scheme::Http);
+    let peer = ext.get::<crate::listen::PeerAddr>().copied();
+    let client = ext.remove::<crate::client_link::ClientLink>();
     let mut principal = loft_core::service::Principal::open(svc.config());
     principal.secure_transport = scheme == Scheme::Https;
-    principal.source_ip = peer.map(|Extension(p)| p.0.ip().to_string());
+    principal.source_ip = peer.map(|p| p.0.ip().to_string());
     let ctx = sqs::Context {
         principal,
         base_url: base_url(scheme, &headers, &uri),
@@ -223,13 +232,13 @@ pub async fn entry(
             .and_then(|v| v.to_str().ok())
             .filter(|v| !v.is_empty())
             .map(str::to_owned),
-        client: client.map(|Extension(c)| c),
+        client,
     };
     let mut op_label = None;
     let mut resp = handle(
         &svc,
         &auth,
-        &ctx,
+        ctx,
         method,
         uri,
         headers,
@@ -248,7 +257,7 @@ pub async fn entry(
 async fn handle(
     svc: &Arc<Service>,
     auth: &Auth,
-    ctx: &sqs::Context,
+    ctx: sqs::Context,
     method: Method,
     uri: axum::http::Uri,
     headers: HeaderMap,
@@ -276,10 +285,10 @@ async fn handle(
     };
     let now = svc.now_ms().div_euclid(1000);
     // The caller: who signed the request (the open principal when Loft is open).
-    // Its region: the credential scope's (see `Principal::sign_region`).
-    let authenticate = || {
+    // Its region: the credential scope's (see `Principal::sign_region`). The context is
+    // moved in and out, not copied: it is built once per request.
+    let authenticate = |mut ctx: sqs::Context| {
         auth.check(&method, &uri, &headers, &body, now).map(|v| {
-            let mut ctx = ctx.clone();
             match v {
                 Some(v) => {
                     let mut p = auth.principal(svc.config(), Some(&v.access_key));
@@ -296,7 +305,7 @@ async fn handle(
         })
     };
     if let Some(target) = headers.get("x-amz-target") {
-        let ctx = match authenticate() {
+        let ctx = match authenticate(ctx) {
             Ok(c) => c,
             Err(e) => return sqs_json::error(&e, rid),
         };
@@ -351,9 +360,9 @@ async fn handle(
         && crate::auth::UNSIGNED_SNS_ACTIONS.contains(&action.as_str())
         && crate::sigv4::location(&headers, uri.query()) == crate::sigv4::Location::None;
     let ctx = if unsigned_allowed {
-        ctx.clone()
+        ctx
     } else {
-        match authenticate() {
+        match authenticate(ctx) {
             Ok(c) => c,
             Err(e) => return fail(&e),
         }

@@ -142,6 +142,27 @@ pub struct SqliteStore {
     topics: cache::TopicCache,
 }
 
+/// Turns SQLite's memory statistics off (`SQLITE_CONFIG_MEMSTATUS` 0) once per process,
+/// before its first connection: with them on, every `sqlite3_malloc` and `sqlite3_free`
+/// takes a global mutex to count bytes that Loft never reads (SQLite's
+/// `sqlite3_memory_used`, `sqlite3_soft_heap_limit64`, neither of which Loft uses). The
+/// setting is SQLite's documented start-up configuration (sqlite.org/c3ref/config.html);
+/// once SQLite has initialised (a connection was opened elsewhere first, as some tests
+/// do), `sqlite3_config` returns `SQLITE_MISUSE` and changes nothing, which is harmless.
+fn without_memory_statistics() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: a start-up option set before this process's first connection (the
+        // store is where Loft opens SQLite); SQLite refuses it once initialised.
+        unsafe {
+            rusqlite::ffi::sqlite3_config(
+                rusqlite::ffi::SQLITE_CONFIG_MEMSTATUS,
+                0 as std::os::raw::c_int,
+            );
+        }
+    });
+}
+
 /// Counts a request in [`SqliteStore::write`] until dropped.
 struct InStore<'a>(&'a AtomicUsize);
 
@@ -160,6 +181,7 @@ impl SqliteStore {
     ///
     /// Errors: the file cannot be opened or is not a Loft database of a known version.
     pub fn open(path: &Path, durability: Durability) -> Result<Self, String> {
+        without_memory_statistics();
         let fail = |e: rusqlite::Error| open_error(path, &e);
         let mut conn = Connection::open(path).map_err(fail)?;
         // SQLite opens a file it may not write read-only without a word; every write would

@@ -100,17 +100,23 @@ impl<'a> QueueUrlParts<'a> {
             Some((_, rest)) => rest.split_once('/').unwrap_or((rest, "")),
             None => ("", trimmed),
         };
-        let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
-        let name = *segments.last().ok_or_else(Error::no_queue)?;
+        // The last four non-empty segments, last first (all that is read; no allocation).
+        let mut last = [""; 4];
+        let mut n = 0;
+        for segment in path.rsplit('/').filter(|s| !s.is_empty()).take(4) {
+            last[n] = segment;
+            n += 1;
+        }
+        if n == 0 {
+            return Err(Error::no_queue());
+        }
+        let name = last[0];
         if name.contains(':') && name.starts_with("http") {
             return Err(Error::no_queue());
         }
-        let n = segments.len();
-        let account = (n >= 2)
-            .then(|| segments[n - 2])
-            .filter(|a| is_account_id(a));
-        let path_region = (account.is_some() && n >= 4 && segments[n - 4] == "queue")
-            .then(|| segments[n - 3])
+        let account = (n >= 2).then_some(last[1]).filter(|a| is_account_id(a));
+        let path_region = (account.is_some() && n >= 4 && last[3] == "queue")
+            .then_some(last[2])
             .filter(|r| is_region(r));
         let host = host.rsplit('@').next().unwrap_or(host);
         let mut labels = host.split('.');
