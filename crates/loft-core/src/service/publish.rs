@@ -651,20 +651,35 @@ impl Service {
             }
             ok
         };
+        let (fields, signature) = sign(self, &text, raw);
+        let subscription_arn = self.subscription_arn(sub);
         // A queue refuses a message larger than its MaximumMessageSize, as it refuses a
-        // SendMessage: the copy is at least the message (and, raw, its attributes), so a
-        // message that alone passes the limit cannot be taken.
-        let least_size = text.len()
-            + if raw {
-                crate::message::attributes_size(out.delivered_attributes)
-            } else {
-                0
-            };
+        // SendMessage. The size is the copy's as the queue would hold it: raw, the message
+        // and its attributes; otherwise the whole envelope (a FIFO topic's SequenceNumber,
+        // given at commit, always has 20 digits).
+        let copy_size = if raw {
+            text.len() + crate::message::attributes_size(out.delivered_attributes)
+        } else {
+            let sequence = fifo.then(|| sequence_number(0));
+            let mut env = envelope_map(
+                &self.config.advertised_url,
+                signing_cert_url,
+                &fields,
+                signature.as_ref(),
+                out.delivered_attributes,
+                sequence.as_deref(),
+                Some(&subscription_arn),
+            );
+            if out.replayed {
+                env = with_replayed(env);
+            }
+            Value::Object(env).to_string().len()
+        };
         let fits = |q: &std::sync::Arc<QueueRecord>| {
             let max = QueueConfig::from_attributes(&q.attributes).maximum_message_size as usize;
-            let ok = least_size <= max;
+            let ok = copy_size <= max;
             if !ok {
-                tracing::warn!(queue = %q.name, size = least_size, max, "the message is larger than the queue's MaximumMessageSize; not delivered to it");
+                tracing::warn!(queue = %q.name, size = copy_size, max, "the message is larger than the queue's MaximumMessageSize; not delivered to it");
             }
             ok
         };
@@ -711,7 +726,6 @@ impl Service {
             tracing::warn!(queue = %queue.name, "a standard topic cannot deliver to a FIFO queue; message not delivered");
             return SqsStep::Dropped;
         }
-        let (fields, signature) = sign(self, &text, raw);
         SqsStep::Copy(
             Box::new(SqsCopy {
                 queue_id: queue.id,
@@ -720,7 +734,7 @@ impl Service {
                 fields,
                 signature,
                 signing_cert_url: signing_cert_url.to_owned(),
-                subscription_arn: self.subscription_arn(sub),
+                subscription_arn,
                 delivered_attributes: out.delivered_attributes.clone(),
                 system_attributes: out.trace_attributes.clone(),
                 dead_lettered,

@@ -445,6 +445,49 @@ async fn a_message_larger_than_the_queue_allows_dead_letters() {
     assert_eq!(got[0].body(), Some("fits"));
 }
 
+/// The size a queue's MaximumMessageSize is held to is the copy's as the queue would
+/// hold it: for a subscription without raw delivery, the whole JSON envelope. A
+/// 1,500-byte message fits a 2,048-byte queue, its envelope does not: it goes to the
+/// subscription's dead-letter queue, as SQS would refuse SNS's SendMessage; a short
+/// message's envelope is delivered.
+#[tokio::test]
+async fn an_envelope_larger_than_the_queue_allows_dead_letters() {
+    let server = Server::start();
+    let (sns, sqs) = (server.sns(), server.sqs());
+    let topic = create_topic(&sns, "enveloped", &[]).await;
+    let small = create_queue(&sqs, "small-env", &[("MaximumMessageSize", "2048")]).await;
+    let dlq = create_queue(&sqs, "small-env-dlq", &[]).await;
+    let sub = subscribe_queue(&server, &topic, "small-env", &[]).await;
+    sns.set_subscription_attributes()
+        .subscription_arn(&sub)
+        .attribute_name("RedrivePolicy")
+        .attribute_value(
+            json!({"deadLetterTargetArn": server.queue_arn("small-env-dlq")}).to_string(),
+        )
+        .send()
+        .await
+        .expect("RedrivePolicy");
+    let big = "e".repeat(1500);
+    for message in [big.as_str(), "fits"] {
+        sns.publish()
+            .topic_arn(&topic)
+            .message(message)
+            .send()
+            .await
+            .expect("Publish");
+    }
+    let dead = receive_exactly(&sqs, &dlq, 1).await;
+    let body = dead[0].body().expect("body");
+    assert!(
+        body.len() > 2048,
+        "the envelope is what did not fit: {} bytes",
+        body.len()
+    );
+    assert_eq!(json_of(body)["Message"], big.as_str());
+    let got = receive_exactly(&sqs, &small, 1).await;
+    assert_eq!(json_of(got[0].body().expect("body"))["Message"], "fits");
+}
+
 /// SNS Developer Guide, "Amazon SNS dead-letter queues": a message a subscription cannot
 /// deliver (its queue is gone) goes to the subscription's DLQ, as it would have reached
 /// the queue (enveloped, or raw with its attributes).
