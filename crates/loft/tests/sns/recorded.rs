@@ -423,13 +423,7 @@ async fn a_message_larger_than_the_queue_allows_dead_letters() {
     let small = create_queue(&sqs, "small", &[("MaximumMessageSize", "1024")]).await;
     let dlq = create_queue(&sqs, "small-dlq", &[]).await;
     let sub = subscribe_queue(&server, &topic, "small", &[("RawMessageDelivery", "true")]).await;
-    sns.set_subscription_attributes()
-        .subscription_arn(&sub)
-        .attribute_name("RedrivePolicy")
-        .attribute_value(json!({"deadLetterTargetArn": server.queue_arn("small-dlq")}).to_string())
-        .send()
-        .await
-        .expect("RedrivePolicy");
+    dead_letter_to(&server, &sub, "small-dlq").await;
     let big = "b".repeat(5000);
     for message in [big.as_str(), "fits"] {
         sns.publish()
@@ -445,6 +439,19 @@ async fn a_message_larger_than_the_queue_allows_dead_letters() {
     assert_eq!(got[0].body(), Some("fits"));
 }
 
+/// Gives subscription `sub` a RedrivePolicy naming queue `dlq` as its dead-letter queue.
+async fn dead_letter_to(server: &Server, sub: &str, dlq: &str) {
+    server
+        .sns()
+        .set_subscription_attributes()
+        .subscription_arn(sub)
+        .attribute_name("RedrivePolicy")
+        .attribute_value(json!({"deadLetterTargetArn": server.queue_arn(dlq)}).to_string())
+        .send()
+        .await
+        .expect("RedrivePolicy");
+}
+
 /// The size a queue's MaximumMessageSize is held to is the copy's as the queue would
 /// hold it: for a subscription without raw delivery, the whole JSON envelope. A
 /// 1,500-byte message fits a 2,048-byte queue, its envelope does not: it goes to the
@@ -458,15 +465,7 @@ async fn an_envelope_larger_than_the_queue_allows_dead_letters() {
     let small = create_queue(&sqs, "small-env", &[("MaximumMessageSize", "2048")]).await;
     let dlq = create_queue(&sqs, "small-env-dlq", &[]).await;
     let sub = subscribe_queue(&server, &topic, "small-env", &[]).await;
-    sns.set_subscription_attributes()
-        .subscription_arn(&sub)
-        .attribute_name("RedrivePolicy")
-        .attribute_value(
-            json!({"deadLetterTargetArn": server.queue_arn("small-env-dlq")}).to_string(),
-        )
-        .send()
-        .await
-        .expect("RedrivePolicy");
+    dead_letter_to(&server, &sub, "small-env-dlq").await;
     let big = "e".repeat(1500);
     for message in [big.as_str(), "fits"] {
         sns.publish()
