@@ -554,6 +554,12 @@ pub async fn send_messages_in<C: GenericClient>(
 /// Messages in `skip` (claimed or passed over by earlier steps of this receive) are
 /// passed over.
 ///
+/// The claim runs on its generic plan (`SET LOCAL plan_cache_mode =
+/// force_generic_plan`, this transaction only): its plan is the same index scan for every
+/// parameter value, but PostgreSQL's default choice kept planning it afresh on every call
+/// (0.8-1.5 ms each, as much as its execution) whenever its custom plans looked cheaper
+/// (BENCHMARKS.md, "Issue 19 item 5, third part"). Other statements keep the default.
+///
 /// Runs inside the caller's transaction `tx`: the claimed messages are opened
 /// (`sealer`) before it commits, and those that cannot be opened are put back as they
 /// were (visibility, receive count, first receive, receipt token) by one more statement
@@ -624,6 +630,9 @@ pub async fn receive_step<C: GenericClient>(
         None => (None, 0, None, false),
     };
     let tokens: Vec<i64> = tokens.to_vec();
+    // The claim's generic plan, for this transaction only (reset at its end).
+    c.batch_execute("SET LOCAL plan_cache_mode = force_generic_plan")
+        .await?;
     let rows = query(
         c,
         &sql,
