@@ -737,8 +737,9 @@ impl Store for PgStore {
             }
             if out.messages.len() >= want || candidates < need {
                 if out.messages.len() < want {
-                    // Messages claimed by this receive are hidden too (the statement's
-                    // snapshot saw them visible).
+                    // Here the candidates ran short (`candidates < need`), so the step
+                    // read `next`. Messages claimed by this receive are hidden too (the
+                    // statement's snapshot saw them visible).
                     let claimed = (!out.messages.is_empty() && request.visibility_ms > 0)
                         .then_some(request.now_ms + request.visibility_ms);
                     out.next_visible_at_ms = match (next, claimed) {

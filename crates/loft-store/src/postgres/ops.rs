@@ -540,13 +540,25 @@ pub async fn send_messages_in<C: GenericClient>(
 
 /// One standard receive step: claims up to `tokens.len()` visible messages, the n-th
 /// with `tokens[n]`: the claimed messages, how many candidates were looked at, how many
-/// were dead-lettered, and the queue's next visibility time as the statement's snapshot
-/// saw it ([`StepOutcome`]).
+/// were dead-lettered, and, when the candidates ran short (fewer than `tokens.len()`),
+/// the queue's next visibility time as the statement's snapshot saw it ([`StepOutcome`]).
+///
+/// The next-visibility read is skipped when the step found all the candidates it asked
+/// for: the caller only reports it for a receive that came back short (a long poll's
+/// next wake-up), and the read walks the index entries of every claimed message that was
+/// deleted since the last vacuum (`visible_at > now`), which at 32 connections cost as
+/// much as the claim itself (BENCHMARKS.md, "Issue 19 item 5, third part").
 ///
 /// With `fair`, the step reads a fair queue's keyed messages in fair-key order
 /// (`messages_fair`); otherwise longest visible first, or in send order for the seeds.
 /// Messages in `skip` (claimed or passed over by earlier steps of this receive) are
 /// passed over.
+///
+/// The claim runs on its generic plan (`SET LOCAL plan_cache_mode =
+/// force_generic_plan`, this transaction only): its plan is the same index scan for every
+/// parameter value, but PostgreSQL's default choice kept planning it afresh on every call
+/// (0.8-1.5 ms each, as much as its execution) whenever its custom plans looked cheaper
+/// (BENCHMARKS.md, "Issue 19 item 5, third part"). Other statements keep the default.
 ///
 /// Runs inside the caller's transaction `tx`: the claimed messages are opened
 /// (`sealer`) before it commits, and those that cannot be opened are put back as they
@@ -603,7 +615,8 @@ pub async fn receive_step<C: GenericClient>(
          woke AS (SELECT pg_notify($8, $5::bigint::text) FROM (SELECT 1 FROM dead LIMIT 1) d) \
          SELECT (SELECT count(*) FROM cand), \
                 (SELECT count(*) FROM dead) + 0 * (SELECT count(*) FROM woke), \
-                (SELECT MIN(visible_at) FROM messages WHERE queue_id = $1 AND visible_at > $2), \
+                CASE WHEN (SELECT count(*) FROM cand) < $3 THEN (SELECT MIN(visible_at) \
+                  FROM messages WHERE queue_id = $1 AND visible_at > $2) END, \
                 g.* \
          FROM (SELECT 1) one LEFT JOIN got g ON true ORDER BY g.n"
     );
@@ -617,6 +630,9 @@ pub async fn receive_step<C: GenericClient>(
         None => (None, 0, None, false),
     };
     let tokens: Vec<i64> = tokens.to_vec();
+    // The claim's generic plan, for this transaction only (reset at its end).
+    c.batch_execute("SET LOCAL plan_cache_mode = force_generic_plan")
+        .await?;
     let rows = query(
         c,
         &sql,
@@ -666,7 +682,8 @@ pub struct StepOutcome {
     pub candidates: i64,
     /// How many it moved to the dead-letter queue.
     pub dead: u64,
-    /// The queue's next visibility time as the statement's snapshot saw it (ms).
+    /// The queue's next visibility time as the statement's snapshot saw it (ms); read
+    /// only when `candidates` fell short of the messages asked for, else `None`.
     pub next: Option<i64>,
 }
 
