@@ -35,6 +35,7 @@ pub mod console;
 pub mod cors;
 pub mod deadline;
 pub mod delivery;
+pub mod http_version;
 pub mod inspect;
 pub mod invoke;
 pub mod listen;

@@ -50,7 +50,6 @@ use axum::http::{header, HeaderValue, Request, Response, StatusCode};
 use axum::Router;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-use hyper_util::server::conn::auto::Builder;
 use hyper_util::server::graceful::{GracefulShutdown, Watcher};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
@@ -61,6 +60,7 @@ use tower_service::Service as _;
 use crate::body::BodyBudget;
 use crate::client_link::ClientLink;
 use crate::deadline::{Clocks, ConnState, InFlight, TimedBody, TimedIo, TrackedBody};
+use crate::http_version;
 
 /// The scheme a request arrived by: the listener's. [`serve`] inserts it into every
 /// request's extensions; a request served another way (a test calling the router
@@ -241,20 +241,25 @@ impl ServerLimits {
     }
 }
 
-fn builder(limits: &ServerLimits) -> Builder<TokioExecutor> {
-    let mut b = Builder::new(TokioExecutor::new());
+/// hyper's HTTP/1 and HTTP/2 connection settings under `limits`.
+struct Http {
+    h1: hyper::server::conn::http1::Builder,
+    h2: hyper::server::conn::http2::Builder<TokioExecutor>,
+}
+
+fn builder(limits: &ServerLimits) -> Http {
+    let mut h1 = hyper::server::conn::http1::Builder::new();
     // Heads are timed by crate::deadline (hyper's clock would start when the connection
     // goes idle, which is the keep-alive timeout's part).
-    b.http1()
-        .timer(TokioTimer::new())
+    h1.timer(TokioTimer::new())
         .header_read_timeout(None)
         .half_close(true)
         .max_buf_size(limits.max_header_bytes.max(8192))
         .max_headers(limits.max_headers);
-    b.http2()
-        .timer(TokioTimer::new())
+    let mut h2 = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
+    h2.timer(TokioTimer::new())
         .max_header_list_size(u32::try_from(limits.max_header_bytes).unwrap_or(u32::MAX));
-    b
+    Http { h1, h2 }
 }
 
 /// A `{"error": message, "message": message}` answer with `status` that closes the
@@ -368,7 +373,7 @@ async fn open_tls(acceptor: &TlsAcceptor, stream: TcpStream, timeout: Duration) 
 struct Shared {
     tls: Option<TlsAcceptor>,
     router: Router,
-    builder: Builder<TokioExecutor>,
+    http: Http,
     scheme: Scheme,
     limits: Arc<ServerLimits>,
     budget: Arc<BodyBudget>,
@@ -382,9 +387,16 @@ pub struct PeerAddr(pub SocketAddr);
 
 /// Serves `io` with the router until the client closes, the connection fails, a clock of
 /// [`crate::deadline`] runs out, or a graceful shutdown (through `watcher`) lets its
-/// in-flight requests finish.
-async fn serve_http<S>(shared: &Shared, io: S, watcher: Watcher, peer: SocketAddr, link: ClientLink)
-where
+/// in-flight requests finish. HTTP/1 or HTTP/2 as the connection's first bytes tell
+/// ([`crate::http_version`]); a shutdown while they are awaited closes the connection.
+async fn serve_http<S>(
+    shared: &Shared,
+    io: S,
+    watcher: Watcher,
+    peer: SocketAddr,
+    link: ClientLink,
+    mut stop: watch::Receiver<bool>,
+) where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let router = shared.router.clone();
@@ -393,6 +405,16 @@ where
     let clocks = shared.limits.clocks();
     let state = ConnState::new();
     let io = TimedIo::new(io, state.clone(), clocks);
+    let (version, io) = tokio::select! {
+        r = http_version::sniff(io) => match r {
+            Ok(v) => v,
+            Err(e) => {
+                tracing::debug!(%peer, error = %e, "connection ended before a request");
+                return;
+            }
+        },
+        _ = stop.wait_for(|s| *s) => return,
+    };
     let service = hyper::service::service_fn(move |mut req: Request<Incoming>| {
         // Before the future: the request counts as under way from its head on.
         let in_flight = InFlight::new(&state);
@@ -408,11 +430,18 @@ where
             Ok::<_, Infallible>(resp.map(|b| TrackedBody::new(b, in_flight)))
         }
     });
-    let conn = shared
-        .builder
-        .serve_connection_with_upgrades(TokioIo::new(io), service)
-        .into_owned();
-    if let Err(e) = watcher.watch(conn).await {
+    let io = TokioIo::new(io);
+    let ended = match version {
+        http_version::Version::Http1 => {
+            let conn = shared.http.h1.serve_connection(io, service);
+            watcher.watch(conn).await.map_err(|e| e.to_string())
+        }
+        http_version::Version::Http2 => {
+            let conn = shared.http.h2.serve_connection(io, service);
+            watcher.watch(conn).await.map_err(|e| e.to_string())
+        }
+    };
+    if let Err(e) = ended {
         tracing::debug!(%peer, error = %e, "connection ended with an error");
     }
 }
@@ -504,7 +533,7 @@ pub async fn serve(
         let shared = Arc::new(Shared {
             tls: listener.tls.clone(),
             router: router.clone(),
-            builder: builder(&limits),
+            http: builder(&limits),
             scheme: listener.scheme(),
             limits: limits.clone(),
             budget: budget.clone(),
@@ -637,7 +666,7 @@ async fn connection(
     // Marks the connection's links closed when this task ends, before the socket closes.
     let (link, _link_guard) = ClientLink::new(&stream);
     let Some(acceptor) = &shared.tls else {
-        serve_http(shared, stream, watcher, peer, link).await;
+        serve_http(shared, stream, watcher, peer, link, stop).await;
         return;
     };
     let timeout = shared.limits.request_timeout;
@@ -646,7 +675,7 @@ async fn connection(
         _ = stop.wait_for(|s| *s) => return,
     };
     match opening {
-        Opening::Tls(s) => serve_http(shared, s, watcher, peer, link).await,
+        Opening::Tls(s) => serve_http(shared, s, watcher, peer, link, stop).await,
         Opening::PlainHttp(s) => {
             drop(watcher);
             tracing::debug!(%peer, "plain HTTP on a TLS listener; answering 400");
