@@ -33,9 +33,9 @@
 //!   an extension, which is how URLs Loft builds from a request (queue URLs) get `https`.
 //! - **Runtimes**: a listener given a runtime ([`Listener::on_runtime`]) accepts, and
 //!   serves its connections, on that runtime's thread instead of the caller's; `loft serve
-//!   --runtime per-core` gives each core a current-thread runtime and an `SO_REUSEPORT`
-//!   listener of its own (issue 19 item 2), so that a request is read, handled and
-//!   answered on the thread the kernel woke. The connection limits, the body budget and
+//!   --runtime per-core` gives each core a current-thread runtime accepting on its own
+//!   handle of every listening socket ([`Listener::twin`]; issue 19 item 2), so that a
+//!   request is read, handled and answered on the thread that accepted it. The connection limits, the body budget and
 //!   the graceful shutdown stay shared by all listeners, whatever runtime they are on.
 
 use std::collections::HashMap;
@@ -128,14 +128,34 @@ impl Listener {
         }
     }
 
-    /// A listener on `tcp` with this one's scheme and TLS acceptor (one more socket on
-    /// the same address, for another runtime: [`Listener::on_runtime`]).
-    pub fn twin(&self, tcp: TcpListener) -> Listener {
-        Listener {
+    /// One more handle on this listener's socket (a duplicated descriptor of the same
+    /// listening socket), with its scheme and TLS acceptor, for another runtime to accept
+    /// on ([`Listener::on_runtime`]). Every handle accepts from the one queue of
+    /// connections; no second socket is bound, so no other process can bind the address
+    /// beside it.
+    ///
+    /// Errors: the descriptor cannot be duplicated (the system's error, e.g. too many
+    /// open files); `Unsupported` off Unix.
+    pub fn twin(&self) -> std::io::Result<Listener> {
+        #[cfg(unix)]
+        let tcp = {
+            use std::os::fd::AsFd as _;
+            let fd = self.tcp.as_fd().try_clone_to_owned()?;
+            // Non-blocking already: the flag belongs to the socket both descriptors share.
+            TcpListener::from_std(std::net::TcpListener::from(fd))?
+        };
+        #[cfg(not(unix))]
+        let tcp: TcpListener = {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::Unsupported,
+                "a listener shared by several runtimes needs Unix",
+            ));
+        };
+        Ok(Listener {
             tcp,
             tls: self.tls.clone(),
             runtime: None,
-        }
+        })
     }
 
     /// [`Scheme::Https`] for a TLS listener, else [`Scheme::Http`].

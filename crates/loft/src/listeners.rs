@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 use loft_server::listen::{Listener, Scheme};
-use tokio::net::{TcpListener, TcpSocket};
+use tokio::net::TcpListener;
 
 /// A `--listen` address: `IP:PORT`, or `http://IP:PORT` / `https://IP:PORT` to choose the
 /// listener's scheme whatever the TLS settings say.
@@ -106,13 +106,7 @@ pub fn schemes(addrs: &[ListenAddr], tls: bool) -> Result<Vec<Scheme>, String> {
 ///
 /// Errors: [`schemes`]' error; the certificate or key cannot be read, parsed or paired
 /// (the message names the file); an address cannot be bound; no address at all.
-/// With `reuse_port` (`--runtime per-core`) every socket is bound with `SO_REUSEPORT`, so
-/// that [`twins`] can bind more on the same addresses.
-pub async fn bind(
-    addrs: &[ListenAddr],
-    tls: Option<&TlsFiles>,
-    reuse_port: bool,
-) -> Result<Vec<Listener>, String> {
+pub async fn bind(addrs: &[ListenAddr], tls: Option<&TlsFiles>) -> Result<Vec<Listener>, String> {
     if addrs.is_empty() {
         return Err("at least one --listen address is required".into());
     }
@@ -128,12 +122,9 @@ pub async fn bind(
     }
     let mut listeners = Vec::with_capacity(addrs.len());
     for (a, scheme) in addrs.iter().zip(schemes) {
-        let tcp = if reuse_port {
-            listen_reusing_port(a.addr)
-        } else {
-            TcpListener::bind(a.addr).await
-        }
-        .map_err(|e| format!("cannot listen on {}: {e}", a.addr))?;
+        let tcp = TcpListener::bind(a.addr)
+            .await
+            .map_err(|e| format!("cannot listen on {}: {e}", a.addr))?;
         listeners.push(match (scheme, &acceptor) {
             (Scheme::Https, Some(acc)) => Listener::tls(tcp, acc.clone()),
             _ => Listener::plain(tcp),
@@ -142,51 +133,23 @@ pub async fn bind(
     Ok(listeners)
 }
 
-/// One more listener on each of `listeners`' addresses (the port the system picked, for
-/// port 0), with the same scheme and TLS acceptor: `SO_REUSEPORT` lets the sockets share
-/// the address, and the kernel spreads new connections over them (by a hash of the
-/// client's address and port). `listeners` must have been bound with `reuse_port`.
+/// One more handle on each of `listeners`' sockets ([`Listener::twin`]), with the same
+/// scheme and TLS acceptor, for another runtime to accept on (`--runtime per-core`).
 ///
-/// Errors: an address cannot be bound again (the message names it), or the system has no
-/// `SO_REUSEPORT` (off Unix).
+/// Errors: a socket's descriptor cannot be duplicated (the message names the address), or
+/// the system is not Unix.
 pub fn twins(listeners: &[Listener]) -> Result<Vec<Listener>, String> {
     listeners
         .iter()
         .map(|l| {
-            let addr = l.local_addr().map_err(|e| e.to_string())?;
-            let tcp = listen_reusing_port(addr)
-                .map_err(|e| format!("cannot listen on {addr} once more: {e}"))?;
-            Ok(l.twin(tcp))
+            l.twin().map_err(|e| {
+                let addr = l
+                    .local_addr()
+                    .map_or_else(|_| "?".into(), |a| a.to_string());
+                format!("cannot accept on {addr} from another runtime: {e}")
+            })
         })
         .collect()
-}
-
-/// A listener on `addr` with `SO_REUSEADDR` (as [`TcpListener::bind`] sets it) and
-/// `SO_REUSEPORT`, backlog 1,024 (as [`TcpListener::bind`]).
-///
-/// Errors: the system's (the address is taken by a socket without `SO_REUSEPORT`, or by
-/// another user's; `Unsupported` off Unix).
-fn listen_reusing_port(addr: SocketAddr) -> std::io::Result<TcpListener> {
-    let socket = if addr.is_ipv4() {
-        TcpSocket::new_v4()?
-    } else {
-        TcpSocket::new_v6()?
-    };
-    #[cfg(unix)]
-    {
-        socket.set_reuseaddr(true)?;
-        socket.set_reuseport(true)?;
-    }
-    #[cfg(not(unix))]
-    return Err(std::io::Error::new(
-        std::io::ErrorKind::Unsupported,
-        "--runtime per-core needs SO_REUSEPORT (Unix)",
-    ));
-    #[allow(unreachable_code)]
-    {
-        socket.bind(addr)?;
-        socket.listen(1024)
-    }
 }
 
 #[cfg(test)]

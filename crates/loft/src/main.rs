@@ -116,9 +116,8 @@ struct ServeArgs {
 
     /// How requests are scheduled: `multi-thread` (one tokio runtime, a worker thread per
     /// core taking any task) or `per-core` (a current-thread runtime per core, each
-    /// accepting on its own SO_REUSEPORT socket of every --listen address, so a request is
-    /// served on the thread the kernel woke; with SO_REUSEPORT another process of the same
-    /// user may bind the port too). See BENCHMARKS.md for what each costs.
+    /// accepting from every --listen socket itself, so a request is served on the thread
+    /// that accepted it). See BENCHMARKS.md for what each costs.
     #[arg(long, env = "LOFT_RUNTIME", value_enum, default_value_t = runtimes::RuntimeMode::MultiThread)]
     runtime: runtimes::RuntimeMode,
 
@@ -189,8 +188,8 @@ fn main() -> std::process::ExitCode {
                     Ok(c) => {
                         tracing::info!(
                             runtimes = c.handles().len() + 1,
-                            "per-core runtime: a current-thread runtime and SO_REUSEPORT \
-                             listeners per core"
+                            "per-core runtime: a current-thread runtime per core, each \
+                             accepting from every listener"
                         );
                         c
                     }
@@ -431,7 +430,7 @@ async fn serve(
         .collect::<Result<Vec<_>, _>>()?;
     let tls = listeners::TlsFiles::pair(args.tls_cert.as_deref(), args.tls_key.as_deref())?;
     // Before the database: a bad certificate or a busy port fails before anything opens.
-    let listeners = listeners::bind(&args.listen, tls.as_ref(), !cores.is_empty()).await?;
+    let listeners = listeners::bind(&args.listen, tls.as_ref()).await?;
     let mut on_cores = Vec::new();
     for core in &cores {
         on_cores.extend(

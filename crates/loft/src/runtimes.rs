@@ -5,14 +5,16 @@
 //!   sleep wakes one of them (a futex call and a context switch), so at a low request rate
 //!   a request may cost two wake-ups instead of one (BENCHMARKS.md, "Issue 19 item 2: wake-ups").
 //! - `per-core`: a current-thread runtime per core (the main thread's and [`Cores`]' ones),
-//!   each accepting on its own `SO_REUSEPORT` socket of every `--listen` address
-//!   ([`crate::listeners::twins`]), so a connection is read, served and answered on the
-//!   thread its readiness woke, and no runtime wakes another for it. The background work
+//!   each accepting on its own handle (a duplicated descriptor) of every `--listen`
+//!   socket ([`crate::listeners::twins`]), so a connection is read, served and answered
+//!   on the thread that accepted it, and no runtime wakes another for it. (Until
+//!   2026-12-02 each runtime bound a socket of its own with `SO_REUSEPORT`, which also let
+//!   another process of the same user bind the port while Loft ran.) The background work
 //!   (delivery, mappings, sweeps) runs on the main thread's runtime. What crosses runtimes
 //!   is what is shared anyway: the Service and its store, the long-poll wake-ups (tokio
 //!   `Notify`s work across runtimes), the connection limits and the graceful shutdown
 //!   (`loft_server::listen::serve`). One difference: connections that arrive together on
-//!   different sockets are accepted in no set order across them, so when they pass
+//!   different runtimes are accepted in no set order across them, so when they pass
 //!   `--max-connections` together, which of them is refused is not the last to connect
 //!   (the limit itself holds: the slots are one semaphore).
 
@@ -24,7 +26,7 @@ use tokio::sync::oneshot;
 pub enum RuntimeMode {
     /// One multi-thread runtime, a worker per core.
     MultiThread,
-    /// A current-thread runtime per core, each with its own `SO_REUSEPORT` listeners.
+    /// A current-thread runtime per core, each accepting from every listening socket.
     PerCore,
 }
 

@@ -1,12 +1,12 @@
-//! `loft serve --runtime per-core` (a current-thread runtime per core, each with its own
-//! `SO_REUSEPORT` listener): requests on many connections, long polls woken by sends on
+//! `loft serve --runtime per-core` (a current-thread runtime per core, each accepting from
+//! the listening socket): requests on many connections, long polls woken by sends on
 //! other connections (so, with more than one core, on other runtimes), the graceful
 //! shutdown, and the state after a restart in the same mode.
 //!
-//! The kernel picks a socket per connection by a hash of its address and port, so which
-//! runtime serves which connection is not chosen here: eight polling connections and a
-//! sending one make it all but certain (1 in 2^8 on two cores) that some poll and its send
-//! are on different runtimes. The whole `it`, `aws` and `trust` suites also run in this
+//! Every runtime accepts from the same listening socket, so which runtime serves which
+//! connection is whichever accept loop takes it first, not chosen here: eight polling
+//! connections and a sending one make it likely that some poll and its send are on
+//! different runtimes. The whole `it`, `aws` and `trust` suites also run in this
 //! mode with `LOFT_RUNTIME=per-core` in the environment (BENCHMARKS.md, issue 19 item 2).
 
 use std::time::{Duration, Instant};
