@@ -533,12 +533,12 @@ mod tests {
         let config = loft_core::ServiceConfig::default();
         let auth = Auth::new(Credentials::parse("AKA:s:111111111111:role/app,AKD:d").unwrap());
         let p = auth.principal(&config, Some("AKA"));
-        assert_eq!(p.account_id, "111111111111");
-        assert_eq!(p.arn, "arn:aws:iam::111111111111:role/app");
+        assert_eq!(&*p.account_id, "111111111111");
+        assert_eq!(&*p.arn, "arn:aws:iam::111111111111:role/app");
         assert!(p.sender_id.starts_with("AROA") && p.enforced);
         let d = auth.principal(&config, Some("AKD"));
-        assert_eq!(d.arn, "arn:aws:iam::000000000000:user/loft");
-        assert_eq!(d.sender_id, "000000000000");
+        assert_eq!(&*d.arn, "arn:aws:iam::000000000000:user/loft");
+        assert_eq!(&*d.sender_id, "000000000000");
         assert!(!Auth::open().principal(&config, Some("AKA")).enforced);
     }
 

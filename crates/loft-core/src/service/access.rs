@@ -31,23 +31,28 @@ use crate::names;
 use super::{Service, ServiceConfig, DEFAULT_IDENTITY};
 
 /// The caller of one request, as the protocol adapters authenticated it.
+///
+/// Its strings are shared (`Arc<str>`), so a clone is a few reference counts: the open
+/// caller is built once per [`Service`] ([`Service::open_principal`]) and cloned per
+/// request, not formatted again (issue 19: per-request CPU).
 #[derive(Debug, Clone)]
 pub struct Principal {
     /// Its 12-digit account id.
-    pub account_id: String,
+    pub account_id: Arc<str>,
     /// Its identity's ARN (`arn:aws:iam::111111111111:user/team-a`; for a key without an
     /// identity `arn:aws:iam::ACCOUNT:user/loft`, the user every caller was before
     /// identities existed).
-    pub arn: String,
+    pub arn: Arc<str>,
     /// Its identity policies; `None` for a key without any (everything in its own
     /// account).
     pub policies: Option<Arc<Vec<Policy>>>,
     /// The `SenderId` of the messages it sends: the account id for a key without an
     /// identity (what SQS reports for an account's root user), else the identity's unique
     /// id ([`unique_id`]).
-    pub sender_id: String,
-    /// The client's IP address (`aws:SourceIp`), when known.
-    pub source_ip: Option<String>,
+    pub sender_id: Arc<str>,
+    /// The client's IP address (`aws:SourceIp`), when known; written out as text only
+    /// when a policy is evaluated.
+    pub source_ip: Option<std::net::IpAddr>,
     /// Whether the request came over TLS (`aws:SecureTransport`).
     pub secure_transport: bool,
     /// Whether permissions are checked at all: false for an open Loft (no credentials),
@@ -57,7 +62,7 @@ pub struct Principal {
     /// that is a region name ([`names::is_region`]), else the configured region (see
     /// [`Principal::signed_region`]). New queues and topics are made in it, ListQueues and
     /// ListTopics list it.
-    pub region: String,
+    pub region: Arc<str>,
     /// Whether [`Principal::region`] came from the request's credential scope. Only then
     /// does it override the region a queue URL or ARN names: an unsigned request acts in
     /// the region its URL or ARN names (Loft's `--region` when it names none).
@@ -86,16 +91,19 @@ pub fn unique_id(arn: &str) -> String {
 
 impl Principal {
     /// The caller of an open Loft: the default account's `user/loft`, nothing enforced.
+    ///
+    /// A request takes a clone of [`Service::open_principal`] instead of building this.
     pub fn open(config: &ServiceConfig) -> Principal {
+        let account_id: Arc<str> = config.account_id.as_str().into();
         Principal {
-            account_id: config.account_id.clone(),
-            arn: format!("arn:aws:iam::{}:user/{DEFAULT_IDENTITY}", config.account_id),
+            arn: format!("arn:aws:iam::{account_id}:user/{DEFAULT_IDENTITY}").into(),
+            sender_id: account_id.clone(),
+            account_id,
             policies: None,
-            sender_id: config.account_id.clone(),
             source_ip: None,
             secure_transport: false,
             enforced: false,
-            region: config.region.clone(),
+            region: config.region.as_str().into(),
             signed_region: false,
         }
     }
@@ -105,7 +113,9 @@ impl Principal {
     /// the configured region.
     pub fn sign_region(&mut self, scope_region: Option<&str>) {
         if let Some(r) = scope_region.filter(|r| names::is_region(r)) {
-            self.region = r.to_owned();
+            if *self.region != *r {
+                self.region = r.into();
+            }
             self.signed_region = true;
         }
     }
@@ -127,15 +137,15 @@ impl Principal {
         identity: Option<&str>,
         policies: Option<Arc<Vec<Policy>>>,
     ) -> Principal {
-        let account = account.unwrap_or(&config.account_id).to_owned();
-        let (arn, sender_id) = match identity {
+        let account: Arc<str> = account.unwrap_or(&config.account_id).into();
+        let (arn, sender_id): (Arc<str>, Arc<str>) = match identity {
             Some(id) => {
                 let arn = format!("arn:aws:iam::{account}:{id}");
                 let sender = unique_id(&arn);
-                (arn, sender)
+                (arn.into(), sender.into())
             }
             None => (
-                format!("arn:aws:iam::{account}:user/{DEFAULT_IDENTITY}"),
+                format!("arn:aws:iam::{account}:user/{DEFAULT_IDENTITY}").into(),
                 account.clone(),
             ),
         };
@@ -147,7 +157,7 @@ impl Principal {
             source_ip: None,
             secure_transport: false,
             enforced: true,
-            region: config.region.clone(),
+            region: config.region.as_str().into(),
             signed_region: false,
         }
     }
@@ -275,7 +285,7 @@ impl Service {
         name: &str,
     ) -> Result<String> {
         let region = match region {
-            Some(r) if principal.signed_region && r != principal.region => {
+            Some(r) if principal.signed_region && *r != *principal.region => {
                 return Err(Error::no_queue())
             }
             Some(r) => r,
@@ -294,7 +304,7 @@ impl Service {
     /// Errors: `InvalidParameter` "Invalid parameter: {param}" (400).
     pub fn check_arn_region(&self, principal: &Principal, arn: &str, param: &str) -> Result<()> {
         match names::arn_region(arn) {
-            Some(r) if principal.signed_region && !r.is_empty() && r != principal.region => {
+            Some(r) if principal.signed_region && !r.is_empty() && *r != *principal.region => {
                 Err(Error::new(
                     ErrorCode::InvalidParameter,
                     format!("Invalid parameter: {param}"),
@@ -351,7 +361,8 @@ impl Service {
         };
         // A key without policies in its own account, and no resource policy to deny: the
         // common case, decided without building a request.
-        if principal.policies.is_none() && policy_text.is_none() && owner == principal.account_id {
+        if principal.policies.is_none() && policy_text.is_none() && *owner == *principal.account_id
+        {
             return Ok(());
         }
         let resource_policy = policy_text
@@ -362,8 +373,8 @@ impl Service {
             action,
             resource.clone(),
             Caller::Iam {
-                account: principal.account_id.clone(),
-                arn: principal.arn.clone(),
+                account: principal.account_id.to_string(),
+                arn: principal.arn.to_string(),
             },
         )
         .with(
@@ -371,7 +382,7 @@ impl Service {
             vec![principal.secure_transport.to_string()],
         );
         let request = match &principal.source_ip {
-            Some(ip) => request.with("aws:SourceIp", vec![ip.clone()]),
+            Some(ip) => request.with("aws:SourceIp", vec![ip.to_string()]),
             None => request,
         };
         let identity = match &principal.policies {

@@ -172,6 +172,9 @@ pub struct Service {
     audit_counts: protection::AuditCounts,
     /// Cache: resource policies parsed, by their text (rebuilt from the store's text).
     policy_cache: access::PolicyCache,
+    /// Cache: the caller of an open Loft ([`access::Principal::open`] of `config`), built
+    /// once and cloned per request ([`Service::open_principal`]).
+    open_principal: access::Principal,
     /// Process bookkeeping: HTTP/S notifications this process started per subscription
     /// in the current second (`throttlePolicy.maxReceivesPerSecond`, see
     /// `deliveries`); per node by design, like the limits' counters.
@@ -191,6 +194,7 @@ impl Service {
         signer: Option<Arc<dyn publish::MessageSigner>>,
     ) -> Arc<Service> {
         let wakeups = store.wakeups();
+        let open_principal = access::Principal::open(&config);
         let service = Arc::new(Service {
             store,
             clock,
@@ -208,6 +212,7 @@ impl Service {
             counters: limits::Counters::default(),
             audit_counts: protection::AuditCounts::default(),
             policy_cache: access::PolicyCache::default(),
+            open_principal,
             throttle: deliveries::Throttle::default(),
             quotas: quotas::Quotas::default(),
         });
@@ -220,6 +225,13 @@ impl Service {
     /// The account and region in use.
     pub fn config(&self) -> &ServiceConfig {
         &self.config
+    }
+
+    /// The caller of an open Loft ([`access::Principal::open`] of [`Service::config`]): a
+    /// clone of the one built when the service was made, which shares its strings (a few
+    /// reference counts per request, no formatting).
+    pub fn open_principal(&self) -> access::Principal {
+        self.open_principal.clone()
     }
 
     /// The current time, milliseconds since the epoch.

@@ -221,9 +221,9 @@ pub async fn entry(
     let scheme = ext.get::<Scheme>().copied().unwrap_or(Scheme::Http);
     let peer = ext.get::<crate::listen::PeerAddr>().copied();
     let client = ext.remove::<crate::client_link::ClientLink>();
-    let mut principal = loft_core::service::Principal::open(svc.config());
+    let mut principal = svc.open_principal();
     principal.secure_transport = scheme == Scheme::Https;
-    principal.source_ip = peer.map(|p| p.0.ip().to_string());
+    principal.source_ip = peer.map(|p| p.0.ip());
     let ctx = sqs::Context {
         principal,
         base_url: base_url(scheme, &headers, &uri),

@@ -299,8 +299,10 @@ pub trait Shape: Sized {
         None
     }
 
-    /// Decodes it from JSON (never `null`: a null member is absent).
-    fn from_json(v: &Value, at: &At<'_>, wire: Wire) -> Result<Self>;
+    /// Decodes it from JSON (never `null`: a null member is absent). The value is taken,
+    /// so its strings move into the result instead of being copied (issue 19: per-request
+    /// CPU).
+    fn from_json(v: Value, at: &At<'_>, wire: Wire) -> Result<Self>;
 
     /// Decodes it from a Query parameter node (never an empty one for lists, maps and
     /// structures: those are absent).
@@ -315,15 +317,16 @@ pub trait Shape: Sized {
     fn write_xml(&self, name: &str, wire: Wire, out: &mut String);
 }
 
-/// Decodes member `name` of a JSON object: absent or null takes [`Shape::absent`].
+/// Decodes member `name` of a JSON object, taking it out of `obj`: absent or null takes
+/// [`Shape::absent`].
 pub fn json_member<T: Shape>(
-    obj: &serde_json::Map<String, Value>,
+    obj: &mut serde_json::Map<String, Value>,
     at: &At<'_>,
     name: &'static str,
     wire: Wire,
 ) -> Result<T> {
     let here = at.member(name, &T::KIND);
-    match obj.get(name).filter(|v| !v.is_null()) {
+    match obj.swap_remove(name).filter(|v| !v.is_null()) {
         Some(v) => T::from_json(v, &here, wire),
         None => T::absent().ok_or_else(|| wire.missing(&here)),
     }
@@ -378,10 +381,10 @@ fn element(name: &str, text: &str, out: &mut String) {
 impl Shape for String {
     const KIND: Kind = Kind::String;
 
-    fn from_json(v: &Value, at: &At<'_>, wire: Wire) -> Result<Self> {
+    fn from_json(v: Value, at: &At<'_>, wire: Wire) -> Result<Self> {
         match v {
-            Value::String(s) => Ok(s.clone()),
-            other => Err(wire.invalid(at, &shown_json(other))),
+            Value::String(s) => Ok(s),
+            other => Err(wire.invalid(at, &shown_json(&other))),
         }
     }
 
@@ -401,8 +404,8 @@ impl Shape for i64 {
     /// refuses it: `SerializationException` "STRING_VALUE can not be converted to an
     /// Integer" (an SDK always sends a number; a hand-built body learns here, not from
     /// AWS, that `"DelaySeconds": "5"` fails).
-    fn from_json(v: &Value, at: &At<'_>, wire: Wire) -> Result<Self> {
-        match v {
+    fn from_json(v: Value, at: &At<'_>, wire: Wire) -> Result<Self> {
+        match &v {
             Value::Number(n) => n.as_i64(),
             Value::String(_) => {
                 return Err(Error::with(
@@ -412,7 +415,7 @@ impl Shape for i64 {
             }
             _ => None,
         }
-        .ok_or_else(|| wire.invalid(at, &shown_json(v)))
+        .ok_or_else(|| wire.invalid(at, &shown_json(&v)))
     }
 
     fn from_query(n: &Node, at: &At<'_>, wire: Wire) -> Result<Self> {
@@ -436,12 +439,12 @@ impl Shape for bool {
     const KIND: Kind = Kind::Boolean;
 
     /// A JSON boolean, or `true`/`false` in any case as a string.
-    fn from_json(v: &Value, at: &At<'_>, wire: Wire) -> Result<Self> {
+    fn from_json(v: Value, at: &At<'_>, wire: Wire) -> Result<Self> {
         match v {
-            Value::Bool(b) => Ok(*b),
+            Value::Bool(b) => Ok(b),
             Value::String(s) if s.eq_ignore_ascii_case("true") => Ok(true),
             Value::String(s) if s.eq_ignore_ascii_case("false") => Ok(false),
-            other => Err(wire.invalid(at, &shown_json(other))),
+            other => Err(wire.invalid(at, &shown_json(&other))),
         }
     }
 
@@ -469,10 +472,10 @@ impl Shape for Blob {
     const KIND: Kind = Kind::Blob;
 
     /// Errors: `InvalidParameterValue` for text that is not base64.
-    fn from_json(v: &Value, at: &At<'_>, wire: Wire) -> Result<Self> {
+    fn from_json(v: Value, at: &At<'_>, wire: Wire) -> Result<Self> {
         match v {
-            Value::String(s) => loft_core::message::base64_decode(s).map(Blob),
-            other => Err(wire.invalid(at, &shown_json(other))),
+            Value::String(s) => loft_core::message::base64_decode(&s).map(Blob),
+            other => Err(wire.invalid(at, &shown_json(&other))),
         }
     }
 
@@ -499,7 +502,7 @@ impl<T: Shape> Shape for Option<T> {
         Some(None)
     }
 
-    fn from_json(v: &Value, at: &At<'_>, wire: Wire) -> Result<Self> {
+    fn from_json(v: Value, at: &At<'_>, wire: Wire) -> Result<Self> {
         T::from_json(v, at, wire).map(Some)
     }
 
@@ -522,12 +525,12 @@ impl<T: Shape> Shape for Vec<T> {
     const KIND: Kind = Kind::List(&T::KIND);
 
     /// Errors: a JSON value that is not an array (`InvalidParameterValue`), and each item's.
-    fn from_json(v: &Value, at: &At<'_>, wire: Wire) -> Result<Self> {
+    fn from_json(v: Value, at: &At<'_>, wire: Wire) -> Result<Self> {
         let Value::Array(items) = v else {
-            return Err(wire.invalid(at, &shown_json(v)));
+            return Err(wire.invalid(at, &shown_json(&v)));
         };
         items
-            .iter()
+            .into_iter()
             .enumerate()
             .map(|(i, item)| {
                 let here = at.index(i + 1);
@@ -636,19 +639,19 @@ impl<V: Shape, N: MapNames> Shape for Map<V, N> {
 
     /// Errors: a JSON value that is not an object (`InvalidParameterValue`), and each
     /// value's.
-    fn from_json(v: &Value, at: &At<'_>, wire: Wire) -> Result<Self> {
+    fn from_json(v: Value, at: &At<'_>, wire: Wire) -> Result<Self> {
         let Value::Object(obj) = v else {
-            return Err(wire.invalid(at, &shown_json(v)));
+            return Err(wire.invalid(at, &shown_json(&v)));
         };
         let mut out = BTreeMap::new();
         for (k, item) in obj {
-            let here = at.key(k);
+            let here = at.key(&k);
             let value = if item.is_null() {
                 V::absent().ok_or_else(|| wire.missing(&here))?
             } else {
                 V::from_json(item, &here, wire)?
             };
-            out.insert(k.clone(), value);
+            out.insert(k, value);
         }
         Ok(Map(out, PhantomData))
     }
@@ -726,22 +729,21 @@ impl<T: Shape> Shape for Entry<T> {
     const KIND: Kind = T::KIND;
 
     /// Errors: only an `Id` that is present but not a string refuses the whole request
-    /// (`InvalidParameterValue`); other errors make the entry [`Entry::Bad`].
-    fn from_json(v: &Value, at: &At<'_>, wire: Wire) -> Result<Self> {
+    /// (`InvalidParameterValue`), and only when the entry cannot be read; other errors
+    /// make the entry [`Entry::Bad`]. The `Id` is copied before the entry is read (the
+    /// read takes the value), so a bad entry still reports it.
+    fn from_json(v: Value, at: &At<'_>, wire: Wire) -> Result<Self> {
+        let id = match v.get("Id") {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(other) => Err(shown_json(other)),
+        };
         match T::from_json(v, at, wire) {
             Ok(t) => Ok(Entry::Ok(t)),
-            Err(error) => {
-                let id = match v.get("Id") {
-                    None | Some(Value::Null) => None,
-                    Some(Value::String(s)) => Some(s.clone()),
-                    Some(other) => {
-                        return Err(
-                            wire.invalid(&at.member("Id", &Kind::String), &shown_json(other))
-                        )
-                    }
-                };
-                Ok(Entry::Bad { id, error })
-            }
+            Err(error) => match id {
+                Ok(id) => Ok(Entry::Bad { id, error }),
+                Err(shown) => Err(wire.invalid(&at.member("Id", &Kind::String), &shown)),
+            },
         }
     }
 
@@ -787,7 +789,7 @@ pub struct NoOutput;
 impl Shape for NoOutput {
     const KIND: Kind = Kind::Nothing;
 
-    fn from_json(_: &Value, _: &At<'_>, _: Wire) -> Result<Self> {
+    fn from_json(_: Value, _: &At<'_>, _: Wire) -> Result<Self> {
         Ok(NoOutput)
     }
 
@@ -851,18 +853,18 @@ macro_rules! structure {
             const KIND: $crate::aws::shape::Kind =
                 $crate::aws::shape::Kind::Structure(Self::MEMBERS);
 
-            #[allow(unused_variables)]
+            #[allow(unused_variables, unused_mut)]
             fn from_json(
-                v: &serde_json::Value,
+                v: serde_json::Value,
                 at: &$crate::aws::shape::At<'_>,
                 wire: $crate::aws::shape::Wire,
             ) -> loft_core::Result<Self> {
-                let serde_json::Value::Object(obj) = v else {
+                let serde_json::Value::Object(mut obj) = v else {
                     return Err(wire.invalid(at, &v.to_string()));
                 };
                 Ok($name {$(
                     $field: $crate::aws::shape::json_member::<$ty>(
-                        obj, at, stringify!($json), wire,
+                        &mut obj, at, stringify!($json), wire,
                     )?,
                 )*})
             }
@@ -982,13 +984,13 @@ macro_rules! operations {
                 match self { $( $req::$op(_) => stringify!($op), )* }
             }
 
-            /// Decodes the input of operation `op` from a JSON object.
+            /// Decodes the input of operation `op` from a JSON object, taking its strings.
             ///
             /// Errors: `InvalidAction` for an operation the service does not have, and the
             /// input's own (`Shape::from_json`).
             pub fn from_json(
                 op: &str,
-                v: &serde_json::Value,
+                v: serde_json::Value,
                 wire: $crate::aws::shape::Wire,
             ) -> loft_core::Result<Self> {
                 use $crate::aws::shape::{At, Shape};
@@ -1109,7 +1111,7 @@ mod tests {
             "MaxResults": 5,
             "Entries": [{"DataType": "d"}, {"StringListValues": ["z"]}],
         });
-        let from_json = Outer::from_json(&json, &At::ROOT, Wire::SqsJson).unwrap();
+        let from_json = Outer::from_json(json, &At::ROOT, Wire::SqsJson).unwrap();
         let from_query = Outer::from_query(
             &tree(&[
                 ("QueueUrl", "u"),
@@ -1175,7 +1177,7 @@ mod tests {
 
     #[test]
     fn missing_and_mistyped_members_per_wire() {
-        let e = Outer::from_json(&serde_json::json!({}), &At::ROOT, Wire::SqsJson).unwrap_err();
+        let e = Outer::from_json(serde_json::json!({}), &At::ROOT, Wire::SqsJson).unwrap_err();
         assert_eq!(
             (e.code, e.message.as_str()),
             (
@@ -1184,7 +1186,7 @@ mod tests {
             )
         );
         let e = Outer::from_json(
-            &serde_json::json!({"QueueUrl": "u", "MaxResults": "10"}),
+            serde_json::json!({"QueueUrl": "u", "MaxResults": "10"}),
             &At::ROOT,
             Wire::SqsJson,
         )
@@ -1197,7 +1199,7 @@ mod tests {
             )
         );
         let e = Outer::from_json(
-            &serde_json::json!({"QueueUrl": "u", "MaxResults": [1]}),
+            serde_json::json!({"QueueUrl": "u", "MaxResults": [1]}),
             &At::ROOT,
             Wire::SqsJson,
         )

@@ -56,7 +56,7 @@ pub fn body(body: &[u8]) -> Result<Value> {
 /// Errors: `MalformedRequest` ([`body`]), `InvalidAction` for an operation SQS does not
 /// have, and the input's own (`MissingParameter`, `InvalidParameterValue`).
 pub fn decode(op: &str, raw: &[u8]) -> Result<SqsRequest> {
-    SqsRequest::from_json(op, &body(raw)?, Wire::SqsJson)
+    SqsRequest::from_json(op, body(raw)?, Wire::SqsJson)
 }
 
 fn with_headers(mut resp: Response, request_id: &str) -> Response {

@@ -394,7 +394,7 @@ pub async fn call(
             S::SetTopicAttributes(NoOutput)
         }
         R::Subscribe(i) => {
-            let principal = ctx.principal.enforced.then_some(ctx.principal.arn.as_str());
+            let principal = ctx.principal.enforced.then_some(&*ctx.principal.arn);
             let r = svc
                 .subscribe_as(
                     principal,

@@ -70,7 +70,7 @@ impl Context {
     /// The store key of queue `name` in `owner` (QueueOwnerAWSAccountId) or the caller's
     /// account, in the request's region.
     pub fn named_queue_key(&self, svc: &Service, name: &str, owner: Option<&str>) -> String {
-        let account = owner.unwrap_or(&self.principal.account_id);
+        let account = owner.unwrap_or(&*self.principal.account_id);
         svc.resource_key(account, &self.principal.region, name)
     }
 }
@@ -265,7 +265,7 @@ fn send_message(
         sender_id: ctx
             .principal
             .enforced
-            .then(|| ctx.principal.sender_id.clone()),
+            .then(|| ctx.principal.sender_id.to_string()),
     })
 }
 
