@@ -205,8 +205,9 @@ pub(crate) struct SqsCopy {
     queue_id: i64,
     /// The copy's own MessageId in the queue.
     message_id: String,
-    /// Raw delivery: the text itself, with the message's attributes.
-    raw: Option<(String, MessageAttributes)>,
+    /// Raw delivery: the text itself, with the message's attributes, shared by the raw
+    /// copies of one publish that get the same text.
+    raw: Option<std::sync::Arc<RawText>>,
     /// Otherwise the envelope of these fields and signature, for this subscription ARN.
     fields: SignedFields,
     signature: Option<(u8, String)>,
@@ -235,20 +236,62 @@ pub(crate) struct SqsCopy {
     seal: Option<crate::model::SealWith>,
 }
 
+/// The body of a raw-delivery SQS copy (the published text, no envelope) with its MD5
+/// and its message attributes encoded as the queue stores them: made once per publish
+/// and distinct text ([`RawText::shared`]), so ten raw subscriptions of one topic hash
+/// and encode the message once, not ten times.
+pub(crate) struct RawText {
+    text: String,
+    /// MD5 hex digest of `text` (the queue message's MD5OfBody).
+    md5: String,
+    /// The delivered message attributes.
+    attributes: MessageAttributes,
+    /// `attributes` encoded ([`message::encode_attributes`]).
+    encoded: Option<String>,
+}
+
+impl RawText {
+    /// The raw body for `text` with `attributes`: the one in `memo` when it holds the
+    /// same text and attributes (the previous raw copy of the same publish), else a new
+    /// one, left in `memo` for the next copy.
+    pub(crate) fn shared(
+        memo: &mut Option<std::sync::Arc<RawText>>,
+        text: &str,
+        attributes: &MessageAttributes,
+    ) -> std::sync::Arc<RawText> {
+        if let Some(r) = memo {
+            if r.text == text && r.attributes == *attributes {
+                return r.clone();
+            }
+        }
+        let r = std::sync::Arc::new(RawText {
+            text: text.to_owned(),
+            md5: message::md5_hex(text.as_bytes()),
+            encoded: message::encode_attributes(attributes),
+            attributes: attributes.clone(),
+        });
+        *memo = Some(r.clone());
+        r
+    }
+}
+
 impl SqsCopy {
     /// The queue message; an envelope gets SequenceNumber `sequence` (FIFO topics).
     pub(crate) fn render(&self, advertised_url: &str, sequence: Option<&str>) -> (i64, NewMessage) {
-        let (body, attributes) = match &self.raw {
-            Some((text, attributes)) => {
-                let mut attributes = attributes.clone();
-                if self.replayed {
-                    attributes.insert(
-                        REPLAYED_ATTRIBUTE.into(),
-                        message::MessageAttributeValue::string("true".to_owned()),
-                    );
-                }
-                (text.clone(), attributes)
+        let (body, md5_body, message_attributes) = match &self.raw {
+            Some(raw) if self.replayed => {
+                let mut attributes = raw.attributes.clone();
+                attributes.insert(
+                    REPLAYED_ATTRIBUTE.into(),
+                    message::MessageAttributeValue::string("true".to_owned()),
+                );
+                (
+                    raw.text.clone(),
+                    raw.md5.clone(),
+                    message::encode_attributes(&attributes),
+                )
             }
+            Some(raw) => (raw.text.clone(), raw.md5.clone(), raw.encoded.clone()),
             None => {
                 let mut env = envelope_map(
                     advertised_url,
@@ -262,7 +305,9 @@ impl SqsCopy {
                 if self.replayed {
                     env = with_replayed(env);
                 }
-                (Value::Object(env).to_string(), MessageAttributes::new())
+                let body = Value::Object(env).to_string();
+                let md5 = message::md5_hex(body.as_bytes());
+                (body, md5, None)
             }
         };
         let now = self.now_ms;
@@ -270,8 +315,8 @@ impl SqsCopy {
             self.queue_id,
             NewMessage {
                 message_id: Some(self.message_id.clone()),
-                md5_body: message::md5_hex(body.as_bytes()),
-                message_attributes: message::encode_attributes(&attributes),
+                md5_body,
+                message_attributes,
                 system_attributes: self.system_attributes.clone(),
                 sender_id: self.sender_id.clone(),
                 sent_at_ms: now,
@@ -623,7 +668,9 @@ impl Service {
     /// is too small for the message (SNS Developer Guide, "Amazon SNS dead-letter queues"), with the FIFO group and
     /// deduplication key a FIFO queue needs. `queues` holds the queues the topic's
     /// subscriptions name, by name (`None`: gone); `sign` gives the signed fields of a
-    /// text. The one delivery step of live publishes and of replays.
+    /// text; `raw_text` holds the raw body the previous copy of the same message made, which
+    /// a raw copy of the same text shares ([`RawText::shared`]). The one delivery step of
+    /// live publishes and of replays.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn sqs_copy(
         &self,
@@ -635,6 +682,7 @@ impl Service {
         queues: &BTreeMap<String, Option<std::sync::Arc<QueueRecord>>>,
         signing_cert_url: &str,
         sign: &mut Signer<'_>,
+        raw_text: &mut Option<std::sync::Arc<RawText>>,
     ) -> SqsStep {
         let fifo = topic.name.ends_with(".fifo");
         // A queue of another account takes the message only when its Policy lets the
@@ -652,7 +700,12 @@ impl Service {
             ok
         };
         let (fields, signature) = sign(self, &text, raw);
-        let subscription_arn = self.subscription_arn(sub);
+        // The subscription's ARN is its topic's and its id; the topic's is at hand.
+        let subscription_arn = if sub.topic_name == topic.name {
+            format!("{}:{}", out.topic_arn, sub.uuid)
+        } else {
+            self.subscription_arn(sub)
+        };
         // A queue refuses a message larger than its MaximumMessageSize, as it refuses a
         // SendMessage. The size is the copy's as the queue would hold it: raw, the message
         // and its attributes; otherwise the whole envelope (a FIFO topic's SequenceNumber,
@@ -730,7 +783,7 @@ impl Service {
             Box::new(SqsCopy {
                 queue_id: queue.id,
                 message_id: uuid::Uuid::new_v4().to_string(),
-                raw: raw.then(|| (text.clone(), out.delivered_attributes.clone())),
+                raw: raw.then(|| RawText::shared(raw_text, &text, out.delivered_attributes)),
                 fields,
                 signature,
                 signing_cert_url: signing_cert_url.to_owned(),
@@ -1161,6 +1214,8 @@ impl Service {
                         .clone()
                 };
             let mut copies: Vec<(SqsCopy, String)> = Vec::new();
+            // The raw body this entry's raw copies share (one MD5 per distinct text).
+            let mut raw_text = None;
             for sub in &subs {
                 let Some(text) = self.subscription_text(
                     topic,
@@ -1214,6 +1269,7 @@ impl Service {
                             &queue_cache,
                             &signing_cert_url,
                             &mut |svc, t, raw| sign(svc, t, raw),
+                            &mut raw_text,
                         ) {
                             SqsStep::Copy(copy, name) => copies.push((*copy, name)),
                             SqsStep::Skipped => {}

@@ -430,6 +430,7 @@ impl Service {
             queues,
             signing_cert_url,
             &mut sign,
+            &mut None,
         ) {
             SqsStep::Copy(copy, queue) => Some((*copy, queue)),
             SqsStep::Skipped | SqsStep::Dropped => None,

@@ -234,6 +234,38 @@ fn queue_is_fair(
     Ok(fair)
 }
 
+/// Fills `known` with whether each queue that `messages` go to is fair, in one statement
+/// when they go to more than one queue (an SNS fan-out: one publish, one copy per
+/// subscribed queue), instead of one `SELECT` per queue in [`queue_is_fair`]. Read inside
+/// the send's transaction, so it sees what [`make_fair`] and every other write of that
+/// transaction did; a queue with no row is left to [`queue_is_fair`] (not fair).
+fn prefetch_fair(
+    c: &Connection,
+    messages: &[(i64, NewMessage)],
+    known: &mut HashMap<i64, bool>,
+) -> rusqlite::Result<()> {
+    let mut ids: Vec<i64> = messages
+        .iter()
+        .filter(|(_, m)| m.dedup.is_none())
+        .map(|(q, _)| *q)
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    if ids.len() < 2 {
+        return Ok(());
+    }
+    let list = serde_json::to_string(&ids).unwrap_or_else(|_| "[]".into());
+    let mut stmt = c.prepare_cached(
+        "SELECT id, fair FROM queues WHERE id IN (SELECT value FROM json_each(?1))",
+    )?;
+    let rows = stmt.query_map([list], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, bool>(1)?)))?;
+    for row in rows {
+        let (id, fair) = row?;
+        known.insert(id, fair);
+    }
+    Ok(())
+}
+
 /// Makes queue `queue_id` fair unless it is: its messages from before get fair key 0, so
 /// a fair receive sees them first.
 fn make_fair(
@@ -304,6 +336,7 @@ pub fn send_messages(
     let mut next = seqs.take(c, messages.len())?;
     let mut out = Vec::with_capacity(messages.len());
     let mut fair: HashMap<i64, bool> = HashMap::new();
+    prefetch_fair(c, messages, &mut fair)?;
     for (queue_id, m) in messages {
         if let Some(key) = &m.dedup {
             let original: Option<(i64, Option<String>)> = c
