@@ -423,6 +423,7 @@ async fn serve_http<S>(
     let scheme = shared.scheme;
     let budget = shared.budget.clone();
     let clocks = shared.limits.clocks();
+    let max_head = shared.limits.max_header_bytes;
     let state = ConnState::new();
     let io = TimedIo::new(io, state.clone(), clocks);
     let (version, io) = tokio::select! {
@@ -443,9 +444,20 @@ async fn serve_http<S>(
         req.extensions_mut().insert(budget.clone());
         req.extensions_mut().insert(PeerAddr(peer));
         req.extensions_mut().insert(link.clone());
+        // hyper checks its read buffer against the limit only while a head is incomplete,
+        // and that buffer can grow past the limit in one read; so the head's size is
+        // checked here too, on what hyper parsed.
+        let over = req.version() < axum::http::Version::HTTP_2 && head_len(&req) > max_head;
         let req = req.map(|b| Body::new(TimedBody::new(b, started, clocks)));
         let mut router = router.clone();
         async move {
+            if over {
+                let resp = closing_error(
+                    StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+                    format!("the request head is larger than {max_head} bytes"),
+                );
+                return Ok(resp.map(|b| TrackedBody::new(b, in_flight)));
+            }
             let resp = router.call(req).await?;
             Ok::<_, Infallible>(resp.map(|b| TrackedBody::new(b, in_flight)))
         }
@@ -464,6 +476,25 @@ async fn serve_http<S>(
     if let Err(e) = ended {
         tracing::debug!(%peer, error = %e, "connection ended with an error");
     }
+}
+
+/// The size of `req`'s HTTP/1 head as a client writes it (`METHOD TARGET HTTP/1.1`, each
+/// `name: value` line, the blank line), bytes: what [`ServerLimits::max_header_bytes`]
+/// bounds.
+fn head_len<B>(req: &Request<B>) -> usize {
+    let uri = req.uri();
+    let target = uri.path_and_query().map_or(1, |p| p.as_str().len())
+        + uri
+            .authority()
+            .map_or(0, |a| a.as_str().len() + "://".len())
+        + uri.scheme_str().map_or(0, str::len);
+    let line = req.method().as_str().len() + 1 + target + " HTTP/1.1\r\n".len();
+    let headers: usize = req
+        .headers()
+        .iter()
+        .map(|(n, v)| n.as_str().len() + ": ".len() + v.len() + "\r\n".len())
+        .sum();
+    line + headers + "\r\n".len()
 }
 
 /// Open connections per client address, for [`ServerLimits::max_connections_per_ip`].

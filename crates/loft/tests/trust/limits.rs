@@ -186,6 +186,28 @@ async fn the_topic_cap_answers_topic_limit_exceeded() {
 }
 
 #[tokio::test]
+async fn a_head_under_twice_the_default_limit_is_still_refused() {
+    // 64 KiB by default; hyper's read buffer can take a 100 KB head in one read, so the
+    // limit is Loft's own check, not the buffer's size.
+    let loft = Loft::start(&[], &[]);
+    let c = http();
+    let under = c
+        .get(format!("{}/health", loft.url))
+        .header("x-padding", "a".repeat(60 * 1024))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(under.status(), 200);
+    let over = c
+        .get(format!("{}/health", loft.url))
+        .header("x-padding", "a".repeat(100_000))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(over.status(), 431);
+}
+
+#[tokio::test]
 async fn request_heads_over_the_header_limit_get_431() {
     let loft = Loft::start(&["--max-header-bytes", "16384"], &[]);
     let c = http();
