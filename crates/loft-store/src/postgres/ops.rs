@@ -367,12 +367,40 @@ const INSERT_MESSAGES: &str = "WITH input AS (SELECT * FROM unnest($1::bigint[],
       group_id, dedup_id, dead_letter_source, fair_key, sealed FROM keyed ORDER BY n \
     RETURNING seq, message_id, queue_id)";
 
-async fn insert_messages<C: GenericClient>(
-    c: &C,
-    cols: &Columns,
-    channel: Option<&str>,
-) -> Result<Vec<SentMessage>, Error> {
-    let params: [&(dyn ToSql + Sync); 17] = [
+/// Inserts the rows of `$1..$17` (as [`INSERT_MESSAGES`]) without fair keys, in order, and
+/// wakes their queues (`pg_notify($18, queue id)`) when it commits, unless one of their
+/// queues is fair: then it inserts nothing and returns no row. For sends whose messages
+/// all lack a MessageGroupId (and a deduplication key), where [`INSERT_MESSAGES`] would
+/// give every message a fair key only in a queue that is already fair: the same rule,
+/// read in the same snapshot, so the two statements store the same rows.
+///
+/// Why a second statement: [`INSERT_MESSAGES`]'s fair-key CTEs make its planning cost
+/// 0.9-1.9 ms, and PostgreSQL kept re-planning it on every small send, its custom plan
+/// for one message costed below the generic plan (made for 10 rows) although the generic
+/// plan is the same shape and runs as fast (BENCHMARKS.md, "Issue 19 item 5, fourth
+/// part"). This one plans in about half the time and its generic plan costs less than
+/// its custom plans, so PostgreSQL keeps the generic plan after five executions.
+const INSERT_PLAIN_MESSAGES: &str = "WITH input AS (SELECT * FROM unnest($1::bigint[], \
+    $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[], \
+    $9::bigint[], $10::bigint[], $11::bigint[], $12::bigint[], $13::text[], $14::text[], \
+    $15::text[], $16::bool[], $17::smallint[]) WITH ORDINALITY AS u(queue_id, message_id, \
+    body, md5_body, message_attributes, system_attributes, sender_id, sent_at, visible_at, \
+    expires_at, receive_count, first_received_at, group_id, dedup_id, dead_letter_source, \
+    standard, sealed, n)), \
+  ins AS (INSERT INTO messages (queue_id, message_id, body, md5_body, \
+    message_attributes, system_attributes, sender_id, sent_at, visible_at, expires_at, \
+    receive_count, first_received_at, group_id, dedup_id, dead_letter_source, sealed) \
+    SELECT queue_id, message_id, body, md5_body, message_attributes, system_attributes, \
+      sender_id, sent_at, visible_at, expires_at, receive_count, first_received_at, \
+      group_id, dedup_id, dead_letter_source, sealed FROM input \
+    WHERE NOT EXISTS (SELECT 1 FROM queues q WHERE q.fair AND q.id = ANY($1::bigint[])) \
+    ORDER BY n RETURNING seq, message_id, queue_id), \
+  woke AS (SELECT pg_notify($18, q::text) FROM (SELECT DISTINCT queue_id AS q FROM ins) d) \
+  SELECT seq, message_id, (SELECT count(*) FROM woke) FROM ins ORDER BY seq";
+
+/// The 17 column arrays of `cols`, in `$1..$17` order.
+fn column_params(cols: &Columns) -> [&(dyn ToSql + Sync); 17] {
+    [
         &cols.queue_id,
         &cols.message_id,
         &cols.body,
@@ -390,7 +418,15 @@ async fn insert_messages<C: GenericClient>(
         &cols.dead_letter_source,
         &cols.standard,
         &cols.sealed,
-    ];
+    ]
+}
+
+async fn insert_messages<C: GenericClient>(
+    c: &C,
+    cols: &Columns,
+    channel: Option<&str>,
+) -> Result<Vec<SentMessage>, Error> {
+    let params = column_params(cols);
     let rows = match channel {
         // One statement: insert, and wake the queues' long polls when it commits.
         Some(channel) => {
@@ -409,14 +445,16 @@ async fn insert_messages<C: GenericClient>(
             query(c, &sql, &params).await?
         }
     };
-    Ok(rows
-        .iter()
-        .map(|r| SentMessage {
-            seq: r.get(0),
-            message_id: r.get(1),
-            duplicate: false,
-        })
-        .collect())
+    Ok(rows.iter().map(sent_row).collect())
+}
+
+/// A sent message from a row of `seq, message_id, ...`.
+fn sent_row(r: &Row) -> SentMessage {
+    SentMessage {
+        seq: r.get(0),
+        message_id: r.get(1),
+        duplicate: false,
+    }
 }
 
 /// Whether [`send_messages_in`] needs a transaction (FIFO deduplication) or one statement
@@ -426,7 +464,10 @@ pub fn needs_transaction(messages: &[(i64, NewMessage)]) -> bool {
 }
 
 /// Stores messages without deduplication keys in one statement that also wakes their
-/// queues.
+/// queues: [`INSERT_PLAIN_MESSAGES`] when none has a MessageGroupId, and
+/// [`INSERT_MESSAGES`] (fair keys) when one has, or when the plain statement stored
+/// nothing because a queue of the send is fair (two statements then, each its own
+/// implicit transaction; the first changed nothing).
 pub async fn send_messages_fast<C: GenericClient>(
     c: &C,
     messages: &[(i64, NewMessage)],
@@ -438,6 +479,15 @@ pub async fn send_messages_fast<C: GenericClient>(
     let mut cols = Columns::default();
     for (q, m) in messages {
         cols.push(*q, m);
+    }
+    if cols.group_id.iter().all(Option::is_none) {
+        let mut params: Vec<&(dyn ToSql + Sync)> = column_params(&cols).to_vec();
+        params.push(&channel);
+        let rows = query(c, INSERT_PLAIN_MESSAGES, &params).await?;
+        if !rows.is_empty() {
+            return Ok(rows.iter().map(sent_row).collect());
+        }
+        // A queue of the send is fair: its messages take fair keys.
     }
     insert_messages(c, &cols, Some(channel)).await
 }
