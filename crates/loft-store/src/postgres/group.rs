@@ -11,7 +11,7 @@
 //! The runner answers every job of a group: the statement commits before any answer is
 //! sent, so nothing is acknowledged that is not committed. When a group of several jobs
 //! fails for a reason a retry would not cure, the runner runs each job alone, so one bad
-//! request fails only itself (see `PgStore`'s send and delete groups). The SQLite engine's
+//! request fails only itself (see `PgStore`'s send, delete and receive groups). The SQLite engine's
 //! writer thread does the same with one transaction (`crate::sqlite`).
 
 use std::future::Future;

@@ -44,9 +44,26 @@ pub const DEFAULT_POOL_SIZE: usize = 16;
 /// How often an operation aborted as a deadlock or serialization failure is tried again.
 const MAX_RETRIES: u32 = 8;
 
-/// Most send groups and most delete groups each running at once on a node (each group is
-/// one statement on one pooled connection); see [`group`].
+/// Most send groups, most delete groups and most receive groups each running at once on
+/// a node (each group is one statement or transaction on one pooled connection); see
+/// [`group`]. `LOFT_PG_GROUP_FLIGHTS` (1 to 64) overrides it, for tuning
+/// ([`group_flights`]).
 const GROUP_FLIGHTS: usize = 4;
+
+/// The flight limit of each combiner: `LOFT_PG_GROUP_FLIGHTS` when it is a number from 1
+/// to 64, else [`GROUP_FLIGHTS`] (an unusable value is logged and ignored).
+fn group_flights() -> usize {
+    match std::env::var("LOFT_PG_GROUP_FLIGHTS") {
+        Ok(v) => match v.trim().parse::<usize>() {
+            Ok(n) if (1..=64).contains(&n) => n,
+            _ => {
+                tracing::warn!(value = %v, "LOFT_PG_GROUP_FLIGHTS is not 1 to 64; using {GROUP_FLIGHTS}");
+                GROUP_FLIGHTS
+            }
+        },
+        Err(_) => GROUP_FLIGHTS,
+    }
+}
 
 /// Most messages in one send group (one INSERT) and entries in one delete group.
 const GROUP_MAX_MESSAGES: usize = 500;
@@ -59,6 +76,9 @@ type SendJob = Vec<(i64, NewMessage)>;
 
 /// A delete group's job: one request's entries (queue id, seq, strict).
 type DeleteJob = Vec<ops::DeleteItem>;
+
+/// A receive group's job: one step of one standard ReceiveMessage.
+type ReceiveJob = ops::StepJob;
 
 /// Options of [`PgStore::connect`].
 #[derive(Debug, Clone)]
@@ -99,6 +119,9 @@ pub struct PgStore {
     /// Group commit of concurrent deletes (DeleteMessage, DeleteMessageBatch): one
     /// DELETE for many requests.
     deletes: Arc<group::Combiner<DeleteJob, Vec<DeleteOutcome>>>,
+    /// Group commit of concurrent standard receives (their steps): one transaction, the
+    /// claim statements pipelined, for many requests.
+    receives: Arc<group::Combiner<ReceiveJob, ops::StepOutcome>>,
 }
 
 /// How long this node trusts that a queue is not fair before reading its row again.
@@ -225,24 +248,27 @@ impl PgStore {
         let (wakeups, _) = broadcast::channel(4096);
         let listener = tokio::spawn(listen(config, tls, channel.clone(), wakeups.clone()));
         let sends = group::Combiner::new(
-            GROUP_FLIGHTS,
+            group_flights(),
             GROUP_MAX_MESSAGES,
             send_runner(pool.clone(), channel.clone()),
         );
         let deletes = group::Combiner::new(
-            GROUP_FLIGHTS,
+            group_flights(),
             GROUP_MAX_MESSAGES,
             delete_runner(pool.clone()),
         );
+        let sealer = Arc::new(Sealer::new(KeySource::Missing));
+        let receives = receive_combiner(&pool, &channel, &sealer);
         Ok(PgStore {
             pool,
             channel,
             wakeups,
             listener,
             fair: std::sync::Mutex::default(),
-            sealer: Arc::new(Sealer::new(KeySource::Missing)),
+            sealer,
             sends,
             deletes,
+            receives,
         })
     }
 
@@ -250,6 +276,8 @@ impl PgStore {
     /// `source` gives. Every node on one database needs the same key.
     pub fn with_key_source(mut self, source: KeySource) -> Self {
         self.sealer = Arc::new(Sealer::new(source));
+        // The receive groups open messages with the new sealer.
+        self.receives = receive_combiner(&self.pool, &self.channel, &self.sealer);
         self
     }
 
@@ -496,6 +524,64 @@ fn delete_runner(pool: Pool) -> group::Runner<DeleteJob, Vec<DeleteOutcome>> {
     })
 }
 
+/// The receive combiner of a store on `pool`, notifying `channel`, opening with `sealer`.
+fn receive_combiner(
+    pool: &Pool,
+    channel: &str,
+    sealer: &Arc<Sealer>,
+) -> Arc<group::Combiner<ReceiveJob, ops::StepOutcome>> {
+    group::Combiner::new(
+        group_flights(),
+        GROUP_MAX_MESSAGES,
+        receive_runner(pool.clone(), channel.to_owned(), sealer.clone()),
+    )
+}
+
+/// Runs a receive group: every job's step in one transaction ([`ops::receive_steps`]:
+/// the claim statements pipelined, one commit), each job answered with its own step's
+/// outcome. Falls back to job by job as [`send_runner`] does.
+fn receive_runner(
+    pool: Pool,
+    channel: String,
+    sealer: Arc<Sealer>,
+) -> group::Runner<ReceiveJob, ops::StepOutcome> {
+    Arc::new(move |jobs: Vec<ReceiveJob>| {
+        let db = Db { pool: pool.clone() };
+        let channel = channel.clone();
+        let sealer = sealer.clone();
+        Box::pin(async move {
+            let together: Result<Vec<ops::StepOutcome>> =
+                run_tx!(db, |tx| ops::receive_steps(&tx, &jobs, &channel, &sealer));
+            match together {
+                Ok(out) if out.len() == jobs.len() => out.into_iter().map(Ok).collect(),
+                Ok(_) => jobs
+                    .iter()
+                    .map(|_| Err(Error::internal("PostgreSQL: a receive group lost steps")))
+                    .collect(),
+                Err(e) if jobs.len() == 1 => vec![Err(e)],
+                Err(_) => {
+                    let mut out = Vec::with_capacity(jobs.len());
+                    for job in &jobs {
+                        let one: Result<Vec<ops::StepOutcome>> =
+                            run_tx!(db, |tx| ops::receive_steps(
+                                &tx,
+                                std::slice::from_ref(job),
+                                &channel,
+                                &sealer
+                            ));
+                        out.push(one.and_then(|mut o| {
+                            o.pop().ok_or_else(|| {
+                                Error::internal("PostgreSQL: a receive step gave no outcome")
+                            })
+                        }));
+                    }
+                    out
+                }
+            }
+        })
+    })
+}
+
 impl PgStore {
     /// Whether queue `queue_id` is fair, from [`PgStore::fair`] or its row.
     async fn is_fair(&self, queue_id: i64) -> Result<bool> {
@@ -719,9 +805,14 @@ impl Store for PgStore {
                 .map(|m| m.seq)
                 .chain(passed.iter().copied())
                 .collect();
-            let step = run_tx!(self, |tx| ops::receive_step(
-                &tx, &request, &tokens, channel, fair, &skip, sealer
-            ))?;
+            // Standard receive steps join a group with this node's concurrent ones.
+            let job = ReceiveJob {
+                request: request.clone(),
+                tokens: tokens.clone(),
+                fair,
+                skip,
+            };
+            let step = self.receives.submit(job, tokens.len()).await?;
             let candidates = step.candidates;
             let next = step.next;
             for m in &step.unreadable {

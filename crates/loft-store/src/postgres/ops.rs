@@ -367,12 +367,40 @@ const INSERT_MESSAGES: &str = "WITH input AS (SELECT * FROM unnest($1::bigint[],
       group_id, dedup_id, dead_letter_source, fair_key, sealed FROM keyed ORDER BY n \
     RETURNING seq, message_id, queue_id)";
 
-async fn insert_messages<C: GenericClient>(
-    c: &C,
-    cols: &Columns,
-    channel: Option<&str>,
-) -> Result<Vec<SentMessage>, Error> {
-    let params: [&(dyn ToSql + Sync); 17] = [
+/// Inserts the rows of `$1..$17` (as [`INSERT_MESSAGES`]) without fair keys, in order, and
+/// wakes their queues (`pg_notify($18, queue id)`) when it commits, unless one of their
+/// queues is fair: then it inserts nothing and returns no row. For sends whose messages
+/// all lack a MessageGroupId (and a deduplication key), where [`INSERT_MESSAGES`] would
+/// give every message a fair key only in a queue that is already fair: the same rule,
+/// read in the same snapshot, so the two statements store the same rows.
+///
+/// Why a second statement: [`INSERT_MESSAGES`]'s fair-key CTEs make its planning cost
+/// 0.9-1.9 ms, and PostgreSQL kept re-planning it on every small send, its custom plan
+/// for one message costed below the generic plan (made for 10 rows) although the generic
+/// plan is the same shape and runs as fast (BENCHMARKS.md, "Issue 19 item 5, fourth
+/// part"). This one plans in about half the time and its generic plan costs less than
+/// its custom plans, so PostgreSQL keeps the generic plan after five executions.
+const INSERT_PLAIN_MESSAGES: &str = "WITH input AS (SELECT * FROM unnest($1::bigint[], \
+    $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[], \
+    $9::bigint[], $10::bigint[], $11::bigint[], $12::bigint[], $13::text[], $14::text[], \
+    $15::text[], $16::bool[], $17::smallint[]) WITH ORDINALITY AS u(queue_id, message_id, \
+    body, md5_body, message_attributes, system_attributes, sender_id, sent_at, visible_at, \
+    expires_at, receive_count, first_received_at, group_id, dedup_id, dead_letter_source, \
+    standard, sealed, n)), \
+  ins AS (INSERT INTO messages (queue_id, message_id, body, md5_body, \
+    message_attributes, system_attributes, sender_id, sent_at, visible_at, expires_at, \
+    receive_count, first_received_at, group_id, dedup_id, dead_letter_source, sealed) \
+    SELECT queue_id, message_id, body, md5_body, message_attributes, system_attributes, \
+      sender_id, sent_at, visible_at, expires_at, receive_count, first_received_at, \
+      group_id, dedup_id, dead_letter_source, sealed FROM input \
+    WHERE NOT EXISTS (SELECT 1 FROM queues q WHERE q.fair AND q.id = ANY($1::bigint[])) \
+    ORDER BY n RETURNING seq, message_id, queue_id), \
+  woke AS (SELECT pg_notify($18, q::text) FROM (SELECT DISTINCT queue_id AS q FROM ins) d) \
+  SELECT seq, message_id, (SELECT count(*) FROM woke) FROM ins ORDER BY seq";
+
+/// The 17 column arrays of `cols`, in `$1..$17` order.
+fn column_params(cols: &Columns) -> [&(dyn ToSql + Sync); 17] {
+    [
         &cols.queue_id,
         &cols.message_id,
         &cols.body,
@@ -390,7 +418,15 @@ async fn insert_messages<C: GenericClient>(
         &cols.dead_letter_source,
         &cols.standard,
         &cols.sealed,
-    ];
+    ]
+}
+
+async fn insert_messages<C: GenericClient>(
+    c: &C,
+    cols: &Columns,
+    channel: Option<&str>,
+) -> Result<Vec<SentMessage>, Error> {
+    let params = column_params(cols);
     let rows = match channel {
         // One statement: insert, and wake the queues' long polls when it commits.
         Some(channel) => {
@@ -409,14 +445,16 @@ async fn insert_messages<C: GenericClient>(
             query(c, &sql, &params).await?
         }
     };
-    Ok(rows
-        .iter()
-        .map(|r| SentMessage {
-            seq: r.get(0),
-            message_id: r.get(1),
-            duplicate: false,
-        })
-        .collect())
+    Ok(rows.iter().map(sent_row).collect())
+}
+
+/// A sent message from a row of `seq, message_id, ...`.
+fn sent_row(r: &Row) -> SentMessage {
+    SentMessage {
+        seq: r.get(0),
+        message_id: r.get(1),
+        duplicate: false,
+    }
 }
 
 /// Whether [`send_messages_in`] needs a transaction (FIFO deduplication) or one statement
@@ -426,7 +464,10 @@ pub fn needs_transaction(messages: &[(i64, NewMessage)]) -> bool {
 }
 
 /// Stores messages without deduplication keys in one statement that also wakes their
-/// queues.
+/// queues: [`INSERT_PLAIN_MESSAGES`] when none has a MessageGroupId, and
+/// [`INSERT_MESSAGES`] (fair keys) when one has, or when the plain statement stored
+/// nothing because a queue of the send is fair (two statements then, each its own
+/// implicit transaction; the first changed nothing).
 pub async fn send_messages_fast<C: GenericClient>(
     c: &C,
     messages: &[(i64, NewMessage)],
@@ -438,6 +479,15 @@ pub async fn send_messages_fast<C: GenericClient>(
     let mut cols = Columns::default();
     for (q, m) in messages {
         cols.push(*q, m);
+    }
+    if cols.group_id.iter().all(Option::is_none) {
+        let mut params: Vec<&(dyn ToSql + Sync)> = column_params(&cols).to_vec();
+        params.push(&channel);
+        let rows = query(c, INSERT_PLAIN_MESSAGES, &params).await?;
+        if !rows.is_empty() {
+            return Ok(rows.iter().map(sent_row).collect());
+        }
+        // A queue of the send is fair: its messages take fair keys.
     }
     insert_messages(c, &cols, Some(channel)).await
 }
@@ -538,43 +588,111 @@ pub async fn send_messages_in<C: GenericClient>(
     Ok(out)
 }
 
-/// One standard receive step: claims up to `tokens.len()` visible messages, the n-th
-/// with `tokens[n]`: the claimed messages, how many candidates were looked at, how many
-/// were dead-lettered, and, when the candidates ran short (fewer than `tokens.len()`),
-/// the queue's next visibility time as the statement's snapshot saw it ([`StepOutcome`]).
-///
-/// The next-visibility read is skipped when the step found all the candidates it asked
-/// for: the caller only reports it for a receive that came back short (a long poll's
-/// next wake-up), and the read walks the index entries of every claimed message that was
-/// deleted since the last vacuum (`visible_at > now`), which at 32 connections cost as
-/// much as the claim itself (BENCHMARKS.md, "Issue 19 item 5, third part").
-///
-/// With `fair`, the step reads a fair queue's keyed messages in fair-key order
-/// (`messages_fair`); otherwise longest visible first, or in send order for the seeds.
-/// Messages in `skip` (claimed or passed over by earlier steps of this receive) are
+/// One standard receive step of a receive group ([`receive_steps`]): the request, the
+/// receipt tokens still to hand out (the n-th claimed message takes `tokens[n]`), whether
+/// to read the fair order, and the messages earlier steps of the same receive claimed or
 /// passed over.
+#[derive(Debug, Clone)]
+pub struct StepJob {
+    /// The receive this step is part of.
+    pub request: ReceiveRequest,
+    /// The receipt tokens not handed out yet (at most `max_messages`).
+    pub tokens: Vec<i64>,
+    /// Read a fair queue's keyed messages in fair-key order.
+    pub fair: bool,
+    /// Sequence numbers to pass over.
+    pub skip: Vec<i64>,
+}
+
+/// Standard receive steps, several receives' at once, in the caller's one transaction
+/// `tx`. A step claims up to `tokens.len()` visible messages of its queue, the n-th with
+/// `tokens[n]`, and tells how many candidates it looked at, how many it dead-lettered,
+/// and the queue's next visibility time as its statement's snapshot saw it
+/// ([`StepOutcome`]). With `fair` it reads a fair queue's keyed messages in fair-key
+/// order (`messages_fair`); otherwise longest visible first, or in send order for the
+/// seeds. Messages in `skip` (claimed or passed over by earlier steps of its receive)
+/// are passed over.
 ///
-/// The claim runs on its generic plan (`SET LOCAL plan_cache_mode =
-/// force_generic_plan`, this transaction only): its plan is the same index scan for every
-/// parameter value, but PostgreSQL's default choice kept planning it afresh on every call
-/// (0.8-1.5 ms each, as much as its execution) whenever its custom plans looked cheaper
-/// (BENCHMARKS.md, "Issue 19 item 5, third part"). Other statements keep the default.
+/// The steps' claim statements are sent at once (pipelined on the connection) and run
+/// one after another in `steps` order, each with its own snapshot (READ COMMITTED), so a
+/// later step sees the claims of the earlier ones as if they had committed before it:
+/// hidden, so two steps never share a message (with a visibility timeout of 0 the
+/// message is visible again, as after a committed receive). A claim never waits:
+/// `FOR UPDATE SKIP LOCKED` passes over rows other transactions hold.
 ///
-/// Runs inside the caller's transaction `tx`: the claimed messages are opened
-/// (`sealer`) before it commits, and those that cannot be opened are put back as they
-/// were (visibility, receive count, first receive, receipt token) by one more statement
-/// in the same transaction, so the commit never shows them claimed; they are returned
-/// apart (the fifth value), as read.
-pub async fn receive_step<C: GenericClient>(
+/// The claims run on their generic plan (`SET LOCAL plan_cache_mode =
+/// force_generic_plan`, this transaction only, one statement before the claims): the
+/// plan is the same index scan for every parameter value, but PostgreSQL's default
+/// choice kept planning it afresh on every call (0.8-1.5 ms each, as much as its
+/// execution) whenever its custom plans looked cheaper (BENCHMARKS.md, "Issue 19 item 5,
+/// third part"). Other statements keep the default.
+///
+/// A step reads the queue's next visibility time only when its candidates ran short
+/// (fewer than `tokens.len()`): the caller reports it only for a receive that came back
+/// short (a long poll's next wake-up), and the read walks the index entries of every
+/// claimed message that was deleted since the last vacuum (`visible_at > now`), which at
+/// 32 connections cost as much as the claim itself (the same section).
+///
+/// The claimed messages are opened (`sealer`) before the caller commits, and those that
+/// cannot be opened are put back as they were (visibility, receive count, first receive,
+/// receipt token) by one more statement in the same transaction, so the commit never
+/// shows them claimed; they are returned apart ([`StepOutcome::unreadable`]), as read.
+/// One outcome per step, in order; an error fails the whole transaction.
+pub async fn receive_steps<C: GenericClient>(
     tx: &C,
+    steps: &[StepJob],
+    channel: &str,
+    sealer: &Sealer,
+) -> Result<Vec<StepOutcome>, Error> {
+    // The claims' generic plan, for this transaction only (reset at its end).
+    tx.batch_execute("SET LOCAL plan_cache_mode = force_generic_plan")
+        .await?;
+    let claims = futures_util::future::join_all(steps.iter().map(|s| {
+        let tokens = &s.tokens[..];
+        claim_rows(tx, &s.request, tokens, channel, s.fair, &s.skip)
+    }))
+    .await;
+    let mut put_back = Vec::new();
+    let mut out = Vec::with_capacity(steps.len());
+    for rows in claims {
+        out.push(step_outcome(&rows?, sealer, &mut put_back));
+    }
+    put_back_claims(tx, &put_back).await?;
+    Ok(out)
+}
+
+/// A step's outcome from its claim statement's rows; the claimed messages that cannot be
+/// opened go to `put_back` (to be put back before the commit) and to `unreadable`.
+fn step_outcome(rows: &[Row], sealer: &Sealer, put_back: &mut Vec<OldClaim>) -> StepOutcome {
+    let mut out = StepOutcome::default();
+    for r in rows {
+        out.candidates = r.get::<_, i64>(0);
+        out.dead = r.get::<_, i64>(1) as u64;
+        out.next = r.get::<_, Option<i64>>(2);
+        if r.get::<_, Option<i64>>(4).is_some() {
+            let mut m = message_row(r, 4);
+            if sealer.open_for_receive(&mut m) {
+                out.messages.push(m);
+            } else {
+                put_back.push(OldClaim::at(r, m.seq, 4 + MESSAGE_COLUMN_COUNT));
+                out.unreadable.push(m);
+            }
+        }
+    }
+    out
+}
+
+/// The claim statement of one standard receive step: its rows are (candidates, dead,
+/// next, n, the claimed message's columns, its old state), one per claimed message
+/// ordered by n, or one row of NULL message columns when it claimed none.
+async fn claim_rows<C: GenericClient>(
+    c: &C,
     req: &ReceiveRequest,
     tokens: &[i64],
     channel: &str,
     fair: bool,
     skip: &[i64],
-    sealer: &Sealer,
-) -> Result<StepOutcome, Error> {
-    let c = tx;
+) -> Result<Vec<Row>, Error> {
     let need = tokens.len() as i64;
     let (filter, order, claim_order) = if fair {
         ("AND fair_key IS NOT NULL", "fair_key, seq", "old_key, seq")
@@ -630,10 +748,7 @@ pub async fn receive_step<C: GenericClient>(
         None => (None, 0, None, false),
     };
     let tokens: Vec<i64> = tokens.to_vec();
-    // The claim's generic plan, for this transaction only (reset at its end).
-    c.batch_execute("SET LOCAL plan_cache_mode = force_generic_plan")
-        .await?;
-    let rows = query(
+    query(
         c,
         &sql,
         &[
@@ -650,28 +765,10 @@ pub async fn receive_step<C: GenericClient>(
             &skip,
         ],
     )
-    .await?;
-    let mut out = StepOutcome::default();
-    let mut put_back = Vec::new();
-    for r in &rows {
-        out.candidates = r.get::<_, i64>(0);
-        out.dead = r.get::<_, i64>(1) as u64;
-        out.next = r.get::<_, Option<i64>>(2);
-        if r.get::<_, Option<i64>>(4).is_some() {
-            let mut m = message_row(r, 4);
-            if sealer.open_for_receive(&mut m) {
-                out.messages.push(m);
-            } else {
-                put_back.push(OldClaim::at(r, m.seq, 4 + MESSAGE_COLUMN_COUNT));
-                out.unreadable.push(m);
-            }
-        }
-    }
-    put_back_claims(c, &put_back).await?;
-    Ok(out)
+    .await
 }
 
-/// What one [`receive_step`] did.
+/// What one step of [`receive_steps`] did.
 #[derive(Debug, Default)]
 pub struct StepOutcome {
     /// The claimed messages, opened.
