@@ -37,6 +37,8 @@ struct Server {
     child: Child,
     base: String,
     stderr: Arc<Mutex<String>>,
+    /// The thread copying the child's stderr into `stderr`; it ends at the child's exit.
+    reader: std::thread::JoinHandle<()>,
 }
 
 /// How a start ended: listening, or exited with its status and stderr.
@@ -122,7 +124,23 @@ fn spawn(db: &Path, limits: Limits) -> Started {
         child,
         base,
         stderr,
+        reader,
     })
+}
+
+/// SIGTERM, then waits (at most 10 s) for the exit; returns whether it exited 0.
+fn stop_child(mut child: Child) -> bool {
+    let pid = child.id().to_string();
+    let _ = Command::new("kill").args(["-TERM", &pid]).status();
+    for _ in 0..1000 {
+        if let Ok(Some(status)) = child.try_wait() {
+            return status.success();
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    false
 }
 
 fn start(db: &Path, limits: Limits) -> Server {
@@ -136,22 +154,28 @@ fn start(db: &Path, limits: Limits) -> Server {
 
 impl Server {
     /// SIGTERM, then waits (at most 10 s) for the exit; returns whether it exited 0.
-    fn stop(mut self) -> bool {
-        let pid = self.child.id().to_string();
-        let _ = Command::new("kill").args(["-TERM", &pid]).status();
-        for _ in 0..1000 {
-            if let Ok(Some(status)) = self.child.try_wait() {
-                return status.success();
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        false
+    fn stop(self) -> bool {
+        stop_child(self.child)
     }
 
     fn stderr(&self) -> String {
         self.stderr.lock().unwrap().clone()
+    }
+
+    /// [`Self::stop`], then the whole of the child's stderr: read once the exit has
+    /// closed the pipe and the reader thread has ended, so no line the server wrote is
+    /// still on its way.
+    fn stop_with_log(self) -> (bool, String) {
+        let Server {
+            child,
+            stderr,
+            reader,
+            ..
+        } = self;
+        let clean = stop_child(child);
+        let _ = reader.join();
+        let text = stderr.lock().unwrap().clone();
+        (clean, text)
     }
 
     fn queue_url(&self) -> String {
@@ -323,8 +347,7 @@ async fn a_full_disk_refuses_writes_clearly_and_loses_nothing_acknowledged() {
         .sqs(&http, "GetQueueUrl", json!({"QueueName": "full"}))
         .await;
     assert_eq!(status, 200, "{out}");
-    let log = server.stderr();
-    let _ = server.stop();
+    let (_, log) = server.stop_with_log();
     assert!(
         log.contains("database or disk is full") || log.contains("storage is full"),
         "the log names the fault:\n{log}"
