@@ -49,4 +49,4 @@ pub mod sigv4;
 pub mod sns_signing;
 pub mod tls;
 
-pub use routes::{router, router_with, serve};
+pub use routes::{router, router_with, serve, App};

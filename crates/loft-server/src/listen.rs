@@ -47,7 +47,6 @@ use std::time::Duration;
 
 use axum::body::Body;
 use axum::http::{header, HeaderValue, Request, Response, StatusCode};
-use axum::Router;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::graceful::{GracefulShutdown, Watcher};
@@ -55,12 +54,12 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, Semaphore};
 use tokio_rustls::TlsAcceptor;
-use tower_service::Service as _;
 
 use crate::body::BodyBudget;
 use crate::client_link::ClientLink;
 use crate::deadline::{Clocks, ConnState, InFlight, TimedBody, TimedIo, TrackedBody};
 use crate::http_version;
+use crate::routes::App;
 
 /// The scheme a request arrived by: the listener's. [`serve`] inserts it into every
 /// request's extensions; a request served another way (a test calling the router
@@ -392,7 +391,7 @@ async fn open_tls(acceptor: &TlsAcceptor, stream: TcpStream, timeout: Duration) 
 /// What every connection task of one listener shares.
 struct Shared {
     tls: Option<TlsAcceptor>,
-    router: Router,
+    app: Arc<App>,
     http: Http,
     scheme: Scheme,
     limits: Arc<ServerLimits>,
@@ -419,7 +418,7 @@ async fn serve_http<S>(
 ) where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let router = shared.router.clone();
+    let app = shared.app.clone();
     let scheme = shared.scheme;
     let budget = shared.budget.clone();
     let clocks = shared.limits.clocks();
@@ -449,7 +448,7 @@ async fn serve_http<S>(
         // checked here too, on what hyper parsed.
         let over = req.version() < axum::http::Version::HTTP_2 && head_len(&req) > max_head;
         let req = req.map(|b| Body::new(TimedBody::new(b, started, clocks)));
-        let mut router = router.clone();
+        let app = app.clone();
         async move {
             if over {
                 let resp = closing_error(
@@ -458,7 +457,7 @@ async fn serve_http<S>(
                 );
                 return Ok(resp.map(|b| TrackedBody::new(b, in_flight)));
             }
-            let resp = router.call(req).await?;
+            let resp = app.call(req).await;
             Ok::<_, Infallible>(resp.map(|b| TrackedBody::new(b, in_flight)))
         }
     });
@@ -540,7 +539,8 @@ impl Drop for AddressSlot {
     }
 }
 
-/// Serves `router` on every listener under `limits` until `shutdown` completes, then stops
+/// Serves `app` (an [`axum::Router`], or an [`App`] with its direct AWS route) on every listener
+/// under `limits` until `shutdown` completes, then stops
 /// accepting, lets in-flight requests finish and returns. Each request carries its
 /// listener's [`Scheme`] and the server's [`BodyBudget`] as extensions.
 ///
@@ -558,10 +558,11 @@ impl Drop for AddressSlot {
 /// after a pause.
 pub async fn serve(
     listeners: Vec<Listener>,
-    router: Router,
+    app: impl Into<App>,
     shutdown: impl Future<Output = ()> + Send + 'static,
     limits: ServerLimits,
 ) -> std::io::Result<()> {
+    let app = Arc::new(app.into());
     let (stop_tx, stop_rx) = watch::channel(false);
     tokio::spawn(async move {
         shutdown.await;
@@ -583,7 +584,7 @@ pub async fn serve(
         let stop = stop_rx.clone();
         let shared = Arc::new(Shared {
             tls: listener.tls.clone(),
-            router: router.clone(),
+            app: app.clone(),
             http: builder(&limits),
             scheme: listener.scheme(),
             limits: limits.clone(),

@@ -159,53 +159,123 @@ fn route_protocol(path: &str) -> &'static str {
 
 /// The middleware: see the module doc. Install with
 /// `axum::middleware::from_fn_with_state(metrics, observe)` as the router's outermost layer.
+/// [`crate::routes::App`] observes its direct AWS route with [`Observation`] instead, which
+/// does the same work.
 pub async fn observe(
     State(metrics): State<Arc<RequestMetrics>>,
     mut req: Request,
     next: Next,
 ) -> Response {
-    let start = Instant::now();
-    let mut text = [0u8; uuid::fmt::Hyphenated::LENGTH];
-    let rid: Arc<str> = Arc::from(&*uuid::Uuid::new_v4().hyphenated().encode_lower(&mut text));
-    req.extensions_mut().insert(RequestId(rid.clone()));
-    let method = req.method().clone();
-    // A clone of the URI shares its bytes with the request (no copy of the path).
-    let uri = req.uri().clone();
     let route = req.extensions().get::<MatchedPath>().cloned();
-    let span = tracing::info_span!("request", request_id = %rid);
-    let mut resp = next.run(req).instrument(span.clone()).await;
-    let elapsed = start.elapsed().as_secs_f64();
-    let path = uri.path();
-    let (operation, protocol): (Cow<'static, str>, &'static str) =
-        match resp.extensions().get::<OperationLabel>() {
-            Some(l) => (l.operation.clone(), l.protocol),
-            None => match &route {
-                Some(r) => (
-                    format!("{method} {}", r.as_str()).into(),
-                    route_protocol(r.as_str()),
-                ),
-                None => ("unmatched".into(), route_protocol(path)),
-            },
-        };
-    let status = resp.status().as_u16();
-    metrics.record(operation.clone(), protocol, status, elapsed);
-    if !resp.headers().contains_key(REQUEST_ID_HEADER) {
-        if let Ok(v) = HeaderValue::from_str(&rid) {
-            resp.headers_mut().insert(REQUEST_ID_HEADER, v);
+    let obs = Observation::begin(&mut req, route.map(RouteName::Matched));
+    let resp = next.run(req).instrument(obs.span.clone()).await;
+    obs.finish(&metrics, resp)
+}
+
+/// The route pattern a request matched, for its metric label when no adapter names the
+/// operation.
+#[derive(Debug, Clone)]
+pub(crate) enum RouteName {
+    /// The pattern axum's router matched.
+    Matched(MatchedPath),
+    /// A route served outside axum's router ([`crate::routes::App`]'s `/`).
+    Fixed(&'static str),
+}
+
+impl RouteName {
+    fn as_str(&self) -> &str {
+        match self {
+            RouteName::Matched(m) => m.as_str(),
+            RouteName::Fixed(s) => s,
         }
     }
-    tracing::info!(
-        target: "loft::access",
-        parent: &span,
-        %method,
-        %path,
-        operation = %operation,
-        protocol,
-        status,
-        duration_ms = elapsed * 1000.0,
-        "request"
-    );
-    resp
+}
+
+/// One request under observation, from its arrival ([`Observation::begin`]: the request
+/// id, the `request` span) to its answer ([`Observation::finish`]: the metrics, the
+/// `x-amzn-requestid` header, the access line). Run the request's future inside
+/// [`Observation::span`].
+#[derive(Debug)]
+pub(crate) struct Observation {
+    start: Instant,
+    rid: Arc<str>,
+    method: axum::http::Method,
+    uri: axum::http::Uri,
+    route: Option<RouteName>,
+    span: tracing::Span,
+}
+
+impl Observation {
+    /// Starts observing `req` (matched to `route`, if any): gives it a fresh [`RequestId`]
+    /// extension and opens its span.
+    pub(crate) fn begin(req: &mut Request, route: Option<RouteName>) -> Observation {
+        let start = Instant::now();
+        let mut text = [0u8; uuid::fmt::Hyphenated::LENGTH];
+        let rid: Arc<str> = Arc::from(&*uuid::Uuid::new_v4().hyphenated().encode_lower(&mut text));
+        req.extensions_mut().insert(RequestId(rid.clone()));
+        let method = req.method().clone();
+        // A clone of the URI shares its bytes with the request (no copy of the path).
+        let uri = req.uri().clone();
+        let span = tracing::info_span!("request", request_id = %rid);
+        Observation {
+            start,
+            rid,
+            method,
+            uri,
+            route,
+            span,
+        }
+    }
+
+    /// The request's span: every log line written inside it carries `request_id`.
+    pub(crate) fn span(&self) -> &tracing::Span {
+        &self.span
+    }
+
+    /// Ends the observation with `resp`: counts the request in `metrics`, adds the
+    /// request id header when the handler did not, writes the access line.
+    pub(crate) fn finish(self, metrics: &RequestMetrics, mut resp: Response) -> Response {
+        let Observation {
+            start,
+            rid,
+            method,
+            uri,
+            route,
+            span,
+        } = self;
+        let elapsed = start.elapsed().as_secs_f64();
+        let path = uri.path();
+        let (operation, protocol): (Cow<'static, str>, &'static str) =
+            match resp.extensions().get::<OperationLabel>() {
+                Some(l) => (l.operation.clone(), l.protocol),
+                None => match &route {
+                    Some(r) => (
+                        format!("{method} {}", r.as_str()).into(),
+                        route_protocol(r.as_str()),
+                    ),
+                    None => ("unmatched".into(), route_protocol(path)),
+                },
+            };
+        let status = resp.status().as_u16();
+        metrics.record(operation.clone(), protocol, status, elapsed);
+        if !resp.headers().contains_key(REQUEST_ID_HEADER) {
+            if let Ok(v) = HeaderValue::from_str(&rid) {
+                resp.headers_mut().insert(REQUEST_ID_HEADER, v);
+            }
+        }
+        tracing::info!(
+            target: "loft::access",
+            parent: &span,
+            %method,
+            %path,
+            operation = %operation,
+            protocol,
+            status,
+            duration_ms = elapsed * 1000.0,
+            "request"
+        );
+        resp
+    }
 }
 
 #[cfg(test)]

@@ -537,8 +537,8 @@ async fn serve(
             }
         })
     };
-    let router = loft_server::router_with(service.clone(), Some(signer), trust.auth.clone());
-    let router = loft_server::cors::apply(router, &cors_origins);
+    let app = loft_server::App::new(service.clone(), Some(signer), trust.auth.clone())
+        .with_cors(&cors_origins);
     if !cors_origins.is_empty() {
         tracing::info!(origins = %cors_origins.join(","), "CORS: browsers may call Loft from these origins");
     }
@@ -566,7 +566,7 @@ async fn serve(
     }
     let mut listeners = listeners;
     listeners.extend(on_cores);
-    loft_server::listen::serve(listeners, router, shutdown, trust.server)
+    loft_server::listen::serve(listeners, app, shutdown, trust.server)
         .await
         .map_err(|e| e.to_string())?;
     reaper.abort();

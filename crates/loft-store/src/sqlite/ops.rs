@@ -320,6 +320,20 @@ fn fair_key(c: &Connection, queue_id: i64, group: Option<&str>) -> rusqlite::Res
     })
 }
 
+/// Whether [`send_messages`] of `messages` makes one lasting change only, its one
+/// `INSERT INTO messages`: one message without a deduplication key (no `fifo_dedup` row)
+/// and without a MessageGroupId (so [`make_fair`] writes nothing). Its other possible
+/// write, [`MessageSeqs::take`]'s raise of `message_seq.high`, may outlive a failed
+/// insert: `high` is only a bound on the numbers handed out, and a number taken by a
+/// failed job is a gap either way. Such a send needs no savepoint of its own in a group
+/// transaction (`Atomicity::Statement` in the engine).
+pub fn one_insert(messages: &[(i64, NewMessage)]) -> bool {
+    match messages {
+        [(_, m)] => m.dedup.is_none() && m.group_id.is_none(),
+        _ => false,
+    }
+}
+
 pub fn send_messages(
     c: &Connection,
     seqs: &MessageSeqs,
