@@ -365,12 +365,14 @@ async fn receive_message(
         attempt_id: i.receive_request_attempt_id,
     };
     let client = ctx.client.clone();
-    let gone = async move {
+    // Boxed: it is handed down through the Service's receive futures, each of which would
+    // otherwise keep a slot of its size for the whole wait.
+    let gone = Box::pin(async move {
         match client {
             Some(c) => c.gone().await,
             None => std::future::pending().await,
         }
-    };
+    });
     let messages: Vec<Message> = svc
         .receive_message_until(&name, r, gone)
         .await?
