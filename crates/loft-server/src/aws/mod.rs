@@ -205,22 +205,31 @@ pub async fn entry(
     State(auth): State<Arc<Auth>>,
     req: Request,
 ) -> Response {
-    let (mut parts, body) = req.into_parts();
-    let body = AwsBody::from_parts(&parts, body).await;
-    let method = parts.method;
-    let headers = std::mem::take(&mut parts.headers);
-    let ext = &mut parts.extensions;
+    let (parts, body) = req.into_parts();
+    // Boxed, as every await before the operation's own: this future lives as long as the
+    // request (a long poll: 20 s), and its size is that of its largest state, so a
+    // transient state kept inline would be held for the whole wait (issue 19 item 6).
+    let body = Box::pin(AwsBody::from_parts(&parts, body)).await;
+    let axum::http::request::Parts {
+        method,
+        uri,
+        headers,
+        mut extensions,
+        ..
+    } = parts;
+    let ext = &mut extensions;
     // The URI the client sent (axum's `OriginalUri`, the same as the request's when no
     // router is nested).
-    let uri = ext
-        .remove::<OriginalUri>()
-        .map_or(parts.uri, |OriginalUri(u)| u);
+    let uri = ext.remove::<OriginalUri>().map_or(uri, |OriginalUri(u)| u);
     let rid = ext
         .remove::<RequestId>()
         .map_or_else(request_id, |RequestId(id)| id);
     let scheme = ext.get::<Scheme>().copied().unwrap_or(Scheme::Http);
     let peer = ext.get::<crate::listen::PeerAddr>().copied();
     let client = ext.remove::<crate::client_link::ClientLink>();
+    // What is left of the extensions (the listener's, axum's) is not needed further, and
+    // is not kept through a long poll.
+    drop(extensions);
     let mut principal = svc.open_principal();
     principal.secure_transport = scheme == Scheme::Https;
     principal.source_ip = peer.map(|p| p.0.ip());
@@ -235,7 +244,7 @@ pub async fn entry(
         client,
     };
     let mut op_label = None;
-    let mut resp = handle(
+    let answer = handle(
         &svc,
         &auth,
         ctx,
@@ -245,16 +254,31 @@ pub async fn entry(
         body,
         &rid,
         &mut op_label,
-    )
-    .await;
+    );
+    // The Service and the auth are held by the answer where it needs them.
+    drop((svc, auth, rid));
+    let mut resp = answer.await;
     if let Some(l) = op_label {
         resp.extensions_mut().insert(l);
     }
     resp
 }
 
+/// What [`handle`] leaves to await: the operation and the encoding of its answer, in one
+/// boxed future that owns what it needs (the Service, the context, the decoded request,
+/// the request id) and nothing of the request's head or body, which are gone by then.
+type Answer = std::pin::Pin<Box<dyn std::future::Future<Output = Response> + Send>>;
+
+/// An answer that is ready now (an error found before the operation).
+fn ready(resp: Response) -> Answer {
+    Box::pin(std::future::ready(resp))
+}
+
+/// Routes, authenticates and decodes the request, synchronously, and returns the future
+/// that runs its operation: that future alone is what a long poll holds through its wait
+/// (issue 19 item 6), not this function's locals.
 #[allow(clippy::too_many_arguments)]
-async fn handle(
+fn handle(
     svc: &Arc<Service>,
     auth: &Auth,
     ctx: sqs::Context,
@@ -262,9 +286,9 @@ async fn handle(
     uri: axum::http::Uri,
     headers: HeaderMap,
     body: Result<AwsBody, BodyError>,
-    rid: &str,
+    rid: &Arc<str>,
     op_label: &mut Option<OperationLabel>,
-) -> Response {
+) -> Answer {
     let mut body = match body {
         Ok(b) => b,
         Err(r) => {
@@ -280,7 +304,7 @@ async fn handle(
                 }
             };
             r.add_headers(resp.headers_mut());
-            return resp;
+            return ready(resp);
         }
     };
     let now = svc.now_ms().div_euclid(1000);
@@ -307,9 +331,8 @@ async fn handle(
     if let Some(target) = headers.get("x-amz-target") {
         let ctx = match authenticate(ctx) {
             Ok(c) => c,
-            Err(e) => return sqs_json::error(&e, rid),
+            Err(e) => return ready(sqs_json::error(&e, rid)),
         };
-        let ctx = &ctx;
         let target = target.to_str().unwrap_or("");
         let request = sqs_json::target(target).and_then(|op| sqs_json::decode(op, &body));
         // The decoded request is what the call needs; the raw bytes go (still counted).
@@ -319,20 +342,22 @@ async fn handle(
             "sqs-json",
             sqs::types::OPERATIONS,
         ));
-        // The head too: its header values and URI are slices of the connection's read
-        // buffer, which a long poll would otherwise keep alive for its whole wait beside
-        // the buffer hyper reads the next request into (bench/idle-connections --wait:
-        // 27.2 -> 26.4 KB of RSS per waiting poll).
+        // The head too, before the operation: its header values and URI are slices of
+        // the connection's read buffer, which a long poll would otherwise keep alive for
+        // its whole wait beside the buffer hyper reads the next request into.
         drop(headers);
         drop(uri);
-        let result = match request {
-            Ok(req) => sqs::call(svc, ctx, req).await,
-            Err(e) => Err(e),
-        };
-        return match result {
-            Ok(out) => sqs_json::response(&out, rid),
-            Err(e) => sqs_json::error(&e, rid),
-        };
+        let (svc, rid) = (svc.clone(), rid.clone());
+        return Box::pin(async move {
+            let result = match request {
+                Ok(req) => sqs::call(&svc, &ctx, req).await,
+                Err(e) => Err(e),
+            };
+            match result {
+                Ok(out) => sqs_json::response(&out, &rid),
+                Err(e) => sqs_json::error(&e, &rid),
+            }
+        });
     }
     // The Query protocol: parameters from the query string and a form body.
     let form: &[u8] = if method == Method::POST { &body } else { &[] };
@@ -346,13 +371,13 @@ async fn handle(
         // is not an AWS request at all.
         if sqs_query::is_account_queue_path(uri.path()) {
             let e = Error::with(ErrorCode::UnknownOperation, &[]);
-            return sqs_query::error(&e, rid, false);
+            return ready(sqs_query::error(&e, rid, false));
         }
-        return crate::native::not_found().await;
+        return Box::pin(crate::native::not_found());
     };
     let service = route_query(&headers, uri.path(), &pairs, &action);
     let json = service == AwsService::Sqs && sqs_query::wants_json(&headers);
-    let fail = |e: &Error| match service {
+    let fail = move |e: &Error, rid: &str| match service {
         AwsService::Sqs => sqs_query::error(e, rid, json),
         AwsService::Sns => sns_query::error(e, rid),
     };
@@ -364,47 +389,124 @@ async fn handle(
     } else {
         match authenticate(ctx) {
             Ok(c) => c,
-            Err(e) => return fail(&e),
+            Err(e) => return ready(fail(&e, rid)),
         }
     };
-    let ctx = &ctx;
     // The pairs were decoded leniently to route the request; its input must be exact.
     if let Err(e) = query::check_utf8(uri.query(), form) {
-        return fail(&e);
+        return ready(fail(&e, rid));
     }
     match service {
         AwsService::Sqs => {
             let request = sqs_query::decode(&action, &pairs, uri.path(), &ctx.base_url);
+            *op_label = Some(label(&action, "sqs-query", sqs::types::OPERATIONS));
+            // As on the JSON path: nothing of the request but its decoded input is kept
+            // through the operation.
             drop(pairs);
             body.release();
-            // As on the JSON path: the head's bytes are not kept through a long poll.
             drop(headers);
             drop(uri);
-            let result = match request {
-                Ok(req) => sqs::call(svc, ctx, req).await,
-                Err(e) => Err(e),
-            };
-            *op_label = Some(label(&action, "sqs-query", sqs::types::OPERATIONS));
-            match result {
-                Ok(out) => sqs_query::response(&out, rid, json),
-                Err(e) => fail(&e),
-            }
+            let (svc, rid) = (svc.clone(), rid.clone());
+            Box::pin(async move {
+                let result = match request {
+                    Ok(req) => sqs::call(&svc, &ctx, req).await,
+                    Err(e) => Err(e),
+                };
+                match result {
+                    Ok(out) => sqs_query::response(&out, &rid, json),
+                    Err(e) => fail(&e, &rid),
+                }
+            })
         }
         AwsService::Sns => {
             let request = sns_query::decode(&action, &pairs);
+            *op_label = Some(label(&action, "sns-query", sns::types::OPERATIONS));
             drop(pairs);
             body.release();
             drop(headers);
             drop(uri);
-            let result = match request {
-                Ok(req) => sns::call(svc, ctx, req).await,
-                Err(e) => Err(e),
-            };
-            *op_label = Some(label(&action, "sns-query", sns::types::OPERATIONS));
-            match result {
-                Ok(out) => sns_query::response(&out, rid),
-                Err(e) => fail(&e),
-            }
+            let (svc, rid) = (svc.clone(), rid.clone());
+            Box::pin(async move {
+                let result = match request {
+                    Ok(req) => sns::call(&svc, &ctx, req).await,
+                    Err(e) => Err(e),
+                };
+                match result {
+                    Ok(out) => sns_query::response(&out, &rid),
+                    Err(e) => fail(&e, &rid),
+                }
+            })
+        }
+    }
+}
+
+/// Sizes of the futures a request holds while it is served (issue 19 item 6: a waiting
+/// long poll holds the whole chain for up to 20 s). Not a check: it prints them, for
+/// `cargo test --release -p loft-server --lib future_sizes -- --ignored --nocapture`.
+#[cfg(test)]
+mod future_sizes {
+    use std::future::Future;
+
+    use super::*;
+
+    fn probe<A, F: Future>(_: impl Fn(A) -> F) -> usize {
+        std::mem::size_of::<F>()
+    }
+
+    #[test]
+    #[ignore = "prints sizes; run by hand"]
+    fn future_sizes() {
+        type Parts = axum::http::request::Parts;
+        let rows = [
+            (
+                "aws::entry",
+                probe(|(s, a, r): (Arc<Service>, Arc<Auth>, Request)| entry(State(s), State(a), r)),
+            ),
+            (
+                "AwsBody::from_parts (+ Parts)",
+                probe(|(p, b): (Parts, axum::body::Body)| async move {
+                    AwsBody::from_parts(&p, b).await
+                }),
+            ),
+            (
+                "sqs::call (+ Arc, Context)",
+                probe(
+                    |(s, c, r): (Arc<Service>, sqs::Context, sqs::types::SqsRequest)| async move {
+                        sqs::call(&s, &c, r).await
+                    },
+                ),
+            ),
+            (
+                "Service::receive_message_until (+ Arc)",
+                probe(
+                    |(s, r): (Arc<Service>, loft_core::service::ReceiveMessage)| async move {
+                        s.receive_message_until("q", r, std::future::pending())
+                            .await
+                    },
+                ),
+            ),
+            (
+                "ClientLink::gone (+ link)",
+                probe(|c: crate::client_link::ClientLink| async move { c.gone().await }),
+            ),
+            (
+                "observe",
+                probe(
+                    |(s, r, n): (
+                        State<Arc<crate::observe::RequestMetrics>>,
+                        Request,
+                        axum::middleware::Next,
+                    )| crate::observe::observe(s, r, n),
+                ),
+            ),
+            ("sqs::Context", std::mem::size_of::<sqs::Context>()),
+            ("SqsRequest", std::mem::size_of::<sqs::types::SqsRequest>()),
+            ("Request", std::mem::size_of::<Request>()),
+            ("Parts", std::mem::size_of::<Parts>()),
+            ("loft_core::Error", std::mem::size_of::<Error>()),
+        ];
+        for (name, size) in rows {
+            println!("{size:>6} B  {name}");
         }
     }
 }

@@ -330,10 +330,72 @@ fn send_result(r: SendResult) -> SendMessageResult {
 /// Runs one SQS request and returns its answer.
 ///
 /// Errors: each operation's, as its Service method documents them.
+///
+/// Each operation runs in a future of its own (boxed), and so does the access check: the
+/// caller's future, held for the whole request, then holds only the running operation's
+/// state, and a long poll (ReceiveMessage's up to 20 s wait) does not carry the largest
+/// operation's (issue 19 item 6: memory per waiting poll).
 pub async fn call(svc: &Arc<Service>, ctx: &Context, req: SqsRequest) -> Result<SqsResponse> {
+    Box::pin(super::access::sqs(svc, ctx, &req)).await?;
+    match req {
+        SqsRequest::ReceiveMessage(i) => Box::pin(receive_message(svc, ctx, i)).await,
+        req => Box::pin(operation(svc, ctx, req)).await,
+    }
+}
+
+/// ReceiveMessage: the queue's messages, waiting up to WaitTimeSeconds for one, and ending
+/// the wait early with none when the client's connection goes away
+/// ([`crate::client_link`]).
+///
+/// Errors: those of [`Service::receive_message`].
+async fn receive_message(
+    svc: &Service,
+    ctx: &Context,
+    i: ReceiveMessageRequest,
+) -> Result<SqsResponse> {
+    let name = ctx.queue_key(svc, &i.queue_url)?;
+    let mut system = i.attribute_names.unwrap_or_default();
+    system.extend(i.message_system_attribute_names.unwrap_or_default());
+    let r = ReceiveMessage {
+        max_messages: i.max_number_of_messages,
+        visibility_timeout: i.visibility_timeout,
+        wait_seconds: i.wait_time_seconds,
+        system_attribute_names: system,
+        message_attribute_names: i.message_attribute_names.unwrap_or_default(),
+        attempt_id: i.receive_request_attempt_id,
+    };
+    let client = ctx.client.clone();
+    // Boxed: it is handed down through the Service's receive futures, each of which would
+    // otherwise keep a slot of its size for the whole wait.
+    let gone = Box::pin(async move {
+        match client {
+            Some(c) => c.gone().await,
+            None => std::future::pending().await,
+        }
+    });
+    let messages: Vec<Message> = svc
+        .receive_message_until(&name, r, gone)
+        .await?
+        .into_iter()
+        .map(|m| Message {
+            message_id: Some(m.message_id),
+            receipt_handle: Some(m.receipt_handle),
+            md5_of_body: Some(m.md5_body),
+            body: Some(m.body),
+            attributes: (!m.attributes.is_empty()).then(|| m.attributes.into()),
+            md5_of_message_attributes: m.md5_message_attributes,
+            message_attributes: attributes_out(m.message_attributes),
+        })
+        .collect();
+    Ok(SqsResponse::ReceiveMessage(ReceiveMessageResult {
+        messages: (!messages.is_empty()).then_some(messages),
+    }))
+}
+
+/// Every operation but ReceiveMessage (see [`call`]); the access check is done.
+async fn operation(svc: &Arc<Service>, ctx: &Context, req: SqsRequest) -> Result<SqsResponse> {
     use SqsRequest as R;
     use SqsResponse as S;
-    super::access::sqs(svc, ctx, &req).await?;
     let queue = |url: &str| ctx.queue_key(svc, url);
     Ok(match req {
         R::AddPermission(i) => {
@@ -496,43 +558,7 @@ pub async fn call(svc: &Arc<Service>, ctx: &Context, req: SqsRequest) -> Result<
             svc.purge_queue(&queue(&i.queue_url)?).await?;
             S::PurgeQueue(NoOutput)
         }
-        R::ReceiveMessage(i) => {
-            let name = queue(&i.queue_url)?;
-            let mut system = i.attribute_names.unwrap_or_default();
-            system.extend(i.message_system_attribute_names.unwrap_or_default());
-            let r = ReceiveMessage {
-                max_messages: i.max_number_of_messages,
-                visibility_timeout: i.visibility_timeout,
-                wait_seconds: i.wait_time_seconds,
-                system_attribute_names: system,
-                message_attribute_names: i.message_attribute_names.unwrap_or_default(),
-                attempt_id: i.receive_request_attempt_id,
-            };
-            let client = ctx.client.clone();
-            let gone = async move {
-                match client {
-                    Some(c) => c.gone().await,
-                    None => std::future::pending().await,
-                }
-            };
-            let messages: Vec<Message> = svc
-                .receive_message_until(&name, r, gone)
-                .await?
-                .into_iter()
-                .map(|m| Message {
-                    message_id: Some(m.message_id),
-                    receipt_handle: Some(m.receipt_handle),
-                    md5_of_body: Some(m.md5_body),
-                    body: Some(m.body),
-                    attributes: (!m.attributes.is_empty()).then(|| m.attributes.into()),
-                    md5_of_message_attributes: m.md5_message_attributes,
-                    message_attributes: attributes_out(m.message_attributes),
-                })
-                .collect();
-            S::ReceiveMessage(ReceiveMessageResult {
-                messages: (!messages.is_empty()).then_some(messages),
-            })
-        }
+        R::ReceiveMessage(i) => return Box::pin(receive_message(svc, ctx, i)).await,
         R::RemovePermission(i) => {
             svc.remove_permission(&queue(&i.queue_url)?, &i.label)
                 .await?;
