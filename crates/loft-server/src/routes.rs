@@ -195,18 +195,30 @@ impl App {
     }
 
     /// Answers `req`: on the direct route when it is one, else through the router.
-    pub(crate) async fn call(&self, req: axum::extract::Request) -> axum::response::Response {
+    ///
+    /// The route is chosen here, before the future: the future holds the chosen route's
+    /// future alone, not the request beside it (a long poll holds it for its whole wait;
+    /// issue 19 item 6).
+    pub(crate) fn call(
+        &self,
+        req: axum::extract::Request,
+    ) -> impl Future<Output = axum::response::Response> + Send + 'static {
         if let Some(aws) = &self.aws_root {
             let m = req.method();
             if req.uri().path() == "/" && (m == Method::POST || m == Method::GET) {
-                return aws.call(req).await;
+                return futures_util::future::Either::Left(aws.call(req));
             }
         }
         let mut router = self.router.clone();
-        match tower_service::Service::call(&mut router, req).await {
-            Ok(resp) => resp,
-            Err(e) => match e {},
-        }
+        let routed = tower_service::Service::call(&mut router, req);
+        // Boxed: the router's future holds the request until its route takes it, and
+        // this future would otherwise be as large for every request.
+        futures_util::future::Either::Right(Box::pin(async move {
+            match routed.await {
+                Ok(resp) => resp,
+                Err(e) => match e {},
+            }
+        }))
     }
 }
 
@@ -224,23 +236,32 @@ impl AwsRoot {
     /// What the router does for `POST /` and `GET /`: `observe` around [`aws::entry`],
     /// then `Content-Length` from the body's exact size when the answer has none (axum's
     /// top-level route future does the same).
-    async fn call(&self, mut req: axum::extract::Request) -> axum::response::Response {
+    ///
+    /// The request is opened (its observation begun, [`aws::entry`] called) before the
+    /// future, so the future holds the observation and the entry's future only.
+    fn call(
+        &self,
+        mut req: axum::extract::Request,
+    ) -> impl Future<Output = axum::response::Response> + Send + 'static {
         let obs = Observation::begin(&mut req, Some(RouteName::Fixed("/")));
-        let resp = aws::entry(
+        let answer = aws::entry(
             State(self.state.service.clone()),
             State(self.state.auth.clone()),
             req,
         )
-        .instrument(obs.span().clone())
-        .await;
-        let mut resp = obs.finish(&self.requests, resp);
-        if !resp.headers().contains_key(CONTENT_LENGTH) {
-            if let Some(size) = axum::body::HttpBody::size_hint(resp.body()).exact() {
-                resp.headers_mut()
-                    .insert(CONTENT_LENGTH, HeaderValue::from(size));
+        .instrument(obs.span().clone());
+        let requests = self.requests.clone();
+        async move {
+            let resp = answer.await;
+            let mut resp = obs.finish(&requests, resp);
+            if !resp.headers().contains_key(CONTENT_LENGTH) {
+                if let Some(size) = axum::body::HttpBody::size_hint(resp.body()).exact() {
+                    resp.headers_mut()
+                        .insert(CONTENT_LENGTH, HeaderValue::from(size));
+                }
             }
+            resp
         }
-        resp
     }
 }
 
@@ -259,4 +280,40 @@ pub async fn serve(
         .map(crate::listen::Listener::plain)
         .collect();
     crate::listen::serve(listeners, router, shutdown, Default::default()).await
+}
+
+#[cfg(test)]
+mod app_future_sizes {
+    use super::*;
+
+    fn probe<A, F: Future>(_: impl Fn(A) -> F) -> usize {
+        std::mem::size_of::<F>()
+    }
+
+    #[test]
+    #[ignore = "prints sizes; run by hand"]
+    fn app_future_sizes() {
+        let rows = [
+            (
+                "App::call",
+                probe(|(a, r): (App, axum::extract::Request)| async move { a.call(r).await }),
+            ),
+            (
+                "AwsRoot::call",
+                probe(|(a, r): (AwsRoot, axum::extract::Request)| async move { a.call(r).await }),
+            ),
+            (
+                "router call",
+                probe(|(a, r): (Router, axum::extract::Request)| async move {
+                    let mut a = a;
+                    tower_service::Service::call(&mut a, r).await
+                }),
+            ),
+            ("Observation", std::mem::size_of::<Observation>()),
+            ("App", std::mem::size_of::<App>()),
+        ];
+        for (name, size) in rows {
+            println!("{size:>6} B  {name}");
+        }
+    }
 }

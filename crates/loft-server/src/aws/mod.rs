@@ -200,11 +200,36 @@ fn label(op: &str, protocol: &'static str, operations: &[shape::Operation]) -> O
 ///
 /// The request is taken apart here rather than by one extractor per piece, so that its
 /// headers and extensions are moved, not copied (issue 19: per-request CPU).
-pub async fn entry(
+///
+/// The future it returns holds, through the operation (a long poll: 20 s), only the
+/// operation's future and the metric label: the request is opened (its body read, the
+/// caller authenticated, the operation decoded) in a boxed future of its own, freed once
+/// the operation starts (issue 19 item 6: every byte of this future is held per waiting
+/// poll, and by hyper per connection).
+pub fn entry(
     State(svc): State<Arc<Service>>,
     State(auth): State<Arc<Auth>>,
     req: Request,
-) -> Response {
+) -> impl std::future::Future<Output = Response> + Send + 'static {
+    let opened = Box::pin(open(svc, auth, req));
+    async move {
+        let (answer, op_label) = opened.await;
+        let mut resp = answer.await;
+        if let Some(l) = op_label {
+            resp.extensions_mut().insert(l);
+        }
+        resp
+    }
+}
+
+/// [`entry`]'s first part: reads the body and hands the request to [`handle`], which
+/// routes, authenticates and decodes it; returns the operation's future and its metric
+/// label.
+async fn open(
+    svc: Arc<Service>,
+    auth: Arc<Auth>,
+    req: Request,
+) -> (Answer, Option<OperationLabel>) {
     let (parts, body) = req.into_parts();
     // Boxed, as every await before the operation's own: this future lives as long as the
     // request (a long poll: 20 s), and its size is that of its largest state, so a
@@ -255,13 +280,7 @@ pub async fn entry(
         &rid,
         &mut op_label,
     );
-    // The Service and the auth are held by the answer where it needs them.
-    drop((svc, auth, rid));
-    let mut resp = answer.await;
-    if let Some(l) = op_label {
-        resp.extensions_mut().insert(l);
-    }
-    resp
+    (answer, op_label)
 }
 
 /// What [`handle`] leaves to await: the operation and the encoding of its answer, in one
