@@ -323,6 +323,20 @@ impl Columns {
     }
 }
 
+/// The `input` CTE both send statements ([`INSERT_MESSAGES`], [`INSERT_PLAIN_MESSAGES`])
+/// start with: the rows of `$1..$17`, one array per column, numbered `n` in order.
+macro_rules! insert_input_cte {
+    () => {
+        "WITH input AS (SELECT * FROM unnest($1::bigint[], \
+    $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[], \
+    $9::bigint[], $10::bigint[], $11::bigint[], $12::bigint[], $13::text[], $14::text[], \
+    $15::text[], $16::bool[], $17::smallint[]) WITH ORDINALITY AS u(queue_id, message_id, \
+    body, md5_body, message_attributes, system_attributes, sender_id, sent_at, visible_at, \
+    expires_at, receive_count, first_received_at, group_id, dedup_id, dead_letter_source, \
+    standard, sealed, n)), "
+    };
+}
+
 /// Inserts the rows of `$1..$17` in order (`$16`: standard, see [`Columns::standard`];
 /// `$17`: [`Columns::sealed`]);
 /// sequence numbers are drawn in input order, so the result ordered by seq lines up with
@@ -332,14 +346,9 @@ impl Columns {
 /// none) for a message without a group, else the larger of that and one past the group's
 /// latest key, counting up through the group's messages of this send (the SQLite store's
 /// `fair_key`). Ends with the `ins` CTE (`seq, message_id, queue_id`).
-const INSERT_MESSAGES: &str = "WITH input AS (SELECT * FROM unnest($1::bigint[], \
-    $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[], \
-    $9::bigint[], $10::bigint[], $11::bigint[], $12::bigint[], $13::text[], $14::text[], \
-    $15::text[], $16::bool[], $17::smallint[]) WITH ORDINALITY AS u(queue_id, message_id, \
-    body, md5_body, message_attributes, system_attributes, sender_id, sent_at, visible_at, \
-    expires_at, receive_count, first_received_at, group_id, dedup_id, dead_letter_source, \
-    standard, sealed, n)), \
-  fairq AS MATERIALIZED (SELECT q.id, q.fair AS was_fair FROM queues q \
+const INSERT_MESSAGES: &str = concat!(
+    insert_input_cte!(),
+    "  fairq AS MATERIALIZED (SELECT q.id, q.fair AS was_fair FROM queues q \
     WHERE q.id IN (SELECT queue_id FROM input WHERE standard) \
       AND (q.fair OR q.id IN (SELECT queue_id FROM input \
                               WHERE standard AND group_id IS NOT NULL))), \
@@ -365,7 +374,8 @@ const INSERT_MESSAGES: &str = "WITH input AS (SELECT * FROM unnest($1::bigint[],
     SELECT queue_id, message_id, body, md5_body, message_attributes, system_attributes, \
       sender_id, sent_at, visible_at, expires_at, receive_count, first_received_at, \
       group_id, dedup_id, dead_letter_source, fair_key, sealed FROM keyed ORDER BY n \
-    RETURNING seq, message_id, queue_id)";
+    RETURNING seq, message_id, queue_id)"
+);
 
 /// Inserts the rows of `$1..$17` (as [`INSERT_MESSAGES`]) without fair keys, in order, and
 /// wakes their queues (`pg_notify($18, queue id)`) when it commits, unless one of their
@@ -380,14 +390,9 @@ const INSERT_MESSAGES: &str = "WITH input AS (SELECT * FROM unnest($1::bigint[],
 /// plan is the same shape and runs as fast (BENCHMARKS.md, "Issue 19 item 5, fourth
 /// part"). This one plans in about half the time and its generic plan costs less than
 /// its custom plans, so PostgreSQL keeps the generic plan after five executions.
-const INSERT_PLAIN_MESSAGES: &str = "WITH input AS (SELECT * FROM unnest($1::bigint[], \
-    $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[], \
-    $9::bigint[], $10::bigint[], $11::bigint[], $12::bigint[], $13::text[], $14::text[], \
-    $15::text[], $16::bool[], $17::smallint[]) WITH ORDINALITY AS u(queue_id, message_id, \
-    body, md5_body, message_attributes, system_attributes, sender_id, sent_at, visible_at, \
-    expires_at, receive_count, first_received_at, group_id, dedup_id, dead_letter_source, \
-    standard, sealed, n)), \
-  ins AS (INSERT INTO messages (queue_id, message_id, body, md5_body, \
+const INSERT_PLAIN_MESSAGES: &str = concat!(
+    insert_input_cte!(),
+    "  ins AS (INSERT INTO messages (queue_id, message_id, body, md5_body, \
     message_attributes, system_attributes, sender_id, sent_at, visible_at, expires_at, \
     receive_count, first_received_at, group_id, dedup_id, dead_letter_source, sealed) \
     SELECT queue_id, message_id, body, md5_body, message_attributes, system_attributes, \
@@ -396,7 +401,8 @@ const INSERT_PLAIN_MESSAGES: &str = "WITH input AS (SELECT * FROM unnest($1::big
     WHERE NOT EXISTS (SELECT 1 FROM queues q WHERE q.fair AND q.id = ANY($1::bigint[])) \
     ORDER BY n RETURNING seq, message_id, queue_id), \
   woke AS (SELECT pg_notify($18, q::text) FROM (SELECT DISTINCT queue_id AS q FROM ins) d) \
-  SELECT seq, message_id, (SELECT count(*) FROM woke) FROM ins ORDER BY seq";
+  SELECT seq, message_id, (SELECT count(*) FROM woke) FROM ins ORDER BY seq"
+);
 
 /// The 17 column arrays of `cols`, in `$1..$17` order.
 fn column_params(cols: &Columns) -> [&(dyn ToSql + Sync); 17] {

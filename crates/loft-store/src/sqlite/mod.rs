@@ -1320,6 +1320,29 @@ mod tests {
         })
     }
 
+    /// Runs `jobs` as one group on `conn`; returns whether each succeeded, in order, and
+    /// the values left in `t`, ascending.
+    fn run_jobs<T>(
+        conn: &Connection,
+        jobs: Vec<(Job, oneshot::Receiver<Result<T>>)>,
+    ) -> (Vec<bool>, Vec<i64>) {
+        let (jobs, replies): (Vec<_>, Vec<_>) = jobs.into_iter().unzip();
+        let mut jobs = jobs.into_iter();
+        let first = jobs.next().unwrap();
+        run_group(Some(conn), first, || jobs.next());
+        let outcomes = replies
+            .into_iter()
+            .map(|mut rx| rx.try_recv().expect("every caller is answered").is_ok())
+            .collect();
+        let mut stmt = conn.prepare("SELECT v FROM t ORDER BY v").unwrap();
+        let kept = stmt
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        (outcomes, kept)
+    }
+
     #[test]
     fn a_failing_job_undoes_only_itself_whether_first_or_not() {
         let conn = Connection::open_in_memory().unwrap();
@@ -1327,22 +1350,9 @@ mod tests {
         // Two failures in a row first (the bare first job, then its replacement), then a
         // success, a failure in a savepoint, and a success.
         let plan = [(1, true), (2, true), (3, false), (4, true), (5, false)];
-        let (jobs, replies): (Vec<_>, Vec<_>) =
-            plan.iter().map(|&(v, fail)| insert_job(v, fail)).unzip();
-        let mut jobs = jobs.into_iter();
-        let first = jobs.next().unwrap();
-        run_group(Some(&conn), first, || jobs.next());
-        let outcomes: Vec<bool> = replies
-            .into_iter()
-            .map(|mut rx| rx.try_recv().expect("every caller is answered").is_ok())
-            .collect();
+        let jobs = plan.iter().map(|&(v, fail)| insert_job(v, fail)).collect();
+        let (outcomes, kept) = run_jobs(&conn, jobs);
         assert_eq!(outcomes, [false, false, true, false, true]);
-        let mut stmt = conn.prepare("SELECT v FROM t ORDER BY v").unwrap();
-        let kept: Vec<i64> = stmt
-            .query_map([], |r| r.get(0))
-            .unwrap()
-            .collect::<rusqlite::Result<_>>()
-            .unwrap();
         assert_eq!(kept, [3, 5]);
         assert!(conn.is_autocommit(), "the transaction is closed");
     }
@@ -1361,24 +1371,12 @@ mod tests {
             "INSERT INTO t (v) VALUES (2)",
             "INSERT INTO t (v) VALUES (4)",
         ];
-        let (jobs, replies): (Vec<_>, Vec<_>) = statements
+        let jobs = statements
             .into_iter()
             .map(|sql| job_as(move |c| c.execute(sql, []), Atomicity::Statement))
-            .unzip();
-        let mut jobs = jobs.into_iter();
-        let first = jobs.next().unwrap();
-        run_group(Some(&conn), first, || jobs.next());
-        let outcomes: Vec<bool> = replies
-            .into_iter()
-            .map(|mut rx| rx.try_recv().expect("every caller is answered").is_ok())
             .collect();
+        let (outcomes, kept) = run_jobs(&conn, jobs);
         assert_eq!(outcomes, [true, true, false, false, true]);
-        let mut stmt = conn.prepare("SELECT v FROM t ORDER BY v").unwrap();
-        let kept: Vec<i64> = stmt
-            .query_map([], |r| r.get(0))
-            .unwrap()
-            .collect::<rusqlite::Result<_>>()
-            .unwrap();
         assert_eq!(kept, [1, 2, 4]);
         assert!(conn.is_autocommit(), "the transaction is closed");
     }
