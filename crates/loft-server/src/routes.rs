@@ -285,10 +285,7 @@ pub async fn serve(
 #[cfg(test)]
 mod app_future_sizes {
     use super::*;
-
-    fn probe<A, F: Future>(_: impl Fn(A) -> F) -> usize {
-        std::mem::size_of::<F>()
-    }
+    use crate::aws::future_sizes::{print, probe};
 
     #[test]
     #[ignore = "prints sizes; run by hand"]
@@ -312,8 +309,6 @@ mod app_future_sizes {
             ("Observation", std::mem::size_of::<Observation>()),
             ("App", std::mem::size_of::<App>()),
         ];
-        for (name, size) in rows {
-            println!("{size:>6} B  {name}");
-        }
+        print(&rows);
     }
 }

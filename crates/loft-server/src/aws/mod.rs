@@ -463,13 +463,21 @@ fn handle(
 /// long poll holds the whole chain for up to 20 s). Not a check: it prints them, for
 /// `cargo test --release -p loft-server --lib future_sizes -- --ignored --nocapture`.
 #[cfg(test)]
-mod future_sizes {
+pub(crate) mod future_sizes {
     use std::future::Future;
 
     use super::*;
 
-    fn probe<A, F: Future>(_: impl Fn(A) -> F) -> usize {
+    /// The size of the future `f` returns, bytes.
+    pub(crate) fn probe<A, F: Future>(_: impl Fn(A) -> F) -> usize {
         std::mem::size_of::<F>()
+    }
+
+    /// Prints each `(size, name)` row.
+    pub(crate) fn print(rows: &[(&str, usize)]) {
+        for (name, size) in rows {
+            println!("{size:>6} B  {name}");
+        }
     }
 
     #[test]
@@ -524,8 +532,6 @@ mod future_sizes {
             ("Parts", std::mem::size_of::<Parts>()),
             ("loft_core::Error", std::mem::size_of::<Error>()),
         ];
-        for (name, size) in rows {
-            println!("{size:>6} B  {name}");
-        }
+        print(&rows);
     }
 }
