@@ -760,7 +760,9 @@ impl Service {
         let attribute_room = MAX_RAW_SQS_ATTRIBUTES - usize::from(out.replayed);
         if raw && out.delivered_attributes.len() > attribute_room {
             tracing::warn!(queue = %queue.name, "more than 10 message attributes for a raw-delivery SQS subscription; message discarded for it");
-            return SqsStep::Skipped;
+            // Not a rule leaving the subscription out: a copy SNS could not deliver,
+            // counted as `loft_deliveries_total{outcome="dropped"}`.
+            return SqsStep::Dropped;
         }
         let dedup = if config.fifo {
             out.dedup_id.map(|id| DedupKey {

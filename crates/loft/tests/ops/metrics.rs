@@ -332,6 +332,66 @@ async fn sns_deliveries_are_counted_by_protocol_and_outcome() {
     assert_eq!(get(&m, "loft_deliveries_pending"), 1.0);
 }
 
+/// A raw-delivery SQS subscription cannot carry more than 10 message attributes: the copy
+/// is not stored, and `/metrics` counts it as dropped rather than leaving it uncounted.
+#[tokio::test]
+async fn a_raw_copy_with_eleven_attributes_counts_as_dropped() {
+    let s = Server::start();
+    s.sqs("CreateQueue", json!({"QueueName": "raw"})).await;
+    let topic = "arn:aws:sns:us-east-1:000000000000:wide";
+    let (status, xml) = s.sns("CreateTopic", &[("Name", "wide")]).await;
+    assert_eq!(status, 200, "{xml}");
+    let (status, xml) = s
+        .sns(
+            "Subscribe",
+            &[
+                ("TopicArn", topic),
+                ("Protocol", "sqs"),
+                ("Endpoint", "arn:aws:sqs:us-east-1:000000000000:raw"),
+                ("Attributes.entry.1.key", "RawMessageDelivery"),
+                ("Attributes.entry.1.value", "true"),
+            ],
+        )
+        .await;
+    assert_eq!(status, 200, "{xml}");
+    let keys: Vec<[String; 4]> = (1..=11)
+        .map(|i| {
+            [
+                format!("MessageAttributes.entry.{i}.Name"),
+                format!("MessageAttributes.entry.{i}.Value.DataType"),
+                format!("MessageAttributes.entry.{i}.Value.StringValue"),
+                format!("a{i}"),
+            ]
+        })
+        .collect();
+    let mut params = vec![("TopicArn", topic), ("Message", "wide")];
+    for [name, kind, value, attr] in &keys {
+        params.extend([
+            (name.as_str(), attr.as_str()),
+            (kind.as_str(), "String"),
+            (value.as_str(), "v"),
+        ]);
+    }
+    let (status, xml) = s.sns("Publish", &params).await;
+    assert_eq!(status, 200, "{xml}");
+    let m = s.metrics().await;
+    assert_eq!(
+        get(
+            &m,
+            r#"loft_deliveries_total{protocol="sqs",outcome="dropped"}"#
+        ),
+        1.0
+    );
+    assert!(
+        !m.contains_key(r#"loft_deliveries_total{protocol="sqs",outcome="delivered"}"#),
+        "no copy was delivered: {m:?}"
+    );
+    let body = s
+        .sqs("ReceiveMessage", json!({"QueueUrl": s.queue_url("raw")}))
+        .await;
+    assert!(body.get("Messages").is_none(), "{body}");
+}
+
 /// A standard queue that receives MessageGroupIds is fair: a quiet group's message is
 /// received ahead of a flood of another group, and `/metrics` shows the fair-queue gauges
 /// (AWS's ApproximateNumberOfNoisyGroups and the quiet groups' message counts).
