@@ -268,6 +268,9 @@ fn check_redrive_allow(value: &str) -> Result<()> {
         .and_then(Value::as_str)
         .ok_or_else(bad)?;
     match permission {
+        // sourceQueueArns "can be specified only when redrivePermission is byQueue" (SQS
+        // API Reference, SetQueueAttributes, RedriveAllowPolicy).
+        "allowAll" | "denyAll" if v.get("sourceQueueArns").is_some() => Err(bad()),
         "allowAll" | "denyAll" => Ok(()),
         "byQueue" => {
             let arns = v
@@ -422,6 +425,20 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect()
+    }
+
+    #[test]
+    fn source_queue_arns_only_with_by_queue() {
+        let policy = |p: &str| validate(&attrs(&[("RedriveAllowPolicy", p)]), true, false);
+        assert!(policy(r#"{"redrivePermission":"allowAll"}"#).is_ok());
+        assert!(policy(r#"{"redrivePermission":"byQueue","sourceQueueArns":["arn:aws:sqs:us-east-1:000000000000:q"]}"#).is_ok());
+        for permission in ["allowAll", "denyAll"] {
+            let e = policy(&format!(
+                r#"{{"redrivePermission":"{permission}","sourceQueueArns":["arn:aws:sqs:us-east-1:000000000000:q"]}}"#
+            ))
+            .unwrap_err();
+            assert_eq!(e.code, ErrorCode::InvalidParameterValue, "{permission}");
+        }
     }
 
     #[test]
