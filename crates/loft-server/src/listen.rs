@@ -47,6 +47,8 @@ use std::time::Duration;
 
 use axum::body::Body;
 use axum::http::{header, HeaderValue, Request, Response, StatusCode};
+use futures_util::future::Either;
+use futures_util::FutureExt;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::graceful::{GracefulShutdown, Watcher};
@@ -447,19 +449,23 @@ async fn serve_http<S>(
         // and that buffer can grow past the limit in one read; so the head's size is
         // checked here too, on what hyper parsed.
         let over = req.version() < axum::http::Version::HTTP_2 && head_len(&req) > max_head;
-        let req = req.map(|b| Body::new(TimedBody::new(b, started, clocks)));
-        let app = app.clone();
-        async move {
-            if over {
-                let resp = closing_error(
-                    StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
-                    format!("the request head is larger than {max_head} bytes"),
-                );
-                return Ok(resp.map(|b| TrackedBody::new(b, in_flight)));
-            }
-            let resp = app.call(req).await;
-            Ok::<_, Infallible>(resp.map(|b| TrackedBody::new(b, in_flight)))
+        if over {
+            let resp = closing_error(
+                StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+                format!("the request head is larger than {max_head} bytes"),
+            );
+            return Either::Left(std::future::ready(Ok(
+                resp.map(|b| TrackedBody::new(b, in_flight))
+            )));
         }
+        let req = req.map(|b| Body::new(TimedBody::new(b, started, clocks)));
+        // The app's future is made now and mapped, not awaited in an `async` block that
+        // would keep the request beside it: hyper boxes this future per connection and a
+        // long poll holds it for its wait (issue 19 item 6).
+        Either::Right(
+            app.call(req)
+                .map(move |resp| Ok::<_, Infallible>(resp.map(|b| TrackedBody::new(b, in_flight)))),
+        )
     });
     let io = TokioIo::new(io);
     let ended = match version {

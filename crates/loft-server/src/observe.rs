@@ -22,10 +22,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use axum::extract::{MatchedPath, Request, State};
+use axum::http::uri::PathAndQuery;
 use axum::http::HeaderValue;
 use axum::middleware::Next;
 use axum::response::Response;
-use tracing::Instrument;
+use tracing::{Instrument, Span};
 
 /// The response header that carries the request id (AWS's name for it).
 pub const REQUEST_ID_HEADER: &str = "x-amzn-requestid";
@@ -167,9 +168,13 @@ pub async fn observe(
     next: Next,
 ) -> Response {
     let route = req.extensions().get::<MatchedPath>().cloned();
-    let obs = Observation::begin(&mut req, route.map(RouteName::Matched));
-    let resp = next.run(req).instrument(obs.span.clone()).await;
-    obs.finish(&metrics, resp)
+    let (obs, span) = Observation::begin(&mut req, route.map(RouteName::Matched));
+    async move {
+        let resp = next.run(req).await;
+        obs.finish(&metrics, resp)
+    }
+    .instrument(span)
+    .await
 }
 
 /// The route pattern a request matched, for its metric label when no adapter names the
@@ -193,58 +198,61 @@ impl RouteName {
 
 /// One request under observation, from its arrival ([`Observation::begin`]: the request
 /// id, the `request` span) to its answer ([`Observation::finish`]: the metrics, the
-/// `x-amzn-requestid` header, the access line). Run the request's future inside
-/// [`Observation::span`].
+/// `x-amzn-requestid` header, the access line). Run the request's future, and `finish`,
+/// inside the span `begin` returns.
+///
+/// It holds only what `finish` needs (the request's path, not its whole URI; the span is
+/// the caller's), as a long poll keeps it through its wait (issue 19 item 6).
 #[derive(Debug)]
 pub(crate) struct Observation {
     start: Instant,
     rid: Arc<str>,
     method: axum::http::Method,
-    uri: axum::http::Uri,
+    /// The request's path and query (`None` for an authority-form target). A clone shares its bytes with the
+    /// request (no copy of the path).
+    path: Option<PathAndQuery>,
     route: Option<RouteName>,
-    span: tracing::Span,
 }
 
 impl Observation {
     /// Starts observing `req` (matched to `route`, if any): gives it a fresh [`RequestId`]
-    /// extension and opens its span.
-    pub(crate) fn begin(req: &mut Request, route: Option<RouteName>) -> Observation {
+    /// extension; returns the observation and the request's span, in which the request
+    /// is to be served and [`Observation::finish`] called (every log line written inside
+    /// it carries `request_id`).
+    pub(crate) fn begin(req: &mut Request, route: Option<RouteName>) -> (Observation, Span) {
         let start = Instant::now();
         let mut text = [0u8; uuid::fmt::Hyphenated::LENGTH];
         let rid: Arc<str> = Arc::from(&*uuid::Uuid::new_v4().hyphenated().encode_lower(&mut text));
         req.extensions_mut().insert(RequestId(rid.clone()));
         let method = req.method().clone();
-        // A clone of the URI shares its bytes with the request (no copy of the path).
-        let uri = req.uri().clone();
+        let path = req.uri().path_and_query().cloned();
         let span = tracing::info_span!("request", request_id = %rid);
-        Observation {
-            start,
-            rid,
-            method,
-            uri,
-            route,
+        (
+            Observation {
+                start,
+                rid,
+                method,
+                path,
+                route,
+            },
             span,
-        }
-    }
-
-    /// The request's span: every log line written inside it carries `request_id`.
-    pub(crate) fn span(&self) -> &tracing::Span {
-        &self.span
+        )
     }
 
     /// Ends the observation with `resp`: counts the request in `metrics`, adds the
-    /// request id header when the handler did not, writes the access line.
+    /// request id header when the handler did not, writes the access line (in the current
+    /// span: call it inside the span [`Observation::begin`] returned).
     pub(crate) fn finish(self, metrics: &RequestMetrics, mut resp: Response) -> Response {
         let Observation {
             start,
             rid,
             method,
-            uri,
+            path,
             route,
-            span,
         } = self;
         let elapsed = start.elapsed().as_secs_f64();
-        let path = uri.path();
+        // As `Uri::path`: none for an authority-form target (`CONNECT host:port`).
+        let path = path.as_ref().map_or("", PathAndQuery::path);
         let (operation, protocol): (Cow<'static, str>, &'static str) =
             match resp.extensions().get::<OperationLabel>() {
                 Some(l) => (l.operation.clone(), l.protocol),
@@ -265,7 +273,6 @@ impl Observation {
         }
         tracing::info!(
             target: "loft::access",
-            parent: &span,
             %method,
             %path,
             operation = %operation,

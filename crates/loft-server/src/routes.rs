@@ -13,6 +13,7 @@ use axum::http::header::CONTENT_LENGTH;
 use axum::http::{HeaderValue, Method};
 use axum::routing::{delete, get, post};
 use axum::Router;
+use futures_util::FutureExt;
 use loft_core::Service;
 use tokio::net::TcpListener;
 
@@ -238,30 +239,34 @@ impl AwsRoot {
     /// top-level route future does the same).
     ///
     /// The request is opened (its observation begun, [`aws::entry`] called) before the
-    /// future, so the future holds the observation and the entry's future only.
+    /// future, and the future is made of combinators rather than an `async` block (which
+    /// would keep a second slot for the entry's future it awaits), so it holds the
+    /// entry's future, the observation and the span once each (issue 19 item 6: a long
+    /// poll holds it for its wait, and hyper keeps a box of its size per connection).
     fn call(
         &self,
         mut req: axum::extract::Request,
     ) -> impl Future<Output = axum::response::Response> + Send + 'static {
-        let obs = Observation::begin(&mut req, Some(RouteName::Fixed("/")));
+        let (obs, span) = Observation::begin(&mut req, Some(RouteName::Fixed("/")));
         let answer = aws::entry(
             State(self.state.service.clone()),
             State(self.state.auth.clone()),
             req,
-        )
-        .instrument(obs.span().clone());
+        );
         let requests = self.requests.clone();
-        async move {
-            let resp = answer.await;
-            let mut resp = obs.finish(&requests, resp);
-            if !resp.headers().contains_key(CONTENT_LENGTH) {
-                if let Some(size) = axum::body::HttpBody::size_hint(resp.body()).exact() {
-                    resp.headers_mut()
-                        .insert(CONTENT_LENGTH, HeaderValue::from(size));
+        // `finish` runs inside the span too: its access line is the request's.
+        answer
+            .map(move |resp| {
+                let mut resp = obs.finish(&requests, resp);
+                if !resp.headers().contains_key(CONTENT_LENGTH) {
+                    if let Some(size) = axum::body::HttpBody::size_hint(resp.body()).exact() {
+                        resp.headers_mut()
+                            .insert(CONTENT_LENGTH, HeaderValue::from(size));
+                    }
                 }
-            }
-            resp
-        }
+                resp
+            })
+            .instrument(span)
     }
 }
 
@@ -293,11 +298,11 @@ mod app_future_sizes {
         let rows = [
             (
                 "App::call",
-                probe(|(a, r): (App, axum::extract::Request)| async move { a.call(r).await }),
+                probe(|(a, r): (App, axum::extract::Request)| a.call(r)),
             ),
             (
                 "AwsRoot::call",
-                probe(|(a, r): (AwsRoot, axum::extract::Request)| async move { a.call(r).await }),
+                probe(|(a, r): (AwsRoot, axum::extract::Request)| a.call(r)),
             ),
             (
                 "router call",

@@ -574,20 +574,16 @@ impl Service {
         // Loft's own poller: not counted against the queue's FIFO throughput quota
         // (`quotas`), which meters clients' API calls.
         let queue = self.queue(name).await?;
+        let r = ReceiveMessage {
+            max_messages: Some(max.clamp(1, 10)),
+            visibility_timeout: None,
+            wait_seconds: Some(wait_seconds.clamp(0, 20)),
+            system_attribute_names: vec!["All".into()],
+            message_attribute_names: vec!["All".into()],
+            attempt_id: None,
+        };
         let got = self
-            .receive_in(
-                &queue,
-                ReceiveMessage {
-                    max_messages: Some(max.clamp(1, 10)),
-                    visibility_timeout: None,
-                    wait_seconds: Some(wait_seconds.clamp(0, 20)),
-                    system_attribute_names: vec!["All".into()],
-                    message_attribute_names: vec!["All".into()],
-                    attempt_id: None,
-                },
-                false,
-                std::future::pending(),
-            )
+            .receive_in(&queue, &r, false, std::future::pending())
             .await?;
         Ok(got.into_iter().map(record_of).collect())
     }

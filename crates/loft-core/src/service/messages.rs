@@ -452,7 +452,7 @@ impl Service {
         queue_name: &str,
         r: ReceiveMessage,
     ) -> Result<Vec<ReceivedMessage>> {
-        self.receive_message_until(queue_name, r, std::future::pending())
+        self.receive_message_until(queue_name, &r, std::future::pending())
             .await
     }
 
@@ -463,11 +463,14 @@ impl Service {
     /// `gone` is not looked at before the first look at the queue: messages already
     /// visible are handed out as to any request.
     ///
+    /// `r` is borrowed, not moved in: a long poll's caller keeps it, and a copy in each
+    /// future down the wait would be held for all of it (issue 19 item 6).
+    ///
     /// Errors: those of [`Service::receive_message`].
     pub async fn receive_message_until(
         &self,
         queue_name: &str,
-        r: ReceiveMessage,
+        r: &ReceiveMessage,
         gone: impl std::future::Future<Output = ()> + Send,
     ) -> Result<Vec<ReceivedMessage>> {
         let queue = self.queue(queue_name).await?;
@@ -535,7 +538,7 @@ impl Service {
             wait_seconds: Some(wait),
             ..ReceiveMessage::default()
         };
-        Ok(self.receive_in(&queue, r, true, gone).await?.pop())
+        Ok(self.receive_in(&queue, &r, true, gone).await?.pop())
     }
 
     /// Receives from `queue`; `send_order` hands out the oldest sent visible message first
@@ -544,7 +547,7 @@ impl Service {
     pub(super) async fn receive_in(
         &self,
         queue: &QueueRecord,
-        r: ReceiveMessage,
+        r: &ReceiveMessage,
         send_order: bool,
         gone: impl std::future::Future<Output = ()> + Send,
     ) -> Result<Vec<ReceivedMessage>> {
@@ -671,7 +674,7 @@ impl Service {
                 return Ok(outcome
                     .messages
                     .into_iter()
-                    .map(|m| self.to_received(m, &r, config.fifo))
+                    .map(|m| self.to_received(m, r, config.fifo))
                     .collect());
             }
             let mut wake_at = deadline;

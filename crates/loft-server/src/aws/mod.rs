@@ -33,6 +33,7 @@ use std::sync::Arc;
 use axum::extract::{OriginalUri, Request, State};
 use axum::http::{header, HeaderMap, Method};
 use axum::response::Response;
+use futures_util::FutureExt;
 use loft_core::{Error, ErrorCode, Service};
 
 use crate::auth::Auth;
@@ -366,17 +367,14 @@ fn handle(
         // its whole wait beside the buffer hyper reads the next request into.
         drop(headers);
         drop(uri);
-        let (svc, rid) = (svc.clone(), rid.clone());
-        return Box::pin(async move {
-            let result = match request {
-                Ok(req) => sqs::call(&svc, &ctx, req).await,
-                Err(e) => Err(e),
-            };
-            match result {
-                Ok(out) => sqs_json::response(&out, &rid),
-                Err(e) => sqs_json::error(&e, &rid),
-            }
-        });
+        // The operation is started now, so this future owns its future alone, not the
+        // decoded request and context beside it ([`sqs::call`]).
+        let op = sqs_operation(svc, ctx, request);
+        let rid = rid.clone();
+        return Box::pin(op.map(move |result| match result {
+            Ok(out) => sqs_json::response(&out, &rid),
+            Err(e) => sqs_json::error(&e, &rid),
+        }));
     }
     // The Query protocol: parameters from the query string and a form body.
     let form: &[u8] = if method == Method::POST { &body } else { &[] };
@@ -425,17 +423,12 @@ fn handle(
             body.release();
             drop(headers);
             drop(uri);
-            let (svc, rid) = (svc.clone(), rid.clone());
-            Box::pin(async move {
-                let result = match request {
-                    Ok(req) => sqs::call(&svc, &ctx, req).await,
-                    Err(e) => Err(e),
-                };
-                match result {
-                    Ok(out) => sqs_query::response(&out, &rid, json),
-                    Err(e) => fail(&e, &rid),
-                }
-            })
+            let op = sqs_operation(svc, ctx, request);
+            let rid = rid.clone();
+            Box::pin(op.map(move |result| match result {
+                Ok(out) => sqs_query::response(&out, &rid, json),
+                Err(e) => fail(&e, &rid),
+            }))
         }
         AwsService::Sns => {
             let request = sns_query::decode(&action, &pairs);
@@ -456,6 +449,21 @@ fn handle(
                 }
             })
         }
+    }
+}
+
+/// The running SQS operation of a decoded `request` ([`sqs::call`]), or its decoding error.
+fn sqs_operation(
+    svc: &Arc<Service>,
+    ctx: sqs::Context,
+    request: loft_core::Result<sqs::types::SqsRequest>,
+) -> futures_util::future::Either<
+    impl std::future::Future<Output = loft_core::Result<sqs::types::SqsResponse>> + Send + 'static,
+    std::future::Ready<loft_core::Result<sqs::types::SqsResponse>>,
+> {
+    match request {
+        Ok(req) => futures_util::future::Either::Left(sqs::call(svc.clone(), ctx, req)),
+        Err(e) => futures_util::future::Either::Right(std::future::ready(Err(e))),
     }
 }
 
@@ -496,19 +504,32 @@ pub(crate) mod future_sizes {
                 }),
             ),
             (
-                "sqs::call (+ Arc, Context)",
+                "sqs::call",
                 probe(
-                    |(s, c, r): (Arc<Service>, sqs::Context, sqs::types::SqsRequest)| async move {
-                        sqs::call(&s, &c, r).await
+                    |(s, c, r): (Arc<Service>, sqs::Context, sqs::types::SqsRequest)| {
+                        sqs::call(s, c, r)
                     },
                 ),
             ),
             (
-                "Service::receive_message_until (+ Arc)",
+                "sqs::receive_wait (boxed, held by a waiting poll)",
                 probe(
-                    |(s, r): (Arc<Service>, loft_core::service::ReceiveMessage)| async move {
+                    |(s, n, r, g): (
+                        Arc<Service>,
+                        String,
+                        loft_core::service::ReceiveMessage,
+                        sqs::Gone,
+                    )| sqs::receive_wait(s, n, r, g),
+                ),
+            ),
+            (
+                "Service::receive_message_until",
+                probe(
+                    |(s, r): (
+                        &'static Service,
+                        &'static loft_core::service::ReceiveMessage,
+                    )| {
                         s.receive_message_until("q", r, std::future::pending())
-                            .await
                     },
                 ),
             ),

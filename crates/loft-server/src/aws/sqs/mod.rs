@@ -327,33 +327,54 @@ fn send_result(r: SendResult) -> SendMessageResult {
     }
 }
 
-/// Runs one SQS request and returns its answer.
+/// A running SQS operation: what [`call`] returns.
+pub type Operation =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<SqsResponse>> + Send>>;
+
+/// Runs one SQS request: the future of its answer.
 ///
 /// Errors: each operation's, as its Service method documents them.
 ///
-/// Each operation runs in a future of its own (boxed), and so does the access check: the
-/// caller's future, held for the whole request, then holds only the running operation's
-/// state, and a long poll (ReceiveMessage's up to 20 s wait) does not carry the largest
-/// operation's (issue 19 item 6: memory per waiting poll).
-pub async fn call(svc: &Arc<Service>, ctx: &Context, req: SqsRequest) -> Result<SqsResponse> {
-    Box::pin(super::access::sqs(svc, ctx, &req)).await?;
-    match req {
-        SqsRequest::ReceiveMessage(i) => Box::pin(receive_message(svc, ctx, i)).await,
-        req => Box::pin(operation(svc, ctx, req)).await,
+/// The returned future holds two box pointers and nothing of the request: the access check
+/// and the operation's start run in a boxed future of their own that owns the Service, the
+/// context and the decoded request, and is freed once it hands over the operation's own
+/// future (boxed). A long poll (ReceiveMessage's up to 20 s wait) so holds only its
+/// receive's state, not a copy of the request, the context or the largest operation's
+/// state (issue 19 item 6: memory per waiting poll).
+pub fn call(
+    svc: Arc<Service>,
+    ctx: Context,
+    req: SqsRequest,
+) -> impl std::future::Future<Output = Result<SqsResponse>> + Send + 'static {
+    let start = Box::pin(start(svc, ctx, req));
+    async move {
+        let op = start.await?;
+        op.await
     }
+}
+
+/// [`call`]'s first part: the access check, then the operation's future.
+async fn start(svc: Arc<Service>, ctx: Context, req: SqsRequest) -> Result<Operation> {
+    super::access::sqs(&svc, &ctx, &req).await?;
+    Ok(match req {
+        SqsRequest::ReceiveMessage(i) => receive_message(svc, &ctx, i)?,
+        req => Box::pin(operation(svc, ctx, req)),
+    })
 }
 
 /// ReceiveMessage: the queue's messages, waiting up to WaitTimeSeconds for one, and ending
 /// the wait early with none when the client's connection goes away
-/// ([`crate::client_link`]).
+/// ([`crate::client_link`]). The request is read here; the returned future owns only the
+/// Service, the queue's key, the Service's `ReceiveMessage` and the client-link watch.
 ///
-/// Errors: those of [`Service::receive_message`].
-async fn receive_message(
-    svc: &Service,
+/// Errors: `QueueDoesNotExist` for a URL that names no queue (here); those of
+/// [`Service::receive_message`] (from the future).
+fn receive_message(
+    svc: Arc<Service>,
     ctx: &Context,
     i: ReceiveMessageRequest,
-) -> Result<SqsResponse> {
-    let name = ctx.queue_key(svc, &i.queue_url)?;
+) -> Result<Operation> {
+    let name = ctx.queue_key(&svc, &i.queue_url)?;
     let mut system = i.attribute_names.unwrap_or_default();
     system.extend(i.message_system_attribute_names.unwrap_or_default());
     let r = ReceiveMessage {
@@ -367,34 +388,58 @@ async fn receive_message(
     let client = ctx.client.clone();
     // Boxed: it is handed down through the Service's receive futures, each of which would
     // otherwise keep a slot of its size for the whole wait.
-    let gone = Box::pin(async move {
+    let gone: Gone = Box::pin(async move {
         match client {
             Some(c) => c.gone().await,
             None => std::future::pending().await,
         }
     });
-    let messages: Vec<Message> = svc
-        .receive_message_until(&name, r, gone)
-        .await?
-        .into_iter()
-        .map(|m| Message {
-            message_id: Some(m.message_id),
-            receipt_handle: Some(m.receipt_handle),
-            md5_of_body: Some(m.md5_body),
-            body: Some(m.body),
-            attributes: (!m.attributes.is_empty()).then(|| m.attributes.into()),
-            md5_of_message_attributes: m.md5_message_attributes,
-            message_attributes: attributes_out(m.message_attributes),
-        })
-        .collect();
-    Ok(SqsResponse::ReceiveMessage(ReceiveMessageResult {
-        messages: (!messages.is_empty()).then_some(messages),
-    }))
+    Ok(Box::pin(receive_wait(svc, name, r, gone)))
+}
+
+/// The client-link watch a waiting receive holds ([`receive_message`]).
+pub(crate) type Gone = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
+
+/// [`receive_message`]'s wait on queue `name`, until messages come, WaitTimeSeconds ends
+/// or `gone` resolves; its answer.
+///
+/// A function returning an `async move` block, not an `async fn`: the block uses what it
+/// owns in place, where an `async fn` would keep its arguments twice (as arguments, and
+/// as the locals they are moved into), for the whole wait.
+///
+/// Errors: those of [`Service::receive_message`].
+#[allow(clippy::manual_async_fn)] // an `async fn` would hold its arguments twice (above)
+pub(crate) fn receive_wait(
+    svc: Arc<Service>,
+    name: String,
+    r: ReceiveMessage,
+    gone: Gone,
+) -> impl std::future::Future<Output = Result<SqsResponse>> + Send + 'static {
+    async move {
+        let messages: Vec<Message> = svc
+            .receive_message_until(&name, &r, gone)
+            .await?
+            .into_iter()
+            .map(|m| Message {
+                message_id: Some(m.message_id),
+                receipt_handle: Some(m.receipt_handle),
+                md5_of_body: Some(m.md5_body),
+                body: Some(m.body),
+                attributes: (!m.attributes.is_empty()).then(|| m.attributes.into()),
+                md5_of_message_attributes: m.md5_message_attributes,
+                message_attributes: attributes_out(m.message_attributes),
+            })
+            .collect();
+        Ok(SqsResponse::ReceiveMessage(ReceiveMessageResult {
+            messages: (!messages.is_empty()).then_some(messages),
+        }))
+    }
 }
 
 /// Every operation but ReceiveMessage (see [`call`]); the access check is done.
-async fn operation(svc: &Arc<Service>, ctx: &Context, req: SqsRequest) -> Result<SqsResponse> {
+async fn operation(svc: Arc<Service>, ctx: Context, req: SqsRequest) -> Result<SqsResponse> {
     use SqsRequest as R;
+    let (svc, ctx) = (&svc, &ctx);
     use SqsResponse as S;
     let queue = |url: &str| ctx.queue_key(svc, url);
     Ok(match req {
@@ -558,7 +603,7 @@ async fn operation(svc: &Arc<Service>, ctx: &Context, req: SqsRequest) -> Result
             svc.purge_queue(&queue(&i.queue_url)?).await?;
             S::PurgeQueue(NoOutput)
         }
-        R::ReceiveMessage(i) => return Box::pin(receive_message(svc, ctx, i)).await,
+        R::ReceiveMessage(i) => return receive_message(svc.clone(), ctx, i)?.await,
         R::RemovePermission(i) => {
             svc.remove_permission(&queue(&i.queue_url)?, &i.label)
                 .await?;
