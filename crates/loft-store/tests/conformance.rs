@@ -118,6 +118,7 @@ conformance!(
     explicit_message_ids,
     visibility_changes,
     visibility_order_and_send_order,
+    older_messages_are_found_when_a_receive_runs_short,
     fair_queue_serves_quiet_groups_behind_a_flood,
     fair_queue_keeps_earlier_and_moved_messages,
     concurrent_fair_receivers_never_share_a_message,
@@ -623,6 +624,22 @@ async fn visibility_order_and_send_order(s: S) {
         .await
         .unwrap();
     assert_eq!(bodies(&seeds), ["m1"], "send order");
+}
+
+/// A receive starts where the last one took messages (PostgreSQL's claim floor, a hint)
+/// but never comes back short while older visible messages wait: here one sent with an
+/// older clock (another node's) after the floor moved past it.
+async fn older_messages_are_found_when_a_receive_runs_short(s: S) {
+    let q = queue(&s, "floor").await;
+    send(&s, q, &["m1", "m2", "m3"], T0 + 50).await;
+    let out = s.receive(req(q, 2, T0 + 60, 30_000)).await.unwrap();
+    assert_eq!(bodies(&out), ["m1", "m2"]);
+    // Sent by a clock 40 ms behind: visible before the floor.
+    send(&s, q, &["early"], T0 + 10).await;
+    let out = s.receive(req(q, 10, T0 + 61, 30_000)).await.unwrap();
+    let mut got = bodies(&out);
+    got.sort();
+    assert_eq!(got, ["early", "m3"]);
 }
 
 fn grouped(body: &str, group: &str, now: i64) -> NewMessage {

@@ -111,6 +111,12 @@ pub struct PgStore {
     /// reused), so `true` is kept; `false` is read again after [`FAIR_RECHECK`], since
     /// another node's send may have made the queue fair meanwhile.
     fair: std::sync::Mutex<std::collections::HashMap<i64, (bool, std::time::Instant)>>,
+    /// Where this node's plain-order claims of each queue start their index walk
+    /// ([`ops::StepJob::floor`]): the lowest pre-claim `visible_at` of the queue's last
+    /// claim, and when the queue's last claim from the start of the index ran (a floor
+    /// older than [`FLOOR_RESCAN`] is not used: that claim walks from the start again).
+    /// A hint only: no rule depends on it.
+    floors: std::sync::Mutex<std::collections::HashMap<i64, (i64, std::time::Instant)>>,
     /// Seals and opens the messages of encrypted queues (`crate::seal`); without
     /// [`PgStore::with_key_source`] it has no key and refuses them.
     sealer: Arc<Sealer>,
@@ -126,6 +132,12 @@ pub struct PgStore {
 
 /// How long this node trusts that a queue is not fair before reading its row again.
 const FAIR_RECHECK: Duration = Duration::from_secs(1);
+
+/// How long a queue's claim floor ([`PgStore::floors`]) is used before a claim walks the
+/// queue's index from its start again: the longest a visible message below the floor
+/// (one another transaction held and put back, or one a node with a slower clock sent)
+/// can be passed over while the receives above it come back full.
+const FLOOR_RESCAN: Duration = Duration::from_secs(1);
 
 impl Drop for PgStore {
     fn drop(&mut self) {
@@ -265,6 +277,7 @@ impl PgStore {
             wakeups,
             listener,
             fair: std::sync::Mutex::default(),
+            floors: std::sync::Mutex::default(),
             sealer,
             sends,
             deletes,
@@ -601,6 +614,41 @@ impl PgStore {
         Ok(fair)
     }
 
+    /// The queue's claim floor and when its walk from the start ran, while younger than
+    /// [`FLOOR_RESCAN`]; `None`: the next claim walks from the start.
+    fn floor(&self, queue_id: i64) -> Option<(i64, std::time::Instant)> {
+        let floors = self.floors.lock().unwrap_or_else(|p| p.into_inner());
+        floors
+            .get(&queue_id)
+            .copied()
+            .filter(|(_, since)| since.elapsed() < FLOOR_RESCAN)
+    }
+
+    /// Records a plain-order claim of the queue that started at `used` (`None`: at the
+    /// start of the index) and whose lowest claimed `visible_at` was `lowest`: the floor
+    /// moves there (a walk from the start also renews the floor's age); a claim of none
+    /// keeps the floor, or drops it after a walk from the start.
+    fn set_floor(
+        &self,
+        queue_id: i64,
+        used: Option<(i64, std::time::Instant)>,
+        lowest: Option<i64>,
+    ) {
+        let mut floors = self.floors.lock().unwrap_or_else(|p| p.into_inner());
+        match (lowest, used) {
+            (Some(low), Some((_, since))) => {
+                floors.insert(queue_id, (low, since));
+            }
+            (Some(low), None) => {
+                floors.insert(queue_id, (low, std::time::Instant::now()));
+            }
+            (None, Some(_)) => {}
+            (None, None) => {
+                floors.remove(&queue_id);
+            }
+        }
+    }
+
     /// The master key kept in the database for nodes started without a key file: made
     /// (random, from the system's CSPRNG) by the first node that asks, read by every other,
     /// so all nodes of one database seal and open with one key. A database dump then holds
@@ -805,14 +853,25 @@ impl Store for PgStore {
                 .map(|m| m.seq)
                 .chain(passed.iter().copied())
                 .collect();
+            // The plain order's claims start at the queue's floor while it is fresh.
+            let plain = !fair && !request.send_order;
+            let floor = if plain {
+                self.floor(request.queue_id)
+            } else {
+                None
+            };
             // Standard receive steps join a group with this node's concurrent ones.
             let job = ReceiveJob {
                 request: request.clone(),
                 tokens: tokens.clone(),
                 fair,
                 skip,
+                floor: floor.map_or(i64::MIN, |(f, _)| f),
             };
             let step = self.receives.submit(job, tokens.len()).await?;
+            if plain {
+                self.set_floor(request.queue_id, floor, step.lowest_claimed);
+            }
             let candidates = step.candidates;
             let next = step.next;
             for m in &step.unreadable {

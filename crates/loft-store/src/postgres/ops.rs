@@ -608,6 +608,10 @@ pub struct StepJob {
     pub fair: bool,
     /// Sequence numbers to pass over.
     pub skip: Vec<i64>,
+    /// Where the plain order's index walk starts (`visible_at`, ms; `i64::MIN`: at the
+    /// start): the claim takes visible messages from here on first and goes below it only
+    /// when those run short. Ignored by the fair and send orders (pass `i64::MIN`).
+    pub floor: i64,
 }
 
 /// Standard receive steps, several receives' at once, in the caller's one transaction
@@ -618,6 +622,14 @@ pub struct StepJob {
 /// order (`messages_fair`); otherwise longest visible first, or in send order for the
 /// seeds. Messages in `skip` (claimed or passed over by earlier steps of its receive)
 /// are passed over.
+///
+/// The plain order walks `messages_visibility` from the step's `floor` (the caller's
+/// hint: where its last claim of the queue started taking messages) and walks the part
+/// below it only when the messages above run short, in the same statement. The index's
+/// start holds the entries of every message claimed or deleted since the last vacuum
+/// (non-HOT updates and deletes leave them dead), which a walk from the start steps over
+/// on every claim: after 100,000 receive-deletes without a vacuum, 517 index pages and
+/// 2.4 ms per claim against 7 pages and 0.08 ms after one (BENCHMARKS.md, "s8b").
 ///
 /// The steps' claim statements are sent at once (pipelined on the connection) and run
 /// one after another in `steps` order, each with its own snapshot (READ COMMITTED), so a
@@ -655,7 +667,7 @@ pub async fn receive_steps<C: GenericClient>(
         .await?;
     let claims = futures_util::future::join_all(steps.iter().map(|s| {
         let tokens = &s.tokens[..];
-        claim_rows(tx, &s.request, tokens, channel, s.fair, &s.skip)
+        claim_rows(tx, &s.request, tokens, channel, s.fair, &s.skip, s.floor)
     }))
     .await;
     let mut put_back = Vec::new();
@@ -676,6 +688,11 @@ fn step_outcome(rows: &[Row], sealer: &Sealer, put_back: &mut Vec<OldClaim>) -> 
         out.dead = r.get::<_, i64>(1) as u64;
         out.next = r.get::<_, Option<i64>>(2);
         if r.get::<_, Option<i64>>(4).is_some() {
+            let old_visible: i64 = r.get(4 + MESSAGE_COLUMN_COUNT);
+            out.lowest_claimed = Some(
+                out.lowest_claimed
+                    .map_or(old_visible, |l| l.min(old_visible)),
+            );
             let mut m = message_row(r, 4);
             if sealer.open_for_receive(&mut m) {
                 out.messages.push(m);
@@ -690,7 +707,11 @@ fn step_outcome(rows: &[Row], sealer: &Sealer, put_back: &mut Vec<OldClaim>) -> 
 
 /// The claim statement of one standard receive step: its rows are (candidates, dead,
 /// next, n, the claimed message's columns, its old state), one per claimed message
-/// ordered by n, or one row of NULL message columns when it claimed none.
+/// ordered by n, or one row of NULL message columns when it claimed none. The candidates
+/// come from `visible_at >= floor` first (`above`) and from below `floor` only when those
+/// fall short (`below`, its scan skipped otherwise); the row joins find the candidates'
+/// rows by primary key (`= ANY(ARRAY(...))`: the planner cannot size the two parts'
+/// union and otherwise may scan the table).
 async fn claim_rows<C: GenericClient>(
     c: &C,
     req: &ReceiveRequest,
@@ -698,6 +719,7 @@ async fn claim_rows<C: GenericClient>(
     channel: &str,
     fair: bool,
     skip: &[i64],
+    floor: i64,
 ) -> Result<Vec<Row>, Error> {
     let need = tokens.len() as i64;
     let (filter, order, claim_order) = if fair {
@@ -707,25 +729,38 @@ async fn claim_rows<C: GenericClient>(
     } else {
         ("", "visible_at, seq", "old_visible, seq")
     };
+    // Only the plain order walks from the floor: a range on `visible_at` in the other
+    // orders' statements turns their generic plans to `messages_visibility` and a sort of
+    // the whole queue. Theirs reads nothing below (`$12` only typed).
+    let (above_floor, below_floor) = if fair || req.send_order {
+        ("", "AND false AND $12::bigint IS NOT NULL")
+    } else {
+        ("AND visible_at >= $12", "AND visible_at < $12")
+    };
     // `claim` numbers the messages this step claims; the n-th takes `tokens[n]`.
     let sql = format!(
-        "WITH cand AS MATERIALIZED ( \
-           SELECT seq, visible_at AS old_visible, receive_count AS old_count, \
-                  expires_at AS old_expires, fair_key AS old_key, \
-                  first_received_at AS old_first, receipt_token AS old_token, \
-                  received_at AS old_received \
-           FROM messages WHERE queue_id = $1 AND visible_at <= $2 {filter} \
-             AND NOT (seq = ANY($11::bigint[])) \
+        "WITH above AS MATERIALIZED ( \
+           SELECT {CAND_COLUMNS} \
+           FROM messages WHERE queue_id = $1 AND visible_at <= $2 {above_floor} \
+             {filter} AND NOT (seq = ANY($11::bigint[])) \
            ORDER BY {order} LIMIT $3 FOR UPDATE SKIP LOCKED), \
+         below AS MATERIALIZED ( \
+           SELECT {CAND_COLUMNS} \
+           FROM messages WHERE queue_id = $1 AND visible_at <= $2 {below_floor} \
+             {filter} \
+             AND NOT (seq = ANY($11::bigint[])) AND (SELECT count(*) FROM above) < $3 \
+           ORDER BY {order} LIMIT $3 - (SELECT count(*) FROM above) FOR UPDATE SKIP LOCKED), \
+         cand AS MATERIALIZED (SELECT * FROM above UNION ALL SELECT * FROM below), \
          gone AS (DELETE FROM messages m USING cand c \
-           WHERE m.seq = c.seq AND c.old_expires <= $2 RETURNING m.seq), \
+           WHERE m.seq = c.seq AND m.seq = ANY(ARRAY(SELECT seq FROM cand)) \
+             AND c.old_expires <= $2 RETURNING m.seq), \
          dead AS (UPDATE messages m SET queue_id = $5::bigint, \
              visible_at = $2, dead_letter_source = $7, \
              first_received_at = COALESCE(m.first_received_at, $2), \
              dedup_id = CASE WHEN $10 THEN m.message_id ELSE m.dedup_id END, \
              fair_key = CASE WHEN (SELECT fair FROM queues WHERE id = $5::bigint) THEN 0 END \
-           FROM cand c WHERE m.seq = c.seq AND c.old_expires > $2 \
-             AND $5::bigint IS NOT NULL AND c.old_count >= $6 RETURNING m.seq), \
+           FROM cand c WHERE m.seq = c.seq AND m.seq = ANY(ARRAY(SELECT seq FROM cand)) \
+             AND c.old_expires > $2 AND $5::bigint IS NOT NULL AND c.old_count >= $6 RETURNING m.seq), \
          claim AS (SELECT seq, old_visible, old_count, old_first, old_token, old_received, \
              row_number() OVER (ORDER BY {claim_order}) AS n \
            FROM cand WHERE old_expires > $2 AND NOT ($5::bigint IS NOT NULL AND old_count >= $6)), \
@@ -733,7 +768,7 @@ async fn claim_rows<C: GenericClient>(
              receive_count = m.receive_count + 1, \
              first_received_at = COALESCE(m.first_received_at, $2), received_at = $2, \
              receipt_token = ($9::bigint[])[k.n] \
-           FROM claim k WHERE m.seq = k.seq \
+           FROM claim k WHERE m.seq = k.seq AND m.seq = ANY(ARRAY(SELECT seq FROM claim)) \
            RETURNING k.n, {MESSAGE_COLUMNS}, k.old_visible, k.old_count, k.old_first, \
              k.old_token, k.old_received), \
          woke AS (SELECT pg_notify($8, $5::bigint::text) FROM (SELECT 1 FROM dead LIMIT 1) d) \
@@ -769,6 +804,7 @@ async fn claim_rows<C: GenericClient>(
             &tokens,
             &dedup_from_id,
             &skip,
+            &floor,
         ],
     )
     .await
@@ -788,7 +824,15 @@ pub struct StepOutcome {
     /// The queue's next visibility time as the statement's snapshot saw it (ms); read
     /// only when `candidates` fell short of the messages asked for, else `None`.
     pub next: Option<i64>,
+    /// The lowest `visible_at` (ms) the claimed messages had before their claim
+    /// (unreadable ones included); `None` when it claimed none. The caller's next floor.
+    pub lowest_claimed: Option<i64>,
 }
+
+/// The candidate columns of a standard claim: the row's old state.
+const CAND_COLUMNS: &str = "seq, visible_at AS old_visible, receive_count AS old_count, \
+    expires_at AS old_expires, fair_key AS old_key, first_received_at AS old_first, \
+    receipt_token AS old_token, received_at AS old_received";
 
 /// Number of columns of [`MESSAGE_COLUMNS`].
 const MESSAGE_COLUMN_COUNT: usize = 17;
