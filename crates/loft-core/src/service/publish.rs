@@ -386,8 +386,6 @@ pub(crate) type Signer<'a> =
 pub(crate) enum SqsStep {
     /// This copy, for the queue of this name.
     Copy(Box<SqsCopy>, String),
-    /// Nothing for this subscription (a rule leaves it out, already logged).
-    Skipped,
     /// Given up: no queue can take it (already logged).
     Dropped,
 }
@@ -1274,7 +1272,6 @@ impl Service {
                             &mut raw_text,
                         ) {
                             SqsStep::Copy(copy, name) => copies.push((*copy, name)),
-                            SqsStep::Skipped => {}
                             SqsStep::Dropped => dropped.push("sqs"),
                         }
                     }

@@ -433,7 +433,7 @@ impl Service {
             &mut None,
         ) {
             SqsStep::Copy(copy, queue) => Some((*copy, queue)),
-            SqsStep::Skipped | SqsStep::Dropped => None,
+            SqsStep::Dropped => None,
         }
     }
 
