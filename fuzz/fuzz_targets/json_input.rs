@@ -52,7 +52,7 @@ fuzz_target!(|data: &[u8]| {
             trace_header: None,
             client: None,
         };
-        if let Ok(out) = sqs::call(&svc, &ctx, request).await {
+        if let Ok(out) = sqs::call(svc, ctx, request).await {
             let _ = sqs_json::encode(&out);
         }
     });
