@@ -13,6 +13,7 @@ use async_trait::async_trait;
 
 use crate::error::Result;
 use crate::model::*;
+use crate::service::receipt::ReceiptKey;
 
 /// Persistent state of queues, messages, topics and subscriptions.
 ///
@@ -104,8 +105,10 @@ pub trait Store: Send + Sync + 'static {
     async fn fair_groups(&self, queue_id: i64, now_ms: i64) -> Result<Option<Vec<GroupCounts>>>;
 
     /// Deletes message `seq` of queue `queue_id`. With `strict = Some((token, now_ms))`
-    /// (FIFO queues), only if `token` is the message's current receipt token and the message
-    /// is still in flight at `now_ms`; otherwise reports [`DeleteOutcome::Stale`].
+    /// (FIFO queues; legacy receipt handles with `now_ms` = `i64::MIN`, when the token alone
+    /// decides), only if `token` is the message's current receipt token and the message
+    /// is still in flight at `now_ms` (visible later than it); otherwise reports
+    /// [`DeleteOutcome::Stale`].
     async fn delete_message(
         &self,
         queue_id: i64,
@@ -544,6 +547,14 @@ pub trait Store: Send + Sync + 'static {
 
     /// Gives up every mapping `owner` holds (a node stopping): their leases end now.
     async fn release_event_source_mappings(&self, owner: &str) -> Result<()>;
+
+    // ----- receipt handles
+
+    /// The key that signs this database's receipt handles
+    /// ([`crate::service::receipt`]): 32 random bytes the first open of the database made
+    /// and kept in it, so every node sharing the database and every restart sign and
+    /// verify with the same key. Read when the store opens; the service takes it once.
+    fn receipt_key(&self) -> ReceiptKey;
 
     // ----- other nodes
 

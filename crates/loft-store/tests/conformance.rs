@@ -3670,11 +3670,33 @@ async fn postgres_nodes_starting_together_migrate_once() {
     for s in starts {
         stores.push(Arc::new(s.await.unwrap().expect("every node starts")));
     }
+    // One receipt key, made by whichever node came first and read by all.
+    let key = stores[0].receipt_key();
+    assert!(stores.iter().all(|s| s.receipt_key() == key));
     // One schema, seen by all.
     let q = queue(&stores[0], "shared").await;
     send(&stores[1], q, &["x"], T0).await;
     let out = stores[5].receive(req(q, 1, T0, 1000)).await.unwrap();
     assert_eq!(bodies(&out), ["x"]);
+}
+
+/// The receipt key is made once per database file and kept: a reopen reads the same key,
+/// another file has its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_receipt_key_is_kept_across_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let open = |name: &str| {
+        SqliteStore::open(&dir.path().join(name), loft_store::Durability::Process).unwrap()
+    };
+    let store = open("loft.db");
+    let first = store.receipt_key();
+    store.close().await;
+    let store = open("loft.db");
+    assert_eq!(store.receipt_key(), first);
+    store.close().await;
+    let other = open("other.db");
+    assert_ne!(other.receipt_key(), first);
+    other.close().await;
 }
 
 // ----- TLS to PostgreSQL (needs LOFT_TEST_DATABASE_ROOTCERT: the CA of the test server)

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::quotas::QuotaAction;
-use super::receipt::Receipt;
+use super::receipt::{invalid_handle, Issued, Receipt};
 use super::Service;
 use crate::attributes::QueueConfig;
 use crate::error::{Error, ErrorCode, Result};
@@ -190,6 +190,43 @@ fn expired_handle(handle: &str) -> Error {
     Error::invalid(format!(
         "Value {handle} for parameter ReceiptHandle is invalid. Reason: The receipt handle has expired."
     ))
+}
+
+/// The error for a ChangeMessageVisibility whose (genuine) handle no longer holds its
+/// message on a standard queue: the message was deleted, or received again since (AWS's
+/// answer, as LocalStack's AWS-validated test
+/// `test_change_visibility_on_deleted_message_raises_invalid_parameter_value` records it).
+fn not_available_for_change(handle: &str) -> Error {
+    Error::invalid(format!(
+        "Value {handle} for parameter ReceiptHandle is invalid. Reason: Message does not exist or is not available for visibility timeout change."
+    ))
+}
+
+/// The condition a delete by `receipt` puts to the store ([`crate::store::Store::delete_message`]'s
+/// `strict`): on a FIFO queue the handle's receive must still hold the message (token and
+/// visibility); a legacy handle (no MAC, [`Issued::Legacy`]) must carry the message's
+/// current token, the only thing that vouches for it (`i64::MIN`: in flight or not); a
+/// signed handle of a standard queue deletes its message whatever receive it came from
+/// (SQS API Reference, DeleteMessage: an old handle's request succeeds).
+fn delete_condition(fifo: bool, receipt: &Receipt, issued: Issued, now: i64) -> Option<(i64, i64)> {
+    match (fifo, issued) {
+        (true, _) => Some((receipt.token, now)),
+        (false, Issued::Legacy) => Some((receipt.token, i64::MIN)),
+        (false, Issued::Signed) => None,
+    }
+}
+
+/// The answer to a delete by `handle` that ended in `outcome`. A signed handle whose
+/// message is gone succeeds, as on AWS; a FIFO receive that no longer holds its message has
+/// expired. A legacy handle that does not hold its message is not a valid handle, whether
+/// or not the message exists, so the answer tells nothing of other messages.
+fn delete_answer(handle: &str, issued: Issued, outcome: DeleteOutcome) -> Result<()> {
+    match (issued, outcome) {
+        (_, DeleteOutcome::Deleted) => Ok(()),
+        (Issued::Legacy, _) => Err(invalid_handle(handle)),
+        (Issued::Signed, DeleteOutcome::Stale) => Err(expired_handle(handle)),
+        (Issued::Signed, DeleteOutcome::NotFound) => Ok(()),
+    }
 }
 
 fn not_for_queue_type(name: &str, value: &str) -> Error {
@@ -729,7 +766,7 @@ impl Service {
                 seq: m.seq,
                 token: m.receipt_token,
             }
-            .encode(),
+            .encode(&self.receipt_key),
             md5_message_attributes: message::md5_of_attributes(&selected),
             message_attributes: selected,
             message_id: message_id_of(m.message_id, m.seq),
@@ -740,23 +777,26 @@ impl Service {
         }
     }
 
-    /// Decodes a receipt handle and checks it belongs to `queue`.
-    fn receipt_for(&self, queue: &QueueRecord, handle: &str) -> Result<Receipt> {
+    /// Decodes a receipt handle (its MAC verified under the store's key, or a legacy one,
+    /// [`super::receipt`]) and checks it belongs to `queue`.
+    ///
+    /// Errors: `MissingParameter` (empty), `ReceiptHandleIsInvalid` (not Loft's, or another
+    /// queue's).
+    fn receipt_for(&self, queue: &QueueRecord, handle: &str) -> Result<(Receipt, Issued)> {
         if handle.is_empty() {
             return Err(Error::missing("ReceiptHandle"));
         }
-        let receipt = Receipt::decode(handle)?;
+        let (receipt, issued) = Receipt::decode(handle, &self.receipt_key)?;
         if receipt.queue_id != queue.id {
-            return Err(Error::new(
-                ErrorCode::ReceiptHandleIsInvalid,
-                format!("The input receipt handle \"{handle}\" is not a valid receipt handle."),
-            ));
+            return Err(invalid_handle(handle));
         }
-        Ok(receipt)
+        Ok((receipt, issued))
     }
 
     /// DeleteMessage: deleting an already deleted message succeeds, as on AWS; on a standard
-    /// queue a stale handle of the same message still deletes it.
+    /// queue a stale handle of the same message still deletes it. A handle Loft did not
+    /// sign is `ReceiptHandleIsInvalid`; a legacy (unsigned) one only deletes while it is
+    /// its message's current receive ([`super::receipt`]).
     ///
     /// Errors: `QueueDoesNotExist`, `ReceiptHandleIsInvalid`, `RequestThrottled` (a FIFO
     /// queue's throughput quota, [`super::quotas`]).
@@ -767,27 +807,24 @@ impl Service {
     }
 
     /// Deletes by receipt handle. On a FIFO queue the handle must be the message's current
-    /// one and the message still in flight (AWS rejects handles of expired receives).
+    /// one and the message still in flight (AWS rejects handles of expired receives); see
+    /// `delete_condition` and `delete_answer` for the rest.
     pub(super) async fn delete_in(&self, queue: &QueueRecord, handle: &str) -> Result<()> {
-        let receipt = self.receipt_for(queue, handle)?;
+        let (receipt, issued) = self.receipt_for(queue, handle)?;
         let fifo = QueueConfig::from_attributes(&queue.attributes).fifo;
-        let strict = fifo.then(|| (receipt.token, self.now_ms()));
-        match self
+        let strict = delete_condition(fifo, &receipt, issued, self.now_ms());
+        let outcome = self
             .store
             .delete_message(queue.id, receipt.seq, strict)
-            .await?
-        {
-            DeleteOutcome::Stale => Err(expired_handle(handle)),
-            DeleteOutcome::Deleted => {
-                self.activity.deleted(&queue.name, 1);
-                // Deleting a FIFO message may open its group: wake long polls waiting on it.
-                if fifo {
-                    self.wake(queue.id);
-                }
-                Ok(())
+            .await?;
+        if outcome == DeleteOutcome::Deleted {
+            self.activity.deleted(&queue.name, 1);
+            // Deleting a FIFO message may open its group: wake long polls waiting on it.
+            if fifo {
+                self.wake(queue.id);
             }
-            DeleteOutcome::NotFound => Ok(()),
         }
+        delete_answer(handle, issued, outcome)
     }
 
     /// DeleteMessageBatch: each handle succeeds or fails on its own.
@@ -807,9 +844,9 @@ impl Service {
         let mut items = Vec::new();
         for h in handles {
             match self.receipt_for(&queue, h) {
-                Ok(receipt) => {
-                    slots.push(Some(items.len()));
-                    items.push((receipt.seq, fifo.then_some((receipt.token, now))));
+                Ok((receipt, issued)) => {
+                    slots.push(Some((items.len(), issued)));
+                    items.push((receipt.seq, delete_condition(fifo, &receipt, issued, now)));
                 }
                 Err(e) => {
                     slots.push(None);
@@ -823,9 +860,9 @@ impl Service {
         for (h, slot) in handles.iter().zip(slots) {
             out.push(match slot {
                 None => errors.next().unwrap_or(Ok(())),
-                Some(i) => match outcomes.get(i) {
-                    Some(DeleteOutcome::Stale) => Err(expired_handle(h)),
-                    _ => Ok(()),
+                Some((i, issued)) => match outcomes.get(i) {
+                    Some(outcome) => delete_answer(h, issued, *outcome),
+                    None => Err(Error::internal("a batch delete answered fewer outcomes")),
                 },
             });
         }
@@ -851,10 +888,14 @@ impl Service {
     }
 
     /// ChangeMessageVisibility: the message becomes visible `visibility_timeout` seconds
-    /// from now (0 makes it visible at once).
+    /// from now (0 makes it visible at once). Only the handle of the message's latest
+    /// receive changes it, on both queue kinds.
     ///
-    /// Errors: `QueueDoesNotExist`, `ReceiptHandleIsInvalid`, `InvalidParameterValue`
-    /// (range, or the message no longer exists), `MessageNotInflight`.
+    /// Errors: `QueueDoesNotExist`, `ReceiptHandleIsInvalid` (a handle Loft did not sign,
+    /// or a legacy one that is not its message's latest receive), `InvalidParameterValue`
+    /// (range; the message was deleted or received again since: "Message does not exist or
+    /// is not available for visibility timeout change", or on a FIFO queue "The receipt
+    /// handle has expired"), `MessageNotInflight`.
     pub async fn change_visibility(
         &self,
         queue_name: &str,
@@ -872,24 +913,31 @@ impl Service {
         handle: &str,
         visibility_timeout: i64,
     ) -> Result<()> {
-        let receipt = self.receipt_for(queue, handle)?;
+        let (receipt, issued) = self.receipt_for(queue, handle)?;
         check_range("VisibilityTimeout", visibility_timeout, 0, 43_200)?;
         let now = self.now_ms();
         let fifo = QueueConfig::from_attributes(&queue.attributes).fifo;
-        let token = fifo.then_some(receipt.token);
-        match self
+        let change = self
             .store
             .change_visibility(
                 queue.id,
                 receipt.seq,
-                token,
+                Some(receipt.token),
                 now,
                 now + visibility_timeout * 1000,
                 MAX_HIDDEN_MS,
             )
-            .await?
+            .await?;
+        // A legacy handle is vouched for by its token alone: one that does not hold its
+        // message is no valid handle, whether or not the message exists.
+        if issued == Issued::Legacy
+            && matches!(change, VisibilityChange::Stale | VisibilityChange::NotFound)
         {
-            VisibilityChange::Stale => Err(expired_handle(handle)),
+            return Err(invalid_handle(handle));
+        }
+        match change {
+            VisibilityChange::Stale if fifo => Err(expired_handle(handle)),
+            VisibilityChange::Stale => Err(not_available_for_change(handle)),
             VisibilityChange::TooLong => Err(Error::invalid(format!(
                 "Value {visibility_timeout} for parameter VisibilityTimeout is invalid. Reason: Total VisibilityTimeout for the message is beyond the limit [43200 seconds]"
             ))),
@@ -899,9 +947,7 @@ impl Service {
                 }
                 Ok(())
             }
-            VisibilityChange::NotFound => Err(Error::invalid(format!(
-                "Value {handle} for parameter ReceiptHandle is invalid. Reason: Message does not exist or is not available for visibility timeout change."
-            ))),
+            VisibilityChange::NotFound => Err(not_available_for_change(handle)),
             VisibilityChange::NotInflight => Err(Error::new(
                 ErrorCode::MessageNotInflight,
                 "The message referred to isn't in flight.",

@@ -182,6 +182,10 @@ pub struct Service {
     /// Process bookkeeping: FIFO queues' throughput quota buckets (see [`quotas`]); per
     /// node by design, like the limits' counters.
     quotas: quotas::Quotas,
+    /// Configuration: the key that signs receipt handles, read from the store
+    /// ([`Store::receipt_key`]) when the service is made; the store keeps it, so every node
+    /// and every restart have the same.
+    receipt_key: receipt::ReceiptKey,
 }
 
 impl Service {
@@ -195,6 +199,7 @@ impl Service {
     ) -> Arc<Service> {
         let wakeups = store.wakeups();
         let open_principal = access::Principal::open(&config);
+        let receipt_key = store.receipt_key();
         let service = Arc::new(Service {
             store,
             clock,
@@ -215,6 +220,7 @@ impl Service {
             open_principal,
             throttle: deliveries::Throttle::default(),
             quotas: quotas::Quotas::default(),
+            receipt_key,
         });
         if let Some(rx) = wakeups {
             follow_wakeups(&service, rx);

@@ -277,6 +277,15 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE deliveries ADD COLUMN sealed SMALLINT NOT NULL DEFAULT 0;
     ALTER TABLE topic_archive ADD COLUMN sealed SMALLINT NOT NULL DEFAULT 0;
     "#,
+    // 14 (SQLite's 17): the key that signs receipt handles (`loft_core::service::receipt`):
+    // one row of 32 random bytes in base64, made by the first node that opens the database
+    // (`PgStore::connect`), read by every other, so a handle one node issued verifies on all.
+    r#"
+    CREATE TABLE receipt_key (
+        id  SMALLINT PRIMARY KEY CHECK (id = 1),
+        key TEXT NOT NULL
+    );
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -28,6 +28,7 @@ use async_trait::async_trait;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use loft_core::error::{Error, Result};
 use loft_core::model::*;
+use loft_core::service::receipt::ReceiptKey;
 use loft_core::store::Store;
 use tokio::sync::broadcast;
 use tokio::task::JoinHandle;
@@ -128,6 +129,32 @@ pub struct PgStore {
     /// Group commit of concurrent standard receives (their steps): one transaction, the
     /// claim statements pipelined, for many requests.
     receives: Arc<group::Combiner<ReceiveJob, ops::StepOutcome>>,
+    /// The database's receipt-handle key, read (or made) at connect
+    /// ([`Store::receipt_key`]); every node of the database reads the same row.
+    receipt_key: ReceiptKey,
+}
+
+/// The database's receipt-handle key: the `receipt_key` row, made with a new random key by
+/// the first node that finds none (`ON CONFLICT DO NOTHING`: of two nodes starting at
+/// once, one row wins and both read it).
+///
+/// Errors: the database refuses, or the row does not hold a key.
+async fn load_receipt_key(client: &tokio_postgres::Client) -> Result<ReceiptKey, String> {
+    let fresh = ReceiptKey::generate().to_base64();
+    client
+        .execute(
+            "INSERT INTO receipt_key (id, key) VALUES (1, $1) ON CONFLICT (id) DO NOTHING",
+            &[&fresh],
+        )
+        .await
+        .map_err(|e| format!("cannot record the receipt key: {}", chain(&e)))?;
+    let text: String = client
+        .query_one("SELECT key FROM receipt_key WHERE id = 1", &[])
+        .await
+        .map_err(|e| format!("cannot read the receipt key: {}", chain(&e)))?
+        .get(0);
+    ReceiptKey::from_base64(&text)
+        .ok_or_else(|| "the receipt_key row does not hold a Loft receipt key".to_owned())
 }
 
 /// How long this node trusts that a queue is not fair before reading its row again.
@@ -221,9 +248,10 @@ impl PgStore {
             }
             None => "loft_wakeup".to_owned(),
         };
-        let channel = {
+        let (channel, receipt_key) = {
             let (mut client, task) = connect_one(&config, &tls).await?;
             migrations::migrate(&mut client, options.schema.as_deref()).await?;
+            let receipt_key = load_receipt_key(&client).await?;
             // Deployments in different schemas of one database (through the URL's
             // search_path) get different channels too.
             let schema: Option<String> = client
@@ -233,14 +261,15 @@ impl PgStore {
                 .get(0);
             drop(client);
             let _ = task.await;
-            match schema.as_deref() {
+            let channel = match schema.as_deref() {
                 Some(s) if options.schema.is_none() && s != "public" => {
                     let mut c = format!("loft_wakeup_{s}");
                     c.truncate(63);
                     c
                 }
                 _ => channel,
-            }
+            };
+            (channel, receipt_key)
         };
         let manager = Manager::from_config(
             config.clone(),
@@ -282,6 +311,7 @@ impl PgStore {
             sends,
             deletes,
             receives,
+            receipt_key,
         })
     }
 
@@ -727,6 +757,10 @@ impl PgStore {
 
 #[async_trait]
 impl Store for PgStore {
+    fn receipt_key(&self) -> ReceiptKey {
+        self.receipt_key.clone()
+    }
+
     async fn create_queue(
         &self,
         name: &str,

@@ -323,6 +323,15 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE deliveries ADD COLUMN sealed INTEGER NOT NULL DEFAULT 0;
     ALTER TABLE topic_archive ADD COLUMN sealed INTEGER NOT NULL DEFAULT 0;
     "#,
+    // 17 (PostgreSQL's 14): the key that signs receipt handles
+    // (`loft_core::service::receipt`): one row of 32 random bytes in base64, made by the
+    // first open of the file (`SqliteStore::open`), so handles survive a restart.
+    r#"
+    CREATE TABLE receipt_key (
+        id  INTEGER PRIMARY KEY CHECK (id = 1),
+        key TEXT NOT NULL
+    );
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -26,6 +26,7 @@ use std::thread;
 use async_trait::async_trait;
 use loft_core::error::{Error, Result};
 use loft_core::model::*;
+use loft_core::service::receipt::ReceiptKey;
 use loft_core::store::Store;
 use rusqlite::Connection;
 
@@ -140,6 +141,26 @@ pub struct SqliteStore {
     seqs: Arc<ops::MessageSeqs>,
     /// Topics and subscription lists as last read (see [`cache`]): a publish reads both.
     topics: cache::TopicCache,
+    /// The database's receipt-handle key, read (or made) at open ([`Store::receipt_key`]).
+    receipt_key: ReceiptKey,
+}
+
+/// The database's receipt-handle key: the `receipt_key` row, made with a new random key
+/// when the database has none yet (its first open), in one transaction.
+///
+/// Errors: SQLite fails, or the row does not hold a key.
+fn load_receipt_key(conn: &Connection) -> Result<ReceiptKey, String> {
+    let fresh = ReceiptKey::generate().to_base64();
+    conn.execute(
+        "INSERT INTO receipt_key (id, key) VALUES (1, ?1) ON CONFLICT (id) DO NOTHING",
+        [fresh],
+    )
+    .map_err(|e| e.to_string())?;
+    let text: String = conn
+        .query_row("SELECT key FROM receipt_key WHERE id = 1", [], |r| r.get(0))
+        .map_err(|e| e.to_string())?;
+    ReceiptKey::from_base64(&text)
+        .ok_or_else(|| "the receipt_key row does not hold a Loft receipt key".to_owned())
 }
 
 /// Turns SQLite's memory statistics off (`SQLITE_CONFIG_MEMSTATUS` 0) once per process,
@@ -212,6 +233,8 @@ impl SqliteStore {
         migrations::migrate(&mut conn).map_err(|e| format!("{}: {e}", path.display()))?;
         conn.set_prepared_statement_cache_capacity(64);
         let seqs = Arc::new(ops::MessageSeqs::load(&conn).map_err(fail)?);
+        let receipt_key =
+            load_receipt_key(&conn).map_err(|e| format!("{}: {e}", path.display()))?;
         let conn: Shared = Arc::new(Mutex::new(Some(conn)));
         let (jobs, rx) = mpsc::channel::<Msg>();
         let writer_conn = conn.clone();
@@ -232,6 +255,7 @@ impl SqliteStore {
             sealer: Arc::new(sealer),
             seqs,
             topics: cache::TopicCache::default(),
+            receipt_key,
         })
     }
 
@@ -576,6 +600,10 @@ fn writer(shared: Shared, rx: mpsc::Receiver<Msg>) {
 
 #[async_trait]
 impl Store for SqliteStore {
+    fn receipt_key(&self) -> ReceiptKey {
+        self.receipt_key.clone()
+    }
+
     async fn create_queue(
         &self,
         name: &str,
