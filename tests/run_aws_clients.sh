@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds Loft, starts `target/debug/loft serve` on a free port with a throw-away database,
-# runs tests/fifo_boto3.py, tests/sns_boto3.py and tests/aws_clients.py (boto3, the AWS CLI v1, raw Query) against it, then
+# runs tests/fifo_boto3.py, tests/sns_boto3.py and tests/aws_clients.py (boto3, the AWS CLI v1, raw Query) and
+# tests/receipt_forgery.py (10,000 forged receipt handles) against it, then
 # tests/signed_clients.py against a second server that requires SigV4, then
 # tests/iam_matrix.py against one with two accounts' keys and policies (SQLite, and
 # PostgreSQL when LOFT_TEST_DATABASE_URL is set), then
@@ -74,6 +75,8 @@ status=0
 python3 tests/fifo_boto3.py --endpoint "$endpoint" || status=$?
 python3 tests/sns_boto3.py --endpoint "$endpoint" || status=$?
 python3 tests/aws_clients.py --endpoint "$endpoint" "$@" || status=$?
+# 10,000 forged and mutated receipt handles: none accepted, none answered apart.
+python3 tests/receipt_forgery.py --endpoint "$endpoint" --attempts 10000 --seconds 120 || status=$?
 
 # The same clients against a Loft that requires SigV4.
 stop_loft

@@ -25,6 +25,7 @@ mod encryption;
 mod md5;
 mod query_golden;
 mod quotas;
+mod receipts;
 mod recorded;
 mod sdk_errors;
 mod sdk_messages;

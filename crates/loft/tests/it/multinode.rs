@@ -940,6 +940,115 @@ async fn state_survives_restarting_every_node() {
     state::platform_after(&c, platform).await;
 }
 
+/// A receipt handle one node issued is verified by every node of the database (the key
+/// that signs handles is kept in it), and by a node started after every other stopped; a
+/// forged one is refused by all alike (SQS API Reference, DeleteMessage /
+/// ChangeMessageVisibility: `ReceiptHandleIsInvalid`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_receipt_handle_from_one_node_works_on_another_and_after_restart() {
+    let Some(mut cluster) = Cluster::start(2, "receipt_handles_across_nodes").await else {
+        return;
+    };
+    let bases = cluster.bases();
+    let http = http();
+    sqs(
+        &http,
+        &bases[0],
+        "CreateQueue",
+        json!({"QueueName": "handles"}),
+    )
+    .await
+    .expect("CreateQueue");
+    let url = queue_url(&bases[0], "handles");
+    for body in ["a", "b"] {
+        sqs(
+            &http,
+            &bases[0],
+            "SendMessage",
+            json!({"QueueUrl": url, "MessageBody": body}),
+        )
+        .await
+        .expect("SendMessage");
+    }
+    let got = sqs(
+        &http,
+        &bases[0],
+        "ReceiveMessage",
+        json!({"QueueUrl": url, "MaxNumberOfMessages": 10, "VisibilityTimeout": 300}),
+    )
+    .await
+    .expect("ReceiveMessage");
+    let handles: Vec<String> = got["Messages"]
+        .as_array()
+        .expect("two messages")
+        .iter()
+        .map(|m| m["ReceiptHandle"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(handles.len(), 2);
+    // A forged handle (one character of the first changed) is refused by node 1.
+    let mut forged: Vec<char> = handles[0].chars().collect();
+    forged[20] = if forged[20] == 'A' { 'B' } else { 'A' };
+    let forged: String = forged.into_iter().collect();
+    let refused = sqs(
+        &http,
+        &bases[1],
+        "DeleteMessage",
+        json!({"QueueUrl": queue_url(&bases[1], "handles"), "ReceiptHandle": forged}),
+    )
+    .await
+    .expect_err("a forged handle is refused");
+    assert!(refused.contains("ReceiptHandleIsInvalid"), "{refused}");
+    // Node 1 accepts node 0's genuine handle.
+    sqs(
+        &http,
+        &bases[1],
+        "ChangeMessageVisibility",
+        json!({"QueueUrl": queue_url(&bases[1], "handles"), "ReceiptHandle": handles[0], "VisibilityTimeout": 600}),
+    )
+    .await
+    .expect("node 0's handle on node 1");
+    sqs(
+        &http,
+        &bases[1],
+        "DeleteMessage",
+        json!({"QueueUrl": queue_url(&bases[1], "handles"), "ReceiptHandle": handles[0]}),
+    )
+    .await
+    .expect("node 0's handle deletes on node 1");
+    // Every node stops; a new one accepts the other handle.
+    cluster.stop_all();
+    let base = cluster.add_node();
+    sqs(
+        &http,
+        &base,
+        "ChangeMessageVisibility",
+        json!({"QueueUrl": queue_url(&base, "handles"), "ReceiptHandle": handles[1], "VisibilityTimeout": 600}),
+    )
+    .await
+    .expect("the handle after a restart");
+    sqs(
+        &http,
+        &base,
+        "DeleteMessage",
+        json!({"QueueUrl": queue_url(&base, "handles"), "ReceiptHandle": handles[1]}),
+    )
+    .await
+    .expect("the handle deletes after a restart");
+    let attrs = sqs(
+        &http,
+        &base,
+        "GetQueueAttributes",
+        json!({"QueueUrl": queue_url(&base, "handles"), "AttributeNames": ["All"]}),
+    )
+    .await
+    .expect("GetQueueAttributes");
+    assert_eq!(attrs["Attributes"]["ApproximateNumberOfMessages"], "0");
+    assert_eq!(
+        attrs["Attributes"]["ApproximateNumberOfMessagesNotVisible"],
+        "0"
+    );
+}
+
 /// The queue cap counts the database's queues: a node refuses on a count the store just
 /// gave, whichever node created or deleted them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
