@@ -1,4 +1,5 @@
-//! Receipt handles at the service, on an in-memory SQLite store: handles of the format
+//! Receipt handles at the service, on an in-memory SQLite store (and on PostgreSQL when
+//! `LOFT_TEST_DATABASE_URL` names a database, each case in a fresh schema): handles of the format
 //! before the MAC (`base64("{queue}:{seq}:{token}")`) keep working only while their token
 //! is the message's current one, and their refusals say nothing of whether a message
 //! exists; a signed handle's answers follow AWS (SQS API Reference, DeleteMessage and
@@ -10,13 +11,59 @@ use std::sync::Arc;
 use base64::Engine;
 use loft_core::clock::ManualClock;
 use loft_core::service::{ReceiveMessage, SendMessage};
+use loft_core::store::Store;
 use loft_core::{ErrorCode, Service, ServiceConfig};
-use loft_store::SqliteStore;
+use loft_store::seal::{KeySource, MasterKey};
+use loft_store::{PgOptions, PgStore, SqliteStore};
+
+#[path = "../../loft/tests/support/skips.rs"]
+mod skips;
 
 fn service() -> Arc<Service> {
-    let store = Arc::new(SqliteStore::open_in_memory().expect("store"));
+    service_on(Arc::new(SqliteStore::open_in_memory().expect("store")))
+}
+
+fn service_on(store: Arc<dyn Store>) -> Arc<Service> {
     let clock = Arc::new(ManualClock::new(1_700_000_000_000));
     Service::new(store, clock, ServiceConfig::default(), None)
+}
+
+/// A service on a fresh PostgreSQL schema, and the schema's name to drop; `None` (the case
+/// skipped, with a note) without `LOFT_TEST_DATABASE_URL`.
+async fn pg_service(test: &str) -> Option<(Arc<Service>, String, String)> {
+    let Some(url) = std::env::var("LOFT_TEST_DATABASE_URL")
+        .ok()
+        .filter(|u| !u.is_empty())
+    else {
+        skips::postgres().skip(test);
+        return None;
+    };
+    let schema = format!("loft_test_{:016x}", rand::random::<u64>());
+    let store = PgStore::connect(
+        &url,
+        PgOptions {
+            pool_size: 4,
+            schema: Some(schema.clone()),
+        },
+    )
+    .await
+    .expect("connect to LOFT_TEST_DATABASE_URL")
+    // New queues are SSE-SQS encrypted: the store needs a master key to send.
+    .with_key_source(KeySource::Key(MasterKey::from_bytes([0x5a; 32])));
+    Some((service_on(Arc::new(store)), url, schema))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_legacy_handles_and_guesses() {
+    let Some((svc, url, schema)) = pg_service("postgres_legacy_handles_and_guesses").await else {
+        return;
+    };
+    legacy_handle_works_only_while_current(&svc).await;
+    legacy_guesses_answer_alike(&svc).await;
+    drop(svc);
+    PgStore::drop_schema(&url, &schema)
+        .await
+        .expect("drop schema");
 }
 
 fn rx(visibility: i64) -> ReceiveMessage {
@@ -55,11 +102,14 @@ async fn send(svc: &Service, queue: &str, body: &str) {
 
 #[tokio::test]
 async fn a_legacy_handle_works_only_while_it_is_the_current_receive() {
-    let svc = service();
+    legacy_handle_works_only_while_current(&service()).await;
+}
+
+async fn legacy_handle_works_only_while_current(svc: &Service) {
     svc.create_queue("q", BTreeMap::new(), BTreeMap::new())
         .await
         .unwrap();
-    send(&svc, "q", "m").await;
+    send(svc, "q", "m").await;
     let first = svc.receive_message("q", rx(300)).await.unwrap();
     let old = legacy_of(&first[0].receipt_handle);
     // Current: it changes visibility.
@@ -90,25 +140,28 @@ async fn a_legacy_handle_works_only_while_it_is_the_current_receive() {
 
 #[tokio::test]
 async fn a_legacy_guess_answers_alike_for_messages_that_exist_and_do_not() {
-    let svc = service();
-    svc.create_queue("q", BTreeMap::new(), BTreeMap::new())
+    legacy_guesses_answer_alike(&service()).await;
+}
+
+async fn legacy_guesses_answer_alike(svc: &Service) {
+    svc.create_queue("g", BTreeMap::new(), BTreeMap::new())
         .await
         .unwrap();
-    send(&svc, "q", "probe").await;
-    let got = svc.receive_message("q", rx(0)).await.unwrap();
+    send(svc, "g", "probe").await;
+    let got = svc.receive_message("g", rx(0)).await.unwrap();
     let b = base64::engine::general_purpose::URL_SAFE_NO_PAD
         .decode(&got[0].receipt_handle)
         .unwrap();
     let queue = i64::from_be_bytes(b[1..9].try_into().unwrap());
     let seq = i64::from_be_bytes(b[9..17].try_into().unwrap());
-    send(&svc, "q", "never received").await;
+    send(svc, "g", "never received").await;
     // seq + 1 exists (never received, token 0), seq + 1000 does not; tokens guessed.
     for s in [seq, seq + 1, seq + 1000] {
         for token in [0, 1, 42] {
             let h = legacy(queue, s, token);
-            let d = svc.delete_message("q", &h).await.unwrap_err();
-            let c = svc.change_visibility("q", &h, 0).await.unwrap_err();
-            let c2 = svc.change_visibility("q", &h, 600).await.unwrap_err();
+            let d = svc.delete_message("g", &h).await.unwrap_err();
+            let c = svc.change_visibility("g", &h, 0).await.unwrap_err();
+            let c2 = svc.change_visibility("g", &h, 600).await.unwrap_err();
             for e in [&d, &c, &c2] {
                 assert_eq!(e.code, ErrorCode::ReceiptHandleIsInvalid, "{s} {token}");
                 assert_eq!(
@@ -123,7 +176,7 @@ async fn a_legacy_guess_answers_alike_for_messages_that_exist_and_do_not() {
         max_messages: Some(10),
         ..rx(30)
     };
-    assert_eq!(svc.receive_message("q", r).await.unwrap().len(), 2);
+    assert_eq!(svc.receive_message("g", r).await.unwrap().len(), 2);
 }
 
 #[tokio::test]
