@@ -277,6 +277,12 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE deliveries ADD COLUMN sealed SMALLINT NOT NULL DEFAULT 0;
     ALTER TABLE topic_archive ADD COLUMN sealed SMALLINT NOT NULL DEFAULT 0;
     "#,
+    // 14 (SQLite's 17): the account an event source mapping belongs to (the Lambda API
+    // answers each account its own mappings); NULL, every older row, is the default
+    // account's.
+    r#"
+    ALTER TABLE event_source_mappings ADD COLUMN account TEXT;
+    "#,
 ];
 
 /// The schema version this build writes.
