@@ -797,4 +797,9 @@ pub struct EventSourceMappingRecord {
     pub owner: Option<String>,
     /// Until when (ms) `owner`'s lease holds.
     pub lease_until_ms: i64,
+    /// The account the mapping belongs to: the one whose caller created it (Lambda
+    /// Developer Guide: a mapping is a resource of the account that creates it). `None`
+    /// for the default account, and for every mapping stored before mappings had one
+    /// (then only the default account's queues could be mapped).
+    pub account: Option<String>,
 }

@@ -15,6 +15,7 @@
 //! | `POST /topics/{name}` | `sns:CreateTopic` |
 //! | `POST /topics/{name}/subscribe` | `sns:Subscribe` |
 //! | `POST /topics/{name}/publish` | `sns:Publish` |
+//! | `GET /_loft/mappings` | `lambda:ListEventSourceMappings` (the default account's mappings) |
 //!
 //! The recorded-messages inspection route (`/_loft/sns/messages`) is not mapped: it takes
 //! any configured key.
@@ -53,6 +54,7 @@ fn route_action(method: &Method, template: &str) -> Option<(&'static str, Option
         ("POST", "/topics/{name}") => ("sns:CreateTopic", Some(false)),
         ("POST", "/topics/{name}/subscribe") => ("sns:Subscribe", Some(false)),
         ("POST", "/topics/{name}/publish") => ("sns:Publish", Some(false)),
+        ("GET", "/_loft/mappings") => ("lambda:ListEventSourceMappings", None),
         _ => return None,
     })
 }
@@ -94,10 +96,10 @@ pub async fn enforce(State(state): State<AppState>, req: Request, next: Next) ->
         (Some(true), Some(n)) => svc.authorize(&principal, action, Target::Queue(n)).await,
         (Some(false), Some(n)) => svc.authorize(&principal, action, Target::Topic(n)).await,
         _ => {
-            let service = if action.starts_with("sns:") {
-                "sns"
-            } else {
-                "sqs"
+            let service = match action.split_once(':') {
+                Some(("sns", _)) => "sns",
+                Some(("lambda", _)) => "lambda",
+                _ => "sqs",
             };
             let target = Target::Account {
                 service,

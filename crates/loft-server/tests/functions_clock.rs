@@ -28,6 +28,9 @@ use loft_server::mappings::run_batch;
 use loft_store::SqliteStore;
 use serde_json::{json, Value};
 
+/// The default account (`ServiceConfig::default()`'s): every mapping here is its.
+const ACCOUNT: &str = "000000000000";
+
 /// 2023-11-14T22:13:20Z.
 const START_MS: i64 = 1_700_000_000_000;
 
@@ -362,11 +365,14 @@ async fn mapping(
     input: MappingInput,
 ) -> loft_core::model::EventSourceMappingRecord {
     w.svc
-        .create_event_source_mapping(MappingInput {
-            function_name: Some("api".into()),
-            event_source_arn: Some(queue_arn.to_owned()),
-            ..input
-        })
+        .create_event_source_mapping(
+            ACCOUNT,
+            MappingInput {
+                function_name: Some("api".into()),
+                event_source_arn: Some(queue_arn.to_owned()),
+                ..input
+            },
+        )
         .await
         .expect("create mapping")
         .record
@@ -574,7 +580,11 @@ async fn mapping_settings_are_checked_and_one_node_holds_a_mapping() {
     let fifo = w.queue("q.fifo", &[("FifoQueue", "true")]).await;
     let bad = |input: MappingInput| {
         let svc = w.svc.clone();
-        async move { svc.create_event_source_mapping(input).await.unwrap_err() }
+        async move {
+            svc.create_event_source_mapping(ACCOUNT, input)
+                .await
+                .unwrap_err()
+        }
     };
     let base = MappingInput {
         function_name: Some("api".into()),
@@ -633,11 +643,14 @@ async fn mapping_settings_are_checked_and_one_node_holds_a_mapping() {
     assert_eq!(e.code.aws_code(), "InvalidParameterValueException");
     let created = w
         .svc
-        .create_event_source_mapping(MappingInput {
-            batch_size: Some(100),
-            maximum_batching_window_seconds: Some(2),
-            ..base.clone()
-        })
+        .create_event_source_mapping(
+            ACCOUNT,
+            MappingInput {
+                batch_size: Some(100),
+                maximum_batching_window_seconds: Some(2),
+                ..base.clone()
+            },
+        )
         .await
         .expect("create");
     assert_eq!(created.state, "Creating");
@@ -648,6 +661,7 @@ async fn mapping_settings_are_checked_and_one_node_holds_a_mapping() {
     let updated = w
         .svc
         .update_event_source_mapping(
+            ACCOUNT,
             &created.record.uuid,
             MappingInput {
                 enabled: Some(false),
@@ -659,14 +673,14 @@ async fn mapping_settings_are_checked_and_one_node_holds_a_mapping() {
     assert_eq!(updated.state, "Updating");
     let got = w
         .svc
-        .get_event_source_mapping(&created.record.uuid)
+        .get_event_source_mapping(ACCOUNT, &created.record.uuid)
         .await
         .unwrap();
     assert_eq!(got.state, "Disabled");
     assert_eq!(got.record.batch_size, 100);
     let (page, next) = w
         .svc
-        .list_event_source_mappings(None, Some("api"), None, None)
+        .list_event_source_mappings(ACCOUNT, None, Some("api"), None, None)
         .await
         .unwrap();
     assert_eq!((page.len(), next), (1, None));
@@ -674,6 +688,7 @@ async fn mapping_settings_are_checked_and_one_node_holds_a_mapping() {
     assert!(w.svc.claim_mappings(10).await.unwrap().is_empty());
     w.svc
         .update_event_source_mapping(
+            ACCOUNT,
             &created.record.uuid,
             MappingInput {
                 enabled: Some(true),
@@ -686,7 +701,7 @@ async fn mapping_settings_are_checked_and_one_node_holds_a_mapping() {
     assert!(w.svc.claim_mappings(10).await.unwrap().is_empty());
     let deleted = w
         .svc
-        .delete_event_source_mapping(&created.record.uuid)
+        .delete_event_source_mapping(ACCOUNT, &created.record.uuid)
         .await
         .unwrap();
     assert_eq!(deleted.state, "Deleting");
@@ -698,7 +713,7 @@ async fn mapping_settings_are_checked_and_one_node_holds_a_mapping() {
         .is_none());
     let e = w
         .svc
-        .get_event_source_mapping(&created.record.uuid)
+        .get_event_source_mapping(ACCOUNT, &created.record.uuid)
         .await
         .unwrap_err();
     assert_eq!(e.code.aws_code(), "ResourceNotFoundException");

@@ -1665,6 +1665,7 @@ fn mapping(uuid: &str, queue: &str, function: &str) -> EventSourceMappingRecord 
         last_modified_ms: T0,
         owner: None,
         lease_until_ms: 0,
+        account: None,
     }
 }
 
@@ -1686,6 +1687,8 @@ async fn event_source_mappings_crud(s: S) {
     b.filter_patterns = vec![r#"{"body":{"k":["v"]}}"#.into()];
     b.maximum_concurrency = Some(5);
     b.enabled = false;
+    // The account it belongs to is kept as given (`None`: the default account's).
+    b.account = Some("111111111111".into());
     assert_eq!(
         s.create_event_source_mapping(b.clone()).await.unwrap(),
         None
@@ -1710,6 +1713,7 @@ async fn event_source_mappings_crud(s: S) {
     changed.event_source_arn = "arn:aws:sqs:us-east-1:000000000000:other".into();
     changed.owner = Some("X".into());
     changed.lease_until_ms = 99;
+    changed.account = Some("222222222222".into());
     assert!(s
         .update_event_source_mapping(changed.clone())
         .await
@@ -1723,6 +1727,7 @@ async fn event_source_mappings_crud(s: S) {
     assert_eq!(got.last_modified_ms, T0 + 1);
     assert_eq!(got.event_source_arn, b.event_source_arn);
     assert_eq!((got.owner, got.lease_until_ms), (None, 0));
+    assert_eq!(got.account, b.account, "a mapping stays its account's");
     assert!(!s
         .update_event_source_mapping(mapping("u-none", "q", "f"))
         .await

@@ -607,8 +607,10 @@ impl Config {
             };
             input.event_source_arn = Some(queue_arn.clone());
             let function_arn = svc.function_arn(&m.function);
+            // The configuration's mappings are the default account's.
+            let account = svc.config().account_id.clone();
             let (existing, _) = svc
-                .list_event_source_mappings(Some(&queue_arn), None, None, Some(10_000))
+                .list_event_source_mappings(&account, Some(&queue_arn), None, None, Some(10_000))
                 .await
                 .map_err(at)?;
             let uuid = match existing
@@ -617,18 +619,27 @@ impl Config {
             {
                 Some(v) => {
                     input.event_source_arn = None;
-                    svc.update_event_source_mapping(&v.record.uuid, input)
+                    svc.update_event_source_mapping(&account, &v.record.uuid, input)
                         .await
                         .map_err(at)?
                         .record
                         .uuid
                 }
-                None => match svc.create_event_source_mapping(input.clone()).await {
+                None => match svc
+                    .create_event_source_mapping(&account, input.clone())
+                    .await
+                {
                     Ok(v) => v.record.uuid,
                     // Another node starting from the same file created it meanwhile.
                     Err(e) if e.code == ErrorCode::LambdaResourceConflict => {
                         let (existing, _) = svc
-                            .list_event_source_mappings(Some(&queue_arn), None, None, Some(10_000))
+                            .list_event_source_mappings(
+                                &account,
+                                Some(&queue_arn),
+                                None,
+                                None,
+                                Some(10_000),
+                            )
                             .await
                             .map_err(at)?;
                         let v = existing
@@ -636,7 +647,7 @@ impl Config {
                             .find(|v| v.record.function_arn == function_arn)
                             .ok_or_else(|| at(e))?;
                         input.event_source_arn = None;
-                        svc.update_event_source_mapping(&v.record.uuid, input)
+                        svc.update_event_source_mapping(&account, &v.record.uuid, input)
                             .await
                             .map_err(at)?
                             .record

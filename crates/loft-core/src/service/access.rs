@@ -173,9 +173,17 @@ pub enum Target<'a> {
     /// No one resource: the account's SQS (`ListQueues`) or SNS (`ListTopics`, SMS
     /// settings); the resource ARN is `arn:aws:SERVICE:REGION:ACCOUNT:`.
     Account {
-        /// `sqs` or `sns`.
+        /// `sqs`, `sns` or `lambda`.
         service: &'static str,
         /// The account.
+        account: &'a str,
+    },
+    /// A resource of `account` without a resource policy in Loft (a Lambda event source
+    /// mapping, a configured function), by its ARN.
+    Resource {
+        /// Its ARN (`arn:aws:lambda:REGION:ACCOUNT:event-source-mapping:UUID`).
+        arn: &'a str,
+        /// The account it belongs to.
         account: &'a str,
     },
 }
@@ -358,6 +366,7 @@ impl Service {
                 account.to_owned(),
                 None,
             ),
+            Target::Resource { arn, account } => (arn.to_owned(), account.to_owned(), None),
         };
         // A key without policies in its own account, and no resource policy to deny: the
         // common case, decided without building a request.

@@ -227,15 +227,49 @@ impl Service {
 
     // ----- event source mappings: the Lambda API
 
+    /// The account mapping `m` belongs to ([`EventSourceMappingRecord::account`]).
+    pub fn mapping_account<'a>(&'a self, m: &'a EventSourceMappingRecord) -> &'a str {
+        m.account.as_deref().unwrap_or(&self.config.account_id)
+    }
+
+    /// EventSourceMappingArn of `m`: `arn:aws:lambda:{region}:{account}:event-source-mapping:{uuid}`,
+    /// in the account it belongs to.
+    pub fn mapping_arn(&self, m: &EventSourceMappingRecord) -> String {
+        format!(
+            "arn:aws:lambda:{}:{}:event-source-mapping:{}",
+            self.config.region,
+            self.mapping_account(m),
+            m.uuid
+        )
+    }
+
+    /// Mapping `uuid` as the store holds it, whichever account it belongs to: what the
+    /// Lambda adapter's access check resolves a `UUID` to (the mapping's ARN and account,
+    /// [`Service::mapping_arn`], [`Service::mapping_account`]). `None` when there is none.
+    ///
+    /// Errors: `InternalError` when storage fails.
+    pub async fn find_event_source_mapping(
+        &self,
+        uuid: &str,
+    ) -> Result<Option<EventSourceMappingRecord>> {
+        self.store.get_event_source_mapping(uuid).await
+    }
+
+    /// Mapping `uuid` of `account`; another account's is answered as a missing one.
+    async fn owned_mapping(&self, account: &str, uuid: &str) -> Result<EventSourceMappingRecord> {
+        self.store
+            .get_event_source_mapping(uuid)
+            .await?
+            .filter(|m| self.mapping_account(m) == account)
+            .ok_or_else(|| mapping_not_found(uuid))
+    }
+
     fn mapping_view(
         &self,
         record: EventSourceMappingRecord,
         state: Option<&'static str>,
     ) -> MappingView {
-        let arn = format!(
-            "arn:aws:lambda:{}:{}:event-source-mapping:{}",
-            self.config.region, self.config.account_id, record.uuid
-        );
+        let arn = self.mapping_arn(&record);
         let state = state.unwrap_or(if record.enabled {
             "Enabled"
         } else {
@@ -304,29 +338,37 @@ impl Service {
         Ok(())
     }
 
-    /// The queue a mapping's EventSourceArn names, through the service's queue lookup.
+    /// The queue a mapping's EventSourceArn names, in the account and region the ARN
+    /// names ([`Service::key_of_arn`]), through the service's queue lookup.
     ///
     /// Errors: `InvalidParameterValueException` when it is no SQS queue ARN or the queue
     /// does not exist.
     async fn mapping_queue(&self, arn: &str) -> Result<std::sync::Arc<crate::model::QueueRecord>> {
         // AWS's recorded answers: "Unrecognized event source." and the ReceiveMessage
         // error below (Loft maps SQS queues only).
-        let name = names::arn_resource(arn, "sqs")
+        let key = self
+            .key_of_arn(arn, "sqs")
             .ok_or_else(|| lambda_invalid("Unrecognized event source."))?;
-        self.queue(name).await.map_err(|_| {
+        self.queue(&key).await.map_err(|_| {
             lambda_invalid(
                 "Error occurred while ReceiveMessage. SQS Error Code: AWS.SimpleQueueService.NonExistentQueue. SQS Error Message: The specified queue does not exist.",
             )
         })
     }
 
-    /// CreateEventSourceMapping for an SQS queue and a configured function. Answers the
-    /// mapping in state `Creating` (AWS's 202 answer); it polls from the next claim.
+    /// CreateEventSourceMapping for an SQS queue and a configured function, made in
+    /// `account` (the caller's: the mapping is that account's). Answers the mapping in
+    /// state `Creating` (AWS's 202 answer); it polls from the next claim. Whether the
+    /// caller may read the queue is the access check's, before this.
     ///
     /// Errors: `InvalidParameterValueException` (missing or out-of-range settings, an
     /// unknown queue, a bad filter pattern), `ResourceNotFoundException` (no such
     /// function), `ResourceConflictException` (the queue and function are mapped already).
-    pub async fn create_event_source_mapping(&self, input: MappingInput) -> Result<MappingView> {
+    pub async fn create_event_source_mapping(
+        &self,
+        account: &str,
+        input: MappingInput,
+    ) -> Result<MappingView> {
         let function_name = input
             .function_name
             .as_deref()
@@ -351,6 +393,7 @@ impl Service {
             last_modified_ms: self.now_ms(),
             owner: None,
             lease_until_ms: 0,
+            account: (account != self.config.account_id).then(|| account.to_owned()),
         };
         Self::check_mapping(&record, fifo)?;
         if let Some(existing) = self
@@ -369,26 +412,23 @@ impl Service {
         Ok(self.mapping_view(record, Some("Creating")))
     }
 
-    /// GetEventSourceMapping.
+    /// GetEventSourceMapping of `account`'s mapping `uuid`.
     ///
-    /// Errors: `ResourceNotFoundException`.
-    pub async fn get_event_source_mapping(&self, uuid: &str) -> Result<MappingView> {
-        let record = self
-            .store
-            .get_event_source_mapping(uuid)
-            .await?
-            .ok_or_else(|| mapping_not_found(uuid))?;
+    /// Errors: `ResourceNotFoundException` (none, or another account's).
+    pub async fn get_event_source_mapping(&self, account: &str, uuid: &str) -> Result<MappingView> {
+        let record = self.owned_mapping(account, uuid).await?;
         Ok(self.mapping_view(record, None))
     }
 
-    /// ListEventSourceMappings: those of `event_source_arn` and of `function_name` when
-    /// given, in creation order, from `marker` (an index this method gave as NextMarker),
+    /// ListEventSourceMappings: `account`'s mappings, those of `event_source_arn` and of
+    /// `function_name` when given, in creation order, from `marker` (an index this method gave as NextMarker),
     /// at most `max_items` (1..=10000, default 100); returns the page and the next marker.
     ///
     /// Errors: `InvalidParameterValueException` (MaxItems, Marker),
     /// `ResourceNotFoundException` (FunctionName names no function).
     pub async fn list_event_source_mappings(
         &self,
+        account: &str,
         event_source_arn: Option<&str>,
         function_name: Option<&str>,
         marker: Option<&str>,
@@ -411,6 +451,7 @@ impl Service {
             .list_event_source_mappings()
             .await?
             .into_iter()
+            .filter(|m| self.mapping_account(m) == account)
             .filter(|m| event_source_arn.is_none_or(|a| m.event_source_arn == a))
             .filter(|m| function_arn.as_deref().is_none_or(|a| m.function_arn == a))
             .collect();
@@ -425,21 +466,18 @@ impl Service {
         Ok((page, next))
     }
 
-    /// UpdateEventSourceMapping: changes what `input` sets (not the event source). Answers
-    /// the mapping in state `Updating`.
+    /// UpdateEventSourceMapping of `account`'s mapping `uuid`: changes what `input` sets
+    /// (not the event source). Answers the mapping in state `Updating`.
     ///
-    /// Errors: `ResourceNotFoundException` (mapping or function),
+    /// Errors: `ResourceNotFoundException` (mapping, another account's, or function),
     /// `InvalidParameterValueException` (settings, as create; EventSourceArn given).
     pub async fn update_event_source_mapping(
         &self,
+        account: &str,
         uuid: &str,
         input: MappingInput,
     ) -> Result<MappingView> {
-        let mut m = self
-            .store
-            .get_event_source_mapping(uuid)
-            .await?
-            .ok_or_else(|| mapping_not_found(uuid))?;
+        let mut m = self.owned_mapping(account, uuid).await?;
         if input.event_source_arn.is_some() {
             return Err(lambda_invalid("EventSourceArn cannot be updated"));
         }
@@ -474,31 +512,35 @@ impl Service {
         Ok(self.mapping_view(m, Some("Updating")))
     }
 
-    /// DeleteEventSourceMapping: answers the mapping in state `Deleting`; its poller stops
-    /// at its next lease renewal.
+    /// DeleteEventSourceMapping of `account`'s mapping `uuid`: answers the mapping in
+    /// state `Deleting`; its poller stops at its next lease renewal.
     ///
-    /// Errors: `ResourceNotFoundException`.
-    pub async fn delete_event_source_mapping(&self, uuid: &str) -> Result<MappingView> {
-        let m = self
-            .store
-            .get_event_source_mapping(uuid)
-            .await?
-            .ok_or_else(|| mapping_not_found(uuid))?;
+    /// Errors: `ResourceNotFoundException` (none, or another account's).
+    pub async fn delete_event_source_mapping(
+        &self,
+        account: &str,
+        uuid: &str,
+    ) -> Result<MappingView> {
+        let m = self.owned_mapping(account, uuid).await?;
         if !self.store.delete_event_source_mapping(uuid).await? {
             return Err(mapping_not_found(uuid));
         }
         Ok(self.mapping_view(m, Some("Deleting")))
     }
 
-    /// Every mapping with who polls it, for the console: `this node`, `another node`,
-    /// `no node yet` (enabled, waiting for a claim) or `paused` (disabled).
+    /// Every mapping of `account` with who polls it, for the console: `this node`,
+    /// `another node`, `no node yet` (enabled, waiting for a claim) or `paused` (disabled).
     ///
     /// Errors: `InternalError` when storage fails.
-    pub async fn mapping_overview(&self) -> Result<Vec<(MappingView, &'static str)>> {
+    pub async fn mapping_overview(
+        &self,
+        account: &str,
+    ) -> Result<Vec<(MappingView, &'static str)>> {
         let now = self.now_ms();
         let all = self.store.list_event_source_mappings().await?;
         Ok(all
             .into_iter()
+            .filter(|m| self.mapping_account(m) == account)
             .map(|m| {
                 let poller = if !m.enabled {
                     "paused"
@@ -569,11 +611,12 @@ impl Service {
         max: i64,
         wait_seconds: i64,
     ) -> Result<Vec<SqsRecord>> {
-        let name = names::arn_resource(&m.event_source_arn, "sqs")
+        let key = self
+            .key_of_arn(&m.event_source_arn, "sqs")
             .ok_or_else(|| Error::invalid("the mapping's event source is not a queue"))?;
         // Loft's own poller: not counted against the queue's FIFO throughput quota
         // (`quotas`), which meters clients' API calls.
-        let queue = self.queue(name).await?;
+        let queue = self.queue(&key).await?;
         let r = ReceiveMessage {
             max_messages: Some(max.clamp(1, 10)),
             visibility_timeout: None,
@@ -674,14 +717,14 @@ impl Service {
     }
 
     async fn delete_handles(&self, m: &EventSourceMappingRecord, handles: &[String]) -> Result<()> {
-        let Some(name) = names::arn_resource(&m.event_source_arn, "sqs") else {
+        let Some(key) = self.key_of_arn(&m.event_source_arn, "sqs") else {
             return Ok(());
         };
         if handles.is_empty() {
             return Ok(());
         }
         // Not counted against the FIFO throughput quota, as the receive.
-        let queue = self.queue(name).await?;
+        let queue = self.queue(&key).await?;
         for h in handles {
             match self.delete_in(&queue, h).await {
                 Ok(()) => {}

@@ -354,6 +354,35 @@ impl Service {
             .collect())
     }
 
+    /// The store key of the source queue of the running task `handle`, for checking
+    /// `sqs:CancelMessageMoveTask` on that queue (SQS Developer Guide "Amazon SQS API
+    /// permissions: Actions and resource reference": the move task actions are on the
+    /// source queue). `None` when no running task has this handle (the operation then
+    /// answers `ResourceNotFoundException`, as AWS answers an unknown handle).
+    ///
+    /// The handle names its task's source ARN ([`Service::start_message_move_task`] makes
+    /// it so), but only a handle the store holds for a task of that queue counts: a
+    /// handle made up to name another queue finds no task.
+    ///
+    /// Errors: `InternalError` when storage fails.
+    pub async fn move_task_source(&self, handle: &str) -> Result<Option<String>> {
+        let Some(arn) = base64::engine::general_purpose::STANDARD
+            .decode(handle)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+            .and_then(|v| v.get("sourceArn")?.as_str().map(str::to_owned))
+        else {
+            return Ok(None);
+        };
+        // One running task per source queue, and none starts while it runs: when the
+        // handle's task is running, it is the queue's newest.
+        let tasks = self.store.list_move_tasks(&arn, 1).await?;
+        Ok(tasks
+            .into_iter()
+            .find(|t| t.handle == handle && t.status == MoveTaskStatus::Running)
+            .map(|t| t.source_queue))
+    }
+
     /// CancelMessageMoveTask: stops a running task, whichever node runs it; returns how
     /// many messages it moved.
     ///

@@ -1,87 +1,249 @@
 //! Which IAM action each AWS operation is and what it acts on, so that every operation of
-//! both services is checked by [`Service::authorize`] before it runs.
+//! SQS, SNS and Lambda is checked by [`Service::authorize`] before it runs.
+//!
+//! Each operation declares its access on its line of the service's operations list
+//! ([`crate::aws::shape`]'s `operations!` for SQS and SNS, [`accesses!`] for Lambda):
+//! `SendMessage(SendMessageRequest) -> SendMessageResult, sqs:SendMessage on QueueUrl(queue_url)`.
+//! The macro generates the request's `access()` ([`Access`]: the action and the
+//! [`Resource`] built from the input's members), and [`check`] resolves the resource the
+//! way the operation will and asks [`Service::authorize`].
 //!
 //! The action is the service's prefix and the operation's name (`sqs:SendMessage`,
-//! `sns:Publish`); the batch operations are their single forms (`SendMessageBatch` is
-//! `sqs:SendMessage`, `PublishBatch` is `sns:Publish`), as the SQS and SNS "Actions,
-//! resources, and condition keys" pages of the Service Authorization Reference list them.
-//! The resource is the queue or topic the request names (a subscription's topic for the
-//! subscription operations), or the caller's account for the operations on no one resource
-//! (ListQueues, ListTopics, the SMS and mobile push operations).
+//! `sns:Publish`, `lambda:GetEventSourceMapping`); the batch operations are their single
+//! forms (`SendMessageBatch` is `sqs:SendMessage`, `PublishBatch` is `sns:Publish`), as the
+//! SQS, SNS and Lambda pages of the Service Authorization Reference ("Actions, resources,
+//! and condition keys") list them. The resource is the queue or topic the request names (a
+//! subscription's real topic, a move task's source queue), a mapping of the Lambda API,
+//! or the caller's account for the operations on no one resource (ListQueues,
+//! ListTopics, ListEventSourceMappings, CreateEventSourceMapping, the SMS and mobile push
+//! operations), whose resource is `*` in that reference.
 
 use loft_core::service::Target;
 use loft_core::{Result, Service};
 
-use super::sns::types::SnsRequest;
-use super::sqs::types::SqsRequest;
-use super::sqs::Context;
+use super::Context;
 
-/// Checks an SQS request against the caller's and the queue's policies.
+/// What an operation acts on, as its declaration names it from its input's members.
+/// [`check`] resolves each kind to the resource the operation will act on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resource<'a> {
+    /// A queue by its URL (`QueueUrl`): its account and region are the URL's, else the
+    /// caller's ([`Context::queue_key`]).
+    QueueUrl(&'a str),
+    /// A queue by its name (`QueueName`) in the caller's account, or in the account of
+    /// `QueueOwnerAWSAccountId` when given.
+    QueueName(&'a str, Option<&'a str>),
+    /// A queue to be created, by its name (`QueueName`), in the caller's account and
+    /// region (CreateQueue).
+    NewQueue(&'a str),
+    /// A queue by its ARN (`SourceArn`).
+    QueueArn(&'a str),
+    /// StartMessageMoveTask's source queue (`SourceArn`), and its destination queue
+    /// (`DestinationArn`) when given: see [`move_task`] for what each needs.
+    MoveTask(&'a str, Option<&'a str>),
+    /// A running message move task by its `TaskHandle`: its source queue, as the store
+    /// holds it ([`Service::move_task_source`]).
+    TaskHandle(&'a str),
+    /// A topic by its ARN (`TopicArn`).
+    TopicArn(&'a str),
+    /// A topic by its ARN in `ResourceArn` (the tagging and data protection operations).
+    ResourceArn(&'a str),
+    /// A topic by its name (`Name`) in the caller's account and region (CreateTopic).
+    TopicName(&'a str),
+    /// Publish's `TopicArn` when given; without one (a `TargetArn` or a `PhoneNumber`) the
+    /// caller's account.
+    PublishTarget(Option<&'a str>),
+    /// A subscription by its ARN (`SubscriptionArn`): the topic it really belongs to, as
+    /// the store holds it ([`Service::subscription_by_arn`]), not the ARN's text.
+    Subscription(&'a str),
+    /// An event source mapping by its `UUID`, in the account it belongs to.
+    Mapping(&'a str),
+    /// A new event source mapping's queue (`EventSourceArn`): the account's
+    /// CreateEventSourceMapping, and reading that queue ([`mapping_source`]).
+    MappingSource(Option<&'a str>),
+    /// A configured function by its name or ARN (`FunctionName`).
+    Function(&'a str),
+    /// No one resource: the caller's account.
+    Account,
+}
+
+/// An operation's IAM action and resource, from its declaration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Access<'a> {
+    /// The action: `sqs:SendMessage`, `sns:Publish`, `lambda:GetEventSourceMapping`.
+    pub action: &'static str,
+    /// What it acts on.
+    pub resource: Resource<'a>,
+}
+
+impl Access<'_> {
+    /// The service prefix of the action (`sqs`, `sns`, `lambda`).
+    pub fn service(&self) -> &'static str {
+        match self.action.split_once(':') {
+            Some(("sqs", _)) => "sqs",
+            Some(("sns", _)) => "sns",
+            _ => "lambda",
+        }
+    }
+}
+
+/// An input member as a [`Resource`] field: a `String` as `&str`, an `Option<String>` as
+/// `Option<&str>`.
+pub trait Member<'a> {
+    /// The field's type.
+    type Out;
+    /// The member as the field.
+    fn member(&'a self) -> Self::Out;
+}
+
+impl<'a> Member<'a> for String {
+    type Out = &'a str;
+    fn member(&'a self) -> &'a str {
+        self
+    }
+}
+
+impl<'a> Member<'a> for Option<String> {
+    type Out = Option<&'a str>;
+    fn member(&'a self) -> Option<&'a str> {
+        self.as_deref()
+    }
+}
+
+/// Generates `$req::access()` from one declaration per operation:
+/// `Op, prefix:Action on Kind(member, ...)` ([`Resource`]'s `Kind`, built from the input's
+/// members through [`Member`]). Used by `operations!` and by the Lambda operations.
+macro_rules! accesses {
+    ( $req:ident {
+        $( $op:ident, $svc:ident : $action:ident on $kind:ident $( ( $( $member:ident ),* ) )? ),*
+        $(,)?
+    } ) => {
+        impl $req {
+            /// The operation's IAM action and the resource it acts on, as its declaration
+            /// names them ([`crate::aws::access`]).
+            pub fn access(&self) -> $crate::aws::access::Access<'_> {
+                match self {
+                    $( $req::$op(_i) => $crate::aws::access::Access {
+                        action: concat!(stringify!($svc), ":", stringify!($action)),
+                        resource: $crate::aws::access::Resource::$kind $( (
+                            $( $crate::aws::access::Member::member(&_i.$member) ),*
+                        ) )?,
+                    }, )*
+                }
+            }
+        }
+    };
+}
+pub(crate) use accesses;
+
+/// Where a checked action lands once its [`Resource`] is resolved.
+enum Resolved {
+    /// The queue of this store key.
+    Queue(String),
+    /// The topic of this store key.
+    Topic(String),
+    /// A resource without a resource policy: its ARN and account.
+    Other { arn: String, account: String },
+    /// The caller's account (also what a name that resolves to nothing is checked on;
+    /// the operation then refuses it in its own words).
+    Account,
+}
+
+/// The ARN an SNS access names and the parameter that carries it, for the region rule.
+fn sns_arn<'a>(r: &Resource<'a>) -> Option<(&'a str, &'static str)> {
+    match *r {
+        Resource::TopicArn(a) => Some((a, "TopicArn")),
+        Resource::PublishTarget(a) => a.map(|a| (a, "TopicArn")),
+        Resource::ResourceArn(a) => Some((a, "ResourceArn")),
+        Resource::Subscription(a) => Some((a, "SubscriptionArn")),
+        Resource::QueueUrl(_)
+        | Resource::QueueName(..)
+        | Resource::NewQueue(_)
+        | Resource::QueueArn(_)
+        | Resource::MoveTask(..)
+        | Resource::TaskHandle(_)
+        | Resource::TopicName(_)
+        | Resource::Mapping(_)
+        | Resource::MappingSource(_)
+        | Resource::Function(_)
+        | Resource::Account => None,
+    }
+}
+
+/// Checks an operation's [`Access`] for the caller of `ctx`: an SNS ARN is in the
+/// request's region ([`Service::check_arn_region`], also for an open Loft); then, when
+/// permissions are enforced, the caller's and the resource's policies allow the action on
+/// the resource as the operation will resolve it.
 ///
-/// Errors: `AccessDenied` (403); a URL or ARN that names no queue is left to the operation,
-/// which refuses it in its own words.
-pub async fn sqs(svc: &Service, ctx: &Context, req: &SqsRequest) -> Result<()> {
-    use SqsRequest as R;
+/// Errors: `InvalidParameter` (an SNS ARN of another region); `AccessDenied` (SQS,
+/// Lambda) or `AuthorizationError` (SNS), 403. A URL, ARN, handle or UUID that names
+/// nothing is checked on the caller's account and left to the operation, which refuses it
+/// in its own words.
+pub async fn check(svc: &Service, ctx: &Context, access: Access<'_>) -> Result<()> {
+    if let Some((arn, param)) = sns_arn(&access.resource) {
+        svc.check_arn_region(&ctx.principal, arn, param)?;
+    }
     if !ctx.principal.enforced {
         return Ok(());
     }
-    let action = match req.name() {
-        "SendMessageBatch" => "SendMessage",
-        "DeleteMessageBatch" => "DeleteMessage",
-        "ChangeMessageVisibilityBatch" => "ChangeMessageVisibility",
-        other => other,
-    };
-    let url_key = |url: &str| ctx.queue_key(svc, url).ok();
-    let key = match req {
-        R::AddPermission(i) => url_key(&i.queue_url),
-        R::ChangeMessageVisibility(i) => url_key(&i.queue_url),
-        R::ChangeMessageVisibilityBatch(i) => url_key(&i.queue_url),
-        R::DeleteMessage(i) => url_key(&i.queue_url),
-        R::DeleteMessageBatch(i) => url_key(&i.queue_url),
-        R::DeleteQueue(i) => url_key(&i.queue_url),
-        R::GetQueueAttributes(i) => url_key(&i.queue_url),
-        R::ListDeadLetterSourceQueues(i) => url_key(&i.queue_url),
-        R::ListQueueTags(i) => url_key(&i.queue_url),
-        R::PurgeQueue(i) => url_key(&i.queue_url),
-        R::ReceiveMessage(i) => url_key(&i.queue_url),
-        R::RemovePermission(i) => url_key(&i.queue_url),
-        R::SendMessage(i) => url_key(&i.queue_url),
-        R::SendMessageBatch(i) => url_key(&i.queue_url),
-        R::SetQueueAttributes(i) => url_key(&i.queue_url),
-        R::TagQueue(i) => url_key(&i.queue_url),
-        R::UntagQueue(i) => url_key(&i.queue_url),
-        R::CreateQueue(i) => Some(ctx.named_queue_key(svc, &i.queue_name, None)),
-        R::GetQueueUrl(i) => Some(
-            ctx.named_queue_key(
-                svc,
-                &i.queue_name,
-                i.queue_owner_aws_account_id
-                    .as_deref()
-                    .filter(|o| !o.is_empty()),
-            ),
+    let p = &ctx.principal;
+    let queue = |key: Option<String>| key.map_or(Resolved::Account, Resolved::Queue);
+    let topic = |key: Option<String>| key.map_or(Resolved::Account, Resolved::Topic);
+    let resolved = match access.resource {
+        Resource::QueueUrl(url) => queue(ctx.queue_key(svc, url).ok()),
+        Resource::QueueName(name, owner) => {
+            let owner = owner.filter(|o| !o.is_empty());
+            Resolved::Queue(ctx.named_queue_key(svc, name, owner))
+        }
+        Resource::NewQueue(name) => Resolved::Queue(ctx.named_queue_key(svc, name, None)),
+        Resource::QueueArn(arn) | Resource::MoveTask(arn, _) => queue(svc.key_of_arn(arn, "sqs")),
+        Resource::TaskHandle(handle) => queue(svc.move_task_source(handle).await?),
+        Resource::TopicArn(arn) | Resource::ResourceArn(arn) => topic(svc.key_of_arn(arn, "sns")),
+        Resource::PublishTarget(arn) => topic(arn.and_then(|a| svc.key_of_arn(a, "sns"))),
+        Resource::TopicName(name) => {
+            Resolved::Topic(svc.resource_key(&p.account_id, &p.region, name))
+        }
+        Resource::Subscription(arn) => topic(
+            svc.subscription_by_arn(arn)
+                .await
+                .ok()
+                .map(|s| s.topic_name),
         ),
-        R::ListMessageMoveTasks(i) => svc.key_of_arn(&i.source_arn, "sqs"),
-        R::StartMessageMoveTask(i) => svc.key_of_arn(&i.source_arn, "sqs"),
-        R::ListQueues(_) | R::CancelMessageMoveTask(_) => None,
+        Resource::Mapping(uuid) => match svc.find_event_source_mapping(uuid).await? {
+            Some(m) => Resolved::Other {
+                arn: svc.mapping_arn(&m),
+                account: svc.mapping_account(&m).to_owned(),
+            },
+            None => Resolved::Account,
+        },
+        // Configured functions are the operator's, usable by every account: a function
+        // is checked as the caller's own resource (its identity policies decide).
+        Resource::Function(name) => match svc.function(name) {
+            Ok(f) => Resolved::Other {
+                arn: svc.function_arn(&f.name),
+                account: p.account_id.to_string(),
+            },
+            Err(_) => Resolved::Account,
+        },
+        Resource::MappingSource(_) | Resource::Account => Resolved::Account,
     };
-    let action = format!("sqs:{action}");
-    match &key {
-        Some(k) => {
-            svc.authorize(&ctx.principal, &action, Target::Queue(k))
-                .await?
+    let target = match &resolved {
+        Resolved::Queue(k) => Target::Queue(k),
+        Resolved::Topic(k) => Target::Topic(k),
+        Resolved::Other { arn, account } => Target::Resource { arn, account },
+        Resolved::Account => Target::Account {
+            service: access.service(),
+            account: &p.account_id,
+        },
+    };
+    svc.authorize(p, access.action, target).await?;
+    match (access.resource, resolved) {
+        (Resource::MoveTask(_, destination), Resolved::Queue(source)) => {
+            move_task(svc, ctx, &source, destination).await
         }
-        None => {
-            let target = Target::Account {
-                service: "sqs",
-                account: &ctx.principal.account_id,
-            };
-            svc.authorize(&ctx.principal, &action, target).await?
-        }
+        (Resource::MappingSource(Some(arn)), _) => mapping_source(svc, ctx, arn).await,
+        _ => Ok(()),
     }
-    if let (R::StartMessageMoveTask(i), Some(source)) = (req, &key) {
-        move_task(svc, ctx, source, i.destination_arn.as_deref()).await?;
-    }
-    Ok(())
 }
 
 /// The further permissions a message move task needs, as the SQS Developer Guide's "Amazon
@@ -113,80 +275,136 @@ async fn move_task(
     Ok(())
 }
 
-/// The topic ARN of a subscription ARN (`TOPIC_ARN:UUID`).
-fn subscription_topic(arn: &str) -> &str {
-    arn.rsplit_once(':').map_or(arn, |(topic, _)| topic)
-}
-
-/// The ARN an SNS request acts on and the parameter that names it: the topic's, the
-/// subscription's (whose topic is the resource), the tagged resource's; `None` for the
-/// operations on no one topic.
-fn sns_target(req: &SnsRequest) -> Option<(&str, &'static str)> {
-    use SnsRequest as R;
-    Some(match req {
-        R::AddPermission(i) => (&i.topic_arn, "TopicArn"),
-        R::ConfirmSubscription(i) => (&i.topic_arn, "TopicArn"),
-        R::DeleteTopic(i) => (&i.topic_arn, "TopicArn"),
-        R::GetDataProtectionPolicy(i) => (&i.resource_arn, "ResourceArn"),
-        R::GetSubscriptionAttributes(i) => (&i.subscription_arn, "SubscriptionArn"),
-        R::GetTopicAttributes(i) => (&i.topic_arn, "TopicArn"),
-        R::ListSubscriptionsByTopic(i) => (&i.topic_arn, "TopicArn"),
-        R::ListTagsForResource(i) => (&i.resource_arn, "ResourceArn"),
-        R::Publish(i) => (i.topic_arn.as_deref()?, "TopicArn"),
-        R::PublishBatch(i) => (&i.topic_arn, "TopicArn"),
-        R::PutDataProtectionPolicy(i) => (&i.resource_arn, "ResourceArn"),
-        R::RemovePermission(i) => (&i.topic_arn, "TopicArn"),
-        R::SetSubscriptionAttributes(i) => (&i.subscription_arn, "SubscriptionArn"),
-        R::SetTopicAttributes(i) => (&i.topic_arn, "TopicArn"),
-        R::Subscribe(i) => (&i.topic_arn, "TopicArn"),
-        R::TagResource(i) => (&i.resource_arn, "ResourceArn"),
-        R::Unsubscribe(i) => (&i.subscription_arn, "SubscriptionArn"),
-        R::UntagResource(i) => (&i.resource_arn, "ResourceArn"),
-        _ => return None,
-    })
-}
-
-/// Checks an SNS request: the topic it names is in the request's region
-/// ([`Service::check_arn_region`]), and the caller's and the topic's policies allow it.
+/// What a new event source mapping needs on its queue: Lambda polls the queue with the
+/// function's execution role, which needs `sqs:ReceiveMessage`, `sqs:DeleteMessage` and
+/// `sqs:GetQueueAttributes` on it (Lambda Developer Guide, "Using Lambda with Amazon SQS":
+/// execution role permissions). Loft polls for the caller, so the caller needs them: on
+/// the queue the ARN names in its account and region ([`Service::key_of_arn`]). An ARN
+/// that names no queue is left to the operation.
 ///
-/// Errors: `InvalidParameter` (a topic of another region), `AuthorizationError` (403); an
-/// ARN that names no topic is left to the operation.
-pub async fn sns(svc: &Service, ctx: &Context, req: &SnsRequest) -> Result<()> {
-    use SnsRequest as R;
-    let target = sns_target(req);
-    if let Some((arn, param)) = target {
-        svc.check_arn_region(&ctx.principal, arn, param)?;
-    }
-    if !ctx.principal.enforced {
+/// Errors: `AccessDenied` (403) naming the first action refused.
+async fn mapping_source(svc: &Service, ctx: &Context, arn: &str) -> Result<()> {
+    let Some(key) = svc.key_of_arn(arn, "sqs") else {
         return Ok(());
+    };
+    for action in [
+        "sqs:ReceiveMessage",
+        "sqs:DeleteMessage",
+        "sqs:GetQueueAttributes",
+    ] {
+        svc.authorize(&ctx.principal, action, Target::Queue(&key))
+            .await?;
     }
-    let action = match req.name() {
-        "PublishBatch" => "Publish",
-        other => other,
-    };
-    let key = match (req, target) {
-        (R::CreateTopic(i), _) => {
-            let p = &ctx.principal;
-            Some(svc.resource_key(&p.account_id, &p.region, &i.name))
-        }
-        (R::GetSubscriptionAttributes(_), Some((arn, _)))
-        | (R::SetSubscriptionAttributes(_), Some((arn, _)))
-        | (R::Unsubscribe(_), Some((arn, _))) => svc.key_of_arn(subscription_topic(arn), "sns"),
-        (_, Some((arn, _))) => svc.key_of_arn(arn, "sns"),
-        (_, None) => None,
-    };
-    let action = format!("sns:{action}");
-    match &key {
-        Some(k) => {
-            svc.authorize(&ctx.principal, &action, Target::Topic(k))
-                .await
-        }
-        None => {
-            let target = Target::Account {
-                service: "sns",
-                account: &ctx.principal.account_id,
-            };
-            svc.authorize(&ctx.principal, &action, target).await
-        }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::aws::lambda::types::*;
+    use crate::aws::shape::Wire;
+    use crate::aws::sns::types::SnsRequest;
+    use crate::aws::sqs::types::SqsRequest;
+
+    fn sqs(op: &str, input: serde_json::Value) -> SqsRequest {
+        SqsRequest::from_json(op, input, Wire::SqsJson).expect("decodes")
+    }
+
+    fn sns(op: &str, input: serde_json::Value) -> SnsRequest {
+        SnsRequest::from_json(op, input, Wire::SnsQuery).expect("decodes")
+    }
+
+    #[test]
+    fn sqs_declarations_name_the_action_and_the_member_that_names_the_resource() {
+        let r = sqs(
+            "SendMessageBatch",
+            json!({"QueueUrl": "http://h/1/q", "Entries": []}),
+        );
+        assert_eq!(
+            r.access(),
+            Access {
+                action: "sqs:SendMessage",
+                resource: Resource::QueueUrl("http://h/1/q"),
+            }
+        );
+        let r = sqs("CancelMessageMoveTask", json!({"TaskHandle": "h"}));
+        assert_eq!(
+            r.access(),
+            Access {
+                action: "sqs:CancelMessageMoveTask",
+                resource: Resource::TaskHandle("h"),
+            }
+        );
+        let r = sqs(
+            "GetQueueUrl",
+            json!({"QueueName": "q", "QueueOwnerAWSAccountId": "111111111111"}),
+        );
+        assert_eq!(
+            r.access().resource,
+            Resource::QueueName("q", Some("111111111111"))
+        );
+        let r = sqs(
+            "StartMessageMoveTask",
+            json!({"SourceArn": "arn:aws:sqs:us-east-1:1:dlq"}),
+        );
+        assert_eq!(
+            r.access().resource,
+            Resource::MoveTask("arn:aws:sqs:us-east-1:1:dlq", None)
+        );
+        assert_eq!(
+            sqs("ListQueues", json!({})).access(),
+            Access {
+                action: "sqs:ListQueues",
+                resource: Resource::Account,
+            }
+        );
+    }
+
+    #[test]
+    fn sns_declarations_resolve_subscriptions_and_publish_targets() {
+        let arn = "arn:aws:sns:us-east-1:111111111111:t:0d2a0a5e";
+        let r = sns("Unsubscribe", json!({"SubscriptionArn": arn}));
+        assert_eq!(
+            r.access(),
+            Access {
+                action: "sns:Unsubscribe",
+                resource: Resource::Subscription(arn),
+            }
+        );
+        let r = sns(
+            "Publish",
+            json!({"PhoneNumber": "+15555550100", "Message": "m"}),
+        );
+        assert_eq!(r.access().resource, Resource::PublishTarget(None));
+        let r = sns(
+            "PublishBatch",
+            json!({"TopicArn": "arn:aws:sns:us-east-1:1:t", "PublishBatchRequestEntries": []}),
+        );
+        assert_eq!(r.access().action, "sns:Publish");
+    }
+
+    #[test]
+    fn lambda_declarations_name_lambdas_actions() {
+        let r = LambdaRequest::DeleteEventSourceMapping(DeleteEventSourceMappingRequest {
+            uuid: "u".into(),
+        });
+        assert_eq!(
+            r.access(),
+            Access {
+                action: "lambda:DeleteEventSourceMapping",
+                resource: Resource::Mapping("u"),
+            }
+        );
+        let r = LambdaRequest::CreateEventSourceMapping(CreateEventSourceMappingRequest {
+            event_source_arn: Some("arn:aws:sqs:us-east-1:1:q".into()),
+            ..Default::default()
+        });
+        assert_eq!(
+            r.access().resource,
+            Resource::MappingSource(Some("arn:aws:sqs:us-east-1:1:q"))
+        );
+        assert_eq!(r.access().service(), "lambda");
     }
 }

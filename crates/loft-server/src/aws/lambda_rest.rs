@@ -16,11 +16,14 @@ use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use axum::Extension;
 use axum::Router;
+use loft_core::service::Principal;
 use loft_core::{Error, ErrorCode, Service};
 use serde::de::DeserializeOwned;
 
 use super::lambda::{self, types::*};
+use super::Context;
 use crate::observe::OperationLabel;
 
 /// The metric protocol label of Lambda requests.
@@ -84,6 +87,8 @@ pub fn error(e: &Error) -> Response {
             | ErrorCode::LambdaResourceNotFound
             | ErrorCode::LambdaResourceConflict
             | ErrorCode::LambdaResourceInUse
+            // A refused action: `AccessDeniedException` (403), as Lambda answers it.
+            | ErrorCode::AccessDenied
     );
     let row = e.code.row();
     let (status, kind, fault) = if lambda {
@@ -129,11 +134,27 @@ pub fn response(r: &LambdaResponse) -> Response {
     }
 }
 
-async fn run(svc: &Service, req: Result<LambdaRequest, Error>) -> Response {
+/// The caller of a Lambda request: the one the authentication middleware
+/// ([`crate::auth::require_signature`]) found, else (an open Loft) the open caller.
+fn context(svc: &Service, principal: Option<Extension<Principal>>) -> Context {
+    Context {
+        principal: principal.map_or_else(|| svc.open_principal(), |Extension(p)| p),
+        base_url: String::new(),
+        trace_header: None,
+        client: None,
+    }
+}
+
+async fn run(
+    svc: &Service,
+    principal: Option<Extension<Principal>>,
+    req: Result<LambdaRequest, Error>,
+) -> Response {
+    let ctx = context(svc, principal);
     let (op, outcome) = match req {
         Ok(r) => {
             let op = r.operation();
-            (op, lambda::call(svc, r).await)
+            (op, lambda::call(svc, &ctx, r).await)
         }
         Err(e) => ("Unknown", Err(e)),
     };
@@ -150,6 +171,7 @@ async fn run(svc: &Service, req: Result<LambdaRequest, Error>) -> Response {
 
 async fn mappings(
     State(svc): State<Arc<Service>>,
+    principal: Option<Extension<Principal>>,
     method: Method,
     RawQuery(q): RawQuery,
     bytes: Result<NativeBody, BodyError>,
@@ -168,11 +190,12 @@ async fn mappings(
     } else {
         query(q.as_deref()).map(LambdaRequest::ListEventSourceMappings)
     };
-    run(&svc, req).await
+    run(&svc, principal, req).await
 }
 
 async fn mapping(
     State(svc): State<Arc<Service>>,
+    principal: Option<Extension<Principal>>,
     method: Method,
     Path(uuid): Path<String>,
     bytes: Result<NativeBody, BodyError>,
@@ -187,20 +210,35 @@ async fn mapping(
         }
     };
     let req = match method {
-        Method::PUT => body(&bytes).map(|b| LambdaRequest::UpdateEventSourceMapping(uuid, b)),
-        Method::DELETE => Ok(LambdaRequest::DeleteEventSourceMapping(uuid)),
-        _ => Ok(LambdaRequest::GetEventSourceMapping(uuid)),
+        Method::PUT => body(&bytes).map(|body| {
+            LambdaRequest::UpdateEventSourceMapping(UpdateEventSourceMappingInput { uuid, body })
+        }),
+        Method::DELETE => Ok(LambdaRequest::DeleteEventSourceMapping(
+            DeleteEventSourceMappingRequest { uuid },
+        )),
+        _ => Ok(LambdaRequest::GetEventSourceMapping(
+            GetEventSourceMappingRequest { uuid },
+        )),
     };
-    run(&svc, req).await
+    run(&svc, principal, req).await
 }
 
-async fn functions(State(svc): State<Arc<Service>>, RawQuery(q): RawQuery) -> Response {
+async fn functions(
+    State(svc): State<Arc<Service>>,
+    principal: Option<Extension<Principal>>,
+    RawQuery(q): RawQuery,
+) -> Response {
     let req = query(q.as_deref()).map(LambdaRequest::ListFunctions);
-    run(&svc, req).await
+    run(&svc, principal, req).await
 }
 
-async fn function(State(svc): State<Arc<Service>>, Path(name): Path<String>) -> Response {
-    run(&svc, Ok(LambdaRequest::GetFunction(name))).await
+async fn function(
+    State(svc): State<Arc<Service>>,
+    principal: Option<Extension<Principal>>,
+    Path(function_name): Path<String>,
+) -> Response {
+    let req = LambdaRequest::GetFunction(GetFunctionRequest { function_name });
+    run(&svc, principal, Ok(req)).await
 }
 
 #[cfg(test)]

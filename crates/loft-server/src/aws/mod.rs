@@ -50,6 +50,24 @@ pub type AwsBody = RequestBody<AWS_BODY_LIMIT>;
 /// The SQS Query protocol's XML namespace.
 pub const SQS_NAMESPACE: &str = sqs_query::NAMESPACE;
 
+/// Where a request came in and who sent it: what queue URLs are built from, and the caller
+/// whose account and permissions apply. One for every AWS protocol: SQS, SNS and Lambda.
+#[derive(Debug, Clone)]
+pub struct Context {
+    /// The authenticated caller ([`loft_core::service::Principal::open`] for an open
+    /// Loft).
+    pub principal: loft_core::service::Principal,
+    /// `scheme://host[:port]` as the client addressed Loft.
+    pub base_url: String,
+    /// The `X-Amzn-Trace-Id` header: the X-Ray trace header SDKs send, which becomes a
+    /// message's `AWSTraceHeader` system attribute unless the request gives that
+    /// attribute itself (SQS Developer Guide, "AWS X-Ray and Amazon SQS").
+    pub trace_header: Option<String>,
+    /// The connection the request came on, so a long poll ends when its client goes
+    /// away (`None` when served without one, as in tests calling the router directly).
+    pub client: Option<crate::client_link::ClientLink>,
+}
+
 /// Which AWS service a Query request is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AwsService {
@@ -259,7 +277,7 @@ async fn open(
     let mut principal = svc.open_principal();
     principal.secure_transport = scheme == Scheme::Https;
     principal.source_ip = peer.map(|p| p.0.ip());
-    let ctx = sqs::Context {
+    let ctx = Context {
         principal,
         base_url: base_url(scheme, &headers, &uri),
         trace_header: headers
@@ -301,7 +319,7 @@ fn ready(resp: Response) -> Answer {
 fn handle(
     svc: &Arc<Service>,
     auth: &Auth,
-    ctx: sqs::Context,
+    ctx: Context,
     method: Method,
     uri: axum::http::Uri,
     headers: HeaderMap,
@@ -331,7 +349,7 @@ fn handle(
     // The caller: who signed the request (the open principal when Loft is open).
     // Its region: the credential scope's (see `Principal::sign_region`). The context is
     // moved in and out, not copied: it is built once per request.
-    let authenticate = |mut ctx: sqs::Context| {
+    let authenticate = |mut ctx: Context| {
         auth.check(&method, &uri, &headers, &body, now).map(|v| {
             match v {
                 Some(v) => {
@@ -455,7 +473,7 @@ fn handle(
 /// The running SQS operation of a decoded `request` ([`sqs::call`]), or its decoding error.
 fn sqs_operation(
     svc: &Arc<Service>,
-    ctx: sqs::Context,
+    ctx: Context,
     request: loft_core::Result<sqs::types::SqsRequest>,
 ) -> futures_util::future::Either<
     impl std::future::Future<Output = loft_core::Result<sqs::types::SqsResponse>> + Send + 'static,
@@ -506,9 +524,7 @@ pub(crate) mod future_sizes {
             (
                 "sqs::call",
                 probe(
-                    |(s, c, r): (Arc<Service>, sqs::Context, sqs::types::SqsRequest)| {
-                        sqs::call(s, c, r)
-                    },
+                    |(s, c, r): (Arc<Service>, Context, sqs::types::SqsRequest)| sqs::call(s, c, r),
                 ),
             ),
             (
@@ -547,7 +563,7 @@ pub(crate) mod future_sizes {
                     )| crate::observe::observe(s, r, n),
                 ),
             ),
-            ("sqs::Context", std::mem::size_of::<sqs::Context>()),
+            ("Context", std::mem::size_of::<Context>()),
             ("SqsRequest", std::mem::size_of::<sqs::types::SqsRequest>()),
             ("Request", std::mem::size_of::<Request>()),
             ("Parts", std::mem::size_of::<Parts>()),

@@ -948,15 +948,31 @@ impl Operation {
 }
 
 /// Declares a service's operations: the request enum (one variant per operation with its
-/// input), the response enum (with its output), the [`Operation`] list and the decoders
-/// that pick the variant by name. `$wrapper` is the Query protocol's Result element suffix.
+/// input), the response enum (with its output), the [`Operation`] list, the decoders
+/// that pick the variant by name, and each operation's access (`access()`, checked by
+/// [`crate::aws::access::check`] before the operation runs).
+///
+/// One line per operation: its name, input and output, then its IAM action and the
+/// resource it acts on, as a [`crate::aws::access::Resource`] variant built from the
+/// input's members:
+///
+/// ```text
+/// SendMessage(SendMessageRequest) -> SendMessageResult, sqs:SendMessage on QueueUrl(queue_url),
+/// ListQueues(ListQueuesRequest) -> ListQueuesResult, sqs:ListQueues on Account,
+/// ```
 macro_rules! operations {
     (
         $(#[$rmeta:meta])* pub enum $req:ident;
         $(#[$smeta:meta])* pub enum $resp:ident;
         $(#[$ometa:meta])* pub static $ops:ident;
-        { $( $op:ident ( $input:ty ) -> $output:ty ),* $(,)? }
+        { $( $op:ident ( $input:ty ) -> $output:ty ,
+             $svc:ident : $action:ident on $kind:ident $( ( $( $member:ident ),* ) )?
+           ),* $(,)? }
     ) => {
+        $crate::aws::access::accesses! {
+            $req { $( $op, $svc : $action on $kind $( ( $( $member ),* ) )? ),* }
+        }
+
         $(#[$rmeta])*
         #[derive(Debug, Clone, PartialEq)]
         pub enum $req {

@@ -245,12 +245,13 @@ pub async fn topics(State(svc): Svc) -> Result<Response, ConsoleError> {
     Ok(Json(out).into_response())
 }
 
-/// `GET /_loft/mappings`: every SQS event source mapping with its state and who polls it
+/// `GET /_loft/mappings`: every SQS event source mapping of the default account (the
+/// console's, as its queues and topics are) with its state and who polls it
 /// (`[{"uuid", "queue_arn", "function_arn", "state", "poller", "batch_size",
 /// "batching_window_seconds", "function_response_types", "filters", "maximum_concurrency",
 /// "last_modified"}]`, `last_modified` in ms).
 pub async fn mappings(State(svc): Svc) -> Result<Response, ConsoleError> {
-    let list = svc.mapping_overview().await?;
+    let list = svc.mapping_overview(&svc.config().account_id).await?;
     let out: Vec<Value> = list
         .into_iter()
         .map(|(v, poller)| {

@@ -1877,7 +1877,7 @@ pub async fn release_move_tasks<C: GenericClient>(c: &C, owner: &str) -> Result<
 
 const MAPPING_COLUMNS: &str = "uuid, function_arn, event_source_arn, batch_size, \
     batching_window, enabled, function_response_types, filter_patterns, maximum_concurrency, \
-    last_modified, owner, lease_until";
+    last_modified, owner, lease_until, account";
 
 fn list_json(items: &[String]) -> String {
     serde_json::to_string(items).unwrap_or_else(|_| "[]".into())
@@ -1899,6 +1899,7 @@ fn mapping_row(r: &Row) -> EventSourceMappingRecord {
         last_modified_ms: r.get(9),
         owner: r.get(10),
         lease_until_ms: r.get(11),
+        account: r.get(12),
     }
 }
 
@@ -1912,7 +1913,7 @@ pub async fn create_event_source_mapping<C: GenericClient>(
         c,
         &format!(
             "INSERT INTO event_source_mappings ({MAPPING_COLUMNS}) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT DO NOTHING"
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) ON CONFLICT DO NOTHING"
         ),
         &[
             &m.uuid,
@@ -1927,6 +1928,7 @@ pub async fn create_event_source_mapping<C: GenericClient>(
             &m.last_modified_ms,
             &m.owner,
             &m.lease_until_ms,
+            &m.account,
         ],
     )
     .await?;

@@ -332,6 +332,12 @@ const MIGRATIONS: &[&str] = &[
         key TEXT NOT NULL
     );
     "#,
+    // 18 (PostgreSQL's 15): the account an event source mapping belongs to (the Lambda
+    // API answers each account its own mappings); NULL, every older row, is the default
+    // account's.
+    r#"
+    ALTER TABLE event_source_mappings ADD COLUMN account TEXT;
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -1454,7 +1454,7 @@ pub fn release_move_tasks(c: &Connection, owner: &str) -> rusqlite::Result<()> {
 
 const MAPPING_COLUMNS: &str = "uuid, function_arn, event_source_arn, batch_size, \
     batching_window, enabled, function_response_types, filter_patterns, maximum_concurrency, \
-    last_modified, owner, lease_until";
+    last_modified, owner, lease_until, account";
 
 fn list_json(items: &[String]) -> String {
     serde_json::to_string(items).unwrap_or_else(|_| "[]".into())
@@ -1478,6 +1478,7 @@ fn mapping_row(r: &Row<'_>) -> rusqlite::Result<EventSourceMappingRecord> {
         last_modified_ms: r.get(9)?,
         owner: r.get(10)?,
         lease_until_ms: r.get(11)?,
+        account: r.get(12)?,
     })
 }
 
@@ -1497,7 +1498,7 @@ pub fn create_event_source_mapping(
     }
     c.prepare_cached(&format!(
         "INSERT INTO event_source_mappings ({MAPPING_COLUMNS}) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"
     ))?
     .execute(params![
         m.uuid,
@@ -1511,7 +1512,8 @@ pub fn create_event_source_mapping(
         m.maximum_concurrency,
         m.last_modified_ms,
         m.owner,
-        m.lease_until_ms
+        m.lease_until_ms,
+        m.account
     ])?;
     Ok(None)
 }

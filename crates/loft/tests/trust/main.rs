@@ -13,6 +13,8 @@
 //! - [`tls_outbound`]: Loft as a TLS client: SNS deliveries to `https://` endpoints
 //!   trusted through `SSL_CERT_FILE` (and refused when untrusted, denied by the endpoint
 //!   policy or redirecting), and the admin commands against an HTTPS listener.
+//! - [`tenants`]: two accounts on one Loft: event source mappings (Lambda API and
+//!   `/_loft/mappings`) and message move tasks stay their account's.
 //! - [`malformed`]: thousands of generated bad requests for every protocol, each answered
 //!   with a 4xx in its protocol's error shape.
 
@@ -22,5 +24,6 @@ mod harness;
 mod limits;
 mod malformed;
 mod sigv4;
+mod tenants;
 mod tls;
 mod tls_outbound;

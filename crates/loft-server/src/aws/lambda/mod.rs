@@ -8,6 +8,7 @@ use loft_core::functions::{FunctionConfig, FunctionTarget};
 use loft_core::service::{MappingInput, MappingView};
 use loft_core::{Error, ErrorCode, Result, Service};
 
+use super::Context;
 use types::*;
 
 fn patterns(f: Option<FilterCriteria>) -> Option<Vec<String>> {
@@ -69,35 +70,43 @@ fn function_out(svc: &Service, f: &FunctionConfig) -> FunctionConfiguration {
     }
 }
 
-/// Runs one Lambda request against the service.
+/// Runs one Lambda request against the service for the caller of `ctx`, once its access
+/// ([`LambdaRequest::access`]) is checked ([`crate::aws::access::check`]). The mappings
+/// are the caller's account's.
 ///
-/// Errors: the Service's (`InvalidParameterValueException`, `ResourceNotFoundException`,
-/// `ResourceConflictException`), and `InvalidParameterValueException` for a MaxItems or
-/// Marker that is not a number.
-pub async fn call(svc: &Service, req: LambdaRequest) -> Result<LambdaResponse> {
+/// Errors: `AccessDeniedException` (403), the Service's (`InvalidParameterValueException`,
+/// `ResourceNotFoundException`, `ResourceConflictException`), and
+/// `InvalidParameterValueException` for a MaxItems or Marker that is not a number.
+pub async fn call(svc: &Service, ctx: &Context, req: LambdaRequest) -> Result<LambdaResponse> {
+    crate::aws::access::check(svc, ctx, req.access()).await?;
+    let account = &*ctx.principal.account_id;
     Ok(match req {
         LambdaRequest::CreateEventSourceMapping(r) => {
             let v = svc
-                .create_event_source_mapping(MappingInput {
-                    function_name: r.function_name,
-                    event_source_arn: r.event_source_arn,
-                    enabled: r.enabled,
-                    batch_size: r.batch_size,
-                    maximum_batching_window_seconds: r.maximum_batching_window_in_seconds,
-                    function_response_types: r.function_response_types,
-                    filter_patterns: patterns(r.filter_criteria),
-                    maximum_concurrency: r.scaling_config.map(|s| s.maximum_concurrency),
-                })
+                .create_event_source_mapping(
+                    account,
+                    MappingInput {
+                        function_name: r.function_name,
+                        event_source_arn: r.event_source_arn,
+                        enabled: r.enabled,
+                        batch_size: r.batch_size,
+                        maximum_batching_window_seconds: r.maximum_batching_window_in_seconds,
+                        function_response_types: r.function_response_types,
+                        filter_patterns: patterns(r.filter_criteria),
+                        maximum_concurrency: r.scaling_config.map(|s| s.maximum_concurrency),
+                    },
+                )
                 .await?;
             LambdaResponse::EventSourceMapping(202, Box::new(mapping_out(v)))
         }
-        LambdaRequest::GetEventSourceMapping(uuid) => {
-            let v = svc.get_event_source_mapping(&uuid).await?;
+        LambdaRequest::GetEventSourceMapping(r) => {
+            let v = svc.get_event_source_mapping(account, &r.uuid).await?;
             LambdaResponse::EventSourceMapping(200, Box::new(mapping_out(v)))
         }
         LambdaRequest::ListEventSourceMappings(r) => {
             let (page, next) = svc
                 .list_event_source_mappings(
+                    account,
                     r.event_source_arn.as_deref(),
                     r.function_name.as_deref(),
                     r.marker.as_deref(),
@@ -109,9 +118,13 @@ pub async fn call(svc: &Service, req: LambdaRequest) -> Result<LambdaResponse> {
                 event_source_mappings: page.into_iter().map(mapping_out).collect(),
             })
         }
-        LambdaRequest::UpdateEventSourceMapping(uuid, r) => {
+        LambdaRequest::UpdateEventSourceMapping(UpdateEventSourceMappingInput {
+            uuid,
+            body: r,
+        }) => {
             let v = svc
                 .update_event_source_mapping(
+                    account,
                     &uuid,
                     MappingInput {
                         function_name: r.function_name,
@@ -127,12 +140,12 @@ pub async fn call(svc: &Service, req: LambdaRequest) -> Result<LambdaResponse> {
                 .await?;
             LambdaResponse::EventSourceMapping(202, Box::new(mapping_out(v)))
         }
-        LambdaRequest::DeleteEventSourceMapping(uuid) => {
-            let v = svc.delete_event_source_mapping(&uuid).await?;
+        LambdaRequest::DeleteEventSourceMapping(r) => {
+            let v = svc.delete_event_source_mapping(account, &r.uuid).await?;
             LambdaResponse::EventSourceMapping(202, Box::new(mapping_out(v)))
         }
-        LambdaRequest::GetFunction(name) => {
-            let f = svc.function(&name)?;
+        LambdaRequest::GetFunction(r) => {
+            let f = svc.function(&r.function_name)?;
             LambdaResponse::Function(Box::new(GetFunctionResponse {
                 configuration: function_out(svc, f),
                 code: FunctionCodeLocation {

@@ -202,23 +202,69 @@ pub struct ListFunctionsResponse {
     pub functions: Vec<FunctionConfiguration>,
 }
 
+/// GetEventSourceMappingRequest: the `UUID` in the path.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GetEventSourceMappingRequest {
+    /// UUID.
+    pub uuid: String,
+}
+
+/// DeleteEventSourceMappingRequest: the `UUID` in the path.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DeleteEventSourceMappingRequest {
+    /// UUID.
+    pub uuid: String,
+}
+
+/// UpdateEventSourceMappingRequest with the `UUID` of its path.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UpdateEventSourceMappingInput {
+    /// UUID (path).
+    pub uuid: String,
+    /// The body.
+    pub body: UpdateEventSourceMappingRequest,
+}
+
+/// GetFunctionRequest: the `FunctionName` in the path.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GetFunctionRequest {
+    /// FunctionName: a name or an ARN.
+    pub function_name: String,
+}
+
 /// A decoded Lambda request: one variant per operation.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LambdaRequest {
     /// POST /2015-03-31/event-source-mappings.
     CreateEventSourceMapping(CreateEventSourceMappingRequest),
     /// GET /2015-03-31/event-source-mappings/{UUID}.
-    GetEventSourceMapping(String),
+    GetEventSourceMapping(GetEventSourceMappingRequest),
     /// GET /2015-03-31/event-source-mappings.
     ListEventSourceMappings(ListEventSourceMappingsRequest),
     /// PUT /2015-03-31/event-source-mappings/{UUID}.
-    UpdateEventSourceMapping(String, UpdateEventSourceMappingRequest),
+    UpdateEventSourceMapping(UpdateEventSourceMappingInput),
     /// DELETE /2015-03-31/event-source-mappings/{UUID}.
-    DeleteEventSourceMapping(String),
+    DeleteEventSourceMapping(DeleteEventSourceMappingRequest),
     /// GET /2015-03-31/functions/{FunctionName}.
-    GetFunction(String),
+    GetFunction(GetFunctionRequest),
     /// GET /2015-03-31/functions.
     ListFunctions(ListFunctionsRequest),
+}
+
+// Each operation's IAM action and resource, as the Service Authorization Reference's
+// "Actions, resources, and condition keys for AWS Lambda" lists them: the mapping
+// operations on the `eventSourceMapping` resource (Create and List on `*`: the account),
+// GetFunction on the `function` resource, ListFunctions on `*`.
+crate::aws::access::accesses! {
+    LambdaRequest {
+        CreateEventSourceMapping, lambda:CreateEventSourceMapping on MappingSource(event_source_arn),
+        GetEventSourceMapping, lambda:GetEventSourceMapping on Mapping(uuid),
+        ListEventSourceMappings, lambda:ListEventSourceMappings on Account,
+        UpdateEventSourceMapping, lambda:UpdateEventSourceMapping on Mapping(uuid),
+        DeleteEventSourceMapping, lambda:DeleteEventSourceMapping on Mapping(uuid),
+        GetFunction, lambda:GetFunction on Function(function_name),
+        ListFunctions, lambda:ListFunctions on Account,
+    }
 }
 
 impl LambdaRequest {
@@ -228,7 +274,7 @@ impl LambdaRequest {
             LambdaRequest::CreateEventSourceMapping(_) => "CreateEventSourceMapping",
             LambdaRequest::GetEventSourceMapping(_) => "GetEventSourceMapping",
             LambdaRequest::ListEventSourceMappings(_) => "ListEventSourceMappings",
-            LambdaRequest::UpdateEventSourceMapping(..) => "UpdateEventSourceMapping",
+            LambdaRequest::UpdateEventSourceMapping(_) => "UpdateEventSourceMapping",
             LambdaRequest::DeleteEventSourceMapping(_) => "DeleteEventSourceMapping",
             LambdaRequest::GetFunction(_) => "GetFunction",
             LambdaRequest::ListFunctions(_) => "ListFunctions",

@@ -82,12 +82,12 @@ fn subscriptions(page_items: Vec<loft_core::service::SubscriptionSummary>) -> Ve
 /// `ctx` is where the request came in; its X-Ray trace header reaches subscribed queues.
 pub async fn call(
     svc: &Arc<Service>,
-    ctx: &super::sqs::Context,
+    ctx: &super::Context,
     req: SnsRequest,
 ) -> Result<SnsResponse> {
     use SnsRequest as R;
     use SnsResponse as S;
-    super::access::sns(svc, ctx, &req).await?;
+    super::access::check(svc, ctx, req.access()).await?;
     Ok(match req {
         R::AddPermission(i) => {
             svc.add_topic_permission(&i.topic_arn, &i.label, &i.aws_account_id, &i.action_name)

@@ -20,23 +20,7 @@ use loft_core::{Error, ErrorCode, Result, Service};
 use super::shape::{Blob, Entry, NoOutput};
 use types::*;
 
-/// Where a request came in and who sent it: what queue URLs are built from, and the caller
-/// whose account and permissions apply.
-#[derive(Debug, Clone)]
-pub struct Context {
-    /// The authenticated caller ([`loft_core::service::Principal::open`] for an open
-    /// Loft).
-    pub principal: loft_core::service::Principal,
-    /// `scheme://host[:port]` as the client addressed Loft.
-    pub base_url: String,
-    /// The `X-Amzn-Trace-Id` header: the X-Ray trace header SDKs send, which becomes a
-    /// message's `AWSTraceHeader` system attribute unless the request gives that
-    /// attribute itself (SQS Developer Guide, "AWS X-Ray and Amazon SQS").
-    pub trace_header: Option<String>,
-    /// The connection the request came on, so a long poll ends when its client goes
-    /// away (`None` when served without one, as in tests calling the router directly).
-    pub client: Option<crate::client_link::ClientLink>,
-}
+pub use super::Context;
 
 impl Context {
     /// The URL of the queue of store key `key`: `BASE/ACCOUNT/NAME` in the configured
@@ -355,7 +339,7 @@ pub fn call(
 
 /// [`call`]'s first part: the access check, then the operation's future.
 async fn start(svc: Arc<Service>, ctx: Context, req: SqsRequest) -> Result<Operation> {
-    super::access::sqs(&svc, &ctx, &req).await?;
+    super::access::check(&svc, &ctx, req.access()).await?;
     Ok(match req {
         SqsRequest::ReceiveMessage(i) => receive_message(svc, &ctx, i)?,
         req => Box::pin(operation(svc, ctx, req)),

@@ -1,0 +1,321 @@
+//! Two tenants on one Loft: accounts A (111111111111) and B (222222222222), a key of the
+//! default account, and an identity of A whose policy denies `sqs:ReceiveMessage`. B
+//! must not reach A's event source mappings through the Lambda API or the console's
+//! `/_loft/mappings`, nor cancel A's message move task with A's TaskHandle; A creates a
+//! mapping on its own queue by the queue's real ARN.
+
+use serde_json::{json, Value};
+
+use crate::harness::{send_signed, Loft, Signer};
+
+const A: (&str, &str) = ("AKIDTENANTA", "secret-a");
+const B: (&str, &str) = ("AKIDTENANTB", "secret-b");
+const A_DENIED: (&str, &str) = ("AKIDTENANTADENIED", "secret-a-denied");
+const ROOT: (&str, &str) = ("AKIDDEFAULT", "secret-default");
+const ACCOUNT_A: &str = "111111111111";
+
+fn start() -> (Loft, tempfile::TempDir) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = format!(
+        r#"
+[[functions]]
+name = "worker"
+url = "http://127.0.0.1:9/handler"
+timeout_seconds = 3
+
+[[credentials]]
+access_key_id = "{}"
+secret_access_key = "{}"
+account_id = "{ACCOUNT_A}"
+
+[[credentials]]
+access_key_id = "{}"
+secret_access_key = "{}"
+account_id = "222222222222"
+
+[[credentials]]
+access_key_id = "{}"
+secret_access_key = "{}"
+account_id = "{ACCOUNT_A}"
+identity = "user/no-receive"
+policies = ['{{"Version":"2012-10-17","Statement":[{{"Effect":"Allow","Action":"*","Resource":"*"}},{{"Effect":"Deny","Action":"sqs:ReceiveMessage","Resource":"*"}}]}}']
+
+[[credentials]]
+access_key_id = "{}"
+secret_access_key = "{}"
+"#,
+        A.0, A.1, B.0, B.1, A_DENIED.0, A_DENIED.1, ROOT.0, ROOT.1
+    );
+    let path = dir.path().join("loft.toml");
+    std::fs::write(&path, config).expect("config");
+    let loft = Loft::start(&["--config", path.to_str().unwrap()], &[]);
+    (loft, dir)
+}
+
+fn signer(key: (&'static str, &'static str), service: &'static str) -> Signer<'static> {
+    Signer {
+        key: key.0,
+        secret: key.1,
+        service,
+        at: std::time::SystemTime::now(),
+    }
+}
+
+/// A signed Lambda API call: its status, `x-amzn-ErrorType` and JSON body.
+async fn lambda(
+    loft: &Loft,
+    key: (&'static str, &'static str),
+    method: &str,
+    path: &str,
+    body: Option<Value>,
+) -> (u16, String, Value) {
+    let url = format!("{}{path}", loft.url);
+    let bytes = body.map(|b| b.to_string()).unwrap_or_default();
+    let resp = send_signed(
+        &signer(key, "lambda"),
+        method,
+        &url,
+        &[("content-type", "application/json")],
+        bytes.as_bytes(),
+    )
+    .await;
+    let status = resp.status().as_u16();
+    let kind = resp
+        .headers()
+        .get("x-amzn-errortype")
+        .map(|v| v.to_str().unwrap().to_owned())
+        .unwrap_or_default();
+    let text = resp.text().await.unwrap();
+    (
+        status,
+        kind,
+        serde_json::from_str(&text).unwrap_or(Value::Null),
+    )
+}
+
+/// A signed SQS JSON call by `key`: its status and JSON body.
+async fn sqs(
+    loft: &Loft,
+    key: (&'static str, &'static str),
+    op: &str,
+    input: Value,
+) -> (u16, Value) {
+    let target = format!("AmazonSQS.{op}");
+    let body = input.to_string();
+    let resp = send_signed(
+        &signer(key, "sqs"),
+        "POST",
+        &format!("{}/", loft.url),
+        &[
+            ("content-type", "application/x-amz-json-1.0"),
+            ("x-amz-target", &target),
+        ],
+        body.as_bytes(),
+    )
+    .await;
+    let status = resp.status().as_u16();
+    let text = resp.text().await.unwrap();
+    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+}
+
+async fn create_queue(
+    loft: &Loft,
+    key: (&'static str, &'static str),
+    name: &str,
+    attrs: Value,
+) -> String {
+    let (status, out) = sqs(
+        loft,
+        key,
+        "CreateQueue",
+        json!({"QueueName": name, "Attributes": attrs}),
+    )
+    .await;
+    assert_eq!(status, 200, "CreateQueue {name}: {out}");
+    out["QueueUrl"].as_str().unwrap().to_owned()
+}
+
+fn queue_arn(account: &str, name: &str) -> String {
+    format!("arn:aws:sqs:us-east-1:{account}:{name}")
+}
+
+#[tokio::test]
+async fn event_source_mappings_are_their_accounts_own() {
+    let (loft, _dir) = start();
+    create_queue(&loft, A, "a-work", json!({})).await;
+    let arn = queue_arn(ACCOUNT_A, "a-work");
+
+    // A maps its own queue by its real ARN.
+    let (status, _, created) = lambda(
+        &loft,
+        A,
+        "POST",
+        "/2015-03-31/event-source-mappings/",
+        Some(json!({"FunctionName": "worker", "EventSourceArn": arn, "Enabled": true})),
+    )
+    .await;
+    assert_eq!(status, 202, "{created}");
+    assert_eq!(created["EventSourceArn"], arn.as_str());
+    let uuid = created["UUID"].as_str().unwrap().to_owned();
+    assert_eq!(
+        created["EventSourceMappingArn"],
+        format!("arn:aws:lambda:us-east-1:{ACCOUNT_A}:event-source-mapping:{uuid}").as_str()
+    );
+
+    // B lists none of them, and gets, disables and deletes none.
+    let (status, _, listed) =
+        lambda(&loft, B, "GET", "/2015-03-31/event-source-mappings/", None).await;
+    assert_eq!(status, 200);
+    assert_eq!(listed["EventSourceMappings"], json!([]));
+    let one = format!("/2015-03-31/event-source-mappings/{uuid}");
+    for (method, body) in [
+        ("GET", None),
+        ("PUT", Some(json!({"Enabled": false}))),
+        ("DELETE", None),
+    ] {
+        let (status, kind, out) = lambda(&loft, B, method, &one, body).await;
+        assert_eq!(
+            (status, kind.as_str()),
+            (403, "AccessDeniedException"),
+            "{method}: {out}"
+        );
+    }
+    // B cannot map A's queue either (A's queue has no policy for B).
+    let (status, kind, _) = lambda(
+        &loft,
+        B,
+        "POST",
+        "/2015-03-31/event-source-mappings/",
+        Some(json!({"FunctionName": "worker", "EventSourceArn": arn})),
+    )
+    .await;
+    assert_eq!((status, kind.as_str()), (403, "AccessDeniedException"));
+
+    // A's mapping is untouched and A's own.
+    let (status, _, got) = lambda(&loft, A, "GET", &one, None).await;
+    assert_eq!(status, 200, "{got}");
+    assert_eq!(got["State"], "Enabled");
+    let (_, _, listed) = lambda(&loft, A, "GET", "/2015-03-31/event-source-mappings/", None).await;
+    assert_eq!(listed["EventSourceMappings"].as_array().unwrap().len(), 1);
+
+    // The console's mappings are the default account's: B is refused, and the default
+    // account's key does not see A's mapping.
+    let url = format!("{}/_loft/mappings", loft.url);
+    let resp = send_signed(&signer(B, "sqs"), "GET", &url, &[], b"").await;
+    assert_eq!(resp.status(), 403);
+    let resp = send_signed(&signer(ROOT, "sqs"), "GET", &url, &[], b"").await;
+    assert_eq!(resp.status(), 200);
+    let console: Value = resp.json().await.unwrap();
+    assert_eq!(
+        console,
+        json!([]),
+        "A's mapping is not the default account's"
+    );
+
+    // A deletes it.
+    let (status, _, _) = lambda(&loft, A, "DELETE", &one, None).await;
+    assert_eq!(status, 202);
+}
+
+#[tokio::test]
+async fn a_mapping_needs_its_creator_allowed_to_read_the_queue() {
+    let (loft, _dir) = start();
+    create_queue(&loft, A, "a-denied", json!({})).await;
+    let (status, kind, out) = lambda(
+        &loft,
+        A_DENIED,
+        "POST",
+        "/2015-03-31/event-source-mappings/",
+        Some(json!({"FunctionName": "worker", "EventSourceArn": queue_arn(ACCOUNT_A, "a-denied")})),
+    )
+    .await;
+    assert_eq!(
+        (status, kind.as_str()),
+        (403, "AccessDeniedException"),
+        "{out}"
+    );
+    assert!(
+        out["Message"]
+            .as_str()
+            .unwrap()
+            .contains("sqs:ReceiveMessage"),
+        "{out}"
+    );
+    // Nothing was made.
+    let (_, _, listed) = lambda(&loft, A, "GET", "/2015-03-31/event-source-mappings/", None).await;
+    assert_eq!(listed["EventSourceMappings"], json!([]));
+}
+
+#[tokio::test]
+async fn another_accounts_task_handle_cancels_nothing() {
+    let (loft, _dir) = start();
+    let dlq = queue_arn(ACCOUNT_A, "a-dlq");
+    let dlq_url = create_queue(&loft, A, "a-dlq", json!({})).await;
+    let redrive = json!({"deadLetterTargetArn": dlq, "maxReceiveCount": "1"}).to_string();
+    create_queue(&loft, A, "a-src", json!({"RedrivePolicy": redrive})).await;
+    create_queue(&loft, A, "a-dest", json!({})).await;
+    for i in 0..5 {
+        let (status, out) = sqs(
+            &loft,
+            A,
+            "SendMessage",
+            json!({"QueueUrl": dlq_url, "MessageBody": format!("m{i}")}),
+        )
+        .await;
+        assert_eq!(status, 200, "{out}");
+    }
+    // One message a second: the task runs for seconds.
+    let (status, out) = sqs(
+        &loft,
+        A,
+        "StartMessageMoveTask",
+        json!({"SourceArn": dlq, "DestinationArn": queue_arn(ACCOUNT_A, "a-dest"),
+               "MaxNumberOfMessagesPerSecond": 1}),
+    )
+    .await;
+    assert_eq!(status, 200, "{out}");
+    let handle = out["TaskHandle"].as_str().unwrap().to_owned();
+
+    let (status, out) = sqs(
+        &loft,
+        B,
+        "CancelMessageMoveTask",
+        json!({"TaskHandle": handle}),
+    )
+    .await;
+    assert_eq!(status, 403, "{out}");
+    assert!(
+        out["__type"]
+            .as_str()
+            .unwrap_or("")
+            .contains("AccessDenied"),
+        "{out}"
+    );
+    // The task still runs, and A itself cancels it.
+    let (_, listed) = sqs(&loft, A, "ListMessageMoveTasks", json!({"SourceArn": dlq})).await;
+    assert_eq!(listed["Results"][0]["Status"], "RUNNING", "{listed}");
+    let (status, out) = sqs(
+        &loft,
+        A,
+        "CancelMessageMoveTask",
+        json!({"TaskHandle": handle}),
+    )
+    .await;
+    assert_eq!(status, 200, "{out}");
+    // A handle that names no task is answered as AWS answers it.
+    let (status, out) = sqs(
+        &loft,
+        B,
+        "CancelMessageMoveTask",
+        json!({"TaskHandle": "bm9uZQ=="}),
+    )
+    .await;
+    assert_eq!(status, 404, "{out}");
+    assert!(
+        out["__type"]
+            .as_str()
+            .unwrap_or("")
+            .contains("ResourceNotFound"),
+        "{out}"
+    );
+}
