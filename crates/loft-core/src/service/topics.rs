@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{json, Value};
 
-use super::Service;
+use super::{Principal, Service};
 use crate::delivery_policy::DeliveryPolicy;
 use crate::error::{Error, ErrorCode, Result};
 use crate::filter_policy::{FilterPolicy, FilterPolicyScope};
@@ -747,6 +747,7 @@ impl Service {
             );
             let record = RecordedMessage {
                 id: 0,
+                account: self.stored_account(self.key_scope(&topic.name).0.account),
                 protocol: sub.protocol.clone(),
                 endpoint: sub.endpoint.clone(),
                 topic_arn: Some(topic_arn),
@@ -1059,14 +1060,29 @@ impl Service {
     }
 
     /// Messages recorded for protocols Loft does not send (email, SMS, push, Lambda,
-    /// Firehose), newest first, at most `limit`.
-    pub async fn recorded_messages(&self, limit: u32) -> Result<Vec<RecordedMessage>> {
-        self.store.list_recorded(limit).await
+    /// Firehose), newest first, at most `limit`: those of `principal`'s account only when
+    /// permissions are enforced ([`Service::visible_account`]), every one for an open Loft.
+    pub async fn recorded_messages(
+        &self,
+        principal: &Principal,
+        limit: u32,
+    ) -> Result<Vec<RecordedMessage>> {
+        self.store
+            .list_recorded(limit, self.visible_account(principal))
+            .await
     }
 
     /// Deletes the recorded messages `filter` matches (all of them with an empty filter),
-    /// so tests can start each case clean. Returns how many.
-    pub async fn delete_recorded_messages(&self, filter: RecordedFilter) -> Result<u64> {
+    /// so tests can start each case clean; of `principal`'s account only when permissions
+    /// are enforced (whatever `filter.account` says). Returns how many.
+    pub async fn delete_recorded_messages(
+        &self,
+        principal: &Principal,
+        mut filter: RecordedFilter,
+    ) -> Result<u64> {
+        if let Some(account) = self.visible_account(principal) {
+            filter.account = Some(account);
+        }
         self.store.delete_recorded(filter).await
     }
 

@@ -323,6 +323,13 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE deliveries ADD COLUMN sealed INTEGER NOT NULL DEFAULT 0;
     ALTER TABLE topic_archive ADD COLUMN sealed INTEGER NOT NULL DEFAULT 0;
     "#,
+    // 17 (PostgreSQL's 14): the account a recorded message belongs to (every resource
+    // belongs to an account), in the store keys' form: '' for the default
+    // account, which every older record belongs to.
+    r#"
+    ALTER TABLE recorded_messages ADD COLUMN account TEXT NOT NULL DEFAULT '';
+    CREATE INDEX recorded_messages_account ON recorded_messages(account, id);
+    "#,
 ];
 
 /// The schema version this build writes.
