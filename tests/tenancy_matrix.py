@@ -191,6 +191,55 @@ def door4_sms_attributes_are_per_account():
     assert b.get_sms_attributes()["attributes"]["DefaultSenderID"] == "BSender"
 
 
+# ---- door 6: a subscription ARN made of another topic's ARN and a subscription's id ----
+
+@case
+def setup_a_subscribes_its_queue_and_b_has_a_topic():
+    sqs = m.ctx.sqs("a")
+    q = m.name("tenancy-a-inbox")
+    url = sqs.create_queue(QueueName=q)["QueueUrl"]
+    topic = m.ctx.sns("a").create_topic(Name=m.name("tenancy-a-feed"))["TopicArn"]
+    sub = m.ctx.sns("a").subscribe(TopicArn=topic, Protocol="sqs", Endpoint=m.qarn(A, q),
+                                   ReturnSubscriptionArn=True)["SubscriptionArn"]
+    b_topic = m.ctx.sns("b").create_topic(Name=m.name("tenancy-b-own"))["TopicArn"]
+    STATE.update(a_inbox=url, a_feed=topic, a_sub=sub,
+                 forged=b_topic + ":" + sub.rsplit(":", 1)[1])
+
+
+@case
+def door6_the_forged_arn_names_no_subscription():
+    b = m.ctx.sns("b")
+    forged = STATE["forged"]
+    msg = not_found(lambda: b.get_subscription_attributes(SubscriptionArn=forged))
+    assert msg == "Subscription does not exist", msg
+    not_found(lambda: b.set_subscription_attributes(
+        SubscriptionArn=forged, AttributeName="FilterPolicy",
+        AttributeValue=json.dumps({"never": ["matches"]})))
+    try:
+        b.unsubscribe(SubscriptionArn=forged)
+    except botocore.exceptions.ClientError as e:
+        assert e.response["Error"]["Code"] == "NotFound", e.response
+    got, status, _ = m.refused(
+        lambda: b.get_subscription_attributes(SubscriptionArn=STATE["a_sub"]))
+    assert (got, status) == ("AuthorizationError", 403), (got, status)
+
+
+@case
+def door6_the_owner_keeps_its_subscription_and_deliveries():
+    a = m.ctx.sns("a")
+    attrs = a.get_subscription_attributes(SubscriptionArn=STATE["a_sub"])["Attributes"]
+    assert "FilterPolicy" not in attrs, attrs
+    text = m.name("still-delivered")
+    a.publish(TopicArn=STATE["a_feed"], Message=text)
+    got = m.ctx.sqs("a").receive_message(QueueUrl=STATE["a_inbox"], WaitTimeSeconds=5)
+    bodies = [json.loads(x["Body"])["Message"] for x in got.get("Messages", [])]
+    assert bodies == [text], got
+    a.set_subscription_attributes(SubscriptionArn=STATE["a_sub"],
+                                  AttributeName="RawMessageDelivery", AttributeValue="true")
+    a.unsubscribe(SubscriptionArn=STATE["a_sub"])
+    not_found(lambda: a.get_subscription_attributes(SubscriptionArn=STATE["a_sub"]))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--endpoint", required=True)

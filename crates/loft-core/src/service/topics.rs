@@ -330,7 +330,11 @@ impl Service {
             .ok_or_else(topic_not_found)
     }
 
-    /// The subscription with this ARN. Errors: `InvalidParameter`, `NotFound`.
+    /// The subscription with this ARN: its id names it, and the rest, its topic's ARN,
+    /// must name the topic it is of. An ARN of another topic with a subscription's id
+    /// names nothing (so permissions checked on the ARN's topic are the subscription's
+    /// topic's), and is answered as a subscription that does not exist, as AWS answers it.
+    /// Errors: `InvalidParameter`, `NotFound`.
     pub async fn subscription_by_arn(&self, arn: &str) -> Result<SubscriptionRecord> {
         check_arn_elements("SubscriptionArn", arn)?;
         if !arn.starts_with("arn:aws:sns:") {
@@ -343,10 +347,16 @@ impl Service {
             .and_then(|rest| rest.rsplit(':').next())
             .filter(|u| !u.is_empty())
             .ok_or_else(|| invalid("SubscriptionId"))?;
-        self.store
+        let sub = self
+            .store
             .get_subscription(uuid)
             .await?
-            .ok_or_else(subscription_not_found)
+            .ok_or_else(subscription_not_found)?;
+        let topic_part = arn.rsplit_once(':').map_or("", |(topic, _)| topic);
+        if self.key_of_arn(topic_part, "sns").as_deref() != Some(sub.topic_name.as_str()) {
+            return Err(subscription_not_found());
+        }
+        Ok(sub)
     }
 
     /// A subscription's ARN: the topic's ARN, `:` and its UUID.
