@@ -93,11 +93,13 @@ python3 tests/iam_matrix.py --write-config "$work/iam.toml"
 start_loft "$work/iam.db" --config "$work/iam.toml"
 echo "loft with accounts and policies on SQLite (pid $server_pid) at $endpoint"
 python3 tests/iam_matrix.py --endpoint "$endpoint" || status=$?
+python3 tests/tenancy_matrix.py --endpoint "$endpoint" || status=$?
 if [[ -n "${LOFT_TEST_DATABASE_URL:-}" ]]; then
     stop_loft
     start_loft "$work/unused.db" --config "$work/iam.toml" --database-url "$LOFT_TEST_DATABASE_URL"
     echo "loft with accounts and policies on PostgreSQL (pid $server_pid) at $endpoint"
     python3 tests/iam_matrix.py --endpoint "$endpoint" || status=$?
+    python3 tests/tenancy_matrix.py --endpoint "$endpoint" || status=$?
 elif [[ "${LOFT_TEST_REQUIRE_POSTGRES:-}" == 1 ]]; then
     # CI (.ci/run) runs everything or fails: no skip for a missing database.
     echo "FAIL the matrix on PostgreSQL: LOFT_TEST_DATABASE_URL is not set (LOFT_TEST_REQUIRE_POSTGRES=1)" >&2

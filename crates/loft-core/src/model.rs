@@ -734,6 +734,9 @@ pub struct RecordedFilter {
     pub endpoint: Option<String>,
     /// Only messages published to this topic ARN.
     pub topic_arn: Option<String>,
+    /// Only messages of this account, in the store's form ([`RecordedMessage::account`]:
+    /// `""` for the default account).
+    pub account: Option<String>,
 }
 
 /// A message for a protocol Loft does not send (email, SMS, mobile push, Lambda,
@@ -742,6 +745,11 @@ pub struct RecordedFilter {
 pub struct RecordedMessage {
     /// Store id (0 before storing).
     pub id: i64,
+    /// The account it belongs to (the publishing topic's, or the caller's for a publish
+    /// straight to a phone number or endpoint), in the form store keys take: `""` for the
+    /// configured default account (so every record written before accounts belongs to it),
+    /// else the 12-digit account id.
+    pub account: String,
     /// The protocol: `email`, `email-json`, `sms`, `application`, `lambda`, `firehose`.
     pub protocol: String,
     /// The endpoint (address, phone number, ARN).

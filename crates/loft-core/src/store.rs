@@ -417,8 +417,13 @@ pub trait Store: Send + Sync + 'static {
         Ok(self.list_deliveries(None, u32::MAX).await?.len() as u64)
     }
 
-    /// The most recent recorded messages, newest first, at most `limit`.
-    async fn list_recorded(&self, limit: u32) -> Result<Vec<RecordedMessage>>;
+    /// The most recent recorded messages, newest first, at most `limit`: of `account`
+    /// only ([`RecordedMessage::account`]'s form), or of every account with `None`.
+    async fn list_recorded(
+        &self,
+        limit: u32,
+        account: Option<String>,
+    ) -> Result<Vec<RecordedMessage>>;
 
     /// Deletes the recorded messages `filter` matches. Returns how many.
     async fn delete_recorded(&self, filter: RecordedFilter) -> Result<u64>;

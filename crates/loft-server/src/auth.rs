@@ -311,6 +311,14 @@ impl FromRef<AppState> for Arc<Auth> {
     }
 }
 
+/// The caller the authentication middleware ([`require_signature`],
+/// [`require_console_auth`]) put in a request's extensions, as a handler extracts it
+/// (`Option<Extension<Principal>>`); the open caller ([`Service::open_principal`]) when
+/// there is none (an open Loft).
+pub fn caller(service: &Service, extension: Option<axum::Extension<Principal>>) -> Principal {
+    extension.map_or_else(|| service.open_principal(), |e| e.0)
+}
+
 /// The user and password of an HTTP Basic `Authorization` value (RFC 7617: the scheme in
 /// any case, then base64 of `user:password`; the user ends at the first `:`).
 fn parse_basic(authorization: &str) -> Option<(String, String)> {

@@ -4,6 +4,11 @@
 //! - `DELETE /_loft/sns/messages[?protocol=P&endpoint=E&topic_arn=ARN]`: deletes the
 //!   recorded messages matching every given parameter (all of them without any), so tests
 //!   can reset between cases.
+//!
+//!   With credentials configured, both see and delete the caller's account's records only
+//!   (a record belongs to its topic's account, or to the account that published straight
+//!   to a phone number or endpoint), whether the key signed the request or signed in with
+//!   HTTP Basic; an open Loft has one account, and shows all.
 //! - `GET /_loft/sns/SimpleNotificationService-{id}.pem`: the certificate SNS signatures
 //!   verify with (SigningCertURL; `SimpleNotificationService.pem` serves it too).
 
@@ -13,8 +18,10 @@ use std::sync::Arc;
 use axum::extract::{Path, Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
+use axum::Extension;
 use axum::Json;
 use loft_core::model::RecordedFilter;
+use loft_core::service::Principal;
 use loft_core::Service;
 use serde_json::json;
 
@@ -30,11 +37,14 @@ pub struct Inspect {
 }
 
 /// `GET /_loft/sns/messages`: `200 [{"id","protocol","endpoint","topic_arn","subject","sender",
-/// "message","timestamp"}]`, newest first; `limit` 1..=1000, default 100.
+/// "message","timestamp"}]`, newest first; `limit` 1..=1000, default 100. The caller's
+/// account's records only (see the module doc).
 pub async fn recorded_messages(
     State(s): State<Inspect>,
+    principal: Option<Extension<Principal>>,
     Query(params): Query<HashMap<String, String>>,
 ) -> Result<Response, NativeError> {
+    let principal = crate::auth::caller(&s.service, principal);
     let limit = match params.get("limit") {
         Some(v) => v
             .parse::<u32>()
@@ -45,7 +55,7 @@ pub async fn recorded_messages(
             })?,
         None => 100,
     };
-    let list = s.service.recorded_messages(limit).await?;
+    let list = s.service.recorded_messages(&principal, limit).await?;
     let out: Vec<_> = list
         .into_iter()
         .map(|m| {
@@ -65,14 +75,17 @@ pub async fn recorded_messages(
 }
 
 /// `DELETE /_loft/sns/messages`: `200 {"deleted": N}`. Optional filters `protocol`,
-/// `endpoint` and `topic_arn` must all match; without any, every recorded message goes.
+/// `endpoint` and `topic_arn` must all match; without any, every recorded message of the
+/// caller's account goes (see the module doc).
 ///
 /// Errors: `400 {"error"}` for any other parameter (a misspelt filter must not clear
 /// everything).
 pub async fn delete_recorded_messages(
     State(s): State<Inspect>,
+    principal: Option<Extension<Principal>>,
     Query(params): Query<HashMap<String, String>>,
 ) -> Result<Response, NativeError> {
+    let principal = crate::auth::caller(&s.service, principal);
     if let Some(other) = params
         .keys()
         .find(|k| !matches!(k.as_str(), "protocol" | "endpoint" | "topic_arn"))
@@ -86,8 +99,12 @@ pub async fn delete_recorded_messages(
         protocol: params.get("protocol").cloned(),
         endpoint: params.get("endpoint").cloned(),
         topic_arn: params.get("topic_arn").cloned(),
+        account: None,
     };
-    let deleted = s.service.delete_recorded_messages(filter).await?;
+    let deleted = s
+        .service
+        .delete_recorded_messages(&principal, filter)
+        .await?;
     Ok(Json(json!({"deleted": deleted})).into_response())
 }
 

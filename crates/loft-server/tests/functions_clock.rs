@@ -353,7 +353,11 @@ async fn a_lambda_subscription_to_an_unconfigured_function_is_recorded_not_invok
     let (topic, _) = w.topic_with_lambda("elsewhere", &[]).await;
     w.publish(&topic, "kept").await;
     assert_eq!(w.deliver().await, 0);
-    let recorded = w.svc.recorded_messages(10).await.expect("recorded");
+    let recorded = w
+        .svc
+        .recorded_messages(&w.svc.open_principal(), 10)
+        .await
+        .expect("recorded");
     assert_eq!(recorded.len(), 1);
     assert_eq!(recorded[0].protocol, "lambda");
     assert!(w.calls().is_empty());

@@ -155,6 +155,7 @@ conformance!(
     delivery_lease_retry_finish,
     recorded_messages,
     delete_recorded_by_filter,
+    recorded_messages_belong_to_their_account,
     platform_applications_and_endpoints,
     sms_attributes_per_scope,
     concurrent_endpoint_creates_share_one_endpoint,
@@ -2179,6 +2180,7 @@ async fn publish_stores_everything(s: S) {
     let q1 = queue(&s, "fan-1").await;
     let q2 = queue(&s, "fan-2.fifo").await;
     let record = RecordedMessage {
+        account: String::new(),
         id: 0,
         protocol: "email".into(),
         endpoint: "dev@example.com".into(),
@@ -2218,10 +2220,11 @@ async fn publish_stores_everything(s: S) {
     );
     assert_eq!(pending[0].attempts, 0);
     assert_eq!(pending[0].created_at_ms, T0);
-    let recorded = s.list_recorded(10).await.unwrap();
+    let recorded = s.list_recorded(10, None).await.unwrap();
     assert_eq!(recorded.len(), 1);
     assert_eq!(
         RecordedMessage {
+            account: String::new(),
             id: 0,
             ..recorded[0].clone()
         },
@@ -2969,6 +2972,7 @@ async fn delivery_lease_retry_finish(s: S) {
 
 async fn recorded_messages(s: S) {
     let rec = |i: i64| RecordedMessage {
+        account: String::new(),
         id: 0,
         protocol: "sms".into(),
         endpoint: "+15555550100".into(),
@@ -2983,7 +2987,7 @@ async fn recorded_messages(s: S) {
         .await
         .unwrap();
     s.publish(vec![], vec![], vec![rec(3)]).await.unwrap();
-    let got = s.list_recorded(2).await.unwrap();
+    let got = s.list_recorded(2, None).await.unwrap();
     let messages: Vec<&str> = got.iter().map(|r| r.message.as_str()).collect();
     assert_eq!(messages, ["m3", "m2"], "newest first");
     assert!(got[0].id > got[1].id);
@@ -3000,10 +3004,11 @@ async fn recorded_messages(s: S) {
     s.publish(vec![], vec![], vec![sealed.clone()])
         .await
         .unwrap();
-    let got = s.list_recorded(1).await.unwrap();
+    let got = s.list_recorded(1, None).await.unwrap();
     assert_eq!(
         got[0],
         RecordedMessage {
+            account: String::new(),
             id: got[0].id,
             seal: None,
             ..sealed
@@ -3013,6 +3018,7 @@ async fn recorded_messages(s: S) {
 
 async fn delete_recorded_by_filter(s: S) {
     let rec = |protocol: &str, endpoint: &str, topic: Option<&str>| RecordedMessage {
+        account: String::new(),
         id: 0,
         protocol: protocol.into(),
         endpoint: endpoint.into(),
@@ -3040,7 +3046,7 @@ async fn delete_recorded_by_filter(s: S) {
         let s = s.clone();
         async move {
             let mut v: Vec<String> = s
-                .list_recorded(100)
+                .list_recorded(100, None)
                 .await
                 .unwrap()
                 .into_iter()
@@ -3055,6 +3061,7 @@ async fn delete_recorded_by_filter(s: S) {
             protocol: protocol.map(str::to_owned),
             endpoint: endpoint.map(str::to_owned),
             topic_arn: topic.map(str::to_owned),
+            account: None,
         };
     // Every set field must match.
     assert_eq!(
@@ -3090,6 +3097,82 @@ async fn delete_recorded_by_filter(s: S) {
         1
     );
     assert!(left(&s).await.is_empty());
+}
+
+/// Each record keeps its account (`""`: the default account): a listing or a delete
+/// scoped to one account sees only its records; `None` sees every account's.
+async fn recorded_messages_belong_to_their_account(s: S) {
+    let rec = |account: &str, endpoint: &str| RecordedMessage {
+        account: account.into(),
+        id: 0,
+        protocol: "sms".into(),
+        endpoint: endpoint.into(),
+        topic_arn: None,
+        subject: None,
+        message: format!("{account}/{endpoint}"),
+        sender: None,
+        created_at_ms: T0,
+        seal: None,
+    };
+    let (a, b) = ("111111111111", "222222222222");
+    s.publish(
+        vec![],
+        vec![],
+        vec![
+            rec("", "+15555550100"),
+            rec(a, "+15555550101"),
+            rec(b, "+15555550101"),
+            rec(a, "+15555550102"),
+        ],
+    )
+    .await
+    .unwrap();
+    let of = |account: Option<&str>| {
+        let s = s.clone();
+        let account = account.map(str::to_owned);
+        async move {
+            s.list_recorded(100, account)
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|r| (r.account, r.message))
+                .collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(
+        of(Some(a)).await,
+        [
+            (a.to_owned(), format!("{a}/+15555550102")),
+            (a.to_owned(), format!("{a}/+15555550101")),
+        ],
+        "newest first, account a's only"
+    );
+    assert_eq!(of(Some("")).await.len(), 1, "the default account's");
+    assert_eq!(of(None).await.len(), 4, "every account's");
+    // A delete scoped to b, even with an endpoint a's record shares, leaves a's.
+    let deleted = s
+        .delete_recorded(RecordedFilter {
+            endpoint: Some("+15555550101".into()),
+            account: Some(b.into()),
+            ..RecordedFilter::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(deleted, 1);
+    assert!(of(Some(b)).await.is_empty());
+    assert_eq!(of(Some(a)).await.len(), 2);
+    let deleted = s
+        .delete_recorded(RecordedFilter {
+            account: Some(a.into()),
+            ..RecordedFilter::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(deleted, 2);
+    assert_eq!(
+        of(None).await,
+        [(String::new(), "/+15555550100".to_owned())]
+    );
 }
 
 async fn wakeups_report_sends(s: S) {
@@ -4443,6 +4526,7 @@ async fn topic_data_is_sealed_at_rest(db: Db) {
         key_id: "alias/aws/sns".into(),
     };
     let record = RecordedMessage {
+        account: String::new(),
         id: 0,
         protocol: "email".into(),
         endpoint: "dev@example.com".into(),
@@ -4502,7 +4586,7 @@ async fn topic_data_is_sealed_at_rest(db: Db) {
 
     let a = db.open(key).await;
     let s = a.store();
-    let mut recorded = s.list_recorded(10).await.unwrap();
+    let mut recorded = s.list_recorded(10, None).await.unwrap();
     recorded.reverse();
     let got: Vec<(Option<&str>, &str)> = recorded
         .iter()

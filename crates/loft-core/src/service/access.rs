@@ -237,6 +237,27 @@ impl Service {
         names::scoped_key(self.default_scope(), scope, name)
     }
 
+    /// Account `account` in the form the store keeps an owning account in: `""` for the
+    /// configured default account (as its store keys are bare names), else the account id
+    /// ([`crate::model::RecordedMessage::account`]).
+    pub fn stored_account(&self, account: &str) -> String {
+        if account == self.config.account_id {
+            String::new()
+        } else {
+            account.to_owned()
+        }
+    }
+
+    /// The account whose resources `principal` sees in Loft's own listings (the console's
+    /// and `/_loft/` routes), in [`Service::stored_account`]'s form: its own account when
+    /// permissions are enforced (any access key, whether it signed or signed in with HTTP
+    /// Basic), `None` (every account) for an open Loft, which has one account only.
+    pub fn visible_account(&self, principal: &Principal) -> Option<String> {
+        principal
+            .enforced
+            .then(|| self.stored_account(&principal.account_id))
+    }
+
     /// The account and name of a store key.
     pub fn split_key<'a>(&'a self, key: &'a str) -> (&'a str, &'a str) {
         let (scope, name) = self.key_scope(key);

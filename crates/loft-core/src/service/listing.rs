@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use super::{Page, Service};
 use crate::error::{Error, ErrorCode, Result};
 use crate::model::SubscriptionRecord;
+use crate::names::Scope;
 
 /// A subscription as ListSubscriptions and ListSubscriptionsByTopic show it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,22 +72,28 @@ impl Service {
         Ok(false)
     }
 
-    /// GetSMSAttributes: the account's SMS settings as SetSMSAttributes stored them, with
-    /// AWS's default `MonthlySpendLimit` of `"1"` (US dollars) until one is set. With
-    /// `names`, only those.
+    /// GetSMSAttributes: the SMS settings of `scope` (the caller's account and region;
+    /// SNS keeps them per account and region) as SetSMSAttributes stored them, with AWS's
+    /// default `MonthlySpendLimit` of `"1"` (US dollars) until one is set. With `names`,
+    /// only those.
     ///
     /// Errors: `InternalError` when storage fails.
-    pub async fn sms_attributes(&self, names: &[String]) -> Result<BTreeMap<String, String>> {
+    pub async fn sms_attributes(
+        &self,
+        scope: Scope<'_>,
+        names: &[String],
+    ) -> Result<BTreeMap<String, String>> {
         let mut all = BTreeMap::from([("MonthlySpendLimit".to_owned(), "1".to_owned())]);
-        all.extend(self.store.sms_attributes(&self.sms_scope()).await?);
+        all.extend(self.store.sms_attributes(&sms_scope(scope)).await?);
         if !names.is_empty() {
             all.retain(|k, _| names.contains(k));
         }
         Ok(all)
     }
 
-    /// SetSMSAttributes: validates each attribute as AWS does and stores them for the
-    /// account (Loft sends no SMS; the settings are kept and reported).
+    /// SetSMSAttributes: validates each attribute as AWS does and stores them for `scope`
+    /// (the caller's account and region; Loft sends no SMS; the settings are kept and
+    /// reported).
     ///
     /// Errors: `InvalidParameter` (400) "{name} is not a valid attribute" for a name outside
     /// [`SMS_ATTRIBUTES`], "{name} is invalid" for a value AWS refuses (DefaultSMSType other
@@ -94,7 +101,11 @@ impl Service {
     /// with a letter; MonthlySpendLimit not a whole number of dollars;
     /// DeliveryStatusSuccessSamplingRate not 0 to 100; DeliveryStatusIAMRole not an IAM
     /// role ARN); `InternalError` when storage fails.
-    pub async fn set_sms_attributes(&self, attributes: BTreeMap<String, String>) -> Result<()> {
+    pub async fn set_sms_attributes(
+        &self,
+        scope: Scope<'_>,
+        attributes: BTreeMap<String, String>,
+    ) -> Result<()> {
         for (name, value) in &attributes {
             check_sms_attribute(name, value)?;
         }
@@ -102,13 +113,8 @@ impl Service {
             return Ok(());
         }
         self.store
-            .set_sms_attributes(&self.sms_scope(), attributes)
+            .set_sms_attributes(&sms_scope(scope), attributes)
             .await
-    }
-
-    /// The key SMS settings are kept under: the account and region.
-    fn sms_scope(&self) -> String {
-        format!("{}:{}", self.config.account_id, self.config.region)
     }
 
     /// OptInPhoneNumber: accepted; no number is opted out.
@@ -178,4 +184,10 @@ fn check_sms_attribute(name: &str, value: &str) -> Result<()> {
     } else {
         fail(format!("{name} is invalid"))
     }
+}
+
+/// The key SMS settings are kept under: the account and region, `ACCOUNT:REGION` (the
+/// default account's settings from before accounts are under the configured ones).
+fn sms_scope(scope: Scope<'_>) -> String {
+    format!("{}:{}", scope.account, scope.region)
 }

@@ -4,6 +4,12 @@
 //! Publish to an endpoint is recorded for inspection (`GET /_loft/sns/messages`), never
 //! sent.
 //!
+//! A platform application belongs to the account and region it was created in, which
+//! its ARN names (`arn:aws:sns:REGION:ACCOUNT:app/PLATFORM/NAME`), and its endpoints to
+//! the same. They have no resource policy, so only their own account's callers reach them:
+//! another account's application or endpoint is answered as one that does not exist, and
+//! listings show the caller's account and region only.
+//!
 //! Source: SNS API Reference, "Mobile push" operations.
 
 use std::collections::BTreeMap;
@@ -11,6 +17,7 @@ use std::collections::BTreeMap;
 use super::topics::invalid;
 use super::Service;
 use crate::error::{Error, ErrorCode, Result};
+use crate::names::{self, Scope};
 
 type Map = BTreeMap<String, String>;
 
@@ -76,10 +83,19 @@ fn looks_like_endpoint(arn: &str) -> bool {
 }
 
 impl Service {
-    /// CreatePlatformApplication: idempotent for the same name and platform (the first
-    /// one's attributes stay). Errors: `InvalidParameter` (name, platform).
+    /// Whether platform application or endpoint `arn` is `account`'s: its ARN's account
+    /// field (an application's ARN is made from its creator's account, an endpoint's from
+    /// its application's).
+    pub fn platform_owned_by(&self, arn: &str, account: &str) -> bool {
+        names::arn_account(arn) == Some(account)
+    }
+
+    /// CreatePlatformApplication in `scope` (the caller's account and region):
+    /// idempotent for the same name and platform (the first one's attributes stay).
+    /// Errors: `InvalidParameter` (name, platform).
     pub async fn create_platform_application(
         &self,
+        scope: Scope<'_>,
         name: &str,
         platform: &str,
         attributes: Map,
@@ -110,7 +126,7 @@ impl Service {
         }
         let arn = format!(
             "arn:aws:sns:{}:{}:app/{platform}/{name}",
-            self.config.region, self.config.account_id
+            scope.region, scope.account
         );
         self.store
             .create_platform_application(&arn, attributes)
@@ -118,16 +134,21 @@ impl Service {
         Ok(arn)
     }
 
-    /// CreatePlatformEndpoint: idempotent for the same token (the existing endpoint's ARN).
-    /// Errors: `NotFound` (app), `InvalidParameter` (empty token).
+    /// CreatePlatformEndpoint of `account`'s application `app_arn`: idempotent for the
+    /// same token (the existing endpoint's ARN).
+    /// Errors: `NotFound` (app, or another account's), `InvalidParameter` (empty token).
     pub async fn create_platform_endpoint(
         &self,
+        account: &str,
         app_arn: &str,
         token: &str,
         attributes: Map,
     ) -> Result<String> {
         if token.is_empty() {
             return Err(invalid("Token"));
+        }
+        if !self.platform_owned_by(app_arn, account) {
+            return Err(not_found("PlatformApplication"));
         }
         let arn = format!(
             "{}/{}",
@@ -145,12 +166,25 @@ impl Service {
             .ok_or_else(|| not_found("PlatformApplication"))
     }
 
-    /// The platform applications, or the endpoints of `app_arn`. Errors: `NotFound` (app).
-    pub async fn list_platform(&self, app_arn: Option<&str>) -> Result<Vec<PlatformResource>> {
+    /// The platform applications of `scope` (the caller's account and region), or the
+    /// endpoints of `scope`'s account's application `app_arn`.
+    /// Errors: `NotFound` (app, or another account's).
+    pub async fn list_platform(
+        &self,
+        scope: Scope<'_>,
+        app_arn: Option<&str>,
+    ) -> Result<Vec<PlatformResource>> {
         let records = match app_arn {
-            None => self.store.list_platform_applications().await?,
+            None => {
+                let prefix = format!("arn:aws:sns:{}:{}:app/", scope.region, scope.account);
+                let mut all = self.store.list_platform_applications().await?;
+                all.retain(|r| r.arn.starts_with(&prefix));
+                all
+            }
             Some(app) => {
-                if self.store.get_platform(app).await?.is_none() {
+                if !self.platform_owned_by(app, scope.account)
+                    || self.store.get_platform(app).await?.is_none()
+                {
                     return Err(not_found("PlatformApplication"));
                 }
                 self.store.list_platform_endpoints(app).await?
@@ -165,13 +199,22 @@ impl Service {
             .collect())
     }
 
-    /// Attributes of a platform application or endpoint (`kind`, which the ARN names).
+    /// Attributes of `account`'s platform application or endpoint (`kind`, which the ARN
+    /// names).
     ///
     /// Errors: `InvalidParameter` "Invalid parameter: {kind}Arn Reason: An ARN must have at
     /// least 6 elements, not N"; `NotFound` (404) "{PlatformApplication|Endpoint} does not
-    /// exist", as AWS words them.
-    pub async fn platform_attributes(&self, kind: PlatformKind, arn: &str) -> Result<Map> {
+    /// exist", as AWS words them (another account's too).
+    pub async fn platform_attributes(
+        &self,
+        account: &str,
+        kind: PlatformKind,
+        arn: &str,
+    ) -> Result<Map> {
         super::topics::check_arn_elements(kind.arn_parameter(), arn)?;
+        if !self.platform_owned_by(arn, account) {
+            return Err(not_found(kind.name()));
+        }
         self.store
             .get_platform(arn)
             .await?
@@ -179,14 +222,15 @@ impl Service {
             .ok_or_else(|| not_found(kind.name()))
     }
 
-    /// Merges attributes into a platform application or endpoint (a `Token` changes an
-    /// endpoint's device token). AWS checks, in this order (recorded): the ARN's form, that
-    /// `attributes` is given, that the resource exists.
+    /// Merges attributes into `account`'s platform application or endpoint (a `Token`
+    /// changes an endpoint's device token). AWS checks, in this order (recorded): the ARN's
+    /// form, that `attributes` is given, that the resource exists.
     ///
     /// Errors: as [`Service::platform_attributes`]; `ValidationError` "... Value null at
     /// 'attributes' ..." when `attributes` is `None`.
     pub async fn set_platform_attributes(
         &self,
+        account: &str,
         kind: PlatformKind,
         arn: &str,
         attributes: Option<Map>,
@@ -198,6 +242,9 @@ impl Service {
                 &[("path", &"attributes")],
             ));
         };
+        if !self.platform_owned_by(arn, account) {
+            return Err(not_found(kind.name()));
+        }
         let token = attributes.get("Token").cloned();
         if self
             .store
@@ -210,9 +257,13 @@ impl Service {
         }
     }
 
-    /// Deletes a platform application (with its endpoints) or an endpoint; missing ones
-    /// succeed, as on AWS. Errors: store errors.
-    pub async fn delete_platform(&self, arn: &str) -> Result<()> {
+    /// Deletes `account`'s platform application (with its endpoints) or endpoint; missing
+    /// ones succeed, as on AWS, and so does another account's, which stays.
+    /// Errors: store errors.
+    pub async fn delete_platform(&self, account: &str, arn: &str) -> Result<()> {
+        if !self.platform_owned_by(arn, account) {
+            return Ok(());
+        }
         self.store.delete_platform(arn).await
     }
 

@@ -860,17 +860,39 @@ impl Service {
         }
     }
 
-    /// Publish to a topic (TopicArn or TargetArn) or an SMS number (PhoneNumber).
+    /// Publish to a topic (TopicArn or TargetArn) or an SMS number (PhoneNumber), by a
+    /// caller of the default account ([`Service::publish_as`]).
     ///
-    /// Errors: `InvalidParameter` (no target, empty or too long message, bad subject or
-    /// MessageStructure, FIFO rules), `ParameterValueInvalid` (attributes), `NotFound`.
+    /// Errors: as [`Service::publish_as`].
     pub async fn publish(
         &self,
         target: PublishTarget<'_>,
         req: PublishRequest,
     ) -> Result<PublishResult> {
+        let account = self.config.account_id.clone();
+        self.publish_as(&account, target, req).await
+    }
+
+    /// Publish to a topic (TopicArn or TargetArn) or an SMS number (PhoneNumber) by a
+    /// caller of `account`. A message to a phone number is recorded as `account`'s; a
+    /// mobile push endpoint (TargetArn) is reached only by its own account's callers (an
+    /// endpoint has no resource policy to grant others), so another account's endpoint is
+    /// answered as one that does not exist.
+    ///
+    /// Errors: `InvalidParameter` (no target, empty or too long message, bad subject or
+    /// MessageStructure, FIFO rules, an endpoint that does not exist or is another
+    /// account's), `ParameterValueInvalid` (attributes), `NotFound`.
+    pub async fn publish_as(
+        &self,
+        account: &str,
+        target: PublishTarget<'_>,
+        req: PublishRequest,
+    ) -> Result<PublishResult> {
         let target = match target {
-            PublishTarget::Target(arn) if self.is_platform_endpoint(arn).await? => {
+            PublishTarget::Target(arn)
+                if self.platform_owned_by(arn, account)
+                    && self.is_platform_endpoint(arn).await? =>
+            {
                 PublishTarget::Endpoint(arn)
             }
             PublishTarget::Target(arn) => {
@@ -886,14 +908,16 @@ impl Service {
             other => other,
         };
         match target {
-            PublishTarget::Endpoint(arn) => self.publish_direct("application", arn, req).await,
+            PublishTarget::Endpoint(arn) => {
+                self.publish_direct(account, "application", arn, req).await
+            }
             PublishTarget::Phone(number) => {
                 if !names::is_phone_number(number) {
                     return Err(invalid(&format!(
                         "PhoneNumber Reason: {number} is not valid to publish to"
                     )));
                 }
-                self.publish_direct("sms", number, req).await
+                self.publish_direct(account, "sms", number, req).await
             }
             PublishTarget::Topic(arn) | PublishTarget::Target(arn) => {
                 let topic = self.topic_by_arn(arn).await?;
@@ -905,9 +929,11 @@ impl Service {
         }
     }
 
-    /// A publish straight to an SMS number or a push endpoint: recorded, not sent.
+    /// A publish straight to an SMS number or a push endpoint by a caller of `account`:
+    /// recorded as that account's, not sent.
     async fn publish_direct(
         &self,
+        account: &str,
         protocol: &str,
         endpoint: &str,
         req: PublishRequest,
@@ -916,6 +942,7 @@ impl Service {
         let message_id = uuid::Uuid::new_v4().to_string();
         let record = RecordedMessage {
             id: 0,
+            account: self.stored_account(account),
             protocol: protocol.into(),
             endpoint: endpoint.into(),
             topic_arn: None,
@@ -1359,6 +1386,7 @@ impl Service {
                         }
                         records.push(RecordedMessage {
                             id: 0,
+                            account: self.stored_account(self.key_scope(&topic.name).0.account),
                             protocol: protocol.to_owned(),
                             endpoint: sub.endpoint.clone(),
                             topic_arn: Some(topic_arn.clone()),

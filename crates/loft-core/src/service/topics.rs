@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{json, Value};
 
-use super::Service;
+use super::{Principal, Service};
 use crate::delivery_policy::DeliveryPolicy;
 use crate::error::{Error, ErrorCode, Result};
 use crate::filter_policy::{FilterPolicy, FilterPolicyScope};
@@ -330,7 +330,11 @@ impl Service {
             .ok_or_else(topic_not_found)
     }
 
-    /// The subscription with this ARN. Errors: `InvalidParameter`, `NotFound`.
+    /// The subscription with this ARN: its id names it, and the rest, its topic's ARN,
+    /// must name the topic it is of. An ARN of another topic with a subscription's id
+    /// names nothing (so permissions checked on the ARN's topic are the subscription's
+    /// topic's), and is answered as a subscription that does not exist, as AWS answers it.
+    /// Errors: `InvalidParameter`, `NotFound`.
     pub async fn subscription_by_arn(&self, arn: &str) -> Result<SubscriptionRecord> {
         check_arn_elements("SubscriptionArn", arn)?;
         if !arn.starts_with("arn:aws:sns:") {
@@ -343,10 +347,16 @@ impl Service {
             .and_then(|rest| rest.rsplit(':').next())
             .filter(|u| !u.is_empty())
             .ok_or_else(|| invalid("SubscriptionId"))?;
-        self.store
+        let sub = self
+            .store
             .get_subscription(uuid)
             .await?
-            .ok_or_else(subscription_not_found)
+            .ok_or_else(subscription_not_found)?;
+        let topic_part = arn.rsplit_once(':').map_or("", |(topic, _)| topic);
+        if self.key_of_arn(topic_part, "sns").as_deref() != Some(sub.topic_name.as_str()) {
+            return Err(subscription_not_found());
+        }
+        Ok(sub)
     }
 
     /// A subscription's ARN: the topic's ARN, `:` and its UUID.
@@ -747,6 +757,7 @@ impl Service {
             );
             let record = RecordedMessage {
                 id: 0,
+                account: self.stored_account(self.key_scope(&topic.name).0.account),
                 protocol: sub.protocol.clone(),
                 endpoint: sub.endpoint.clone(),
                 topic_arn: Some(topic_arn),
@@ -1059,14 +1070,29 @@ impl Service {
     }
 
     /// Messages recorded for protocols Loft does not send (email, SMS, push, Lambda,
-    /// Firehose), newest first, at most `limit`.
-    pub async fn recorded_messages(&self, limit: u32) -> Result<Vec<RecordedMessage>> {
-        self.store.list_recorded(limit).await
+    /// Firehose), newest first, at most `limit`: those of `principal`'s account only when
+    /// permissions are enforced ([`Service::visible_account`]), every one for an open Loft.
+    pub async fn recorded_messages(
+        &self,
+        principal: &Principal,
+        limit: u32,
+    ) -> Result<Vec<RecordedMessage>> {
+        self.store
+            .list_recorded(limit, self.visible_account(principal))
+            .await
     }
 
     /// Deletes the recorded messages `filter` matches (all of them with an empty filter),
-    /// so tests can start each case clean. Returns how many.
-    pub async fn delete_recorded_messages(&self, filter: RecordedFilter) -> Result<u64> {
+    /// so tests can start each case clean; of `principal`'s account only when permissions
+    /// are enforced (whatever `filter.account` says). Returns how many.
+    pub async fn delete_recorded_messages(
+        &self,
+        principal: &Principal,
+        mut filter: RecordedFilter,
+    ) -> Result<u64> {
+        if let Some(account) = self.visible_account(principal) {
+            filter.account = Some(account);
+        }
         self.store.delete_recorded(filter).await
     }
 

@@ -1398,8 +1398,12 @@ impl Store for PgStore {
         Ok(out)
     }
 
-    async fn list_recorded(&self, limit: u32) -> Result<Vec<RecordedMessage>> {
-        let rows = run!(self, |c| ops::list_recorded(&c, limit))?;
+    async fn list_recorded(
+        &self,
+        limit: u32,
+        account: Option<String>,
+    ) -> Result<Vec<RecordedMessage>> {
+        let rows = run!(self, |c| ops::list_recorded(&c, limit, account.as_deref()))?;
         Ok(rows
             .into_iter()
             .map(|(mut r, sealed)| {

@@ -2296,13 +2296,16 @@ pub async fn publish_in<C: GenericClient>(
         let created: Vec<i64> = records.iter().map(|r| r.created_at_ms).collect();
         let sender: Vec<Option<&str>> = records.iter().map(|r| r.sender.as_deref()).collect();
         let sealed: Vec<i16> = records.iter().map(|r| r.seal.is_some() as i16).collect();
+        let account: Vec<&str> = records.iter().map(|r| r.account.as_str()).collect();
         execute(
             tx,
             "INSERT INTO recorded_messages (protocol, endpoint, topic_arn, subject, message, \
-             created_at, sender, sealed) SELECT * FROM unnest($1::text[], $2::text[], \
-             $3::text[], $4::text[], $5::text[], $6::bigint[], $7::text[], $8::smallint[])",
+             created_at, sender, sealed, account) SELECT * FROM unnest($1::text[], $2::text[], \
+             $3::text[], $4::text[], $5::text[], $6::bigint[], $7::text[], $8::smallint[], \
+             $9::text[])",
             &[
                 &protocol, &endpoint, &topic_arn, &subject, &message, &created, &sender, &sealed,
+                &account,
             ],
         )
         .await?;
@@ -2771,23 +2774,26 @@ pub async fn delete_recorded<C: GenericClient>(c: &C, f: &RecordedFilter) -> Res
     execute(
         c,
         "DELETE FROM recorded_messages WHERE ($1::text IS NULL OR protocol = $1) \
-         AND ($2::text IS NULL OR endpoint = $2) AND ($3::text IS NULL OR topic_arn = $3)",
-        &[&f.protocol, &f.endpoint, &f.topic_arn],
+         AND ($2::text IS NULL OR endpoint = $2) AND ($3::text IS NULL OR topic_arn = $3) \
+         AND ($4::text IS NULL OR account = $4)",
+        &[&f.protocol, &f.endpoint, &f.topic_arn, &f.account],
     )
     .await
 }
 
-/// The latest `limit` records, newest first, each with its `sealed` flag (still sealed as
-/// stored when it is set).
+/// The latest `limit` records (of `account` only when given), newest first, each with its
+/// `sealed` flag (still sealed as stored when it is set).
 pub async fn list_recorded<C: GenericClient>(
     c: &C,
     limit: u32,
+    account: Option<&str>,
 ) -> Result<Vec<(RecordedMessage, bool)>, Error> {
     let rows = query(
         c,
         "SELECT id, protocol, endpoint, topic_arn, subject, message, created_at, sender, \
-         sealed FROM recorded_messages ORDER BY id DESC LIMIT $1",
-        &[&(limit as i64)],
+         sealed, account FROM recorded_messages WHERE ($2::text IS NULL OR account = $2) \
+         ORDER BY id DESC LIMIT $1",
+        &[&(limit as i64), &account],
     )
     .await?;
     Ok(rows
@@ -2796,6 +2802,7 @@ pub async fn list_recorded<C: GenericClient>(
             (
                 RecordedMessage {
                     id: r.get(0),
+                    account: r.get(9),
                     protocol: r.get(1),
                     endpoint: r.get(2),
                     topic_arn: r.get(3),

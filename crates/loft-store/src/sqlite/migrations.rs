@@ -338,6 +338,13 @@ const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE event_source_mappings ADD COLUMN account TEXT;
     "#,
+    // 19 (PostgreSQL's 16): the account a recorded message belongs to (every resource
+    // belongs to an account), in the store keys' form: '' for the default
+    // account, which every older record belongs to.
+    r#"
+    ALTER TABLE recorded_messages ADD COLUMN account TEXT NOT NULL DEFAULT '';
+    CREATE INDEX recorded_messages_account ON recorded_messages(account, id);
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -1121,8 +1121,14 @@ impl Store for SqliteStore {
         self.write(ops::count_deliveries).await
     }
 
-    async fn list_recorded(&self, limit: u32) -> Result<Vec<RecordedMessage>> {
-        let rows = self.write(move |c| ops::list_recorded(c, limit)).await?;
+    async fn list_recorded(
+        &self,
+        limit: u32,
+        account: Option<String>,
+    ) -> Result<Vec<RecordedMessage>> {
+        let rows = self
+            .write(move |c| ops::list_recorded(c, limit, account.as_deref()))
+            .await?;
         Ok(rows
             .into_iter()
             .map(|(mut r, sealed)| {

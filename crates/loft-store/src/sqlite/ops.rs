@@ -1766,7 +1766,7 @@ pub fn publish(
     }
     let mut record = c.prepare_cached(
         "INSERT INTO recorded_messages (protocol, endpoint, topic_arn, subject, message, \
-         created_at, sender, sealed) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+         created_at, sender, sealed, account) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
     )?;
     for r in records {
         record.execute(params![
@@ -1777,7 +1777,8 @@ pub fn publish(
             r.message,
             r.created_at_ms,
             r.sender,
-            r.seal.is_some() as i64
+            r.seal.is_some() as i64,
+            r.account
         ])?;
     }
     Ok(sent)
@@ -2164,17 +2165,23 @@ pub fn count_deliveries(c: &Connection) -> rusqlite::Result<u64> {
         .map(|n| n as u64)
 }
 
-/// The latest `limit` records, newest first, each with its `sealed` flag (still sealed as
-/// stored when it is set).
-pub fn list_recorded(c: &Connection, limit: u32) -> rusqlite::Result<Vec<(RecordedMessage, bool)>> {
+/// The latest `limit` records (of `account` only when given), newest first, each with its
+/// `sealed` flag (still sealed as stored when it is set).
+pub fn list_recorded(
+    c: &Connection,
+    limit: u32,
+    account: Option<&str>,
+) -> rusqlite::Result<Vec<(RecordedMessage, bool)>> {
     let mut stmt = c.prepare_cached(
         "SELECT id, protocol, endpoint, topic_arn, subject, message, created_at, sender, \
-         sealed FROM recorded_messages ORDER BY id DESC LIMIT ?1",
+         sealed, account FROM recorded_messages WHERE (?2 IS NULL OR account = ?2) \
+         ORDER BY id DESC LIMIT ?1",
     )?;
-    let rows = stmt.query_map([limit as i64], |r| {
+    let rows = stmt.query_map(params![limit as i64, account], |r| {
         Ok((
             RecordedMessage {
                 id: r.get(0)?,
+                account: r.get(9)?,
                 protocol: r.get(1)?,
                 endpoint: r.get(2)?,
                 topic_arn: r.get(3)?,
@@ -2193,8 +2200,14 @@ pub fn list_recorded(c: &Connection, limit: u32) -> rusqlite::Result<Vec<(Record
 pub fn delete_recorded(c: &Connection, f: &RecordedFilter) -> rusqlite::Result<u64> {
     c.prepare_cached(
         "DELETE FROM recorded_messages WHERE (?1 IS NULL OR protocol = ?1) \
-         AND (?2 IS NULL OR endpoint = ?2) AND (?3 IS NULL OR topic_arn = ?3)",
+         AND (?2 IS NULL OR endpoint = ?2) AND (?3 IS NULL OR topic_arn = ?3) \
+         AND (?4 IS NULL OR account = ?4)",
     )?
-    .execute(rusqlite::params![f.protocol, f.endpoint, f.topic_arn])
+    .execute(rusqlite::params![
+        f.protocol,
+        f.endpoint,
+        f.topic_arn,
+        f.account
+    ])
     .map(|n| n as u64)
 }

@@ -107,7 +107,12 @@ pub async fn call(
         }
         R::CreatePlatformApplication(i) => {
             let arn = svc
-                .create_platform_application(&i.name, &i.platform, i.attributes.into_inner())
+                .create_platform_application(
+                    ctx.principal.scope(),
+                    &i.name,
+                    &i.platform,
+                    i.attributes.into_inner(),
+                )
                 .await?;
             S::CreatePlatformApplication(CreatePlatformApplicationResponse {
                 platform_application_arn: Some(arn),
@@ -119,7 +124,12 @@ pub async fn call(
                 attrs.insert("CustomUserData".into(), d);
             }
             let arn = svc
-                .create_platform_endpoint(&i.platform_application_arn, &i.token, attrs)
+                .create_platform_endpoint(
+                    &ctx.principal.account_id,
+                    &i.platform_application_arn,
+                    &i.token,
+                    attrs,
+                )
                 .await?;
             S::CreatePlatformEndpoint(CreateEndpointResponse {
                 endpoint_arn: Some(arn),
@@ -138,11 +148,13 @@ pub async fn call(
             })
         }
         R::DeleteEndpoint(i) => {
-            svc.delete_platform(&i.endpoint_arn).await?;
+            svc.delete_platform(&ctx.principal.account_id, &i.endpoint_arn)
+                .await?;
             S::DeleteEndpoint(NoOutput)
         }
         R::DeletePlatformApplication(i) => {
-            svc.delete_platform(&i.platform_application_arn).await?;
+            svc.delete_platform(&ctx.principal.account_id, &i.platform_application_arn)
+                .await?;
             S::DeletePlatformApplication(NoOutput)
         }
         R::DeleteTopic(i) => {
@@ -151,21 +163,29 @@ pub async fn call(
         }
         R::GetEndpointAttributes(i) => S::GetEndpointAttributes(GetEndpointAttributesResponse {
             attributes: some_map(
-                svc.platform_attributes(PlatformKind::Endpoint, &i.endpoint_arn)
-                    .await?,
+                svc.platform_attributes(
+                    &ctx.principal.account_id,
+                    PlatformKind::Endpoint,
+                    &i.endpoint_arn,
+                )
+                .await?,
             ),
         }),
         R::GetPlatformApplicationAttributes(i) => {
             S::GetPlatformApplicationAttributes(GetPlatformApplicationAttributesResponse {
                 attributes: some_map(
-                    svc.platform_attributes(PlatformKind::Application, &i.platform_application_arn)
-                        .await?,
+                    svc.platform_attributes(
+                        &ctx.principal.account_id,
+                        PlatformKind::Application,
+                        &i.platform_application_arn,
+                    )
+                    .await?,
                 ),
             })
         }
         R::GetSMSAttributes(i) => S::GetSMSAttributes(GetSMSAttributesResponse {
             attributes: some_map(
-                svc.sms_attributes(&i.attributes.unwrap_or_default())
+                svc.sms_attributes(ctx.principal.scope(), &i.attributes.unwrap_or_default())
                     .await?,
             ),
         }),
@@ -188,7 +208,7 @@ pub async fn call(
         }
         R::ListEndpointsByPlatformApplication(i) => {
             let endpoints = svc
-                .list_platform(Some(&i.platform_application_arn))
+                .list_platform(ctx.principal.scope(), Some(&i.platform_application_arn))
                 .await?
                 .into_iter()
                 .map(|r| Endpoint {
@@ -210,7 +230,7 @@ pub async fn call(
         }
         R::ListPlatformApplications(_) => {
             let platform_applications = svc
-                .list_platform(None)
+                .list_platform(ctx.principal.scope(), None)
                 .await?
                 .into_iter()
                 .map(|r| PlatformApplication {
@@ -298,7 +318,10 @@ pub async fn call(
                 dedup_id: i.message_deduplication_id,
                 trace_header: ctx.trace_header.clone(),
             };
-            S::Publish(publish_output(svc.publish(target, req).await?))
+            S::Publish(publish_output(
+                svc.publish_as(&ctx.principal.account_id, target, req)
+                    .await?,
+            ))
         }
         R::PublishBatch(i) => {
             let entries = i
@@ -355,6 +378,7 @@ pub async fn call(
         }
         R::SetEndpointAttributes(i) => {
             svc.set_platform_attributes(
+                &ctx.principal.account_id,
                 PlatformKind::Endpoint,
                 &i.endpoint_arn,
                 Some(i.attributes.into_inner()),
@@ -364,6 +388,7 @@ pub async fn call(
         }
         R::SetPlatformApplicationAttributes(i) => {
             svc.set_platform_attributes(
+                &ctx.principal.account_id,
                 PlatformKind::Application,
                 &i.platform_application_arn,
                 i.attributes.map(|a| a.into_inner()),
@@ -372,7 +397,8 @@ pub async fn call(
             S::SetPlatformApplicationAttributes(NoOutput)
         }
         R::SetSMSAttributes(i) => {
-            svc.set_sms_attributes(i.attributes.into_inner()).await?;
+            svc.set_sms_attributes(ctx.principal.scope(), i.attributes.into_inner())
+                .await?;
             S::SetSMSAttributes(SetSMSAttributesResponse {})
         }
         R::SetSubscriptionAttributes(i) => {
