@@ -42,6 +42,42 @@ pub enum FunctionTarget {
     Url(String),
 }
 
+/// The invocation type of an Invoke API call (`X-Amz-Invocation-Type`; Lambda API Reference
+/// `Invoke`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum InvocationType {
+    /// `RequestResponse`: the host runs the function and answers its result (or its error
+    /// in `X-Amz-Function-Error`). Event source mappings always invoke this way, as Lambda's
+    /// SQS poller does.
+    RequestResponse,
+    /// `Event`: asynchronous; the host queues the event and answers `202` at once, and its
+    /// own asynchronous configuration (retries, destinations) applies. How SNS invokes
+    /// (Lambda Developer Guide "Invoking a Lambda function asynchronously": SNS is an
+    /// asynchronous invoker).
+    #[default]
+    Event,
+}
+
+impl InvocationType {
+    /// The header value: `RequestResponse` or `Event`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            InvocationType::RequestResponse => "RequestResponse",
+            InvocationType::Event => "Event",
+        }
+    }
+
+    /// The type a header value (`RequestResponse`, `Event`) names; `None` for any other,
+    /// `DryRun` included.
+    pub fn parse(s: &str) -> Option<InvocationType> {
+        match s {
+            "RequestResponse" => Some(InvocationType::RequestResponse),
+            "Event" => Some(InvocationType::Event),
+            _ => None,
+        }
+    }
+}
+
 /// SigV4 credentials to sign Invoke API calls with (real AWS Lambda).
 #[derive(Clone, PartialEq, Eq)]
 pub struct FunctionSigning {
@@ -82,6 +118,14 @@ pub struct FunctionConfig {
     pub maximum_event_age_seconds: u64,
     /// Sign Invoke API calls with these credentials.
     pub signing: Option<FunctionSigning>,
+    /// How SNS deliveries call an [`FunctionTarget::InvokeEndpoint`] function (default
+    /// [`InvocationType::Event`], as AWS). `RequestResponse` is for hosts that cannot take
+    /// `Event`: `sam local start-lambda` refuses it (`NotImplemented`), and the Lambda
+    /// Runtime Interface Emulator runs every call synchronously, so an `Event` call's
+    /// function error would pass for a success; with `RequestResponse` Loft sees the
+    /// function's error and applies the asynchronous retries itself. Event source mappings
+    /// always call `RequestResponse`; a [`FunctionTarget::Url`] has no invocation type.
+    pub invocation_type: InvocationType,
 }
 
 impl FunctionConfig {
@@ -94,6 +138,7 @@ impl FunctionConfig {
             maximum_retry_attempts: DEFAULT_MAX_RETRY_ATTEMPTS,
             maximum_event_age_seconds: DEFAULT_MAX_EVENT_AGE_SECONDS,
             signing: None,
+            invocation_type: InvocationType::Event,
         }
     }
 

@@ -209,14 +209,9 @@ pub async fn attempt(
 async fn invoke_and_report(svc: &Service, client: &reqwest::Client, d: DeliveryRecord) {
     let report = match svc.function(&d.endpoint) {
         Ok(f) => {
-            let outcome = crate::invoke::invoke(
-                client,
-                f,
-                crate::invoke::InvocationType::Event,
-                &d.body,
-                &svc.config().region,
-            )
-            .await;
+            let outcome =
+                crate::invoke::invoke(client, f, f.invocation_type, &d.body, &svc.config().region)
+                    .await;
             let ok = matches!(outcome, InvokeOutcome::Success(_));
             let why = (!ok).then(|| outcome.describe());
             svc.log_delivery_status(&d, ok, ok.then_some(202), why.as_deref())

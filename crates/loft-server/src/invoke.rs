@@ -2,9 +2,11 @@
 //! Lambda's Invoke API defines it, or as a plain HTTP handler's.
 //!
 //! - `invoke_endpoint`: `POST {base}/2015-03-31/functions/{name}/invocations` with
-//!   `X-Amz-Invocation-Type` and the event as the body (Lambda API Reference, Invoke). The
-//!   answer: 2xx with `X-Amz-Function-Error` is a function error (`Unhandled`, `Handled`),
-//!   2xx without it success (the body is the function's result); 429 and 5xx mean the
+//!   `X-Amz-Invocation-Type` and the event as the body (Lambda API Reference, Invoke): `Event`
+//!   for SNS (as AWS; the function's `invocation_type` can say `RequestResponse`),
+//!   `RequestResponse` for event source mappings. The answer: 2xx with
+//!   `X-Amz-Function-Error` is a function error (`Unhandled`, `Handled`), 2xx without it
+//!   success (the body is the function's result; `202` and no body for `Event`); 429 and 5xx mean the
 //!   function did not run (throttled, retried with backoff); any other status refuses the
 //!   call for good. With `signing`, the call carries a SigV4 signature (service `lambda`),
 //!   so AWS Lambda itself can be the host.
@@ -23,24 +25,7 @@ use loft_core::functions::{FunctionConfig, FunctionTarget, InvokeOutcome};
 
 use crate::sigv4;
 
-/// The invocation type of a call (`X-Amz-Invocation-Type`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum InvocationType {
-    /// `RequestResponse`: wait for the function's result.
-    RequestResponse,
-    /// `Event`: asynchronous, as SNS invokes.
-    Event,
-}
-
-impl InvocationType {
-    /// The header value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            InvocationType::RequestResponse => "RequestResponse",
-            InvocationType::Event => "Event",
-        }
-    }
-}
+pub use loft_core::functions::InvocationType;
 
 /// The HTTP client of function calls: no redirects, no proxies, a 5 s connect timeout
 /// (each call's whole timeout is its function's `timeout_seconds`).
@@ -72,10 +57,12 @@ pub fn invocation_url(f: &FunctionConfig) -> String {
 /// documentation). `region` is the signature scope's when `f.signing` names none.
 /// Never fails: every failure is an [`InvokeOutcome`].
 ///
-/// How Loft calls a function asynchronously: the Invoke API's `Event` type would hand the
-/// event to the host and hide its outcome, so Loft, which applies the asynchronous retries
-/// itself, always calls `RequestResponse` on the wire; `kind` is what the call stands for
-/// (logged) and `Event` callers retry by [`loft_core::functions::async_retry`].
+/// `kind` is the `X-Amz-Invocation-Type` of an Invoke API call (a `url` function gets no
+/// such header). With `Event` the host answers `202` once it has queued the event and
+/// applies its own asynchronous configuration; Loft retries only what the host did not
+/// take (429, 5xx, no connection) by [`loft_core::functions::async_retry`]. With
+/// `RequestResponse` the function's error comes back too, and an SNS caller retries it
+/// the same way.
 pub async fn invoke(
     client: &reqwest::Client,
     f: &FunctionConfig,
@@ -91,10 +78,7 @@ pub async fn invoke(
         .body(payload.to_owned());
     let api = matches!(f.target, FunctionTarget::InvokeEndpoint(_));
     if api {
-        req = req.header(
-            "x-amz-invocation-type",
-            InvocationType::RequestResponse.as_str(),
-        );
+        req = req.header("x-amz-invocation-type", kind.as_str());
         if let Some(s) = &f.signing {
             match sign(&url, payload, s, region) {
                 Ok(headers) => {

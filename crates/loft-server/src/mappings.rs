@@ -4,8 +4,13 @@
 //! MaximumBatchingWindowInSeconds), drop what FilterCriteria rejects, invoke the function
 //! synchronously with the SQS event, and let the service settle the batch (delete the
 //! successes). The lease is renewed every [`loft_core::service::MAPPING_RENEW_MS`]; a
-//! mapping deleted, disabled or taken over stops its loops at the next renewal; a node that
-//! dies leaves its leases to run out, and another node (or this one restarted) takes them.
+//! mapping deleted, disabled or taken over stops its loops at the next renewal, or as soon
+//! as a loop finds it so before invoking (each batch asks the store, whichever node changed
+//! the mapping), and a received batch that will not be invoked goes back to the queue. Only
+//! once every loop has ended does the node give the lease up, which is when a disabled
+//! mapping turns from `Disabling` to `Disabled`: no invocation follows a `Disabled`. A node
+//! that dies leaves its leases to run out, and another node (or this one restarted) takes
+//! them.
 //!
 //! FIFO queues keep their order because the queue does: a receive never returns a
 //! message of a group that has messages in flight, so each group has at most one batch in
@@ -23,7 +28,7 @@ use loft_core::functions::{InvokeOutcome, MAX_SYNC_PAYLOAD};
 use loft_core::model::EventSourceMappingRecord;
 use loft_core::service::MAPPING_RENEW_MS;
 use loft_core::Service;
-use tokio::sync::watch;
+use tokio::sync::{watch, Notify};
 use tokio::task::JoinHandle;
 
 use crate::invoke::{self, InvocationType};
@@ -46,6 +51,9 @@ pub struct BatchReport {
     pub deleted: usize,
     /// The invocation's outcome, when there was one.
     pub outcome: Option<InvokeOutcome>,
+    /// The mapping was found disabled, deleted or leased to another node before the
+    /// invocation: nothing was invoked and the batch went back to the queue.
+    pub stopped: bool,
 }
 
 /// Runs one batch of mapping `m`: receives (waiting up to `wait_seconds` for the first
@@ -61,29 +69,30 @@ pub async fn run_batch(
     m: &EventSourceMappingRecord,
     wait_seconds: i64,
 ) -> loft_core::Result<Option<BatchReport>> {
-    run_batch_until(svc, client, m, wait_seconds, None).await
+    run_batch_until(svc, client, m, wait_seconds, std::future::pending(), false).await
 }
 
-/// [`run_batch`], giving up the wait for the first message when `stop` changes. Only that
-/// wait is cut short: once messages are received, the batch is invoked and settled.
+/// [`run_batch`], giving up the wait for the first message when `stop` completes. Only
+/// that wait is cut short: once messages are received, the batch is invoked and settled;
+/// with `leased`, only if the mapping is still enabled and this node's
+/// ([`Service::mapping_active`]), else the batch goes back to the queue
+/// ([`BatchReport::stopped`]).
 async fn run_batch_until(
     svc: &Service,
     client: &reqwest::Client,
     m: &EventSourceMappingRecord,
     wait_seconds: i64,
-    stop: Option<&mut watch::Receiver<bool>>,
+    stop: impl Future<Output = ()>,
+    leased: bool,
 ) -> loft_core::Result<Option<BatchReport>> {
     let f = svc.function(&m.function_arn)?.clone();
     let batch = m.batch_size.max(1) as usize;
     let first = svc.mapping_receive(m, batch.min(10) as i64, wait_seconds);
-    let mut records = match stop {
-        Some(stop) => tokio::select! {
-            r = first => r?,
-            // A receive dropped here may have taken messages already: they come back
-            // after the visibility timeout, as after any lost consumer.
-            _ = stop.changed() => return Ok(None),
-        },
-        None => first.await?,
+    let mut records = tokio::select! {
+        r = first => r?,
+        // A receive dropped here may have taken messages already: they come back after
+        // the visibility timeout, as after any lost consumer.
+        _ = stop => return Ok(None),
     };
     if records.is_empty() {
         return Ok(None);
@@ -112,6 +121,18 @@ async fn run_batch_until(
         }
     }
     let received = records.len();
+    if leased && !svc.mapping_active(&m.uuid).await? {
+        // Disabled, deleted or taken over while the batch was received: not invoked, and
+        // back in the queue for whoever polls next.
+        svc.mapping_return(m, &records).await?;
+        return Ok(Some(BatchReport {
+            received,
+            invoked: 0,
+            deleted: 0,
+            outcome: None,
+            stopped: true,
+        }));
+    }
     let records = svc.mapping_filter(m, records).await?;
     if records.is_empty() {
         return Ok(Some(BatchReport {
@@ -119,6 +140,7 @@ async fn run_batch_until(
             invoked: 0,
             deleted: 0,
             outcome: None,
+            stopped: false,
         }));
     }
     let event = svc.mapping_event(m, &records);
@@ -139,18 +161,20 @@ async fn run_batch_until(
         invoked: records.len(),
         deleted,
         outcome: Some(outcome),
+        stopped: false,
     }))
 }
 
-/// One batch loop of a mapping: batches until the mapping stops (`current` turns `None`)
-/// or the node stops. Loop `index` idles while the mapping's concurrency is at most
-/// `index`.
+/// One batch loop of a mapping: batches until the mapping stops (`current` turns `None`,
+/// or a batch finds it stopped, which `stopped` tells the poller) or the node stops. Loop
+/// `index` idles while the mapping's concurrency is at most `index`.
 async fn batch_loop(
     svc: Arc<Service>,
     client: reqwest::Client,
     index: usize,
     mut current: watch::Receiver<Option<EventSourceMappingRecord>>,
     mut stop: watch::Receiver<bool>,
+    stopped: Arc<Notify>,
 ) {
     loop {
         if *stop.borrow() {
@@ -165,16 +189,28 @@ async fn batch_loop(
                 _ = stop.changed() => return,
             }
         }
-        // A receive waiting for messages ends with the node; a batch in flight
-        // (invocation and settling) is not interrupted.
-        let result =
-            run_batch_until(&svc, &client, &m, RECEIVE_WAIT_SECONDS, Some(&mut stop)).await;
-        if let Err(e) = result {
-            tracing::warn!(mapping = %m.uuid, error = %e, "event source mapping batch failed");
+        // A receive waiting for messages ends with the node or the mapping; a batch in
+        // flight (invocation and settling) is not interrupted.
+        let ended = async {
             tokio::select! {
-                _ = tokio::time::sleep(Duration::from_secs(5)) => {}
-                _ = current.changed() => {}
-                _ = stop.changed() => return,
+                _ = stop.wait_for(|s| *s) => {}
+                _ = current.wait_for(Option::is_none) => {}
+            }
+        };
+        let result = run_batch_until(&svc, &client, &m, RECEIVE_WAIT_SECONDS, ended, true).await;
+        match result {
+            Ok(Some(r)) if r.stopped => {
+                stopped.notify_one();
+                return;
+            }
+            Ok(_) => {}
+            Err(e) => {
+                tracing::warn!(mapping = %m.uuid, error = %e, "event source mapping batch failed");
+                tokio::select! {
+                    _ = tokio::time::sleep(Duration::from_secs(5)) => {}
+                    _ = current.changed() => {}
+                    _ = stop.changed() => return,
+                }
             }
         }
     }
@@ -182,6 +218,9 @@ async fn batch_loop(
 
 /// Polls mapping `m` (leased to this node) until it is deleted, disabled or taken over, or
 /// the node stops: renews the lease and starts the batch loops its concurrency asks for.
+/// When the mapping stops (found at a renewal or by a batch loop), the loops end after
+/// their batch in flight and then the lease is given up ([`Service::release_mapping`]), so
+/// a disabled mapping reads `Disabled` only once nothing of it runs here.
 async fn poll_mapping(
     svc: Arc<Service>,
     client: reqwest::Client,
@@ -191,8 +230,10 @@ async fn poll_mapping(
     let uuid = m.uuid.clone();
     tracing::info!(mapping = %uuid, queue = %m.event_source_arn, function = %m.function_arn, "polling event source mapping");
     let (tx, rx) = watch::channel(Some(m.clone()));
+    let stopped = Arc::new(Notify::new());
     let mut loops: Vec<JoinHandle<()>> = Vec::new();
     let mut want = Service::mapping_concurrency(&m).min(MAX_LOOPS);
+    let mut node_stops = false;
     loop {
         while loops.len() < want {
             loops.push(tokio::spawn(batch_loop(
@@ -201,11 +242,19 @@ async fn poll_mapping(
                 loops.len(),
                 rx.clone(),
                 stop.clone(),
+                stopped.clone(),
             )));
         }
         tokio::select! {
             _ = tokio::time::sleep(Duration::from_millis(MAPPING_RENEW_MS as u64)) => {}
-            _ = stop.changed() => break,
+            _ = stopped.notified() => {
+                tracing::info!(mapping = %uuid, "event source mapping disabled, deleted or taken over; polling stops here");
+                break;
+            }
+            _ = stop.changed() => {
+                node_stops = true;
+                break;
+            }
         }
         match svc.renew_mapping(&uuid).await {
             Ok(Some(now)) => {
@@ -226,7 +275,6 @@ async fn poll_mapping(
             }
             Ok(None) => {
                 tracing::info!(mapping = %uuid, "event source mapping deleted, disabled or taken over; polling stops here");
-                let _ = tx.send(None);
                 break;
             }
             Err(e) => {
@@ -234,8 +282,15 @@ async fn poll_mapping(
             }
         }
     }
+    let _ = tx.send(None);
     for l in loops {
         let _ = l.await;
+    }
+    // At a node's stop, [`run`] releases every lease once all pollers are done.
+    if !node_stops {
+        if let Err(e) = svc.release_mapping(&uuid).await {
+            tracing::warn!(mapping = %uuid, error = %e, "could not give up an event source mapping's lease; it runs out by itself");
+        }
     }
 }
 

@@ -34,7 +34,7 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use loft_core::attributes::{self, RedrivePolicy};
-use loft_core::functions::{FunctionConfig, FunctionSigning, FunctionTarget};
+use loft_core::functions::{FunctionConfig, FunctionSigning, FunctionTarget, InvocationType};
 use loft_core::names::{self, Naming};
 use loft_core::{ErrorCode, Service};
 use serde::Deserialize;
@@ -174,6 +174,7 @@ struct FunctionDecl {
     secret_access_key: Option<String>,
     session_token: Option<String>,
     signing_region: Option<String>,
+    invocation_type: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -993,6 +994,16 @@ pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
         if config.signing.is_some() && f.url.is_some() {
             return Err(bad("signing applies to invoke_endpoint only".into()));
         }
+        if let Some(t) = &f.invocation_type {
+            if f.url.is_some() {
+                return Err(bad("invocation_type applies to invoke_endpoint only".into()));
+            }
+            config.invocation_type = InvocationType::parse(t).ok_or_else(|| {
+                bad(format!(
+                    "invocation_type must be \"Event\" or \"RequestResponse\", not {t:?}"
+                ))
+            })?;
+        }
         config.validate().map_err(|e| {
             let m = e.message.replacen(&format!("function {name}: "), "", 1);
             bad(m)
@@ -1221,6 +1232,11 @@ secret_access_key = "s"
 name = "plain"
 url = "http://127.0.0.1:8080/h"
 
+[[functions]]
+name = "emulated"
+invoke_endpoint = "http://127.0.0.1:9000"
+invocation_type = "RequestResponse"
+
 [[event_source_mappings]]
 function = "plain"
 queue = "q"
@@ -1229,7 +1245,16 @@ function_response_types = ["ReportBatchItemFailures"]
 "#,
         )
         .unwrap();
-        assert_eq!(c.functions.len(), 2);
+        assert_eq!(c.functions.len(), 3);
+        assert_eq!(
+            c.functions[0].invocation_type,
+            InvocationType::Event,
+            "SNS invokes asynchronously, as AWS"
+        );
+        assert_eq!(
+            c.functions[2].invocation_type,
+            InvocationType::RequestResponse
+        );
         assert_eq!(
             c.functions[0].target,
             FunctionTarget::InvokeEndpoint("http://127.0.0.1:3002".into())
@@ -1254,6 +1279,16 @@ function_response_types = ["ReportBatchItemFailures"]
             "[[functions]]\nname = \"f\"\nurl = \"http://x\"\ninvoke_endpoint = \"http://y\"\n",
             2,
             "exactly one",
+        );
+        fails(
+            "[[functions]]\nname = \"f\"\ninvoke_endpoint = \"http://x\"\ninvocation_type = \"DryRun\"\n",
+            2,
+            "invocation_type must be",
+        );
+        fails(
+            "[[functions]]\nname = \"f\"\nurl = \"http://x\"\ninvocation_type = \"Event\"\n",
+            2,
+            "invoke_endpoint only",
         );
         fails(
             "[[functions]]\nname = \"f\"\nurl = \"http://x\"\ntimeout_seconds = 901\n",

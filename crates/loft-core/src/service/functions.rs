@@ -67,7 +67,8 @@ pub struct MappingView {
     pub record: EventSourceMappingRecord,
     /// EventSourceMappingArn: `arn:aws:lambda:{region}:{account}:event-source-mapping:{uuid}`.
     pub arn: String,
-    /// State: `Creating`, `Enabled`, `Disabled`, `Updating` or `Deleting`.
+    /// State: `Creating`, `Enabled`, `Disabling` (disabled, while the node polling it has
+    /// not stopped yet), `Disabled`, `Updating` or `Deleting`.
     pub state: &'static str,
 }
 
@@ -270,8 +271,14 @@ impl Service {
         state: Option<&'static str>,
     ) -> MappingView {
         let arn = self.mapping_arn(&record);
+        // Disabled in the store is not yet Disabled: the node holding the lease may still
+        // be polling (a batch under way, a receive waiting); it gives the lease up once its
+        // poller has stopped ([`Service::release_mapping`]). Lambda API Reference,
+        // EventSourceMappingConfiguration.State: `Disabling` until the mapping stops.
         let state = state.unwrap_or(if record.enabled {
             "Enabled"
+        } else if record.owner.is_some() && record.lease_until_ms > self.now_ms() {
+            "Disabling"
         } else {
             "Disabled"
         });
@@ -528,8 +535,9 @@ impl Service {
         Ok(self.mapping_view(m, Some("Deleting")))
     }
 
-    /// Every mapping of `account` with who polls it, for the console: `this node`,
-    /// `another node`, `no node yet` (enabled, waiting for a claim) or `paused` (disabled).
+    /// Every mapping of `account` with who polls it, for the console: `this node`, `another node`,
+    /// `no node yet` (enabled, waiting for a claim), `stopping` (disabled, its poller not
+    /// stopped yet) or `paused` (disabled).
     ///
     /// Errors: `InternalError` when storage fails.
     pub async fn mapping_overview(
@@ -542,7 +550,9 @@ impl Service {
             .into_iter()
             .filter(|m| self.mapping_account(m) == account)
             .map(|m| {
-                let poller = if !m.enabled {
+                let poller = if !m.enabled && m.owner.is_some() && m.lease_until_ms > now {
+                    "stopping"
+                } else if !m.enabled {
                     "paused"
                 } else if m.lease_until_ms <= now {
                     "no node yet"
@@ -568,23 +578,72 @@ impl Service {
     }
 
     /// Renews this node's lease on mapping `uuid` and returns it as it is now; `None` when
-    /// it was deleted, disabled, or taken by another node (the poller then stops; a
-    /// disabled mapping's lease is given up).
+    /// it was deleted, disabled, or taken by another node: the poller then stops and, once
+    /// no batch of it is under way, calls [`Service::release_mapping`]. A disabled
+    /// mapping keeps its lease until then, so it reads `Disabling`, not `Disabled`, while
+    /// this node may still invoke its function.
     pub async fn renew_mapping(&self, uuid: &str) -> Result<Option<EventSourceMappingRecord>> {
         let until = self.now_ms() + MAPPING_LEASE_MS;
         let m = self
             .store
             .renew_event_source_mapping(uuid, &self.node_id, until)
             .await?;
-        match m {
-            Some(m) if !m.enabled => {
-                self.store
-                    .renew_event_source_mapping(uuid, &self.node_id, 0)
-                    .await?;
-                Ok(None)
-            }
-            other => Ok(other),
+        Ok(m.filter(|m| m.enabled))
+    }
+
+    /// Whether this node may go on with mapping `uuid`: it still exists, is enabled and is
+    /// leased to this node. A poller asks before each invocation, so that a mapping
+    /// disabled on any node stops being invoked within one receive.
+    ///
+    /// Errors: `InternalError` when storage fails.
+    pub async fn mapping_active(&self, uuid: &str) -> Result<bool> {
+        let m = self.store.get_event_source_mapping(uuid).await?;
+        Ok(m.is_some_and(|m| {
+            m.enabled
+                && m.owner.as_deref() == Some(self.node_id.as_str())
+                && m.lease_until_ms > self.now_ms()
+        }))
+    }
+
+    /// Gives up this node's lease on mapping `uuid` once its poller has stopped: a
+    /// disabled mapping then reads `Disabled`, an enabled one (re-enabled meanwhile) is
+    /// claimed again by the next node that looks.
+    ///
+    /// Errors: `InternalError` when storage fails.
+    pub async fn release_mapping(&self, uuid: &str) -> Result<()> {
+        self.store
+            .renew_event_source_mapping(uuid, &self.node_id, 0)
+            .await
+            .map(|_| ())
+    }
+
+    /// Makes the records of a batch of `m` that will not be invoked (the mapping stopped
+    /// between the receive and the invocation) visible again at once, as a
+    /// ChangeMessageVisibility to 0 would. A record whose handle no longer works is
+    /// skipped: it is someone else's already.
+    ///
+    /// Errors: the queue's (`QueueDoesNotExist` once it is deleted).
+    pub async fn mapping_return(
+        &self,
+        m: &EventSourceMappingRecord,
+        records: &[SqsRecord],
+    ) -> Result<()> {
+        let Some(name) = names::arn_resource(&m.event_source_arn, "sqs") else {
+            return Ok(());
+        };
+        if records.is_empty() {
+            return Ok(());
         }
+        let queue = self.queue(name).await?;
+        for r in records {
+            if let Err(e) = self
+                .change_visibility_in(&queue, &r.receipt_handle, 0)
+                .await
+            {
+                tracing::debug!(mapping = %m.uuid, error = %e, "a record of a stopped mapping could not be returned; it returns after the visibility timeout");
+            }
+        }
+        Ok(())
     }
 
     /// Gives up every mapping this node polls (at shutdown), so another node takes them

@@ -907,7 +907,7 @@ impl Service {
             .await
     }
 
-    async fn change_visibility_in(
+    pub(super) async fn change_visibility_in(
         &self,
         queue: &QueueRecord,
         handle: &str,

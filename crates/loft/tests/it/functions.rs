@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use axum::body::Bytes;
 use axum::extract::State;
-use axum::http::{StatusCode, Uri};
+use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
 use serde_json::{json, Value};
@@ -31,12 +31,21 @@ struct Host {
     events: Arc<Mutex<Vec<(String, Value)>>>,
     /// Statuses to answer first on the Invoke API route (then 200).
     script: Arc<Mutex<VecDeque<u16>>>,
+    /// The `X-Amz-Invocation-Type` of every call ("" without one), in call order.
+    invocation_types: Arc<Mutex<Vec<String>>>,
 }
 
 /// The handler: an SQS batch gets a partial batch response naming every record whose body
 /// starts with `fail`; anything else an empty success.
-async fn handle(State(h): State<Host>, uri: Uri, body: Bytes) -> Response {
+async fn handle(State(h): State<Host>, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
     let event: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    h.invocation_types.lock().unwrap().push(
+        headers
+            .get("x-amz-invocation-type")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_owned(),
+    );
     h.events
         .lock()
         .unwrap()
@@ -149,6 +158,11 @@ endpoint = "arn:aws:lambda:us-east-1:000000000000:function:greeter"
     let events = host.events.lock().unwrap().clone();
     assert_eq!(events.len(), 2, "one throttled attempt, one that ran");
     assert_eq!(events[0].0, "/2015-03-31/functions/greeter/invocations");
+    assert_eq!(
+        *host.invocation_types.lock().unwrap(),
+        ["Event", "Event"],
+        "SNS invokes asynchronously, as AWS"
+    );
     assert_eq!(events[0].1, events[1].1, "the same event both times");
     let r = &events[1].1["Records"][0];
     assert_eq!(r["EventSource"], "aws:sns");
@@ -483,11 +497,142 @@ batch_size = 3
         .await;
     assert_eq!(r.status.as_u16(), 202, "{}", r.text);
     assert_eq!(r.json()["State"], "Updating");
-    let v = mappings().await;
+    // Disabling (its poller stopping), then Disabled once the poller has stopped.
+    let start = Instant::now();
+    loop {
+        let v = mappings().await;
+        let seen = (v[0]["state"].as_str(), v[0]["poller"].as_str());
+        if seen == (Some("Disabled"), Some("paused")) {
+            break;
+        }
+        assert_eq!(seen, (Some("Disabling"), Some("stopping")), "{v}");
+        assert!(start.elapsed() < SETTLE, "never Disabled: {v}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Lambda API Reference, EventSourceMappingConfiguration.State: a disabled mapping reads
+/// `Disabling` until its poller has stopped; once it reads `Disabled`, a message sent to
+/// the queue is not invoked (another consumer receives it), and the wait for `Disabled`
+/// stays within one renewal of the lease plus a receive.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_invocation_follows_a_mapping_reported_disabled() {
+    let (host, addr) = start_host().await;
+    let (_dir, path) = config_file(&format!(
+        r#"
+[[functions]]
+name = "pausable"
+url = "http://{addr}/handler"
+
+[[queues]]
+name = "pausable-q"
+
+[[event_source_mappings]]
+function = "pausable"
+queue = "pausable-q"
+batch_size = 1
+"#
+    ));
+    let loft = Loft::start_with(&["--config", &path]);
+    let sqs = sqs_client(&loft.base);
+    let url = format!("{}/000000000000/pausable-q", loft.base);
+    sqs.send_message()
+        .queue_url(&url)
+        .message_body("before")
+        .send()
+        .await
+        .expect("send");
+    until("the first invocation", || {
+        sqs_bodies(&host.events.lock().unwrap()).len() == 1
+    })
+    .await;
+    let listed = loft.get("/2015-03-31/event-source-mappings").await.json();
+    let uuid = listed["EventSourceMappings"][0]["UUID"]
+        .as_str()
+        .expect("UUID")
+        .to_owned();
+    let path = format!("/2015-03-31/event-source-mappings/{uuid}");
+    let r = loft
+        .send(
+            loft.http
+                .put(loft.url(&path))
+                .json(&json!({"Enabled": false})),
+        )
+        .await;
+    assert_eq!(r.status.as_u16(), 202, "{}", r.text);
+    let start = Instant::now();
+    loop {
+        let state = loft.get(&path).await.json()["State"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        if state == "Disabled" {
+            break;
+        }
+        assert_eq!(state, "Disabling");
+        assert!(
+            start.elapsed() < Duration::from_secs(40),
+            "still {state} after {:?}",
+            start.elapsed()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    sqs.send_message()
+        .queue_url(&url)
+        .message_body("after")
+        .send()
+        .await
+        .expect("send");
+    let got = sqs
+        .receive_message()
+        .queue_url(&url)
+        .wait_time_seconds(10)
+        .send()
+        .await
+        .expect("receive");
+    let bodies: Vec<&str> = got.messages().iter().filter_map(|m| m.body()).collect();
     assert_eq!(
-        (v[0]["state"].as_str(), v[0]["poller"].as_str()),
-        (Some("Disabled"), Some("paused"))
+        bodies,
+        ["after"],
+        "the message is the queue's, not the function's"
     );
+    let invoked = sqs_bodies(&host.events.lock().unwrap());
+    assert_eq!(
+        invoked,
+        [("before".to_owned(), 1)],
+        "nothing invoked after Disabled"
+    );
+}
+
+/// A function whose host cannot take `Event` (`invocation_type = "RequestResponse"`, see
+/// docs/configuration.md) is invoked by SNS with `RequestResponse`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sns_invokes_with_request_response_when_the_function_says_so() {
+    let (host, addr) = start_host().await;
+    let (_dir, path) = config_file(&format!(
+        r#"
+[[functions]]
+name = "emulated"
+invoke_endpoint = "http://{addr}"
+invocation_type = "RequestResponse"
+
+[[topics]]
+name = "to-emulated"
+[[topics.subscriptions]]
+protocol = "lambda"
+endpoint = "arn:aws:lambda:us-east-1:000000000000:function:emulated"
+"#
+    ));
+    let loft = Loft::start_with(&["--config", &path]);
+    sns_client(&loft.base)
+        .publish()
+        .topic_arn("arn:aws:sns:us-east-1:000000000000:to-emulated")
+        .message("hello")
+        .send()
+        .await
+        .expect("publish");
+    until("the invocation", || !host.events.lock().unwrap().is_empty()).await;
+    assert_eq!(host.invocation_types.lock().unwrap()[0], "RequestResponse");
 }
 
 /// An SNS invocation whose function host is down is a durable delivery: it survives a
