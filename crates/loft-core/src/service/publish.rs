@@ -1777,4 +1777,27 @@ mod tests {
             }
         }
     }
+
+    /// MessageStructure=json: each protocol key's variants, one row each.
+    #[test]
+    fn structured_text_takes_string_keys_only() {
+        let rows = [
+            (
+                serde_json::json!({"default": "d", "sqs": "{\"field\": \"value\"}"}),
+                "{\"field\": \"value\"}",
+            ),
+            (
+                serde_json::json!({"default": "d", "sqs": {"field": "value"}}),
+                "d",
+            ),
+            (serde_json::json!({"default": "d", "sqs": 5}), "d"),
+            (serde_json::json!({"default": "d", "sqs": null}), "d"),
+            (serde_json::json!({"default": "d", "http": "h"}), "d"),
+            (serde_json::json!({"default": "d", "SQS": "upper"}), "d"),
+            (serde_json::json!({"default": "d", "sqs": ""}), ""),
+        ];
+        for (message, want) in rows {
+            assert_eq!(structured_text(&message, "sqs"), want, "{message}");
+        }
+    }
 }
