@@ -36,6 +36,13 @@ const SETTABLE: &[(&str, Option<(i64, i64)>)] = &[
     ("FifoThroughputLimit", None),
 ];
 
+/// A queue attribute Loft keeps for itself (never listed among AWS's attributes, never
+/// settable): the DeduplicationScope a FIFO queue was created with. Deduplication follows
+/// it, not a DeduplicationScope changed later: AWS keeps deduplicating in the creation
+/// scope after SetQueueAttributes changes DeduplicationScope (and FifoThroughputLimit),
+/// in both directions, while GetQueueAttributes reports the new values (recorded).
+pub const CREATED_DEDUPLICATION_SCOPE: &str = "LoftCreatedDeduplicationScope";
+
 /// Attributes computed by Loft, readable but never settable.
 pub const READ_ONLY: &[&str] = &[
     "ApproximateNumberOfMessages",
@@ -313,7 +320,9 @@ pub struct QueueConfig {
     pub fifo: bool,
     /// Content-based deduplication (FIFO).
     pub content_based_deduplication: bool,
-    /// Deduplication scoped to the message group rather than the queue (FIFO).
+    /// Deduplication scoped to the message group rather than the queue (FIFO): the
+    /// scope the queue was created with ([`CREATED_DEDUPLICATION_SCOPE`]; queues created
+    /// before Loft kept it follow their DeduplicationScope).
     pub dedup_per_group: bool,
     /// Server-side encryption at rest: the key name messages are sealed under and the
     /// data key reuse period (ms). `None` when both SqsManagedSseEnabled is `false` and
@@ -348,7 +357,8 @@ impl QueueConfig {
                 .get("ContentBasedDeduplication")
                 .is_some_and(|v| v == "true"),
             dedup_per_group: attributes
-                .get("DeduplicationScope")
+                .get(CREATED_DEDUPLICATION_SCOPE)
+                .or_else(|| attributes.get("DeduplicationScope"))
                 .is_some_and(|v| v == "messageGroup"),
             encryption: encryption(attributes).map(|key| {
                 (

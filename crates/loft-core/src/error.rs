@@ -336,6 +336,13 @@ error_table! {
         Sender, 400,
         "1 validation error detected: Value null at '{path}' failed to satisfy constraint: Member must not be null",
     }
+    /// SNS: Publish to a platform endpoint whose `Enabled` attribute is `false` (400; the
+    /// botocore model's `EndpointDisabledException`, message as AWS words it).
+    EndpointDisabled {
+        code: "EndpointDisabled", json: "EndpointDisabledException",
+        query: "EndpointDisabled", Sender, 400,
+        "Endpoint is disabled",
+    }
     /// SNS: authorisation failed (403).
     AuthorizationError {
         code: "AuthorizationError", json: "AuthorizationErrorException",

@@ -214,7 +214,9 @@ pub trait Store: Send + Sync + 'static {
     /// so another node, or this one started again, takes them over at once.
     async fn release_move_tasks(&self, owner: &str) -> Result<()>;
 
-    /// Deletes every message of the queue, unless a purge recorded a hold that has not
+    /// Deletes every message of the queue and its FIFO deduplication window (a
+    /// deduplication id seen before is new again, SQS API Reference, PurgeQueue, as AWS
+    /// answers), unless a purge recorded a hold that has not
     /// ended at `now_ms` ([`PurgeOutcome::InProgress`], nothing deleted); when it purges it
     /// records, in the same transaction, that the next purge may come at `next_after_ms`.
     /// Two purges at once on two nodes: one purges, the other is refused.

@@ -134,6 +134,7 @@ conformance!(
     fifo_receive_sorts_expired_and_dead_letters_inside_groups,
     fifo_receive_attempts_replay,
     purge,
+    purge_empties_the_dedup_window,
     delete_expired_messages_and_keys,
     move_to_queue,
     move_to_sources,
@@ -1371,6 +1372,41 @@ async fn purge(s: S) {
         s.purge_queue(i64::MAX, T0, T0 + 60_000).await.unwrap(),
         PurgeOutcome::Purged(0)
     );
+}
+
+async fn purge_empties_the_dedup_window(s: S) {
+    let q = queue(&s, "pd.fifo").await;
+    let keep = queue(&s, "pk.fifo").await;
+    for queue_id in [q, keep] {
+        let sent = s
+            .send_messages(vec![(queue_id, fifo_msg("before", "G", "k", T0))])
+            .await
+            .unwrap();
+        assert!(!sent[0].duplicate);
+    }
+    assert_eq!(
+        s.purge_queue(q, T0 + 1, T0 + 60_001).await.unwrap(),
+        PurgeOutcome::Purged(1)
+    );
+    // Inside the 5-minute window, the purged queue takes the id again; the other queue
+    // still deduplicates it.
+    let after = s
+        .send_messages(vec![(q, fifo_msg("after", "G", "k", T0 + 2))])
+        .await
+        .unwrap();
+    assert!(!after[0].duplicate, "the purge emptied the window");
+    let again = s
+        .send_messages(vec![(q, fifo_msg("after again", "G", "k", T0 + 3))])
+        .await
+        .unwrap();
+    assert!(again[0].duplicate, "the new send opened a new window");
+    let other = s
+        .send_messages(vec![(keep, fifo_msg("other", "G", "k", T0 + 2))])
+        .await
+        .unwrap();
+    assert!(other[0].duplicate, "another queue's window is its own");
+    let got = s.receive(fifo_req(q, 10, T0 + 4, 30_000)).await.unwrap();
+    assert_eq!(bodies(&got), ["after"]);
 }
 
 async fn delete_expired_messages_and_keys(s: S) {

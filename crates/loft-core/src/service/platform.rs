@@ -82,6 +82,81 @@ fn looks_like_endpoint(arn: &str) -> bool {
         .is_some_and(|r| r.starts_with("endpoint/"))
 }
 
+/// The attributes a platform endpoint takes (SNS API Reference, SetEndpointAttributes and
+/// CreatePlatformEndpoint: `CustomUserData`, `Enabled`, `Token`).
+pub const ENDPOINT_ATTRIBUTES: &[&str] = &["CustomUserData", "Enabled", "Token"];
+
+/// Largest `CustomUserData`, bytes of UTF-8 (SNS API Reference, CreatePlatformEndpoint:
+/// "must be in UTF-8 format and less than 2KB").
+pub const MAX_CUSTOM_USER_DATA: usize = 2048;
+
+/// The credentials CreatePlatformApplication takes in pairs and SNS never reports back
+/// (its recorded GetPlatformApplicationAttributes lists `Enabled` alone).
+const CREDENTIALS: [&str; 2] = ["PlatformPrincipal", "PlatformCredential"];
+
+fn invalid_attributes(reason: &str) -> Error {
+    Error::new(
+        ErrorCode::InvalidParameter,
+        format!("Invalid parameter: Attributes Reason: {reason}"),
+    )
+}
+
+fn null_attributes() -> Error {
+    Error::with(ErrorCode::ValidationError, &[("path", &"attributes")])
+}
+
+/// Checks a platform endpoint's attributes (CreatePlatformEndpoint, SetEndpointAttributes):
+/// only the names in [`ENDPOINT_ATTRIBUTES`], `CustomUserData` at most
+/// [`MAX_CUSTOM_USER_DATA`] bytes. Errors: `InvalidParameter`, in AWS's recorded words.
+pub fn validate_endpoint_attributes(attributes: &Map) -> Result<()> {
+    if let Some(name) = attributes
+        .keys()
+        .find(|k| !ENDPOINT_ATTRIBUTES.contains(&k.as_str()))
+    {
+        return Err(invalid_attributes(&format!(
+            "Invalid attribute name: {name}"
+        )));
+    }
+    if attributes
+        .get("CustomUserData")
+        .is_some_and(|d| d.len() > MAX_CUSTOM_USER_DATA)
+    {
+        return Err(invalid_attributes(
+            "Invalid value for attribute: CustomUserData: must be at most 2048 bytes long in UTF-8 encoding",
+        ));
+    }
+    Ok(())
+}
+
+/// Checks the relative part of a platform ARN: `app/PLATFORM/NAME` (two slashes) for an
+/// application, `endpoint/PLATFORM/APP/ID` (three) for an endpoint. Errors:
+/// `InvalidParameter` "Invalid parameter: {EndpointArn|PlatformApplicationArn} Reason:
+/// Wrong number of slashes in relative portion of the ARN." (AWS's recorded words).
+fn check_slashes(kind: PlatformKind, arn: &str) -> Result<()> {
+    let resource = arn.splitn(6, ':').nth(5).unwrap_or_default();
+    let want = match kind {
+        PlatformKind::Application => 2,
+        PlatformKind::Endpoint => 3,
+    };
+    if resource.matches('/').count() != want {
+        return Err(Error::new(
+            ErrorCode::InvalidParameter,
+            format!(
+                "Invalid parameter: {} Reason: Wrong number of slashes in relative portion of the ARN.",
+                kind.arn_parameter()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The ARN checks every call naming a platform resource makes, in AWS's order: at least
+/// six elements, then the slashes of the relative part.
+fn check_platform_arn(kind: PlatformKind, arn: &str) -> Result<()> {
+    super::topics::check_arn_elements(kind.arn_parameter(), arn)?;
+    check_slashes(kind, arn)
+}
+
 impl Service {
     /// Whether platform application or endpoint `arn` is `account`'s: its ARN's account
     /// field (an application's ARN is made from its creator's account, an endpoint's from
@@ -90,9 +165,15 @@ impl Service {
         names::arn_account(arn) == Some(account)
     }
 
-    /// CreatePlatformApplication in `scope` (the caller's account and region):
-    /// idempotent for the same name and platform (the first one's attributes stay).
-    /// Errors: `InvalidParameter` (name, platform).
+    /// CreatePlatformApplication in `scope` (the caller's account and region): idempotent for the same name and platform (the first
+    /// one's attributes stay). PlatformPrincipal and PlatformCredential come as a pair and
+    /// are not kept (SNS never reports them); `Enabled` is `true` unless given.
+    ///
+    /// Errors, in AWS's order and words (recorded): `InvalidParameter` "Invalid parameter:
+    /// {name} Reason: ..." (name), "Invalid parameter: Platform Reason: {platform} is not
+    /// supported", `ValidationError` "... Value null at 'attributes' ..." (no attributes),
+    /// `InvalidParameter` "... Reason: PlatformCredential attribute provided without
+    /// PlatformPrincipal" (and the reverse).
     pub async fn create_platform_application(
         &self,
         scope: Scope<'_>,
@@ -122,8 +203,32 @@ impl Service {
             );
         }
         if !PLATFORMS.contains(&platform) {
-            return Err(invalid("Platform"));
+            return Err(Error::new(
+                ErrorCode::InvalidParameter,
+                format!("Invalid parameter: Platform Reason: {platform} is not supported"),
+            ));
         }
+        if attributes.is_empty() {
+            return Err(null_attributes());
+        }
+        let [principal, credential] = CREDENTIALS.map(|k| attributes.contains_key(k));
+        if credential && !principal {
+            return Err(invalid_attributes(
+                "PlatformCredential attribute provided without PlatformPrincipal",
+            ));
+        }
+        if principal && !credential {
+            return Err(invalid_attributes(
+                "PlatformPrincipal attribute provided without PlatformCredential",
+            ));
+        }
+        let mut attributes = attributes;
+        for k in CREDENTIALS {
+            attributes.remove(k);
+        }
+        attributes
+            .entry("Enabled".into())
+            .or_insert_with(|| "true".into());
         let arn = format!(
             "arn:aws:sns:{}:{}:app/{platform}/{name}",
             scope.region, scope.account
@@ -134,9 +239,13 @@ impl Service {
         Ok(arn)
     }
 
-    /// CreatePlatformEndpoint of `account`'s application `app_arn`: idempotent for the
-    /// same token (the existing endpoint's ARN).
-    /// Errors: `NotFound` (app, or another account's), `InvalidParameter` (empty token).
+    /// CreatePlatformEndpoint of `account`'s application `app_arn`: idempotent for the same token and the same attributes (the
+    /// existing endpoint's ARN); `Enabled` is `true` and `Token` the token unless given.
+    ///
+    /// Errors, as AWS words them (recorded): `InvalidParameter` (empty token; "Invalid
+    /// parameter: Attributes Reason: Invalid attribute name: X"; CustomUserData over 2048
+    /// bytes; "Invalid parameter: Token Reason: Endpoint ARN already exists with the same
+    /// Token, but different attributes."), `NotFound` "PlatformApplication does not exist" (another account's too).
     pub async fn create_platform_endpoint(
         &self,
         account: &str,
@@ -150,6 +259,7 @@ impl Service {
         if !self.platform_owned_by(app_arn, account) {
             return Err(not_found("PlatformApplication"));
         }
+        validate_endpoint_attributes(&attributes)?;
         let arn = format!(
             "{}/{}",
             app_arn.replace(":app/", ":endpoint/"),
@@ -160,10 +270,25 @@ impl Service {
         attrs
             .entry("Enabled".into())
             .or_insert_with(|| "true".into());
-        self.store
-            .create_platform_endpoint(app_arn, &arn, token, attrs)
+        let created = self
+            .store
+            .create_platform_endpoint(app_arn, &arn, token, attrs.clone())
             .await?
-            .ok_or_else(|| not_found("PlatformApplication"))
+            .ok_or_else(|| not_found("PlatformApplication"))?;
+        if created != arn {
+            // The token had an endpoint already: the same request again is answered with
+            // it, another one is refused (SNS API Reference, CreatePlatformEndpoint: "if the
+            // requested endpoint ... already exists with the same attributes, its ARN is
+            // returned without creating a new endpoint").
+            let existing = self.store.get_platform(&created).await?;
+            if existing.is_some_and(|e| e.attributes != attrs) {
+                return Err(Error::new(
+                    ErrorCode::InvalidParameter,
+                    format!("Invalid parameter: Token Reason: Endpoint {created} already exists with the same Token, but different attributes."),
+                ));
+            }
+        }
+        Ok(created)
     }
 
     /// The platform applications of `scope` (the caller's account and region), or the
@@ -203,15 +328,16 @@ impl Service {
     /// names).
     ///
     /// Errors: `InvalidParameter` "Invalid parameter: {kind}Arn Reason: An ARN must have at
-    /// least 6 elements, not N"; `NotFound` (404) "{PlatformApplication|Endpoint} does not
-    /// exist", as AWS words them (another account's too).
+    /// least 6 elements, not N" or "... Wrong number of slashes in relative portion of the
+    /// ARN."; `NotFound` (404) "{PlatformApplication|Endpoint} does not exist", as AWS
+    /// words them (another account's too).
     pub async fn platform_attributes(
         &self,
         account: &str,
         kind: PlatformKind,
         arn: &str,
     ) -> Result<Map> {
-        super::topics::check_arn_elements(kind.arn_parameter(), arn)?;
+        check_platform_arn(kind, arn)?;
         if !self.platform_owned_by(arn, account) {
             return Err(not_found(kind.name()));
         }
@@ -222,12 +348,15 @@ impl Service {
             .ok_or_else(|| not_found(kind.name()))
     }
 
-    /// Merges attributes into `account`'s platform application or endpoint (a `Token`
-    /// changes an endpoint's device token). AWS checks, in this order (recorded): the ARN's
-    /// form, that `attributes` is given, that the resource exists.
+    /// Merges attributes into `account`'s platform application or endpoint (a `Token` changes an
+    /// endpoint's device token). AWS checks, in this order (recorded): the ARN's form, that
+    /// `attributes` is given and not empty, an endpoint's attribute names and values, that
+    /// the resource exists. An application's PlatformPrincipal and PlatformCredential are
+    /// taken and not kept, as at creation.
     ///
     /// Errors: as [`Service::platform_attributes`]; `ValidationError` "... Value null at
-    /// 'attributes' ..." when `attributes` is `None`.
+    /// 'attributes' ..." when `attributes` is `None` or empty; `InvalidParameter` as
+    /// [`validate_endpoint_attributes`].
     pub async fn set_platform_attributes(
         &self,
         account: &str,
@@ -235,15 +364,20 @@ impl Service {
         arn: &str,
         attributes: Option<Map>,
     ) -> Result<()> {
-        super::topics::check_arn_elements(kind.arn_parameter(), arn)?;
-        let Some(attributes) = attributes else {
-            return Err(Error::with(
-                ErrorCode::ValidationError,
-                &[("path", &"attributes")],
-            ));
+        check_platform_arn(kind, arn)?;
+        let Some(mut attributes) = attributes.filter(|a| !a.is_empty()) else {
+            return Err(null_attributes());
         };
         if !self.platform_owned_by(arn, account) {
             return Err(not_found(kind.name()));
+        }
+        match kind {
+            PlatformKind::Endpoint => validate_endpoint_attributes(&attributes)?,
+            PlatformKind::Application => {
+                for k in CREDENTIALS {
+                    attributes.remove(k);
+                }
+            }
         }
         let token = attributes.get("Token").cloned();
         if self
@@ -265,6 +399,17 @@ impl Service {
             return Ok(());
         }
         self.store.delete_platform(arn).await
+    }
+
+    /// Whether the platform endpoint `arn` is enabled: its `Enabled` attribute is `true`
+    /// (in any case) or absent. A missing endpoint counts as enabled (the caller has
+    /// checked it exists). Errors: store errors.
+    pub async fn platform_endpoint_enabled(&self, arn: &str) -> Result<bool> {
+        Ok(self.store.get_platform(arn).await?.is_none_or(|r| {
+            r.attributes
+                .get("Enabled")
+                .is_none_or(|v| v.eq_ignore_ascii_case("true"))
+        }))
     }
 
     /// Whether `arn` names a platform endpoint (only ARNs of an endpoint's form are looked

@@ -514,14 +514,17 @@ pub fn new_trace_header(now_ms: i64) -> String {
 /// "Amazon SNS message attributes").
 pub const MAX_RAW_SQS_ATTRIBUTES: usize = 10;
 
-/// Validates SNS message attributes: names, types and values. Their number is not limited
-/// here (only their size, with the message's). Errors: `ParameterValueInvalid`.
-fn validate_sns_attributes(attrs: &MessageAttributes) -> Result<()> {
+/// Validates SNS message attributes: names, types and values, in the order and words of
+/// AWS's recorded answers to Publish and PublishBatch (SNS Developer Guide, "Amazon SNS
+/// message attributes": a name of at most 256 characters, `A-Z a-z 0-9 _ - .`, no leading,
+/// trailing or doubled period; a type `String`, `Number` or `Binary`, optionally with a
+/// `.label`; String and Number values in `StringValue`, Binary ones in `BinaryValue`, never
+/// empty). Their number is not limited here (only their size, with the message's).
+///
+/// Errors: `ParameterValueInvalid`.
+pub(crate) fn validate_sns_attributes(attrs: &MessageAttributes) -> Result<()> {
     for (name, v) in attrs {
-        // SNS Developer Guide, "Amazon SNS message attributes": the same name rules as
-        // SQS, reported as SNS's ParameterValueInvalid.
-        message::validate_attribute_name(name)
-            .map_err(|e| Error::new(ErrorCode::ParameterValueInvalid, e.message))?;
+        validate_sns_attribute_name(name)?;
         let bad = |why: &str| {
             Error::new(
                 ErrorCode::ParameterValueInvalid,
@@ -534,26 +537,87 @@ fn validate_sns_attributes(attrs: &MessageAttributes) -> Result<()> {
             Some((base, _)) => base,
             None => v.data_type.as_str(),
         };
+        if !matches!(base, "String" | "Number" | "Binary") {
+            return Err(bad("has an invalid message attribute type, the set of supported type prefixes is Binary, Number, and String."));
+        }
+        let empty = || {
+            bad(&format!(
+                "must contain non-empty message attribute value for message attribute type '{}'.",
+                v.data_type
+            ))
+        };
+        if v.string_value.is_none() && v.binary_value.is_none() {
+            return Err(empty());
+        }
         match base {
-            "String" if v.data_type == "String.Array" => {
-                let s = v.string_value.as_deref().ok_or_else(|| bad("must contain non-empty message attribute value for message attribute type 'String.Array'."))?;
-                if !matches!(serde_json::from_str::<Value>(s), Ok(Value::Array(_))) {
-                    return Err(bad("has an invalid message attribute value: a String.Array must be a JSON array."));
+            "Binary" => {
+                let Some(b) = &v.binary_value else {
+                    return Err(bad("with type 'Binary' must use field 'Binary'."));
+                };
+                if b.is_empty() {
+                    return Err(empty());
                 }
             }
-            "String" | "Number" => {
-                let s = v.string_value.as_deref().filter(|s| !s.is_empty()).ok_or_else(|| bad(&format!("must contain non-empty message attribute value for message attribute type '{}'.", v.data_type)))?;
-                if v.data_type.starts_with("Number") && s.trim().parse::<f64>().map_or(true, |f| !f.is_finite()) {
+            _ => {
+                let Some(s) = v.string_value.as_deref() else {
+                    return Err(bad(&format!(
+                        "with type '{}' must use field 'String'.",
+                        v.data_type
+                    )));
+                };
+                if s.is_empty() {
+                    return Err(empty());
+                }
+                if v.data_type == "String.Array"
+                    && !matches!(serde_json::from_str::<Value>(s), Ok(Value::Array(_)))
+                {
+                    return Err(bad("has an invalid message attribute value: a String.Array must be a JSON array."));
+                }
+                if base == "Number" && s.trim().parse::<f64>().map_or(true, |f| !f.is_finite()) {
                     return Err(bad("has an invalid message attribute value: not a number."));
                 }
             }
-            "Binary" => {
-                if v.binary_value.is_none() {
-                    return Err(bad("must contain non-empty message attribute value for message attribute type 'Binary'."));
-                }
-            }
-            _ => return Err(bad("has an invalid message attribute type, the set of supported type prefixes is Binary, Number, and String.")),
         }
+    }
+    Ok(())
+}
+
+/// An SNS message attribute name, checked as AWS answers (recorded): its length, then a
+/// leading or trailing period, then each character in turn (a character outside
+/// `A-Z a-z 0-9 _ - .` named by its code, `#x5E`; a second period in a row). Names starting
+/// `AWS.` or `Amazon.` are reserved (SNS Developer Guide); AWS's text for that refusal is
+/// not recorded, so Loft's own words are used.
+///
+/// Errors: `ParameterValueInvalid`.
+fn validate_sns_attribute_name(name: &str) -> Result<()> {
+    let bad = |m: String| Err(Error::new(ErrorCode::ParameterValueInvalid, m));
+    if name.is_empty() {
+        return bad("The message attribute name must not be empty.".into());
+    }
+    if name.len() > 256 {
+        return bad("Length of message attribute name must be less than 256 bytes.".into());
+    }
+    if name.starts_with('.') {
+        return bad("Invalid message attribute name starting with character '.' was found.".into());
+    }
+    if name.ends_with('.') {
+        return bad("Invalid message attribute name ending with character '.' was found.".into());
+    }
+    let mut previous = '\0';
+    for c in name.chars() {
+        if !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')) {
+            return bad(format!("Invalid non-alphanumeric character '#x{:X}' was found in the message attribute name. Can only include alphanumeric characters, hyphens, underscores, or dots.", c as u32));
+        }
+        if c == '.' && previous == '.' {
+            return bad("Message attribute name can not have successive '.' character.".into());
+        }
+        previous = c;
+    }
+    let lower = name.to_ascii_lowercase();
+    if lower.starts_with("aws.") || lower.starts_with("amazon.") {
+        return bad(format!(
+            "Message (user) attribute name '{name}' is reserved for use by Amazon."
+        ));
     }
     Ok(())
 }
@@ -893,6 +957,11 @@ impl Service {
                 if self.platform_owned_by(arn, account)
                     && self.is_platform_endpoint(arn).await? =>
             {
+                // SNS API Reference, Publish: EndpointDisabled, "Exception error indicating
+                // endpoint disabled" (AWS's text: "Endpoint is disabled").
+                if !self.platform_endpoint_enabled(arn).await? {
+                    return Err(Error::with(ErrorCode::EndpointDisabled, &[]));
+                }
                 PublishTarget::Endpoint(arn)
             }
             PublishTarget::Target(arn) => {
@@ -974,8 +1043,8 @@ impl Service {
         // The FIFO parameters and the message structure of every entry are checked for
         // the request as a whole: one entry that breaks them refuses the batch, as AWS
         // answers (its recorded PublishBatch: a FIFO entry without MessageGroupId or a
-        // deduplication id, a MessageStructure=json entry without `default`). Other
-        // checks (attributes, sizes) fail their entry alone.
+        // deduplication id, a MessageStructure=json entry without `default`, an entry
+        // with an invalid message attribute). Other checks (sizes) fail their entry alone.
         for req in &entries {
             self.check_batch_entry(&topic, req)?;
         }
@@ -988,6 +1057,7 @@ impl Service {
     fn check_batch_entry(&self, topic: &TopicRecord, req: &PublishRequest) -> Result<()> {
         let fifo = topic.name.ends_with(".fifo");
         check_message_structure(req)?;
+        validate_sns_attributes(&req.message_attributes)?;
         let cbd = topic
             .attributes
             .get("ContentBasedDeduplication")
@@ -1161,12 +1231,7 @@ impl Service {
                 .and_then(|_| serde_json::from_str(&req.message).ok());
             let text_for = |protocol: &str| -> String {
                 match &per_protocol {
-                    Some(v) => v
-                        .get(protocol)
-                        .or_else(|| v.get("default"))
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_owned(),
+                    Some(v) => structured_text(v, protocol).to_owned(),
                     None => req.message.clone(),
                 }
             };
@@ -1620,6 +1685,19 @@ pub enum PublishTarget<'a> {
     Endpoint(&'a str),
 }
 
+/// The text a `MessageStructure=json` message carries for `protocol` (`sqs`, `http`, ...):
+/// its key for the protocol when that holds a string, else `default`. "Keys in the JSON
+/// object that correspond to supported transport protocols must have simple JSON string
+/// values"; a key of another type is ignored, as AWS delivers `default` then (SNS API
+/// Reference, Publish, MessageStructure; recorded delivery to SQS).
+pub(crate) fn structured_text<'a>(message: &'a Value, protocol: &str) -> &'a str {
+    message
+        .get(protocol)
+        .and_then(Value::as_str)
+        .or_else(|| message.get("default").and_then(Value::as_str))
+        .unwrap_or_default()
+}
+
 /// MessageStructure: absent, or `json` with a Message that is a JSON object holding a
 /// `default` string. Errors: `InvalidParameter` in AWS's words.
 fn check_message_structure(req: &PublishRequest) -> Result<()> {
@@ -1658,5 +1736,96 @@ fn passes_filter(
         FilterPolicyScope::MessageBody => serde_json::from_str::<Value>(text)
             .map(|v| policy.matches_body(&v))
             .unwrap_or(false),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::MessageAttributeValue;
+
+    fn value(
+        data_type: &str,
+        string: Option<&str>,
+        binary: Option<&[u8]>,
+    ) -> MessageAttributeValue {
+        MessageAttributeValue {
+            data_type: data_type.into(),
+            string_value: string.map(str::to_owned),
+            binary_value: binary.map(<[u8]>::to_vec),
+        }
+    }
+
+    /// Every variant of SNS's message attribute rule, one row each: the message AWS
+    /// recorded for Publish and PublishBatch (the same text for both), or `None` when the
+    /// attribute is accepted.
+    #[test]
+    fn sns_message_attribute_rules() {
+        let long = "a".repeat(257);
+        let longest = "a".repeat(256);
+        let rows: Vec<(&str, MessageAttributeValue, Option<&str>)> = vec![
+            ("attr1", value("String", Some("v"), None), None),
+            ("attr1", value("String.custom", Some("v"), None), None),
+            ("attr1", value("Number", Some("1.5"), None), None),
+            ("attr1", value("Number.float", Some("-2e3"), None), None),
+            ("attr1", value("Binary", None, Some(b"\x00\x01")), None),
+            ("attr1", value("Binary.png", None, Some(b"x")), None),
+            ("attr1", value("String.Array", Some("[\"a\", 1, null]"), None), None),
+            ("a-b_c.d9", value("String", Some("v"), None), None),
+            (&longest, value("String", Some("v"), None), None),
+            ("attr1", value("String", Some(""), None), Some("The message attribute 'attr1' must contain non-empty message attribute value for message attribute type 'String'.")),
+            ("attr1", value("String", None, None), Some("The message attribute 'attr1' must contain non-empty message attribute value for message attribute type 'String'.")),
+            ("attr1", value("Number", None, None), Some("The message attribute 'attr1' must contain non-empty message attribute value for message attribute type 'Number'.")),
+            ("attr1", value("Binary", None, Some(b"")), Some("The message attribute 'attr1' must contain non-empty message attribute value for message attribute type 'Binary'.")),
+            ("attr1", value("String", None, Some(b"123")), Some("The message attribute 'attr1' with type 'String' must use field 'String'.")),
+            ("attr1", value("Number", None, Some(b"123")), Some("The message attribute 'attr1' with type 'Number' must use field 'String'.")),
+            ("attr1", value("Binary", Some("123"), None), Some("The message attribute 'attr1' with type 'Binary' must use field 'Binary'.")),
+            ("attr1", value("InvalidType", Some("123"), None), Some("The message attribute 'attr1' has an invalid message attribute type, the set of supported type prefixes is Binary, Number, and String.")),
+            ("attr1", value("String.", Some("x"), None), Some("The message attribute 'attr1' has an invalid message attribute type, the set of supported type prefixes is Binary, Number, and String.")),
+            ("attr1", value("Stringprefixed", Some("x"), None), Some("The message attribute 'attr1' has an invalid message attribute type, the set of supported type prefixes is Binary, Number, and String.")),
+            ("attr1", value("string", Some("x"), None), Some("The message attribute 'attr1' has an invalid message attribute type, the set of supported type prefixes is Binary, Number, and String.")),
+            ("attr1", value("Number", Some("twelve"), None), Some("The message attribute 'attr1' has an invalid message attribute value: not a number.")),
+            ("attr1", value("String.Array", Some("nope"), None), Some("The message attribute 'attr1' has an invalid message attribute value: a String.Array must be a JSON array.")),
+            (&long, value("String", Some("123"), None), Some("Length of message attribute name must be less than 256 bytes.")),
+            ("a^*?", value("String", Some("123"), None), Some("Invalid non-alphanumeric character '#x5E' was found in the message attribute name. Can only include alphanumeric characters, hyphens, underscores, or dots.")),
+            ("a b", value("String", Some("123"), None), Some("Invalid non-alphanumeric character '#x20' was found in the message attribute name. Can only include alphanumeric characters, hyphens, underscores, or dots.")),
+            (".abc", value("String", Some("123"), None), Some("Invalid message attribute name starting with character '.' was found.")),
+            ("abc.", value("String", Some("123"), None), Some("Invalid message attribute name ending with character '.' was found.")),
+            ("a..bc", value("String", Some("123"), None), Some("Message attribute name can not have successive '.' character.")),
+        ];
+        for (name, v, expected) in rows {
+            let attrs: MessageAttributes = [(name.to_owned(), v.clone())].into();
+            match (validate_sns_attributes(&attrs), expected) {
+                (Ok(()), None) => {}
+                (Err(e), Some(m)) => {
+                    assert_eq!(e.code, ErrorCode::ParameterValueInvalid, "{name} {v:?}");
+                    assert_eq!(e.message, m, "{name} {v:?}");
+                }
+                (got, want) => panic!("{name} {v:?}: got {got:?}, want {want:?}"),
+            }
+        }
+    }
+
+    /// MessageStructure=json: each protocol key's variants, one row each.
+    #[test]
+    fn structured_text_takes_string_keys_only() {
+        let rows = [
+            (
+                serde_json::json!({"default": "d", "sqs": "{\"field\": \"value\"}"}),
+                "{\"field\": \"value\"}",
+            ),
+            (
+                serde_json::json!({"default": "d", "sqs": {"field": "value"}}),
+                "d",
+            ),
+            (serde_json::json!({"default": "d", "sqs": 5}), "d"),
+            (serde_json::json!({"default": "d", "sqs": null}), "d"),
+            (serde_json::json!({"default": "d", "http": "h"}), "d"),
+            (serde_json::json!({"default": "d", "SQS": "upper"}), "d"),
+            (serde_json::json!({"default": "d", "sqs": ""}), ""),
+        ];
+        for (message, want) in rows {
+            assert_eq!(structured_text(&message, "sqs"), want, "{message}");
+        }
     }
 }

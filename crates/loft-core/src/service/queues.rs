@@ -163,6 +163,13 @@ impl Service {
                 .entry("SqsManagedSseEnabled".into())
                 .or_insert_with(|| "false".into());
         }
+        if fifo {
+            let scope = attributes
+                .get("DeduplicationScope")
+                .map_or("queue", String::as_str)
+                .to_owned();
+            attributes.insert(attributes::CREATED_DEDUPLICATION_SCOPE.into(), scope);
+        }
         check_tags(&tags)?;
         // The hold is a row the delete wrote, so a delete through another node or before a
         // restart counts too.
@@ -183,6 +190,9 @@ impl Service {
             .await?;
         if !created {
             for (k, v) in &attributes {
+                if k == attributes::CREATED_DEDUPLICATION_SCOPE {
+                    continue;
+                }
                 let current = queue
                     .attributes
                     .get(k)

@@ -362,12 +362,7 @@ impl Service {
         let text = if structured {
             serde_json::from_str::<Value>(message)
                 .ok()
-                .and_then(|v| {
-                    v.get("sqs")
-                        .or_else(|| v.get("default"))
-                        .and_then(Value::as_str)
-                        .map(str::to_owned)
-                })
+                .map(|v| super::publish::structured_text(&v, "sqs").to_owned())
                 .unwrap_or_default()
         } else {
             message.to_owned()

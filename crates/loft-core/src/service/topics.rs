@@ -243,7 +243,16 @@ fn is_role_arn(value: &str) -> bool {
             .is_some_and(|name| !name.is_empty())
 }
 
-fn validate_subscription_attribute(name: &str, value: &str, protocol: &str) -> Result<String> {
+/// Checks one subscription attribute and returns the value kept. `at_subscribe` words the
+/// RawMessageDelivery refusal as AWS does for Subscribe ("Invalid parameter: Attributes
+/// Reason: RawMessageDelivery: ...") rather than for SetSubscriptionAttributes ("Invalid
+/// parameter: RawMessageDelivery: ...", both recorded). Errors: `InvalidParameter`.
+fn validate_subscription_attribute(
+    name: &str,
+    value: &str,
+    protocol: &str,
+    at_subscribe: bool,
+) -> Result<String> {
     let bad = |why: &str| invalid(&format!("Attributes Reason: {name}: {why}"));
     Ok(match name {
         "RawMessageDelivery" => {
@@ -255,9 +264,14 @@ fn validate_subscription_attribute(name: &str, value: &str, protocol: &str) -> R
             match value.to_ascii_lowercase().as_str() {
                 "true" | "false" => value.to_ascii_lowercase(),
                 _ => {
+                    let prefix = if at_subscribe {
+                        "Attributes Reason: "
+                    } else {
+                        ""
+                    };
                     return Err(invalid(&format!(
-                        "RawMessageDelivery: Invalid value [{value}]. Must be true or false."
-                    )))
+                        "{prefix}RawMessageDelivery: Invalid value [{value}]. Must be true or false."
+                    )));
                 }
             }
         }
@@ -641,7 +655,10 @@ impl Service {
         }
         let mut attrs = Map::new();
         for (k, v) in &attributes {
-            attrs.insert(k.clone(), validate_subscription_attribute(k, v, &protocol)?);
+            attrs.insert(
+                k.clone(),
+                validate_subscription_attribute(k, v, &protocol, true)?,
+            );
         }
         check_filter_scope(&attrs)?;
         check_fifo_redrive(&topic.name, endpoint, &attrs)?;
@@ -775,10 +792,23 @@ impl Service {
     }
 
     /// ConfirmSubscription: confirms the pending subscription of `topic_arn` holding
-    /// `token`; confirming twice returns the same ARN. Errors: `NotFound` (topic),
-    /// `InvalidParameter` ("Invalid token").
+    /// `token`; confirming twice returns the same ARN. The token is what is checked: AWS
+    /// answers a well-formed token that no subscription of the topic holds with "Invalid
+    /// parameter: Token" whether or not the topic exists, and a token not of a token's
+    /// form (hexadecimal digits, as SNS's tokens are) with "Invalid token" (recorded).
+    ///
+    /// Errors: `InvalidParameter` (a malformed TopicArn, "Invalid token", "Invalid
+    /// parameter: Token").
     pub async fn confirm_subscription(&self, topic_arn: &str, token: &str) -> Result<String> {
-        let topic = self.topic_by_arn(topic_arn).await?;
+        check_arn_elements("TopicArn", topic_arn)?;
+        if !is_token_form(token) {
+            return Err(Error::new(ErrorCode::InvalidParameter, "Invalid token"));
+        }
+        let topic = match self.topic_by_arn(topic_arn).await {
+            Ok(t) => t,
+            Err(e) if e.code == ErrorCode::NotFound => return Err(invalid("Token")),
+            Err(e) => return Err(e),
+        };
         let subs = self.store.list_subscriptions(Some(topic.id)).await?;
         let sub = subs
             .into_iter()
@@ -897,15 +927,23 @@ impl Service {
                 .to_json(),
             );
         }
+        // An empty FilterPolicy is no filter policy: AWS reports neither it nor a
+        // FilterPolicyScope then (recorded Subscribe with FilterPolicy "" and
+        // FilterPolicyScope MessageBody); with one, the scope defaults to
+        // MessageAttributes.
+        let has_policy = s
+            .attributes
+            .get("FilterPolicy")
+            .is_some_and(|p| !p.is_empty());
         for (k, v) in &s.attributes {
-            if k == SEED_PAYLOAD_ATTRIBUTE {
+            if k == SEED_PAYLOAD_ATTRIBUTE
+                || (!has_policy && matches!(k.as_str(), "FilterPolicy" | "FilterPolicyScope"))
+            {
                 continue;
             }
             out.insert(k.clone(), v.clone());
         }
-        if s.attributes.contains_key("FilterPolicy")
-            && !s.attributes.contains_key("FilterPolicyScope")
-        {
+        if has_policy && !s.attributes.contains_key("FilterPolicyScope") {
             out.insert("FilterPolicyScope".into(), "MessageAttributes".into());
         }
         if s.attributes.contains_key("ReplayPolicy") {
@@ -924,7 +962,7 @@ impl Service {
         value: &str,
     ) -> Result<()> {
         let s = self.subscription_by_arn(arn).await?;
-        let value = validate_subscription_attribute(name, value, &s.protocol)?;
+        let value = validate_subscription_attribute(name, value, &s.protocol, false)?;
         let mut attrs = s.attributes.clone();
         // An empty ReplayPolicy, or `{}`, cancels the replay and is not kept.
         let no_replay = name == "ReplayPolicy" && super::replay::parse_policy(&value)?.is_none();
@@ -1230,6 +1268,12 @@ fn check_sns_tags(tags: &Map) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Whether `token` has the form of a confirmation token: hexadecimal digits (SNS's are
+/// 288 of them, Loft's 64).
+fn is_token_form(token: &str) -> bool {
+    !token.is_empty() && token.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
 fn new_token() -> String {

@@ -1326,8 +1326,10 @@ pub async fn change_visibility<C: GenericClient>(
     Ok(VisibilityChange::Stale)
 }
 
-/// Purges unless held. Two purges at once: the second's UPDATE waits for the first's row
-/// lock, then finds the hold the first set and matches nothing.
+/// Purges unless held, the FIFO deduplication window with the messages (a deduplication
+/// id seen before the purge is accepted after it, as AWS answers). Two purges at once:
+/// the second's UPDATE waits for the first's row lock, then finds the hold the first set
+/// and matches nothing.
 pub async fn purge_queue<C: GenericClient>(
     c: &C,
     queue_id: i64,
@@ -1338,7 +1340,8 @@ pub async fn purge_queue<C: GenericClient>(
         c,
         "WITH q AS (UPDATE queues SET purge_hold_until = $3 WHERE id = $1 \
              AND (purge_hold_until IS NULL OR purge_hold_until <= $2) RETURNING id), \
-         d AS (DELETE FROM messages WHERE queue_id IN (SELECT id FROM q) RETURNING 1) \
+         d AS (DELETE FROM messages WHERE queue_id IN (SELECT id FROM q) RETURNING 1), \
+         f AS (DELETE FROM fifo_dedup WHERE queue_id IN (SELECT id FROM q)) \
          SELECT (SELECT count(*) FROM q), (SELECT count(*) FROM d), \
                 EXISTS (SELECT 1 FROM queues WHERE id = $1)",
         &[&queue_id, &now_ms, &next_after_ms],

@@ -963,6 +963,10 @@ pub fn purge_queue(
     let n = c
         .prepare_cached("DELETE FROM messages WHERE queue_id = ?1")?
         .execute([queue_id])?;
+    // A purge empties the FIFO deduplication window too: a message sent after it with a
+    // deduplication id seen before the purge is accepted (AWS's recorded PurgeQueue).
+    c.prepare_cached("DELETE FROM fifo_dedup WHERE queue_id = ?1")?
+        .execute([queue_id])?;
     Ok(PurgeOutcome::Purged(n as u64))
 }
 

@@ -337,3 +337,156 @@ async fn the_trace_header_becomes_aws_trace_header() {
         trace
     );
 }
+
+/// FIFO deduplication after SetQueueAttributes changes DeduplicationScope (and
+/// FifoThroughputLimit): AWS reports the new values but keeps deduplicating in the scope
+/// the queue was created with, in both directions (recorded); a PurgeQueue empties the
+/// deduplication window. Each row over both protocols: the creation attributes, the
+/// change, and whether a second send of one deduplication id in another group is a
+/// duplicate before and after the change.
+#[tokio::test]
+async fn fifo_dedup_keeps_its_creation_scope_and_purge_empties_it() {
+    use serde_json::json;
+
+    use crate::wire::{self, Outcome};
+
+    let rows: [(&str, &[(&str, &str)], &[(&str, &str)], bool); 4] = [
+        (
+            "q2g",
+            &[("DeduplicationScope", "queue")],
+            &[
+                ("DeduplicationScope", "messageGroup"),
+                ("FifoThroughputLimit", "perMessageGroupId"),
+            ],
+            true,
+        ),
+        (
+            "g2q",
+            &[
+                ("DeduplicationScope", "messageGroup"),
+                ("FifoThroughputLimit", "perMessageGroupId"),
+            ],
+            &[
+                ("DeduplicationScope", "queue"),
+                ("FifoThroughputLimit", "perQueue"),
+            ],
+            false,
+        ),
+        (
+            "dflt2g",
+            &[],
+            &[("DeduplicationScope", "messageGroup")],
+            true,
+        ),
+        (
+            "g-nolimit",
+            &[("DeduplicationScope", "messageGroup")],
+            &[("ContentBasedDeduplication", "true")],
+            false,
+        ),
+    ];
+    let server = Server::start();
+    let http = crate::harness::http();
+    for query in [false, true] {
+        let call = |op: &'static str, input: serde_json::Value| {
+            let (http, url) = (http.clone(), server.url.clone());
+            async move {
+                if query {
+                    wire::query(&http, &url, op, &input).await
+                } else {
+                    wire::json(&http, &url, op, &input).await
+                }
+            }
+        };
+        for (name, created, change, duplicate_across_groups) in rows {
+            let mut attributes = json!({"FifoQueue": "true"});
+            for (k, v) in created {
+                attributes[*k] = json!(v);
+            }
+            let queue = format!("{name}-{query}.fifo");
+            let url = call(
+                "CreateQueue",
+                json!({"QueueName": queue, "Attributes": attributes}),
+            )
+            .await
+            .ok()["QueueUrl"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+            let send = |id: &'static str, group: &'static str| {
+                let url = url.clone();
+                let call = &call;
+                async move {
+                    call(
+                        "SendMessage",
+                        json!({"QueueUrl": url, "MessageBody": format!("{id} {group}"),
+                               "MessageGroupId": group, "MessageDeduplicationId": id}),
+                    )
+                    .await
+                    .ok()["MessageId"]
+                        .as_str()
+                        .unwrap()
+                        .to_owned()
+                }
+            };
+            let first = send("before", "g1").await;
+            let second = send("before", "g2").await;
+            assert_eq!(first == second, duplicate_across_groups, "{queue}: before");
+            let mut set = json!({});
+            for (k, v) in change {
+                set[*k] = json!(v);
+            }
+            call(
+                "SetQueueAttributes",
+                json!({"QueueUrl": url, "Attributes": set}),
+            )
+            .await
+            .ok();
+            let got = call(
+                "GetQueueAttributes",
+                json!({"QueueUrl": url, "AttributeNames": ["All"]}),
+            )
+            .await
+            .ok();
+            for (k, v) in change {
+                assert_eq!(got["Attributes"][*k], json!(v), "{queue}: {k} reported");
+            }
+            assert!(got["Attributes"]
+                .get("LoftCreatedDeduplicationScope")
+                .is_none());
+            let first = send("after", "g3").await;
+            let second = send("after", "g4").await;
+            assert_eq!(
+                first == second,
+                duplicate_across_groups,
+                "{queue}: after the change"
+            );
+            // PurgeQueue empties the window: the same id in the same group is new again.
+            call("PurgeQueue", json!({"QueueUrl": url})).await.ok();
+            let again = send("after", "g3").await;
+            assert_ne!(again, first, "{queue}: after the purge");
+        }
+        // The combination rule holds for the merged attributes: perMessageGroupId needs
+        // the messageGroup scope.
+        let url = call(
+            "CreateQueue",
+            json!({"QueueName": format!("combo-{query}.fifo"), "Attributes": {"FifoQueue": "true"}}),
+        )
+        .await
+        .ok()["QueueUrl"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        match call(
+            "SetQueueAttributes",
+            json!({"QueueUrl": url, "Attributes": {"FifoThroughputLimit": "perMessageGroupId"}}),
+        )
+        .await
+        {
+            Outcome::Err { code, status, .. } => {
+                assert_eq!((code.as_str(), status), ("InvalidAttributeValue", 400))
+            }
+            other => panic!("perMessageGroupId with the queue scope: {other:?}"),
+        }
+    }
+}

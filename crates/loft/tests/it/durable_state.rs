@@ -500,6 +500,7 @@ pub async fn platform_before(c: &Clients) -> PlatformState {
         .name("phones")
         .platform("GCM")
         .attributes("PlatformCredential", "key")
+        .attributes("PlatformPrincipal", "sender")
         .send()
         .await
         .expect("CreatePlatformApplication")
@@ -561,6 +562,25 @@ pub async fn platform_after(c: &Clients, s: PlatformState) {
         .send()
         .await
         .expect("Publish to the endpoint");
+    // Disabled, it refuses a publish with AWS's EndpointDisabled (SNS API Reference,
+    // Publish), seen by every node and after a restart since the flag is stored.
+    c.sns
+        .set_endpoint_attributes()
+        .endpoint_arn(&s.endpoint)
+        .attributes("Enabled", "false")
+        .send()
+        .await
+        .expect("SetEndpointAttributes");
+    let err = c
+        .sns
+        .publish()
+        .target_arn(&s.endpoint)
+        .message("hello phone")
+        .send()
+        .await
+        .expect_err("a disabled endpoint");
+    assert_eq!(err.code(), Some("EndpointDisabled"), "{err:?}");
+    assert_eq!(err.message(), Some("Endpoint is disabled"), "{err:?}");
     c.sns
         .delete_platform_application()
         .platform_application_arn(&s.app)

@@ -1001,3 +1001,321 @@ async fn platform_errors_name_what_is_missing() {
     );
     assert_eq!(msg, "Endpoint does not exist");
 }
+
+/// Platform applications and endpoints, each rule's variants in a row: what AWS
+/// recorded (LocalStack's `aws.validated` platform snapshots) and SNS API Reference,
+/// CreatePlatformApplication / CreatePlatformEndpoint / SetEndpointAttributes.
+#[tokio::test]
+async fn platform_rules_as_aws_records_them() {
+    let server = Server::start();
+    let sns = server.sns();
+    let err_of = |e: &dyn aws_sdk_sns::error::ProvideErrorMetadata| {
+        (
+            e.code().unwrap_or_default().to_owned(),
+            e.message().unwrap_or_default().to_owned(),
+        )
+    };
+    // CreatePlatformApplication: the credentials come in pairs; the platform is named.
+    let cases: [(&str, &[(&str, &str)], Option<(&str, &str)>); 5] = [
+        ("ADM", &[("PlatformPrincipal", "p")], Some(("InvalidParameter", "Invalid parameter: Attributes Reason: PlatformPrincipal attribute provided without PlatformCredential"))),
+        ("ADM", &[("PlatformCredential", "c")], Some(("InvalidParameter", "Invalid parameter: Attributes Reason: PlatformCredential attribute provided without PlatformPrincipal"))),
+        ("AAA", &[("PlatformPrincipal", "p"), ("PlatformCredential", "c")], Some(("InvalidParameter", "Invalid parameter: Platform Reason: AAA is not supported"))),
+        ("ADM", &[], Some(("ValidationError", "1 validation error detected: Value null at 'attributes' failed to satisfy constraint: Member must not be null"))),
+        ("ADM", &[("PlatformPrincipal", "p"), ("PlatformCredential", "c")], None),
+    ];
+    let mut app = String::new();
+    for (platform, attrs, want) in cases {
+        let mut req = sns
+            .create_platform_application()
+            .name("app1")
+            .platform(platform);
+        for (k, v) in attrs {
+            req = req.attributes(*k, *v);
+        }
+        match (req.send().await, want) {
+            (Ok(out), None) => app = out.platform_application_arn().expect("arn").to_owned(),
+            (Err(e), Some((code, message))) => {
+                assert_eq!(
+                    err_of(&e),
+                    (code.to_owned(), message.to_owned()),
+                    "{platform} {attrs:?}"
+                )
+            }
+            (got, want) => panic!("{platform} {attrs:?}: got {got:?}, want {want:?}"),
+        }
+    }
+    // The credentials are not reported; Enabled is.
+    let got = sns
+        .get_platform_application_attributes()
+        .platform_application_arn(&app)
+        .send()
+        .await
+        .expect("GetPlatformApplicationAttributes");
+    let want: std::collections::HashMap<String, String> =
+        [("Enabled".to_owned(), "true".to_owned())].into();
+    assert_eq!(got.attributes(), Some(&want));
+
+    // Endpoint attributes: names, CustomUserData's size (2048 bytes pass, 2049 do not), for
+    // CreatePlatformEndpoint and SetEndpointAttributes alike.
+    let endpoint = sns
+        .create_platform_endpoint()
+        .platform_application_arn(&app)
+        .token("token_1")
+        .send()
+        .await
+        .expect("CreatePlatformEndpoint")
+        .endpoint_arn()
+        .expect("arn")
+        .to_owned();
+    let at_limit = "é".repeat(1024);
+    let over = format!("{at_limit}a");
+    let rows: [(&str, &str, Option<&str>); 6] = [
+        ("PlatformPrincipal", "x", Some("Invalid parameter: Attributes Reason: Invalid attribute name: PlatformPrincipal")),
+        ("PlatformCredential", "x", Some("Invalid parameter: Attributes Reason: Invalid attribute name: PlatformCredential")),
+        ("InvalidKey", "x", Some("Invalid parameter: Attributes Reason: Invalid attribute name: InvalidKey")),
+        ("CustomUserData", &over, Some("Invalid parameter: Attributes Reason: Invalid value for attribute: CustomUserData: must be at most 2048 bytes long in UTF-8 encoding")),
+        ("CustomUserData", &at_limit, None),
+        ("Enabled", "true", None),
+    ];
+    for (i, (name, value, want)) in rows.into_iter().enumerate() {
+        let created = sns
+            .create_platform_endpoint()
+            .platform_application_arn(&app)
+            .token(format!("row-{i}"))
+            .attributes(name, value)
+            .send()
+            .await;
+        let set = sns
+            .set_endpoint_attributes()
+            .endpoint_arn(&endpoint)
+            .attributes(name, value)
+            .send()
+            .await;
+        match want {
+            None => {
+                created.expect("CreatePlatformEndpoint");
+                set.expect("SetEndpointAttributes");
+            }
+            Some(message) => {
+                let want = ("InvalidParameter".to_owned(), message.to_owned());
+                assert_eq!(err_of(&created.expect_err(name)), want, "create {name}");
+                assert_eq!(err_of(&set.expect_err(name)), want, "set {name}");
+            }
+        }
+    }
+    // The same token: the same attributes answer the endpoint, others are refused.
+    let again = sns
+        .create_platform_endpoint()
+        .platform_application_arn(&app)
+        .token("row-5")
+        .send()
+        .await
+        .expect("same token, same attributes");
+    let same = again.endpoint_arn().expect("arn").to_owned();
+    let e = sns
+        .create_platform_endpoint()
+        .platform_application_arn(&app)
+        .token("row-5")
+        .attributes("Enabled", "false")
+        .send()
+        .await
+        .expect_err("same token, other attributes");
+    assert_eq!(
+        err_of(&e),
+        (
+            "InvalidParameter".to_owned(),
+            format!("Invalid parameter: Token Reason: Endpoint {same} already exists with the same Token, but different attributes.")
+        )
+    );
+    // CustomUserData both ways: the attribute's value is kept.
+    let both = sns
+        .create_platform_endpoint()
+        .platform_application_arn(&app)
+        .token("both")
+        .custom_user_data("bar")
+        .attributes("CustomUserData", "foo")
+        .send()
+        .await
+        .expect("CreatePlatformEndpoint")
+        .endpoint_arn()
+        .expect("arn")
+        .to_owned();
+    let attrs = sns
+        .get_endpoint_attributes()
+        .endpoint_arn(&both)
+        .send()
+        .await
+        .expect("GetEndpointAttributes");
+    let attrs = attrs.attributes().expect("attributes");
+    assert_eq!(attrs.get("CustomUserData").map(String::as_str), Some("foo"));
+    // ARNs: elements first, then the slashes of the relative part.
+    let bad_slashes = app.replace(":app/", ":endpoint/");
+    let e = sns
+        .set_endpoint_attributes()
+        .endpoint_arn(&bad_slashes)
+        .attributes("Enabled", "false")
+        .send()
+        .await
+        .expect_err("two slashes");
+    assert_eq!(
+        err_of(&e),
+        (
+            "InvalidParameter".to_owned(),
+            "Invalid parameter: EndpointArn Reason: Wrong number of slashes in relative portion of the ARN.".to_owned()
+        )
+    );
+    // Enabled=false: Publish answers EndpointDisabled; true again: it is accepted.
+    for (enabled, ok) in [("false", false), ("true", true)] {
+        sns.set_endpoint_attributes()
+            .endpoint_arn(&endpoint)
+            .attributes("Enabled", enabled)
+            .send()
+            .await
+            .expect("SetEndpointAttributes");
+        let published = sns
+            .publish()
+            .target_arn(&endpoint)
+            .message("m")
+            .send()
+            .await;
+        match (published, ok) {
+            (Ok(_), true) => {}
+            (Err(e), false) => assert_eq!(
+                err_of(&e),
+                (
+                    "EndpointDisabled".to_owned(),
+                    "Endpoint is disabled".to_owned()
+                )
+            ),
+            (got, _) => panic!("Enabled={enabled}: {got:?}"),
+        }
+    }
+}
+
+/// ConfirmSubscription's errors as AWS recorded them: the token is what is checked.
+#[tokio::test]
+async fn confirm_subscription_checks_the_token() {
+    use aws_sdk_sns::error::ProvideErrorMetadata as _;
+    let server = Server::start();
+    let sns = server.sns();
+    let topic = sns
+        .create_topic()
+        .name("confirm")
+        .send()
+        .await
+        .expect("CreateTopic")
+        .topic_arn()
+        .expect("arn")
+        .to_owned();
+    let well_formed = "51b2ff3edb475b7d91550e0ab6edf0c1de2a34e6ebaf6c2262a001bcb7e051c4";
+    let missing_topic = format!("{}i", &topic[..topic.len() - 1]);
+    for (arn, token, message) in [
+        (
+            missing_topic.as_str(),
+            well_formed,
+            "Invalid parameter: Token",
+        ),
+        (topic.as_str(), "randomtoken", "Invalid token"),
+        (topic.as_str(), well_formed, "Invalid parameter: Token"),
+    ] {
+        let e = sns
+            .confirm_subscription()
+            .topic_arn(arn)
+            .token(token)
+            .send()
+            .await
+            .expect_err("refused");
+        assert_eq!(
+            (e.code(), e.message()),
+            (Some("InvalidParameter"), Some(message)),
+            "{arn} {token}"
+        );
+    }
+}
+
+/// Subscribe with attributes: what GetSubscriptionAttributes reports (an empty FilterPolicy
+/// is none, so neither it nor its scope), and Subscribe's words for a bad
+/// RawMessageDelivery (SetSubscriptionAttributes words it without "Attributes Reason").
+#[tokio::test]
+async fn subscribe_with_attributes_reports_what_aws_reports() {
+    use aws_sdk_sns::error::ProvideErrorMetadata as _;
+    let server = Server::start();
+    let (sns, sqs) = (server.sns(), server.sqs());
+    let topic = sns
+        .create_topic()
+        .name("subattrs")
+        .send()
+        .await
+        .expect("CreateTopic")
+        .topic_arn()
+        .expect("arn")
+        .to_owned();
+    sqs.create_queue()
+        .queue_name("subattrs")
+        .send()
+        .await
+        .expect("CreateQueue");
+    let queue_arn = format!("arn:aws:sqs:us-east-1:{}:subattrs", crate::harness::ACCOUNT);
+    let subscribe = |raw: &str| {
+        sns.subscribe()
+            .topic_arn(&topic)
+            .protocol("sqs")
+            .endpoint(&queue_arn)
+            .attributes("RawMessageDelivery", raw)
+            .attributes("FilterPolicyScope", "MessageBody")
+            .attributes("FilterPolicy", "")
+            .return_subscription_arn(true)
+            .send()
+    };
+    let e = subscribe("wrongvalue").await.expect_err("bad value");
+    assert_eq!(
+        e.message(),
+        Some("Invalid parameter: Attributes Reason: RawMessageDelivery: Invalid value [wrongvalue]. Must be true or false.")
+    );
+    let arn = subscribe("TrUe")
+        .await
+        .expect("Subscribe")
+        .subscription_arn()
+        .expect("arn")
+        .to_owned();
+    let got = sns
+        .get_subscription_attributes()
+        .subscription_arn(&arn)
+        .send()
+        .await
+        .expect("GetSubscriptionAttributes");
+    let mut names: Vec<&str> = got
+        .attributes()
+        .expect("attributes")
+        .keys()
+        .map(String::as_str)
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "ConfirmationWasAuthenticated",
+            "Endpoint",
+            "Owner",
+            "PendingConfirmation",
+            "Protocol",
+            "RawMessageDelivery",
+            "SubscriptionArn",
+            "SubscriptionPrincipal",
+            "TopicArn"
+        ]
+    );
+    assert_eq!(got.attributes().unwrap()["RawMessageDelivery"], "true");
+    let e = sns
+        .set_subscription_attributes()
+        .subscription_arn(&arn)
+        .attribute_name("RawMessageDelivery")
+        .attribute_value("test-ValUe")
+        .send()
+        .await
+        .expect_err("bad value");
+    assert_eq!(
+        e.message(),
+        Some("Invalid parameter: RawMessageDelivery: Invalid value [test-ValUe]. Must be true or false.")
+    );
+}

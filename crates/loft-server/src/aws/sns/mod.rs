@@ -120,8 +120,10 @@ pub async fn call(
         }
         R::CreatePlatformEndpoint(i) => {
             let mut attrs = map_or_empty(i.attributes);
+            // CustomUserData may come both as a parameter and as an attribute; the
+            // attribute wins, as AWS answers (recorded CreatePlatformEndpoint).
             if let Some(d) = i.custom_user_data {
-                attrs.insert("CustomUserData".into(), d);
+                attrs.entry("CustomUserData".into()).or_insert(d);
             }
             let arn = svc
                 .create_platform_endpoint(
