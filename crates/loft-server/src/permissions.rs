@@ -36,7 +36,8 @@ use crate::auth::AppState;
 use crate::native::NativeError;
 
 /// The action and resource kind of a route: (`sqs:...`/`sns:...`, whether the `{name}` is a
-/// queue (`Some(true)`), a topic (`Some(false)`), or the route names none (`None`)).
+/// queue (`Some(true)`), a topic (`Some(false)`), or the route names none (`None`): then
+/// the action is checked on the default account, except for [`CALLER_ACCOUNT_ACTIONS`]).
 fn route_action(method: &Method, template: &str) -> Option<(&'static str, Option<bool>)> {
     Some(match (method.as_str(), template) {
         ("GET", "/queues") | ("GET", "/_loft/queues") => ("sqs:ListQueues", None),
@@ -55,9 +56,17 @@ fn route_action(method: &Method, template: &str) -> Option<(&'static str, Option
         ("POST", "/topics/{name}/subscribe") => ("sns:Subscribe", Some(false)),
         ("POST", "/topics/{name}/publish") => ("sns:Publish", Some(false)),
         ("GET", "/_loft/mappings") => ("lambda:ListEventSourceMappings", None),
+        ("GET", "/_loft/sns/messages") => ("sns:ListRecordedMessages", None),
+        ("DELETE", "/_loft/sns/messages") => ("sns:DeleteRecordedMessages", None),
         _ => return None,
     })
 }
+
+/// Loft's own actions on what each account keeps apart (the SNS messages recorded for its
+/// email, SMS and mobile push deliveries): checked on the caller's own account, so a key
+/// without policies reads and clears its account's records and an identity whose policy
+/// denies them gets 403. No AWS action covers these; `sns:*` in a policy does.
+const CALLER_ACCOUNT_ACTIONS: &[&str] = &["sns:ListRecordedMessages", "sns:DeleteRecordedMessages"];
 
 /// Middleware: checks the route's action for the caller (see the module doc). Must run
 /// inside the authentication middleware, which sets the caller.
@@ -101,10 +110,12 @@ pub async fn enforce(State(state): State<AppState>, req: Request, next: Next) ->
                 Some(("lambda", _)) => "lambda",
                 _ => "sqs",
             };
-            let target = Target::Account {
-                service,
-                account: &default,
+            let account: &str = if CALLER_ACCOUNT_ACTIONS.contains(&action) {
+                &principal.account_id
+            } else {
+                &default
             };
+            let target = Target::Account { service, account };
             svc.authorize(&principal, action, target).await
         }
     };

@@ -73,6 +73,7 @@ fn build(
             "/_loft/sns/messages",
             get(inspect::recorded_messages).delete(inspect::delete_recorded_messages),
         )
+        .route_layer(enforce.clone())
         .route_layer(console_auth.clone())
         .route("/_loft/sns/{file}", get(inspect::certificate))
         .with_state(inspect_state);

@@ -350,7 +350,14 @@ async fn fifo_dedup_keeps_its_creation_scope_and_purge_empties_it() {
 
     use crate::wire::{self, Outcome};
 
-    let rows: [(&str, &[(&str, &str)], &[(&str, &str)], bool); 4] = [
+    // One row of the table below: (queue, attributes, changes, expected).
+    type Row<'a> = (
+        &'a str,
+        &'a [(&'a str, &'a str)],
+        &'a [(&'a str, &'a str)],
+        bool,
+    );
+    let rows: [Row; 4] = [
         (
             "q2g",
             &[("DeduplicationScope", "queue")],

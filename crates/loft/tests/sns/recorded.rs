@@ -1016,7 +1016,13 @@ async fn platform_rules_as_aws_records_them() {
         )
     };
     // CreatePlatformApplication: the credentials come in pairs; the platform is named.
-    let cases: [(&str, &[(&str, &str)], Option<(&str, &str)>); 5] = [
+    // (platform, attributes, the refusal's code and message, or None when accepted).
+    type Case<'a> = (
+        &'a str,
+        &'a [(&'a str, &'a str)],
+        Option<(&'a str, &'a str)>,
+    );
+    let cases: [Case; 5] = [
         ("ADM", &[("PlatformPrincipal", "p")], Some(("InvalidParameter", "Invalid parameter: Attributes Reason: PlatformPrincipal attribute provided without PlatformCredential"))),
         ("ADM", &[("PlatformCredential", "c")], Some(("InvalidParameter", "Invalid parameter: Attributes Reason: PlatformCredential attribute provided without PlatformPrincipal"))),
         ("AAA", &[("PlatformPrincipal", "p"), ("PlatformCredential", "c")], Some(("InvalidParameter", "Invalid parameter: Platform Reason: AAA is not supported"))),

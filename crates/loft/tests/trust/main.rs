@@ -15,15 +15,20 @@
 //!   policy or redirecting), and the admin commands against an HTTPS listener.
 //! - [`tenants`]: two accounts on one Loft: event source mappings (Lambda API and
 //!   `/_loft/mappings`) and message move tasks stay their account's.
+//! - [`hostile`]: account B and a denied identity of account A try every operation and
+//!   route against A's resources, on SQLite and PostgreSQL; nothing leaks or changes.
 //! - [`malformed`]: thousands of generated bad requests for every protocol, each answered
 //!   with a 4xx in its protocol's error shape.
 
 mod console;
 mod endpoint_policy;
 mod harness;
+mod hostile;
 mod limits;
 mod malformed;
 mod sigv4;
+#[path = "../support/skips.rs"]
+mod skips;
 mod tenants;
 mod tls;
 mod tls_outbound;

@@ -1,0 +1,1078 @@
+//! The hostile-tenant suite: account B (and an identity of account A whose policy denies
+//! everything) tries every operation and route against account A's resources, by every
+//! URL and ARN spelling Loft accepts, on SQLite and on PostgreSQL.
+//!
+//! What is generated: one request per operation of Loft's operation tables
+//! (`loft_server::aws::{sqs,sns}::types::OPERATIONS`) and per spelling of the member that
+//! names A's resource, over SQS JSON, SQS Query (on `/` and on the queue URL's path) and
+//! SNS Query; then the Lambda API's routes and every other route (the seeds' API, the
+//! console's JSON routes, `/_loft/*`). An operation with a required member the suite has no
+//! value for fails the suite, so a new operation is covered the day it is added.
+//!
+//! What must hold (AWS's rule, IAM User Guide "Policy evaluation logic": another account's
+//! resource needs its resource policy to allow; an explicit deny wins):
+//! - the denied identity gets no 2xx (403 in the protocol's own shape, or the answer for
+//!   a resource that does not exist, e.g. a topic ARN of another region);
+//! - no answer to B contains A's data (every secret A stored carries [`MARK`]);
+//! - nothing of A's changes: a snapshot of everything A can read (queues, attributes,
+//!   tags, messages in flight, topics, subscriptions, platform applications and endpoints,
+//!   SMS attributes, move tasks, event source mappings, recorded SNS messages) is the same
+//!   after the barrage as before it;
+//! - no 5xx.
+//!
+//! Figures go to stdout (`hostile[ENGINE]: N requests, N refused, N answered 2xx, 0 doors`).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::time::SystemTime;
+
+use loft_server::aws::shape::{Kind, Member};
+use serde_json::{json, Map, Value};
+
+use crate::harness::{send_signed, Loft, Signer};
+
+const A: &str = "111111111111";
+const B: &str = "222222222222";
+/// Every secret of account A contains this (case-insensitively); no answer to B may.
+const MARK: &str = "vsecret";
+
+/// An access key and its secret.
+#[derive(Clone, Copy)]
+struct Key(&'static str, &'static str);
+
+/// Account A's owner: no policies, everything in its own account.
+const OWNER: Key = Key("AKIDHOSTOWNER", "owner-secret");
+/// Account A, an identity whose policy denies every action on every resource.
+const DENIED: Key = Key("AKIDHOSTDENIED", "denied-secret");
+/// Account B: no policies, everything in its own account and nothing in A's.
+const ATTACKER: Key = Key("AKIDHOSTATTACK", "attack-secret");
+
+fn config(function_url: &str) -> String {
+    let deny = r#"{"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}, {"Effect": "Deny", "Action": "*", "Resource": "*"}]}"#;
+    format!(
+        r#"[server]
+account_id = "{A}"
+
+[[credentials]]
+access_key_id = "{owner}"
+secret_access_key = "{owner_secret}"
+account_id = "{A}"
+identity = "user/owner"
+
+[[credentials]]
+access_key_id = "{denied}"
+secret_access_key = "{denied_secret}"
+account_id = "{A}"
+identity = "user/denied"
+policies = [{deny:?}]
+
+[[credentials]]
+access_key_id = "{attacker}"
+secret_access_key = "{attacker_secret}"
+account_id = "{B}"
+identity = "user/attacker"
+
+[[functions]]
+name = "vfunc"
+url = "{function_url}"
+"#,
+        owner = OWNER.0,
+        owner_secret = OWNER.1,
+        denied = DENIED.0,
+        denied_secret = DENIED.1,
+        attacker = ATTACKER.0,
+        attacker_secret = ATTACKER.1,
+    )
+}
+
+/// One answer: status and body.
+#[derive(Debug, Clone)]
+struct Answer {
+    status: u16,
+    body: String,
+}
+
+impl Answer {
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.body).unwrap_or(Value::Null)
+    }
+    /// The text of the first `<name>` element.
+    fn xml(&self, name: &str) -> Option<String> {
+        let open = format!("<{name}>");
+        let start = self.body.find(&open)? + open.len();
+        let end = self.body[start..].find(&format!("</{name}>"))? + start;
+        Some(
+            self.body[start..end]
+                .replace("&amp;", "&")
+                .replace("&quot;", "\""),
+        )
+    }
+    /// Every `<name>` element's text.
+    fn xml_all(&self, name: &str) -> Vec<String> {
+        let (open, close) = (format!("<{name}>"), format!("</{name}>"));
+        let mut out = Vec::new();
+        let mut rest = self.body.as_str();
+        while let Some(s) = rest.find(&open) {
+            let after = &rest[s + open.len()..];
+            let Some(e) = after.find(&close) else { break };
+            out.push(after[..e].to_owned());
+            rest = &after[e + close.len()..];
+        }
+        out
+    }
+}
+
+/// A signing client of one server.
+struct Client<'a> {
+    base: &'a str,
+    key: Key,
+}
+
+impl Client<'_> {
+    async fn send(
+        &self,
+        service: &str,
+        method: &str,
+        url: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> Answer {
+        let signer = Signer {
+            key: self.key.0,
+            secret: self.key.1,
+            service,
+            at: SystemTime::now(),
+        };
+        let r = send_signed(&signer, method, url, headers, body).await;
+        Answer {
+            status: r.status().as_u16(),
+            body: r.text().await.unwrap_or_default(),
+        }
+    }
+
+    async fn sqs_json(&self, op: &str, input: &Value) -> Answer {
+        let target = format!("AmazonSQS.{op}");
+        let headers = [
+            ("content-type", "application/x-amz-json-1.0"),
+            ("x-amz-target", target.as_str()),
+        ];
+        let url = format!("{}/", self.base);
+        self.send("sqs", "POST", &url, &headers, input.to_string().as_bytes())
+            .await
+    }
+
+    async fn query(&self, service: &str, url: &str, pairs: &[(String, String)]) -> Answer {
+        let body = form_urlencoded::Serializer::new(String::new())
+            .extend_pairs(pairs)
+            .finish();
+        let headers = [("content-type", "application/x-www-form-urlencoded")];
+        self.send(service, "POST", url, &headers, body.as_bytes())
+            .await
+    }
+
+    async fn sns(&self, op: &str, params: &[(&str, &str)]) -> Answer {
+        let mut pairs = vec![
+            ("Action".to_owned(), op.to_owned()),
+            ("Version".to_owned(), "2010-03-31".to_owned()),
+        ];
+        pairs.extend(params.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        self.query("sns", &format!("{}/", self.base), &pairs).await
+    }
+
+    async fn rest(&self, service: &str, method: &str, path: &str, body: Option<&Value>) -> Answer {
+        let url = format!("{}{path}", self.base);
+        let body = body.map(|b| b.to_string()).unwrap_or_default();
+        let headers: &[(&str, &str)] = if body.is_empty() {
+            &[]
+        } else {
+            &[("content-type", "application/json")]
+        };
+        self.send(service, method, &url, headers, body.as_bytes())
+            .await
+    }
+}
+
+/// A's resources, made by [`setup`].
+struct Victim {
+    base: String,
+    port: u16,
+    handle: String,
+    fifo_handle: String,
+    task_handle: String,
+    topic: String,
+    subscription: String,
+    app: String,
+    endpoint: String,
+    mapping: Option<String>,
+    attacker_topic: String,
+    attacker_queue_arn: String,
+}
+
+fn qarn(account: &str, name: &str) -> String {
+    format!("arn:aws:sqs:us-east-1:{account}:{name}")
+}
+
+impl Victim {
+    fn url(&self, name: &str) -> String {
+        format!("{}/{A}/{name}", self.base)
+    }
+    /// Every spelling of A's queue `name`'s URL that Loft accepts.
+    fn url_spellings(&self, name: &str) -> Vec<String> {
+        vec![
+            self.url(name),
+            format!("http://localhost:{}/{A}/{name}", self.port),
+            format!("https://sqs.us-east-1.amazonaws.com/{A}/{name}"),
+            format!("{}/queue/us-east-1/{A}/{name}", self.base),
+        ]
+    }
+    /// The spellings of A's subscription: its ARN, and B's topic's ARN with its id.
+    fn subscription_spellings(&self) -> Vec<String> {
+        let id = self.subscription.rsplit(':').next().unwrap_or_default();
+        vec![
+            self.subscription.clone(),
+            format!("{}:{id}", self.attacker_topic),
+        ]
+    }
+}
+
+fn ok(a: &Answer, what: &str) {
+    assert!(
+        (200..300).contains(&a.status),
+        "{what}: {} {}",
+        a.status,
+        a.body
+    );
+}
+
+async fn setup(base: &str, port: u16) -> Victim {
+    let owner = Client { base, key: OWNER };
+    let attacker = Client {
+        base,
+        key: ATTACKER,
+    };
+    let url = |name: &str| format!("{base}/{A}/{name}");
+    let policy = json!({
+        "Version": "2012-10-17", "Id": "vsecret-policy",
+        "Statement": [{"Sid": "vsecretsid", "Effect": "Allow",
+            "Principal": {"AWS": format!("arn:aws:iam::{A}:root")},
+            "Action": "sqs:SendMessage", "Resource": qarn(A, "vq")}],
+    });
+    for (name, attrs) in [
+        ("vdlq", json!({})),
+        ("vdest", json!({})),
+        ("vmapq", json!({})),
+        (
+            "vq.fifo",
+            json!({"FifoQueue": "true", "ContentBasedDeduplication": "true"}),
+        ),
+        (
+            "vq",
+            json!({
+                "Policy": policy.to_string(),
+                "RedrivePolicy": json!({"deadLetterTargetArn": qarn(A, "vdlq"), "maxReceiveCount": 5}).to_string(),
+            }),
+        ),
+    ] {
+        let a = owner
+            .sqs_json(
+                "CreateQueue",
+                &json!({"QueueName": name, "Attributes": attrs, "tags": {"owner": "vsecret-tag"}}),
+            )
+            .await;
+        ok(&a, &format!("CreateQueue {name}"));
+    }
+    for i in 0..3 {
+        let a = owner
+            .sqs_json(
+                "SendMessage",
+                &json!({"QueueUrl": url("vq"), "MessageBody": format!("vsecret body {i}")}),
+            )
+            .await;
+        ok(&a, "SendMessage vq");
+    }
+    let a = owner
+        .sqs_json(
+            "ReceiveMessage",
+            &json!({"QueueUrl": url("vq"), "MaxNumberOfMessages": 1, "VisibilityTimeout": 3600}),
+        )
+        .await;
+    ok(&a, "ReceiveMessage vq");
+    let handle = a.json()["Messages"][0]["ReceiptHandle"]
+        .as_str()
+        .expect("a receipt handle")
+        .to_owned();
+    let a = owner
+        .sqs_json(
+            "SendMessage",
+            &json!({"QueueUrl": url("vq.fifo"), "MessageBody": "vsecret fifo", "MessageGroupId": "g"}),
+        )
+        .await;
+    ok(&a, "SendMessage vq.fifo");
+    let a = owner
+        .sqs_json(
+            "ReceiveMessage",
+            &json!({"QueueUrl": url("vq.fifo"), "MaxNumberOfMessages": 1, "VisibilityTimeout": 3600}),
+        )
+        .await;
+    let fifo_handle = a.json()["Messages"][0]["ReceiptHandle"]
+        .as_str()
+        .expect("a FIFO receipt handle")
+        .to_owned();
+    // A slow move task (1 message a second over 300) that is still running when the
+    // barrage ends.
+    for batch in 0..30 {
+        let entries: Vec<Value> = (0..10)
+            .map(|i| json!({"Id": format!("m{i}"), "MessageBody": format!("vsecret dlq {batch}-{i}")}))
+            .collect();
+        let a = owner
+            .sqs_json(
+                "SendMessageBatch",
+                &json!({"QueueUrl": url("vdlq"), "Entries": entries}),
+            )
+            .await;
+        ok(&a, "SendMessageBatch vdlq");
+    }
+    let a = owner
+        .sqs_json(
+            "StartMessageMoveTask",
+            &json!({"SourceArn": qarn(A, "vdlq"), "DestinationArn": qarn(A, "vdest"),
+                "MaxNumberOfMessagesPerSecond": 1}),
+        )
+        .await;
+    ok(&a, "StartMessageMoveTask");
+    let task_handle = a.json()["TaskHandle"].as_str().unwrap().to_owned();
+
+    let a = owner
+        .sns(
+            "CreateTopic",
+            &[
+                ("Name", "vt"),
+                ("Attributes.entry.1.key", "DisplayName"),
+                ("Attributes.entry.1.value", "vsecretname"),
+            ],
+        )
+        .await;
+    ok(&a, "CreateTopic vt");
+    let topic = a.xml("TopicArn").unwrap();
+    let vq_arn = qarn(A, "vq");
+    let a = owner
+        .sns(
+            "Subscribe",
+            &[
+                ("TopicArn", &topic),
+                ("Protocol", "sqs"),
+                ("Endpoint", &vq_arn),
+                ("ReturnSubscriptionArn", "true"),
+                ("Attributes.entry.1.key", "FilterPolicy"),
+                (
+                    "Attributes.entry.1.value",
+                    r#"{"owner": ["vsecret-filter"]}"#,
+                ),
+            ],
+        )
+        .await;
+    ok(&a, "Subscribe vt");
+    let subscription = a.xml("SubscriptionArn").unwrap();
+    let a = owner
+        .sns(
+            "TagResource",
+            &[
+                ("ResourceArn", &topic),
+                ("Tags.member.1.Key", "owner"),
+                ("Tags.member.1.Value", "vsecret-tag"),
+            ],
+        )
+        .await;
+    ok(&a, "TagResource vt");
+    let a = owner
+        .sns(
+            "CreatePlatformApplication",
+            &[
+                ("Name", "vapp"),
+                ("Platform", "GCM"),
+                ("Attributes.entry.1.key", "PlatformCredential"),
+                ("Attributes.entry.1.value", "vsecret-credential"),
+                ("Attributes.entry.2.key", "PlatformPrincipal"),
+                ("Attributes.entry.2.value", "vsecret-principal"),
+            ],
+        )
+        .await;
+    ok(&a, "CreatePlatformApplication");
+    let app = a.xml("PlatformApplicationArn").unwrap();
+    let a = owner
+        .sns(
+            "CreatePlatformEndpoint",
+            &[
+                ("PlatformApplicationArn", &app),
+                ("Token", "vsecret-token"),
+                ("CustomUserData", "vsecret-data"),
+            ],
+        )
+        .await;
+    ok(&a, "CreatePlatformEndpoint");
+    let endpoint = a.xml("EndpointArn").unwrap();
+    let a = owner
+        .sns(
+            "SetSMSAttributes",
+            &[
+                ("attributes.entry.1.key", "DefaultSenderID"),
+                ("attributes.entry.1.value", "VSECRET1"),
+            ],
+        )
+        .await;
+    ok(&a, "SetSMSAttributes");
+    let a = owner
+        .sns(
+            "Publish",
+            &[("PhoneNumber", "+15555550100"), ("Message", "vsecret sms")],
+        )
+        .await;
+    ok(&a, "Publish to a phone number");
+    let a = owner
+        .rest(
+            "lambda",
+            "POST",
+            "/2015-03-31/event-source-mappings/",
+            Some(&json!({"EventSourceArn": qarn(A, "vmapq"), "FunctionName": "vfunc", "Enabled": false})),
+        )
+        .await;
+    // Account A's own mapping on its own queue; a failure is reported by the suite.
+    let mapping = (200..300)
+        .contains(&a.status)
+        .then(|| a.json()["UUID"].as_str().unwrap_or_default().to_owned());
+
+    // B's own topic and queue, for the spellings that mix B's names with A's.
+    let a = attacker.sns("CreateTopic", &[("Name", "bt")]).await;
+    ok(&a, "CreateTopic bt");
+    let attacker_topic = a.xml("TopicArn").unwrap();
+    let a = attacker
+        .sqs_json("CreateQueue", &json!({"QueueName": "bq"}))
+        .await;
+    ok(&a, "CreateQueue bq");
+    Victim {
+        base: base.to_owned(),
+        port,
+        handle,
+        fifo_handle,
+        task_handle,
+        topic,
+        subscription,
+        app,
+        endpoint,
+        mapping,
+        attacker_topic,
+        attacker_queue_arn: qarn(B, "bq"),
+    }
+}
+
+/// Everything account A can read of its own, as text; the same before and after the barrage.
+async fn snapshot(v: &Victim) -> BTreeMap<String, String> {
+    let owner = Client {
+        base: &v.base,
+        key: OWNER,
+    };
+    let mut out = BTreeMap::new();
+    let a = owner.sqs_json("ListQueues", &json!({})).await;
+    out.insert("ListQueues".into(), a.body.clone());
+    for name in ["vq", "vq.fifo", "vdlq", "vdest", "vmapq"] {
+        let a = owner
+            .sqs_json(
+                "GetQueueAttributes",
+                &json!({"QueueUrl": v.url(name), "AttributeNames": ["All"]}),
+            )
+            .await;
+        let mut attrs = a.json()["Attributes"].clone();
+        if matches!(name, "vdlq" | "vdest") {
+            // The move task changes these as it runs.
+            if let Some(m) = attrs.as_object_mut() {
+                m.retain(|k, _| !k.starts_with("ApproximateNumberOfMessages"));
+            }
+        }
+        out.insert(format!("GetQueueAttributes {name}"), attrs.to_string());
+        let a = owner
+            .sqs_json("ListQueueTags", &json!({"QueueUrl": v.url(name)}))
+            .await;
+        out.insert(format!("ListQueueTags {name}"), a.body);
+    }
+    let a = owner
+        .sqs_json(
+            "ListMessageMoveTasks",
+            &json!({"SourceArn": qarn(A, "vdlq"), "MaxResults": 10}),
+        )
+        .await;
+    let cancelled = a.json()["Results"]
+        .as_array()
+        .map(|r| r.iter().filter(|t| t["Status"] == "CANCELLED").count());
+    out.insert(
+        "ListMessageMoveTasks cancelled".into(),
+        format!("{cancelled:?}"),
+    );
+    let list = |op: &'static str, params: Vec<(&'static str, String)>| {
+        let owner = &owner;
+        async move {
+            let params: Vec<(&str, &str)> = params.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            owner.sns(op, &params).await
+        }
+    };
+    let a = list("ListTopics", vec![]).await;
+    out.insert("ListTopics".into(), a.xml_all("TopicArn").join(","));
+    let a = list("GetTopicAttributes", vec![("TopicArn", v.topic.clone())]).await;
+    out.insert("GetTopicAttributes".into(), attributes_of(&a));
+    let a = list(
+        "ListSubscriptionsByTopic",
+        vec![("TopicArn", v.topic.clone())],
+    )
+    .await;
+    out.insert(
+        "ListSubscriptionsByTopic".into(),
+        a.xml_all("SubscriptionArn").join(","),
+    );
+    let a = list(
+        "GetSubscriptionAttributes",
+        vec![("SubscriptionArn", v.subscription.clone())],
+    )
+    .await;
+    out.insert("GetSubscriptionAttributes".into(), attributes_of(&a));
+    let a = list(
+        "ListTagsForResource",
+        vec![("ResourceArn", v.topic.clone())],
+    )
+    .await;
+    out.insert("ListTagsForResource".into(), a.xml_all("Value").join(","));
+    let a = list(
+        "GetDataProtectionPolicy",
+        vec![("ResourceArn", v.topic.clone())],
+    )
+    .await;
+    out.insert(
+        "GetDataProtectionPolicy".into(),
+        a.xml("DataProtectionPolicy").unwrap_or_default(),
+    );
+    let a = list("ListPlatformApplications", vec![]).await;
+    out.insert(
+        "ListPlatformApplications".into(),
+        a.xml_all("PlatformApplicationArn").join(","),
+    );
+    let a = list(
+        "GetPlatformApplicationAttributes",
+        vec![("PlatformApplicationArn", v.app.clone())],
+    )
+    .await;
+    out.insert("GetPlatformApplicationAttributes".into(), attributes_of(&a));
+    let a = list(
+        "ListEndpointsByPlatformApplication",
+        vec![("PlatformApplicationArn", v.app.clone())],
+    )
+    .await;
+    out.insert(
+        "ListEndpointsByPlatformApplication".into(),
+        a.xml_all("EndpointArn").join(","),
+    );
+    let a = list(
+        "GetEndpointAttributes",
+        vec![("EndpointArn", v.endpoint.clone())],
+    )
+    .await;
+    out.insert("GetEndpointAttributes".into(), attributes_of(&a));
+    let a = list("GetSMSAttributes", vec![]).await;
+    out.insert("GetSMSAttributes".into(), attributes_of(&a));
+    let a = owner
+        .rest("lambda", "GET", "/2015-03-31/event-source-mappings/", None)
+        .await;
+    let mut mappings: Vec<String> = a.json()["EventSourceMappings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|m| format!("{} {} {}", m["UUID"], m["EventSourceArn"], m["State"]))
+        .collect();
+    mappings.sort();
+    out.insert("ListEventSourceMappings".into(), mappings.join(","));
+    let a = owner.rest("sqs", "GET", "/_loft/sns/messages", None).await;
+    out.insert(
+        "recorded SNS messages".into(),
+        format!("{} {}", a.status, a.body.matches("vsecret sms").count()),
+    );
+    out
+}
+
+/// The `<entry><key>K</key><value>V</value></entry>` pairs of an SNS answer, sorted.
+fn attributes_of(a: &Answer) -> String {
+    let keys = a.xml_all("key");
+    let values = a.xml_all("value");
+    let mut pairs: Vec<String> = keys
+        .into_iter()
+        .zip(values)
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    pairs.sort();
+    format!("{} {}", a.status, pairs.join(";"))
+}
+
+// ---------------------------------------------------------------------------------------
+// Request generation from the operation tables.
+
+/// The values a member of an attack takes, by member name: several for the members that
+/// name A's resources (one request each), one for the rest. `None` for a member the suite
+/// has no value for (a required one fails the suite).
+fn sqs_values(v: &Victim, _op: &str, member: &str) -> Option<Vec<Value>> {
+    let one = |x: Value| Some(vec![x]);
+    match member {
+        "QueueUrl" => Some(
+            v.url_spellings("vq")
+                .into_iter()
+                .chain(v.url_spellings("vq.fifo").into_iter().take(1))
+                .map(Value::from)
+                .collect(),
+        ),
+        "QueueName" => one(json!("vq")),
+        "QueueOwnerAWSAccountId" => one(json!(A)),
+        "ReceiptHandle" => Some(vec![json!(v.handle), json!(v.fifo_handle)]),
+        "SourceArn" => Some(vec![json!(qarn(A, "vdlq")), json!(qarn(A, "vq"))]),
+        "DestinationArn" => one(json!(qarn(B, "bq"))),
+        "TaskHandle" => one(json!(v.task_handle)),
+        "MessageBody" => one(json!("attack")),
+        "MessageGroupId" => one(json!("g")),
+        "MessageDeduplicationId" => one(json!("attack")),
+        "Id" => one(json!("e1")),
+        "Label" => one(json!("attack")),
+        "AWSAccountIds" => one(json!([B])),
+        "Actions" => one(json!(["SendMessage"])),
+        "Attributes" => one(json!({"VisibilityTimeout": "7"})),
+        "AttributeNames" | "MessageAttributeNames" | "MessageSystemAttributeNames" => {
+            one(json!(["All"]))
+        }
+        "Tags" | "tags" => one(json!({"attack": "1"})),
+        "TagKeys" => one(json!(["owner"])),
+        "VisibilityTimeout" => one(json!(0)),
+        "MaxNumberOfMessages" => one(json!(10)),
+        "WaitTimeSeconds" => one(json!(0)),
+        "MaxResults" => one(json!(10)),
+        "MaxNumberOfMessagesPerSecond" => one(json!(10)),
+        _ => None,
+    }
+}
+
+/// The inputs of one operation: a base input with each member's first value, then one
+/// input per further value of each member.
+fn inputs(
+    op: &str,
+    members: &[Member],
+    values: &dyn Fn(&str, &str) -> Option<Vec<Value>>,
+    missing: &mut Vec<String>,
+) -> Vec<Map<String, Value>> {
+    let mut base = Map::new();
+    let mut variants: Vec<(&str, Vec<Value>)> = Vec::new();
+    for m in members {
+        let vals = match (m.kind, values(op, m.name)) {
+            (_, Some(vals)) => vals,
+            (Kind::List(Kind::Structure(inner)), None) if m.required => {
+                let entries = inputs(op, inner, values, missing);
+                entries
+                    .into_iter()
+                    .map(|e| Value::Array(vec![Value::Object(e)]))
+                    .collect()
+            }
+            (_, None) if m.required => {
+                missing.push(format!("{op}.{}", m.name));
+                continue;
+            }
+            (_, None) => continue,
+        };
+        let mut vals = vals.into_iter();
+        if let Some(first) = vals.next() {
+            base.insert(m.name.to_owned(), first);
+        }
+        variants.push((m.name, vals.collect()));
+    }
+    let mut out = vec![base.clone()];
+    for (name, rest) in variants {
+        for value in rest {
+            let mut input = base.clone();
+            input.insert(name.to_owned(), value);
+            out.push(input);
+        }
+    }
+    out
+}
+
+/// Query parameters of an SQS input (flattened lists and maps, the members' Query names).
+fn sqs_query_pairs(
+    members: &[Member],
+    input: &Map<String, Value>,
+    prefix: &str,
+) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for (name, value) in input {
+        let (query, kind) = members
+            .iter()
+            .find(|m| m.name == name)
+            .map_or((name.as_str(), &Kind::String), |m| (m.query, m.kind));
+        query_value(kind, &format!("{prefix}{query}"), value, false, &mut out);
+    }
+    out
+}
+
+/// SNS Query parameters of an input (`member` lists, `entry` maps).
+fn sns_query_pairs(
+    members: &[Member],
+    input: &Map<String, Value>,
+    prefix: &str,
+) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for (name, value) in input {
+        let kind = members
+            .iter()
+            .find(|m| m.name == name)
+            .map_or(&Kind::String, |m| m.kind);
+        query_value(kind, &format!("{prefix}{name}"), value, true, &mut out);
+    }
+    out
+}
+
+fn query_value(kind: &Kind, name: &str, value: &Value, sns: bool, out: &mut Vec<(String, String)>) {
+    match (kind, value) {
+        (Kind::List(item), Value::Array(items)) => {
+            for (i, v) in items.iter().enumerate() {
+                let n = if sns {
+                    format!("{name}.member.{}", i + 1)
+                } else {
+                    format!("{name}.{}", i + 1)
+                };
+                query_value(item, &n, v, sns, out);
+            }
+        }
+        (Kind::Map { key, value, of }, Value::Object(map)) => {
+            for (i, (k, v)) in map.iter().enumerate() {
+                let n = if sns {
+                    format!("{name}.entry.{}", i + 1)
+                } else {
+                    format!("{name}.{}", i + 1)
+                };
+                out.push((format!("{n}.{key}"), k.clone()));
+                query_value(of, &format!("{n}.{value}"), v, sns, out);
+            }
+        }
+        (Kind::Structure(members), Value::Object(obj)) => {
+            let inner = if sns {
+                sns_query_pairs(members, obj, &format!("{name}."))
+            } else {
+                sqs_query_pairs(members, obj, &format!("{name}."))
+            };
+            out.extend(inner);
+        }
+        (_, Value::String(s)) => out.push((name.to_owned(), s.clone())),
+        (_, other) => out.push((name.to_owned(), other.to_string())),
+    }
+}
+
+fn sns_values(v: &Victim, op: &str, member: &str) -> Option<Vec<Value>> {
+    let one = |x: &str| Some(vec![json!(x)]);
+    match (op, member) {
+        (_, "TopicArn") => Some(vec![
+            json!(v.topic),
+            json!(v.topic.replace("us-east-1", "us-west-2")),
+        ]),
+        (_, "SubscriptionArn") => Some(
+            v.subscription_spellings()
+                .into_iter()
+                .map(Value::from)
+                .collect(),
+        ),
+        (_, "ResourceArn") => Some(vec![json!(v.topic), json!(qarn(A, "vq"))]),
+        (_, "PlatformApplicationArn") => one(&v.app),
+        (_, "EndpointArn") => one(&v.endpoint),
+        (_, "TargetArn") => Some(vec![json!(v.endpoint), json!(v.topic)]),
+        ("CreatePlatformApplication", "Attributes") => Some(vec![json!({
+            "PlatformCredential": "attack", "PlatformPrincipal": "attack"
+        })]),
+        ("CreatePlatformApplication", "Name") => one("vapp"),
+        ("CreatePlatformApplication", "Platform") => one("GCM"),
+        ("SetEndpointAttributes", "Attributes") => Some(vec![json!({"Enabled": "false"})]),
+        ("SetPlatformApplicationAttributes", "Attributes") => {
+            Some(vec![json!({"Enabled": "false"})])
+        }
+        ("SetSMSAttributes", "attributes") => Some(vec![json!({"DefaultSenderID": "ATTACK1"})]),
+        ("CreatePlatformEndpoint", "Token") => one("attack-token"),
+        (_, "Token") => one("0123456789abcdef0123456789abcdef"),
+        ("SetTopicAttributes", "AttributeName") => one("DisplayName"),
+        ("SetTopicAttributes", "AttributeValue") => one("attack"),
+        ("SetSubscriptionAttributes", "AttributeName") => one("FilterPolicy"),
+        ("SetSubscriptionAttributes", "AttributeValue") => one(r#"{"attack": ["1"]}"#),
+        (_, "Name") => one("vt"),
+        (_, "Protocol") => one("sqs"),
+        (_, "Endpoint") => one(&v.attacker_queue_arn),
+        (_, "ReturnSubscriptionArn") => Some(vec![json!(true)]),
+        (_, "Message") => one("attack"),
+        (_, "Subject") => one("attack"),
+        (_, "PhoneNumber" | "phoneNumber") => one("+15555550100"),
+        (_, "OneTimePassword") => one("123456"),
+        (_, "LanguageCode") => one("en-US"),
+        (_, "Label") => one("attack"),
+        (_, "AWSAccountId") => Some(vec![json!([B])]),
+        (_, "ActionName") => Some(vec![json!(["Publish"])]),
+        (_, "Tags") => Some(vec![json!([{"Key": "attack", "Value": "1"}])]),
+        (_, "TagKeys") => Some(vec![json!(["owner"])]),
+        (_, "Id") => one("e1"),
+        (_, "DataProtectionPolicy") => one(
+            r#"{"Name": "p", "Version": "2021-06-01", "Statement": [{"DataDirection": "Inbound", "Principal": ["*"], "DataIdentifier": ["arn:aws:dataprotection::aws:data-identifier/EmailAddress"], "Operation": {"Deny": {}}}]}"#,
+        ),
+        _ => None,
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The barrage.
+
+/// What the barrage found.
+#[derive(Default)]
+struct Tally {
+    requests: usize,
+    refused: usize,
+    answered: usize,
+    doors: Vec<String>,
+}
+
+impl Tally {
+    /// Judges one answer to `who` for `what`.
+    fn judge(&mut self, who: Key, what: &str, a: &Answer) {
+        self.requests += 1;
+        let denied = who.0 == DENIED.0;
+        if a.status >= 500 {
+            self.doors.push(format!("{what}: {} {}", a.status, a.body));
+        } else if denied && a.status < 400 {
+            self.doors.push(format!(
+                "{what} (denied identity): {} {}",
+                a.status,
+                trim(&a.body)
+            ));
+        } else if a.body.to_ascii_lowercase().contains(MARK) {
+            self.doors
+                .push(format!("{what}: leaked A's data: {}", trim(&a.body)));
+        } else if a.status >= 400 {
+            self.refused += 1;
+        } else {
+            self.answered += 1;
+        }
+    }
+}
+
+fn trim(s: &str) -> String {
+    s.chars().take(300).collect()
+}
+
+async fn barrage(v: &Victim, who: Key, tally: &mut Tally) {
+    let c = Client {
+        base: &v.base,
+        key: who,
+    };
+    let mut missing = Vec::new();
+    let sqs_values = |op: &str, m: &str| sqs_values(v, op, m);
+    for op in loft_server::aws::sqs::types::OPERATIONS {
+        for input in inputs(op.name, op.input, &sqs_values, &mut missing) {
+            let what = format!("SQS JSON {} {}", op.name, Value::Object(input.clone()));
+            let a = c.sqs_json(op.name, &Value::Object(input.clone())).await;
+            tally.judge(who, &what, &a);
+            let mut pairs = vec![
+                ("Action".to_owned(), op.name.to_owned()),
+                ("Version".to_owned(), "2012-11-05".to_owned()),
+            ];
+            pairs.extend(sqs_query_pairs(op.input, &input, ""));
+            let a = c.query("sqs", &format!("{}/", v.base), &pairs).await;
+            tally.judge(who, &format!("SQS Query {} {pairs:?}", op.name), &a);
+            // The queue URL's own path, with QueueUrl left out.
+            if let Some(Value::String(url)) = input.get("QueueUrl") {
+                if url.starts_with(&v.base) {
+                    let path: Vec<_> = pairs
+                        .iter()
+                        .filter(|(k, _)| k != "QueueUrl")
+                        .cloned()
+                        .collect();
+                    let a = c.query("sqs", url, &path).await;
+                    tally.judge(who, &format!("SQS Query at {url} {path:?}"), &a);
+                }
+            }
+        }
+    }
+    let sns_values = |op: &str, m: &str| sns_values(v, op, m);
+    for op in loft_server::aws::sns::types::OPERATIONS {
+        for input in inputs(op.name, op.input, &sns_values, &mut missing) {
+            let mut pairs = vec![
+                ("Action".to_owned(), op.name.to_owned()),
+                ("Version".to_owned(), "2010-03-31".to_owned()),
+            ];
+            pairs.extend(sns_query_pairs(op.input, &input, ""));
+            let a = c.query("sns", &format!("{}/", v.base), &pairs).await;
+            tally.judge(who, &format!("SNS {} {pairs:?}", op.name), &a);
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "the suite has no value for these required members (add them to sqs_values/sns_values): {missing:?}"
+    );
+    // The Lambda API.
+    let mapping = v
+        .mapping
+        .clone()
+        .unwrap_or_else(|| "00000000-0000-0000-0000-000000000000".into());
+    let esm = "/2015-03-31/event-source-mappings";
+    let lambda: Vec<(&str, String, Option<Value>)> = vec![
+        ("GET", format!("{esm}/"), None),
+        (
+            "GET",
+            format!("{esm}/?EventSourceArn={}", qarn(A, "vmapq")),
+            None,
+        ),
+        ("GET", format!("{esm}/{mapping}"), None),
+        (
+            "PUT",
+            format!("{esm}/{mapping}"),
+            Some(json!({"Enabled": true})),
+        ),
+        ("DELETE", format!("{esm}/{mapping}"), None),
+        (
+            "POST",
+            format!("{esm}/"),
+            Some(json!({"EventSourceArn": qarn(A, "vmapq"), "FunctionName": "vfunc"})),
+        ),
+        (
+            "POST",
+            format!("{esm}/"),
+            Some(
+                json!({"EventSourceArn": qarn(A, "vmapq"), "FunctionName": format!("arn:aws:lambda:us-east-1:{A}:function:vfunc")}),
+            ),
+        ),
+        ("GET", "/2015-03-31/functions/".into(), None),
+        ("GET", "/2015-03-31/functions/vfunc".into(), None),
+        (
+            "GET",
+            format!("/2015-03-31/functions/arn:aws:lambda:us-east-1:{A}:function:vfunc"),
+            None,
+        ),
+    ];
+    for (method, path, body) in lambda {
+        let a = c.rest("lambda", method, &path, body.as_ref()).await;
+        tally.judge(who, &format!("Lambda {method} {path}"), &a);
+    }
+    // Every other route, as the seeds' API and the console are called (signed).
+    let topic_q: String = form_urlencoded::byte_serialize(v.topic.as_bytes()).collect();
+    let routes: Vec<(&str, String, Option<Value>)> = vec![
+        ("GET", "/queues".into(), None),
+        ("POST", "/queues/vq".into(), None),
+        (
+            "POST",
+            "/queues/vq/messages".into(),
+            Some(json!({"body": "attack"})),
+        ),
+        ("GET", "/queues/vq/messages".into(), None),
+        ("DELETE", "/queues/vq/messages/1".into(), None),
+        ("GET", "/topics".into(), None),
+        ("POST", "/topics/vt".into(), None),
+        (
+            "POST",
+            "/topics/vt/subscribe".into(),
+            Some(json!({"url": "http://127.0.0.1:9/"})),
+        ),
+        (
+            "POST",
+            "/topics/vt/publish".into(),
+            Some(json!({"message": "attack"})),
+        ),
+        ("GET", "/_loft/queues".into(), None),
+        ("GET", "/_loft/queues/vq/messages".into(), None),
+        (
+            "POST",
+            "/_loft/queues/vq/messages".into(),
+            Some(json!({"body": "attack"})),
+        ),
+        ("POST", "/_loft/queues/vq/purge".into(), None),
+        ("POST", "/_loft/queues/vdlq/redrive".into(), None),
+        ("GET", "/_loft/topics".into(), None),
+        ("GET", "/_loft/mappings".into(), None),
+        ("GET", "/_loft/sns/messages".into(), None),
+        (
+            "GET",
+            format!("/_loft/sns/messages?topic_arn={topic_q}"),
+            None,
+        ),
+        (
+            "DELETE",
+            format!("/_loft/sns/messages?topic_arn={topic_q}"),
+            None,
+        ),
+        ("DELETE", "/_loft/sns/messages".into(), None),
+    ];
+    for (method, path, body) in routes {
+        let a = c.rest("sqs", method, &path, body.as_ref()).await;
+        tally.judge(who, &format!("route {method} {path}"), &a);
+    }
+}
+
+async fn hostile(engine: &str, extra: &[&str]) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("hostile.toml");
+    std::fs::write(&path, config("http://127.0.0.1:9/")).expect("write config");
+    let mut args = vec!["--config", path.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    let loft = Loft::start(&args, &[]);
+    let port: u16 = loft.url.rsplit(':').next().unwrap().parse().unwrap();
+    let v = setup(&loft.url, port).await;
+    let before = snapshot(&v).await;
+    let mut tally = Tally::default();
+    if v.mapping.is_none() {
+        tally
+            .doors
+            .push("account A could not create an event source mapping on its own queue".into());
+    }
+    barrage(&v, ATTACKER, &mut tally).await;
+    barrage(&v, DENIED, &mut tally).await;
+    let after = snapshot(&v).await;
+    for (k, b) in &before {
+        let a = after.get(k).cloned().unwrap_or_default();
+        if &a != b {
+            tally
+                .doors
+                .push(format!("A's {k} changed:\n  before: {b}\n  after:  {a}"));
+        }
+    }
+    println!(
+        "hostile[{engine}]: {} requests, {} refused, {} answered 2xx, {} doors",
+        tally.requests,
+        tally.refused,
+        tally.answered,
+        tally.doors.len()
+    );
+    let mut report = String::new();
+    for d in &tally.doors {
+        let _ = writeln!(report, "- {d}");
+    }
+    assert!(tally.doors.is_empty(), "doors found on {engine}:\n{report}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_account_gets_nothing_of_a_on_sqlite() {
+    hostile("sqlite", &[]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_account_gets_nothing_of_a_on_postgres() {
+    let Some(url) = std::env::var("LOFT_TEST_DATABASE_URL")
+        .ok()
+        .filter(|u| !u.is_empty())
+    else {
+        crate::skips::postgres().skip("hostile::another_account_gets_nothing_of_a_on_postgres");
+        return;
+    };
+    let schema = format!(
+        "loft_hostile_{:x}",
+        SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    );
+    loft_store::PgStore::create_schema(&url, &schema)
+        .await
+        .expect("connect to LOFT_TEST_DATABASE_URL");
+    let sep = if url.contains('?') { '&' } else { '?' };
+    let node_url = format!("{url}{sep}options=-c%20search_path%3D{schema}");
+    hostile("postgres", &["--database-url", &node_url]).await;
+}
