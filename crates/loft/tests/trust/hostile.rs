@@ -507,75 +507,75 @@ async fn snapshot(v: &Victim) -> BTreeMap<String, String> {
         "ListMessageMoveTasks cancelled".into(),
         format!("{cancelled:?}"),
     );
-    let list = |op: &'static str, params: Vec<(&'static str, String)>| {
-        let owner = &owner;
-        async move {
-            let params: Vec<(&str, &str)> = params.iter().map(|(k, v)| (*k, v.as_str())).collect();
-            owner.sns(op, &params).await
-        }
-    };
-    let a = list("ListTopics", vec![]).await;
-    out.insert("ListTopics".into(), a.xml_all("TopicArn").join(","));
-    let a = list("GetTopicAttributes", vec![("TopicArn", v.topic.clone())]).await;
-    out.insert("GetTopicAttributes".into(), attributes_of(&a));
-    let a = list(
-        "ListSubscriptionsByTopic",
-        vec![("TopicArn", v.topic.clone())],
-    )
-    .await;
-    out.insert(
-        "ListSubscriptionsByTopic".into(),
-        a.xml_all("SubscriptionArn").join(","),
-    );
-    let a = list(
-        "GetSubscriptionAttributes",
-        vec![("SubscriptionArn", v.subscription.clone())],
-    )
-    .await;
-    out.insert("GetSubscriptionAttributes".into(), attributes_of(&a));
-    let a = list(
-        "ListTagsForResource",
-        vec![("ResourceArn", v.topic.clone())],
-    )
-    .await;
-    out.insert("ListTagsForResource".into(), a.xml_all("Value").join(","));
-    let a = list(
-        "GetDataProtectionPolicy",
-        vec![("ResourceArn", v.topic.clone())],
-    )
-    .await;
-    out.insert(
-        "GetDataProtectionPolicy".into(),
-        a.xml("DataProtectionPolicy").unwrap_or_default(),
-    );
-    let a = list("ListPlatformApplications", vec![]).await;
-    out.insert(
-        "ListPlatformApplications".into(),
-        a.xml_all("PlatformApplicationArn").join(","),
-    );
-    let a = list(
-        "GetPlatformApplicationAttributes",
-        vec![("PlatformApplicationArn", v.app.clone())],
-    )
-    .await;
-    out.insert("GetPlatformApplicationAttributes".into(), attributes_of(&a));
-    let a = list(
-        "ListEndpointsByPlatformApplication",
-        vec![("PlatformApplicationArn", v.app.clone())],
-    )
-    .await;
-    out.insert(
-        "ListEndpointsByPlatformApplication".into(),
-        a.xml_all("EndpointArn").join(","),
-    );
-    let a = list(
-        "GetEndpointAttributes",
-        vec![("EndpointArn", v.endpoint.clone())],
-    )
-    .await;
-    out.insert("GetEndpointAttributes".into(), attributes_of(&a));
-    let a = list("GetSMSAttributes", vec![]).await;
-    out.insert("GetSMSAttributes".into(), attributes_of(&a));
+    // Each SNS read of A's: (operation, parameter, value, what of the answer is kept).
+    let reads: [(&str, &str, &str, Pick); 13] = [
+        ("ListTopics", "", "", Pick::All("TopicArn")),
+        ("GetTopicAttributes", "TopicArn", &v.topic, Pick::Attributes),
+        (
+            "ListSubscriptionsByTopic",
+            "TopicArn",
+            &v.topic,
+            Pick::All("SubscriptionArn"),
+        ),
+        (
+            "GetSubscriptionAttributes",
+            "SubscriptionArn",
+            &v.subscription,
+            Pick::Attributes,
+        ),
+        (
+            "ListTagsForResource",
+            "ResourceArn",
+            &v.topic,
+            Pick::All("Value"),
+        ),
+        (
+            "GetDataProtectionPolicy",
+            "ResourceArn",
+            &v.topic,
+            Pick::All("DataProtectionPolicy"),
+        ),
+        (
+            "ListPlatformApplications",
+            "",
+            "",
+            Pick::All("PlatformApplicationArn"),
+        ),
+        (
+            "GetPlatformApplicationAttributes",
+            "PlatformApplicationArn",
+            &v.app,
+            Pick::Attributes,
+        ),
+        (
+            "ListEndpointsByPlatformApplication",
+            "PlatformApplicationArn",
+            &v.app,
+            Pick::All("EndpointArn"),
+        ),
+        (
+            "GetEndpointAttributes",
+            "EndpointArn",
+            &v.endpoint,
+            Pick::Attributes,
+        ),
+        ("GetSMSAttributes", "", "", Pick::Attributes),
+        ("ListSubscriptions", "", "", Pick::All("SubscriptionArn")),
+        ("ListPhoneNumbersOptedOut", "", "", Pick::All("member")),
+    ];
+    for (op, param, value, pick) in reads {
+        let params: &[(&str, &str)] = if param.is_empty() {
+            &[]
+        } else {
+            &[(param, value)]
+        };
+        let a = owner.sns(op, params).await;
+        let kept = match pick {
+            Pick::All(element) => a.xml_all(element).join(","),
+            Pick::Attributes => attributes_of(&a),
+        };
+        out.insert(op.to_owned(), kept);
+    }
     let a = owner
         .rest("lambda", "GET", "/2015-03-31/event-source-mappings/", None)
         .await;
@@ -593,6 +593,15 @@ async fn snapshot(v: &Victim) -> BTreeMap<String, String> {
         format!("{} {}", a.status, a.body.matches("vsecret sms").count()),
     );
     out
+}
+
+/// What a snapshot keeps of an SNS answer.
+#[derive(Clone, Copy)]
+enum Pick {
+    /// Every `<element>`'s text.
+    All(&'static str),
+    /// The `key=value` attribute pairs ([`attributes_of`]).
+    Attributes,
 }
 
 /// The `<entry><key>K</key><value>V</value></entry>` pairs of an SNS answer, sorted.
@@ -1017,6 +1026,23 @@ async fn hostile(engine: &str, extra: &[&str]) {
     let port: u16 = loft.url.rsplit(':').next().unwrap().parse().unwrap();
     let v = setup(&loft.url, port).await;
     let before = snapshot(&v).await;
+    // The snapshot sees what A made (else an unchanged snapshot would prove nothing).
+    for (key, needle) in [
+        ("ListSubscriptionsByTopic", v.subscription.as_str()),
+        ("GetSubscriptionAttributes", "vsecret-filter"),
+        ("GetTopicAttributes", "vsecretname"),
+        ("ListEndpointsByPlatformApplication", v.endpoint.as_str()),
+        ("GetSMSAttributes", "VSECRET1"),
+        ("ListQueueTags vq", "vsecret-tag"),
+        (
+            "GetQueueAttributes vq",
+            "ApproximateNumberOfMessagesNotVisible\":\"1",
+        ),
+        ("recorded SNS messages", "200 1"),
+    ] {
+        let seen = before.get(key).map(String::as_str).unwrap_or_default();
+        assert!(seen.contains(needle), "A's snapshot {key}: {seen}");
+    }
     let mut tally = Tally::default();
     if v.mapping.is_none() {
         tally
