@@ -331,7 +331,7 @@ async fn sns_subscription_links_work_unsigned_but_other_sns_calls_do_not() {
     let loft = Loft::signed(&[]);
     let c = http();
     // ConfirmSubscription from a SubscribeURL: no signature, reaches the service (which
-    // answers about the topic, not about authentication).
+    // answers about the token nobody holds, not about authentication).
     let confirm = c
         .get(format!(
             "{}/?Action=ConfirmSubscription&TopicArn=arn:aws:sns:us-east-1:000000000000:nope&Token=abc",
@@ -342,7 +342,10 @@ async fn sns_subscription_links_work_unsigned_but_other_sns_calls_do_not() {
         .unwrap();
     let text = confirm.text().await.unwrap();
     assert!(!text.contains("MissingAuthenticationToken"), "{text}");
-    assert!(text.contains("<Code>NotFound</Code>"), "{text}");
+    assert!(
+        text.contains("<Code>InvalidParameter</Code>") && text.contains("Token"),
+        "{text}"
+    );
     let list = c
         .get(format!(
             "{}/?Action=ListTopics&Version=2010-03-31",
