@@ -192,8 +192,8 @@ fn expired_handle(handle: &str) -> Error {
     ))
 }
 
-/// The error for a ChangeMessageVisibility whose (genuine) handle no longer holds its
-/// message on a standard queue: the message was deleted, or received again since (AWS's
+/// The error for a ChangeMessageVisibility whose (genuine) handle's message is gone from a
+/// standard queue (deleted; a later receive does not make a genuine handle stale there) (AWS's
 /// answer, as LocalStack's AWS-validated test
 /// `test_change_visibility_on_deleted_message_raises_invalid_parameter_value` records it).
 fn not_available_for_change(handle: &str) -> Error {
@@ -888,12 +888,13 @@ impl Service {
     }
 
     /// ChangeMessageVisibility: the message becomes visible `visibility_timeout` seconds
-    /// from now (0 makes it visible at once). Only the handle of the message's latest
-    /// receive changes it, on both queue kinds.
+    /// from now (0 makes it visible at once). On a FIFO queue only the handle of the
+    /// message's latest receive changes it; on a standard queue any handle Loft issued for
+    /// the message does (AWS's recorded answer), a legacy one only if it is the latest.
     ///
     /// Errors: `QueueDoesNotExist`, `ReceiptHandleIsInvalid` (a handle Loft did not sign,
     /// or a legacy one that is not its message's latest receive), `InvalidParameterValue`
-    /// (range; the message was deleted or received again since: "Message does not exist or
+    /// (range; the message was deleted: "Message does not exist or
     /// is not available for visibility timeout change", or on a FIFO queue "The receipt
     /// handle has expired"), `MessageNotInflight`.
     pub async fn change_visibility(
@@ -917,12 +918,18 @@ impl Service {
         check_range("VisibilityTimeout", visibility_timeout, 0, 43_200)?;
         let now = self.now_ms();
         let fifo = QueueConfig::from_attributes(&queue.attributes).fifo;
+        // On a standard queue a genuine (signed) handle of an earlier receive still changes
+        // the message's visibility: AWS's recorded answer (LocalStack's aws.validated
+        // `test_terminate_visibility_timeout_after_receive`: a handle from a receive with
+        // VisibilityTimeout 0, then a second receive, then ChangeMessageVisibility(0) with
+        // the first handle succeeds). A FIFO handle and a legacy handle must be current.
+        let token = (fifo || issued == Issued::Legacy).then_some(receipt.token);
         let change = self
             .store
             .change_visibility(
                 queue.id,
                 receipt.seq,
-                Some(receipt.token),
+                token,
                 now,
                 now + visibility_timeout * 1000,
                 MAX_HIDDEN_MS,
