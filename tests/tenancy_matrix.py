@@ -123,7 +123,8 @@ def setup_a_creates_a_platform_application_and_endpoint():
     sns = m.ctx.sns("a")
     app = sns.create_platform_application(
         Name=m.name("a-app"), Platform="GCM",
-        Attributes={"PlatformCredential": "a-server-key"})["PlatformApplicationArn"]
+        Attributes={"PlatformPrincipal": "a-principal",
+                    "PlatformCredential": "a-server-key"})["PlatformApplicationArn"]
     assert f":{A}:app/GCM/" in app, app
     STATE["a_app"] = app
     STATE["a_endpoint"] = sns.create_platform_endpoint(
