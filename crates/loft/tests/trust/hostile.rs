@@ -179,6 +179,13 @@ impl Client<'_> {
         self.query("sns", &format!("{}/", self.base), &pairs).await
     }
 
+    /// [`Client::sns`], which must succeed (setup steps).
+    async fn sns_ok(&self, op: &str, params: &[(&str, &str)]) -> Answer {
+        let a = self.sns(op, params).await;
+        ok(&a, op);
+        a
+    }
+
     async fn rest(&self, service: &str, method: &str, path: &str, body: Option<&Value>) -> Answer {
         let url = format!("{}{path}", self.base);
         let body = body.map(|b| b.to_string()).unwrap_or_default();
@@ -343,7 +350,7 @@ async fn setup(base: &str, port: u16) -> Victim {
     let task_handle = a.json()["TaskHandle"].as_str().unwrap().to_owned();
 
     let a = owner
-        .sns(
+        .sns_ok(
             "CreateTopic",
             &[
                 ("Name", "vt"),
@@ -352,11 +359,10 @@ async fn setup(base: &str, port: u16) -> Victim {
             ],
         )
         .await;
-    ok(&a, "CreateTopic vt");
     let topic = a.xml("TopicArn").unwrap();
     let vq_arn = qarn(A, "vq");
     let a = owner
-        .sns(
+        .sns_ok(
             "Subscribe",
             &[
                 ("TopicArn", &topic),
@@ -371,10 +377,9 @@ async fn setup(base: &str, port: u16) -> Victim {
             ],
         )
         .await;
-    ok(&a, "Subscribe vt");
     let subscription = a.xml("SubscriptionArn").unwrap();
-    let a = owner
-        .sns(
+    owner
+        .sns_ok(
             "TagResource",
             &[
                 ("ResourceArn", &topic),
@@ -383,9 +388,8 @@ async fn setup(base: &str, port: u16) -> Victim {
             ],
         )
         .await;
-    ok(&a, "TagResource vt");
     let a = owner
-        .sns(
+        .sns_ok(
             "CreatePlatformApplication",
             &[
                 ("Name", "vapp"),
@@ -397,10 +401,9 @@ async fn setup(base: &str, port: u16) -> Victim {
             ],
         )
         .await;
-    ok(&a, "CreatePlatformApplication");
     let app = a.xml("PlatformApplicationArn").unwrap();
     let a = owner
-        .sns(
+        .sns_ok(
             "CreatePlatformEndpoint",
             &[
                 ("PlatformApplicationArn", &app),
@@ -409,10 +412,9 @@ async fn setup(base: &str, port: u16) -> Victim {
             ],
         )
         .await;
-    ok(&a, "CreatePlatformEndpoint");
     let endpoint = a.xml("EndpointArn").unwrap();
-    let a = owner
-        .sns(
+    owner
+        .sns_ok(
             "SetSMSAttributes",
             &[
                 ("attributes.entry.1.key", "DefaultSenderID"),
@@ -420,14 +422,12 @@ async fn setup(base: &str, port: u16) -> Victim {
             ],
         )
         .await;
-    ok(&a, "SetSMSAttributes");
-    let a = owner
-        .sns(
+    owner
+        .sns_ok(
             "Publish",
             &[("PhoneNumber", "+15555550100"), ("Message", "vsecret sms")],
         )
         .await;
-    ok(&a, "Publish to a phone number");
     let a = owner
         .rest(
             "lambda",
@@ -442,8 +442,7 @@ async fn setup(base: &str, port: u16) -> Victim {
         .then(|| a.json()["UUID"].as_str().unwrap_or_default().to_owned());
 
     // B's own topic and queue, for the spellings that mix B's names with A's.
-    let a = attacker.sns("CreateTopic", &[("Name", "bt")]).await;
-    ok(&a, "CreateTopic bt");
+    let a = attacker.sns_ok("CreateTopic", &[("Name", "bt")]).await;
     let attacker_topic = a.xml("TopicArn").unwrap();
     let a = attacker
         .sqs_json("CreateQueue", &json!({"QueueName": "bq"}))
