@@ -22,6 +22,8 @@ use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::str::FromStr;
 
+use crate::cidr::{self, IpNet};
+
 /// Ranges every policy denies unless explicitly allowed: IPv4 and IPv6 link-local (where
 /// the AWS, Azure, GCP, OCI and DigitalOcean metadata services live), AWS's IPv6 metadata
 /// address, Alibaba Cloud's metadata address, and the unspecified "this host" addresses
@@ -48,12 +50,10 @@ pub const PRIVATE_RANGES: &[&str] = &[
     "fc00::/7",
 ];
 
-/// An IP range: an address and a prefix length (`10.0.0.0/8`, `fe80::/10`).
+/// An IP range: an address and a prefix length (`10.0.0.0/8`, `fe80::/10`), written
+/// without host bits (see [`crate::cidr`], which parses and matches it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Cidr {
-    addr: IpAddr,
-    prefix: u8,
-}
+pub struct Cidr(IpNet);
 
 /// Why a CIDR string did not parse.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,81 +74,37 @@ impl FromStr for Cidr {
     /// prefix are an error (`10.0.0.1/8`), so a typo does not silently widen a range.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let s = s.trim();
-        let (addr, prefix) = match s.split_once('/') {
-            Some((a, p)) => (a, Some(p)),
-            None => (s, None),
-        };
-        let addr: IpAddr = addr
-            .parse()
-            .map_err(|_| CidrError(format!("{s:?} is not an IP address or CIDR range")))?;
-        let max = if addr.is_ipv4() { 32 } else { 128 };
-        let prefix = match prefix {
-            None => max,
-            Some(p) => p
-                .parse::<u8>()
-                .ok()
-                .filter(|p| *p <= max)
-                .ok_or_else(|| CidrError(format!("{s:?}: the prefix must be 0 to {max}")))?,
-        };
-        let cidr = Cidr { addr, prefix };
-        if cidr.network() != addr {
+        let net = cidr::parse(s).ok_or_else(|| {
+            CidrError(format!(
+                "{s:?} is not an IP address or CIDR range (ADDRESS/PREFIX, the prefix 0 to 32 for IPv4, 0 to 128 for IPv6)"
+            ))
+        })?;
+        if cidr::has_host_bits(&net) {
             return Err(CidrError(format!(
                 "{s:?} has host bits set; the range is {}",
-                Cidr {
-                    addr: cidr.network(),
-                    prefix
-                }
+                net.trunc()
             )));
         }
-        Ok(cidr)
+        Ok(Cidr(net))
     }
 }
 
 impl fmt::Display for Cidr {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}", self.addr, self.prefix)
-    }
-}
-
-fn mask128(prefix: u8) -> u128 {
-    if prefix == 0 {
-        0
-    } else {
-        u128::MAX << (128 - prefix as u32)
-    }
-}
-
-fn mask32(prefix: u8) -> u32 {
-    if prefix == 0 {
-        0
-    } else {
-        u32::MAX << (32 - prefix as u32)
+        write!(f, "{}/{}", self.0.addr(), self.0.prefix_len())
     }
 }
 
 impl Cidr {
     /// The range's first address (the address with the host bits cleared).
     pub fn network(&self) -> IpAddr {
-        match self.addr {
-            IpAddr::V4(a) => IpAddr::V4(Ipv4Addr::from(u32::from(a) & mask32(self.prefix))),
-            IpAddr::V6(a) => IpAddr::V6(Ipv6Addr::from(u128::from(a) & mask128(self.prefix))),
-        }
+        self.0.network()
     }
 
     /// Whether `ip` is in the range. An IPv4 range never holds an IPv6 address and the
     /// other way round; see [`EndpointPolicy::permits`] for IPv4 written as IPv6.
     pub fn contains(&self, ip: IpAddr) -> bool {
-        match (self.addr, ip) {
-            (IpAddr::V4(net), IpAddr::V4(a)) => {
-                let m = mask32(self.prefix);
-                u32::from(net) & m == u32::from(a) & m
-            }
-            (IpAddr::V6(net), IpAddr::V6(a)) => {
-                let m = mask128(self.prefix);
-                u128::from(net) & m == u128::from(a) & m
-            }
-            _ => false,
-        }
+        self.0.contains(&ip)
     }
 }
 

@@ -38,6 +38,7 @@ use std::net::IpAddr;
 
 use serde_json::{Map, Value};
 
+use crate::cidr::IpNet;
 use crate::error::{Error, ErrorCode, Result};
 
 /// Most keys in a policy (per `$or` branch; only leaf keys count in a nested policy).
@@ -132,7 +133,8 @@ enum Pattern {
     /// Lower-cased.
     EqualsIgnoreCase(String),
     Numeric(NumRange),
-    Cidr(Cidr),
+    /// An address range; a value matches when it is an address of the same family in it.
+    Cidr(IpNet),
     Exists(bool),
     AnythingBut(AnythingBut),
 }
@@ -159,12 +161,6 @@ enum AnythingBut {
 struct NumRange {
     lower: Option<(i128, bool)>,
     upper: Option<(i128, bool)>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Cidr {
-    V4 { network: u32, mask: u32 },
-    V6 { network: u128, mask: u128 },
 }
 
 /// A number as an integer count of 10^-5: SNS keeps five digits after the decimal point.
@@ -699,7 +695,10 @@ fn compile_anything_but(value: &Value) -> Result<AnythingBut> {
     }
 }
 
-fn parse_cidr(text: &str) -> Result<Cidr> {
+/// SNS's `cidr` operand: `ADDRESS/BITS` with one slash, an integer mask below the family's
+/// width (SNS refuses /32 and /128), in SNS's wording; parsed and matched by
+/// [`crate::cidr`].
+fn parse_cidr(text: &str) -> Result<IpNet> {
     let parts: Vec<&str> = text.split('/').collect();
     let [address, bits] = parts[..] else {
         return Err(invalid("Malformed CIDR, one '/' required"));
@@ -714,44 +713,11 @@ fn parse_cidr(text: &str) -> Result<Cidr> {
         .parse()
         .map_err(|_| invalid(format!("Nonstandard IP address: {address}")))?;
     match ip {
-        IpAddr::V4(v4) => {
-            if bits > 31 {
-                return Err(invalid("IPv4 mask bits must be < 32"));
-            }
-            let mask = if bits == 0 {
-                0
-            } else {
-                u32::MAX << (32 - bits)
-            };
-            Ok(Cidr::V4 {
-                network: u32::from(v4) & mask,
-                mask,
-            })
-        }
-        IpAddr::V6(v6) => {
-            if bits > 127 {
-                return Err(invalid("IPv6 mask bits must be < 128"));
-            }
-            let mask = if bits == 0 {
-                0
-            } else {
-                u128::MAX << (128 - bits)
-            };
-            Ok(Cidr::V6 {
-                network: u128::from(v6) & mask,
-                mask,
-            })
-        }
-    }
-}
-
-impl Cidr {
-    fn contains(&self, text: &str) -> bool {
-        match (self, text.parse::<IpAddr>()) {
-            (Cidr::V4 { network, mask }, Ok(IpAddr::V4(ip))) => u32::from(ip) & mask == *network,
-            (Cidr::V6 { network, mask }, Ok(IpAddr::V6(ip))) => u128::from(ip) & mask == *network,
-            _ => false,
-        }
+        IpAddr::V4(_) if bits > 31 => Err(invalid("IPv4 mask bits must be < 32")),
+        IpAddr::V6(_) if bits > 127 => Err(invalid("IPv6 mask bits must be < 128")),
+        _ => crate::cidr::parse(&format!("{ip}/{bits}"))
+            .map(|net| net.trunc())
+            .ok_or_else(|| invalid(format!("Nonstandard IP address: {address}"))),
     }
 }
 
@@ -791,7 +757,10 @@ fn scalar_matches(pattern: &Pattern, value: &Value) -> bool {
             value.as_str().is_some_and(|s| s.to_lowercase() == *lower)
         }
         Pattern::Numeric(range) => number_of(value).is_some_and(|x| range.contains(x)),
-        Pattern::Cidr(cidr) => value.as_str().is_some_and(|s| cidr.contains(s)),
+        Pattern::Cidr(net) => value
+            .as_str()
+            .and_then(|s| s.parse::<IpAddr>().ok())
+            .is_some_and(|ip| net.contains(&ip)),
         Pattern::Exists(_) => true,
         Pattern::AnythingBut(but) => !match but {
             AnythingBut::Strings(set) => value.as_str().is_some_and(|s| set.iter().any(|x| x == s)),

@@ -323,7 +323,7 @@ fn condition_block(v: &Value) -> Result<Vec<Condition>, PolicyError> {
             match operator {
                 Operator::IpAddress | Operator::NotIpAddress => {
                     for v in &values {
-                        parse_cidr(v).ok_or_else(|| {
+                        crate::cidr::parse(v).ok_or_else(|| {
                             PolicyError(format!("Invalid IP address or range {v} in {name}"))
                         })?;
                     }
@@ -620,51 +620,6 @@ pub fn arn_matches(pattern: &str, arn: &str) -> bool {
     pp.iter().zip(&ap).all(|(p, a)| glob(p, a, false))
 }
 
-/// An IPv4 or IPv6 CIDR range (`203.0.113.0/24`) or address; host bits may be set, as IAM
-/// accepts them.
-fn parse_cidr(s: &str) -> Option<(IpAddr, u8)> {
-    let s = s.trim();
-    let (addr, prefix) = match s.split_once('/') {
-        Some((a, p)) => (a, Some(p)),
-        None => (s, None),
-    };
-    let addr: IpAddr = addr.parse().ok()?;
-    let max = if addr.is_ipv4() { 32 } else { 128 };
-    let prefix = match prefix {
-        Some(p) => p.parse::<u8>().ok().filter(|p| *p <= max)?,
-        None => max,
-    };
-    Some((addr, prefix))
-}
-
-fn cidr_contains(range: &str, ip: IpAddr) -> bool {
-    let Some((net, prefix)) = parse_cidr(range) else {
-        return false;
-    };
-    match (net, ip) {
-        (IpAddr::V4(n), IpAddr::V4(a)) => {
-            let m = if prefix == 0 {
-                0
-            } else {
-                u32::MAX << (32 - prefix)
-            };
-            u32::from(n) & m == u32::from(a) & m
-        }
-        (IpAddr::V6(n), IpAddr::V6(a)) => {
-            let m = if prefix == 0 {
-                0
-            } else {
-                u128::MAX << (128 - prefix)
-            };
-            u128::from(n) & m == u128::from(a) & m
-        }
-        (IpAddr::V4(_), IpAddr::V6(a)) => a
-            .to_ipv4_mapped()
-            .is_some_and(|v4| cidr_contains(range, IpAddr::V4(v4))),
-        _ => false,
-    }
-}
-
 /// Whether one request value matches one policy value under a (non-negated form of an)
 /// operator.
 fn value_matches(op: Operator, policy: &str, actual: &str) -> bool {
@@ -676,9 +631,9 @@ fn value_matches(op: Operator, policy: &str, actual: &str) -> bool {
         StringLike | StringNotLike => glob(policy, actual, false),
         ArnLike | ArnNotLike => arn_matches(policy, actual),
         Bool => policy.eq_ignore_ascii_case(actual),
-        IpAddress | NotIpAddress => actual
-            .parse::<IpAddr>()
-            .is_ok_and(|ip| cidr_contains(policy, ip)),
+        IpAddress | NotIpAddress => actual.parse::<IpAddr>().is_ok_and(|ip| {
+            crate::cidr::parse(policy).is_some_and(|n| crate::cidr::contains(&n, ip))
+        }),
         NumericEquals | NumericNotEquals => {
             matches!((num(actual), num(policy)), (Some(a), Some(p)) if a == p)
         }

@@ -18,6 +18,7 @@
 //! - [`clock`]: time, movable in tests.
 
 pub mod attributes;
+pub mod cidr;
 pub mod clock;
 pub mod data_protection;
 pub mod delivery_policy;

@@ -85,22 +85,7 @@ pub fn uri_encode(input: &[u8], keep_slash: bool) -> String {
 /// Decodes `%XX` escapes; a `%` not followed by two hex digits stays as it is, and `+`
 /// stays `+` (SigV4 canonicalises what was sent, not form encoding).
 pub fn percent_decode(input: &str) -> Vec<u8> {
-    let bytes = input.as_bytes();
-    let hex_value = |b: u8| (b as char).to_digit(16).map(|d| d as u8);
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' && i + 2 < bytes.len() {
-            if let (Some(hi), Some(lo)) = (hex_value(bytes[i + 1]), hex_value(bytes[i + 2])) {
-                out.push(hi << 4 | lo);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    out
+    percent_encoding::percent_decode_str(input).collect()
 }
 
 /// Removes `.` and `..` segments and empty segments (`//`) from a path, keeping a trailing

@@ -69,22 +69,12 @@ fn driver_mode(mode: Mode) -> &'static str {
     }
 }
 
+/// A URL query value with its `%XX` escapes decoded (a `%` not followed by two hex digits
+/// stays as it is; bytes that are not UTF-8 become U+FFFD).
 fn percent_decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' && i + 2 < bytes.len() {
-            if let Ok(b) = u8::from_str_radix(&s[i + 1..i + 3], 16) {
-                out.push(b);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    percent_encoding::percent_decode_str(s)
+        .decode_utf8_lossy()
+        .into_owned()
 }
 
 /// Takes `sslmode` and `sslrootcert` out of a `postgres://` URL or a `key=value` string;
@@ -401,5 +391,9 @@ mod tests {
         assert_eq!(percent_decode("%2Fa%20b+c"), "/a b+c");
         assert_eq!(percent_decode("100%"), "100%");
         assert_eq!(percent_decode("%zz"), "%zz");
+        // A multi-byte character after a `%` and a sign where a hex digit belongs are
+        // left as they are (no slicing inside a character, no `%+1` read as 0x01).
+        assert_eq!(percent_decode("%aé"), "%aé");
+        assert_eq!(percent_decode("%+1"), "%+1");
     }
 }
