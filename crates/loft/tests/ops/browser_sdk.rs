@@ -17,8 +17,9 @@ use axum::response::Html;
 use axum::routing::get;
 use serde_json::{json, Value};
 
-use crate::console::{chromium, Browser};
+use crate::console::{chromium, need_chromium, Browser};
 use crate::harness::Server;
+use crate::skips::Need;
 
 const KEY: &str = "AKIDBROWSER";
 const SECRET: &str = "browser/Secret";
@@ -28,6 +29,18 @@ const SOURCES: &[&str] = &["package.json", "package-lock.json", "entry.js"];
 const PAGE: &str =
     "<!doctype html><html><head><meta charset=\"utf-8\"><title>Loft CORS test</title>\
 <script src=\"/sdk.js\"></script></head><body><p id=\"out\">loading</p></body></html>";
+
+/// What the CORS test needs besides Chromium: npm, to install the pinned AWS SDK for
+/// JavaScript; `LOFT_TEST_REQUIRE_NPM=1` (CI) makes its absence a failure.
+fn need_npm() -> Need {
+    Need {
+        missing: npm()
+            .is_none()
+            .then(|| "npm is not installed (apt-get install npm)".into()),
+        require_var: "LOFT_TEST_REQUIRE_NPM",
+        how: "install it to run the CORS browser test",
+    }
+}
 
 fn npm() -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
@@ -130,17 +143,12 @@ fn scenario(endpoint: &str) -> String {
 
 #[test]
 fn a_page_from_an_allowed_origin_sends_receives_and_publishes_with_the_js_sdk() {
+    const TEST: &str = "a_page_from_an_allowed_origin_sends_receives_and_publishes_with_the_js_sdk";
     let Some(binary) = chromium() else {
-        eprintln!(
-            "note: skipping the CORS browser test: chromium is not installed (apt-get install chromium)"
-        );
-        return;
+        return need_chromium().skip(TEST);
     };
     let Some(npm) = npm() else {
-        eprintln!(
-            "note: skipping the CORS browser test: npm is not installed (apt-get install npm)"
-        );
-        return;
+        return need_npm().skip(TEST);
     };
     let sdk = std::fs::read(bundle(&npm)).unwrap();
 

@@ -22,7 +22,7 @@ use crate::skips::Need;
 
 /// What the browser tests need: a Chromium binary; `LOFT_TEST_REQUIRE_CHROMIUM=1` (CI)
 /// makes its absence a failure.
-fn need_chromium() -> Need {
+pub fn need_chromium() -> Need {
     Need {
         missing: chromium().is_none().then(|| {
             "chromium is not installed (apt-get install chromium, or LOFT_CHROMIUM=PATH)".into()
