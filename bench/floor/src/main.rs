@@ -1,7 +1,8 @@
 //! `loft-floor` (bench/floor, issue 19 "Throughput, part two", item 1): the smallest
 //! honest server that does the real work of an Amazon SQS `SendMessage`, the physical floor
-//! Loft's single-send path is measured against. BENCHMARKS.md, "Issue 19: the floor",
-//! has the measurements and the commands.
+//! Loft's single-send path is measured against. BENCHMARKS.md, "The floor", has the current
+//! figures and commands; docs/benchmarks/history.md, "Issue 19: the floor", the first
+//! measurements and what the gap consists of.
 //!
 //! Per request it does what every SQS server must do and nothing else: HTTP/1.1 with
 //! keep-alive (hyper, as Loft), the AWS JSON 1.0 body parsed with serde_json, the body's

@@ -7,8 +7,8 @@
 //! to tell reach hyper's HTTP/1 reader together with the rest of what the client sent
 //! ([`Prefixed`]): given the few sniffed bytes alone in its first read, hyper grows its read
 //! buffer from 8 KiB to 16 KiB to read the rest of the head, and keeps that buffer for the
-//! life of the connection (issue 19 item 6: 16.4 KB of a waiting long poll's ~30 KB, heap
-//! profile in BENCHMARKS.md).
+//! life of the connection (16.4 KB of a waiting long poll's ~30 KB: the heap profile in
+//! docs/benchmarks/history.md, "hyper's read buffer grown to 16 KiB by the version sniff").
 
 use std::io;
 use std::pin::Pin;

@@ -117,7 +117,7 @@ struct ServeArgs {
     /// How requests are scheduled: `multi-thread` (one tokio runtime, a worker thread per
     /// core taking any task) or `per-core` (a current-thread runtime per core, each
     /// accepting from every --listen socket itself, so a request is served on the thread
-    /// that accepted it). See BENCHMARKS.md for what each costs.
+    /// that accepted it). See docs/benchmarks/history.md for what each costs.
     #[arg(long, env = "LOFT_RUNTIME", value_enum, default_value_t = runtimes::RuntimeMode::MultiThread)]
     runtime: runtimes::RuntimeMode,
 

@@ -468,7 +468,8 @@ enum Claim {
 /// The row is read, then updated by a plain `UPDATE` (same transaction, one connection),
 /// not `UPDATE ... RETURNING`: SQLite runs RETURNING as a trigger, opening a statement
 /// journal and an ephemeral table per claim (nearly half of the claim's samples in a
-/// profile of receive-delete, BENCHMARKS.md, issue 19 item 3).
+/// profile of receive-delete: docs/benchmarks/history.md, "Where a receive-delete's CPU
+/// goes").
 fn claim(
     c: &Connection,
     req: &ReceiveRequest,

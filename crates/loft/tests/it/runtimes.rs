@@ -7,7 +7,8 @@
 //! connection is whichever accept loop takes it first, not chosen here: eight polling
 //! connections and a sending one make it likely that some poll and its send are on
 //! different runtimes. The whole `it`, `aws` and `trust` suites also run in this
-//! mode with `LOFT_RUNTIME=per-core` in the environment (BENCHMARKS.md, issue 19 item 2).
+//! mode with `LOFT_RUNTIME=per-core` in the environment (docs/benchmarks/history.md, "Cut:
+//! `--runtime per-core` (kept, opt-in)").
 
 use std::time::{Duration, Instant};
 
