@@ -39,7 +39,16 @@ SOCK=$WORK/podman.sock
 rm -f "$SOCK"
 podman system service --time=0 "unix://$SOCK" >"$WORK/podman-service.log" 2>&1 &
 SERVICE=$!
-stop_service() { kill "$SERVICE" 2>/dev/null || true; wait "$SERVICE" 2>/dev/null || true; }
+# With Ryuk off nothing removes a container whose harness failed before it could: remove
+# (with its anonymous /data volume) every testcontainers container this run made.
+BEFORE=$(podman ps -aq --no-trunc --filter label=org.testcontainers=true | sort)
+stop_service() {
+  local made
+  made=$(comm -13 <(echo "$BEFORE") <(podman ps -aq --no-trunc --filter label=org.testcontainers=true | sort))
+  for c in $made; do podman rm -f -v -t 0 "$c" >/dev/null 2>&1 || true; done
+  kill "$SERVICE" 2>/dev/null || true
+  wait "$SERVICE" 2>/dev/null || true
+}
 trap stop_service EXIT
 for _ in $(seq 100); do
   [ -S "$SOCK" ] && break

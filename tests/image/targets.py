@@ -118,7 +118,7 @@ def main():
     try:
         run()
     finally:
-        podman("rm", "-f", "-t", "0", NAME, check=False)
+        podman("rm", "-f", "-v", "-t", "0", NAME, check=False)
         podman("volume", "rm", "-f", VOLUME, check=False)
 
 
