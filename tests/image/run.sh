@@ -21,6 +21,11 @@ mkdir -p "$WORK"
 if [ ! -x "$VENV/bin/python" ] ||
   ! "$VENV/bin/python" -c 'import testcontainers.community.localstack, boto3, pytest' 2>/dev/null ||
   [ ! -x "$VENV/bin/awslocal" ]; then
+  # Debian's python3 makes a virtualenv only with python3-venv (ensurepip) installed.
+  if ! python3 -c 'import ensurepip' 2>/dev/null; then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
+  fi
   python3 -m venv "$VENV"
   "$VENV/bin/pip" install --quiet 'testcontainers[localstack]' boto3 pytest awscli awscli-local
 fi
