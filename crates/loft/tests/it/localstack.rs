@@ -201,3 +201,24 @@ fn probe_exits_zero_only_for_a_2xx_answer() {
     assert_eq!(dead.status.code(), Some(1), "{dead:?}");
     stop(child, stdout);
 }
+
+/// `loft probe --timeout S` gives up on a server that takes the connection but never
+/// answers: exit 1 once the timeout has passed, not a hang.
+#[test]
+fn probe_fails_when_no_answer_comes_within_its_timeout() {
+    // The kernel completes the connection; nothing ever reads the request or answers.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/ready", silent.local_addr().unwrap());
+    let started = std::time::Instant::now();
+    let out = Command::new(env!("CARGO_BIN_EXE_loft"))
+        .args(["probe", "--timeout", "0.3", &url])
+        .output()
+        .expect("run loft probe");
+    let took = started.elapsed();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(
+        took >= std::time::Duration::from_millis(300) && took < PATIENCE,
+        "gave up after {took:?}"
+    );
+    drop(silent);
+}
