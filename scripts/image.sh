@@ -82,8 +82,14 @@ build() {
     "$LOFT_UID" "$LOFT_UID" >"$ctx/rootfs/etc/passwd"
   printf 'root:x:0:\nloft:x:%s:\n' "$LOFT_UID" >"$ctx/rootfs/etc/group"
   cp "$ROOT/tests/image/Containerfile" "$ctx/Containerfile"
+  local previous
+  previous=$(podman image inspect "$IMAGE" --format '{{.Id}}' 2>/dev/null || true)
   # docker format: OCI image configs have no HEALTHCHECK.
   podman build --format docker --no-cache -t "$IMAGE" -f "$ctx/Containerfile" "$ctx"
+  # The image this tag named before, now untagged (kept while a container uses it).
+  if [ -n "$previous" ] && [ "$previous" != "$(podman image inspect "$IMAGE" --format '{{.Id}}')" ]; then
+    podman rmi "$previous" >/dev/null 2>&1 || true
+  fi
   local size
   size=$(podman image inspect "$IMAGE" --format '{{.Size}}')
   echo "image.sh: built $IMAGE, $size bytes ($((size / 1024 / 1024)) MiB)"
