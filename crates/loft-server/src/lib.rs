@@ -23,6 +23,7 @@
 //!   metrics.
 //! - [`metrics`]: `GET /metrics` (Prometheus text format) and `GET /ready`.
 //! - [`console`]: the web console at `/console` and its JSON routes under `/_loft/`.
+//! - [`localstack`]: LocalStack's `/_localstack/health`, for `--localstack-compat`.
 //!
 //! Adapters translate wire formats and nothing else; every rule lives in
 //! [`loft_core::Service`].
@@ -39,6 +40,7 @@ pub mod http_version;
 pub mod inspect;
 pub mod invoke;
 pub mod listen;
+pub mod localstack;
 pub mod mappings;
 pub mod metrics;
 pub mod native;

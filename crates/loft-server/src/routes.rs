@@ -196,6 +196,24 @@ impl App {
         }
     }
 
+    /// This app serving LocalStack's routes too ([`crate::localstack`]: `GET
+    /// /_localstack/health`), observed (request ids, access lines, metrics) as every
+    /// other route when the app came from [`App::new`].
+    pub fn with_localstack_compat(self) -> App {
+        let routes = crate::localstack::routes();
+        let routes = match &self.aws_root {
+            Some(root) => routes.layer(axum::middleware::from_fn_with_state(
+                root.requests.clone(),
+                crate::observe::observe,
+            )),
+            None => routes,
+        };
+        App {
+            router: routes.merge(self.router),
+            aws_root: self.aws_root,
+        }
+    }
+
     /// Answers `req`: on the direct route when it is one, else through the router.
     ///
     /// The route is chosen here, before the future: the future holds the chosen route's

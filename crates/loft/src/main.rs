@@ -4,7 +4,7 @@
 //!
 //! - [`allocator`]: the global allocator (mimalloc), set to give memory back after bursts.
 //! - [`config`]: the `--config` file of `loft serve`.
-//! - [`cli`]: `loft queue|send|receive|topic|publish|subscribe|redrive|export|import|completions`.
+//! - [`cli`]: `loft queue|send|receive|topic|publish|subscribe|redrive|export|import|completions|probe`.
 //! - [`logging`]: `--log-format text|json`.
 //! - [`listeners`]: `--listen` addresses and which speak HTTPS (`--tls-cert`, `--tls-key`).
 //! - [`runtimes`]: `--runtime multi-thread|per-core`, how `serve` schedules its work.
@@ -144,8 +144,53 @@ struct ServeArgs {
     )]
     cors_allowed_origins: Vec<String>,
 
+    /// LocalStack drop-in: also listen on --localstack-port (on the first --listen
+    /// address's IP, unless a --listen address is that port already), answer `GET
+    /// /_localstack/health` in LocalStack's shape, and print `Ready.` on stdout once
+    /// serving (the line LocalStack's testcontainers modules wait for). On in the
+    /// container image (docs/container.md). `LOFT_LOCALSTACK_COMPAT=1` (or `true`, `yes`,
+    /// `on`) turns it on, `0` (or `false`, `no`, `off`) off.
+    #[arg(
+        long,
+        env = "LOFT_LOCALSTACK_COMPAT",
+        value_parser = clap::builder::BoolishValueParser::new()
+    )]
+    localstack_compat: bool,
+
+    /// The port --localstack-compat adds a listener on: LocalStack's edge port, 4566, by
+    /// default; 0 picks a free port.
+    #[arg(long, env = "LOFT_LOCALSTACK_PORT", default_value_t = LOCALSTACK_PORT)]
+    localstack_port: u16,
+
     #[command(flatten)]
     trust: trust::TrustArgs,
+}
+
+/// LocalStack's edge port, where its clients look for it (`http://localhost:4566`).
+const LOCALSTACK_PORT: u16 = 4566;
+
+/// LocalStack's ready line (`READY_MARKER_OUTPUT`, localstack-core/localstack/constants.py),
+/// printed alone on stdout with --localstack-compat once every listener serves.
+const LOCALSTACK_READY_LINE: &str = "Ready.";
+
+/// The addresses `serve` binds: `listen`, and with `compat` one more on the first
+/// address's IP and scheme at `port`, unless a listener of `listen` is on that port
+/// already (port 0 always adds one, on a free port).
+fn listen_addrs(
+    listen: &[listeners::ListenAddr],
+    compat: bool,
+    port: u16,
+) -> Vec<listeners::ListenAddr> {
+    let mut addrs = listen.to_vec();
+    if compat && (port == 0 || !listen.iter().any(|l| l.addr.port() == port)) {
+        if let Some(first) = listen.first() {
+            addrs.push(listeners::ListenAddr {
+                addr: std::net::SocketAddr::new(first.addr.ip(), port),
+                scheme: first.scheme,
+            });
+        }
+    }
+    addrs
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -430,7 +475,8 @@ async fn serve(
         .collect::<Result<Vec<_>, _>>()?;
     let tls = listeners::TlsFiles::pair(args.tls_cert.as_deref(), args.tls_key.as_deref())?;
     // Before the database: a bad certificate or a busy port fails before anything opens.
-    let listeners = listeners::bind(&args.listen, tls.as_ref()).await?;
+    let addrs = listen_addrs(&args.listen, args.localstack_compat, args.localstack_port);
+    let listeners = listeners::bind(&addrs, tls.as_ref()).await?;
     let mut on_cores = Vec::new();
     for core in &cores {
         on_cores.extend(
@@ -537,8 +583,11 @@ async fn serve(
             }
         })
     };
-    let app = loft_server::App::new(service.clone(), Some(signer), trust.auth.clone())
-        .with_cors(&cors_origins);
+    let mut app = loft_server::App::new(service.clone(), Some(signer), trust.auth.clone());
+    if args.localstack_compat {
+        app = app.with_localstack_compat();
+    }
+    let app = app.with_cors(&cors_origins);
     if !cors_origins.is_empty() {
         tracing::info!(origins = %cors_origins.join(","), "CORS: browsers may call Loft from these origins");
     }
@@ -566,6 +615,10 @@ async fn serve(
     }
     let mut listeners = listeners;
     listeners.extend(on_cores);
+    if args.localstack_compat {
+        // Every listener is bound and accepting into its backlog; `serve` takes them now.
+        println!("{LOCALSTACK_READY_LINE}");
+    }
     loft_server::listen::serve(listeners, app, shutdown, trust.server)
         .await
         .map_err(|e| e.to_string())?;
@@ -691,6 +744,36 @@ mod tests {
             assert_eq!(lim.rlim_cur, hard, "soft limit raised to the hard one");
             assert_eq!(reached, hard as u64);
         }
+    }
+
+    /// --localstack-compat adds LocalStack's port on the first address's IP and scheme,
+    /// unless a --listen address already has that port; without it nothing is added.
+    #[test]
+    fn localstack_compat_adds_its_port_unless_listened_on() {
+        let addr = |s: &str| s.parse::<listeners::ListenAddr>().unwrap();
+        let strings = |v: Vec<listeners::ListenAddr>| {
+            v.into_iter().map(|a| a.to_string()).collect::<Vec<_>>()
+        };
+        assert_eq!(
+            strings(listen_addrs(&[addr("0.0.0.0:9324")], true, 4566)),
+            ["0.0.0.0:9324", "0.0.0.0:4566"]
+        );
+        assert_eq!(
+            strings(listen_addrs(&[addr("0.0.0.0:9324")], false, 4566)),
+            ["0.0.0.0:9324"]
+        );
+        assert_eq!(
+            strings(listen_addrs(
+                &[addr("127.0.0.1:9324"), addr("127.0.0.1:4566")],
+                true,
+                4566
+            )),
+            ["127.0.0.1:9324", "127.0.0.1:4566"]
+        );
+        assert_eq!(
+            strings(listen_addrs(&[addr("http://[::1]:0")], true, 0)),
+            ["http://[::1]:0", "http://[::1]:0"]
+        );
     }
 
     #[test]

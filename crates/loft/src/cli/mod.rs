@@ -136,6 +136,10 @@ pub enum Command {
     Import(ImportArgs),
     /// Print a shell completion script.
     Completions(CompletionsArgs),
+    /// Check that a URL answers: exit 0 when `GET URL` answers 2xx within the timeout,
+    /// else print why on stderr and exit 1. A health check that needs no shell or curl
+    /// (the container image's `HEALTHCHECK`: `loft probe http://127.0.0.1:9324/ready`).
+    Probe(ProbeArgs),
 }
 
 /// `loft queue ...`.
@@ -341,6 +345,45 @@ pub struct CompletionsArgs {
     shell: clap_complete::Shell,
 }
 
+/// `loft probe URL`.
+#[derive(Args, Debug)]
+pub struct ProbeArgs {
+    /// The URL to GET, `http://...` or `https://...` (e.g. `http://127.0.0.1:9324/ready`).
+    url: String,
+    /// Seconds to wait for the whole answer before failing.
+    #[arg(long, default_value_t = 2.0)]
+    timeout: f64,
+}
+
+/// `loft probe`: `GET url`; `Ok` when it answers 2xx within `timeout` seconds.
+///
+/// Errors: `Usage` for a timeout that is not a positive number of seconds; `Transport`
+/// for no answer in time, a refused connection, or a status other than 2xx (named in the
+/// message).
+async fn probe(a: ProbeArgs) -> Result<(), CliError> {
+    if !(a.timeout.is_finite() && a.timeout > 0.0) {
+        return Err(CliError::Usage(format!(
+            "--timeout {} is not a positive number of seconds",
+            a.timeout
+        )));
+    }
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs_f64(a.timeout))
+        .build()
+        .map_err(|e| CliError::Transport(e.to_string()))?;
+    let resp = http
+        .get(&a.url)
+        .send()
+        .await
+        .map_err(|e| CliError::Transport(format!("GET {}: {e}", a.url)))?;
+    let status = resp.status();
+    if status.is_success() {
+        Ok(())
+    } else {
+        Err(CliError::Transport(format!("GET {}: HTTP {status}", a.url)))
+    }
+}
+
 /// Splits `NAME=VALUE`.
 ///
 /// Errors: `Usage` when there is no `=` or the name is empty.
@@ -419,6 +462,7 @@ pub async fn run(command: Command, top: fn() -> clap::Command) -> Result<(), Cli
             clap_complete::generate(a.shell, &mut cmd, "loft", &mut std::io::stdout());
             Ok(())
         }
+        Command::Probe(a) => probe(a).await,
     }
 }
 

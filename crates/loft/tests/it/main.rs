@@ -11,6 +11,7 @@ mod crash;
 mod durable_state;
 mod function_hosts;
 mod functions;
+mod localstack;
 mod multinode;
 mod native_queues;
 mod native_topics;
