@@ -23,7 +23,7 @@
 //! | `GET /_loft/mappings` | `lambda:ListEventSourceMappings` (caller's account) |
 //! | `GET`, `DELETE /_loft/sns/messages` | `sns:ListRecordedMessages`, `sns:DeleteRecordedMessages` (caller's account; Loft's own actions, `sns:*` covers them) |
 //! | `GET /console`, `/console/`, `/console/app.js`, `/console/style.css` | signed in (any key), no action |
-//! | `GET /metrics` | public, or signed with `--metrics-auth` ([`crate::metrics`]) |
+//! | `GET /metrics` | public, or with `--metrics-auth` signed and `cloudwatch:GetMetricData` (caller's account; [`crate::metrics`]) |
 //! | `GET /health`, `GET /ready`, `GET /_loft/sns/{file}` (the signing certificate) | public |
 //!
 //! An action on a `{name}` is checked on the queue or topic of that name: the seeds'
@@ -63,8 +63,9 @@ pub enum On {
 pub enum RouteAccess {
     /// Nothing: answered to anyone (health, readiness, the SNS signing certificate).
     Public,
-    /// `/metrics`: public, or a SigV4 signature with `--metrics-auth`, and then only the
-    /// caller's account's series ([`crate::metrics`]).
+    /// `/metrics`: public, or with `--metrics-auth` a SigV4 signature and
+    /// [`METRICS_ACTION`] on the caller's account, and then only that account's series
+    /// ([`crate::metrics`]).
     Metrics,
     /// A configured key (signature or the console's HTTP Basic), no action: the
     /// console's page and its static files, which hold no account's data.
@@ -75,6 +76,10 @@ pub enum RouteAccess {
     /// This IAM action (`sqs:SendMessage`) on this resource.
     Action(&'static str, On),
 }
+
+/// The action `GET /metrics` needs under `--metrics-auth`, on the caller's account: AWS
+/// serves a service's metrics through CloudWatch, whose read is `GetMetricData`.
+pub const METRICS_ACTION: &str = "cloudwatch:GetMetricData";
 
 /// One row of [`ROUTES`]: a method, a route template as the router writes it, its access.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -238,7 +243,10 @@ pub async fn enforce(State(state): State<AppState>, req: Request, next: Next) ->
         .unwrap_or_default();
     let (action, on) = match route_access(req.method(), &template) {
         Some(Action(action, on)) => (action, on),
-        Some(Public | Metrics | SignedIn | Operation) => return next.run(req).await,
+        // Only reached under `--metrics-auth` (the route is layered with this middleware
+        // then): reading metrics is CloudWatch's GetMetricData in AWS.
+        Some(Metrics) => (METRICS_ACTION, CallerAccount),
+        Some(Public | SignedIn | Operation) => return next.run(req).await,
         None => {
             return NativeError(
                 StatusCode::FORBIDDEN,
@@ -277,6 +285,7 @@ pub async fn enforce(State(state): State<AppState>, req: Request, next: Next) ->
             let service = match action.split_once(':') {
                 Some(("sns", _)) => "sns",
                 Some(("lambda", _)) => "lambda",
+                Some(("cloudwatch", _)) => "cloudwatch",
                 _ => "sqs",
             };
             let target = Target::Account {

@@ -120,22 +120,23 @@ fn build(
         ));
     let requests = Arc::new(RequestMetrics::default());
     let metrics_signed = state.auth.metrics_auth();
-    let ops = Routes::new()
-        .at("GET", "/metrics", metrics::metrics)
-        .layered(|r| match metrics_signed {
-            // `--metrics-auth`: a signature, as the AWS routes take.
-            true => r.route_layer(axum::middleware::from_fn_with_state(
-                state.clone(),
-                auth::require_signature,
-            )),
-            false => r,
-        })
-        .at("GET", "/ready", metrics::ready)
-        .finish(&mut table)
-        .with_state(metrics::Metrics {
-            service: service.clone(),
-            requests: requests.clone(),
-        });
+    let ops =
+        Routes::new()
+            .at("GET", "/metrics", metrics::metrics)
+            .layered(|r| match metrics_signed {
+                // `--metrics-auth`: a signature, as the AWS routes take, and the table's
+                // action for the caller.
+                true => r.route_layer(enforce.clone()).route_layer(
+                    axum::middleware::from_fn_with_state(state.clone(), auth::require_signature),
+                ),
+                false => r,
+            })
+            .at("GET", "/ready", metrics::ready)
+            .finish(&mut table)
+            .with_state(metrics::Metrics {
+                service: service.clone(),
+                requests: requests.clone(),
+            });
     let console = Routes::new()
         .at("GET", "/console", console::index)
         .at("GET", "/console/", console::index)
