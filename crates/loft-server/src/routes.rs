@@ -37,8 +37,10 @@ pub fn router(
 }
 
 /// The router over `service` under `auth` ([`crate::auth`]): with credentials, every
-/// route but `/health`, `/metrics`, `/ready` and the signing certificate requires a SigV4
-/// signature; the console and its `/_loft/` routes take HTTP Basic authentication too.
+/// route but `/health`, `/metrics` (unless [`Auth::metrics_auth`]), `/ready` and the
+/// signing certificate requires a SigV4 signature; the console and its `/_loft/` routes
+/// take HTTP Basic authentication too. Each route's access is its row of
+/// [`crate::permissions::ROUTES`].
 pub fn router_with(
     service: Arc<Service>,
     signer: Option<Arc<crate::sns_signing::LazySigner>>,
