@@ -457,3 +457,49 @@ async fn functions_are_their_accounts_own_unless_they_allow_another() {
     .await;
     assert_eq!(status, 200, "{out}");
 }
+
+/// The console's and the seeds' listings show a key its own account's queues and topics,
+/// and the console's by-name routes reach them by the name the listing gives; the default
+/// account's key sees none of B's.
+#[tokio::test]
+async fn listings_show_each_key_its_own_accounts_resources() {
+    let (loft, _dir) = start();
+    create_queue(&loft, B, "b-console", json!({})).await;
+    create_queue(&loft, ROOT, "root-console", json!({})).await;
+    let get = |key, path: &str| {
+        let url = format!("{}{path}", loft.url);
+        async move {
+            let resp = send_signed(&signer(key, "sqs"), "GET", &url, &[], b"").await;
+            let status = resp.status().as_u16();
+            (status, resp.text().await.unwrap())
+        }
+    };
+    let (status, listed) = get(B, "/_loft/queues").await;
+    assert_eq!(status, 200, "{listed}");
+    let listed: Value = serde_json::from_str(&listed).unwrap();
+    let names: Vec<&str> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|q| q["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["222222222222/b-console"], "{listed}");
+    assert_eq!(
+        listed[0]["arn"],
+        "arn:aws:sqs:us-east-1:222222222222:b-console"
+    );
+    let (status, page) = get(B, "/_loft/queues/222222222222%2Fb-console/messages").await;
+    assert_eq!(status, 200, "{page}");
+    let (_, seeds) = get(B, "/queues").await;
+    assert_eq!(seeds, r#"["222222222222/b-console"]"#);
+    for path in ["/_loft/queues", "/queues"] {
+        let (status, root) = get(ROOT, path).await;
+        assert_eq!(status, 200);
+        assert!(root.contains("root-console"), "{path}: {root}");
+        assert!(!root.contains("b-console"), "{path}: {root}");
+    }
+    // B's key reads the default account's queue by name only as the AWS operation would:
+    // refused, as it has no policy for B.
+    let (status, refused) = get(B, "/_loft/queues/root-console/messages").await;
+    assert_eq!(status, 403, "{refused}");
+}
