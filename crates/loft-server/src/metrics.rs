@@ -25,6 +25,11 @@
 //! | `loft_request_body_bytes` | gauge | | bytes of request bodies held now ([`crate::body`]) |
 //! | `loft_request_body_budget_bytes` | gauge | | the most they may be (`--max-body-bytes-in-flight`) |
 //!
+//! With `--metrics-auth` ([`crate::auth::Auth::metrics_auth`]) a scrape is signed and
+//! shows the caller's account's queue and topic series only, and the node-wide families
+//! (requests, deliveries, body bytes) to the server's own account only
+//! ([`Scrape::only_account`]).
+//!
 //! A queue or topic outside the default account and region also has the labels
 //! `account` and `region` (its `queue`/`topic` label is then its bare name); the default
 //! ones' series have neither, as before accounts and regions existed
@@ -87,9 +92,9 @@ pub struct Scrape {
     /// The configured account and region: the store keys above are read against them
     /// ([`resource_labels`]).
     pub default_scope: (String, String),
-    /// Whether the series of no one account (requests, deliveries, body bytes) are
-    /// shown: always without `--metrics-auth`; with it, to the server's account only
-    /// ([`Scrape::only_account`]).
+    /// Whether the series of no one account (requests, deliveries, body bytes) are left
+    /// out: never without `--metrics-auth`; with it, for every caller but the server's
+    /// account's ([`Scrape::only_account`]).
     pub hide_node_wide: bool,
 }
 
