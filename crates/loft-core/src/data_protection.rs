@@ -770,6 +770,22 @@ impl Policy {
         })
     }
 
+    /// The queues (`Sqs.QueueArn`) the audit statement's `FindingsDestination` and
+    /// `NoFindingsDestination` name, whoever the statement covers: the queues this policy
+    /// may write audit records into.
+    pub fn audit_queue_arns(&self) -> Vec<&str> {
+        self.statements
+            .iter()
+            .filter_map(|s| match &s.operation {
+                Operation::Audit(a) => Some(a),
+                _ => None,
+            })
+            .flat_map(|a| [a.findings.as_ref(), a.no_findings.as_ref()])
+            .flatten()
+            .filter_map(|d| d.queue_arn.as_deref())
+            .collect()
+    }
+
     /// Applies the Deny and Deidentify statements of `direction` that cover `principal`
     /// to `text`: Deny statements first, on the text as given, then each Deidentify
     /// statement in order. A message whose every non-blank character is de-identified is

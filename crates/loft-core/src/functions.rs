@@ -126,6 +126,14 @@ pub struct FunctionConfig {
     /// function's error and applies the asynchronous retries itself. Event source mappings
     /// always call `RequestResponse`; a [`FunctionTarget::Url`] has no invocation type.
     pub invocation_type: InvocationType,
+    /// The account the function belongs to (its ARN's); `None`: the server's account.
+    /// Only that account sees it in the Lambda API (GetFunction, ListFunctions).
+    pub account: Option<String>,
+    /// Other accounts whose topics may subscribe it and whose event source mappings may
+    /// invoke it, as a Lambda resource-based policy's `lambda:InvokeFunction` grant to
+    /// those accounts would (Lambda Developer Guide, "Granting function access to other
+    /// accounts"). Empty: its own account only.
+    pub allow_accounts: Vec<String>,
 }
 
 impl FunctionConfig {
@@ -139,6 +147,8 @@ impl FunctionConfig {
             maximum_event_age_seconds: DEFAULT_MAX_EVENT_AGE_SECONDS,
             signing: None,
             invocation_type: InvocationType::Event,
+            account: None,
+            allow_accounts: Vec::new(),
         }
     }
 
@@ -159,6 +169,13 @@ impl FunctionConfig {
             return Err(bad(
                 "maximum_event_age_seconds must be between 60 and 21600",
             ));
+        }
+        for a in self.account.iter().chain(&self.allow_accounts) {
+            if a.len() != 12 || !a.bytes().all(|b| b.is_ascii_digit()) {
+                return Err(bad(&format!(
+                    "account and allow_accounts take 12-digit account ids, not {a:?}"
+                )));
+            }
         }
         let url = match &self.target {
             FunctionTarget::InvokeEndpoint(u) | FunctionTarget::Url(u) => u,

@@ -208,6 +208,7 @@ impl Credentials {
 #[derive(Debug, Clone, Default)]
 pub struct Auth {
     credentials: Credentials,
+    metrics_auth: bool,
 }
 
 impl Auth {
@@ -218,7 +219,24 @@ impl Auth {
 
     /// SigV4 required by `credentials` (open when it is empty).
     pub fn new(credentials: Credentials) -> Auth {
-        Auth { credentials }
+        Auth {
+            credentials,
+            metrics_auth: false,
+        }
+    }
+
+    /// This policy with `--metrics-auth` on (`on`) or off: when on and signatures are
+    /// required, `GET /metrics` needs one too and shows the caller's account's series
+    /// only ([`crate::metrics`]).
+    pub fn with_metrics_auth(mut self, on: bool) -> Auth {
+        self.metrics_auth = on;
+        self
+    }
+
+    /// Whether `GET /metrics` requires a signature ([`Auth::with_metrics_auth`] on a
+    /// policy that requires signatures).
+    pub fn metrics_auth(&self) -> bool {
+        self.metrics_auth && self.enabled()
     }
 
     /// The configured keys.

@@ -207,7 +207,7 @@ pub async fn attempt(
 /// One attempt of a Lambda delivery (its endpoint is a function ARN): the SNS event to
 /// the configured function, its outcome to [`Service::invocation_failed`] or done.
 async fn invoke_and_report(svc: &Service, client: &reqwest::Client, d: DeliveryRecord) {
-    let report = match svc.function(&d.endpoint) {
+    let report = match svc.delivery_function(&d).await {
         Ok(f) => {
             let outcome =
                 crate::invoke::invoke(client, f, f.invocation_type, &d.body, &svc.config().region)

@@ -85,7 +85,9 @@ async fn run_batch_until(
     stop: impl Future<Output = ()>,
     leased: bool,
 ) -> loft_core::Result<Option<BatchReport>> {
-    let f = svc.function(&m.function_arn)?.clone();
+    // Checked before each batch: the configuration may no longer let the mapping's
+    // account invoke the function.
+    let f = svc.mapping_function(m)?.clone();
     let batch = m.batch_size.max(1) as usize;
     let first = svc.mapping_receive(m, batch.min(10) as i64, wait_seconds);
     let mut records = tokio::select! {

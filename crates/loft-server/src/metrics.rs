@@ -25,6 +25,11 @@
 //! | `loft_request_body_bytes` | gauge | | bytes of request bodies held now ([`crate::body`]) |
 //! | `loft_request_body_budget_bytes` | gauge | | the most they may be (`--max-body-bytes-in-flight`) |
 //!
+//! With `--metrics-auth` ([`crate::auth::Auth::metrics_auth`]) a scrape is signed and
+//! shows the caller's account's queue and topic series only, and the node-wide families
+//! (requests, deliveries, body bytes) to the server's own account only
+//! ([`Scrape::only_account`]).
+//!
 //! A queue or topic outside the default account and region also has the labels
 //! `account` and `region` (its `queue`/`topic` label is then its bare name); the default
 //! ones' series have neither, as before accounts and regions existed
@@ -46,6 +51,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use loft_core::service::activity::{ActivitySnapshot, QueueActivity};
 use loft_core::service::operator::FairQueueStatus;
+use loft_core::service::Principal;
 use loft_core::Service;
 use serde_json::json;
 
@@ -86,6 +92,36 @@ pub struct Scrape {
     /// The configured account and region: the store keys above are read against them
     /// ([`resource_labels`]).
     pub default_scope: (String, String),
+    /// Whether the series of no one account (requests, deliveries, body bytes) are left
+    /// out: never without `--metrics-auth`; with it, for every caller but the server's
+    /// account's ([`Scrape::only_account`]).
+    pub hide_node_wide: bool,
+}
+
+impl Scrape {
+    /// Keeps the series of `account`'s queues and topics only (any region), as
+    /// `--metrics-auth` shows a caller; the node-wide series stay when `account` is the
+    /// server's own (its operator's), else they go too.
+    pub fn only_account(&mut self, account: &str) {
+        let scope = loft_core::names::Scope {
+            account: &self.default_scope.0,
+            region: &self.default_scope.1,
+        };
+        let of = |key: &str| loft_core::names::split_scoped_key(scope, key).0.account == account;
+        self.queues.retain(|(q, ..)| of(q));
+        self.fair.retain(|(q, _)| of(q));
+        self.activity.queues.retain(|q, _| of(q));
+        self.activity.data_protection.retain(|(t, ..), _| of(t));
+        self.activity.findings.retain(|(t, _), _| of(t));
+        if account != self.default_scope.0 {
+            self.hide_node_wide = true;
+            self.requests = RequestSnapshot::default();
+            self.activity.deliveries.clear();
+            self.activity.replayed.clear();
+            self.pending_deliveries = 0;
+            self.body_bytes = None;
+        }
+    }
 }
 
 /// The labels naming the queue or topic of store key `key` (`kind` is `queue` or `topic`):
@@ -230,86 +266,8 @@ pub fn render(scrape: &Scrape) -> String {
             );
         }
     }
-    family(
-        &mut out,
-        "loft_requests_total",
-        "counter",
-        "HTTP requests answered, by operation, protocol and status code.",
-    );
-    for ((op, protocol, status), n) in &scrape.requests.requests {
-        let status = status.to_string();
-        let _ = writeln!(
-            out,
-            "loft_requests_total{} {n}",
-            labels(&[
-                ("operation", op),
-                ("protocol", protocol),
-                ("status", &status)
-            ])
-        );
-    }
-    family(
-        &mut out,
-        "loft_request_duration_seconds",
-        "histogram",
-        "Time to answer a request, seconds, by operation.",
-    );
-    for (op, h) in &scrape.requests.durations {
-        let mut cumulative = 0;
-        for (bound, n) in DURATION_BUCKETS.iter().zip(h.buckets) {
-            cumulative += n;
-            let le = float(*bound);
-            let _ = writeln!(
-                out,
-                "loft_request_duration_seconds_bucket{} {cumulative}",
-                labels(&[("operation", op), ("le", &le)])
-            );
-        }
-        let _ = writeln!(
-            out,
-            "loft_request_duration_seconds_bucket{} {}",
-            labels(&[("operation", op), ("le", "+Inf")]),
-            h.count
-        );
-        let _ = writeln!(
-            out,
-            "loft_request_duration_seconds_sum{} {}",
-            labels(&[("operation", op)]),
-            float(h.sum)
-        );
-        let _ = writeln!(
-            out,
-            "loft_request_duration_seconds_count{} {}",
-            labels(&[("operation", op)]),
-            h.count
-        );
-    }
-    family(
-        &mut out,
-        "loft_deliveries_total",
-        "counter",
-        "SNS deliveries by subscription protocol and outcome (delivered, recorded, retrying, dead_lettered, dropped).",
-    );
-    for ((protocol, outcome), n) in &scrape.activity.deliveries {
-        let _ = writeln!(
-            out,
-            "loft_deliveries_total{} {n}",
-            labels(&[("protocol", protocol), ("outcome", outcome.as_str())])
-        );
-    }
-    family(
-        &mut out,
-        "loft_sns_replayed_notifications_total",
-        "counter",
-        "SNS message replay copies by outcome: delivered (to the subscribed queue, AWS's NumberOfReplayedNotificationsDelivered) and failed (sent to the subscription's dead-letter queue instead, AWS's NumberOfReplayedNotificationsFailed).",
-    );
-    for outcome in ["delivered", "failed"] {
-        let n = scrape.activity.replayed.get(outcome).copied().unwrap_or(0);
-        let _ = writeln!(
-            out,
-            "loft_sns_replayed_notifications_total{} {n}",
-            labels(&[("outcome", outcome)])
-        );
+    if !scrape.hide_node_wide {
+        render_node_requests(&mut out, scrape);
     }
     family(
         &mut out,
@@ -343,28 +301,8 @@ pub fn render(scrape: &Scrape) -> String {
             )
         );
     }
-    family(
-        &mut out,
-        "loft_deliveries_pending",
-        "gauge",
-        "SNS HTTP/S deliveries waiting for an attempt (due or scheduled for a retry).",
-    );
-    let _ = writeln!(out, "loft_deliveries_pending {}", scrape.pending_deliveries);
-    if let Some((held, budget)) = scrape.body_bytes {
-        family(
-            &mut out,
-            "loft_request_body_bytes",
-            "gauge",
-            "Bytes of request bodies held now, read or being read.",
-        );
-        let _ = writeln!(out, "loft_request_body_bytes {held}");
-        family(
-            &mut out,
-            "loft_request_body_budget_bytes",
-            "gauge",
-            "The most bytes of request bodies held at once (--max-body-bytes-in-flight).",
-        );
-        let _ = writeln!(out, "loft_request_body_budget_bytes {budget}");
+    if !scrape.hide_node_wide {
+        render_node_state(&mut out, scrape);
     }
     if !scrape.fair.is_empty() {
         family(
@@ -423,6 +361,118 @@ pub fn render(scrape: &Scrape) -> String {
     out
 }
 
+/// The node-wide request and delivery counters (no one account's).
+fn render_node_requests(out: &mut String, scrape: &Scrape) {
+    family(
+        out,
+        "loft_requests_total",
+        "counter",
+        "HTTP requests answered, by operation, protocol and status code.",
+    );
+    for ((op, protocol, status), n) in &scrape.requests.requests {
+        let status = status.to_string();
+        let _ = writeln!(
+            out,
+            "loft_requests_total{} {n}",
+            labels(&[
+                ("operation", op),
+                ("protocol", protocol),
+                ("status", &status)
+            ])
+        );
+    }
+    family(
+        out,
+        "loft_request_duration_seconds",
+        "histogram",
+        "Time to answer a request, seconds, by operation.",
+    );
+    for (op, h) in &scrape.requests.durations {
+        let mut cumulative = 0;
+        for (bound, n) in DURATION_BUCKETS.iter().zip(h.buckets) {
+            cumulative += n;
+            let le = float(*bound);
+            let _ = writeln!(
+                out,
+                "loft_request_duration_seconds_bucket{} {cumulative}",
+                labels(&[("operation", op), ("le", &le)])
+            );
+        }
+        let _ = writeln!(
+            out,
+            "loft_request_duration_seconds_bucket{} {}",
+            labels(&[("operation", op), ("le", "+Inf")]),
+            h.count
+        );
+        let _ = writeln!(
+            out,
+            "loft_request_duration_seconds_sum{} {}",
+            labels(&[("operation", op)]),
+            float(h.sum)
+        );
+        let _ = writeln!(
+            out,
+            "loft_request_duration_seconds_count{} {}",
+            labels(&[("operation", op)]),
+            h.count
+        );
+    }
+    family(
+        out,
+        "loft_deliveries_total",
+        "counter",
+        "SNS deliveries by subscription protocol and outcome (delivered, recorded, retrying, dead_lettered, dropped).",
+    );
+    for ((protocol, outcome), n) in &scrape.activity.deliveries {
+        let _ = writeln!(
+            out,
+            "loft_deliveries_total{} {n}",
+            labels(&[("protocol", protocol), ("outcome", outcome.as_str())])
+        );
+    }
+    family(
+        out,
+        "loft_sns_replayed_notifications_total",
+        "counter",
+        "SNS message replay copies by outcome: delivered (to the subscribed queue, AWS's NumberOfReplayedNotificationsDelivered) and failed (sent to the subscription's dead-letter queue instead, AWS's NumberOfReplayedNotificationsFailed).",
+    );
+    for outcome in ["delivered", "failed"] {
+        let n = scrape.activity.replayed.get(outcome).copied().unwrap_or(0);
+        let _ = writeln!(
+            out,
+            "loft_sns_replayed_notifications_total{} {n}",
+            labels(&[("outcome", outcome)])
+        );
+    }
+}
+
+/// The node-wide gauges: pending deliveries, request body bytes.
+fn render_node_state(out: &mut String, scrape: &Scrape) {
+    family(
+        out,
+        "loft_deliveries_pending",
+        "gauge",
+        "SNS HTTP/S deliveries waiting for an attempt (due or scheduled for a retry).",
+    );
+    let _ = writeln!(out, "loft_deliveries_pending {}", scrape.pending_deliveries);
+    if let Some((held, budget)) = scrape.body_bytes {
+        family(
+            out,
+            "loft_request_body_bytes",
+            "gauge",
+            "Bytes of request bodies held now, read or being read.",
+        );
+        let _ = writeln!(out, "loft_request_body_bytes {held}");
+        family(
+            out,
+            "loft_request_body_budget_bytes",
+            "gauge",
+            "The most bytes of request bodies held at once (--max-body-bytes-in-flight).",
+        );
+        let _ = writeln!(out, "loft_request_body_budget_bytes {budget}");
+    }
+}
+
 /// Takes a scrape: queue counts from the store, counters from memory.
 ///
 /// Errors: storage fails (as the service's `InternalError`).
@@ -449,17 +499,26 @@ pub async fn scrape(m: &Metrics) -> loft_core::Result<Scrape> {
             m.service.config().account_id.clone(),
             m.service.config().region.clone(),
         ),
+        hide_node_wide: false,
     })
 }
 
 /// `GET /metrics`: `200` with the text format; `503` (plain text) when storage fails.
+/// Under `--metrics-auth` ([`crate::auth::Auth::metrics_auth`]) the route requires a
+/// signature and shows the caller's account's series only ([`Scrape::only_account`]).
 pub async fn metrics(
     State(m): State<Metrics>,
     budget: Option<Extension<Arc<BodyBudget>>>,
+    caller: Option<Extension<Principal>>,
 ) -> Response {
     match scrape(&m).await {
         Ok(mut s) => {
             s.body_bytes = budget.map(|Extension(b)| (b.in_use(), b.limit()));
+            // A caller is known only under `--metrics-auth` (the route's signature layer
+            // sets it): it sees its own account's series.
+            if let Some(Extension(p)) = caller.filter(|c| c.enforced) {
+                s.only_account(&p.account_id);
+            }
             ([(header::CONTENT_TYPE, CONTENT_TYPE)], render(&s)).into_response()
         }
         Err(e) => (
@@ -541,8 +600,46 @@ mod tests {
                 },
             )],
             default_scope: ("000000000000".into(), "us-east-1".into()),
+            hide_node_wide: false,
         };
         let text = render(&s);
+        // `--metrics-auth`: another account sees its own queues' series only, nothing
+        // node-wide; the server's account sees its own (every region) and the node's.
+        let mut other = s.clone();
+        other.only_account("111111111111");
+        let shown = render(&other);
+        assert!(shown.contains(r#"loft_queue_messages{queue="orders",account="111111111111",region="us-east-1",state="visible"} 2"#), "{shown}");
+        for hidden in [
+            r#"queue="orders",state"#,
+            "eu-west-1",
+            "tenants",
+            r#"queue="gone""#,
+            r#"topic="t""#,
+            "loft_requests_total",
+            "loft_deliveries_pending",
+            "loft_request_body_bytes",
+            "loft_sns_replayed_notifications_total",
+        ] {
+            assert!(
+                !shown.contains(hidden),
+                "{hidden} shown to another account:\n{shown}"
+            );
+        }
+        let mut own = s.clone();
+        own.only_account("000000000000");
+        let shown = render(&own);
+        assert!(!shown.contains("111111111111"), "{shown}");
+        for kept in [
+            "eu-west-1",
+            "tenants",
+            "loft_requests_total",
+            "loft_deliveries_pending 5",
+        ] {
+            assert!(
+                shown.contains(kept),
+                "{kept} not shown to the server's account:\n{shown}"
+            );
+        }
         for line in [
             r#"loft_queue_messages{queue="orders",state="visible"} 3"#,
             r#"loft_queue_messages{queue="orders",state="in_flight"} 1"#,

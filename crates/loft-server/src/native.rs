@@ -179,10 +179,15 @@ pub async fn create_queue(
         .into_response())
 }
 
-/// `GET /queues`: `200` JSON array of queue names.
-pub async fn list_queues(State(svc): Svc) -> NativeResult {
+/// `GET /queues`: `200` JSON array of queue names: the caller's account's queues in its
+/// region ([`Service::visible_queues`]; another account's by store key, `ACCOUNT/NAME`),
+/// the default account's for an open Loft.
+pub async fn list_queues(
+    State(svc): Svc,
+    caller: Option<axum::Extension<loft_core::service::Principal>>,
+) -> NativeResult {
     let names: Vec<String> = svc
-        .default_scope_queues()
+        .visible_queues(&crate::auth::caller(&svc, caller))
         .await?
         .into_iter()
         .map(|q| q.name)
@@ -264,10 +269,13 @@ pub async fn create_topic(State(svc): Svc, name: PathParam<String>) -> NativeRes
     Ok((StatusCode::CREATED, Json(json!({"name": t.name}))).into_response())
 }
 
-/// `GET /topics`: `200` JSON array of topic names.
-pub async fn list_topics(State(svc): Svc) -> NativeResult {
+/// `GET /topics`: `200` JSON array of topic names, as `GET /queues` lists queues.
+pub async fn list_topics(
+    State(svc): Svc,
+    caller: Option<axum::Extension<loft_core::service::Principal>>,
+) -> NativeResult {
     let names: Vec<String> = svc
-        .default_scope_topics()
+        .visible_topics(&crate::auth::caller(&svc, caller))
         .await?
         .into_iter()
         .map(|t| t.name)

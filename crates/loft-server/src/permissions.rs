@@ -1,24 +1,36 @@
-//! Permissions on the seeds' API and the console's routes: each route is the IAM action of
-//! its AWS equivalent, checked by [`loft_core::Service::authorize`] on the default account's
-//! queue or topic it names (the seeds' API and the console work on the default account).
+//! The access table of every route the router serves ([`ROUTES`]): each names its IAM
+//! action (the action of its AWS equivalent, checked by [`loft_core::Service::authorize`])
+//! or says explicitly why it has none ([`RouteAccess`]). The router registers routes only
+//! through [`crate::routes`]'s table builder, which refuses a route without a row, and
+//! [`enforce`] reads the row of the route a request matched; a route without one is
+//! refused (403), never let through.
 //!
-//! | route | action |
+//! | route | access |
 //! |---|---|
-//! | `GET /queues`, `GET /_loft/queues` | `sqs:ListQueues` |
+//! | `POST`, `GET /`; `/{account}/{queue}`; `/queue/{region}/{account}/{queue}` | each operation's own ([`crate::aws::access`]) |
+//! | Lambda REST (`/2015-03-31/event-source-mappings[/][{uuid}]`, `/2015-03-31/functions[/][{name}]`) | each operation's own |
+//! | `GET /queues`, `GET /_loft/queues` | `sqs:ListQueues` (caller's account) |
 //! | `POST /queues/{name}` | `sqs:CreateQueue` |
 //! | `POST /queues/{name}/messages`, `POST /_loft/queues/{name}/messages` | `sqs:SendMessage` |
 //! | `GET /queues/{name}/messages`, `GET /_loft/queues/{name}/messages` | `sqs:ReceiveMessage` |
 //! | `DELETE /queues/{name}/messages/{id}` | `sqs:DeleteMessage` |
 //! | `POST /_loft/queues/{name}/purge` | `sqs:PurgeQueue` |
 //! | `POST /_loft/queues/{name}/redrive` | `sqs:StartMessageMoveTask` |
-//! | `GET /topics`, `GET /_loft/topics` | `sns:ListTopics` |
+//! | `GET /topics`, `GET /_loft/topics` | `sns:ListTopics` (caller's account) |
 //! | `POST /topics/{name}` | `sns:CreateTopic` |
 //! | `POST /topics/{name}/subscribe` | `sns:Subscribe` |
 //! | `POST /topics/{name}/publish` | `sns:Publish` |
-//! | `GET /_loft/mappings` | `lambda:ListEventSourceMappings` (the default account's mappings) |
+//! | `GET /_loft/mappings` | `lambda:ListEventSourceMappings` (caller's account) |
+//! | `GET`, `DELETE /_loft/sns/messages` | `sns:ListRecordedMessages`, `sns:DeleteRecordedMessages` (caller's account; Loft's own actions, `sns:*` covers them) |
+//! | `GET /console`, `/console/`, `/console/app.js`, `/console/style.css` | signed in (any key), no action |
+//! | `GET /metrics` | public, or with `--metrics-auth` signed and `cloudwatch:GetMetricData` (caller's account; [`crate::metrics`]) |
+//! | `GET /health`, `GET /ready`, `GET /_loft/sns/{file}` (the signing certificate) | public |
 //!
-//! The recorded-messages inspection route (`/_loft/sns/messages`) is not mapped: it takes
-//! any configured key.
+//! An action on a `{name}` is checked on the queue or topic of that name: the seeds'
+//! routes name the default account's (as the seeds' API always has), the console's take a
+//! store key in any form ([`loft_core::Service::canonical_key`]). An action on no one
+//! resource is checked on the caller's own account, whose resources the listing then
+//! shows ([`loft_core::Service::visible_queues`]).
 //!
 //! The caller is the [`Principal`] the authentication middleware ([`crate::auth`]) put in
 //! the request's extensions; without one (an open Loft) nothing is checked. A refusal is
@@ -35,40 +47,190 @@ use loft_core::service::{Principal, Target};
 use crate::auth::AppState;
 use crate::native::NativeError;
 
-/// The action and resource kind of a route: (`sqs:...`/`sns:...`, whether the `{name}` is a
-/// queue (`Some(true)`), a topic (`Some(false)`), or the route names none (`None`): then
-/// the action is checked on the default account, except for [`CALLER_ACCOUNT_ACTIONS`]).
-fn route_action(method: &Method, template: &str) -> Option<(&'static str, Option<bool>)> {
-    Some(match (method.as_str(), template) {
-        ("GET", "/queues") | ("GET", "/_loft/queues") => ("sqs:ListQueues", None),
-        ("POST", "/queues/{name}") => ("sqs:CreateQueue", Some(true)),
-        ("POST", "/queues/{name}/messages") | ("POST", "/_loft/queues/{name}/messages") => {
-            ("sqs:SendMessage", Some(true))
-        }
-        ("GET", "/queues/{name}/messages") | ("GET", "/_loft/queues/{name}/messages") => {
-            ("sqs:ReceiveMessage", Some(true))
-        }
-        ("DELETE", "/queues/{name}/messages/{id}") => ("sqs:DeleteMessage", Some(true)),
-        ("POST", "/_loft/queues/{name}/purge") => ("sqs:PurgeQueue", Some(true)),
-        ("POST", "/_loft/queues/{name}/redrive") => ("sqs:StartMessageMoveTask", Some(true)),
-        ("GET", "/topics") | ("GET", "/_loft/topics") => ("sns:ListTopics", None),
-        ("POST", "/topics/{name}") => ("sns:CreateTopic", Some(false)),
-        ("POST", "/topics/{name}/subscribe") => ("sns:Subscribe", Some(false)),
-        ("POST", "/topics/{name}/publish") => ("sns:Publish", Some(false)),
-        ("GET", "/_loft/mappings") => ("lambda:ListEventSourceMappings", None),
-        ("GET", "/_loft/sns/messages") => ("sns:ListRecordedMessages", None),
-        ("DELETE", "/_loft/sns/messages") => ("sns:DeleteRecordedMessages", None),
-        _ => return None,
-    })
+/// What a route's IAM action acts on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum On {
+    /// The queue its `{name}` names.
+    Queue,
+    /// The topic its `{name}` names.
+    Topic,
+    /// No one resource: the caller's own account (`arn:aws:SERVICE:REGION:ACCOUNT:`).
+    CallerAccount,
 }
 
-/// Loft's own actions on what each account keeps apart (the SNS messages recorded for its
-/// email, SMS and mobile push deliveries): checked on the caller's own account, so a key
-/// without policies reads and clears its account's records and an identity whose policy
-/// denies them gets 403. No AWS action covers these; `sns:*` in a policy does.
-const CALLER_ACCOUNT_ACTIONS: &[&str] = &["sns:ListRecordedMessages", "sns:DeleteRecordedMessages"];
+/// What a route requires of its caller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RouteAccess {
+    /// Nothing: answered to anyone (health, readiness, the SNS signing certificate).
+    Public,
+    /// `/metrics`: public, or with `--metrics-auth` a SigV4 signature and
+    /// [`METRICS_ACTION`] on the caller's account, and then only that account's series
+    /// ([`crate::metrics`]).
+    Metrics,
+    /// A configured key (signature or the console's HTTP Basic), no action: the
+    /// console's page and its static files, which hold no account's data.
+    SignedIn,
+    /// Checked per operation, by the operation's own declaration ([`crate::aws::access`]):
+    /// the AWS protocols and the Lambda REST API.
+    Operation,
+    /// This IAM action (`sqs:SendMessage`) on this resource.
+    Action(&'static str, On),
+}
 
-/// Middleware: checks the route's action for the caller (see the module doc). Must run
+/// The action `GET /metrics` needs under `--metrics-auth`, on the caller's account: AWS
+/// serves a service's metrics through CloudWatch, whose read is `GetMetricData`.
+pub const METRICS_ACTION: &str = "cloudwatch:GetMetricData";
+
+/// One row of [`ROUTES`]: a method, a route template as the router writes it, its access.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Route {
+    /// `GET`, `POST`, `PUT`, `DELETE`.
+    pub method: &'static str,
+    /// The template (`/queues/{name}/messages`).
+    pub path: &'static str,
+    /// What it requires.
+    pub access: RouteAccess,
+}
+
+const fn row(method: &'static str, path: &'static str, access: RouteAccess) -> Route {
+    Route {
+        method,
+        path,
+        access,
+    }
+}
+
+use On::{CallerAccount, Queue, Topic};
+use RouteAccess::{Action, Metrics, Operation, Public, SignedIn};
+
+/// Every route the router serves, one row per method and template (adding a route is
+/// adding its row here; the router refuses a route without one).
+pub const ROUTES: &[Route] = &[
+    // The AWS protocols (SQS JSON and query, SNS query) on `/` and on queue URLs.
+    row("POST", "/", Operation),
+    row("GET", "/", Operation),
+    row("POST", "/{account}/{queue}", Operation),
+    row("GET", "/{account}/{queue}", Operation),
+    row("POST", "/queue/{region}/{account}/{queue}", Operation),
+    row("GET", "/queue/{region}/{account}/{queue}", Operation),
+    // Lambda REST.
+    row("GET", "/2015-03-31/event-source-mappings", Operation),
+    row("POST", "/2015-03-31/event-source-mappings", Operation),
+    row("GET", "/2015-03-31/event-source-mappings/", Operation),
+    row("POST", "/2015-03-31/event-source-mappings/", Operation),
+    row("GET", "/2015-03-31/event-source-mappings/{uuid}", Operation),
+    row("PUT", "/2015-03-31/event-source-mappings/{uuid}", Operation),
+    row(
+        "DELETE",
+        "/2015-03-31/event-source-mappings/{uuid}",
+        Operation,
+    ),
+    row("GET", "/2015-03-31/functions", Operation),
+    row("GET", "/2015-03-31/functions/", Operation),
+    row("GET", "/2015-03-31/functions/{name}", Operation),
+    // The seeds' API.
+    row("GET", "/queues", Action("sqs:ListQueues", CallerAccount)),
+    row("POST", "/queues/{name}", Action("sqs:CreateQueue", Queue)),
+    row(
+        "POST",
+        "/queues/{name}/messages",
+        Action("sqs:SendMessage", Queue),
+    ),
+    row(
+        "GET",
+        "/queues/{name}/messages",
+        Action("sqs:ReceiveMessage", Queue),
+    ),
+    row(
+        "DELETE",
+        "/queues/{name}/messages/{id}",
+        Action("sqs:DeleteMessage", Queue),
+    ),
+    row("GET", "/topics", Action("sns:ListTopics", CallerAccount)),
+    row("POST", "/topics/{name}", Action("sns:CreateTopic", Topic)),
+    row(
+        "POST",
+        "/topics/{name}/subscribe",
+        Action("sns:Subscribe", Topic),
+    ),
+    row(
+        "POST",
+        "/topics/{name}/publish",
+        Action("sns:Publish", Topic),
+    ),
+    row("GET", "/health", Public),
+    // Operations.
+    row("GET", "/metrics", Metrics),
+    row("GET", "/ready", Public),
+    // The console and its JSON routes.
+    row("GET", "/console", SignedIn),
+    row("GET", "/console/", SignedIn),
+    row("GET", "/console/app.js", SignedIn),
+    row("GET", "/console/style.css", SignedIn),
+    row(
+        "GET",
+        "/_loft/queues",
+        Action("sqs:ListQueues", CallerAccount),
+    ),
+    row(
+        "GET",
+        "/_loft/queues/{name}/messages",
+        Action("sqs:ReceiveMessage", Queue),
+    ),
+    row(
+        "POST",
+        "/_loft/queues/{name}/messages",
+        Action("sqs:SendMessage", Queue),
+    ),
+    row(
+        "POST",
+        "/_loft/queues/{name}/purge",
+        Action("sqs:PurgeQueue", Queue),
+    ),
+    row(
+        "POST",
+        "/_loft/queues/{name}/redrive",
+        Action("sqs:StartMessageMoveTask", Queue),
+    ),
+    row(
+        "GET",
+        "/_loft/topics",
+        Action("sns:ListTopics", CallerAccount),
+    ),
+    row(
+        "GET",
+        "/_loft/mappings",
+        Action("lambda:ListEventSourceMappings", CallerAccount),
+    ),
+    // Inspection: recorded SNS messages, the signing certificate.
+    row(
+        "GET",
+        "/_loft/sns/messages",
+        Action("sns:ListRecordedMessages", CallerAccount),
+    ),
+    row(
+        "DELETE",
+        "/_loft/sns/messages",
+        Action("sns:DeleteRecordedMessages", CallerAccount),
+    ),
+    row("GET", "/_loft/sns/{file}", Public),
+];
+
+/// The row of `method` (`HEAD` is `GET`'s) on route template `path`; `None` when the
+/// table has none (such a route is refused, [`enforce`]).
+pub fn route_access(method: &Method, path: &str) -> Option<RouteAccess> {
+    let method = if method == Method::HEAD {
+        "GET"
+    } else {
+        method.as_str()
+    };
+    ROUTES
+        .iter()
+        .find(|r| r.method == method && r.path == path)
+        .map(|r| r.access)
+}
+
+/// Middleware: checks the route's row (see the module doc) for the caller. Must run
 /// inside the authentication middleware, which sets the caller.
 pub async fn enforce(State(state): State<AppState>, req: Request, next: Next) -> Response {
     let Some(principal) = req.extensions().get::<Principal>().cloned() else {
@@ -79,12 +241,26 @@ pub async fn enforce(State(state): State<AppState>, req: Request, next: Next) ->
         .get::<MatchedPath>()
         .map(|m| m.as_str().to_owned())
         .unwrap_or_default();
-    let Some((action, kind)) = route_action(req.method(), &template) else {
-        return next.run(req).await;
+    let (action, on) = match route_access(req.method(), &template) {
+        Some(Action(action, on)) => (action, on),
+        // Only reached under `--metrics-auth` (the route is layered with this middleware
+        // then): reading metrics is CloudWatch's GetMetricData in AWS.
+        Some(Metrics) => (METRICS_ACTION, CallerAccount),
+        Some(Public | SignedIn | Operation) => return next.run(req).await,
+        None => {
+            return NativeError(
+                StatusCode::FORBIDDEN,
+                format!(
+                    "AccessDenied: no access is declared for {} {template}",
+                    req.method()
+                ),
+            )
+            .into_response()
+        }
     };
     let (mut parts, body) = req.into_parts();
-    let name = match kind {
-        Some(_) => {
+    let name = match on {
+        Queue | Topic => {
             use axum::extract::FromRequestParts;
             Path::<HashMap<String, String>>::from_request_parts(&mut parts, &())
                 .await
@@ -97,25 +273,25 @@ pub async fn enforce(State(state): State<AppState>, req: Request, next: Next) ->
                     false => n,
                 })
         }
-        None => None,
+        CallerAccount => None,
     };
     let svc = &state.service;
-    let default = svc.config().account_id.clone();
-    let result = match (kind, &name) {
-        (Some(true), Some(n)) => svc.authorize(&principal, action, Target::Queue(n)).await,
-        (Some(false), Some(n)) => svc.authorize(&principal, action, Target::Topic(n)).await,
-        _ => {
+    let result = match (on, &name) {
+        (Queue, Some(n)) => svc.authorize(&principal, action, Target::Queue(n)).await,
+        (Topic, Some(n)) => svc.authorize(&principal, action, Target::Topic(n)).await,
+        // A queue or topic route whose name did not decode is checked on the caller's
+        // account; the handler refuses the name in its own words.
+        (Queue | Topic | CallerAccount, _) => {
             let service = match action.split_once(':') {
                 Some(("sns", _)) => "sns",
                 Some(("lambda", _)) => "lambda",
+                Some(("cloudwatch", _)) => "cloudwatch",
                 _ => "sqs",
             };
-            let account: &str = if CALLER_ACCOUNT_ACTIONS.contains(&action) {
-                &principal.account_id
-            } else {
-                &default
+            let target = Target::Account {
+                service,
+                account: &principal.account_id,
             };
-            let target = Target::Account { service, account };
             svc.authorize(&principal, action, target).await
         }
     };
@@ -126,5 +302,28 @@ pub async fn enforce(State(state): State<AppState>, req: Request, next: Next) ->
             format!("{}: {}", e.code.aws_code(), e.message),
         )
         .into_response(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_method_and_template_has_one_row() {
+        let mut seen = std::collections::HashSet::new();
+        for r in ROUTES {
+            assert!(seen.insert((r.method, r.path)), "two rows for {r:?}");
+        }
+    }
+
+    #[test]
+    fn head_reads_gets_row_and_unknown_routes_have_none() {
+        assert_eq!(
+            route_access(&Method::HEAD, "/health"),
+            Some(RouteAccess::Public)
+        );
+        assert_eq!(route_access(&Method::GET, "/nope"), None);
+        assert_eq!(route_access(&Method::POST, "/health"), None);
     }
 }

@@ -11,7 +11,6 @@ use std::sync::Arc;
 use axum::extract::State;
 use axum::http::header::CONTENT_LENGTH;
 use axum::http::{HeaderValue, Method};
-use axum::routing::{delete, get, post};
 use axum::Router;
 use futures_util::FutureExt;
 use loft_core::Service;
@@ -38,8 +37,10 @@ pub fn router(
 }
 
 /// The router over `service` under `auth` ([`crate::auth`]): with credentials, every
-/// route but `/health`, `/metrics`, `/ready` and the signing certificate requires a SigV4
-/// signature; the console and its `/_loft/` routes take HTTP Basic authentication too.
+/// route but `/health`, `/metrics` (unless [`Auth::metrics_auth`]), `/ready` and the
+/// signing certificate requires a SigV4 signature; the console and its `/_loft/` routes
+/// take HTTP Basic authentication too. Each route's access is its row of
+/// [`crate::permissions::ROUTES`].
 pub fn router_with(
     service: Arc<Service>,
     signer: Option<Arc<crate::sns_signing::LazySigner>>,
@@ -48,13 +49,16 @@ pub fn router_with(
     build(service, signer, auth).0
 }
 
-/// [`router_with`]'s router, with its state and the request metrics its `observe` layer
-/// and `/metrics` share.
+/// The methods and route templates a router was built with ([`Routes::finish`]).
+type Registered = Vec<(&'static str, &'static str)>;
+
+/// [`router_with`]'s router, with its state, the request metrics its `observe` layer and
+/// `/metrics` share, and the routes it registered.
 fn build(
     service: Arc<Service>,
     signer: Option<Arc<crate::sns_signing::LazySigner>>,
     auth: Arc<Auth>,
-) -> (Router, AppState, Arc<RequestMetrics>) {
+) -> (Router, AppState, Arc<RequestMetrics>, Registered) {
     let state = AppState {
         service: service.clone(),
         auth,
@@ -68,71 +72,91 @@ fn build(
         service: service.clone(),
         signer,
     };
-    let inspect = Router::new()
-        .route(
+    let mut table = Vec::new();
+    let inspect = Routes::new()
+        .at("GET", "/_loft/sns/messages", inspect::recorded_messages)
+        .at(
+            "DELETE",
             "/_loft/sns/messages",
-            get(inspect::recorded_messages).delete(inspect::delete_recorded_messages),
+            inspect::delete_recorded_messages,
         )
-        .route_layer(enforce.clone())
-        .route_layer(console_auth.clone())
-        .route("/_loft/sns/{file}", get(inspect::certificate))
+        .layered(|r| {
+            r.route_layer(enforce.clone())
+                .route_layer(console_auth.clone())
+        })
+        .at("GET", "/_loft/sns/{file}", inspect::certificate)
+        .finish(&mut table)
         .with_state(inspect_state);
-    let native = Router::new()
-        .route("/queues", get(native::list_queues))
-        .route("/queues/{name}", post(native::create_queue))
-        .route(
-            "/queues/{name}/messages",
-            post(native::send_message).get(native::receive_message),
-        )
-        .route(
+    let native = Routes::new()
+        .at("GET", "/queues", native::list_queues)
+        .at("POST", "/queues/{name}", native::create_queue)
+        .at("POST", "/queues/{name}/messages", native::send_message)
+        .at("GET", "/queues/{name}/messages", native::receive_message)
+        .at(
+            "DELETE",
             "/queues/{name}/messages/{id}",
-            delete(native::delete_message),
+            native::delete_message,
         )
-        .route("/topics", get(native::list_topics))
-        .route("/topics/{name}", post(native::create_topic))
-        .route("/topics/{name}/subscribe", post(native::subscribe))
-        .route("/topics/{name}/publish", post(native::publish))
-        .route_layer(enforce.clone())
-        .route_layer(signed)
-        .route("/health", get(native::health));
-    let aws = Router::new()
-        .route("/", axum::routing::post(aws::entry).get(aws::entry))
-        .route(
-            "/{account}/{queue}",
-            axum::routing::post(aws::entry).get(aws::entry),
-        )
+        .at("GET", "/topics", native::list_topics)
+        .at("POST", "/topics/{name}", native::create_topic)
+        .at("POST", "/topics/{name}/subscribe", native::subscribe)
+        .at("POST", "/topics/{name}/publish", native::publish)
+        .layered(|r| r.route_layer(enforce.clone()).route_layer(signed))
+        .at("GET", "/health", native::health)
+        .finish(&mut table);
+    let aws = Routes::new()
+        .at("POST", "/", aws::entry)
+        .at("GET", "/", aws::entry)
+        .at("POST", "/{account}/{queue}", aws::entry)
+        .at("GET", "/{account}/{queue}", aws::entry)
         // The queue URLs of regions other than the configured one.
-        .route(
-            "/queue/{region}/{account}/{queue}",
-            axum::routing::post(aws::entry).get(aws::entry),
-        );
-    let lambda = aws::lambda_rest::routes(service.clone()).route_layer(
-        axum::middleware::from_fn_with_state(state.clone(), auth::require_signature),
-    );
+        .at("POST", "/queue/{region}/{account}/{queue}", aws::entry)
+        .at("GET", "/queue/{region}/{account}/{queue}", aws::entry)
+        .finish(&mut table);
+    let lambda = aws::lambda_rest::routes(Routes::new())
+        .finish(&mut table)
+        .with_state(service.clone())
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            auth::require_signature,
+        ));
     let requests = Arc::new(RequestMetrics::default());
-    let ops = Router::new()
-        .route("/metrics", get(metrics::metrics))
-        .route("/ready", get(metrics::ready))
-        .with_state(metrics::Metrics {
-            service: service.clone(),
-            requests: requests.clone(),
-        });
-    let console = Router::new()
-        .route("/console", get(console::index))
-        .route("/console/", get(console::index))
-        .route("/console/app.js", get(console::app_js))
-        .route("/console/style.css", get(console::style_css))
-        .route("/_loft/queues", get(console::api::queues))
-        .route(
-            "/_loft/queues/{name}/messages",
-            get(console::api::peek).post(console::api::send),
+    let metrics_signed = state.auth.metrics_auth();
+    let ops =
+        Routes::new()
+            .at("GET", "/metrics", metrics::metrics)
+            .layered(|r| match metrics_signed {
+                // `--metrics-auth`: a signature, as the AWS routes take, and the table's
+                // action for the caller.
+                true => r.route_layer(enforce.clone()).route_layer(
+                    axum::middleware::from_fn_with_state(state.clone(), auth::require_signature),
+                ),
+                false => r,
+            })
+            .at("GET", "/ready", metrics::ready)
+            .finish(&mut table)
+            .with_state(metrics::Metrics {
+                service: service.clone(),
+                requests: requests.clone(),
+            });
+    let console = Routes::new()
+        .at("GET", "/console", console::index)
+        .at("GET", "/console/", console::index)
+        .at("GET", "/console/app.js", console::app_js)
+        .at("GET", "/console/style.css", console::style_css)
+        .at("GET", "/_loft/queues", console::api::queues)
+        .at("GET", "/_loft/queues/{name}/messages", console::api::peek)
+        .at("POST", "/_loft/queues/{name}/messages", console::api::send)
+        .at("POST", "/_loft/queues/{name}/purge", console::api::purge)
+        .at(
+            "POST",
+            "/_loft/queues/{name}/redrive",
+            console::api::redrive,
         )
-        .route("/_loft/queues/{name}/purge", post(console::api::purge))
-        .route("/_loft/queues/{name}/redrive", post(console::api::redrive))
-        .route("/_loft/topics", get(console::api::topics))
-        .route("/_loft/mappings", get(console::api::mappings))
-        .route_layer(enforce)
-        .route_layer(console_auth);
+        .at("GET", "/_loft/topics", console::api::topics)
+        .at("GET", "/_loft/mappings", console::api::mappings)
+        .layered(|r| r.route_layer(enforce).route_layer(console_auth))
+        .finish(&mut table);
     let router = native
         .merge(aws)
         .merge(lambda)
@@ -146,7 +170,71 @@ fn build(
             crate::observe::observe,
         ))
         .with_state(state.clone());
-    (router, state, requests)
+    (router, state, requests, table)
+}
+
+/// The router's routes as they are registered: only through [`Routes::at`], which
+/// refuses (panics at build, before any request) a method and template without a row in
+/// the access table ([`crate::permissions::ROUTES`]), and records each one so that the
+/// table and the router can be compared ([`Routes::finish`]).
+pub struct Routes<S> {
+    router: Router<S>,
+    registered: Vec<(&'static str, &'static str)>,
+}
+
+impl<S: Clone + Send + Sync + 'static> Routes<S> {
+    /// No routes yet.
+    pub fn new() -> Routes<S> {
+        Routes {
+            router: Router::new(),
+            registered: Vec::new(),
+        }
+    }
+
+    /// Adds `handler` for `method` (`GET`, `POST`, `PUT`, `DELETE`; a `GET` answers
+    /// `HEAD` too) on `path`. Several methods of one path merge into its route.
+    ///
+    /// Panics: the access table has no row for `method` and `path`, or `method` is not
+    /// one of those four: a programming error, found by every test that builds a router.
+    pub fn at<H, T>(mut self, method: &'static str, path: &'static str, handler: H) -> Routes<S>
+    where
+        H: axum::handler::Handler<T, S>,
+        T: 'static,
+    {
+        let m = Method::from_bytes(method.as_bytes()).expect("an HTTP method");
+        assert!(
+            crate::permissions::route_access(&m, path).is_some(),
+            "route {method} {path} has no row in permissions::ROUTES"
+        );
+        let filter = match method {
+            "GET" => axum::routing::MethodFilter::GET,
+            "POST" => axum::routing::MethodFilter::POST,
+            "PUT" => axum::routing::MethodFilter::PUT,
+            "DELETE" => axum::routing::MethodFilter::DELETE,
+            other => panic!("route {other} {path}: not a method Loft routes"),
+        };
+        self.router = self.router.route(path, axum::routing::on(filter, handler));
+        self.registered.push((method, path));
+        self
+    }
+
+    /// Applies `f` to the router so far (its `route_layer`s wrap the routes added before).
+    pub fn layered(mut self, f: impl FnOnce(Router<S>) -> Router<S>) -> Routes<S> {
+        self.router = f(self.router);
+        self
+    }
+
+    /// The router, its routes' methods and templates appended to `registered`.
+    pub fn finish(self, registered: &mut Vec<(&'static str, &'static str)>) -> Router<S> {
+        registered.extend(self.registered);
+        self.router
+    }
+}
+
+impl<S: Clone + Send + Sync + 'static> Default for Routes<S> {
+    fn default() -> Routes<S> {
+        Routes::new()
+    }
 }
 
 /// What [`crate::listen::serve`] serves: a [`Router`], and, when built by [`App::new`],
@@ -176,7 +264,7 @@ impl App {
         signer: Option<Arc<crate::sns_signing::LazySigner>>,
         auth: Arc<Auth>,
     ) -> App {
-        let (router, state, requests) = build(service, signer, auth);
+        let (router, state, requests, _) = build(service, signer, auth);
         App {
             router,
             aws_root: Some(AwsRoot { state, requests }),
@@ -334,5 +422,68 @@ mod app_future_sizes {
             ("App", std::mem::size_of::<App>()),
         ];
         print(&rows);
+    }
+}
+
+#[cfg(test)]
+mod route_table {
+    use std::collections::BTreeSet;
+
+    use loft_core::clock::{Clock, SystemClock};
+    use loft_core::ServiceConfig;
+    use loft_store::sqlite::SqliteStore;
+
+    use super::*;
+    use crate::auth::Credentials;
+    use crate::permissions::ROUTES;
+
+    fn service() -> Arc<Service> {
+        Service::new(
+            Arc::new(SqliteStore::open_in_memory().expect("in-memory store")),
+            Arc::new(SystemClock) as Arc<dyn Clock>,
+            ServiceConfig::default(),
+            None,
+        )
+    }
+
+    /// The router built (open, signed, signed with `--metrics-auth`) registers exactly the
+    /// access table's rows: no route without a row, no row without a route.
+    #[test]
+    fn every_route_of_the_router_has_a_row_and_every_row_a_route() {
+        let rows: BTreeSet<(&str, &str)> = ROUTES.iter().map(|r| (r.method, r.path)).collect();
+        let keys = Credentials::parse("AKID:SECRET").expect("credentials");
+        for auth in [
+            Auth::open(),
+            Auth::new(keys.clone()),
+            Auth::new(keys).with_metrics_auth(true),
+        ] {
+            let (_, _, _, registered) = build(service(), None, Arc::new(auth));
+            let registered: BTreeSet<(&str, &str)> = registered.into_iter().collect();
+            let unrouted: Vec<_> = rows.difference(&registered).collect();
+            let unlisted: Vec<_> = registered.difference(&rows).collect();
+            assert!(unrouted.is_empty(), "rows without a route: {unrouted:?}");
+            assert!(unlisted.is_empty(), "routes without a row: {unlisted:?}");
+        }
+    }
+
+    /// A route is registered only through [`Routes::at`]: the router's sources call
+    /// axum's `route` in `at` alone, so no route can skip the table.
+    #[test]
+    fn routes_are_registered_only_through_the_table() {
+        let routes = include_str!("routes.rs");
+        let lambda = include_str!("aws/lambda_rest.rs");
+        let calls = |text: &str| text.matches(concat!(".", "route(")).count();
+        assert_eq!(calls(routes), 1, "routes.rs: only Routes::at calls route");
+        assert_eq!(
+            calls(lambda),
+            0,
+            "lambda_rest.rs: routes go through Routes::at"
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "has no row in permissions::ROUTES")]
+    fn a_route_without_a_row_is_refused_when_the_router_is_built() {
+        let _ = Routes::<()>::new().at("GET", "/_loft/unlisted", || async { "" });
     }
 }

@@ -722,3 +722,54 @@ async fn mapping_settings_are_checked_and_one_node_holds_a_mapping() {
         .unwrap_err();
     assert_eq!(e.code.aws_code(), "ResourceNotFoundException");
 }
+
+/// A function belongs to its configured account: `function` resolves an ARN only in that
+/// account, `own_function`/`own_functions` are that account's, and `invocable_function`
+/// also serves the accounts its `allow_accounts` names; everyone else is answered as for
+/// a missing function.
+#[tokio::test]
+async fn functions_belong_to_their_account_and_serve_the_accounts_they_allow() {
+    let mut mine = FunctionConfig::new("mine", FunctionTarget::Url("http://127.0.0.1:9/".into()));
+    mine.account = Some("111111111111".into());
+    mine.allow_accounts = vec!["222222222222".into()];
+    let shared = FunctionConfig::new("shared", FunctionTarget::Url("http://127.0.0.1:9/".into()));
+    let config = ServiceConfig {
+        functions: vec![mine, shared],
+        ..ServiceConfig::default()
+    };
+    let default = config.account_id.clone();
+    let svc = Service::new(
+        Arc::new(SqliteStore::open_in_memory().expect("in-memory store")),
+        Arc::new(ManualClock::new(START_MS)) as Arc<dyn Clock>,
+        config,
+        None,
+    );
+    assert_eq!(
+        svc.function_arn("mine"),
+        "arn:aws:lambda:us-east-1:111111111111:function:mine"
+    );
+    assert!(svc
+        .function("arn:aws:lambda:us-east-1:111111111111:function:mine")
+        .is_ok());
+    assert!(svc.function("111111111111:function:mine:$LATEST").is_ok());
+    let wrong = svc
+        .function(&format!("arn:aws:lambda:us-east-1:{default}:function:mine"))
+        .unwrap_err();
+    assert_eq!(wrong.code, loft_core::ErrorCode::LambdaResourceNotFound);
+    assert!(svc.own_function("111111111111", "mine").is_ok());
+    assert!(svc.own_function("222222222222", "mine").is_err());
+    assert!(svc.invocable_function("222222222222", "mine").is_ok());
+    let refused = svc.invocable_function("333333333333", "mine").unwrap_err();
+    assert_eq!(refused.code, loft_core::ErrorCode::LambdaResourceNotFound);
+    assert!(svc.invocable_function(&default, "shared").is_ok());
+    assert!(svc.invocable_function("111111111111", "shared").is_err());
+    let names = |account: &str| -> Vec<String> {
+        svc.own_functions(account)
+            .iter()
+            .map(|f| f.name.clone())
+            .collect()
+    };
+    assert_eq!(names("111111111111"), ["mine"]);
+    assert_eq!(names(&default), ["shared"]);
+    assert!(names("222222222222").is_empty());
+}

@@ -115,6 +115,7 @@ struct ServerSection {
     max_in_flight: Option<Spanned<u64>>,
     max_in_flight_fifo: Option<Spanned<u64>>,
     sqs_quotas: Option<bool>,
+    metrics_auth: Option<bool>,
 }
 
 /// A number of seconds in the file: an integer or a float.
@@ -175,6 +176,9 @@ struct FunctionDecl {
     session_token: Option<String>,
     signing_region: Option<String>,
     invocation_type: Option<String>,
+    account: Option<String>,
+    #[serde(default)]
+    allow_accounts: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -277,6 +281,9 @@ pub struct FileLimits {
     pub max_in_flight_fifo: Option<u64>,
     /// `sqs_quotas`: `false` turns SQS FIFO throughput quotas off (`--no-sqs-quotas`).
     pub sqs_quotas: Option<bool>,
+    /// `metrics_auth`: `true` makes `GET /metrics` require a signature and show the
+    /// caller's account only (`--metrics-auth`).
+    pub metrics_auth: Option<bool>,
 }
 
 /// A queue to create, attributes as AWS strings.
@@ -419,6 +426,7 @@ fn file_limits(
         max_in_flight: count(&section.max_in_flight, "max_in_flight", 1)?,
         max_in_flight_fifo: count(&section.max_in_flight_fifo, "max_in_flight_fifo", 1)?,
         sqs_quotas: section.sqs_quotas,
+        metrics_auth: section.metrics_auth,
     })
 }
 
@@ -608,8 +616,13 @@ impl Config {
             };
             input.event_source_arn = Some(queue_arn.clone());
             let function_arn = svc.function_arn(&m.function);
-            // The configuration's mappings are the default account's.
-            let account = svc.config().account_id.clone();
+            // The configuration's mappings are their function's account's (the default
+            // account's unless the function names another).
+            let account = svc
+                .function(&m.function)
+                .map_or(svc.config().account_id.clone(), |f| {
+                    svc.function_account(f).to_owned()
+                });
             let (existing, _) = svc
                 .list_event_source_mappings(&account, Some(&queue_arn), None, None, Some(10_000))
                 .await
@@ -1004,6 +1017,8 @@ pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
                 ))
             })?;
         }
+        config.account = f.account.clone();
+        config.allow_accounts = f.allow_accounts.clone();
         config.validate().map_err(|e| {
             let m = e.message.replacen(&format!("function {name}: "), "", 1);
             bad(m)
@@ -1236,6 +1251,8 @@ url = "http://127.0.0.1:8080/h"
 name = "emulated"
 invoke_endpoint = "http://127.0.0.1:9000"
 invocation_type = "RequestResponse"
+account = "222222222222"
+allow_accounts = ["333333333333"]
 
 [[event_source_mappings]]
 function = "plain"
@@ -1263,6 +1280,10 @@ function_response_types = ["ReportBatchItemFailures"]
         assert!(c.functions[0].signing.is_some());
         assert_eq!(c.functions[1].timeout_seconds, 3, "Lambda's default");
         assert_eq!(c.functions[1].maximum_retry_attempts, 2);
+        assert_eq!(c.functions[1].account, None, "the server's account");
+        assert!(c.functions[1].allow_accounts.is_empty());
+        assert_eq!(c.functions[2].account.as_deref(), Some("222222222222"));
+        assert_eq!(c.functions[2].allow_accounts, ["333333333333"]);
         let m = &c.event_source_mappings[0];
         assert_eq!((m.function.as_str(), m.queue.as_str()), ("plain", "q"));
         assert_eq!(m.input.batch_size, Some(5));
@@ -1270,6 +1291,11 @@ function_response_types = ["ReportBatchItemFailures"]
 
     #[test]
     fn bad_functions_and_mappings_are_refused_at_their_line() {
+        fails(
+            "[[functions]]\nname = \"f\"\nurl = \"http://x\"\nallow_accounts = [\"12\"]\n",
+            2,
+            "12-digit account ids",
+        );
         fails(
             "[[functions]]\nname = \"f\"\n",
             2,
@@ -1377,7 +1403,7 @@ function_response_types = ["ReportBatchItemFailures"]
              max_header_bytes = 16384\nrequest_timeout = 2.5\nmin_body_rate = 0\n\
              keep_alive_timeout = 90\nmax_body_bytes_in_flight = 67108864\n\
              max_queues = 10\nmax_topics = 20\nmax_in_flight = 30\nmax_in_flight_fifo = 40\n\
-             sqs_quotas = false\n",
+             sqs_quotas = false\nmetrics_auth = true\n",
         )
         .expect("parses");
         assert_eq!(
@@ -1395,6 +1421,7 @@ function_response_types = ["ReportBatchItemFailures"]
                 max_in_flight: Some(30),
                 max_in_flight_fifo: Some(40),
                 sqs_quotas: Some(false),
+                metrics_auth: Some(true),
             }
         );
         fails("[server]\nsqs_quotas = \"off\"\n", 2, "");

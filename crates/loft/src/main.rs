@@ -443,6 +443,9 @@ fn apply_file_settings(args: &mut ServeArgs, m: &clap::ArgMatches, file: &config
     if let Some(v) = l.sqs_quotas.filter(|_| unset("no_sqs_quotas")) {
         t.no_sqs_quotas = !v;
     }
+    if let Some(v) = l.metrics_auth.filter(|_| unset("metrics_auth")) {
+        t.metrics_auth = v;
+    }
     if let Some(v) = l.request_timeout.filter(|_| unset("request_timeout")) {
         t.request_timeout = v.as_secs_f64();
     }
@@ -810,5 +813,37 @@ mod tests {
         assert!(!quotas(&["loft", "serve"], Some(false)));
         assert!(quotas(&["loft", "serve"], Some(true)));
         assert!(!quotas(&["loft", "serve", "--no-sqs-quotas"], Some(true)));
+    }
+
+    /// `--metrics-auth`: off by default, on with the flag or the file's
+    /// `metrics_auth = true`; refused without credentials, which it needs.
+    #[test]
+    fn metrics_auth_is_off_unless_switched_on_and_needs_credentials() {
+        let load = |argv: &[&str], file: Option<bool>, keys: &str| {
+            let matches = Cli::command().get_matches_from(argv);
+            let Command::Serve(mut args) = Cli::from_arg_matches(&matches).unwrap().command else {
+                panic!("not serve");
+            };
+            let settings = config::ServerSettings {
+                limits: config::FileLimits {
+                    metrics_auth: file,
+                    ..Default::default()
+                },
+                ..Default::default()
+            };
+            let m = matches.subcommand_matches("serve").unwrap();
+            apply_file_settings(&mut args, m, &settings);
+            let keys = loft_server::auth::Credentials::parse(keys).expect("keys");
+            args.trust.load(keys).map(|t| t.auth.metrics_auth())
+        };
+        let keys = "AKID:SECRET";
+        assert_eq!(load(&["loft", "serve"], None, keys), Ok(false));
+        assert_eq!(
+            load(&["loft", "serve", "--metrics-auth"], None, keys),
+            Ok(true)
+        );
+        assert_eq!(load(&["loft", "serve"], Some(true), keys), Ok(true));
+        let refused = load(&["loft", "serve", "--metrics-auth"], None, "").unwrap_err();
+        assert!(refused.contains("needs credentials"), "{refused}");
     }
 }

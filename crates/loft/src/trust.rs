@@ -117,6 +117,13 @@ pub struct TrustArgs {
     /// RequestThrottled); for benchmarks and loads that must not be throttled.
     #[arg(long, env = "LOFT_NO_SQS_QUOTAS")]
     pub(crate) no_sqs_quotas: bool,
+
+    /// Require a SigV4 signature on `GET /metrics` and show each caller only its own
+    /// account's queue and topic series (node-wide series only to the server's account):
+    /// the switch for deployments shared by several accounts. Off by default (open
+    /// `/metrics`, as Prometheus scrapes it). Needs credentials (`--credentials`).
+    #[arg(long, env = "LOFT_METRICS_AUTH")]
+    pub(crate) metrics_auth: bool,
 }
 
 /// `seconds` as a duration: positive, finite, at most a day.
@@ -169,7 +176,7 @@ impl TrustArgs {
     ///
     /// Errors: an unreadable credentials file, a malformed entry, a zero limit, a timeout
     /// that is not a positive number of seconds (at most a day), a body budget under the
-    /// largest request body.
+    /// largest request body, `--metrics-auth` without credentials.
     pub fn load(&self, file_keys: Credentials) -> Result<Trust, String> {
         let mut credentials = file_keys;
         if let Some(path) = &self.credentials_file {
@@ -183,6 +190,13 @@ impl TrustArgs {
                 .extend(Credentials::parse(list).map_err(|e| format!("LOFT_CREDENTIALS: {e}"))?);
         }
         let keys = credentials.len();
+        if self.metrics_auth && keys == 0 {
+            return Err(
+                "--metrics-auth needs credentials (--credentials-file or LOFT_CREDENTIALS): \
+                 without keys there is no signature to require"
+                    .into(),
+            );
+        }
         let mut deny = self.sns_deny_cidr.clone();
         if self.sns_deny_private {
             deny.extend(
@@ -218,7 +232,7 @@ impl TrustArgs {
         }
         Ok(Trust {
             keys,
-            auth: Arc::new(Auth::new(credentials)),
+            auth: Arc::new(Auth::new(credentials).with_metrics_auth(self.metrics_auth)),
             server: ServerLimits {
                 max_connections: self.max_connections,
                 max_connections_per_ip: self.max_connections_per_ip,

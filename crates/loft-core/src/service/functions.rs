@@ -91,21 +91,112 @@ impl Service {
         &self.config.functions
     }
 
-    /// The function a FunctionName (name, `name:qualifier`, partial or full ARN) names.
+    /// The function a FunctionName (name, `name:qualifier`, partial or full ARN) names,
+    /// whichever account it belongs to. An ARN (full or partial) must name the function's
+    /// own account ([`Service::function_account`]).
     ///
-    /// Errors: `ResourceNotFoundException` when no configured function has that name.
+    /// Errors: `ResourceNotFoundException` when no configured function has that name (in
+    /// that account).
     pub fn function(&self, name_or_arn: &str) -> Result<&FunctionConfig> {
         let name = fx::function_name_of(name_or_arn);
+        let account = name_or_arn
+            .rsplit_once(":function:")
+            .map(|(head, _)| head.rsplit(':').next().unwrap_or(head));
         self.config
             .functions
             .iter()
             .find(|f| f.name == name)
+            .filter(|f| account.is_none_or(|a| a == self.function_account(f)))
             .ok_or_else(|| fx::function_not_found(&self.function_arn(name)))
     }
 
-    /// `arn:aws:lambda:{region}:{account}:function:{name}`.
+    /// The account function `f` belongs to: its configured `account`, else the server's.
+    pub fn function_account<'a>(&'a self, f: &'a FunctionConfig) -> &'a str {
+        f.account.as_deref().unwrap_or(&self.config.account_id)
+    }
+
+    /// Whether `account`'s topics and event source mappings may invoke `f`: its own
+    /// account's, and those of its `allow_accounts` (as a Lambda resource-based policy's
+    /// `lambda:InvokeFunction` grant to those accounts; Lambda Developer Guide, "Granting
+    /// function access to other accounts").
+    pub fn may_invoke(&self, account: &str, f: &FunctionConfig) -> bool {
+        self.function_account(f) == account || f.allow_accounts.iter().any(|a| a == account)
+    }
+
+    /// The function `name_or_arn` names ([`Service::function`]) when `account` may invoke
+    /// it ([`Service::may_invoke`]): what a `lambda` subscription of `account`'s topic and
+    /// an event source mapping of `account` call. Checked when they are made and again at
+    /// each invocation, so a function whose configuration no longer allows the account
+    /// stops being invoked for it.
+    ///
+    /// Errors: `ResourceNotFoundException`, for another account's function as for a
+    /// missing one.
+    pub fn invocable_function(&self, account: &str, name_or_arn: &str) -> Result<&FunctionConfig> {
+        let f = self.function(name_or_arn)?;
+        if self.may_invoke(account, f) {
+            Ok(f)
+        } else {
+            Err(fx::function_not_found(&self.function_arn(&f.name)))
+        }
+    }
+
+    /// The function `name_or_arn` names when it is `account`'s own (GetFunction).
+    ///
+    /// Errors: `ResourceNotFoundException`, for another account's function as for a
+    /// missing one.
+    pub fn own_function(&self, account: &str, name_or_arn: &str) -> Result<&FunctionConfig> {
+        let f = self.function(name_or_arn)?;
+        if self.function_account(f) == account {
+            Ok(f)
+        } else {
+            Err(fx::function_not_found(&self.function_arn(&f.name)))
+        }
+    }
+
+    /// `account`'s own functions, in file order (ListFunctions).
+    pub fn own_functions(&self, account: &str) -> Vec<&FunctionConfig> {
+        self.config
+            .functions
+            .iter()
+            .filter(|f| self.function_account(f) == account)
+            .collect()
+    }
+
+    /// `arn:aws:lambda:{region}:{account}:function:{name}`, in the account of the
+    /// configured function of that name (the server's account when there is none).
     pub fn function_arn(&self, name: &str) -> String {
-        fx::function_arn(&self.config.region, &self.config.account_id, name)
+        let account = self
+            .config
+            .functions
+            .iter()
+            .find(|f| f.name == name)
+            .map_or(self.config.account_id.as_str(), |f| {
+                self.function_account(f)
+            });
+        fx::function_arn(&self.config.region, account, name)
+    }
+
+    /// The function a `lambda` delivery `d` calls, when the account of its subscription's
+    /// topic may still invoke it ([`Service::invocable_function`]): checked again at each
+    /// attempt, as the configuration can change between Subscribe and delivery.
+    ///
+    /// Errors: `ResourceNotFoundException` (no such function, not invocable by the topic's
+    /// account, or the subscription is gone); `InternalError` when storage fails.
+    pub async fn delivery_function(&self, d: &DeliveryRecord) -> Result<&FunctionConfig> {
+        let sub = self.store.get_subscription(&d.subscription).await?;
+        let Some(sub) = sub else {
+            return Err(fx::function_not_found(&d.endpoint));
+        };
+        let (account, _) = self.split_key(&sub.topic_name);
+        self.invocable_function(account, &d.endpoint)
+    }
+
+    /// The function mapping `m` invokes, when `m`'s account may still invoke it
+    /// ([`Service::invocable_function`]; checked before each batch).
+    ///
+    /// Errors: `ResourceNotFoundException`.
+    pub fn mapping_function(&self, m: &EventSourceMappingRecord) -> Result<&FunctionConfig> {
+        self.invocable_function(self.mapping_account(m), &m.function_arn)
     }
 
     // ----- SNS lambda subscriptions
@@ -380,7 +471,7 @@ impl Service {
             .function_name
             .as_deref()
             .ok_or_else(|| lambda_invalid("FunctionName is required"))?;
-        let function = self.function(function_name)?;
+        let function = self.invocable_function(account, function_name)?;
         let source = input
             .event_source_arn
             .clone()
@@ -446,7 +537,7 @@ impl Service {
             return Err(lambda_invalid("MaxItems must be between 1 and 10000"));
         }
         let function_arn = match function_name {
-            Some(f) => Some(self.function_arn(&self.function(f)?.name)),
+            Some(f) => Some(self.function_arn(&self.invocable_function(account, f)?.name)),
             None => None,
         };
         let start: usize = match marker {
@@ -489,7 +580,7 @@ impl Service {
             return Err(lambda_invalid("EventSourceArn cannot be updated"));
         }
         if let Some(f) = &input.function_name {
-            m.function_arn = self.function_arn(&self.function(f)?.name);
+            m.function_arn = self.function_arn(&self.invocable_function(account, f)?.name);
         }
         if let Some(v) = input.enabled {
             m.enabled = v;

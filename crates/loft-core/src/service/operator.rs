@@ -260,12 +260,13 @@ impl Service {
         self.store.list_deliveries(subscription, limit).await
     }
 
-    /// Every queue of the default account and region (the console's), by name, with its
-    /// counts and dead-letter relations.
+    /// Every queue `principal` sees ([`Service::visible_queues`]: its account's, or the
+    /// default account's for an open Loft), by name, with its counts and dead-letter
+    /// relations.
     ///
     /// Errors: `InternalError` when storage fails.
-    pub async fn queue_overview(&self) -> Result<Vec<QueueOverview>> {
-        let queues = self.default_scope_queues().await?;
+    pub async fn queue_overview(&self, principal: &super::Principal) -> Result<Vec<QueueOverview>> {
+        let queues = self.visible_queues(principal).await?;
         let now = self.now_ms();
         let configs: Vec<QueueConfig> = queues
             .iter()
@@ -297,12 +298,12 @@ impl Service {
         Ok(out)
     }
 
-    /// Every topic of the default account and region (the console's), by name, with its
+    /// Every topic `principal` sees ([`Service::visible_topics`]), by name, with its
     /// subscriptions and their pending HTTP/S deliveries.
     ///
     /// Errors: `InternalError` when storage fails.
-    pub async fn topic_overview(&self) -> Result<Vec<TopicOverview>> {
-        let topics = self.default_scope_topics().await?;
+    pub async fn topic_overview(&self, principal: &super::Principal) -> Result<Vec<TopicOverview>> {
+        let topics = self.visible_topics(principal).await?;
         let subs = self.store.list_subscriptions(None).await?;
         let pending = self
             .store

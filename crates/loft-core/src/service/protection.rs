@@ -64,6 +64,42 @@ impl Service {
         self.store.set_topic_attributes(topic.id, attrs).await
     }
 
+    /// Checks that `principal` may have a data protection policy `policy` (JSON text, as
+    /// CreateTopic's `DataProtectionPolicy` attribute, SetTopicAttributes and
+    /// PutDataProtectionPolicy take it) write audit records into the queues its audit
+    /// statement's destinations name: each needs `sqs:SendMessage` for the caller, from
+    /// its identity policies and the queue's `Policy` as for any send
+    /// ([`Service::authorize`]; across accounts both must allow it). AWS's audit
+    /// destinations (CloudWatch Logs, S3, Firehose; SNS Developer Guide, "Data protection
+    /// policy operations") are written only where the destination lets the writer in;
+    /// Loft's destination is a queue, so permission to send to it is that rule. An empty
+    /// text, a text that does not parse (refused later in its own words) or an ARN naming
+    /// no queue passes.
+    ///
+    /// Errors: `AuthorizationError` (403) "User: ARN is not authorized to perform:
+    /// sqs:SendMessage on resource: QUEUE-ARN because ...".
+    pub async fn authorize_findings_destinations(
+        &self,
+        principal: &super::Principal,
+        policy: &str,
+    ) -> Result<()> {
+        if !principal.enforced || policy.is_empty() {
+            return Ok(());
+        }
+        let Ok(parsed) = Policy::parse(policy) else {
+            return Ok(());
+        };
+        for arn in parsed.audit_queue_arns() {
+            let Some(key) = self.key_of_arn(arn, "sqs") else {
+                continue;
+            };
+            self.authorize(principal, "sqs:SendMessage", super::Target::Queue(&key))
+                .await
+                .map_err(|e| Error::new(ErrorCode::AuthorizationError, e.message))?;
+        }
+        Ok(())
+    }
+
     /// GetDataProtectionPolicy: the topic's policy as it was put, or `""` without one.
     /// Errors: `InvalidParameter` (a malformed ResourceArn), `NotFound`.
     pub async fn get_data_protection_policy(&self, resource_arn: &str) -> Result<String> {

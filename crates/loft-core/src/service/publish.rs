@@ -1391,7 +1391,13 @@ impl Service {
                             raw,
                         ));
                     }
-                    "lambda" if self.function(&sub.endpoint).is_ok() => {
+                    // A function the topic's account may invoke; another's is recorded
+                    // as an unconfigured one is.
+                    "lambda"
+                        if self
+                            .invocable_function(self.split_key(&topic.name).0, &sub.endpoint)
+                            .is_ok() =>
+                    {
                         let sub_arn = self.subscription_arn(sub);
                         let (fields, sig) = sign(self, &text, false);
                         let unsubscribe_url = format!(

@@ -364,6 +364,22 @@ impl Service {
         Ok(queues)
     }
 
+    /// The queues `principal` sees in Loft's own listings (the seeds' `GET /queues`, the
+    /// console's `GET /_loft/queues`), by name: its own account's in its region when
+    /// permissions are enforced, the default account's and region's for an open Loft
+    /// ([`Service::default_scope_queues`]).
+    ///
+    /// Errors: `InternalError` when storage fails.
+    pub async fn visible_queues(&self, principal: &super::Principal) -> Result<Vec<QueueRecord>> {
+        if !principal.enforced {
+            return self.default_scope_queues().await;
+        }
+        let scope = principal.scope();
+        let mut queues = self.store.list_queues().await?;
+        queues.retain(|q| self.key_scope(&q.name).0 == scope);
+        Ok(queues)
+    }
+
     /// ListQueues of the default account and region ([`Service::list_queues_of`]).
     ///
     /// Errors: `InvalidParameterValue` for a bad `max_results` or token.

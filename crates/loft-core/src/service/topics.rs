@@ -632,6 +632,24 @@ impl Service {
                 "Endpoint Reason: An endpoint must be specified for this protocol",
             ));
         }
+        // A configured function invoked for another account's topic needs its grant
+        // (`allow_accounts`, as a Lambda resource-based policy's `lambda:InvokeFunction`
+        // for that account); checked again at each delivery.
+        if protocol == "lambda" {
+            if let Ok(f) = self.function(endpoint) {
+                let (account, _) = self.split_key(&topic.name);
+                if !self.may_invoke(account, f) {
+                    return Err(Error::new(
+                        ErrorCode::AuthorizationError,
+                        format!(
+                            "User: {} is not authorized to perform: lambda:InvokeFunction on resource: {} because no resource-based policy allows the lambda:InvokeFunction action",
+                            principal.map_or_else(|| self.principal_arn(), str::to_owned),
+                            self.function_arn(&f.name)
+                        ),
+                    ));
+                }
+            }
+        }
         // FIFO topics deliver to SQS queues only, and FIFO queues take only FIFO topics
         // (SNS Developer Guide, "Amazon SNS FIFO topics").
         let fifo_topic = topic.name.ends_with(".fifo");
@@ -1153,6 +1171,20 @@ impl Service {
     pub async fn default_scope_topics(&self) -> Result<Vec<TopicRecord>> {
         let mut topics = self.store.list_topics().await?;
         topics.retain(|t| crate::names::is_default_scope_key(&t.name));
+        Ok(topics)
+    }
+
+    /// The topics `principal` sees in Loft's own listings (the seeds' `GET /topics`, the
+    /// console's `GET /_loft/topics`), by name: as [`Service::visible_queues`].
+    ///
+    /// Errors: `InternalError` when storage fails.
+    pub async fn visible_topics(&self, principal: &super::Principal) -> Result<Vec<TopicRecord>> {
+        if !principal.enforced {
+            return self.default_scope_topics().await;
+        }
+        let scope = principal.scope();
+        let mut topics = self.store.list_topics().await?;
+        topics.retain(|t| self.key_scope(&t.name).0 == scope);
         Ok(topics)
     }
 

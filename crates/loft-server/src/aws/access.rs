@@ -216,12 +216,13 @@ pub async fn check(svc: &Service, ctx: &Context, access: Access<'_>) -> Result<(
             },
             None => Resolved::Account,
         },
-        // Configured functions are the operator's, usable by every account: a function
-        // is checked as the caller's own resource (its identity policies decide).
+        // A configured function belongs to its account (`account` in its config): another
+        // account's caller is refused, as a function without a resource-based policy
+        // granting it the action refuses it.
         Resource::Function(name) => match svc.function(name) {
             Ok(f) => Resolved::Other {
                 arn: svc.function_arn(&f.name),
-                account: p.account_id.to_string(),
+                account: svc.function_account(f).to_owned(),
             },
             Err(_) => Resolved::Account,
         },

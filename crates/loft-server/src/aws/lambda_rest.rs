@@ -12,12 +12,11 @@ use std::sync::Arc;
 
 use crate::body::BodyError;
 use crate::native::NativeBody;
+use crate::routes::Routes;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
 use axum::Extension;
-use axum::Router;
 use loft_core::service::Principal;
 use loft_core::{Error, ErrorCode, Service};
 use serde::de::DeserializeOwned;
@@ -29,25 +28,23 @@ use crate::observe::OperationLabel;
 /// The metric protocol label of Lambda requests.
 pub const PROTOCOL: &str = "lambda-rest-json";
 
-/// The routes, over `service`.
-pub fn routes<S: Clone + Send + Sync + 'static>(service: Arc<Service>) -> Router<S> {
-    Router::new()
-        .route(
-            "/2015-03-31/event-source-mappings",
-            get(mappings).post(mappings),
-        )
-        .route(
-            "/2015-03-31/event-source-mappings/",
-            get(mappings).post(mappings),
-        )
-        .route(
+/// The routes, added to `routes` (their handlers take the service as state).
+pub fn routes(routes: Routes<Arc<Service>>) -> Routes<Arc<Service>> {
+    routes
+        .at("GET", "/2015-03-31/event-source-mappings", mappings)
+        .at("POST", "/2015-03-31/event-source-mappings", mappings)
+        .at("GET", "/2015-03-31/event-source-mappings/", mappings)
+        .at("POST", "/2015-03-31/event-source-mappings/", mappings)
+        .at("GET", "/2015-03-31/event-source-mappings/{uuid}", mapping)
+        .at("PUT", "/2015-03-31/event-source-mappings/{uuid}", mapping)
+        .at(
+            "DELETE",
             "/2015-03-31/event-source-mappings/{uuid}",
-            get(mapping).put(mapping).delete(mapping),
+            mapping,
         )
-        .route("/2015-03-31/functions", get(functions))
-        .route("/2015-03-31/functions/", get(functions))
-        .route("/2015-03-31/functions/{name}", get(function))
-        .with_state(service)
+        .at("GET", "/2015-03-31/functions", functions)
+        .at("GET", "/2015-03-31/functions/", functions)
+        .at("GET", "/2015-03-31/functions/{name}", function)
 }
 
 fn invalid(message: impl Into<String>) -> Error {

@@ -66,6 +66,9 @@ impl IntoResponse for ConsoleError {
 
 type Svc = State<Arc<Service>>;
 
+/// The caller the authentication middleware found ([`crate::auth::caller`]).
+type Caller = Option<axum::Extension<loft_core::service::Principal>>;
+
 /// A message in the console's JSON shape (see the module doc).
 pub fn message_json(m: &PeekedMessage) -> Value {
     json!({
@@ -85,9 +88,12 @@ pub fn message_json(m: &PeekedMessage) -> Value {
     })
 }
 
-/// `GET /_loft/queues`.
-pub async fn queues(State(svc): Svc) -> Result<Response, ConsoleError> {
-    let list = svc.queue_overview().await?;
+/// `GET /_loft/queues`: the caller's account's queues in its region (every queue of the
+/// default account and region for an open Loft; [`Service::visible_queues`]).
+pub async fn queues(State(svc): Svc, caller: Caller) -> Result<Response, ConsoleError> {
+    let list = svc
+        .queue_overview(&crate::auth::caller(&svc, caller))
+        .await?;
     let out: Vec<Value> = list
         .into_iter()
         .map(|q| {
@@ -217,9 +223,12 @@ pub async fn redrive(State(svc): Svc, Path(name): Path<String>) -> Result<Respon
     Ok(Json(json!({"task_handle": handle})).into_response())
 }
 
-/// `GET /_loft/topics`.
-pub async fn topics(State(svc): Svc) -> Result<Response, ConsoleError> {
-    let list = svc.topic_overview().await?;
+/// `GET /_loft/topics`: the caller's account's topics in its region, as
+/// `GET /_loft/queues`.
+pub async fn topics(State(svc): Svc, caller: Caller) -> Result<Response, ConsoleError> {
+    let list = svc
+        .topic_overview(&crate::auth::caller(&svc, caller))
+        .await?;
     let out: Vec<Value> = list
         .into_iter()
         .map(|t| {
@@ -245,13 +254,14 @@ pub async fn topics(State(svc): Svc) -> Result<Response, ConsoleError> {
     Ok(Json(out).into_response())
 }
 
-/// `GET /_loft/mappings`: every SQS event source mapping of the default account (the
-/// console's, as its queues and topics are) with its state and who polls it
+/// `GET /_loft/mappings`: every SQS event source mapping of the caller's account (the
+/// default account's for an open Loft) with its state and who polls it
 /// (`[{"uuid", "queue_arn", "function_arn", "state", "poller", "batch_size",
 /// "batching_window_seconds", "function_response_types", "filters", "maximum_concurrency",
 /// "last_modified"}]`, `last_modified` in ms).
-pub async fn mappings(State(svc): Svc) -> Result<Response, ConsoleError> {
-    let list = svc.mapping_overview(&svc.config().account_id).await?;
+pub async fn mappings(State(svc): Svc, caller: Caller) -> Result<Response, ConsoleError> {
+    let caller = crate::auth::caller(&svc, caller);
+    let list = svc.mapping_overview(&caller.account_id).await?;
     let out: Vec<Value> = list
         .into_iter()
         .map(|(v, poller)| {

@@ -773,3 +773,119 @@ url = "http://127.0.0.1:9/"
         .await;
     assert_eq!(r.status.as_u16(), 404, "{}", r.text);
 }
+
+/// An SNS client signing with account B's key of [`ALLOWED_CONFIG`].
+fn sns_of_b(base: &str) -> aws_sdk_sns::Client {
+    use aws_sdk_sns::config::{BehaviorVersion, Credentials, Region};
+    let config = aws_sdk_sns::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .region(Region::new("us-east-1"))
+        .credentials_provider(Credentials::new("AKIDFNB", "secret-b", None, None, "b"))
+        .endpoint_url(base)
+        .http_client(aws_smithy_http_client::Builder::new().build_http())
+        .retry_config(aws_sdk_sns::config::retry::RetryConfig::disabled())
+        .build();
+    aws_sdk_sns::Client::from_conf(config)
+}
+
+/// A function of the default account that allows account B (`{allow}` is the
+/// `allow_accounts` line), and B's key; `{addr}` is the function host.
+const ALLOWED_CONFIG: &str = r#"
+[[credentials]]
+access_key_id = "AKIDFNB"
+secret_access_key = "secret-b"
+account_id = "222222222222"
+
+[[functions]]
+name = "shared"
+url = "http://{addr}/handler"
+{allow}
+"#;
+
+/// A function invoked for another account's topic only while its `allow_accounts` names
+/// that account: the grant is checked at Subscribe and again at each publish, so a
+/// restart with the account taken out of the list stops the invocations of a subscription
+/// made before (the notification is recorded instead, as for an unconfigured function).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_function_serves_another_account_only_while_its_config_allows_it() {
+    let (host, addr) = start_host().await;
+    let config = |allow: &str| {
+        ALLOWED_CONFIG
+            .replace("{addr}", &addr.to_string())
+            .replace("{allow}", allow)
+    };
+    let (dir, path) = config_file(&config(r#"allow_accounts = ["222222222222"]"#));
+    let mut loft = Loft::start_with(&["--config", &path]);
+    let function = "arn:aws:lambda:us-east-1:000000000000:function:shared";
+    let sns = sns_of_b(&loft.base);
+    let topic = sns
+        .create_topic()
+        .name("b-events")
+        .send()
+        .await
+        .expect("create B's topic")
+        .topic_arn
+        .expect("TopicArn");
+    sns.subscribe()
+        .topic_arn(&topic)
+        .protocol("lambda")
+        .endpoint(function)
+        .send()
+        .await
+        .expect("B subscribes the function it is allowed");
+    sns.publish()
+        .topic_arn(&topic)
+        .message("first")
+        .send()
+        .await
+        .expect("publish");
+    until("the allowed invocation", || {
+        !host.events.lock().unwrap().is_empty()
+    })
+    .await;
+
+    // The operator takes B out of the list.
+    std::fs::write(&path, config("")).expect("rewrite the config");
+    loft.restart();
+    let sns = sns_of_b(&loft.base);
+    sns.publish()
+        .topic_arn(&topic)
+        .message("second")
+        .send()
+        .await
+        .expect("publish");
+    // Recorded in the publish itself, not invoked.
+    let metrics = reqwest::get(loft.url("/metrics"))
+        .await
+        .expect("GET /metrics")
+        .text()
+        .await
+        .expect("metrics text");
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l == r#"loft_deliveries_total{protocol="lambda",outcome="recorded"} 1"#),
+        "{metrics}"
+    );
+    let err = sns
+        .subscribe()
+        .topic_arn(&topic)
+        .protocol("lambda")
+        .endpoint(format!("{function}:$LATEST"))
+        .send()
+        .await
+        .expect_err("no longer allowed");
+    assert_eq!(
+        aws_sdk_sns::error::ProvideErrorMetadata::code(&err),
+        Some("AuthorizationError"),
+        "{err:?}"
+    );
+    let events = host.events.lock().unwrap().clone();
+    assert_eq!(
+        events.len(),
+        1,
+        "only the first publish invoked: {events:?}"
+    );
+    assert_eq!(events[0].1["Records"][0]["Sns"]["Message"], "first");
+    drop(dir);
+}

@@ -69,6 +69,7 @@ const LOFT_ENV: &[&str] = &[
     "LOFT_MAX_IN_FLIGHT",
     "LOFT_MAX_IN_FLIGHT_FIFO",
     "LOFT_NO_SQS_QUOTAS",
+    "LOFT_METRICS_AUTH",
     "LOFT_TLS_CERT",
     "LOFT_TLS_KEY",
 ];

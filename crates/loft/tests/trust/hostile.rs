@@ -20,6 +20,21 @@
 //!   after the barrage as before it;
 //! - no 5xx.
 //!
+//! Sequences the operation tables do not make (each refused attempt counts as a request;
+//! an accepted one is a door):
+//! - data protection on B's own topic whose audit destination is A's queue (CreateTopic,
+//!   SetTopicAttributes, PutDataProtectionPolicy), then a publish that would audit into it;
+//!   the same policy naming B's own queue is accepted and audits there (the control);
+//! - B's topic subscribing A's function (`lambda`), B's mapping of A's function on B's
+//!   queue, B's ListFunctions naming it; the function is a recording server, which must
+//!   receive nothing;
+//! - `/metrics` under `--metrics-auth`: unsigned is refused, B's scrape names none of A's
+//!   queues or topics (A's own does, the control);
+//! - every row of the route table (`loft_server::permissions::ROUTES`), its placeholders
+//!   filled with A's names; the listings (seeds' API, console) must not show A's
+//!   resources: A keeps a marked queue and topic (`vsecretq`, `vsecrettopic`) that B
+//!   never names, so their names in any answer to B are a leak.
+//!
 //! Figures go to stdout (`hostile[ENGINE]: N requests, N refused, N answered 2xx, 0 doors`).
 
 use std::collections::BTreeMap;
@@ -213,6 +228,7 @@ struct Victim {
     mapping: Option<String>,
     attacker_topic: String,
     attacker_queue_arn: String,
+    attacker_queue_url: String,
 }
 
 fn qarn(account: &str, name: &str) -> String {
@@ -265,6 +281,8 @@ async fn setup(base: &str, port: u16) -> Victim {
             "Action": "sqs:SendMessage", "Resource": qarn(A, "vq")}],
     });
     for (name, attrs) in [
+        // Named in no request of B's: its name in an answer to B is a leak (listings).
+        ("vsecretq", json!({})),
         ("vdlq", json!({})),
         ("vdest", json!({})),
         ("vmapq", json!({})),
@@ -360,6 +378,9 @@ async fn setup(base: &str, port: u16) -> Victim {
         )
         .await;
     let topic = a.xml("TopicArn").unwrap();
+    owner
+        .sns_ok("CreateTopic", &[("Name", "vsecrettopic")])
+        .await;
     let vq_arn = qarn(A, "vq");
     let a = owner
         .sns_ok(
@@ -461,6 +482,7 @@ async fn setup(base: &str, port: u16) -> Victim {
         mapping,
         attacker_topic,
         attacker_queue_arn: qarn(B, "bq"),
+        attacker_queue_url: format!("{base}/{B}/bq"),
     }
 }
 
@@ -864,6 +886,40 @@ impl Tally {
     }
 }
 
+impl Tally {
+    /// Judges an attempt that must be refused: a 2xx is a door, whoever asked.
+    fn refused(&mut self, who: Key, what: &str, a: &Answer) {
+        if (200..300).contains(&a.status) {
+            self.requests += 1;
+            self.doors
+                .push(format!("{what}: accepted: {} {}", a.status, trim(&a.body)));
+        } else {
+            self.judge(who, what, a);
+        }
+    }
+
+    /// Judges an answer to `who` that must not contain any of `names` (A's resources).
+    fn without(&mut self, who: Key, what: &str, a: &Answer, names: &[&str]) {
+        self.judge(who, what, a);
+        for n in names.iter().filter(|n| a.body.contains(**n)) {
+            let line = a.body.lines().find(|l| l.contains(*n)).unwrap_or_default();
+            self.doors
+                .push(format!("{what}: shows A's {n}: {}", trim(line)));
+        }
+    }
+
+    /// Judges a public route's answer: as [`Tally::judge`], but a 2xx to the denied
+    /// identity is no door (the route holds no account's data and takes no action).
+    fn public(&mut self, who: Key, what: &str, a: &Answer) {
+        if who.0 == DENIED.0 && a.status < 400 {
+            self.requests += 1;
+            self.answered += 1;
+        } else {
+            self.judge(who, what, a);
+        }
+    }
+}
+
 fn trim(s: &str) -> String {
     s.chars().take(300).collect()
 }
@@ -1015,11 +1071,218 @@ async fn barrage(v: &Victim, who: Key, tally: &mut Tally) {
     }
 }
 
+/// A data protection policy auditing every message into the queue `queue_arn`.
+fn audit_policy(queue_arn: &str) -> String {
+    let destination = json!({"Sqs": {"QueueArn": queue_arn}});
+    json!({"Name": "attack", "Version": "2021-06-01", "Statement": [{
+        "Sid": "audit", "DataDirection": "Inbound", "Principal": ["*"],
+        "DataIdentifier": ["arn:aws:dataprotection::aws:data-identifier/EmailAddress"],
+        "Operation": {"Audit": {"SampleRate": "99",
+            "FindingsDestination": destination, "NoFindingsDestination": destination}}}]})
+    .to_string()
+}
+
+/// The sequences of account B the operation tables do not make (see the module doc):
+/// doors 7 (audit destinations), 8 (functions) and 10 (`/metrics`).
+async fn sequences(v: &Victim, tally: &mut Tally) {
+    let b = Client {
+        base: &v.base,
+        key: ATTACKER,
+    };
+    // Data protection: B's own topic may not audit into A's queue, by any of the three
+    // operations that set a policy.
+    let into_a = audit_policy(&qarn(A, "vq"));
+    let a = b
+        .sns(
+            "CreateTopic",
+            &[
+                ("Name", "bdp"),
+                ("Attributes.entry.1.key", "DataProtectionPolicy"),
+                ("Attributes.entry.1.value", &into_a),
+            ],
+        )
+        .await;
+    tally.refused(ATTACKER, "CreateTopic with A's audit queue", &a);
+    let a = b
+        .sns(
+            "SetTopicAttributes",
+            &[
+                ("TopicArn", &v.attacker_topic),
+                ("AttributeName", "DataProtectionPolicy"),
+                ("AttributeValue", &into_a),
+            ],
+        )
+        .await;
+    tally.refused(ATTACKER, "SetTopicAttributes with A's audit queue", &a);
+    let a = b
+        .sns(
+            "PutDataProtectionPolicy",
+            &[
+                ("ResourceArn", &v.attacker_topic),
+                ("DataProtectionPolicy", &into_a),
+            ],
+        )
+        .await;
+    tally.refused(ATTACKER, "PutDataProtectionPolicy with A's audit queue", &a);
+    // The control: B's own queue is accepted, and the publish below audits into it.
+    b.sns_ok(
+        "PutDataProtectionPolicy",
+        &[
+            ("ResourceArn", &v.attacker_topic),
+            ("DataProtectionPolicy", &audit_policy(&v.attacker_queue_arn)),
+        ],
+    )
+    .await;
+
+    // Functions: A's function is not B's to subscribe, map or list.
+    let function = format!("arn:aws:lambda:us-east-1:{A}:function:vfunc");
+    for endpoint in [function.clone(), format!("{function}:$LATEST")] {
+        let a = b
+            .sns(
+                "Subscribe",
+                &[
+                    ("TopicArn", &v.attacker_topic),
+                    ("Protocol", "lambda"),
+                    ("Endpoint", &endpoint),
+                ],
+            )
+            .await;
+        tally.refused(ATTACKER, &format!("Subscribe B's topic to {endpoint}"), &a);
+    }
+    for name in ["vfunc", function.as_str()] {
+        let a = b
+            .rest(
+                "lambda",
+                "POST",
+                "/2015-03-31/event-source-mappings/",
+                Some(&json!({"EventSourceArn": v.attacker_queue_arn, "FunctionName": name})),
+            )
+            .await;
+        tally.refused(ATTACKER, &format!("map B's queue to {name}"), &a);
+    }
+    let a = b
+        .rest("lambda", "GET", "/2015-03-31/functions/", None)
+        .await;
+    tally.without(ATTACKER, "ListFunctions", &a, &["vfunc"]);
+
+    // B publishes to its own topic: audited into B's queue only, invoking nothing.
+    b.sns_ok(
+        "Publish",
+        &[
+            ("TopicArn", &v.attacker_topic),
+            ("Message", "mail b@example.com"),
+        ],
+    )
+    .await;
+    let a = b
+        .sqs_json(
+            "GetQueueAttributes",
+            &json!({"QueueUrl": v.attacker_queue_url, "AttributeNames": ["ApproximateNumberOfMessages"]}),
+        )
+        .await;
+    assert_eq!(
+        a.json()["Attributes"]["ApproximateNumberOfMessages"],
+        "1",
+        "the control: B's own audit queue got B's audit record: {}",
+        a.body
+    );
+    let a = b
+        .sns(
+            "ListSubscriptionsByTopic",
+            &[("TopicArn", &v.attacker_topic)],
+        )
+        .await;
+    tally.without(ATTACKER, "B's topic's subscriptions", &a, &["vfunc"]);
+    let a = b
+        .rest("lambda", "GET", "/2015-03-31/event-source-mappings/", None)
+        .await;
+    tally.without(ATTACKER, "B's mappings", &a, &["vfunc"]);
+
+    // `/metrics` under `--metrics-auth`: unsigned refused; B sees none of A's series.
+    let r = reqwest::get(format!("{}/metrics", v.base))
+        .await
+        .expect("GET /metrics");
+    let a = Answer {
+        status: r.status().as_u16(),
+        body: r.text().await.unwrap_or_default(),
+    };
+    tally.refused(ATTACKER, "unsigned GET /metrics", &a);
+    let a = b.rest("sqs", "GET", "/metrics", None).await;
+    tally.without(
+        ATTACKER,
+        "GET /metrics",
+        &a,
+        // B has queues named as A's (the barrage made them in B's account); A's marked
+        // queue it never named, and node-wide series are the server's account's.
+        &["vsecretq", "loft_requests_total"],
+    );
+    let owner = Client {
+        base: &v.base,
+        key: OWNER,
+    };
+    let a = owner.rest("sqs", "GET", "/metrics", None).await;
+    assert!(
+        a.body.contains("queue=\"vsecretq\""),
+        "the control: A's scrape shows A's queues: {}",
+        trim(&a.body)
+    );
+}
+
+/// Every row of the route table, its placeholders filled with A's names (`{name}` is A's
+/// queue or topic, `{uuid}` A's mapping), tried by `who` with an empty body. The
+/// listings must not show A's marked resources nor A's mapping.
+async fn table(v: &Victim, who: Key, tally: &mut Tally) {
+    use loft_server::permissions::{On, RouteAccess, ROUTES};
+    let c = Client {
+        base: &v.base,
+        key: who,
+    };
+    let mapping = v.mapping.clone().unwrap_or_default();
+    let mut names = vec!["vsecretq", "vsecrettopic"];
+    if !mapping.is_empty() {
+        names.push(&mapping);
+    }
+    for row in ROUTES {
+        let name = match row.access {
+            RouteAccess::Action(_, On::Topic) => "vt",
+            _ => "vq",
+        };
+        let path = row
+            .path
+            .replace("{name}", name)
+            .replace("{queue}", "vq")
+            .replace("{account}", A)
+            .replace("{region}", "us-east-1")
+            .replace("{id}", "1")
+            .replace("{uuid}", if mapping.is_empty() { "none" } else { &mapping })
+            .replace("{file}", "SimpleNotificationService.pem");
+        let service = if path.starts_with("/2015-03-31/") {
+            "lambda"
+        } else {
+            "sqs"
+        };
+        let a = c.rest(service, row.method, &path, None).await;
+        let what = format!("table {} {path}", row.method);
+        // A route that names A's mapping may name it back (in its refusal).
+        let shown: Vec<&str> = names
+            .iter()
+            .copied()
+            .filter(|n| !path.contains(*n))
+            .collect();
+        match row.access {
+            RouteAccess::Public | RouteAccess::SignedIn => tally.public(who, &what, &a),
+            _ => tally.without(who, &what, &a, &shown),
+        }
+    }
+}
+
 async fn hostile(engine: &str, extra: &[&str]) {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("hostile.toml");
-    std::fs::write(&path, config("http://127.0.0.1:9/")).expect("write config");
-    let mut args = vec!["--config", path.to_str().unwrap()];
+    // A's function: a recording server, which nothing of B's may reach.
+    let function = crate::harness::Sink::start().await;
+    std::fs::write(&path, config(&format!("http://{}/", function.addr))).expect("write config");
+    let mut args = vec!["--config", path.to_str().unwrap(), "--metrics-auth"];
     args.extend_from_slice(extra);
     let loft = Loft::start(&args, &[]);
     let port: u16 = loft.url.rsplit(':').next().unwrap().parse().unwrap();
@@ -1050,6 +1313,22 @@ async fn hostile(engine: &str, extra: &[&str]) {
     }
     barrage(&v, ATTACKER, &mut tally).await;
     barrage(&v, DENIED, &mut tally).await;
+    sequences(&v, &mut tally).await;
+    table(&v, ATTACKER, &mut tally).await;
+    table(&v, DENIED, &mut tally).await;
+    // The control of the listings: A's own sees its marked queue and topic.
+    let owner = Client {
+        base: &v.base,
+        key: OWNER,
+    };
+    for path in ["/_loft/queues", "/queues", "/_loft/topics", "/topics"] {
+        let a = owner.rest("sqs", "GET", path, None).await;
+        assert!(
+            a.body.contains("vsecretq") || a.body.contains("vsecrettopic"),
+            "the control: A's {path} shows A's resources: {}",
+            trim(&a.body)
+        );
+    }
     let after = snapshot(&v).await;
     for (k, b) in &before {
         let a = after.get(k).cloned().unwrap_or_default();
@@ -1058,6 +1337,13 @@ async fn hostile(engine: &str, extra: &[&str]) {
                 .doors
                 .push(format!("A's {k} changed:\n  before: {b}\n  after:  {a}"));
         }
+    }
+    if function.count() > 0 {
+        tally.doors.push(format!(
+            "A's function was invoked {} times: {:?}",
+            function.count(),
+            function.bodies.lock().unwrap()
+        ));
     }
     println!(
         "hostile[{engine}]: {} requests, {} refused, {} answered 2xx, {} doors",

@@ -2,7 +2,8 @@
 //! default account, and an identity of A whose policy denies `sqs:ReceiveMessage`. B
 //! must not reach A's event source mappings through the Lambda API or the console's
 //! `/_loft/mappings`, nor cancel A's message move task with A's TaskHandle; A creates a
-//! mapping on its own queue by the queue's real ARN.
+//! mapping on its own queue by the queue's real ARN. Functions belong to their configured
+//! account: another account neither sees, maps nor subscribes one unless it is allowed.
 
 use serde_json::{json, Value};
 
@@ -18,10 +19,18 @@ fn start() -> (Loft, tempfile::TempDir) {
     let dir = tempfile::tempdir().expect("temp dir");
     let config = format!(
         r#"
+# The default account's, and allowed to A and B: their mappings are judged by the queue.
 [[functions]]
 name = "worker"
 url = "http://127.0.0.1:9/handler"
 timeout_seconds = 3
+allow_accounts = ["{ACCOUNT_A}", "222222222222"]
+
+# A's own, allowed to no other account.
+[[functions]]
+name = "a-only"
+url = "http://127.0.0.1:9/handler"
+account = "{ACCOUNT_A}"
 
 [[credentials]]
 access_key_id = "{}"
@@ -198,19 +207,18 @@ async fn event_source_mappings_are_their_accounts_own() {
     let (_, _, listed) = lambda(&loft, A, "GET", "/2015-03-31/event-source-mappings/", None).await;
     assert_eq!(listed["EventSourceMappings"].as_array().unwrap().len(), 1);
 
-    // The console's mappings are the default account's: B is refused, and the default
-    // account's key does not see A's mapping.
+    // The console's mappings are the caller's account's: B and the default account's
+    // key see none of A's, A sees its own.
     let url = format!("{}/_loft/mappings", loft.url);
-    let resp = send_signed(&signer(B, "sqs"), "GET", &url, &[], b"").await;
-    assert_eq!(resp.status(), 403);
-    let resp = send_signed(&signer(ROOT, "sqs"), "GET", &url, &[], b"").await;
-    assert_eq!(resp.status(), 200);
+    for key in [B, ROOT] {
+        let resp = send_signed(&signer(key, "sqs"), "GET", &url, &[], b"").await;
+        assert_eq!(resp.status(), 200);
+        let console: Value = resp.json().await.unwrap();
+        assert_eq!(console, json!([]), "{}: A's mapping is A's alone", key.0);
+    }
+    let resp = send_signed(&signer(A, "sqs"), "GET", &url, &[], b"").await;
     let console: Value = resp.json().await.unwrap();
-    assert_eq!(
-        console,
-        json!([]),
-        "A's mapping is not the default account's"
-    );
+    assert_eq!(console[0]["uuid"], uuid.as_str(), "{console}");
 
     // A deletes it.
     let (status, _, _) = lambda(&loft, A, "DELETE", &one, None).await;
@@ -318,4 +326,180 @@ async fn another_accounts_task_handle_cancels_nothing() {
             .contains("ResourceNotFound"),
         "{out}"
     );
+}
+
+/// A signed SNS query call by `key`: its status and body text.
+async fn sns(
+    loft: &Loft,
+    key: (&'static str, &'static str),
+    params: &[(&str, &str)],
+) -> (u16, String) {
+    let body = form_urlencoded::Serializer::new(String::new())
+        .extend_pairs(params)
+        .finish();
+    let resp = send_signed(
+        &signer(key, "sns"),
+        "POST",
+        &format!("{}/", loft.url),
+        &[("content-type", "application/x-www-form-urlencoded")],
+        body.as_bytes(),
+    )
+    .await;
+    (resp.status().as_u16(), resp.text().await.unwrap())
+}
+
+/// A function belongs to its configured account: another account's key does not see it
+/// in the Lambda API, cannot map it and cannot subscribe its topic to it, unless the
+/// function's `allow_accounts` names that account.
+#[tokio::test]
+async fn functions_are_their_accounts_own_unless_they_allow_another() {
+    let (loft, _dir) = start();
+    let a_only = format!("arn:aws:lambda:us-east-1:{ACCOUNT_A}:function:a-only");
+    // The Lambda API: B gets A's function refused and lists its own (none); A and the
+    // default account list their own.
+    let (status, kind, out) = lambda(&loft, B, "GET", "/2015-03-31/functions/a-only", None).await;
+    assert_eq!(
+        (status, kind.as_str()),
+        (403, "AccessDeniedException"),
+        "{out}"
+    );
+    let (status, kind, out) = lambda(
+        &loft,
+        B,
+        "GET",
+        &format!("/2015-03-31/functions/{a_only}"),
+        None,
+    )
+    .await;
+    assert_eq!(
+        (status, kind.as_str()),
+        (403, "AccessDeniedException"),
+        "{out}"
+    );
+    let names = |v: &Value| -> Vec<String> {
+        v["Functions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["FunctionName"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let (_, _, listed) = lambda(&loft, B, "GET", "/2015-03-31/functions/", None).await;
+    assert!(names(&listed).is_empty(), "{listed}");
+    let (_, _, listed) = lambda(&loft, A, "GET", "/2015-03-31/functions/", None).await;
+    assert_eq!(names(&listed), ["a-only"], "{listed}");
+    assert_eq!(listed["Functions"][0]["FunctionArn"], a_only.as_str());
+    let (_, _, listed) = lambda(&loft, ROOT, "GET", "/2015-03-31/functions/", None).await;
+    assert_eq!(names(&listed), ["worker"], "{listed}");
+    let (status, _, got) = lambda(&loft, A, "GET", "/2015-03-31/functions/a-only", None).await;
+    assert_eq!(status, 200, "{got}");
+
+    // Mappings: B cannot map A's function on its own queue; A can, and the mapping
+    // names the function in A's account.
+    create_queue(&loft, B, "b-work", json!({})).await;
+    let (status, kind, out) = lambda(
+        &loft,
+        B,
+        "POST",
+        "/2015-03-31/event-source-mappings/",
+        Some(json!({"FunctionName": "a-only", "EventSourceArn": queue_arn("222222222222", "b-work")})),
+    )
+    .await;
+    assert_eq!(
+        (status, kind.as_str()),
+        (404, "ResourceNotFoundException"),
+        "{out}"
+    );
+    create_queue(&loft, A, "a-work", json!({})).await;
+    let (status, _, out) = lambda(
+        &loft,
+        A,
+        "POST",
+        "/2015-03-31/event-source-mappings/",
+        Some(json!({"FunctionName": "a-only", "EventSourceArn": queue_arn(ACCOUNT_A, "a-work"), "Enabled": false})),
+    )
+    .await;
+    assert_eq!(status, 202, "{out}");
+    assert_eq!(out["FunctionArn"], a_only.as_str());
+
+    // SNS: B's topic cannot subscribe A's function; the default account's `worker`,
+    // which allows B, it can.
+    let (status, out) = sns(&loft, B, &[("Action", "CreateTopic"), ("Name", "b-topic")]).await;
+    assert_eq!(status, 200, "{out}");
+    let b_topic = "arn:aws:sns:us-east-1:222222222222:b-topic";
+    let (status, out) = sns(
+        &loft,
+        B,
+        &[
+            ("Action", "Subscribe"),
+            ("TopicArn", b_topic),
+            ("Protocol", "lambda"),
+            ("Endpoint", &a_only),
+        ],
+    )
+    .await;
+    assert_eq!(status, 403, "{out}");
+    assert!(
+        out.contains("AuthorizationError") && out.contains("lambda:InvokeFunction"),
+        "{out}"
+    );
+    let worker = "arn:aws:lambda:us-east-1:000000000000:function:worker";
+    let (status, out) = sns(
+        &loft,
+        B,
+        &[
+            ("Action", "Subscribe"),
+            ("TopicArn", b_topic),
+            ("Protocol", "lambda"),
+            ("Endpoint", worker),
+        ],
+    )
+    .await;
+    assert_eq!(status, 200, "{out}");
+}
+
+/// The console's and the seeds' listings show a key its own account's queues and topics,
+/// and the console's by-name routes reach them by the name the listing gives; the default
+/// account's key sees none of B's.
+#[tokio::test]
+async fn listings_show_each_key_its_own_accounts_resources() {
+    let (loft, _dir) = start();
+    create_queue(&loft, B, "b-console", json!({})).await;
+    create_queue(&loft, ROOT, "root-console", json!({})).await;
+    let get = |key, path: &str| {
+        let url = format!("{}{path}", loft.url);
+        async move {
+            let resp = send_signed(&signer(key, "sqs"), "GET", &url, &[], b"").await;
+            let status = resp.status().as_u16();
+            (status, resp.text().await.unwrap())
+        }
+    };
+    let (status, listed) = get(B, "/_loft/queues").await;
+    assert_eq!(status, 200, "{listed}");
+    let listed: Value = serde_json::from_str(&listed).unwrap();
+    let names: Vec<&str> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|q| q["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["222222222222/b-console"], "{listed}");
+    assert_eq!(
+        listed[0]["arn"],
+        "arn:aws:sqs:us-east-1:222222222222:b-console"
+    );
+    let (status, page) = get(B, "/_loft/queues/222222222222%2Fb-console/messages").await;
+    assert_eq!(status, 200, "{page}");
+    let (_, seeds) = get(B, "/queues").await;
+    assert_eq!(seeds, r#"["222222222222/b-console"]"#);
+    for path in ["/_loft/queues", "/queues"] {
+        let (status, root) = get(ROOT, path).await;
+        assert_eq!(status, 200);
+        assert!(root.contains("root-console"), "{path}: {root}");
+        assert!(!root.contains("b-console"), "{path}: {root}");
+    }
+    // B's key reads the default account's queue by name only as the AWS operation would:
+    // refused, as it has no policy for B.
+    let (status, refused) = get(B, "/_loft/queues/root-console/messages").await;
+    assert_eq!(status, 403, "{refused}");
 }

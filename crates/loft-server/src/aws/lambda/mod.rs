@@ -145,7 +145,7 @@ pub async fn call(svc: &Service, ctx: &Context, req: LambdaRequest) -> Result<La
             LambdaResponse::EventSourceMapping(202, Box::new(mapping_out(v)))
         }
         LambdaRequest::GetFunction(r) => {
-            let f = svc.function(&r.function_name)?;
+            let f = svc.own_function(account, &r.function_name)?;
             LambdaResponse::Function(Box::new(GetFunctionResponse {
                 configuration: function_out(svc, f),
                 code: FunctionCodeLocation {
@@ -154,7 +154,7 @@ pub async fn call(svc: &Service, ctx: &Context, req: LambdaRequest) -> Result<La
             }))
         }
         LambdaRequest::ListFunctions(r) => {
-            let all = svc.functions();
+            let all = svc.own_functions(account);
             let start: usize = match r.marker.as_deref() {
                 Some(m) => m.parse().map_err(|_| {
                     Error::new(ErrorCode::LambdaInvalidParameterValue, "Invalid Marker")

@@ -143,6 +143,9 @@ pub async fn call(
                 attrs.insert("DataProtectionPolicy".into(), p);
             }
             let p = &ctx.principal;
+            if let Some(policy) = attrs.get("DataProtectionPolicy") {
+                svc.authorize_findings_destinations(p, policy).await?;
+            }
             let key = svc.resource_key(&p.account_id, &p.region, &i.name);
             let t = svc.create_topic(&key, attrs, tags_in(i.tags)).await?;
             S::CreateTopic(CreateTopicResponse {
@@ -363,6 +366,8 @@ pub async fn call(
             S::PublishBatch(PublishBatchResponse { successful, failed })
         }
         R::PutDataProtectionPolicy(i) => {
+            svc.authorize_findings_destinations(&ctx.principal, &i.data_protection_policy)
+                .await?;
             svc.put_data_protection_policy(&i.resource_arn, &i.data_protection_policy)
                 .await?;
             S::PutDataProtectionPolicy(NoOutput)
@@ -413,6 +418,11 @@ pub async fn call(
             S::SetSubscriptionAttributes(NoOutput)
         }
         R::SetTopicAttributes(i) => {
+            if i.attribute_name == "DataProtectionPolicy" {
+                let policy = i.attribute_value.as_deref().unwrap_or("");
+                svc.authorize_findings_destinations(&ctx.principal, policy)
+                    .await?;
+            }
             svc.set_topic_attribute(
                 &i.topic_arn,
                 &i.attribute_name,
