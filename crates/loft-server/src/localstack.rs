@@ -13,7 +13,6 @@
 //! `localhost.localstack.cloud:4566`) in [`crate::aws::sqs::QueueUrlParts`].
 
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
 use axum::{Json, Router};
 use serde_json::json;
 
@@ -26,9 +25,15 @@ pub const EDITION: &str = "community";
 /// mappings, `crate::aws::lambda_rest`, which is always routed).
 pub const RUNNING_SERVICES: [&str; 3] = ["sqs", "sns", "lambda"];
 
-/// The LocalStack routes, with no state.
-pub fn routes<S: Clone + Send + Sync + 'static>() -> Router<S> {
-    Router::new().route("/_localstack/health", get(health))
+/// The LocalStack routes, with no state, registered through the access table
+/// ([`crate::permissions::ROUTES`]: `/_localstack/health` is public); their methods and
+/// templates are appended to `registered`.
+pub fn routes<S: Clone + Send + Sync + 'static>(
+    registered: &mut Vec<(&'static str, &'static str)>,
+) -> Router<S> {
+    crate::routes::Routes::new()
+        .at("GET", "/_localstack/health", health)
+        .finish(registered)
 }
 
 /// `GET /_localstack/health`: `200 {"services": {"sqs": "running", "sns": "running",

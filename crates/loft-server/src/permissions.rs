@@ -162,6 +162,8 @@ pub const ROUTES: &[Route] = &[
     // Operations.
     row("GET", "/metrics", Metrics),
     row("GET", "/ready", Public),
+    // LocalStack's health route (`--localstack-compat`, crate::localstack).
+    row("GET", "/_localstack/health", Public),
     // The console and its JSON routes.
     row("GET", "/console", SignedIn),
     row("GET", "/console/", SignedIn),

@@ -288,7 +288,7 @@ impl App {
     /// /_localstack/health`), observed (request ids, access lines, metrics) as every
     /// other route when the app came from [`App::new`].
     pub fn with_localstack_compat(self) -> App {
-        let routes = crate::localstack::routes();
+        let routes = crate::localstack::routes(&mut Vec::new());
         let routes = match &self.aws_root {
             Some(root) => routes.layer(axum::middleware::from_fn_with_state(
                 root.requests.clone(),
@@ -457,7 +457,9 @@ mod route_table {
             Auth::new(keys.clone()),
             Auth::new(keys).with_metrics_auth(true),
         ] {
-            let (_, _, _, registered) = build(service(), None, Arc::new(auth));
+            let (_, _, _, mut registered) = build(service(), None, Arc::new(auth));
+            // `--localstack-compat` adds its routes to the same table.
+            let _: Router = crate::localstack::routes(&mut registered);
             let registered: BTreeSet<(&str, &str)> = registered.into_iter().collect();
             let unrouted: Vec<_> = rows.difference(&registered).collect();
             let unlisted: Vec<_> = registered.difference(&rows).collect();
@@ -472,12 +474,18 @@ mod route_table {
     fn routes_are_registered_only_through_the_table() {
         let routes = include_str!("routes.rs");
         let lambda = include_str!("aws/lambda_rest.rs");
+        let localstack = include_str!("localstack.rs");
         let calls = |text: &str| text.matches(concat!(".", "route(")).count();
         assert_eq!(calls(routes), 1, "routes.rs: only Routes::at calls route");
         assert_eq!(
             calls(lambda),
             0,
             "lambda_rest.rs: routes go through Routes::at"
+        );
+        assert_eq!(
+            calls(localstack),
+            0,
+            "localstack.rs: routes go through Routes::at"
         );
     }
 
