@@ -8,9 +8,10 @@
 //!   `Connection: close`, so clients see why instead of hanging. At most [`MAX_REFUSING`]
 //!   such answers are under way at once; past that a listener stops accepting until one
 //!   ends (each within 10 s, or twice the request timeout if shorter, whether or not its
-//!   client sends a request), and the kernel's listen backlog holds the next connections
-//!   meanwhile: no connection is accepted and then closed unanswered, unless its client
-//!   sends no request within that time.
+//!   client sends a request), and the kernel's listen backlog ([`LISTEN_BACKLOG`]) holds
+//!   the next connections meanwhile (past it, new clients' connection attempts wait): no
+//!   connection is accepted and then closed unanswered, unless its client sends no
+//!   request within that time.
 //! - **Proxies** ([`crate::proxy`]): a connection from [`ServerLimits::trusted_proxies`]
 //!   may open with a PROXY protocol v2 header, whose client address then counts for the
 //!   per-address limit and is the request's [`ClientAddr`]; its requests' `X-Forwarded-For`
@@ -214,6 +215,27 @@ impl From<TcpListener> for Listener {
     fn from(tcp: TcpListener) -> Listener {
         Listener::plain(tcp)
     }
+}
+
+/// The listen backlog [`bind`] asks for: connections whose handshake the kernel has
+/// completed and holds until Loft accepts them, e.g. while listeners wait for
+/// [`MAX_REFUSING`] answers to end. Linux caps it at `net.core.somaxconn` (4096 by
+/// default since Linux 5.4); the standard library's and tokio's `bind` ask for 128.
+pub const LISTEN_BACKLOG: u32 = 4096;
+
+/// A TCP listener on `addr` with a [`LISTEN_BACKLOG`] backlog (and `SO_REUSEADDR` on Unix,
+/// as the standard library's `bind`, so that a restarted Loft can bind at once).
+///
+/// Errors: the system's (the address is in use or not local, no permission).
+pub fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    let socket = match addr {
+        SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4()?,
+        SocketAddr::V6(_) => tokio::net::TcpSocket::new_v6()?,
+    };
+    #[cfg(unix)]
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(LISTEN_BACKLOG)
 }
 
 /// How many over-limit connections are answered with a 503 at once; past that, listeners
