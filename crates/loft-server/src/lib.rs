@@ -46,6 +46,7 @@ pub mod metrics;
 pub mod native;
 pub mod observe;
 pub mod permissions;
+pub mod proxy;
 pub mod routes;
 pub mod sigv4;
 pub mod sns_signing;

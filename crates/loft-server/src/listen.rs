@@ -2,10 +2,20 @@
 //! and shuts down gracefully.
 //!
 //! - **Connections**: at most [`ServerLimits::max_connections`] open at once over all
-//!   listeners, and at most [`ServerLimits::max_connections_per_ip`] from one client
-//!   address. One more is answered `503 {"error": ...}` with `Retry-After: 1` and
-//!   `Connection: close` (at most [`MAX_REFUSING`] such answers at once; past that the
-//!   connection is closed unanswered), so clients see why instead of hanging.
+//!   listeners, and, when set, at most [`ServerLimits::max_connections_per_ip`] from one
+//!   client address (off by default: behind a load balancer or NAT every client shares
+//!   one). One more is answered `503 {"error": ...}` with `Retry-After: 1` and
+//!   `Connection: close`, so clients see why instead of hanging. At most [`MAX_REFUSING`]
+//!   such answers are under way at once; past that a listener stops accepting until one
+//!   ends (each within 10 s, or twice the request timeout if shorter, whether or not its
+//!   client sends a request), and the kernel's listen backlog ([`LISTEN_BACKLOG`]) holds
+//!   the next connections meanwhile (past it, new clients' connection attempts wait): no
+//!   connection is accepted and then closed unanswered, unless its client sends no
+//!   request within that time.
+//! - **Proxies** ([`crate::proxy`]): a connection from [`ServerLimits::trusted_proxies`]
+//!   may open with a PROXY protocol v2 header, whose client address then counts for the
+//!   per-address limit and is the request's [`ClientAddr`]; its requests' `X-Forwarded-For`
+//!   names the [`ClientAddr`] too (IAM's `aws:SourceIp`).
 //! - **Headers**: HTTP/1 request heads (request line and headers) over
 //!   [`ServerLimits::max_header_bytes`] or with more than [`ServerLimits::max_headers`]
 //!   headers are answered `431 Request Header Fields Too Large` by hyper; HTTP/2 header
@@ -61,6 +71,7 @@ use crate::body::BodyBudget;
 use crate::client_link::ClientLink;
 use crate::deadline::{Clocks, ConnState, InFlight, TimedBody, TimedIo, TrackedBody};
 use crate::http_version;
+use crate::proxy::{ProxyHeader, TrustedProxies};
 use crate::routes::App;
 
 /// The scheme a request arrived by: the listener's. [`serve`] inserts it into every
@@ -206,7 +217,29 @@ impl From<TcpListener> for Listener {
     }
 }
 
-/// How many over-limit connections are answered with a 503 at once.
+/// The listen backlog [`bind`] asks for: connections whose handshake the kernel has
+/// completed and holds until Loft accepts them, e.g. while listeners wait for
+/// [`MAX_REFUSING`] answers to end. Linux caps it at `net.core.somaxconn` (4096 by
+/// default since Linux 5.4); the standard library's and tokio's `bind` ask for 128.
+pub const LISTEN_BACKLOG: u32 = 4096;
+
+/// A TCP listener on `addr` with a [`LISTEN_BACKLOG`] backlog (and `SO_REUSEADDR` on Unix,
+/// as the standard library's `bind`, so that a restarted Loft can bind at once).
+///
+/// Errors: the system's (the address is in use or not local, no permission).
+pub fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    let socket = match addr {
+        SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4()?,
+        SocketAddr::V6(_) => tokio::net::TcpSocket::new_v6()?,
+    };
+    #[cfg(unix)]
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(LISTEN_BACKLOG)
+}
+
+/// How many over-limit connections are answered with a 503 at once; past that, listeners
+/// stop accepting until one of these answers ends (see the module documentation).
 pub const MAX_REFUSING: usize = 64;
 
 /// Connection, header, deadline and body-memory limits of [`serve`].
@@ -214,8 +247,12 @@ pub const MAX_REFUSING: usize = 64;
 pub struct ServerLimits {
     /// Most connections open at once, over all listeners (default 10,000).
     pub max_connections: usize,
-    /// Most connections open at once from one client IP address (default 1,000).
-    pub max_connections_per_ip: usize,
+    /// Most connections open at once from one client IP address (the PROXY protocol's
+    /// client for a trusted proxy's connections); `None` (the default): no such limit.
+    pub max_connections_per_ip: Option<usize>,
+    /// Proxies whose PROXY protocol v2 headers and `X-Forwarded-For` name the client
+    /// (default: none; [`crate::proxy`]).
+    pub trusted_proxies: TrustedProxies,
     /// Largest HTTP/1 request head and HTTP/2 header list, bytes (default 64 KiB; hyper's
     /// floor is 8 KiB).
     pub max_header_bytes: usize,
@@ -240,7 +277,8 @@ impl Default for ServerLimits {
     fn default() -> Self {
         ServerLimits {
             max_connections: 10_000,
-            max_connections_per_ip: 1_000,
+            max_connections_per_ip: None,
+            trusted_proxies: TrustedProxies::default(),
             max_header_bytes: 64 * 1024,
             max_headers: 100,
             request_timeout: Duration::from_secs(30),
@@ -401,10 +439,16 @@ struct Shared {
     local: Option<SocketAddr>,
 }
 
-/// The client's address of a request's connection (a request extension), for IAM's
-/// `aws:SourceIp`.
+/// The client's address of a request's connection (a request extension): the peer's, or
+/// the one a trusted proxy's PROXY protocol header named.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PeerAddr(pub SocketAddr);
+
+/// The client of a request (a request extension), for IAM's `aws:SourceIp`: its
+/// [`PeerAddr`]'s address, or, from a trusted proxy, what `X-Forwarded-For` says
+/// ([`TrustedProxies::client`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClientAddr(pub IpAddr);
 
 /// Serves `io` with the router until the client closes, the connection fails, a clock of
 /// [`crate::deadline`] runs out, or a graceful shutdown (through `watcher`) lets its
@@ -425,6 +469,7 @@ async fn serve_http<S>(
     let budget = shared.budget.clone();
     let clocks = shared.limits.clocks();
     let max_head = shared.limits.max_header_bytes;
+    let trusted = shared.limits.trusted_proxies.clone();
     let state = ConnState::new();
     let io = TimedIo::new(io, state.clone(), clocks);
     let (version, io) = tokio::select! {
@@ -443,7 +488,9 @@ async fn serve_http<S>(
         let started = state.take_head_start();
         req.extensions_mut().insert(scheme);
         req.extensions_mut().insert(budget.clone());
+        let client = trusted.client(peer.ip(), req.headers());
         req.extensions_mut().insert(PeerAddr(peer));
+        req.extensions_mut().insert(ClientAddr(client));
         req.extensions_mut().insert(link.clone());
         // hyper checks its read buffer against the limit only while a head is incomplete,
         // and that buffer can grow past the limit in one read; so the head's size is
@@ -577,9 +624,11 @@ pub async fn serve(
     let limits = Arc::new(limits);
     let slots = Slots {
         all: Arc::new(Semaphore::new(limits.max_connections)),
-        per_address: Arc::new(PerAddress {
-            max: limits.max_connections_per_ip,
-            open: Mutex::new(HashMap::new()),
+        per_address: limits.max_connections_per_ip.map(|max| {
+            Arc::new(PerAddress {
+                max,
+                open: Mutex::new(HashMap::new()),
+            })
         }),
         refusing: Arc::new(Semaphore::new(MAX_REFUSING)),
     };
@@ -639,8 +688,8 @@ pub async fn serve(
 struct Slots {
     /// [`ServerLimits::max_connections`].
     all: Arc<Semaphore>,
-    /// [`ServerLimits::max_connections_per_ip`].
-    per_address: Arc<PerAddress>,
+    /// [`ServerLimits::max_connections_per_ip`], when set.
+    per_address: Option<Arc<PerAddress>>,
     /// [`MAX_REFUSING`].
     refusing: Arc<Semaphore>,
 }
@@ -668,28 +717,31 @@ async fn accept_loop(
             }
         };
         let _ = stream.set_nodelay(true);
-        let address_slot = PerAddress::enter(&slots.per_address, peer.ip());
+        // A trusted proxy's connections count for the client its PROXY header names, once
+        // read (on the connection's task); the proxy's own address is not limited.
+        let trusted = shared.limits.trusted_proxies.contains(peer.ip());
+        let address_slot = match &slots.per_address {
+            Some(table) if !trusted => PerAddress::enter(table, peer.ip()).map(Some).ok_or(()),
+            _ => Ok(None),
+        };
         let slot = address_slot
             .as_ref()
+            .ok()
             .and_then(|_| slots.all.clone().try_acquire_owned().ok());
         match (slot, address_slot) {
-            (Some(slot), Some(address_slot)) => {
+            (Some(slot), Ok(address_slot)) => {
                 // Taken here, on the accept loop, so that a shutdown waits for this
                 // connection even while its TLS handshake is under way.
                 let watcher = graceful.watcher();
-                let (shared, stop) = (shared.clone(), stop.clone());
+                let (shared, stop, slots) = (shared.clone(), stop.clone(), slots.clone());
                 tokio::spawn(async move {
                     let _slots = (slot, address_slot);
-                    connection(&shared, stream, peer, watcher, stop).await;
+                    connection(&shared, stream, peer, watcher, stop, trusted, &slots).await;
                 });
             }
             (_, address_slot) => {
-                let why = if address_slot.is_none() {
-                    format!(
-                        "too many open connections from {} (the limit is {} per address)",
-                        peer.ip().to_canonical(),
-                        shared.limits.max_connections_per_ip
-                    )
+                let why = if address_slot.is_err() {
+                    per_address_refusal(&shared, peer.ip())
                 } else {
                     format!(
                         "too many open connections (the limit is {})",
@@ -697,30 +749,82 @@ async fn accept_loop(
                     )
                 };
                 drop(address_slot);
-                let Ok(turn) = slots.refusing.clone().try_acquire_owned() else {
-                    tracing::warn!(%peer, reason = %why, "connection limit reached; connection closed");
-                    continue;
+                // Past MAX_REFUSING answers under way this listener waits for one to end
+                // (each is bounded) instead of dropping the connection: the kernel's
+                // backlog holds the next ones meanwhile.
+                let turn = tokio::select! {
+                    t = slots.refusing.clone().acquire_owned() => t,
+                    _ = stop.wait_for(|s| *s) => break,
                 };
+                let Ok(turn) = turn else { break };
                 tracing::warn!(%peer, reason = %why, "connection limit reached; answering 503");
                 let shared = shared.clone();
                 tokio::spawn(async move {
                     let _turn = turn;
-                    refuse(&shared, stream, why).await;
+                    refuse(&shared, stream, why, trusted).await;
                 });
             }
         }
     }
 }
 
-/// One connection within the limit: its TLS handshake on a TLS listener, then HTTP until
-/// it ends; a shutdown during the handshake drops it.
+/// Why a connection from `ip` is refused by the per-address limit.
+fn per_address_refusal(shared: &Shared, ip: IpAddr) -> String {
+    format!(
+        "too many open connections from {} (the limit is {} per address)",
+        ip.to_canonical(),
+        shared.limits.max_connections_per_ip.unwrap_or_default()
+    )
+}
+
+/// One connection within the limit: from a `trusted` proxy, its PROXY protocol header if
+/// it opens with one (whose client then takes a per-address slot, or is refused); its TLS
+/// handshake on a TLS listener; then HTTP until it ends. A shutdown during the handshake
+/// drops it.
 async fn connection(
     shared: &Shared,
-    stream: TcpStream,
-    peer: SocketAddr,
+    mut stream: TcpStream,
+    mut peer: SocketAddr,
     watcher: Watcher,
     mut stop: watch::Receiver<bool>,
+    trusted: bool,
+    slots: &Slots,
 ) {
+    let mut _address_slot = None;
+    if trusted {
+        let read = crate::proxy::read_proxy_v2(
+            &mut stream,
+            shared.limits.keep_alive_timeout,
+            shared.limits.request_timeout,
+        );
+        let header = tokio::select! {
+            h = read => h,
+            _ = stop.wait_for(|s| *s) => return,
+        };
+        match header {
+            Ok(Some(ProxyHeader::Client(client))) => peer = client,
+            Ok(Some(ProxyHeader::Local) | None) => {}
+            Err(why) => {
+                tracing::debug!(%peer, reason = %why, "bad PROXY protocol header; connection closed");
+                return;
+            }
+        }
+        if let Some(table) = &slots.per_address {
+            if !shared.limits.trusted_proxies.contains(peer.ip()) {
+                match PerAddress::enter(table, peer.ip()) {
+                    Some(s) => _address_slot = Some(s),
+                    None => {
+                        let why = per_address_refusal(shared, peer.ip());
+                        tracing::warn!(%peer, reason = %why, "connection limit reached; answering 503");
+                        drop(watcher);
+                        // Its header is read: the answer follows at once.
+                        refuse(shared, stream, why, false).await;
+                        return;
+                    }
+                }
+            }
+        }
+    }
     // Marks the connection's links closed when this task ends, before the socket closes.
     let (link, _link_guard) = ClientLink::new(&stream);
     let Some(acceptor) = &shared.tls else {
@@ -748,16 +852,28 @@ async fn connection(
 }
 
 /// One connection over a limit: answered 503 saying `why` (after its TLS handshake on a
-/// TLS listener), within 5 s or the request timeout if shorter.
-async fn refuse(shared: &Shared, stream: TcpStream, why: String) {
+/// TLS listener, and after its PROXY header when it comes from a `trusted` proxy, so that
+/// the balancer gets the 503 too). All within twice 5 s or the request timeout if shorter:
+/// a client that sends no request in that time is closed unanswered.
+async fn refuse(shared: &Shared, mut stream: TcpStream, why: String, trusted: bool) {
     let timeout = shared.limits.request_timeout.min(Duration::from_secs(5));
     let answer = move |_: &Request<Incoming>| refusal(&why);
-    match &shared.tls {
-        None => answer_once(stream, timeout, answer).await,
-        Some(acceptor) => match open_tls(acceptor, stream, timeout).await {
-            Opening::Tls(s) => answer_once(s, timeout, answer).await,
-            Opening::PlainHttp(s) => answer_once(s, timeout, answer).await,
-            Opening::Failed(_) => {}
-        },
-    }
+    let work = async move {
+        if trusted
+            && crate::proxy::read_proxy_v2(&mut stream, timeout, timeout)
+                .await
+                .is_err()
+        {
+            return;
+        }
+        match &shared.tls {
+            None => answer_once(stream, timeout, answer).await,
+            Some(acceptor) => match open_tls(acceptor, stream, timeout).await {
+                Opening::Tls(s) => answer_once(s, timeout, answer).await,
+                Opening::PlainHttp(s) => answer_once(s, timeout, answer).await,
+                Opening::Failed(_) => {}
+            },
+        }
+    };
+    let _ = tokio::time::timeout(timeout * 2, work).await;
 }

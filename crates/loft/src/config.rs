@@ -105,6 +105,7 @@ struct ServerSection {
     cors_allowed_origins: Option<Spanned<Vec<String>>>,
     max_connections: Option<Spanned<u64>>,
     max_connections_per_ip: Option<Spanned<u64>>,
+    trusted_proxies: Option<Spanned<Vec<String>>>,
     max_header_bytes: Option<Spanned<u64>>,
     request_timeout: Option<Spanned<Number>>,
     min_body_rate: Option<Spanned<u64>>,
@@ -261,6 +262,8 @@ pub struct FileLimits {
     pub max_connections: Option<usize>,
     /// `max_connections_per_ip`.
     pub max_connections_per_ip: Option<usize>,
+    /// `trusted_proxies`: addresses and CIDR ranges (`--trusted-proxy`).
+    pub trusted_proxies: Option<Vec<ipnet::IpNet>>,
     /// `max_header_bytes`, bytes.
     pub max_header_bytes: Option<usize>,
     /// `request_timeout`, seconds (fractions allowed).
@@ -408,9 +411,20 @@ fn file_limits(
             }
         }
     };
+    let trusted_proxies = match &section.trusted_proxies {
+        None => None,
+        Some(list) => Some(
+            list.get_ref()
+                .iter()
+                .map(|c| loft_server::proxy::parse_cidr(c))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| at(&list.span(), format!("trusted_proxies: {e}")))?,
+        ),
+    };
     Ok(FileLimits {
         max_connections: size(&section.max_connections, "max_connections")?,
         max_connections_per_ip: size(&section.max_connections_per_ip, "max_connections_per_ip")?,
+        trusted_proxies,
         max_header_bytes: size(&section.max_header_bytes, "max_header_bytes")?,
         request_timeout: seconds(&section.request_timeout, "request_timeout")?,
         min_body_rate: count(&section.min_body_rate, "min_body_rate", 0)?,
@@ -1400,6 +1414,7 @@ function_response_types = ["ReportBatchItemFailures"]
     fn limits_parse_with_their_units_and_bad_ones_give_the_line() {
         let c = parse_str(
             "[server]\nmax_connections = 500\nmax_connections_per_ip = 50\n\
+             trusted_proxies = [\"10.0.0.0/8\", \"192.0.2.7\"]\n\
              max_header_bytes = 16384\nrequest_timeout = 2.5\nmin_body_rate = 0\n\
              keep_alive_timeout = 90\nmax_body_bytes_in_flight = 67108864\n\
              max_queues = 10\nmax_topics = 20\nmax_in_flight = 30\nmax_in_flight_fifo = 40\n\
@@ -1411,6 +1426,10 @@ function_response_types = ["ReportBatchItemFailures"]
             FileLimits {
                 max_connections: Some(500),
                 max_connections_per_ip: Some(50),
+                trusted_proxies: Some(vec![
+                    "10.0.0.0/8".parse().unwrap(),
+                    "192.0.2.7/32".parse().unwrap()
+                ]),
                 max_header_bytes: Some(16384),
                 request_timeout: Some(std::time::Duration::from_millis(2500)),
                 min_body_rate: Some(0),
@@ -1430,6 +1449,11 @@ function_response_types = ["ReportBatchItemFailures"]
         fails("[server]\nkeep_alive_timeout = -1.5\n", 2, "above 0");
         fails("[server]\nkeep_alive_timeout = \"30s\"\n", 2, "");
         fails("[server]\nmax_connections_per_ip = 0\n", 2, "at least 1");
+        fails(
+            "[server]\ntrusted_proxies = [\"10.0.0.0/40\"]\n",
+            2,
+            "trusted_proxies: \"10.0.0.0/40\" is not an IP address or CIDR range",
+        );
         fails(
             "[server]\nmax_body_bytes_in_flight = 1024\n",
             2,

@@ -10,7 +10,6 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 use loft_server::listen::{Listener, Scheme};
-use tokio::net::TcpListener;
 
 /// A `--listen` address: `IP:PORT`, or `http://IP:PORT` / `https://IP:PORT` to choose the
 /// listener's scheme whatever the TLS settings say.
@@ -122,8 +121,7 @@ pub async fn bind(addrs: &[ListenAddr], tls: Option<&TlsFiles>) -> Result<Vec<Li
     }
     let mut listeners = Vec::with_capacity(addrs.len());
     for (a, scheme) in addrs.iter().zip(schemes) {
-        let tcp = TcpListener::bind(a.addr)
-            .await
+        let tcp = loft_server::listen::bind(a.addr)
             .map_err(|e| format!("cannot listen on {}: {e}", a.addr))?;
         listeners.push(match (scheme, &acceptor) {
             (Scheme::Https, Some(acc)) => Listener::tls(tcp, acc.clone()),

@@ -429,9 +429,21 @@ fn apply_file_settings(args: &mut ServeArgs, m: &clap::ArgMatches, file: &config
             }
         )*};
     }
+    if let Some(v) = l
+        .max_connections_per_ip
+        .filter(|_| unset("max_connections_per_ip"))
+    {
+        t.max_connections_per_ip = Some(v);
+    }
+    if let Some(v) = l
+        .trusted_proxies
+        .clone()
+        .filter(|_| unset("trusted_proxies"))
+    {
+        t.trusted_proxies = v;
+    }
     limit!(
         max_connections,
-        max_connections_per_ip,
         max_header_bytes,
         min_body_rate,
         max_body_bytes_in_flight,

@@ -10,6 +10,7 @@ use loft_core::service::Limits;
 use loft_core::ServiceConfig;
 use loft_server::auth::{Auth, Credentials};
 use loft_server::listen::ServerLimits;
+use loft_server::proxy::TrustedProxies;
 
 /// Credentials, endpoint policy and limits of `loft serve`.
 #[derive(clap::Args, Debug, Clone)]
@@ -55,9 +56,23 @@ pub struct TrustArgs {
     #[arg(long, env = "LOFT_MAX_CONNECTIONS", default_value_t = 10_000)]
     pub(crate) max_connections: usize,
 
-    /// Most open connections from one client IP address; more are answered 503.
-    #[arg(long, env = "LOFT_MAX_CONNECTIONS_PER_IP", default_value_t = 1_000)]
-    pub(crate) max_connections_per_ip: usize,
+    /// Most open connections from one client IP address (a trusted proxy's PROXY
+    /// protocol client); more are answered 503. Unset (the default): no per-address
+    /// limit, since behind a load balancer or NAT every client shares one address.
+    #[arg(long, env = "LOFT_MAX_CONNECTIONS_PER_IP")]
+    pub(crate) max_connections_per_ip: Option<usize>,
+
+    /// Load balancer or proxy (an IP address or CIDR range) whose PROXY protocol v2
+    /// header and X-Forwarded-For name the client, for --max-connections-per-ip and
+    /// aws:SourceIp; from any other address both are ignored. Repeatable.
+    #[arg(
+        long = "trusted-proxy",
+        env = "LOFT_TRUSTED_PROXY",
+        value_delimiter = ',',
+        value_name = "CIDR",
+        value_parser = loft_server::proxy::parse_cidr
+    )]
+    pub(crate) trusted_proxies: Vec<ipnet::IpNet>,
 
     /// Largest request head (request line and headers), bytes; larger is answered 431.
     #[arg(long, env = "LOFT_MAX_HEADER_BYTES", default_value_t = 64 * 1024)]
@@ -207,10 +222,10 @@ impl TrustArgs {
         }
         let endpoint_policy = EndpointPolicy::new(deny, self.sns_allow_cidr.clone());
         for (name, v) in [
-            ("--max-connections", self.max_connections),
+            ("--max-connections", Some(self.max_connections)),
             ("--max-connections-per-ip", self.max_connections_per_ip),
         ] {
-            if v == 0 {
+            if v == Some(0) {
                 return Err(format!("{name} must be at least 1"));
             }
         }
@@ -236,6 +251,7 @@ impl TrustArgs {
             server: ServerLimits {
                 max_connections: self.max_connections,
                 max_connections_per_ip: self.max_connections_per_ip,
+                trusted_proxies: TrustedProxies(self.trusted_proxies.clone()),
                 max_header_bytes: self.max_header_bytes,
                 request_timeout: seconds("--request-timeout", self.request_timeout)?,
                 min_body_rate: self.min_body_rate,

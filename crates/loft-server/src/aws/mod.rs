@@ -269,14 +269,17 @@ async fn open(
         .remove::<RequestId>()
         .map_or_else(request_id, |RequestId(id)| id);
     let scheme = ext.get::<Scheme>().copied().unwrap_or(Scheme::Http);
-    let peer = ext.get::<crate::listen::PeerAddr>().copied();
+    let peer = ext
+        .get::<crate::listen::ClientAddr>()
+        .map(|c| c.0)
+        .or_else(|| ext.get::<crate::listen::PeerAddr>().map(|p| p.0.ip()));
     let client = ext.remove::<crate::client_link::ClientLink>();
     // What is left of the extensions (the listener's, axum's) is not needed further, and
     // is not kept through a long poll.
     drop(extensions);
     let mut principal = svc.open_principal();
     principal.secure_transport = scheme == Scheme::Https;
-    principal.source_ip = peer.map(|p| p.0.ip());
+    principal.source_ip = peer;
     let ctx = Context {
         principal,
         base_url: base_url(scheme, &headers, &uri),

@@ -59,6 +59,7 @@ const LOFT_ENV: &[&str] = &[
     "LOFT_SNS_DENY_PRIVATE",
     "LOFT_MAX_CONNECTIONS",
     "LOFT_MAX_CONNECTIONS_PER_IP",
+    "LOFT_TRUSTED_PROXY",
     "LOFT_MAX_HEADER_BYTES",
     "LOFT_REQUEST_TIMEOUT",
     "LOFT_MIN_BODY_RATE",
@@ -315,15 +316,40 @@ pub async fn send_signed(
     headers: &[(&str, &str)],
     body: &[u8],
 ) -> reqwest::Response {
-    let (signed, _) = sign_with(
+    send_signed_via(&http(), signer, method, url, headers, body).await
+}
+
+/// The headers that sign `method url` with `headers` and `body` for `signer`
+/// (`Authorization`, `X-Amz-Date`), for a request written by hand.
+pub fn signed_headers(
+    signer: &Signer<'_>,
+    method: &str,
+    url: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> Vec<(String, String)> {
+    sign_with(
         signer,
         SigningSettings::default(),
         method,
         url,
         headers,
         body,
-    );
-    let mut req = http().request(method.parse().expect("method"), url);
+    )
+    .0
+}
+
+/// [`send_signed`] on `client` (e.g. one bound to another local address).
+pub async fn send_signed_via(
+    client: &reqwest::Client,
+    signer: &Signer<'_>,
+    method: &str,
+    url: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> reqwest::Response {
+    let signed = signed_headers(signer, method, url, headers, body);
+    let mut req = client.request(method.parse().expect("method"), url);
     for (k, v) in headers {
         req = req.header(*k, *v);
     }

@@ -295,6 +295,97 @@ async fn connections_over_the_limit_get_503_until_one_closes() {
     );
 }
 
+/// Raises this process's open-files limit (RLIMIT_NOFILE) to its hard limit, so that a
+/// test can hold `wanted` connections; panics when the hard limit is lower.
+fn open_files_for(wanted: u64) {
+    // SAFETY: getrlimit and setrlimit only read and write the struct given.
+    unsafe {
+        let mut lim = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        assert_eq!(libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim), 0);
+        assert!(
+            lim.rlim_max >= wanted,
+            "the hard open-files limit {} is under {wanted}",
+            lim.rlim_max
+        );
+        if lim.rlim_cur < wanted {
+            lim.rlim_cur = lim.rlim_max;
+            assert_eq!(libc::setrlimit(libc::RLIMIT_NOFILE, &lim), 0);
+        }
+    }
+}
+
+/// Behind a load balancer or NAT every client shares one address: a default server
+/// has no per-address limit, so one address may hold more connections than the old
+/// default cap of 1,000 (issue 30 item 4), each of them served.
+#[test]
+fn a_default_server_serves_more_than_a_thousand_connections_from_one_address() {
+    const N: usize = 1_100;
+    open_files_for(N as u64 + 200);
+    let loft = Loft::start(&[], &[]);
+    let addr = addr_of(&loft);
+    let mut open = Vec::with_capacity(N);
+    for i in 0..N {
+        let mut s = connect(&addr);
+        let answer = get_health(&mut s);
+        assert!(
+            answer.starts_with("HTTP/1.1 200"),
+            "connection {i}: {answer}"
+        );
+        open.push(s);
+    }
+    // Every one is still open and served: none was closed to make room.
+    for (i, s) in open.iter_mut().enumerate() {
+        let answer = get_health(s);
+        assert!(
+            answer.starts_with("HTTP/1.1 200"),
+            "connection {i} again: {answer}"
+        );
+    }
+}
+
+/// More connections over `--max-connections` at once than Loft answers 503 at a time
+/// ([`loft_server::listen::MAX_REFUSING`], 64): each still gets its 503 with
+/// `Retry-After` (the listener stops accepting while 64 answers are under way, the
+/// kernel's backlog holds the rest), none is accepted and closed unanswered.
+#[test]
+fn every_connection_over_the_limit_gets_its_503_even_past_the_answering_bound() {
+    const OVER: usize = 200;
+    open_files_for(OVER as u64 + 100);
+    let loft = Loft::start(&["--max-connections", "1"], &[]);
+    let addr = addr_of(&loft);
+    let mut held = connect(&addr);
+    assert!(get_health(&mut held).starts_with("HTTP/1.1 200"));
+    // All connect first and say nothing, so that the first 64 refusals are all under way
+    // (waiting for their requests) when the others arrive.
+    let mut over: Vec<TcpStream> = (0..OVER).map(|_| connect(&addr)).collect();
+    for s in &mut over {
+        s.write_all(b"GET /health HTTP/1.1\r\nHost: loft\r\n\r\n")
+            .unwrap();
+    }
+    for (i, s) in over.iter_mut().enumerate() {
+        let answer = read_to_close(s);
+        assert!(
+            answer.starts_with("HTTP/1.1 503"),
+            "connection {i}: {answer:?}"
+        );
+        assert!(
+            answer.to_ascii_lowercase().contains("retry-after: 1"),
+            "connection {i}: {answer}"
+        );
+        assert!(
+            answer.contains("too many open connections (the limit is 1)"),
+            "{answer}"
+        );
+    }
+    assert!(
+        get_health(&mut held).starts_with("HTTP/1.1 200"),
+        "the held one still works"
+    );
+}
+
 // ----- clients that stall, hoard or half-close (issue 20)
 
 /// Any SigV4 header: an open Loft reads the signing service from it and checks nothing.
