@@ -87,12 +87,16 @@ impl TrustedProxies {
 /// Errors: neither an address nor `ADDRESS/PREFIX` with a prefix the family allows.
 pub fn parse_cidr(text: &str) -> Result<IpNet, String> {
     let text = text.trim();
-    if let Ok(ip) = text.parse::<IpAddr>() {
-        return Ok(IpNet::from(ip.to_canonical()));
+    match loft_core::cidr::parse(text) {
+        // One address: an IPv4-mapped IPv6 address stands for its IPv4 address.
+        Some(net) if net.prefix_len() == net.max_prefix_len() => {
+            Ok(IpNet::from(net.addr().to_canonical()))
+        }
+        Some(net) => Ok(net.trunc()),
+        None => Err(format!(
+            "{text:?} is not an IP address or CIDR range (e.g. 10.0.0.0/8)"
+        )),
     }
-    text.parse::<IpNet>()
-        .map(|net| net.trunc())
-        .map_err(|_| format!("{text:?} is not an IP address or CIDR range (e.g. 10.0.0.0/8)"))
 }
 
 /// The address of one `X-Forwarded-For` entry: `IP`, `IPv4:port`, `[IPv6]` or
