@@ -497,3 +497,166 @@ async fn fifo_dedup_keeps_its_creation_scope_and_purge_empties_it() {
         }
     }
 }
+
+/// SSE-KMS and SSE-SQS exclude each other, per request (SQS API Reference,
+/// SetQueueAttributes: one server-side encryption option per queue; AWS's recorded
+/// refusal): a KMS key with `SqsManagedSseEnabled=true` in one CreateQueue or
+/// SetQueueAttributes is `InvalidAttributeName`; a KMS key alone turns SSE-SQS off; an
+/// empty key is no key. Standard and FIFO, JSON and Query.
+#[tokio::test]
+async fn one_server_side_encryption_at_a_time() {
+    use serde_json::json;
+
+    use crate::wire::{self, Outcome};
+
+    const REFUSED: &str = "You can use one type of server-side encryption (SSE) at one time. You can either enable KMS SSE or SQS SSE.";
+    // (given, Some(SqsManagedSseEnabled, KmsMasterKeyId reported) or None: refused)
+    type Row<'a> = (&'a [(&'a str, &'a str)], Option<(&'a str, Option<&'a str>)>);
+    let rows: [Row; 6] = [
+        (
+            &[("KmsMasterKeyId", "k1"), ("SqsManagedSseEnabled", "true")],
+            None,
+        ),
+        (
+            &[
+                ("SqsManagedSseEnabled", "true"),
+                ("KmsMasterKeyId", "alias/aws/sqs"),
+            ],
+            None,
+        ),
+        (
+            &[("KmsMasterKeyId", "k1"), ("SqsManagedSseEnabled", "false")],
+            Some(("false", Some("k1"))),
+        ),
+        (&[("KmsMasterKeyId", "k1")], Some(("false", Some("k1")))),
+        (
+            &[("KmsMasterKeyId", ""), ("SqsManagedSseEnabled", "true")],
+            Some(("true", None)),
+        ),
+        (&[("SqsManagedSseEnabled", "false")], Some(("false", None))),
+    ];
+    let server = Server::start();
+    let http = crate::harness::http();
+    for query in [false, true] {
+        let call = |op: &'static str, input: serde_json::Value| {
+            let (http, url) = (http.clone(), server.url.clone());
+            async move {
+                if query {
+                    wire::query(&http, &url, op, &input).await
+                } else {
+                    wire::json(&http, &url, op, &input).await
+                }
+            }
+        };
+        for fifo in [false, true] {
+            for (i, (given, expected)) in rows.iter().enumerate() {
+                let suffix = if fifo { ".fifo" } else { "" };
+                let base = if fifo {
+                    json!({"FifoQueue": "true"})
+                } else {
+                    json!({})
+                };
+                let mut attributes = base.clone();
+                for (k, v) in *given {
+                    attributes[*k] = json!(v);
+                }
+                let check = |outcome: Outcome, what: &str| match (outcome, expected) {
+                    (
+                        Outcome::Err {
+                            code,
+                            status,
+                            message,
+                            ..
+                        },
+                        None,
+                    ) => {
+                        assert_eq!(
+                            (code.as_str(), status, message.as_str()),
+                            ("InvalidAttributeName", 400, REFUSED),
+                            "{what} {given:?}"
+                        );
+                        None
+                    }
+                    (Outcome::Ok(v), Some(_)) => Some(v),
+                    (other, _) => panic!("{what} {given:?} (query {query}): {other:?}"),
+                };
+                // CreateQueue with the attributes.
+                let name = format!("sse-c{i}-{query}{suffix}");
+                let created = check(
+                    call(
+                        "CreateQueue",
+                        json!({"QueueName": name, "Attributes": attributes}),
+                    )
+                    .await,
+                    "CreateQueue",
+                );
+                // SetQueueAttributes with them on a queue created without.
+                let name = format!("sse-s{i}-{query}{suffix}");
+                let url = call(
+                    "CreateQueue",
+                    json!({"QueueName": name, "Attributes": base}),
+                )
+                .await
+                .ok()["QueueUrl"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned();
+                let mut set = json!({});
+                for (k, v) in *given {
+                    set[*k] = json!(v);
+                }
+                let before = call(
+                    "GetQueueAttributes",
+                    json!({"QueueUrl": url, "AttributeNames": ["All"]}),
+                )
+                .await
+                .ok();
+                let changed = check(
+                    call(
+                        "SetQueueAttributes",
+                        json!({"QueueUrl": url, "Attributes": set}),
+                    )
+                    .await,
+                    "SetQueueAttributes",
+                );
+                let after = call(
+                    "GetQueueAttributes",
+                    json!({"QueueUrl": url, "AttributeNames": ["All"]}),
+                )
+                .await
+                .ok();
+                let Some((sse, key)) = expected else {
+                    assert!(created.is_none() && changed.is_none());
+                    assert_eq!(
+                        after["Attributes"]["SqsManagedSseEnabled"],
+                        before["Attributes"]["SqsManagedSseEnabled"],
+                        "a refused request changes nothing"
+                    );
+                    assert!(after["Attributes"].get("KmsMasterKeyId").is_none());
+                    continue;
+                };
+                let created_url = created.unwrap()["QueueUrl"].as_str().unwrap().to_owned();
+                let created = call(
+                    "GetQueueAttributes",
+                    json!({"QueueUrl": created_url, "AttributeNames": ["All"]}),
+                )
+                .await
+                .ok();
+                for (what, got) in [("created", &created), ("set", &after)] {
+                    assert_eq!(
+                        got["Attributes"]["SqsManagedSseEnabled"],
+                        json!(sse),
+                        "{what} {given:?} (query {query}, fifo {fifo})"
+                    );
+                    assert_eq!(
+                        got["Attributes"]
+                            .get("KmsMasterKeyId")
+                            .and_then(|v| v.as_str()),
+                        *key,
+                        "{what} {given:?} (query {query}, fifo {fifo})"
+                    );
+                }
+            }
+        }
+    }
+}
