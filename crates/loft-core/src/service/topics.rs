@@ -167,10 +167,7 @@ fn validate_topic_attribute(name: &str, value: &str, creating: bool, fifo: bool)
     }
     let bad = || invalid(&format!("Attributes Reason: {name}: invalid value"));
     Ok(match name {
-        "DeliveryPolicy" if !value.is_empty() => {
-            DeliveryPolicy::parse_topic(value)?;
-            value.to_owned()
-        }
+        "DeliveryPolicy" if !value.is_empty() => DeliveryPolicy::stored_topic_document(value)?,
         "DataProtectionPolicy" if !value.is_empty() => {
             crate::data_protection::Policy::parse(value)?;
             value.to_owned()
