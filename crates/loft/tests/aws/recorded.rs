@@ -660,3 +660,159 @@ async fn one_server_side_encryption_at_a_time() {
         }
     }
 }
+
+/// The order FIFO messages come back in after their visibility ends (SQS Developer Guide,
+/// "FIFO queue delivery logic": messages of a group come in the order sent, and no more of
+/// a group are returned until the one received is deleted or visible again; AWS's answers
+/// in LocalStack's `aws.validated` group-visibility tests: a group gives its visible
+/// messages in send order up to its first hidden one, so a message visible again comes
+/// back while a later one is still in flight). One row per scenario, on a group of four,
+/// JSON and Query.
+#[tokio::test]
+async fn fifo_order_after_visibility_ends() {
+    use serde_json::{json, Value};
+
+    use crate::wire;
+
+    #[derive(Debug, Clone, Copy)]
+    enum Step {
+        /// ReceiveMessage of at most `n`: the bodies expected, in order.
+        Receive(i64, &'static [&'static str]),
+        /// ChangeMessageVisibility of a held message to 0 (its visibility ends).
+        Expire(&'static str),
+        /// DeleteMessage of a held message.
+        Delete(&'static str),
+    }
+    use Step::*;
+    let rows: [(&str, &[Step]); 6] = [
+        (
+            "head-returns-first",
+            &[Receive(1, &["m1"]), Expire("m1"), Receive(1, &["m1"])],
+        ),
+        (
+            "whole-batch-expires",
+            &[
+                Receive(10, &["m1", "m2", "m3", "m4"]),
+                Expire("m3"),
+                Expire("m1"),
+                Expire("m4"),
+                Expire("m2"),
+                Receive(10, &["m1", "m2", "m3", "m4"]),
+            ],
+        ),
+        (
+            "middle-expires-behind-a-held-head",
+            &[
+                Receive(10, &["m1", "m2", "m3", "m4"]),
+                Expire("m3"),
+                Receive(10, &[]),
+                Delete("m1"),
+                Delete("m2"),
+                Receive(10, &["m3"]),
+            ],
+        ),
+        (
+            "head-visible-while-later-held",
+            &[
+                Receive(2, &["m1", "m2"]),
+                Expire("m1"),
+                Receive(10, &["m1"]),
+            ],
+        ),
+        (
+            "later-waits-for-earlier",
+            &[
+                Receive(2, &["m1", "m2"]),
+                Expire("m2"),
+                Receive(10, &[]),
+                Delete("m1"),
+                Receive(10, &["m2", "m3", "m4"]),
+            ],
+        ),
+        (
+            "expired-head-before-rest",
+            &[
+                Receive(2, &["m1", "m2"]),
+                Delete("m2"),
+                Expire("m1"),
+                Receive(10, &["m1", "m3", "m4"]),
+            ],
+        ),
+    ];
+    let server = Server::start();
+    let http = crate::harness::http();
+    for query in [false, true] {
+        let call = |op: &'static str, input: Value| {
+            let (http, url) = (http.clone(), server.url.clone());
+            async move {
+                if query {
+                    wire::query(&http, &url, op, &input).await
+                } else {
+                    wire::json(&http, &url, op, &input).await
+                }
+            }
+        };
+        for (name, steps) in rows {
+            let queue = format!("{name}-{query}.fifo");
+            let url = call(
+                "CreateQueue",
+                json!({"QueueName": queue, "Attributes": {"FifoQueue": "true", "ContentBasedDeduplication": "true"}}),
+            )
+            .await
+            .ok()["QueueUrl"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+            for body in ["m1", "m2", "m3", "m4"] {
+                call(
+                    "SendMessage",
+                    json!({"QueueUrl": url, "MessageBody": body, "MessageGroupId": "g"}),
+                )
+                .await
+                .ok();
+            }
+            let mut held: std::collections::HashMap<String, String> = Default::default();
+            for (i, step) in steps.iter().enumerate() {
+                match *step {
+                    Receive(n, want) => {
+                        let got = call(
+                            "ReceiveMessage",
+                            json!({"QueueUrl": url, "MaxNumberOfMessages": n,
+                                   "VisibilityTimeout": 300, "WaitTimeSeconds": 0}),
+                        )
+                        .await
+                        .ok();
+                        let messages = got["Messages"].as_array().cloned().unwrap_or_default();
+                        let bodies: Vec<&str> = messages
+                            .iter()
+                            .map(|m| m["Body"].as_str().unwrap())
+                            .collect();
+                        assert_eq!(bodies, want, "{queue} step {i}: {step:?}");
+                        for m in &messages {
+                            held.insert(
+                                m["Body"].as_str().unwrap().to_owned(),
+                                m["ReceiptHandle"].as_str().unwrap().to_owned(),
+                            );
+                        }
+                    }
+                    Expire(body) => {
+                        call(
+                            "ChangeMessageVisibility",
+                            json!({"QueueUrl": url, "ReceiptHandle": held[body], "VisibilityTimeout": 0}),
+                        )
+                        .await
+                        .ok();
+                    }
+                    Delete(body) => {
+                        call(
+                            "DeleteMessage",
+                            json!({"QueueUrl": url, "ReceiptHandle": held[body]}),
+                        )
+                        .await
+                        .ok();
+                    }
+                }
+            }
+        }
+    }
+}
