@@ -816,3 +816,127 @@ async fn fifo_order_after_visibility_ends() {
         }
     }
 }
+
+/// FIFO settings changed after creation and their combinations (SQS API Reference,
+/// CreateQueue and SetQueueAttributes: ContentBasedDeduplication, DeduplicationScope,
+/// FifoThroughputLimit, "The perMessageGroupId value is allowed only when the value for
+/// DeduplicationScope is messageGroup"; SQS Developer Guide, "High throughput for FIFO
+/// queues"). ContentBasedDeduplication switched on lets sends without an id through,
+/// deduplicated by body, from then on; switched off, such sends are refused again. JSON and
+/// Query.
+#[tokio::test]
+async fn fifo_settings_after_creation() {
+    use serde_json::{json, Value};
+
+    use crate::wire::{self, Outcome};
+
+    let server = Server::start();
+    let http = crate::harness::http();
+    for query in [false, true] {
+        let call = |op: &'static str, input: Value| {
+            let (http, url) = (http.clone(), server.url.clone());
+            async move {
+                if query {
+                    wire::query(&http, &url, op, &input).await
+                } else {
+                    wire::json(&http, &url, op, &input).await
+                }
+            }
+        };
+        // Creation: the combination rule, one row per attribute set.
+        let rows: [(&str, Value, Option<&str>); 4] = [
+            (
+                "limit-alone",
+                json!({"FifoThroughputLimit": "perMessageGroupId"}),
+                Some("InvalidAttributeValue"),
+            ),
+            (
+                "limit-with-queue-scope",
+                json!({"FifoThroughputLimit": "perMessageGroupId", "DeduplicationScope": "queue"}),
+                Some("InvalidAttributeValue"),
+            ),
+            (
+                "high-throughput",
+                json!({"FifoThroughputLimit": "perMessageGroupId", "DeduplicationScope": "messageGroup"}),
+                None,
+            ),
+            (
+                "per-queue-group-scope",
+                json!({"FifoThroughputLimit": "perQueue", "DeduplicationScope": "messageGroup"}),
+                None,
+            ),
+        ];
+        for (name, given, refused) in rows {
+            let mut attributes = given.clone();
+            attributes["FifoQueue"] = json!("true");
+            let got = call(
+                "CreateQueue",
+                json!({"QueueName": format!("{name}-{query}.fifo"), "Attributes": attributes}),
+            )
+            .await;
+            match (got, refused) {
+                (Outcome::Err { code, status, .. }, Some(want)) => {
+                    assert_eq!((code.as_str(), status), (want, 400), "{name}")
+                }
+                (Outcome::Ok(v), None) => {
+                    let url = v["QueueUrl"].as_str().unwrap();
+                    let got = call(
+                        "GetQueueAttributes",
+                        json!({"QueueUrl": url, "AttributeNames": ["All"]}),
+                    )
+                    .await
+                    .ok();
+                    for (k, v) in given.as_object().unwrap() {
+                        assert_eq!(&got["Attributes"][k], v, "{name}: {k}");
+                    }
+                }
+                (other, _) => panic!("{name} (query {query}): {other:?}"),
+            }
+        }
+        // ContentBasedDeduplication switched after creation, both ways.
+        for start in [false, true] {
+            let url = call(
+                "CreateQueue",
+                json!({"QueueName": format!("cbd-{start}-{query}.fifo"),
+                       "Attributes": {"FifoQueue": "true", "ContentBasedDeduplication": start.to_string()}}),
+            )
+            .await
+            .ok()["QueueUrl"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+            for (round, cbd) in [(0, start), (1, !start)] {
+                if round == 1 {
+                    call(
+                        "SetQueueAttributes",
+                        json!({"QueueUrl": url, "Attributes": {"ContentBasedDeduplication": cbd.to_string()}}),
+                    )
+                    .await
+                    .ok();
+                }
+                let body = format!("body {start} {round}");
+                let send = || {
+                    call(
+                        "SendMessage",
+                        json!({"QueueUrl": url, "MessageBody": body, "MessageGroupId": "g"}),
+                    )
+                };
+                match (send().await, cbd) {
+                    (Outcome::Ok(first), true) => {
+                        let again = send().await.ok();
+                        assert_eq!(
+                            first["MessageId"], again["MessageId"],
+                            "same body, content-based deduplication (start {start}, round {round})"
+                        );
+                    }
+                    (Outcome::Err { code, status, .. }, false) => assert_eq!(
+                        (code.as_str(), status),
+                        ("InvalidParameterValue", 400),
+                        "no id without content-based deduplication"
+                    ),
+                    (other, cbd) => panic!("start {start} round {round} cbd {cbd}: {other:?}"),
+                }
+            }
+        }
+    }
+}
