@@ -416,7 +416,17 @@ impl Service {
                 topic
                     .attributes
                     .get(k)
-                    .map_or(!(k == "FifoTopic" && v == "false"), |cur| cur != v)
+                    .map_or(!(k == "FifoTopic" && v == "false"), |cur| {
+                        match k.as_str() {
+                            // Kept in its stored form, which a topic created before that form
+                            // may not have.
+                            "DeliveryPolicy" => {
+                                DeliveryPolicy::stored_topic_document(cur).as_deref().ok()
+                                    != Some(v)
+                            }
+                            _ => cur != v,
+                        }
+                    })
             });
             if differs {
                 return Err(invalid(

@@ -197,6 +197,13 @@ async fn topic_attributes_defaults_and_updates() {
     assert_eq!(retry["maxDelayTarget"], 9);
     assert_eq!(effective["http"]["disableSubscriptionOverrides"], false);
 
+    // CreateTopic again with the DeliveryPolicy as given is the same topic: the given one
+    // is compared in the form it is kept in.
+    let policy = r#"{"http":{"defaultRequestPolicy":{"headerContentType":"application/json"}}}"#;
+    let first = create_topic(&sns, "attrs-dp", &[("DeliveryPolicy", policy)]).await;
+    let again = create_topic(&sns, "attrs-dp", &[("DeliveryPolicy", policy)]).await;
+    assert_eq!(first, again);
+
     let fifo = create_topic(&sns, "attrs.fifo", &[("FifoTopic", "true")]).await;
     let attrs = topic_attributes(&sns, &fifo).await;
     assert_eq!(attrs["FifoTopic"], "true");
