@@ -450,6 +450,30 @@ impl DeliveryPolicy {
         ))
     }
 
+    /// The topic `DeliveryPolicy` document as SNS keeps and reports it, after
+    /// [`Self::parse_topic`] accepted `json`: in the `http` object, members set to `null`
+    /// are dropped and `disableSubscriptionOverrides` is `false` when not given. A document
+    /// without an `http` object is kept as given.
+    ///
+    /// Errors: those of [`Self::parse_topic`].
+    ///
+    /// Source: AWS's recorded GetTopicAttributes answers (LocalStack
+    /// `test_topic_delivery_policy_crud`, `aws.validated`): `{"http":
+    /// {"defaultRequestPolicy": ..}}` reads back with `"disableSubscriptionOverrides":
+    /// false`, and `{"http": {"defaultHealthyRetryPolicy": null}}` as `{"http":
+    /// {"disableSubscriptionOverrides": false}}`.
+    pub fn stored_topic_document(json: &str) -> Result<String> {
+        Self::parse_topic(json)?;
+        let mut v = document(json)?;
+        if let Some(http) = v.get_mut("http").and_then(Value::as_object_mut) {
+            http.retain(|_, member| !member.is_null());
+            http.entry("disableSubscriptionOverrides")
+                .or_insert(Value::Bool(false));
+            return Ok(v.to_string());
+        }
+        Ok(json.to_owned())
+    }
+
     /// Parses and validates a subscription's `DeliveryPolicy` attribute:
     /// `{"healthyRetryPolicy": {...}, "throttlePolicy": {"maxReceivesPerSecond": n},
     /// "requestPolicy": {"headerContentType": s}}`; `sicklyRetryPolicy` and `guaranteed`
@@ -606,6 +630,47 @@ impl DeliveryPolicy {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The topic document as SNS keeps it (AWS's recorded GetTopicAttributes answers):
+    /// null members of `http` dropped, `disableSubscriptionOverrides` false unless given.
+    #[test]
+    fn topic_document_is_kept_as_aws_reports_it() {
+        let rows: &[(&str, Value)] = &[
+            (
+                r#"{"http":{"defaultRequestPolicy":{"headerContentType":"application/json"}}}"#,
+                serde_json::json!({"http":{"defaultRequestPolicy":{"headerContentType":"application/json"},"disableSubscriptionOverrides":false}}),
+            ),
+            (
+                r#"{"http":{"defaultHealthyRetryPolicy":{"minDelayTarget":5,"maxDelayTarget":6,"numRetries":1}}}"#,
+                serde_json::json!({"http":{"defaultHealthyRetryPolicy":{"minDelayTarget":5,"maxDelayTarget":6,"numRetries":1},"disableSubscriptionOverrides":false}}),
+            ),
+            (
+                r#"{"http":{"defaultHealthyRetryPolicy":null}}"#,
+                serde_json::json!({"http":{"disableSubscriptionOverrides":false}}),
+            ),
+            (
+                r#"{"http":{"disableSubscriptionOverrides":true}}"#,
+                serde_json::json!({"http":{"disableSubscriptionOverrides":true}}),
+            ),
+            (
+                r#"{"http":{"disableSubscriptionOverrides":null,"defaultThrottlePolicy":{"maxReceivesPerSecond":3}}}"#,
+                serde_json::json!({"http":{"defaultThrottlePolicy":{"maxReceivesPerSecond":3},"disableSubscriptionOverrides":false}}),
+            ),
+            (r#"{}"#, serde_json::json!({})),
+        ];
+        for (given, kept) in rows {
+            let out = DeliveryPolicy::stored_topic_document(given).expect(given);
+            let out: Value = serde_json::from_str(&out).unwrap();
+            assert_eq!(&out, kept, "{given}");
+        }
+        for bad in [
+            r#"{"http":{"disableSubscriptionOverrides":"yes"}}"#,
+            "{",
+            "[]",
+        ] {
+            assert!(DeliveryPolicy::stored_topic_document(bad).is_err(), "{bad}");
+        }
+    }
     use proptest::prelude::*;
 
     fn schedule(p: &DeliveryPolicy) -> Vec<u32> {

@@ -1009,6 +1009,14 @@ impl Service {
     ) -> Result<PublishResult> {
         self.check_publish(&req, false)?;
         let message_id = uuid::Uuid::new_v4().to_string();
+        // MessageStructure=json: the text of this protocol's (or platform's) key, else
+        // `default`, as for a topic's subscribers.
+        let message = match req.message_structure {
+            Some(_) => serde_json::from_str::<Value>(&req.message)
+                .map(|v| structured_text(&v, structure_key(protocol, endpoint)).to_owned())
+                .unwrap_or(req.message),
+            None => req.message,
+        };
         let record = RecordedMessage {
             id: 0,
             account: self.stored_account(account),
@@ -1016,7 +1024,7 @@ impl Service {
             endpoint: endpoint.into(),
             topic_arn: None,
             subject: req.subject.clone(),
-            message: req.message,
+            message,
             sender: None,
             created_at_ms: self.now_ms(),
             seal: None,
@@ -1314,7 +1322,7 @@ impl Service {
                     policy.as_ref(),
                     sub,
                     &filter_attrs,
-                    text_for(&sub.protocol),
+                    text_for(structure_key(&sub.protocol, &sub.endpoint)),
                 ) else {
                     continue;
                 };
@@ -1691,7 +1699,8 @@ pub enum PublishTarget<'a> {
     Endpoint(&'a str),
 }
 
-/// The text a `MessageStructure=json` message carries for `protocol` (`sqs`, `http`, ...):
+/// The text a `MessageStructure=json` message carries for the key `protocol` (`sqs`,
+/// `http`, `GCM`, ...; [`structure_key`]):
 /// its key for the protocol when that holds a string, else `default`. "Keys in the JSON
 /// object that correspond to supported transport protocols must have simple JSON string
 /// values"; a key of another type is ignored, as AWS delivers `default` then (SNS API
@@ -1702,6 +1711,22 @@ pub(crate) fn structured_text<'a>(message: &'a Value, protocol: &str) -> &'a str
         .and_then(Value::as_str)
         .or_else(|| message.get("default").and_then(Value::as_str))
         .unwrap_or_default()
+}
+
+/// The key of a `MessageStructure=json` message that a subscriber of `protocol` at
+/// `endpoint` reads: the protocol's name (`sqs`, `http`, `email`, `sms`, ...), and for a
+/// mobile push endpoint (`application`) its platform (`GCM`, `APNS`, ...), the middle of
+/// its ARN `endpoint/PLATFORM/APP/ID` (SNS API Reference, Publish, MessageStructure; SNS
+/// Developer Guide, "Sending custom platform-specific payloads to mobile devices": the
+/// payload of each platform under its platform's key, `default` for the others).
+pub(crate) fn structure_key<'a>(protocol: &'a str, endpoint: &'a str) -> &'a str {
+    if protocol != "application" {
+        return protocol;
+    }
+    crate::names::arn_resource(endpoint, "sns")
+        .and_then(|r| r.strip_prefix("endpoint/"))
+        .and_then(|r| r.split('/').next())
+        .unwrap_or(protocol)
 }
 
 /// MessageStructure: absent, or `json` with a Message that is a JSON object holding a

@@ -154,6 +154,7 @@ impl Service {
         names::check_queue_name(self.split_key(name).1, Naming::Aws)?;
         let mut attributes = attributes::validate(&attributes, true, fifo)?;
         attributes::validate_combination(&attributes)?;
+        attributes::check_one_encryption(&attributes)?;
         if attributes
             .get("KmsMasterKeyId")
             .is_some_and(|k| !k.is_empty())
@@ -551,6 +552,7 @@ impl Service {
         let queue = self.queue(name).await?;
         let fifo = QueueConfig::from_attributes(&queue.attributes).fifo;
         let changes = attributes::validate(&attributes, false, fifo)?;
+        attributes::check_one_encryption(&changes)?;
         self.check_redrive_target(name, &changes, fifo).await?;
         let mut merged = queue.attributes.clone();
         for (k, v) in changes {

@@ -167,10 +167,7 @@ fn validate_topic_attribute(name: &str, value: &str, creating: bool, fifo: bool)
     }
     let bad = || invalid(&format!("Attributes Reason: {name}: invalid value"));
     Ok(match name {
-        "DeliveryPolicy" if !value.is_empty() => {
-            DeliveryPolicy::parse_topic(value)?;
-            value.to_owned()
-        }
+        "DeliveryPolicy" if !value.is_empty() => DeliveryPolicy::stored_topic_document(value)?,
         "DataProtectionPolicy" if !value.is_empty() => {
             crate::data_protection::Policy::parse(value)?;
             value.to_owned()
@@ -419,7 +416,17 @@ impl Service {
                 topic
                     .attributes
                     .get(k)
-                    .map_or(!(k == "FifoTopic" && v == "false"), |cur| cur != v)
+                    .map_or(!(k == "FifoTopic" && v == "false"), |cur| {
+                        match k.as_str() {
+                            // Kept in its stored form, which a topic created before that form
+                            // may not have.
+                            "DeliveryPolicy" => {
+                                DeliveryPolicy::stored_topic_document(cur).as_deref().ok()
+                                    != Some(v)
+                            }
+                            _ => cur != v,
+                        }
+                    })
             });
             if differs {
                 return Err(invalid(

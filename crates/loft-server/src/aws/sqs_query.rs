@@ -8,7 +8,10 @@
 //! the output type, [`super::shape`]); [`error`] writes `<ErrorResponse>` with Type, Code,
 //! Message and the empty `<Detail/>` SQS sends. A request whose `Accept` header asks for
 //! `application/json` is answered in JSON (`{"<Op>Response": {"<Op>Result": ...,
-//! "ResponseMetadata": ...}}`), as AWS negotiates it.
+//! "ResponseMetadata": ...}}`, maps as lists of their entries, [`super::shape::query_json`];
+//! errors `{"Error": {"Type", "Code", "Message"}, "RequestId"}`), as AWS negotiates it
+//! (AWS's answers recorded by LocalStack `test_get_queue_attributes_json_format` and
+//! `test_get_list_queues_fails_json_format`, both `aws.validated`).
 //!
 //! Sources: the SQS API Reference's Query examples; AWS's recorded responses (GET on a
 //! queue URL; `Accept: application/json`; "The action CreateQueue is not valid for this
@@ -135,9 +138,13 @@ pub fn response(out: &SqsResponse, request_id: &str, json: bool) -> Response {
         let op = out.name();
         let mut inner = serde_json::Map::new();
         if out.has_result() {
+            let kind = OPERATIONS
+                .iter()
+                .find(|o| o.name == op)
+                .map_or(&super::shape::Kind::Nothing, |o| o.output);
             inner.insert(
                 format!("{op}Result"),
-                serde_json::to_value(out).unwrap_or_default(),
+                super::shape::query_json(serde_json::to_value(out).unwrap_or_default(), kind),
             );
         }
         inner.insert(
@@ -162,10 +169,10 @@ pub fn error(e: &Error, request_id: &str, json: bool) -> Response {
         return answer(status, body.into(), false, request_id);
     }
     if json {
-        let body = serde_json::json!({"ErrorResponse": {
+        let body = serde_json::json!({
             "Error": {"Type": row.fault.as_str(), "Code": row.query_code, "Message": e.query_message()},
             "RequestId": request_id,
-        }});
+        });
         return answer(status, body.to_string(), true, request_id);
     }
     let body = query::error_response(

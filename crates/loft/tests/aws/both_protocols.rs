@@ -76,6 +76,7 @@ impl Run<'_> {
                 code,
                 status,
                 fault,
+                ..
             } => json!({"error": code, "status": status, "fault": fault}),
         };
         self.seen.push((label.to_owned(), observed));

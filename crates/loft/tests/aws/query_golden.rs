@@ -913,6 +913,68 @@ async fn get_on_queue_urls_and_content_negotiation() {
     assert_eq!(status, 200);
     assert!(content_type.starts_with("text/xml"), "{content_type}");
     assert!(body.contains("<ListQueuesResponse"), "{body}");
+
+    // In the JSON form a map is a list of its Query entries (GetQueueAttributes'
+    // Name/Value, ListQueueTags' Key/Value), and an error is `{"Error": {..},
+    // "RequestId"}` (AWS's recorded answers).
+    let json = |body: &str| serde_json::from_str::<serde_json::Value>(body).expect(body);
+    let (status, _, body) = get(
+        &server,
+        &format!("{path}?Action=GetQueueAttributes&AttributeName.1=All"),
+        Some("application/json"),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let v = json(&body);
+    let attributes = v["GetQueueAttributesResponse"]["GetQueueAttributesResult"]["Attributes"]
+        .as_array()
+        .unwrap_or_else(|| panic!("Attributes is a list: {body}"));
+    let arn = attributes
+        .iter()
+        .find(|a| a["Name"] == "QueueArn")
+        .unwrap_or_else(|| panic!("QueueArn entry: {body}"));
+    assert!(arn["Value"].as_str().unwrap().ends_with(":getq"), "{body}");
+    let (status, _, body) = get(
+        &server,
+        &format!("{path}?Action=TagQueue&Tag.1.Key=team&Tag.1.Value=blue"),
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let (status, _, body) = get(
+        &server,
+        &format!("{path}?Action=ListQueueTags"),
+        Some("application/json"),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        json(&body)["ListQueueTagsResponse"]["ListQueueTagsResult"]["Tags"],
+        serde_json::json!([{"Key": "team", "Value": "blue"}]),
+        "{body}"
+    );
+    for op in ["CreateQueue", "ListQueues"] {
+        let (status, content_type, body) = get(
+            &server,
+            &format!("{path}?Action={op}&QueueName=other"),
+            Some("application/json"),
+        )
+        .await;
+        assert_eq!(status, 400, "{body}");
+        assert!(
+            content_type.starts_with("application/json"),
+            "{content_type}"
+        );
+        let v = json(&body);
+        assert_eq!(v["Error"]["Code"], "InvalidAction", "{body}");
+        assert_eq!(v["Error"]["Type"], "Sender", "{body}");
+        assert_eq!(
+            v["Error"]["Message"],
+            format!("The action {op} is not valid for this endpoint."),
+            "{body}"
+        );
+        assert!(v["RequestId"].is_string(), "{body}");
+    }
 }
 
 /// Query parameters as the SDKs send them: an empty list is the bare name

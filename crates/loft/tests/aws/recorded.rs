@@ -497,3 +497,446 @@ async fn fifo_dedup_keeps_its_creation_scope_and_purge_empties_it() {
         }
     }
 }
+
+/// SSE-KMS and SSE-SQS exclude each other, per request (SQS API Reference,
+/// SetQueueAttributes: one server-side encryption option per queue; AWS's recorded
+/// refusal): a KMS key with `SqsManagedSseEnabled=true` in one CreateQueue or
+/// SetQueueAttributes is `InvalidAttributeName`; a KMS key alone turns SSE-SQS off; an
+/// empty key is no key. Standard and FIFO, JSON and Query.
+#[tokio::test]
+async fn one_server_side_encryption_at_a_time() {
+    use serde_json::json;
+
+    use crate::wire::{self, Outcome};
+
+    const REFUSED: &str = "You can use one type of server-side encryption (SSE) at one time. You can either enable KMS SSE or SQS SSE.";
+    // (given, Some(SqsManagedSseEnabled, KmsMasterKeyId reported) or None: refused)
+    type Row<'a> = (&'a [(&'a str, &'a str)], Option<(&'a str, Option<&'a str>)>);
+    let rows: [Row; 6] = [
+        (
+            &[("KmsMasterKeyId", "k1"), ("SqsManagedSseEnabled", "true")],
+            None,
+        ),
+        (
+            &[
+                ("SqsManagedSseEnabled", "true"),
+                ("KmsMasterKeyId", "alias/aws/sqs"),
+            ],
+            None,
+        ),
+        (
+            &[("KmsMasterKeyId", "k1"), ("SqsManagedSseEnabled", "false")],
+            Some(("false", Some("k1"))),
+        ),
+        (&[("KmsMasterKeyId", "k1")], Some(("false", Some("k1")))),
+        (
+            &[("KmsMasterKeyId", ""), ("SqsManagedSseEnabled", "true")],
+            Some(("true", None)),
+        ),
+        (&[("SqsManagedSseEnabled", "false")], Some(("false", None))),
+    ];
+    let server = Server::start();
+    let http = crate::harness::http();
+    for query in [false, true] {
+        let call = |op: &'static str, input: serde_json::Value| {
+            let (http, url) = (http.clone(), server.url.clone());
+            async move {
+                if query {
+                    wire::query(&http, &url, op, &input).await
+                } else {
+                    wire::json(&http, &url, op, &input).await
+                }
+            }
+        };
+        for fifo in [false, true] {
+            for (i, (given, expected)) in rows.iter().enumerate() {
+                let suffix = if fifo { ".fifo" } else { "" };
+                let base = if fifo {
+                    json!({"FifoQueue": "true"})
+                } else {
+                    json!({})
+                };
+                let mut attributes = base.clone();
+                for (k, v) in *given {
+                    attributes[*k] = json!(v);
+                }
+                let check = |outcome: Outcome, what: &str| match (outcome, expected) {
+                    (
+                        Outcome::Err {
+                            code,
+                            status,
+                            message,
+                            ..
+                        },
+                        None,
+                    ) => {
+                        assert_eq!(
+                            (code.as_str(), status, message.as_str()),
+                            ("InvalidAttributeName", 400, REFUSED),
+                            "{what} {given:?}"
+                        );
+                        None
+                    }
+                    (Outcome::Ok(v), Some(_)) => Some(v),
+                    (other, _) => panic!("{what} {given:?} (query {query}): {other:?}"),
+                };
+                // CreateQueue with the attributes.
+                let name = format!("sse-c{i}-{query}{suffix}");
+                let created = check(
+                    call(
+                        "CreateQueue",
+                        json!({"QueueName": name, "Attributes": attributes}),
+                    )
+                    .await,
+                    "CreateQueue",
+                );
+                // SetQueueAttributes with them on a queue created without.
+                let name = format!("sse-s{i}-{query}{suffix}");
+                let url = call(
+                    "CreateQueue",
+                    json!({"QueueName": name, "Attributes": base}),
+                )
+                .await
+                .ok()["QueueUrl"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned();
+                let mut set = json!({});
+                for (k, v) in *given {
+                    set[*k] = json!(v);
+                }
+                let before = call(
+                    "GetQueueAttributes",
+                    json!({"QueueUrl": url, "AttributeNames": ["All"]}),
+                )
+                .await
+                .ok();
+                let changed = check(
+                    call(
+                        "SetQueueAttributes",
+                        json!({"QueueUrl": url, "Attributes": set}),
+                    )
+                    .await,
+                    "SetQueueAttributes",
+                );
+                let after = call(
+                    "GetQueueAttributes",
+                    json!({"QueueUrl": url, "AttributeNames": ["All"]}),
+                )
+                .await
+                .ok();
+                let Some((sse, key)) = expected else {
+                    assert!(created.is_none() && changed.is_none());
+                    assert_eq!(
+                        after["Attributes"]["SqsManagedSseEnabled"],
+                        before["Attributes"]["SqsManagedSseEnabled"],
+                        "a refused request changes nothing"
+                    );
+                    assert!(after["Attributes"].get("KmsMasterKeyId").is_none());
+                    continue;
+                };
+                let created_url = created.unwrap()["QueueUrl"].as_str().unwrap().to_owned();
+                let created = call(
+                    "GetQueueAttributes",
+                    json!({"QueueUrl": created_url, "AttributeNames": ["All"]}),
+                )
+                .await
+                .ok();
+                for (what, got) in [("created", &created), ("set", &after)] {
+                    assert_eq!(
+                        got["Attributes"]["SqsManagedSseEnabled"],
+                        json!(sse),
+                        "{what} {given:?} (query {query}, fifo {fifo})"
+                    );
+                    assert_eq!(
+                        got["Attributes"]
+                            .get("KmsMasterKeyId")
+                            .and_then(|v| v.as_str()),
+                        *key,
+                        "{what} {given:?} (query {query}, fifo {fifo})"
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// The order FIFO messages come back in after their visibility ends (SQS Developer Guide,
+/// "FIFO queue delivery logic": messages of a group come in the order sent, and no more of
+/// a group are returned until the one received is deleted or visible again; AWS's answers
+/// in LocalStack's `aws.validated` group-visibility tests: a group gives its visible
+/// messages in send order up to its first hidden one, so a message visible again comes
+/// back while a later one is still in flight). One row per scenario, on a group of four,
+/// JSON and Query.
+#[tokio::test]
+async fn fifo_order_after_visibility_ends() {
+    use serde_json::{json, Value};
+
+    use crate::wire;
+
+    #[derive(Debug, Clone, Copy)]
+    enum Step {
+        /// ReceiveMessage of at most `n`: the bodies expected, in order.
+        Receive(i64, &'static [&'static str]),
+        /// ChangeMessageVisibility of a held message to 0 (its visibility ends).
+        Expire(&'static str),
+        /// DeleteMessage of a held message.
+        Delete(&'static str),
+    }
+    use Step::*;
+    let rows: [(&str, &[Step]); 6] = [
+        (
+            "head-returns-first",
+            &[Receive(1, &["m1"]), Expire("m1"), Receive(1, &["m1"])],
+        ),
+        (
+            "whole-batch-expires",
+            &[
+                Receive(10, &["m1", "m2", "m3", "m4"]),
+                Expire("m3"),
+                Expire("m1"),
+                Expire("m4"),
+                Expire("m2"),
+                Receive(10, &["m1", "m2", "m3", "m4"]),
+            ],
+        ),
+        (
+            "middle-expires-behind-a-held-head",
+            &[
+                Receive(10, &["m1", "m2", "m3", "m4"]),
+                Expire("m3"),
+                Receive(10, &[]),
+                Delete("m1"),
+                Delete("m2"),
+                Receive(10, &["m3"]),
+            ],
+        ),
+        (
+            "head-visible-while-later-held",
+            &[
+                Receive(2, &["m1", "m2"]),
+                Expire("m1"),
+                Receive(10, &["m1"]),
+            ],
+        ),
+        (
+            "later-waits-for-earlier",
+            &[
+                Receive(2, &["m1", "m2"]),
+                Expire("m2"),
+                Receive(10, &[]),
+                Delete("m1"),
+                Receive(10, &["m2", "m3", "m4"]),
+            ],
+        ),
+        (
+            "expired-head-before-rest",
+            &[
+                Receive(2, &["m1", "m2"]),
+                Delete("m2"),
+                Expire("m1"),
+                Receive(10, &["m1", "m3", "m4"]),
+            ],
+        ),
+    ];
+    let server = Server::start();
+    let http = crate::harness::http();
+    for query in [false, true] {
+        let call = |op: &'static str, input: Value| {
+            let (http, url) = (http.clone(), server.url.clone());
+            async move {
+                if query {
+                    wire::query(&http, &url, op, &input).await
+                } else {
+                    wire::json(&http, &url, op, &input).await
+                }
+            }
+        };
+        for (name, steps) in rows {
+            let queue = format!("{name}-{query}.fifo");
+            let url = call(
+                "CreateQueue",
+                json!({"QueueName": queue, "Attributes": {"FifoQueue": "true", "ContentBasedDeduplication": "true"}}),
+            )
+            .await
+            .ok()["QueueUrl"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+            for body in ["m1", "m2", "m3", "m4"] {
+                call(
+                    "SendMessage",
+                    json!({"QueueUrl": url, "MessageBody": body, "MessageGroupId": "g"}),
+                )
+                .await
+                .ok();
+            }
+            let mut held: std::collections::HashMap<String, String> = Default::default();
+            for (i, step) in steps.iter().enumerate() {
+                match *step {
+                    Receive(n, want) => {
+                        let got = call(
+                            "ReceiveMessage",
+                            json!({"QueueUrl": url, "MaxNumberOfMessages": n,
+                                   "VisibilityTimeout": 300, "WaitTimeSeconds": 0}),
+                        )
+                        .await
+                        .ok();
+                        let messages = got["Messages"].as_array().cloned().unwrap_or_default();
+                        let bodies: Vec<&str> = messages
+                            .iter()
+                            .map(|m| m["Body"].as_str().unwrap())
+                            .collect();
+                        assert_eq!(bodies, want, "{queue} step {i}: {step:?}");
+                        for m in &messages {
+                            held.insert(
+                                m["Body"].as_str().unwrap().to_owned(),
+                                m["ReceiptHandle"].as_str().unwrap().to_owned(),
+                            );
+                        }
+                    }
+                    Expire(body) => {
+                        call(
+                            "ChangeMessageVisibility",
+                            json!({"QueueUrl": url, "ReceiptHandle": held[body], "VisibilityTimeout": 0}),
+                        )
+                        .await
+                        .ok();
+                    }
+                    Delete(body) => {
+                        call(
+                            "DeleteMessage",
+                            json!({"QueueUrl": url, "ReceiptHandle": held[body]}),
+                        )
+                        .await
+                        .ok();
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// FIFO settings changed after creation and their combinations (SQS API Reference,
+/// CreateQueue and SetQueueAttributes: ContentBasedDeduplication, DeduplicationScope,
+/// FifoThroughputLimit, "The perMessageGroupId value is allowed only when the value for
+/// DeduplicationScope is messageGroup"; SQS Developer Guide, "High throughput for FIFO
+/// queues"). ContentBasedDeduplication switched on lets sends without an id through,
+/// deduplicated by body, from then on; switched off, such sends are refused again. JSON and
+/// Query.
+#[tokio::test]
+async fn fifo_settings_after_creation() {
+    use serde_json::{json, Value};
+
+    use crate::wire::{self, Outcome};
+
+    let server = Server::start();
+    let http = crate::harness::http();
+    for query in [false, true] {
+        let call = |op: &'static str, input: Value| {
+            let (http, url) = (http.clone(), server.url.clone());
+            async move {
+                if query {
+                    wire::query(&http, &url, op, &input).await
+                } else {
+                    wire::json(&http, &url, op, &input).await
+                }
+            }
+        };
+        // Creation: the combination rule, one row per attribute set.
+        let rows: [(&str, Value, Option<&str>); 4] = [
+            (
+                "limit-alone",
+                json!({"FifoThroughputLimit": "perMessageGroupId"}),
+                Some("InvalidAttributeValue"),
+            ),
+            (
+                "limit-with-queue-scope",
+                json!({"FifoThroughputLimit": "perMessageGroupId", "DeduplicationScope": "queue"}),
+                Some("InvalidAttributeValue"),
+            ),
+            (
+                "high-throughput",
+                json!({"FifoThroughputLimit": "perMessageGroupId", "DeduplicationScope": "messageGroup"}),
+                None,
+            ),
+            (
+                "per-queue-group-scope",
+                json!({"FifoThroughputLimit": "perQueue", "DeduplicationScope": "messageGroup"}),
+                None,
+            ),
+        ];
+        for (name, given, refused) in rows {
+            let mut attributes = given.clone();
+            attributes["FifoQueue"] = json!("true");
+            let got = call(
+                "CreateQueue",
+                json!({"QueueName": format!("{name}-{query}.fifo"), "Attributes": attributes}),
+            )
+            .await;
+            match (got, refused) {
+                (Outcome::Err { code, status, .. }, Some(want)) => {
+                    assert_eq!((code.as_str(), status), (want, 400), "{name}")
+                }
+                (Outcome::Ok(v), None) => {
+                    let url = v["QueueUrl"].as_str().unwrap();
+                    let got = call(
+                        "GetQueueAttributes",
+                        json!({"QueueUrl": url, "AttributeNames": ["All"]}),
+                    )
+                    .await
+                    .ok();
+                    for (k, v) in given.as_object().unwrap() {
+                        assert_eq!(&got["Attributes"][k], v, "{name}: {k}");
+                    }
+                }
+                (other, _) => panic!("{name} (query {query}): {other:?}"),
+            }
+        }
+        // ContentBasedDeduplication switched after creation, both ways.
+        for start in [false, true] {
+            let url = call(
+                "CreateQueue",
+                json!({"QueueName": format!("cbd-{start}-{query}.fifo"),
+                       "Attributes": {"FifoQueue": "true", "ContentBasedDeduplication": start.to_string()}}),
+            )
+            .await
+            .ok()["QueueUrl"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+            for (round, cbd) in [(0, start), (1, !start)] {
+                if round == 1 {
+                    call(
+                        "SetQueueAttributes",
+                        json!({"QueueUrl": url, "Attributes": {"ContentBasedDeduplication": cbd.to_string()}}),
+                    )
+                    .await
+                    .ok();
+                }
+                let body = format!("body {start} {round}");
+                let send = || {
+                    call(
+                        "SendMessage",
+                        json!({"QueueUrl": url, "MessageBody": body, "MessageGroupId": "g"}),
+                    )
+                };
+                match (send().await, cbd) {
+                    (Outcome::Ok(first), true) => {
+                        let again = send().await.ok();
+                        assert_eq!(
+                            first["MessageId"], again["MessageId"],
+                            "same body, content-based deduplication (start {start}, round {round})"
+                        );
+                    }
+                    (Outcome::Err { code, status, .. }, false) => assert_eq!(
+                        (code.as_str(), status),
+                        ("InvalidParameterValue", 400),
+                        "no id without content-based deduplication"
+                    ),
+                    (other, cbd) => panic!("start {start} round {round} cbd {cbd}: {other:?}"),
+                }
+            }
+        }
+    }
+}

@@ -25,6 +25,8 @@ pub enum Outcome {
         status: u16,
         /// `Sender` or `Receiver`.
         fault: String,
+        /// The error's message.
+        message: String,
     },
 }
 
@@ -82,6 +84,7 @@ pub async fn json(http: &reqwest::Client, endpoint: &str, op: &str, input: &Valu
         code: code.to_owned(),
         status,
         fault: fault.to_owned(),
+        message: value["message"].as_str().unwrap_or_default().to_owned(),
     }
 }
 
@@ -137,6 +140,10 @@ pub fn decode_query(op: &str, status: u16, body: &str) -> Outcome {
             code: error.child("Code").expect("Code").text.clone(),
             status,
             fault: error.child("Type").expect("Type").text.clone(),
+            message: error
+                .child("Message")
+                .map(|m| m.text.clone())
+                .unwrap_or_default(),
         };
     }
     assert_eq!(root.name, format!("{op}Response"), "{body}");

@@ -1325,3 +1325,490 @@ async fn subscribe_with_attributes_reports_what_aws_reports() {
         Some("Invalid parameter: RawMessageDelivery: Invalid value [test-ValUe]. Must be true or false.")
     );
 }
+
+/// What GetSubscriptionAttributes reports after Subscribe with attributes, one row per
+/// protocol and attribute set (AWS's recorded answers for sqs, lambda, sms and http; SNS
+/// Developer Guide "Amazon SNS raw message delivery": raw delivery for SQS, HTTP/S and
+/// Firehose only; SNS API Reference, Subscribe: SubscriptionRoleArn for firehose). Every
+/// subscription reports the nine base attributes; http/https also EffectiveDeliveryPolicy;
+/// a FilterPolicy brings its FilterPolicyScope (MessageAttributes unless given); a
+/// RedrivePolicy or SubscriptionRoleArn given is reported as given. HTTP/S and email
+/// subscriptions wait for confirmation (PendingConfirmation true,
+/// ConfirmationWasAuthenticated false); the others are confirmed at once.
+#[tokio::test]
+async fn subscription_attributes_by_protocol() {
+    use aws_sdk_sns::error::ProvideErrorMetadata as _;
+    const BASE: [&str; 9] = [
+        "ConfirmationWasAuthenticated",
+        "Endpoint",
+        "Owner",
+        "PendingConfirmation",
+        "Protocol",
+        "RawMessageDelivery",
+        "SubscriptionArn",
+        "SubscriptionPrincipal",
+        "TopicArn",
+    ];
+    let server = Server::start();
+    let (sns, sqs) = (server.sns(), server.sqs());
+    let topic = sns
+        .create_topic()
+        .name("byprotocol")
+        .send()
+        .await
+        .expect("CreateTopic")
+        .topic_arn()
+        .expect("arn")
+        .to_owned();
+    for q in ["bp-target", "bp-dlq"] {
+        sqs.create_queue()
+            .queue_name(q)
+            .send()
+            .await
+            .expect("CreateQueue");
+    }
+    let queue = server.queue_arn("bp-target");
+    let redrive = json!({"deadLetterTargetArn": server.queue_arn("bp-dlq")}).to_string();
+    let lambda = format!(
+        "arn:aws:lambda:us-east-1:{}:function:bp",
+        crate::harness::ACCOUNT
+    );
+    let firehose = format!(
+        "arn:aws:firehose:us-east-1:{}:deliverystream/bp",
+        crate::harness::ACCOUNT
+    );
+    let role = format!("arn:aws:iam::{}:role/bp", crate::harness::ACCOUNT);
+    let policy = r#"{"color":["red"]}"#;
+    // (protocol, endpoint, attributes given, Ok(extra names, pending) or Err(code))
+    type Row<'a> = (
+        &'a str,
+        String,
+        Vec<(&'a str, String)>,
+        Result<(Vec<&'a str>, bool), &'a str>,
+    );
+    let rows: Vec<Row> = vec![
+        ("sqs", queue.clone(), vec![], Ok((vec![], false))),
+        (
+            "sqs",
+            queue.clone(),
+            vec![
+                ("RawMessageDelivery", "true".into()),
+                ("FilterPolicy", policy.into()),
+            ],
+            Ok((vec!["FilterPolicy", "FilterPolicyScope"], false)),
+        ),
+        (
+            "sqs",
+            queue.clone(),
+            vec![
+                ("FilterPolicy", policy.into()),
+                ("FilterPolicyScope", "MessageBody".into()),
+            ],
+            Ok((vec!["FilterPolicy", "FilterPolicyScope"], false)),
+        ),
+        (
+            "sqs",
+            queue.clone(),
+            vec![("RedrivePolicy", redrive.clone())],
+            Ok((vec!["RedrivePolicy"], false)),
+        ),
+        (
+            "lambda",
+            lambda.clone(),
+            vec![("RedrivePolicy", redrive.clone())],
+            Ok((vec!["RedrivePolicy"], false)),
+        ),
+        (
+            "lambda",
+            lambda.clone(),
+            vec![("RawMessageDelivery", "true".into())],
+            Err("InvalidParameter"),
+        ),
+        ("sms", "+15555550100".into(), vec![], Ok((vec![], false))),
+        (
+            "sms",
+            "+15555550101".into(),
+            vec![("RawMessageDelivery", "true".into())],
+            Err("InvalidParameter"),
+        ),
+        (
+            "http",
+            "http://127.0.0.1:9/a".into(),
+            vec![],
+            Ok((vec!["EffectiveDeliveryPolicy"], true)),
+        ),
+        (
+            "https",
+            "https://127.0.0.1:9/b".into(),
+            vec![
+                ("RawMessageDelivery", "true".into()),
+                ("FilterPolicy", policy.into()),
+            ],
+            Ok((
+                vec![
+                    "EffectiveDeliveryPolicy",
+                    "FilterPolicy",
+                    "FilterPolicyScope",
+                ],
+                true,
+            )),
+        ),
+        ("email", "bp@example.com".into(), vec![], Ok((vec![], true))),
+        (
+            "firehose",
+            firehose.clone(),
+            vec![
+                ("SubscriptionRoleArn", role.clone()),
+                ("RawMessageDelivery", "true".into()),
+            ],
+            Ok((vec!["SubscriptionRoleArn"], false)),
+        ),
+        (
+            "firehose",
+            firehose.clone(),
+            vec![],
+            Err("InvalidParameter"),
+        ),
+        (
+            "sqs",
+            queue.clone(),
+            vec![("SubscriptionRoleArn", role.clone())],
+            Err("InvalidParameter"),
+        ),
+    ];
+    for (protocol, endpoint, given, expected) in rows {
+        let mut req = sns
+            .subscribe()
+            .topic_arn(&topic)
+            .protocol(protocol)
+            .endpoint(&endpoint)
+            .return_subscription_arn(true);
+        for (k, v) in &given {
+            req = req.attributes(*k, v);
+        }
+        let got = req.send().await;
+        let arn;
+        let (extra, pending) = match (expected, got) {
+            (Err(code), Err(e)) => {
+                assert_eq!(e.code(), Some(code), "{protocol} {given:?}");
+                continue;
+            }
+            (Ok(want), Ok(out)) => {
+                // ReturnSubscriptionArn: the ARN even while confirmation is pending.
+                arn = out.subscription_arn().expect("arn").to_owned();
+                want
+            }
+            (want, got) => panic!("{protocol} {given:?}: wanted {want:?}, got {got:?}"),
+        };
+        let attrs = sns
+            .get_subscription_attributes()
+            .subscription_arn(&arn)
+            .send()
+            .await
+            .expect("GetSubscriptionAttributes")
+            .attributes
+            .unwrap_or_default();
+        let mut names: Vec<&str> = attrs.keys().map(String::as_str).collect();
+        names.sort();
+        let mut want: Vec<&str> = BASE.iter().copied().chain(extra).collect();
+        want.sort();
+        assert_eq!(names, want, "{protocol} {given:?}");
+        assert_eq!(attrs["Protocol"], protocol);
+        assert_eq!(attrs["Endpoint"], endpoint);
+        assert_eq!(attrs["PendingConfirmation"], pending.to_string());
+        assert_eq!(
+            attrs["ConfirmationWasAuthenticated"],
+            (!pending).to_string()
+        );
+        let raw = given
+            .iter()
+            .find(|(k, _)| *k == "RawMessageDelivery")
+            .map_or("false", |(_, v)| v.as_str());
+        assert_eq!(attrs["RawMessageDelivery"], raw, "{protocol} {given:?}");
+        for (k, v) in &given {
+            if *k != "RawMessageDelivery" {
+                assert_eq!(&attrs[*k], v, "{protocol}: {k}");
+            }
+        }
+        if given.iter().any(|(k, _)| *k == "FilterPolicy")
+            && !given.iter().any(|(k, _)| *k == "FilterPolicyScope")
+        {
+            assert_eq!(attrs["FilterPolicyScope"], "MessageAttributes");
+        }
+        // The next row of the same endpoint starts from scratch.
+        sns.unsubscribe()
+            .subscription_arn(&arn)
+            .send()
+            .await
+            .expect("Unsubscribe");
+    }
+}
+
+/// `MessageStructure=json` for each subscriber protocol (SNS API Reference, Publish,
+/// MessageStructure; SNS Developer Guide, "Sending custom platform-specific payloads to
+/// mobile devices"): each subscriber gets the string under its protocol's key (`sqs`,
+/// `email`, `email-json`, `sms`, `lambda`, `firehose`; a mobile endpoint its platform's,
+/// `GCM`, `APNS`), else `default`; a key whose value is not a string counts as absent.
+/// Raw and envelope SQS delivery alike, and a Publish straight to an endpoint or a phone
+/// number likewise.
+#[tokio::test]
+async fn message_structure_json_by_protocol() {
+    let server = Server::start();
+    let (sns, sqs) = (server.sns(), server.sqs());
+    let topic = sns
+        .create_topic()
+        .name("structured")
+        .send()
+        .await
+        .expect("CreateTopic")
+        .topic_arn()
+        .expect("arn")
+        .to_owned();
+    let account = crate::harness::ACCOUNT;
+    let mut endpoints: Vec<(&str, String, &str)> = Vec::new(); // (protocol, endpoint, key)
+    for (q, raw) in [("st-envelope", false), ("st-raw", true)] {
+        sqs.create_queue()
+            .queue_name(q)
+            .send()
+            .await
+            .expect("CreateQueue");
+        let mut req = sns
+            .subscribe()
+            .topic_arn(&topic)
+            .protocol("sqs")
+            .endpoint(server.queue_arn(q));
+        if raw {
+            req = req.attributes("RawMessageDelivery", "true");
+        }
+        req.send().await.expect("Subscribe sqs");
+    }
+    for (platform, name) in [("GCM", "st-gcm"), ("APNS", "st-apns")] {
+        let app = sns
+            .create_platform_application()
+            .name(name)
+            .platform(platform)
+            .attributes("PlatformPrincipal", "p")
+            .attributes("PlatformCredential", "c")
+            .send()
+            .await
+            .expect("CreatePlatformApplication")
+            .platform_application_arn()
+            .expect("arn")
+            .to_owned();
+        let endpoint = sns
+            .create_platform_endpoint()
+            .platform_application_arn(app)
+            .token(format!("token-{name}"))
+            .send()
+            .await
+            .expect("CreatePlatformEndpoint")
+            .endpoint_arn()
+            .expect("arn")
+            .to_owned();
+        endpoints.push(("application", endpoint, platform));
+    }
+    endpoints.extend([
+        ("email", "st@example.com".to_owned(), "email"),
+        ("email-json", "st-json@example.com".to_owned(), "email-json"),
+        ("sms", "+15555550142".to_owned(), "sms"),
+        (
+            "firehose",
+            format!("arn:aws:firehose:us-east-1:{account}:deliverystream/st"),
+            "firehose",
+        ),
+    ]);
+    for (protocol, endpoint, _) in &endpoints {
+        let mut req = sns
+            .subscribe()
+            .topic_arn(&topic)
+            .protocol(*protocol)
+            .endpoint(endpoint);
+        if *protocol == "firehose" {
+            req = req.attributes(
+                "SubscriptionRoleArn",
+                format!("arn:aws:iam::{account}:role/st"),
+            );
+        }
+        let arn = req
+            .return_subscription_arn(true)
+            .send()
+            .await
+            .expect("Subscribe")
+            .subscription_arn()
+            .expect("arn")
+            .to_owned();
+        if protocol.starts_with("email") {
+            // Email waits for its confirmation: confirm with the token Loft recorded.
+            let token = confirmation_token(&server, endpoint).await;
+            sns.confirm_subscription()
+                .topic_arn(&topic)
+                .token(token)
+                .send()
+                .await
+                .unwrap_or_else(|e| panic!("ConfirmSubscription {arn}: {e:?}"));
+        }
+    }
+    let keys = [
+        "sqs",
+        "email",
+        "email-json",
+        "sms",
+        "firehose",
+        "GCM",
+        "APNS",
+    ];
+    // (message, what the key `k` delivers)
+    type Row = (serde_json::Value, fn(&str) -> String);
+    let rows: [Row; 4] = [
+        (
+            json!({"default": "d", "sqs": "for sqs", "email": "for email", "email-json": "for email-json",
+                   "sms": "for sms", "firehose": "for firehose", "GCM": "for GCM", "APNS": "for APNS"}),
+            |k| format!("for {k}"),
+        ),
+        (json!({"default": "only default"}), |_| {
+            "only default".into()
+        }),
+        (
+            json!({"default": "d2", "sqs": {"nested": 1}, "email": 5, "email-json": null, "sms": ["x"],
+                   "firehose": true, "GCM": {"notification": {}}, "APNS": 1.5}),
+            |_| "d2".into(),
+        ),
+        (
+            json!({"default": "d3", "http": "for http", "lambda": "for lambda", "gcm": "lower case"}),
+            |_| "d3".into(),
+        ),
+    ];
+    for (message, want) in rows {
+        clear_recorded(&server).await;
+        sns.publish()
+            .topic_arn(&topic)
+            .message_structure("json")
+            .message(message.to_string())
+            .send()
+            .await
+            .expect("Publish");
+        for (q, raw) in [("st-envelope", false), ("st-raw", true)] {
+            let url = sqs
+                .get_queue_url()
+                .queue_name(q)
+                .send()
+                .await
+                .expect("GetQueueUrl")
+                .queue_url()
+                .expect("url")
+                .to_owned();
+            let got = sqs
+                .receive_message()
+                .queue_url(&url)
+                .max_number_of_messages(10)
+                .send()
+                .await
+                .expect("ReceiveMessage");
+            let msgs = got.messages();
+            assert_eq!(msgs.len(), 1, "{q}: {message}");
+            let body = msgs[0].body().unwrap();
+            let text = if raw {
+                body.to_owned()
+            } else {
+                let env: serde_json::Value = serde_json::from_str(body).expect("envelope");
+                env["Message"].as_str().unwrap().to_owned()
+            };
+            assert_eq!(text, want("sqs"), "{q}: {message}");
+            sqs.delete_message()
+                .queue_url(&url)
+                .receipt_handle(msgs[0].receipt_handle().unwrap())
+                .send()
+                .await
+                .expect("DeleteMessage");
+        }
+        let recorded = recorded_messages(&server).await;
+        for (protocol, endpoint, key) in &endpoints {
+            assert!(keys.contains(key));
+            let got = recorded
+                .iter()
+                .find(|(_, e, _)| e == endpoint)
+                .unwrap_or_else(|| panic!("nothing recorded for {protocol} {endpoint}"));
+            assert_eq!(
+                carried_text(&got.2),
+                want(key),
+                "{protocol} ({key}): {message}: {}",
+                got.2
+            );
+        }
+    }
+    // Straight to an endpoint or a phone number: the platform's key, the `sms` key.
+    for (target, key) in [(&endpoints[0].1, "GCM"), (&endpoints[1].1, "APNS")] {
+        clear_recorded(&server).await;
+        sns.publish()
+            .target_arn(target)
+            .message_structure("json")
+            .message(json!({"default": "d", "GCM": "for GCM", "APNS": "for APNS"}).to_string())
+            .send()
+            .await
+            .expect("Publish to an endpoint");
+        let recorded = recorded_messages(&server).await;
+        assert_eq!(recorded.len(), 1);
+        assert_eq!(carried_text(&recorded[0].2), format!("for {key}"));
+    }
+    clear_recorded(&server).await;
+    sns.publish()
+        .phone_number("+15555550143")
+        .message_structure("json")
+        .message(json!({"default": "d", "sms": "for sms"}).to_string())
+        .send()
+        .await
+        .expect("Publish to a phone number");
+    let recorded = recorded_messages(&server).await;
+    assert_eq!(recorded.len(), 1);
+    assert_eq!(carried_text(&recorded[0].2), "for sms");
+
+    /// The text a recorded message carries: itself, or an envelope's `Message`.
+    fn carried_text(recorded: &str) -> String {
+        match serde_json::from_str::<serde_json::Value>(recorded) {
+            Ok(v) if v["Message"].is_string() => v["Message"].as_str().unwrap().to_owned(),
+            _ => recorded.to_owned(),
+        }
+    }
+
+    async fn recorded_messages(server: &Server) -> Vec<(String, String, String)> {
+        let list: serde_json::Value = reqwest::get(format!("{}/_loft/sns/messages", server.url))
+            .await
+            .expect("GET /_loft/sns/messages")
+            .json()
+            .await
+            .expect("JSON");
+        list.as_array()
+            .expect("a list")
+            .iter()
+            .map(|m| {
+                (
+                    m["protocol"].as_str().unwrap().to_owned(),
+                    m["endpoint"].as_str().unwrap().to_owned(),
+                    m["message"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect()
+    }
+
+    async fn clear_recorded(server: &Server) {
+        reqwest::Client::new()
+            .delete(format!("{}/_loft/sns/messages", server.url))
+            .send()
+            .await
+            .expect("DELETE /_loft/sns/messages");
+    }
+
+    /// The confirmation token of the subscription confirmation recorded for `endpoint`.
+    async fn confirmation_token(server: &Server, endpoint: &str) -> String {
+        let recorded = recorded_messages(server).await;
+        let (_, _, message) = recorded
+            .iter()
+            .find(|(_, e, _)| e == endpoint)
+            .unwrap_or_else(|| panic!("no confirmation recorded for {endpoint}"));
+        let at = message.find("Token=").expect("a SubscribeURL with a token") + "Token=".len();
+        message[at..]
+            .chars()
+            .take_while(|c| c.is_ascii_hexdigit())
+            .collect()
+    }
+}
