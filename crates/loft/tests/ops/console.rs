@@ -739,6 +739,12 @@ fn each_queue_and_topic_has_a_chart_of_what_this_node_sampled() {
         "the charted row",
         &format!("{} === '0'", count("charted", "visible")),
     );
+    // A sample of the empty queue first, so the sends below fall between two samples.
+    let chart = "document.querySelector('#queues tr[data-queue=\"charted\"] td.chart svg')";
+    b.wait_for(
+        "a first sample in the queue's chart",
+        &format!("(() => {{ const c = {chart}; return !!c && Number(c.dataset.points) > 0; }})()"),
+    );
     rt.block_on(async {
         for i in 0..3 {
             s.sqs(
@@ -768,7 +774,6 @@ fn each_queue_and_topic_has_a_chart_of_what_this_node_sampled() {
     });
     // The row's chart shows a sample taken after the sends: two visible, one in flight,
     // and a sent rate above zero between two samples.
-    let chart = "document.querySelector('#queues tr[data-queue=\"charted\"] td.chart svg')";
     b.wait_for(
         "a sample of the sends in the queue's chart",
         &format!(
