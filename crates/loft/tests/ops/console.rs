@@ -721,8 +721,9 @@ fn each_queue_and_topic_has_a_chart_of_what_this_node_sampled() {
         need_chromium().skip("console::each_queue_and_topic_has_a_chart_of_what_this_node_sampled");
         return;
     };
-    // A sample every 100 ms, so the charts fill while the test watches.
-    let s = Server::start_with(&["--console-sample-interval", "0.1"], &[])
+    // A sample every 250 ms, so the charts fill while the test watches (the 120 kept span
+    // 30 s, longer than the test).
+    let s = Server::start_with(&["--console-sample-interval", "0.25"], &[])
         .unwrap_or_else(|f| panic!("loft did not start: {f:?}"));
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -805,6 +806,16 @@ fn each_queue_and_topic_has_a_chart_of_what_this_node_sampled() {
             "(() => {{ const c = {topic_chart}; return !!c && Number(c.dataset.points) > 2 && \
              /Published [0-9.]+\\/s/.test(c.querySelector('title').textContent); }})()"
         ),
+    );
+    // Browsing the queue shows its chart larger.
+    b.eval(
+        "document.querySelector('#queues tr[data-queue=\"charted\"] button.browse').click(); true",
+    );
+    b.wait_for(
+        "the browser's chart",
+        "(() => { const c = document.querySelector('#browser-chart svg.spark'); \
+         return !!c && c.getAttribute('width') === '640' && Number(c.dataset.points) > 4 && \
+         /^top: up to [23] messages/.test(document.querySelector('#browser-chart-note').textContent); })()",
     );
     b.screenshot("charts");
 

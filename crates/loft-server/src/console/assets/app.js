@@ -2,7 +2,7 @@
 "use strict";
 
 const REFRESH_MS = 2000;
-const state = { queue: null, timer: null, armed: new Map(), filter: "", offset: 0, filterTimer: null };
+const state = { queue: null, timer: null, armed: new Map(), filter: "", offset: 0, filterTimer: null, histories: new Map() };
 
 const $ = (sel) => document.querySelector(sel);
 
@@ -195,6 +195,7 @@ function queueRow(q) {
 
 function renderQueues(list, total) {
   const tbody = $("#queues tbody");
+  state.histories = new Map();
   const from = total === 0 ? 0 : Math.min(state.offset + 1, total);
   const to = state.offset + list.length;
   $("#page-info").textContent = total === 0 ? "" : fmt(from) + "–" + fmt(to) + " of " + fmt(total);
@@ -208,6 +209,7 @@ function renderQueues(list, total) {
   }
   const existing = new Map([...tbody.querySelectorAll("tr[data-queue]")].map((tr) => [tr.dataset.queue, tr]));
   const rows = list.map((q) => {
+    state.histories.set(q.name, q.history);
     const tr = existing.get(q.name) || queueRow(q);
     setCell(tr.querySelector(".visible"), fmt(q.visible));
     setCell(tr.querySelector(".in_flight"), fmt(q.in_flight));
@@ -296,6 +298,27 @@ async function redrive(name) {
 
 // ----- message browser
 
+// The selected queue's chart, larger, with the largest value of each pane. Its history
+// comes with the queue listing; a queue not on the page shown is looked up by name.
+async function refreshQueueChart() {
+  if (!state.queue) return;
+  const name = state.queue;
+  let h = state.histories.get(name);
+  if (!h) {
+    const found = await api("GET", "/_loft/queues?limit=1000&filter=" + encodeURIComponent(name));
+    const q = found.find((q) => q.name === name);
+    h = q ? q.history : null;
+  }
+  if (name !== state.queue) return;
+  const box = $("#browser-chart .chart-box");
+  if (!h) { box.replaceChildren(); $("#browser-chart-note").textContent = ""; return; }
+  box.replaceChildren(queueChart(h, 640, 120));
+  const peak = (v) => fmt(Math.max(0, ...v.filter((x) => x !== null)));
+  $("#browser-chart-note").textContent = h.t.length === 0 ? "no samples yet" :
+    "top: up to " + peak(h.visible.concat(h.in_flight)) + " messages; bottom: up to " +
+    peak(h.sent_per_s.concat(h.received_per_s)) + "/s; " + span(h.t) + " (" + h.t.length + " samples of this node)";
+}
+
 function selectQueue(name) {
   state.queue = name;
   history.replaceState(null, "", "#queue=" + encodeURIComponent(name));
@@ -305,6 +328,7 @@ function selectQueue(name) {
     tr.classList.toggle("selected", tr.dataset.queue === name);
   }
   refreshMessages().catch((e) => say(e.message, "error"));
+  refreshQueueChart().catch((e) => say(e.message, "error"));
 }
 
 function attributesText(attrs) {
@@ -468,6 +492,7 @@ async function clearRecorded(button) {
 async function refresh() {
   try {
     await Promise.all([refreshQueues(), refreshMessages(), refreshTopics(), refreshMappings(), refreshRecorded()]);
+    await refreshQueueChart();
     $("#clock").textContent = "updated " + time(Date.now());
     document.body.dataset.refreshed = String(Date.now());
   } catch (e) {
