@@ -161,6 +161,11 @@ struct ServeArgs {
     /// default; 0 picks a free port.
     #[arg(long, env = "LOFT_LOCALSTACK_PORT", default_value_t = LOCALSTACK_PORT)]
     localstack_port: u16,
+    /// Seconds between two samples of every queue's and topic's counts and rates for the
+    /// web console's charts (fractions allowed, 0.05 to 3600); each node keeps its last 120
+    /// samples in memory: an hour at the default.
+    #[arg(long, env = "LOFT_CONSOLE_SAMPLE_INTERVAL", default_value_t = loft_core::service::history::DEFAULT_SAMPLE_INTERVAL.as_secs_f64())]
+    console_sample_interval: f64,
 
     #[command(flatten)]
     trust: trust::TrustArgs,
@@ -482,6 +487,12 @@ async fn serve(
         .map(|f| f.credentials.clone())
         .unwrap_or_default();
     let trust = args.trust.load(file_keys)?;
+    let sample_every = args.console_sample_interval;
+    if !(0.05..=3600.0).contains(&sample_every) {
+        return Err(format!(
+            "--console-sample-interval: {sample_every} is not a number of seconds from 0.05 to 3600"
+        ));
+    }
     let cors_origins = args
         .cors_allowed_origins
         .iter()
@@ -598,6 +609,20 @@ async fn serve(
             }
         })
     };
+    // The console's charts (loft_core::service::history): a view, per node, in memory.
+    let sampler = {
+        let service = service.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_secs_f64(sample_every));
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                if let Err(e) = service.sample_history().await {
+                    tracing::warn!(error = %e, "sampling queues and topics for the console failed");
+                }
+            }
+        })
+    };
     let mut app = loft_server::App::new(service.clone(), Some(signer), trust.auth.clone());
     if args.localstack_compat {
         app = app.with_localstack_compat();
@@ -638,6 +663,7 @@ async fn serve(
         .await
         .map_err(|e| e.to_string())?;
     reaper.abort();
+    sampler.abort();
     mover.abort();
     replayer.abort();
     // The move tasks this node ran (begin_shutdown stopped them) go to whichever node

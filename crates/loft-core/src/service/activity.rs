@@ -92,6 +92,7 @@ pub struct Activity {
     data_protection: Mutex<BTreeMap<(String, &'static str, &'static str), u64>>,
     findings: Mutex<BTreeMap<(String, &'static str), u64>>,
     replayed: Mutex<BTreeMap<&'static str, u64>>,
+    published: Mutex<BTreeMap<String, u64>>,
 }
 
 impl Activity {
@@ -136,6 +137,27 @@ impl Activity {
         if n > 0 {
             self.queue(queue, |q| q.undecryptable += n);
         }
+    }
+
+    /// `n` messages published to `topic` (entries of Publish or PublishBatch it accepted).
+    pub fn published(&self, topic: &str, n: u64) {
+        if n > 0 {
+            let mut map = self.published.lock().unwrap_or_else(|p| p.into_inner());
+            match map.get_mut(topic) {
+                Some(c) => *c += n,
+                None => {
+                    map.insert(topic.to_owned(), n);
+                }
+            }
+        }
+    }
+
+    /// Messages published by topic since the process started ([`Activity::published`]).
+    pub fn published_counts(&self) -> BTreeMap<String, u64> {
+        self.published
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// `n` deliveries over `protocol` ended as `outcome`.

@@ -27,6 +27,7 @@ pub mod batch;
 mod deliveries;
 pub mod delivery_status;
 mod functions;
+pub mod history;
 mod limits;
 mod listing;
 mod messages;
@@ -66,7 +67,8 @@ pub use messages::{
 };
 pub use move_tasks::{MoveTask, MOVE_TASK_LEASE_MS, MOVE_TASK_POLL};
 pub use operator::{
-    MessageState, PeekedMessage, QueueOverview, SubscriptionOverview, TopicOverview, MAX_PEEK,
+    MessageState, OverviewListing, OverviewPage, PeekedMessage, QueueOverview,
+    SubscriptionOverview, TopicOverview, MAX_OVERVIEW_PAGE, MAX_PEEK,
 };
 pub use platform::{PlatformKind, PlatformResource, PLATFORMS};
 pub use protection::POLICY_ATTRIBUTE;
@@ -164,6 +166,9 @@ pub struct Service {
     /// Metrics counters for `/metrics`: this process's activity since it started, per
     /// node by design (Prometheus counters start at zero with the process).
     activity: activity::Activity,
+    /// View: recent samples of queue and topic counts for the console's charts, per node
+    /// ([`history`]; bounded, lost on restart by design).
+    history: history::History,
     /// Cache: the counts behind the queue, topic and in-flight limits, rebuilt from the
     /// store (see `limits`: recounted when old and before any refusal; per node, so the
     /// limits are approximate across nodes by design).
@@ -214,6 +219,7 @@ impl Service {
             shutting_down: AtomicBool::new(false),
             shutdown_notify: Notify::new(),
             activity: activity::Activity::default(),
+            history: history::History::default(),
             counters: limits::Counters::default(),
             audit_counts: protection::AuditCounts::default(),
             policy_cache: access::PolicyCache::default(),

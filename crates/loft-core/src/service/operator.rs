@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use super::activity::ActivitySnapshot;
-use super::Service;
+use super::{history, Service};
 use crate::attributes::QueueConfig;
 use crate::error::{Error, Result};
 use crate::message::{self, MessageAttributes};
@@ -83,6 +83,32 @@ pub struct QueueOverview {
     pub max_receive_count: Option<i64>,
     /// Queues whose RedrivePolicy names this one (it is their dead-letter queue), by name.
     pub dead_letter_sources: Vec<String>,
+    /// Visible messages (ApproximateNumberOfMessages) of the dead-letter queue its
+    /// RedrivePolicy names, when that queue exists.
+    pub dead_letter_depth: Option<i64>,
+}
+
+/// Most queues one page of [`Service::queue_overview`] holds.
+pub const MAX_OVERVIEW_PAGE: usize = 1000;
+
+/// Which queues [`Service::queue_overview`] lists.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OverviewListing {
+    /// Only queues whose name contains this (ignoring case; blank: every queue).
+    pub filter: Option<String>,
+    /// Matching queues to skip, in name order.
+    pub offset: usize,
+    /// Most queues to return, 1..=[`MAX_OVERVIEW_PAGE`]; `None`: every one after `offset`.
+    pub limit: Option<usize>,
+}
+
+/// A page of [`Service::queue_overview`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OverviewPage {
+    /// The page's queues, by name.
+    pub queues: Vec<QueueOverview>,
+    /// How many queues match the filter (on every page).
+    pub total: usize,
 }
 
 /// One subscription as the console lists it, with its delivery state.
@@ -260,20 +286,55 @@ impl Service {
         self.store.list_deliveries(subscription, limit).await
     }
 
-    /// Every queue `principal` sees ([`Service::visible_queues`]: its account's, or the
-    /// default account's for an open Loft), by name, with its counts and dead-letter
-    /// relations.
+    /// One page of the queues `principal` sees ([`Service::visible_queues`]: its account's,
+    /// or the default account's for an open Loft), by name,
+    /// with their counts, dead-letter relations and the depth of their dead-letter queue:
+    /// those whose name contains `listing.filter` (ignoring case), from `listing.offset`,
+    /// at most `listing.limit`. Only the page's queues (and their dead-letter queues) are
+    /// counted.
     ///
-    /// Errors: `InternalError` when storage fails.
-    pub async fn queue_overview(&self, principal: &super::Principal) -> Result<Vec<QueueOverview>> {
-        let queues = self.visible_queues(principal).await?;
+    /// Errors: `InvalidParameterValue` for a `limit` outside 1..=[`MAX_OVERVIEW_PAGE`];
+    /// `InternalError` when storage fails.
+    pub async fn queue_overview(
+        &self,
+        principal: &super::Principal,
+        listing: &OverviewListing,
+    ) -> Result<OverviewPage> {
+        if let Some(limit) = listing.limit {
+            if !(1..=MAX_OVERVIEW_PAGE).contains(&limit) {
+                return Err(Error::invalid(format!(
+                    "Value {limit} for parameter limit is invalid. Reason: Must be between 1 and {MAX_OVERVIEW_PAGE}."
+                )));
+            }
+        }
+        let mut queues = self.visible_queues(principal).await?;
+        queues.sort_by(|a, b| a.name.cmp(&b.name));
         let now = self.now_ms();
         let configs: Vec<QueueConfig> = queues
             .iter()
             .map(|q| QueueConfig::from_attributes(&q.attributes))
             .collect();
-        let mut out = Vec::with_capacity(queues.len());
-        for (q, config) in queues.iter().zip(&configs) {
+        let needle = listing
+            .filter
+            .as_deref()
+            .map(str::trim)
+            .filter(|f| !f.is_empty())
+            .map(str::to_lowercase);
+        let matching: Vec<usize> = (0..queues.len())
+            .filter(|&i| {
+                needle
+                    .as_deref()
+                    .is_none_or(|n| queues[i].name.to_lowercase().contains(n))
+            })
+            .collect();
+        let total = matching.len();
+        let page = matching
+            .into_iter()
+            .skip(listing.offset)
+            .take(listing.limit.unwrap_or(usize::MAX));
+        let mut out = Vec::new();
+        for i in page {
+            let (q, config) = (&queues[i], &configs[i]);
             let counts = self.store.queue_counts(q.id, now).await?;
             let sources = queues
                 .iter()
@@ -285,17 +346,99 @@ impl Service {
                 })
                 .map(|(s, _)| s.name.clone())
                 .collect();
+            let target = config.redrive_policy.as_ref().map(|p| self.dlq_key(p));
+            let dead_letter_depth = match &target {
+                Some(key) => match self.store.get_queue(key).await? {
+                    Some(dlq) => Some(self.store.queue_counts(dlq.id, now).await?.visible),
+                    None => None,
+                },
+                None => None,
+            };
             out.push(QueueOverview {
                 name: q.name.clone(),
                 arn: self.queue_arn(&q.name),
                 fifo: config.fifo,
                 counts,
-                dead_letter_target: config.redrive_policy.as_ref().map(|p| self.dlq_key(p)),
+                dead_letter_target: target,
                 max_receive_count: config.redrive_policy.as_ref().map(|p| p.max_receive_count),
                 dead_letter_sources: sources,
+                dead_letter_depth,
             });
         }
-        Ok(out)
+        Ok(OverviewPage { queues: out, total })
+    }
+
+    /// Takes one sample of every queue and topic (the first [`history::MAX_TRACKED`] of
+    /// each by store key) for the console's charts ([`history`]): counts read from the
+    /// store, counters from this process's activity. The server calls it every sampling
+    /// interval.
+    ///
+    /// Errors: `InternalError` when storage fails (nothing is recorded then).
+    pub async fn sample_history(&self) -> Result<()> {
+        let now = self.now_ms();
+        let mut queues = self.store.list_queues().await?;
+        queues.sort_by(|a, b| a.name.cmp(&b.name));
+        queues.truncate(history::MAX_TRACKED);
+        let activity = self.activity.snapshot();
+        let mut round = Vec::with_capacity(queues.len());
+        for q in queues {
+            let counts = match self.store.queue_counts(q.id, now).await {
+                Ok(c) => c,
+                // Deleted meanwhile: no sample.
+                Err(e) if e.code == crate::ErrorCode::QueueDoesNotExist => continue,
+                Err(e) => return Err(e),
+            };
+            let a = activity.queues.get(&q.name).copied().unwrap_or_default();
+            round.push((
+                q.name,
+                history::QueueSample {
+                    at_ms: now,
+                    visible: counts.visible,
+                    in_flight: counts.in_flight,
+                    sent: a.sent,
+                    received: a.received,
+                },
+            ));
+        }
+        let mut topics = self.store.list_topics().await?;
+        topics.sort_by(|a, b| a.name.cmp(&b.name));
+        topics.truncate(history::MAX_TRACKED);
+        let subs = self.store.list_subscriptions(None).await?;
+        let pending = self
+            .store
+            .list_deliveries(None, OVERVIEW_DELIVERIES)
+            .await?;
+        let mut pending_by_topic: BTreeMap<i64, u64> = BTreeMap::new();
+        for d in &pending {
+            if let Some(s) = subs.iter().find(|s| s.uuid == d.subscription) {
+                *pending_by_topic.entry(s.topic_id).or_default() += 1;
+            }
+        }
+        let published = self.activity.published_counts();
+        let topic_round = topics
+            .into_iter()
+            .map(|t| {
+                let sample = history::TopicSample {
+                    at_ms: now,
+                    published: published.get(&t.name).copied().unwrap_or(0),
+                    pending: pending_by_topic.get(&t.id).copied().unwrap_or(0),
+                };
+                (t.name, sample)
+            })
+            .collect();
+        self.history.record_queues(round);
+        self.history.record_topics(topic_round);
+        Ok(())
+    }
+
+    /// The console's chart of queue `key` (a store key): its samples so far ([`history`]).
+    pub fn queue_history(&self, key: &str) -> history::QueueSeries {
+        self.history.queue(key)
+    }
+
+    /// The console's chart of topic `key` (a store key).
+    pub fn topic_history(&self, key: &str) -> history::TopicSeries {
+        self.history.topic(key)
     }
 
     /// Every topic `principal` sees ([`Service::visible_topics`]), by name, with its

@@ -1610,6 +1610,8 @@ impl Service {
         if has_deliveries {
             self.delivery_notify.notify_one();
         }
+        let published = results.iter().filter(|r| r.is_ok()).count();
+        self.activity.published(&topic.name, published as u64);
         Ok(results)
     }
 

@@ -4,16 +4,25 @@
 //!
 //! | Route | Response |
 //! |---|---|
-//! | `GET /_loft/queues` | `200 [{"name","arn","fifo","visible","in_flight","delayed","dead_letter_target","max_receive_count","dead_letter_sources"}]` |
+//! | `GET /_loft/queues[?filter=TEXT&offset=N&limit=N]` | `200 [{"name","arn","fifo","visible","in_flight","delayed","dead_letter_target","max_receive_count","dead_letter_sources","dead_letter_depth","history"}]`, by name: the queues whose name contains `filter` (ignoring case), `offset` of them skipped, at most `limit` (1..=1000; default: all); headers `X-Total-Count` (how many match) and `Link: <NEXT-PAGE>; rel="next"` when more follow |
 //! | `GET /_loft/queues/{name}/messages[?limit=N&after=SEQ]` | `200 {"messages":[message],"next":SEQ\|null}`: read without claiming; `limit` 1..=1000, default 50 |
 //! | `POST /_loft/queues/{name}/messages` | body `{"body", "message_attributes"?, "delay_seconds"?, "group_id"?, "dedup_id"?}`; `201 {"message_id","md5_body","sequence_number"}` |
 //! | `POST /_loft/queues/{name}/purge` | `200 {"purged":true}` (PurgeQueue's rules: once a minute) |
 //! | `POST /_loft/queues/{name}/redrive` | `200 {"task_handle"}`: StartMessageMoveTask from this dead-letter queue back to its sources |
-//! | `GET /_loft/topics` | `200 [{"name","arn","fifo","subscriptions":[{"arn","protocol","endpoint","confirmed","attributes","pending_deliveries","max_attempts","last_error"}]}]` |
+//! | `GET /_loft/topics` | `200 [{"name","arn","fifo","subscriptions":[{"arn","protocol","endpoint","confirmed","attributes","pending_deliveries","max_attempts","last_error"}],"history"}]` |
 //!
 //! `{name}` is the queue's name in the default account and region, or its account and name
 //! (`ACCOUNT/NAME`) or account, region and name (`ACCOUNT/REGION/NAME`), `/` percent-encoded
 //! as `%2F`, for a queue elsewhere (`loft export` names queues so).
+//!
+//! `history` is what this node sampled of the queue or topic
+//! ([`loft_core::service::history`]: per node, since the node started, one sample every
+//! `--console-sample-interval`, the last 120 kept), oldest first, as parallel arrays: a
+//! queue's `{"t":[ms],"visible":[n],"in_flight":[n],"sent_per_s":[rate|null],
+//! "received_per_s":[rate|null]}`, a topic's `{"t":[ms],"published_per_s":[rate|null],
+//! "pending":[n]}`; a rate is messages per second since the sample before (`null` for the
+//! first). `dead_letter_depth` is the visible messages of the queue's dead-letter queue
+//! (`null` without one).
 //!
 //! A message is `{"seq","message_id","body","md5_body","message_attributes","state",
 //! "sent_timestamp","visible_at","receive_count","first_receive_timestamp","group_id",
@@ -32,7 +41,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use loft_core::message::MessageAttributes;
-use loft_core::service::{PeekedMessage, SendMessage};
+use loft_core::service::{OverviewListing, PeekedMessage, SendMessage};
 use loft_core::{Error, ErrorCode, Service};
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -88,15 +97,28 @@ pub fn message_json(m: &PeekedMessage) -> Value {
     })
 }
 
-/// `GET /_loft/queues`: the caller's account's queues in its region (every queue of the
-/// default account and region for an open Loft; [`Service::visible_queues`]).
-pub async fn queues(State(svc): Svc, caller: Caller) -> Result<Response, ConsoleError> {
-    let list = svc
-        .queue_overview(&crate::auth::caller(&svc, caller))
+/// `GET /_loft/queues[?filter=TEXT&offset=N&limit=N]`: a page of the caller's account's
+/// queues in its region (every queue of the default account and region for an open Loft;
+/// [`Service::visible_queues`]; see the module doc), with the headers `X-Total-Count` (queues matching the filter) and, when more
+/// follow, `Link: <...>; rel="next"`.
+pub async fn queues(
+    State(svc): Svc,
+    caller: Caller,
+    Query(params): Query<HashMap<String, String>>,
+) -> Result<Response, ConsoleError> {
+    let listing = OverviewListing {
+        filter: params.get("filter").cloned(),
+        offset: int_param::<usize>(&params, "offset")?.unwrap_or(0),
+        limit: int_param::<usize>(&params, "limit")?,
+    };
+    let page = svc
+        .queue_overview(&crate::auth::caller(&svc, caller), &listing)
         .await?;
-    let out: Vec<Value> = list
+    let out: Vec<Value> = page
+        .queues
         .into_iter()
         .map(|q| {
+            let h = svc.queue_history(&q.name);
             json!({
                 "name": q.name,
                 "arn": q.arn,
@@ -107,10 +129,50 @@ pub async fn queues(State(svc): Svc, caller: Caller) -> Result<Response, Console
                 "dead_letter_target": q.dead_letter_target,
                 "max_receive_count": q.max_receive_count,
                 "dead_letter_sources": q.dead_letter_sources,
+                "dead_letter_depth": q.dead_letter_depth,
+                "history": {
+                    "t": h.at_ms,
+                    "visible": h.visible,
+                    "in_flight": h.in_flight,
+                    "sent_per_s": h.sent_per_s,
+                    "received_per_s": h.received_per_s,
+                },
             })
         })
         .collect();
-    Ok(Json(out).into_response())
+    let shown = out.len();
+    let mut resp = Json(out).into_response();
+    let headers = resp.headers_mut();
+    headers.insert("x-total-count", page.total.into());
+    let next = listing.offset + shown;
+    if shown > 0 && next < page.total {
+        let mut link = format!("/_loft/queues?offset={next}");
+        if let Some(limit) = listing.limit {
+            link.push_str(&format!("&limit={limit}"));
+        }
+        if let Some(f) = &listing.filter {
+            link.push_str("&filter=");
+            link.push_str(&percent_encode(f));
+        }
+        if let Ok(v) = format!("<{link}>; rel=\"next\"").parse() {
+            headers.insert(axum::http::header::LINK, v);
+        }
+    }
+    Ok(resp)
+}
+
+/// `s` percent-encoded for a query string: everything but ASCII letters, digits and
+/// `-._~` (RFC 3986 unreserved characters).
+fn percent_encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
 }
 
 fn int_param<T: std::str::FromStr>(
@@ -248,7 +310,10 @@ pub async fn topics(State(svc): Svc, caller: Caller) -> Result<Response, Console
                     })
                 })
                 .collect();
-            json!({"name": t.name, "arn": t.arn, "fifo": t.fifo, "subscriptions": subs})
+            let h = svc.topic_history(&t.name);
+            json!({"name": t.name, "arn": t.arn, "fifo": t.fifo, "subscriptions": subs,
+                "history": {"t": h.at_ms, "published_per_s": h.published_per_s,
+                    "pending": h.pending}})
         })
         .collect();
     Ok(Json(out).into_response())

@@ -7,6 +7,7 @@ mod common;
 mod skips;
 
 mod bad_input;
+mod console_listing;
 mod crash;
 mod durable_state;
 mod function_hosts;

@@ -1476,3 +1476,139 @@ async fn a_replay_runs_once_across_nodes() {
         .expect("ReceiveMessage");
     assert!(extra.messages().is_empty(), "more than every message once");
 }
+
+/// The console's listing of one database is the same through every node (pages, the
+/// dead-letter queue's depth), while each node's chart history is its own: both sample the
+/// shared counts, but only the node that served the sends shows a send rate.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_lists_the_same_queues_everywhere_and_each_node_charts_its_own_rates() {
+    let Some(cluster) = Cluster::start_with(
+        2,
+        "console_lists_the_same_queues",
+        &["--console-sample-interval", "0.05"],
+    )
+    .await
+    else {
+        return;
+    };
+    let bases = cluster.bases();
+    let http = http();
+    for i in 1..=12 {
+        sqs(
+            &http,
+            &bases[i % 2],
+            "CreateQueue",
+            json!({"QueueName": format!("c-{i:02}")}),
+        )
+        .await
+        .expect("CreateQueue");
+    }
+    sqs(
+        &http,
+        &bases[0],
+        "CreateQueue",
+        json!({"QueueName": "c-dlq"}),
+    )
+    .await
+    .expect("CreateQueue");
+    sqs(
+        &http,
+        &bases[1],
+        "SetQueueAttributes",
+        json!({"QueueUrl": queue_url(&bases[1], "c-01"), "Attributes": {"RedrivePolicy":
+            format!("{{\"deadLetterTargetArn\":\"arn:aws:sqs:us-east-1:{ACCOUNT}:c-dlq\",\"maxReceiveCount\":\"2\"}}")}}),
+    )
+    .await
+    .expect("SetQueueAttributes");
+    sqs(
+        &http,
+        &bases[1],
+        "SendMessage",
+        json!({"QueueUrl": queue_url(&bases[1], "c-dlq"), "MessageBody": "dead"}),
+    )
+    .await
+    .expect("SendMessage");
+    let listing = |base: String, path: &'static str| {
+        let http = http.clone();
+        async move {
+            let resp = http.get(format!("{base}{path}")).send().await.unwrap();
+            let total = resp.headers()["x-total-count"].to_str().unwrap().to_owned();
+            let body: Value = resp.json().await.unwrap();
+            (total, body)
+        }
+    };
+    for base in &bases {
+        let (total, page) = listing(base.clone(), "/_loft/queues?offset=10&limit=5").await;
+        assert_eq!(total, "13", "{base}");
+        let names: Vec<&str> = page
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|q| q["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["c-11", "c-12", "c-dlq"], "{base}");
+        let (_, first) = listing(base.clone(), "/_loft/queues?filter=c-01").await;
+        assert_eq!(first[0]["dead_letter_depth"], 1, "{base}: {first}");
+    }
+
+    // Wait for a sample of the empty queue on node 0, send through node 0, and wait for
+    // both nodes to have sampled the sends.
+    let history = |base: String| {
+        let http = http.clone();
+        async move {
+            let v: Value = http
+                .get(format!("{base}/_loft/queues?filter=c-02"))
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            v[0]["history"].clone()
+        }
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !history(bases[0].clone()).await["visible"]
+        .as_array()
+        .is_some_and(|v| v.contains(&json!(0)))
+    {
+        assert!(Instant::now() < deadline, "no sample on node 0");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    for i in 0..5 {
+        sqs(
+            &http,
+            &bases[0],
+            "SendMessage",
+            json!({"QueueUrl": queue_url(&bases[0], "c-02"), "MessageBody": format!("m{i}")}),
+        )
+        .await
+        .expect("SendMessage");
+    }
+    let mut seen = Vec::new();
+    for base in &bases {
+        let h = loop {
+            let h = history(base.clone()).await;
+            if h["visible"]
+                .as_array()
+                .is_some_and(|v| v.last() == Some(&json!(5)))
+            {
+                break h;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{base} never sampled the sends: {h}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        let sent: f64 = h["sent_per_s"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(Value::as_f64)
+            .sum();
+        seen.push(sent);
+    }
+    assert!(seen[0] > 0.0, "node 0 served the sends: {seen:?}");
+    assert_eq!(seen[1], 0.0, "node 1 served none: {seen:?}");
+}

@@ -41,6 +41,8 @@ fn skipped_console_browser_tests() {
         &[
             "console::console_shows_live_counts",
             "console::with_credentials_the_browser",
+            "console::twelve_hundred_queues",
+            "console::each_queue_and_topic_has_a_chart",
         ],
     );
 }
@@ -516,4 +518,332 @@ fn with_credentials_the_browser_signs_in_with_basic_auth_and_the_console_works()
         .collect();
     bodies.sort();
     assert_eq!(bodies, ["sent by the CLI", "typed in the console"]);
+}
+
+/// A name as long as SQS allows (80 characters).
+const LONG_NAME: &str =
+    "a-queue-name-as-long-as-sqs-allows-which-used-to-wrap-every-number-in-its-row-80";
+
+/// What the page's queue rows look like: for each row, its height, how many lines its
+/// name and each number take (distinct tops of the text's client rectangles), and whether
+/// a cell's content overflows it (truncated).
+const ROW_LAYOUT: &str = r#"(() => {
+  const lines = (node) => {
+    const r = document.createRange();
+    r.selectNodeContents(node);
+    return new Set([...r.getClientRects()].filter((c) => c.width > 0).map((c) => Math.round(c.top))).size;
+  };
+  return [...document.querySelectorAll('#queues tbody tr[data-queue]')].map((tr) => {
+    const name = tr.querySelector('td.name');
+    const nums = [...tr.querySelectorAll('td.num')];
+    return {
+      queue: tr.dataset.queue,
+      height: tr.getBoundingClientRect().height,
+      name_lines: lines(name.querySelector('code')),
+      name_truncated: name.scrollWidth > name.clientWidth,
+      name_title: name.title,
+      number_lines: nums.map((td) => lines(td)),
+      numbers_clipped: nums.some((td) => td.scrollWidth > td.clientWidth),
+      number_width: nums.map((td) => Math.round(td.getBoundingClientRect().width)),
+    };
+  });
+})()"#;
+
+fn rows_layout(b: &mut Browser) -> Vec<Value> {
+    b.eval(ROW_LAYOUT).as_array().cloned().unwrap_or_default()
+}
+
+#[test]
+fn twelve_hundred_queues_page_filter_and_keep_every_row_one_line_with_dlq_depth() {
+    let Some(binary) = chromium() else {
+        need_chromium().skip(
+            "console::twelve_hundred_queues_page_filter_and_keep_every_row_one_line_with_dlq_depth",
+        );
+        return;
+    };
+    let s = Server::start();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        for i in 1..=1200 {
+            s.sqs("CreateQueue", json!({"QueueName": format!("queue-{i:04}")}))
+                .await;
+        }
+        s.sqs("CreateQueue", json!({"QueueName": LONG_NAME})).await;
+        s.sqs("CreateQueue", json!({"QueueName": "orders-dlq"})).await;
+        s.sqs(
+            "CreateQueue",
+            json!({"QueueName": "orders", "Attributes": {"RedrivePolicy":
+                "{\"deadLetterTargetArn\":\"arn:aws:sqs:us-east-1:000000000000:orders-dlq\",\"maxReceiveCount\":\"3\"}"}}),
+        )
+        .await;
+        for body in ["dead 1", "dead 2"] {
+            s.sqs(
+                "SendMessage",
+                json!({"QueueUrl": s.queue_url("orders-dlq"), "MessageBody": body}),
+            )
+            .await;
+        }
+        // Big numbers in the long name's row: 1,240 visible.
+        let entries: Vec<Value> = (0..10)
+            .map(|i| json!({"Id": format!("m{i}"), "MessageBody": "x"}))
+            .collect();
+        for _ in 0..124 {
+            s.sqs(
+                "SendMessageBatch",
+                json!({"QueueUrl": s.queue_url(LONG_NAME), "Entries": entries}),
+            )
+            .await;
+        }
+    });
+    let mut b = Browser::launch(&binary);
+    b.navigate(&s.url("/console"));
+    // 1,203 queues by name: the long one, orders, orders-dlq, then queue-0001...
+    b.wait_for(
+        "the first page",
+        "document.querySelector('#page-info')?.textContent === '1–100 of 1,203'",
+    );
+    b.wait_for(
+        "the long name's counts",
+        &format!("{} === '1,240'", count(LONG_NAME, "visible")),
+    );
+
+    // Every row is one line high: names and numbers on one line, the long name cut with
+    // its full name on hover, no number clipped, every row as high as the others.
+    let rows = rows_layout(&mut b);
+    assert_eq!(rows.len(), 100, "one page of 100 rows");
+    let heights: Vec<f64> = rows.iter().map(|r| r["height"].as_f64().unwrap()).collect();
+    let (lo, hi) = heights
+        .iter()
+        .fold((f64::MAX, 0f64), |(lo, hi), h| (lo.min(*h), hi.max(*h)));
+    assert!(hi - lo < 1.0, "rows of one height: {lo}..{hi}");
+    for r in &rows {
+        assert_eq!(r["name_lines"], 1, "the name on one line: {r}");
+        assert_eq!(
+            r["number_lines"],
+            json!([1, 1, 1]),
+            "numbers on one line: {r}"
+        );
+        assert_eq!(r["numbers_clipped"], false, "no number cut: {r}");
+    }
+    let long = rows.iter().find(|r| r["queue"] == LONG_NAME).unwrap();
+    assert_eq!(long["name_truncated"], true, "the long name is cut: {long}");
+    assert_eq!(long["name_title"], LONG_NAME, "and shown whole on hover");
+    assert_eq!(
+        long["number_width"], rows[5]["number_width"],
+        "number columns as wide in the long name's row as in any other"
+    );
+
+    // The dead-letter queue's depth beside its source.
+    b.wait_for(
+        "the DLQ depth beside orders",
+        "(() => { const d = document.querySelector('#queues tr[data-queue=\"orders\"] .dlq-depth'); \
+         return !!d && !d.hidden && d.textContent === '2' && d.getBoundingClientRect().width > 0; })()",
+    );
+    let dlq_title =
+        b.eval("document.querySelector('#queues tr[data-queue=\"orders\"] td.dlq').title");
+    assert!(
+        dlq_title
+            .as_str()
+            .unwrap()
+            .contains("orders-dlq after 3 receives; 2 visible"),
+        "{dlq_title}"
+    );
+    b.screenshot("many-queues");
+
+    // The filter narrows the list on the server's side.
+    type_filter(&mut b, "QUEUE-11");
+    b.wait_for(
+        "the filtered list",
+        "document.querySelectorAll('#queues tbody tr[data-queue]').length === 100 && \
+         [...document.querySelectorAll('#queues tbody tr[data-queue]')].every((tr) => tr.dataset.queue.startsWith('queue-11'))",
+    );
+    assert_eq!(
+        b.eval("document.querySelector('#pager').hidden"),
+        json!(true)
+    );
+    type_filter(&mut b, "orders");
+    b.wait_for(
+        "two orders queues",
+        "[...document.querySelectorAll('#queues tbody tr[data-queue]')].map((tr) => tr.dataset.queue).join() === 'orders,orders-dlq'",
+    );
+    b.screenshot("filtered");
+    type_filter(&mut b, "");
+    b.wait_for(
+        "the whole list again",
+        "document.querySelector('#page-info')?.textContent === '1–100 of 1,203'",
+    );
+
+    // Paging reaches queue 1,200.
+    for page in 1..13 {
+        let from = page * 100 + 1;
+        let to = (from + 99).min(1203);
+        let want = format!("{}–{} of 1,203", thousands(from), thousands(to));
+        b.eval("document.querySelector('#page-next').click(); true");
+        b.wait_for(
+            &format!("page {}", page + 1),
+            &format!("document.querySelector('#page-info')?.textContent === '{want}'"),
+        );
+    }
+    b.wait_for(
+        "queue 1,200 on the last page",
+        "[...document.querySelectorAll('#queues tbody tr[data-queue]')].map((tr) => tr.dataset.queue).join() === 'queue-1198,queue-1199,queue-1200'",
+    );
+    assert_eq!(
+        b.eval("document.querySelector('#page-next').disabled"),
+        json!(true)
+    );
+    b.screenshot("last-page");
+}
+
+/// Types `text` into the queue filter box, as a user would (an `input` event).
+fn type_filter(b: &mut Browser, text: &str) {
+    b.eval(&format!(
+        "(() => {{ const f = document.querySelector('#queue-filter'); f.value = {}; \
+         f.dispatchEvent(new Event('input')); return true; }})()",
+        json!(text)
+    ));
+}
+
+fn thousands(n: usize) -> String {
+    if n >= 1000 {
+        format!("{},{:03}", n / 1000, n % 1000)
+    } else {
+        n.to_string()
+    }
+}
+
+#[test]
+fn each_queue_and_topic_has_a_chart_of_what_this_node_sampled() {
+    let Some(binary) = chromium() else {
+        need_chromium().skip("console::each_queue_and_topic_has_a_chart_of_what_this_node_sampled");
+        return;
+    };
+    // A sample every 250 ms, so the charts fill while the test watches (the 120 kept span
+    // 30 s, longer than the test).
+    let s = Server::start_with(&["--console-sample-interval", "0.25"], &[])
+        .unwrap_or_else(|f| panic!("loft did not start: {f:?}"));
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        s.sqs("CreateQueue", json!({"QueueName": "charted"})).await;
+        let (status, _) = s.sns("CreateTopic", &[("Name", "announcements")]).await;
+        assert_eq!(status, 200);
+    });
+    let mut b = Browser::launch(&binary);
+    b.navigate(&s.url("/console"));
+    b.wait_for(
+        "the charted row",
+        &format!("{} === '0'", count("charted", "visible")),
+    );
+    // A sample of the empty queue first, so the sends below fall between two samples.
+    let chart = "document.querySelector('#queues tr[data-queue=\"charted\"] td.chart svg')";
+    b.wait_for(
+        "a first sample in the queue's chart",
+        &format!("(() => {{ const c = {chart}; return !!c && Number(c.dataset.points) > 0; }})()"),
+    );
+    rt.block_on(async {
+        for i in 0..3 {
+            s.sqs(
+                "SendMessage",
+                json!({"QueueUrl": s.queue_url("charted"), "MessageBody": format!("m{i}")}),
+            )
+            .await;
+        }
+        s.sqs(
+            "ReceiveMessage",
+            json!({"QueueUrl": s.queue_url("charted"), "MaxNumberOfMessages": 1}),
+        )
+        .await;
+        let (status, _) = s
+            .sns(
+                "Publish",
+                &[
+                    (
+                        "TopicArn",
+                        "arn:aws:sns:us-east-1:000000000000:announcements",
+                    ),
+                    ("Message", "hello"),
+                ],
+            )
+            .await;
+        assert_eq!(status, 200);
+    });
+    // The row's chart shows a sample taken after the sends: two visible, one in flight,
+    // and a sent rate above zero between two samples.
+    b.wait_for(
+        "a sample of the sends in the queue's chart",
+        &format!(
+            "(() => {{ const c = {chart}; return !!c && Number(c.dataset.points) > 4 && \
+             c.querySelector('title').textContent.startsWith('Visible 2, in flight 1'); }})()"
+        ),
+    );
+    b.wait_for(
+        "the sent-rate line",
+        &format!("!!{chart}.querySelector('.s-sent')"),
+    );
+    let lines = b.eval(&format!(
+        "[...{chart}.querySelectorAll('polyline')].map((p) => p.getAttribute('class'))"
+    ));
+    for series in ["s-visible", "s-inflight", "s-sent", "s-received"] {
+        assert!(
+            lines
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|c| c.as_str().unwrap().contains(series)),
+            "a {series} line: {lines}"
+        );
+    }
+    let topic_chart = "document.querySelector('#topics [data-topic=\"announcements\"] svg.spark')";
+    b.wait_for(
+        "the topic's chart with its publish",
+        &format!(
+            "(() => {{ const c = {topic_chart}; return !!c && Number(c.dataset.points) > 2 && \
+             /Published [0-9.]+\\/s/.test(c.querySelector('title').textContent); }})()"
+        ),
+    );
+    // Browsing the queue shows its chart larger.
+    b.eval(
+        "document.querySelector('#queues tr[data-queue=\"charted\"] button.browse').click(); true",
+    );
+    b.wait_for(
+        "the browser's chart",
+        "(() => { const c = document.querySelector('#browser-chart svg.spark'); \
+         return !!c && c.getAttribute('width') === '640' && Number(c.dataset.points) > 4 && \
+         /^top: up to [23] messages/.test(document.querySelector('#browser-chart-note').textContent); })()",
+    );
+    b.screenshot("charts");
+
+    // The same history through the console's JSON route.
+    let listed: Value = rt.block_on(async {
+        reqwest::get(s.url("/_loft/queues?filter=charted"))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    });
+    let h = &listed[0]["history"];
+    let n = h["t"].as_array().unwrap().len();
+    assert!(n >= 2, "{h}");
+    for k in ["visible", "in_flight", "sent_per_s", "received_per_s"] {
+        assert_eq!(h[k].as_array().unwrap().len(), n, "{k}: {h}");
+    }
+    assert_eq!(
+        h["sent_per_s"][0],
+        Value::Null,
+        "no rate before the first sample"
+    );
+    let sent: f64 = h["sent_per_s"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_f64)
+        .sum();
+    assert!(sent > 0.0, "the sends show as a rate: {h}");
 }

@@ -2,7 +2,7 @@
 "use strict";
 
 const REFRESH_MS = 2000;
-const state = { queue: null, timer: null, armed: new Map() };
+const state = { queue: null, timer: null, armed: new Map(), filter: "", offset: 0, filterTimer: null, histories: new Map() };
 
 const $ = (sel) => document.querySelector(sel);
 
@@ -23,6 +23,10 @@ function el(tag, attrs, ...children) {
 }
 
 async function api(method, path, body) {
+  return (await apiWithHeaders(method, path, body)).data;
+}
+
+async function apiWithHeaders(method, path, body) {
   // x-loft-console: with credentials configured, Loft takes a Basic-authenticated POST
   // only with this header, which a form posted from another site cannot carry.
   const init = { method, headers: { "x-loft-console": "1" } };
@@ -41,7 +45,7 @@ async function api(method, path, body) {
     const msg = data && data.error ? (data.code ? data.code + ": " : "") + data.error : resp.status + " " + text;
     throw new Error(msg);
   }
-  return data;
+  return { data, headers: resp.headers };
 }
 
 function say(text, kind) {
@@ -69,15 +73,117 @@ function setCell(td, value) {
   }
 }
 
+// ----- charts: hand-drawn SVG sparklines over the samples Loft keeps (GET /_loft/queues'
+// and /_loft/topics' "history": per node, since it started, the last 120 samples)
+
+const SVG_NS = "http://www.w3.org/2000/svg";
+
+function svg(tag, attrs, ...children) {
+  const e = document.createElementNS(SVG_NS, tag);
+  for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, String(v));
+  for (const c of children.flat()) {
+    if (c === undefined || c === null) continue;
+    e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return e;
+}
+
+function fmt(n) {
+  if (n === null || n === undefined) return "–";
+  if (Number.isInteger(n)) return n.toLocaleString("en-US");
+  return n < 10 ? n.toFixed(2) : n.toFixed(1);
+}
+
+function span(t) {
+  if (t.length < 2) return "one sample";
+  const s = Math.round((t[t.length - 1] - t[0]) / 1000);
+  return s < 120 ? "last " + s + " s" : "last " + Math.round(s / 60) + " min";
+}
+
+// A chart of `panes` stacked top to bottom, each {series: [{values, cls}]} on its own
+// scale (0 to its largest value); x is the sample time. Gaps (null) break a line.
+function sparkline(t, panes, width, height, title) {
+  const box = svg("svg", { class: "spark", width, height, viewBox: "0 0 " + width + " " + height, role: "img" });
+  box.append(svg("title", {}, title));
+  const n = t.length;
+  let points = 0;
+  if (n === 0) {
+    box.append(svg("text", { x: 2, y: height / 2 + 4, class: "spark-empty" }, "no samples yet"));
+    box.dataset.points = "0";
+    return box;
+  }
+  const t0 = t[0], tSpan = Math.max(1, t[n - 1] - t0);
+  const gap = 3;
+  const paneH = (height - gap * (panes.length - 1)) / panes.length;
+  panes.forEach((pane, i) => {
+    const top = i * (paneH + gap);
+    const max = Math.max(1, ...pane.series.flatMap((s) => s.values.filter((v) => v !== null)));
+    box.append(svg("line", { x1: 0, x2: width, y1: top + paneH - 0.5, y2: top + paneH - 0.5, class: "spark-base" }));
+    for (const s of pane.series) {
+      let run = [];
+      const runs = [];
+      s.values.forEach((v, j) => {
+        if (v === null || v === undefined) { if (run.length) runs.push(run); run = []; return; }
+        const x = n === 1 ? width - 1 : ((t[j] - t0) / tSpan) * (width - 2) + 1;
+        const y = top + paneH - 1 - (v / max) * (paneH - 2);
+        run.push(x.toFixed(1) + "," + y.toFixed(1));
+        points++;
+      });
+      if (run.length) runs.push(run);
+      for (const r of runs) {
+        if (r.length === 1) {
+          const [x, y] = r[0].split(",");
+          box.append(svg("circle", { cx: x, cy: y, r: 1.5, class: "spark-dot " + s.cls }));
+        } else {
+          box.append(svg("polyline", { points: r.join(" "), class: "spark-line " + s.cls }));
+        }
+      }
+    }
+  });
+  box.dataset.points = String(points);
+  return box;
+}
+
+function last(values) {
+  for (let i = values.length - 1; i >= 0; i--) if (values[i] !== null) return values[i];
+  return null;
+}
+
+function queueChart(h, width, height) {
+  const title = h.t.length === 0
+    ? "No samples yet: this node samples every queue periodically (--console-sample-interval)."
+    : "Visible " + fmt(last(h.visible)) + ", in flight " + fmt(last(h.in_flight)) +
+      "; sent " + fmt(last(h.sent_per_s)) + "/s, received " + fmt(last(h.received_per_s)) +
+      "/s (" + span(h.t) + ", " + h.t.length + " samples of this node)";
+  return sparkline(h.t, [
+    { series: [{ values: h.visible, cls: "s-visible" }, { values: h.in_flight, cls: "s-inflight" }] },
+    { series: [{ values: h.sent_per_s, cls: "s-sent" }, { values: h.received_per_s, cls: "s-received" }] },
+  ], width, height, title);
+}
+
+function topicChart(h, width, height) {
+  const title = h.t.length === 0
+    ? "No samples yet."
+    : "Published " + fmt(last(h.published_per_s)) + "/s, pending deliveries " + fmt(last(h.pending)) +
+      " (" + span(h.t) + ", " + h.t.length + " samples of this node)";
+  return sparkline(h.t, [
+    { series: [{ values: h.published_per_s, cls: "s-sent" }] },
+    { series: [{ values: h.pending, cls: "s-inflight" }] },
+  ], width, height, title);
+}
+
 // ----- queues
+
+const PAGE_SIZE = 100;
 
 function queueRow(q) {
   const tr = el("tr", { dataset: { queue: q.name } },
-    el("td", { class: "name" }, el("code", {}, q.name), q.fifo ? " " : null, q.fifo ? el("span", { class: "badge" }, "FIFO") : null),
+    el("td", { class: "name", title: q.name }, q.fifo ? el("span", { class: "badge" }, "FIFO") : null, q.fifo ? " " : null, el("code", {}, q.name)),
     el("td", { class: "num visible" }),
     el("td", { class: "num in_flight" }),
     el("td", { class: "num delayed" }),
-    el("td", { class: "dlq" }),
+    el("td", { class: "chart" }),
+    el("td", { class: "dlq" }, el("div", { class: "dlq-box" }, el("span", { class: "dlq-text" }), el("span", { class: "dlq-depth", hidden: true }))),
     el("td", { class: "actions" },
       el("button", { type: "button", class: "browse", onclick: () => selectQueue(q.name) }, "Browse"),
       " ",
@@ -87,23 +193,48 @@ function queueRow(q) {
   return tr;
 }
 
-function renderQueues(list) {
+function renderQueues(list, total) {
   const tbody = $("#queues tbody");
+  state.histories = new Map();
+  const from = total === 0 ? 0 : Math.min(state.offset + 1, total);
+  const to = state.offset + list.length;
+  $("#page-info").textContent = total === 0 ? "" : fmt(from) + "–" + fmt(to) + " of " + fmt(total);
+  $("#page-prev").disabled = state.offset === 0;
+  $("#page-next").disabled = to >= total;
+  $("#pager").hidden = total <= PAGE_SIZE && state.offset === 0;
   if (list.length === 0) {
-    tbody.replaceChildren(el("tr", { class: "empty" }, el("td", { colspan: 6 }, "No queues yet.")));
+    const text = state.filter ? "No queue name contains “" + state.filter + "”." : "No queues yet.";
+    tbody.replaceChildren(el("tr", { class: "empty" }, el("td", { colspan: 7 }, text)));
     return;
   }
   const existing = new Map([...tbody.querySelectorAll("tr[data-queue]")].map((tr) => [tr.dataset.queue, tr]));
   const rows = list.map((q) => {
+    state.histories.set(q.name, q.history);
     const tr = existing.get(q.name) || queueRow(q);
-    setCell(tr.querySelector(".visible"), q.visible);
-    setCell(tr.querySelector(".in_flight"), q.in_flight);
-    setCell(tr.querySelector(".delayed"), q.delayed);
+    setCell(tr.querySelector(".visible"), fmt(q.visible));
+    setCell(tr.querySelector(".in_flight"), fmt(q.in_flight));
+    setCell(tr.querySelector(".delayed"), fmt(q.delayed));
+    tr.querySelector(".chart").replaceChildren(queueChart(q.history, 128, 30));
     const dlq = tr.querySelector(".dlq");
-    const dlqText = q.dead_letter_target
-      ? "→ " + q.dead_letter_target + " after " + q.max_receive_count + " receives"
-      : q.dead_letter_sources.length ? "DLQ of " + q.dead_letter_sources.join(", ") : "";
-    if (dlq.textContent !== dlqText) dlq.textContent = dlqText;
+    const text = dlq.querySelector(".dlq-text");
+    const depth = dlq.querySelector(".dlq-depth");
+    let dlqText = "", dlqTitle = "";
+    if (q.dead_letter_target) {
+      dlqText = "→ " + q.dead_letter_target;
+      dlqTitle = "Dead-letter queue " + q.dead_letter_target + " after " + q.max_receive_count + " receives";
+      if (q.dead_letter_depth !== null) dlqTitle += "; " + fmt(q.dead_letter_depth) + " visible messages in it";
+    } else if (q.dead_letter_sources.length) {
+      dlqText = "DLQ of " + q.dead_letter_sources.join(", ");
+      dlqTitle = dlqText;
+    }
+    if (text.textContent !== dlqText) text.textContent = dlqText;
+    dlq.title = dlqTitle;
+    const hasDepth = q.dead_letter_target && q.dead_letter_depth !== null;
+    depth.hidden = !hasDepth;
+    if (hasDepth) {
+      depth.textContent = fmt(q.dead_letter_depth);
+      depth.classList.toggle("nonzero", q.dead_letter_depth > 0);
+    }
     tr.querySelector(".redrive").hidden = q.dead_letter_sources.length === 0;
     tr.classList.toggle("selected", q.name === state.queue);
     return tr;
@@ -112,7 +243,28 @@ function renderQueues(list) {
 }
 
 async function refreshQueues() {
-  renderQueues(await api("GET", "/_loft/queues"));
+  const query = "?limit=" + PAGE_SIZE + "&offset=" + state.offset +
+    (state.filter ? "&filter=" + encodeURIComponent(state.filter) : "");
+  const { data, headers } = await apiWithHeaders("GET", "/_loft/queues" + query);
+  const total = Number(headers.get("x-total-count") || data.length);
+  if (data.length === 0 && state.offset > 0 && total > 0) {
+    // Queues went away under this page: show the last page there is.
+    state.offset = Math.floor((total - 1) / PAGE_SIZE) * PAGE_SIZE;
+    return refreshQueues();
+  }
+  $("#queues-count").textContent = state.filter ? "" : "(" + fmt(total) + ")";
+  renderQueues(data, total);
+}
+
+function setFilter(text) {
+  state.filter = text.trim();
+  state.offset = 0;
+  refreshQueues().catch((e) => say(e.message, "error"));
+}
+
+function turnPage(delta) {
+  state.offset = Math.max(0, state.offset + delta * PAGE_SIZE);
+  refreshQueues().catch((e) => say(e.message, "error"));
 }
 
 async function purge(name, button) {
@@ -146,6 +298,27 @@ async function redrive(name) {
 
 // ----- message browser
 
+// The selected queue's chart, larger, with the largest value of each pane. Its history
+// comes with the queue listing; a queue not on the page shown is looked up by name.
+async function refreshQueueChart() {
+  if (!state.queue) return;
+  const name = state.queue;
+  let h = state.histories.get(name);
+  if (!h) {
+    const found = await api("GET", "/_loft/queues?limit=1000&filter=" + encodeURIComponent(name));
+    const q = found.find((q) => q.name === name);
+    h = q ? q.history : null;
+  }
+  if (name !== state.queue) return;
+  const box = $("#browser-chart .chart-box");
+  if (!h) { box.replaceChildren(); $("#browser-chart-note").textContent = ""; return; }
+  box.replaceChildren(queueChart(h, 640, 120));
+  const peak = (v) => fmt(Math.max(0, ...v.filter((x) => x !== null)));
+  $("#browser-chart-note").textContent = h.t.length === 0 ? "no samples yet" :
+    "top: up to " + peak(h.visible.concat(h.in_flight)) + " messages; bottom: up to " +
+    peak(h.sent_per_s.concat(h.received_per_s)) + "/s; " + span(h.t) + " (" + h.t.length + " samples of this node)";
+}
+
 function selectQueue(name) {
   state.queue = name;
   history.replaceState(null, "", "#queue=" + encodeURIComponent(name));
@@ -155,6 +328,7 @@ function selectQueue(name) {
     tr.classList.toggle("selected", tr.dataset.queue === name);
   }
   refreshMessages().catch((e) => say(e.message, "error"));
+  refreshQueueChart().catch((e) => say(e.message, "error"));
 }
 
 function attributesText(attrs) {
@@ -230,7 +404,9 @@ function subscriptionRow(s) {
 }
 
 function topicBlock(t) {
-  const head = el("h3", {}, el("code", {}, t.name), " ", el("small", {}, t.arn));
+  const head = el("div", { class: "topic-head" },
+    el("h3", { title: t.name }, el("code", {}, t.name), " ", el("small", {}, t.arn)),
+    el("div", { class: "topic-chart" }, el("span", { class: "legend" }, el("i", { class: "s-sent" }), "published/s ", el("i", { class: "s-inflight" }), "pending"), topicChart(t.history, 160, 30)));
   if (t.subscriptions.length === 0) {
     return el("div", { class: "topic", dataset: { topic: t.name } }, head, el("p", { class: "empty" }, "No subscriptions."));
   }
@@ -316,6 +492,7 @@ async function clearRecorded(button) {
 async function refresh() {
   try {
     await Promise.all([refreshQueues(), refreshMessages(), refreshTopics(), refreshMappings(), refreshRecorded()]);
+    await refreshQueueChart();
     $("#clock").textContent = "updated " + time(Date.now());
     document.body.dataset.refreshed = String(Date.now());
   } catch (e) {
@@ -327,6 +504,12 @@ function start() {
   $("#send-form").addEventListener("submit", send);
   $("#refresh-messages").addEventListener("click", () => refreshMessages().catch((e) => say(e.message, "error")));
   $("#clear-recorded").addEventListener("click", (e) => clearRecorded(e.currentTarget));
+  $("#queue-filter").addEventListener("input", (e) => {
+    clearTimeout(state.filterTimer);
+    state.filterTimer = setTimeout(() => setFilter(e.target.value), 150);
+  });
+  $("#page-prev").addEventListener("click", () => turnPage(-1));
+  $("#page-next").addEventListener("click", () => turnPage(1));
   const m = /^#queue=(.+)$/.exec(location.hash);
   if (m) selectQueue(decodeURIComponent(m[1]));
   refresh();

@@ -207,6 +207,12 @@ impl Loft {
     /// Stops Loft gracefully and starts it again on the same database (on a new port).
     pub fn restart(&mut self) {
         self.stop();
+        self.start_again();
+    }
+
+    /// Starts Loft again on the same database (on a new port) after [`Loft::stop`].
+    pub fn start_again(&mut self) {
+        assert!(self.child.is_none(), "loft is still running");
         let (child, stdout, base) = spawn(&self.db(), &log_path(self.dir.path()), &self.args);
         self.child = Some(child);
         self._stdout = Some(stdout);
