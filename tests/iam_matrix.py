@@ -831,8 +831,15 @@ def seeds_api_of_the_default_account_is_denied_to_another_account():
 
 @case
 def seeds_api_listing_follows_the_identity_policy():
-    status, body = ctx.seeds("a_reader", "GET", "/queues")
+    # Listings are of the caller's own account (issue 30): an identity without
+    # sqs:ListQueues is refused, one with it sees its account's queues and no other's.
+    status, body = ctx.seeds("a_sender", "GET", "/queues")
     assert status == 403 and "sqs:ListQueues" in body, (status, body)
+    status, body = ctx.seeds("a_reader", "GET", "/queues")
+    assert status == 200, (status, body)
+    listed = json.loads(body)
+    assert listed and all(n.startswith(f"{A}/") for n in listed), listed
+    assert STATE["seed_queue"] not in body, body
     status, body = ctx.seeds("default", "GET", "/queues")
     assert status == 200 and STATE["seed_queue"] in body, (status, body)
 
