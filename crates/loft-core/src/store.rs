@@ -555,6 +555,19 @@ pub trait Store: Send + Sync + 'static {
     /// Gives up every mapping `owner` holds (a node stopping): their leases end now.
     async fn release_event_source_mappings(&self, owner: &str) -> Result<()>;
 
+    // ----- reset
+
+    /// Removes, in one transaction, every queue with its messages, deduplication keys,
+    /// receive attempts and message-move tasks, every topic with its subscriptions, their
+    /// pending deliveries, replays, deduplication keys and archive, every event source
+    /// mapping, recorded message, platform application and endpoint and SMS setting, and
+    /// every deleted-queue hold: of the account `scope` names ([`ResetScope::owns_key`]
+    /// for queue and topic keys), or of every account with `None`. Records no
+    /// deleted-queue hold, so each name can be used again at once. Other nodes sharing
+    /// the store are told (their [`Store::wakeups`] receive `-1`: forget cached queue
+    /// records and wake every poll). Returns what it removed.
+    async fn reset(&self, scope: Option<ResetScope>) -> Result<ResetCounts>;
+
     // ----- receipt handles
 
     /// The key that signs this database's receipt handles
@@ -567,7 +580,8 @@ pub trait Store: Send + Sync + 'static {
 
     /// Queue ids whose messages may have become visible through another process sharing
     /// this store (a send, a move, a visibility change on another node), so long polls
-    /// here wake. `-1` means "any queue" (wake every poll). `None` (the default, and
+    /// here wake. `-1` means "any queue" (wake every poll, and forget cached queue
+    /// records: another node may have reset the store, [`Store::reset`]). `None` (the default, and
     /// SQLite's answer) when no other process writes to the store.
     fn wakeups(&self) -> Option<tokio::sync::broadcast::Receiver<i64>> {
         None

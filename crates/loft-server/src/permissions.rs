@@ -16,6 +16,7 @@
 //! | `POST /topics/{name}/subscribe` | `sns:Subscribe` |
 //! | `POST /topics/{name}/publish` | `sns:Publish` |
 //! | `GET /_loft/mappings` | `lambda:ListEventSourceMappings` (the default account's mappings) |
+//! | `POST /_loft/reset`, `POST /_localstack/state/reset` | `loft:Reset`, on the caller's account (Loft's own action: `loft:*` or `*` in a policy) |
 //!
 //! The recorded-messages inspection route (`/_loft/sns/messages`) is not mapped: it takes
 //! any configured key.
@@ -58,6 +59,7 @@ fn route_action(method: &Method, template: &str) -> Option<(&'static str, Option
         ("GET", "/_loft/mappings") => ("lambda:ListEventSourceMappings", None),
         ("GET", "/_loft/sns/messages") => ("sns:ListRecordedMessages", None),
         ("DELETE", "/_loft/sns/messages") => ("sns:DeleteRecordedMessages", None),
+        ("POST", "/_loft/reset") | ("POST", "/_localstack/state/reset") => ("loft:Reset", None),
         _ => return None,
     })
 }
@@ -66,7 +68,11 @@ fn route_action(method: &Method, template: &str) -> Option<(&'static str, Option
 /// email, SMS and mobile push deliveries): checked on the caller's own account, so a key
 /// without policies reads and clears its account's records and an identity whose policy
 /// denies them gets 403. No AWS action covers these; `sns:*` in a policy does.
-const CALLER_ACCOUNT_ACTIONS: &[&str] = &["sns:ListRecordedMessages", "sns:DeleteRecordedMessages"];
+const CALLER_ACCOUNT_ACTIONS: &[&str] = &[
+    "sns:ListRecordedMessages",
+    "sns:DeleteRecordedMessages",
+    "loft:Reset",
+];
 
 /// Middleware: checks the route's action for the caller (see the module doc). Must run
 /// inside the authentication middleware, which sets the caller.
@@ -108,6 +114,7 @@ pub async fn enforce(State(state): State<AppState>, req: Request, next: Next) ->
             let service = match action.split_once(':') {
                 Some(("sns", _)) => "sns",
                 Some(("lambda", _)) => "lambda",
+                Some(("loft", _)) => "loft",
                 _ => "sqs",
             };
             let account: &str = if CALLER_ACCOUNT_ACTIONS.contains(&action) {

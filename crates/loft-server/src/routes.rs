@@ -131,6 +131,8 @@ fn build(
         .route("/_loft/queues/{name}/redrive", post(console::api::redrive))
         .route("/_loft/topics", get(console::api::topics))
         .route("/_loft/mappings", get(console::api::mappings))
+        .route("/_loft/reset", post(console::api::reset))
+        .route("/_localstack/state/reset", post(console::api::reset))
         .route_layer(enforce)
         .route_layer(console_auth);
     let router = native

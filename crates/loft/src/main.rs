@@ -475,6 +475,17 @@ async fn serve(
     );
     if let Some(file) = &file {
         file.provision(&service).await.map_err(|e| e.to_string())?;
+        // A reset (`POST /_loft/reset`) makes the file's resources again.
+        let file = Arc::new(file.clone());
+        service.set_provisioner(Arc::new(move |svc| {
+            let file = file.clone();
+            Box::pin(async move {
+                file.provision(svc)
+                    .await
+                    .map(drop)
+                    .map_err(|e| e.to_string())
+            })
+        }));
     }
     for l in &listeners {
         if let Ok(addr) = l.local_addr() {

@@ -16,6 +16,7 @@
 //! - [`operator`]: operator views: peeking at messages, counts, pending deliveries.
 //! - `limits`: queue and topic caps, in-flight messages per queue ([`Limits`]).
 //! - [`quotas`]: SQS FIFO throughput quotas (`FifoThroughputLimit`, `RequestThrottled`).
+//! - [`reset`]: removing an account's (or every account's) state between tests.
 //!
 //! SQS JSON, SQS Query and the seeds' API all call these methods, so one scenario gives the
 //! same answer over every protocol.
@@ -39,6 +40,7 @@ mod queues;
 pub mod quotas;
 pub mod receipt;
 pub mod replay;
+pub mod reset;
 mod topics;
 
 use std::collections::HashMap;
@@ -186,6 +188,9 @@ pub struct Service {
     /// ([`Store::receipt_key`]) when the service is made; the store keeps it, so every node
     /// and every restart have the same.
     receipt_key: receipt::ReceiptKey,
+    /// Configuration: what makes the configuration file's resources again after a
+    /// [`Service::reset`] (set once by the binary, [`Service::set_provisioner`]).
+    provisioner: std::sync::OnceLock<reset::Provisioner>,
 }
 
 impl Service {
@@ -221,6 +226,7 @@ impl Service {
             throttle: deliveries::Throttle::default(),
             quotas: quotas::Quotas::default(),
             receipt_key,
+            provisioner: std::sync::OnceLock::new(),
         });
         if let Some(rx) = wakeups {
             follow_wakeups(&service, rx);
@@ -370,6 +376,9 @@ fn follow_wakeups(service: &Arc<Service>, mut rx: tokio::sync::broadcast::Receiv
                 return;
             };
             if id < 0 {
+                // Another node may have reset the store (`Store::reset`): what this
+                // node cached of its queues may name queues that are gone.
+                service.forget_queues();
                 service.wake_all();
             } else {
                 service.wake(id);

@@ -1210,6 +1210,10 @@ impl Store for PgStore {
         run!(self, |c| ops::count_rows(&c, "topics"))
     }
 
+    async fn reset(&self, scope: Option<ResetScope>) -> Result<ResetCounts> {
+        run!(self, |c| ops::reset(&c, scope.as_ref(), &self.channel))
+    }
+
     async fn delete_topic(&self, topic_id: i64) -> Result<bool> {
         run!(self, |c| ops::delete_topic(&c, topic_id))
     }

@@ -1138,6 +1138,11 @@ impl Store for SqliteStore {
             .collect())
     }
 
+    async fn reset(&self, scope: Option<ResetScope>) -> Result<ResetCounts> {
+        self.write_topics(move |c| ops::reset(c, scope.as_ref()))
+            .await
+    }
+
     async fn delete_recorded(&self, filter: RecordedFilter) -> Result<u64> {
         self.write(move |c| ops::delete_recorded(c, &filter)).await
     }

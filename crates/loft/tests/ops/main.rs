@@ -15,3 +15,4 @@ mod config;
 mod console;
 mod metrics;
 mod observe;
+mod reset;
