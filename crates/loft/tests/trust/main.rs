@@ -26,6 +26,7 @@ mod harness;
 mod hostile;
 mod limits;
 mod malformed;
+mod reset;
 mod sigv4;
 #[path = "../support/skips.rs"]
 mod skips;
