@@ -4843,7 +4843,7 @@ async fn reset_removes_one_accounts_state_then_everything(s: S) {
     }
     let counts = s.reset(None).await.unwrap();
     let pings = s.wakeups().map_or(0, |_| 1);
-    assert!(counts.messages >= 1 + pings, "{counts:?}");
+    assert!(counts.messages > pings, "{counts:?}");
     assert_eq!((counts.queues, counts.topics), (3, 1));
     assert_eq!(
         (counts.mappings, counts.recordings, counts.deliveries),

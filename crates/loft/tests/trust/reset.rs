@@ -138,8 +138,8 @@ async fn a_reset_removes_the_callers_account_only_and_is_an_iam_action() {
         "{counts}"
     );
     assert!(listed(&loft, A).await.is_empty());
-    assert_eq!(listed(&loft, B).await, [b_url.clone()]);
-    assert_eq!(listed(&loft, ROOT).await, [root_url.clone()]);
+    assert_eq!(listed(&loft, B).await, [b_url.as_str()]);
+    assert_eq!(listed(&loft, ROOT).await, [root_url.as_str()]);
     for (key, url) in [(B, &b_url), (ROOT, &root_url)] {
         let (status, out) = sqs(
             &loft,
