@@ -115,6 +115,7 @@ struct ServerSection {
     max_in_flight: Option<Spanned<u64>>,
     max_in_flight_fifo: Option<Spanned<u64>>,
     sqs_quotas: Option<bool>,
+    auto_create_queues: Option<bool>,
 }
 
 /// A number of seconds in the file: an integer or a float.
@@ -245,6 +246,9 @@ pub struct ServerSettings {
     pub cors_allowed_origins: Option<Vec<String>>,
     /// The limits (`max_connections`, `request_timeout`, ...).
     pub limits: FileLimits,
+    /// `auto_create_queues`: GetQueueUrl, SendMessage(Batch) and ReceiveMessage create a
+    /// missing queue (`--auto-create-queues`).
+    pub auto_create_queues: Option<bool>,
 }
 
 /// The limits a `[server]` section gives, each as its flag takes it (`--max-connections`
@@ -807,6 +811,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
         server.cors_allowed_origins = Some(checked);
     }
     server.limits = file_limits(&shape.server, &at)?;
+    server.auto_create_queues = shape.server.auto_create_queues;
     // [[credentials]]
     let mut credentials = loft_server::auth::Credentials::default();
     let mut key_ids = BTreeSet::new();

@@ -144,6 +144,13 @@ struct ServeArgs {
     )]
     cors_allowed_origins: Vec<String>,
 
+    /// Create a missing queue, with the default attributes (a name ending in .fifo makes a
+    /// FIFO queue), when GetQueueUrl, SendMessage, SendMessageBatch or ReceiveMessage
+    /// names it, as ElasticMQ's autoCreateQueues does; the caller needs sqs:CreateQueue.
+    /// Off by default (AWS answers QueueDoesNotExist).
+    #[arg(long, env = "LOFT_AUTO_CREATE_QUEUES")]
+    auto_create_queues: bool,
+
     #[command(flatten)]
     trust: trust::TrustArgs,
 }
@@ -343,6 +350,12 @@ fn apply_file_settings(args: &mut ServeArgs, m: &clap::ArgMatches, file: &config
     if let Some(v) = file.db.clone().filter(|_| unset("db")) {
         args.db = v;
     }
+    if let Some(v) = file
+        .auto_create_queues
+        .filter(|_| unset("auto_create_queues"))
+    {
+        args.auto_create_queues = v;
+    }
     if let Some(v) = file.tls_cert.clone().filter(|_| unset("tls_cert")) {
         args.tls_cert = Some(v);
     }
@@ -450,6 +463,7 @@ async fn serve(
         account_id: args.account_id,
         region: args.region,
         advertised_url,
+        auto_create_queues: args.auto_create_queues,
         functions: file
             .as_ref()
             .map(|f| f.functions.clone())

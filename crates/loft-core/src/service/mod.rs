@@ -109,6 +109,9 @@ pub struct ServiceConfig {
     /// its policy allows ([`access`]). Off by default: one account, whose URLs and ARNs
     /// name it (one naming another account names nothing).
     pub multi_account: bool,
+    /// Whether GetQueueUrl, SendMessage(Batch) and ReceiveMessage create a queue they name
+    /// that does not exist ([`Service::auto_create_queue`]); off by default, as AWS.
+    pub auto_create_queues: bool,
 }
 
 impl Default for ServiceConfig {
@@ -121,6 +124,7 @@ impl Default for ServiceConfig {
             endpoint_policy: crate::endpoint_policy::EndpointPolicy::default(),
             functions: Vec::new(),
             multi_account: false,
+            auto_create_queues: false,
         }
     }
 }

@@ -58,6 +58,7 @@ fn command(dir: &Path, args: &[&str], envs: &[(&str, &str)]) -> Command {
         "LOFT_CORS_ALLOWED_ORIGINS",
         "LOFT_SSE_KEY_FILE",
         "LOFT_NO_SQS_QUOTAS",
+        "LOFT_AUTO_CREATE_QUEUES",
     ] {
         cmd.env_remove(k);
     }

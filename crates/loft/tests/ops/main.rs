@@ -8,6 +8,7 @@ mod harness;
 #[path = "../support/skips.rs"]
 mod skips;
 
+mod auto_create;
 mod browser_sdk;
 mod cli;
 mod cli_auth;

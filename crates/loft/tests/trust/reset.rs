@@ -47,7 +47,7 @@ secret_access_key = "{}"
 }
 
 /// A signed SQS JSON call by `key`: its status and JSON body.
-async fn sqs(loft: &Loft, key: (&str, &str), op: &str, input: Value) -> (u16, Value) {
+pub(crate) async fn sqs(loft: &Loft, key: (&str, &str), op: &str, input: Value) -> (u16, Value) {
     let target = format!("AmazonSQS.{op}");
     let body = input.to_string();
     let signer = Signer {
