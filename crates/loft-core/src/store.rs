@@ -236,6 +236,13 @@ pub trait Store: Send + Sync + 'static {
     /// visible backlog (the in-flight limit recounts with it).
     async fn count_in_flight(&self, queue_id: i64, now_ms: i64) -> Result<i64>;
 
+    /// When the oldest message of queue `queue_id` was sent (ms): the first in send
+    /// (sequence) order whose retention has not ended at `now_ms`, whatever its state
+    /// (visible, in flight or delayed); `None` for an empty queue. Reads the send-order
+    /// index from its start, so its cost is one row plus the expired rows not yet swept,
+    /// whatever the queue's depth (for `/metrics`' ApproximateAgeOfOldestMessage).
+    async fn oldest_sent_at(&self, queue_id: i64, now_ms: i64) -> Result<Option<i64>>;
+
     /// Up to `limit` messages of queue `queue_id` whose sequence number is above `after_seq`,
     /// in sequence (send) order, whatever their state (visible, in flight or delayed), without
     /// claiming them: nothing about them changes (receive count, visibility, receipt token).

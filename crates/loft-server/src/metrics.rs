@@ -12,9 +12,10 @@
 //! | name | type | labels | meaning |
 //! |---|---|---|---|
 //! | `loft_queue_messages` | gauge | `queue`, `state` (`visible`, `in_flight`, `delayed`) | messages in the queue now |
+//! | `loft_queue_oldest_message_age_seconds` | gauge | `queue` | age of the queue's oldest message (visible, in flight or delayed) by its send time, seconds; `0` when empty (SQS's ApproximateAgeOfOldestMessage, a CloudWatch metric) |
 //! | `loft_messages_sent_total` | counter | `queue` | messages stored by sends and SNS fan-out |
 //! | `loft_messages_received_total` | counter | `queue` | messages handed out by receives |
-//! | `loft_messages_deleted_total` | counter | `queue` | messages deleted by receipt or id |
+//! | `loft_messages_deleted_total` | counter | `queue` | messages deleted by DeleteMessage, each deleted entry of DeleteMessageBatch, the seeds' DELETE and event source mappings (not PurgeQueue) |
 //! | `loft_messages_dead_lettered_total` | counter | `queue` (the source) | messages moved to the queue's DLQ past maxReceiveCount |
 //! | `loft_messages_undecryptable_total` | counter | `queue` | messages a receive passed over because they cannot be decrypted with this master key (left in the queue untouched; each counted once per process) |
 //! | `loft_requests_total` | counter | `operation`, `protocol`, `status` | HTTP requests answered |
@@ -67,11 +68,16 @@ pub struct Metrics {
 /// Message counts of one queue at scrape time: (visible, in flight, delayed).
 pub type QueueGauge = (String, i64, i64, i64);
 
+/// The age of one queue's oldest message at scrape time, ms (0: empty).
+pub type QueueAge = (String, i64);
+
 /// Everything one scrape shows.
 #[derive(Debug, Clone, Default)]
 pub struct Scrape {
     /// Queues by name with their counts now.
     pub queues: Vec<QueueGauge>,
+    /// Queues by name with the age of their oldest message now.
+    pub oldest: Vec<QueueAge>,
     /// The service's counters.
     pub activity: ActivitySnapshot,
     /// The middleware's counters.
@@ -181,6 +187,20 @@ pub fn render(scrape: &Scrape) -> String {
                 )
             );
         }
+    }
+    family(
+        &mut out,
+        "loft_queue_oldest_message_age_seconds",
+        "gauge",
+        "Age of the oldest message in the queue (visible, in flight or delayed), seconds; 0 when empty (SQS ApproximateAgeOfOldestMessage).",
+    );
+    for (q, age_ms) in &scrape.oldest {
+        let _ = writeln!(
+            out,
+            "loft_queue_oldest_message_age_seconds{} {}",
+            labels_with(resource_labels(&scrape.default_scope, "queue", q), &[]),
+            float(*age_ms as f64 / 1000.0)
+        );
     }
     // Every existing queue shows its counters, zero included; deleted queues keep theirs.
     let mut activity: BTreeMap<&str, QueueActivity> = scrape
@@ -429,17 +449,22 @@ pub fn render(scrape: &Scrape) -> String {
 pub async fn scrape(m: &Metrics) -> loft_core::Result<Scrape> {
     let mut queues = Vec::new();
     let mut fair = Vec::new();
+    let mut oldest = Vec::new();
     for q in m.service.all_queues().await? {
         // A queue deleted since the listing is skipped.
         if let Ok(c) = m.service.queue_counts(&q.name).await {
             if let Ok(Some(f)) = m.service.fair_queue_status(&q.name).await {
                 fair.push((q.name.clone(), f));
             }
+            if let Ok(age) = m.service.oldest_message_age_ms(&q.name).await {
+                oldest.push((q.name.clone(), age));
+            }
             queues.push((q.name, c.visible, c.in_flight, c.delayed));
         }
     }
     Ok(Scrape {
         queues,
+        oldest,
         activity: m.service.activity(),
         requests: m.requests.snapshot(),
         pending_deliveries: m.service.pending_delivery_count().await?,
@@ -524,6 +549,7 @@ mod tests {
                 ("111111111111/orders".into(), 2, 0, 0),
                 ("000000000000/eu-west-1/orders".into(), 1, 0, 0),
             ],
+            oldest: vec![("orders".into(), 2500), ("111111111111/orders".into(), 0)],
             activity,
             requests: requests.snapshot(),
             pending_deliveries: 5,
@@ -560,6 +586,9 @@ mod tests {
             r#"loft_request_duration_seconds_count{operation="SendMessage"} 3"#,
             r#"loft_deliveries_total{protocol="sqs",outcome="delivered"} 4"#,
             "loft_deliveries_pending 5",
+            r#"loft_queue_oldest_message_age_seconds{queue="orders"} 2.5"#,
+            r#"loft_queue_oldest_message_age_seconds{queue="orders",account="111111111111",region="us-east-1"} 0"#,
+            "# TYPE loft_queue_oldest_message_age_seconds gauge",
             r#"loft_sns_replayed_notifications_total{outcome="delivered"} 6"#,
             r#"loft_sns_replayed_notifications_total{outcome="failed"} 0"#,
             r#"loft_fair_queue_noisy_groups{queue="tenants"} 1"#,

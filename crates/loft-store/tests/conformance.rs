@@ -172,6 +172,7 @@ conformance!(
     concurrent_purges,
     sealed_messages_read_back_equal,
     reset_removes_one_accounts_state_then_everything,
+    oldest_sent_at_is_the_first_live_message_in_send_order,
 );
 
 // ----- helpers
@@ -4861,4 +4862,49 @@ async fn reset_removes_one_accounts_state_then_everything(s: S) {
     if let Some(rx) = wakeups.as_mut() {
         expect_wakeup(rx, -1).await;
     }
+}
+
+// ----- the oldest message (ApproximateAgeOfOldestMessage)
+
+/// `Store::oldest_sent_at`: `None` for an empty queue; the earliest send of the messages
+/// still there, whether visible, in flight or delayed; expired and deleted ones do not
+/// count; other queues' messages neither.
+async fn oldest_sent_at_is_the_first_live_message_in_send_order(s: S) {
+    let q = queue(&s, "aged").await;
+    let other = queue(&s, "other").await;
+    assert_eq!(s.oldest_sent_at(q, T0).await.unwrap(), None);
+    send(&s, other, &["elsewhere"], T0 - 50_000).await;
+    let first = send(&s, q, &["first"], T0).await;
+    s.send_messages(vec![(
+        q,
+        NewMessage {
+            expires_at_ms: T0 + 2 * HOUR,
+            ..msg("second", T0 + 1_000)
+        },
+    )])
+    .await
+    .unwrap();
+    assert_eq!(s.oldest_sent_at(q, T0 + 5_000).await.unwrap(), Some(T0));
+    // In flight still counts.
+    let got = s.receive(req(q, 1, T0 + 5_000, 30_000)).await.unwrap();
+    assert_eq!(got.messages.len(), 1);
+    assert_eq!(s.oldest_sent_at(q, T0 + 6_000).await.unwrap(), Some(T0));
+    // Once its retention ends (swept or not), the next one is the oldest.
+    assert_eq!(
+        s.oldest_sent_at(q, T0 + HOUR + 1).await.unwrap(),
+        Some(T0 + 1_000)
+    );
+    // Deleted: likewise.
+    assert_eq!(
+        s.delete_message(q, first[0].seq, None).await.unwrap(),
+        DeleteOutcome::Deleted
+    );
+    assert_eq!(
+        s.oldest_sent_at(q, T0 + 6_000).await.unwrap(),
+        Some(T0 + 1_000)
+    );
+    assert_eq!(
+        s.oldest_sent_at(other, T0).await.unwrap(),
+        Some(T0 - 50_000)
+    );
 }

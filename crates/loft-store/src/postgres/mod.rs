@@ -1159,6 +1159,10 @@ impl Store for PgStore {
         run!(self, |c| ops::count_in_flight(&c, queue_id, now_ms))
     }
 
+    async fn oldest_sent_at(&self, queue_id: i64, now_ms: i64) -> Result<Option<i64>> {
+        run!(self, |c| ops::oldest_sent_at(&c, queue_id, now_ms))
+    }
+
     async fn peek_messages(
         &self,
         queue_id: i64,

@@ -1451,6 +1451,28 @@ pub async fn count_in_flight<C: GenericClient>(
     Ok(row.get(0))
 }
 
+/// [`loft_core::store::Store::oldest_sent_at`]: the first live row of
+/// `messages_queue_order` (an index scan from the queue's start, stopped at one row).
+pub async fn oldest_sent_at<C: GenericClient>(
+    c: &C,
+    queue_id: i64,
+    now_ms: i64,
+) -> Result<Option<i64>, Error> {
+    Ok(query_opt(
+        c,
+        // `queue_id` as a range, ordered by `queue_id, seq`: only `messages_queue_order`
+        // gives that order, so the planner walks it from the queue's start. With
+        // `queue_id = $1` it chose the primary key (seq order too) filtered by queue, which
+        // reads every other queue's older messages first (EXPLAIN, PostgreSQL 15, custom
+        // and generic plans).
+        "SELECT sent_at FROM messages WHERE queue_id >= $1 AND queue_id <= $1 \
+         AND expires_at > $2 ORDER BY queue_id, seq LIMIT 1",
+        &[&queue_id, &now_ms],
+    )
+    .await?
+    .map(|r| r.get(0)))
+}
+
 pub async fn delete_expired<C: GenericClient>(c: &C, now_ms: i64) -> Result<u64, Error> {
     for (table, column) in [
         ("fifo_dedup", "expires_at"),

@@ -892,6 +892,11 @@ impl Store for SqliteStore {
             .await
     }
 
+    async fn oldest_sent_at(&self, queue_id: i64, now_ms: i64) -> Result<Option<i64>> {
+        self.write(move |c| ops::oldest_sent_at(c, queue_id, now_ms))
+            .await
+    }
+
     async fn peek_messages(
         &self,
         queue_id: i64,

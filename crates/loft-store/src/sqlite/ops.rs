@@ -1043,6 +1043,16 @@ pub fn count_in_flight(c: &Connection, queue_id: i64, now_ms: i64) -> rusqlite::
     .query_row(params![queue_id, now_ms], |r| r.get(0))
 }
 
+/// [`loft_core::store::Store::oldest_sent_at`]: the send-order index's first live row.
+pub fn oldest_sent_at(c: &Connection, queue_id: i64, now_ms: i64) -> rusqlite::Result<Option<i64>> {
+    c.prepare_cached(
+        "SELECT sent_at FROM messages INDEXED BY messages_queue_order \
+         WHERE queue_id = ?1 AND expires_at > ?2 ORDER BY seq LIMIT 1",
+    )?
+    .query_row(params![queue_id, now_ms], |r| r.get(0))
+    .optional()
+}
+
 /// Messages of one queue after `after_seq`, in send order, read without claiming them.
 pub fn peek_messages(
     c: &Connection,
