@@ -13,6 +13,7 @@
 //! |---|---|---|---|
 //! | `loft_queue_messages` | gauge | `queue`, `state` (`visible`, `in_flight`, `delayed`) | messages in the queue now |
 //! | `loft_queue_oldest_message_age_seconds` | gauge | `queue` | age of the queue's oldest message (visible, in flight or delayed) by its send time, seconds; `0` when empty (SQS's ApproximateAgeOfOldestMessage, a CloudWatch metric) |
+//! | `loft_queue_dead_letter_sources` | gauge | `queue` | how many queues' RedrivePolicy names this queue as their dead-letter queue; `0` for a queue that is none's (selects dead-letter queues in alert rules) |
 //! | `loft_messages_sent_total` | counter | `queue` | messages stored by sends and SNS fan-out |
 //! | `loft_messages_received_total` | counter | `queue` | messages handed out by receives |
 //! | `loft_messages_deleted_total` | counter | `queue` | messages deleted by DeleteMessage, each deleted entry of DeleteMessageBatch, the seeds' DELETE and event source mappings (not PurgeQueue) |
@@ -78,6 +79,9 @@ pub struct Scrape {
     pub queues: Vec<QueueGauge>,
     /// Queues by name with the age of their oldest message now.
     pub oldest: Vec<QueueAge>,
+    /// Queues by name with how many queues' RedrivePolicy names them as their
+    /// dead-letter queue (0: not a dead-letter queue).
+    pub dead_letter_sources: Vec<(String, u64)>,
     /// The service's counters.
     pub activity: ActivitySnapshot,
     /// The middleware's counters.
@@ -200,6 +204,19 @@ pub fn render(scrape: &Scrape) -> String {
             "loft_queue_oldest_message_age_seconds{} {}",
             labels_with(resource_labels(&scrape.default_scope, "queue", q), &[]),
             float(*age_ms as f64 / 1000.0)
+        );
+    }
+    family(
+        &mut out,
+        "loft_queue_dead_letter_sources",
+        "gauge",
+        "Queues whose RedrivePolicy names this queue as their dead-letter queue (0: not a dead-letter queue).",
+    );
+    for (q, n) in &scrape.dead_letter_sources {
+        let _ = writeln!(
+            out,
+            "loft_queue_dead_letter_sources{} {n}",
+            labels_with(resource_labels(&scrape.default_scope, "queue", q), &[])
         );
     }
     // Every existing queue shows its counters, zero included; deleted queues keep theirs.
@@ -450,7 +467,20 @@ pub async fn scrape(m: &Metrics) -> loft_core::Result<Scrape> {
     let mut queues = Vec::new();
     let mut fair = Vec::new();
     let mut oldest = Vec::new();
-    for q in m.service.all_queues().await? {
+    let all = m.service.all_queues().await?;
+    let mut sources: BTreeMap<String, u64> = BTreeMap::new();
+    for q in &all {
+        if let Some(policy) =
+            loft_core::attributes::QueueConfig::from_attributes(&q.attributes).redrive_policy
+        {
+            *sources.entry(m.service.dlq_key(&policy)).or_default() += 1;
+        }
+    }
+    let dead_letter_sources = all
+        .iter()
+        .map(|q| (q.name.clone(), sources.get(&q.name).copied().unwrap_or(0)))
+        .collect();
+    for q in all {
         // A queue deleted since the listing is skipped.
         if let Ok(c) = m.service.queue_counts(&q.name).await {
             if let Ok(Some(f)) = m.service.fair_queue_status(&q.name).await {
@@ -465,6 +495,7 @@ pub async fn scrape(m: &Metrics) -> loft_core::Result<Scrape> {
     Ok(Scrape {
         queues,
         oldest,
+        dead_letter_sources,
         activity: m.service.activity(),
         requests: m.requests.snapshot(),
         pending_deliveries: m.service.pending_delivery_count().await?,
@@ -550,6 +581,7 @@ mod tests {
                 ("000000000000/eu-west-1/orders".into(), 1, 0, 0),
             ],
             oldest: vec![("orders".into(), 2500), ("111111111111/orders".into(), 0)],
+            dead_letter_sources: vec![("orders".into(), 2)],
             activity,
             requests: requests.snapshot(),
             pending_deliveries: 5,
@@ -589,6 +621,7 @@ mod tests {
             r#"loft_queue_oldest_message_age_seconds{queue="orders"} 2.5"#,
             r#"loft_queue_oldest_message_age_seconds{queue="orders",account="111111111111",region="us-east-1"} 0"#,
             "# TYPE loft_queue_oldest_message_age_seconds gauge",
+            r#"loft_queue_dead_letter_sources{queue="orders"} 2"#,
             r#"loft_sns_replayed_notifications_total{outcome="delivered"} 6"#,
             r#"loft_sns_replayed_notifications_total{outcome="failed"} 0"#,
             r#"loft_fair_queue_noisy_groups{queue="tenants"} 1"#,

@@ -14,6 +14,7 @@ mod cli;
 mod cli_auth;
 mod config;
 mod console;
+mod deploy;
 mod metrics;
 mod observe;
 mod reset;
