@@ -8,6 +8,9 @@ use serde_json::{json, Value};
 use crate::harness::{write_file, Server};
 
 const CONFIG: &str = r#"
+[server]
+listen = "127.0.0.1:0"
+
 [[queues]]
 name = "configured"
 attributes = { VisibilityTimeout = "45" }
@@ -210,4 +213,34 @@ async fn a_reset_of_an_empty_loft_answers_zero_counts() {
     // GET is not the reset.
     let resp = s.http.get(s.url("/_loft/reset")).send().await.unwrap();
     assert_eq!(resp.status().as_u16(), 405);
+}
+
+/// A reset is durable: after a restart the removed queue is still gone, the
+/// configuration's queue is there once (empty), and the removed name is free (the reset
+/// left no deleted-queue hold for the restarted process to find).
+#[tokio::test]
+async fn a_reset_holds_across_a_restart() {
+    let s = start();
+    s.sqs("CreateQueue", json!({"QueueName": "temporary"}))
+        .await;
+    for queue in ["temporary", "configured"] {
+        s.sqs(
+            "SendMessage",
+            json!({"QueueUrl": s.queue_url(queue), "MessageBody": "x"}),
+        )
+        .await;
+    }
+    let counts = reset(&s, "/_loft/reset").await;
+    assert_eq!(counts["queues"], 2, "{counts}");
+    let dir = s.stop();
+    let path = dir.path().join("loft.toml");
+    let path = path.to_str().unwrap().to_owned();
+    let s = Server::start_in(dir, &["--config", &path], &[]).expect("starts again");
+    assert_eq!(queue_names(&s).await, ["configured"]);
+    assert_eq!(depth(&s, "configured").await, "0");
+    let (status, body, _) = s
+        .sqs_raw("CreateQueue", json!({"QueueName": "temporary"}))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(depth(&s, "temporary").await, "0");
 }
