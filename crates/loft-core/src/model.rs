@@ -811,3 +811,69 @@ pub struct EventSourceMappingRecord {
     /// (then only the default account's queues could be mapped).
     pub account: Option<String>,
 }
+
+/// Whose resources [`crate::store::Store::reset`] removes: the resources of one account,
+/// by the forms the store keeps them in. The service builds it (`Service::reset`); the
+/// store only matches rows against it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResetScope {
+    /// The 12-digit account id: event source mappings whose `account` is it, platform
+    /// applications and endpoints whose ARN names it (`arn:aws:sns:REGION:ACCOUNT:...`),
+    /// SMS settings of scope `ACCOUNT:REGION`.
+    pub account: String,
+    /// Whether the account is the configured default account: then store keys without
+    /// the separator (`names::scoped_key`'s bare names), mappings without an account and
+    /// records of account `""` are its too.
+    pub default_account: bool,
+}
+
+impl ResetScope {
+    /// The prefix of the account's store keys outside the bare-name form: `ACCOUNT/`.
+    pub fn key_prefix(&self) -> String {
+        format!("{}{}", self.account, crate::names::ACCOUNT_SEPARATOR)
+    }
+
+    /// The account of its recorded messages, in [`RecordedMessage::account`]'s form.
+    pub fn recorded_account(&self) -> &str {
+        if self.default_account {
+            ""
+        } else {
+            &self.account
+        }
+    }
+
+    /// Whether store key `key` (a queue's or topic's) is the account's.
+    pub fn owns_key(&self, key: &str) -> bool {
+        (self.default_account && crate::names::is_default_scope_key(key))
+            || key.starts_with(&self.key_prefix())
+    }
+}
+
+/// What [`crate::store::Store::reset`] removed, by kind of resource. Serialised as the
+/// answer of `POST /_loft/reset`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ResetCounts {
+    /// Queues deleted.
+    pub queues: u64,
+    /// Messages of those queues deleted (visible, in flight and delayed).
+    pub messages: u64,
+    /// Topics deleted.
+    pub topics: u64,
+    /// Subscriptions of those topics deleted.
+    pub subscriptions: u64,
+    /// Pending HTTP/S and Lambda deliveries of those subscriptions dropped.
+    pub deliveries: u64,
+    /// SQS event source mappings deleted.
+    pub mappings: u64,
+    /// Message-move tasks (running or finished) of the account's queues deleted.
+    pub move_tasks: u64,
+    /// SNS messages recorded for email, SMS, mobile push (and other unsent protocols)
+    /// deleted.
+    pub recordings: u64,
+    /// Platform applications and endpoints deleted.
+    pub platforms: u64,
+    /// The ids of the deleted queues (not serialised): the service forgets what it keeps
+    /// about them.
+    #[serde(skip)]
+    pub queue_ids: Vec<i64>,
+}

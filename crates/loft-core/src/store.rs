@@ -236,6 +236,13 @@ pub trait Store: Send + Sync + 'static {
     /// visible backlog (the in-flight limit recounts with it).
     async fn count_in_flight(&self, queue_id: i64, now_ms: i64) -> Result<i64>;
 
+    /// When the oldest message of queue `queue_id` was sent (ms): the first in send
+    /// (sequence) order whose retention has not ended at `now_ms`, whatever its state
+    /// (visible, in flight or delayed); `None` for an empty queue. Reads the send-order
+    /// index from its start, so its cost is one row plus the expired rows not yet swept,
+    /// whatever the queue's depth (for `/metrics`' ApproximateAgeOfOldestMessage).
+    async fn oldest_sent_at(&self, queue_id: i64, now_ms: i64) -> Result<Option<i64>>;
+
     /// Up to `limit` messages of queue `queue_id` whose sequence number is above `after_seq`,
     /// in sequence (send) order, whatever their state (visible, in flight or delayed), without
     /// claiming them: nothing about them changes (receive count, visibility, receipt token).
@@ -555,6 +562,19 @@ pub trait Store: Send + Sync + 'static {
     /// Gives up every mapping `owner` holds (a node stopping): their leases end now.
     async fn release_event_source_mappings(&self, owner: &str) -> Result<()>;
 
+    // ----- reset
+
+    /// Removes, in one transaction, every queue with its messages, deduplication keys,
+    /// receive attempts and message-move tasks, every topic with its subscriptions, their
+    /// pending deliveries, replays, deduplication keys and archive, every event source
+    /// mapping, recorded message, platform application and endpoint and SMS setting, and
+    /// every deleted-queue hold: of the account `scope` names ([`ResetScope::owns_key`]
+    /// for queue and topic keys), or of every account with `None`. Records no
+    /// deleted-queue hold, so each name can be used again at once. Other nodes sharing
+    /// the store are told (their [`Store::wakeups`] receive `-1`: forget cached queue
+    /// records and wake every poll). Returns what it removed.
+    async fn reset(&self, scope: Option<ResetScope>) -> Result<ResetCounts>;
+
     // ----- receipt handles
 
     /// The key that signs this database's receipt handles
@@ -567,7 +587,8 @@ pub trait Store: Send + Sync + 'static {
 
     /// Queue ids whose messages may have become visible through another process sharing
     /// this store (a send, a move, a visibility change on another node), so long polls
-    /// here wake. `-1` means "any queue" (wake every poll). `None` (the default, and
+    /// here wake. `-1` means "any queue" (wake every poll, and forget cached queue
+    /// records: another node may have reset the store, [`Store::reset`]). `None` (the default, and
     /// SQLite's answer) when no other process writes to the store.
     fn wakeups(&self) -> Option<tokio::sync::broadcast::Receiver<i64>> {
         None

@@ -12,9 +12,11 @@
 //! | name | type | labels | meaning |
 //! |---|---|---|---|
 //! | `loft_queue_messages` | gauge | `queue`, `state` (`visible`, `in_flight`, `delayed`) | messages in the queue now |
+//! | `loft_queue_oldest_message_age_seconds` | gauge | `queue` | age of the queue's oldest message (visible, in flight or delayed) by its send time, seconds; `0` when empty (SQS's ApproximateAgeOfOldestMessage, a CloudWatch metric) |
+//! | `loft_queue_dead_letter_sources` | gauge | `queue` | how many queues' RedrivePolicy names this queue as their dead-letter queue; `0` for a queue that is none's (selects dead-letter queues in alert rules) |
 //! | `loft_messages_sent_total` | counter | `queue` | messages stored by sends and SNS fan-out |
 //! | `loft_messages_received_total` | counter | `queue` | messages handed out by receives |
-//! | `loft_messages_deleted_total` | counter | `queue` | messages deleted by receipt or id |
+//! | `loft_messages_deleted_total` | counter | `queue` | messages deleted by DeleteMessage, each deleted entry of DeleteMessageBatch, the seeds' DELETE and event source mappings (not PurgeQueue) |
 //! | `loft_messages_dead_lettered_total` | counter | `queue` (the source) | messages moved to the queue's DLQ past maxReceiveCount |
 //! | `loft_messages_undecryptable_total` | counter | `queue` | messages a receive passed over because they cannot be decrypted with this master key (left in the queue untouched; each counted once per process) |
 //! | `loft_requests_total` | counter | `operation`, `protocol`, `status` | HTTP requests answered |
@@ -73,11 +75,19 @@ pub struct Metrics {
 /// Message counts of one queue at scrape time: (visible, in flight, delayed).
 pub type QueueGauge = (String, i64, i64, i64);
 
+/// The age of one queue's oldest message at scrape time, ms (0: empty).
+pub type QueueAge = (String, i64);
+
 /// Everything one scrape shows.
 #[derive(Debug, Clone, Default)]
 pub struct Scrape {
     /// Queues by name with their counts now.
     pub queues: Vec<QueueGauge>,
+    /// Queues by name with the age of their oldest message now.
+    pub oldest: Vec<QueueAge>,
+    /// Queues by name with how many queues' RedrivePolicy names them as their
+    /// dead-letter queue (0: not a dead-letter queue).
+    pub dead_letter_sources: Vec<(String, u64)>,
     /// The service's counters.
     pub activity: ActivitySnapshot,
     /// The middleware's counters.
@@ -109,6 +119,8 @@ impl Scrape {
         };
         let of = |key: &str| loft_core::names::split_scoped_key(scope, key).0.account == account;
         self.queues.retain(|(q, ..)| of(q));
+        self.oldest.retain(|(q, _)| of(q));
+        self.dead_letter_sources.retain(|(q, _)| of(q));
         self.fair.retain(|(q, _)| of(q));
         self.activity.queues.retain(|q, _| of(q));
         self.activity.data_protection.retain(|(t, ..), _| of(t));
@@ -217,6 +229,33 @@ pub fn render(scrape: &Scrape) -> String {
                 )
             );
         }
+    }
+    family(
+        &mut out,
+        "loft_queue_oldest_message_age_seconds",
+        "gauge",
+        "Age of the oldest message in the queue (visible, in flight or delayed), seconds; 0 when empty (SQS ApproximateAgeOfOldestMessage).",
+    );
+    for (q, age_ms) in &scrape.oldest {
+        let _ = writeln!(
+            out,
+            "loft_queue_oldest_message_age_seconds{} {}",
+            labels_with(resource_labels(&scrape.default_scope, "queue", q), &[]),
+            float(*age_ms as f64 / 1000.0)
+        );
+    }
+    family(
+        &mut out,
+        "loft_queue_dead_letter_sources",
+        "gauge",
+        "Queues whose RedrivePolicy names this queue as their dead-letter queue (0: not a dead-letter queue).",
+    );
+    for (q, n) in &scrape.dead_letter_sources {
+        let _ = writeln!(
+            out,
+            "loft_queue_dead_letter_sources{} {n}",
+            labels_with(resource_labels(&scrape.default_scope, "queue", q), &[])
+        );
     }
     // Every existing queue shows its counters, zero included; deleted queues keep theirs.
     let mut activity: BTreeMap<&str, QueueActivity> = scrape
@@ -479,17 +518,36 @@ fn render_node_state(out: &mut String, scrape: &Scrape) {
 pub async fn scrape(m: &Metrics) -> loft_core::Result<Scrape> {
     let mut queues = Vec::new();
     let mut fair = Vec::new();
-    for q in m.service.all_queues().await? {
+    let mut oldest = Vec::new();
+    let all = m.service.all_queues().await?;
+    let mut sources: BTreeMap<String, u64> = BTreeMap::new();
+    for q in &all {
+        if let Some(policy) =
+            loft_core::attributes::QueueConfig::from_attributes(&q.attributes).redrive_policy
+        {
+            *sources.entry(m.service.dlq_key(&policy)).or_default() += 1;
+        }
+    }
+    let dead_letter_sources = all
+        .iter()
+        .map(|q| (q.name.clone(), sources.get(&q.name).copied().unwrap_or(0)))
+        .collect();
+    for q in all {
         // A queue deleted since the listing is skipped.
         if let Ok(c) = m.service.queue_counts(&q.name).await {
             if let Ok(Some(f)) = m.service.fair_queue_status(&q.name).await {
                 fair.push((q.name.clone(), f));
+            }
+            if let Ok(age) = m.service.oldest_message_age_ms(&q.name).await {
+                oldest.push((q.name.clone(), age));
             }
             queues.push((q.name, c.visible, c.in_flight, c.delayed));
         }
     }
     Ok(Scrape {
         queues,
+        oldest,
+        dead_letter_sources,
         activity: m.service.activity(),
         requests: m.requests.snapshot(),
         pending_deliveries: m.service.pending_delivery_count().await?,
@@ -583,6 +641,8 @@ mod tests {
                 ("111111111111/orders".into(), 2, 0, 0),
                 ("000000000000/eu-west-1/orders".into(), 1, 0, 0),
             ],
+            oldest: vec![("orders".into(), 2500), ("111111111111/orders".into(), 0)],
+            dead_letter_sources: vec![("orders".into(), 2)],
             activity,
             requests: requests.snapshot(),
             pending_deliveries: 5,
@@ -611,6 +671,8 @@ mod tests {
         assert!(shown.contains(r#"loft_queue_messages{queue="orders",account="111111111111",region="us-east-1",state="visible"} 2"#), "{shown}");
         for hidden in [
             r#"queue="orders",state"#,
+            r#"loft_queue_oldest_message_age_seconds{queue="orders"}"#,
+            r#"loft_queue_dead_letter_sources{queue="orders"}"#,
             "eu-west-1",
             "tenants",
             r#"queue="gone""#,
@@ -657,6 +719,10 @@ mod tests {
             r#"loft_request_duration_seconds_count{operation="SendMessage"} 3"#,
             r#"loft_deliveries_total{protocol="sqs",outcome="delivered"} 4"#,
             "loft_deliveries_pending 5",
+            r#"loft_queue_oldest_message_age_seconds{queue="orders"} 2.5"#,
+            r#"loft_queue_oldest_message_age_seconds{queue="orders",account="111111111111",region="us-east-1"} 0"#,
+            "# TYPE loft_queue_oldest_message_age_seconds gauge",
+            r#"loft_queue_dead_letter_sources{queue="orders"} 2"#,
             r#"loft_sns_replayed_notifications_total{outcome="delivered"} 6"#,
             r#"loft_sns_replayed_notifications_total{outcome="failed"} 0"#,
             r#"loft_fair_queue_noisy_groups{queue="tenants"} 1"#,

@@ -25,6 +25,7 @@
 //! | `GET /console`, `/console/`, `/console/app.js`, `/console/style.css` | signed in (any key), no action |
 //! | `GET /metrics` | public, or with `--metrics-auth` signed and `cloudwatch:GetMetricData` (caller's account; [`crate::metrics`]) |
 //! | `GET /health`, `GET /ready`, `GET /_loft/sns/{file}` (the signing certificate) | public |
+//! | `POST /_loft/reset`, `POST /_localstack/state/reset` | `loft:Reset`, on the caller's account (Loft's own action: `loft:*` or `*` in a policy) |
 //!
 //! An action on a `{name}` is checked on the queue or topic of that name: the seeds'
 //! routes name the default account's (as the seeds' API always has), the console's take a
@@ -216,6 +217,13 @@ pub const ROUTES: &[Route] = &[
         Action("sns:DeleteRecordedMessages", CallerAccount),
     ),
     row("GET", "/_loft/sns/{file}", Public),
+    // Reset: the caller's account's state (Loft's own action; LocalStack's route too).
+    row("POST", "/_loft/reset", Action("loft:Reset", CallerAccount)),
+    row(
+        "POST",
+        "/_localstack/state/reset",
+        Action("loft:Reset", CallerAccount),
+    ),
 ];
 
 /// The row of `method` (`HEAD` is `GET`'s) on route template `path`; `None` when the
@@ -288,6 +296,7 @@ pub async fn enforce(State(state): State<AppState>, req: Request, next: Next) ->
                 Some(("sns", _)) => "sns",
                 Some(("lambda", _)) => "lambda",
                 Some(("cloudwatch", _)) => "cloudwatch",
+                Some(("loft", _)) => "loft",
                 _ => "sqs",
             };
             let target = Target::Account {

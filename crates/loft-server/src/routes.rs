@@ -155,6 +155,8 @@ fn build(
         )
         .at("GET", "/_loft/topics", console::api::topics)
         .at("GET", "/_loft/mappings", console::api::mappings)
+        .at("POST", "/_loft/reset", console::api::reset)
+        .at("POST", "/_localstack/state/reset", console::api::reset)
         .layered(|r| r.route_layer(enforce).route_layer(console_auth))
         .finish(&mut table);
     let router = native

@@ -171,6 +171,8 @@ conformance!(
     concurrent_delivery_claims_are_disjoint,
     concurrent_purges,
     sealed_messages_read_back_equal,
+    reset_removes_one_accounts_state_then_everything,
+    oldest_sent_at_is_the_first_live_message_in_send_order,
 );
 
 // ----- helpers
@@ -4660,4 +4662,249 @@ async fn postgres_topic_data_is_sealed_at_rest() {
         return;
     };
     topic_data_is_sealed_at_rest(Db::Pg(schema.url.clone(), schema.schema.clone())).await;
+}
+
+// ----- reset
+
+/// `Store::reset`: of the default account, its bare keys and its other regions' keys go
+/// with their messages, holds, tasks, subscriptions, deliveries, mappings and records;
+/// account A's stay. With no scope everything goes. No hold is left behind.
+async fn reset_removes_one_accounts_state_then_everything(s: S) {
+    const A: &str = "111111111111";
+    let mut wakeups = s.wakeups();
+    let q1 = queue(&s, "q1").await;
+    let q2 = queue(&s, &format!("{A}/q2")).await;
+    let q3 = queue(&s, "000000000000/eu-west-1/q3").await;
+    let q4 = queue(&s, &format!("{A}/eu-west-1/q4")).await;
+    send(&s, q1, &["a", "b"], T0).await;
+    send(&s, q2, &["c"], T0).await;
+    send(&s, q3, &["d"], T0).await;
+    for name in ["old".to_owned(), format!("{A}/old")] {
+        let id = queue(&s, &name).await;
+        assert!(s.delete_queue(id, T0 + 60_000).await.unwrap());
+    }
+    assert!(s.create_move_task(task("h1", "q1", None, 0)).await.unwrap());
+    assert!(s
+        .create_move_task(task("h2", &format!("{A}/q2"), None, 0))
+        .await
+        .unwrap());
+    let (t1, _) = s
+        .create_topic("t1", BTreeMap::new(), BTreeMap::new(), T0)
+        .await
+        .unwrap();
+    let (t2, _) = s
+        .create_topic(&format!("{A}/t2"), BTreeMap::new(), BTreeMap::new(), T0)
+        .await
+        .unwrap();
+    s.create_subscription(t1.id, new_sub("s1", true))
+        .await
+        .unwrap();
+    s.create_subscription(t2.id, new_sub("s2", true))
+        .await
+        .unwrap();
+    let record = |account: &str| RecordedMessage {
+        account: account.into(),
+        id: 0,
+        protocol: "sms".into(),
+        endpoint: "+15555550100".into(),
+        topic_arn: None,
+        subject: None,
+        message: format!("for {account}"),
+        sender: None,
+        created_at_ms: T0,
+        seal: None,
+    };
+    s.publish(
+        vec![],
+        vec![delivery("s1", "one", T0), delivery("s2", "two", T0)],
+        vec![record(""), record(A)],
+    )
+    .await
+    .unwrap();
+    s.create_event_source_mapping(mapping("m1", "q1", "f"))
+        .await
+        .unwrap();
+    s.create_event_source_mapping(EventSourceMappingRecord {
+        account: Some(A.into()),
+        ..mapping("m2", "q2", "f")
+    })
+    .await
+    .unwrap();
+    s.create_platform_application(
+        "arn:aws:sns:us-east-1:000000000000:app/GCM/mine",
+        BTreeMap::new(),
+    )
+    .await
+    .unwrap();
+    s.create_platform_application(
+        &format!("arn:aws:sns:us-east-1:{A}:app/GCM/theirs"),
+        BTreeMap::new(),
+    )
+    .await
+    .unwrap();
+
+    let scope = ResetScope {
+        account: "000000000000".into(),
+        default_account: true,
+    };
+    let mut counts = s.reset(Some(scope)).await.unwrap();
+    counts.queue_ids.sort();
+    assert_eq!(
+        counts,
+        ResetCounts {
+            queues: 2,
+            messages: 3,
+            topics: 1,
+            subscriptions: 1,
+            deliveries: 1,
+            mappings: 1,
+            move_tasks: 1,
+            recordings: 1,
+            platforms: 1,
+            queue_ids: vec![q1, q3],
+        }
+    );
+    let names: Vec<String> = s
+        .list_queues()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|q| q.name)
+        .collect();
+    assert_eq!(names, [format!("{A}/eu-west-1/q4"), format!("{A}/q2")]);
+    assert_eq!(s.queue_counts(q2, T0).await.unwrap().visible, 1);
+    assert_eq!(s.queue_counts(q1, T0).await.unwrap().visible, 0);
+    assert_eq!(s.queue_recreate_after("old").await.unwrap(), None);
+    assert_eq!(
+        s.queue_recreate_after(&format!("{A}/old")).await.unwrap(),
+        Some(T0 + 60_000)
+    );
+    let topics: Vec<String> = s
+        .list_topics()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    assert_eq!(topics, [format!("{A}/t2")]);
+    assert!(s.get_subscription("s1").await.unwrap().is_none());
+    assert!(s.get_subscription("s2").await.unwrap().is_some());
+    let pending: Vec<String> = s
+        .list_deliveries(None, 10)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|d| d.subscription)
+        .collect();
+    assert_eq!(pending, ["s2"]);
+    let recorded: Vec<String> = s
+        .list_recorded(10, None)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| r.account)
+        .collect();
+    assert_eq!(recorded, [A]);
+    let mappings: Vec<String> = s
+        .list_event_source_mappings()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|m| m.uuid)
+        .collect();
+    assert_eq!(mappings, ["m2"]);
+    assert_eq!(s.list_move_tasks("arn:q1", 10).await.unwrap().len(), 0);
+    assert_eq!(
+        s.list_move_tasks(&format!("arn:{A}/q2"), 10)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    assert_eq!(s.list_platform_applications().await.unwrap().len(), 1);
+    // A name reset away is created afresh, with a new id.
+    let (again, created) = s
+        .create_queue("q1", BTreeMap::new(), BTreeMap::new(), T0)
+        .await
+        .unwrap();
+    assert!(created && again.id != q1);
+
+    if let Some(rx) = wakeups.as_mut() {
+        // The listener may still be connecting: send until a wake-up arrives.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            send(&s, q4, &["ping"], T0).await;
+            match tokio::time::timeout(Duration::from_millis(500), rx.recv()).await {
+                Ok(Ok(id)) if id == q4 => break,
+                Ok(Ok(_)) | Err(_) => {}
+                Ok(Err(e)) => panic!("wake-up channel: {e}"),
+            }
+            assert!(tokio::time::Instant::now() < deadline, "no wake-up in 10 s");
+        }
+    }
+    let counts = s.reset(None).await.unwrap();
+    let pings = s.wakeups().map_or(0, |_| 1);
+    assert!(counts.messages > pings, "{counts:?}");
+    assert_eq!((counts.queues, counts.topics), (3, 1));
+    assert_eq!(
+        (counts.mappings, counts.recordings, counts.deliveries),
+        (1, 1, 1)
+    );
+    assert!(s.list_queues().await.unwrap().is_empty());
+    assert!(s.list_topics().await.unwrap().is_empty());
+    assert_eq!(
+        s.queue_recreate_after(&format!("{A}/old")).await.unwrap(),
+        None
+    );
+    assert!(s.list_platform_applications().await.unwrap().is_empty());
+
+    // Other nodes sharing the store hear of it: every poll wakes, cached queues go.
+    if let Some(rx) = wakeups.as_mut() {
+        expect_wakeup(rx, -1).await;
+    }
+}
+
+// ----- the oldest message (ApproximateAgeOfOldestMessage)
+
+/// `Store::oldest_sent_at`: `None` for an empty queue; the earliest send of the messages
+/// still there, whether visible, in flight or delayed; expired and deleted ones do not
+/// count; other queues' messages neither.
+async fn oldest_sent_at_is_the_first_live_message_in_send_order(s: S) {
+    let q = queue(&s, "aged").await;
+    let other = queue(&s, "other").await;
+    assert_eq!(s.oldest_sent_at(q, T0).await.unwrap(), None);
+    send(&s, other, &["elsewhere"], T0 - 50_000).await;
+    let first = send(&s, q, &["first"], T0).await;
+    s.send_messages(vec![(
+        q,
+        NewMessage {
+            expires_at_ms: T0 + 2 * HOUR,
+            ..msg("second", T0 + 1_000)
+        },
+    )])
+    .await
+    .unwrap();
+    assert_eq!(s.oldest_sent_at(q, T0 + 5_000).await.unwrap(), Some(T0));
+    // In flight still counts.
+    let got = s.receive(req(q, 1, T0 + 5_000, 30_000)).await.unwrap();
+    assert_eq!(got.messages.len(), 1);
+    assert_eq!(s.oldest_sent_at(q, T0 + 6_000).await.unwrap(), Some(T0));
+    // Once its retention ends (swept or not), the next one is the oldest.
+    assert_eq!(
+        s.oldest_sent_at(q, T0 + HOUR + 1).await.unwrap(),
+        Some(T0 + 1_000)
+    );
+    // Deleted: likewise.
+    assert_eq!(
+        s.delete_message(q, first[0].seq, None).await.unwrap(),
+        DeleteOutcome::Deleted
+    );
+    assert_eq!(
+        s.oldest_sent_at(q, T0 + 6_000).await.unwrap(),
+        Some(T0 + 1_000)
+    );
+    assert_eq!(
+        s.oldest_sent_at(other, T0).await.unwrap(),
+        Some(T0 - 50_000)
+    );
 }

@@ -117,6 +117,7 @@ struct ServerSection {
     max_in_flight_fifo: Option<Spanned<u64>>,
     sqs_quotas: Option<bool>,
     metrics_auth: Option<bool>,
+    auto_create_queues: Option<bool>,
 }
 
 /// A number of seconds in the file: an integer or a float.
@@ -250,6 +251,9 @@ pub struct ServerSettings {
     pub cors_allowed_origins: Option<Vec<String>>,
     /// The limits (`max_connections`, `request_timeout`, ...).
     pub limits: FileLimits,
+    /// `auto_create_queues`: GetQueueUrl, SendMessage(Batch) and ReceiveMessage create a
+    /// missing queue (`--auto-create-queues`).
+    pub auto_create_queues: Option<bool>,
 }
 
 /// The limits a `[server]` section gives, each as its flag takes it (`--max-connections`
@@ -834,6 +838,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
         server.cors_allowed_origins = Some(checked);
     }
     server.limits = file_limits(&shape.server, &at)?;
+    server.auto_create_queues = shape.server.auto_create_queues;
     // [[credentials]]
     let mut credentials = loft_server::auth::Credentials::default();
     let mut key_ids = BTreeSet::new();

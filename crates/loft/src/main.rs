@@ -167,6 +167,13 @@ struct ServeArgs {
     #[arg(long, env = "LOFT_CONSOLE_SAMPLE_INTERVAL", default_value_t = loft_core::service::history::DEFAULT_SAMPLE_INTERVAL.as_secs_f64())]
     console_sample_interval: f64,
 
+    /// Create a missing queue, with the default attributes (a name ending in .fifo makes a
+    /// FIFO queue), when GetQueueUrl, SendMessage, SendMessageBatch or ReceiveMessage
+    /// names it, as ElasticMQ's autoCreateQueues does; the caller needs sqs:CreateQueue.
+    /// Off by default (AWS answers QueueDoesNotExist).
+    #[arg(long, env = "LOFT_AUTO_CREATE_QUEUES")]
+    auto_create_queues: bool,
+
     #[command(flatten)]
     trust: trust::TrustArgs,
 }
@@ -393,6 +400,12 @@ fn apply_file_settings(args: &mut ServeArgs, m: &clap::ArgMatches, file: &config
     if let Some(v) = file.db.clone().filter(|_| unset("db")) {
         args.db = v;
     }
+    if let Some(v) = file
+        .auto_create_queues
+        .filter(|_| unset("auto_create_queues"))
+    {
+        args.auto_create_queues = v;
+    }
     if let Some(v) = file.tls_cert.clone().filter(|_| unset("tls_cert")) {
         args.tls_cert = Some(v);
     }
@@ -522,6 +535,7 @@ async fn serve(
         account_id: args.account_id,
         region: args.region,
         advertised_url,
+        auto_create_queues: args.auto_create_queues,
         functions: file
             .as_ref()
             .map(|f| f.functions.clone())
@@ -547,6 +561,17 @@ async fn serve(
     );
     if let Some(file) = &file {
         file.provision(&service).await.map_err(|e| e.to_string())?;
+        // A reset (`POST /_loft/reset`) makes the file's resources again.
+        let file = Arc::new(file.clone());
+        service.set_provisioner(Arc::new(move |svc| {
+            let file = file.clone();
+            Box::pin(async move {
+                file.provision(svc)
+                    .await
+                    .map(drop)
+                    .map_err(|e| e.to_string())
+            })
+        }));
     }
     for l in &listeners {
         if let Ok(addr) = l.local_addr() {

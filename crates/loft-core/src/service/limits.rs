@@ -209,6 +209,23 @@ impl Service {
             .remove(&queue_id);
     }
 
+    /// Forgets the counts after a reset removed queues `queue_ids` and topics: the queue
+    /// and topic counts are read again at the next create, the queues' in-flight bounds
+    /// and FIFO quota buckets dropped.
+    pub(crate) fn forget_counts(&self, queue_ids: &[i64]) {
+        self.counters.of(Kind::Queues).at = None;
+        self.counters.of(Kind::Topics).at = None;
+        let mut in_flight = self
+            .counters
+            .in_flight
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        for id in queue_ids {
+            in_flight.remove(id);
+            self.quotas.forget(*id);
+        }
+    }
+
     /// Creates topic `name` in the store (or returns the existing one, `false`), within
     /// [`Limits::max_topics`]. Every path that creates a topic goes through here.
     ///

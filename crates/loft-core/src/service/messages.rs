@@ -855,6 +855,13 @@ impl Service {
             }
         }
         let outcomes = self.store.delete_messages(queue.id, items).await?;
+        let deleted = outcomes
+            .iter()
+            .filter(|o| **o == DeleteOutcome::Deleted)
+            .count() as u64;
+        if deleted > 0 {
+            self.activity.deleted(&queue.name, deleted);
+        }
         let mut errors = out.into_iter();
         let mut out = Vec::with_capacity(handles.len());
         for (h, slot) in handles.iter().zip(slots) {

@@ -16,6 +16,7 @@
 //! - [`operator`]: operator views: peeking at messages, counts, pending deliveries.
 //! - `limits`: queue and topic caps, in-flight messages per queue ([`Limits`]).
 //! - [`quotas`]: SQS FIFO throughput quotas (`FifoThroughputLimit`, `RequestThrottled`).
+//! - [`reset`]: removing an account's (or every account's) state between tests.
 //!
 //! SQS JSON, SQS Query and the seeds' API all call these methods, so one scenario gives the
 //! same answer over every protocol.
@@ -40,6 +41,7 @@ mod queues;
 pub mod quotas;
 pub mod receipt;
 pub mod replay;
+pub mod reset;
 mod topics;
 
 use std::collections::HashMap;
@@ -109,6 +111,9 @@ pub struct ServiceConfig {
     /// its policy allows ([`access`]). Off by default: one account, whose URLs and ARNs
     /// name it (one naming another account names nothing).
     pub multi_account: bool,
+    /// Whether GetQueueUrl, SendMessage(Batch) and ReceiveMessage create a queue they name
+    /// that does not exist ([`Service::auto_create_queue`]); off by default, as AWS.
+    pub auto_create_queues: bool,
 }
 
 impl Default for ServiceConfig {
@@ -121,6 +126,7 @@ impl Default for ServiceConfig {
             endpoint_policy: crate::endpoint_policy::EndpointPolicy::default(),
             functions: Vec::new(),
             multi_account: false,
+            auto_create_queues: false,
         }
     }
 }
@@ -191,6 +197,9 @@ pub struct Service {
     /// ([`Store::receipt_key`]) when the service is made; the store keeps it, so every node
     /// and every restart have the same.
     receipt_key: receipt::ReceiptKey,
+    /// Configuration: what makes the configuration file's resources again after a
+    /// [`Service::reset`] (set once by the binary, [`Service::set_provisioner`]).
+    provisioner: std::sync::OnceLock<reset::Provisioner>,
 }
 
 impl Service {
@@ -227,6 +236,7 @@ impl Service {
             throttle: deliveries::Throttle::default(),
             quotas: quotas::Quotas::default(),
             receipt_key,
+            provisioner: std::sync::OnceLock::new(),
         });
         if let Some(rx) = wakeups {
             follow_wakeups(&service, rx);
@@ -376,6 +386,9 @@ fn follow_wakeups(service: &Arc<Service>, mut rx: tokio::sync::broadcast::Receiv
                 return;
             };
             if id < 0 {
+                // Another node may have reset the store (`Store::reset`): what this
+                // node cached of its queues may name queues that are gone.
+                service.forget_queues();
                 service.wake_all();
             } else {
                 service.wake(id);

@@ -260,6 +260,23 @@ impl Service {
         self.store.queue_counts(queue.id, self.now_ms()).await
     }
 
+    /// The age of queue `name`'s oldest message now, in milliseconds (SQS's
+    /// ApproximateAgeOfOldestMessage, a CloudWatch metric, not a queue attribute: the
+    /// oldest message still in the queue, visible, in flight or delayed, by when it was
+    /// sent; a message moved back from a dead-letter queue counts from its move); `0` for an
+    /// empty queue. One row of the send-order index ([`crate::store::Store::oldest_sent_at`]).
+    ///
+    /// Errors: `QueueDoesNotExist`.
+    pub async fn oldest_message_age_ms(&self, name: &str) -> Result<i64> {
+        let queue = self.queue(name).await?;
+        let now = self.now_ms();
+        Ok(self
+            .store
+            .oldest_sent_at(queue.id, now)
+            .await?
+            .map_or(0, |sent| (now - sent).max(0)))
+    }
+
     /// Queue `name` as a fair queue now, or `None` when it is not one (FIFO queues, and
     /// standard queues that never received a message with a MessageGroupId). Reads every
     /// message of the queue.

@@ -259,6 +259,47 @@ impl Service {
         Ok(())
     }
 
+    /// With [`super::ServiceConfig::auto_create_queues`] on, creates queue `key` when it
+    /// does not exist, before GetQueueUrl, SendMessage, SendMessageBatch or ReceiveMessage
+    /// runs on it (ElasticMQ's `autoCreateQueues`): with the default attributes, FIFO when
+    /// the name ends in `.fifo`, in the key's account and region, which must be
+    /// `principal`'s own (another account's missing queue stays missing). A name CreateQueue
+    /// would refuse creates nothing: the operation then answers `QueueDoesNotExist`, as it
+    /// would without the setting. Off, or when the queue exists, nothing happens.
+    ///
+    /// Errors: `AccessDenied` (403) when `principal` may not `sqs:CreateQueue` it;
+    /// CreateQueue's `QueueDeletedRecently` and `OverLimit`; store errors.
+    pub async fn auto_create_queue(&self, principal: &super::Principal, key: &str) -> Result<()> {
+        if !self.config.auto_create_queues || self.find_queue(key).await?.is_some() {
+            return Ok(());
+        }
+        let (owner, name) = self.split_key(key);
+        if *owner != *principal.account_id {
+            return Ok(());
+        }
+        self.authorize(principal, "sqs:CreateQueue", super::Target::Queue(key))
+            .await?;
+        let mut attributes = Map::new();
+        if name.ends_with(".fifo") {
+            attributes.insert("FifoQueue".into(), "true".into());
+        }
+        match self.create_queue(key, attributes, Map::new()).await {
+            Ok(q) => {
+                tracing::info!(queue = %q.name, "queue created on first use (auto_create_queues)");
+                Ok(())
+            }
+            Err(e)
+                if matches!(
+                    e.code,
+                    ErrorCode::InvalidParameterValue | ErrorCode::InvalidAttributeName
+                ) =>
+            {
+                Ok(())
+            }
+            Err(e) => Err(e),
+        }
+    }
+
     /// The seeds' `POST /queues/{name}`: idempotent create with an optional dead-letter
     /// queue (created too when missing), `max_receive_count` (<= 0 means 5) and
     /// `visibility_timeout` (seconds, 0..=43200, default 30). An existing queue is returned

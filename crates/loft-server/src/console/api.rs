@@ -9,6 +9,7 @@
 //! | `POST /_loft/queues/{name}/messages` | body `{"body", "message_attributes"?, "delay_seconds"?, "group_id"?, "dedup_id"?}`; `201 {"message_id","md5_body","sequence_number"}` |
 //! | `POST /_loft/queues/{name}/purge` | `200 {"purged":true}` (PurgeQueue's rules: once a minute) |
 //! | `POST /_loft/queues/{name}/redrive` | `200 {"task_handle"}`: StartMessageMoveTask from this dead-letter queue back to its sources |
+//! | `POST /_loft/reset`, `POST /_localstack/state/reset` | `200 {"queues","messages","topics","subscriptions","deliveries","mappings","move_tasks","recordings","platforms"}`: counts of what was removed (the caller's account; every account when Loft is open); the configuration file's resources are made again |
 //! | `GET /_loft/topics` | `200 [{"name","arn","fifo","subscriptions":[{"arn","protocol","endpoint","confirmed","attributes","pending_deliveries","max_attempts","last_error"}],"history"}]` |
 //!
 //! `{name}` is the queue's name in the default account and region, or its account and name
@@ -283,6 +284,18 @@ pub async fn redrive(State(svc): Svc, Path(name): Path<String>) -> Result<Respon
         .start_message_move_task(&svc.canonical_key(&name), None, None)
         .await?;
     Ok(Json(json!({"task_handle": handle})).into_response())
+}
+
+/// `POST /_loft/reset` and `POST /_localstack/state/reset`: removes every resource of the
+/// caller's account (every account's when Loft is open) and makes the configuration's
+/// resources again ([`Service::reset`]); answers what it removed.
+pub async fn reset(
+    State(svc): Svc,
+    caller: Option<axum::Extension<loft_core::service::Principal>>,
+) -> Result<Response, ConsoleError> {
+    let caller = crate::auth::caller(&svc, caller);
+    let counts = svc.reset(&caller).await?;
+    Ok(Json(counts).into_response())
 }
 
 /// `GET /_loft/topics`: the caller's account's topics in its region, as

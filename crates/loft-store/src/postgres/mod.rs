@@ -1159,6 +1159,10 @@ impl Store for PgStore {
         run!(self, |c| ops::count_in_flight(&c, queue_id, now_ms))
     }
 
+    async fn oldest_sent_at(&self, queue_id: i64, now_ms: i64) -> Result<Option<i64>> {
+        run!(self, |c| ops::oldest_sent_at(&c, queue_id, now_ms))
+    }
+
     async fn peek_messages(
         &self,
         queue_id: i64,
@@ -1208,6 +1212,10 @@ impl Store for PgStore {
 
     async fn count_topics(&self) -> Result<u64> {
         run!(self, |c| ops::count_rows(&c, "topics"))
+    }
+
+    async fn reset(&self, scope: Option<ResetScope>) -> Result<ResetCounts> {
+        run!(self, |c| ops::reset(&c, scope.as_ref(), &self.channel))
     }
 
     async fn delete_topic(&self, topic_id: i64) -> Result<bool> {

@@ -892,6 +892,11 @@ impl Store for SqliteStore {
             .await
     }
 
+    async fn oldest_sent_at(&self, queue_id: i64, now_ms: i64) -> Result<Option<i64>> {
+        self.write(move |c| ops::oldest_sent_at(c, queue_id, now_ms))
+            .await
+    }
+
     async fn peek_messages(
         &self,
         queue_id: i64,
@@ -1136,6 +1141,11 @@ impl Store for SqliteStore {
                 r
             })
             .collect())
+    }
+
+    async fn reset(&self, scope: Option<ResetScope>) -> Result<ResetCounts> {
+        self.write_topics(move |c| ops::reset(c, scope.as_ref()))
+            .await
     }
 
     async fn delete_recorded(&self, filter: RecordedFilter) -> Result<u64> {

@@ -1612,3 +1612,74 @@ async fn the_console_lists_the_same_queues_everywhere_and_each_node_charts_its_o
     assert!(seen[0] > 0.0, "node 0 served the sends: {seen:?}");
     assert_eq!(seen[1], 0.0, "node 1 served none: {seen:?}");
 }
+
+/// `POST /_loft/reset` on one node is seen on the other at once, although the other had
+/// the queue's record cached: the reset tells every node through the store (PostgreSQL
+/// NOTIFY), so the other forgets its cache well before the cache's 1 s lifetime, and a
+/// send through it reaches the queue made again under the same name, not the old one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reset_on_one_node_is_seen_on_the_other_at_once() {
+    let Some(cluster) = Cluster::start(2, "a_reset_on_one_node_is_seen").await else {
+        return;
+    };
+    let bases = cluster.bases();
+    let http = http();
+    let name = "reset-across-nodes";
+    sqs(&http, &bases[0], "CreateQueue", json!({"QueueName": name}))
+        .await
+        .expect("create");
+    // Node 1 reads the queue, and keeps its record.
+    sqs(
+        &http,
+        &bases[1],
+        "SendMessage",
+        json!({"QueueUrl": queue_url(&bases[1], name), "MessageBody": "before"}),
+    )
+    .await
+    .expect("send through node 1");
+    let resp = http
+        .post(format!("{}/_loft/reset", bases[0]))
+        .send()
+        .await
+        .expect("reset");
+    assert_eq!(resp.status().as_u16(), 200);
+    let counts: Value = resp.json().await.expect("counts");
+    assert!(counts["queues"].as_u64() >= Some(1), "{counts}");
+    assert!(counts["messages"].as_u64() >= Some(1), "{counts}");
+    // Half the cache's lifetime: only the notification can make node 1 forget by then.
+    let deadline = Instant::now() + loft_core::service::QUEUE_CACHE_TTL / 2;
+    loop {
+        let got = sqs(&http, &bases[1], "GetQueueUrl", json!({"QueueName": name})).await;
+        match got {
+            Err(e) if e.contains("NonExistentQueue") || e.contains("QueueDoesNotExist") => break,
+            other => assert!(
+                Instant::now() < deadline,
+                "node 1 still sees the reset queue: {other:?}"
+            ),
+        }
+    }
+    sqs(&http, &bases[0], "CreateQueue", json!({"QueueName": name}))
+        .await
+        .expect("the name is free again at once");
+    sqs(
+        &http,
+        &bases[1],
+        "SendMessage",
+        json!({"QueueUrl": queue_url(&bases[1], name), "MessageBody": "after"}),
+    )
+    .await
+    .expect("send through node 1");
+    let got = sqs(
+        &http,
+        &bases[0],
+        "ReceiveMessage",
+        json!({"QueueUrl": queue_url(&bases[0], name), "WaitTimeSeconds": 5}),
+    )
+    .await
+    .expect("receive through node 0");
+    let bodies: Vec<&str> = got["Messages"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|m| m["Body"].as_str()).collect())
+        .unwrap_or_default();
+    assert_eq!(bodies, ["after"], "{got}");
+}

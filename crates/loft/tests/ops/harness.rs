@@ -59,6 +59,7 @@ fn command(dir: &Path, args: &[&str], envs: &[(&str, &str)]) -> Command {
         "LOFT_SSE_KEY_FILE",
         "LOFT_NO_SQS_QUOTAS",
         "LOFT_METRICS_AUTH",
+        "LOFT_AUTO_CREATE_QUEUES",
     ] {
         cmd.env_remove(k);
     }

@@ -8,10 +8,13 @@ mod harness;
 #[path = "../support/skips.rs"]
 mod skips;
 
+mod auto_create;
 mod browser_sdk;
 mod cli;
 mod cli_auth;
 mod config;
 mod console;
+mod deploy;
 mod metrics;
 mod observe;
+mod reset;

@@ -529,3 +529,96 @@ async fn a_queue_of_another_region_is_labelled_with_its_account_and_region() {
         0.0
     );
 }
+
+/// `loft_queue_oldest_message_age_seconds`: 0 for an empty queue; once a message is in,
+/// the age of the oldest grows (read until it is above 0, bounded by the time since the
+/// send: it is the message's age, not some other clock), an in-flight message still
+/// counts, and once it is deleted the queue reads 0 again.
+#[tokio::test]
+async fn the_oldest_message_age_follows_the_oldest_message() {
+    let s = Server::start();
+    s.sqs("CreateQueue", json!({"QueueName": "aging"})).await;
+    let key = r#"loft_queue_oldest_message_age_seconds{queue="aging"}"#;
+    assert_eq!(get(&s.metrics().await, key), 0.0, "empty");
+    let before = std::time::Instant::now();
+    s.sqs(
+        "SendMessage",
+        json!({"QueueUrl": s.queue_url("aging"), "MessageBody": "old"}),
+    )
+    .await;
+    let age = eventually("the oldest message's age to rise above 0", || async {
+        let age = get(&s.metrics().await, key);
+        (age > 0.0).then_some(age)
+    })
+    .await;
+    assert!(
+        age <= before.elapsed().as_secs_f64() + 0.002,
+        "age {age} s is older than the message"
+    );
+    let got = s
+        .sqs(
+            "ReceiveMessage",
+            json!({"QueueUrl": s.queue_url("aging"), "VisibilityTimeout": 60}),
+        )
+        .await;
+    let handle = got["Messages"][0]["ReceiptHandle"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let in_flight = get(&s.metrics().await, key);
+    assert!(
+        in_flight >= age,
+        "in flight still counts: {in_flight} < {age}"
+    );
+    s.sqs(
+        "DeleteMessage",
+        json!({"QueueUrl": s.queue_url("aging"), "ReceiptHandle": handle}),
+    )
+    .await;
+    assert_eq!(get(&s.metrics().await, key), 0.0, "empty again");
+}
+
+/// `loft_messages_deleted_total` counts each message DeleteMessageBatch deleted (a
+/// Celery or `loft receive --delete` consumer deletes in batches), not the failed entries.
+#[tokio::test]
+async fn batch_deletes_are_counted() {
+    let s = Server::start();
+    s.sqs("CreateQueue", json!({"QueueName": "batched"})).await;
+    let url = s.queue_url("batched");
+    let entries: Vec<_> = (0..3)
+        .map(|i| json!({"Id": format!("m{i}"), "MessageBody": format!("body {i}")}))
+        .collect();
+    s.sqs(
+        "SendMessageBatch",
+        json!({"QueueUrl": url, "Entries": entries}),
+    )
+    .await;
+    let mut handles = Vec::new();
+    while handles.len() < 3 {
+        let got = s
+            .sqs(
+                "ReceiveMessage",
+                json!({"QueueUrl": url, "MaxNumberOfMessages": 10, "WaitTimeSeconds": 1}),
+            )
+            .await;
+        for m in got["Messages"].as_array().cloned().unwrap_or_default() {
+            handles.push(m["ReceiptHandle"].as_str().unwrap().to_owned());
+        }
+    }
+    let mut entries: Vec<_> = handles
+        .iter()
+        .enumerate()
+        .map(|(i, h)| json!({"Id": format!("d{i}"), "ReceiptHandle": h}))
+        .collect();
+    entries.push(json!({"Id": "bogus", "ReceiptHandle": "not-a-handle"}));
+    let out = s
+        .sqs(
+            "DeleteMessageBatch",
+            json!({"QueueUrl": url, "Entries": entries}),
+        )
+        .await;
+    assert_eq!(out["Successful"].as_array().unwrap().len(), 3, "{out}");
+    assert_eq!(out["Failed"].as_array().unwrap().len(), 1, "{out}");
+    let key = r#"loft_messages_deleted_total{queue="batched"}"#;
+    assert_eq!(get(&s.metrics().await, key), 3.0);
+}

@@ -92,3 +92,17 @@ pub fn postgres() -> Need {
         how: "scripts/with-postgres.sh runs them",
     }
 }
+
+/// Prometheus's `promtool` (Debian's `prometheus` package) on the `PATH`: it checks the
+/// PromQL of `deploy/` and runs the alert rules' tests.
+pub fn promtool() -> Need {
+    let found = std::process::Command::new("promtool")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    Need {
+        missing: (!found).then(|| "promtool is not installed".to_owned()),
+        require_var: "LOFT_TEST_REQUIRE_PROMTOOL",
+        how: "apt-get install prometheus provides it",
+    }
+}

@@ -1064,6 +1064,9 @@ async fn barrage(v: &Victim, who: Key, tally: &mut Tally) {
             None,
         ),
         ("DELETE", "/_loft/sns/messages".into(), None),
+        // Last: the attacker's reset removes what it made in its own account.
+        ("POST", "/_loft/reset".into(), None),
+        ("POST", "/_localstack/state/reset".into(), None),
     ];
     for (method, path, body) in routes {
         let a = c.rest("sqs", method, &path, body.as_ref()).await;

@@ -20,6 +20,7 @@
 //! - [`malformed`]: thousands of generated bad requests for every protocol, each answered
 //!   with a 4xx in its protocol's error shape.
 
+mod auto_create;
 mod console;
 mod endpoint_policy;
 mod harness;
@@ -27,6 +28,7 @@ mod hostile;
 mod limits;
 mod malformed;
 mod proxies;
+mod reset;
 mod sigv4;
 #[path = "../support/skips.rs"]
 mod skips;

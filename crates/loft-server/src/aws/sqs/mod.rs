@@ -340,10 +340,36 @@ pub fn call(
 /// [`call`]'s first part: the access check, then the operation's future.
 async fn start(svc: Arc<Service>, ctx: Context, req: SqsRequest) -> Result<Operation> {
     super::access::check(&svc, &ctx, req.access()).await?;
+    if svc.config().auto_create_queues {
+        if let Some(key) = auto_created(&svc, &ctx, &req) {
+            svc.auto_create_queue(&ctx.principal, &key).await?;
+        }
+    }
     Ok(match req {
         SqsRequest::ReceiveMessage(i) => receive_message(svc, &ctx, i)?,
         req => Box::pin(operation(svc, ctx, req)),
     })
+}
+
+/// The queue key of the operations that create a missing queue when
+/// `auto_create_queues` is on ([`Service::auto_create_queue`]): GetQueueUrl, SendMessage,
+/// SendMessageBatch and ReceiveMessage; `None` for every other operation.
+fn auto_created(svc: &Service, ctx: &Context, req: &SqsRequest) -> Option<String> {
+    match req {
+        SqsRequest::GetQueueUrl(i) => Some(
+            ctx.named_queue_key(
+                svc,
+                &i.queue_name,
+                i.queue_owner_aws_account_id
+                    .as_deref()
+                    .filter(|o| !o.is_empty()),
+            ),
+        ),
+        SqsRequest::SendMessage(i) => ctx.queue_key(svc, &i.queue_url).ok(),
+        SqsRequest::SendMessageBatch(i) => ctx.queue_key(svc, &i.queue_url).ok(),
+        SqsRequest::ReceiveMessage(i) => ctx.queue_key(svc, &i.queue_url).ok(),
+        _ => None,
+    }
 }
 
 /// ReceiveMessage: the queue's messages, waiting up to WaitTimeSeconds for one, and ending
