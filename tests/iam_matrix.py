@@ -831,7 +831,7 @@ def seeds_api_of_the_default_account_is_denied_to_another_account():
 
 @case
 def seeds_api_listing_follows_the_identity_policy():
-    # Listings are of the caller's own account (issue 30): an identity without
+    # Listings are of the caller's own account: an identity without
     # sqs:ListQueues is refused, one with it sees its account's queues and no other's.
     status, body = ctx.seeds("a_sender", "GET", "/queues")
     assert status == 403 and "sqs:ListQueues" in body, (status, body)
