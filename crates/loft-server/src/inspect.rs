@@ -67,7 +67,7 @@ pub async fn recorded_messages(
                 "subject": m.subject,
                 "sender": m.sender,
                 "message": m.message,
-                "timestamp": loft_core::service::iso_timestamp(m.created_at_ms),
+                "timestamp": loft_core::clock::iso_timestamp(m.created_at_ms),
             })
         })
         .collect();
