@@ -25,7 +25,7 @@ use loft_core::service::Principal;
 use loft_core::Service;
 use serde_json::json;
 
-use crate::native::NativeError;
+use crate::reply::NativeError;
 
 /// Shared state of the inspection routes.
 #[derive(Clone)]
