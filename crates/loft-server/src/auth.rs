@@ -26,7 +26,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use axum::body::Body;
-use axum::extract::{FromRef, Request, State};
+use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -38,7 +38,7 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use crate::body::{AlreadyCounted, BodyBudget};
-use crate::native::NativeError;
+use crate::reply::NativeError;
 use crate::sigv4::{self, Location, Verified};
 
 /// SNS actions allowed without a signature: the SubscribeURL and UnsubscribeURL links SNS
@@ -307,28 +307,6 @@ impl Auth {
     }
 }
 
-/// Router state: the service and the authentication policy. Handlers take either part
-/// (`State<Arc<Service>>`, `State<Arc<Auth>>`).
-#[derive(Clone)]
-pub struct AppState {
-    /// The service.
-    pub service: Arc<Service>,
-    /// Who may call.
-    pub auth: Arc<Auth>,
-}
-
-impl FromRef<AppState> for Arc<Service> {
-    fn from_ref(s: &AppState) -> Self {
-        s.service.clone()
-    }
-}
-
-impl FromRef<AppState> for Arc<Auth> {
-    fn from_ref(s: &AppState) -> Self {
-        s.auth.clone()
-    }
-}
-
 /// The caller the authentication middleware ([`require_signature`],
 /// [`require_console_auth`]) put in a request's extensions, as a handler extracts it
 /// (`Option<Extension<Principal>>`); the open caller ([`Service::open_principal`]) when
@@ -366,13 +344,14 @@ fn unauthorized(message: &str, challenge: &'static str) -> Response {
 /// configured (any service name in the scope). `401 {"error"}` (with `WWW-Authenticate:
 /// AWS4-HMAC-SHA256`) without one, `403 {"error": "CODE: message"}` for a bad one, and a
 /// body that cannot be read answered as [`crate::native`] answers it (413 over
-/// [`crate::routes::NATIVE_BODY_LIMIT`], 503, 408, 400).
+/// [`crate::body::NATIVE_BODY_LIMIT`], 503, 408, 400).
 pub async fn require_signature(
-    State(state): State<AppState>,
+    State(service): State<Arc<Service>>,
+    State(auth): State<Arc<Auth>>,
     req: Request,
     next: Next,
 ) -> Response {
-    if !state.auth.enabled() {
+    if !auth.enabled() {
         return next.run(req).await;
     }
     if sigv4::location(req.headers(), req.uri().query()) == Location::None {
@@ -382,7 +361,7 @@ pub async fn require_signature(
             sigv4::ALGORITHM,
         );
     }
-    verify_signature(&state, req, next).await
+    verify_signature(&service, &auth, req, next).await
 }
 
 /// Middleware of the web console (`/console...`) and the JSON routes its page calls
@@ -396,11 +375,12 @@ pub async fn require_signature(
 /// [`CONSOLE_HEADER`] header: `403 {"error"}`. A bad signature: `403`, as
 /// [`require_signature`].
 pub async fn require_console_auth(
-    State(state): State<AppState>,
+    State(service): State<Arc<Service>>,
+    State(auth): State<Arc<Auth>>,
     req: Request,
     next: Next,
 ) -> Response {
-    if !state.auth.enabled() {
+    if !auth.enabled() {
         return next.run(req).await;
     }
     let basic = req
@@ -414,7 +394,7 @@ pub async fn require_console_auth(
         })
         .map(str::to_owned);
     if let Some(basic) = basic {
-        let Some(key) = state.auth.check_basic(&basic) else {
+        let Some(key) = auth.check_basic(&basic) else {
             tracing::debug!(path = req.uri().path(), "console sign-in refused");
             return unauthorized(
                 "wrong access key id or secret: sign in with one of Loft's access key ids \
@@ -435,7 +415,7 @@ pub async fn require_console_auth(
             .into_response();
         }
         let mut req = req;
-        let principal = state.auth.principal(state.service.config(), Some(&key));
+        let principal = auth.principal(service.config(), Some(&key));
         req.extensions_mut().insert(principal);
         return next.run(req).await;
     }
@@ -446,37 +426,34 @@ pub async fn require_console_auth(
             BASIC_CHALLENGE,
         );
     }
-    verify_signature(&state, req, next).await
+    verify_signature(&service, &auth, req, next).await
 }
 
 /// Verifies a request that carries a SigV4 signature, then runs `next`: `403 {"error":
 /// "CODE: message"}` for a bad one. The body is read first, under
-/// [`crate::routes::NATIVE_BODY_LIMIT`] and the body budget ([`crate::body`]); one that
+/// [`crate::body::NATIVE_BODY_LIMIT`] and the body budget ([`crate::body`]); one that
 /// cannot be read is answered as the seeds' API answers it (413, 503, 408 or 400). Its
 /// bytes stay counted in the budget until `next` has answered.
-async fn verify_signature(state: &AppState, req: Request, next: Next) -> Response {
+async fn verify_signature(service: &Service, auth: &Auth, req: Request, next: Next) -> Response {
     let (mut parts, body) = req.into_parts();
     let budget = parts.extensions.get::<Arc<BodyBudget>>().cloned();
     let (bytes, reservation) = match crate::body::read(
         &parts.headers,
         budget.as_ref(),
         body,
-        crate::routes::NATIVE_BODY_LIMIT,
+        crate::body::NATIVE_BODY_LIMIT,
     )
     .await
     {
         Ok(read) => read,
         Err(e) => return e.into_response(),
     };
-    let now = state.service.now_ms().div_euclid(1000);
-    match state
-        .auth
-        .check(&parts.method, &parts.uri, &parts.headers, &bytes, now)
-    {
+    let now = service.now_ms().div_euclid(1000);
+    match auth.check(&parts.method, &parts.uri, &parts.headers, &bytes, now) {
         Ok(verified) => {
             parts.extensions.insert(AlreadyCounted);
-            let principal = state.auth.principal(
-                state.service.config(),
+            let principal = auth.principal(
+                service.config(),
                 verified.as_ref().map(|v| v.access_key.as_str()),
             );
             parts.extensions.insert(principal);

@@ -2,7 +2,7 @@
 //! than it chose to give:
 //!
 //! - **The protocol's limit** ([`RequestBody`]'s `LIMIT`: 1 MiB for the seeds' API and the
-//!   console, [`crate::routes::NATIVE_BODY_LIMIT`]; 10 MiB for the AWS protocols,
+//!   console, [`NATIVE_BODY_LIMIT`]; 10 MiB for the AWS protocols,
 //!   [`crate::aws::AWS_BODY_LIMIT`]), checked against `Content-Length` before a byte is
 //!   read and against the bytes as they arrive, so a body is never buffered past it
 //!   ([`BodyError::TooLarge`], 413).
@@ -283,6 +283,14 @@ pub async fn read(
     }
     Ok((buf.freeze(), reservation))
 }
+
+/// Largest request body of the seeds' API and the console, bytes (1 MiB); bodies are read
+/// under it by [`NativeBody`].
+pub const NATIVE_BODY_LIMIT: usize = 1024 * 1024;
+
+/// A body of the seeds' API (and of the console) read under
+/// [`NATIVE_BODY_LIMIT`].
+pub type NativeBody = RequestBody<{ NATIVE_BODY_LIMIT }>;
 
 /// A request body read whole under `LIMIT` bytes, the global [`BodyBudget`] and the
 /// request's deadline (see the module doc); dereferences to its [`Bytes`]. Its bytes stay

@@ -25,7 +25,7 @@ use loft_core::service::Principal;
 use loft_core::Service;
 use serde_json::json;
 
-use crate::native::NativeError;
+use crate::reply::NativeError;
 
 /// Shared state of the inspection routes.
 #[derive(Clone)]
@@ -67,7 +67,7 @@ pub async fn recorded_messages(
                 "subject": m.subject,
                 "sender": m.sender,
                 "message": m.message,
-                "timestamp": loft_core::service::iso_timestamp(m.created_at_ms),
+                "timestamp": loft_core::clock::iso_timestamp(m.created_at_ms),
             })
         })
         .collect();

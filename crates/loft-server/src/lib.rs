@@ -2,12 +2,16 @@
 //!
 //! - [`routes`]: the one router every listener serves, and [`serve`] to run it.
 //! - [`native`]: the seeds' REST/JSON API (`/queues`, `/topics`, `/health`).
+//! - [`reply`]: the reply of every non-AWS route (`{"error": message}`), unknown routes.
+//! - [`state`]: the router's state (the service and the authentication policy).
 //! - [`aws`]: the AWS protocols (SQS JSON and Query; SNS Query).
 //! - [`cors`]: cross-origin requests from browsers (off unless origins are allowed).
 //! - [`auth`]: credentials and where SigV4 signatures are required.
+//! - [`permissions`]: the access table of every route and [`permissions::Routes`], the only
+//!   way to add a route.
 //! - [`sigv4`]: Signature Version 4 verification as pure functions.
 //! - [`listen`]: the accept loop: connection limits (all and per address), header size
-//!   limit, TLS, graceful shutdown.
+//!   limit, TLS, graceful shutdown; it serves any [`listen::Serve`].
 //! - [`deadline`]: one connection's clocks: keep-alive, request (head and body, with a
 //!   minimum body rate) and unread-response timeouts.
 //! - [`body`]: request bodies read under their protocol's limit and the global budget of
@@ -47,9 +51,11 @@ pub mod native;
 pub mod observe;
 pub mod permissions;
 pub mod proxy;
+pub mod reply;
 pub mod routes;
 pub mod sigv4;
 pub mod sns_signing;
+pub mod state;
 pub mod tls;
 
 pub use routes::{router, router_with, serve, App};

@@ -72,7 +72,32 @@ use crate::client_link::ClientLink;
 use crate::deadline::{Clocks, ConnState, InFlight, TimedBody, TimedIo, TrackedBody};
 use crate::http_version;
 use crate::proxy::{ProxyHeader, TrustedProxies};
-use crate::routes::App;
+
+/// What [`serve`] serves: the answer to each request, as a future that owns what it needs
+/// and not the request beside it (hyper keeps it per connection, and a long poll holds it
+/// for its whole wait). [`axum::Router`] is one; the server's app (`App` of
+/// [`crate::routes`], with its direct AWS route) another. The accept loop knows nothing
+/// else of the routes.
+pub trait Serve: Send + Sync + 'static {
+    /// The answer to `req` (a future that borrows nothing of `self`).
+    fn call(&self, req: Request<Body>) -> impl Future<Output = Response<Body>> + Send + use<Self>;
+}
+
+/// Every request through the router.
+impl Serve for axum::Router {
+    fn call(&self, req: Request<Body>) -> impl Future<Output = Response<Body>> + Send + use<> {
+        let mut router = self.clone();
+        let routed = tower_service::Service::call(&mut router, req);
+        // Boxed: the router's future holds the request until its route takes it, and
+        // this future would otherwise be as large for every request.
+        Box::pin(async move {
+            match routed.await {
+                Ok(resp) => resp,
+                Err(e) => match e {},
+            }
+        })
+    }
+}
 
 /// The scheme a request arrived by: the listener's. [`serve`] inserts it into every
 /// request's extensions; a request served another way (a test calling the router
@@ -429,9 +454,9 @@ async fn open_tls(acceptor: &TlsAcceptor, stream: TcpStream, timeout: Duration) 
 }
 
 /// What every connection task of one listener shares.
-struct Shared {
+struct Shared<A> {
     tls: Option<TlsAcceptor>,
-    app: Arc<App>,
+    app: Arc<A>,
     http: Http,
     scheme: Scheme,
     limits: Arc<ServerLimits>,
@@ -454,8 +479,8 @@ pub struct ClientAddr(pub IpAddr);
 /// [`crate::deadline`] runs out, or a graceful shutdown (through `watcher`) lets its
 /// in-flight requests finish. HTTP/1 or HTTP/2 as the connection's first bytes tell
 /// ([`crate::http_version`]); a shutdown while they are awaited closes the connection.
-async fn serve_http<S>(
-    shared: &Shared,
+async fn serve_http<A: Serve, S>(
+    shared: &Shared<A>,
     io: S,
     watcher: Watcher,
     peer: SocketAddr,
@@ -592,7 +617,7 @@ impl Drop for AddressSlot {
     }
 }
 
-/// Serves `app` (an [`axum::Router`], or an [`App`] with its direct AWS route) on every listener
+/// Serves `app` (an [`axum::Router`], or any other [`Serve`]) on every listener
 /// under `limits` until `shutdown` completes, then stops
 /// accepting, lets in-flight requests finish and returns. Each request carries its
 /// listener's [`Scheme`] and the server's [`BodyBudget`] as extensions.
@@ -611,11 +636,11 @@ impl Drop for AddressSlot {
 /// after a pause.
 pub async fn serve(
     listeners: Vec<Listener>,
-    app: impl Into<App>,
+    app: impl Serve,
     shutdown: impl Future<Output = ()> + Send + 'static,
     limits: ServerLimits,
 ) -> std::io::Result<()> {
-    let app = Arc::new(app.into());
+    let app = Arc::new(app);
     let (stop_tx, stop_rx) = watch::channel(false);
     tokio::spawn(async move {
         shutdown.await;
@@ -695,9 +720,9 @@ struct Slots {
 }
 
 /// Accepts connections on one listener until `stop` turns true.
-async fn accept_loop(
+async fn accept_loop<A: Serve>(
     tcp: TcpListener,
-    shared: Arc<Shared>,
+    shared: Arc<Shared<A>>,
     mut stop: watch::Receiver<bool>,
     slots: Slots,
     graceful: Arc<GracefulShutdown>,
@@ -769,7 +794,7 @@ async fn accept_loop(
 }
 
 /// Why a connection from `ip` is refused by the per-address limit.
-fn per_address_refusal(shared: &Shared, ip: IpAddr) -> String {
+fn per_address_refusal<A>(shared: &Shared<A>, ip: IpAddr) -> String {
     format!(
         "too many open connections from {} (the limit is {} per address)",
         ip.to_canonical(),
@@ -781,8 +806,8 @@ fn per_address_refusal(shared: &Shared, ip: IpAddr) -> String {
 /// it opens with one (whose client then takes a per-address slot, or is refused); its TLS
 /// handshake on a TLS listener; then HTTP until it ends. A shutdown during the handshake
 /// drops it.
-async fn connection(
-    shared: &Shared,
+async fn connection<A: Serve>(
+    shared: &Shared<A>,
     mut stream: TcpStream,
     mut peer: SocketAddr,
     watcher: Watcher,
@@ -855,7 +880,7 @@ async fn connection(
 /// TLS listener, and after its PROXY header when it comes from a `trusted` proxy, so that
 /// the balancer gets the 503 too). All within twice 5 s or the request timeout if shorter:
 /// a client that sends no request in that time is closed unanswered.
-async fn refuse(shared: &Shared, mut stream: TcpStream, why: String, trusted: bool) {
+async fn refuse<A>(shared: &Shared<A>, mut stream: TcpStream, why: String, trusted: bool) {
     let timeout = shared.limits.request_timeout.min(Duration::from_secs(5));
     let answer = move |_: &Request<Incoming>| refusal(&why);
     let work = async move {

@@ -31,7 +31,7 @@ pub const RUNNING_SERVICES: [&str; 3] = ["sqs", "sns", "lambda"];
 pub fn routes<S: Clone + Send + Sync + 'static>(
     registered: &mut Vec<(&'static str, &'static str)>,
 ) -> Router<S> {
-    crate::routes::Routes::new()
+    crate::permissions::Routes::new()
         .at("GET", "/_localstack/health", health)
         .finish(registered)
 }

@@ -15,66 +15,16 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
 use axum::Json;
-use loft_core::{Error, ErrorCode, Service};
+use loft_core::{ErrorCode, Service};
 
-use crate::body::{BodyError, RequestBody};
+use crate::body::NativeBody;
 use crate::client_link::ClientLink;
+use crate::reply::{table, NativeError};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
 type Svc = State<Arc<Service>>;
-
-/// An error of the seeds' API: `{"error": message}` with the table's status.
-pub struct NativeError(pub StatusCode, pub String);
-
-impl From<Error> for NativeError {
-    fn from(e: Error) -> Self {
-        let status =
-            StatusCode::from_u16(e.code.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        NativeError(status, e.message)
-    }
-}
-
-/// An error of the table's row `code`, its template's `{reason}` filled.
-fn table(code: ErrorCode, reason: impl std::fmt::Display) -> NativeError {
-    Error::with(code, &[("reason", &reason)]).into()
-}
-
-/// A body of the seeds' API (and of the console) read under
-/// [`crate::routes::NATIVE_BODY_LIMIT`] ([`crate::body`]).
-pub type NativeBody = RequestBody<{ crate::routes::NATIVE_BODY_LIMIT }>;
-
-/// A body that was not read, in the seeds' API's shape: `{"error": message}` with 413
-/// (over 1 MiB), 503 and `Retry-After: 1` (no room in the body budget), 408 (stalled) or
-/// 400, and `Connection: close`.
-impl IntoResponse for BodyError {
-    fn into_response(self) -> Response {
-        let mut resp = NativeError(self.status(), self.message()).into_response();
-        self.add_headers(resp.headers_mut());
-        resp
-    }
-}
-
-/// A path segment that does not decode (`%FF`, invalid UTF-8): 400 in the API's shape.
-impl From<PathRejection> for NativeError {
-    fn from(r: PathRejection) -> Self {
-        table(ErrorCode::MalformedRequest, r.body_text())
-    }
-}
-
-/// A query string that does not decode: 400 in the API's shape.
-impl From<QueryRejection> for NativeError {
-    fn from(r: QueryRejection) -> Self {
-        table(ErrorCode::MalformedRequest, r.body_text())
-    }
-}
-
-impl IntoResponse for NativeError {
-    fn into_response(self) -> Response {
-        (self.0, Json(json!({"error": self.1}))).into_response()
-    }
-}
 
 type NativeResult = Result<Response, NativeError>;
 
@@ -123,16 +73,6 @@ fn json_error(e: &serde_json::Error) -> String {
 /// `GET /health`: `200 {"status":"healthy","service":"loft"}`.
 pub async fn health() -> Response {
     Json(json!({"status": "healthy", "service": "loft"})).into_response()
-}
-
-/// Unknown route: `404 {"error": ...}`.
-pub async fn not_found() -> Response {
-    NativeError::from(Error::with(ErrorCode::NotFoundRoute, &[])).into_response()
-}
-
-/// Known route, wrong method: `405 {"error": ...}`.
-pub async fn method_not_allowed() -> Response {
-    NativeError::from(Error::with(ErrorCode::MethodNotAllowed, &[])).into_response()
 }
 
 #[derive(Deserialize)]

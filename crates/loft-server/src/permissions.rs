@@ -1,7 +1,7 @@
 //! The access table of every route the router serves ([`ROUTES`]): each names its IAM
 //! action (the action of its AWS equivalent, checked by [`loft_core::Service::authorize`])
 //! or says explicitly why it has none ([`RouteAccess`]). The router registers routes only
-//! through [`crate::routes`]'s table builder, which refuses a route without a row, and
+//! through the table builder [`Routes`], which refuses a route without a row, and
 //! [`enforce`] reads the row of the route a request matched; a route without one is
 //! refused (403), never let through.
 //!
@@ -43,10 +43,11 @@ use axum::extract::{MatchedPath, Path, Request, State};
 use axum::http::{Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use axum::Router;
 use loft_core::service::{Principal, Target};
 
-use crate::auth::AppState;
-use crate::native::NativeError;
+use crate::reply::NativeError;
+use crate::state::AppState;
 
 /// What a route's IAM action acts on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -238,6 +239,70 @@ pub fn route_access(method: &Method, path: &str) -> Option<RouteAccess> {
         .iter()
         .find(|r| r.method == method && r.path == path)
         .map(|r| r.access)
+}
+
+/// The router's routes as they are registered: only through [`Routes::at`], which
+/// refuses (panics at build, before any request) a method and template without a row in
+/// the access table ([`ROUTES`]), and records each one so that the
+/// table and the router can be compared ([`Routes::finish`]).
+pub struct Routes<S> {
+    router: Router<S>,
+    registered: Vec<(&'static str, &'static str)>,
+}
+
+impl<S: Clone + Send + Sync + 'static> Routes<S> {
+    /// No routes yet.
+    pub fn new() -> Routes<S> {
+        Routes {
+            router: Router::new(),
+            registered: Vec::new(),
+        }
+    }
+
+    /// Adds `handler` for `method` (`GET`, `POST`, `PUT`, `DELETE`; a `GET` answers
+    /// `HEAD` too) on `path`. Several methods of one path merge into its route.
+    ///
+    /// Panics: the access table has no row for `method` and `path`, or `method` is not
+    /// one of those four: a programming error, found by every test that builds a router.
+    pub fn at<H, T>(mut self, method: &'static str, path: &'static str, handler: H) -> Routes<S>
+    where
+        H: axum::handler::Handler<T, S>,
+        T: 'static,
+    {
+        let m = Method::from_bytes(method.as_bytes()).expect("an HTTP method");
+        assert!(
+            route_access(&m, path).is_some(),
+            "route {method} {path} has no row in permissions::ROUTES"
+        );
+        let filter = match method {
+            "GET" => axum::routing::MethodFilter::GET,
+            "POST" => axum::routing::MethodFilter::POST,
+            "PUT" => axum::routing::MethodFilter::PUT,
+            "DELETE" => axum::routing::MethodFilter::DELETE,
+            other => panic!("route {other} {path}: not a method Loft routes"),
+        };
+        self.router = self.router.route(path, axum::routing::on(filter, handler));
+        self.registered.push((method, path));
+        self
+    }
+
+    /// Applies `f` to the router so far (its `route_layer`s wrap the routes added before).
+    pub fn layered(mut self, f: impl FnOnce(Router<S>) -> Router<S>) -> Routes<S> {
+        self.router = f(self.router);
+        self
+    }
+
+    /// The router, its routes' methods and templates appended to `registered`.
+    pub fn finish(self, registered: &mut Vec<(&'static str, &'static str)>) -> Router<S> {
+        registered.extend(self.registered);
+        self.router
+    }
+}
+
+impl<S: Clone + Send + Sync + 'static> Default for Routes<S> {
+    fn default() -> Routes<S> {
+        Routes::new()
+    }
 }
 
 /// Middleware: checks the route's row (see the module doc) for the caller. Must run

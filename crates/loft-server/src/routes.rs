@@ -16,14 +16,13 @@ use futures_util::FutureExt;
 use loft_core::Service;
 use tokio::net::TcpListener;
 
-use crate::auth::{self, AppState, Auth};
+use crate::auth::{self, Auth};
+use crate::listen::Serve;
 use crate::observe::{Observation, RequestMetrics, RouteName};
-use crate::{aws, console, inspect, metrics, native};
+use crate::permissions::Routes;
+use crate::state::AppState;
+use crate::{aws, console, inspect, metrics, native, reply};
 use tracing::Instrument;
-
-/// Largest request body of the seeds' API and the console, bytes (1 MiB); bodies are read
-/// under it by [`crate::native::NativeBody`].
-pub const NATIVE_BODY_LIMIT: usize = 1024 * 1024;
 
 /// The router over `service`, open to every caller: the seeds' API, the AWS protocols,
 /// Loft's inspection, metrics, readiness and console routes, with JSON errors for unknown
@@ -165,78 +164,14 @@ fn build(
         .merge(inspect)
         .merge(ops)
         .merge(console)
-        .fallback(native::not_found)
-        .method_not_allowed_fallback(native::method_not_allowed)
+        .fallback(reply::not_found)
+        .method_not_allowed_fallback(reply::method_not_allowed)
         .layer(axum::middleware::from_fn_with_state(
             requests.clone(),
             crate::observe::observe,
         ))
         .with_state(state.clone());
     (router, state, requests, table)
-}
-
-/// The router's routes as they are registered: only through [`Routes::at`], which
-/// refuses (panics at build, before any request) a method and template without a row in
-/// the access table ([`crate::permissions::ROUTES`]), and records each one so that the
-/// table and the router can be compared ([`Routes::finish`]).
-pub struct Routes<S> {
-    router: Router<S>,
-    registered: Vec<(&'static str, &'static str)>,
-}
-
-impl<S: Clone + Send + Sync + 'static> Routes<S> {
-    /// No routes yet.
-    pub fn new() -> Routes<S> {
-        Routes {
-            router: Router::new(),
-            registered: Vec::new(),
-        }
-    }
-
-    /// Adds `handler` for `method` (`GET`, `POST`, `PUT`, `DELETE`; a `GET` answers
-    /// `HEAD` too) on `path`. Several methods of one path merge into its route.
-    ///
-    /// Panics: the access table has no row for `method` and `path`, or `method` is not
-    /// one of those four: a programming error, found by every test that builds a router.
-    pub fn at<H, T>(mut self, method: &'static str, path: &'static str, handler: H) -> Routes<S>
-    where
-        H: axum::handler::Handler<T, S>,
-        T: 'static,
-    {
-        let m = Method::from_bytes(method.as_bytes()).expect("an HTTP method");
-        assert!(
-            crate::permissions::route_access(&m, path).is_some(),
-            "route {method} {path} has no row in permissions::ROUTES"
-        );
-        let filter = match method {
-            "GET" => axum::routing::MethodFilter::GET,
-            "POST" => axum::routing::MethodFilter::POST,
-            "PUT" => axum::routing::MethodFilter::PUT,
-            "DELETE" => axum::routing::MethodFilter::DELETE,
-            other => panic!("route {other} {path}: not a method Loft routes"),
-        };
-        self.router = self.router.route(path, axum::routing::on(filter, handler));
-        self.registered.push((method, path));
-        self
-    }
-
-    /// Applies `f` to the router so far (its `route_layer`s wrap the routes added before).
-    pub fn layered(mut self, f: impl FnOnce(Router<S>) -> Router<S>) -> Routes<S> {
-        self.router = f(self.router);
-        self
-    }
-
-    /// The router, its routes' methods and templates appended to `registered`.
-    pub fn finish(self, registered: &mut Vec<(&'static str, &'static str)>) -> Router<S> {
-        registered.extend(self.registered);
-        self.router
-    }
-}
-
-impl<S: Clone + Send + Sync + 'static> Default for Routes<S> {
-    fn default() -> Routes<S> {
-        Routes::new()
-    }
 }
 
 /// What [`crate::listen::serve`] serves: a [`Router`], and, when built by [`App::new`],
@@ -319,16 +254,16 @@ impl App {
                 return futures_util::future::Either::Left(aws.call(req));
             }
         }
-        let mut router = self.router.clone();
-        let routed = tower_service::Service::call(&mut router, req);
-        // Boxed: the router's future holds the request until its route takes it, and
-        // this future would otherwise be as large for every request.
-        futures_util::future::Either::Right(Box::pin(async move {
-            match routed.await {
-                Ok(resp) => resp,
-                Err(e) => match e {},
-            }
-        }))
+        futures_util::future::Either::Right(Serve::call(&self.router, req))
+    }
+}
+
+impl Serve for App {
+    fn call(
+        &self,
+        req: axum::extract::Request,
+    ) -> impl Future<Output = axum::response::Response> + Send + use<> {
+        App::call(self, req)
     }
 }
 
@@ -475,10 +410,16 @@ mod route_table {
     #[test]
     fn routes_are_registered_only_through_the_table() {
         let routes = include_str!("routes.rs");
+        let table = include_str!("permissions.rs");
         let lambda = include_str!("aws/lambda_rest.rs");
         let localstack = include_str!("localstack.rs");
         let calls = |text: &str| text.matches(concat!(".", "route(")).count();
-        assert_eq!(calls(routes), 1, "routes.rs: only Routes::at calls route");
+        assert_eq!(calls(routes), 0, "routes.rs: routes go through Routes::at");
+        assert_eq!(
+            calls(table),
+            1,
+            "permissions.rs: only Routes::at calls route"
+        );
         assert_eq!(
             calls(lambda),
             0,

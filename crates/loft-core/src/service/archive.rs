@@ -10,8 +10,9 @@
 
 use serde_json::{json, Value};
 
-use super::publish::{iso_timestamp, PublishRequest};
-use super::topics::invalid;
+use super::envelope::PublishRequest;
+use super::sns_errors::invalid;
+use crate::clock::iso_timestamp;
 use crate::error::Result;
 use crate::message;
 use crate::model::{ArchiveEntry, TopicRecord};

@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 
 use serde_json::json;
 
-use super::publish::iso_timestamp;
+use crate::clock::iso_timestamp;
 use crate::message;
 
 /// The tracing target delivery status records are written on.

@@ -144,7 +144,7 @@ fn check_phone_number(number: &str) -> Result<()> {
     if crate::names::is_phone_number(number) {
         Ok(())
     } else {
-        Err(super::topics::invalid(
+        Err(super::sns_errors::invalid(
             "PhoneNumber Reason: input incorrectly formatted",
         ))
     }

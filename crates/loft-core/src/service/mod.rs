@@ -4,7 +4,10 @@
 //! - [`messages`]: send, receive (with long polling), delete, visibility, purge.
 //! - [`move_tasks`]: moving messages out of dead-letter queues.
 //! - [`topics`]: topics and subscriptions.
-//! - [`publish`]: publish and fan-out, the SNS envelope.
+//! - [`publish`]: publish and fan-out.
+//! - `envelope`: SNS message formats (the envelope, signed fields, SQS copies, structured
+//!   text), shared by publish, replay and subscriptions.
+//! - `sns_errors`: SNS's `InvalidParameter` answers, a leaf every SNS file may import.
 //! - [`deliveries`]: HTTP/S delivery outcomes and retries.
 //! - [`protection`]: SNS message data protection (Put/GetDataProtectionPolicy, the
 //!   Inbound and Outbound hooks of Publish).
@@ -27,6 +30,7 @@ pub mod archive;
 pub mod batch;
 mod deliveries;
 pub mod delivery_status;
+mod envelope;
 mod functions;
 pub mod history;
 mod limits;
@@ -42,6 +46,7 @@ pub mod quotas;
 pub mod receipt;
 pub mod replay;
 pub mod reset;
+mod sns_errors;
 mod topics;
 
 use std::collections::HashMap;
@@ -60,6 +65,9 @@ use crate::store::Store;
 pub use access::{unique_id, Principal, Target};
 pub use batch::{BatchEntry, BatchKind, BatchOutcome};
 pub use deliveries::DELIVERY_LEASE_MS;
+pub use envelope::{
+    MessageSigner, PublishRequest, SignedFields, SIGNING_CERT_DIR, UNSIGNED_CERT_FILE,
+};
 pub use functions::{MappingInput, MappingView, MAPPING_LEASE_MS, MAPPING_RENEW_MS};
 pub use limits::{Limits, RECOUNT_INTERVAL, RECOUNT_MAX_AGE};
 pub use listing::{SubscriptionSummary, SMS_ATTRIBUTES};
@@ -74,10 +82,7 @@ pub use operator::{
 };
 pub use platform::{PlatformKind, PlatformResource, PLATFORMS};
 pub use protection::POLICY_ATTRIBUTE;
-pub use publish::{
-    iso_timestamp, MessageSigner, PublishRequest, PublishResult, PublishTarget, SignedFields,
-    SIGNING_CERT_DIR, UNSIGNED_CERT_FILE,
-};
+pub use publish::{PublishResult, PublishTarget};
 pub use queues::{ListQueuesPage, SeedQueue};
 pub use replay::{REPLAY_BATCH, REPLAY_LEASE_MS, REPLAY_POLL};
 pub use topics::{Page, SubscribeResult, PAGE_SIZE, PROTOCOLS, SEED_PAYLOAD_ATTRIBUTE};
@@ -161,7 +166,7 @@ pub struct Service {
     move_runners: std::sync::atomic::AtomicUsize,
     move_runner_done: Notify,
     /// Configuration: signs SNS envelopes, when configured.
-    signer: Option<Arc<dyn publish::MessageSigner>>,
+    signer: Option<Arc<dyn envelope::MessageSigner>>,
     /// Process: wakes this process's delivery workers when deliveries are queued (the
     /// deliveries are store rows; workers also look on their own).
     delivery_notify: Notify,
@@ -209,7 +214,7 @@ impl Service {
         store: Arc<dyn Store>,
         clock: Arc<dyn Clock>,
         config: ServiceConfig,
-        signer: Option<Arc<dyn publish::MessageSigner>>,
+        signer: Option<Arc<dyn envelope::MessageSigner>>,
     ) -> Arc<Service> {
         let wakeups = store.wakeups();
         let open_principal = access::Principal::open(&config);

@@ -14,7 +14,7 @@
 
 use std::collections::BTreeMap;
 
-use super::topics::invalid;
+use super::sns_errors::invalid;
 use super::Service;
 use crate::error::{Error, ErrorCode, Result};
 use crate::names::{self, Scope};
@@ -153,7 +153,7 @@ fn check_slashes(kind: PlatformKind, arn: &str) -> Result<()> {
 /// The ARN checks every call naming a platform resource makes, in AWS's order: at least
 /// six elements, then the slashes of the relative part.
 fn check_platform_arn(kind: PlatformKind, arn: &str) -> Result<()> {
-    super::topics::check_arn_elements(kind.arn_parameter(), arn)?;
+    super::sns_errors::check_arn_elements(kind.arn_parameter(), arn)?;
     check_slashes(kind, arn)
 }
 

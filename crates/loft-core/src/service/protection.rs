@@ -18,7 +18,7 @@ use std::sync::Mutex;
 use serde_json::Value;
 
 use super::messages::DEDUP_WINDOW_MS;
-use super::topics::invalid;
+use super::sns_errors::invalid;
 use super::Service;
 use crate::attributes::QueueConfig;
 use crate::data_protection::{self as dp, DataDirection, Detection, Policy, Verdict};
@@ -267,7 +267,7 @@ impl Service {
         };
         let record = dp::audit_record(
             message_id,
-            &super::iso_timestamp(now),
+            &crate::clock::iso_timestamp(now),
             &self.caller_principal(),
             &topic_arn,
             &text,

@@ -8,7 +8,7 @@
 //! as a live publish ([`Service::subscription_text`], [`Service::sqs_copy`]: filter policy,
 //! raw delivery or the envelope, FIFO group, dead-letter queue). A replayed message keeps
 //! its MessageId, Timestamp and SequenceNumber and carries `Replayed`
-//! ([`super::publish::REPLAYED_ATTRIBUTE`]).
+//! ([`super::envelope::REPLAYED_ATTRIBUTE`]).
 //!
 //! The replay is a record in the Store ([`ReplayRecord`]): its window, cursor, status and
 //! a node lease. While it runs, the topic's live fan-out leaves the subscription out (the
@@ -32,8 +32,8 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::activity::DeliveryOutcome;
-use super::publish::{Outgoing, SignedFields, SqsStep};
-use super::topics::invalid;
+use super::envelope::{Outgoing, SignedFields, SqsStep};
+use super::sns_errors::invalid;
 use super::{sequence_number, Service};
 use crate::error::Result;
 use crate::message::{self, MessageAttributes};
@@ -353,7 +353,7 @@ impl Service {
         r: &ReplayRecord,
         m: &ArchivedMessage,
         now: i64,
-    ) -> Option<(super::publish::SqsCopy, String)> {
+    ) -> Option<(super::envelope::SqsCopy, String)> {
         let published: Value = serde_json::from_str(&m.published).ok()?;
         let field = |name: &str| published.get(name).and_then(Value::as_str);
         let message = field("Message").unwrap_or_default();
@@ -362,7 +362,7 @@ impl Service {
         let text = if structured {
             serde_json::from_str::<Value>(message)
                 .ok()
-                .map(|v| super::publish::structured_text(&v, "sqs").to_owned())
+                .map(|v| super::envelope::structured_text(&v, "sqs").to_owned())
                 .unwrap_or_default()
         } else {
             message.to_owned()

@@ -10,10 +10,14 @@ use std::collections::BTreeMap;
 
 use serde_json::{json, Value};
 
+use super::envelope::{sender_of, SignedFields};
+use super::sns_errors::{check_arn_elements, invalid};
 use super::{Principal, Service};
+use crate::clock::iso_timestamp;
 use crate::delivery_policy::DeliveryPolicy;
 use crate::error::{Error, ErrorCode, Result};
 use crate::filter_policy::{FilterPolicy, FilterPolicyScope};
+use crate::message::MessageAttributes;
 use crate::model::{
     NewSubscription, RecordedFilter, RecordedMessage, SubscriptionRecord, TopicRecord,
 };
@@ -55,26 +59,6 @@ pub const PAGE_SIZE: usize = 100;
 pub struct SubscribeResult {
     /// The subscription's ARN, or `pending confirmation`.
     pub subscription_arn: String,
-}
-
-/// SNS's first check of an ARN parameter: at least six `:`-separated elements.
-/// Errors: `InvalidParameter` "Invalid parameter: {param} Reason: An ARN must have at
-/// least 6 elements, not N" (AWS's recorded answer).
-pub(crate) fn check_arn_elements(param: &str, arn: &str) -> Result<()> {
-    let n = names::arn_elements(arn);
-    if n < 6 {
-        return Err(invalid(&format!(
-            "{param} Reason: An ARN must have at least 6 elements, not {n}"
-        )));
-    }
-    Ok(())
-}
-
-pub(crate) fn invalid(what: &str) -> Error {
-    Error::new(
-        ErrorCode::InvalidParameter,
-        format!("Invalid parameter: {what}"),
-    )
 }
 
 fn topic_not_found() -> Error {
@@ -792,11 +776,8 @@ impl Service {
             )
             .await?;
         } else {
-            let (sender, message) = super::publish::sender_of(
-                topic,
-                &sub.protocol,
-                format!("{message}\n{subscribe_url}"),
-            );
+            let (sender, message) =
+                sender_of(topic, &sub.protocol, format!("{message}\n{subscribe_url}"));
             let record = RecordedMessage {
                 id: 0,
                 account: self.stored_account(self.key_scope(&topic.name).0.account),
@@ -1230,6 +1211,46 @@ impl Service {
                 },
             )
             .await
+    }
+
+    /// Queues the SubscriptionConfirmation or UnsubscribeConfirmation (`message_type`)
+    /// POST of an HTTP/S subscription: a signed envelope with Token and SubscribeURL.
+    pub(crate) async fn queue_confirmation(
+        &self,
+        topic: &TopicRecord,
+        sub: &SubscriptionRecord,
+        message_type: &str,
+        token: &str,
+        subscribe_url: &str,
+        message: &str,
+    ) -> Result<()> {
+        let topic_arn = self.topic_arn(&topic.name);
+        let message_id = uuid::Uuid::new_v4().to_string();
+        let fields = SignedFields {
+            message_type: message_type.into(),
+            message: message.into(),
+            message_id: message_id.clone(),
+            subject: None,
+            subscribe_url: Some(subscribe_url.into()),
+            timestamp: iso_timestamp(self.now_ms()),
+            token: Some(token.into()),
+            topic_arn: topic_arn.clone(),
+        };
+        let sig = self.signature(topic, &fields);
+        let body = self.envelope(
+            topic,
+            &fields,
+            sig.as_ref(),
+            &MessageAttributes::new(),
+            None,
+            None,
+        );
+        let delivery = self.http_delivery(topic, sub, message_type, &message_id, body, false);
+        self.store
+            .publish(Vec::new(), vec![delivery], Vec::new())
+            .await?;
+        self.delivery_notify.notify_one();
+        Ok(())
     }
 }
 

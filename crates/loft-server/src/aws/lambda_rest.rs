@@ -11,8 +11,8 @@
 use std::sync::Arc;
 
 use crate::body::BodyError;
-use crate::native::NativeBody;
-use crate::routes::Routes;
+use crate::body::NativeBody;
+use crate::permissions::Routes;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};

@@ -411,7 +411,7 @@ fn handle(
             let e = Error::with(ErrorCode::UnknownOperation, &[]);
             return ready(sqs_query::error(&e, rid, false));
         }
-        return Box::pin(crate::native::not_found());
+        return Box::pin(crate::reply::not_found());
     };
     let service = route_query(&headers, uri.path(), &pairs, &action);
     let json = service == AwsService::Sqs && sqs_query::wants_json(&headers);

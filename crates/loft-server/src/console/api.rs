@@ -48,7 +48,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::body::BodyError;
-use crate::native::NativeBody;
+use crate::body::NativeBody;
 
 /// Default number of messages `GET /_loft/queues/{name}/messages` returns.
 pub const DEFAULT_PEEK: u32 = 50;
