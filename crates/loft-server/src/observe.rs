@@ -196,6 +196,22 @@ impl RouteName {
     }
 }
 
+/// The W3C trace context header (W3C Trace Context, "traceparent Header").
+const TRACEPARENT: &str = "traceparent";
+
+/// A request's headers as OpenTelemetry's propagators read them.
+struct HeaderExtractor<'a>(&'a axum::http::HeaderMap);
+
+impl opentelemetry::propagation::Extractor for HeaderExtractor<'_> {
+    fn get(&self, key: &str) -> Option<&str> {
+        self.0.get(key).and_then(|v| v.to_str().ok())
+    }
+
+    fn keys(&self) -> Vec<&str> {
+        self.0.keys().map(|k| k.as_str()).collect()
+    }
+}
+
 /// One request under observation, from its arrival ([`Observation::begin`]: the request
 /// id, the `request` span) to its answer ([`Observation::finish`]: the metrics, the
 /// `x-amzn-requestid` header, the access line). Run the request's future, and `finish`,
@@ -227,6 +243,16 @@ impl Observation {
         let method = req.method().clone();
         let path = req.uri().path_and_query().cloned();
         let span = tracing::info_span!("request", request_id = %rid);
+        if req.headers().contains_key(TRACEPARENT) {
+            // W3C trace context: the caller's span becomes this request's parent when traces
+            // are exported (`crates/loft/src/logging.rs`); otherwise the propagator is
+            // a no-op and so is this.
+            let cx = opentelemetry::global::get_text_map_propagator(|p| {
+                p.extract(&HeaderExtractor(req.headers()))
+            });
+            use tracing_opentelemetry::OpenTelemetrySpanExt as _;
+            let _ = span.set_parent(cx);
+        }
         (
             Observation {
                 start,
