@@ -376,3 +376,41 @@ async fn without_an_otlp_endpoint_no_message_gains_an_aws_trace_header() {
         assert!(m["Attributes"]["SentTimestamp"].is_string(), "{m}");
     }
 }
+
+#[tokio::test]
+async fn the_seeds_receive_links_to_the_send_too() {
+    let (endpoint, spans) = receiver().await;
+    let s = traced_server(&endpoint);
+    // A queue of the seeds' API, sent to over SQS under a trace.
+    let resp = s.http.post(s.url("/queues/seeded")).send().await.unwrap();
+    assert_eq!(resp.status().as_u16(), 201);
+    let trace = "6bf92f3577b34da6a3ce929d0e0e4736";
+    let parent = "20f067aa0ba902b7";
+    let sent = sqs_under(
+        &s,
+        trace,
+        parent,
+        "SendMessage",
+        json!({"QueueUrl": s.queue_url("seeded"), "MessageBody": "x"}),
+    )
+    .await;
+    let got: Value = s
+        .http
+        .get(s.url("/queues/seeded/messages?wait_seconds=5"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = sent["MessageId"].as_str().unwrap();
+    assert_eq!(got["id"], id, "{got}");
+    let send_span = span_where(&spans, "the send's span", |sp| {
+        text(sp, "traceId") == trace && text(sp, "parentSpanId") == parent
+    })
+    .await;
+    span_where(&spans, "the seeds' receive linking to the send", |sp| {
+        links_to(sp, trace, text(&send_span, "spanId"), id)
+    })
+    .await;
+}
