@@ -293,8 +293,16 @@ fn is_hex(s: &str, len: usize) -> bool {
 /// that sent each message. Nothing when traces are not exported, or for headers that
 /// name no span ([`xray_span_context`]).
 pub fn link_to_sends<'a>(messages: impl IntoIterator<Item = (&'a str, Option<&'a str>)>) {
+    link_span_to_sends(&Span::current(), messages);
+}
+
+/// [`link_to_sends`] for `span` rather than the current one (an event source mapping's
+/// batch, which is no request).
+pub fn link_span_to_sends<'a>(
+    span: &Span,
+    messages: impl IntoIterator<Item = (&'a str, Option<&'a str>)>,
+) {
     use tracing_opentelemetry::OpenTelemetrySpanExt as _;
-    let span = Span::current();
     if span.is_disabled() {
         return;
     }

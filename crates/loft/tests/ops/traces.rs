@@ -414,3 +414,67 @@ async fn the_seeds_receive_links_to_the_send_too() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn an_event_source_mapping_batch_links_to_the_sends() {
+    let (endpoint, spans) = receiver().await;
+    // The function: a plain HTTP handler that takes every batch.
+    let invoked = Arc::new(tokio::sync::Notify::new());
+    let told = invoked.clone();
+    let app = axum::Router::new().route(
+        "/",
+        post(move || {
+            let told = told.clone();
+            async move {
+                told.notify_one();
+                axum::Json(json!({}))
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let function = format!("http://{}/", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let dir = tempfile::tempdir().unwrap();
+    let config = crate::harness::write_file(
+        dir.path(),
+        "loft.toml",
+        &format!(
+            "[server]\nlisten = \"127.0.0.1:0\"\n\n[[queues]]\nname = \"mapped\"\n\n\
+             [[functions]]\nname = \"f\"\nurl = \"{function}\"\n\n\
+             [[event_source_mappings]]\nfunction = \"f\"\nqueue = \"mapped\"\n"
+        ),
+    );
+    let config = config.to_str().unwrap().to_owned();
+    let s = Server::start_in(
+        dir,
+        &["--config", &config],
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint),
+            ("OTEL_BSP_SCHEDULE_DELAY", "50"),
+        ],
+    )
+    .expect("starts");
+    let trace = "7bf92f3577b34da6a3ce929d0e0e4736";
+    let parent = "30f067aa0ba902b7";
+    let sent = sqs_under(
+        &s,
+        trace,
+        parent,
+        "SendMessage",
+        json!({"QueueUrl": s.queue_url("mapped"), "MessageBody": "x"}),
+    )
+    .await;
+    tokio::time::timeout(std::time::Duration::from_secs(30), invoked.notified())
+        .await
+        .expect("the function is invoked");
+    let id = sent["MessageId"].as_str().unwrap();
+    let send_span = span_where(&spans, "the send's span", |sp| {
+        text(sp, "traceId") == trace && text(sp, "parentSpanId") == parent
+    })
+    .await;
+    let batch = span_where(&spans, "the mapping batch linking to the send", |sp| {
+        links_to(sp, trace, text(&send_span, "spanId"), id)
+    })
+    .await;
+    assert_eq!(text(&batch, "name"), "mapping_batch", "{batch}");
+}
