@@ -30,6 +30,7 @@ use loft_core::service::MAPPING_RENEW_MS;
 use loft_core::Service;
 use tokio::sync::{watch, Notify};
 use tokio::task::JoinHandle;
+use tracing::Instrument as _;
 
 use crate::invoke::{self, InvocationType};
 
@@ -123,48 +124,64 @@ async fn run_batch_until(
         }
     }
     let received = records.len();
-    if leased && !svc.mapping_active(&m.uuid).await? {
-        // Disabled, deleted or taken over while the batch was received: not invoked, and
-        // back in the queue for whoever polls next.
-        svc.mapping_return(m, &records).await?;
-        return Ok(Some(BatchReport {
+    // The batch's span (exported with OpenTelemetry traces, crates/loft/src/logging.rs):
+    // linked to each message's send, as a receive's is (`crate::observe::link_to_sends`).
+    let span = tracing::info_span!("mapping_batch", mapping = %m.uuid, messages = received);
+    crate::observe::link_span_to_sends(
+        &span,
+        records.iter().map(|r| {
+            (
+                r.message_id.as_str(),
+                r.attributes.get("AWSTraceHeader").map(String::as_str),
+            )
+        }),
+    );
+    async {
+        if leased && !svc.mapping_active(&m.uuid).await? {
+            // Disabled, deleted or taken over while the batch was received: not invoked, and
+            // back in the queue for whoever polls next.
+            svc.mapping_return(m, &records).await?;
+            return Ok(Some(BatchReport {
+                received,
+                invoked: 0,
+                deleted: 0,
+                outcome: None,
+                stopped: true,
+            }));
+        }
+        let records = svc.mapping_filter(m, records).await?;
+        if records.is_empty() {
+            return Ok(Some(BatchReport {
+                received,
+                invoked: 0,
+                deleted: 0,
+                outcome: None,
+                stopped: false,
+            }));
+        }
+        let event = svc.mapping_event(m, &records);
+        let outcome = invoke::invoke(
+            client,
+            &f,
+            InvocationType::RequestResponse,
+            &event,
+            &svc.config().region,
+        )
+        .await;
+        let deleted = svc.mapping_settle(m, &records, &outcome).await?;
+        if !matches!(outcome, InvokeOutcome::Success(_)) {
+            tracing::info!(mapping = %m.uuid, function = %f.name, messages = records.len(), error = %outcome.describe(), "batch failed; its messages return after the visibility timeout");
+        }
+        Ok(Some(BatchReport {
             received,
-            invoked: 0,
-            deleted: 0,
-            outcome: None,
-            stopped: true,
-        }));
-    }
-    let records = svc.mapping_filter(m, records).await?;
-    if records.is_empty() {
-        return Ok(Some(BatchReport {
-            received,
-            invoked: 0,
-            deleted: 0,
-            outcome: None,
+            invoked: records.len(),
+            deleted,
+            outcome: Some(outcome),
             stopped: false,
-        }));
+        }))
     }
-    let event = svc.mapping_event(m, &records);
-    let outcome = invoke::invoke(
-        client,
-        &f,
-        InvocationType::RequestResponse,
-        &event,
-        &svc.config().region,
-    )
-    .await;
-    let deleted = svc.mapping_settle(m, &records, &outcome).await?;
-    if !matches!(outcome, InvokeOutcome::Success(_)) {
-        tracing::info!(mapping = %m.uuid, function = %f.name, messages = records.len(), error = %outcome.describe(), "batch failed; its messages return after the visibility timeout");
-    }
-    Ok(Some(BatchReport {
-        received,
-        invoked: records.len(),
-        deleted,
-        outcome: Some(outcome),
-        stopped: false,
-    }))
+    .instrument(span)
+    .await
 }
 
 /// One batch loop of a mapping: batches until the mapping stops (`current` turns `None`,

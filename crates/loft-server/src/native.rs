@@ -188,6 +188,11 @@ pub async fn receive_message(
         }
     };
     let message = svc.receive_seed_until(&name, vt, wait, gone).await?;
+    crate::observe::link_to_sends(
+        message
+            .iter()
+            .map(|m| (m.message_id.as_str(), m.trace_header.as_deref())),
+    );
     let value = match message {
         Some(m) => json!({"id": m.message_id, "body": m.body, "receive_count": m.receive_count}),
         None => Value::Null,

@@ -196,6 +196,129 @@ impl RouteName {
     }
 }
 
+/// The W3C trace context header (W3C Trace Context, "traceparent Header").
+const TRACEPARENT: &str = "traceparent";
+
+/// A request's headers as OpenTelemetry's propagators read them.
+struct HeaderExtractor<'a>(&'a axum::http::HeaderMap);
+
+impl opentelemetry::propagation::Extractor for HeaderExtractor<'_> {
+    fn get(&self, key: &str) -> Option<&str> {
+        self.0.get(key).and_then(|v| v.to_str().ok())
+    }
+
+    fn keys(&self) -> Vec<&str> {
+        self.0.keys().map(|k| k.as_str()).collect()
+    }
+}
+
+/// The X-Ray trace header of the current span's OpenTelemetry context, when traces are
+/// exported and that context is valid (the request's span, a child of the caller's
+/// `traceparent` span when one came): `Root=1-{first 8 hex digits of the W3C trace
+/// id}-{its other 24};Parent={span id, 16 hex digits};Sampled={1|0}` (X-Ray Developer
+/// Guide, "Tracing header"; W3C Trace Context, "trace-id"). A send without an
+/// `AWSTraceHeader` of its own carries this one, as SQS stores the X-Ray header of a
+/// traced sender (SQS Developer Guide, "AWS X-Ray and Amazon SQS"). `None` when traces
+/// are not exported (`crates/loft/src/logging.rs`): then Loft adds no header, as SQS
+/// adds none for an untraced sender.
+pub fn trace_header() -> Option<String> {
+    use opentelemetry::trace::TraceContextExt as _;
+    use tracing_opentelemetry::OpenTelemetrySpanExt as _;
+    let cx = Span::current().context();
+    let span = cx.span();
+    xray_header(span.span_context())
+}
+
+/// `sc` in the X-Ray header form of [`trace_header`]; `None` for an invalid context.
+fn xray_header(sc: &opentelemetry::trace::SpanContext) -> Option<String> {
+    if !sc.is_valid() {
+        return None;
+    }
+    let trace = format!("{:032x}", sc.trace_id());
+    Some(format!(
+        "Root=1-{}-{};Parent={:016x};Sampled={}",
+        &trace[..8],
+        &trace[8..],
+        sc.span_id(),
+        u8::from(sc.is_sampled())
+    ))
+}
+
+/// The span context an X-Ray trace header names (`Root=1-XXXXXXXX-YYY…;Parent=…;Sampled=…`,
+/// fields in any order, others ignored; X-Ray Developer Guide, "Tracing header"): the trace
+/// id is the Root's 32 hex digits, the span id the Parent. `None` when the header has no
+/// well-formed Root or Parent (a header SNS started has no Parent: nothing to link to).
+fn xray_span_context(header: &str) -> Option<opentelemetry::trace::SpanContext> {
+    use opentelemetry::trace::{SpanContext, SpanId, TraceFlags, TraceId, TraceState};
+    let (mut trace, mut parent, mut sampled) = (None, None, false);
+    for field in header.split(';') {
+        let Some((k, v)) = field.trim().split_once('=') else {
+            continue;
+        };
+        match k.trim() {
+            "Root" => {
+                let mut parts = v.trim().split('-');
+                trace = match (parts.next(), parts.next(), parts.next(), parts.next()) {
+                    (Some("1"), Some(time), Some(id), None)
+                        if is_hex(time, 8) && is_hex(id, 24) =>
+                    {
+                        TraceId::from_hex(&format!("{time}{id}")).ok()
+                    }
+                    _ => None,
+                };
+            }
+            "Parent" if is_hex(v.trim(), 16) => parent = SpanId::from_hex(v.trim()).ok(),
+            "Sampled" => sampled = v.trim() == "1",
+            _ => {}
+        }
+    }
+    let flags = if sampled {
+        TraceFlags::SAMPLED
+    } else {
+        TraceFlags::default()
+    };
+    let sc = SpanContext::new(trace?, parent?, flags, true, TraceState::default());
+    sc.is_valid().then_some(sc)
+}
+
+/// Whether `s` is `len` hexadecimal digits.
+fn is_hex(s: &str, len: usize) -> bool {
+    s.len() == len && s.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// Links the current span (a receive's request span) to the send of each received
+/// message that carries an X-Ray `AWSTraceHeader` with a Parent: `(message id, header)`
+/// pairs. Each link has attribute `messaging.message.id` (OpenTelemetry semantic
+/// conventions, "Messaging spans"), so a trace viewer leads from a receive to the request
+/// that sent each message. Nothing when traces are not exported, or for headers that
+/// name no span ([`xray_span_context`]).
+pub fn link_to_sends<'a>(messages: impl IntoIterator<Item = (&'a str, Option<&'a str>)>) {
+    link_span_to_sends(&Span::current(), messages);
+}
+
+/// [`link_to_sends`] for `span` rather than the current one (an event source mapping's
+/// batch, which is no request).
+pub fn link_span_to_sends<'a>(
+    span: &Span,
+    messages: impl IntoIterator<Item = (&'a str, Option<&'a str>)>,
+) {
+    use tracing_opentelemetry::OpenTelemetrySpanExt as _;
+    if span.is_disabled() {
+        return;
+    }
+    for (id, header) in messages {
+        if let Some(sc) = header.and_then(xray_span_context) {
+            span.add_link_with_attributes(
+                sc,
+                vec![opentelemetry::KeyValue::new(
+                    "messaging.message.id",
+                    id.to_owned(),
+                )],
+            );
+        }
+    }
+}
+
 /// One request under observation, from its arrival ([`Observation::begin`]: the request
 /// id, the `request` span) to its answer ([`Observation::finish`]: the metrics, the
 /// `x-amzn-requestid` header, the access line). Run the request's future, and `finish`,
@@ -227,6 +350,16 @@ impl Observation {
         let method = req.method().clone();
         let path = req.uri().path_and_query().cloned();
         let span = tracing::info_span!("request", request_id = %rid);
+        if req.headers().contains_key(TRACEPARENT) {
+            // W3C trace context: the caller's span becomes this request's parent when traces
+            // are exported (`crates/loft/src/logging.rs`); otherwise the propagator is
+            // a no-op and so is this.
+            let cx = opentelemetry::global::get_text_map_propagator(|p| {
+                p.extract(&HeaderExtractor(req.headers()))
+            });
+            use tracing_opentelemetry::OpenTelemetrySpanExt as _;
+            let _ = span.set_parent(cx);
+        }
         (
             Observation {
                 start,
@@ -288,6 +421,56 @@ impl Observation {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn xray_headers_name_the_w3c_trace_and_span() {
+        use opentelemetry::trace::{SpanContext, SpanId, TraceFlags, TraceId, TraceState};
+        let sc = SpanContext::new(
+            TraceId::from_hex("0af7651916cd43dd8448eb211c80319c").unwrap(),
+            SpanId::from_hex("00f067aa0ba902b7").unwrap(),
+            TraceFlags::SAMPLED,
+            false,
+            TraceState::default(),
+        );
+        let h = xray_header(&sc).unwrap();
+        assert_eq!(
+            h,
+            "Root=1-0af76519-16cd43dd8448eb211c80319c;Parent=00f067aa0ba902b7;Sampled=1"
+        );
+        let back = xray_span_context(&h).unwrap();
+        assert_eq!(back.trace_id(), sc.trace_id());
+        assert_eq!(back.span_id(), sc.span_id());
+        assert!(back.is_sampled());
+        assert!(xray_header(&SpanContext::empty_context()).is_none());
+    }
+
+    #[test]
+    fn xray_headers_are_read_as_x_ray_writes_them() {
+        // X-Ray Developer Guide, "Tracing header": fields in any order, spaces allowed.
+        let sc = xray_span_context(
+            "Sampled=0; Parent=53995c3f42cd8ad8; Root=1-5759e988-bd862e3fe1be46a994272793",
+        )
+        .unwrap();
+        assert_eq!(
+            format!("{:032x}", sc.trace_id()),
+            "5759e988bd862e3fe1be46a994272793"
+        );
+        assert_eq!(format!("{:016x}", sc.span_id()), "53995c3f42cd8ad8");
+        assert!(!sc.is_sampled());
+        // No Parent (as SNS starts a trace): no span to link to.
+        assert!(xray_span_context("Root=1-5759e988-bd862e3fe1be46a994272793;Sampled=1").is_none());
+        for bad in [
+            "",
+            "Root=2-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8",
+            "Root=1-5759e98-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8",
+            "Root=1-+759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8",
+            "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad",
+            "Root=1-00000000-000000000000000000000000;Parent=53995c3f42cd8ad8",
+            "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=0000000000000000",
+        ] {
+            assert!(xray_span_context(bad).is_none(), "{bad}");
+        }
+    }
 
     #[test]
     fn histogram_buckets_are_upper_inclusive() {

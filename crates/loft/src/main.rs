@@ -215,7 +215,8 @@ fn main() -> std::process::ExitCode {
     allocator::tune();
     let matches = Cli::command().get_matches();
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
-    logging::init(cli.log_format);
+    // Kept to the end of `main`: dropping it flushes the spans not yet exported.
+    let _telemetry = logging::init(cli.log_format);
     let mode = match &cli.command {
         Command::Serve(args) => args.runtime,
         _ => runtimes::RuntimeMode::MultiThread,

@@ -89,6 +89,10 @@ pub struct ReceivedMessage {
     pub md5_message_attributes: Option<String>,
     /// How many times it has been received, this time included.
     pub receive_count: i64,
+    /// The message's `AWSTraceHeader` system attribute (X-Ray trace header of its send),
+    /// whether or not the receive asked for it: what links the receive's trace span to
+    /// the send's (`loft_server::observe::link_to_sends`). Never returned as such.
+    pub trace_header: Option<String>,
 }
 
 const SYSTEM_ATTRIBUTES: &[&str] = &[
@@ -737,6 +741,11 @@ impl Service {
                 .iter()
                 .any(|w| w == "All" || w == n)
         };
+        let trace_header = m.system_attributes.as_deref().and_then(|a| {
+            message::decode_attributes(Some(a))
+                .remove("AWSTraceHeader")
+                .and_then(|v| v.string_value)
+        });
         let mut attributes = BTreeMap::new();
         for name in SYSTEM_ATTRIBUTES {
             if !wants(name) {
@@ -745,9 +754,7 @@ impl Service {
             let value = match *name {
                 "ApproximateFirstReceiveTimestamp" => m.first_received_at_ms.map(|t| t.to_string()),
                 "ApproximateReceiveCount" => Some(m.receive_count.to_string()),
-                "AWSTraceHeader" => message::decode_attributes(m.system_attributes.as_deref())
-                    .get("AWSTraceHeader")
-                    .and_then(|v| v.string_value.clone()),
+                "AWSTraceHeader" => trace_header.clone(),
                 "DeadLetterQueueSourceArn" => m.dead_letter_source.clone(),
                 "MessageDeduplicationId" => m.dedup_id.clone(),
                 "MessageGroupId" => m.group_id.clone(),
@@ -774,6 +781,7 @@ impl Service {
             md5_body: m.md5_body,
             attributes,
             receive_count: m.receive_count,
+            trace_header,
         }
     }
 

@@ -61,7 +61,9 @@ pub struct Context {
     pub base_url: String,
     /// The `X-Amzn-Trace-Id` header: the X-Ray trace header SDKs send, which becomes a
     /// message's `AWSTraceHeader` system attribute unless the request gives that
-    /// attribute itself (SQS Developer Guide, "AWS X-Ray and Amazon SQS").
+    /// attribute itself (SQS Developer Guide, "AWS X-Ray and Amazon SQS"). Without the
+    /// header, while OpenTelemetry traces are exported: the request span's trace context
+    /// in X-Ray form ([`crate::observe::trace_header`]).
     pub trace_header: Option<String>,
     /// The connection the request came on, so a long poll ends when its client goes
     /// away (`None` when served without one, as in tests calling the router directly).
@@ -283,11 +285,14 @@ async fn open(
     let ctx = Context {
         principal,
         base_url: base_url(scheme, &headers, &uri),
+        // The caller's X-Ray header, or, while traces are exported, the request span's
+        // context in X-Ray form (`crate::observe::trace_header`).
         trace_header: headers
             .get("x-amzn-trace-id")
             .and_then(|v| v.to_str().ok())
             .filter(|v| !v.is_empty())
-            .map(str::to_owned),
+            .map(str::to_owned)
+            .or_else(crate::observe::trace_header),
         client,
     };
     let mut op_label = None;

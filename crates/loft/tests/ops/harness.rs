@@ -60,6 +60,8 @@ fn command(dir: &Path, args: &[&str], envs: &[(&str, &str)]) -> Command {
         "LOFT_NO_SQS_QUOTAS",
         "LOFT_METRICS_AUTH",
         "LOFT_AUTO_CREATE_QUEUES",
+        "OTEL_EXPORTER_OTLP_ENDPOINT",
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
     ] {
         cmd.env_remove(k);
     }

@@ -18,3 +18,4 @@ mod deploy;
 mod metrics;
 mod observe;
 mod reset;
+mod traces;

@@ -426,9 +426,13 @@ pub(crate) fn receive_wait(
     gone: Gone,
 ) -> impl std::future::Future<Output = Result<SqsResponse>> + Send + 'static {
     async move {
-        let messages: Vec<Message> = svc
-            .receive_message_until(&name, &r, gone)
-            .await?
+        let received = svc.receive_message_until(&name, &r, gone).await?;
+        crate::observe::link_to_sends(
+            received
+                .iter()
+                .map(|m| (m.message_id.as_str(), m.trace_header.as_deref())),
+        );
+        let messages: Vec<Message> = received
             .into_iter()
             .map(|m| Message {
                 message_id: Some(m.message_id),
