@@ -9,8 +9,8 @@ creates an empty queue, opens CONNECTIONS connections at once (default 2000), se
 ReceiveMessage with WaitTimeSeconds=WAIT_SECONDS (default 20) on each, reads every answer,
 prints the counts, and stops the server by its pid. Bounded: every connection gives up
 WAIT_SECONDS + 30 s after the start. Raises its own open-files limit (RLIMIT_NOFILE) to
-the hard limit; the server raises its own. Measures issue 30's "2,000 concurrent long
-polls from one address all answered" target (README: running behind a load balancer).
+the hard limit; the server raises its own. Measures the "2,000 concurrent long polls
+from one address all answered" target (README: running behind a load balancer).
 """
 
 import asyncio

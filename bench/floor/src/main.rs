@@ -1,8 +1,8 @@
-//! `loft-floor` (bench/floor, issue 19 "Throughput, part two", item 1): the smallest
-//! honest server that does the real work of an Amazon SQS `SendMessage`, the physical floor
-//! Loft's single-send path is measured against. BENCHMARKS.md, "The floor", has the current
-//! figures and commands; docs/benchmarks/history.md, "Issue 19: the floor", the first
-//! measurements and what the gap consists of.
+//! `loft-floor` (bench/floor): the smallest honest server that does the real work of an
+//! Amazon SQS `SendMessage`, the physical floor Loft's single-send path is measured against.
+//! BENCHMARKS.md, "The floor", has the current figures and commands;
+//! docs/benchmarks/history.md, "the floor" (`bench/floor`), the first measurements and what
+//! the gap consists of.
 //!
 //! Per request it does what every SQS server must do and nothing else: HTTP/1.1 with
 //! keep-alive (hyper, as Loft), the AWS JSON 1.0 body parsed with serde_json, the body's
@@ -22,8 +22,8 @@
 //!
 //! Usage: `loft-floor --listen 127.0.0.1:PORT --db FILE [--no-autoincrement]
 //! [--no-expiry-index]`. `FILE` must not exist yet (the schema switches apply when it is
-//! created). The two switches drop, one at a time, the parts of Loft's schema that issue
-//! 19 item 2 asks about: `AUTOINCREMENT` (a `sqlite_sequence` row rewritten by every
+//! created). The two switches drop, one at a time, the two parts of Loft's schema measured
+//! for their cost per send: `AUTOINCREMENT` (a `sqlite_sequence` row rewritten by every
 //! commit) and the index on `expires_at`.
 
 use std::borrow::Cow;
@@ -67,10 +67,7 @@ const ACCOUNT_ID: &str = "000000000000";
 
 /// Command line.
 #[derive(Parser, Debug)]
-#[command(
-    name = "loft-floor",
-    about = "The floor for Loft's SendMessage path (issue 19)"
-)]
+#[command(name = "loft-floor", about = "The floor for Loft's SendMessage path")]
 struct Args {
     /// Address to listen on, e.g. 127.0.0.1:9330.
     #[arg(long)]

@@ -44,7 +44,8 @@
 //! - **Runtimes**: a listener given a runtime ([`Listener::on_runtime`]) accepts, and
 //!   serves its connections, on that runtime's thread instead of the caller's; `loft serve
 //!   --runtime per-core` gives each core a current-thread runtime accepting on its own
-//!   handle of every listening socket ([`Listener::twin`]; issue 19 item 2), so that a
+//!   handle of every listening socket ([`Listener::twin`]; fewer wake-ups per request:
+//!   docs/benchmarks/history.md, "wake-ups per request and the runtime model"), so that a
 //!   request is read, handled and answered on the thread that accepted it. The connection limits, the body budget and
 //!   the graceful shutdown stay shared by all listeners, whatever runtime they are on.
 
@@ -533,7 +534,8 @@ async fn serve_http<A: Serve, S>(
         let req = req.map(|b| Body::new(TimedBody::new(b, started, clocks)));
         // The app's future is made now and mapped, not awaited in an `async` block that
         // would keep the request beside it: hyper boxes this future per connection and a
-        // long poll holds it for its wait (issue 19 item 6).
+        // long poll holds it for its wait (memory per waiting long poll: BENCHMARKS.md,
+        // long polls).
         Either::Right(
             app.call(req)
                 .map(move |resp| Ok::<_, Infallible>(resp.map(|b| TrackedBody::new(b, in_flight)))),

@@ -179,8 +179,9 @@ fn build(
 /// and SNS query call of an SDK) that answers exactly as the router's `/` route does
 /// (the same [`crate::observe`] work: request id, span, metrics, access line; axum's
 /// `Content-Length`) without the router's per-request work: matching the path, cloning
-/// the boxed route services and running the middleware through `from_fn` (issue 19: 21
-/// of a send's ~80 allocations were there). Every other request goes to the router.
+/// the boxed route services and running the middleware through `from_fn` (21 of a
+/// send's ~80 allocations were there: docs/benchmarks/history.md, "Where the allocations
+/// are"). Every other request goes to the router.
 #[derive(Clone)]
 pub struct App {
     router: Router,
@@ -242,8 +243,8 @@ impl App {
     /// Answers `req`: on the direct route when it is one, else through the router.
     ///
     /// The route is chosen here, before the future: the future holds the chosen route's
-    /// future alone, not the request beside it (a long poll holds it for its whole wait;
-    /// issue 19 item 6).
+    /// future alone, not the request beside it (a long poll holds it for its whole wait:
+    /// memory per waiting long poll, BENCHMARKS.md, long polls).
     pub(crate) fn call(
         &self,
         req: axum::extract::Request,
@@ -285,8 +286,8 @@ impl AwsRoot {
     /// The request is opened (its observation begun, [`aws::entry`] called) before the
     /// future, and the future is made of combinators rather than an `async` block (which
     /// would keep a second slot for the entry's future it awaits), so it holds the
-    /// entry's future, the observation and the span once each (issue 19 item 6: a long
-    /// poll holds it for its wait, and hyper keeps a box of its size per connection).
+    /// entry's future, the observation and the span once each (a long poll holds it for
+    /// its wait, and hyper keeps a box of its size per connection: BENCHMARKS.md, long polls).
     fn call(
         &self,
         mut req: axum::extract::Request,

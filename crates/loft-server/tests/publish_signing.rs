@@ -4,8 +4,9 @@
 //!
 //! Sources: SNS Developer Guide, "Amazon SNS raw message delivery" (the raw message is
 //! delivered as is, without the JSON envelope) and "Verifying the signatures of Amazon SNS
-//! messages" (the envelope's Signature). Issue 19 item 7: signing every publish was 70% of
-//! a raw fan-out's server CPU.
+//! messages" (the envelope's Signature). Signing every publish was 70% of a raw
+//! fan-out's server CPU (docs/benchmarks/history.md, "Fan-out: SNS Publish and
+//! PublishBatch to 10 SQS queues").
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -5,8 +5,8 @@
 //!   load.
 //! - [`tune`]: mimalloc 3 waits 1 s (`purge_delay`) before it returns freed pages to the
 //!   system, and does so only during later allocations, so a server that went idle after
-//!   a burst kept it all: 1,000 request bodies of 1 MiB left the resident set at 778 MB
-//!   (issue 20). Purged at once instead, it falls back to about 40 MB
+//!   a burst kept it all: 1,000 request bodies of 1 MiB left the resident set at 778 MB.
+//!   Purged at once instead, it falls back to about 40 MB
 //!   (`bench/hostile burst`, BENCHMARKS.md). On Linux [`tune`] also turns transparent huge
 //!   pages off for the process (`prctl(PR_SET_THP_DISABLE)`): mimalloc asks for them on its
 //!   arenas (`madvise(MADV_HUGEPAGE)`, from before `main`), so a buffer touched in one place
@@ -71,8 +71,8 @@ pub fn collect() {
 /// of allocations (`alloc`, `alloc_zeroed` and `realloc` calls) made since the process
 /// started, counted by [`Counting`] around mimalloc. `loft serve` writes it to stderr as it
 /// stops (`loft: N allocations since start`), so the allocations of a load are the
-/// difference between two runs of different lengths (issue 19 item 2:
-/// `bench/floor/allocations`).
+/// difference between two runs of different lengths (`bench/floor/allocations`;
+/// BENCHMARKS.md, the floor).
 #[cfg(feature = "count-allocations")]
 pub mod counting {
     use std::alloc::{GlobalAlloc, Layout};

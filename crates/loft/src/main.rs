@@ -722,7 +722,8 @@ async fn serve(
 /// holds a socket, and a soft limit of 1,024 (a common default) would refuse connections
 /// long before `--max-connections` (10,000 by default). Returns the soft limit reached
 /// (`None` when it cannot be read, or off Unix); `serve` warns when it is below
-/// `--max-connections` plus [`OPEN_FILES_MARGIN`]. Issue 19 item 6.
+/// `--max-connections` plus [`OPEN_FILES_MARGIN`] (10,000 long polls at once: BENCHMARKS.md,
+/// long polls).
 fn raise_open_files_limit() -> Option<u64> {
     #[cfg(not(unix))]
     return None;

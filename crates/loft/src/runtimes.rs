@@ -1,10 +1,10 @@
-//! How `loft serve` schedules its work (`--runtime`, issue 19 item 2).
+//! How `loft serve` schedules its work (`--runtime`: wake-ups per request).
 //!
 //! - `multi-thread` (the default): one tokio multi-thread runtime, a worker thread per
 //!   core, any worker taking (stealing) any task. A worker that finds work while others
 //!   sleep wakes one of them (a futex call and a context switch), so at a low request rate
-//!   a request may cost two wake-ups instead of one (docs/benchmarks/history.md, "Issue 19
-//!   item 2: wake-ups per request and the runtime model").
+//!   a request may cost two wake-ups instead of one (docs/benchmarks/history.md, "wake-ups
+//!   per request and the runtime model").
 //! - `per-core`: a current-thread runtime per core (the main thread's and [`Cores`]' ones),
 //!   each accepting on its own handle (a duplicated descriptor) of every `--listen`
 //!   socket ([`crate::listeners::twins`]), so a connection is read, served and answered

@@ -34,7 +34,7 @@ use super::{Service, ServiceConfig, DEFAULT_IDENTITY};
 ///
 /// Its strings are shared (`Arc<str>`), so a clone is a few reference counts: the open
 /// caller is built once per [`Service`] ([`Service::open_principal`]) and cloned per
-/// request, not formatted again (issue 19: per-request CPU).
+/// request, not formatted again (per-request CPU: BENCHMARKS.md, the floor).
 #[derive(Debug, Clone)]
 pub struct Principal {
     /// Its 12-digit account id.

@@ -505,7 +505,8 @@ impl Service {
     /// visible are handed out as to any request.
     ///
     /// `r` is borrowed, not moved in: a long poll's caller keeps it, and a copy in each
-    /// future down the wait would be held for all of it (issue 19 item 6).
+    /// future down the wait would be held for all of it (memory per waiting long poll:
+    /// BENCHMARKS.md, long polls).
     ///
     /// Errors: those of [`Service::receive_message`].
     pub async fn receive_message_until(

@@ -220,13 +220,13 @@ fn label(op: &str, protocol: &'static str, operations: &[shape::Operation]) -> O
 /// `MalformedQueryString` (400).
 ///
 /// The request is taken apart here rather than by one extractor per piece, so that its
-/// headers and extensions are moved, not copied (issue 19: per-request CPU).
+/// headers and extensions are moved, not copied (per-request CPU: BENCHMARKS.md, the floor).
 ///
 /// The future it returns holds, through the operation (a long poll: 20 s), only the
 /// operation's future and the metric label: the request is opened (its body read, the
 /// caller authenticated, the operation decoded) in a boxed future of its own, freed once
-/// the operation starts (issue 19 item 6: every byte of this future is held per waiting
-/// poll, and by hyper per connection).
+/// the operation starts (every byte of this future is held per waiting long poll, and by
+/// hyper per connection: BENCHMARKS.md, long polls).
 pub fn entry(
     State(svc): State<Arc<Service>>,
     State(auth): State<Arc<Auth>>,
@@ -254,7 +254,8 @@ async fn open(
     let (parts, body) = req.into_parts();
     // Boxed, as every await before the operation's own: this future lives as long as the
     // request (a long poll: 20 s), and its size is that of its largest state, so a
-    // transient state kept inline would be held for the whole wait (issue 19 item 6).
+    // transient state kept inline would be held for the whole wait (memory per waiting
+    // long poll: BENCHMARKS.md, long polls).
     let body = Box::pin(AwsBody::from_parts(&parts, body)).await;
     let axum::http::request::Parts {
         method,
@@ -322,7 +323,7 @@ fn ready(resp: Response) -> Answer {
 
 /// Routes, authenticates and decodes the request, synchronously, and returns the future
 /// that runs its operation: that future alone is what a long poll holds through its wait
-/// (issue 19 item 6), not this function's locals.
+/// (memory per waiting long poll: BENCHMARKS.md, long polls), not this function's locals.
 #[allow(clippy::too_many_arguments)]
 fn handle(
     svc: &Arc<Service>,
@@ -493,8 +494,8 @@ fn sqs_operation(
     }
 }
 
-/// Sizes of the futures a request holds while it is served (issue 19 item 6: a waiting
-/// long poll holds the whole chain for up to 20 s). Not a check: it prints them, for
+/// Sizes of the futures a request holds while it is served (a waiting long poll holds the
+/// whole chain for up to 20 s: BENCHMARKS.md, long polls). Not a check: it prints them, for
 /// `cargo test --release -p loft-server --lib future_sizes -- --ignored --nocapture`.
 #[cfg(test)]
 pub(crate) mod future_sizes {

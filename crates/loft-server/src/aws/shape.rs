@@ -300,8 +300,8 @@ pub trait Shape: Sized {
     }
 
     /// Decodes it from JSON (never `null`: a null member is absent). The value is taken,
-    /// so its strings move into the result instead of being copied (issue 19: per-request
-    /// CPU).
+    /// so its strings move into the result instead of being copied (per-request CPU:
+    /// BENCHMARKS.md, the floor).
     fn from_json(v: Value, at: &At<'_>, wire: Wire) -> Result<Self>;
 
     /// Decodes it from a Query parameter node (never an empty one for lists, maps and

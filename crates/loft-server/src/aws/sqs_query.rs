@@ -331,8 +331,8 @@ mod tests {
         );
     }
 
-    /// Issue 20, reproduction 4: indexes that are not positive integers are refused as
-    /// AWS refuses `AttributeName.0` ("0 is not a valid index").
+    /// Indexes that are not positive integers are refused as AWS refuses
+    /// `AttributeName.0` ("0 is not a valid index").
     #[test]
     fn refuses_indexes_that_are_not_positive_integers() {
         for index in ["-1", "0", "12345678901234567890123", "1e3", "one"] {

@@ -106,7 +106,7 @@ const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE messages ADD COLUMN IF NOT EXISTS received_at BIGINT;
     "#,
-    // 3: the state the service kept in memory until now, as SQLite's 6 (issue 15).
+    // 3: the state the service kept in memory until now, as SQLite's 6 (durable state).
     r#"
     CREATE TABLE receive_attempts (
         queue_id   BIGINT NOT NULL,
@@ -199,7 +199,7 @@ const MIGRATIONS: &[&str] = &[
         ON event_source_mappings (event_source_arn, function_arn);
     ALTER TABLE deliveries ADD COLUMN function_errors BIGINT NOT NULL DEFAULT 0;
     "#,
-    // 6 (SQLite's 9): fair queues (issue 16): a standard queue that has received a message with a
+    // 6 (SQLite's 9): fair queues: a standard queue that has received a message with a
     // MessageGroupId is fair from then on; its messages carry a fair key and its receives
     // read them in key order through `messages_fair`.
     r#"
@@ -208,7 +208,7 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX messages_fair ON messages (queue_id, fair_key, seq) INCLUDE (visible_at)
         WHERE fair_key IS NOT NULL;
     "#,
-    // 7 (SQLite's 10): FIFO topics' message archives (SNS ArchivePolicy, issue 16).
+    // 7 (SQLite's 10): FIFO topics' message archives (SNS ArchivePolicy).
     r#"
     CREATE TABLE topic_archive (
         topic_id     BIGINT NOT NULL,
@@ -221,8 +221,8 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX topic_archive_expiry ON topic_archive (expires_at);
     "#,
-    // 8 (SQLite's 11): SNS message replay (ReplayPolicy, issue 16): one replay per
-    // subscription, its window, cursor, status and node lease.
+    // 8 (SQLite's 11): SNS message replay (ReplayPolicy): one replay per subscription,
+    // its window, cursor, status and node lease.
     r#"
     CREATE TABLE subscription_replays (
         subscription TEXT PRIMARY KEY,
@@ -239,19 +239,19 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX subscription_replays_topic ON subscription_replays (topic_id);
     "#,
-    // 9 (SQLite's 12): SQS encryption at rest (issue 16): 1 when the row's body and
+    // 9 (SQLite's 12): SQS encryption at rest: 1 when the row's body and
     // message attributes are sealed (`crate::seal`, format version 1); 0 (every older
     // row) when they are stored as they are.
     r#"
     ALTER TABLE messages ADD COLUMN sealed SMALLINT NOT NULL DEFAULT 0;
     "#,
     // 10 (SQLite's 13): who a recorded email or SMS would have come from (the topic's
-    // DisplayName, issue 16); NULL for older records.
+    // DisplayName); NULL for older records.
     r#"
     ALTER TABLE recorded_messages ADD COLUMN sender TEXT;
     "#,
-    // 11: the SQS encryption master key of nodes started without --sse-key-file (issue
-    // 16): one row, made by the first node that needs it, read by every other, so the
+    // 11: the SQS encryption master key of nodes started without --sse-key-file:
+    // one row, made by the first node that needs it, read by every other, so the
     // nodes of one database open each other's sealed messages.
     r#"
     CREATE TABLE sse_master_key (
@@ -260,7 +260,7 @@ const MIGRATIONS: &[&str] = &[
     );
     "#,
     // 12 (SQLite's 15): the check value of the SQS encryption master key that seals this
-    // database's messages (`crate::seal::MasterKey::check_value`, issue 16), so a node
+    // database's messages (`crate::seal::MasterKey::check_value`), so a node
     // started with another key is refused.
     r#"
     CREATE TABLE sse_key_check (
@@ -268,8 +268,8 @@ const MIGRATIONS: &[&str] = &[
         check_value TEXT NOT NULL
     );
     "#,
-    // 13 (SQLite's 16): SNS topic encryption at rest (a topic's KmsMasterKeyId, issue
-    // 16): 1 when the row's text is sealed (`crate::seal`, format version 2: recorded
+    // 13 (SQLite's 16): SNS topic encryption at rest (a topic's KmsMasterKeyId):
+    // 1 when the row's text is sealed (`crate::seal`, format version 2: recorded
     // messages' message and subject, deliveries' body, archive entries' publish); 0 (every
     // older row) when it is stored as it is.
     r#"

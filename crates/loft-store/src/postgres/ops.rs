@@ -387,9 +387,9 @@ const INSERT_MESSAGES: &str = concat!(
 /// Why a second statement: [`INSERT_MESSAGES`]'s fair-key CTEs make its planning cost
 /// 0.9-1.9 ms, and PostgreSQL kept re-planning it on every small send, its custom plan
 /// for one message costed below the generic plan (made for 10 rows) although the generic
-/// plan is the same shape and runs as fast (docs/benchmarks/history.md, "Issue 19 item 5,
-/// fourth part"). This one plans in about half the time and its generic plan costs less than
-/// its custom plans, so PostgreSQL keeps the generic plan after five executions.
+/// plan is the same shape and runs as fast (docs/benchmarks/history.md, "the send INSERT's
+/// plan", branch `i19z`). This one plans in about half the time and its generic plan costs
+/// less than its custom plans, so PostgreSQL keeps the generic plan after five executions.
 const INSERT_PLAIN_MESSAGES: &str = concat!(
     insert_input_cte!(),
     "  ins AS (INSERT INTO messages (queue_id, message_id, body, md5_body, \
@@ -630,7 +630,7 @@ pub struct StepJob {
 /// (non-HOT updates and deletes leave them dead), which a walk from the start steps over
 /// on every claim: after 100,000 receive-deletes without a vacuum, 517 index pages and
 /// 2.4 ms per claim against 7 pages and 0.08 ms after one (docs/benchmarks/history.md,
-/// "Issue 19 item 5, fifth part").
+/// "the claim's walk from a floor", branch `s8b`).
 ///
 /// The steps' claim statements are sent at once (pipelined on the connection) and run
 /// one after another in `steps` order, each with its own snapshot (READ COMMITTED), so a
@@ -643,8 +643,8 @@ pub struct StepJob {
 /// force_generic_plan`, this transaction only, one statement before the claims): the
 /// plan is the same index scan for every parameter value, but PostgreSQL's default
 /// choice kept planning it afresh on every call (0.8-1.5 ms each, as much as its
-/// execution) whenever its custom plans looked cheaper (docs/benchmarks/history.md, "Issue
-/// 19 item 5, third part"). Other statements keep the default.
+/// execution) whenever its custom plans looked cheaper (docs/benchmarks/history.md, "the
+/// receive's claim", branch `i19v`). Other statements keep the default.
 ///
 /// A step reads the queue's next visibility time only when its candidates ran short
 /// (fewer than `tokens.len()`): the caller reports it only for a receive that came back

@@ -106,7 +106,7 @@ const MIGRATIONS: &[&str] = &[
     r#"
     DROP INDEX IF EXISTS messages_message_id;
     "#,
-    // 6: the state the service kept in memory until now (issue 15), so that it survives a
+    // 6: the state the service kept in memory until now (durable state), so that it survives a
     // restart: FIFO receive attempts, purge and delete-queue holds, FIFO topic sequence
     // numbers and deduplication windows, message-move tasks, mobile push platforms.
     r#"
@@ -179,7 +179,7 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (scope, name)
     );
     "#,
-    // 8: functions as consumers (issue 18): SQS event source mappings with the lease of
+    // 8: functions as consumers: SQS event source mappings with the lease of
     // the node polling each; function errors of Lambda deliveries, counted apart from
     // throttles (asynchronous invocation retries them differently).
     r#"
@@ -202,7 +202,7 @@ const MIGRATIONS: &[&str] = &[
         ON event_source_mappings(event_source_arn, function_arn);
     ALTER TABLE deliveries ADD COLUMN function_errors INTEGER NOT NULL DEFAULT 0;
     "#,
-    // 9: fair queues (issue 16). A standard queue that has received a message with a
+    // 9: fair queues. A standard queue that has received a message with a
     // MessageGroupId is fair from then on (`queues.fair`); its messages carry a fair key
     // (start-time fair queueing over groups, see `ops::fair_key`) and its receives read
     // them in key order through `messages_fair`.
@@ -212,7 +212,7 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX messages_fair ON messages(queue_id, fair_key, seq, visible_at)
         WHERE fair_key IS NOT NULL;
     "#,
-    // 10: FIFO topics' message archives (SNS ArchivePolicy, issue 16).
+    // 10: FIFO topics' message archives (SNS ArchivePolicy).
     r#"
     CREATE TABLE topic_archive (
         topic_id     INTEGER NOT NULL,
@@ -225,7 +225,7 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX topic_archive_expiry ON topic_archive(expires_at);
     "#,
-    // 11: SNS message replay (ReplayPolicy, issue 16): one replay per subscription, its
+    // 11: SNS message replay (ReplayPolicy): one replay per subscription, its
     // window, cursor (the last archived sequence delivered), status and node lease.
     r#"
     CREATE TABLE subscription_replays (
@@ -243,18 +243,18 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX subscription_replays_topic ON subscription_replays(topic_id);
     "#,
-    // 12: SQS encryption at rest (issue 16): 1 when the row's body and message attributes
+    // 12: SQS encryption at rest: 1 when the row's body and message attributes
     // are sealed (`crate::seal`, format version 1); 0 (every older row) when they are
     // stored as they are.
     r#"
     ALTER TABLE messages ADD COLUMN sealed INTEGER NOT NULL DEFAULT 0;
     "#,
-    // 13: who a recorded email or SMS would have come from (the topic's DisplayName,
-    // issue 16); NULL for older records.
+    // 13: who a recorded email or SMS would have come from (the topic's DisplayName);
+    // NULL for older records.
     r#"
     ALTER TABLE recorded_messages ADD COLUMN sender TEXT;
     "#,
-    // 14: messages without AUTOINCREMENT (issue 19 item 2). AUTOINCREMENT kept `seq` from
+    // 14: messages without AUTOINCREMENT. AUTOINCREMENT kept `seq` from
     // reusing a deleted maximum (the seeds' `msg-N` MessageIds and receipts name it) at the
     // price of rewriting `sqlite_sequence`'s page in every commit: one WAL frame per commit.
     // Now `seq` is a plain rowid given explicitly by `ops::MessageSeqs`, which hands out
@@ -306,7 +306,7 @@ const MIGRATIONS: &[&str] = &[
         WHERE fair_key IS NOT NULL;
     "#,
     // 15 (PostgreSQL's 12): the check value of the SQS encryption master key that seals
-    // this database's messages (`crate::seal::MasterKey::check_value`, issue 16), so a
+    // this database's messages (`crate::seal::MasterKey::check_value`), so a
     // start with another key, or without the key file, is refused.
     r#"
     CREATE TABLE sse_key_check (
@@ -314,8 +314,8 @@ const MIGRATIONS: &[&str] = &[
         check_value TEXT NOT NULL
     );
     "#,
-    // 16 (PostgreSQL's 13): SNS topic encryption at rest (a topic's KmsMasterKeyId, issue
-    // 16): 1 when the row's text is sealed (`crate::seal`, format version 2: recorded
+    // 16 (PostgreSQL's 13): SNS topic encryption at rest (a topic's KmsMasterKeyId):
+    // 1 when the row's text is sealed (`crate::seal`, format version 2: recorded
     // messages' message and subject, deliveries' body, archive entries' publish); 0 (every
     // older row) when it is stored as it is.
     r#"

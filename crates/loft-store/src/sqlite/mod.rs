@@ -468,8 +468,9 @@ enum Atomicity {
     /// but changes caused by prior SQL statements within the same transaction are
     /// preserved", sqlite.org/lang_conflict.html); an error that rolls back the whole
     /// transaction (a full disk, an I/O error) is caught by `run_group` as before. No
-    /// savepoint, so SQLite copies no page into a sub-journal (issue 19: 11 of a grouped
-    /// send's allocations, `memjrnlWrite`).
+    /// savepoint, so SQLite copies no page into a sub-journal (11 of a grouped send's
+    /// allocations were `memjrnlWrite`: docs/benchmarks/history.md, "Where the allocations
+    /// are").
     Statement,
 }
 

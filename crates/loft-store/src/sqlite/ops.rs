@@ -36,7 +36,8 @@ const SEQ_BLOCK: i64 = 4096;
 /// memory; `message_seq.high` in the file is the highest number that may have been handed
 /// out. A number above it is given only in a transaction that raises it by [`SEQ_BLOCK`]
 /// first, so the row is written once per 4,096 messages instead of `sqlite_sequence`'s
-/// page in every commit (issue 19 item 2), and [`MessageSeqs::load`] starts above it. The
+/// page in every commit (one WAL frame per commit: docs/benchmarks/history.md, "Loft's
+/// messages without AUTOINCREMENT"), and [`MessageSeqs::load`] starts above it. The
 /// check reads `high` inside the caller's transaction, so a raise undone by a rolled-back
 /// savepoint or transaction is made again. A number taken by a job that then fails is not
 /// given again (a gap, as AUTOINCREMENT leaves).

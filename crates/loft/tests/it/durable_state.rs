@@ -1,4 +1,4 @@
-//! The state that lived in a node's memory until issue 15, each piece tried as a user
+//! The state that once lived in a node's memory, each piece tried as a user
 //! would with the real SDKs: FIFO topic deduplication (per topic and per message group)
 //! and SequenceNumbers, the PurgeQueue and DeleteQueue 60-second holds, FIFO receive
 //! attempts, message-move tasks, mobile push platforms, and the queue cap's count.

@@ -3,7 +3,7 @@
 //! `lambda` subscription and event source mappings from the config file, messages sent with
 //! aws-sdk-sqs and aws-sdk-sns. Waiting is for conditions (a deadline, never a fixed sleep).
 //!
-//! Scenarios of issue 18: SNS to a function with a failing first attempt; a queue of 1,000
+//! Scenarios: SNS to a function with a failing first attempt; a queue of 1,000
 //! messages drained by a mapping with batch size 10 and partial failures, every message
 //! processed at least once and the failures dead-lettered after maxReceiveCount, with a
 //! restart in the middle; a FIFO mapping keeping group order.

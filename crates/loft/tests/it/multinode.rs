@@ -835,7 +835,7 @@ async fn a_data_protection_policy_put_on_one_node_is_enforced_by_another() {
     assert_eq!(status, 200, "{body}");
 }
 
-// ----- what lived in a node's memory until issue 15 (the scenarios of `durable_state`)
+// ----- what once lived in a node's memory (the scenarios of `durable_state`)
 
 use crate::durable_state::{self as state, Clients};
 

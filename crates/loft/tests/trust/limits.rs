@@ -1,9 +1,10 @@
 //! Limits against the real binary: in-flight messages per standard and FIFO queue, the
 //! queue and topic caps, request header size, open connections (all and per address), and
-//! clients that stall, hoard or half-close (issue 20), over raw sockets: stalled heads and
-//! bodies cut at the request timeout (a short one, `--request-timeout 1`), slow bodies
-//! above the minimum rate served, idle connections closed, the body budget answered 503,
-//! and half-closed clients answered with nothing lost.
+//! clients that stall, hoard or half-close (BENCHMARKS.md, hostile clients), over raw
+//! sockets: stalled heads and bodies cut at the request timeout (a short one,
+//! `--request-timeout 1`), slow bodies above the minimum rate served, idle connections
+//! closed, the body budget answered 503, and half-closed clients answered with nothing
+//! lost.
 
 use std::collections::BTreeSet;
 use std::io::{Read, Write};
@@ -319,7 +320,7 @@ fn open_files_for(wanted: u64) {
 
 /// Behind a load balancer or NAT every client shares one address: a default server
 /// has no per-address limit, so one address may hold more connections than the old
-/// default cap of 1,000 (issue 30 item 4), each of them served.
+/// default cap of 1,000 (README.md, "Running behind a load balancer"), each of them served.
 #[test]
 fn a_default_server_serves_more_than_a_thousand_connections_from_one_address() {
     const N: usize = 1_100;
@@ -386,7 +387,7 @@ fn every_connection_over_the_limit_gets_its_503_even_past_the_answering_bound() 
     );
 }
 
-// ----- clients that stall, hoard or half-close (issue 20)
+// ----- clients that stall, hoard or half-close (BENCHMARKS.md, hostile clients)
 
 /// Any SigV4 header: an open Loft reads the signing service from it and checks nothing.
 const SIGV4: &str = "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20240101/us-east-1/sqs/aws4_request, \
@@ -520,7 +521,7 @@ fn stalled_requests_are_cut_at_the_request_timeout_and_their_slots_serve_new_cli
     let loft = Loft::start(&["--max-connections", "4", "--request-timeout", "1"], &[]);
     let addr = addr_of(&loft);
     let started = Instant::now();
-    // Issue 20's reproduction: heads announcing 1,000 bytes and no body, over the SQS
+    // The reproduction: heads announcing 1,000 bytes and no body, over the SQS
     // JSON and Query protocols and the seeds' API, and a head cut in the middle.
     let mut json = connect(&addr);
     json.write_all(json_head("SendMessage", 1000).as_bytes())
@@ -740,7 +741,7 @@ fn bodies_past_the_limit_or_the_budget_are_refused_unread() {
     assert_eq!(status, 413, "{text}");
     assert!(text.contains("RequestEntityTooLarge"), "{text}");
     assert!(head.contains("connection: close"), "{head}");
-    // Issue 20's hoarder: 10 MiB minus one byte of a 10 MiB body, then nothing.
+    // The hoarder: 10 MiB minus one byte of a 10 MiB body, then nothing.
     let hoarder = connect(&addr);
     let prefix = format!(r#"{{"QueueUrl": "{url}", "MessageBody": ""#);
     let mut body = prefix.into_bytes();
@@ -805,7 +806,7 @@ fn half_closed_clients_get_every_answer_and_nothing_is_lost() {
         .as_str()
         .unwrap()
         .to_owned();
-    // Issue 20's reproduction: each request on its own connection, which shuts down its
+    // The reproduction: each request on its own connection, which shuts down its
     // sending side once the request is out; SQS JSON, SQS Query and the seeds' API.
     let request = |i: usize| -> (String, Vec<u8>) {
         let body = format!("m{i}");

@@ -1412,8 +1412,8 @@ fn query_damage(
     }
 }
 
-/// List and map indexes AWS refuses (issue 20, item 4): indexes are integers from 1, as
-/// AWS answers `.0.` with `MalformedInput` "0 is not a valid index".
+/// List and map indexes AWS refuses (README.md, "Hostile input"): indexes are integers
+/// from 1, as AWS answers `.0.` with `MalformedInput` "0 is not a valid index".
 const BAD_INDEXES: &[&str] = &["0", "-1", "-0", "12345678901234567890123", "x", ""];
 
 /// `ps` with the first index of the first indexed parameter (`Attribute.1.Name`,

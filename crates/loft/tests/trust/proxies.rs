@@ -1,7 +1,7 @@
-//! Loft behind a load balancer (`--trusted-proxy`, issue 30 item 4), against the real
-//! binary: `X-Forwarded-For` from a trusted proxy is the client an `aws:SourceIp`
-//! condition sees, and is ignored from any other address; a PROXY protocol v2 header from
-//! a trusted proxy names the client for `aws:SourceIp` and for
+//! Loft behind a load balancer (`--trusted-proxy`, README.md, "Running behind a load
+//! balancer"), against the real binary: `X-Forwarded-For` from a trusted proxy is the
+//! client an `aws:SourceIp` condition sees, and is ignored from any other address; a PROXY
+//! protocol v2 header from a trusted proxy names the client for `aws:SourceIp` and for
 //! `--max-connections-per-ip`, and is not believed from any other address.
 //!
 //! The queue's policy denies `sqs:SendMessage` unless `aws:SourceIp` is in

@@ -324,7 +324,7 @@ pub type Operation =
 /// context and the decoded request, and is freed once it hands over the operation's own
 /// future (boxed). A long poll (ReceiveMessage's up to 20 s wait) so holds only its
 /// receive's state, not a copy of the request, the context or the largest operation's
-/// state (issue 19 item 6: memory per waiting poll).
+/// state (memory per waiting long poll: BENCHMARKS.md, long polls).
 pub fn call(
     svc: Arc<Service>,
     ctx: Context,
