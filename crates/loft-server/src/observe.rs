@@ -14,7 +14,7 @@
 //!   a third of the server's CPU on single sends; `LOFT_LOG=info` turns it on.
 //! - Per request, the middleware allocates the request id once (shared by the extension,
 //!   the span and the header) and nothing for the metrics of an AWS operation: their
-//!   labels are `&'static str`s (issue 19, per-request CPU).
+//!   labels are `&'static str`s (per-request CPU: BENCHMARKS.md, the floor).
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -325,7 +325,7 @@ pub fn link_span_to_sends<'a>(
 /// inside the span `begin` returns.
 ///
 /// It holds only what `finish` needs (the request's path, not its whole URI; the span is
-/// the caller's), as a long poll keeps it through its wait (issue 19 item 6).
+/// the caller's), as a long poll keeps it through its wait (memory per waiting long poll: BENCHMARKS.md, long polls).
 #[derive(Debug)]
 pub(crate) struct Observation {
     start: Instant,
