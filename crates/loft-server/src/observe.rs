@@ -325,7 +325,8 @@ pub fn link_span_to_sends<'a>(
 /// inside the span `begin` returns.
 ///
 /// It holds only what `finish` needs (the request's path, not its whole URI; the span is
-/// the caller's), as a long poll keeps it through its wait (memory per waiting long poll: BENCHMARKS.md, long polls).
+/// the caller's), as a long poll keeps it through its wait (memory per waiting long
+/// poll: BENCHMARKS.md, long polls).
 #[derive(Debug)]
 pub(crate) struct Observation {
     start: Instant,
