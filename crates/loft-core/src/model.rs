@@ -314,6 +314,115 @@ pub struct TopicRecord {
     pub created_at_ms: i64,
 }
 
+/// A subscription's delivery protocol: the values of Subscribe's `Protocol` (SNS API
+/// Reference, Subscribe, "Protocol": `http`, `https`, `email`, `email-json`, `sms`, `sqs`,
+/// `application`, `lambda`, `firehose`). Parsed from its wire name by
+/// [`SubscriptionProtocol::parse`], the one place a protocol name is read; the store keeps
+/// [`SubscriptionProtocol::as_str`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum SubscriptionProtocol {
+    /// `http`: JSON envelopes POSTed to an `http://` URL.
+    Http,
+    /// `https`: JSON envelopes POSTed to an `https://` URL.
+    Https,
+    /// `email`: the message's text mailed (recorded by Loft).
+    Email,
+    /// `email-json`: the JSON envelope mailed (recorded by Loft).
+    EmailJson,
+    /// `sms`: the text sent to a phone number (recorded by Loft).
+    Sms,
+    /// `sqs`: a copy sent to an SQS queue, named by its ARN.
+    Sqs,
+    /// `application`: a mobile push endpoint, named by its ARN (recorded by Loft).
+    Application,
+    /// `lambda`: a function invoked, named by its ARN.
+    Lambda,
+    /// `firehose`: a Firehose delivery stream, named by its ARN (recorded by Loft).
+    Firehose,
+}
+
+impl SubscriptionProtocol {
+    /// Every protocol, in the order SNS's Subscribe documentation lists them.
+    pub const ALL: [SubscriptionProtocol; 9] = [
+        SubscriptionProtocol::Http,
+        SubscriptionProtocol::Https,
+        SubscriptionProtocol::Email,
+        SubscriptionProtocol::EmailJson,
+        SubscriptionProtocol::Sms,
+        SubscriptionProtocol::Sqs,
+        SubscriptionProtocol::Application,
+        SubscriptionProtocol::Lambda,
+        SubscriptionProtocol::Firehose,
+    ];
+
+    /// The protocol's wire name (`http`, `email-json`, ...), as Subscribe takes it and
+    /// ListSubscriptions reports it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SubscriptionProtocol::Http => "http",
+            SubscriptionProtocol::Https => "https",
+            SubscriptionProtocol::Email => "email",
+            SubscriptionProtocol::EmailJson => "email-json",
+            SubscriptionProtocol::Sms => "sms",
+            SubscriptionProtocol::Sqs => "sqs",
+            SubscriptionProtocol::Application => "application",
+            SubscriptionProtocol::Lambda => "lambda",
+            SubscriptionProtocol::Firehose => "firehose",
+        }
+    }
+
+    /// Parses a wire name, in any ASCII case (Subscribe has always lower-cased the
+    /// protocol it is given).
+    ///
+    /// Errors: `InvalidParameter` "Invalid parameter: Amazon SNS does not support this
+    /// protocol string: {protocol}" (lower-cased), SNS's words for an unknown protocol.
+    pub fn parse(protocol: &str) -> Result<SubscriptionProtocol, crate::Error> {
+        let lower = protocol.to_ascii_lowercase();
+        SubscriptionProtocol::ALL
+            .into_iter()
+            .find(|p| p.as_str() == lower)
+            .ok_or_else(|| {
+                crate::Error::new(
+                    crate::ErrorCode::InvalidParameter,
+                    format!(
+                        "Invalid parameter: Amazon SNS does not support this protocol string: {lower}"
+                    ),
+                )
+            })
+    }
+
+    /// Whether deliveries go over HTTP/S (`http`, `https`): the protocols with a
+    /// confirmation POST, a DeliveryPolicy and the delivery queue's retries.
+    pub fn is_http(self) -> bool {
+        match self {
+            SubscriptionProtocol::Http | SubscriptionProtocol::Https => true,
+            SubscriptionProtocol::Email
+            | SubscriptionProtocol::EmailJson
+            | SubscriptionProtocol::Sms
+            | SubscriptionProtocol::Sqs
+            | SubscriptionProtocol::Application
+            | SubscriptionProtocol::Lambda
+            | SubscriptionProtocol::Firehose => false,
+        }
+    }
+}
+
+impl std::str::FromStr for SubscriptionProtocol {
+    type Err = crate::Error;
+
+    /// As [`SubscriptionProtocol::parse`].
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        SubscriptionProtocol::parse(s)
+    }
+}
+
+impl std::fmt::Display for SubscriptionProtocol {
+    /// The wire name, [`SubscriptionProtocol::as_str`].
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// A subscription to store.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewSubscription {
@@ -876,4 +985,83 @@ pub struct ResetCounts {
     /// about them.
     #[serde(skip)]
     pub queue_ids: Vec<i64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ErrorCode;
+
+    #[test]
+    fn every_subscription_protocol_round_trips_through_its_wire_name() {
+        let names: Vec<&str> = SubscriptionProtocol::ALL
+            .iter()
+            .map(|p| p.as_str())
+            .collect();
+        // SNS API Reference, Subscribe, "Protocol": the nine protocols, each named once.
+        assert_eq!(
+            names,
+            [
+                "http",
+                "https",
+                "email",
+                "email-json",
+                "sms",
+                "sqs",
+                "application",
+                "lambda",
+                "firehose"
+            ]
+        );
+        for p in SubscriptionProtocol::ALL {
+            assert_eq!(SubscriptionProtocol::parse(p.as_str()).unwrap(), p);
+            assert_eq!(p.as_str().parse::<SubscriptionProtocol>().unwrap(), p);
+            assert_eq!(p.to_string(), p.as_str());
+        }
+    }
+
+    #[test]
+    fn subscription_protocol_parse_lower_cases_as_subscribe_always_has() {
+        assert_eq!(
+            SubscriptionProtocol::parse("HTTPS").unwrap(),
+            SubscriptionProtocol::Https
+        );
+        assert_eq!(
+            SubscriptionProtocol::parse("Email-JSON").unwrap(),
+            SubscriptionProtocol::EmailJson
+        );
+    }
+
+    #[test]
+    fn unknown_subscription_protocols_are_refused_in_sns_words() {
+        for (given, named) in [
+            ("smtp", "smtp"),
+            ("", ""),
+            ("Email_Json", "email_json"),
+            ("native", "native"),
+            (" sqs", " sqs"),
+        ] {
+            let e = SubscriptionProtocol::parse(given).unwrap_err();
+            assert_eq!(e.code, ErrorCode::InvalidParameter, "{given:?}");
+            assert_eq!(
+                e.message,
+                format!(
+                    "Invalid parameter: Amazon SNS does not support this protocol string: {named}"
+                ),
+                "{given:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn only_http_and_https_are_http() {
+        let http: Vec<SubscriptionProtocol> = SubscriptionProtocol::ALL
+            .into_iter()
+            .filter(|p| p.is_http())
+            .collect();
+        assert_eq!(
+            http,
+            [SubscriptionProtocol::Http, SubscriptionProtocol::Https]
+        );
+    }
 }
