@@ -428,8 +428,9 @@ impl std::fmt::Display for SubscriptionProtocol {
 pub struct NewSubscription {
     /// The subscription's ARN suffix (a UUID); the full ARN is built from the topic.
     pub uuid: String,
-    /// Protocol: `http`, `https`, `sqs`, `email`, ..., or `native` for the seeds' payload.
-    pub protocol: String,
+    /// Protocol (the seeds' subscriptions are `http` or `https`, marked by their payload
+    /// attribute).
+    pub protocol: SubscriptionProtocol,
     /// Endpoint URL or ARN.
     pub endpoint: String,
     /// Settable attributes by AWS name.
@@ -452,7 +453,7 @@ pub struct SubscriptionRecord {
     /// ARN suffix (UUID).
     pub uuid: String,
     /// Protocol.
-    pub protocol: String,
+    pub protocol: SubscriptionProtocol,
     /// Endpoint.
     pub endpoint: String,
     /// Attributes.

@@ -2098,7 +2098,7 @@ async fn topics_crud(s: S) {
 fn new_sub(uuid: &str, confirmed: bool) -> NewSubscription {
     NewSubscription {
         uuid: uuid.into(),
-        protocol: "http".into(),
+        protocol: SubscriptionProtocol::Http,
         endpoint: format!("http://127.0.0.1:9/{uuid}"),
         attributes: map(&[("RawMessageDelivery", "true")]),
         confirmed,
@@ -2130,7 +2130,7 @@ async fn subscriptions_crud(s: S) {
     assert!(a.seq < b.seq && b.seq < c.seq);
     assert_eq!(a.topic_id, t1.id);
     assert_eq!(a.topic_name, "t1");
-    assert_eq!(a.protocol, "http");
+    assert_eq!(a.protocol, SubscriptionProtocol::Http);
     assert_eq!(a.endpoint, "http://127.0.0.1:9/u-a");
     assert_eq!(a.attributes, map(&[("RawMessageDelivery", "true")]));
     assert!(a.confirmed);

@@ -701,14 +701,18 @@ impl Config {
         protocol: &str,
         endpoint: &str,
     ) -> loft_core::Result<Option<String>> {
+        // An unknown protocol matches nothing; Subscribe then refuses it in SNS's words.
+        let protocol = loft_core::model::SubscriptionProtocol::parse(protocol).ok();
         let mut token: Option<String> = None;
         loop {
             let page = svc
                 .list_subscriptions(Some(topic_arn), token.as_deref())
                 .await?;
-            if let Some(s) = page.items.iter().find(|s| {
-                s.protocol.eq_ignore_ascii_case(protocol) && s.endpoint == endpoint.trim()
-            }) {
+            if let Some(s) = page
+                .items
+                .iter()
+                .find(|s| Some(s.protocol) == protocol && s.endpoint == endpoint.trim())
+            {
                 return Ok(Some(svc.subscription_arn(s)));
             }
             match page.next_token {

@@ -9,6 +9,8 @@
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
+use crate::model::SubscriptionProtocol;
+
 /// Counters of one queue, each a number of messages since the process started.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct QueueActivity {
@@ -226,14 +228,15 @@ impl Activity {
     }
 }
 
-/// The protocol label of an HTTP/S delivery endpoint: `https` or `http`.
-pub fn http_protocol(endpoint: &str) -> &'static str {
+/// The protocol of a queued delivery's endpoint: `lambda` for a function's ARN, else
+/// `https` or `http` by the URL's scheme.
+pub fn http_protocol(endpoint: &str) -> SubscriptionProtocol {
     if endpoint.starts_with("arn:aws:lambda:") {
-        "lambda"
+        SubscriptionProtocol::Lambda
     } else if endpoint.starts_with("https://") {
-        "https"
+        SubscriptionProtocol::Https
     } else {
-        "http"
+        SubscriptionProtocol::Http
     }
 }
 

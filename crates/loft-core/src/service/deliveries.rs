@@ -50,7 +50,7 @@ impl Service {
                 self.store.finish_delivery(d.id).await?;
                 continue;
             };
-            if is_notification(&d) && matches!(sub.protocol.as_str(), "http" | "https") {
+            if is_notification(&d) && sub.protocol.is_http() {
                 let topic_policy = match topics.get(&sub.topic_name) {
                     Some(p) => p.clone(),
                     None => {
@@ -108,8 +108,11 @@ impl Service {
     /// it as delivered in the activity counters.
     pub async fn delivery_done(&self, d: &DeliveryRecord) -> Result<()> {
         self.store.finish_delivery(d.id).await?;
-        self.activity
-            .delivery(http_protocol(&d.endpoint), DeliveryOutcome::Delivered, 1);
+        self.activity.delivery(
+            http_protocol(&d.endpoint).as_str(),
+            DeliveryOutcome::Delivered,
+            1,
+        );
         Ok(())
     }
 
@@ -224,8 +227,11 @@ impl Service {
             // The worker computed its sleep while this attempt held its lease; wake it so
             // it sleeps until this retry's time rather than its idle cap.
             self.delivery_notify.notify_one();
-            self.activity
-                .delivery(http_protocol(&d.endpoint), DeliveryOutcome::Retrying, 1);
+            self.activity.delivery(
+                http_protocol(&d.endpoint).as_str(),
+                DeliveryOutcome::Retrying,
+                1,
+            );
             return Ok(());
         }
         tracing::warn!(subscription = %d.subscription, endpoint = %d.endpoint, attempts, error, "delivery retries exhausted");
@@ -261,15 +267,18 @@ impl Service {
                 self.wake(q.id);
                 self.activity.sent(&q.name, 1);
                 self.activity.delivery(
-                    http_protocol(&d.endpoint),
+                    http_protocol(&d.endpoint).as_str(),
                     DeliveryOutcome::DeadLettered,
                     1,
                 );
                 return self.store.finish_delivery(d.id).await;
             }
         }
-        self.activity
-            .delivery(http_protocol(&d.endpoint), DeliveryOutcome::Dropped, 1);
+        self.activity.delivery(
+            http_protocol(&d.endpoint).as_str(),
+            DeliveryOutcome::Dropped,
+            1,
+        );
         self.store.finish_delivery(d.id).await
     }
 

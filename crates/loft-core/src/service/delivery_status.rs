@@ -19,6 +19,7 @@ use serde_json::json;
 
 use crate::clock::iso_timestamp;
 use crate::message;
+use crate::model::SubscriptionProtocol;
 
 /// The tracing target delivery status records are written on.
 pub const TARGET: &str = "loft::sns::delivery_status";
@@ -55,14 +56,15 @@ pub struct DeliveryStatus<'a> {
 
 /// The attribute prefix of a subscription protocol (`https` is `HTTP`'s), or `None` for
 /// protocols without delivery status logging (email, SMS).
-pub fn prefix(protocol: &str) -> Option<&'static str> {
+pub fn prefix(protocol: SubscriptionProtocol) -> Option<&'static str> {
+    use SubscriptionProtocol as P;
     Some(match protocol {
-        "http" | "https" => "HTTP",
-        "sqs" => "SQS",
-        "lambda" => "Lambda",
-        "firehose" => "Firehose",
-        "application" => "Application",
-        _ => return None,
+        P::Http | P::Https => "HTTP",
+        P::Sqs => "SQS",
+        P::Lambda => "Lambda",
+        P::Firehose => "Firehose",
+        P::Application => "Application",
+        P::Email | P::EmailJson | P::Sms => return None,
     })
 }
 
@@ -151,7 +153,7 @@ mod tests {
         assert!(enabled(&a, "SQS", true));
         assert!(!enabled(&a, "SQS", false));
         assert!(!enabled(&a, "HTTP", true));
-        assert_eq!(prefix("https"), Some("HTTP"));
-        assert_eq!(prefix("email"), None);
+        assert_eq!(prefix(SubscriptionProtocol::Https), Some("HTTP"));
+        assert_eq!(prefix(SubscriptionProtocol::Email), None);
     }
 }

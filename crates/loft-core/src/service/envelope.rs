@@ -382,17 +382,22 @@ pub const SMS_DISPLAY_NAME_CHARS: usize = 10;
 /// topic's name when it has no DisplayName: the "From" field, SNS API Reference,
 /// SetTopicAttributes `DisplayName`); an SMS from a topic with a DisplayName starts with
 /// its first 10 characters and `"> "`, the sender prefix; other protocols have none.
-pub fn sender_of(topic: &TopicRecord, protocol: &str, message: String) -> (Option<String>, String) {
+pub fn sender_of(
+    topic: &TopicRecord,
+    protocol: SubscriptionProtocol,
+    message: String,
+) -> (Option<String>, String) {
+    use SubscriptionProtocol as P;
     let display = topic
         .attributes
         .get("DisplayName")
         .filter(|d| !d.is_empty());
     match protocol {
-        "email" | "email-json" => {
+        P::Email | P::EmailJson => {
             let name = display.map_or(topic.name.as_str(), String::as_str);
             (Some(format!("{name} <{EMAIL_FROM_ADDRESS}>")), message)
         }
-        "sms" => match display {
+        P::Sms => match display {
             Some(d) => {
                 let prefix: String = d.chars().take(SMS_DISPLAY_NAME_CHARS).collect();
                 let text = format!("{prefix}> {message}");
@@ -400,7 +405,7 @@ pub fn sender_of(topic: &TopicRecord, protocol: &str, message: String) -> (Optio
             }
             None => (None, message),
         },
-        _ => (None, message),
+        P::Http | P::Https | P::Sqs | P::Application | P::Lambda | P::Firehose => (None, message),
     }
 }
 
@@ -732,14 +737,14 @@ pub(crate) fn structured_text<'a>(message: &'a Value, protocol: &str) -> &'a str
 /// its ARN `endpoint/PLATFORM/APP/ID` (SNS API Reference, Publish, MessageStructure; SNS
 /// Developer Guide, "Sending custom platform-specific payloads to mobile devices": the
 /// payload of each platform under its platform's key, `default` for the others).
-pub(crate) fn structure_key<'a>(protocol: &'a str, endpoint: &'a str) -> &'a str {
-    if protocol != "application" {
-        return protocol;
+pub(crate) fn structure_key(protocol: SubscriptionProtocol, endpoint: &str) -> &str {
+    if protocol != SubscriptionProtocol::Application {
+        return protocol.as_str();
     }
     crate::names::arn_resource(endpoint, "sns")
         .and_then(|r| r.strip_prefix("endpoint/"))
         .and_then(|r| r.split('/').next())
-        .unwrap_or(protocol)
+        .unwrap_or(protocol.as_str())
 }
 
 fn passes_filter(

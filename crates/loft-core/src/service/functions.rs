@@ -22,7 +22,9 @@ use crate::functions::{
     SnsNotification, SqsRecord,
 };
 use crate::message::{self, MessageAttributes};
-use crate::model::{DeliveryRecord, EventSourceMappingRecord, NewDelivery, NewMessage};
+use crate::model::{
+    DeliveryRecord, EventSourceMappingRecord, NewDelivery, NewMessage, SubscriptionProtocol,
+};
 use crate::names;
 
 /// How long a node's lease on a mapping lasts (ms); its poller renews it every
@@ -259,8 +261,11 @@ impl Service {
                     .retry_invocation(d.id, attempts, function_errors, self.now_ms() + ms, &error)
                     .await?;
                 self.delivery_notify.notify_one();
-                self.activity
-                    .delivery("lambda", DeliveryOutcome::Retrying, 1);
+                self.activity.delivery(
+                    SubscriptionProtocol::Lambda.as_str(),
+                    DeliveryOutcome::Retrying,
+                    1,
+                );
                 Ok(())
             }
             AsyncNext::GiveUp => {
@@ -269,13 +274,19 @@ impl Service {
                 let body = fx::envelope_of_sns_event(&d.body).unwrap_or_else(|| d.body.clone());
                 if let Some(queue) = dlq {
                     if self.dead_letter_text(&queue, body).await? {
-                        self.activity
-                            .delivery("lambda", DeliveryOutcome::DeadLettered, 1);
+                        self.activity.delivery(
+                            SubscriptionProtocol::Lambda.as_str(),
+                            DeliveryOutcome::DeadLettered,
+                            1,
+                        );
                         return self.store.finish_delivery(d.id).await;
                     }
                 }
-                self.activity
-                    .delivery(http_protocol(&d.endpoint), DeliveryOutcome::Dropped, 1);
+                self.activity.delivery(
+                    http_protocol(&d.endpoint).as_str(),
+                    DeliveryOutcome::Dropped,
+                    1,
+                );
                 self.store.finish_delivery(d.id).await
             }
         }

@@ -85,7 +85,7 @@ pub use protection::POLICY_ATTRIBUTE;
 pub use publish::{PublishResult, PublishTarget};
 pub use queues::{ListQueuesPage, SeedQueue};
 pub use replay::{REPLAY_BATCH, REPLAY_LEASE_MS, REPLAY_POLL};
-pub use topics::{Page, SubscribeResult, PAGE_SIZE, PROTOCOLS, SEED_PAYLOAD_ATTRIBUTE};
+pub use topics::{Page, SubscribeResult, PAGE_SIZE, SEED_PAYLOAD_ATTRIBUTE};
 
 /// The IAM user name every caller acts as ([`Service::principal_arn`]).
 pub const DEFAULT_IDENTITY: &str = "loft";

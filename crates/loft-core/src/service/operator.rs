@@ -481,7 +481,7 @@ impl Service {
                         .collect();
                     SubscriptionOverview {
                         arn: self.subscription_arn(s),
-                        protocol: s.protocol.clone(),
+                        protocol: s.protocol.as_str().to_owned(),
                         endpoint: s.endpoint.clone(),
                         confirmed: s.confirmed,
                         attributes: s.attributes.clone(),

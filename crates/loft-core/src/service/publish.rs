@@ -287,7 +287,8 @@ impl Service {
         };
         match target {
             PublishTarget::Endpoint(arn) => {
-                self.publish_direct(account, "application", arn, req).await
+                self.publish_direct(account, SubscriptionProtocol::Application, arn, req)
+                    .await
             }
             PublishTarget::Phone(number) => {
                 if !names::is_phone_number(number) {
@@ -295,7 +296,8 @@ impl Service {
                         "PhoneNumber Reason: {number} is not valid to publish to"
                     )));
                 }
-                self.publish_direct(account, "sms", number, req).await
+                self.publish_direct(account, SubscriptionProtocol::Sms, number, req)
+                    .await
             }
             PublishTarget::Topic(arn) | PublishTarget::Target(arn) => {
                 let topic = self.topic_by_arn(arn).await?;
@@ -312,7 +314,7 @@ impl Service {
     async fn publish_direct(
         &self,
         account: &str,
-        protocol: &str,
+        protocol: SubscriptionProtocol,
         endpoint: &str,
         req: PublishRequest,
     ) -> Result<PublishResult> {
@@ -329,7 +331,7 @@ impl Service {
         let record = RecordedMessage {
             id: 0,
             account: self.stored_account(account),
-            protocol: protocol.into(),
+            protocol: protocol.as_str().to_owned(),
             endpoint: endpoint.into(),
             topic_arn: None,
             subject: req.subject.clone(),
@@ -342,7 +344,7 @@ impl Service {
             .publish(Vec::new(), Vec::new(), vec![record])
             .await?;
         self.activity
-            .delivery(protocol, DeliveryOutcome::Recorded, 1);
+            .delivery(protocol.as_str(), DeliveryOutcome::Recorded, 1);
         Ok(PublishResult {
             message_id,
             sequence_number: None,
@@ -450,7 +452,7 @@ impl Service {
         // (an RSA key generation, ~0.3 s of CPU): only an envelope carries it, so a topic
         // whose subscriptions are all raw SQS ones does not ask for it.
         let envelopes = subs.iter().any(|s| {
-            s.protocol != "sqs"
+            s.protocol != SubscriptionProtocol::Sqs
                 || s.attributes
                     .get("RawMessageDelivery")
                     .is_none_or(|v| v != "true")
@@ -462,7 +464,10 @@ impl Service {
         };
         let mut queue_cache: BTreeMap<String, Option<std::sync::Arc<QueueRecord>>> =
             BTreeMap::new();
-        for s in subs.iter().filter(|s| s.protocol == "sqs") {
+        for s in subs
+            .iter()
+            .filter(|s| s.protocol == SubscriptionProtocol::Sqs)
+        {
             let endpoint = self.key_of_arn(&s.endpoint, "sqs");
             for name in endpoint.into_iter().chain(self.subscription_dlq(s)) {
                 if let std::collections::btree_map::Entry::Vacant(slot) = queue_cache.entry(name) {
@@ -631,12 +636,12 @@ impl Service {
                     policy.as_ref(),
                     sub,
                     &filter_attrs,
-                    text_for(structure_key(&sub.protocol, &sub.endpoint)),
+                    text_for(structure_key(sub.protocol, &sub.endpoint)),
                 ) else {
                     continue;
                 };
                 // FIFO topics have SQS subscriptions only (`subscribe` refuses others).
-                if fifo && sub.protocol != "sqs" {
+                if fifo && sub.protocol != SubscriptionProtocol::Sqs {
                     tracing::warn!(protocol = %sub.protocol, "a FIFO topic delivers to SQS only; message not delivered");
                     dropped.push("other");
                     continue;
@@ -657,8 +662,9 @@ impl Service {
                     });
                     continue;
                 }
-                match sub.protocol.as_str() {
-                    "sqs" => {
+                use SubscriptionProtocol as P;
+                match sub.protocol {
+                    P::Sqs => {
                         let out = Outgoing {
                             topic_arn: &topic_arn,
                             delivered_attributes,
@@ -681,10 +687,10 @@ impl Service {
                             &mut raw_text,
                         ) {
                             SqsStep::Copy(copy, name) => copies.push((*copy, name)),
-                            SqsStep::Dropped => dropped.push("sqs"),
+                            SqsStep::Dropped => dropped.push(P::Sqs.as_str()),
                         }
                     }
-                    "http" | "https" => {
+                    P::Http | P::Https => {
                         let sub_arn = self.subscription_arn(sub);
                         let body = if raw {
                             text.clone()
@@ -710,7 +716,7 @@ impl Service {
                     }
                     // A function the topic's account may invoke; another's is recorded
                     // as an unconfigured one is.
-                    "lambda"
+                    P::Lambda
                         if self
                             .invocable_function(self.split_key(&topic.name).0, &sub.endpoint)
                             .is_ok() =>
@@ -740,9 +746,16 @@ impl Service {
                             },
                         ));
                     }
-                    protocol => {
+                    // Recorded, not sent: email, SMS, push, Firehose, and a function this
+                    // topic may not invoke.
+                    protocol @ (P::Email
+                    | P::EmailJson
+                    | P::Sms
+                    | P::Application
+                    | P::Lambda
+                    | P::Firehose) => {
                         let sub_arn = self.subscription_arn(sub);
-                        let message = if protocol == "email-json" {
+                        let message = if protocol == P::EmailJson {
                             let (fields, sig) = sign(self, &text, false);
                             self.envelope(
                                 topic,
@@ -758,9 +771,10 @@ impl Service {
                         let (sender, message) = sender_of(topic, protocol, message);
                         // A Firehose delivery is written under the subscription's role
                         // (SubscriptionRoleArn): the recording names it as its sender.
-                        let sender = match protocol {
-                            "firehose" => sub.attributes.get("SubscriptionRoleArn").cloned(),
-                            _ => sender,
+                        let sender = if protocol == P::Firehose {
+                            sub.attributes.get("SubscriptionRoleArn").cloned()
+                        } else {
+                            sender
                         };
                         if let Some(prefix @ ("Firehose" | "Application")) =
                             delivery_status::prefix(protocol)
@@ -775,7 +789,7 @@ impl Service {
                         records.push(RecordedMessage {
                             id: 0,
                             account: self.stored_account(self.key_scope(&topic.name).0.account),
-                            protocol: protocol.to_owned(),
+                            protocol: protocol.as_str().to_owned(),
                             endpoint: sub.endpoint.clone(),
                             topic_arn: Some(topic_arn.clone()),
                             subject: req.subject.clone(),
@@ -896,7 +910,8 @@ impl Service {
                 } else {
                     DeliveryOutcome::Delivered
                 };
-                self.activity.delivery("sqs", outcome, 1);
+                self.activity
+                    .delivery(SubscriptionProtocol::Sqs.as_str(), outcome, 1);
             }
         }
         for queue in &audit_queues {

@@ -228,7 +228,8 @@ impl Service {
                         } else {
                             DeliveryOutcome::Delivered
                         };
-                        self.activity.delivery("sqs", outcome, 1);
+                        self.activity
+                            .delivery(SubscriptionProtocol::Sqs.as_str(), outcome, 1);
                         self.activity
                             .replayed(if dead_lettered { "failed" } else { "delivered" });
                     }
@@ -362,7 +363,10 @@ impl Service {
         let text = if structured {
             serde_json::from_str::<Value>(message)
                 .ok()
-                .map(|v| super::envelope::structured_text(&v, "sqs").to_owned())
+                .map(|v| {
+                    super::envelope::structured_text(&v, SubscriptionProtocol::Sqs.as_str())
+                        .to_owned()
+                })
                 .unwrap_or_default()
         } else {
             message.to_owned()

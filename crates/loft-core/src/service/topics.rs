@@ -19,7 +19,8 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::filter_policy::{FilterPolicy, FilterPolicyScope};
 use crate::message::MessageAttributes;
 use crate::model::{
-    NewSubscription, RecordedFilter, RecordedMessage, SubscriptionRecord, TopicRecord,
+    NewSubscription, RecordedFilter, RecordedMessage, SubscriptionProtocol, SubscriptionRecord,
+    TopicRecord,
 };
 use crate::names::{self, Naming};
 
@@ -28,19 +29,6 @@ type Map = BTreeMap<String, String>;
 /// The attribute marking a subscription made through the seeds' API: it receives the
 /// seeds' `{"topic","message"}` JSON payload rather than an SNS envelope.
 pub const SEED_PAYLOAD_ATTRIBUTE: &str = "LoftSeedPayload";
-
-/// Protocols Subscribe accepts.
-pub const PROTOCOLS: &[&str] = &[
-    "http",
-    "https",
-    "email",
-    "email-json",
-    "sms",
-    "sqs",
-    "application",
-    "lambda",
-    "firehose",
-];
 
 /// One page of topics or subscriptions, at most [`PAGE_SIZE`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -231,13 +219,20 @@ fn is_role_arn(value: &str) -> bool {
 fn validate_subscription_attribute(
     name: &str,
     value: &str,
-    protocol: &str,
+    protocol: SubscriptionProtocol,
     at_subscribe: bool,
 ) -> Result<String> {
+    use SubscriptionProtocol as P;
     let bad = |why: &str| invalid(&format!("Attributes Reason: {name}: {why}"));
     Ok(match name {
         "RawMessageDelivery" => {
-            if !matches!(protocol, "sqs" | "http" | "https" | "firehose") {
+            // Raw delivery: "Amazon SQS, HTTP/S and Firehose endpoints" (SNS Developer
+            // Guide, "Amazon SNS raw message delivery").
+            let raw = match protocol {
+                P::Sqs | P::Http | P::Https | P::Firehose => true,
+                P::Email | P::EmailJson | P::Sms | P::Application | P::Lambda => false,
+            };
+            if !raw {
                 return Err(invalid(&format!(
                     "Attributes Reason: Delivery protocol [{protocol}] does not support raw message delivery."
                 )));
@@ -264,7 +259,7 @@ fn validate_subscription_attribute(
             _ => return Err(bad("must be MessageAttributes or MessageBody")),
         },
         "DeliveryPolicy" => {
-            if !matches!(protocol, "http" | "https") {
+            if !protocol.is_http() {
                 return Err(bad("only HTTP/S subscriptions have a delivery policy"));
             }
             if !value.is_empty() {
@@ -296,7 +291,7 @@ fn validate_subscription_attribute(
         // The role SNS assumes to write to a Firehose delivery stream (SNS Developer Guide,
         // "Fanout to Firehose delivery streams"); no other protocol has one.
         "SubscriptionRoleArn" => {
-            if protocol != "firehose" {
+            if protocol != P::Firehose {
                 return Err(bad(&format!(
                     "SubscriptionRoleArn is only supported for the firehose protocol, not {protocol}"
                 )));
@@ -588,24 +583,20 @@ impl Service {
         return_arn: bool,
     ) -> Result<SubscribeResult> {
         let topic = self.topic_by_arn(topic_arn).await?;
-        let protocol = protocol.to_ascii_lowercase();
-        if !PROTOCOLS.contains(&protocol.as_str()) {
-            return Err(invalid(&format!(
-                "Amazon SNS does not support this protocol string: {protocol}"
-            )));
-        }
+        use SubscriptionProtocol as P;
+        let protocol = SubscriptionProtocol::parse(protocol)?;
         let endpoint = endpoint.unwrap_or("").trim();
-        let endpoint_ok = match protocol.as_str() {
-            "http" => endpoint.starts_with("http://") && endpoint.len() > 7,
-            "https" => endpoint.starts_with("https://") && endpoint.len() > 8,
-            "sqs" => {
+        let endpoint_ok = match protocol {
+            P::Http => endpoint.starts_with("http://") && endpoint.len() > 7,
+            P::Https => endpoint.starts_with("https://") && endpoint.len() > 8,
+            P::Sqs => {
                 if names::arn_resource(endpoint, "sqs").is_none() {
                     return Err(invalid("SQS endpoint ARN"));
                 }
                 true
             }
-            "email" | "email-json" => endpoint.contains('@'),
-            "sms" => {
+            P::Email | P::EmailJson => endpoint.contains('@'),
+            P::Sms => {
                 if !names::is_phone_number(endpoint) {
                     return Err(Error::new(
                         ErrorCode::InvalidParameter,
@@ -614,9 +605,9 @@ impl Service {
                 }
                 true
             }
-            "lambda" => endpoint.starts_with("arn:aws:lambda:"),
-            "firehose" => endpoint.starts_with("arn:aws:firehose:"),
-            _ => endpoint.starts_with("arn:"),
+            P::Lambda => endpoint.starts_with("arn:aws:lambda:"),
+            P::Firehose => endpoint.starts_with("arn:aws:firehose:"),
+            P::Application => endpoint.starts_with("arn:"),
         };
         if !endpoint_ok {
             return Err(invalid(
@@ -626,7 +617,7 @@ impl Service {
         // A configured function invoked for another account's topic needs its grant
         // (`allow_accounts`, as a Lambda resource-based policy's `lambda:InvokeFunction`
         // for that account); checked again at each delivery.
-        if protocol == "lambda" {
+        if protocol == P::Lambda {
             if let Ok(f) = self.function(endpoint) {
                 let (account, _) = self.split_key(&topic.name);
                 if !self.may_invoke(account, f) {
@@ -644,11 +635,11 @@ impl Service {
         // FIFO topics deliver to SQS queues only, and FIFO queues take only FIFO topics
         // (SNS Developer Guide, "Amazon SNS FIFO topics").
         let fifo_topic = topic.name.ends_with(".fifo");
-        if fifo_topic && protocol != "sqs" {
+        if fifo_topic && protocol != P::Sqs {
             return Err(invalid(&format!("Invalid protocol type: {protocol}")));
         }
         if !fifo_topic
-            && protocol == "sqs"
+            && protocol == P::Sqs
             && names::arn_resource(endpoint, "sqs").is_some_and(|q| q.ends_with(".fifo"))
         {
             // AWS's words, its doubled prefix included.
@@ -656,7 +647,7 @@ impl Service {
                 "Invalid parameter: Endpoint Reason: FIFO SQS Queues can not be subscribed to standard SNS topics",
             ));
         }
-        if matches!(protocol.as_str(), "http" | "https") {
+        if protocol.is_http() {
             self.config
                 .endpoint_policy
                 .check_url(endpoint)
@@ -666,14 +657,14 @@ impl Service {
         for (k, v) in &attributes {
             attrs.insert(
                 k.clone(),
-                validate_subscription_attribute(k, v, &protocol, true)?,
+                validate_subscription_attribute(k, v, protocol, true)?,
             );
         }
         check_filter_scope(&attrs)?;
         check_fifo_redrive(&topic.name, endpoint, &attrs)?;
         // Subscribe's SubscriptionRoleArn: "Specifying a valid ARN for this attribute is
         // required for Firehose delivery stream subscriptions" (SNS API Reference).
-        if protocol == "firehose" && !attrs.contains_key("SubscriptionRoleArn") {
+        if protocol == P::Firehose && !attrs.contains_key("SubscriptionRoleArn") {
             return Err(invalid(
                 "Attributes Reason: SubscriptionRoleArn is required for firehose subscriptions",
             ));
@@ -714,8 +705,12 @@ impl Service {
                 subscription_arn: arn,
             });
         }
-        let needs_confirmation =
-            matches!(protocol.as_str(), "http" | "https" | "email" | "email-json");
+        // Endpoints a message could reach unasked confirm first (SNS API Reference,
+        // Subscribe: "the endpoint owner must call ConfirmSubscription").
+        let needs_confirmation = match protocol {
+            P::Http | P::Https | P::Email | P::EmailJson => true,
+            P::Sms | P::Sqs | P::Application | P::Lambda | P::Firehose => false,
+        };
         let token = needs_confirmation.then(new_token);
         if let Some(p) = principal {
             attrs.insert("SubscriptionPrincipal".into(), p.to_owned());
@@ -726,7 +721,7 @@ impl Service {
                 topic.id,
                 NewSubscription {
                     uuid: uuid::Uuid::new_v4().to_string(),
-                    protocol: protocol.clone(),
+                    protocol,
                     endpoint: endpoint.to_owned(),
                     attributes: attrs,
                     confirmed: !needs_confirmation,
@@ -765,7 +760,7 @@ impl Service {
         let message = format!(
             "You have chosen to subscribe to the topic {topic_arn}.\nTo confirm the subscription, visit the SubscribeURL included in this message."
         );
-        if matches!(sub.protocol.as_str(), "http" | "https") {
+        if sub.protocol.is_http() {
             self.queue_confirmation(
                 topic,
                 sub,
@@ -777,11 +772,11 @@ impl Service {
             .await?;
         } else {
             let (sender, message) =
-                sender_of(topic, &sub.protocol, format!("{message}\n{subscribe_url}"));
+                sender_of(topic, sub.protocol, format!("{message}\n{subscribe_url}"));
             let record = RecordedMessage {
                 id: 0,
                 account: self.stored_account(self.key_scope(&topic.name).0.account),
-                protocol: sub.protocol.clone(),
+                protocol: sub.protocol.as_str().to_owned(),
                 endpoint: sub.endpoint.clone(),
                 topic_arn: Some(topic_arn),
                 subject: Some("AWS Notification - Subscription Confirmation".into()),
@@ -839,7 +834,7 @@ impl Service {
     pub async fn unsubscribe(&self, arn: &str) -> Result<()> {
         match self.subscription_by_arn(arn).await {
             Ok(s) => {
-                if s.confirmed && matches!(s.protocol.as_str(), "http" | "https") {
+                if s.confirmed && s.protocol.is_http() {
                     if let Some(topic) = self.store.get_topic(&s.topic_name).await? {
                         let token = new_token();
                         let subscribe_url = format!(
@@ -915,7 +910,7 @@ impl Service {
         out.insert("RawMessageDelivery".into(), "false".into());
         out.insert("TopicArn".into(), self.topic_arn(&s.topic_name));
         out.insert("Endpoint".into(), s.endpoint.clone());
-        out.insert("Protocol".into(), s.protocol.clone());
+        out.insert("Protocol".into(), s.protocol.as_str().to_owned());
         out.insert("PendingConfirmation".into(), (!s.confirmed).to_string());
         out.insert(
             "ConfirmationWasAuthenticated".into(),
@@ -923,7 +918,7 @@ impl Service {
         );
         out.insert("SubscriptionArn".into(), self.subscription_arn(&s));
         out.insert("SubscriptionPrincipal".into(), self.principal_arn());
-        if matches!(s.protocol.as_str(), "http" | "https") {
+        if s.protocol.is_http() {
             out.insert(
                 "EffectiveDeliveryPolicy".into(),
                 DeliveryPolicy::effective(
@@ -968,7 +963,7 @@ impl Service {
         value: &str,
     ) -> Result<()> {
         let s = self.subscription_by_arn(arn).await?;
-        let value = validate_subscription_attribute(name, value, &s.protocol, false)?;
+        let value = validate_subscription_attribute(name, value, s.protocol, false)?;
         let mut attrs = s.attributes.clone();
         // An empty ReplayPolicy, or `{}`, cancels the replay and is not kept.
         let no_replay = name == "ReplayPolicy" && super::replay::parse_policy(&value)?.is_none();
@@ -1183,9 +1178,9 @@ impl Service {
     /// IP address the endpoint policy denies, or a bad name; `TopicLimitExceeded`.
     pub async fn subscribe_seed(&self, topic: &str, endpoint: &str) -> Result<SubscriptionRecord> {
         let protocol = if endpoint.starts_with("http://") {
-            "http"
+            SubscriptionProtocol::Http
         } else if endpoint.starts_with("https://") {
-            "https"
+            SubscriptionProtocol::Https
         } else {
             return Err(Error::invalid(
                 "endpoint must be an http:// or https:// URL",
@@ -1203,7 +1198,7 @@ impl Service {
                 topic.id,
                 NewSubscription {
                     uuid: uuid::Uuid::new_v4().to_string(),
-                    protocol: protocol.into(),
+                    protocol,
                     endpoint: endpoint.into(),
                     attributes,
                     confirmed: true,

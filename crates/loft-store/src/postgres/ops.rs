@@ -1575,18 +1575,20 @@ pub async fn set_topic_json<C: GenericClient>(
 const SUBSCRIPTION_COLUMNS: &str = "s.seq, s.topic_id, t.name, s.uuid, s.protocol, s.endpoint, \
     s.attributes, s.confirmed, s.token";
 
-fn subscription_row(r: &Row) -> SubscriptionRecord {
-    SubscriptionRecord {
+/// A subscription row; `Broken` if its protocol is none Subscribe stores.
+fn subscription_row(r: &Row) -> Result<SubscriptionRecord, Error> {
+    Ok(SubscriptionRecord {
         seq: r.get(0),
         topic_id: r.get(1),
         topic_name: r.get(2),
         uuid: r.get(3),
-        protocol: r.get(4),
+        protocol: SubscriptionProtocol::parse(r.get(4))
+            .map_err(|_| Failure::Broken("a subscription with an unknown protocol"))?,
         endpoint: r.get(5),
         attributes: from_json(r.get(6)),
         confirmed: r.get(7),
         token: r.get(8),
-    }
+    })
 }
 
 pub async fn create_subscription<C: GenericClient>(
@@ -1599,13 +1601,13 @@ pub async fn create_subscription<C: GenericClient>(
            confirmed, token) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING *) \
          SELECT {SUBSCRIPTION_COLUMNS} FROM s JOIN topics t ON t.id = s.topic_id"
     );
-    Ok(query_opt(
+    query_opt(
         c,
         &sql,
         &[
             &topic_id,
             &s.uuid,
-            &s.protocol,
+            &s.protocol.as_str(),
             &s.endpoint,
             &to_json(&s.attributes),
             &s.confirmed,
@@ -1614,7 +1616,8 @@ pub async fn create_subscription<C: GenericClient>(
     )
     .await?
     .as_ref()
-    .map(subscription_row))
+    .map(subscription_row)
+    .transpose()
 }
 
 pub async fn list_subscriptions<C: GenericClient>(
@@ -1625,11 +1628,11 @@ pub async fn list_subscriptions<C: GenericClient>(
         "SELECT {SUBSCRIPTION_COLUMNS} FROM subscriptions s JOIN topics t ON t.id = s.topic_id \
          WHERE $1::bigint IS NULL OR s.topic_id = $1 ORDER BY s.seq"
     );
-    Ok(query(c, &sql, &[&topic_id])
+    query(c, &sql, &[&topic_id])
         .await?
         .iter()
         .map(subscription_row)
-        .collect())
+        .collect()
 }
 
 pub async fn get_subscription<C: GenericClient>(
@@ -1640,10 +1643,11 @@ pub async fn get_subscription<C: GenericClient>(
         "SELECT {SUBSCRIPTION_COLUMNS} FROM subscriptions s JOIN topics t ON t.id = s.topic_id \
          WHERE s.uuid = $1"
     );
-    Ok(query_opt(c, &sql, &[&uuid])
+    query_opt(c, &sql, &[&uuid])
         .await?
         .as_ref()
-        .map(subscription_row))
+        .map(subscription_row)
+        .transpose()
 }
 
 pub async fn update_subscription<C: GenericClient>(

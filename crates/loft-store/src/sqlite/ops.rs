@@ -1168,7 +1168,9 @@ fn subscription_row(r: &Row<'_>) -> rusqlite::Result<SubscriptionRecord> {
         topic_id: r.get(1)?,
         topic_name: r.get(2)?,
         uuid: r.get(3)?,
-        protocol: r.get(4)?,
+        protocol: SubscriptionProtocol::parse(&r.get::<_, String>(4)?).map_err(|e| {
+            rusqlite::Error::FromSqlConversionFailure(4, rusqlite::types::Type::Text, Box::new(e))
+        })?,
         endpoint: r.get(5)?,
         attributes: from_json(&r.get::<_, String>(6)?),
         confirmed: r.get(7)?,
@@ -1188,7 +1190,7 @@ pub fn create_subscription(
     .execute(params![
         topic_id,
         s.uuid,
-        s.protocol,
+        s.protocol.as_str(),
         s.endpoint,
         to_json(&s.attributes),
         s.confirmed,

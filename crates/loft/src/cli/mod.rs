@@ -862,7 +862,11 @@ async fn subscribe(a: SubscribeArgs) -> Result<(), CliError> {
     let c = a.client.client()?;
     let arn = c.topic_arn(&a.topic).await?;
     let protocol = a.protocol.to_ascii_lowercase();
-    let endpoint = if protocol == "sqs" {
+    // An SQS target is a queue's name or URL, sent as its ARN; an unknown protocol goes
+    // as given, for Loft to refuse in SNS's words.
+    let sqs = loft_core::model::SubscriptionProtocol::parse(&protocol)
+        .is_ok_and(|p| p == loft_core::model::SubscriptionProtocol::Sqs);
+    let endpoint = if sqs {
         c.queue_arn(&a.target).await?
     } else {
         a.target.clone()
