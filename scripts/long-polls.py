@@ -10,7 +10,7 @@ ReceiveMessage with WaitTimeSeconds=WAIT_SECONDS (default 20) on each, reads eve
 prints the counts, and stops the server by its pid. Bounded: every connection gives up
 WAIT_SECONDS + 30 s after the start. Raises its own open-files limit (RLIMIT_NOFILE) to
 the hard limit; the server raises its own. Measures the "2,000 concurrent long polls
-from one address all answered" target (README: running behind a load balancer).
+from one address all answered" target (docs/security.md: running behind a load balancer).
 """
 
 import asyncio

@@ -1,6 +1,6 @@
 //! The seeds' REST/JSON API, byte for byte where callers can see it
 //! (`chapter-41-sqs.md`, `chapter-42-sns.md`), plus Loft's own extensions
-//! (README.md, "The seeds' REST/JSON API"):
+//! (docs/seeds-api.md, "The seeds' REST/JSON API"):
 //! `visibility_timeout` on create, `?visibility_timeout=` and `?wait_seconds=` on receive.
 //!
 //! Errors are `{"error": "..."}` with a 4xx status (5xx only when storage fails): every

@@ -980,7 +980,7 @@ async fn get_on_queue_urls_and_content_negotiation() {
 /// Query parameters as the SDKs send them: an empty list is the bare name
 /// (`MessageAttributeNames=`, botocore's serializer), and a list index is a positive
 /// integer: `.0.`, `.-1.` and numbers past 32 bits are refused as AWS refuses `.0.`
-/// (`MalformedInput` "0 is not a valid index") and nothing is changed (README.md,
+/// (`MalformedInput` "0 is not a valid index") and nothing is changed (docs/security.md,
 /// "Hostile input").
 #[tokio::test]
 async fn empty_lists_and_list_indexes() {

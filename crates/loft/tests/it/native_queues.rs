@@ -1,4 +1,4 @@
-//! The queue rows of README's table, and the queue behaviours around them: visibility
+//! The queue rows of docs/seeds-api.md's table, and the queue behaviours around them: visibility
 //! expiry, long polling, dead-letter moves and concurrent consumers.
 
 use std::collections::{HashMap, HashSet};

@@ -1,4 +1,4 @@
-//! The topic rows of README's table, and fan-out to several endpoints.
+//! The topic rows of docs/seeds-api.md's table, and fan-out to several endpoints.
 
 use std::time::{Duration, Instant};
 

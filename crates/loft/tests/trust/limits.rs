@@ -320,7 +320,7 @@ fn open_files_for(wanted: u64) {
 
 /// Behind a load balancer or NAT every client shares one address: a default server
 /// has no per-address limit, so one address may hold more connections than the old
-/// default cap of 1,000 (README.md, "Running behind a load balancer"), each of them served.
+/// default cap of 1,000 (docs/security.md, "Running behind a load balancer"), each of them served.
 #[test]
 fn a_default_server_serves_more_than_a_thousand_connections_from_one_address() {
     const N: usize = 1_100;

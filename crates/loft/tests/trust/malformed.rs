@@ -1412,7 +1412,7 @@ fn query_damage(
     }
 }
 
-/// List and map indexes AWS refuses (README.md, "Hostile input"): indexes are integers
+/// List and map indexes AWS refuses (docs/security.md, "Hostile input"): indexes are integers
 /// from 1, as AWS answers `.0.` with `MalformedInput` "0 is not a valid index".
 const BAD_INDEXES: &[&str] = &["0", "-1", "-0", "12345678901234567890123", "x", ""];
 

@@ -1,4 +1,4 @@
-//! Loft behind a load balancer (`--trusted-proxy`, README.md, "Running behind a load
+//! Loft behind a load balancer (`--trusted-proxy`, docs/security.md, "Running behind a load
 //! balancer"), against the real binary: `X-Forwarded-For` from a trusted proxy is the
 //! client an `aws:SourceIp` condition sees, and is ignored from any other address; a PROXY
 //! protocol v2 header from a trusted proxy names the client for `aws:SourceIp` and for
