@@ -22,6 +22,7 @@ use super::messages::{sequence_number, DEDUP_WINDOW_MS};
 use super::sns_errors::{check_arn_elements, invalid};
 use super::topics::SEED_PAYLOAD_ATTRIBUTE;
 use super::Service;
+use crate::attributes::TopicConfig;
 use crate::clock::iso_timestamp;
 use crate::error::{Error, ErrorCode, Result};
 use crate::message::{self, MessageAttributes};
@@ -46,12 +47,13 @@ impl Service {
     fn log_sqs_delivery(
         &self,
         topic: &TopicRecord,
+        config: &TopicConfig,
         topic_arn: &str,
         copy: &SqsCopy,
         queue: &str,
         now: i64,
     ) {
-        if !delivery_status::enabled(&topic.attributes, "SQS", true) {
+        if !delivery_status::enabled(config, "SQS", true) {
             return;
         }
         delivery_status::log(&delivery_status::DeliveryStatus {
@@ -59,7 +61,7 @@ impl Service {
             success: true,
             topic_name: &topic.name,
             topic_arn,
-            topic_attributes: &topic.attributes,
+            topic_config: config,
             message_id: Some(&copy.fields.message_id),
             message: Some(&copy.fields.message),
             published_at_ms: copy.now_ms,
@@ -91,8 +93,14 @@ struct RecordedStatus {
 /// `{Firehose,Application}SuccessFeedbackSampleRate`, written only when the topic names
 /// a `...SuccessFeedbackRoleArn`. A recording cannot fail, so no failure record is ever
 /// written for these protocols.
-fn log_recorded_delivery(topic: &TopicRecord, topic_arn: &str, r: &RecordedStatus, now: i64) {
-    if !delivery_status::enabled(&topic.attributes, r.prefix, true) {
+fn log_recorded_delivery(
+    topic: &TopicRecord,
+    config: &TopicConfig,
+    topic_arn: &str,
+    r: &RecordedStatus,
+    now: i64,
+) {
+    if !delivery_status::enabled(config, r.prefix, true) {
         return;
     }
     delivery_status::log(&delivery_status::DeliveryStatus {
@@ -100,7 +108,7 @@ fn log_recorded_delivery(topic: &TopicRecord, topic_arn: &str, r: &RecordedStatu
         success: true,
         topic_name: &topic.name,
         topic_arn,
-        topic_attributes: &topic.attributes,
+        topic_config: config,
         message_id: Some(&r.message_id),
         message: Some(&r.message),
         published_at_ms: now,
@@ -377,10 +385,7 @@ impl Service {
         let fifo = topic.name.ends_with(".fifo");
         check_message_structure(req)?;
         validate_sns_attributes(&req.message_attributes)?;
-        let cbd = topic
-            .attributes
-            .get("ContentBasedDeduplication")
-            .is_some_and(|v| v == "true");
+        let cbd = TopicConfig::from_attributes(&topic.attributes).content_based_deduplication;
         if fifo {
             if req.group_id.is_none() {
                 return Err(invalid(
@@ -424,22 +429,14 @@ impl Service {
     ) -> Result<Vec<Result<PublishResult>>> {
         let _ = in_batch;
         let fifo = topic.name.ends_with(".fifo");
-        let cbd = topic
-            .attributes
-            .get("ContentBasedDeduplication")
-            .is_some_and(|v| v == "true");
+        let config = TopicConfig::from_attributes(&topic.attributes);
+        let cbd = config.content_based_deduplication;
         // SNS API Reference, Publish, MessageDeduplicationId: with FifoThroughputScope
         // "MessageGroup the message deduplication scope is within each individual message
         // group", with "Topic" (the default) across the entire topic.
-        let dedup_per_group = topic
-            .attributes
-            .get("FifoThroughputScope")
-            .is_some_and(|v| v == "MessageGroup");
+        let dedup_per_group = config.dedup_per_group;
         let topic_arn = self.topic_arn(&topic.name);
-        let tracing_active = topic
-            .attributes
-            .get("TracingConfig")
-            .is_some_and(|v| v == "Active");
+        let tracing_active = config.tracing_active;
         let policy = self.topic_policy(topic)?;
         let subs: Vec<SubscriptionRecord> = self
             .store
@@ -658,7 +655,7 @@ impl Service {
                         headers: Vec::new(),
                         body: json!({"topic": topic.name, "message": text}).to_string(),
                         due_at_ms: now,
-                        seal: crate::attributes::topic_seal(topic),
+                        seal: config.seal(topic.id),
                     });
                     continue;
                 }
@@ -741,7 +738,7 @@ impl Service {
                         };
                         deliveries.extend(self.lambda_delivery(&n, &sub.uuid, &sub.endpoint).map(
                             |d| NewDelivery {
-                                seal: crate::attributes::topic_seal(topic),
+                                seal: config.seal(topic.id),
                                 ..d
                             },
                         ));
@@ -796,7 +793,7 @@ impl Service {
                             message,
                             sender,
                             created_at_ms: now,
-                            seal: crate::attributes::topic_seal(topic),
+                            seal: config.seal(topic.id),
                         });
                     }
                 }
@@ -867,7 +864,7 @@ impl Service {
                 for ((copy, name), sent) in copies.iter().zip(&p.sent) {
                     stored.push((name.clone(), !sent.duplicate, copy.dead_lettered));
                     if !sent.duplicate {
-                        self.log_sqs_delivery(topic, &topic_arn, copy, name, now);
+                        self.log_sqs_delivery(topic, &config, &topic_arn, copy, name, now);
                     }
                 }
             }
@@ -885,7 +882,7 @@ impl Service {
                 for (copy, name) in copies {
                     messages.push(copy.render(&self.config.advertised_url, None));
                     names.push((name.clone(), copy.dead_lettered));
-                    if delivery_status::enabled(&topic.attributes, "SQS", true) {
+                    if delivery_status::enabled(&config, "SQS", true) {
                         logged.push((copy, name));
                     }
                 }
@@ -898,7 +895,7 @@ impl Service {
                     stored.push((name, !sent.duplicate, dead));
                 }
                 for (copy, name) in logged {
-                    self.log_sqs_delivery(topic, &topic_arn, copy, name, now);
+                    self.log_sqs_delivery(topic, &config, &topic_arn, copy, name, now);
                 }
             }
         }
@@ -922,7 +919,7 @@ impl Service {
                 .delivery(&protocol, DeliveryOutcome::Recorded, 1);
         }
         for r in &recorded_status {
-            log_recorded_delivery(topic, &topic_arn, r, now);
+            log_recorded_delivery(topic, &config, &topic_arn, r, now);
         }
         for protocol in dropped {
             self.activity

@@ -13,6 +13,7 @@ use serde_json::{json, Value};
 use super::envelope::{sender_of, SignedFields};
 use super::sns_errors::{check_arn_elements, invalid};
 use super::{Principal, Service};
+use crate::attributes::TopicConfig;
 use crate::clock::iso_timestamp;
 use crate::delivery_policy::DeliveryPolicy;
 use crate::error::{Error, ErrorCode, Result};
@@ -364,9 +365,7 @@ impl Service {
         tags: Vec<(String, String)>,
     ) -> Result<TopicRecord> {
         let tags = unique_tags(tags)?;
-        let fifo = attributes
-            .get("FifoTopic")
-            .is_some_and(|v| v.eq_ignore_ascii_case("true"));
+        let fifo = TopicConfig::from_attributes(&attributes).fifo;
         // FIFO topic names end with .fifo and only FIFO topics' names do (SNS Developer
         // Guide, "FIFO topics"); AWS reports it as any other bad name.
         if fifo != name.ends_with(".fifo") {
@@ -485,7 +484,9 @@ impl Service {
         out.insert(
             "EffectiveDeliveryPolicy".into(),
             topic_effective_delivery_policy(
-                topic.attributes.get("DeliveryPolicy").map(String::as_str),
+                TopicConfig::from_attributes(&topic.attributes)
+                    .delivery_policy
+                    .as_deref(),
             ),
         );
         out.insert(
@@ -922,7 +923,9 @@ impl Service {
             out.insert(
                 "EffectiveDeliveryPolicy".into(),
                 DeliveryPolicy::effective(
-                    topic.attributes.get("DeliveryPolicy").map(String::as_str),
+                    TopicConfig::from_attributes(&topic.attributes)
+                        .delivery_policy
+                        .as_deref(),
                     s.attributes.get("DeliveryPolicy").map(String::as_str),
                 )
                 .to_json(),
@@ -1049,10 +1052,9 @@ impl Service {
         }
         let topic = self.topic_by_arn(arn).await?;
         let topic_arn = self.topic_arn(&topic.name);
-        let mut policy: Value = topic
-            .attributes
-            .get("Policy")
-            .and_then(|p| serde_json::from_str(p).ok())
+        let mut policy: Value = TopicConfig::from_attributes(&topic.attributes)
+            .policy
+            .and_then(|p| serde_json::from_str(&p).ok())
             .unwrap_or_else(|| {
                 serde_json::from_str(&default_topic_policy(
                     &topic_arn,
@@ -1090,10 +1092,9 @@ impl Service {
     /// RemovePermission (topics). Errors: `InvalidParameter` (no such label), `NotFound`.
     pub async fn remove_topic_permission(&self, arn: &str, label: &str) -> Result<()> {
         let topic = self.topic_by_arn(arn).await?;
-        let mut policy: Value = topic
-            .attributes
-            .get("Policy")
-            .and_then(|p| serde_json::from_str(p).ok())
+        let mut policy: Value = TopicConfig::from_attributes(&topic.attributes)
+            .policy
+            .and_then(|p| serde_json::from_str(&p).ok())
             .ok_or_else(|| invalid("Label Reason: can't find label"))?;
         let statements = policy["Statement"]
             .as_array_mut()
