@@ -1,5 +1,6 @@
 //! Queue attributes: names, ranges, defaults and the typed view the service works from;
-//! the typed view of a topic's attributes ([`TopicConfig`]).
+//! the typed views of a topic's and a subscription's attributes ([`TopicConfig`],
+//! [`SubscriptionConfig`]).
 //!
 //! Source: SQS API Reference, CreateQueue and SetQueueAttributes "Request Parameters";
 //! MaximumMessageSize's range and default follow AWS's 2025 raise of the limit to 1 MiB.
@@ -554,6 +555,64 @@ impl Default for FeedbackConfig {
     }
 }
 
+/// The attribute marking a subscription made through the seeds' API: it receives the
+/// seeds' `{"topic","message"}` JSON payload rather than an SNS envelope.
+pub const SEED_PAYLOAD_ATTRIBUTE: &str = "LoftSeedPayload";
+
+/// The typed view of a subscription's stored attributes (SNS API Reference,
+/// SetSubscriptionAttributes and Subscribe, "Attributes"), read in one place,
+/// [`SubscriptionConfig::from_attributes`]. Values are as validated on Subscribe /
+/// SetSubscriptionAttributes (booleans lowercase).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SubscriptionConfig {
+    /// RawMessageDelivery is `true`: the message alone is delivered, not its envelope.
+    pub raw_message_delivery: bool,
+    /// FilterPolicy, when set and non-empty (an empty one is no filter policy).
+    pub filter_policy: Option<String>,
+    /// FilterPolicyScope: `MessageBody`, else `MessageAttributes` (the default).
+    pub filter_policy_scope: crate::filter_policy::FilterPolicyScope,
+    /// DeliveryPolicy as stored (JSON), if set: see [`crate::delivery_policy::DeliveryPolicy`].
+    pub delivery_policy: Option<String>,
+    /// The `deadLetterTargetArn` of RedrivePolicy, when it is set, JSON and names one.
+    pub dead_letter_target_arn: Option<String>,
+    /// SubscriptionRoleArn as stored, if set (Firehose subscriptions).
+    pub subscription_role_arn: Option<String>,
+    /// ReplayPolicy as stored (JSON), if set (FIFO topics with an archive).
+    pub replay_policy: Option<String>,
+    /// [`SEED_PAYLOAD_ATTRIBUTE`] is present: a seeds' subscription.
+    pub seed_payload: bool,
+}
+
+impl SubscriptionConfig {
+    /// Reads the typed configuration from a subscription's stored attributes (or
+    /// Subscribe's validated ones): the one function that reads subscription attributes by
+    /// name. Unset attributes take AWS's defaults.
+    pub fn from_attributes(attributes: &BTreeMap<String, String>) -> Self {
+        use crate::filter_policy::FilterPolicyScope;
+        SubscriptionConfig {
+            raw_message_delivery: attributes
+                .get("RawMessageDelivery")
+                .is_some_and(|v| v == "true"),
+            filter_policy: attributes
+                .get("FilterPolicy")
+                .filter(|p| !p.is_empty())
+                .cloned(),
+            filter_policy_scope: match attributes.get("FilterPolicyScope").map(String::as_str) {
+                Some("MessageBody") => FilterPolicyScope::MessageBody,
+                _ => FilterPolicyScope::MessageAttributes,
+            },
+            delivery_policy: attributes.get("DeliveryPolicy").cloned(),
+            dead_letter_target_arn: attributes
+                .get("RedrivePolicy")
+                .and_then(|p| serde_json::from_str::<Value>(p).ok())
+                .and_then(|v| v.get("deadLetterTargetArn")?.as_str().map(str::to_owned)),
+            subscription_role_arn: attributes.get("SubscriptionRoleArn").cloned(),
+            replay_policy: attributes.get("ReplayPolicy").cloned(),
+            seed_payload: attributes.contains_key(SEED_PAYLOAD_ATTRIBUTE),
+        }
+    }
+}
+
 /// The encryption at rest of what Loft keeps of `topic`'s messages (recorded messages,
 /// pending HTTP/S and Lambda deliveries, FIFO archive entries): sealed under a data key of
 /// the topic and its KmsMasterKeyId when one is set (SNS Developer Guide, "Encryption at
@@ -712,6 +771,53 @@ mod tests {
             "an empty role ARN logs nothing"
         );
         assert_eq!(c.feedback("email"), FeedbackConfig::default());
+    }
+
+    #[test]
+    fn subscription_config_defaults_and_values() {
+        use crate::filter_policy::FilterPolicyScope;
+        let c = SubscriptionConfig::from_attributes(&BTreeMap::new());
+        assert_eq!(c, SubscriptionConfig::default());
+        assert_eq!(c.filter_policy_scope, FilterPolicyScope::MessageAttributes);
+        let attrs: BTreeMap<String, String> = [
+            ("RawMessageDelivery", "true"),
+            ("FilterPolicy", "{\"a\":[\"b\"]}"),
+            ("FilterPolicyScope", "MessageBody"),
+            ("DeliveryPolicy", "{}"),
+            (
+                "RedrivePolicy",
+                "{\"deadLetterTargetArn\":\"arn:aws:sqs:us-east-1:1:dlq\"}",
+            ),
+            ("SubscriptionRoleArn", "arn:aws:iam::1:role/r"),
+            ("ReplayPolicy", "{}"),
+            (SEED_PAYLOAD_ATTRIBUTE, "true"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+        let c = SubscriptionConfig::from_attributes(&attrs);
+        assert!(c.raw_message_delivery && c.seed_payload);
+        assert_eq!(c.filter_policy.as_deref(), Some("{\"a\":[\"b\"]}"));
+        assert_eq!(c.filter_policy_scope, FilterPolicyScope::MessageBody);
+        assert_eq!(c.delivery_policy.as_deref(), Some("{}"));
+        assert_eq!(
+            c.dead_letter_target_arn.as_deref(),
+            Some("arn:aws:sqs:us-east-1:1:dlq")
+        );
+        assert_eq!(
+            c.subscription_role_arn.as_deref(),
+            Some("arn:aws:iam::1:role/r")
+        );
+        assert_eq!(c.replay_policy.as_deref(), Some("{}"));
+        // An empty FilterPolicy is no filter policy; a RedrivePolicy that is not JSON
+        // names no dead-letter queue.
+        let attrs: BTreeMap<String, String> = [("FilterPolicy", ""), ("RedrivePolicy", "x")]
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect();
+        let c = SubscriptionConfig::from_attributes(&attrs);
+        assert_eq!(c.filter_policy, None);
+        assert_eq!(c.dead_letter_target_arn, None);
     }
 
     #[test]

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use super::activity::{http_protocol, DeliveryOutcome};
 use super::Service;
-use crate::attributes::TopicConfig;
+use crate::attributes::{SubscriptionConfig, TopicConfig};
 use crate::delivery_policy::DeliveryPolicy;
 use crate::error::Result;
 use crate::message::{self, MessageAttributes};
@@ -64,7 +64,9 @@ impl Service {
                 };
                 let max = DeliveryPolicy::effective(
                     topic_policy.as_deref(),
-                    sub.attributes.get("DeliveryPolicy").map(String::as_str),
+                    SubscriptionConfig::from_attributes(&sub.attributes)
+                        .delivery_policy
+                        .as_deref(),
                 )
                 .max_receives_per_second;
                 if let Some(max) = max {
@@ -217,7 +219,9 @@ impl Service {
             .and_then(|t| TopicConfig::from_attributes(&t.attributes).delivery_policy);
         let policy = DeliveryPolicy::effective(
             topic_policy.as_deref(),
-            sub.attributes.get("DeliveryPolicy").map(String::as_str),
+            SubscriptionConfig::from_attributes(&sub.attributes)
+                .delivery_policy
+                .as_deref(),
         );
         if let Some(delay) = policy.delay_before_retry(attempts as u32) {
             let next = self.now_ms() + delay as i64 * 1000;

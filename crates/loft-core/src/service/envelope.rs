@@ -17,7 +17,7 @@ use serde_json::{json, Map, Value};
 
 use super::messages::{sequence_number, DEDUP_WINDOW_MS};
 use super::Service;
-use crate::attributes::{QueueConfig, TopicConfig};
+use crate::attributes::{QueueConfig, SubscriptionConfig, TopicConfig};
 use crate::delivery_policy::{DeliveryPolicy, DEFAULT_CONTENT_TYPE};
 use crate::filter_policy::{FilterPolicy, FilterPolicyScope};
 use crate::message::{self, MessageAttributes};
@@ -682,7 +682,9 @@ impl Service {
                 TopicConfig::from_attributes(&topic.attributes)
                     .delivery_policy
                     .as_deref(),
-                sub.attributes.get("DeliveryPolicy").map(String::as_str),
+                SubscriptionConfig::from_attributes(&sub.attributes)
+                    .delivery_policy
+                    .as_deref(),
             )
             .content_type()
             .to_owned()
@@ -750,14 +752,12 @@ fn passes_filter(
     attrs: &BTreeMap<String, (String, String)>,
     text: &str,
 ) -> bool {
-    let Some(policy) = sub.attributes.get("FilterPolicy").filter(|p| !p.is_empty()) else {
+    let config = SubscriptionConfig::from_attributes(&sub.attributes);
+    let Some(policy) = config.filter_policy else {
         return true;
     };
-    let scope = match sub.attributes.get("FilterPolicyScope").map(String::as_str) {
-        Some("MessageBody") => FilterPolicyScope::MessageBody,
-        _ => FilterPolicyScope::MessageAttributes,
-    };
-    let Ok(policy) = FilterPolicy::parse(policy, scope) else {
+    let scope = config.filter_policy_scope;
+    let Ok(policy) = FilterPolicy::parse(&policy, scope) else {
         return false;
     };
     match scope {

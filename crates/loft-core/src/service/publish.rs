@@ -20,9 +20,8 @@ use super::envelope::{
 };
 use super::messages::{sequence_number, DEDUP_WINDOW_MS};
 use super::sns_errors::{check_arn_elements, invalid};
-use super::topics::SEED_PAYLOAD_ATTRIBUTE;
 use super::Service;
-use crate::attributes::TopicConfig;
+use crate::attributes::{SubscriptionConfig, TopicConfig};
 use crate::clock::iso_timestamp;
 use crate::error::{Error, ErrorCode, Result};
 use crate::message::{self, MessageAttributes};
@@ -450,9 +449,7 @@ impl Service {
         // whose subscriptions are all raw SQS ones does not ask for it.
         let envelopes = subs.iter().any(|s| {
             s.protocol != SubscriptionProtocol::Sqs
-                || s.attributes
-                    .get("RawMessageDelivery")
-                    .is_none_or(|v| v != "true")
+                || !SubscriptionConfig::from_attributes(&s.attributes).raw_message_delivery
         });
         let signing_cert_url = if envelopes {
             self.signing_cert_url()
@@ -643,11 +640,9 @@ impl Service {
                     dropped.push("other");
                     continue;
                 }
-                let raw = sub
-                    .attributes
-                    .get("RawMessageDelivery")
-                    .is_some_and(|v| v == "true");
-                if sub.attributes.contains_key(SEED_PAYLOAD_ATTRIBUTE) {
+                let sub_config = SubscriptionConfig::from_attributes(&sub.attributes);
+                let raw = sub_config.raw_message_delivery;
+                if sub_config.seed_payload {
                     deliveries.push(NewDelivery {
                         subscription: sub.uuid.clone(),
                         endpoint: sub.endpoint.clone(),
@@ -769,7 +764,7 @@ impl Service {
                         // A Firehose delivery is written under the subscription's role
                         // (SubscriptionRoleArn): the recording names it as its sender.
                         let sender = if protocol == P::Firehose {
-                            sub.attributes.get("SubscriptionRoleArn").cloned()
+                            sub_config.subscription_role_arn.clone()
                         } else {
                             sender
                         };

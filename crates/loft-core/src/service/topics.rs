@@ -13,11 +13,11 @@ use serde_json::{json, Value};
 use super::envelope::{sender_of, SignedFields};
 use super::sns_errors::{check_arn_elements, invalid};
 use super::{Principal, Service};
-use crate::attributes::TopicConfig;
+use crate::attributes::{SubscriptionConfig, TopicConfig};
 use crate::clock::iso_timestamp;
 use crate::delivery_policy::DeliveryPolicy;
 use crate::error::{Error, ErrorCode, Result};
-use crate::filter_policy::{FilterPolicy, FilterPolicyScope};
+use crate::filter_policy::FilterPolicy;
 use crate::message::MessageAttributes;
 use crate::model::{
     NewSubscription, RecordedFilter, RecordedMessage, SubscriptionProtocol, SubscriptionRecord,
@@ -29,7 +29,7 @@ type Map = BTreeMap<String, String>;
 
 /// The attribute marking a subscription made through the seeds' API: it receives the
 /// seeds' `{"topic","message"}` JSON payload rather than an SNS envelope.
-pub const SEED_PAYLOAD_ATTRIBUTE: &str = "LoftSeedPayload";
+pub use crate::attributes::SEED_PAYLOAD_ATTRIBUTE;
 
 /// One page of topics or subscriptions, at most [`PAGE_SIZE`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -665,12 +665,13 @@ impl Service {
         check_fifo_redrive(&topic.name, endpoint, &attrs)?;
         // Subscribe's SubscriptionRoleArn: "Specifying a valid ARN for this attribute is
         // required for Firehose delivery stream subscriptions" (SNS API Reference).
-        if protocol == P::Firehose && !attrs.contains_key("SubscriptionRoleArn") {
+        let config = SubscriptionConfig::from_attributes(&attrs);
+        if protocol == P::Firehose && config.subscription_role_arn.is_none() {
             return Err(invalid(
                 "Attributes Reason: SubscriptionRoleArn is required for firehose subscriptions",
             ));
         }
-        if let Some(policy) = attrs.get("ReplayPolicy") {
+        if let Some(policy) = &config.replay_policy {
             if self.check_replay(&topic, policy)?.is_none() {
                 // `{}` or empty at Subscribe: no replay, nothing kept.
                 attrs.remove("ReplayPolicy");
@@ -730,8 +731,8 @@ impl Service {
                 },
             )
             .await?;
-        if let Some(policy) = sub.attributes.get("ReplayPolicy") {
-            self.start_replay(&topic, &sub, policy).await?;
+        if let Some(policy) = SubscriptionConfig::from_attributes(&sub.attributes).replay_policy {
+            self.start_replay(&topic, &sub, &policy).await?;
         }
         if let Some(token) = token {
             self.send_confirmation(&topic, &sub, &token).await?;
@@ -926,7 +927,9 @@ impl Service {
                     TopicConfig::from_attributes(&topic.attributes)
                         .delivery_policy
                         .as_deref(),
-                    s.attributes.get("DeliveryPolicy").map(String::as_str),
+                    SubscriptionConfig::from_attributes(&s.attributes)
+                        .delivery_policy
+                        .as_deref(),
                 )
                 .to_json(),
             );
@@ -1261,12 +1264,9 @@ fn subscription_attribute_default(name: &str) -> Option<&'static str> {
 }
 
 fn check_filter_scope(attrs: &Map) -> Result<()> {
-    if let Some(policy) = attrs.get("FilterPolicy").filter(|p| !p.is_empty()) {
-        let scope = match attrs.get("FilterPolicyScope").map(String::as_str) {
-            Some("MessageBody") => FilterPolicyScope::MessageBody,
-            _ => FilterPolicyScope::MessageAttributes,
-        };
-        FilterPolicy::parse(policy, scope)?;
+    let config = SubscriptionConfig::from_attributes(attrs);
+    if let Some(policy) = &config.filter_policy {
+        FilterPolicy::parse(policy, config.filter_policy_scope)?;
     }
     Ok(())
 }
@@ -1275,9 +1275,8 @@ impl Service {
     /// The store key of the queue a subscription's RedrivePolicy names as its dead-letter
     /// queue (`{"deadLetterTargetArn": "arn:aws:sqs:...:NAME"}`), if any.
     pub(crate) fn subscription_dlq(&self, sub: &SubscriptionRecord) -> Option<String> {
-        let policy: Value = serde_json::from_str(sub.attributes.get("RedrivePolicy")?).ok()?;
-        let arn = policy.get("deadLetterTargetArn")?.as_str()?;
-        self.key_of_arn(arn, "sqs")
+        let arn = SubscriptionConfig::from_attributes(&sub.attributes).dead_letter_target_arn?;
+        self.key_of_arn(&arn, "sqs")
     }
 }
 
@@ -1287,11 +1286,7 @@ impl Service {
 fn check_fifo_redrive(topic_name: &str, endpoint: &str, attrs: &Map) -> Result<()> {
     let fifo_subscription = topic_name.ends_with(".fifo")
         && names::arn_resource(endpoint, "sqs").is_some_and(|q| q.ends_with(".fifo"));
-    let dlq = attrs
-        .get("RedrivePolicy")
-        .and_then(|p| serde_json::from_str::<Value>(p).ok())
-        .and_then(|v| v.get("deadLetterTargetArn")?.as_str().map(str::to_owned));
-    match dlq {
+    match SubscriptionConfig::from_attributes(attrs).dead_letter_target_arn {
         Some(arn) if fifo_subscription && !arn.ends_with(".fifo") => Err(invalid(
             "RedrivePolicy: must use a FIFO queue as DLQ for a FIFO Subscription to a FIFO Topic.",
         )),
