@@ -378,11 +378,18 @@ impl Service {
         }
         check_sns_tags(&tags)?;
         // An ArchivePolicy of `{}` is no archive; a real one starts the archive now.
-        if attrs.get("ArchivePolicy").is_some_and(String::is_empty) {
+        if TopicConfig::from_attributes(&attrs)
+            .archive_policy
+            .as_deref()
+            == Some("")
+        {
             attrs.remove("ArchivePolicy");
         }
         let mut stored = attrs.clone();
-        if attrs.contains_key("ArchivePolicy") {
+        if TopicConfig::from_attributes(&attrs)
+            .archive_policy
+            .is_some()
+        {
             stored.insert(
                 super::archive::ARCHIVE_START_ATTRIBUTE.to_owned(),
                 self.now_ms().to_string(),
@@ -938,10 +945,8 @@ impl Service {
         // FilterPolicyScope then (recorded Subscribe with FilterPolicy "" and
         // FilterPolicyScope MessageBody); with one, the scope defaults to
         // MessageAttributes.
-        let has_policy = s
-            .attributes
-            .get("FilterPolicy")
-            .is_some_and(|p| !p.is_empty());
+        let config = SubscriptionConfig::from_attributes(&s.attributes);
+        let has_policy = config.filter_policy.is_some();
         for (k, v) in &s.attributes {
             if k == SEED_PAYLOAD_ATTRIBUTE
                 || (!has_policy && matches!(k.as_str(), "FilterPolicy" | "FilterPolicyScope"))
@@ -950,10 +955,11 @@ impl Service {
             }
             out.insert(k.clone(), v.clone());
         }
-        if has_policy && !s.attributes.contains_key("FilterPolicyScope") {
-            out.insert("FilterPolicyScope".into(), "MessageAttributes".into());
+        if has_policy {
+            out.entry("FilterPolicyScope".into())
+                .or_insert_with(|| "MessageAttributes".into());
         }
-        if s.attributes.contains_key("ReplayPolicy") {
+        if config.replay_policy.is_some() {
             if let Some(status) = self.replay_status(&s.uuid).await? {
                 out.insert("ReplayStatus".into(), status.to_owned());
             }
