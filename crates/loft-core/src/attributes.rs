@@ -1,4 +1,6 @@
-//! Queue attributes: names, ranges, defaults and the typed view the service works from.
+//! Queue attributes: names, ranges, defaults and the typed view the service works from;
+//! the typed views of a topic's and a subscription's attributes ([`TopicConfig`],
+//! [`SubscriptionConfig`]).
 //!
 //! Source: SQS API Reference, CreateQueue and SetQueueAttributes "Request Parameters";
 //! MaximumMessageSize's range and default follow AWS's 2025 raise of the limit to 1 MiB.
@@ -422,19 +424,201 @@ fn encryption(attributes: &BTreeMap<String, String>) -> Option<String> {
     sse_sqs.then(|| crate::model::SSE_SQS_KEY_ID.to_owned())
 }
 
+/// The stored topic attribute (Loft's own, never listed or settable) holding when the
+/// topic's archive started (ms): set when an ArchivePolicy is first given.
+pub const ARCHIVE_START_ATTRIBUTE: &str = "loft:ArchiveStart";
+
+/// The topic attribute holding the data protection policy as PutDataProtectionPolicy put
+/// it (SNS API Reference, SetTopicAttributes, "DataProtectionPolicy").
+pub const DATA_PROTECTION_POLICY_ATTRIBUTE: &str = "DataProtectionPolicy";
+
+/// The attribute prefixes of SNS delivery status logging (SNS Developer Guide, "Amazon SNS
+/// message delivery status"): `{prefix}{Success,Failure}FeedbackRoleArn` and
+/// `{prefix}SuccessFeedbackSampleRate`.
+pub const FEEDBACK_PREFIXES: [&str; 5] = ["HTTP", "SQS", "Lambda", "Firehose", "Application"];
+
+/// One protocol's delivery status logging settings (SNS Developer Guide, "Amazon SNS
+/// message delivery status").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FeedbackConfig {
+    /// `{prefix}SuccessFeedbackRoleArn` is set (non-empty): successes are logged.
+    pub success: bool,
+    /// `{prefix}FailureFeedbackRoleArn` is set (non-empty): failures are logged.
+    pub failure: bool,
+    /// `{prefix}SuccessFeedbackSampleRate`, percent of successes logged (0 to 100; unset
+    /// or unreadable counts as 100).
+    pub success_sample_rate: u32,
+}
+
+/// The typed view of a topic's stored attributes (SNS API Reference, SetTopicAttributes
+/// and CreateTopic, "Attributes"), read in one place, [`TopicConfig::from_attributes`].
+/// Values are as validated on CreateTopic / SetTopicAttributes (booleans lowercase).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TopicConfig {
+    /// FifoTopic is `true` (any case).
+    pub fifo: bool,
+    /// ContentBasedDeduplication is `true` (FIFO topics).
+    pub content_based_deduplication: bool,
+    /// FifoThroughputScope is `MessageGroup`: deduplication per message group rather than
+    /// per topic.
+    pub dedup_per_group: bool,
+    /// TracingConfig is `Active` (AWS X-Ray active tracing).
+    pub tracing_active: bool,
+    /// SignatureVersion is `2` (SHA256 signatures) rather than `1` (SHA1, the default).
+    pub signature_version_2: bool,
+    /// DisplayName, when set and non-empty (the sender of email and SMS).
+    pub display_name: Option<String>,
+    /// DeliveryPolicy as stored (JSON), if set: see [`crate::delivery_policy::DeliveryPolicy`].
+    pub delivery_policy: Option<String>,
+    /// Policy (the topic's access policy, IAM JSON) as stored, if set.
+    pub policy: Option<String>,
+    /// DataProtectionPolicy as put, if set (possibly empty).
+    pub data_protection_policy: Option<String>,
+    /// ArchivePolicy as stored (JSON), if set (FIFO topics).
+    pub archive_policy: Option<String>,
+    /// When the archive started (ms), [`ARCHIVE_START_ATTRIBUTE`], if stored and readable.
+    pub archive_start_ms: Option<i64>,
+    /// KmsMasterKeyId, when set and non-empty (encryption at rest).
+    pub kms_master_key_id: Option<String>,
+    /// Delivery status logging per [`FEEDBACK_PREFIXES`] entry, in that order.
+    pub feedback: [FeedbackConfig; 5],
+}
+
+impl TopicConfig {
+    /// Reads the typed configuration from a topic's stored attributes: the one function
+    /// that reads topic attributes by name. Unset attributes take AWS's defaults.
+    pub fn from_attributes(attributes: &BTreeMap<String, String>) -> Self {
+        let is = |name: &str, value: &str| attributes.get(name).is_some_and(|v| v == value);
+        let text = |name: &str| attributes.get(name).cloned();
+        let non_empty = |name: &str| attributes.get(name).filter(|v| !v.is_empty()).cloned();
+        let role = |prefix: &str, outcome: &str| {
+            attributes
+                .get(&format!("{prefix}{outcome}FeedbackRoleArn"))
+                .is_some_and(|v| !v.is_empty())
+        };
+        TopicConfig {
+            fifo: attributes
+                .get("FifoTopic")
+                .is_some_and(|v| v.eq_ignore_ascii_case("true")),
+            content_based_deduplication: is("ContentBasedDeduplication", "true"),
+            dedup_per_group: is("FifoThroughputScope", "MessageGroup"),
+            tracing_active: is("TracingConfig", "Active"),
+            signature_version_2: is("SignatureVersion", "2"),
+            display_name: non_empty("DisplayName"),
+            delivery_policy: text("DeliveryPolicy"),
+            policy: text("Policy"),
+            data_protection_policy: text(DATA_PROTECTION_POLICY_ATTRIBUTE),
+            archive_policy: text("ArchivePolicy"),
+            archive_start_ms: attributes
+                .get(ARCHIVE_START_ATTRIBUTE)
+                .and_then(|v| v.parse().ok()),
+            kms_master_key_id: non_empty("KmsMasterKeyId"),
+            feedback: FEEDBACK_PREFIXES.map(|prefix| FeedbackConfig {
+                success: role(prefix, "Success"),
+                failure: role(prefix, "Failure"),
+                success_sample_rate: attributes
+                    .get(&format!("{prefix}SuccessFeedbackSampleRate"))
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(100),
+            }),
+        }
+    }
+
+    /// The delivery status logging of attribute prefix `prefix` (one of
+    /// [`FEEDBACK_PREFIXES`]); nothing logged for any other prefix.
+    pub fn feedback(&self, prefix: &str) -> FeedbackConfig {
+        FEEDBACK_PREFIXES
+            .iter()
+            .position(|p| *p == prefix)
+            .map_or_else(FeedbackConfig::default, |i| self.feedback[i])
+    }
+
+    /// The encryption at rest of what Loft keeps of topic `topic_id`'s messages, as
+    /// [`topic_seal`].
+    pub fn seal(&self, topic_id: i64) -> Option<crate::model::TopicSeal> {
+        self.kms_master_key_id
+            .as_ref()
+            .map(|key| crate::model::TopicSeal {
+                topic_id,
+                key_id: key.clone(),
+            })
+    }
+}
+
+impl Default for FeedbackConfig {
+    fn default() -> Self {
+        FeedbackConfig {
+            success: false,
+            failure: false,
+            success_sample_rate: 100,
+        }
+    }
+}
+
+/// The attribute marking a subscription made through the seeds' API: it receives the
+/// seeds' `{"topic","message"}` JSON payload rather than an SNS envelope.
+pub const SEED_PAYLOAD_ATTRIBUTE: &str = "LoftSeedPayload";
+
+/// The typed view of a subscription's stored attributes (SNS API Reference,
+/// SetSubscriptionAttributes and Subscribe, "Attributes"), read in one place,
+/// [`SubscriptionConfig::from_attributes`]. Values are as validated on Subscribe /
+/// SetSubscriptionAttributes (booleans lowercase).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SubscriptionConfig {
+    /// RawMessageDelivery is `true`: the message alone is delivered, not its envelope.
+    pub raw_message_delivery: bool,
+    /// FilterPolicy, when set and non-empty (an empty one is no filter policy).
+    pub filter_policy: Option<String>,
+    /// FilterPolicyScope: `MessageBody`, else `MessageAttributes` (the default).
+    pub filter_policy_scope: crate::filter_policy::FilterPolicyScope,
+    /// DeliveryPolicy as stored (JSON), if set: see [`crate::delivery_policy::DeliveryPolicy`].
+    pub delivery_policy: Option<String>,
+    /// The `deadLetterTargetArn` of RedrivePolicy, when it is set, JSON and names one.
+    pub dead_letter_target_arn: Option<String>,
+    /// SubscriptionRoleArn as stored, if set (Firehose subscriptions).
+    pub subscription_role_arn: Option<String>,
+    /// ReplayPolicy as stored (JSON), if set (FIFO topics with an archive).
+    pub replay_policy: Option<String>,
+    /// [`SEED_PAYLOAD_ATTRIBUTE`] is present: a seeds' subscription.
+    pub seed_payload: bool,
+}
+
+impl SubscriptionConfig {
+    /// Reads the typed configuration from a subscription's stored attributes (or
+    /// Subscribe's validated ones): the one function that reads subscription attributes by
+    /// name. Unset attributes take AWS's defaults.
+    pub fn from_attributes(attributes: &BTreeMap<String, String>) -> Self {
+        use crate::filter_policy::FilterPolicyScope;
+        SubscriptionConfig {
+            raw_message_delivery: attributes
+                .get("RawMessageDelivery")
+                .is_some_and(|v| v == "true"),
+            filter_policy: attributes
+                .get("FilterPolicy")
+                .filter(|p| !p.is_empty())
+                .cloned(),
+            filter_policy_scope: match attributes.get("FilterPolicyScope").map(String::as_str) {
+                Some("MessageBody") => FilterPolicyScope::MessageBody,
+                _ => FilterPolicyScope::MessageAttributes,
+            },
+            delivery_policy: attributes.get("DeliveryPolicy").cloned(),
+            dead_letter_target_arn: attributes
+                .get("RedrivePolicy")
+                .and_then(|p| serde_json::from_str::<Value>(p).ok())
+                .and_then(|v| v.get("deadLetterTargetArn")?.as_str().map(str::to_owned)),
+            subscription_role_arn: attributes.get("SubscriptionRoleArn").cloned(),
+            replay_policy: attributes.get("ReplayPolicy").cloned(),
+            seed_payload: attributes.contains_key(SEED_PAYLOAD_ATTRIBUTE),
+        }
+    }
+}
+
 /// The encryption at rest of what Loft keeps of `topic`'s messages (recorded messages,
 /// pending HTTP/S and Lambda deliveries, FIFO archive entries): sealed under a data key of
 /// the topic and its KmsMasterKeyId when one is set (SNS Developer Guide, "Encryption at
 /// rest"); `None` (stored as they are) otherwise. SNS has no SSE default of its own.
 pub fn topic_seal(topic: &crate::model::TopicRecord) -> Option<crate::model::TopicSeal> {
-    topic
-        .attributes
-        .get("KmsMasterKeyId")
-        .filter(|k| !k.is_empty())
-        .map(|key| crate::model::TopicSeal {
-            topic_id: topic.id,
-            key_id: key.clone(),
-        })
+    TopicConfig::from_attributes(&topic.attributes).seal(topic.id)
 }
 
 /// The value AWS reports for a settable attribute that was never set.
@@ -524,5 +708,126 @@ mod tests {
         assert_eq!(c.visibility_timeout, 30);
         assert_eq!(c.retention_seconds, 345_600);
         assert!(!c.fifo);
+    }
+
+    #[test]
+    fn topic_config_defaults() {
+        let c = TopicConfig::from_attributes(&BTreeMap::new());
+        assert_eq!(c, TopicConfig::default());
+        assert!(!c.fifo && !c.content_based_deduplication && !c.signature_version_2);
+        assert_eq!(c.feedback("SQS").success_sample_rate, 100);
+        assert!(!c.feedback("HTTP").success && !c.feedback("HTTP").failure);
+        assert_eq!(c.seal(7), None);
+    }
+
+    #[test]
+    fn topic_config_reads_each_attribute() {
+        let attrs: BTreeMap<String, String> = [
+            ("FifoTopic", "TRUE"),
+            ("ContentBasedDeduplication", "true"),
+            ("FifoThroughputScope", "MessageGroup"),
+            ("TracingConfig", "Active"),
+            ("SignatureVersion", "2"),
+            ("DisplayName", ""),
+            ("DeliveryPolicy", "{}"),
+            ("Policy", "{\"Statement\":[]}"),
+            (DATA_PROTECTION_POLICY_ATTRIBUTE, ""),
+            ("ArchivePolicy", "{\"MessageRetentionPeriod\":\"7\"}"),
+            (ARCHIVE_START_ATTRIBUTE, "1234"),
+            ("KmsMasterKeyId", "alias/aws/sns"),
+            ("LambdaFailureFeedbackRoleArn", "arn:aws:iam::1:role/r"),
+            ("LambdaSuccessFeedbackSampleRate", "25"),
+            ("HTTPSuccessFeedbackRoleArn", ""),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+        let c = TopicConfig::from_attributes(&attrs);
+        assert!(c.fifo && c.content_based_deduplication && c.dedup_per_group);
+        assert!(c.tracing_active && c.signature_version_2);
+        // An empty DisplayName or KmsMasterKeyId counts as unset; other texts are kept as
+        // stored, empty or not.
+        assert_eq!(c.display_name, None);
+        assert_eq!(c.delivery_policy.as_deref(), Some("{}"));
+        assert_eq!(c.policy.as_deref(), Some("{\"Statement\":[]}"));
+        assert_eq!(c.data_protection_policy.as_deref(), Some(""));
+        assert_eq!(
+            c.archive_policy.as_deref(),
+            Some("{\"MessageRetentionPeriod\":\"7\"}")
+        );
+        assert_eq!(c.archive_start_ms, Some(1234));
+        assert_eq!(
+            c.seal(7),
+            Some(crate::model::TopicSeal {
+                topic_id: 7,
+                key_id: "alias/aws/sns".into()
+            })
+        );
+        let lambda = c.feedback("Lambda");
+        assert!(lambda.failure && !lambda.success);
+        assert_eq!(lambda.success_sample_rate, 25);
+        assert!(
+            !c.feedback("HTTP").success,
+            "an empty role ARN logs nothing"
+        );
+        assert_eq!(c.feedback("email"), FeedbackConfig::default());
+    }
+
+    #[test]
+    fn subscription_config_defaults_and_values() {
+        use crate::filter_policy::FilterPolicyScope;
+        let c = SubscriptionConfig::from_attributes(&BTreeMap::new());
+        assert_eq!(c, SubscriptionConfig::default());
+        assert_eq!(c.filter_policy_scope, FilterPolicyScope::MessageAttributes);
+        let attrs: BTreeMap<String, String> = [
+            ("RawMessageDelivery", "true"),
+            ("FilterPolicy", "{\"a\":[\"b\"]}"),
+            ("FilterPolicyScope", "MessageBody"),
+            ("DeliveryPolicy", "{}"),
+            (
+                "RedrivePolicy",
+                "{\"deadLetterTargetArn\":\"arn:aws:sqs:us-east-1:1:dlq\"}",
+            ),
+            ("SubscriptionRoleArn", "arn:aws:iam::1:role/r"),
+            ("ReplayPolicy", "{}"),
+            (SEED_PAYLOAD_ATTRIBUTE, "true"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+        let c = SubscriptionConfig::from_attributes(&attrs);
+        assert!(c.raw_message_delivery && c.seed_payload);
+        assert_eq!(c.filter_policy.as_deref(), Some("{\"a\":[\"b\"]}"));
+        assert_eq!(c.filter_policy_scope, FilterPolicyScope::MessageBody);
+        assert_eq!(c.delivery_policy.as_deref(), Some("{}"));
+        assert_eq!(
+            c.dead_letter_target_arn.as_deref(),
+            Some("arn:aws:sqs:us-east-1:1:dlq")
+        );
+        assert_eq!(
+            c.subscription_role_arn.as_deref(),
+            Some("arn:aws:iam::1:role/r")
+        );
+        assert_eq!(c.replay_policy.as_deref(), Some("{}"));
+        // An empty FilterPolicy is no filter policy; a RedrivePolicy that is not JSON
+        // names no dead-letter queue.
+        let attrs: BTreeMap<String, String> = [("FilterPolicy", ""), ("RedrivePolicy", "x")]
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect();
+        let c = SubscriptionConfig::from_attributes(&attrs);
+        assert_eq!(c.filter_policy, None);
+        assert_eq!(c.dead_letter_target_arn, None);
+    }
+
+    #[test]
+    fn topic_config_lowercase_values_only() {
+        // Stored booleans are lowercase (validated on CreateTopic / SetTopicAttributes);
+        // the publish path compared them exactly, and still does.
+        let attrs: BTreeMap<String, String> = [("ContentBasedDeduplication", "TRUE")]
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect();
+        assert!(!TopicConfig::from_attributes(&attrs).content_based_deduplication);
     }
 }

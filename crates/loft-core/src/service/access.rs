@@ -375,11 +375,9 @@ impl Service {
             }
             Target::Topic(key) => {
                 let (owner, _) = self.split_key(key);
-                let policy = self
-                    .store
-                    .get_topic(key)
-                    .await?
-                    .and_then(|t| t.attributes.get("Policy").cloned());
+                let policy = self.store.get_topic(key).await?.and_then(|t| {
+                    crate::attributes::TopicConfig::from_attributes(&t.attributes).policy
+                });
                 (self.topic_arn(key), owner.to_owned(), policy)
             }
             Target::Account { service, account } => (

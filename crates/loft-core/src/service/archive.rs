@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 
 use super::envelope::PublishRequest;
 use super::sns_errors::invalid;
+use crate::attributes::TopicConfig;
 use crate::clock::iso_timestamp;
 use crate::error::Result;
 use crate::message;
@@ -19,7 +20,7 @@ use crate::model::{ArchiveEntry, TopicRecord};
 
 /// Topic attribute holding when the archive began (ms since the epoch, decimal); not an
 /// AWS attribute, never listed.
-pub const ARCHIVE_START_ATTRIBUTE: &str = "loft:ArchiveStart";
+pub use crate::attributes::ARCHIVE_START_ATTRIBUTE;
 
 /// The shortest and longest MessageRetentionPeriod, days (AWS::SNS::Topic ArchivePolicy:
 /// "a retention period from 1 to 365 days").
@@ -95,8 +96,8 @@ pub fn parse_policy(value: &str, fifo: bool) -> Result<ArchiveSetting> {
 
 /// The retention (days) of the topic's archive, if it has one.
 pub fn retention_days(topic: &TopicRecord) -> Option<u32> {
-    let value = topic.attributes.get("ArchivePolicy")?;
-    match parse_policy(value, true) {
+    let value = TopicConfig::from_attributes(&topic.attributes).archive_policy?;
+    match parse_policy(&value, true) {
         Ok(ArchiveSetting::Keep(days)) => Some(days),
         _ => None,
     }
@@ -106,10 +107,8 @@ pub fn retention_days(topic: &TopicRecord) -> Option<u32> {
 /// start and `now_ms` less the retention period (SNS API Reference, GetTopicAttributes).
 pub fn beginning_archive_time(topic: &TopicRecord, now_ms: i64) -> Option<String> {
     let days = retention_days(topic)?;
-    let start: i64 = topic
-        .attributes
-        .get(ARCHIVE_START_ATTRIBUTE)
-        .and_then(|v| v.parse().ok())
+    let start: i64 = TopicConfig::from_attributes(&topic.attributes)
+        .archive_start_ms
         .unwrap_or(topic.created_at_ms);
     Some(iso_timestamp(start.max(now_ms - i64::from(days) * DAY_MS)))
 }

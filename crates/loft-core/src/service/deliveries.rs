@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use super::activity::{http_protocol, DeliveryOutcome};
 use super::Service;
+use crate::attributes::{SubscriptionConfig, TopicConfig};
 use crate::delivery_policy::DeliveryPolicy;
 use crate::error::Result;
 use crate::message::{self, MessageAttributes};
@@ -54,18 +55,18 @@ impl Service {
                 let topic_policy = match topics.get(&sub.topic_name) {
                     Some(p) => p.clone(),
                     None => {
-                        let p = self
-                            .store
-                            .get_topic(&sub.topic_name)
-                            .await?
-                            .and_then(|t| t.attributes.get("DeliveryPolicy").cloned());
+                        let p = self.store.get_topic(&sub.topic_name).await?.and_then(|t| {
+                            TopicConfig::from_attributes(&t.attributes).delivery_policy
+                        });
                         topics.insert(sub.topic_name.clone(), p.clone());
                         p
                     }
                 };
                 let max = DeliveryPolicy::effective(
                     topic_policy.as_deref(),
-                    sub.attributes.get("DeliveryPolicy").map(String::as_str),
+                    SubscriptionConfig::from_attributes(&sub.attributes)
+                        .delivery_policy
+                        .as_deref(),
                 )
                 .max_receives_per_second;
                 if let Some(max) = max {
@@ -143,7 +144,8 @@ impl Service {
                 return;
             }
         };
-        if !ds::enabled(&topic.attributes, protocol, success) {
+        let config = TopicConfig::from_attributes(&topic.attributes);
+        if !ds::enabled(&config, protocol, success) {
             return;
         }
         // The envelope (or the SNS event of a Lambda delivery) names the message; a raw
@@ -174,7 +176,7 @@ impl Service {
             success,
             topic_name: &topic.name,
             topic_arn: &topic_arn,
-            topic_attributes: &topic.attributes,
+            topic_config: &config,
             message_id,
             message,
             published_at_ms: d.created_at_ms,
@@ -214,10 +216,12 @@ impl Service {
             .store
             .get_topic(&sub.topic_name)
             .await?
-            .and_then(|t| t.attributes.get("DeliveryPolicy").cloned());
+            .and_then(|t| TopicConfig::from_attributes(&t.attributes).delivery_policy);
         let policy = DeliveryPolicy::effective(
             topic_policy.as_deref(),
-            sub.attributes.get("DeliveryPolicy").map(String::as_str),
+            SubscriptionConfig::from_attributes(&sub.attributes)
+                .delivery_policy
+                .as_deref(),
         );
         if let Some(delay) = policy.delay_before_retry(attempts as u32) {
             let next = self.now_ms() + delay as i64 * 1000;

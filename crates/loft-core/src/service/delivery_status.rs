@@ -13,10 +13,9 @@
 //! messageMD5Sum}`, `delivery.{deliveryId, destination, providerResponse, dwellTimeMs,
 //! attempts, statusCode}`, `status`).
 
-use std::collections::BTreeMap;
-
 use serde_json::json;
 
+use crate::attributes::TopicConfig;
 use crate::clock::iso_timestamp;
 use crate::message;
 use crate::model::SubscriptionProtocol;
@@ -32,10 +31,10 @@ pub struct DeliveryStatus<'a> {
     pub protocol: &'static str,
     /// Whether the attempt succeeded.
     pub success: bool,
-    /// The topic's name, ARN and attributes.
+    /// The topic's name, ARN and configuration.
     pub topic_name: &'a str,
     pub topic_arn: &'a str,
-    pub topic_attributes: &'a BTreeMap<String, String>,
+    pub topic_config: &'a TopicConfig,
     /// The SNS MessageId, if known.
     pub message_id: Option<&'a str>,
     /// The message text (its MD5 is `messageMD5Sum`), if known.
@@ -70,27 +69,24 @@ pub fn prefix(protocol: SubscriptionProtocol) -> Option<&'static str> {
 
 /// Whether the topic logs `protocol`'s successes (`success`) or failures at all (its role
 /// attribute is set). Cheap: callers test it before building a record.
-pub fn enabled(attributes: &BTreeMap<String, String>, protocol: &str, success: bool) -> bool {
-    let name = format!(
-        "{protocol}{}FeedbackRoleArn",
-        if success { "Success" } else { "Failure" }
-    );
-    attributes.get(&name).is_some_and(|v| !v.is_empty())
+pub fn enabled(config: &TopicConfig, protocol: &str, success: bool) -> bool {
+    let feedback = config.feedback(protocol);
+    if success {
+        feedback.success
+    } else {
+        feedback.failure
+    }
 }
 
 /// Writes the record of `s` when the topic logs it: failures always, successes when the
 /// sample draw falls under `{protocol}SuccessFeedbackSampleRate` (percent, 0 to 100;
 /// unset counts as 100, every success).
 pub fn log(s: &DeliveryStatus<'_>) {
-    if !enabled(s.topic_attributes, s.protocol, s.success) {
+    if !enabled(s.topic_config, s.protocol, s.success) {
         return;
     }
     if s.success {
-        let rate: u32 = s
-            .topic_attributes
-            .get(&format!("{}SuccessFeedbackSampleRate", s.protocol))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(100);
+        let rate = s.topic_config.feedback(s.protocol).success_sample_rate;
         if rand::random::<u32>() % 100 >= rate {
             return;
         }
@@ -144,15 +140,16 @@ mod tests {
 
     #[test]
     fn only_topics_with_a_role_log() {
-        let mut a = BTreeMap::new();
-        assert!(!enabled(&a, "SQS", true));
+        let mut a = std::collections::BTreeMap::new();
+        assert!(!enabled(&TopicConfig::from_attributes(&a), "SQS", true));
         a.insert(
             "SQSSuccessFeedbackRoleArn".into(),
             "arn:aws:iam::1:role/r".into(),
         );
-        assert!(enabled(&a, "SQS", true));
-        assert!(!enabled(&a, "SQS", false));
-        assert!(!enabled(&a, "HTTP", true));
+        let config = TopicConfig::from_attributes(&a);
+        assert!(enabled(&config, "SQS", true));
+        assert!(!enabled(&config, "SQS", false));
+        assert!(!enabled(&config, "HTTP", true));
         assert_eq!(prefix(SubscriptionProtocol::Https), Some("HTTP"));
         assert_eq!(prefix(SubscriptionProtocol::Email), None);
     }

@@ -17,7 +17,7 @@ use serde_json::{json, Map, Value};
 
 use super::messages::{sequence_number, DEDUP_WINDOW_MS};
 use super::Service;
-use crate::attributes::QueueConfig;
+use crate::attributes::{QueueConfig, SubscriptionConfig, TopicConfig};
 use crate::delivery_policy::{DeliveryPolicy, DEFAULT_CONTENT_TYPE};
 use crate::filter_policy::{FilterPolicy, FilterPolicyScope};
 use crate::message::{self, MessageAttributes};
@@ -388,13 +388,10 @@ pub fn sender_of(
     message: String,
 ) -> (Option<String>, String) {
     use SubscriptionProtocol as P;
-    let display = topic
-        .attributes
-        .get("DisplayName")
-        .filter(|d| !d.is_empty());
+    let display = TopicConfig::from_attributes(&topic.attributes).display_name;
     match protocol {
         P::Email | P::EmailJson => {
-            let name = display.map_or(topic.name.as_str(), String::as_str);
+            let name = display.as_deref().unwrap_or(topic.name.as_str());
             (Some(format!("{name} <{EMAIL_FROM_ADDRESS}>")), message)
         }
         P::Sms => match display {
@@ -426,12 +423,11 @@ impl Service {
         if topic.name.ends_with(".fifo") {
             return None;
         }
-        let version: u8 =
-            if topic.attributes.get("SignatureVersion").map(String::as_str) == Some("2") {
-                2
-            } else {
-                1
-            };
+        let version: u8 = if TopicConfig::from_attributes(&topic.attributes).signature_version_2 {
+            2
+        } else {
+            1
+        };
         let sig = self
             .signer
             .as_ref()
@@ -683,8 +679,12 @@ impl Service {
         let topic_arn = self.topic_arn(&topic.name);
         let content_type = if message_type == "Notification" {
             DeliveryPolicy::effective(
-                topic.attributes.get("DeliveryPolicy").map(String::as_str),
-                sub.attributes.get("DeliveryPolicy").map(String::as_str),
+                TopicConfig::from_attributes(&topic.attributes)
+                    .delivery_policy
+                    .as_deref(),
+                SubscriptionConfig::from_attributes(&sub.attributes)
+                    .delivery_policy
+                    .as_deref(),
             )
             .content_type()
             .to_owned()
@@ -752,14 +752,12 @@ fn passes_filter(
     attrs: &BTreeMap<String, (String, String)>,
     text: &str,
 ) -> bool {
-    let Some(policy) = sub.attributes.get("FilterPolicy").filter(|p| !p.is_empty()) else {
+    let config = SubscriptionConfig::from_attributes(&sub.attributes);
+    let Some(policy) = config.filter_policy else {
         return true;
     };
-    let scope = match sub.attributes.get("FilterPolicyScope").map(String::as_str) {
-        Some("MessageBody") => FilterPolicyScope::MessageBody,
-        _ => FilterPolicyScope::MessageAttributes,
-    };
-    let Ok(policy) = FilterPolicy::parse(policy, scope) else {
+    let scope = config.filter_policy_scope;
+    let Ok(policy) = FilterPolicy::parse(&policy, scope) else {
         return false;
     };
     match scope {

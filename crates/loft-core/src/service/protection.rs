@@ -20,7 +20,7 @@ use serde_json::Value;
 use super::messages::DEDUP_WINDOW_MS;
 use super::sns_errors::invalid;
 use super::Service;
-use crate::attributes::QueueConfig;
+use crate::attributes::{QueueConfig, TopicConfig};
 use crate::data_protection::{self as dp, DataDirection, Detection, Policy, Verdict};
 use crate::error::{Error, ErrorCode, Result};
 use crate::message;
@@ -28,7 +28,7 @@ use crate::model::{DedupKey, NewMessage, SubscriptionRecord, TopicRecord};
 
 /// The topic attribute the policy is stored under. GetTopicAttributes does not list it
 /// (AWS does not either); GetDataProtectionPolicy reads it.
-pub const POLICY_ATTRIBUTE: &str = "DataProtectionPolicy";
+pub use crate::attributes::DATA_PROTECTION_POLICY_ATTRIBUTE as POLICY_ATTRIBUTE;
 
 /// Per-topic counts of messages the audit statement considered, for its SampleRate.
 #[derive(Default)]
@@ -104,10 +104,8 @@ impl Service {
     /// Errors: `InvalidParameter` (a malformed ResourceArn), `NotFound`.
     pub async fn get_data_protection_policy(&self, resource_arn: &str) -> Result<String> {
         let topic = self.policy_topic(resource_arn).await?;
-        Ok(topic
-            .attributes
-            .get(POLICY_ATTRIBUTE)
-            .cloned()
+        Ok(TopicConfig::from_attributes(&topic.attributes)
+            .data_protection_policy
             .unwrap_or_default())
     }
 
@@ -125,9 +123,10 @@ impl Service {
     /// longer parses (one an older Loft kept without checking): publishes fail until it is
     /// replaced, rather than going out unprotected.
     pub(crate) fn topic_policy(&self, topic: &TopicRecord) -> Result<Option<Policy>> {
-        match topic.attributes.get(POLICY_ATTRIBUTE).filter(|p| !p.is_empty()) {
+        let config = TopicConfig::from_attributes(&topic.attributes);
+        match config.data_protection_policy.filter(|p| !p.is_empty()) {
             None => Ok(None),
-            Some(text) => Policy::parse(text).map(Some).map_err(|e| {
+            Some(text) => Policy::parse(&text).map(Some).map_err(|e| {
                 Error::new(
                     e.code,
                     format!(

@@ -20,8 +20,8 @@ use super::envelope::{
 };
 use super::messages::{sequence_number, DEDUP_WINDOW_MS};
 use super::sns_errors::{check_arn_elements, invalid};
-use super::topics::SEED_PAYLOAD_ATTRIBUTE;
 use super::Service;
+use crate::attributes::{SubscriptionConfig, TopicConfig};
 use crate::clock::iso_timestamp;
 use crate::error::{Error, ErrorCode, Result};
 use crate::message::{self, MessageAttributes};
@@ -46,12 +46,13 @@ impl Service {
     fn log_sqs_delivery(
         &self,
         topic: &TopicRecord,
+        config: &TopicConfig,
         topic_arn: &str,
         copy: &SqsCopy,
         queue: &str,
         now: i64,
     ) {
-        if !delivery_status::enabled(&topic.attributes, "SQS", true) {
+        if !delivery_status::enabled(config, "SQS", true) {
             return;
         }
         delivery_status::log(&delivery_status::DeliveryStatus {
@@ -59,7 +60,7 @@ impl Service {
             success: true,
             topic_name: &topic.name,
             topic_arn,
-            topic_attributes: &topic.attributes,
+            topic_config: config,
             message_id: Some(&copy.fields.message_id),
             message: Some(&copy.fields.message),
             published_at_ms: copy.now_ms,
@@ -91,8 +92,14 @@ struct RecordedStatus {
 /// `{Firehose,Application}SuccessFeedbackSampleRate`, written only when the topic names
 /// a `...SuccessFeedbackRoleArn`. A recording cannot fail, so no failure record is ever
 /// written for these protocols.
-fn log_recorded_delivery(topic: &TopicRecord, topic_arn: &str, r: &RecordedStatus, now: i64) {
-    if !delivery_status::enabled(&topic.attributes, r.prefix, true) {
+fn log_recorded_delivery(
+    topic: &TopicRecord,
+    config: &TopicConfig,
+    topic_arn: &str,
+    r: &RecordedStatus,
+    now: i64,
+) {
+    if !delivery_status::enabled(config, r.prefix, true) {
         return;
     }
     delivery_status::log(&delivery_status::DeliveryStatus {
@@ -100,7 +107,7 @@ fn log_recorded_delivery(topic: &TopicRecord, topic_arn: &str, r: &RecordedStatu
         success: true,
         topic_name: &topic.name,
         topic_arn,
-        topic_attributes: &topic.attributes,
+        topic_config: config,
         message_id: Some(&r.message_id),
         message: Some(&r.message),
         published_at_ms: now,
@@ -377,10 +384,7 @@ impl Service {
         let fifo = topic.name.ends_with(".fifo");
         check_message_structure(req)?;
         validate_sns_attributes(&req.message_attributes)?;
-        let cbd = topic
-            .attributes
-            .get("ContentBasedDeduplication")
-            .is_some_and(|v| v == "true");
+        let cbd = TopicConfig::from_attributes(&topic.attributes).content_based_deduplication;
         if fifo {
             if req.group_id.is_none() {
                 return Err(invalid(
@@ -424,22 +428,14 @@ impl Service {
     ) -> Result<Vec<Result<PublishResult>>> {
         let _ = in_batch;
         let fifo = topic.name.ends_with(".fifo");
-        let cbd = topic
-            .attributes
-            .get("ContentBasedDeduplication")
-            .is_some_and(|v| v == "true");
+        let config = TopicConfig::from_attributes(&topic.attributes);
+        let cbd = config.content_based_deduplication;
         // SNS API Reference, Publish, MessageDeduplicationId: with FifoThroughputScope
         // "MessageGroup the message deduplication scope is within each individual message
         // group", with "Topic" (the default) across the entire topic.
-        let dedup_per_group = topic
-            .attributes
-            .get("FifoThroughputScope")
-            .is_some_and(|v| v == "MessageGroup");
+        let dedup_per_group = config.dedup_per_group;
         let topic_arn = self.topic_arn(&topic.name);
-        let tracing_active = topic
-            .attributes
-            .get("TracingConfig")
-            .is_some_and(|v| v == "Active");
+        let tracing_active = config.tracing_active;
         let policy = self.topic_policy(topic)?;
         let subs: Vec<SubscriptionRecord> = self
             .store
@@ -453,9 +449,7 @@ impl Service {
         // whose subscriptions are all raw SQS ones does not ask for it.
         let envelopes = subs.iter().any(|s| {
             s.protocol != SubscriptionProtocol::Sqs
-                || s.attributes
-                    .get("RawMessageDelivery")
-                    .is_none_or(|v| v != "true")
+                || !SubscriptionConfig::from_attributes(&s.attributes).raw_message_delivery
         });
         let signing_cert_url = if envelopes {
             self.signing_cert_url()
@@ -646,11 +640,9 @@ impl Service {
                     dropped.push("other");
                     continue;
                 }
-                let raw = sub
-                    .attributes
-                    .get("RawMessageDelivery")
-                    .is_some_and(|v| v == "true");
-                if sub.attributes.contains_key(SEED_PAYLOAD_ATTRIBUTE) {
+                let sub_config = SubscriptionConfig::from_attributes(&sub.attributes);
+                let raw = sub_config.raw_message_delivery;
+                if sub_config.seed_payload {
                     deliveries.push(NewDelivery {
                         subscription: sub.uuid.clone(),
                         endpoint: sub.endpoint.clone(),
@@ -658,7 +650,7 @@ impl Service {
                         headers: Vec::new(),
                         body: json!({"topic": topic.name, "message": text}).to_string(),
                         due_at_ms: now,
-                        seal: crate::attributes::topic_seal(topic),
+                        seal: config.seal(topic.id),
                     });
                     continue;
                 }
@@ -741,7 +733,7 @@ impl Service {
                         };
                         deliveries.extend(self.lambda_delivery(&n, &sub.uuid, &sub.endpoint).map(
                             |d| NewDelivery {
-                                seal: crate::attributes::topic_seal(topic),
+                                seal: config.seal(topic.id),
                                 ..d
                             },
                         ));
@@ -772,7 +764,7 @@ impl Service {
                         // A Firehose delivery is written under the subscription's role
                         // (SubscriptionRoleArn): the recording names it as its sender.
                         let sender = if protocol == P::Firehose {
-                            sub.attributes.get("SubscriptionRoleArn").cloned()
+                            sub_config.subscription_role_arn.clone()
                         } else {
                             sender
                         };
@@ -796,7 +788,7 @@ impl Service {
                             message,
                             sender,
                             created_at_ms: now,
-                            seal: crate::attributes::topic_seal(topic),
+                            seal: config.seal(topic.id),
                         });
                     }
                 }
@@ -867,7 +859,7 @@ impl Service {
                 for ((copy, name), sent) in copies.iter().zip(&p.sent) {
                     stored.push((name.clone(), !sent.duplicate, copy.dead_lettered));
                     if !sent.duplicate {
-                        self.log_sqs_delivery(topic, &topic_arn, copy, name, now);
+                        self.log_sqs_delivery(topic, &config, &topic_arn, copy, name, now);
                     }
                 }
             }
@@ -885,7 +877,7 @@ impl Service {
                 for (copy, name) in copies {
                     messages.push(copy.render(&self.config.advertised_url, None));
                     names.push((name.clone(), copy.dead_lettered));
-                    if delivery_status::enabled(&topic.attributes, "SQS", true) {
+                    if delivery_status::enabled(&config, "SQS", true) {
                         logged.push((copy, name));
                     }
                 }
@@ -898,7 +890,7 @@ impl Service {
                     stored.push((name, !sent.duplicate, dead));
                 }
                 for (copy, name) in logged {
-                    self.log_sqs_delivery(topic, &topic_arn, copy, name, now);
+                    self.log_sqs_delivery(topic, &config, &topic_arn, copy, name, now);
                 }
             }
         }
@@ -922,7 +914,7 @@ impl Service {
                 .delivery(&protocol, DeliveryOutcome::Recorded, 1);
         }
         for r in &recorded_status {
-            log_recorded_delivery(topic, &topic_arn, r, now);
+            log_recorded_delivery(topic, &config, &topic_arn, r, now);
         }
         for protocol in dropped {
             self.activity

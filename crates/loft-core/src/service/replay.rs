@@ -384,10 +384,8 @@ impl Service {
         let text = self.subscription_text(topic, policy, sub, &filter_attrs, text)?;
         let none = MessageAttributes::new();
         let delivered = if structured { &none } else { &attributes };
-        let raw = sub
-            .attributes
-            .get("RawMessageDelivery")
-            .is_some_and(|v| v == "true");
+        let raw = crate::attributes::SubscriptionConfig::from_attributes(&sub.attributes)
+            .raw_message_delivery;
         // A topic with ContentBasedDeduplication archived no MessageDeduplicationId: the
         // publish's was the SHA-256 of the message, as here.
         let content_dedup_id = field("MessageDeduplicationId")

@@ -13,10 +13,11 @@ use serde_json::{json, Value};
 use super::envelope::{sender_of, SignedFields};
 use super::sns_errors::{check_arn_elements, invalid};
 use super::{Principal, Service};
+use crate::attributes::{SubscriptionConfig, TopicConfig};
 use crate::clock::iso_timestamp;
 use crate::delivery_policy::DeliveryPolicy;
 use crate::error::{Error, ErrorCode, Result};
-use crate::filter_policy::{FilterPolicy, FilterPolicyScope};
+use crate::filter_policy::FilterPolicy;
 use crate::message::MessageAttributes;
 use crate::model::{
     NewSubscription, RecordedFilter, RecordedMessage, SubscriptionProtocol, SubscriptionRecord,
@@ -28,7 +29,7 @@ type Map = BTreeMap<String, String>;
 
 /// The attribute marking a subscription made through the seeds' API: it receives the
 /// seeds' `{"topic","message"}` JSON payload rather than an SNS envelope.
-pub const SEED_PAYLOAD_ATTRIBUTE: &str = "LoftSeedPayload";
+pub use crate::attributes::SEED_PAYLOAD_ATTRIBUTE;
 
 /// One page of topics or subscriptions, at most [`PAGE_SIZE`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -364,9 +365,7 @@ impl Service {
         tags: Vec<(String, String)>,
     ) -> Result<TopicRecord> {
         let tags = unique_tags(tags)?;
-        let fifo = attributes
-            .get("FifoTopic")
-            .is_some_and(|v| v.eq_ignore_ascii_case("true"));
+        let fifo = TopicConfig::from_attributes(&attributes).fifo;
         // FIFO topic names end with .fifo and only FIFO topics' names do (SNS Developer
         // Guide, "FIFO topics"); AWS reports it as any other bad name.
         if fifo != name.ends_with(".fifo") {
@@ -379,11 +378,18 @@ impl Service {
         }
         check_sns_tags(&tags)?;
         // An ArchivePolicy of `{}` is no archive; a real one starts the archive now.
-        if attrs.get("ArchivePolicy").is_some_and(String::is_empty) {
+        if TopicConfig::from_attributes(&attrs)
+            .archive_policy
+            .as_deref()
+            == Some("")
+        {
             attrs.remove("ArchivePolicy");
         }
         let mut stored = attrs.clone();
-        if attrs.contains_key("ArchivePolicy") {
+        if TopicConfig::from_attributes(&attrs)
+            .archive_policy
+            .is_some()
+        {
             stored.insert(
                 super::archive::ARCHIVE_START_ATTRIBUTE.to_owned(),
                 self.now_ms().to_string(),
@@ -485,7 +491,9 @@ impl Service {
         out.insert(
             "EffectiveDeliveryPolicy".into(),
             topic_effective_delivery_policy(
-                topic.attributes.get("DeliveryPolicy").map(String::as_str),
+                TopicConfig::from_attributes(&topic.attributes)
+                    .delivery_policy
+                    .as_deref(),
             ),
         );
         out.insert(
@@ -664,12 +672,13 @@ impl Service {
         check_fifo_redrive(&topic.name, endpoint, &attrs)?;
         // Subscribe's SubscriptionRoleArn: "Specifying a valid ARN for this attribute is
         // required for Firehose delivery stream subscriptions" (SNS API Reference).
-        if protocol == P::Firehose && !attrs.contains_key("SubscriptionRoleArn") {
+        let config = SubscriptionConfig::from_attributes(&attrs);
+        if protocol == P::Firehose && config.subscription_role_arn.is_none() {
             return Err(invalid(
                 "Attributes Reason: SubscriptionRoleArn is required for firehose subscriptions",
             ));
         }
-        if let Some(policy) = attrs.get("ReplayPolicy") {
+        if let Some(policy) = &config.replay_policy {
             if self.check_replay(&topic, policy)?.is_none() {
                 // `{}` or empty at Subscribe: no replay, nothing kept.
                 attrs.remove("ReplayPolicy");
@@ -729,8 +738,8 @@ impl Service {
                 },
             )
             .await?;
-        if let Some(policy) = sub.attributes.get("ReplayPolicy") {
-            self.start_replay(&topic, &sub, policy).await?;
+        if let Some(policy) = SubscriptionConfig::from_attributes(&sub.attributes).replay_policy {
+            self.start_replay(&topic, &sub, &policy).await?;
         }
         if let Some(token) = token {
             self.send_confirmation(&topic, &sub, &token).await?;
@@ -922,8 +931,12 @@ impl Service {
             out.insert(
                 "EffectiveDeliveryPolicy".into(),
                 DeliveryPolicy::effective(
-                    topic.attributes.get("DeliveryPolicy").map(String::as_str),
-                    s.attributes.get("DeliveryPolicy").map(String::as_str),
+                    TopicConfig::from_attributes(&topic.attributes)
+                        .delivery_policy
+                        .as_deref(),
+                    SubscriptionConfig::from_attributes(&s.attributes)
+                        .delivery_policy
+                        .as_deref(),
                 )
                 .to_json(),
             );
@@ -932,10 +945,8 @@ impl Service {
         // FilterPolicyScope then (recorded Subscribe with FilterPolicy "" and
         // FilterPolicyScope MessageBody); with one, the scope defaults to
         // MessageAttributes.
-        let has_policy = s
-            .attributes
-            .get("FilterPolicy")
-            .is_some_and(|p| !p.is_empty());
+        let config = SubscriptionConfig::from_attributes(&s.attributes);
+        let has_policy = config.filter_policy.is_some();
         for (k, v) in &s.attributes {
             if k == SEED_PAYLOAD_ATTRIBUTE
                 || (!has_policy && matches!(k.as_str(), "FilterPolicy" | "FilterPolicyScope"))
@@ -944,10 +955,11 @@ impl Service {
             }
             out.insert(k.clone(), v.clone());
         }
-        if has_policy && !s.attributes.contains_key("FilterPolicyScope") {
-            out.insert("FilterPolicyScope".into(), "MessageAttributes".into());
+        if has_policy {
+            out.entry("FilterPolicyScope".into())
+                .or_insert_with(|| "MessageAttributes".into());
         }
-        if s.attributes.contains_key("ReplayPolicy") {
+        if config.replay_policy.is_some() {
             if let Some(status) = self.replay_status(&s.uuid).await? {
                 out.insert("ReplayStatus".into(), status.to_owned());
             }
@@ -1049,10 +1061,9 @@ impl Service {
         }
         let topic = self.topic_by_arn(arn).await?;
         let topic_arn = self.topic_arn(&topic.name);
-        let mut policy: Value = topic
-            .attributes
-            .get("Policy")
-            .and_then(|p| serde_json::from_str(p).ok())
+        let mut policy: Value = TopicConfig::from_attributes(&topic.attributes)
+            .policy
+            .and_then(|p| serde_json::from_str(&p).ok())
             .unwrap_or_else(|| {
                 serde_json::from_str(&default_topic_policy(
                     &topic_arn,
@@ -1090,10 +1101,9 @@ impl Service {
     /// RemovePermission (topics). Errors: `InvalidParameter` (no such label), `NotFound`.
     pub async fn remove_topic_permission(&self, arn: &str, label: &str) -> Result<()> {
         let topic = self.topic_by_arn(arn).await?;
-        let mut policy: Value = topic
-            .attributes
-            .get("Policy")
-            .and_then(|p| serde_json::from_str(p).ok())
+        let mut policy: Value = TopicConfig::from_attributes(&topic.attributes)
+            .policy
+            .and_then(|p| serde_json::from_str(&p).ok())
             .ok_or_else(|| invalid("Label Reason: can't find label"))?;
         let statements = policy["Statement"]
             .as_array_mut()
@@ -1260,12 +1270,9 @@ fn subscription_attribute_default(name: &str) -> Option<&'static str> {
 }
 
 fn check_filter_scope(attrs: &Map) -> Result<()> {
-    if let Some(policy) = attrs.get("FilterPolicy").filter(|p| !p.is_empty()) {
-        let scope = match attrs.get("FilterPolicyScope").map(String::as_str) {
-            Some("MessageBody") => FilterPolicyScope::MessageBody,
-            _ => FilterPolicyScope::MessageAttributes,
-        };
-        FilterPolicy::parse(policy, scope)?;
+    let config = SubscriptionConfig::from_attributes(attrs);
+    if let Some(policy) = &config.filter_policy {
+        FilterPolicy::parse(policy, config.filter_policy_scope)?;
     }
     Ok(())
 }
@@ -1274,9 +1281,8 @@ impl Service {
     /// The store key of the queue a subscription's RedrivePolicy names as its dead-letter
     /// queue (`{"deadLetterTargetArn": "arn:aws:sqs:...:NAME"}`), if any.
     pub(crate) fn subscription_dlq(&self, sub: &SubscriptionRecord) -> Option<String> {
-        let policy: Value = serde_json::from_str(sub.attributes.get("RedrivePolicy")?).ok()?;
-        let arn = policy.get("deadLetterTargetArn")?.as_str()?;
-        self.key_of_arn(arn, "sqs")
+        let arn = SubscriptionConfig::from_attributes(&sub.attributes).dead_letter_target_arn?;
+        self.key_of_arn(&arn, "sqs")
     }
 }
 
@@ -1286,11 +1292,7 @@ impl Service {
 fn check_fifo_redrive(topic_name: &str, endpoint: &str, attrs: &Map) -> Result<()> {
     let fifo_subscription = topic_name.ends_with(".fifo")
         && names::arn_resource(endpoint, "sqs").is_some_and(|q| q.ends_with(".fifo"));
-    let dlq = attrs
-        .get("RedrivePolicy")
-        .and_then(|p| serde_json::from_str::<Value>(p).ok())
-        .and_then(|v| v.get("deadLetterTargetArn")?.as_str().map(str::to_owned));
-    match dlq {
+    match SubscriptionConfig::from_attributes(attrs).dead_letter_target_arn {
         Some(arn) if fifo_subscription && !arn.ends_with(".fifo") => Err(invalid(
             "RedrivePolicy: must use a FIFO queue as DLQ for a FIFO Subscription to a FIFO Topic.",
         )),
