@@ -31,9 +31,11 @@ pub struct DeliveryStatus<'a> {
     pub protocol: &'static str,
     /// Whether the attempt succeeded.
     pub success: bool,
-    /// The topic's name, ARN and configuration.
+    /// The topic's name.
     pub topic_name: &'a str,
+    /// The topic's ARN (`arn:aws:sns:{region}:{account}:{name}`).
     pub topic_arn: &'a str,
+    /// The topic's configuration: which protocols log, and at what sample rate.
     pub topic_config: &'a TopicConfig,
     /// The SNS MessageId, if known.
     pub message_id: Option<&'a str>,

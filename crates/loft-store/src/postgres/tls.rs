@@ -34,16 +34,25 @@ use tokio_postgres::Socket;
 /// libpq's `sslmode`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
+    /// `disable`: plain TCP only.
     Disable,
+    /// `prefer` (libpq's default; `allow` reads as this): TLS when the server offers it,
+    /// plain TCP otherwise; the chain is checked only when `sslrootcert` is given.
     Prefer,
+    /// `require`: TLS; as libpq, the chain is checked only when `sslrootcert` is given,
+    /// the name never.
     Require,
+    /// `verify-ca`: TLS, the server's certificate chain checked against the root
+    /// certificates, not its name.
     VerifyCa,
+    /// `verify-full`: TLS, the chain and the server's host name both checked.
     VerifyFull,
 }
 
 /// The TLS part of a connection string.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Settings {
+    /// `sslmode` (default `prefer`).
     pub mode: Mode,
     /// `sslrootcert`: a PEM file, or `system`.
     pub root_cert: Option<String>,
