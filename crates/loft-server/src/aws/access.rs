@@ -50,9 +50,10 @@ pub enum Resource<'a> {
     ResourceArn(&'a str),
     /// A topic by its name (`Name`) in the caller's account and region (CreateTopic).
     TopicName(&'a str),
-    /// Publish's `TopicArn` when given; without one (a `TargetArn` or a `PhoneNumber`) the
-    /// caller's account.
-    PublishTarget(Option<&'a str>),
+    /// Publish's target as Publish resolves it: its `TopicArn` when given, else its
+    /// `TargetArn` (a topic, or a mobile push endpoint, which only its own account's callers
+    /// reach); with neither (a `PhoneNumber`), the caller's account.
+    PublishTarget(Option<&'a str>, Option<&'a str>),
     /// A subscription by its ARN (`SubscriptionArn`): the topic it really belongs to, as
     /// the store holds it ([`Service::subscription_by_arn`]), not the ARN's text.
     Subscription(&'a str),
@@ -119,6 +120,13 @@ macro_rules! accesses {
         $(,)?
     } ) => {
         impl $req {
+            /// Each operation's name and the input members (Rust field names) its access
+            /// declaration resolves the resource from: a test holds every member that names
+            /// a resource (an ARN, a URL) to being one of them.
+            pub const ACCESS_MEMBERS: &'static [(&'static str, &'static [&'static str])] = &[
+                $( (stringify!($op), &[ $( $( stringify!($member) ),* )? ]), )*
+            ];
+
             /// The operation's IAM action and the resource it acts on, as its declaration
             /// names them ([`crate::aws::access`]).
             pub fn access(&self) -> $crate::aws::access::Access<'_> {
@@ -153,7 +161,7 @@ enum Resolved {
 fn sns_arn<'a>(r: &Resource<'a>) -> Option<(&'a str, &'static str)> {
     match *r {
         Resource::TopicArn(a) => Some((a, "TopicArn")),
-        Resource::PublishTarget(a) => a.map(|a| (a, "TopicArn")),
+        Resource::PublishTarget(a, _) => a.map(|a| (a, "TopicArn")),
         Resource::ResourceArn(a) => Some((a, "ResourceArn")),
         Resource::Subscription(a) => Some((a, "SubscriptionArn")),
         Resource::QueueUrl(_)
@@ -199,7 +207,16 @@ pub async fn check(svc: &Service, ctx: &Context, access: Access<'_>) -> Result<(
         Resource::QueueArn(arn) | Resource::MoveTask(arn, _) => queue(svc.key_of_arn(arn, "sqs")),
         Resource::TaskHandle(handle) => queue(svc.move_task_source(handle).await?),
         Resource::TopicArn(arn) | Resource::ResourceArn(arn) => topic(svc.key_of_arn(arn, "sns")),
-        Resource::PublishTarget(arn) => topic(arn.and_then(|a| svc.key_of_arn(a, "sns"))),
+        // A TargetArn that is not a push endpoint is published to as a topic
+        // (`Service::publish_as`), so it is checked as one.
+        Resource::PublishTarget(topic_arn, target_arn) => topic(
+            topic_arn
+                .or(target_arn.filter(|a| {
+                    !loft_core::names::arn_resource(a, "sns")
+                        .is_some_and(|r| r.starts_with("endpoint/"))
+                }))
+                .and_then(|a| svc.key_of_arn(a, "sns")),
+        ),
         Resource::TopicName(name) => {
             Resolved::Topic(svc.resource_key(&p.account_id, &p.region, name))
         }
@@ -378,7 +395,13 @@ mod tests {
             "Publish",
             json!({"PhoneNumber": "+15555550100", "Message": "m"}),
         );
-        assert_eq!(r.access().resource, Resource::PublishTarget(None));
+        assert_eq!(r.access().resource, Resource::PublishTarget(None, None));
+        let topic = "arn:aws:sns:us-east-1:111111111111:t";
+        let r = sns("Publish", json!({"TargetArn": topic, "Message": "m"}));
+        assert_eq!(
+            r.access().resource,
+            Resource::PublishTarget(None, Some(topic))
+        );
         let r = sns(
             "PublishBatch",
             json!({"TopicArn": "arn:aws:sns:us-east-1:1:t", "PublishBatchRequestEntries": []}),
@@ -407,5 +430,85 @@ mod tests {
             Resource::MappingSource(Some("arn:aws:sqs:us-east-1:1:q"))
         );
         assert_eq!(r.access().service(), "lambda");
+    }
+
+    /// The members of `op` that name a resource: an ARN, a URL or a task handle.
+    fn resource_members(op: &crate::aws::shape::Operation) -> Vec<&'static str> {
+        op.input
+            .iter()
+            .filter(|m| matches!(m.kind, crate::aws::shape::Kind::String))
+            .map(|m| m.name)
+            .filter(|n| n.ends_with("Arn") || n.ends_with("Url") || *n == "TaskHandle")
+            .collect()
+    }
+
+    /// `TargetArn` and `target_arn` alike.
+    fn plain(name: &str) -> String {
+        name.chars()
+            .filter(|c| *c != '_')
+            .flat_map(char::to_lowercase)
+            .collect()
+    }
+
+    /// Every member that names a resource is one the operation's access declaration
+    /// resolves, so no ARN or URL reaches an operation unchecked. The exceptions are
+    /// members whose resource the operation does not act on as the caller's: each says why.
+    #[test]
+    fn every_member_naming_a_resource_is_declared() {
+        // (operation, member, why it is not the checked resource)
+        let not_the_resource: &[(&str, &str, &str)] = &[(
+            "StartMessageMoveTask",
+            "DestinationArn",
+            "declared second: `move_task` checks sqs:SendMessage on it",
+        )];
+        // Mobile push resources have no resource policy: an application or endpoint is its
+        // account's alone, and the Service looks it up in the caller's account only, so
+        // another account's ARN names nothing there (NotFound). The check is the account's.
+        let platform: &[(&str, &str)] = &[
+            ("CreatePlatformEndpoint", "PlatformApplicationArn"),
+            ("DeletePlatformApplication", "PlatformApplicationArn"),
+            ("GetPlatformApplicationAttributes", "PlatformApplicationArn"),
+            ("SetPlatformApplicationAttributes", "PlatformApplicationArn"),
+            (
+                "ListEndpointsByPlatformApplication",
+                "PlatformApplicationArn",
+            ),
+            ("DeleteEndpoint", "EndpointArn"),
+            ("GetEndpointAttributes", "EndpointArn"),
+            ("SetEndpointAttributes", "EndpointArn"),
+        ];
+        let services = [
+            (
+                crate::aws::sqs::types::OPERATIONS,
+                SqsRequest::ACCESS_MEMBERS,
+            ),
+            (
+                crate::aws::sns::types::OPERATIONS,
+                SnsRequest::ACCESS_MEMBERS,
+            ),
+        ];
+        let mut undeclared = Vec::new();
+        for (operations, declared) in services {
+            for op in operations {
+                let (_, members) = declared
+                    .iter()
+                    .find(|(name, _)| *name == op.name)
+                    .expect("every operation has an access declaration");
+                for member in resource_members(op) {
+                    let named = members.iter().any(|m| plain(m) == plain(member));
+                    let excused = not_the_resource
+                        .iter()
+                        .any(|(o, m, _)| *o == op.name && *m == member)
+                        || platform.iter().any(|(o, m)| *o == op.name && *m == member);
+                    if !named && !excused {
+                        undeclared.push(format!("{}.{member}", op.name));
+                    }
+                }
+            }
+        }
+        assert!(
+            undeclared.is_empty(),
+            "members naming a resource that no access declaration checks: {undeclared:?}"
+        );
     }
 }

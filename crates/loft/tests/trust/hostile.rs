@@ -286,6 +286,7 @@ async fn setup(base: &str, port: u16) -> Victim {
         ("vdlq", json!({})),
         ("vdest", json!({})),
         ("vmapq", json!({})),
+        ("vwatch", json!({})),
         (
             "vq.fifo",
             json!({"FifoQueue": "true", "ContentBasedDeduplication": "true"}),
@@ -399,6 +400,20 @@ async fn setup(base: &str, port: u16) -> Victim {
         )
         .await;
     let subscription = a.xml("SubscriptionArn").unwrap();
+    // A second subscription without a filter: whatever reaches A's topic lands in `vwatch`,
+    // whose depth the snapshot holds, so a publish by anyone else shows.
+    owner
+        .sns_ok(
+            "Subscribe",
+            &[
+                ("TopicArn", &topic),
+                ("Protocol", "sqs"),
+                ("Endpoint", &qarn(A, "vwatch")),
+                ("Attributes.entry.1.key", "RawMessageDelivery"),
+                ("Attributes.entry.1.value", "true"),
+            ],
+        )
+        .await;
     owner
         .sns_ok(
             "TagResource",
@@ -495,7 +510,7 @@ async fn snapshot(v: &Victim) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     let a = owner.sqs_json("ListQueues", &json!({})).await;
     out.insert("ListQueues".into(), a.body.clone());
-    for name in ["vq", "vq.fifo", "vdlq", "vdest", "vmapq"] {
+    for name in ["vq", "vq.fifo", "vdlq", "vdest", "vmapq", "vwatch"] {
         let a = owner
             .sqs_json(
                 "GetQueueAttributes",
@@ -683,7 +698,10 @@ fn sqs_values(v: &Victim, _op: &str, member: &str) -> Option<Vec<Value>> {
 }
 
 /// The inputs of one operation: a base input with each member's first value, then one
-/// input per further value of each member.
+/// input per further value of each member, then, for each optional member that names a
+/// resource (an ARN or a URL), one input per value in which it is the only optional one
+/// that does: alternatives such as Publish's TopicArn and TargetArn are each tried alone,
+/// so one cannot hide behind another.
 fn inputs(
     op: &str,
     members: &[Member],
@@ -692,6 +710,14 @@ fn inputs(
 ) -> Vec<Map<String, Value>> {
     let mut base = Map::new();
     let mut variants: Vec<(&str, Vec<Value>)> = Vec::new();
+    let names_resource =
+        |m: &Member| !m.required && (m.name.ends_with("Arn") || m.name.ends_with("Url"));
+    let alternatives: Vec<&str> = members
+        .iter()
+        .filter(|m| names_resource(m))
+        .map(|m| m.name)
+        .collect();
+    let mut alone: Vec<(&str, Vec<Value>)> = Vec::new();
     for m in members {
         let vals = match (m.kind, values(op, m.name)) {
             (_, Some(vals)) => vals,
@@ -708,6 +734,9 @@ fn inputs(
             }
             (_, None) => continue,
         };
+        if names_resource(m) && alternatives.len() > 1 {
+            alone.push((m.name, vals.clone()));
+        }
         let mut vals = vals.into_iter();
         if let Some(first) = vals.next() {
             base.insert(m.name.to_owned(), first);
@@ -718,6 +747,14 @@ fn inputs(
     for (name, rest) in variants {
         for value in rest {
             let mut input = base.clone();
+            input.insert(name.to_owned(), value);
+            out.push(input);
+        }
+    }
+    for (name, vals) in alone {
+        for value in vals {
+            let mut input = base.clone();
+            input.retain(|k, _| k == name || !alternatives.contains(&k.as_str()));
             input.insert(name.to_owned(), value);
             out.push(input);
         }

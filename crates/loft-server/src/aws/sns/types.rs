@@ -609,7 +609,7 @@ operations! {
         OptInPhoneNumber(OptInPhoneNumberInput) -> OptInPhoneNumberResponse,
             sns:OptInPhoneNumber on Account,
         Publish(PublishInput) -> PublishResponse,
-            sns:Publish on PublishTarget(topic_arn),
+            sns:Publish on PublishTarget(topic_arn, target_arn),
         PublishBatch(PublishBatchInput) -> PublishBatchResponse,
             sns:Publish on TopicArn(topic_arn),
         PutDataProtectionPolicy(PutDataProtectionPolicyInput) -> NoOutput,
