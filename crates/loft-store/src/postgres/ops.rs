@@ -30,6 +30,7 @@ use tokio_postgres::Row;
 use crate::fifo::FifoWalk;
 use crate::replay::{drop_held, merge_held};
 use crate::seal::Sealer;
+use crate::visibility::{self, VisibilityRow};
 
 type Map = BTreeMap<String, String>;
 
@@ -1279,7 +1280,8 @@ pub async fn change_visibility<C: GenericClient>(
     max_hidden_ms: i64,
     channel: &str,
 ) -> Result<VisibilityChange, Error> {
-    // The update decides; the row as it was before it (same snapshot) says why not.
+    // The update decides (its WHERE is `visibility::classify`'s rule, so the check and the
+    // change are one statement); the row as it was before it (same snapshot) says why not.
     let row = query_opt(
         c,
         "WITH u AS (UPDATE messages SET visible_at = $5 WHERE seq = $1 AND queue_id = $2 \
@@ -1305,26 +1307,21 @@ pub async fn change_visibility<C: GenericClient>(
     let Some(row) = row else {
         return Ok(VisibilityChange::NotFound);
     };
-    let receive_count: i64 = row.get(1);
-    let current: i64 = row.get(2);
     let changed: i64 = row.get(3);
     if changed > 0 {
         return Ok(VisibilityChange::Changed);
     }
-    if token.is_some_and(|t| t != current) {
-        return Ok(VisibilityChange::Stale);
+    let before = VisibilityRow {
+        receive_count: row.get(1),
+        receipt_token: row.get(2),
+        received_at: row.get(5),
+    };
+    match visibility::classify(before, token, visible_at_ms, max_hidden_ms) {
+        // In flight when the statement began, but changed by a concurrent receive or
+        // delete.
+        VisibilityChange::Changed => Ok(VisibilityChange::Stale),
+        why_not => Ok(why_not),
     }
-    // A message received once keeps a changeable visibility after its timeout ran out
-    // (AWS answers such a ChangeMessageVisibility 200, and the message hides again).
-    if receive_count == 0 {
-        return Ok(VisibilityChange::NotInflight);
-    }
-    let received_at: Option<i64> = row.get(5);
-    if received_at.is_some_and(|r| visible_at_ms - r > max_hidden_ms) {
-        return Ok(VisibilityChange::TooLong);
-    }
-    // In flight when the statement began, but changed by a concurrent receive or delete.
-    Ok(VisibilityChange::Stale)
 }
 
 /// Purges unless held, the FIFO deduplication window with the messages (a deduplication

@@ -9,6 +9,7 @@ use rusqlite::{params, Connection, OptionalExtension, Row};
 use crate::fifo::FifoWalk;
 use crate::replay::{drop_held, merge_held};
 use crate::seal::Sealer;
+use crate::visibility::{self, VisibilityRow};
 
 type Map = BTreeMap<String, String>;
 
@@ -921,19 +922,17 @@ pub fn change_visibility(
             Ok((r.get(0)?, r.get(1)?, r.get(2)?))
         })
         .optional()?;
-    let Some((receive_count, current_token, received_at)) = row else {
+    let Some((receive_count, receipt_token, received_at)) = row else {
         return Ok(VisibilityChange::NotFound);
     };
-    if token.is_some_and(|t| t != current_token) {
-        return Ok(VisibilityChange::Stale);
-    }
-    // A message received once keeps a changeable visibility after its timeout ran out
-    // (AWS answers such a ChangeMessageVisibility 200, and the message hides again).
-    if receive_count == 0 {
-        return Ok(VisibilityChange::NotInflight);
-    }
-    if received_at.is_some_and(|r| visible_at_ms - r > max_hidden_ms) {
-        return Ok(VisibilityChange::TooLong);
+    let row = VisibilityRow {
+        receive_count,
+        receipt_token,
+        received_at,
+    };
+    let verdict = visibility::classify(row, token, visible_at_ms, max_hidden_ms);
+    if verdict != VisibilityChange::Changed {
+        return Ok(verdict);
     }
     c.prepare_cached("UPDATE messages SET visible_at = ?2 WHERE seq = ?1")?
         .execute(params![seq, visible_at_ms])?;
