@@ -27,7 +27,7 @@ use loft_core::model::*;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
 
-use crate::fifo::FifoWalk;
+use crate::fifo::{FifoRead, FifoScan, FifoWalk};
 use crate::replay::{drop_held, merge_held};
 use crate::seal::Sealer;
 use crate::visibility::{self, VisibilityRow};
@@ -77,9 +77,6 @@ type Params<'a> = &'a [&'a (dyn ToSql + Sync)];
 
 /// Advisory-lock class of the per-queue FIFO lock; the second key is the queue id.
 pub const FIFO_LOCK_CLASS: i32 = 0x4c66_6966; // "Lfif"
-
-/// The largest window of a FIFO receive's walk (rows read per statement), as SQLite's.
-const MAX_FIFO_WINDOW: i64 = 4096;
 
 fn to_json(map: &Map) -> String {
     serde_json::to_string(map).unwrap_or_else(|_| "{}".into())
@@ -971,99 +968,51 @@ pub async fn receive_fifo<C: GenericClient>(
         next_visible = Some(next_visible.map_or(visible_at, |n| n.min(visible_at)));
         heads.insert(group, r.get(1));
     }
-    let mut walk = FifoWalk::new(req);
-    let mut after = 0i64;
-    let mut window = (want as i64) * 4 + 16;
-    while !walk.is_full() {
-        let rows = query(
-            tx,
-            "SELECT seq, receive_count, expires_at, COALESCE(group_id, ''), visible_at \
-             FROM messages WHERE queue_id = $1 AND seq > $2 AND visible_at <= $3 \
-             ORDER BY seq LIMIT $4",
-            &[&req.queue_id, &after, &req.now_ms, &window],
-        )
-        .await?;
-        let full = rows.len() as i64 == window;
-        for r in &rows {
-            let seq: i64 = r.get(0);
-            let group: &str = r.get(3);
-            after = seq;
-            if heads.get(group).is_some_and(|h| seq > *h) {
-                continue;
-            }
-            walk.row(group, seq, r.get(1), r.get(2), r.get(4));
-        }
-        // The groups that can still count get the rest of their messages past the window
-        // through the group index: all of them in one statement, each as many as it could
-        // give at most (a group that meets expired or dead messages there reads on alone).
-        let extend = walk.groups_to_extend(full);
-        if !extend.is_empty() {
-            let groups: Vec<&str> = extend.iter().map(|(g, _)| g.as_str()).collect();
-            let limits: Vec<i64> = extend.iter().map(|(_, n)| *n as i64 + 4).collect();
-            let head_of: Vec<i64> = extend
-                .iter()
-                .map(|(g, _)| heads.get(g).copied().unwrap_or(i64::MAX))
-                .collect();
-            let rows = query(
-                tx,
-                "SELECT g.n, m.seq, m.receive_count, m.expires_at \
-                 FROM unnest($2::text[], $3::bigint[], $4::bigint[]) WITH ORDINALITY \
-                   AS g(grp, head, lim, n) \
-                 CROSS JOIN LATERAL (SELECT seq, receive_count, expires_at FROM messages \
-                   WHERE queue_id = $1 AND group_id = g.grp AND seq > $5 AND seq < g.head \
-                   AND visible_at <= $6 ORDER BY seq LIMIT g.lim) m \
-                 ORDER BY g.n, m.seq",
-                &[
-                    &req.queue_id,
-                    &groups,
-                    &head_of,
-                    &limits,
-                    &after,
-                    &req.now_ms,
-                ],
-            )
-            .await?;
-            let mut read = vec![(0i64, after); extend.len()];
-            for r in &rows {
-                let i = (r.get::<_, i64>(0) - 1) as usize;
-                let seq: i64 = r.get(1);
-                read[i] = (read[i].0 + 1, seq);
-                walk.extra(&extend[i].0, seq, r.get(2), r.get(3));
-            }
-            for (i, (group, _)) in extend.iter().enumerate() {
-                let (mut n, mut from) = read[i];
-                let mut limit = limits[i];
-                while n == limit && walk.room(group) > 0 {
-                    limit = walk.room(group) as i64 + 4;
-                    let more = query(
-                        tx,
-                        "SELECT seq, receive_count, expires_at FROM messages \
-                         WHERE queue_id = $1 AND group_id = $2 AND seq > $3 AND seq < $4 \
-                         AND visible_at <= $5 ORDER BY seq LIMIT $6",
-                        &[
-                            &req.queue_id,
-                            group,
-                            &from,
-                            &head_of[i],
-                            &req.now_ms,
-                            &limit,
-                        ],
-                    )
-                    .await?;
-                    n = more.len() as i64;
-                    for r in &more {
-                        from = r.get(0);
-                        walk.extra(group, from, r.get(1), r.get(2));
-                    }
+    let mut scan = FifoScan::new(req, heads);
+    loop {
+        match scan.next() {
+            FifoRead::Window { after, limit } => {
+                let rows = query(
+                    tx,
+                    "SELECT seq, receive_count, expires_at, COALESCE(group_id, ''), visible_at \
+                     FROM messages WHERE queue_id = $1 AND seq > $2 AND visible_at <= $3 \
+                     ORDER BY seq LIMIT $4",
+                    &[&req.queue_id, &after, &req.now_ms, &limit],
+                )
+                .await?;
+                for r in &rows {
+                    scan.window_row(r.get(0), r.get(1), r.get(2), r.get(3), r.get(4));
                 }
+                scan.end_window(rows.len());
             }
+            // All the groups' reads in one statement, each with its own limit.
+            FifoRead::Groups(reads) => {
+                let groups: Vec<&str> = reads.iter().map(|g| g.group.as_str()).collect();
+                let from: Vec<i64> = reads.iter().map(|g| g.from).collect();
+                let before: Vec<i64> = reads.iter().map(|g| g.head).collect();
+                let limits: Vec<i64> = reads.iter().map(|g| g.limit).collect();
+                let rows = query(
+                    tx,
+                    "SELECT g.n, m.seq, m.receive_count, m.expires_at \
+                     FROM unnest($2::text[], $3::bigint[], $4::bigint[], $5::bigint[]) \
+                       WITH ORDINALITY AS g(grp, frm, head, lim, n) \
+                     CROSS JOIN LATERAL (SELECT seq, receive_count, expires_at FROM messages \
+                       WHERE queue_id = $1 AND group_id = g.grp AND seq > g.frm \
+                       AND seq < g.head AND visible_at <= $6 ORDER BY seq LIMIT g.lim) m \
+                     ORDER BY g.n, m.seq",
+                    &[&req.queue_id, &groups, &from, &before, &limits, &req.now_ms],
+                )
+                .await?;
+                for r in &rows {
+                    let i = (r.get::<_, i64>(0) - 1) as usize;
+                    scan.group_row(i, r.get(1), r.get(2), r.get(3));
+                }
+                scan.end_groups();
+            }
+            FifoRead::Done => break,
         }
-        walk.close_window();
-        if !full {
-            break;
-        }
-        window = (window * 2).min(MAX_FIFO_WINDOW);
     }
+    let walk = scan.finish();
     let FifoWalk {
         take,
         expired,

@@ -6,15 +6,12 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use loft_core::model::*;
 use rusqlite::{params, Connection, OptionalExtension, Row};
 
-use crate::fifo::FifoWalk;
+use crate::fifo::{FifoRead, FifoScan, FifoWalk};
 use crate::replay::{drop_held, merge_held};
 use crate::seal::Sealer;
 use crate::visibility::{self, VisibilityRow};
 
 type Map = BTreeMap<String, String>;
-
-/// The largest window of a FIFO receive's walk (rows read per statement).
-pub const MAX_FIFO_WINDOW: i64 = 4096;
 
 fn to_json(map: &Map) -> String {
     serde_json::to_string(map).unwrap_or_else(|_| "{}".into())
@@ -745,9 +742,7 @@ fn receive_fifo(
             heads.insert(group, head);
         }
     }
-    let mut walk = FifoWalk::new(req);
-    let mut after = 0i64;
-    let mut window = (want as i64) * 4 + 16;
+    let mut scan = FifoScan::new(req, heads);
     let mut rows_stmt = c.prepare_cached(
         "SELECT seq, receive_count, expires_at, group_id, visible_at FROM messages \
          INDEXED BY messages_queue_order WHERE queue_id = ?1 AND seq > ?2 AND visible_at <= ?3 \
@@ -758,50 +753,44 @@ fn receive_fifo(
          WHERE queue_id = ?1 AND group_id = ?2 AND seq > ?3 AND seq < ?4 AND visible_at <= ?5 \
          ORDER BY seq LIMIT ?6",
     )?;
-    while !walk.is_full() {
-        let rows: Vec<(i64, i64, i64, Option<String>, i64)> = rows_stmt
-            .query_map(params![req.queue_id, after, req.now_ms, window], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
-            })?
-            .collect::<rusqlite::Result<_>>()?;
-        let full = rows.len() as i64 == window;
-        for (seq, receive_count, expires_at, group, visible_at) in rows {
-            after = seq;
-            let group = group.unwrap_or_default();
-            if heads.get(&group).is_some_and(|h| seq > *h) {
-                continue;
-            }
-            walk.row(&group, seq, receive_count, expires_at, visible_at);
-        }
-        // The groups that can still count get the rest of their messages, past the
-        // window, through the group index.
-        for (group, _) in walk.groups_to_extend(full) {
-            let head = heads.get(&group).copied().unwrap_or(i64::MAX);
-            let mut from = after;
-            while walk.room(&group) > 0 {
-                let limit = walk.room(&group) as i64 + 4;
-                let extra: Vec<(i64, i64, i64)> = group_stmt
-                    .query_map(
-                        params![req.queue_id, group, from, head, req.now_ms, limit],
-                        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-                    )?
-                    .collect::<rusqlite::Result<_>>()?;
-                let n = extra.len() as i64;
-                for (seq, receive_count, expires_at) in extra {
-                    from = seq;
-                    walk.extra(&group, seq, receive_count, expires_at);
+    loop {
+        match scan.next() {
+            FifoRead::Window { after, limit } => {
+                let mut rows = rows_stmt.query(params![req.queue_id, after, req.now_ms, limit])?;
+                let mut n = 0;
+                while let Some(r) = rows.next()? {
+                    n += 1;
+                    let group: Option<String> = r.get(3)?;
+                    scan.window_row(
+                        r.get(0)?,
+                        r.get(1)?,
+                        r.get(2)?,
+                        group.as_deref().unwrap_or_default(),
+                        r.get(4)?,
+                    );
                 }
-                if n < limit {
-                    break;
-                }
+                scan.end_window(n);
             }
+            FifoRead::Groups(reads) => {
+                for (i, g) in reads.iter().enumerate() {
+                    let mut rows = group_stmt.query(params![
+                        req.queue_id,
+                        g.group,
+                        g.from,
+                        g.head,
+                        req.now_ms,
+                        g.limit
+                    ])?;
+                    while let Some(r) = rows.next()? {
+                        scan.group_row(i, r.get(0)?, r.get(1)?, r.get(2)?);
+                    }
+                }
+                scan.end_groups();
+            }
+            FifoRead::Done => break,
         }
-        walk.close_window();
-        if !full {
-            break;
-        }
-        window = (window * 2).min(MAX_FIFO_WINDOW);
     }
+    let walk = scan.finish();
     let FifoWalk {
         take,
         expired,
