@@ -29,7 +29,7 @@ use tokio_postgres::Row;
 
 use crate::fifo::{FifoRead, FifoScan, FifoWalk};
 use crate::replay::{drop_held, merge_held};
-use crate::seal::Sealer;
+use crate::seal::{Claimed, SealedFifoPublish, Sealer};
 use crate::visibility::{self, VisibilityRow};
 
 type Map = BTreeMap<String, String>;
@@ -653,7 +653,7 @@ pub struct StepJob {
 /// The claimed messages are opened (`sealer`) before the caller commits, and those that
 /// cannot be opened are put back as they were (visibility, receive count, first receive,
 /// receipt token) by one more statement in the same transaction, so the commit never
-/// shows them claimed; they are returned apart ([`StepOutcome::unreadable`]), as read.
+/// shows them claimed; they are returned apart ([`StepOutcome::passed`]).
 /// One outcome per step, in order; an error fails the whole transaction.
 pub async fn receive_steps<C: GenericClient>(
     tx: &C,
@@ -678,8 +678,29 @@ pub async fn receive_steps<C: GenericClient>(
     Ok(out)
 }
 
+/// Message `m`, claimed by claim row `r` (its columns from `at`, its old state after
+/// them), opened; `None` when it cannot be opened: its old state then goes to `put_back`
+/// (to be put back before the commit), and it is named in `undecryptable` the first time
+/// ([`Sealer::open_claimed`]).
+fn open_claim(
+    sealer: &Sealer,
+    r: &Row,
+    at: usize,
+    m: StoredMessage,
+    put_back: &mut Vec<OldClaim>,
+    undecryptable: &mut Vec<String>,
+) -> Option<StoredMessage> {
+    match sealer.open_claimed(m, undecryptable) {
+        Claimed::Readable(m) => Some(m),
+        Claimed::Unreadable(m) => {
+            put_back.push(OldClaim::at(r, m.seq, at + MESSAGE_COLUMN_COUNT));
+            None
+        }
+    }
+}
+
 /// A step's outcome from its claim statement's rows; the claimed messages that cannot be
-/// opened go to `put_back` (to be put back before the commit) and to `unreadable`.
+/// opened go to `put_back` (to be put back before the commit) and to `passed`.
 fn step_outcome(rows: &[Row], sealer: &Sealer, put_back: &mut Vec<OldClaim>) -> StepOutcome {
     let mut out = StepOutcome::default();
     for r in rows {
@@ -692,12 +713,10 @@ fn step_outcome(rows: &[Row], sealer: &Sealer, put_back: &mut Vec<OldClaim>) -> 
                 out.lowest_claimed
                     .map_or(old_visible, |l| l.min(old_visible)),
             );
-            let mut m = message_row(r, 4);
-            if sealer.open_for_receive(&mut m) {
-                out.messages.push(m);
-            } else {
-                put_back.push(OldClaim::at(r, m.seq, 4 + MESSAGE_COLUMN_COUNT));
-                out.unreadable.push(m);
+            let m = message_row(r, 4);
+            match open_claim(sealer, r, 4, m, put_back, &mut out.undecryptable) {
+                Some(m) => out.messages.push(m),
+                None => out.passed.push(r.get(4)),
             }
         }
     }
@@ -814,8 +833,10 @@ async fn claim_rows<C: GenericClient>(
 pub struct StepOutcome {
     /// The claimed messages, opened.
     pub messages: Vec<StoredMessage>,
-    /// The messages it met that cannot be opened, as read; left as they were.
-    pub unreadable: Vec<StoredMessage>,
+    /// The messages it met that cannot be opened (seq); left as they were.
+    pub passed: Vec<i64>,
+    /// Those of them to report ([`ReceiveOutcome::undecryptable`]).
+    pub undecryptable: Vec<String>,
     /// How many candidates it looked at.
     pub candidates: i64,
     /// How many it moved to the dead-letter queue.
@@ -1081,16 +1102,17 @@ pub async fn receive_fifo<C: GenericClient>(
         let mut blocked: std::collections::HashSet<String> = Default::default();
         let mut put_back = Vec::new();
         for (_, r) in claimed {
-            let mut m = message_row(r, 0);
+            let m = message_row(r, 0);
             let group = m.group_id.clone().unwrap_or_default();
-            if !blocked.contains(&group) && sealer.open_for_receive(&mut m) {
-                out.messages.push(m);
+            if blocked.contains(&group) {
+                put_back.push(OldClaim::at(r, m.seq, MESSAGE_COLUMN_COUNT));
                 continue;
             }
-            put_back.push(OldClaim::at(r, m.seq, MESSAGE_COLUMN_COUNT));
-            if !blocked.contains(&group) {
-                sealer.pass_over(&m, &mut out);
-                blocked.insert(group);
+            match open_claim(sealer, r, 0, m, &mut put_back, &mut out.undecryptable) {
+                Some(m) => out.messages.push(m),
+                None => {
+                    blocked.insert(group);
+                }
             }
         }
         put_back_claims(tx, &put_back).await?;
@@ -2296,32 +2318,32 @@ pub async fn publish_in<C: GenericClient>(
 /// number's queue messages are inserted after an earlier one's.
 pub async fn publish_fifo_in<C: GenericClient>(
     tx: &C,
-    p: &FifoPublish,
+    p: &SealedFifoPublish,
     channel: &str,
-    sealer: &Sealer,
 ) -> Result<Option<Vec<FifoPublished>>, Error> {
+    let (topic_id, now_ms) = (p.topic_id(), p.now_ms());
     let Some(row) = query_opt(
         tx,
         "SELECT sequence FROM topics WHERE id = $1 FOR UPDATE",
-        &[&p.topic_id],
+        &[&topic_id],
     )
     .await?
     else {
         return Ok(None);
     };
     let mut sequence: i64 = row.get(0);
-    let held = held_subscriptions(tx, p.topic_id).await?;
-    let mut out = Vec::with_capacity(p.entries.len());
+    let held = held_subscriptions(tx, topic_id).await?;
+    let mut out = Vec::with_capacity(p.entries().len());
     // The queue messages of all entries, stored in one go; `spans` says whose they are
     // (and which copies were held for a replay).
     let mut messages: Vec<(i64, NewMessage)> = Vec::new();
     let mut spans: Vec<(usize, Vec<bool>)> = Vec::new();
-    for (i, e) in p.entries.iter().enumerate() {
+    for (i, e) in p.entries().iter().enumerate() {
         let original = query_opt(
             tx,
             "SELECT message_id, sequence FROM topic_dedup WHERE topic_id = $1 AND scope = $2 \
              AND dedup_id = $3 AND expires_at > $4",
-            &[&p.topic_id, &e.dedup.scope, &e.dedup.id, &p.now_ms],
+            &[&topic_id, &e.dedup.scope, &e.dedup.id, &now_ms],
         )
         .await?;
         if let Some(row) = original {
@@ -2341,7 +2363,7 @@ pub async fn publish_fifo_in<C: GenericClient>(
              SET message_id = EXCLUDED.message_id, sequence = EXCLUDED.sequence, \
              expires_at = EXCLUDED.expires_at",
             &[
-                &p.topic_id,
+                &topic_id,
                 &e.dedup.scope,
                 &e.dedup.id,
                 &e.message_id,
@@ -2351,9 +2373,6 @@ pub async fn publish_fifo_in<C: GenericClient>(
         )
         .await?;
         if let Some(a) = &e.archive {
-            let published = sealer
-                .seal_archive(a)
-                .map_err(|e| Failure::Sealing(e.message))?;
             let sealed = a.seal.is_some() as i16;
             execute(
                 tx,
@@ -2361,22 +2380,21 @@ pub async fn publish_fifo_in<C: GenericClient>(
                  expires_at, published, sealed) VALUES ($1, $2, $3, $4, $5, $6, $7) \
                  ON CONFLICT (topic_id, sequence) DO NOTHING",
                 &[
-                    &p.topic_id,
+                    &topic_id,
                     &sequence,
                     &e.message_id,
-                    &p.now_ms,
+                    &now_ms,
                     &a.expires_at_ms,
-                    &published,
+                    &a.published,
                     &sealed,
                 ],
             )
             .await?;
         }
-        let built = (p.fanout)(i, sequence);
-        let (mut kept, is_held) = drop_held(built, &e.subscriptions, &held);
-        sealer
-            .seal_messages(&mut kept)
+        let built = p
+            .fanout(i, sequence)
             .map_err(|e| Failure::Sealing(e.message))?;
+        let (kept, is_held) = drop_held(built, &e.subscriptions, &held);
         spans.push((out.len(), is_held));
         messages.extend(kept);
         out.push(FifoPublished {
@@ -2389,7 +2407,7 @@ pub async fn publish_fifo_in<C: GenericClient>(
     execute(
         tx,
         "UPDATE topics SET sequence = $2 WHERE id = $1",
-        &[&p.topic_id, &sequence],
+        &[&topic_id, &sequence],
     )
     .await?;
     let mut sent = send_messages_in(tx, &messages, channel).await?.into_iter();

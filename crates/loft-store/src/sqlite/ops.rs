@@ -8,7 +8,7 @@ use rusqlite::{params, Connection, OptionalExtension, Row};
 
 use crate::fifo::{FifoRead, FifoScan, FifoWalk};
 use crate::replay::{drop_held, merge_held};
-use crate::seal::Sealer;
+use crate::seal::{Claimed, SealedFifoPublish, Sealer};
 use crate::visibility::{self, VisibilityRow};
 
 type Map = BTreeMap<String, String>;
@@ -462,7 +462,7 @@ enum Claim {
 /// Claims message `seq` with the receipt token the service chose for it, inside the
 /// receive's transaction: the row is read and opened (when sealed) first, and only a
 /// readable message is claimed. One that cannot be opened is left untouched (no
-/// visibility change, no receive count) and named in `out` ([`Sealer::pass_over`]).
+/// visibility change, no receive count) and named in `out` ([`Sealer::open_claimed`]).
 ///
 /// The row is read, then updated by a plain `UPDATE` (same transaction, one connection),
 /// not `UPDATE ... RETURNING`: SQLite runs RETURNING as a trigger, opening a statement
@@ -477,17 +477,17 @@ fn claim(
     sealer: &Sealer,
     out: &mut ReceiveOutcome,
 ) -> rusqlite::Result<Claim> {
-    let mut m = c
+    let read = c
         .prepare_cached(concat!(
             "SELECT ",
             message_columns!(),
             " FROM messages WHERE seq = ?1"
         ))?
         .query_row([seq], message_row)?;
-    if !sealer.open_for_receive(&mut m) {
-        sealer.pass_over(&m, out);
-        return Ok(Claim::Unreadable(m));
-    }
+    let mut m = match sealer.open_claimed(read, &mut out.undecryptable) {
+        Claimed::Readable(m) => m,
+        Claimed::Unreadable(m) => return Ok(Claim::Unreadable(m)),
+    };
     c.prepare_cached(
         "UPDATE messages SET visible_at = ?2, receive_count = receive_count + 1, \
          first_received_at = COALESCE(first_received_at, ?3), receipt_token = ?4, \
@@ -1795,12 +1795,12 @@ pub fn publish(
 pub fn publish_fifo(
     c: &Connection,
     seqs: &MessageSeqs,
-    p: &FifoPublish,
-    sealer: &Sealer,
+    p: &SealedFifoPublish,
 ) -> rusqlite::Result<Option<Vec<FifoPublished>>> {
+    let (topic_id, now_ms) = (p.topic_id(), p.now_ms());
     let sequence: Option<i64> = c
         .prepare_cached("SELECT sequence FROM topics WHERE id = ?1")?
-        .query_row([p.topic_id], |r| r.get(0))
+        .query_row([topic_id], |r| r.get(0))
         .optional()?;
     let Some(mut sequence) = sequence else {
         return Ok(None);
@@ -1813,14 +1813,13 @@ pub fn publish_fifo(
         "INSERT OR REPLACE INTO topic_dedup (topic_id, scope, dedup_id, message_id, sequence, \
          expires_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     )?;
-    let held = held_subscriptions(c, p.topic_id)?;
-    let mut out = Vec::with_capacity(p.entries.len());
-    for (i, e) in p.entries.iter().enumerate() {
+    let held = held_subscriptions(c, topic_id)?;
+    let mut out = Vec::with_capacity(p.entries().len());
+    for (i, e) in p.entries().iter().enumerate() {
         let original: Option<(String, i64)> = seen
-            .query_row(
-                params![p.topic_id, e.dedup.scope, e.dedup.id, p.now_ms],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
+            .query_row(params![topic_id, e.dedup.scope, e.dedup.id, now_ms], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
             .optional()?;
         if let Some((message_id, sequence)) = original {
             out.push(FifoPublished {
@@ -1833,7 +1832,7 @@ pub fn publish_fifo(
         }
         sequence += 1;
         record.execute(params![
-            p.topic_id,
+            topic_id,
             e.dedup.scope,
             e.dedup.id,
             e.message_id,
@@ -1841,28 +1840,24 @@ pub fn publish_fifo(
             e.dedup.expires_at_ms
         ])?;
         if let Some(a) = &e.archive {
-            let published = sealer
-                .seal_archive(a)
-                .map_err(|e| rusqlite::Error::ToSqlConversionFailure(e.message.into()))?;
             c.prepare_cached(
                 "INSERT OR REPLACE INTO topic_archive (topic_id, sequence, message_id, \
                  published_at, expires_at, published, sealed) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             )?
             .execute(params![
-                p.topic_id,
+                topic_id,
                 sequence,
                 e.message_id,
-                p.now_ms,
+                now_ms,
                 a.expires_at_ms,
-                published,
+                a.published,
                 a.seal.is_some() as i64
             ])?;
         }
-        let built = (p.fanout)(i, sequence);
-        let (mut kept, is_held) = drop_held(built, &e.subscriptions, &held);
-        sealer
-            .seal_messages(&mut kept)
+        let built = p
+            .fanout(i, sequence)
             .map_err(|e| rusqlite::Error::ToSqlConversionFailure(e.message.into()))?;
+        let (kept, is_held) = drop_held(built, &e.subscriptions, &held);
         let stored = send_messages(c, seqs, &kept)?;
         let sent = merge_held(stored, &is_held);
         out.push(FifoPublished {
@@ -1873,7 +1868,7 @@ pub fn publish_fifo(
         });
     }
     c.prepare_cached("UPDATE topics SET sequence = ?2 WHERE id = ?1")?
-        .execute(params![p.topic_id, sequence])?;
+        .execute(params![topic_id, sequence])?;
     Ok(Some(out))
 }
 
