@@ -1063,6 +1063,19 @@ mod tests {
         );
     }
 
+    /// Fixed values of the stored format (version 1; master key 0x5a × 32, queue 42,
+    /// period 3, SSE-SQS) still open: databases written before cannot become unreadable
+    /// by a silent change of the format.
+    #[test]
+    fn stored_values_of_format_version_1_still_open() {
+        let s = Sealer::new(KeySource::Key(MasterKey::from_bytes([0x5a; KEY_LEN])));
+        let body = "AQAAAAAAAAAqAAAAAAAAAAMAB1NTRS1TUVOFlghhVgwHUd392lP+mliR+pJd2cuWy7OV3xOL/Sh9BM0Lkm+9pmw=";
+        let attributes =
+            "AQAAAAAAAAAqAAAAAAAAAAMAB1NTRS1TUVN02eiLVXWWF52ws5j7ifbznvEh+pnXmCqXCxz1cvw=";
+        assert_eq!(s.open(BODY, body).unwrap(), b"secret body");
+        assert_eq!(s.open(ATTRIBUTES, attributes).unwrap(), b"{}");
+    }
+
     #[test]
     fn a_missing_key_refuses() {
         let s = Sealer::new(KeySource::Missing);
