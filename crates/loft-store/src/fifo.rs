@@ -15,14 +15,199 @@
 //! time, only to find the open groups in order ([`FifoWalk::row`]); when a window was full
 //! (more rows may follow), each group of it that can still count gets the rest of what the
 //! receive wants of it through the group index ([`FifoWalk::groups_to_extend`],
-//! [`FifoWalk::extra`]). A receive so reads about as many rows as it returns plus those of
+//! [`FifoWalk::extra`]). [`FifoScan`] drives those reads (window sizes, which group to
+//! read from where and how far) for both engines; each answers them in its own SQL. A receive so reads about as many rows as it returns plus those of
 //! the groups it passes, however deep the queue and however far apart a group's messages.
 //! Messages with no group (none in FIFO queues: the service requires MessageGroupId) count
 //! as one group, read by the walk only.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use loft_core::model::ReceiveRequest;
+
+/// The largest window of a FIFO receive's walk (rows read per statement).
+pub(crate) const MAX_FIFO_WINDOW: i64 = 4096;
+
+/// What a [`FifoScan`] asks its engine to read next.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum FifoRead {
+    /// The queue's visible messages after seq `after`, in send order, at most `limit`:
+    /// each row to [`FifoScan::window_row`], then [`FifoScan::end_window`].
+    Window { after: i64, limit: i64 },
+    /// For each group, in this order, its visible messages as [`GroupRead`] says: each
+    /// row to [`FifoScan::group_row`] with the read's index, then [`FifoScan::end_groups`].
+    Groups(Vec<GroupRead>),
+    /// Nothing more to read: [`FifoScan::finish`].
+    Done,
+}
+
+/// One group's read past a window: its visible messages with `from < seq < head`, in
+/// send order, at most `limit`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct GroupRead {
+    /// The group (`""`: messages without one).
+    pub group: String,
+    /// Only messages after this seq.
+    pub from: i64,
+    /// Only messages before this seq: the group's first hidden message (`i64::MAX` when
+    /// none is hidden).
+    pub head: i64,
+    /// At most this many rows.
+    pub limit: i64,
+}
+
+/// A FIFO receive's reads, decided once for both engines (the window doubling and the
+/// group reads of [`FifoWalk`]); the engine answers each [`FifoRead`] in its own SQL:
+///
+/// ```text
+/// loop { match scan.next() { Window {..} => rows to window_row, end_window;
+///                            Groups(reads) => rows to group_row, end_groups;
+///                            Done => break } }
+/// ```
+///
+/// The first window is `4 × MaxNumberOfMessages + 16` rows, and each next one twice the
+/// last, up to [`MAX_FIFO_WINDOW`]; the walk ends when the receive has all it wants or a
+/// window comes back short (nothing past it). After a full window the groups that can
+/// still count are read past it through the group index, all at once, each up to what it
+/// could give at most, and a group whose read came back full and that still has room is
+/// read on.
+pub(crate) struct FifoScan<'a> {
+    walk: FifoWalk<'a>,
+    /// Each group's first hidden (in flight or delayed) unexpired message: it holds back
+    /// the group's later ones.
+    heads: HashMap<String, i64>,
+    /// The last seq the walk read in send order.
+    after: i64,
+    /// The current window's size (rows).
+    window: i64,
+    /// Whether the current window came back full.
+    full: bool,
+    /// Rows read and last seq read of each group read asked (parallel to `next`'s reads).
+    read: Vec<(i64, i64)>,
+    next: FifoRead,
+}
+
+impl<'a> FifoScan<'a> {
+    /// The scan of receive `req`, given each group's first hidden message (`heads`).
+    pub fn new(req: &'a ReceiveRequest, heads: HashMap<String, i64>) -> Self {
+        let walk = FifoWalk::new(req);
+        let window = (req.max_messages as i64) * 4 + 16;
+        let next = if walk.is_full() {
+            FifoRead::Done
+        } else {
+            FifoRead::Window {
+                after: 0,
+                limit: window,
+            }
+        };
+        FifoScan {
+            walk,
+            heads,
+            after: 0,
+            window,
+            full: false,
+            read: Vec::new(),
+            next,
+        }
+    }
+
+    /// What to read now.
+    pub fn next(&self) -> FifoRead {
+        self.next.clone()
+    }
+
+    /// A row of the window: a visible message in send order, visible since `visible_at`
+    /// (ms); `group` is `""` for a message without one.
+    pub fn window_row(
+        &mut self,
+        seq: i64,
+        receive_count: i64,
+        expires_at: i64,
+        group: &str,
+        visible_at: i64,
+    ) {
+        self.after = seq;
+        if self.heads.get(group).is_some_and(|h| seq > *h) {
+            return;
+        }
+        self.walk
+            .row(group, seq, receive_count, expires_at, visible_at);
+    }
+
+    /// The window's `rows` rows were all given.
+    pub fn end_window(&mut self, rows: usize) {
+        self.full = rows as i64 == self.window;
+        let reads: Vec<GroupRead> = self
+            .walk
+            .groups_to_extend(self.full)
+            .into_iter()
+            .map(|(group, most)| GroupRead {
+                from: self.after,
+                head: self.heads.get(&group).copied().unwrap_or(i64::MAX),
+                limit: most as i64 + 4,
+                group,
+            })
+            .collect();
+        self.ask_groups(reads);
+    }
+
+    /// A row of the `i`-th read of the current [`FifoRead::Groups`], in send order.
+    pub fn group_row(&mut self, i: usize, seq: i64, receive_count: i64, expires_at: i64) {
+        let FifoRead::Groups(reads) = &self.next else {
+            return;
+        };
+        let (Some(r), Some(count)) = (reads.get(i), self.read.get_mut(i)) else {
+            return;
+        };
+        *count = (count.0 + 1, seq);
+        self.walk.extra(&r.group, seq, receive_count, expires_at);
+    }
+
+    /// Every group read's rows were given: the groups whose read came back full and that
+    /// still have room are read on, else the window ends.
+    pub fn end_groups(&mut self) {
+        let FifoRead::Groups(reads) = std::mem::replace(&mut self.next, FifoRead::Done) else {
+            return;
+        };
+        let more: Vec<GroupRead> = reads
+            .into_iter()
+            .zip(std::mem::take(&mut self.read))
+            .filter_map(|(r, (n, last))| {
+                let room = self.walk.room(&r.group);
+                (n == r.limit && room > 0).then(|| GroupRead {
+                    from: last,
+                    limit: room as i64 + 4,
+                    ..r
+                })
+            })
+            .collect();
+        self.ask_groups(more);
+    }
+
+    /// Asks for `reads`, or, with none, ends the window.
+    fn ask_groups(&mut self, reads: Vec<GroupRead>) {
+        if !reads.is_empty() {
+            self.read = reads.iter().map(|r| (0, r.from)).collect();
+            self.next = FifoRead::Groups(reads);
+            return;
+        }
+        self.walk.close_window();
+        self.next = if !self.full || self.walk.is_full() {
+            FifoRead::Done
+        } else {
+            self.window = (self.window * 2).min(MAX_FIFO_WINDOW);
+            FifoRead::Window {
+                after: self.after,
+                limit: self.window,
+            }
+        };
+    }
+
+    /// The walk's decisions: what to take, drop and dead-letter.
+    pub fn finish(self) -> FifoWalk<'a> {
+        self.walk
+    }
+}
 
 /// One receive's walk so far.
 pub(crate) struct FifoWalk<'a> {
@@ -225,6 +410,73 @@ mod tests {
         w.row("b", 8, 0, 500, 0);
         w.close_window();
         assert_eq!(w.take, [1, 8]);
+    }
+
+    /// Answers `scan`'s reads from `rows` (seq, group), every message visible since 0 and
+    /// unexpired; returns the windows' limits it was asked for and the group reads.
+    fn drive(scan: &mut FifoScan, rows: &[(i64, &str)]) -> (Vec<i64>, Vec<GroupRead>) {
+        let (mut windows, mut groups) = (Vec::new(), Vec::new());
+        loop {
+            match scan.next() {
+                FifoRead::Window { after, limit } => {
+                    windows.push(limit);
+                    let page: Vec<_> = rows
+                        .iter()
+                        .filter(|(s, _)| *s > after)
+                        .take(limit as usize)
+                        .collect();
+                    for (seq, g) in &page {
+                        scan.window_row(*seq, 0, 500, g, 0);
+                    }
+                    scan.end_window(page.len());
+                }
+                FifoRead::Groups(reads) => {
+                    for (i, r) in reads.iter().enumerate() {
+                        for (seq, _) in rows
+                            .iter()
+                            .filter(|(s, g)| *g == r.group && *s > r.from && *s < r.head)
+                            .take(r.limit as usize)
+                        {
+                            scan.group_row(i, *seq, 0, 500);
+                        }
+                    }
+                    groups.extend(reads);
+                    scan.end_groups();
+                }
+                FifoRead::Done => return (windows, groups),
+            }
+        }
+    }
+
+    #[test]
+    fn windows_double_until_one_comes_back_short() {
+        let r = req(1);
+        // Group a's first message is hidden: the walk passes all the others over.
+        let mut scan = FifoScan::new(&r, HashMap::from([("a".to_owned(), 1)]));
+        let rows: Vec<(i64, &str)> = (2..=101).map(|s| (s, "a")).collect();
+        let (windows, groups) = drive(&mut scan, &rows);
+        assert_eq!(windows, [20, 40, 80]);
+        assert!(groups.is_empty());
+        assert!(scan.finish().take.is_empty());
+    }
+
+    #[test]
+    fn a_full_window_reads_the_groups_that_can_still_count_past_it() {
+        let r = req(3);
+        let mut scan = FifoScan::new(&r, HashMap::new());
+        // A window of 28 rows: x, then 27 groups of one message; x goes on far past it.
+        let names: Vec<String> = (2..=28).map(|i| format!("g{i}")).collect();
+        let mut rows: Vec<(i64, &str)> = vec![(1, "x")];
+        rows.extend((2..=28).map(|s| (s, names[s as usize - 2].as_str())));
+        rows.extend([(100, "x"), (101, "x"), (102, "x")]);
+        let (windows, groups) = drive(&mut scan, &rows);
+        assert_eq!(windows, [28]);
+        let asked: Vec<(&str, i64, i64)> = groups
+            .iter()
+            .map(|g| (g.group.as_str(), g.from, g.limit))
+            .collect();
+        assert_eq!(asked, [("x", 28, 6), ("g2", 28, 5)]);
+        assert_eq!(scan.finish().take, [1, 100, 101]);
     }
 
     /// AWS's recorded receive: a group never received comes before groups whose

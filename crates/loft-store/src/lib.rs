@@ -15,6 +15,7 @@ pub mod postgres;
 mod replay;
 pub mod seal;
 pub mod sqlite;
+mod visibility;
 
 pub use postgres::{PgOptions, PgStore};
 pub use sqlite::{Durability, SqliteStore};

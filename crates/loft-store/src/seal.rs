@@ -24,7 +24,14 @@
 //! database keeps the key's check value ([`MasterKey::check_value`]), and a start whose key
 //! is not the one its sealed messages need is refused ([`verify_master_key`]). A receive
 //! that still meets a message it cannot open passes it over untouched
-//! ([`Sealer::open_for_receive`]).
+//! ([`Sealer::open_claimed`]).
+//!
+//! How the engines use it: what a store method writes goes through [`Sealer::sealed`]
+//! (the [`Seal`] of its type says what is sealed: message bodies and attributes, recorded
+//! messages and subjects, delivery bodies, archived publishes), what it reads back through
+//! [`Sealer::opened`] ([`Open`]: each type's rule for a value that cannot be opened), and a
+//! receive's claims, inside its transaction, through [`Sealer::open_claimed`]. Each engine
+//! calls each of them at one place; the per-type rules are written here only.
 
 use std::collections::{HashMap, HashSet};
 use std::fs;
@@ -39,8 +46,8 @@ use base64::Engine as _;
 use hkdf::Hkdf;
 use loft_core::error::{Error, Result};
 use loft_core::model::{
-    ArchiveEntry, ArchivedMessage, DeliveryRecord, NewDelivery, NewMessage, ReceiveOutcome,
-    RecordedMessage, SealWith, StoredMessage, TopicSeal,
+    ArchiveEntry, ArchivedMessage, DeliveryRecord, FifoPublish, FifoPublishEntry, NewDelivery,
+    NewMessage, ReceiveOutcome, RecordedMessage, ReplayStep, SealWith, StoredMessage, TopicSeal,
 };
 use rand::RngCore;
 use sha2::Sha256;
@@ -494,7 +501,7 @@ impl Sealer {
     /// flag set. Nothing changes when it did not.
     ///
     /// Errors: as [`Sealer::seal`].
-    pub fn seal_message(&self, queue_id: i64, m: &mut NewMessage) -> Result<()> {
+    fn seal_message(&self, queue_id: i64, m: &mut NewMessage) -> Result<()> {
         let Some(with) = &m.seal else {
             return Ok(());
         };
@@ -506,7 +513,7 @@ impl Sealer {
     }
 
     /// Seals every message of a batch, each for its queue.
-    pub fn seal_messages(&self, messages: &mut [(i64, NewMessage)]) -> Result<()> {
+    fn seal_messages(&self, messages: &mut [(i64, NewMessage)]) -> Result<()> {
         for (queue_id, m) in messages {
             self.seal_message(*queue_id, m)?;
         }
@@ -517,7 +524,7 @@ impl Sealer {
     /// and clears the flag; nothing changes for a message stored as it was.
     ///
     /// Errors: as [`Sealer::open`]; logged with the message's sequence number.
-    pub fn open_message(&self, m: &mut StoredMessage) -> Result<()> {
+    fn open_message(&self, m: &mut StoredMessage) -> Result<()> {
         if !m.sealed {
             return Ok(());
         }
@@ -547,7 +554,7 @@ impl Sealer {
     }
 
     /// Opens every message of a list.
-    pub fn open_messages(&self, messages: &mut [StoredMessage]) -> Result<()> {
+    fn open_messages(&self, messages: &mut [StoredMessage]) -> Result<()> {
         messages.iter_mut().try_for_each(|m| self.open_message(m))
     }
 
@@ -557,7 +564,7 @@ impl Sealer {
     /// KmsMasterKeyId). Returns the base64 text the column keeps.
     ///
     /// Errors: `InternalError` when the master key is missing or cannot be loaded.
-    pub fn seal_topic(&self, with: &TopicSeal, domain: u8, plain: &str) -> Result<String> {
+    fn seal_topic(&self, with: &TopicSeal, domain: u8, plain: &str) -> Result<String> {
         let key = SealWith {
             key_id: with.key_id.clone(),
             period: 0,
@@ -569,7 +576,7 @@ impl Sealer {
     ///
     /// Errors: `InternalError` when it was sealed under another master key, is damaged, or
     /// is not text; logged.
-    pub fn open_topic(&self, domain: u8, text: &str) -> Result<String> {
+    fn open_topic(&self, domain: u8, text: &str) -> Result<String> {
         self.open(domain, text)
             .and_then(|b| {
                 String::from_utf8(b)
@@ -584,7 +591,7 @@ impl Sealer {
     /// ([`RecordedMessage::seal`]); the record is then stored with its `sealed` flag set.
     ///
     /// Errors: as [`Sealer::seal_topic`].
-    pub fn seal_records(&self, records: &mut [RecordedMessage]) -> Result<()> {
+    fn seal_records(&self, records: &mut [RecordedMessage]) -> Result<()> {
         for r in records {
             let Some(with) = &r.seal else { continue };
             r.message = self.seal_topic(with, RECORDED, &r.message)?;
@@ -599,7 +606,7 @@ impl Sealer {
     /// it is then stored with its `sealed` flag set.
     ///
     /// Errors: as [`Sealer::seal_topic`].
-    pub fn seal_deliveries(&self, deliveries: &mut [NewDelivery]) -> Result<()> {
+    fn seal_deliveries(&self, deliveries: &mut [NewDelivery]) -> Result<()> {
         for d in deliveries {
             if let Some(with) = &d.seal {
                 d.body = self.seal_topic(with, DELIVERY, &d.body)?;
@@ -612,7 +619,7 @@ impl Sealer {
     /// cannot be opened (another master key, damaged) is left out of the list and logged
     /// with its id: it is never sent as ciphertext, and its row stays (a claimed one is
     /// met again when its lease ends).
-    pub fn open_deliveries(&self, deliveries: &mut Vec<DeliveryRecord>) {
+    fn open_deliveries(&self, deliveries: &mut Vec<DeliveryRecord>) {
         deliveries.retain_mut(|d| {
             if !d.sealed {
                 return true;
@@ -635,22 +642,22 @@ impl Sealer {
         });
     }
 
-    /// The text a FIFO topic's archive keeps of `a`: its publish sealed when its topic
-    /// asked for it ([`ArchiveEntry::seal`]), else as it is.
+    /// Seals the publish a FIFO topic's archive keeps of `a` when its topic asked for it
+    /// ([`ArchiveEntry::seal`]); it is then stored with its `sealed` flag set.
     ///
     /// Errors: as [`Sealer::seal_topic`].
-    pub fn seal_archive(&self, a: &ArchiveEntry) -> Result<String> {
-        match &a.seal {
-            Some(with) => self.seal_topic(with, ARCHIVE, &a.published),
-            None => Ok(a.published.clone()),
+    fn seal_archive(&self, a: &mut ArchiveEntry) -> Result<()> {
+        if let Some(with) = &a.seal {
+            a.published = self.seal_topic(with, ARCHIVE, &a.published)?;
         }
+        Ok(())
     }
 
     /// Opens archived messages read back with their `sealed` flag set.
     ///
     /// Errors: as [`Sealer::open_topic`] (a replay that meets one then fails, the archive
     /// row stays as it was).
-    pub fn open_archived(&self, messages: &mut [ArchivedMessage]) -> Result<()> {
+    fn open_archived(&self, messages: &mut [ArchivedMessage]) -> Result<()> {
         for m in messages.iter_mut().filter(|m| m.sealed) {
             m.published = self.open_topic(ARCHIVE, &m.published)?;
             m.sealed = false;
@@ -661,7 +668,7 @@ impl Sealer {
     /// Opens a record read back with its `sealed` flag set. One that cannot be opened
     /// (another master key, damaged) is shown with [`UNREADABLE_RECORD`] as its message
     /// and no subject, and logged; the stored row is not changed.
-    pub fn open_record(&self, r: &mut RecordedMessage, sealed: bool) {
+    fn open_record(&self, r: &mut RecordedMessage, sealed: bool) {
         if !sealed {
             return;
         }
@@ -682,7 +689,7 @@ impl Sealer {
     /// (opened, or never sealed), `false` when it cannot be opened (sealed under another
     /// master key, damaged, or no key can be loaded), in which case `m` is left as it was
     /// and the receive must pass it over. Logs nothing; see [`Sealer::pass_over`].
-    pub fn open_for_receive(&self, m: &mut StoredMessage) -> bool {
+    fn open_for_receive(&self, m: &mut StoredMessage) -> bool {
         if !m.sealed {
             return true;
         }
@@ -703,21 +710,250 @@ impl Sealer {
         true
     }
 
-    /// Records that a receive passed over `m` (it cannot be opened) in `out`'s
-    /// [`ReceiveOutcome::undecryptable`], the first time this sealer meets it only (a
+    /// Records that a receive passed over `m` (it cannot be opened) in `undecryptable`
+    /// ([`ReceiveOutcome::undecryptable`]), the first time this sealer meets it only (a
     /// bounded memory of (queue, seq); forgotten past 65536 messages).
-    pub fn pass_over(&self, m: &StoredMessage, out: &mut ReceiveOutcome) {
+    fn pass_over(&self, m: &StoredMessage, undecryptable: &mut Vec<String>) {
         let mut seen = self.unreadable.lock().unwrap_or_else(|p| p.into_inner());
         if seen.len() >= UNREADABLE_LIMIT {
             seen.clear();
         }
         if seen.insert((m.queue_id, m.seq)) {
-            out.undecryptable.push(
+            undecryptable.push(
                 m.message_id
                     .clone()
                     .unwrap_or_else(|| format!("seq {}", m.seq)),
             );
         }
+    }
+}
+
+impl Sealer {
+    /// The one way an engine seals: `plain`, what a store method writes, with everything
+    /// the service asked to seal sealed ([`Seal`]). The engine writes what comes back.
+    ///
+    /// Errors: `InternalError` when the master key is missing or cannot be loaded, or a
+    /// key name is longer than 65535 bytes; nothing is written then.
+    pub fn sealed<T: Seal>(self: &Arc<Self>, plain: T) -> Result<T::Sealed> {
+        plain.seal_with(self)
+    }
+
+    /// The one way an engine opens what it read back after its transaction: `stored`
+    /// with every sealed value opened, each type keeping its own rule for a value that
+    /// cannot be opened ([`Open`]).
+    ///
+    /// Errors: as the type's [`Open`] says.
+    pub fn opened<T: Open>(&self, stored: T) -> Result<T::Opened> {
+        stored.open_with(self)
+    }
+
+    /// A message a receive claims, inside the receive's transaction, as read:
+    /// [`Claimed::Readable`] opened (or never sealed), or [`Claimed::Unreadable`] as read
+    /// when it cannot be opened (sealed under another master key, damaged, or no key can
+    /// be loaded). The receive must then leave it unclaimed; it is named in
+    /// `undecryptable` ([`ReceiveOutcome::undecryptable`]) the first time this sealer
+    /// meets it.
+    pub fn open_claimed(&self, mut m: StoredMessage, undecryptable: &mut Vec<String>) -> Claimed {
+        if self.open_for_receive(&mut m) {
+            Claimed::Readable(m)
+        } else {
+            self.pass_over(&m, undecryptable);
+            Claimed::Unreadable(m)
+        }
+    }
+}
+
+/// What [`Sealer::open_claimed`] made of a message a receive claims.
+#[derive(Debug)]
+pub enum Claimed {
+    /// Opened, or never sealed: the receive hands it out.
+    Readable(StoredMessage),
+    /// It cannot be opened; as read: the receive leaves it unclaimed.
+    Unreadable(StoredMessage),
+}
+
+/// What a store method writes, as [`Sealer::sealed`] seals it: every value whose `seal`
+/// the service set (a message's [`NewMessage::seal`], a record's, a delivery's, an archive
+/// entry's) sealed under the key it names, the others as they are. Sealed values keep
+/// their `seal`, so the engine stores them with their `sealed` flag set.
+pub trait Seal {
+    /// What the engine writes.
+    type Sealed;
+
+    /// Seals what needs it with `sealer`.
+    ///
+    /// Errors: as [`Sealer::sealed`].
+    fn seal_with(self, sealer: &Arc<Sealer>) -> Result<Self::Sealed>;
+}
+
+/// Messages bound for queues (SendMessage, SendMessageBatch, a standard topic's fan-out).
+impl Seal for Vec<(i64, NewMessage)> {
+    type Sealed = Self;
+
+    fn seal_with(mut self, sealer: &Arc<Sealer>) -> Result<Self> {
+        sealer.seal_messages(&mut self)?;
+        Ok(self)
+    }
+}
+
+/// A replay step's queue messages.
+impl Seal for ReplayStep {
+    type Sealed = Self;
+
+    fn seal_with(mut self, sealer: &Arc<Sealer>) -> Result<Self> {
+        sealer.seal_messages(&mut self.messages)?;
+        Ok(self)
+    }
+}
+
+/// A standard topic's publish: (queue messages, pending deliveries, recorded messages).
+impl Seal
+    for (
+        Vec<(i64, NewMessage)>,
+        Vec<NewDelivery>,
+        Vec<RecordedMessage>,
+    )
+{
+    type Sealed = Self;
+
+    fn seal_with(self, sealer: &Arc<Sealer>) -> Result<Self> {
+        let (mut messages, mut deliveries, mut records) = self;
+        sealer.seal_messages(&mut messages)?;
+        sealer.seal_deliveries(&mut deliveries)?;
+        sealer.seal_records(&mut records)?;
+        Ok((messages, deliveries, records))
+    }
+}
+
+/// A FIFO topic's publish: its archive entries sealed now, its fan-out's messages as
+/// [`SealedFifoPublish::fanout`] builds them (the store numbers the entries first).
+impl Seal for FifoPublish {
+    type Sealed = SealedFifoPublish;
+
+    fn seal_with(mut self, sealer: &Arc<Sealer>) -> Result<SealedFifoPublish> {
+        for a in self.entries.iter_mut().filter_map(|e| e.archive.as_mut()) {
+            sealer.seal_archive(a)?;
+        }
+        Ok(SealedFifoPublish {
+            publish: self,
+            sealer: sealer.clone(),
+        })
+    }
+}
+
+/// A [`FifoPublish`] as an engine executes it: its archive entries sealed, and its
+/// fan-out reachable only through [`SealedFifoPublish::fanout`], which seals what it
+/// builds.
+pub struct SealedFifoPublish {
+    publish: FifoPublish,
+    sealer: Arc<Sealer>,
+}
+
+impl SealedFifoPublish {
+    /// The topic's store id.
+    pub fn topic_id(&self) -> i64 {
+        self.publish.topic_id
+    }
+
+    /// The publish's time (ms).
+    pub fn now_ms(&self) -> i64 {
+        self.publish.now_ms
+    }
+
+    /// The entries, in order; an archive entry's `published` is sealed when its `seal`
+    /// is set.
+    pub fn entries(&self) -> &[FifoPublishEntry] {
+        &self.publish.entries
+    }
+
+    /// The queue messages of entry `index` numbered `sequence`
+    /// ([`loft_core::model::FifoFanout`]), sealed as [`Seal`] says.
+    ///
+    /// Errors: as [`Sealer::sealed`].
+    pub fn fanout(&self, index: usize, sequence: i64) -> Result<Vec<(i64, NewMessage)>> {
+        let mut built = (self.publish.fanout)(index, sequence);
+        self.sealer.seal_messages(&mut built)?;
+        Ok(built)
+    }
+}
+
+impl std::fmt::Debug for SealedFifoPublish {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SealedFifoPublish")
+            .field("publish", &self.publish)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a store method read back, as [`Sealer::opened`] opens it: each sealed value
+/// opened, with its type's rule for one that cannot be opened.
+pub trait Open {
+    /// What the store method returns.
+    type Opened;
+
+    /// Opens what was sealed with `sealer`.
+    ///
+    /// Errors: as each type says.
+    fn open_with(self, sealer: &Sealer) -> Result<Self::Opened>;
+}
+
+/// Messages read back (peek). Errors: `InternalError` when one cannot be opened; logged.
+impl Open for Vec<StoredMessage> {
+    type Opened = Self;
+
+    fn open_with(mut self, sealer: &Sealer) -> Result<Self> {
+        sealer.open_messages(&mut self)?;
+        Ok(self)
+    }
+}
+
+/// A receive's outcome after its transaction: its messages opened (a FIFO receive
+/// attempt's replay hands out what it claimed before, read back sealed). Errors: as
+/// `Vec<StoredMessage>`'s.
+impl Open for ReceiveOutcome {
+    type Opened = Self;
+
+    fn open_with(mut self, sealer: &Sealer) -> Result<Self> {
+        sealer.open_messages(&mut self.messages)?;
+        Ok(self)
+    }
+}
+
+/// Pending deliveries: one that cannot be opened is left out and logged (never sent as
+/// ciphertext; its row stays).
+impl Open for Vec<DeliveryRecord> {
+    type Opened = Self;
+
+    fn open_with(mut self, sealer: &Sealer) -> Result<Self> {
+        sealer.open_deliveries(&mut self);
+        Ok(self)
+    }
+}
+
+/// A FIFO topic's archived messages. Errors: `InternalError` when one cannot be opened
+/// (the replay that meets it fails; the archive stays as it was).
+impl Open for Vec<ArchivedMessage> {
+    type Opened = Self;
+
+    fn open_with(mut self, sealer: &Sealer) -> Result<Self> {
+        sealer.open_archived(&mut self)?;
+        Ok(self)
+    }
+}
+
+/// Recorded messages with their `sealed` flags: one that cannot be opened shows
+/// [`UNREADABLE_RECORD`].
+impl Open for Vec<(RecordedMessage, bool)> {
+    type Opened = Vec<RecordedMessage>;
+
+    fn open_with(self, sealer: &Sealer) -> Result<Vec<RecordedMessage>> {
+        Ok(self
+            .into_iter()
+            .map(|(mut r, sealed)| {
+                sealer.open_record(&mut r, sealed);
+                r
+            })
+            .collect())
     }
 }
 
@@ -825,6 +1061,19 @@ mod tests {
             q.encrypt(n, b"x".as_ref()).unwrap(),
             t2.encrypt(n, b"x".as_ref()).unwrap()
         );
+    }
+
+    /// Fixed values of the stored format (version 1; master key 0x5a × 32, queue 42,
+    /// period 3, SSE-SQS) still open: databases written before cannot become unreadable
+    /// by a silent change of the format.
+    #[test]
+    fn stored_values_of_format_version_1_still_open() {
+        let s = Sealer::new(KeySource::Key(MasterKey::from_bytes([0x5a; KEY_LEN])));
+        let body = "AQAAAAAAAAAqAAAAAAAAAAMAB1NTRS1TUVOFlghhVgwHUd392lP+mliR+pJd2cuWy7OV3xOL/Sh9BM0Lkm+9pmw=";
+        let attributes =
+            "AQAAAAAAAAAqAAAAAAAAAAMAB1NTRS1TUVN02eiLVXWWF52ws5j7ifbznvEh+pnXmCqXCxz1cvw=";
+        assert_eq!(s.open(BODY, body).unwrap(), b"secret body");
+        assert_eq!(s.open(ATTRIBUTES, attributes).unwrap(), b"{}");
     }
 
     #[test]

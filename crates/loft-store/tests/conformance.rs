@@ -4664,6 +4664,126 @@ async fn postgres_topic_data_is_sealed_at_rest() {
     topic_data_is_sealed_at_rest(Db::Pg(schema.url.clone(), schema.schema.clone())).await;
 }
 
+/// SQS SSE through every Store method that writes queue messages (SendMessage, a
+/// standard topic's fan-out, a FIFO topic's fan-out, a replay step): no body or attributes
+/// of a sealed message are plaintext in the database, and after a restart with the same
+/// key each reads back as it was sent.
+async fn every_message_write_is_sealed_at_rest(db: Db) {
+    let key = test_key();
+    let a = db.open(key.clone()).await;
+    let s = a.store();
+    let q = queue(&s, "enc-all").await;
+    let fq = queue(&s, "enc-all.fifo").await;
+    let sealed_fifo = |body: &str, dedup: &str| NewMessage {
+        seal: Some(SealWith {
+            key_id: "SSE-SQS".into(),
+            period: 1,
+        }),
+        message_attributes: Some(format!(
+            r#"{{"a":{{"DataType":"String","StringValue":"attr of {body}"}}}}"#
+        )),
+        ..fifo_msg(body, "G", dedup, T0)
+    };
+    s.send_messages(vec![(q, sealed("secret send", "SSE-SQS", 1, T0))])
+        .await
+        .unwrap();
+    s.publish(
+        vec![(q, sealed("secret publish", "SSE-SQS", 1, T0))],
+        vec![],
+        vec![],
+    )
+    .await
+    .unwrap();
+    let (t, _) = s
+        .create_topic("enc-all.fifo", BTreeMap::new(), BTreeMap::new(), T0)
+        .await
+        .unwrap();
+    let fanout: FifoFanout = Arc::new(move |_, sequence| {
+        vec![(fq, sealed_fifo("secret fanout", &format!("f{sequence}")))]
+    });
+    s.publish_fifo(FifoPublish {
+        topic_id: t.id,
+        now_ms: T0,
+        entries: vec![topic_entry("m-1", "", "k1", T0 + 300_000)],
+        fanout,
+    })
+    .await
+    .unwrap()
+    .unwrap();
+    s.create_subscription(t.id, new_sub("u-enc", true))
+        .await
+        .unwrap();
+    s.put_replay(replay("u-enc", t.id, "r1")).await.unwrap();
+    assert_eq!(
+        s.claim_replays("A", T0, T0 + 30_000, 10)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    s.advance_replay(replay_step(
+        "u-enc",
+        "r1",
+        "A",
+        T0,
+        vec![(fq, sealed_fifo("secret replay", "r1"))],
+        1,
+        ReplayFinish::Continue,
+    ))
+    .await
+    .unwrap()
+    .expect("A holds the replay");
+    a.close().await;
+
+    let bodies_at_rest = raw_texts(&db, "SELECT body FROM messages").await;
+    let attributes_at_rest = raw_texts(&db, "SELECT message_attributes FROM messages").await;
+    assert_eq!(bodies_at_rest.len(), 4, "{bodies_at_rest:?}");
+    assert_eq!(attributes_at_rest.len(), 4, "{attributes_at_rest:?}");
+    for text in bodies_at_rest.iter().chain(&attributes_at_rest) {
+        assert!(!text.contains("secret"), "stored in the clear: {text}");
+    }
+
+    let a = db.open(key).await;
+    let s = a.store();
+    let mut read: Vec<(String, Option<String>)> = Vec::new();
+    for queue_id in [q, fq] {
+        for m in s.peek_messages(queue_id, 0, 10, T0).await.unwrap() {
+            read.push((m.body, m.message_attributes));
+        }
+    }
+    let attr = |body: &str| {
+        Some(format!(
+            r#"{{"a":{{"DataType":"String","StringValue":"attr of {body}"}}}}"#
+        ))
+    };
+    assert_eq!(
+        read,
+        [
+            "secret send",
+            "secret publish",
+            "secret fanout",
+            "secret replay"
+        ]
+        .map(|b| (b.to_owned(), attr(b)))
+    );
+    a.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_every_message_write_is_sealed_at_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    every_message_write_is_sealed_at_rest(Db::Sqlite(dir.path().join("loft.db"))).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_every_message_write_is_sealed_at_rest() {
+    let Some((_, schema)) = pg_store().await else {
+        skips::postgres().skip("postgres_every_message_write_is_sealed_at_rest");
+        return;
+    };
+    every_message_write_is_sealed_at_rest(Db::Pg(schema.url.clone(), schema.schema.clone())).await;
+}
+
 // ----- reset
 
 /// `Store::reset`: of the default account, its bare keys and its other regions' keys go

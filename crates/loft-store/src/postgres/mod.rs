@@ -37,7 +37,7 @@ use tokio_postgres::AsyncMessage;
 pub use migrations::SCHEMA_VERSION;
 use ops::Failure;
 
-use crate::seal::{KeySource, Sealer};
+use crate::seal::{KeySource, Open, Seal, Sealer};
 
 /// Default number of pooled connections per node.
 pub const DEFAULT_POOL_SIZE: usize = 16;
@@ -626,6 +626,132 @@ fn receive_runner(
 }
 
 impl PgStore {
+    /// Seals `plain` ([`Sealer::sealed`]) and writes it with `write`: the one way this
+    /// store writes what may hold text the service asked to seal.
+    async fn write_sealed<P, T, F, Fut>(&self, plain: P, write: F) -> Result<T>
+    where
+        P: Seal,
+        F: FnOnce(P::Sealed) -> Fut,
+        Fut: std::future::Future<Output = Result<T>>,
+    {
+        write(self.sealer.sealed(plain)?).await
+    }
+
+    /// Reads with `read` and opens what it read ([`Sealer::opened`]): the one way this
+    /// store hands out what may hold sealed text (a receive's claims are opened inside
+    /// its transaction instead, by [`ops`]).
+    async fn read_opened<T: Open>(
+        &self,
+        read: impl std::future::Future<Output = Result<T>>,
+    ) -> Result<T::Opened> {
+        self.sealer.opened(read.await?)
+    }
+
+    /// Stores sealed `messages` ([`Store::send_messages`]).
+    async fn send_sealed(&self, messages: Vec<(i64, NewMessage)>) -> Result<Vec<SentMessage>> {
+        let channel = self.channel.as_str();
+        // The send makes these queues fair (or they were already).
+        let fair: Vec<i64> = messages
+            .iter()
+            .filter(|(_, m)| m.dedup.is_none() && m.group_id.is_some())
+            .map(|(q, _)| *q)
+            .collect();
+        let sent = if ops::needs_transaction(&messages) {
+            run_tx!(self, |tx| ops::send_messages_in(&tx, &messages, channel))
+        } else if messages.is_empty() {
+            Ok(Vec::new())
+        } else {
+            // Standard sends join a group commit with this node's concurrent ones.
+            let weight = messages.len();
+            let bytes: usize = messages.iter().map(|(_, m)| m.body.len()).sum();
+            // A send of many bytes counts as a full group of its own.
+            let weight = if bytes >= GROUP_MAX_BYTES {
+                GROUP_MAX_MESSAGES
+            } else {
+                weight.max(bytes * GROUP_MAX_MESSAGES / GROUP_MAX_BYTES)
+            };
+            self.sends.submit(messages, weight).await
+        }?;
+        let mut known = self.fair.lock().unwrap_or_else(|p| p.into_inner());
+        for q in fair {
+            known.insert(q, (true, std::time::Instant::now()));
+        }
+        Ok(sent)
+    }
+
+    /// A standard queue's receive ([`Store::receive`]), in steps that join this node's
+    /// concurrent ones ([`receive_runner`]).
+    async fn receive_standard(&self, request: ReceiveRequest) -> Result<ReceiveOutcome> {
+        let want = request.max_messages as usize;
+        let mut out = ReceiveOutcome::default();
+        if want == 0 {
+            return Ok(out);
+        }
+        if request.receipt_tokens.len() < want {
+            return Err(Error::internal("fewer receipt tokens than messages"));
+        }
+        // A fair queue is read in fair-key order first, then, when its keyed messages run
+        // short, in the plain order (see `Store::receive`).
+        let mut fair = !request.send_order && self.is_fair(request.queue_id).await?;
+        // Receipt tokens not handed out yet, and the messages passed over because they
+        // cannot be opened (each step's transaction put them back as they were).
+        let mut tokens: Vec<i64> = request.receipt_tokens[..want].to_vec();
+        let mut passed: Vec<i64> = Vec::new();
+        loop {
+            let need = (want - out.messages.len()) as i64;
+            let skip: Vec<i64> = out
+                .messages
+                .iter()
+                .map(|m| m.seq)
+                .chain(passed.iter().copied())
+                .collect();
+            // The plain order's claims start at the queue's floor while it is fresh.
+            let plain = !fair && !request.send_order;
+            let floor = if plain {
+                self.floor(request.queue_id)
+            } else {
+                None
+            };
+            // Standard receive steps join a group with this node's concurrent ones.
+            let job = ReceiveJob {
+                request: request.clone(),
+                tokens: tokens.clone(),
+                fair,
+                skip,
+                floor: floor.map_or(i64::MIN, |(f, _)| f),
+            };
+            let step = self.receives.submit(job, tokens.len()).await?;
+            if plain {
+                self.set_floor(request.queue_id, floor, step.lowest_claimed);
+            }
+            let candidates = step.candidates;
+            let next = step.next;
+            passed.extend(step.passed);
+            out.undecryptable.extend(step.undecryptable);
+            tokens.retain(|t| !step.messages.iter().any(|m| m.receipt_token == *t));
+            out.messages.extend(step.messages);
+            out.dead_lettered += step.dead;
+            if out.messages.len() < want && candidates < need && fair {
+                fair = false;
+                continue;
+            }
+            if out.messages.len() >= want || candidates < need {
+                if out.messages.len() < want {
+                    // Here the candidates ran short (`candidates < need`), so the step
+                    // read `next`. Messages claimed by this receive are hidden too (the
+                    // statement's snapshot saw them visible).
+                    let claimed = (!out.messages.is_empty() && request.visibility_ms > 0)
+                        .then_some(request.now_ms + request.visibility_ms);
+                    out.next_visible_at_ms = match (next, claimed) {
+                        (Some(a), Some(b)) => Some(a.min(b)),
+                        (a, b) => a.or(b),
+                    };
+                }
+                return Ok(out);
+            }
+        }
+    }
+
     /// Whether queue `queue_id` is fair, from [`PgStore::fair`] or its row.
     async fn is_fair(&self, queue_id: i64) -> Result<bool> {
         {
@@ -820,120 +946,22 @@ impl Store for PgStore {
         run!(self, |c| ops::set_queue_tags(&c, queue_id, &tags))
     }
 
-    async fn send_messages(
-        &self,
-        mut messages: Vec<(i64, NewMessage)>,
-    ) -> Result<Vec<SentMessage>> {
-        self.sealer.seal_messages(&mut messages)?;
-        let channel = self.channel.as_str();
-        // The send makes these queues fair (or they were already).
-        let fair: Vec<i64> = messages
-            .iter()
-            .filter(|(_, m)| m.dedup.is_none() && m.group_id.is_some())
-            .map(|(q, _)| *q)
-            .collect();
-        let sent = if ops::needs_transaction(&messages) {
-            run_tx!(self, |tx| ops::send_messages_in(&tx, &messages, channel))
-        } else if messages.is_empty() {
-            Ok(Vec::new())
-        } else {
-            // Standard sends join a group commit with this node's concurrent ones.
-            let weight = messages.len();
-            let bytes: usize = messages.iter().map(|(_, m)| m.body.len()).sum();
-            // A send of many bytes counts as a full group of its own.
-            let weight = if bytes >= GROUP_MAX_BYTES {
-                GROUP_MAX_MESSAGES
-            } else {
-                weight.max(bytes * GROUP_MAX_MESSAGES / GROUP_MAX_BYTES)
-            };
-            self.sends.submit(messages, weight).await
-        }?;
-        let mut known = self.fair.lock().unwrap_or_else(|p| p.into_inner());
-        for q in fair {
-            known.insert(q, (true, std::time::Instant::now()));
-        }
-        Ok(sent)
+    async fn send_messages(&self, messages: Vec<(i64, NewMessage)>) -> Result<Vec<SentMessage>> {
+        self.write_sealed(messages, |messages| self.send_sealed(messages))
+            .await
     }
 
     async fn receive(&self, request: ReceiveRequest) -> Result<ReceiveOutcome> {
-        let channel = self.channel.as_str();
-        let sealer = self.sealer.as_ref();
         if request.fifo {
-            let mut out = run_tx!(self, |tx| ops::receive_fifo(&tx, &request, channel, sealer))?;
-            // A FIFO attempt's replay hands out what it claimed before, still sealed.
-            self.sealer.open_messages(&mut out.messages)?;
-            return Ok(out);
+            let channel = self.channel.as_str();
+            let sealer = self.sealer.as_ref();
+            return self
+                .read_opened(async {
+                    run_tx!(self, |tx| ops::receive_fifo(&tx, &request, channel, sealer))
+                })
+                .await;
         }
-        let want = request.max_messages as usize;
-        let mut out = ReceiveOutcome::default();
-        if want == 0 {
-            return Ok(out);
-        }
-        if request.receipt_tokens.len() < want {
-            return Err(Error::internal("fewer receipt tokens than messages"));
-        }
-        // A fair queue is read in fair-key order first, then, when its keyed messages run
-        // short, in the plain order (see `Store::receive`).
-        let mut fair = !request.send_order && self.is_fair(request.queue_id).await?;
-        // Receipt tokens not handed out yet, and the messages passed over because they
-        // cannot be opened (each step's transaction put them back as they were).
-        let mut tokens: Vec<i64> = request.receipt_tokens[..want].to_vec();
-        let mut passed: Vec<i64> = Vec::new();
-        loop {
-            let need = (want - out.messages.len()) as i64;
-            let skip: Vec<i64> = out
-                .messages
-                .iter()
-                .map(|m| m.seq)
-                .chain(passed.iter().copied())
-                .collect();
-            // The plain order's claims start at the queue's floor while it is fresh.
-            let plain = !fair && !request.send_order;
-            let floor = if plain {
-                self.floor(request.queue_id)
-            } else {
-                None
-            };
-            // Standard receive steps join a group with this node's concurrent ones.
-            let job = ReceiveJob {
-                request: request.clone(),
-                tokens: tokens.clone(),
-                fair,
-                skip,
-                floor: floor.map_or(i64::MIN, |(f, _)| f),
-            };
-            let step = self.receives.submit(job, tokens.len()).await?;
-            if plain {
-                self.set_floor(request.queue_id, floor, step.lowest_claimed);
-            }
-            let candidates = step.candidates;
-            let next = step.next;
-            for m in &step.unreadable {
-                passed.push(m.seq);
-                self.sealer.pass_over(m, &mut out);
-            }
-            tokens.retain(|t| !step.messages.iter().any(|m| m.receipt_token == *t));
-            out.messages.extend(step.messages);
-            out.dead_lettered += step.dead;
-            if out.messages.len() < want && candidates < need && fair {
-                fair = false;
-                continue;
-            }
-            if out.messages.len() >= want || candidates < need {
-                if out.messages.len() < want {
-                    // Here the candidates ran short (`candidates < need`), so the step
-                    // read `next`. Messages claimed by this receive are hidden too (the
-                    // statement's snapshot saw them visible).
-                    let claimed = (!out.messages.is_empty() && request.visibility_ms > 0)
-                        .then_some(request.now_ms + request.visibility_ms);
-                    out.next_visible_at_ms = match (next, claimed) {
-                        (Some(a), Some(b)) => Some(a.min(b)),
-                        (a, b) => a.or(b),
-                    };
-                }
-                return Ok(out);
-            }
-        }
+        self.receive_standard(request).await
     }
 
     async fn delete_message(
@@ -1099,17 +1127,18 @@ impl Store for PgStore {
         now_ms: i64,
         limit: u32,
     ) -> Result<Vec<ArchivedMessage>> {
-        let mut out = run!(self, |c| ops::archived_messages(
-            &c,
-            topic_id,
-            after_sequence,
-            from_ms,
-            until_ms,
-            now_ms,
-            limit
-        ))?;
-        self.sealer.open_archived(&mut out)?;
-        Ok(out)
+        self.read_opened(async {
+            run!(self, |c| ops::archived_messages(
+                &c,
+                topic_id,
+                after_sequence,
+                from_ms,
+                until_ms,
+                now_ms,
+                limit
+            ))
+        })
+        .await
     }
 
     async fn delete_archive(&self, topic_id: i64) -> Result<u64> {
@@ -1141,10 +1170,11 @@ impl Store for PgStore {
     }
 
     async fn advance_replay(&self, step: ReplayStep) -> Result<Option<ReplayRecord>> {
-        let mut step = step;
-        self.sealer.seal_messages(&mut step.messages)?;
         let channel = self.channel.as_str();
-        run_tx!(self, |tx| ops::advance_replay_in(&tx, &step, channel))
+        self.write_sealed(step, |step| async move {
+            run_tx!(self, |tx| ops::advance_replay_in(&tx, &step, channel))
+        })
+        .await
     }
 
     async fn release_replays(&self, owner: &str) -> Result<()> {
@@ -1170,11 +1200,12 @@ impl Store for PgStore {
         limit: u32,
         now_ms: i64,
     ) -> Result<Vec<StoredMessage>> {
-        let mut out = run!(self, |c| ops::peek_messages(
-            &c, queue_id, after_seq, limit, now_ms
-        ))?;
-        self.sealer.open_messages(&mut out)?;
-        Ok(out)
+        self.read_opened(async {
+            run!(self, |c| ops::peek_messages(
+                &c, queue_id, after_seq, limit, now_ms
+            ))
+        })
+        .await
     }
 
     async fn delete_expired(&self, now_ms: i64) -> Result<u64> {
@@ -1258,28 +1289,28 @@ impl Store for PgStore {
         deliveries: Vec<NewDelivery>,
         records: Vec<RecordedMessage>,
     ) -> Result<Vec<SentMessage>> {
-        let mut messages = messages;
-        self.sealer.seal_messages(&mut messages)?;
-        let mut records = records;
-        self.sealer.seal_records(&mut records)?;
-        let mut deliveries = deliveries;
-        self.sealer.seal_deliveries(&mut deliveries)?;
         let channel = self.channel.as_str();
-        run_tx!(self, |tx| ops::publish_in(
-            &tx,
-            &messages,
-            &deliveries,
-            &records,
-            channel
-        ))
+        self.write_sealed(
+            (messages, deliveries, records),
+            |(messages, deliveries, records)| async move {
+                run_tx!(self, |tx| ops::publish_in(
+                    &tx,
+                    &messages,
+                    &deliveries,
+                    &records,
+                    channel
+                ))
+            },
+        )
+        .await
     }
 
     async fn publish_fifo(&self, publish: FifoPublish) -> Result<Option<Vec<FifoPublished>>> {
         let channel = self.channel.as_str();
-        let sealer = self.sealer.clone();
-        run_tx!(self, |tx| ops::publish_fifo_in(
-            &tx, &publish, channel, &sealer
-        ))
+        self.write_sealed(publish, |publish| async move {
+            run_tx!(self, |tx| ops::publish_fifo_in(&tx, &publish, channel))
+        })
+        .await
     }
 
     async fn claim_deliveries(
@@ -1288,14 +1319,15 @@ impl Store for PgStore {
         limit: u32,
         lease_until_ms: i64,
     ) -> Result<Vec<DeliveryRecord>> {
-        let mut out = run!(self, |c| ops::claim_deliveries(
-            &c,
-            now_ms,
-            limit,
-            lease_until_ms
-        ))?;
-        self.sealer.open_deliveries(&mut out);
-        Ok(out)
+        self.read_opened(async {
+            run!(self, |c| ops::claim_deliveries(
+                &c,
+                now_ms,
+                limit,
+                lease_until_ms
+            ))
+        })
+        .await
     }
 
     async fn finish_delivery(&self, id: i64) -> Result<()> {
@@ -1401,9 +1433,8 @@ impl Store for PgStore {
         subscription: Option<&str>,
         limit: u32,
     ) -> Result<Vec<DeliveryRecord>> {
-        let mut out = run!(self, |c| ops::list_deliveries(&c, subscription, limit))?;
-        self.sealer.open_deliveries(&mut out);
-        Ok(out)
+        self.read_opened(async { run!(self, |c| ops::list_deliveries(&c, subscription, limit)) })
+            .await
     }
 
     async fn list_recorded(
@@ -1411,14 +1442,10 @@ impl Store for PgStore {
         limit: u32,
         account: Option<String>,
     ) -> Result<Vec<RecordedMessage>> {
-        let rows = run!(self, |c| ops::list_recorded(&c, limit, account.as_deref()))?;
-        Ok(rows
-            .into_iter()
-            .map(|(mut r, sealed)| {
-                self.sealer.open_record(&mut r, sealed);
-                r
-            })
-            .collect())
+        self.read_opened(async {
+            run!(self, |c| ops::list_recorded(&c, limit, account.as_deref()))
+        })
+        .await
     }
 
     async fn delete_recorded(&self, filter: RecordedFilter) -> Result<u64> {

@@ -30,7 +30,7 @@ use loft_core::service::receipt::ReceiptKey;
 use loft_core::store::Store;
 use rusqlite::Connection;
 
-use crate::seal::{self, KeySource, Sealer};
+use crate::seal::{self, KeySource, Open, Seal, Sealer};
 use tokio::sync::oneshot;
 
 pub use migrations::SCHEMA_VERSION;
@@ -349,6 +349,32 @@ impl SqliteStore {
             .map_err(|_| Error::internal("sqlite writer dropped a request"))?
     }
 
+    /// Seals `plain` ([`Sealer::sealed`], on the caller's thread, not the writer's) and
+    /// writes it with `f` as [`Self::write_as`] does: the one way this store writes what
+    /// may hold text the service asked to seal.
+    async fn write_sealed<P, T, F>(&self, plain: P, f: F, atomicity: Atomicity) -> Result<T>
+    where
+        P: Seal,
+        P::Sealed: Send + 'static,
+        T: Send + 'static,
+        F: FnOnce(&Connection, &P::Sealed) -> rusqlite::Result<T> + Send + 'static,
+    {
+        let sealed = self.sealer.sealed(plain)?;
+        self.write_as(move |c| f(c, &sealed), atomicity).await
+    }
+
+    /// Runs `f` as [`Self::write`] does and opens what it read ([`Sealer::opened`], on
+    /// the caller's thread): the one way this store hands out what may hold sealed text (a
+    /// receive's claims are opened inside its transaction instead, by [`ops`]).
+    async fn read_opened<T, F>(&self, f: F) -> Result<T::Opened>
+    where
+        T: Open + Send + 'static,
+        F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
+    {
+        let stored = self.write(f).await?;
+        self.sealer.opened(stored)
+    }
+
     /// [`Self::write`] for a write to topics or subscriptions: the topic cache is
     /// forgotten once it is done, whether it committed or not.
     async fn write_topics<T, F>(&self, f: F) -> Result<T>
@@ -656,29 +682,26 @@ impl Store for SqliteStore {
             .await
     }
 
-    async fn send_messages(
-        &self,
-        mut messages: Vec<(i64, NewMessage)>,
-    ) -> Result<Vec<SentMessage>> {
-        self.sealer.seal_messages(&mut messages)?;
+    async fn send_messages(&self, messages: Vec<(i64, NewMessage)>) -> Result<Vec<SentMessage>> {
         let seqs = self.seqs.clone();
         let atomicity = if ops::one_insert(&messages) {
             Atomicity::Statement
         } else {
             Atomicity::Savepoint
         };
-        self.write_as(move |c| ops::send_messages(c, &seqs, &messages), atomicity)
-            .await
+        self.write_sealed(
+            messages,
+            move |c, messages| ops::send_messages(c, &seqs, messages),
+            atomicity,
+        )
+        .await
     }
 
     async fn receive(&self, request: ReceiveRequest) -> Result<ReceiveOutcome> {
         let sealer = self.sealer.clone();
-        let mut out = self
-            .write(move |c| ops::receive(c, &request, &sealer))
-            .await?;
-        // A FIFO attempt's replay hands out what it claimed before, still sealed.
-        self.sealer.open_messages(&mut out.messages)?;
-        Ok(out)
+        // A FIFO attempt's replay hands out what it claimed before, read back sealed.
+        self.read_opened(move |c| ops::receive(c, &request, &sealer))
+            .await
     }
 
     async fn delete_message(
@@ -828,21 +851,18 @@ impl Store for SqliteStore {
         now_ms: i64,
         limit: u32,
     ) -> Result<Vec<ArchivedMessage>> {
-        let mut out = self
-            .write(move |c| {
-                ops::archived_messages(
-                    c,
-                    topic_id,
-                    after_sequence,
-                    from_ms,
-                    until_ms,
-                    now_ms,
-                    limit,
-                )
-            })
-            .await?;
-        self.sealer.open_archived(&mut out)?;
-        Ok(out)
+        self.read_opened(move |c| {
+            ops::archived_messages(
+                c,
+                topic_id,
+                after_sequence,
+                from_ms,
+                until_ms,
+                now_ms,
+                limit,
+            )
+        })
+        .await
     }
 
     async fn delete_archive(&self, topic_id: i64) -> Result<u64> {
@@ -871,11 +891,13 @@ impl Store for SqliteStore {
     }
 
     async fn advance_replay(&self, step: ReplayStep) -> Result<Option<ReplayRecord>> {
-        let mut step = step;
-        self.sealer.seal_messages(&mut step.messages)?;
         let seqs = self.seqs.clone();
-        self.write(move |c| ops::advance_replay(c, &seqs, &step))
-            .await
+        self.write_sealed(
+            step,
+            move |c, step| ops::advance_replay(c, &seqs, step),
+            Atomicity::Savepoint,
+        )
+        .await
     }
 
     async fn release_replays(&self, owner: &str) -> Result<()> {
@@ -905,11 +927,8 @@ impl Store for SqliteStore {
         limit: u32,
         now_ms: i64,
     ) -> Result<Vec<StoredMessage>> {
-        let mut out = self
-            .write(move |c| ops::peek_messages(c, queue_id, after_seq, limit, now_ms))
-            .await?;
-        self.sealer.open_messages(&mut out)?;
-        Ok(out)
+        self.read_opened(move |c| ops::peek_messages(c, queue_id, after_seq, limit, now_ms))
+            .await
     }
 
     async fn delete_expired(&self, now_ms: i64) -> Result<u64> {
@@ -981,22 +1000,25 @@ impl Store for SqliteStore {
         deliveries: Vec<NewDelivery>,
         records: Vec<RecordedMessage>,
     ) -> Result<Vec<SentMessage>> {
-        let mut messages = messages;
-        self.sealer.seal_messages(&mut messages)?;
-        let mut records = records;
-        self.sealer.seal_records(&mut records)?;
-        let mut deliveries = deliveries;
-        self.sealer.seal_deliveries(&mut deliveries)?;
         let seqs = self.seqs.clone();
-        self.write(move |c| ops::publish(c, &seqs, &messages, &deliveries, &records))
-            .await
+        self.write_sealed(
+            (messages, deliveries, records),
+            move |c, (messages, deliveries, records)| {
+                ops::publish(c, &seqs, messages, deliveries, records)
+            },
+            Atomicity::Savepoint,
+        )
+        .await
     }
 
     async fn publish_fifo(&self, publish: FifoPublish) -> Result<Option<Vec<FifoPublished>>> {
-        let sealer = self.sealer.clone();
         let seqs = self.seqs.clone();
-        self.write(move |c| ops::publish_fifo(c, &seqs, &publish, &sealer))
-            .await
+        self.write_sealed(
+            publish,
+            move |c, publish| ops::publish_fifo(c, &seqs, publish),
+            Atomicity::Savepoint,
+        )
+        .await
     }
 
     async fn claim_deliveries(
@@ -1005,11 +1027,8 @@ impl Store for SqliteStore {
         limit: u32,
         lease_until_ms: i64,
     ) -> Result<Vec<DeliveryRecord>> {
-        let mut out = self
-            .write(move |c| ops::claim_deliveries(c, now_ms, limit, lease_until_ms))
-            .await?;
-        self.sealer.open_deliveries(&mut out);
-        Ok(out)
+        self.read_opened(move |c| ops::claim_deliveries(c, now_ms, limit, lease_until_ms))
+            .await
     }
 
     async fn finish_delivery(&self, id: i64) -> Result<()> {
@@ -1116,11 +1135,8 @@ impl Store for SqliteStore {
         limit: u32,
     ) -> Result<Vec<DeliveryRecord>> {
         let subscription = subscription.map(str::to_owned);
-        let mut out = self
-            .write(move |c| ops::list_deliveries(c, subscription.as_deref(), limit))
-            .await?;
-        self.sealer.open_deliveries(&mut out);
-        Ok(out)
+        self.read_opened(move |c| ops::list_deliveries(c, subscription.as_deref(), limit))
+            .await
     }
 
     async fn count_deliveries(&self) -> Result<u64> {
@@ -1132,16 +1148,8 @@ impl Store for SqliteStore {
         limit: u32,
         account: Option<String>,
     ) -> Result<Vec<RecordedMessage>> {
-        let rows = self
-            .write(move |c| ops::list_recorded(c, limit, account.as_deref()))
-            .await?;
-        Ok(rows
-            .into_iter()
-            .map(|(mut r, sealed)| {
-                self.sealer.open_record(&mut r, sealed);
-                r
-            })
-            .collect())
+        self.read_opened(move |c| ops::list_recorded(c, limit, account.as_deref()))
+            .await
     }
 
     async fn reset(&self, scope: Option<ResetScope>) -> Result<ResetCounts> {

@@ -1,0 +1,229 @@
+//! Message moves (redrive) and message-move tasks.
+
+use super::*;
+
+// ----- message moves
+
+/// Moves up to `limit` visible messages; rows another node is moving are skipped, so two
+/// nodes running a move task of one queue move each message once.
+pub async fn move_messages<C: GenericClient>(
+    c: &C,
+    source: i64,
+    target: &MoveTarget,
+    new_message_ids: &[String],
+    now_ms: i64,
+    channel: &str,
+) -> Result<u64, Error> {
+    let limit = new_message_ids.len() as i64;
+    let (to, arns, ids): (Option<i64>, Vec<String>, Vec<i64>) = match target {
+        MoveTarget::Queue(id) => (Some(*id), Vec::new(), Vec::new()),
+        MoveTarget::Sources(list) => (
+            None,
+            list.iter().map(|(a, _)| a.clone()).collect(),
+            list.iter().map(|(_, i)| *i).collect(),
+        ),
+    };
+    let row = query_one(
+        c,
+        "WITH locked AS MATERIALIZED (SELECT DISTINCT group_id AS g FROM messages \
+           WHERE queue_id = $1 AND visible_at > $2 AND group_id IS NOT NULL), \
+         cand AS MATERIALIZED (SELECT seq, dead_letter_source FROM messages \
+           WHERE queue_id = $1 AND visible_at <= $2 \
+             AND (group_id IS NULL OR group_id NOT IN (SELECT g FROM locked)) \
+           ORDER BY seq LIMIT $3 FOR UPDATE SKIP LOCKED), \
+         dest AS (SELECT c.seq, COALESCE($4::bigint, s.id) AS dest FROM cand c \
+           LEFT JOIN (SELECT DISTINCT ON (arn) arn, id \
+                      FROM unnest($5::text[], $6::bigint[]) AS u(arn, id)) s \
+             ON s.arn = c.dead_letter_source), \
+         gone AS (DELETE FROM messages m USING dest d WHERE m.seq = d.seq AND d.dest IS NOT NULL \
+           RETURNING m.seq, d.dest, m.body, m.md5_body, m.message_attributes, \
+             m.system_attributes, m.sender_id, m.sent_at, m.expires_at, m.group_id, m.dedup_id, \
+             m.sealed), \
+         moved AS (INSERT INTO messages (queue_id, message_id, body, md5_body, \
+             message_attributes, system_attributes, sender_id, sent_at, visible_at, expires_at, \
+             receive_count, group_id, dedup_id, fair_key, sealed) \
+           SELECT dest, ($8::text[])[n], body, md5_body, message_attributes, \
+             system_attributes, sender_id, $2, $2, $2 + (expires_at - sent_at), 0, group_id, \
+             dedup_id, CASE WHEN (SELECT fair FROM queues WHERE id = dest) THEN 0 END, sealed \
+           FROM (SELECT *, row_number() OVER (ORDER BY seq) AS n FROM gone) g \
+           ORDER BY seq RETURNING queue_id), \
+         woke AS (SELECT pg_notify($7, q::text) FROM (SELECT DISTINCT queue_id AS q FROM moved) x) \
+         SELECT (SELECT count(*) FROM moved), (SELECT count(*) FROM woke)",
+        &[
+            &source,
+            &now_ms,
+            &limit,
+            &to,
+            &arns,
+            &ids,
+            &channel,
+            &new_message_ids,
+        ],
+    )
+    .await?;
+    Ok(row.get::<_, i64>(0) as u64)
+}
+
+// ----- message-move tasks
+
+const MOVE_TASK_COLUMNS: &str = "handle, source_arn, source_queue, destination_arn, \
+    max_per_second, status, moved, to_move, failure_reason, started_at, owner, lease_until";
+
+fn move_task_row(r: &Row) -> MoveTaskRecord {
+    MoveTaskRecord {
+        handle: r.get(0),
+        source_arn: r.get(1),
+        source_queue: r.get(2),
+        destination_arn: r.get(3),
+        max_per_second: r.get(4),
+        status: MoveTaskStatus::parse(r.get(5)),
+        moved: r.get(6),
+        to_move: r.get(7),
+        failure_reason: r.get(8),
+        started_at_ms: r.get(9),
+        owner: r.get(10),
+        lease_until_ms: r.get(11),
+    }
+}
+
+/// One step of a move task inside the caller's transaction: the task's row is renewed
+/// (and so locked) first, so a cancel waits for the step and then sees its progress.
+pub async fn move_step_in<C: GenericClient>(
+    tx: &C,
+    source: i64,
+    target: &MoveTarget,
+    new_message_ids: &[String],
+    now_ms: i64,
+    lease: &MoveTaskLease,
+    channel: &str,
+) -> Result<Option<u64>, Error> {
+    let renewed = execute(
+        tx,
+        "UPDATE move_tasks SET lease_until = $3 WHERE handle = $1 AND owner = $2 \
+         AND status = 'RUNNING'",
+        &[&lease.handle, &lease.owner, &lease.lease_until_ms],
+    )
+    .await?;
+    if renewed == 0 {
+        return Ok(None);
+    }
+    let moved = move_messages(tx, source, target, new_message_ids, now_ms, channel).await?;
+    execute(
+        tx,
+        "UPDATE move_tasks SET moved = moved + $2 WHERE handle = $1",
+        &[&lease.handle, &(moved as i64)],
+    )
+    .await?;
+    Ok(Some(moved))
+}
+
+pub async fn create_move_task<C: GenericClient>(c: &C, t: &MoveTaskRecord) -> Result<bool, Error> {
+    Ok(execute(
+        c,
+        "INSERT INTO move_tasks (handle, source_arn, source_queue, destination_arn, \
+         max_per_second, status, moved, to_move, failure_reason, started_at, owner, \
+         lease_until) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
+         ON CONFLICT DO NOTHING",
+        &[
+            &t.handle,
+            &t.source_arn,
+            &t.source_queue,
+            &t.destination_arn,
+            &t.max_per_second,
+            &t.status.as_str(),
+            &t.moved,
+            &t.to_move,
+            &t.failure_reason,
+            &t.started_at_ms,
+            &t.owner,
+            &t.lease_until_ms,
+        ],
+    )
+    .await?
+        == 1)
+}
+
+pub async fn list_move_tasks<C: GenericClient>(
+    c: &C,
+    source_arn: &str,
+    limit: u32,
+) -> Result<Vec<MoveTaskRecord>, Error> {
+    let sql = format!(
+        "SELECT {MOVE_TASK_COLUMNS} FROM move_tasks WHERE source_arn = $1 \
+         ORDER BY id DESC LIMIT $2"
+    );
+    Ok(query(c, &sql, &[&source_arn, &(limit as i64)])
+        .await?
+        .iter()
+        .map(move_task_row)
+        .collect())
+}
+
+pub async fn cancel_move_task<C: GenericClient>(
+    c: &C,
+    handle: &str,
+) -> Result<Option<MoveTaskRecord>, Error> {
+    let sql = format!(
+        "UPDATE move_tasks SET status = 'CANCELLED' WHERE handle = $1 AND status = 'RUNNING' \
+         RETURNING {MOVE_TASK_COLUMNS}"
+    );
+    Ok(query_opt(c, &sql, &[&handle])
+        .await?
+        .as_ref()
+        .map(move_task_row))
+}
+
+pub async fn claim_move_tasks<C: GenericClient>(
+    c: &C,
+    owner: &str,
+    now_ms: i64,
+    lease_until_ms: i64,
+    limit: u32,
+) -> Result<Vec<MoveTaskRecord>, Error> {
+    let sql = format!(
+        "UPDATE move_tasks SET owner = $1, lease_until = $3 WHERE id IN \
+         (SELECT id FROM move_tasks WHERE status = 'RUNNING' AND lease_until <= $2 \
+          ORDER BY id LIMIT $4 FOR UPDATE SKIP LOCKED) RETURNING {MOVE_TASK_COLUMNS}"
+    );
+    Ok(query(
+        c,
+        &sql,
+        &[&owner, &now_ms, &lease_until_ms, &(limit as i64)],
+    )
+    .await?
+    .iter()
+    .map(move_task_row)
+    .collect())
+}
+
+pub async fn finish_move_task<C: GenericClient>(
+    c: &C,
+    lease: &MoveTaskLease,
+    status: MoveTaskStatus,
+    failure_reason: Option<&str>,
+) -> Result<bool, Error> {
+    Ok(execute(
+        c,
+        "UPDATE move_tasks SET status = $3, failure_reason = $4, owner = NULL, \
+         lease_until = 0 WHERE handle = $1 AND owner = $2 AND status = 'RUNNING'",
+        &[
+            &lease.handle,
+            &lease.owner,
+            &status.as_str(),
+            &failure_reason,
+        ],
+    )
+    .await?
+        == 1)
+}
+
+pub async fn release_move_tasks<C: GenericClient>(c: &C, owner: &str) -> Result<(), Error> {
+    execute(
+        c,
+        "UPDATE move_tasks SET owner = NULL, lease_until = 0 WHERE owner = $1 \
+         AND status = 'RUNNING'",
+        &[&owner],
+    )
+    .await
+    .map(drop)
+}

@@ -1,0 +1,121 @@
+//! Queues: create, read, attributes, tags, deletion holds.
+
+use super::*;
+
+// ----- queues
+
+const QUEUE_COLUMNS: &str = "id, name, attributes, tags, created_at, modified_at";
+
+fn queue_row(r: &Row) -> QueueRecord {
+    QueueRecord {
+        id: r.get(0),
+        name: r.get(1),
+        attributes: from_json(r.get(2)),
+        tags: from_json(r.get(3)),
+        created_at_ms: r.get(4),
+        modified_at_ms: r.get(5),
+    }
+}
+
+pub async fn create_queue<C: GenericClient>(
+    c: &C,
+    name: &str,
+    attributes: &Map,
+    tags: &Map,
+    now_ms: i64,
+) -> Result<Option<(QueueRecord, bool)>, Error> {
+    let sql = format!(
+        "INSERT INTO queues (name, attributes, tags, created_at, modified_at) \
+         VALUES ($1, $2, $3, $4, $4) ON CONFLICT (name) DO NOTHING RETURNING {QUEUE_COLUMNS}"
+    );
+    if let Some(row) = query_opt(
+        c,
+        &sql,
+        &[&name, &to_json(attributes), &to_json(tags), &now_ms],
+    )
+    .await?
+    {
+        return Ok(Some((queue_row(&row), true)));
+    }
+    // It exists (or existed a moment ago: `None` makes the caller try again).
+    Ok(get_queue(c, name).await?.map(|q| (q, false)))
+}
+
+pub async fn get_queue<C: GenericClient>(c: &C, name: &str) -> Result<Option<QueueRecord>, Error> {
+    let sql = format!("SELECT {QUEUE_COLUMNS} FROM queues WHERE name = $1");
+    Ok(query_opt(c, &sql, &[&name]).await?.as_ref().map(queue_row))
+}
+
+pub async fn list_queues<C: GenericClient>(c: &C) -> Result<Vec<QueueRecord>, Error> {
+    let sql = format!("SELECT {QUEUE_COLUMNS} FROM queues ORDER BY name");
+    Ok(query(c, &sql, &[]).await?.iter().map(queue_row).collect())
+}
+
+/// How many rows `table` (`queues` or `topics`) has.
+pub async fn count_rows<C: GenericClient>(c: &C, table: &'static str) -> Result<u64, Error> {
+    let sql = format!("SELECT count(*) FROM {table}");
+    Ok(query_one(c, &sql, &[]).await?.get::<_, i64>(0) as u64)
+}
+
+pub async fn delete_queue<C: GenericClient>(
+    c: &C,
+    queue_id: i64,
+    recreate_after_ms: i64,
+) -> Result<bool, Error> {
+    let row = query_one(
+        c,
+        "WITH d AS (DELETE FROM fifo_dedup WHERE queue_id = $1), \
+              a AS (DELETE FROM receive_attempts WHERE queue_id = $1), \
+              m AS (DELETE FROM messages WHERE queue_id = $1), \
+              q AS (DELETE FROM queues WHERE id = $1 RETURNING name), \
+              h AS (INSERT INTO deleted_queues (name, hold_until) SELECT name, $2 FROM q \
+                    ON CONFLICT (name) DO UPDATE SET hold_until = EXCLUDED.hold_until \
+                    RETURNING 1) \
+         SELECT (SELECT count(*) FROM q), (SELECT count(*) FROM h)",
+        &[&queue_id, &recreate_after_ms],
+    )
+    .await?;
+    Ok(row.get::<_, i64>(0) == 1)
+}
+
+pub async fn queue_recreate_after<C: GenericClient>(
+    c: &C,
+    name: &str,
+) -> Result<Option<i64>, Error> {
+    Ok(query_opt(
+        c,
+        "SELECT hold_until FROM deleted_queues WHERE name = $1",
+        &[&name],
+    )
+    .await?
+    .map(|r| r.get(0)))
+}
+
+pub async fn set_queue_attributes<C: GenericClient>(
+    c: &C,
+    queue_id: i64,
+    attributes: &Map,
+    now_ms: i64,
+) -> Result<(), Error> {
+    execute(
+        c,
+        "UPDATE queues SET attributes = $2, modified_at = $3 WHERE id = $1",
+        &[&queue_id, &to_json(attributes), &now_ms],
+    )
+    .await
+    .map(drop)
+}
+
+pub async fn set_queue_tags<C: GenericClient>(
+    c: &C,
+    queue_id: i64,
+    tags: &Map,
+) -> Result<(), Error> {
+    execute(
+        c,
+        "UPDATE queues SET tags = $2 WHERE id = $1",
+        &[&queue_id, &to_json(tags)],
+    )
+    .await
+    .map(drop)
+}
