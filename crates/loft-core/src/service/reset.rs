@@ -15,9 +15,10 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use super::{Principal, Service};
+use super::Service;
 use crate::error::{Error, Result};
 use crate::model::{ResetCounts, ResetScope};
+use crate::service::core::access::Principal;
 
 /// Makes the configuration's resources (queues, topics, subscriptions, mappings of the
 /// config file) again after a reset; given to [`Service::set_provisioner`] by the binary
