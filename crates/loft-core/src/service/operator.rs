@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use super::Service;
+use super::handle::Service;
 use crate::attributes::QueueConfig;
 use crate::error::{Error, Result};
 use crate::message::{self, MessageAttributes};
