@@ -61,4 +61,4 @@ pub use sqs::messages::{
 };
 pub use sqs::move_tasks::{MoveTask, MOVE_TASK_LEASE_MS, MOVE_TASK_POLL};
 pub use sqs::queues::{ListQueuesPage, SeedQueue};
-pub use sqs::{receipt, Sqs};
+pub use sqs::{batch, receipt, Sqs};

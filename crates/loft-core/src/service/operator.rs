@@ -304,7 +304,7 @@ impl Service {
         self.store.list_deliveries(subscription, limit).await
     }
 
-    /// One page of the queues `principal` sees ([`Sqs::visible_queues`]: its account's,
+    /// One page of the queues `principal` sees ([`Sqs::visible_queues`](crate::service::Sqs::visible_queues): its account's,
     /// or the default account's for an open Loft), by name,
     /// with their counts, dead-letter relations and the depth of their dead-letter queue:
     /// those whose name contains `listing.filter` (ignoring case), from `listing.offset`,
@@ -459,7 +459,7 @@ impl Service {
         self.history.topic(key)
     }
 
-    /// Every topic `principal` sees ([`Sns::visible_topics`]), by name, with its
+    /// Every topic `principal` sees ([`Sns::visible_topics`](crate::service::Sns::visible_topics)), by name, with its
     /// subscriptions and their pending HTTP/S deliveries.
     ///
     /// Errors: `InternalError` when storage fails.

@@ -34,7 +34,7 @@ use super::{Core, ServiceConfig, DEFAULT_IDENTITY};
 /// The caller of one request, as the protocol adapters authenticated it.
 ///
 /// Its strings are shared (`Arc<str>`), so a clone is a few reference counts: the open
-/// caller is built once per [`Service`] ([`Core::open_principal`]) and cloned per
+/// caller is built once per [`Core`] ([`Core::open_principal`]) and cloned per
 /// request, not formatted again (per-request CPU: BENCHMARKS.md, the floor).
 #[derive(Debug, Clone)]
 pub struct Principal {

@@ -6,15 +6,15 @@
 //! subscriptions, platform applications and endpoints, SMS settings, publish and fan-out),
 //! which dereferences to [`SnsDelivery`], so `service.sns()` answers every SNS action.
 //!
-//! - [`topics`]: topics and subscriptions.
+//! - `topics`: topics and subscriptions.
 //! - `listing`: how subscriptions are listed, the SMS settings answers.
 //! - [`platform`]: platform applications and endpoints.
 //! - `envelope`: SNS message formats (the envelope, signed fields, SQS copies, structured
 //!   text), shared by publish, replay and subscriptions.
 //! - `sns_errors`: SNS's `InvalidParameter` answers, a leaf every SNS file may import.
-//! - [`publish`]: publish and fan-out; [`batch`]: PublishBatch's own rules.
-//! - [`deliveries`]: HTTP/S delivery outcomes and retries; [`delivery_status`]: their logs.
-//! - [`protection`]: SNS message data protection (Put/GetDataProtectionPolicy, the
+//! - `publish`: publish and fan-out; `batch`: PublishBatch's own rules.
+//! - `deliveries`: HTTP/S delivery outcomes and retries; [`delivery_status`]: their logs.
+//! - `protection`: SNS message data protection (Put/GetDataProtectionPolicy, the
 //!   Inbound and Outbound hooks of Publish).
 //! - [`archive`] and [`replay`]: FIFO topics' message archive and its replays.
 //!
@@ -23,7 +23,7 @@
 //! queue's copy in the publish's own store transaction); SQS never calls into it.
 
 pub mod archive;
-pub(crate) mod batch;
+pub mod batch;
 pub(crate) mod deliveries;
 pub mod delivery_status;
 pub(crate) mod envelope;

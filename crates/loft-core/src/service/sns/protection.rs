@@ -69,7 +69,7 @@ impl SnsDelivery {
     /// PutDataProtectionPolicy take it) write audit records into the queues its audit
     /// statement's destinations name: each needs `sqs:SendMessage` for the caller, from
     /// its identity policies and the queue's `Policy` as for any send
-    /// ([`Core::authorize`]; across accounts both must allow it). AWS's audit
+    /// ([`Core::authorize`](crate::service::Core::authorize); across accounts both must allow it). AWS's audit
     /// destinations (CloudWatch Logs, S3, Firehose; SNS Developer Guide, "Data protection
     /// policy operations") are written only where the destination lets the writer in;
     /// Loft's destination is a queue, so permission to send to it is that rule. An empty

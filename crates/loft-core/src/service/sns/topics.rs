@@ -581,7 +581,7 @@ impl Sns {
     }
 
     /// Subscribe by the identity `principal` (an IAM ARN), which GetSubscriptionAttributes
-    /// then reports as `SubscriptionPrincipal` (`None`: [`Core::principal_arn`]).
+    /// then reports as `SubscriptionPrincipal` (`None`: [`Core::principal_arn`](crate::service::Core::principal_arn)).
     ///
     /// Errors: as [`Sns::subscribe`].
     pub async fn subscribe_as(
@@ -1123,7 +1123,7 @@ impl Sns {
 
     /// Messages recorded for protocols Loft does not send (email, SMS, push, Lambda,
     /// Firehose), newest first, at most `limit`: those of `principal`'s account only when
-    /// permissions are enforced ([`Core::visible_account`]), every one for an open Loft.
+    /// permissions are enforced ([`Core::visible_account`](crate::service::Core::visible_account)), every one for an open Loft.
     pub async fn recorded_messages(
         &self,
         principal: &Principal,
@@ -1171,7 +1171,7 @@ impl Sns {
     }
 
     /// The topics `principal` sees in Loft's own listings (the seeds' `GET /topics`, the
-    /// console's `GET /_loft/topics`), by name: as [`Sqs::visible_queues`].
+    /// console's `GET /_loft/topics`), by name: as [`Sqs::visible_queues`](crate::service::Sqs::visible_queues).
     ///
     /// Errors: `InternalError` when storage fails.
     pub async fn visible_topics(

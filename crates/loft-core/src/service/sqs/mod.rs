@@ -1,10 +1,10 @@
 //! The SQS service: queues and their messages.
 //!
-//! - [`queues`]: queue lifecycle, attributes, tags, permissions.
-//! - [`messages`]: send, receive (with long polling), delete, visibility, purge.
+//! - `queues`: queue lifecycle, attributes, tags, permissions.
+//! - `messages`: send, receive (with long polling), delete, visibility, purge.
 //! - [`batch`]: the rules of batch requests (entry counts, ids, sizes), SQS's and the ones
 //!   SNS's PublishBatch shares.
-//! - [`move_tasks`]: moving messages out of dead-letter queues.
+//! - `move_tasks`: moving messages out of dead-letter queues.
 //! - [`receipt`]: receipt handles.
 //!
 //! It stands on the shared [`Core`] only; SNS and functions call into it, never the

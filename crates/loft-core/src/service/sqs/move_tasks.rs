@@ -294,7 +294,7 @@ impl Sqs {
 
     /// Gives up the running tasks this node holds, so that another node, or this one
     /// started again, takes them over at once instead of after their lease. The server
-    /// calls it when it stops, after [`Core::begin_shutdown`] (which stops the runners).
+    /// calls it when it stops, after [`Core::begin_shutdown`](crate::service::Core::begin_shutdown) (which stops the runners).
     ///
     /// Errors: store errors.
     pub async fn release_move_tasks(&self) -> Result<()> {
