@@ -39,7 +39,8 @@ fuzz_target!(|data: &[u8]| {
             if name.ends_with(".fifo") {
                 attributes.insert("FifoQueue".to_owned(), "true".to_owned());
             }
-            svc.create_queue(name, attributes, Default::default())
+            svc.sqs()
+                .create_queue(name, attributes, Default::default())
                 .await
                 .expect("create the fuzz queues");
         }

@@ -13,7 +13,7 @@ use async_trait::async_trait;
 
 use crate::error::Result;
 use crate::model::*;
-use crate::service::receipt::ReceiptKey;
+use crate::service::sqs::receipt::ReceiptKey;
 
 /// Persistent state of queues, messages, topics and subscriptions.
 ///
@@ -578,7 +578,7 @@ pub trait Store: Send + Sync + 'static {
     // ----- receipt handles
 
     /// The key that signs this database's receipt handles
-    /// ([`crate::service::receipt`]): 32 random bytes the first open of the database made
+    /// ([`crate::service::sqs::receipt`]): 32 random bytes the first open of the database made
     /// and kept in it, so every node sharing the database and every restart sign and
     /// verify with the same key. Read when the store opens; the service takes it once.
     fn receipt_key(&self) -> ReceiptKey;

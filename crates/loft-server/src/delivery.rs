@@ -205,27 +205,29 @@ pub async fn attempt(
 }
 
 /// One attempt of a Lambda delivery (its endpoint is a function ARN): the SNS event to
-/// the configured function, its outcome to [`Service::invocation_failed`] or done.
+/// the configured function, its outcome to [`Functions::invocation_failed`] or done.
 async fn invoke_and_report(svc: &Service, client: &reqwest::Client, d: DeliveryRecord) {
-    let report = match svc.delivery_function(&d).await {
+    let report = match svc.functions().delivery_function(&d).await {
         Ok(f) => {
             let outcome =
                 crate::invoke::invoke(client, f, f.invocation_type, &d.body, &svc.config().region)
                     .await;
             let ok = matches!(outcome, InvokeOutcome::Success(_));
             let why = (!ok).then(|| outcome.describe());
-            svc.log_delivery_status(&d, ok, ok.then_some(202), why.as_deref())
+            svc.sns()
+                .log_delivery_status(&d, ok, ok.then_some(202), why.as_deref())
                 .await;
             match outcome {
-                InvokeOutcome::Success(_) => svc.delivery_done(&d).await,
+                InvokeOutcome::Success(_) => svc.sns().delivery_done(&d).await,
                 failed => {
                     tracing::debug!(function = %d.endpoint, error = %failed.describe(), attempt = d.attempts + 1, "invocation failed");
-                    svc.invocation_failed(&d, &failed).await
+                    svc.functions().invocation_failed(&d, &failed).await
                 }
             }
         }
         Err(e) => {
-            svc.invocation_failed(&d, &InvokeOutcome::Rejected(e.message))
+            svc.functions()
+                .invocation_failed(&d, &InvokeOutcome::Rejected(e.message))
                 .await
         }
     };
@@ -244,18 +246,19 @@ async fn attempt_and_report(svc: &Service, clients: &Clients, d: DeliveryRecord)
         Ok(code) => Some(*code),
         Err(e) => e.strip_prefix("HTTP status ").and_then(|c| c.parse().ok()),
     };
-    svc.log_delivery_status(
-        &d,
-        outcome.is_ok(),
-        status,
-        outcome.as_ref().err().map(String::as_str),
-    )
-    .await;
+    svc.sns()
+        .log_delivery_status(
+            &d,
+            outcome.is_ok(),
+            status,
+            outcome.as_ref().err().map(String::as_str),
+        )
+        .await;
     let report = match outcome {
-        Ok(_) => svc.delivery_done(&d).await,
+        Ok(_) => svc.sns().delivery_done(&d).await,
         Err(e) => {
             tracing::debug!(endpoint = %d.endpoint, error = %e, attempt = d.attempts + 1, "delivery attempt failed");
-            svc.delivery_failed(&d, &e).await
+            svc.sns().delivery_failed(&d, &e).await
         }
     };
     if let Err(e) = report {
@@ -274,7 +277,7 @@ pub async fn deliver_due(svc: &Arc<Service>, client: &reqwest::Client) -> usize 
         http: client.clone(),
         functions,
     });
-    let due = match svc.take_deliveries(MAX_CONCURRENT as u32).await {
+    let due = match svc.sns().take_deliveries(MAX_CONCURRENT as u32).await {
         Ok(d) => d,
         Err(e) => {
             tracing::warn!(error = %e, "could not take deliveries");
@@ -318,7 +321,7 @@ pub async fn run(svc: Arc<Service>, stop: impl std::future::Future<Output = ()>)
     loop {
         let free = permits.available_permits() as u32;
         if free > 0 {
-            match svc.take_deliveries(free).await {
+            match svc.sns().take_deliveries(free).await {
                 Ok(due) => {
                     for d in due {
                         let Ok(permit) = permits.clone().acquire_owned().await else {
@@ -336,12 +339,13 @@ pub async fn run(svc: Arc<Service>, stop: impl std::future::Future<Output = ()>)
             }
         }
         let idle = svc
+            .sns()
             .delivery_idle(Duration::from_secs(IDLE_CAP_SECS))
             .await
             .unwrap_or(Duration::from_secs(1))
             .max(Duration::from_millis(5));
         tokio::select! {
-            _ = svc.delivery_wakeup() => {}
+            _ = svc.sns().delivery_wakeup() => {}
             _ = tokio::time::sleep(idle) => {}
             _ = &mut stop => break,
         }

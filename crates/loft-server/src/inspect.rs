@@ -55,7 +55,7 @@ pub async fn recorded_messages(
             })?,
         None => 100,
     };
-    let list = s.service.recorded_messages(&principal, limit).await?;
+    let list = s.service.sns().recorded_messages(&principal, limit).await?;
     let out: Vec<_> = list
         .into_iter()
         .map(|m| {
@@ -103,6 +103,7 @@ pub async fn delete_recorded_messages(
     };
     let deleted = s
         .service
+        .sns()
         .delete_recorded_messages(&principal, filter)
         .await?;
     Ok(Json(json!({"deleted": deleted})).into_response())

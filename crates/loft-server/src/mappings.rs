@@ -26,7 +26,7 @@ use std::time::Duration;
 
 use loft_core::functions::{InvokeOutcome, MAX_SYNC_PAYLOAD};
 use loft_core::model::EventSourceMappingRecord;
-use loft_core::service::MAPPING_RENEW_MS;
+use loft_core::service::{Functions, MAPPING_RENEW_MS};
 use loft_core::Service;
 use tokio::sync::{watch, Notify};
 use tokio::task::JoinHandle;
@@ -76,7 +76,7 @@ pub async fn run_batch(
 /// [`run_batch`], giving up the wait for the first message when `stop` completes. Only
 /// that wait is cut short: once messages are received, the batch is invoked and settled;
 /// with `leased`, only if the mapping is still enabled and this node's
-/// ([`Service::mapping_active`]), else the batch goes back to the queue
+/// ([`Functions::mapping_active`]), else the batch goes back to the queue
 /// ([`BatchReport::stopped`]).
 async fn run_batch_until(
     svc: &Service,
@@ -88,9 +88,11 @@ async fn run_batch_until(
 ) -> loft_core::Result<Option<BatchReport>> {
     // Checked before each batch: the configuration may no longer let the mapping's
     // account invoke the function.
-    let f = svc.mapping_function(m)?.clone();
+    let f = svc.functions().mapping_function(m)?.clone();
     let batch = m.batch_size.max(1) as usize;
-    let first = svc.mapping_receive(m, batch.min(10) as i64, wait_seconds);
+    let first = svc
+        .functions()
+        .mapping_receive(m, batch.min(10) as i64, wait_seconds);
     let mut records = tokio::select! {
         r = first => r?,
         // A receive dropped here may have taken messages already: they come back after
@@ -111,7 +113,7 @@ async fn run_batch_until(
             }
             let want = (batch - records.len()).min(10) as i64;
             let wait = (left.as_secs() as i64).min(RECEIVE_WAIT_SECONDS);
-            let more = svc.mapping_receive(m, want, wait).await?;
+            let more = svc.functions().mapping_receive(m, want, wait).await?;
             if more.is_empty() {
                 if wait == 0 {
                     // Less than a second of the window is left and the queue is empty.
@@ -137,10 +139,10 @@ async fn run_batch_until(
         }),
     );
     async {
-        if leased && !svc.mapping_active(&m.uuid).await? {
+        if leased && !svc.functions().mapping_active(&m.uuid).await? {
             // Disabled, deleted or taken over while the batch was received: not invoked, and
             // back in the queue for whoever polls next.
-            svc.mapping_return(m, &records).await?;
+            svc.functions().mapping_return(m, &records).await?;
             return Ok(Some(BatchReport {
                 received,
                 invoked: 0,
@@ -149,7 +151,7 @@ async fn run_batch_until(
                 stopped: true,
             }));
         }
-        let records = svc.mapping_filter(m, records).await?;
+        let records = svc.functions().mapping_filter(m, records).await?;
         if records.is_empty() {
             return Ok(Some(BatchReport {
                 received,
@@ -159,7 +161,7 @@ async fn run_batch_until(
                 stopped: false,
             }));
         }
-        let event = svc.mapping_event(m, &records);
+        let event = svc.functions().mapping_event(m, &records);
         let outcome = invoke::invoke(
             client,
             &f,
@@ -168,7 +170,7 @@ async fn run_batch_until(
             &svc.config().region,
         )
         .await;
-        let deleted = svc.mapping_settle(m, &records, &outcome).await?;
+        let deleted = svc.functions().mapping_settle(m, &records, &outcome).await?;
         if !matches!(outcome, InvokeOutcome::Success(_)) {
             tracing::info!(mapping = %m.uuid, function = %f.name, messages = records.len(), error = %outcome.describe(), "batch failed; its messages return after the visibility timeout");
         }
@@ -202,7 +204,7 @@ async fn batch_loop(
         let Some(m) = current.borrow_and_update().clone() else {
             return;
         };
-        if index >= Service::mapping_concurrency(&m) {
+        if index >= Functions::mapping_concurrency(&m) {
             tokio::select! {
                 _ = current.changed() => continue,
                 _ = stop.changed() => return,
@@ -238,7 +240,7 @@ async fn batch_loop(
 /// Polls mapping `m` (leased to this node) until it is deleted, disabled or taken over, or
 /// the node stops: renews the lease and starts the batch loops its concurrency asks for.
 /// When the mapping stops (found at a renewal or by a batch loop), the loops end after
-/// their batch in flight and then the lease is given up ([`Service::release_mapping`]), so
+/// their batch in flight and then the lease is given up ([`Functions::release_mapping`]), so
 /// a disabled mapping reads `Disabled` only once nothing of it runs here.
 async fn poll_mapping(
     svc: Arc<Service>,
@@ -251,7 +253,7 @@ async fn poll_mapping(
     let (tx, rx) = watch::channel(Some(m.clone()));
     let stopped = Arc::new(Notify::new());
     let mut loops: Vec<JoinHandle<()>> = Vec::new();
-    let mut want = Service::mapping_concurrency(&m).min(MAX_LOOPS);
+    let mut want = Functions::mapping_concurrency(&m).min(MAX_LOOPS);
     let mut node_stops = false;
     loop {
         while loops.len() < want {
@@ -275,9 +277,9 @@ async fn poll_mapping(
                 break;
             }
         }
-        match svc.renew_mapping(&uuid).await {
+        match svc.functions().renew_mapping(&uuid).await {
             Ok(Some(now)) => {
-                want = Service::mapping_concurrency(&now).min(MAX_LOOPS);
+                want = Functions::mapping_concurrency(&now).min(MAX_LOOPS);
                 // Only a change of the settings wakes the loops (the lease moves every time).
                 tx.send_if_modified(|cur| {
                     let same = cur.as_ref().is_some_and(|c| {
@@ -307,7 +309,7 @@ async fn poll_mapping(
     }
     // At a node's stop, [`run`] releases every lease once all pollers are done.
     if !node_stops {
-        if let Err(e) = svc.release_mapping(&uuid).await {
+        if let Err(e) = svc.functions().release_mapping(&uuid).await {
             tracing::warn!(mapping = %uuid, error = %e, "could not give up an event source mapping's lease; it runs out by itself");
         }
     }
@@ -329,7 +331,7 @@ pub async fn run(svc: Arc<Service>, stop: impl Future<Output = ()>) {
     let mut pollers: HashMap<String, JoinHandle<()>> = HashMap::new();
     loop {
         pollers.retain(|_, h| !h.is_finished());
-        match svc.claim_mappings(64).await {
+        match svc.functions().claim_mappings(64).await {
             Ok(claimed) => {
                 for m in claimed {
                     if pollers.contains_key(&m.uuid) {
@@ -360,6 +362,7 @@ pub async fn run(svc: Arc<Service>, stop: impl Future<Output = ()>) {
     };
     let limit = svc
         .functions()
+        .functions()
         .iter()
         .map(|f| f.timeout_seconds)
         .max()
@@ -371,7 +374,7 @@ pub async fn run(svc: Arc<Service>, stop: impl Future<Output = ()>) {
     {
         tracing::warn!("event source mapping batches still in flight at shutdown");
     }
-    if let Err(e) = svc.release_mappings().await {
+    if let Err(e) = svc.functions().release_mappings().await {
         tracing::warn!(error = %e, "could not release this node's event source mappings");
     }
 }

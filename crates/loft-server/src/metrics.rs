@@ -519,7 +519,7 @@ pub async fn scrape(m: &Metrics) -> loft_core::Result<Scrape> {
     let mut queues = Vec::new();
     let mut fair = Vec::new();
     let mut oldest = Vec::new();
-    let all = m.service.all_queues().await?;
+    let all = m.service.sqs().all_queues().await?;
     let mut sources: BTreeMap<String, u64> = BTreeMap::new();
     for q in &all {
         if let Some(policy) =

@@ -101,6 +101,7 @@ pub async fn create_queue(
         visibility_timeout: None,
     });
     let q = svc
+        .sqs()
         .create_queue_seed(
             &name,
             body.dead_letter_queue.as_deref(),
@@ -121,13 +122,14 @@ pub async fn create_queue(
 }
 
 /// `GET /queues`: `200` JSON array of queue names: the caller's account's queues in its
-/// region ([`Service::visible_queues`]; another account's by store key, `ACCOUNT/NAME`),
+/// region ([`Sqs::visible_queues`]; another account's by store key, `ACCOUNT/NAME`),
 /// the default account's for an open Loft.
 pub async fn list_queues(
     State(svc): Svc,
     caller: Option<axum::Extension<loft_core::service::Principal>>,
 ) -> NativeResult {
     let names: Vec<String> = svc
+        .sqs()
         .visible_queues(&crate::auth::caller(&svc, caller))
         .await?
         .into_iter()
@@ -155,7 +157,7 @@ pub async fn send_message(
     if req.body.is_empty() {
         return Err(bad_request("body must not be empty"));
     }
-    let id = svc.send_seed(&name, req.body).await?;
+    let id = svc.sqs().send_seed(&name, req.body).await?;
     Ok((StatusCode::CREATED, Json(json!({"id": id}))).into_response())
 }
 
@@ -188,7 +190,7 @@ pub async fn receive_message(
             None => std::future::pending().await,
         }
     };
-    let message = svc.receive_seed_until(&name, vt, wait, gone).await?;
+    let message = svc.sqs().receive_seed_until(&name, vt, wait, gone).await?;
     crate::observe::link_to_sends(
         message
             .iter()
@@ -204,14 +206,14 @@ pub async fn receive_message(
 /// `DELETE /queues/{name}/messages/{id}`: `204`, whether or not the message exists.
 pub async fn delete_message(State(svc): Svc, path: PathParam<(String, String)>) -> NativeResult {
     let Path((name, id)) = path?;
-    svc.delete_seed(&name, &id).await?;
+    svc.sqs().delete_seed(&name, &id).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
 /// `POST /topics/{name}`: `201 {"name"}`, idempotent.
 pub async fn create_topic(State(svc): Svc, name: PathParam<String>) -> NativeResult {
     let Path(name) = name?;
-    let t = svc.create_topic_seed(&name).await?;
+    let t = svc.sns().create_topic_seed(&name).await?;
     Ok((StatusCode::CREATED, Json(json!({"name": t.name}))).into_response())
 }
 
@@ -221,6 +223,7 @@ pub async fn list_topics(
     caller: Option<axum::Extension<loft_core::service::Principal>>,
 ) -> NativeResult {
     let names: Vec<String> = svc
+        .sns()
         .visible_topics(&crate::auth::caller(&svc, caller))
         .await?
         .into_iter()
@@ -243,7 +246,7 @@ pub async fn subscribe(State(svc): Svc, name: PathParam<String>, body: NativeBod
         .and_then(|b| b.endpoint)
         .filter(|e| !e.is_empty())
         .ok_or_else(|| bad_request("endpoint required"))?;
-    let sub = svc.subscribe_seed(&name, &endpoint).await?;
+    let sub = svc.sns().subscribe_seed(&name, &endpoint).await?;
     Ok((
         StatusCode::CREATED,
         Json(json!({"id": format!("sub-{}", sub.seq)})),
@@ -263,6 +266,6 @@ pub async fn publish(State(svc): Svc, name: PathParam<String>, body: NativeBody)
     let Some(req) = parse_body::<PublishBody>(&body)? else {
         return Err(bad_request("request body required: {\"message\": STRING}"));
     };
-    let delivered = svc.publish_seed(&name, &req.message).await?;
+    let delivered = svc.sns().publish_seed(&name, &req.message).await?;
     Ok(Json(json!({"delivered": delivered})).into_response())
 }

@@ -31,7 +31,7 @@
 //! routes name the default account's (as the seeds' API always has), the console's take a
 //! store key in any form ([`loft_core::Service::canonical_key`]). An action on no one
 //! resource is checked on the caller's own account, whose resources the listing then
-//! shows ([`loft_core::Service::visible_queues`]).
+//! shows ([`loft_core::service::Sqs::visible_queues`]).
 //!
 //! The caller is the [`Principal`] the authentication middleware ([`crate::auth`]) put in
 //! the request's extensions; without one (an open Loft) nothing is checked. A refusal is

@@ -103,7 +103,8 @@ impl World {
             .iter()
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
             .collect();
-        svc.create_topic("t", attrs, Vec::new())
+        svc.sns()
+            .create_topic("t", attrs, Vec::new())
             .await
             .expect("create topic");
         let topic_arn = svc.topic_arn("t");
@@ -126,6 +127,7 @@ impl World {
             .collect();
         let endpoint = format!("http://{}/hook", self.sink_addr);
         self.svc
+            .sns()
             .subscribe(&self.topic_arn, "http", Some(&endpoint), attrs, true)
             .await
             .expect("subscribe");
@@ -136,6 +138,7 @@ impl World {
         let token = v["Token"].as_str().expect("Token");
         self.sink.hits.lock().unwrap().clear();
         self.svc
+            .sns()
             .confirm_subscription(&self.topic_arn, token)
             .await
             .expect("confirm")
@@ -143,6 +146,7 @@ impl World {
 
     async fn publish(&self, message: &str) -> String {
         self.svc
+            .sns()
             .publish(
                 PublishTarget::Topic(&self.topic_arn),
                 PublishRequest {
@@ -217,6 +221,7 @@ impl World {
 
     async fn queue_bodies(&self, queue: &str) -> Vec<String> {
         self.svc
+            .sqs()
             .receive_message(
                 queue,
                 ReceiveMessage {
@@ -237,6 +242,7 @@ impl World {
 async fn every_phase_of_a_subscription_policy_happens_on_time_then_the_dlq() {
     let w = World::new(usize::MAX, &[]).await;
     w.svc
+        .sqs()
         .create_queue("dlq", BTreeMap::new(), BTreeMap::new())
         .await
         .expect("create dlq");

@@ -154,6 +154,7 @@ impl World {
 
     async fn topic_with_lambda(&self, function: &str, attrs: &[(&str, &str)]) -> (String, String) {
         self.svc
+            .sns()
             .create_topic("t", BTreeMap::new(), Vec::new())
             .await
             .expect("topic");
@@ -164,10 +165,11 @@ impl World {
             .collect();
         let sub = self
             .svc
+            .sns()
             .subscribe(
                 &topic,
                 "lambda",
-                Some(&self.svc.function_arn(function)),
+                Some(&self.svc.functions().function_arn(function)),
                 attrs,
                 true,
             )
@@ -179,6 +181,7 @@ impl World {
 
     async fn publish(&self, topic: &str, message: &str) -> String {
         self.svc
+            .sns()
             .publish(
                 PublishTarget::Topic(topic),
                 PublishRequest {
@@ -197,6 +200,7 @@ impl World {
         loop {
             let got = self
                 .svc
+                .sqs()
                 .receive_message(
                     queue,
                     ReceiveMessage {
@@ -221,6 +225,7 @@ impl World {
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
             .collect();
         self.svc
+            .sqs()
             .create_queue(name, attrs, BTreeMap::new())
             .await
             .expect("queue");
@@ -229,6 +234,7 @@ impl World {
 
     async fn send(&self, queue: &str, body: &str, group: Option<&str>) {
         self.svc
+            .sqs()
             .send_message(
                 queue,
                 SendMessage {
@@ -355,6 +361,7 @@ async fn a_lambda_subscription_to_an_unconfigured_function_is_recorded_not_invok
     assert_eq!(w.deliver().await, 0);
     let recorded = w
         .svc
+        .sns()
         .recorded_messages(&w.svc.open_principal(), 10)
         .await
         .expect("recorded");
@@ -369,6 +376,7 @@ async fn mapping(
     input: MappingInput,
 ) -> loft_core::model::EventSourceMappingRecord {
     w.svc
+        .functions()
         .create_event_source_mapping(
             ACCOUNT,
             MappingInput {
@@ -585,7 +593,8 @@ async fn mapping_settings_are_checked_and_one_node_holds_a_mapping() {
     let bad = |input: MappingInput| {
         let svc = w.svc.clone();
         async move {
-            svc.create_event_source_mapping(ACCOUNT, input)
+            svc.functions()
+                .create_event_source_mapping(ACCOUNT, input)
                 .await
                 .unwrap_err()
         }
@@ -647,6 +656,7 @@ async fn mapping_settings_are_checked_and_one_node_holds_a_mapping() {
     assert_eq!(e.code.aws_code(), "InvalidParameterValueException");
     let created = w
         .svc
+        .functions()
         .create_event_source_mapping(
             ACCOUNT,
             MappingInput {
@@ -658,12 +668,16 @@ async fn mapping_settings_are_checked_and_one_node_holds_a_mapping() {
         .await
         .expect("create");
     assert_eq!(created.state, "Creating");
-    assert_eq!(created.record.function_arn, w.svc.function_arn("api"));
+    assert_eq!(
+        created.record.function_arn,
+        w.svc.functions().function_arn("api")
+    );
     let e = bad(base.clone()).await;
     assert_eq!(e.code.aws_code(), "ResourceConflictException");
     // Update, list, get.
     let updated = w
         .svc
+        .functions()
         .update_event_source_mapping(
             ACCOUNT,
             &created.record.uuid,
@@ -677,6 +691,7 @@ async fn mapping_settings_are_checked_and_one_node_holds_a_mapping() {
     assert_eq!(updated.state, "Updating");
     let got = w
         .svc
+        .functions()
         .get_event_source_mapping(ACCOUNT, &created.record.uuid)
         .await
         .unwrap();
@@ -684,13 +699,21 @@ async fn mapping_settings_are_checked_and_one_node_holds_a_mapping() {
     assert_eq!(got.record.batch_size, 100);
     let (page, next) = w
         .svc
+        .functions()
         .list_event_source_mappings(ACCOUNT, None, Some("api"), None, None)
         .await
         .unwrap();
     assert_eq!((page.len(), next), (1, None));
     // Disabled: no node claims it. Enabled: exactly one claim until the lease runs out.
-    assert!(w.svc.claim_mappings(10).await.unwrap().is_empty());
+    assert!(w
+        .svc
+        .functions()
+        .claim_mappings(10)
+        .await
+        .unwrap()
+        .is_empty());
     w.svc
+        .functions()
         .update_event_source_mapping(
             ACCOUNT,
             &created.record.uuid,
@@ -701,22 +724,31 @@ async fn mapping_settings_are_checked_and_one_node_holds_a_mapping() {
         )
         .await
         .unwrap();
-    assert_eq!(w.svc.claim_mappings(10).await.unwrap().len(), 1);
-    assert!(w.svc.claim_mappings(10).await.unwrap().is_empty());
+    assert_eq!(w.svc.functions().claim_mappings(10).await.unwrap().len(), 1);
+    assert!(w
+        .svc
+        .functions()
+        .claim_mappings(10)
+        .await
+        .unwrap()
+        .is_empty());
     let deleted = w
         .svc
+        .functions()
         .delete_event_source_mapping(ACCOUNT, &created.record.uuid)
         .await
         .unwrap();
     assert_eq!(deleted.state, "Deleting");
     assert!(w
         .svc
+        .functions()
         .renew_mapping(&created.record.uuid)
         .await
         .unwrap()
         .is_none());
     let e = w
         .svc
+        .functions()
         .get_event_source_mapping(ACCOUNT, &created.record.uuid)
         .await
         .unwrap_err();
@@ -745,26 +777,47 @@ async fn functions_belong_to_their_account_and_serve_the_accounts_they_allow() {
         None,
     );
     assert_eq!(
-        svc.function_arn("mine"),
+        svc.functions().function_arn("mine"),
         "arn:aws:lambda:us-east-1:111111111111:function:mine"
     );
     assert!(svc
+        .functions()
         .function("arn:aws:lambda:us-east-1:111111111111:function:mine")
         .is_ok());
-    assert!(svc.function("111111111111:function:mine:$LATEST").is_ok());
+    assert!(svc
+        .functions()
+        .function("111111111111:function:mine:$LATEST")
+        .is_ok());
     let wrong = svc
+        .functions()
         .function(&format!("arn:aws:lambda:us-east-1:{default}:function:mine"))
         .unwrap_err();
     assert_eq!(wrong.code, loft_core::ErrorCode::LambdaResourceNotFound);
-    assert!(svc.own_function("111111111111", "mine").is_ok());
-    assert!(svc.own_function("222222222222", "mine").is_err());
-    assert!(svc.invocable_function("222222222222", "mine").is_ok());
-    let refused = svc.invocable_function("333333333333", "mine").unwrap_err();
+    assert!(svc.functions().own_function("111111111111", "mine").is_ok());
+    assert!(svc
+        .functions()
+        .own_function("222222222222", "mine")
+        .is_err());
+    assert!(svc
+        .functions()
+        .invocable_function("222222222222", "mine")
+        .is_ok());
+    let refused = svc
+        .functions()
+        .invocable_function("333333333333", "mine")
+        .unwrap_err();
     assert_eq!(refused.code, loft_core::ErrorCode::LambdaResourceNotFound);
-    assert!(svc.invocable_function(&default, "shared").is_ok());
-    assert!(svc.invocable_function("111111111111", "shared").is_err());
+    assert!(svc
+        .functions()
+        .invocable_function(&default, "shared")
+        .is_ok());
+    assert!(svc
+        .functions()
+        .invocable_function("111111111111", "shared")
+        .is_err());
     let names = |account: &str| -> Vec<String> {
-        svc.own_functions(account)
+        svc.functions()
+            .own_functions(account)
             .iter()
             .map(|f| f.name.clone())
             .collect()

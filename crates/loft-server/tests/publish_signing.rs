@@ -45,17 +45,20 @@ async fn world(raw: &[bool]) -> (Arc<Service>, Arc<CountingSigner>, String) {
         ServiceConfig::default(),
         Some(signer.clone() as Arc<dyn MessageSigner>),
     );
-    svc.create_topic("t", BTreeMap::new(), Vec::new())
+    svc.sns()
+        .create_topic("t", BTreeMap::new(), Vec::new())
         .await
         .expect("create topic");
     let topic_arn = svc.topic_arn("t");
     for (i, raw) in raw.iter().enumerate() {
         let name = format!("q{i}");
-        svc.create_queue(&name, BTreeMap::new(), BTreeMap::new())
+        svc.sqs()
+            .create_queue(&name, BTreeMap::new(), BTreeMap::new())
             .await
             .expect("create queue");
         let attrs = BTreeMap::from([("RawMessageDelivery".to_owned(), raw.to_string())]);
-        svc.subscribe(&topic_arn, "sqs", Some(&svc.queue_arn(&name)), attrs, true)
+        svc.sns()
+            .subscribe(&topic_arn, "sqs", Some(&svc.queue_arn(&name)), attrs, true)
             .await
             .expect("subscribe");
     }
@@ -63,19 +66,21 @@ async fn world(raw: &[bool]) -> (Arc<Service>, Arc<CountingSigner>, String) {
 }
 
 async fn publish(svc: &Service, topic_arn: &str, message: &str) {
-    svc.publish(
-        PublishTarget::Topic(topic_arn),
-        PublishRequest {
-            message: message.to_owned(),
-            ..PublishRequest::default()
-        },
-    )
-    .await
-    .expect("publish");
+    svc.sns()
+        .publish(
+            PublishTarget::Topic(topic_arn),
+            PublishRequest {
+                message: message.to_owned(),
+                ..PublishRequest::default()
+            },
+        )
+        .await
+        .expect("publish");
 }
 
 async fn body_in(svc: &Service, queue: &str) -> String {
     let got = svc
+        .sqs()
         .receive_message(
             queue,
             ReceiveMessage {

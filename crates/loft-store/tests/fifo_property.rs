@@ -512,7 +512,8 @@ async fn run_on(
             attrs.insert("DeduplicationScope".into(), "messageGroup".into());
         }
     }
-    svc.create_queue(QUEUE, attrs, BTreeMap::new())
+    svc.sqs()
+        .create_queue(QUEUE, attrs, BTreeMap::new())
         .await
         .expect("create queue");
     let mut model = Model {
@@ -531,7 +532,7 @@ async fn run_on(
         match op {
             Op::Send { group, key } => {
                 let (m, key, _) = model.prepare(group, key);
-                let r = svc.send_message(QUEUE, m.clone()).await;
+                let r = svc.sqs().send_message(QUEUE, m.clone()).await;
                 model.sent(&m, key, r)?;
             }
             Op::SendBatch { entries } => {
@@ -543,6 +544,7 @@ async fn run_on(
                     })
                     .collect();
                 let results = svc
+                    .sqs()
                     .send_message_batch(QUEUE, prepared.iter().map(|(m, _)| m.clone()).collect())
                     .await
                     .map_err(|e| model.fail(format!("send batch failed: {e}")))?;
@@ -557,13 +559,14 @@ async fn run_on(
                 visibility,
             } => {
                 let got = svc
+                    .sqs()
                     .receive_message(QUEUE, receive_request(max, visibility))
                     .await;
                 model.received(consumer, max, visibility, got)?;
             }
             Op::Delete { consumer, pick } => {
                 if let Some((handle, i)) = model.pick(consumer, pick) {
-                    let got = svc.delete_message(QUEUE, &handle).await;
+                    let got = svc.sqs().delete_message(QUEUE, &handle).await;
                     model.deleted(&handle, i, got)?;
                 }
             }
@@ -573,7 +576,7 @@ async fn run_on(
                 seconds,
             } => {
                 if let Some((handle, i)) = model.pick(consumer, pick) {
-                    let got = svc.change_visibility(QUEUE, &handle, seconds).await;
+                    let got = svc.sqs().change_visibility(QUEUE, &handle, seconds).await;
                     model.visibility_changed(&handle, i, seconds, got)?;
                 }
             }
@@ -595,7 +598,10 @@ async fn run_on(
         if rounds > model.msgs.len() + 2 {
             return Err(model.fail("drain does not end".into()));
         }
-        let got = svc.receive_message(QUEUE, receive_request(10, 30)).await;
+        let got = svc
+            .sqs()
+            .receive_message(QUEUE, receive_request(10, 30))
+            .await;
         let before = model.held[0].len();
         model.received(0, 10, 30, got)?;
         let fresh: Vec<(String, usize)> = model.held[0][before..].to_vec();
@@ -603,7 +609,7 @@ async fn run_on(
             break;
         }
         for (handle, i) in fresh {
-            let got = svc.delete_message(QUEUE, &handle).await;
+            let got = svc.sqs().delete_message(QUEUE, &handle).await;
             model.deleted(&handle, i, got)?;
         }
     }

@@ -72,6 +72,7 @@ impl Env {
         let mut a = attrs(&[("FifoQueue", "true")]);
         a.extend(attrs(extra));
         self.svc
+            .sqs()
             .create_queue(name, a, BTreeMap::new())
             .await
             .expect("create FIFO queue");
@@ -80,6 +81,7 @@ impl Env {
     /// Sends a message with explicit group and deduplication id; the body is the dedup id.
     async fn send(&self, q: &str, group: &str, dedup: &str) -> SendResult {
         self.svc
+            .sqs()
             .send_message(q, msg(group, dedup, dedup))
             .await
             .expect("send")
@@ -87,6 +89,7 @@ impl Env {
 
     async fn recv(&self, q: &str, max: i64, visibility: i64) -> Vec<ReceivedMessage> {
         self.svc
+            .sqs()
             .receive_message(q, rx(max, visibility))
             .await
             .expect("receive")
@@ -95,6 +98,7 @@ impl Env {
     async fn delete_all(&self, q: &str, ms: &[ReceivedMessage]) {
         for m in ms {
             self.svc
+                .sqs()
                 .delete_message(q, &m.receipt_handle)
                 .await
                 .expect("delete");
@@ -169,6 +173,7 @@ async fn later_message_visible_behind_hidden_earlier_one_stays_locked() {
     let got = e.recv("behind.fifo", 2, 30).await;
     assert_eq!(bodies(&got), ["a1", "a2"]);
     e.svc
+        .sqs()
         .change_visibility("behind.fifo", &got[0].receipt_handle, 120)
         .await
         .unwrap();
@@ -195,6 +200,7 @@ async fn earlier_message_made_visible_comes_before_a_later_in_flight_one() {
     let got = e.recv("relock.fifo", 2, 30).await;
     assert_eq!(bodies(&got), ["a1", "a2"]);
     e.svc
+        .sqs()
         .change_visibility("relock.fifo", &got[0].receipt_handle, 0)
         .await
         .unwrap();
@@ -213,6 +219,7 @@ async fn earlier_message_expired_comes_before_a_later_extended_one() {
     e.send("relock2.fifo", "g", "a2").await;
     let got = e.recv("relock2.fifo", 2, 30).await;
     e.svc
+        .sqs()
         .change_visibility("relock2.fifo", &got[1].receipt_handle, 300)
         .await
         .unwrap();
@@ -248,6 +255,7 @@ async fn several_in_order_messages_of_one_group_in_one_receive() {
     // Deleting in any order within the batch is fine, and the group is then empty.
     for m in got.iter().rev() {
         e.svc
+            .sqs()
             .delete_message("batch.fifo", &m.receipt_handle)
             .await
             .unwrap();
@@ -275,12 +283,14 @@ async fn duplicate_inside_window_returns_original_and_is_not_enqueued() {
     e.fifo("dup.fifo", &[]).await;
     let first = e
         .svc
+        .sqs()
         .send_message("dup.fifo", msg("g", "d1", "first"))
         .await
         .unwrap();
     e.advance(299);
     let again = e
         .svc
+        .sqs()
         .send_message("dup.fifo", msg("g", "d1", "second body"))
         .await
         .unwrap();
@@ -329,6 +339,7 @@ async fn duplicate_inside_one_batch() {
     e.fifo("dupbatch.fifo", &[]).await;
     let results = e
         .svc
+        .sqs()
         .send_message_batch(
             "dupbatch.fifo",
             vec![
@@ -362,7 +373,7 @@ async fn content_based_deduplication_uses_the_body_only() {
                 .insert("k".into(), MessageAttributeValue::string(a));
         }
         let svc = e.svc.clone();
-        async move { svc.send_message("cbd.fifo", m).await.unwrap() }
+        async move { svc.sqs().send_message("cbd.fifo", m).await.unwrap() }
     };
     let a = send("same", "g", None).await;
     // Same body, other attributes, even another group (queue scope): a duplicate.
@@ -375,6 +386,7 @@ async fn content_based_deduplication_uses_the_body_only() {
     // An explicit id takes precedence over the body's hash.
     let explicit = e
         .svc
+        .sqs()
         .send_message("cbd.fifo", msg("g", "explicit-1", "same"))
         .await
         .unwrap();
@@ -386,6 +398,7 @@ async fn content_based_deduplication_uses_the_body_only() {
     let generated = got[0].attributes["MessageDeduplicationId"].clone();
     let same_key = e
         .svc
+        .sqs()
         .send_message("cbd.fifo", msg("g", &generated, "other body"))
         .await
         .unwrap();
@@ -433,6 +446,7 @@ async fn missing_deduplication_id_without_content_based_dedup_is_rejected() {
     e.fifo("nodedup.fifo", &[]).await;
     let err = e
         .svc
+        .sqs()
         .send_message(
             "nodedup.fifo",
             SendMessage {
@@ -459,6 +473,7 @@ async fn sequence_numbers_grow_within_a_group_and_match_received_attribute() {
     }
     let batch = e
         .svc
+        .sqs()
         .send_message_batch("seq.fifo", vec![msg("g", "b1", "b1"), msg("g", "b2", "b2")])
         .await
         .unwrap();
@@ -499,6 +514,7 @@ async fn expired_receipt_handle_is_rejected() {
     e.advance(31);
     let err = e
         .svc
+        .sqs()
         .delete_message("expired.fifo", &old)
         .await
         .unwrap_err();
@@ -512,6 +528,7 @@ async fn expired_receipt_handle_is_rejected() {
     // Its visibility can still be changed with that handle (AWS answers a
     // ChangeMessageVisibility after the timeout ran out 200): hidden for 10 s more.
     e.svc
+        .sqs()
         .change_visibility("expired.fifo", &old, 10)
         .await
         .unwrap();
@@ -522,13 +539,20 @@ async fn expired_receipt_handle_is_rejected() {
     let again = e.recv("expired.fifo", 1, 30).await;
     assert_eq!(bodies(&again), ["a1"]);
     assert_ne!(again[0].receipt_handle, old);
-    assert!(e.svc.delete_message("expired.fifo", &old).await.is_err());
     assert!(e
         .svc
+        .sqs()
+        .delete_message("expired.fifo", &old)
+        .await
+        .is_err());
+    assert!(e
+        .svc
+        .sqs()
         .change_visibility("expired.fifo", &old, 10)
         .await
         .is_err());
     e.svc
+        .sqs()
         .delete_message("expired.fifo", &again[0].receipt_handle)
         .await
         .unwrap();
@@ -549,6 +573,7 @@ async fn expired_receipt_handle_error_code_is_invalid_parameter_value() {
     e.advance(31);
     let err = e
         .svc
+        .sqs()
         .delete_message("expcode.fifo", &got[0].receipt_handle)
         .await
         .unwrap_err();
@@ -561,6 +586,7 @@ async fn garbage_receipt_handle_is_invalid() {
     e.fifo("garbage.fifo", &[]).await;
     let err = e
         .svc
+        .sqs()
         .delete_message("garbage.fifo", "not-a-handle")
         .await
         .unwrap_err();
@@ -575,6 +601,7 @@ async fn visibility_change_to_zero_redelivers_in_order() {
     e.send("zero.fifo", "g", "a2").await;
     let got = e.recv("zero.fifo", 1, 30).await;
     e.svc
+        .sqs()
         .change_visibility("zero.fifo", &got[0].receipt_handle, 0)
         .await
         .unwrap();
@@ -583,6 +610,7 @@ async fn visibility_change_to_zero_redelivers_in_order() {
     // The handle of the earlier receive is no longer good.
     assert!(e
         .svc
+        .sqs()
         .delete_message("zero.fifo", &got[0].receipt_handle)
         .await
         .is_err());
@@ -606,6 +634,7 @@ async fn receive_attempt_retry_returns_the_same_messages() {
     e.send("attempt.fifo", "b", "b1").await;
     let first = e
         .svc
+        .sqs()
         .receive_message("attempt.fifo", attempt(2, 30, "try-1"))
         .await
         .unwrap();
@@ -613,6 +642,7 @@ async fn receive_attempt_retry_returns_the_same_messages() {
     e.advance(5);
     let retry = e
         .svc
+        .sqs()
         .receive_message("attempt.fifo", attempt(2, 30, "try-1"))
         .await
         .unwrap();
@@ -626,6 +656,7 @@ async fn receive_attempt_retry_returns_the_same_messages() {
     // A new attempt id is a new receive: b1 only.
     let other = e
         .svc
+        .sqs()
         .receive_message("attempt.fifo", attempt(10, 30, "try-2"))
         .await
         .unwrap();
@@ -643,12 +674,14 @@ async fn receive_attempt_retry_resets_the_visibility_timeout() {
     e.send("attreset.fifo", "a", "a1").await;
     let first = e
         .svc
+        .sqs()
         .receive_message("attreset.fifo", attempt(1, 30, "try-1"))
         .await
         .unwrap();
     e.advance(20);
     let retry = e
         .svc
+        .sqs()
         .receive_message("attreset.fifo", attempt(1, 30, "try-1"))
         .await
         .unwrap();
@@ -657,6 +690,7 @@ async fn receive_attempt_retry_resets_the_visibility_timeout() {
     e.advance(20);
     assert!(e.recv("attreset.fifo", 10, 30).await.is_empty());
     e.svc
+        .sqs()
         .delete_message("attreset.fifo", &first[0].receipt_handle)
         .await
         .unwrap();
@@ -735,6 +769,7 @@ async fn dead_lettered_head_unblocks_the_rest_of_its_group() {
 async fn fifo_dead_letter_queue_must_be_fifo() {
     let e = env();
     e.svc
+        .sqs()
         .create_queue("plain-dlq", BTreeMap::new(), BTreeMap::new())
         .await
         .unwrap();
@@ -749,6 +784,7 @@ async fn fifo_dead_letter_queue_must_be_fifo() {
     a.insert("RedrivePolicy".into(), to("plain-dlq"));
     let err = e
         .svc
+        .sqs()
         .create_queue("src.fifo", a, BTreeMap::new())
         .await
         .unwrap_err();
@@ -756,6 +792,7 @@ async fn fifo_dead_letter_queue_must_be_fifo() {
     // Nor the other way round, nor through SetQueueAttributes.
     let err = e
         .svc
+        .sqs()
         .create_queue(
             "plain-src",
             attrs(&[("RedrivePolicy", &to("fifo-dlq.fifo"))]),
@@ -767,11 +804,13 @@ async fn fifo_dead_letter_queue_must_be_fifo() {
     e.fifo("later.fifo", &[]).await;
     let err = e
         .svc
+        .sqs()
         .set_queue_attributes("later.fifo", attrs(&[("RedrivePolicy", &to("plain-dlq"))]))
         .await
         .unwrap_err();
     assert_eq!(err.code, ErrorCode::InvalidParameterValue);
     e.svc
+        .sqs()
         .set_queue_attributes(
             "later.fifo",
             attrs(&[("RedrivePolicy", &to("fifo-dlq.fifo"))]),
@@ -793,6 +832,7 @@ async fn message_group_id_is_required() {
     };
     let err = e
         .svc
+        .sqs()
         .send_message("nogroup.fifo", no_group.clone())
         .await
         .unwrap_err();
@@ -801,6 +841,7 @@ async fn message_group_id_is_required() {
     // InvalidParameterValue (AWS's recorded answer); nothing is stored.
     let err = e
         .svc
+        .sqs()
         .send_message_batch("nogroup.fifo", vec![msg("g", "ok", "ok"), no_group])
         .await
         .unwrap_err();
@@ -819,6 +860,7 @@ async fn message_group_id_is_required() {
     };
     let err = e
         .svc
+        .sqs()
         .send_message_batch("nogroup.fifo", vec![msg("g", "ok2", "ok"), no_dedup])
         .await
         .unwrap_err();
@@ -832,6 +874,7 @@ async fn group_and_dedup_ids_are_checked() {
     e.fifo("ids.fifo", &[]).await;
     let long = "x".repeat(128);
     e.svc
+        .sqs()
         .send_message("ids.fifo", msg(&long, &long, "fine"))
         .await
         .unwrap();
@@ -843,7 +886,12 @@ async fn group_and_dedup_ids_are_checked() {
         msg("g", "", "b"),
         msg("g g", "d", "b"),
     ] {
-        let err = e.svc.send_message("ids.fifo", m.clone()).await.unwrap_err();
+        let err = e
+            .svc
+            .sqs()
+            .send_message("ids.fifo", m.clone())
+            .await
+            .unwrap_err();
         assert_eq!(err.code, ErrorCode::InvalidParameterValue, "{m:?}");
     }
 }
@@ -858,12 +906,14 @@ async fn per_message_delay_is_rejected_on_fifo() {
     };
     let err = e
         .svc
+        .sqs()
         .send_message("delay.fifo", delayed.clone())
         .await
         .unwrap_err();
     assert_eq!(err.code, ErrorCode::InvalidParameterValue);
     let results = e
         .svc
+        .sqs()
         .send_message_batch("delay.fifo", vec![delayed, msg("g", "d2", "y")])
         .await
         .unwrap();
@@ -890,11 +940,13 @@ async fn queue_delay_applies_and_keeps_order() {
 async fn standard_queue_accepts_and_returns_message_group_id() {
     let e = env();
     e.svc
+        .sqs()
         .create_queue("fair", BTreeMap::new(), BTreeMap::new())
         .await
         .unwrap();
     let r = e
         .svc
+        .sqs()
         .send_message(
             "fair",
             SendMessage {
@@ -915,6 +967,7 @@ async fn standard_queue_accepts_and_returns_message_group_id() {
     // A deduplication id is for FIFO queues only.
     let err = e
         .svc
+        .sqs()
         .send_message(
             "fair",
             SendMessage {
@@ -959,7 +1012,7 @@ async fn long_poll_wakes_when_the_group_head_is_deleted() {
             wait_seconds: Some(3),
             ..rx(1, 30)
         };
-        svc.receive_message("lp.fifo", r).await.unwrap()
+        svc.sqs().receive_message("lp.fifo", r).await.unwrap()
     });
     tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     e.delete_all("lp.fifo", &head).await;
@@ -997,6 +1050,7 @@ async fn dead_letter(e: &Env, msgs: &[(&str, &str)]) -> Vec<SendResult> {
 /// ticks every 100 ms) until it has finished.
 async fn redrive(e: &Env) {
     e.svc
+        .sqs()
         .start_message_move_task("dlq.fifo", None, None)
         .await
         .expect("start move task");
@@ -1004,6 +1058,7 @@ async fn redrive(e: &Env) {
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         let tasks = e
             .svc
+            .sqs()
             .list_message_move_tasks("dlq.fifo", Some(1))
             .await
             .unwrap();

@@ -370,6 +370,7 @@ async fn drain(svc: &Service, queue: &str) -> Vec<ReceivedMessage> {
     let mut out = Vec::new();
     loop {
         let got = svc
+            .sqs()
             .receive_message(
                 queue,
                 ReceiveMessage {
@@ -385,7 +386,8 @@ async fn drain(svc: &Service, queue: &str) -> Vec<ReceivedMessage> {
             return out;
         }
         for m in &got {
-            svc.delete_message(queue, &m.receipt_handle)
+            svc.sqs()
+                .delete_message(queue, &m.receipt_handle)
                 .await
                 .expect("delete");
         }
@@ -404,30 +406,34 @@ async fn run(engine: Engine, mode: Mode, ops: Vec<Op>) -> Result<(), TestCaseErr
     if mode.per_group {
         topic_attrs.push(("FifoThroughputScope", "MessageGroup"));
     }
-    svc.create_topic(TOPIC, attrs(&topic_attrs), Vec::new())
+    svc.sns()
+        .create_topic(TOPIC, attrs(&topic_attrs), Vec::new())
         .await
         .expect("create topic");
     let mut queue_attrs = vec![("FifoQueue", "true")];
     if mode.per_group {
         queue_attrs.push(("DeduplicationScope", "messageGroup"));
     }
-    svc.create_queue(FIFO_QUEUE, attrs(&queue_attrs), BTreeMap::new())
+    svc.sqs()
+        .create_queue(FIFO_QUEUE, attrs(&queue_attrs), BTreeMap::new())
         .await
         .expect("create FIFO queue");
-    svc.create_queue(STANDARD_QUEUE, BTreeMap::new(), BTreeMap::new())
+    svc.sqs()
+        .create_queue(STANDARD_QUEUE, BTreeMap::new(), BTreeMap::new())
         .await
         .expect("create queue");
     let topic_arn = svc.topic_arn(TOPIC);
     for q in [FIFO_QUEUE, STANDARD_QUEUE] {
-        svc.subscribe(
-            &topic_arn,
-            "sqs",
-            Some(&svc.queue_arn(q)),
-            BTreeMap::new(),
-            true,
-        )
-        .await
-        .expect("subscribe");
+        svc.sns()
+            .subscribe(
+                &topic_arn,
+                "sqs",
+                Some(&svc.queue_arn(q)),
+                BTreeMap::new(),
+                true,
+            )
+            .await
+            .expect("subscribe");
     }
     drop(svc);
     let mut model = Model {
@@ -446,6 +452,7 @@ async fn run(engine: Engine, mode: Mode, ops: Vec<Op>) -> Result<(), TestCaseErr
             Op::Publish { node, entry } => {
                 let (req, key) = model.prepare(&entry);
                 let got = nodes.services[node]
+                    .sns()
                     .publish(PublishTarget::Topic(&topic_arn), req.clone())
                     .await;
                 model.trace.push(format!("(node {node})"));
@@ -455,6 +462,7 @@ async fn run(engine: Engine, mode: Mode, ops: Vec<Op>) -> Result<(), TestCaseErr
                 let prepared: Vec<(PublishRequest, (String, String))> =
                     entries.iter().map(|e| model.prepare(e)).collect();
                 let results = nodes.services[node]
+                    .sns()
                     .publish_batch(
                         &topic_arn,
                         prepared.iter().map(|(r, _)| r.clone()).collect(),

@@ -89,15 +89,16 @@ fn legacy(queue: i64, seq: i64, token: i64) -> String {
 }
 
 async fn send(svc: &Service, queue: &str, body: &str) {
-    svc.send_message(
-        queue,
-        SendMessage {
-            body: body.into(),
-            ..SendMessage::default()
-        },
-    )
-    .await
-    .unwrap();
+    svc.sqs()
+        .send_message(
+            queue,
+            SendMessage {
+                body: body.into(),
+                ..SendMessage::default()
+            },
+        )
+        .await
+        .unwrap();
 }
 
 #[tokio::test]
@@ -106,34 +107,45 @@ async fn a_legacy_handle_works_only_while_it_is_the_current_receive() {
 }
 
 async fn legacy_handle_works_only_while_current(svc: &Service) {
-    svc.create_queue("q", BTreeMap::new(), BTreeMap::new())
+    svc.sqs()
+        .create_queue("q", BTreeMap::new(), BTreeMap::new())
         .await
         .unwrap();
     send(svc, "q", "m").await;
-    let first = svc.receive_message("q", rx(300)).await.unwrap();
+    let first = svc.sqs().receive_message("q", rx(300)).await.unwrap();
     let old = legacy_of(&first[0].receipt_handle);
     // Current: it changes visibility.
-    svc.change_visibility("q", &old, 0).await.unwrap();
-    let second = svc.receive_message("q", rx(300)).await.unwrap();
+    svc.sqs().change_visibility("q", &old, 0).await.unwrap();
+    let second = svc.sqs().receive_message("q", rx(300)).await.unwrap();
     assert_eq!(second.len(), 1);
     // Received again: the old legacy handle is no valid handle any more, for either call,
     // and the message stays with its new receive.
     for err in [
-        svc.change_visibility("q", &old, 0).await.unwrap_err(),
-        svc.delete_message("q", &old).await.unwrap_err(),
+        svc.sqs().change_visibility("q", &old, 0).await.unwrap_err(),
+        svc.sqs().delete_message("q", &old).await.unwrap_err(),
     ] {
         assert_eq!(err.code, ErrorCode::ReceiptHandleIsInvalid);
     }
-    assert!(svc.receive_message("q", rx(0)).await.unwrap().is_empty());
+    assert!(svc
+        .sqs()
+        .receive_message("q", rx(0))
+        .await
+        .unwrap()
+        .is_empty());
     // The current receive's legacy form deletes; once deleted it is invalid too.
     let current = legacy_of(&second[0].receipt_handle);
-    svc.delete_message("q", &current).await.unwrap();
+    svc.sqs().delete_message("q", &current).await.unwrap();
     assert_eq!(
-        svc.delete_message("q", &current).await.unwrap_err().code,
+        svc.sqs()
+            .delete_message("q", &current)
+            .await
+            .unwrap_err()
+            .code,
         ErrorCode::ReceiptHandleIsInvalid
     );
     // ... while the signed handle of a deleted message deletes "again", as on AWS.
-    svc.delete_message("q", &second[0].receipt_handle)
+    svc.sqs()
+        .delete_message("q", &second[0].receipt_handle)
         .await
         .unwrap();
 }
@@ -144,11 +156,12 @@ async fn a_legacy_guess_answers_alike_for_messages_that_exist_and_do_not() {
 }
 
 async fn legacy_guesses_answer_alike(svc: &Service) {
-    svc.create_queue("g", BTreeMap::new(), BTreeMap::new())
+    svc.sqs()
+        .create_queue("g", BTreeMap::new(), BTreeMap::new())
         .await
         .unwrap();
     send(svc, "g", "probe").await;
-    let got = svc.receive_message("g", rx(0)).await.unwrap();
+    let got = svc.sqs().receive_message("g", rx(0)).await.unwrap();
     let b = base64::engine::general_purpose::URL_SAFE_NO_PAD
         .decode(&got[0].receipt_handle)
         .unwrap();
@@ -159,9 +172,9 @@ async fn legacy_guesses_answer_alike(svc: &Service) {
     for s in [seq, seq + 1, seq + 1000] {
         for token in [0, 1, 42] {
             let h = legacy(queue, s, token);
-            let d = svc.delete_message("g", &h).await.unwrap_err();
-            let c = svc.change_visibility("g", &h, 0).await.unwrap_err();
-            let c2 = svc.change_visibility("g", &h, 600).await.unwrap_err();
+            let d = svc.sqs().delete_message("g", &h).await.unwrap_err();
+            let c = svc.sqs().change_visibility("g", &h, 0).await.unwrap_err();
+            let c2 = svc.sqs().change_visibility("g", &h, 600).await.unwrap_err();
             for e in [&d, &c, &c2] {
                 assert_eq!(e.code, ErrorCode::ReceiptHandleIsInvalid, "{s} {token}");
                 assert_eq!(
@@ -176,27 +189,30 @@ async fn legacy_guesses_answer_alike(svc: &Service) {
         max_messages: Some(10),
         ..rx(30)
     };
-    assert_eq!(svc.receive_message("g", r).await.unwrap().len(), 2);
+    assert_eq!(svc.sqs().receive_message("g", r).await.unwrap().len(), 2);
 }
 
 #[tokio::test]
 async fn a_handle_signed_by_another_database_is_invalid() {
     let (a, b) = (service(), service());
     for svc in [&a, &b] {
-        svc.create_queue("q", BTreeMap::new(), BTreeMap::new())
+        svc.sqs()
+            .create_queue("q", BTreeMap::new(), BTreeMap::new())
             .await
             .unwrap();
         send(svc, "q", "m").await;
     }
-    let from_a = a.receive_message("q", rx(300)).await.unwrap();
-    let _ = b.receive_message("q", rx(300)).await.unwrap();
+    let from_a = a.sqs().receive_message("q", rx(300)).await.unwrap();
+    let _ = b.sqs().receive_message("q", rx(300)).await.unwrap();
     // Same queue id and seq on both: only the key differs.
     let err = b
+        .sqs()
         .delete_message("q", &from_a[0].receipt_handle)
         .await
         .unwrap_err();
     assert_eq!(err.code, ErrorCode::ReceiptHandleIsInvalid);
-    a.delete_message("q", &from_a[0].receipt_handle)
+    a.sqs()
+        .delete_message("q", &from_a[0].receipt_handle)
         .await
         .unwrap();
 }

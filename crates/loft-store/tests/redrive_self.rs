@@ -22,26 +22,29 @@ async fn a_queue_that_is_its_own_dead_letter_queue_keeps_its_messages() {
     let store = Arc::new(SqliteStore::open_in_memory().expect("store"));
     let clock = Arc::new(ManualClock::new(1_700_000_000_000));
     let svc = Service::new(store.clone(), clock.clone(), ServiceConfig::default(), None);
-    svc.create_queue("selfq", BTreeMap::new(), BTreeMap::new())
+    svc.sqs()
+        .create_queue("selfq", BTreeMap::new(), BTreeMap::new())
         .await
         .expect("queue");
     let own = policy(&svc, "selfq");
-    svc.set_queue_attributes("selfq", BTreeMap::from([("RedrivePolicy".to_owned(), own)]))
+    svc.sqs()
+        .set_queue_attributes("selfq", BTreeMap::from([("RedrivePolicy".to_owned(), own)]))
         .await
         .expect("a queue as its own dead-letter queue is accepted");
     // A Service started on that database (a restart): it has no cached copy of the queue.
     let svc = Service::new(store.clone(), clock.clone(), ServiceConfig::default(), None);
-    svc.send_message(
-        "selfq",
-        SendMessage {
-            body: "loop".into(),
-            ..SendMessage::default()
-        },
-    )
-    .await
-    .unwrap();
+    svc.sqs()
+        .send_message(
+            "selfq",
+            SendMessage {
+                body: "loop".into(),
+                ..SendMessage::default()
+            },
+        )
+        .await
+        .unwrap();
     for n in 1..=3 {
-        let receive = svc.receive_message(
+        let receive = svc.sqs().receive_message(
             "selfq",
             ReceiveMessage {
                 wait_seconds: Some(0),

@@ -299,11 +299,13 @@ fn matches(policy: Option<usize>, color: Option<&str>) -> bool {
 async fn run_subscriptions(engine: Engine, ops: Vec<SubOp>) -> Result<(), TestCaseError> {
     let mut nodes = Nodes::start(engine).await;
     let svc = nodes.services[0].clone();
-    svc.create_topic(TOPIC, Map::new(), Vec::new())
+    svc.sns()
+        .create_topic(TOPIC, Map::new(), Vec::new())
         .await
         .expect("create topic");
     for q in 0..QUEUES {
-        svc.create_queue(&queue_name(q), Map::new(), Map::new())
+        svc.sqs()
+            .create_queue(&queue_name(q), Map::new(), Map::new())
             .await
             .expect("create queue");
     }
@@ -333,6 +335,7 @@ async fn run_subscriptions(engine: Engine, ops: Vec<SubOp>) -> Result<(), TestCa
                 }
                 let endpoint = svc.queue_arn(&queue_name(queue));
                 let got = svc
+                    .sns()
                     .subscribe(&topic_arn, "sqs", Some(&endpoint), given, true)
                     .await;
                 let existing = live.iter().find(|(_, s)| s.queue == queue);
@@ -387,6 +390,7 @@ async fn run_subscriptions(engine: Engine, ops: Vec<SubOp>) -> Result<(), TestCa
             SubOp::SetRaw { node, n, raw } => {
                 let Some(arn) = nth(&arns, n) else { continue };
                 let got = nodes.services[node]
+                    .sns()
                     .set_subscription_attribute(&arn, "RawMessageDelivery", &raw.to_string())
                     .await;
                 match (live.get_mut(&arn), got) {
@@ -404,6 +408,7 @@ async fn run_subscriptions(engine: Engine, ops: Vec<SubOp>) -> Result<(), TestCa
                 let Some(arn) = nth(&arns, n) else { continue };
                 let value = policy.map_or("", |p| POLICIES[p]);
                 let got = nodes.services[node]
+                    .sns()
                     .set_subscription_attribute(&arn, "FilterPolicy", value)
                     .await;
                 match (live.get_mut(&arn), got) {
@@ -420,7 +425,7 @@ async fn run_subscriptions(engine: Engine, ops: Vec<SubOp>) -> Result<(), TestCa
             SubOp::Get { node, n } => {
                 let Some(arn) = nth(&arns, n) else { continue };
                 let svc = &nodes.services[node];
-                let got = svc.get_subscription_attributes(&arn).await;
+                let got = svc.sns().get_subscription_attributes(&arn).await;
                 match (live.get(&arn), got) {
                     (Some(s), Ok(a)) => {
                         let endpoint = svc.queue_arn(&queue_name(s.queue));
@@ -451,6 +456,7 @@ async fn run_subscriptions(engine: Engine, ops: Vec<SubOp>) -> Result<(), TestCa
             SubOp::Unsubscribe { node, n } => {
                 let Some(arn) = nth(&arns, n) else { continue };
                 nodes.services[node]
+                    .sns()
                     .unsubscribe(&arn)
                     .await
                     .map_err(|e| fail(&trace, format!("Unsubscribe {arn}: {e}")))?;
@@ -469,13 +475,15 @@ async fn run_subscriptions(engine: Engine, ops: Vec<SubOp>) -> Result<(), TestCa
                     req.message_attributes
                         .insert("color".into(), MessageAttributeValue::string(c));
                 }
-                svc.publish(PublishTarget::Topic(&topic_arn), req)
+                svc.sns()
+                    .publish(PublishTarget::Topic(&topic_arn), req)
                     .await
                     .map_err(|e| fail(&trace, format!("Publish: {e}")))?;
                 for q in 0..QUEUES {
                     let sub = live.values().find(|s| s.queue == q);
                     let want = sub.filter(|s| matches(s.policy, color));
                     let got = svc
+                        .sqs()
                         .receive_message(
                             &queue_name(q),
                             ReceiveMessage {
@@ -488,7 +496,8 @@ async fn run_subscriptions(engine: Engine, ops: Vec<SubOp>) -> Result<(), TestCa
                         .await
                         .map_err(|e| fail(&trace, format!("receive: {e}")))?;
                     for m in &got {
-                        svc.delete_message(&queue_name(q), &m.receipt_handle)
+                        svc.sqs()
+                            .delete_message(&queue_name(q), &m.receipt_handle)
                             .await
                             .map_err(|e| fail(&trace, format!("delete: {e}")))?;
                     }
@@ -525,10 +534,12 @@ async fn run_subscriptions(engine: Engine, ops: Vec<SubOp>) -> Result<(), TestCa
             }
             SubOp::RecreateTopic { node } => {
                 let svc = &nodes.services[node];
-                svc.delete_topic(&topic_arn)
+                svc.sns()
+                    .delete_topic(&topic_arn)
                     .await
                     .map_err(|e| fail(&trace, format!("DeleteTopic: {e}")))?;
-                svc.create_topic(TOPIC, Map::new(), Vec::new())
+                svc.sns()
+                    .create_topic(TOPIC, Map::new(), Vec::new())
                     .await
                     .map_err(|e| fail(&trace, format!("CreateTopic: {e}")))?;
                 live.clear();
@@ -538,18 +549,20 @@ async fn run_subscriptions(engine: Engine, ops: Vec<SubOp>) -> Result<(), TestCa
         // After every step: the topic lists and counts exactly the live subscriptions.
         let svc = &nodes.services[trace.len() % NODES];
         let listed: BTreeSet<String> = svc
+            .sns()
             .list_subscriptions(Some(&topic_arn), None)
             .await
             .map_err(|e| fail(&trace, format!("ListSubscriptionsByTopic: {e}")))?
             .items
             .iter()
-            .map(|s| svc.subscription_arn(s))
+            .map(|s| svc.sns().subscription_arn(s))
             .collect();
         let want: BTreeSet<String> = live.keys().cloned().collect();
         if listed != want {
             return Err(fail(&trace, format!("listed {listed:?}, live {want:?}")));
         }
         let topic = svc
+            .sns()
             .get_topic_attributes(&topic_arn)
             .await
             .map_err(|e| fail(&trace, format!("GetTopicAttributes: {e}")))?;
@@ -577,6 +590,7 @@ async fn run_endpoints(engine: Engine, ops: Vec<EndpointOp>) -> Result<(), TestC
     let mut nodes = Nodes::start(engine).await;
     let svc = nodes.services[0].clone();
     let app = svc
+        .sns()
         .create_platform_application(
             svc.default_scope(),
             "prop-app",
@@ -614,6 +628,7 @@ async fn run_endpoints(engine: Engine, ops: Vec<EndpointOp>) -> Result<(), TestC
                 want.entry("Enabled".into())
                     .or_insert_with(|| "true".into());
                 let got = nodes.services[node]
+                    .sns()
                     .create_platform_endpoint(ACCOUNT, &app, &token, given)
                     .await;
                 let holder = live
@@ -659,6 +674,7 @@ async fn run_endpoints(engine: Engine, ops: Vec<EndpointOp>) -> Result<(), TestC
                     given.insert("Token".into(), format!("fresh-{fresh_tokens}"));
                 }
                 let got = nodes.services[node]
+                    .sns()
                     .set_platform_attributes(
                         ACCOUNT,
                         PlatformKind::Endpoint,
@@ -680,6 +696,7 @@ async fn run_endpoints(engine: Engine, ops: Vec<EndpointOp>) -> Result<(), TestC
             EndpointOp::Get { node, n } => {
                 let Some(arn) = nth(&arns, n) else { continue };
                 let got = nodes.services[node]
+                    .sns()
                     .platform_attributes(ACCOUNT, PlatformKind::Endpoint, &arn)
                     .await;
                 match (live.get(&arn), got) {
@@ -696,6 +713,7 @@ async fn run_endpoints(engine: Engine, ops: Vec<EndpointOp>) -> Result<(), TestC
             EndpointOp::Delete { node, n } => {
                 let Some(arn) = nth(&arns, n) else { continue };
                 nodes.services[node]
+                    .sns()
                     .delete_platform(ACCOUNT, &arn)
                     .await
                     .map_err(|e| fail(&trace, format!("DeleteEndpoint {arn}: {e}")))?;
@@ -705,6 +723,7 @@ async fn run_endpoints(engine: Engine, ops: Vec<EndpointOp>) -> Result<(), TestC
                 let Some(arn) = nth(&arns, n) else { continue };
                 let svc = &nodes.services[node];
                 let got = svc
+                    .sns()
                     .publish(
                         PublishTarget::Target(&arn),
                         PublishRequest {
@@ -745,6 +764,7 @@ async fn run_endpoints(engine: Engine, ops: Vec<EndpointOp>) -> Result<(), TestC
             EndpointOp::List { node } => {
                 let svc = &nodes.services[node];
                 let got: BTreeMap<String, Map> = svc
+                    .sns()
                     .list_platform(svc.default_scope(), Some(&app))
                     .await
                     .map_err(|e| fail(&trace, format!("ListEndpointsByPlatformApplication: {e}")))?

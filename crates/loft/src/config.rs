@@ -521,16 +521,23 @@ impl Config {
                     let mut attrs = q.attributes.clone();
                     attrs.remove("FifoQueue");
                     if !attrs.is_empty() {
-                        svc.set_queue_attributes(&q.name, attrs).await.map_err(at)?;
+                        svc.sqs()
+                            .set_queue_attributes(&q.name, attrs)
+                            .await
+                            .map_err(at)?;
                     }
                     if !q.tags.is_empty() {
-                        svc.tag_queue(&q.name, q.tags.clone()).await.map_err(at)?;
+                        svc.sqs()
+                            .tag_queue(&q.name, q.tags.clone())
+                            .await
+                            .map_err(at)?;
                     }
                     tracing::info!(queue = %q.name, "queue from the configuration exists; attributes applied");
                     done.queues_updated.push(q.name.clone());
                 }
                 Err(e) if e.code == ErrorCode::QueueDoesNotExist => {
-                    svc.create_queue(&q.name, q.attributes.clone(), q.tags.clone())
+                    svc.sqs()
+                        .create_queue(&q.name, q.attributes.clone(), q.tags.clone())
                         .await
                         .map_err(at)?;
                     tracing::info!(queue = %q.name, "queue created from the configuration");
@@ -543,16 +550,20 @@ impl Config {
             let arn = svc.topic_arn(&t.name);
             let at =
                 |e: loft_core::Error| self.error(&t.span, format!("topic {}: {}", t.name, aws(e)));
-            match svc.topic_by_arn(&arn).await {
+            match svc.sns().topic_by_arn(&arn).await {
                 Ok(_) => {
                     for (k, v) in &t.attributes {
                         if k == "FifoTopic" {
                             continue;
                         }
-                        svc.set_topic_attribute(&arn, k, v).await.map_err(at)?;
+                        svc.sns()
+                            .set_topic_attribute(&arn, k, v)
+                            .await
+                            .map_err(at)?;
                     }
                     if !t.tags.is_empty() {
-                        svc.tag_topic(&arn, t.tags.clone().into_iter().collect())
+                        svc.sns()
+                            .tag_topic(&arn, t.tags.clone().into_iter().collect())
                             .await
                             .map_err(at)?;
                     }
@@ -560,13 +571,14 @@ impl Config {
                     done.topics_updated.push(t.name.clone());
                 }
                 Err(e) if e.code == ErrorCode::NotFound => {
-                    svc.create_topic(
-                        &t.name,
-                        t.attributes.clone(),
-                        t.tags.clone().into_iter().collect(),
-                    )
-                    .await
-                    .map_err(at)?;
+                    svc.sns()
+                        .create_topic(
+                            &t.name,
+                            t.attributes.clone(),
+                            t.tags.clone().into_iter().collect(),
+                        )
+                        .await
+                        .map_err(at)?;
                     tracing::info!(topic = %t.name, "topic created from the configuration");
                     done.topics_created.push(t.name.clone());
                 }
@@ -591,23 +603,25 @@ impl Config {
                 let sub_arn = match existing {
                     Some(sub_arn) => {
                         for (k, v) in &s.attributes {
-                            svc.set_subscription_attribute(&sub_arn, k, v)
+                            svc.sns()
+                                .set_subscription_attribute(&sub_arn, k, v)
                                 .await
                                 .map_err(at)?;
                         }
                         sub_arn
                     }
                     None => {
-                        svc.subscribe(
-                            &arn,
-                            &s.protocol,
-                            Some(&s.endpoint),
-                            s.attributes.clone(),
-                            true,
-                        )
-                        .await
-                        .map_err(at)?
-                        .subscription_arn
+                        svc.sns()
+                            .subscribe(
+                                &arn,
+                                &s.protocol,
+                                Some(&s.endpoint),
+                                s.attributes.clone(),
+                                true,
+                            )
+                            .await
+                            .map_err(at)?
+                            .subscription_arn
                     }
                 };
                 tracing::info!(topic = %t.name, subscription = %sub_arn, "subscription from the configuration");
@@ -633,15 +647,17 @@ impl Config {
                 svc.queue_arn(&m.queue)
             };
             input.event_source_arn = Some(queue_arn.clone());
-            let function_arn = svc.function_arn(&m.function);
+            let function_arn = svc.functions().function_arn(&m.function);
             // The configuration's mappings are their function's account's (the default
             // account's unless the function names another).
             let account = svc
+                .functions()
                 .function(&m.function)
                 .map_or(svc.config().account_id.clone(), |f| {
-                    svc.function_account(f).to_owned()
+                    svc.functions().function_account(f).to_owned()
                 });
             let (existing, _) = svc
+                .functions()
                 .list_event_source_mappings(&account, Some(&queue_arn), None, None, Some(10_000))
                 .await
                 .map_err(at)?;
@@ -651,13 +667,15 @@ impl Config {
             {
                 Some(v) => {
                     input.event_source_arn = None;
-                    svc.update_event_source_mapping(&account, &v.record.uuid, input)
+                    svc.functions()
+                        .update_event_source_mapping(&account, &v.record.uuid, input)
                         .await
                         .map_err(at)?
                         .record
                         .uuid
                 }
                 None => match svc
+                    .functions()
                     .create_event_source_mapping(&account, input.clone())
                     .await
                 {
@@ -665,6 +683,7 @@ impl Config {
                     // Another node starting from the same file created it meanwhile.
                     Err(e) if e.code == ErrorCode::LambdaResourceConflict => {
                         let (existing, _) = svc
+                            .functions()
                             .list_event_source_mappings(
                                 &account,
                                 Some(&queue_arn),
@@ -679,7 +698,8 @@ impl Config {
                             .find(|v| v.record.function_arn == function_arn)
                             .ok_or_else(|| at(e))?;
                         input.event_source_arn = None;
-                        svc.update_event_source_mapping(&account, &v.record.uuid, input)
+                        svc.functions()
+                            .update_event_source_mapping(&account, &v.record.uuid, input)
                             .await
                             .map_err(at)?
                             .record
@@ -706,6 +726,7 @@ impl Config {
         let mut token: Option<String> = None;
         loop {
             let page = svc
+                .sns()
                 .list_subscriptions(Some(topic_arn), token.as_deref())
                 .await?;
             if let Some(s) = page
@@ -713,7 +734,7 @@ impl Config {
                 .iter()
                 .find(|s| Some(s.protocol) == protocol && s.endpoint == endpoint.trim())
             {
-                return Ok(Some(svc.subscription_arn(s)));
+                return Ok(Some(svc.sns().subscription_arn(s)));
             }
             match page.next_token {
                 Some(t) => token = Some(t),

@@ -615,7 +615,7 @@ async fn serve(
             let mut tick = tokio::time::interval(loft_core::service::MOVE_TASK_POLL);
             loop {
                 tick.tick().await;
-                if let Err(e) = service.resume_move_tasks().await {
+                if let Err(e) = service.sqs().resume_move_tasks().await {
                     tracing::warn!(error = %e, "looking for message-move tasks to resume failed");
                 }
             }
@@ -629,7 +629,7 @@ async fn serve(
             let mut tick = tokio::time::interval(loft_core::service::REPLAY_POLL);
             loop {
                 tick.tick().await;
-                if let Err(e) = service.advance_replays().await {
+                if let Err(e) = service.sns().delivery().advance_replays().await {
                     tracing::warn!(error = %e, "advancing message replays failed");
                 }
             }
@@ -694,11 +694,11 @@ async fn serve(
     replayer.abort();
     // The move tasks this node ran (begin_shutdown stopped them) go to whichever node
     // looks next, this one restarted included, without waiting for their leases to end.
-    if let Err(e) = service.release_move_tasks().await {
+    if let Err(e) = service.sqs().release_move_tasks().await {
         tracing::warn!(error = %e, "could not release the message-move tasks of this node");
     }
     // Likewise the message replays: the next node resumes each after its last batch.
-    if let Err(e) = service.release_replays().await {
+    if let Err(e) = service.sns().release_replays().await {
         tracing::warn!(error = %e, "could not release the message replays of this node");
     }
     // Attempts and batches in flight finish and are recorded before the store closes; the

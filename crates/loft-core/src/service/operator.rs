@@ -4,12 +4,13 @@
 
 use std::collections::BTreeMap;
 
-use super::activity::ActivitySnapshot;
-use super::{history, Service};
+use super::handle::Service;
 use crate::attributes::QueueConfig;
 use crate::error::{Error, Result};
 use crate::message::{self, MessageAttributes};
 use crate::model::{DeliveryRecord, GroupCounts, QueueCounts, StoredMessage};
+use crate::service::core::activity::ActivitySnapshot;
+use crate::service::core::history;
 
 /// Most messages one peek returns.
 pub const MAX_PEEK: u32 = 1000;
@@ -238,7 +239,7 @@ impl Service {
                 state: state_of(&m, now),
                 seq: m.seq,
                 message_attributes: message::decode_attributes(m.message_attributes.as_deref()),
-                message_id: super::messages::message_id_of(m.message_id, m.seq),
+                message_id: crate::service::sqs::messages::message_id_of(m.message_id, m.seq),
                 body: m.body,
                 md5_body: m.md5_body,
                 sent_at_ms: m.sent_at_ms,
@@ -303,7 +304,7 @@ impl Service {
         self.store.list_deliveries(subscription, limit).await
     }
 
-    /// One page of the queues `principal` sees ([`Service::visible_queues`]: its account's,
+    /// One page of the queues `principal` sees ([`Sqs::visible_queues`](crate::service::Sqs::visible_queues): its account's,
     /// or the default account's for an open Loft), by name,
     /// with their counts, dead-letter relations and the depth of their dead-letter queue:
     /// those whose name contains `listing.filter` (ignoring case), from `listing.offset`,
@@ -314,7 +315,7 @@ impl Service {
     /// `InternalError` when storage fails.
     pub async fn queue_overview(
         &self,
-        principal: &super::Principal,
+        principal: &crate::service::core::access::Principal,
         listing: &OverviewListing,
     ) -> Result<OverviewPage> {
         if let Some(limit) = listing.limit {
@@ -324,7 +325,7 @@ impl Service {
                 )));
             }
         }
-        let mut queues = self.visible_queues(principal).await?;
+        let mut queues = self.sqs().visible_queues(principal).await?;
         queues.sort_by(|a, b| a.name.cmp(&b.name));
         let now = self.now_ms();
         let configs: Vec<QueueConfig> = queues
@@ -458,12 +459,15 @@ impl Service {
         self.history.topic(key)
     }
 
-    /// Every topic `principal` sees ([`Service::visible_topics`]), by name, with its
+    /// Every topic `principal` sees ([`Sns::visible_topics`](crate::service::Sns::visible_topics)), by name, with its
     /// subscriptions and their pending HTTP/S deliveries.
     ///
     /// Errors: `InternalError` when storage fails.
-    pub async fn topic_overview(&self, principal: &super::Principal) -> Result<Vec<TopicOverview>> {
-        let topics = self.visible_topics(principal).await?;
+    pub async fn topic_overview(
+        &self,
+        principal: &crate::service::core::access::Principal,
+    ) -> Result<Vec<TopicOverview>> {
+        let topics = self.sns().visible_topics(principal).await?;
         let subs = self.store.list_subscriptions(None).await?;
         let pending = self
             .store
@@ -480,7 +484,7 @@ impl Service {
                         .filter(|d| d.subscription == s.uuid)
                         .collect();
                     SubscriptionOverview {
-                        arn: self.subscription_arn(s),
+                        arn: self.sns().subscription_arn(s),
                         protocol: s.protocol.as_str().to_owned(),
                         endpoint: s.endpoint.clone(),
                         confirmed: s.confirmed,

@@ -11,25 +11,11 @@
 //! removed queues (cached records, limit counts, FIFO quota buckets) is forgotten, and
 //! other nodes are told through the store ([`crate::store::Store::reset`]).
 
-use std::future::Future;
-use std::pin::Pin;
-use std::sync::Arc;
-
-use super::{Principal, Service};
+pub use super::handle::Provisioner;
+use super::handle::Service;
 use crate::error::{Error, Result};
 use crate::model::{ResetCounts, ResetScope};
-
-/// Makes the configuration's resources (queues, topics, subscriptions, mappings of the
-/// config file) again after a reset; given to [`Service::set_provisioner`] by the binary
-/// that read the file. Errors: a message saying which resource the service refused.
-pub type Provisioner = Arc<
-    dyn for<'a> Fn(
-            &'a Service,
-        )
-            -> Pin<Box<dyn Future<Output = std::result::Result<(), String>> + Send + 'a>>
-        + Send
-        + Sync,
->;
+use crate::service::core::access::Principal;
 
 impl Service {
     /// Sets what [`Service::reset`] runs after removing the default account's resources

@@ -42,7 +42,7 @@ pub enum Resource<'a> {
     /// (`DestinationArn`) when given: see [`move_task`] for what each needs.
     MoveTask(&'a str, Option<&'a str>),
     /// A running message move task by its `TaskHandle`: its source queue, as the store
-    /// holds it ([`Service::move_task_source`]).
+    /// holds it ([`Sqs::move_task_source`]).
     TaskHandle(&'a str),
     /// A topic by its ARN (`TopicArn`).
     TopicArn(&'a str),
@@ -55,7 +55,7 @@ pub enum Resource<'a> {
     /// reach); with neither (a `PhoneNumber`), the caller's account.
     PublishTarget(Option<&'a str>, Option<&'a str>),
     /// A subscription by its ARN (`SubscriptionArn`): the topic it really belongs to, as
-    /// the store holds it ([`Service::subscription_by_arn`]), not the ARN's text.
+    /// the store holds it ([`SnsDelivery::subscription_by_arn`]), not the ARN's text.
     Subscription(&'a str),
     /// An event source mapping by its `UUID`, in the account it belongs to.
     Mapping(&'a str),
@@ -205,7 +205,7 @@ pub async fn check(svc: &Service, ctx: &Context, access: Access<'_>) -> Result<(
         }
         Resource::NewQueue(name) => Resolved::Queue(ctx.named_queue_key(svc, name, None)),
         Resource::QueueArn(arn) | Resource::MoveTask(arn, _) => queue(svc.key_of_arn(arn, "sqs")),
-        Resource::TaskHandle(handle) => queue(svc.move_task_source(handle).await?),
+        Resource::TaskHandle(handle) => queue(svc.sqs().move_task_source(handle).await?),
         Resource::TopicArn(arn) | Resource::ResourceArn(arn) => topic(svc.key_of_arn(arn, "sns")),
         // A TargetArn that is not a push endpoint is published to as a topic
         // (`Service::publish_as`), so it is checked as one.
@@ -221,25 +221,26 @@ pub async fn check(svc: &Service, ctx: &Context, access: Access<'_>) -> Result<(
             Resolved::Topic(svc.resource_key(&p.account_id, &p.region, name))
         }
         Resource::Subscription(arn) => topic(
-            svc.subscription_by_arn(arn)
+            svc.sns()
+                .subscription_by_arn(arn)
                 .await
                 .ok()
                 .map(|s| s.topic_name),
         ),
-        Resource::Mapping(uuid) => match svc.find_event_source_mapping(uuid).await? {
+        Resource::Mapping(uuid) => match svc.functions().find_event_source_mapping(uuid).await? {
             Some(m) => Resolved::Other {
-                arn: svc.mapping_arn(&m),
-                account: svc.mapping_account(&m).to_owned(),
+                arn: svc.functions().mapping_arn(&m),
+                account: svc.functions().mapping_account(&m).to_owned(),
             },
             None => Resolved::Account,
         },
         // A configured function belongs to its account (`account` in its config): another
         // account's caller is refused, as a function without a resource-based policy
         // granting it the action refuses it.
-        Resource::Function(name) => match svc.function(name) {
+        Resource::Function(name) => match svc.functions().function(name) {
             Ok(f) => Resolved::Other {
-                arn: svc.function_arn(&f.name),
-                account: svc.function_account(f).to_owned(),
+                arn: svc.functions().function_arn(&f.name),
+                account: svc.functions().function_account(f).to_owned(),
             },
             Err(_) => Resolved::Account,
         },

@@ -548,13 +548,14 @@ pub(crate) mod future_sizes {
                 ),
             ),
             (
-                "Service::receive_message_until",
+                "Sqs::receive_message_until",
                 probe(
                     |(s, r): (
                         &'static Service,
                         &'static loft_core::service::ReceiveMessage,
                     )| {
-                        s.receive_message_until("q", r, std::future::pending())
+                        s.sqs()
+                            .receive_message_until("q", r, std::future::pending())
                     },
                 ),
             ),

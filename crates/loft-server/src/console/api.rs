@@ -100,7 +100,7 @@ pub fn message_json(m: &PeekedMessage) -> Value {
 
 /// `GET /_loft/queues[?filter=TEXT&offset=N&limit=N]`: a page of the caller's account's
 /// queues in its region (every queue of the default account and region for an open Loft;
-/// [`Service::visible_queues`]; see the module doc), with the headers `X-Total-Count` (queues matching the filter) and, when more
+/// [`Sqs::visible_queues`]; see the module doc), with the headers `X-Total-Count` (queues matching the filter) and, when more
 /// follow, `Link: <...>; rel="next"`.
 pub async fn queues(
     State(svc): Svc,
@@ -248,6 +248,7 @@ pub async fn send(
         ))
     })?;
     let out = svc
+        .sqs()
         .send_message(
             &svc.canonical_key(&name),
             SendMessage {
@@ -273,7 +274,7 @@ pub async fn send(
 
 /// `POST /_loft/queues/{name}/purge`: PurgeQueue.
 pub async fn purge(State(svc): Svc, Path(name): Path<String>) -> Result<Response, ConsoleError> {
-    svc.purge_queue(&svc.canonical_key(&name)).await?;
+    svc.sqs().purge_queue(&svc.canonical_key(&name)).await?;
     Ok(Json(json!({"purged": true})).into_response())
 }
 
@@ -281,6 +282,7 @@ pub async fn purge(State(svc): Svc, Path(name): Path<String>) -> Result<Response
 /// back to each message's source queue.
 pub async fn redrive(State(svc): Svc, Path(name): Path<String>) -> Result<Response, ConsoleError> {
     let handle = svc
+        .sqs()
         .start_message_move_task(&svc.canonical_key(&name), None, None)
         .await?;
     Ok(Json(json!({"task_handle": handle})).into_response())
@@ -339,7 +341,7 @@ pub async fn topics(State(svc): Svc, caller: Caller) -> Result<Response, Console
 /// "last_modified"}]`, `last_modified` in ms).
 pub async fn mappings(State(svc): Svc, caller: Caller) -> Result<Response, ConsoleError> {
     let caller = crate::auth::caller(&svc, caller);
-    let list = svc.mapping_overview(&caller.account_id).await?;
+    let list = svc.functions().mapping_overview(&caller.account_id).await?;
     let out: Vec<Value> = list
         .into_iter()
         .map(|(v, poller)| {

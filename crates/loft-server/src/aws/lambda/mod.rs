@@ -60,7 +60,7 @@ fn function_out(svc: &Service, f: &FunctionConfig) -> FunctionConfiguration {
     };
     FunctionConfiguration {
         function_name: f.name.clone(),
-        function_arn: svc.function_arn(&f.name),
+        function_arn: svc.functions().function_arn(&f.name),
         timeout: f.timeout_seconds,
         version: "$LATEST".into(),
         state: "Active".into(),
@@ -83,6 +83,7 @@ pub async fn call(svc: &Service, ctx: &Context, req: LambdaRequest) -> Result<La
     Ok(match req {
         LambdaRequest::CreateEventSourceMapping(r) => {
             let v = svc
+                .functions()
                 .create_event_source_mapping(
                     account,
                     MappingInput {
@@ -100,11 +101,15 @@ pub async fn call(svc: &Service, ctx: &Context, req: LambdaRequest) -> Result<La
             LambdaResponse::EventSourceMapping(202, Box::new(mapping_out(v)))
         }
         LambdaRequest::GetEventSourceMapping(r) => {
-            let v = svc.get_event_source_mapping(account, &r.uuid).await?;
+            let v = svc
+                .functions()
+                .get_event_source_mapping(account, &r.uuid)
+                .await?;
             LambdaResponse::EventSourceMapping(200, Box::new(mapping_out(v)))
         }
         LambdaRequest::ListEventSourceMappings(r) => {
             let (page, next) = svc
+                .functions()
                 .list_event_source_mappings(
                     account,
                     r.event_source_arn.as_deref(),
@@ -123,6 +128,7 @@ pub async fn call(svc: &Service, ctx: &Context, req: LambdaRequest) -> Result<La
             body: r,
         }) => {
             let v = svc
+                .functions()
                 .update_event_source_mapping(
                     account,
                     &uuid,
@@ -141,11 +147,14 @@ pub async fn call(svc: &Service, ctx: &Context, req: LambdaRequest) -> Result<La
             LambdaResponse::EventSourceMapping(202, Box::new(mapping_out(v)))
         }
         LambdaRequest::DeleteEventSourceMapping(r) => {
-            let v = svc.delete_event_source_mapping(account, &r.uuid).await?;
+            let v = svc
+                .functions()
+                .delete_event_source_mapping(account, &r.uuid)
+                .await?;
             LambdaResponse::EventSourceMapping(202, Box::new(mapping_out(v)))
         }
         LambdaRequest::GetFunction(r) => {
-            let f = svc.own_function(account, &r.function_name)?;
+            let f = svc.functions().own_function(account, &r.function_name)?;
             LambdaResponse::Function(Box::new(GetFunctionResponse {
                 configuration: function_out(svc, f),
                 code: FunctionCodeLocation {
@@ -154,7 +163,7 @@ pub async fn call(svc: &Service, ctx: &Context, req: LambdaRequest) -> Result<La
             }))
         }
         LambdaRequest::ListFunctions(r) => {
-            let all = svc.own_functions(account);
+            let all = svc.functions().own_functions(account);
             let start: usize = match r.marker.as_deref() {
                 Some(m) => m.parse().map_err(|_| {
                     Error::new(ErrorCode::LambdaInvalidParameterValue, "Invalid Marker")

@@ -90,23 +90,28 @@ pub async fn call(
     super::access::check(svc, ctx, req.access()).await?;
     Ok(match req {
         R::AddPermission(i) => {
-            svc.add_topic_permission(&i.topic_arn, &i.label, &i.aws_account_id, &i.action_name)
+            svc.sns()
+                .add_topic_permission(&i.topic_arn, &i.label, &i.aws_account_id, &i.action_name)
                 .await?;
             S::AddPermission(NoOutput)
         }
         R::CheckIfPhoneNumberIsOptedOut(i) => {
             S::CheckIfPhoneNumberIsOptedOut(CheckIfPhoneNumberIsOptedOutResponse {
-                is_opted_out: Some(svc.sms_opted_out(&i.phone_number)?),
+                is_opted_out: Some(svc.sns().sms_opted_out(&i.phone_number)?),
             })
         }
         R::ConfirmSubscription(i) => {
-            let arn = svc.confirm_subscription(&i.topic_arn, &i.token).await?;
+            let arn = svc
+                .sns()
+                .confirm_subscription(&i.topic_arn, &i.token)
+                .await?;
             S::ConfirmSubscription(ConfirmSubscriptionResponse {
                 subscription_arn: Some(arn),
             })
         }
         R::CreatePlatformApplication(i) => {
             let arn = svc
+                .sns()
                 .create_platform_application(
                     ctx.principal.scope(),
                     &i.name,
@@ -126,6 +131,7 @@ pub async fn call(
                 attrs.entry("CustomUserData".into()).or_insert(d);
             }
             let arn = svc
+                .sns()
                 .create_platform_endpoint(
                     &ctx.principal.account_id,
                     &i.platform_application_arn,
@@ -144,75 +150,84 @@ pub async fn call(
             }
             let p = &ctx.principal;
             if let Some(policy) = attrs.get("DataProtectionPolicy") {
-                svc.authorize_findings_destinations(p, policy).await?;
+                svc.sns().authorize_findings_destinations(p, policy).await?;
             }
             let key = svc.resource_key(&p.account_id, &p.region, &i.name);
-            let t = svc.create_topic(&key, attrs, tags_in(i.tags)).await?;
+            let t = svc.sns().create_topic(&key, attrs, tags_in(i.tags)).await?;
             S::CreateTopic(CreateTopicResponse {
                 topic_arn: Some(svc.topic_arn(&t.name)),
             })
         }
         R::DeleteEndpoint(i) => {
-            svc.delete_platform(&ctx.principal.account_id, &i.endpoint_arn)
+            svc.sns()
+                .delete_platform(&ctx.principal.account_id, &i.endpoint_arn)
                 .await?;
             S::DeleteEndpoint(NoOutput)
         }
         R::DeletePlatformApplication(i) => {
-            svc.delete_platform(&ctx.principal.account_id, &i.platform_application_arn)
+            svc.sns()
+                .delete_platform(&ctx.principal.account_id, &i.platform_application_arn)
                 .await?;
             S::DeletePlatformApplication(NoOutput)
         }
         R::DeleteTopic(i) => {
-            svc.delete_topic(&i.topic_arn).await?;
+            svc.sns().delete_topic(&i.topic_arn).await?;
             S::DeleteTopic(NoOutput)
         }
         R::GetEndpointAttributes(i) => S::GetEndpointAttributes(GetEndpointAttributesResponse {
             attributes: some_map(
-                svc.platform_attributes(
-                    &ctx.principal.account_id,
-                    PlatformKind::Endpoint,
-                    &i.endpoint_arn,
-                )
-                .await?,
+                svc.sns()
+                    .platform_attributes(
+                        &ctx.principal.account_id,
+                        PlatformKind::Endpoint,
+                        &i.endpoint_arn,
+                    )
+                    .await?,
             ),
         }),
         R::GetPlatformApplicationAttributes(i) => {
             S::GetPlatformApplicationAttributes(GetPlatformApplicationAttributesResponse {
                 attributes: some_map(
-                    svc.platform_attributes(
-                        &ctx.principal.account_id,
-                        PlatformKind::Application,
-                        &i.platform_application_arn,
-                    )
-                    .await?,
+                    svc.sns()
+                        .platform_attributes(
+                            &ctx.principal.account_id,
+                            PlatformKind::Application,
+                            &i.platform_application_arn,
+                        )
+                        .await?,
                 ),
             })
         }
         R::GetSMSAttributes(i) => S::GetSMSAttributes(GetSMSAttributesResponse {
             attributes: some_map(
-                svc.sms_attributes(ctx.principal.scope(), &i.attributes.unwrap_or_default())
+                svc.sns()
+                    .sms_attributes(ctx.principal.scope(), &i.attributes.unwrap_or_default())
                     .await?,
             ),
         }),
         R::GetSMSSandboxAccountStatus(_) => {
             S::GetSMSSandboxAccountStatus(GetSMSSandboxAccountStatusResult {
-                is_in_sandbox: svc.sms_sandbox(),
+                is_in_sandbox: svc.sns().sms_sandbox(),
             })
         }
         R::GetSubscriptionAttributes(i) => {
-            let attrs = svc.get_subscription_attributes(&i.subscription_arn).await?;
+            let attrs = svc
+                .sns()
+                .get_subscription_attributes(&i.subscription_arn)
+                .await?;
             S::GetSubscriptionAttributes(GetSubscriptionAttributesResponse {
                 attributes: some_map(attrs),
             })
         }
         R::GetTopicAttributes(i) => {
-            let attrs = svc.get_topic_attributes(&i.topic_arn).await?;
+            let attrs = svc.sns().get_topic_attributes(&i.topic_arn).await?;
             S::GetTopicAttributes(GetTopicAttributesResponse {
                 attributes: some_map(attrs),
             })
         }
         R::ListEndpointsByPlatformApplication(i) => {
             let endpoints = svc
+                .sns()
                 .list_platform(ctx.principal.scope(), Some(&i.platform_application_arn))
                 .await?
                 .into_iter()
@@ -227,7 +242,7 @@ pub async fn call(
             })
         }
         R::ListPhoneNumbersOptedOut(i) => {
-            let page = svc.phone_numbers_opted_out(i.next_token.as_deref());
+            let page = svc.sns().phone_numbers_opted_out(i.next_token.as_deref());
             S::ListPhoneNumbersOptedOut(ListPhoneNumbersOptedOutResponse {
                 phone_numbers: page.items,
                 next_token: page.next_token,
@@ -235,6 +250,7 @@ pub async fn call(
         }
         R::ListPlatformApplications(_) => {
             let platform_applications = svc
+                .sns()
                 .list_platform(ctx.principal.scope(), None)
                 .await?
                 .into_iter()
@@ -250,12 +266,13 @@ pub async fn call(
         }
         R::ListSubscriptions(i) => {
             let page = svc
+                .sns()
                 .list_subscriptions_of(ctx.principal.scope(), i.next_token.as_deref())
                 .await?;
             let items = page
                 .items
                 .iter()
-                .map(|s| svc.subscription_summary(s))
+                .map(|s| svc.sns().subscription_summary(s))
                 .collect();
             S::ListSubscriptions(ListSubscriptionsResponse {
                 subscriptions: subscriptions(items),
@@ -264,6 +281,7 @@ pub async fn call(
         }
         R::ListSubscriptionsByTopic(i) => {
             let page = svc
+                .sns()
                 .list_subscription_summaries(Some(&i.topic_arn), i.next_token.as_deref())
                 .await?;
             S::ListSubscriptionsByTopic(ListSubscriptionsByTopicResponse {
@@ -272,7 +290,7 @@ pub async fn call(
             })
         }
         R::ListTagsForResource(i) => {
-            let tags = svc.topic_tags(&i.resource_arn).await?;
+            let tags = svc.sns().topic_tags(&i.resource_arn).await?;
             S::ListTagsForResource(ListTagsForResourceResponse {
                 tags: tags
                     .into_iter()
@@ -282,6 +300,7 @@ pub async fn call(
         }
         R::ListTopics(i) => {
             let page = svc
+                .sns()
                 .list_topics_of(ctx.principal.scope(), i.next_token.as_deref())
                 .await?;
             S::ListTopics(ListTopicsResponse {
@@ -296,7 +315,7 @@ pub async fn call(
             })
         }
         R::OptInPhoneNumber(i) => {
-            svc.opt_in_phone_number(&i.phone_number)?;
+            svc.sns().opt_in_phone_number(&i.phone_number)?;
             S::OptInPhoneNumber(OptInPhoneNumberResponse {})
         }
         R::Publish(i) => {
@@ -324,7 +343,8 @@ pub async fn call(
                 trace_header: ctx.trace_header.clone(),
             };
             S::Publish(publish_output(
-                svc.publish_as(&ctx.principal.account_id, target, req)
+                svc.sns()
+                    .publish_as(&ctx.principal.account_id, target, req)
                     .await?,
             ))
         }
@@ -348,7 +368,11 @@ pub async fn call(
                 .collect();
             let mut successful = Vec::new();
             let mut failed = Vec::new();
-            for (id, r) in svc.publish_batch_entries(&i.topic_arn, entries).await? {
+            for (id, r) in svc
+                .sns()
+                .publish_batch_entries(&i.topic_arn, entries)
+                .await?
+            {
                 match r {
                     Ok(r) => successful.push(PublishBatchResultEntry {
                         id: Some(id),
@@ -366,74 +390,87 @@ pub async fn call(
             S::PublishBatch(PublishBatchResponse { successful, failed })
         }
         R::PutDataProtectionPolicy(i) => {
-            svc.authorize_findings_destinations(&ctx.principal, &i.data_protection_policy)
+            svc.sns()
+                .authorize_findings_destinations(&ctx.principal, &i.data_protection_policy)
                 .await?;
-            svc.put_data_protection_policy(&i.resource_arn, &i.data_protection_policy)
+            svc.sns()
+                .put_data_protection_policy(&i.resource_arn, &i.data_protection_policy)
                 .await?;
             S::PutDataProtectionPolicy(NoOutput)
         }
         R::GetDataProtectionPolicy(i) => {
             S::GetDataProtectionPolicy(GetDataProtectionPolicyResponse {
                 data_protection_policy: Some(
-                    svc.get_data_protection_policy(&i.resource_arn).await?,
+                    svc.sns()
+                        .get_data_protection_policy(&i.resource_arn)
+                        .await?,
                 ),
             })
         }
         R::RemovePermission(i) => {
-            svc.remove_topic_permission(&i.topic_arn, &i.label).await?;
+            svc.sns()
+                .remove_topic_permission(&i.topic_arn, &i.label)
+                .await?;
             S::RemovePermission(NoOutput)
         }
         R::SetEndpointAttributes(i) => {
-            svc.set_platform_attributes(
-                &ctx.principal.account_id,
-                PlatformKind::Endpoint,
-                &i.endpoint_arn,
-                Some(i.attributes.into_inner()),
-            )
-            .await?;
+            svc.sns()
+                .set_platform_attributes(
+                    &ctx.principal.account_id,
+                    PlatformKind::Endpoint,
+                    &i.endpoint_arn,
+                    Some(i.attributes.into_inner()),
+                )
+                .await?;
             S::SetEndpointAttributes(NoOutput)
         }
         R::SetPlatformApplicationAttributes(i) => {
-            svc.set_platform_attributes(
-                &ctx.principal.account_id,
-                PlatformKind::Application,
-                &i.platform_application_arn,
-                i.attributes.map(|a| a.into_inner()),
-            )
-            .await?;
+            svc.sns()
+                .set_platform_attributes(
+                    &ctx.principal.account_id,
+                    PlatformKind::Application,
+                    &i.platform_application_arn,
+                    i.attributes.map(|a| a.into_inner()),
+                )
+                .await?;
             S::SetPlatformApplicationAttributes(NoOutput)
         }
         R::SetSMSAttributes(i) => {
-            svc.set_sms_attributes(ctx.principal.scope(), i.attributes.into_inner())
+            svc.sns()
+                .set_sms_attributes(ctx.principal.scope(), i.attributes.into_inner())
                 .await?;
             S::SetSMSAttributes(SetSMSAttributesResponse {})
         }
         R::SetSubscriptionAttributes(i) => {
-            svc.set_subscription_attribute(
-                &i.subscription_arn,
-                &i.attribute_name,
-                i.attribute_value.as_deref().unwrap_or(""),
-            )
-            .await?;
+            svc.sns()
+                .set_subscription_attribute(
+                    &i.subscription_arn,
+                    &i.attribute_name,
+                    i.attribute_value.as_deref().unwrap_or(""),
+                )
+                .await?;
             S::SetSubscriptionAttributes(NoOutput)
         }
         R::SetTopicAttributes(i) => {
             if i.attribute_name == "DataProtectionPolicy" {
                 let policy = i.attribute_value.as_deref().unwrap_or("");
-                svc.authorize_findings_destinations(&ctx.principal, policy)
+                svc.sns()
+                    .authorize_findings_destinations(&ctx.principal, policy)
                     .await?;
             }
-            svc.set_topic_attribute(
-                &i.topic_arn,
-                &i.attribute_name,
-                i.attribute_value.as_deref().unwrap_or(""),
-            )
-            .await?;
+            svc.sns()
+                .set_topic_attribute(
+                    &i.topic_arn,
+                    &i.attribute_name,
+                    i.attribute_value.as_deref().unwrap_or(""),
+                )
+                .await?;
             S::SetTopicAttributes(NoOutput)
         }
         R::Subscribe(i) => {
             let principal = ctx.principal.enforced.then_some(&*ctx.principal.arn);
             let r = svc
+                .sns()
                 .subscribe_as(
                     principal,
                     &i.topic_arn,
@@ -448,16 +485,17 @@ pub async fn call(
             })
         }
         R::TagResource(i) => {
-            svc.tag_topic(&i.resource_arn, tags_in(Some(i.tags)))
+            svc.sns()
+                .tag_topic(&i.resource_arn, tags_in(Some(i.tags)))
                 .await?;
             S::TagResource(TagResourceResponse {})
         }
         R::Unsubscribe(i) => {
-            svc.unsubscribe(&i.subscription_arn).await?;
+            svc.sns().unsubscribe(&i.subscription_arn).await?;
             S::Unsubscribe(NoOutput)
         }
         R::UntagResource(i) => {
-            svc.untag_topic(&i.resource_arn, &i.tag_keys).await?;
+            svc.sns().untag_topic(&i.resource_arn, &i.tag_keys).await?;
             S::UntagResource(UntagResourceResponse {})
         }
     })

@@ -464,7 +464,7 @@ structure! {
         PlatformApplicationArn: platform_application_arn: String,
         /// Attributes to set. Required in the botocore model; AWS checks the ARN's form
         /// before their absence (recorded), so the Service refuses `None`
-        /// ([`loft_core::Service::set_platform_attributes`]).
+        /// ([`loft_core::service::Sns::set_platform_attributes`]).
         Attributes: attributes: Option<MapStringToString>,
     }
 

@@ -342,7 +342,7 @@ async fn start(svc: Arc<Service>, ctx: Context, req: SqsRequest) -> Result<Opera
     super::access::check(&svc, &ctx, req.access()).await?;
     if svc.config().auto_create_queues {
         if let Some(key) = auto_created(&svc, &ctx, &req) {
-            svc.auto_create_queue(&ctx.principal, &key).await?;
+            svc.sqs().auto_create_queue(&ctx.principal, &key).await?;
         }
     }
     Ok(match req {
@@ -352,7 +352,7 @@ async fn start(svc: Arc<Service>, ctx: Context, req: SqsRequest) -> Result<Opera
 }
 
 /// The queue key of the operations that create a missing queue when
-/// `auto_create_queues` is on ([`Service::auto_create_queue`]): GetQueueUrl, SendMessage,
+/// `auto_create_queues` is on ([`Sqs::auto_create_queue`]): GetQueueUrl, SendMessage,
 /// SendMessageBatch and ReceiveMessage; `None` for every other operation.
 fn auto_created(svc: &Service, ctx: &Context, req: &SqsRequest) -> Option<String> {
     match req {
@@ -378,7 +378,7 @@ fn auto_created(svc: &Service, ctx: &Context, req: &SqsRequest) -> Option<String
 /// Service, the queue's key, the Service's `ReceiveMessage` and the client-link watch.
 ///
 /// Errors: `QueueDoesNotExist` for a URL that names no queue (here); those of
-/// [`Service::receive_message`] (from the future).
+/// [`Sqs::receive_message`] (from the future).
 fn receive_message(
     svc: Arc<Service>,
     ctx: &Context,
@@ -417,7 +417,7 @@ pub(crate) type Gone = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + 
 /// owns in place, where an `async fn` would keep its arguments twice (as arguments, and
 /// as the locals they are moved into), for the whole wait.
 ///
-/// Errors: those of [`Service::receive_message`].
+/// Errors: those of [`Sqs::receive_message`].
 #[allow(clippy::manual_async_fn)] // an `async fn` would hold its arguments twice (above)
 pub(crate) fn receive_wait(
     svc: Arc<Service>,
@@ -426,7 +426,7 @@ pub(crate) fn receive_wait(
     gone: Gone,
 ) -> impl std::future::Future<Output = Result<SqsResponse>> + Send + 'static {
     async move {
-        let received = svc.receive_message_until(&name, &r, gone).await?;
+        let received = svc.sqs().receive_message_until(&name, &r, gone).await?;
         crate::observe::link_to_sends(
             received
                 .iter()
@@ -458,28 +458,30 @@ async fn operation(svc: Arc<Service>, ctx: Context, req: SqsRequest) -> Result<S
     let queue = |url: &str| ctx.queue_key(svc, url);
     Ok(match req {
         R::AddPermission(i) => {
-            svc.add_permission(
-                &queue(&i.queue_url)?,
-                &i.label,
-                &i.aws_account_ids.unwrap_or_default(),
-                &i.actions.unwrap_or_default(),
-            )
-            .await?;
+            svc.sqs()
+                .add_permission(
+                    &queue(&i.queue_url)?,
+                    &i.label,
+                    &i.aws_account_ids.unwrap_or_default(),
+                    &i.actions.unwrap_or_default(),
+                )
+                .await?;
             S::AddPermission(NoOutput)
         }
         R::CancelMessageMoveTask(i) => {
-            let moved = svc.cancel_message_move_task(&i.task_handle).await?;
+            let moved = svc.sqs().cancel_message_move_task(&i.task_handle).await?;
             S::CancelMessageMoveTask(CancelMessageMoveTaskResult {
                 approximate_number_of_messages_moved: Some(moved as i64),
             })
         }
         R::ChangeMessageVisibility(i) => {
-            svc.change_visibility(
-                &queue(&i.queue_url)?,
-                &i.receipt_handle,
-                i.visibility_timeout,
-            )
-            .await?;
+            svc.sqs()
+                .change_visibility(
+                    &queue(&i.queue_url)?,
+                    &i.receipt_handle,
+                    i.visibility_timeout,
+                )
+                .await?;
             S::ChangeMessageVisibility(NoOutput)
         }
         R::ChangeMessageVisibilityBatch(i) => {
@@ -489,7 +491,10 @@ async fn operation(svc: Arc<Service>, ctx: Context, req: SqsRequest) -> Result<S
                 |e| e.id.clone(),
                 |e| Ok((e.receipt_handle, e.visibility_timeout)),
             );
-            let results = svc.change_visibility_batch_entries(&name, batch).await?;
+            let results = svc
+                .sqs()
+                .change_visibility_batch_entries(&name, batch)
+                .await?;
             let (successful, failed) = outcome(results, |id, ()| {
                 ChangeMessageVisibilityBatchResultEntry { id }
             });
@@ -500,6 +505,7 @@ async fn operation(svc: Arc<Service>, ctx: Context, req: SqsRequest) -> Result<S
         }
         R::CreateQueue(i) => {
             let q = svc
+                .sqs()
                 .create_queue(
                     &ctx.named_queue_key(svc, &i.queue_name, None),
                     map_or_empty(i.attributes),
@@ -511,24 +517,26 @@ async fn operation(svc: Arc<Service>, ctx: Context, req: SqsRequest) -> Result<S
             })
         }
         R::DeleteMessage(i) => {
-            svc.delete_message(&queue(&i.queue_url)?, &i.receipt_handle)
+            svc.sqs()
+                .delete_message(&queue(&i.queue_url)?, &i.receipt_handle)
                 .await?;
             S::DeleteMessage(NoOutput)
         }
         R::DeleteMessageBatch(i) => {
             let name = queue(&i.queue_url)?;
             let batch = entries(i.entries, |e| e.id.clone(), |e| Ok(e.receipt_handle));
-            let results = svc.delete_message_batch_entries(&name, batch).await?;
+            let results = svc.sqs().delete_message_batch_entries(&name, batch).await?;
             let (successful, failed) =
                 outcome(results, |id, ()| DeleteMessageBatchResultEntry { id });
             S::DeleteMessageBatch(DeleteMessageBatchResult { successful, failed })
         }
         R::DeleteQueue(i) => {
-            svc.delete_queue(&queue(&i.queue_url)?).await?;
+            svc.sqs().delete_queue(&queue(&i.queue_url)?).await?;
             S::DeleteQueue(NoOutput)
         }
         R::GetQueueAttributes(i) => {
             let attrs = svc
+                .sqs()
                 .get_queue_attributes(
                     &queue(&i.queue_url)?,
                     &i.attribute_names.unwrap_or_default(),
@@ -553,6 +561,7 @@ async fn operation(svc: Arc<Service>, ctx: Context, req: SqsRequest) -> Result<S
         }
         R::ListDeadLetterSourceQueues(i) => {
             let page = svc
+                .sqs()
                 .list_dead_letter_sources(
                     &queue(&i.queue_url)?,
                     i.max_results,
@@ -570,7 +579,10 @@ async fn operation(svc: Arc<Service>, ctx: Context, req: SqsRequest) -> Result<S
         }
         R::ListMessageMoveTasks(i) => {
             let source = move_task_queue_key(svc, &ctx.principal, &i.source_arn, "SourceArn")?;
-            let tasks = svc.list_message_move_tasks(&source, i.max_results).await?;
+            let tasks = svc
+                .sqs()
+                .list_message_move_tasks(&source, i.max_results)
+                .await?;
             S::ListMessageMoveTasks(ListMessageMoveTasksResult {
                 results: tasks
                     .into_iter()
@@ -589,13 +601,14 @@ async fn operation(svc: Arc<Service>, ctx: Context, req: SqsRequest) -> Result<S
             })
         }
         R::ListQueueTags(i) => {
-            let tags = svc.list_queue_tags(&queue(&i.queue_url)?).await?;
+            let tags = svc.sqs().list_queue_tags(&queue(&i.queue_url)?).await?;
             S::ListQueueTags(ListQueueTagsResult {
                 tags: (!tags.is_empty()).then(|| tags.into()),
             })
         }
         R::ListQueues(i) => {
             let page = svc
+                .sqs()
                 .list_queues_of(
                     ctx.principal.scope(),
                     i.queue_name_prefix.as_deref(),
@@ -614,12 +627,13 @@ async fn operation(svc: Arc<Service>, ctx: Context, req: SqsRequest) -> Result<S
             })
         }
         R::PurgeQueue(i) => {
-            svc.purge_queue(&queue(&i.queue_url)?).await?;
+            svc.sqs().purge_queue(&queue(&i.queue_url)?).await?;
             S::PurgeQueue(NoOutput)
         }
         R::ReceiveMessage(i) => return receive_message(svc.clone(), ctx, i)?.await,
         R::RemovePermission(i) => {
-            svc.remove_permission(&queue(&i.queue_url)?, &i.label)
+            svc.sqs()
+                .remove_permission(&queue(&i.queue_url)?, &i.label)
                 .await?;
             S::RemovePermission(NoOutput)
         }
@@ -634,7 +648,7 @@ async fn operation(svc: Arc<Service>, ctx: Context, req: SqsRequest) -> Result<S
                 i.message_group_id,
                 i.message_deduplication_id,
             )?;
-            S::SendMessage(send_result(svc.send_message(&name, m).await?))
+            S::SendMessage(send_result(svc.sqs().send_message(&name, m).await?))
         }
         R::SendMessageBatch(i) => {
             let name = queue(&i.queue_url)?;
@@ -653,7 +667,7 @@ async fn operation(svc: Arc<Service>, ctx: Context, req: SqsRequest) -> Result<S
                     )
                 },
             );
-            let results = svc.send_message_batch_entries(&name, batch).await?;
+            let results = svc.sqs().send_message_batch_entries(&name, batch).await?;
             let (successful, failed) = outcome(results, |id, r| SendMessageBatchResultEntry {
                 id,
                 message_id: r.message_id,
@@ -665,7 +679,8 @@ async fn operation(svc: Arc<Service>, ctx: Context, req: SqsRequest) -> Result<S
             S::SendMessageBatch(SendMessageBatchResult { successful, failed })
         }
         R::SetQueueAttributes(i) => {
-            svc.set_queue_attributes(&queue(&i.queue_url)?, i.attributes.into_inner())
+            svc.sqs()
+                .set_queue_attributes(&queue(&i.queue_url)?, i.attributes.into_inner())
                 .await?;
             S::SetQueueAttributes(NoOutput)
         }
@@ -677,6 +692,7 @@ async fn operation(svc: Arc<Service>, ctx: Context, req: SqsRequest) -> Result<S
                 .map(|a| move_task_queue_key(svc, &ctx.principal, a, "DestinationArn"))
                 .transpose()?;
             let handle = svc
+                .sqs()
                 .start_message_move_task(
                     &source,
                     destination.as_deref(),
@@ -688,12 +704,15 @@ async fn operation(svc: Arc<Service>, ctx: Context, req: SqsRequest) -> Result<S
             })
         }
         R::TagQueue(i) => {
-            svc.tag_queue(&queue(&i.queue_url)?, i.tags.into_inner())
+            svc.sqs()
+                .tag_queue(&queue(&i.queue_url)?, i.tags.into_inner())
                 .await?;
             S::TagQueue(NoOutput)
         }
         R::UntagQueue(i) => {
-            svc.untag_queue(&queue(&i.queue_url)?, &i.tag_keys).await?;
+            svc.sqs()
+                .untag_queue(&queue(&i.queue_url)?, &i.tag_keys)
+                .await?;
             S::UntagQueue(NoOutput)
         }
     })

@@ -10,13 +10,13 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::quotas::QuotaAction;
 use super::receipt::{invalid_handle, Issued, Receipt};
-use super::Service;
+use super::Sqs;
 use crate::attributes::QueueConfig;
 use crate::error::{Error, ErrorCode, Result};
 use crate::message::{self, MessageAttributes};
 use crate::model::*;
+use crate::service::core::quotas::QuotaAction;
 
 /// One message to send (SendMessage, or one SendMessageBatch entry).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -239,7 +239,7 @@ fn not_for_queue_type(name: &str, value: &str) -> Error {
     ))
 }
 
-impl Service {
+impl Sqs {
     /// Validates one message against the queue and builds what the store keeps.
     /// `in_batch` changes the error for a missing MessageGroupId, as AWS does.
     fn build_message(
@@ -357,7 +357,7 @@ impl Service {
 
     /// SendMessage. Errors: `QueueDoesNotExist`, `MissingParameter` (empty body),
     /// `InvalidMessageContents`, `InvalidParameterValue` (size, delay, attributes),
-    /// `RequestThrottled` (a FIFO queue's throughput quota, [`super::quotas`]).
+    /// `RequestThrottled` (a FIFO queue's throughput quota, [`crate::service::core::quotas`]).
     pub async fn send_message(&self, queue_name: &str, m: SendMessage) -> Result<SendResult> {
         let queue = self.queue(queue_name).await?;
         self.charge_fifo_quota(&queue, QuotaAction::Send, [m.group_id.as_deref()])?;
@@ -370,7 +370,7 @@ impl Service {
     /// SendMessageBatch: each entry succeeds or fails on its own; the valid ones are stored
     /// in one transaction. Errors for the whole call: `QueueDoesNotExist`,
     /// `BatchRequestTooLong` (entries together over MaximumMessageSize), `RequestThrottled`
-    /// (a FIFO queue's throughput quota: the batch is one transaction, [`super::quotas`]).
+    /// (a FIFO queue's throughput quota: the batch is one transaction, [`crate::service::core::quotas`]).
     pub async fn send_message_batch(
         &self,
         queue_name: &str,
@@ -482,12 +482,12 @@ impl Service {
     /// in-process by sends and by the next hidden message's expiry. Messages past the
     /// queue's maxReceiveCount move to its dead-letter queue instead.
     ///
-    /// The in-flight limit ([`super::Limits`]) caps how many messages a receive takes; at
+    /// The in-flight limit ([`crate::service::core::limits::Limits`]) caps how many messages a receive takes; at
     /// the limit a standard queue answers `OverLimit` and a FIFO queue returns nothing.
     ///
     /// Errors: `QueueDoesNotExist`, `InvalidParameterValue` (ranges), `OverLimit`,
     /// `RequestThrottled` (a FIFO queue's throughput quota, counted once per request
-    /// however long it waits, [`super::quotas`]).
+    /// however long it waits, [`crate::service::core::quotas`]).
     pub async fn receive_message(
         &self,
         queue_name: &str,
@@ -497,7 +497,7 @@ impl Service {
             .await
     }
 
-    /// [`Service::receive_message`] for a client that may go away: when `gone` resolves
+    /// [`Sqs::receive_message`] for a client that may go away: when `gone` resolves
     /// during the wait (the client's connection closed or reset), the wait ends with no
     /// messages, so none is made invisible for a client that cannot read it and the
     /// request's connection is freed at once rather than at the end of WaitTimeSeconds.
@@ -508,7 +508,7 @@ impl Service {
     /// future down the wait would be held for all of it (memory per waiting long poll:
     /// BENCHMARKS.md, long polls).
     ///
-    /// Errors: those of [`Service::receive_message`].
+    /// Errors: those of [`Sqs::receive_message`].
     pub async fn receive_message_until(
         &self,
         queue_name: &str,
@@ -540,10 +540,10 @@ impl Service {
         .await
     }
 
-    /// [`Service::receive_seed`] whose wait ends early, with `None`, when `gone`
-    /// resolves (the client went away; see [`Service::receive_message_until`]).
+    /// [`Sqs::receive_seed`] whose wait ends early, with `None`, when `gone`
+    /// resolves (the client went away; see [`Sqs::receive_message_until`]).
     ///
-    /// Errors: those of [`Service::receive_seed`].
+    /// Errors: those of [`Sqs::receive_seed`].
     pub async fn receive_seed_until(
         &self,
         queue_name: &str,
@@ -586,7 +586,7 @@ impl Service {
     /// Receives from `queue`; `send_order` hands out the oldest sent visible message first
     /// (the seeds' rule) rather than the one visible longest (SQS's best effort, cheaper);
     /// a wait ends with no messages when `gone` resolves.
-    pub(super) async fn receive_in(
+    pub(in crate::service) async fn receive_in(
         &self,
         queue: &QueueRecord,
         r: &ReceiveMessage,
@@ -656,9 +656,9 @@ impl Service {
                 .in_flight_room(queue.id, config.fifo, max as u32)
                 .await?;
             let take = match room {
-                super::limits::Room::Messages(take) => Some(take),
-                super::limits::Room::Full if attempt.is_some() => Some(0),
-                super::limits::Room::Full => None,
+                crate::service::core::limits::Room::Messages(take) => Some(take),
+                crate::service::core::limits::Room::Full if attempt.is_some() => Some(0),
+                crate::service::core::limits::Room::Full => None,
             };
             let outcome = match take {
                 Some(take) => {
@@ -686,7 +686,7 @@ impl Service {
                 }
                 None => ReceiveOutcome {
                     next_visible_at_ms: Some(
-                        now + super::limits::RECOUNT_INTERVAL.as_millis() as i64,
+                        now + crate::service::core::limits::RECOUNT_INTERVAL.as_millis() as i64,
                     ),
                     ..ReceiveOutcome::default()
                 },
@@ -808,7 +808,7 @@ impl Service {
     /// its message's current receive ([`super::receipt`]).
     ///
     /// Errors: `QueueDoesNotExist`, `ReceiptHandleIsInvalid`, `RequestThrottled` (a FIFO
-    /// queue's throughput quota, [`super::quotas`]).
+    /// queue's throughput quota, [`crate::service::core::quotas`]).
     pub async fn delete_message(&self, queue_name: &str, handle: &str) -> Result<()> {
         let queue = self.queue(queue_name).await?;
         self.charge_fifo_quota(&queue, QuotaAction::Delete, [])?;
@@ -818,7 +818,11 @@ impl Service {
     /// Deletes by receipt handle. On a FIFO queue the handle must be the message's current
     /// one and the message still in flight (AWS rejects handles of expired receives); see
     /// `delete_condition` and `delete_answer` for the rest.
-    pub(super) async fn delete_in(&self, queue: &QueueRecord, handle: &str) -> Result<()> {
+    pub(in crate::service) async fn delete_in(
+        &self,
+        queue: &QueueRecord,
+        handle: &str,
+    ) -> Result<()> {
         let (receipt, issued) = self.receipt_for(queue, handle)?;
         let fifo = QueueConfig::from_attributes(&queue.attributes).fifo;
         let strict = delete_condition(fifo, &receipt, issued, self.now_ms());
@@ -838,7 +842,7 @@ impl Service {
 
     /// DeleteMessageBatch: each handle succeeds or fails on its own.
     /// Errors for the whole call: `QueueDoesNotExist`, `RequestThrottled` (a FIFO queue's
-    /// throughput quota: the batch is one transaction, [`super::quotas`]).
+    /// throughput quota: the batch is one transaction, [`crate::service::core::quotas`]).
     pub async fn delete_message_batch(
         &self,
         queue_name: &str,
@@ -924,7 +928,7 @@ impl Service {
             .await
     }
 
-    pub(super) async fn change_visibility_in(
+    pub(in crate::service) async fn change_visibility_in(
         &self,
         queue: &QueueRecord,
         handle: &str,

@@ -12,21 +12,21 @@ use std::collections::BTreeMap;
 
 use serde_json::{json, Value};
 
-use super::activity::DeliveryOutcome;
 use super::delivery_status;
 use super::envelope::{
     sender_of, structure_key, structured_text, Outgoing, PublishRequest, SignedFields, SqsCopy,
     SqsStep,
 };
-use super::messages::{sequence_number, DEDUP_WINDOW_MS};
 use super::sns_errors::{check_arn_elements, invalid};
-use super::Service;
+use super::{Sns, SnsDelivery};
 use crate::attributes::{SubscriptionConfig, TopicConfig};
 use crate::clock::iso_timestamp;
 use crate::error::{Error, ErrorCode, Result};
 use crate::message::{self, MessageAttributes};
 use crate::model::*;
 use crate::names;
+use crate::service::core::activity::DeliveryOutcome;
+use crate::service::sqs::messages::{sequence_number, DEDUP_WINDOW_MS};
 
 /// Largest SNS message, bytes, attributes included (256 KiB).
 pub const MAX_SNS_MESSAGE: usize = 262_144;
@@ -40,7 +40,7 @@ pub struct PublishResult {
     pub sequence_number: Option<String>,
 }
 
-impl Service {
+impl Sns {
     /// The delivery status record of one SQS copy stored by a publish (see
     /// [`delivery_status`]): SUCCESS, status 200, the queue's MessageId as SQS's answer.
     fn log_sqs_delivery(
@@ -239,11 +239,11 @@ fn validate_sns_attribute_name(name: &str) -> Result<()> {
     Ok(())
 }
 
-impl Service {
+impl Sns {
     /// Publish to a topic (TopicArn or TargetArn) or an SMS number (PhoneNumber), by a
-    /// caller of the default account ([`Service::publish_as`]).
+    /// caller of the default account ([`Sns::publish_as`]).
     ///
-    /// Errors: as [`Service::publish_as`].
+    /// Errors: as [`Sns::publish_as`].
     pub async fn publish(
         &self,
         target: PublishTarget<'_>,
@@ -594,9 +594,23 @@ impl Service {
             // carry no signature).
             let mut signed: BTreeMap<String, (SignedFields, Option<(u8, String)>)> =
                 BTreeMap::new();
-            let mut sign =
-                |svc: &Service, text: &str, raw: bool| -> (SignedFields, Option<(u8, String)>) {
-                    if raw {
+            let mut sign = |svc: &SnsDelivery,
+                            text: &str,
+                            raw: bool|
+             -> (SignedFields, Option<(u8, String)>) {
+                if raw {
+                    let f = svc.notification_fields(
+                        &topic_arn,
+                        &message_id,
+                        text,
+                        req.subject.as_deref(),
+                        &timestamp,
+                    );
+                    return (f, None);
+                }
+                signed
+                    .entry(text.to_owned())
+                    .or_insert_with(|| {
                         let f = svc.notification_fields(
                             &topic_arn,
                             &message_id,
@@ -604,23 +618,11 @@ impl Service {
                             req.subject.as_deref(),
                             &timestamp,
                         );
-                        return (f, None);
-                    }
-                    signed
-                        .entry(text.to_owned())
-                        .or_insert_with(|| {
-                            let f = svc.notification_fields(
-                                &topic_arn,
-                                &message_id,
-                                text,
-                                req.subject.as_deref(),
-                                &timestamp,
-                            );
-                            let sig = svc.signature(topic, &f);
-                            (f, sig)
-                        })
-                        .clone()
-                };
+                        let sig = svc.signature(topic, &f);
+                        (f, sig)
+                    })
+                    .clone()
+            };
             let mut copies: Vec<(SqsCopy, String)> = Vec::new();
             // The raw body this entry's raw copies share (one MD5 per distinct text).
             let mut raw_text = None;
@@ -710,6 +712,7 @@ impl Service {
                     // as an unconfigured one is.
                     P::Lambda
                         if self
+                            .functions
                             .invocable_function(self.split_key(&topic.name).0, &sub.endpoint)
                             .is_ok() =>
                     {
@@ -731,12 +734,14 @@ impl Service {
                             unsubscribe_url: &unsubscribe_url,
                             attributes: delivered_attributes,
                         };
-                        deliveries.extend(self.lambda_delivery(&n, &sub.uuid, &sub.endpoint).map(
-                            |d| NewDelivery {
-                                seal: config.seal(topic.id),
-                                ..d
-                            },
-                        ));
+                        deliveries.extend(
+                            self.functions
+                                .lambda_delivery(&n, &sub.uuid, &sub.endpoint)
+                                .map(|d| NewDelivery {
+                                    seal: config.seal(topic.id),
+                                    ..d
+                                }),
+                        );
                     }
                     // Recorded, not sent: email, SMS, push, Firehose, and a function this
                     // topic may not invoke.

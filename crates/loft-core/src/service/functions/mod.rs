@@ -11,10 +11,9 @@
 //! invocation".
 
 use std::collections::HashSet;
+use std::ops::Deref;
+use std::sync::Arc;
 
-use super::activity::{http_protocol, DeliveryOutcome};
-use super::messages::{ReceiveMessage, ReceivedMessage};
-use super::Service;
 use crate::error::{Error, ErrorCode, Result};
 use crate::filter_policy::{FilterPolicy, FilterPolicyScope};
 use crate::functions::{
@@ -26,6 +25,35 @@ use crate::model::{
     DeliveryRecord, EventSourceMappingRecord, NewDelivery, NewMessage, SubscriptionProtocol,
 };
 use crate::names;
+use crate::service::core::activity::{http_protocol, DeliveryOutcome};
+use crate::service::core::Core;
+use crate::service::sqs::messages::{ReceiveMessage, ReceivedMessage};
+use crate::service::sqs::Sqs;
+
+/// The functions service: the configured functions, SNS `lambda` deliveries and SQS event
+/// source mappings (Lambda API Reference), over the shared [`Core`] it dereferences to.
+/// Reached as [`Service::functions`](crate::service::Service::functions).
+pub struct Functions {
+    /// The shared core: store, clock, configuration, caches.
+    core: Arc<Core>,
+    /// The SQS service: event source mappings receive from and settle in its queues.
+    sqs: Arc<Sqs>,
+}
+
+impl Functions {
+    /// The functions service over `core`, reading mapped queues through `sqs`.
+    pub(in crate::service) fn new(core: Arc<Core>, sqs: Arc<Sqs>) -> Functions {
+        Functions { core, sqs }
+    }
+}
+
+impl Deref for Functions {
+    type Target = Core;
+
+    fn deref(&self) -> &Core {
+        &self.core
+    }
+}
 
 /// How long a node's lease on a mapping lasts (ms); its poller renews it every
 /// [`MAPPING_RENEW_MS`], and another node takes the mapping over once it runs out.
@@ -85,7 +113,7 @@ fn mapping_not_found(uuid: &str) -> Error {
     )
 }
 
-impl Service {
+impl Functions {
     // ----- functions
 
     /// The configured functions, in file order.
@@ -95,7 +123,7 @@ impl Service {
 
     /// The function a FunctionName (name, `name:qualifier`, partial or full ARN) names,
     /// whichever account it belongs to. An ARN (full or partial) must name the function's
-    /// own account ([`Service::function_account`]).
+    /// own account ([`Functions::function_account`]).
     ///
     /// Errors: `ResourceNotFoundException` when no configured function has that name (in
     /// that account).
@@ -125,8 +153,8 @@ impl Service {
         self.function_account(f) == account || f.allow_accounts.iter().any(|a| a == account)
     }
 
-    /// The function `name_or_arn` names ([`Service::function`]) when `account` may invoke
-    /// it ([`Service::may_invoke`]): what a `lambda` subscription of `account`'s topic and
+    /// The function `name_or_arn` names ([`Functions::function`]) when `account` may invoke
+    /// it ([`Functions::may_invoke`]): what a `lambda` subscription of `account`'s topic and
     /// an event source mapping of `account` call. Checked when they are made and again at
     /// each invocation, so a function whose configuration no longer allows the account
     /// stops being invoked for it.
@@ -179,7 +207,7 @@ impl Service {
     }
 
     /// The function a `lambda` delivery `d` calls, when the account of its subscription's
-    /// topic may still invoke it ([`Service::invocable_function`]): checked again at each
+    /// topic may still invoke it ([`Functions::invocable_function`]): checked again at each
     /// attempt, as the configuration can change between Subscribe and delivery.
     ///
     /// Errors: `ResourceNotFoundException` (no such function, not invocable by the topic's
@@ -194,7 +222,7 @@ impl Service {
     }
 
     /// The function mapping `m` invokes, when `m`'s account may still invoke it
-    /// ([`Service::invocable_function`]; checked before each batch).
+    /// ([`Functions::invocable_function`]; checked before each batch).
     ///
     /// Errors: `ResourceNotFoundException`.
     pub fn mapping_function(&self, m: &EventSourceMappingRecord) -> Result<&FunctionConfig> {
@@ -348,7 +376,7 @@ impl Service {
 
     /// Mapping `uuid` as the store holds it, whichever account it belongs to: what the
     /// Lambda adapter's access check resolves a `UUID` to (the mapping's ARN and account,
-    /// [`Service::mapping_arn`], [`Service::mapping_account`]). `None` when there is none.
+    /// [`Functions::mapping_arn`], [`Functions::mapping_account`]). `None` when there is none.
     ///
     /// Errors: `InternalError` when storage fails.
     pub async fn find_event_source_mapping(
@@ -375,7 +403,7 @@ impl Service {
         let arn = self.mapping_arn(&record);
         // Disabled in the store is not yet Disabled: the node holding the lease may still
         // be polling (a batch under way, a receive waiting); it gives the lease up once its
-        // poller has stopped ([`Service::release_mapping`]). Lambda API Reference,
+        // poller has stopped ([`Functions::release_mapping`]). Lambda API Reference,
         // EventSourceMappingConfiguration.State: `Disabling` until the mapping stops.
         let state = state.unwrap_or(if record.enabled {
             "Enabled"
@@ -448,7 +476,7 @@ impl Service {
     }
 
     /// The queue a mapping's EventSourceArn names, in the account and region the ARN
-    /// names ([`Service::key_of_arn`]), through the service's queue lookup.
+    /// names ([`Core::key_of_arn`]), through the service's queue lookup.
     ///
     /// Errors: `InvalidParameterValueException` when it is no SQS queue ARN or the queue
     /// does not exist.
@@ -681,7 +709,7 @@ impl Service {
 
     /// Renews this node's lease on mapping `uuid` and returns it as it is now; `None` when
     /// it was deleted, disabled, or taken by another node: the poller then stops and, once
-    /// no batch of it is under way, calls [`Service::release_mapping`]. A disabled
+    /// no batch of it is under way, calls [`Functions::release_mapping`]. A disabled
     /// mapping keeps its lease until then, so it reads `Disabling`, not `Disabled`, while
     /// this node may still invoke its function.
     pub async fn renew_mapping(&self, uuid: &str) -> Result<Option<EventSourceMappingRecord>> {
@@ -739,6 +767,7 @@ impl Service {
         let queue = self.queue(name).await?;
         for r in records {
             if let Err(e) = self
+                .sqs
                 .change_visibility_in(&queue, &r.receipt_handle, 0)
                 .await
             {
@@ -787,6 +816,7 @@ impl Service {
             attempt_id: None,
         };
         let got = self
+            .sqs
             .receive_in(&queue, &r, false, std::future::pending())
             .await?;
         Ok(got.into_iter().map(record_of).collect())
@@ -887,7 +917,7 @@ impl Service {
         // Not counted against the FIFO throughput quota, as the receive.
         let queue = self.queue(&key).await?;
         for h in handles {
-            match self.delete_in(&queue, h).await {
+            match self.sqs.delete_in(&queue, h).await {
                 Ok(()) => {}
                 // A handle whose visibility ran out meanwhile: the message is someone
                 // else's now, as AWS's DeleteMessage would say.

@@ -7,8 +7,8 @@
 //! A task is a row of the store ([`MoveTaskRecord`]): any node lists and cancels it. The
 //! node that runs it holds a lease ([`MOVE_TASK_LEASE_MS`]) that each step renews in the
 //! step's own transaction, with the step's progress; a cancel stops the runner at its next
-//! step. A node stopping gives its leases up ([`Service::release_move_tasks`]), and
-//! [`Service::resume_move_tasks`] (run every [`MOVE_TASK_POLL`] by the server) takes over
+//! step. A node stopping gives its leases up ([`Sqs::release_move_tasks`]), and
+//! [`Sqs::resume_move_tasks`] (run every [`MOVE_TASK_POLL`] by the server) takes over
 //! running tasks whose lease has ended: after a restart, or on another node once one died.
 
 use std::sync::atomic::Ordering;
@@ -18,7 +18,7 @@ use std::time::Duration;
 use base64::Engine;
 use serde_json::json;
 
-use super::Service;
+use super::Sqs;
 use crate::attributes::QueueConfig;
 use crate::error::{Error, ErrorCode, Result};
 use crate::model::{MoveTarget, MoveTaskLease, MoveTaskRecord, MoveTaskStatus};
@@ -56,7 +56,7 @@ pub struct MoveTask {
     pub started_at_ms: i64,
 }
 
-impl Service {
+impl Sqs {
     /// StartMessageMoveTask: starts moving `source`'s messages (a dead-letter queue) to
     /// `destination`, or each back to its own source queue, at `max_per_second` (1..=500).
     ///
@@ -294,7 +294,7 @@ impl Service {
 
     /// Gives up the running tasks this node holds, so that another node, or this one
     /// started again, takes them over at once instead of after their lease. The server
-    /// calls it when it stops, after [`Service::begin_shutdown`] (which stops the runners).
+    /// calls it when it stops, after [`Core::begin_shutdown`](crate::service::Core::begin_shutdown) (which stops the runners).
     ///
     /// Errors: store errors.
     pub async fn release_move_tasks(&self) -> Result<()> {
@@ -360,7 +360,7 @@ impl Service {
     /// source queue). `None` when no running task has this handle (the operation then
     /// answers `ResourceNotFoundException`, as AWS answers an unknown handle).
     ///
-    /// The handle names its task's source ARN ([`Service::start_message_move_task`] makes
+    /// The handle names its task's source ARN ([`Sqs::start_message_move_task`] makes
     /// it so), but only a handle the store holds for a task of that queue counts: a
     /// handle made up to name another queue finds no task.
     ///

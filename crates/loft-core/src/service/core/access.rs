@@ -1,5 +1,5 @@
 //! Accounts and permissions: who calls ([`Principal`]), which account a queue or topic
-//! belongs to, and whether a call is allowed ([`Service::authorize`]).
+//! belongs to, and whether a call is allowed ([`Core::authorize`]).
 //!
 //! **Accounts and regions.** A queue or topic belongs to one account and one region. Its
 //! store key is its name for the configured default account and region (so every database
@@ -8,12 +8,12 @@
 //! `ACCOUNT/REGION/NAME` in any other region ([`names::scoped_key`]). ARNs and queue URLs
 //! are made from the key, so they carry the right account and region. A request's region
 //! is its SigV4 scope's ([`Principal::region`]); a URL or ARN names its queue's or topic's
-//! account and region ([`Service::queue_key_for`], [`Service::key_of_arn`],
-//! [`Service::check_arn_region`]). With [`ServiceConfig::multi_account`] off (no access key
+//! account and region ([`Core::queue_key_for`], [`Core::key_of_arn`],
+//! [`Core::check_arn_region`]). With [`ServiceConfig::multi_account`] off (no access key
 //! names another account) nothing can be made in another account, so a URL or ARN naming
 //! one names nothing, as on AWS.
 //!
-//! **Permissions.** [`Service::authorize`] evaluates the caller's identity policies and the
+//! **Permissions.** [`Core::authorize`] evaluates the caller's identity policies and the
 //! resource's `Policy` attribute with [`crate::iam::authorize`] (IAM User Guide, "Policy
 //! evaluation logic"): an explicit deny wins, within an account either kind of policy may
 //! allow, across accounts both must. A key without policies may do everything in its own
@@ -24,16 +24,17 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use crate::attributes::SubscriptionConfig;
 use crate::error::{Error, ErrorCode, Result};
 use crate::iam::{self, Caller, Decision, Identity, Policy, Request};
 use crate::names;
 
-use super::{Service, ServiceConfig, DEFAULT_IDENTITY};
+use super::{Core, ServiceConfig, DEFAULT_IDENTITY};
 
 /// The caller of one request, as the protocol adapters authenticated it.
 ///
 /// Its strings are shared (`Arc<str>`), so a clone is a few reference counts: the open
-/// caller is built once per [`Service`] ([`Service::open_principal`]) and cloned per
+/// caller is built once per [`Core`] ([`Core::open_principal`]) and cloned per
 /// request, not formatted again (per-request CPU: BENCHMARKS.md, the floor).
 #[derive(Debug, Clone)]
 pub struct Principal {
@@ -92,7 +93,7 @@ pub fn unique_id(arn: &str) -> String {
 impl Principal {
     /// The caller of an open Loft: the default account's `user/loft`, nothing enforced.
     ///
-    /// A request takes a clone of [`Service::open_principal`] instead of building this.
+    /// A request takes a clone of [`Core::open_principal`] instead of building this.
     pub fn open(config: &ServiceConfig) -> Principal {
         let account_id: Arc<str> = config.account_id.as_str().into();
         Principal {
@@ -213,7 +214,17 @@ impl PolicyCache {
     }
 }
 
-impl Service {
+impl Core {
+    /// The store key of the queue a subscription's RedrivePolicy names as its dead-letter
+    /// queue (`{"deadLetterTargetArn": "arn:aws:sqs:...:NAME"}`), if any.
+    pub(crate) fn subscription_dlq(
+        &self,
+        sub: &crate::model::SubscriptionRecord,
+    ) -> Option<String> {
+        let arn = SubscriptionConfig::from_attributes(&sub.attributes).dead_letter_target_arn?;
+        self.key_of_arn(&arn, "sqs")
+    }
+
     /// Whether accounts other than the default one exist ([`ServiceConfig::multi_account`]).
     pub fn multi_account(&self) -> bool {
         self.config.multi_account
@@ -249,7 +260,7 @@ impl Service {
     }
 
     /// The account whose resources `principal` sees in Loft's own listings (the console's
-    /// and `/_loft/` routes), in [`Service::stored_account`]'s form: its own account when
+    /// and `/_loft/` routes), in [`Core::stored_account`]'s form: its own account when
     /// permissions are enforced (any access key, whether it signed or signed in with HTTP
     /// Basic), `None` (every account) for an open Loft, which has one account only.
     pub fn visible_account(&self, principal: &Principal) -> Option<String> {
@@ -302,7 +313,7 @@ impl Service {
     ///
     /// The region is the request's when it was signed for one ([`Principal::signed_region`]),
     /// else the URL's, else the configured one; the account is the URL's, else the
-    /// caller's. An account no access key names has no queues (see [`Service::resource_key`]).
+    /// caller's. An account no access key names has no queues (see [`Core::resource_key`]).
     ///
     /// Errors: `QueueDoesNotExist` when the URL names a region other than the one the
     /// request was signed for: that queue is not in the region the request is served in.

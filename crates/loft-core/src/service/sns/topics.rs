@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 
 use super::envelope::{sender_of, SignedFields};
 use super::sns_errors::{check_arn_elements, invalid};
-use super::{Principal, Service};
+use super::{Sns, SnsDelivery};
 use crate::attributes::{SubscriptionConfig, TopicConfig};
 use crate::clock::iso_timestamp;
 use crate::delivery_policy::DeliveryPolicy;
@@ -24,6 +24,7 @@ use crate::model::{
     TopicRecord,
 };
 use crate::names::{self, Naming};
+use crate::service::core::access::Principal;
 
 type Map = BTreeMap<String, String>;
 
@@ -284,7 +285,7 @@ fn validate_subscription_attribute(
             }
             value.to_owned()
         }
-        // Started by `Service::start_replay` once the subscription is stored.
+        // Started by `SnsDelivery::start_replay` once the subscription is stored.
         "ReplayPolicy" => {
             super::replay::parse_policy(value)?;
             value.to_owned()
@@ -308,7 +309,7 @@ fn validate_subscription_attribute(
     })
 }
 
-impl Service {
+impl SnsDelivery {
     /// The topic with this ARN. Errors: `InvalidParameter` for a malformed ARN, `NotFound`.
     pub async fn topic_by_arn(&self, arn: &str) -> Result<TopicRecord> {
         check_arn_elements("TopicArn", arn)?;
@@ -354,7 +355,9 @@ impl Service {
     pub fn subscription_arn(&self, s: &SubscriptionRecord) -> String {
         format!("{}:{}", self.topic_arn(&s.topic_name), s.uuid)
     }
+}
 
+impl Sns {
     /// CreateTopic: creates the topic, or returns the existing one when its attributes and
     /// tags match. Errors: `InvalidParameter` (name, FIFO rules, attributes, an existing
     /// topic with other attributes or tags), `TopicLimitExceeded` (the topic cap).
@@ -442,7 +445,7 @@ impl Service {
         Ok(())
     }
 
-    /// ListTopics of the default account and region ([`Service::list_topics_of`]).
+    /// ListTopics of the default account and region ([`Sns::list_topics_of`]).
     /// Errors: `InvalidParameter` for a bad token.
     pub async fn list_topics(&self, next_token: Option<&str>) -> Result<Page<TopicRecord>> {
         let (account, region) = (self.config.account_id.clone(), self.config.region.clone());
@@ -509,7 +512,7 @@ impl Service {
         for (k, v) in &topic.attributes {
             // GetDataProtectionPolicy reads the policy; AWS does not list it here.
             if (k == "FifoTopic" && v == "false")
-                || k == super::POLICY_ATTRIBUTE
+                || k == super::protection::POLICY_ATTRIBUTE
                 || k == super::archive::ARCHIVE_START_ATTRIBUTE
             {
                 continue;
@@ -578,9 +581,9 @@ impl Service {
     }
 
     /// Subscribe by the identity `principal` (an IAM ARN), which GetSubscriptionAttributes
-    /// then reports as `SubscriptionPrincipal` (`None`: [`Service::principal_arn`]).
+    /// then reports as `SubscriptionPrincipal` (`None`: [`Core::principal_arn`](crate::service::Core::principal_arn)).
     ///
-    /// Errors: as [`Service::subscribe`].
+    /// Errors: as [`Sns::subscribe`].
     pub async fn subscribe_as(
         &self,
         principal: Option<&str>,
@@ -626,15 +629,15 @@ impl Service {
         // (`allow_accounts`, as a Lambda resource-based policy's `lambda:InvokeFunction`
         // for that account); checked again at each delivery.
         if protocol == P::Lambda {
-            if let Ok(f) = self.function(endpoint) {
+            if let Ok(f) = self.functions.function(endpoint) {
                 let (account, _) = self.split_key(&topic.name);
-                if !self.may_invoke(account, f) {
+                if !self.functions.may_invoke(account, f) {
                     return Err(Error::new(
                         ErrorCode::AuthorizationError,
                         format!(
                             "User: {} is not authorized to perform: lambda:InvokeFunction on resource: {} because no resource-based policy allows the lambda:InvokeFunction action",
                             principal.map_or_else(|| self.principal_arn(), str::to_owned),
-                            self.function_arn(&f.name)
+                            self.functions.function_arn(&f.name)
                         ),
                     ));
                 }
@@ -1120,7 +1123,7 @@ impl Service {
 
     /// Messages recorded for protocols Loft does not send (email, SMS, push, Lambda,
     /// Firehose), newest first, at most `limit`: those of `principal`'s account only when
-    /// permissions are enforced ([`Service::visible_account`]), every one for an open Loft.
+    /// permissions are enforced ([`Core::visible_account`](crate::service::Core::visible_account)), every one for an open Loft.
     pub async fn recorded_messages(
         &self,
         principal: &Principal,
@@ -1168,10 +1171,13 @@ impl Service {
     }
 
     /// The topics `principal` sees in Loft's own listings (the seeds' `GET /topics`, the
-    /// console's `GET /_loft/topics`), by name: as [`Service::visible_queues`].
+    /// console's `GET /_loft/topics`), by name: as [`Sqs::visible_queues`](crate::service::Sqs::visible_queues).
     ///
     /// Errors: `InternalError` when storage fails.
-    pub async fn visible_topics(&self, principal: &super::Principal) -> Result<Vec<TopicRecord>> {
+    pub async fn visible_topics(
+        &self,
+        principal: &crate::service::core::access::Principal,
+    ) -> Result<Vec<TopicRecord>> {
         if !principal.enforced {
             return self.default_scope_topics().await;
         }
@@ -1275,15 +1281,6 @@ fn check_filter_scope(attrs: &Map) -> Result<()> {
         FilterPolicy::parse(policy, config.filter_policy_scope)?;
     }
     Ok(())
-}
-
-impl Service {
-    /// The store key of the queue a subscription's RedrivePolicy names as its dead-letter
-    /// queue (`{"deadLetterTargetArn": "arn:aws:sqs:...:NAME"}`), if any.
-    pub(crate) fn subscription_dlq(&self, sub: &SubscriptionRecord) -> Option<String> {
-        let arn = SubscriptionConfig::from_attributes(&sub.attributes).dead_letter_target_arn?;
-        self.key_of_arn(&arn, "sqs")
-    }
 }
 
 /// A FIFO queue subscribed to a FIFO topic dead-letters to a FIFO queue only.

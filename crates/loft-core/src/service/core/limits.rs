@@ -31,7 +31,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use super::Service;
+use super::Core;
 use crate::error::{Error, ErrorCode, Result};
 use crate::model::{QueueRecord, TopicRecord};
 
@@ -128,7 +128,7 @@ fn release(count: &mut Count) {
     count.n = (count.n - 1).max(0);
 }
 
-/// What a receive may take, from [`Service::in_flight_room`].
+/// What a receive may take, from [`Core::in_flight_room`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Room {
     /// Up to this many messages (at least 1).
@@ -137,7 +137,7 @@ pub(crate) enum Room {
     Full,
 }
 
-impl Service {
+impl Core {
     /// Takes one slot of count `kind` unless `max` are taken; false when full. The count
     /// is read from the store when never read or [`RECOUNT_MAX_AGE`] old, and again
     /// before answering false.

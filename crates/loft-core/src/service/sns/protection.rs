@@ -17,14 +17,14 @@ use std::sync::Mutex;
 
 use serde_json::Value;
 
-use super::messages::DEDUP_WINDOW_MS;
 use super::sns_errors::invalid;
-use super::Service;
+use super::SnsDelivery;
 use crate::attributes::{QueueConfig, TopicConfig};
 use crate::data_protection::{self as dp, DataDirection, Detection, Policy, Verdict};
 use crate::error::{Error, ErrorCode, Result};
 use crate::message;
 use crate::model::{DedupKey, NewMessage, SubscriptionRecord, TopicRecord};
+use crate::service::sqs::messages::DEDUP_WINDOW_MS;
 
 /// The topic attribute the policy is stored under. GetTopicAttributes does not list it
 /// (AWS does not either); GetDataProtectionPolicy reads it.
@@ -41,7 +41,7 @@ pub(crate) struct PendingAudit {
     found: Vec<Detection>,
 }
 
-impl Service {
+impl SnsDelivery {
     /// The principal every caller of Loft acts as: `arn:aws:iam::ACCOUNT:root`.
     pub fn caller_principal(&self) -> String {
         format!("arn:aws:iam::{}:root", self.config.account_id)
@@ -69,7 +69,7 @@ impl Service {
     /// PutDataProtectionPolicy take it) write audit records into the queues its audit
     /// statement's destinations name: each needs `sqs:SendMessage` for the caller, from
     /// its identity policies and the queue's `Policy` as for any send
-    /// ([`Service::authorize`]; across accounts both must allow it). AWS's audit
+    /// ([`Core::authorize`](crate::service::Core::authorize); across accounts both must allow it). AWS's audit
     /// destinations (CloudWatch Logs, S3, Firehose; SNS Developer Guide, "Data protection
     /// policy operations") are written only where the destination lets the writer in;
     /// Loft's destination is a queue, so permission to send to it is that rule. An empty
@@ -80,7 +80,7 @@ impl Service {
     /// sqs:SendMessage on resource: QUEUE-ARN because ...".
     pub async fn authorize_findings_destinations(
         &self,
-        principal: &super::Principal,
+        principal: &crate::service::core::access::Principal,
         policy: &str,
     ) -> Result<()> {
         if !principal.enforced || policy.is_empty() {
@@ -93,9 +93,13 @@ impl Service {
             let Some(key) = self.key_of_arn(arn, "sqs") else {
                 continue;
             };
-            self.authorize(principal, "sqs:SendMessage", super::Target::Queue(&key))
-                .await
-                .map_err(|e| Error::new(ErrorCode::AuthorizationError, e.message))?;
+            self.authorize(
+                principal,
+                "sqs:SendMessage",
+                crate::service::core::access::Target::Queue(&key),
+            )
+            .await
+            .map_err(|e| Error::new(ErrorCode::AuthorizationError, e.message))?;
         }
         Ok(())
     }

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{json, Value};
 
-use super::Service;
+use super::Sqs;
 use crate::attributes::{self, QueueConfig, RedrivePolicy};
 use crate::error::{Error, ErrorCode, Result};
 use crate::model::QueueRecord;
@@ -125,7 +125,7 @@ fn check_tags(tags: &Map) -> Result<()> {
 /// name"; CreateQueue's `QueueDeletedRecently`).
 pub const RECREATE_HOLD_MS: i64 = 60_000;
 
-impl Service {
+impl Sqs {
     /// CreateQueue: creates `name` with `attributes` and `tags`, or returns the existing
     /// queue when every given attribute matches it.
     ///
@@ -259,7 +259,7 @@ impl Service {
         Ok(())
     }
 
-    /// With [`super::ServiceConfig::auto_create_queues`] on, creates queue `key` when it
+    /// With [`crate::service::core::ServiceConfig::auto_create_queues`] on, creates queue `key` when it
     /// does not exist, before GetQueueUrl, SendMessage, SendMessageBatch or ReceiveMessage
     /// runs on it (ElasticMQ's `autoCreateQueues`): with the default attributes, FIFO when
     /// the name ends in `.fifo`, in the key's account and region, which must be
@@ -269,7 +269,11 @@ impl Service {
     ///
     /// Errors: `AccessDenied` (403) when `principal` may not `sqs:CreateQueue` it;
     /// CreateQueue's `QueueDeletedRecently` and `OverLimit`; store errors.
-    pub async fn auto_create_queue(&self, principal: &super::Principal, key: &str) -> Result<()> {
+    pub async fn auto_create_queue(
+        &self,
+        principal: &crate::service::core::access::Principal,
+        key: &str,
+    ) -> Result<()> {
         if !self.config.auto_create_queues || self.find_queue(key).await?.is_some() {
             return Ok(());
         }
@@ -277,8 +281,12 @@ impl Service {
         if *owner != *principal.account_id {
             return Ok(());
         }
-        self.authorize(principal, "sqs:CreateQueue", super::Target::Queue(key))
-            .await?;
+        self.authorize(
+            principal,
+            "sqs:CreateQueue",
+            crate::service::core::access::Target::Queue(key),
+        )
+        .await?;
         let mut attributes = Map::new();
         if name.ends_with(".fifo") {
             attributes.insert("FifoQueue".into(), "true".into());
@@ -409,10 +417,13 @@ impl Service {
     /// The queues `principal` sees in Loft's own listings (the seeds' `GET /queues`, the
     /// console's `GET /_loft/queues`), by name: its own account's in its region when
     /// permissions are enforced, the default account's and region's for an open Loft
-    /// ([`Service::default_scope_queues`]).
+    /// ([`Sqs::default_scope_queues`]).
     ///
     /// Errors: `InternalError` when storage fails.
-    pub async fn visible_queues(&self, principal: &super::Principal) -> Result<Vec<QueueRecord>> {
+    pub async fn visible_queues(
+        &self,
+        principal: &crate::service::core::access::Principal,
+    ) -> Result<Vec<QueueRecord>> {
         if !principal.enforced {
             return self.default_scope_queues().await;
         }
@@ -422,7 +433,7 @@ impl Service {
         Ok(queues)
     }
 
-    /// ListQueues of the default account and region ([`Service::list_queues_of`]).
+    /// ListQueues of the default account and region ([`Sqs::list_queues_of`]).
     ///
     /// Errors: `InvalidParameterValue` for a bad `max_results` or token.
     pub async fn list_queues(

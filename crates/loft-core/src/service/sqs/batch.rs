@@ -14,7 +14,8 @@
 //! SNS "The Id of a batch entry in the batch request contains an impermissible character:
 //! ...", "... is too long: ...").
 
-use super::{PublishRequest, PublishResult, SendMessage, SendResult, Service};
+use super::messages::{SendMessage, SendResult};
+use super::Sqs;
 use crate::error::{Error, ErrorCode, Result};
 
 /// Most entries of a batch request (SQS and SNS).
@@ -22,10 +23,6 @@ pub const MAX_BATCH_ENTRIES: usize = 10;
 
 /// Longest batch entry id, characters.
 pub const MAX_BATCH_ID: usize = 80;
-
-/// Largest PublishBatch, bytes: every entry's Message and message attributes (names, data
-/// types and values) together (256 KiB).
-pub const MAX_PUBLISH_BATCH_BYTES: usize = 262_144;
 
 /// One entry of a batch request as the protocol read it.
 #[derive(Debug, Clone, PartialEq)]
@@ -117,21 +114,6 @@ pub fn check_batch<T>(entries: &[BatchEntry<T>], kind: BatchKind) -> Result<Vec<
 /// Each entry's id and, once known, its outcome.
 type Pending<R> = Vec<(String, Option<Result<R>>)>;
 
-/// Checks that a PublishBatch's Messages and their attributes (names, data types and
-/// values) together are at most [`MAX_PUBLISH_BATCH_BYTES`], as AWS counts them.
-///
-/// Errors: `SnsBatchRequestTooLong`.
-pub fn check_publish_batch_size(requests: &[PublishRequest]) -> Result<()> {
-    let total: usize = requests
-        .iter()
-        .map(|r| r.message.len() + crate::message::attributes_size(&r.message_attributes))
-        .sum();
-    if total > MAX_PUBLISH_BATCH_BYTES {
-        return Err(Error::with(ErrorCode::SnsBatchRequestTooLong, &[]));
-    }
-    Ok(())
-}
-
 /// Splits checked entries into the readable ones (with their positions) and the outcome
 /// list with the unreadable ones already failed.
 fn split<T, R>(entries: Vec<BatchEntry<T>>, ids: Vec<String>) -> (Vec<(usize, T)>, Pending<R>) {
@@ -169,9 +151,9 @@ fn join<R>(
         .collect()
 }
 
-impl Service {
+impl Sqs {
     /// SendMessageBatch: [`check_batch`], then each readable entry sent as
-    /// [`Service::send_message_batch`] sends them (one transaction).
+    /// [`Sqs::send_message_batch`] sends them (one transaction).
     ///
     /// Errors for the whole call: those of [`check_batch`], `QueueDoesNotExist`,
     /// `BatchRequestTooLong`.
@@ -193,7 +175,7 @@ impl Service {
     }
 
     /// DeleteMessageBatch of receipt handles: [`check_batch`], then
-    /// [`Service::delete_message_batch`].
+    /// [`Sqs::delete_message_batch`].
     ///
     /// Errors for the whole call: those of [`check_batch`], `QueueDoesNotExist`.
     pub async fn delete_message_batch_entries(
@@ -214,7 +196,7 @@ impl Service {
     }
 
     /// ChangeMessageVisibilityBatch of (receipt handle, timeout in seconds):
-    /// [`check_batch`], then [`Service::change_visibility_batch`].
+    /// [`check_batch`], then [`Sqs::change_visibility_batch`].
     ///
     /// Errors for the whole call: those of [`check_batch`], `QueueDoesNotExist`.
     pub async fn change_visibility_batch_entries(
@@ -232,28 +214,6 @@ impl Service {
         let (positions, items): (Vec<usize>, Vec<(String, i64)>) = readable.into_iter().unzip();
         let results = self.change_visibility_batch(queue_name, &items).await?;
         Ok(join(outcome, positions, results))
-    }
-
-    /// PublishBatch: [`check_batch`], the whole batch's Messages and their attributes at
-    /// most [`MAX_PUBLISH_BATCH_BYTES`] (as AWS counts them: a batch whose bodies fit and
-    /// whose attributes push it over is refused), then [`Service::publish_batch`].
-    ///
-    /// Errors for the whole call: those of [`check_batch`], an entry that could not be read
-    /// (SNS refuses the whole batch), `SnsBatchRequestTooLong`, `NotFound`,
-    /// `InvalidParameter`.
-    pub async fn publish_batch_entries(
-        &self,
-        topic_arn: &str,
-        entries: Vec<BatchEntry<PublishRequest>>,
-    ) -> Result<BatchOutcome<PublishResult>> {
-        let ids = check_batch(&entries, BatchKind::Sns)?;
-        let requests = entries
-            .into_iter()
-            .map(|e| e.entry)
-            .collect::<Result<Vec<_>>>()?;
-        check_publish_batch_size(&requests)?;
-        let results = self.publish_batch(topic_arn, requests).await?;
-        Ok(ids.into_iter().zip(results).collect())
     }
 }
 
@@ -311,53 +271,6 @@ mod tests {
             check_batch(&entries(&[Some("a"), Some("B-_9")]), SQS).unwrap(),
             vec!["a", "B-_9"]
         );
-    }
-
-    fn publish(message: String, attributes: crate::message::MessageAttributes) -> PublishRequest {
-        PublishRequest {
-            message,
-            subject: None,
-            message_structure: None,
-            message_attributes: attributes,
-            ..PublishRequest::default()
-        }
-    }
-
-    /// AWS's recorded PublishBatch: bodies of 131,072 and 131,073 bytes are refused, and so
-    /// are bodies that fit whose attributes push the batch over 256 KiB.
-    #[test]
-    fn publish_batches_count_bodies_and_attributes() {
-        use crate::message::{MessageAttributeValue, MessageAttributes};
-        let half = MAX_PUBLISH_BATCH_BYTES / 2;
-        let e = check_publish_batch_size(&[
-            publish("a".repeat(half), Default::default()),
-            publish("b".repeat(half + 1), Default::default()),
-        ])
-        .unwrap_err();
-        assert_eq!(e.code, ErrorCode::SnsBatchRequestTooLong);
-        assert_eq!(
-            e.message,
-            "The length of all the messages put together is more than the limit."
-        );
-        let attrs = MessageAttributes::from([(
-            "attr1".to_string(),
-            MessageAttributeValue {
-                data_type: "Number".into(),
-                string_value: Some("1".into()),
-                binary_value: None,
-            },
-        )]);
-        let body = "a".repeat(MAX_PUBLISH_BATCH_BYTES - "attr1Number1".len());
-        assert_eq!(
-            check_publish_batch_size(&[publish(body.clone(), attrs.clone())]),
-            Ok(())
-        );
-        let e = check_publish_batch_size(&[
-            publish(body, attrs),
-            publish("b".into(), Default::default()),
-        ])
-        .unwrap_err();
-        assert_eq!(e.code, ErrorCode::SnsBatchRequestTooLong);
     }
 
     #[test]

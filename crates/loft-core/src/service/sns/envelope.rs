@@ -4,7 +4,7 @@
 //! protocol reads of a `MessageStructure=json` message, the sender of recorded email and
 //! SMS messages, and the HTTP/S delivery with SNS's headers. Nothing here stores or
 //! orchestrates: [`super::publish`] fans a publish out, [`super::replay`] replays the
-//! archive, both through [`Service::subscription_text`] and [`Service::sqs_copy`].
+//! archive, both through [`SnsDelivery::subscription_text`] and [`SnsDelivery::sqs_copy`].
 //!
 //! Sources: SNS Developer Guide "Parsing message formats" (the envelope), "Verifying the
 //! signatures of Amazon SNS messages", "Amazon SNS raw message delivery", "Amazon SNS
@@ -15,13 +15,13 @@ use std::collections::BTreeMap;
 
 use serde_json::{json, Map, Value};
 
-use super::messages::{sequence_number, DEDUP_WINDOW_MS};
-use super::Service;
+use super::SnsDelivery;
 use crate::attributes::{QueueConfig, SubscriptionConfig, TopicConfig};
 use crate::delivery_policy::{DeliveryPolicy, DEFAULT_CONTENT_TYPE};
 use crate::filter_policy::{FilterPolicy, FilterPolicyScope};
 use crate::message::{self, MessageAttributes};
 use crate::model::*;
+use crate::service::sqs::messages::{sequence_number, DEDUP_WINDOW_MS};
 
 /// One message to publish (Publish, or one PublishBatch entry).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -339,7 +339,7 @@ fn with_replayed(env: Map<String, Value>) -> Map<String, Value> {
     out
 }
 
-/// One message on its way to one SQS subscription: what [`Service::sqs_copy`] needs of
+/// One message on its way to one SQS subscription: what [`SnsDelivery::sqs_copy`] needs of
 /// the publish (live or replayed).
 pub(crate) struct Outgoing<'a> {
     pub topic_arn: &'a str,
@@ -359,9 +359,9 @@ pub(crate) struct Outgoing<'a> {
 /// its signature: a raw copy is the text itself, with no envelope to sign (an RSA
 /// signature was 70% of a raw fan-out's server CPU).
 pub(crate) type Signer<'a> =
-    dyn FnMut(&Service, &str, bool) -> (SignedFields, Option<(u8, String)>) + 'a;
+    dyn FnMut(&SnsDelivery, &str, bool) -> (SignedFields, Option<(u8, String)>) + 'a;
 
-/// What [`Service::sqs_copy`] decided.
+/// What [`SnsDelivery::sqs_copy`] decided.
 pub(crate) enum SqsStep {
     /// This copy, for the queue of this name.
     Copy(Box<SqsCopy>, String),
@@ -411,7 +411,7 @@ pub fn sender_of(
 /// "Amazon SNS message attributes").
 pub const MAX_RAW_SQS_ATTRIBUTES: usize = 10;
 
-impl Service {
+impl SnsDelivery {
     /// Signs an envelope's fields with the topic's SignatureVersion; `None` for FIFO
     /// topics (their envelopes carry no signature) and when no signer is configured the
     /// signature is empty.
@@ -513,7 +513,7 @@ impl Service {
     }
 
     /// The copy SQS subscription `sub` of `topic` gets of `text` (after
-    /// [`Service::subscription_text`]): raw or in the envelope, to the subscription's
+    /// [`SnsDelivery::subscription_text`]): raw or in the envelope, to the subscription's
     /// queue, or to its dead-letter queue when that queue is gone, refuses the topic or
     /// is too small for the message (SNS Developer Guide, "Amazon SNS dead-letter queues"), with the FIFO group and
     /// deduplication key a FIFO queue needs. `queues` holds the queues the topic's

@@ -5,7 +5,7 @@
 //! A subscription's `ReplayPolicy` (`{"PointType":"Timestamp","StartingPoint":"...",
 //! "EndingPoint":"..."}`, EndingPoint optional) redelivers the messages of its topic's
 //! archive published in that window, in the topic's order, through the same delivery step
-//! as a live publish ([`Service::subscription_text`], [`Service::sqs_copy`]: filter policy,
+//! as a live publish ([`SnsDelivery::subscription_text`], [`SnsDelivery::sqs_copy`]: filter policy,
 //! raw delivery or the envelope, FIFO group, dead-letter queue). A replayed message keeps
 //! its MessageId, Timestamp and SequenceNumber and carries `Replayed`
 //! ([`super::envelope::REPLAYED_ATTRIBUTE`]).
@@ -19,11 +19,11 @@
 //! and the subscription stays paused (no live messages) until a new ReplayPolicy without
 //! EndingPoint. A new ReplayPolicy replaces the running replay.
 //!
-//! [`Service::advance_replays`] (run every [`REPLAY_POLL`] by the server) takes the
+//! [`SnsDelivery::advance_replays`] (run every [`REPLAY_POLL`] by the server) takes the
 //! replays no node holds, or this node holds, and advances each a batch at a time: each
 //! batch's queue messages, the cursor and the lease in one transaction, so a restart or a
 //! takeover resumes after the last committed batch (no message twice). A node stopping
-//! releases its leases ([`Service::release_replays`]).
+//! releases its leases ([`SnsDelivery::release_replays`]).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -31,13 +31,14 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::activity::DeliveryOutcome;
 use super::envelope::{Outgoing, SignedFields, SqsStep};
 use super::sns_errors::invalid;
-use super::{sequence_number, Service};
+use super::SnsDelivery;
 use crate::error::Result;
 use crate::message::{self, MessageAttributes};
 use crate::model::*;
+use crate::service::core::activity::DeliveryOutcome;
+use crate::service::sqs::messages::sequence_number;
 
 /// How long a node's lease on a replay lasts (ms) unless a step renews it: another node
 /// takes a replay over this long after its node died.
@@ -49,7 +50,7 @@ pub const REPLAY_POLL: Duration = Duration::from_millis(250);
 /// Archived messages read per replay step.
 pub const REPLAY_BATCH: u32 = 100;
 
-/// Steps one replay may take in one [`Service::advance_replays`] call, so that one long
+/// Steps one replay may take in one [`SnsDelivery::advance_replays`] call, so that one long
 /// replay does not hold the others back.
 const STEPS_PER_CALL: usize = 10;
 
@@ -117,7 +118,7 @@ pub fn parse_policy(value: &str) -> Result<Option<ReplayWindow>> {
     }))
 }
 
-impl Service {
+impl SnsDelivery {
     /// Checks ReplayPolicy `policy` for a subscription of `topic` now: valid
     /// ([`parse_policy`]), the topic keeps an archive, the StartingPoint not in the
     /// future. `None` for an empty policy.
@@ -144,11 +145,11 @@ impl Service {
         Ok(Some(window))
     }
 
-    /// Starts the replay `policy` (checked by [`Service::check_replay`]) for subscription
+    /// Starts the replay `policy` (checked by [`SnsDelivery::check_replay`]) for subscription
     /// `sub` of `topic`, replacing the one it had: Pending, no node holding it. An empty
     /// policy stops the running one (live delivery resumes).
     ///
-    /// Errors: `InvalidParameter` as [`Service::check_replay`], store errors.
+    /// Errors: `InvalidParameter` as [`SnsDelivery::check_replay`], store errors.
     pub(crate) async fn start_replay(
         &self,
         topic: &TopicRecord,
@@ -407,7 +408,7 @@ impl Service {
         let subject = field("Subject").map(str::to_owned);
         let message_id = m.message_id.clone();
         let mut sign =
-            |svc: &Service, text: &str, raw: bool| -> (SignedFields, Option<(u8, String)>) {
+            |svc: &SnsDelivery, text: &str, raw: bool| -> (SignedFields, Option<(u8, String)>) {
                 let f = svc.notification_fields(
                     topic_arn,
                     &message_id,

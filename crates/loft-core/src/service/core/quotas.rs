@@ -32,11 +32,12 @@
 //! console, and SNS deliveries into FIFO queues: the quota meters SQS API calls. The buckets are
 //! this process's (per node by design, like the other limits): N nodes sharing a
 //! PostgreSQL database each allow the quota, so together up to N times it. The operator
-//! switch `--no-sqs-quotas` ([`super::Limits::sqs_quotas`]) turns them off.
+//! switch `--no-sqs-quotas` ([`crate::service::core::limits::Limits::sqs_quotas`]) turns them off.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 
+use super::Core;
 use crate::error::{Error, ErrorCode, Result};
 use crate::model::QueueRecord;
 
@@ -173,10 +174,10 @@ impl Quotas {
     }
 }
 
-impl super::Service {
+impl Core {
     /// Counts one `action` transaction on `queue` against its FIFO throughput quota (module
     /// doc); `groups` are the message groups a send names (none for receives and deletes).
-    /// Standard queues, and every queue with [`super::Limits::sqs_quotas`] off, are not
+    /// Standard queues, and every queue with [`crate::service::core::limits::Limits::sqs_quotas`] off, are not
     /// counted.
     ///
     /// Errors: `RequestThrottled` (403) past the quota.

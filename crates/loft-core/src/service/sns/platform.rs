@@ -15,7 +15,7 @@
 use std::collections::BTreeMap;
 
 use super::sns_errors::invalid;
-use super::Service;
+use super::Sns;
 use crate::error::{Error, ErrorCode, Result};
 use crate::names::{self, Scope};
 
@@ -157,7 +157,7 @@ fn check_platform_arn(kind: PlatformKind, arn: &str) -> Result<()> {
     check_slashes(kind, arn)
 }
 
-impl Service {
+impl Sns {
     /// Whether platform application or endpoint `arn` is `account`'s: its ARN's account
     /// field (an application's ARN is made from its creator's account, an endpoint's from
     /// its application's).
@@ -354,7 +354,7 @@ impl Service {
     /// the resource exists. An application's PlatformPrincipal and PlatformCredential are
     /// taken and not kept, as at creation.
     ///
-    /// Errors: as [`Service::platform_attributes`]; `ValidationError` "... Value null at
+    /// Errors: as [`Sns::platform_attributes`]; `ValidationError` "... Value null at
     /// 'attributes' ..." when `attributes` is `None` or empty; `InvalidParameter` as
     /// [`validate_endpoint_attributes`].
     pub async fn set_platform_attributes(

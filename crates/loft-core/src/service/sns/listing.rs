@@ -9,7 +9,8 @@
 
 use std::collections::BTreeMap;
 
-use super::{Page, Service};
+use super::topics::Page;
+use super::Sns;
 use crate::error::{Error, ErrorCode, Result};
 use crate::model::SubscriptionRecord;
 use crate::names::Scope;
@@ -29,7 +30,7 @@ pub struct SubscriptionSummary {
     pub topic_arn: String,
 }
 
-impl Service {
+impl Sns {
     /// `s` as the list operations show it.
     pub fn subscription_summary(&self, s: &SubscriptionRecord) -> SubscriptionSummary {
         SubscriptionSummary {
@@ -119,7 +120,7 @@ impl Service {
 
     /// OptInPhoneNumber: accepted; no number is opted out.
     ///
-    /// Errors: as [`Service::sms_opted_out`].
+    /// Errors: as [`Sns::sms_opted_out`].
     pub fn opt_in_phone_number(&self, phone_number: &str) -> Result<()> {
         check_phone_number(phone_number)
     }
@@ -160,7 +161,7 @@ pub const SMS_ATTRIBUTES: &[&str] = &[
     "UsageReportS3Bucket",
 ];
 
-/// One SetSMSAttributes attribute against AWS's rules (see [`Service::set_sms_attributes`]).
+/// One SetSMSAttributes attribute against AWS's rules (see [`Sns::set_sms_attributes`]).
 fn check_sms_attribute(name: &str, value: &str) -> Result<()> {
     let fail =
         |message: String| -> Result<()> { Err(Error::new(ErrorCode::InvalidParameter, message)) };

@@ -9,20 +9,20 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use super::activity::{http_protocol, DeliveryOutcome};
-use super::Service;
+use super::SnsDelivery;
 use crate::attributes::{SubscriptionConfig, TopicConfig};
 use crate::delivery_policy::DeliveryPolicy;
 use crate::error::Result;
 use crate::message::{self, MessageAttributes};
 use crate::model::{DeliveryRecord, NewMessage};
+use crate::service::core::activity::{http_protocol, DeliveryOutcome};
 
 /// How long a taken delivery is leased to its worker (ms); longer than any HTTP/S attempt.
 /// Lambda deliveries are leased longer when a configured function's timeout needs it
-/// ([`Service::delivery_lease_ms`]).
+/// ([`SnsDelivery::delivery_lease_ms`]).
 pub const DELIVERY_LEASE_MS: i64 = 60_000;
 
-impl Service {
+impl SnsDelivery {
     /// Takes up to `limit` due deliveries for a worker, leasing each. Deliveries of
     /// subscriptions that no longer exist are dropped here, except the
     /// UnsubscribeConfirmation that follows the subscription's deletion.
@@ -105,7 +105,7 @@ impl Service {
         self.store.finish_delivery(id).await
     }
 
-    /// Records a successful attempt of `d` (as [`Service::delivery_succeeded`]) and counts
+    /// Records a successful attempt of `d` (as [`SnsDelivery::delivery_succeeded`]) and counts
     /// it as delivered in the activity counters.
     pub async fn delivery_done(&self, d: &DeliveryRecord) -> Result<()> {
         self.store.finish_delivery(d.id).await?;
@@ -288,7 +288,7 @@ impl Service {
 
     /// How long a worker may sleep before deliveries are due again: until the next due
     /// delivery, at most `cap`. Deliveries queued meanwhile wake it through
-    /// [`Service::delivery_wakeup`].
+    /// [`SnsDelivery::delivery_wakeup`].
     pub async fn delivery_idle(&self, cap: Duration) -> Result<Duration> {
         let next = self.store.next_delivery_at().await?;
         Ok(match next {
