@@ -4,17 +4,21 @@
 //!
 //! - [`allocator`]: the global allocator (mimalloc), set to give memory back after bursts.
 //! - [`config`]: the `--config` file of `loft serve`.
+//! - [`engine`]: the database `serve` opens (SQLite or PostgreSQL) and its master key.
 //! - [`cli`]: `loft queue|send|receive|topic|publish|subscribe|redrive|export|import|completions|probe`.
 //! - [`logging`]: `--log-format text|json`.
 //! - [`listeners`]: `--listen` addresses and which speak HTTPS (`--tls-cert`, `--tls-key`).
 //! - [`runtimes`]: `--runtime multi-thread|per-core`, how `serve` schedules its work.
+//! - [`workers`]: the background work `serve` starts beside its listeners.
 
 mod allocator;
 mod cli;
 mod config;
+mod engine;
 mod listeners;
 mod logging;
 mod runtimes;
+mod workers;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -25,9 +29,7 @@ use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 mod trust;
 
 use loft_core::clock::SystemClock;
-use loft_core::store::Store;
 use loft_core::{Service, ServiceConfig};
-use loft_store::{Durability, PgOptions, PgStore, SqliteStore};
 
 /// Loft: Amazon SQS and SNS in one small binary, on SQLite.
 #[derive(Parser, Debug)]
@@ -276,121 +278,6 @@ fn main() -> std::process::ExitCode {
     }
 }
 
-/// The master key of a start that takes it from the file `path`: read when the file is
-/// there (refused when it holds no key), made (mode 0600) when it is not, unless the
-/// database already holds encrypted messages: a new key would never open them, so the
-/// start is refused with a message naming the file.
-fn start_key(
-    path: &std::path::Path,
-    probe: &loft_store::seal::KeyProbe,
-) -> Result<loft_store::seal::MasterKey, String> {
-    let missing =
-        matches!(std::fs::metadata(path), Err(e) if e.kind() == std::io::ErrorKind::NotFound);
-    if missing && probe.sealed_body.is_some() {
-        return Err(format!(
-            "{}: the SQS encryption master key file is missing, but the database holds \
-             encrypted messages that only that key opens; restore the file (or name it with \
-             --sse-key-file): a new key would not open them",
-            path.display()
-        ));
-    }
-    loft_store::seal::MasterKey::load_or_create(path)
-}
-
-/// The engine `serve` runs on, kept to close it at shutdown.
-enum Engine {
-    Sqlite(Arc<SqliteStore>),
-    /// The store, and whether its connections are encrypted.
-    Postgres(Arc<PgStore>, bool),
-}
-
-impl Engine {
-    async fn open(args: &ServeArgs) -> Result<Engine, String> {
-        let key_file = args
-            .sse_key_file
-            .clone()
-            .unwrap_or_else(|| loft_store::seal::default_key_file(&args.db));
-        let on_postgres = args.database_url.as_deref().is_some_and(|u| !u.is_empty());
-        // On PostgreSQL without a key file, the key lives in the database, so every node
-        // of it opens what another sealed.
-        let from_file = args.sse_key_file.is_some() || !on_postgres;
-        if from_file {
-            for w in loft_store::seal::permission_warnings(&key_file) {
-                tracing::warn!("{w}");
-            }
-        }
-        let file_origin = format!("the key file {}", key_file.display());
-        match args.database_url.as_deref().filter(|u| !u.is_empty()) {
-            Some(url) => {
-                let options = PgOptions {
-                    pool_size: args.database_pool_size,
-                    ..PgOptions::default()
-                };
-                let store = PgStore::connect(url, options).await?;
-                let probe = store.master_key_probe().await.map_err(|e| e.message)?;
-                let (key, origin) = if from_file {
-                    (start_key(&key_file, &probe)?, file_origin)
-                } else {
-                    (
-                        store.database_master_key().await.map_err(|e| e.message)?,
-                        "the master key kept in the database (table sse_master_key)".to_owned(),
-                    )
-                };
-                if loft_store::seal::verify_master_key(&key, &origin, &probe)? {
-                    store
-                        .record_master_key_check(&key.check_value())
-                        .await
-                        .map_err(|e| e.message)?;
-                }
-                let store = store.with_key_source(loft_store::seal::KeySource::Key(key));
-                let tls = store.uses_tls().await.map_err(|e| e.message)?;
-                Ok(Engine::Postgres(Arc::new(store), tls))
-            }
-            None => {
-                let durability = match args.durability {
-                    DurabilityArg::Process => Durability::Process,
-                    DurabilityArg::Fsync => Durability::Fsync,
-                };
-                let store = SqliteStore::open(&args.db, durability)?;
-                let probe = store.master_key_probe().await.map_err(|e| e.message)?;
-                let key = start_key(&key_file, &probe)?;
-                if loft_store::seal::verify_master_key(&key, &file_origin, &probe)? {
-                    store
-                        .record_master_key_check(key.check_value())
-                        .await
-                        .map_err(|e| e.message)?;
-                }
-                Ok(Engine::Sqlite(Arc::new(
-                    store.with_key_source(loft_store::seal::KeySource::Key(key)),
-                )))
-            }
-        }
-    }
-
-    fn store(&self) -> Arc<dyn Store> {
-        match self {
-            Engine::Sqlite(s) => s.clone(),
-            Engine::Postgres(s, _) => s.clone(),
-        }
-    }
-
-    /// What to log at start: the file, or the server without the password.
-    fn describe(&self, args: &ServeArgs) -> String {
-        match self {
-            Engine::Sqlite(_) => format!("sqlite {}", args.db.display()),
-            Engine::Postgres(_, true) => "postgresql (TLS)".to_owned(),
-            Engine::Postgres(_, false) => "postgresql (no TLS)".to_owned(),
-        }
-    }
-
-    async fn close(&self) {
-        match self {
-            Engine::Sqlite(s) => s.close().await,
-            Engine::Postgres(s, _) => s.close().await,
-        }
-    }
-}
-
 /// `loft serve`'s arguments parsed from `argv` again, with the config file's `[server]`
 /// values as their defaults ([`config::ServerSettings::as_defaults`]): a flag wins, then
 /// its environment variable, then the file, then the default declared on the argument.
@@ -452,7 +339,7 @@ async fn serve(
                 .map(|l| l.on_runtime(core.clone())),
         );
     }
-    let engine = Engine::open(&args).await?;
+    let engine = engine::Engine::open(&args).await?;
     let store = engine.store();
     let described = engine.describe(&args);
     let advertised_url = match args.advertised_url {
@@ -509,73 +396,8 @@ async fn serve(
     }
     tracing::info!(db = %described, "loft started");
     trust.log_mode();
-    let stop_delivery = Arc::new(tokio::sync::Notify::new());
-    let delivery = {
-        let stop = stop_delivery.clone();
-        tokio::spawn(loft_server::delivery::run(service.clone(), async move {
-            stop.notified().await
-        }))
-    };
-    let stop_mappings = Arc::new(tokio::sync::Notify::new());
-    let mappings = {
-        let stop = stop_mappings.clone();
-        tokio::spawn(loft_server::mappings::run(service.clone(), async move {
-            stop.notified().await
-        }))
-    };
-    let reaper = {
-        let service = service.clone();
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(Duration::from_secs(60));
-            loop {
-                tick.tick().await;
-                if let Err(e) = service.expire_messages().await {
-                    tracing::warn!(error = %e, "retention sweep failed");
-                }
-            }
-        })
-    };
-    // Message-move tasks no node holds (after a restart, or a node's death): run them here.
-    let mover = {
-        let service = service.clone();
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(loft_core::service::MOVE_TASK_POLL);
-            loop {
-                tick.tick().await;
-                if let Err(e) = service.resume_move_tasks().await {
-                    tracing::warn!(error = %e, "looking for message-move tasks to resume failed");
-                }
-            }
-        })
-    };
-    // SNS message replays (ReplayPolicy): the ones this node holds, and those no node
-    // holds (a new replay, or its node stopped or died), advance here.
-    let replayer = {
-        let service = service.clone();
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(loft_core::service::REPLAY_POLL);
-            loop {
-                tick.tick().await;
-                if let Err(e) = service.advance_replays().await {
-                    tracing::warn!(error = %e, "advancing message replays failed");
-                }
-            }
-        })
-    };
-    // The console's charts (loft_core::service::history): a view, per node, in memory.
-    let sampler = {
-        let service = service.clone();
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(Duration::from_secs_f64(sample_every));
-            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            loop {
-                tick.tick().await;
-                if let Err(e) = service.sample_history().await {
-                    tracing::warn!(error = %e, "sampling queues and topics for the console failed");
-                }
-            }
-        })
-    };
+    let deliveries = workers::Deliveries::start(&service);
+    let periodic = workers::Periodic::start(&service, Duration::from_secs_f64(sample_every));
     let mut app = loft_server::App::new(service.clone(), Some(signer), trust.auth.clone());
     if args.localstack_compat {
         app = app.with_localstack_compat();
@@ -585,13 +407,11 @@ async fn serve(
         tracing::info!(origins = %cors_origins.join(","), "CORS: browsers may call Loft from these origins");
     }
     let stopping = service.clone();
-    let stop_polling = stop_mappings.clone();
+    let stop_polling = deliveries.stop_polling();
     let shutdown = async move {
         stop_signal.await;
         stopping.begin_shutdown();
-        // Mappings stop polling with the listeners (long polls end now): the batches in
-        // flight finish while in-flight requests drain.
-        stop_polling.notify_one();
+        stop_polling();
     };
     if let Some(limit) = open_files {
         let wanted = trust.server.max_connections as u64 + OPEN_FILES_MARGIN;
@@ -615,10 +435,7 @@ async fn serve(
     loft_server::listen::serve(listeners, app, shutdown, trust.server)
         .await
         .map_err(|e| e.to_string())?;
-    reaper.abort();
-    sampler.abort();
-    mover.abort();
-    replayer.abort();
+    periodic.abort();
     // The move tasks this node ran (begin_shutdown stopped them) go to whichever node
     // looks next, this one restarted included, without waiting for their leases to end.
     if let Err(e) = service.release_move_tasks().await {
@@ -628,12 +445,7 @@ async fn serve(
     if let Err(e) = service.release_replays().await {
         tracing::warn!(error = %e, "could not release the message replays of this node");
     }
-    // Attempts and batches in flight finish and are recorded before the store closes; the
-    // mappings this node polled are released for the next node.
-    stop_delivery.notify_one();
-    stop_mappings.notify_one();
-    let _ = delivery.await;
-    let _ = mappings.await;
+    deliveries.finish().await;
     engine.close().await;
     tracing::info!("loft stopped");
     #[cfg(feature = "count-allocations")]
