@@ -4,17 +4,21 @@
 //!
 //! - [`allocator`]: the global allocator (mimalloc), set to give memory back after bursts.
 //! - [`config`]: the `--config` file of `loft serve`.
+//! - [`engine`]: the database `serve` opens (SQLite or PostgreSQL) and its master key.
 //! - [`cli`]: `loft queue|send|receive|topic|publish|subscribe|redrive|export|import|completions|probe`.
 //! - [`logging`]: `--log-format text|json`.
 //! - [`listeners`]: `--listen` addresses and which speak HTTPS (`--tls-cert`, `--tls-key`).
 //! - [`runtimes`]: `--runtime multi-thread|per-core`, how `serve` schedules its work.
+//! - [`workers`]: the background work `serve` starts beside its listeners.
 
 mod allocator;
 mod cli;
 mod config;
+mod engine;
 mod listeners;
 mod logging;
 mod runtimes;
+mod workers;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -25,9 +29,7 @@ use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 mod trust;
 
 use loft_core::clock::SystemClock;
-use loft_core::store::Store;
 use loft_core::{Service, ServiceConfig};
-use loft_store::{Durability, PgOptions, PgStore, SqliteStore};
 
 /// Loft: Amazon SQS and SNS in one small binary, on SQLite.
 #[derive(Parser, Debug)]
@@ -230,7 +232,6 @@ fn main() -> std::process::ExitCode {
     };
     let result = match cli.command {
         Command::Serve(mut args) => {
-            let serve_matches = matches.subcommand_matches("serve").cloned();
             let file = match args.config.as_deref().map(config::load).transpose() {
                 Ok(f) => f,
                 Err(e) => {
@@ -238,8 +239,9 @@ fn main() -> std::process::ExitCode {
                     return std::process::ExitCode::FAILURE;
                 }
             };
-            if let (Some(f), Some(m)) = (&file, &serve_matches) {
-                apply_file_settings(&mut args, m, &f.server);
+            if let Some(f) = &file {
+                *args = serve_args_with_file(&f.server, std::env::args_os())
+                    .unwrap_or_else(|e| e.exit());
             }
             let cores = match mode {
                 runtimes::RuntimeMode::PerCore => match runtimes::Cores::start_per_core() {
@@ -276,212 +278,24 @@ fn main() -> std::process::ExitCode {
     }
 }
 
-/// The master key of a start that takes it from the file `path`: read when the file is
-/// there (refused when it holds no key), made (mode 0600) when it is not, unless the
-/// database already holds encrypted messages: a new key would never open them, so the
-/// start is refused with a message naming the file.
-fn start_key(
-    path: &std::path::Path,
-    probe: &loft_store::seal::KeyProbe,
-) -> Result<loft_store::seal::MasterKey, String> {
-    let missing =
-        matches!(std::fs::metadata(path), Err(e) if e.kind() == std::io::ErrorKind::NotFound);
-    if missing && probe.sealed_body.is_some() {
-        return Err(format!(
-            "{}: the SQS encryption master key file is missing, but the database holds \
-             encrypted messages that only that key opens; restore the file (or name it with \
-             --sse-key-file): a new key would not open them",
-            path.display()
-        ));
-    }
-    loft_store::seal::MasterKey::load_or_create(path)
-}
-
-/// The engine `serve` runs on, kept to close it at shutdown.
-enum Engine {
-    Sqlite(Arc<SqliteStore>),
-    /// The store, and whether its connections are encrypted.
-    Postgres(Arc<PgStore>, bool),
-}
-
-impl Engine {
-    async fn open(args: &ServeArgs) -> Result<Engine, String> {
-        let key_file = args
-            .sse_key_file
-            .clone()
-            .unwrap_or_else(|| loft_store::seal::default_key_file(&args.db));
-        let on_postgres = args.database_url.as_deref().is_some_and(|u| !u.is_empty());
-        // On PostgreSQL without a key file, the key lives in the database, so every node
-        // of it opens what another sealed.
-        let from_file = args.sse_key_file.is_some() || !on_postgres;
-        if from_file {
-            for w in loft_store::seal::permission_warnings(&key_file) {
-                tracing::warn!("{w}");
-            }
-        }
-        let file_origin = format!("the key file {}", key_file.display());
-        match args.database_url.as_deref().filter(|u| !u.is_empty()) {
-            Some(url) => {
-                let options = PgOptions {
-                    pool_size: args.database_pool_size,
-                    ..PgOptions::default()
-                };
-                let store = PgStore::connect(url, options).await?;
-                let probe = store.master_key_probe().await.map_err(|e| e.message)?;
-                let (key, origin) = if from_file {
-                    (start_key(&key_file, &probe)?, file_origin)
-                } else {
-                    (
-                        store.database_master_key().await.map_err(|e| e.message)?,
-                        "the master key kept in the database (table sse_master_key)".to_owned(),
-                    )
-                };
-                if loft_store::seal::verify_master_key(&key, &origin, &probe)? {
-                    store
-                        .record_master_key_check(&key.check_value())
-                        .await
-                        .map_err(|e| e.message)?;
-                }
-                let store = store.with_key_source(loft_store::seal::KeySource::Key(key));
-                let tls = store.uses_tls().await.map_err(|e| e.message)?;
-                Ok(Engine::Postgres(Arc::new(store), tls))
-            }
-            None => {
-                let durability = match args.durability {
-                    DurabilityArg::Process => Durability::Process,
-                    DurabilityArg::Fsync => Durability::Fsync,
-                };
-                let store = SqliteStore::open(&args.db, durability)?;
-                let probe = store.master_key_probe().await.map_err(|e| e.message)?;
-                let key = start_key(&key_file, &probe)?;
-                if loft_store::seal::verify_master_key(&key, &file_origin, &probe)? {
-                    store
-                        .record_master_key_check(key.check_value())
-                        .await
-                        .map_err(|e| e.message)?;
-                }
-                Ok(Engine::Sqlite(Arc::new(
-                    store.with_key_source(loft_store::seal::KeySource::Key(key)),
-                )))
-            }
-        }
-    }
-
-    fn store(&self) -> Arc<dyn Store> {
-        match self {
-            Engine::Sqlite(s) => s.clone(),
-            Engine::Postgres(s, _) => s.clone(),
-        }
-    }
-
-    /// What to log at start: the file, or the server without the password.
-    fn describe(&self, args: &ServeArgs) -> String {
-        match self {
-            Engine::Sqlite(_) => format!("sqlite {}", args.db.display()),
-            Engine::Postgres(_, true) => "postgresql (TLS)".to_owned(),
-            Engine::Postgres(_, false) => "postgresql (no TLS)".to_owned(),
-        }
-    }
-
-    async fn close(&self) {
-        match self {
-            Engine::Sqlite(s) => s.close().await,
-            Engine::Postgres(s, _) => s.close().await,
-        }
-    }
-}
-
-/// Takes each `[server]` setting of the config file whose flag and env variable are unset.
-fn apply_file_settings(args: &mut ServeArgs, m: &clap::ArgMatches, file: &config::ServerSettings) {
-    use clap::parser::ValueSource;
-    let unset = |id: &str| matches!(m.value_source(id), None | Some(ValueSource::DefaultValue));
-    if let Some(v) = file.listen.clone().filter(|_| unset("listen")) {
-        args.listen = v;
-    }
-    if let Some(v) = file.db.clone().filter(|_| unset("db")) {
-        args.db = v;
-    }
-    if let Some(v) = file
-        .auto_create_queues
-        .filter(|_| unset("auto_create_queues"))
-    {
-        args.auto_create_queues = v;
-    }
-    if let Some(v) = file.tls_cert.clone().filter(|_| unset("tls_cert")) {
-        args.tls_cert = Some(v);
-    }
-    if let Some(v) = file.tls_key.clone().filter(|_| unset("tls_key")) {
-        args.tls_key = Some(v);
-    }
-    if let Some(v) = file.durability.filter(|_| unset("durability")) {
-        args.durability = match v {
-            config::FileDurability::Process => DurabilityArg::Process,
-            config::FileDurability::Fsync => DurabilityArg::Fsync,
-        };
-    }
-    if let Some(v) = file.account_id.clone().filter(|_| unset("account_id")) {
-        args.account_id = v;
-    }
-    if let Some(v) = file.region.clone().filter(|_| unset("region")) {
-        args.region = v;
-    }
-    if let Some(v) = file
-        .advertised_url
-        .clone()
-        .filter(|_| unset("advertised_url"))
-    {
-        args.advertised_url = Some(v);
-    }
-    if let Some(v) = file
-        .cors_allowed_origins
-        .clone()
-        .filter(|_| unset("cors_allowed_origins"))
-    {
-        args.cors_allowed_origins = v;
-    }
-    let l = &file.limits;
-    let t = &mut args.trust;
-    macro_rules! limit {
-        ($($field:ident),*) => {$(
-            if let Some(v) = l.$field.filter(|_| unset(stringify!($field))) {
-                t.$field = v;
-            }
-        )*};
-    }
-    if let Some(v) = l
-        .max_connections_per_ip
-        .filter(|_| unset("max_connections_per_ip"))
-    {
-        t.max_connections_per_ip = Some(v);
-    }
-    if let Some(v) = l
-        .trusted_proxies
-        .clone()
-        .filter(|_| unset("trusted_proxies"))
-    {
-        t.trusted_proxies = v;
-    }
-    limit!(
-        max_connections,
-        max_header_bytes,
-        min_body_rate,
-        max_body_bytes_in_flight,
-        max_queues,
-        max_topics,
-        max_in_flight,
-        max_in_flight_fifo
-    );
-    if let Some(v) = l.sqs_quotas.filter(|_| unset("no_sqs_quotas")) {
-        t.no_sqs_quotas = !v;
-    }
-    if let Some(v) = l.metrics_auth.filter(|_| unset("metrics_auth")) {
-        t.metrics_auth = v;
-    }
-    if let Some(v) = l.request_timeout.filter(|_| unset("request_timeout")) {
-        t.request_timeout = v.as_secs_f64();
-    }
-    if let Some(v) = l.keep_alive_timeout.filter(|_| unset("keep_alive_timeout")) {
-        t.keep_alive_timeout = v.as_secs_f64();
+/// `loft serve`'s arguments parsed from `argv` again, with the config file's `[server]`
+/// values as their defaults ([`config::ServerSettings::as_defaults`]): a flag wins, then
+/// its environment variable, then the file, then the default declared on the argument.
+///
+/// Errors: clap's, for an `argv` that is not `loft serve ...` or a value its parser refuses.
+fn serve_args_with_file<I, T>(
+    file: &config::ServerSettings,
+    argv: I,
+) -> Result<ServeArgs, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let command = Cli::command().mut_subcommand("serve", |serve| file.as_defaults(serve));
+    let matches = command.try_get_matches_from(argv)?;
+    match Cli::from_arg_matches(&matches)?.command {
+        Command::Serve(args) => Ok(*args),
+        _ => Err(clap::Error::new(clap::error::ErrorKind::MissingSubcommand)),
     }
 }
 
@@ -525,7 +339,7 @@ async fn serve(
                 .map(|l| l.on_runtime(core.clone())),
         );
     }
-    let engine = Engine::open(&args).await?;
+    let engine = engine::Engine::open(&args).await?;
     let store = engine.store();
     let described = engine.describe(&args);
     let advertised_url = match args.advertised_url {
@@ -582,73 +396,8 @@ async fn serve(
     }
     tracing::info!(db = %described, "loft started");
     trust.log_mode();
-    let stop_delivery = Arc::new(tokio::sync::Notify::new());
-    let delivery = {
-        let stop = stop_delivery.clone();
-        tokio::spawn(loft_server::delivery::run(service.clone(), async move {
-            stop.notified().await
-        }))
-    };
-    let stop_mappings = Arc::new(tokio::sync::Notify::new());
-    let mappings = {
-        let stop = stop_mappings.clone();
-        tokio::spawn(loft_server::mappings::run(service.clone(), async move {
-            stop.notified().await
-        }))
-    };
-    let reaper = {
-        let service = service.clone();
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(Duration::from_secs(60));
-            loop {
-                tick.tick().await;
-                if let Err(e) = service.expire_messages().await {
-                    tracing::warn!(error = %e, "retention sweep failed");
-                }
-            }
-        })
-    };
-    // Message-move tasks no node holds (after a restart, or a node's death): run them here.
-    let mover = {
-        let service = service.clone();
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(loft_core::service::MOVE_TASK_POLL);
-            loop {
-                tick.tick().await;
-                if let Err(e) = service.sqs().resume_move_tasks().await {
-                    tracing::warn!(error = %e, "looking for message-move tasks to resume failed");
-                }
-            }
-        })
-    };
-    // SNS message replays (ReplayPolicy): the ones this node holds, and those no node
-    // holds (a new replay, or its node stopped or died), advance here.
-    let replayer = {
-        let service = service.clone();
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(loft_core::service::REPLAY_POLL);
-            loop {
-                tick.tick().await;
-                if let Err(e) = service.sns().delivery().advance_replays().await {
-                    tracing::warn!(error = %e, "advancing message replays failed");
-                }
-            }
-        })
-    };
-    // The console's charts (loft_core::service::history): a view, per node, in memory.
-    let sampler = {
-        let service = service.clone();
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(Duration::from_secs_f64(sample_every));
-            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            loop {
-                tick.tick().await;
-                if let Err(e) = service.sample_history().await {
-                    tracing::warn!(error = %e, "sampling queues and topics for the console failed");
-                }
-            }
-        })
-    };
+    let deliveries = workers::Deliveries::start(&service);
+    let periodic = workers::Periodic::start(&service, Duration::from_secs_f64(sample_every));
     let mut app = loft_server::App::new(service.clone(), Some(signer), trust.auth.clone());
     if args.localstack_compat {
         app = app.with_localstack_compat();
@@ -658,13 +407,11 @@ async fn serve(
         tracing::info!(origins = %cors_origins.join(","), "CORS: browsers may call Loft from these origins");
     }
     let stopping = service.clone();
-    let stop_polling = stop_mappings.clone();
+    let stop_polling = deliveries.stop_polling();
     let shutdown = async move {
         stop_signal.await;
         stopping.begin_shutdown();
-        // Mappings stop polling with the listeners (long polls end now): the batches in
-        // flight finish while in-flight requests drain.
-        stop_polling.notify_one();
+        stop_polling();
     };
     if let Some(limit) = open_files {
         let wanted = trust.server.max_connections as u64 + OPEN_FILES_MARGIN;
@@ -688,10 +435,7 @@ async fn serve(
     loft_server::listen::serve(listeners, app, shutdown, trust.server)
         .await
         .map_err(|e| e.to_string())?;
-    reaper.abort();
-    sampler.abort();
-    mover.abort();
-    replayer.abort();
+    periodic.abort();
     // The move tasks this node ran (begin_shutdown stopped them) go to whichever node
     // looks next, this one restarted included, without waiting for their leases to end.
     if let Err(e) = service.sqs().release_move_tasks().await {
@@ -701,12 +445,7 @@ async fn serve(
     if let Err(e) = service.sns().release_replays().await {
         tracing::warn!(error = %e, "could not release the message replays of this node");
     }
-    // Attempts and batches in flight finish and are recorded before the store closes; the
-    // mappings this node polled are released for the next node.
-    stop_delivery.notify_one();
-    stop_mappings.notify_one();
-    let _ = delivery.await;
-    let _ = mappings.await;
+    deliveries.finish().await;
     engine.close().await;
     tracing::info!("loft stopped");
     #[cfg(feature = "count-allocations")]
@@ -849,66 +588,150 @@ mod tests {
         Cli::command().debug_assert();
     }
 
+    /// `argv` (`loft serve ...`) with the config file `text`'s `[server]` section.
+    fn serve_with(argv: &[&str], text: &str) -> ServeArgs {
+        let file = config::parse(std::path::Path::new("loft.toml"), text).expect("file");
+        serve_args_with_file(&file.server, argv).expect("arguments")
+    }
+
     /// SQS FIFO quotas: on by default, off with `--no-sqs-quotas` or the file's
     /// `sqs_quotas = false`, and the flag wins over a file that says `true`.
     #[test]
     fn sqs_quotas_are_on_unless_switched_off() {
-        let quotas = |argv: &[&str], file: Option<bool>| {
-            let matches = Cli::command().get_matches_from(argv);
-            let Command::Serve(mut args) = Cli::from_arg_matches(&matches).unwrap().command else {
-                panic!("not serve");
-            };
-            let settings = config::ServerSettings {
-                limits: config::FileLimits {
-                    sqs_quotas: file,
-                    ..Default::default()
-                },
-                ..Default::default()
-            };
-            let m = matches.subcommand_matches("serve").unwrap();
-            apply_file_settings(&mut args, m, &settings);
-            args.trust
+        let quotas = |argv: &[&str], file: &str| {
+            serve_with(argv, &format!("[server]\n{file}\n"))
+                .trust
                 .load(Default::default())
                 .expect("trust")
                 .limits
                 .sqs_quotas
         };
-        assert!(quotas(&["loft", "serve"], None));
-        assert!(!quotas(&["loft", "serve", "--no-sqs-quotas"], None));
-        assert!(!quotas(&["loft", "serve"], Some(false)));
-        assert!(quotas(&["loft", "serve"], Some(true)));
-        assert!(!quotas(&["loft", "serve", "--no-sqs-quotas"], Some(true)));
+        assert!(quotas(&["loft", "serve"], ""));
+        assert!(!quotas(&["loft", "serve", "--no-sqs-quotas"], ""));
+        assert!(!quotas(&["loft", "serve"], "sqs_quotas = false"));
+        assert!(quotas(&["loft", "serve"], "sqs_quotas = true"));
+        assert!(!quotas(
+            &["loft", "serve", "--no-sqs-quotas"],
+            "sqs_quotas = true"
+        ));
     }
 
     /// `--metrics-auth`: off by default, on with the flag or the file's
     /// `metrics_auth = true`; refused without credentials, which it needs.
     #[test]
     fn metrics_auth_is_off_unless_switched_on_and_needs_credentials() {
-        let load = |argv: &[&str], file: Option<bool>, keys: &str| {
-            let matches = Cli::command().get_matches_from(argv);
-            let Command::Serve(mut args) = Cli::from_arg_matches(&matches).unwrap().command else {
-                panic!("not serve");
-            };
-            let settings = config::ServerSettings {
-                limits: config::FileLimits {
-                    metrics_auth: file,
-                    ..Default::default()
-                },
-                ..Default::default()
-            };
-            let m = matches.subcommand_matches("serve").unwrap();
-            apply_file_settings(&mut args, m, &settings);
+        let load = |argv: &[&str], file: &str, keys: &str| {
+            let args = serve_with(argv, &format!("[server]\n{file}\n"));
             let keys = loft_server::auth::Credentials::parse(keys).expect("keys");
             args.trust.load(keys).map(|t| t.auth.metrics_auth())
         };
         let keys = "AKID:SECRET";
-        assert_eq!(load(&["loft", "serve"], None, keys), Ok(false));
+        assert_eq!(load(&["loft", "serve"], "", keys), Ok(false));
         assert_eq!(
-            load(&["loft", "serve", "--metrics-auth"], None, keys),
+            load(&["loft", "serve", "--metrics-auth"], "", keys),
             Ok(true)
         );
-        assert_eq!(load(&["loft", "serve"], Some(true), keys), Ok(true));
-        let refused = load(&["loft", "serve", "--metrics-auth"], None, "").unwrap_err();
+        assert_eq!(
+            load(&["loft", "serve"], "metrics_auth = true", keys),
+            Ok(true)
+        );
+        let refused = load(&["loft", "serve", "--metrics-auth"], "", "").unwrap_err();
         assert!(refused.contains("needs credentials"), "{refused}");
+    }
+
+    /// A `[server]` value is its argument's: the file's when no flag is given, the flag's
+    /// over the file's, and the declared default when neither says anything.
+    #[test]
+    fn the_file_sets_serve_arguments_under_their_flags() {
+        let file = "[server]\nlisten = [\"127.0.0.1:7001\", \"https://0.0.0.0:7002\"]\n\
+                    max_connections_per_ip = 7\nrequest_timeout = 2.5\ndurability = \"fsync\"\n\
+                    db = \"data/x.db\"\ntrusted_proxies = [\"10.0.0.0/8\"]\n\
+                    auto_create_queues = true\n";
+        let args = serve_with(&["loft", "serve"], file);
+        let listen: Vec<String> = args.listen.iter().map(|a| a.to_string()).collect();
+        assert_eq!(listen, ["127.0.0.1:7001", "https://0.0.0.0:7002"]);
+        assert_eq!(args.trust.max_connections_per_ip, Some(7));
+        assert_eq!(args.trust.request_timeout, 2.5);
+        assert!(matches!(args.durability, DurabilityArg::Fsync));
+        assert_eq!(args.db, PathBuf::from("data/x.db"));
+        assert_eq!(
+            args.trust.trusted_proxies,
+            ["10.0.0.0/8".parse::<ipnet::IpNet>().unwrap()]
+        );
+        assert!(args.auto_create_queues);
+        let args = serve_with(
+            &[
+                "loft",
+                "serve",
+                "--listen",
+                "127.0.0.1:7003",
+                "--max-connections-per-ip",
+                "9",
+                "--durability",
+                "process",
+            ],
+            file,
+        );
+        let listen: Vec<String> = args.listen.iter().map(|a| a.to_string()).collect();
+        assert_eq!(listen, ["127.0.0.1:7003"], "the flag wins");
+        assert_eq!(args.trust.max_connections_per_ip, Some(9));
+        assert!(matches!(args.durability, DurabilityArg::Process));
+        let args = serve_with(&["loft", "serve"], "");
+        assert_eq!(args.trust.max_connections_per_ip, None, "the default");
+        assert_eq!(args.trust.max_connections, 10_000);
+        assert_eq!(args.db, PathBuf::from("./loft.db"));
+    }
+
+    /// Every `[server]` key sets an argument of `loft serve` (the one that declares its
+    /// flag, environment variable and default), one the file may set.
+    #[test]
+    fn every_server_key_names_a_serve_argument() {
+        let cli = Cli::command();
+        let serve = cli.find_subcommand("serve").expect("serve");
+        for (key, check) in config::SERVER_KEYS {
+            let id = match check {
+                config::Check::Negates(id) => id,
+                _ => key,
+            };
+            assert!(
+                serve.get_arguments().any(|a| a.get_id() == *id),
+                "[server] {key}: loft serve has no argument {id}"
+            );
+        }
+    }
+
+    /// docs/running.md names every flag of `loft serve` and its environment variable, and
+    /// docs/configuration.md every `[server]` key: the declarations on `ServeArgs` and
+    /// `TrustArgs` are the source, the documents must follow.
+    #[test]
+    fn the_documentation_names_every_serve_flag_and_server_key() {
+        let docs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs");
+        let running = std::fs::read_to_string(docs.join("running.md")).expect("running.md");
+        let configuration =
+            std::fs::read_to_string(docs.join("configuration.md")).expect("configuration.md");
+        let cli = Cli::command();
+        let serve = cli.find_subcommand("serve").expect("serve");
+        let mut missing = Vec::new();
+        for arg in serve.get_arguments().filter(|a| !a.is_hide_set()) {
+            if let Some(long) = arg.get_long() {
+                if !running.contains(&format!("`--{long}")) {
+                    missing.push(format!("--{long}"));
+                }
+            }
+            if let Some(env) = arg.get_env() {
+                let env = env.to_string_lossy();
+                if !running.contains(&format!("`{env}`")) && !running.contains(&format!("`{env} "))
+                {
+                    missing.push(env.into_owned());
+                }
+            }
+        }
+        assert!(missing.is_empty(), "docs/running.md lacks {missing:?}");
+        for (key, _) in config::SERVER_KEYS {
+            assert!(
+                configuration.contains(&format!("`{key}")),
+                "docs/configuration.md lacks the [server] key {key}"
+            );
+        }
     }
 }

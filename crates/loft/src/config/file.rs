@@ -1,132 +1,18 @@
-//! The configuration file of `loft serve --config FILE` (TOML): server settings and the
-//! queues, topics and subscriptions to create at start.
-//!
-//! ```toml
-//! [server]
-//! listen = ["127.0.0.1:9324"]
-//! db = "loft.db"
-//!
-//! [[queues]]
-//! name = "orders"
-//! attributes = { VisibilityTimeout = "45" }
-//!
-//! [[topics]]
-//! name = "events"
-//! [[topics.subscriptions]]
-//! protocol = "sqs"
-//! endpoint = "arn:aws:sqs:us-east-1:000000000000:orders"
-//! ```
-//!
-//! Every setting is documented in `docs/configuration.md`. Flags and environment variables
-//! override the `[server]` settings. Resources are created through the service (the same
-//! validation as CreateQueue, CreateTopic and Subscribe) and idempotently: a declared
-//! resource that exists already gets the declared attributes. Queues are created in
-//! dependency order (a dead-letter queue before the queues that name it), whatever their
-//! order in the file.
-//!
-//! Errors name the file, the line and column, and the reason: TOML syntax, unknown keys,
-//! wrong types, duplicate names, bad names or attribute values, dead-letter cycles, and
-//! anything the service refuses at start.
+//! The TOML shapes of the configuration file and their checks: [`parse`] turns a file's
+//! text into a [`Config`], every problem a [`ConfigError`] at its line.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt;
 use std::ops::Range;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use loft_core::attributes::{self, RedrivePolicy};
 use loft_core::functions::{FunctionConfig, FunctionSigning, FunctionTarget, InvocationType};
 use loft_core::names::{self, Naming};
-use loft_core::{ErrorCode, Service};
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::listeners::ListenAddr;
-
-/// A configuration problem: where it is and why.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConfigError {
-    /// The file.
-    pub path: PathBuf,
-    /// 1-based line, 0 when the problem is the whole file (it cannot be read).
-    pub line: usize,
-    /// 1-based column (characters), 0 with `line` 0.
-    pub column: usize,
-    /// Why.
-    pub message: String,
-}
-
-impl fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.line == 0 {
-            write!(f, "{}: {}", self.path.display(), self.message)
-        } else {
-            write!(
-                f,
-                "{}:{}:{}: {}",
-                self.path.display(),
-                self.line,
-                self.column,
-                self.message
-            )
-        }
-    }
-}
-
-impl std::error::Error for ConfigError {}
-
-/// `durability` in `[server]`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum FileDurability {
-    /// WAL, `synchronous=NORMAL`.
-    Process,
-    /// Every acknowledged write is on disk first.
-    Fsync,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(untagged)]
-enum Listen {
-    One(String),
-    Many(Vec<String>),
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ServerSection {
-    listen: Option<Spanned<Listen>>,
-    db: Option<String>,
-    tls_cert: Option<String>,
-    tls_key: Option<String>,
-    durability: Option<FileDurability>,
-    account_id: Option<Spanned<String>>,
-    region: Option<String>,
-    advertised_url: Option<Spanned<String>>,
-    cors_allowed_origins: Option<Spanned<Vec<String>>>,
-    max_connections: Option<Spanned<u64>>,
-    max_connections_per_ip: Option<Spanned<u64>>,
-    trusted_proxies: Option<Spanned<Vec<String>>>,
-    max_header_bytes: Option<Spanned<u64>>,
-    request_timeout: Option<Spanned<Number>>,
-    min_body_rate: Option<Spanned<u64>>,
-    keep_alive_timeout: Option<Spanned<Number>>,
-    max_body_bytes_in_flight: Option<Spanned<u64>>,
-    max_queues: Option<Spanned<u64>>,
-    max_topics: Option<Spanned<u64>>,
-    max_in_flight: Option<Spanned<u64>>,
-    max_in_flight_fifo: Option<Spanned<u64>>,
-    sqs_quotas: Option<bool>,
-    metrics_auth: Option<bool>,
-    auto_create_queues: Option<bool>,
-}
-
-/// A number of seconds in the file: an integer or a float.
-#[derive(Debug, Clone, Copy, Deserialize)]
-#[serde(untagged)]
-enum Number {
-    Int(i64),
-    Float(f64),
-}
+use super::server::ServerSection;
+use super::{error_at, Config, ConfigError, MappingSpec, QueueSpec, SubscriptionSpec, TopicSpec};
 
 type Attributes = BTreeMap<Spanned<String>, Spanned<toml::Value>>;
 
@@ -227,227 +113,6 @@ struct FileShape {
     topics: Vec<TopicDecl>,
 }
 
-/// The `[server]` settings a file gives; `None` where it says nothing.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ServerSettings {
-    /// `listen`: addresses to listen on (`IP:PORT`, `http://IP:PORT`, `https://IP:PORT`).
-    pub listen: Option<Vec<ListenAddr>>,
-    /// `db`: the SQLite file, resolved against the config file's directory when relative.
-    pub db: Option<PathBuf>,
-    /// `tls_cert`: PEM certificate chain of HTTPS listeners, resolved like `db`.
-    pub tls_cert: Option<PathBuf>,
-    /// `tls_key`: PEM private key of `tls_cert`, resolved like `db`.
-    pub tls_key: Option<PathBuf>,
-    /// `durability`.
-    pub durability: Option<FileDurability>,
-    /// `account_id`: 12 digits.
-    pub account_id: Option<String>,
-    /// `region`.
-    pub region: Option<String>,
-    /// `advertised_url`: an `http://` or `https://` URL.
-    pub advertised_url: Option<String>,
-    /// `cors_allowed_origins`: origins (`scheme://host[:port]` or `*`) whose pages may call
-    /// Loft ([`loft_server::cors`]).
-    pub cors_allowed_origins: Option<Vec<String>>,
-    /// The limits (`max_connections`, `request_timeout`, ...).
-    pub limits: FileLimits,
-    /// `auto_create_queues`: GetQueueUrl, SendMessage(Batch) and ReceiveMessage create a
-    /// missing queue (`--auto-create-queues`).
-    pub auto_create_queues: Option<bool>,
-}
-
-/// The limits a `[server]` section gives, each as its flag takes it (`--max-connections`
-/// ...); `None` where the file says nothing. Counts and byte sizes are at least 1 (the
-/// rate at least 0, the body budget at least the largest body, 10 MiB), timeouts above 0 s
-/// and at most a day.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct FileLimits {
-    /// `max_connections`.
-    pub max_connections: Option<usize>,
-    /// `max_connections_per_ip`.
-    pub max_connections_per_ip: Option<usize>,
-    /// `trusted_proxies`: addresses and CIDR ranges (`--trusted-proxy`).
-    pub trusted_proxies: Option<Vec<ipnet::IpNet>>,
-    /// `max_header_bytes`, bytes.
-    pub max_header_bytes: Option<usize>,
-    /// `request_timeout`, seconds (fractions allowed).
-    pub request_timeout: Option<std::time::Duration>,
-    /// `min_body_rate`, bytes per second.
-    pub min_body_rate: Option<u64>,
-    /// `keep_alive_timeout`, seconds (fractions allowed).
-    pub keep_alive_timeout: Option<std::time::Duration>,
-    /// `max_body_bytes_in_flight`, bytes.
-    pub max_body_bytes_in_flight: Option<usize>,
-    /// `max_queues`.
-    pub max_queues: Option<u64>,
-    /// `max_topics`.
-    pub max_topics: Option<u64>,
-    /// `max_in_flight`.
-    pub max_in_flight: Option<u64>,
-    /// `max_in_flight_fifo`.
-    pub max_in_flight_fifo: Option<u64>,
-    /// `sqs_quotas`: `false` turns SQS FIFO throughput quotas off (`--no-sqs-quotas`).
-    pub sqs_quotas: Option<bool>,
-    /// `metrics_auth`: `true` makes `GET /metrics` require a signature and show the
-    /// caller's account only (`--metrics-auth`).
-    pub metrics_auth: Option<bool>,
-}
-
-/// A queue to create, attributes as AWS strings.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct QueueSpec {
-    /// Name.
-    pub name: String,
-    /// Attributes by AWS name.
-    pub attributes: BTreeMap<String, String>,
-    /// Tags.
-    pub tags: BTreeMap<String, String>,
-    span: Range<usize>,
-    attribute_spans: BTreeMap<String, Range<usize>>,
-}
-
-/// A subscription to create.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SubscriptionSpec {
-    /// Protocol (`sqs`, `http`, `https`, `email`, ...).
-    pub protocol: String,
-    /// Endpoint (ARN, URL, address).
-    pub endpoint: String,
-    /// Attributes by AWS name.
-    pub attributes: BTreeMap<String, String>,
-    span: Range<usize>,
-}
-
-/// A topic to create with its subscriptions.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TopicSpec {
-    /// Name.
-    pub name: String,
-    /// Attributes by AWS name.
-    pub attributes: BTreeMap<String, String>,
-    /// Tags.
-    pub tags: BTreeMap<String, String>,
-    /// Subscriptions.
-    pub subscriptions: Vec<SubscriptionSpec>,
-    span: Range<usize>,
-}
-
-/// An SQS event source mapping to create (or update) at start.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MappingSpec {
-    /// The function's name.
-    pub function: String,
-    /// The queue: a name or an ARN.
-    pub queue: String,
-    /// The settings, as CreateEventSourceMapping takes them.
-    pub input: loft_core::service::MappingInput,
-    span: Range<usize>,
-}
-
-/// A loaded and checked configuration file.
-#[derive(Debug, Clone)]
-pub struct Config {
-    path: PathBuf,
-    text: String,
-    /// `[server]`.
-    pub server: ServerSettings,
-    /// `[[queues]]`, in creation order (dead-letter queues first).
-    pub queues: Vec<QueueSpec>,
-    /// `[[topics]]`, in file order.
-    pub topics: Vec<TopicSpec>,
-    /// `[[functions]]`: the functions Loft invokes (the service's configuration).
-    pub functions: Vec<FunctionConfig>,
-    /// `[[event_source_mappings]]`, in file order.
-    pub event_source_mappings: Vec<MappingSpec>,
-    /// `[[credentials]]`: access keys with their accounts, identities and policies.
-    pub credentials: loft_server::auth::Credentials,
-}
-
-/// What [`Config::provision`] did, by resource.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Provisioned {
-    /// Queues created.
-    pub queues_created: Vec<String>,
-    /// Queues that existed and got the declared attributes and tags.
-    pub queues_updated: Vec<String>,
-    /// Topics created.
-    pub topics_created: Vec<String>,
-    /// Topics that existed and got the declared attributes and tags.
-    pub topics_updated: Vec<String>,
-    /// Subscription ARNs created or updated.
-    pub subscriptions: Vec<String>,
-    /// Event source mapping UUIDs created or updated.
-    pub event_source_mappings: Vec<String>,
-}
-
-/// The limits of `[server]`, checked (see [`FileLimits`]); `at` makes an error at a span.
-fn file_limits(
-    section: &ServerSection,
-    at: &dyn Fn(&Range<usize>, String) -> ConfigError,
-) -> Result<FileLimits, ConfigError> {
-    let count =
-        |v: &Option<Spanned<u64>>, name: &str, min: u64| -> Result<Option<u64>, ConfigError> {
-            match v {
-                Some(n) if *n.get_ref() < min => {
-                    Err(at(&n.span(), format!("{name}: must be at least {min}")))
-                }
-                Some(n) => Ok(Some(*n.get_ref())),
-                None => Ok(None),
-            }
-        };
-    let size = |v: &Option<Spanned<u64>>, name: &str| -> Result<Option<usize>, ConfigError> {
-        Ok(count(v, name, 1)?.map(|n| usize::try_from(n).unwrap_or(usize::MAX)))
-    };
-    let seconds = |v: &Option<Spanned<Number>>, name: &str| match v {
-        None => Ok(None),
-        Some(n) => {
-            let secs = match *n.get_ref() {
-                Number::Int(i) => i as f64,
-                Number::Float(f) => f,
-            };
-            if secs > 0.0 && secs <= 86_400.0 {
-                Ok(Some(std::time::Duration::from_secs_f64(secs)))
-            } else {
-                Err(at(
-                    &n.span(),
-                    format!("{name}: must be a number of seconds above 0 and at most 86400"),
-                ))
-            }
-        }
-    };
-    let trusted_proxies = match &section.trusted_proxies {
-        None => None,
-        Some(list) => Some(
-            list.get_ref()
-                .iter()
-                .map(|c| loft_server::proxy::parse_cidr(c))
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| at(&list.span(), format!("trusted_proxies: {e}")))?,
-        ),
-    };
-    Ok(FileLimits {
-        max_connections: size(&section.max_connections, "max_connections")?,
-        max_connections_per_ip: size(&section.max_connections_per_ip, "max_connections_per_ip")?,
-        trusted_proxies,
-        max_header_bytes: size(&section.max_header_bytes, "max_header_bytes")?,
-        request_timeout: seconds(&section.request_timeout, "request_timeout")?,
-        min_body_rate: count(&section.min_body_rate, "min_body_rate", 0)?,
-        keep_alive_timeout: seconds(&section.keep_alive_timeout, "keep_alive_timeout")?,
-        max_body_bytes_in_flight: count(
-            &section.max_body_bytes_in_flight,
-            "max_body_bytes_in_flight",
-            loft_server::aws::AWS_BODY_LIMIT as u64,
-        )?
-        .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
-        max_queues: count(&section.max_queues, "max_queues", 1)?,
-        max_topics: count(&section.max_topics, "max_topics", 1)?,
-        max_in_flight: count(&section.max_in_flight, "max_in_flight", 1)?,
-        max_in_flight_fifo: count(&section.max_in_flight_fifo, "max_in_flight_fifo", 1)?,
-        sqs_quotas: section.sqs_quotas,
-        metrics_auth: section.metrics_auth,
-    })
-}
-
 /// Reads and checks `path`.
 ///
 /// Errors: the file cannot be read, or [`parse`]'s errors.
@@ -459,14 +124,6 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
         message: format!("cannot read the configuration file: {e}"),
     })?;
     parse(path, &text)
-}
-
-fn position(text: &str, offset: usize) -> (usize, usize) {
-    let offset = offset.min(text.len());
-    let before = &text[..offset];
-    let line = before.matches('\n').count() + 1;
-    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-    (line, before[line_start..].chars().count() + 1)
 }
 
 /// Converts a TOML attribute value to AWS's string form: strings as they are, integers and
@@ -491,272 +148,6 @@ fn attribute_string(v: &toml::Value) -> Result<String, String> {
             )
         }
     })
-}
-
-impl Config {
-    fn error(&self, span: &Range<usize>, message: impl Into<String>) -> ConfigError {
-        error_at(&self.path, &self.text, span, message)
-    }
-
-    /// Creates or updates every declared queue (dead-letter queues first), topic and
-    /// subscription through `svc`, so validation is the service's.
-    ///
-    /// Errors: the first resource the service refuses, with its line in the file and the
-    /// service's error code and message.
-    pub async fn provision(&self, svc: &Service) -> Result<Provisioned, ConfigError> {
-        let mut done = Provisioned::default();
-        let aws = |e: loft_core::Error| format!("{}: {}", e.code.aws_code(), e.message);
-        for q in &self.queues {
-            let at = |e: loft_core::Error| {
-                let span = q
-                    .attribute_spans
-                    .iter()
-                    .find(|(name, _)| e.message.contains(name.as_str()))
-                    .map_or(&q.span, |(_, s)| s);
-                self.error(span, format!("queue {}: {}", q.name, aws(e)))
-            };
-            match svc.queue(&q.name).await {
-                Ok(_) => {
-                    // FifoQueue follows the name (checked at parse), so it cannot differ.
-                    let mut attrs = q.attributes.clone();
-                    attrs.remove("FifoQueue");
-                    if !attrs.is_empty() {
-                        svc.sqs()
-                            .set_queue_attributes(&q.name, attrs)
-                            .await
-                            .map_err(at)?;
-                    }
-                    if !q.tags.is_empty() {
-                        svc.sqs()
-                            .tag_queue(&q.name, q.tags.clone())
-                            .await
-                            .map_err(at)?;
-                    }
-                    tracing::info!(queue = %q.name, "queue from the configuration exists; attributes applied");
-                    done.queues_updated.push(q.name.clone());
-                }
-                Err(e) if e.code == ErrorCode::QueueDoesNotExist => {
-                    svc.sqs()
-                        .create_queue(&q.name, q.attributes.clone(), q.tags.clone())
-                        .await
-                        .map_err(at)?;
-                    tracing::info!(queue = %q.name, "queue created from the configuration");
-                    done.queues_created.push(q.name.clone());
-                }
-                Err(e) => return Err(at(e)),
-            }
-        }
-        for t in &self.topics {
-            let arn = svc.topic_arn(&t.name);
-            let at =
-                |e: loft_core::Error| self.error(&t.span, format!("topic {}: {}", t.name, aws(e)));
-            match svc.sns().topic_by_arn(&arn).await {
-                Ok(_) => {
-                    for (k, v) in &t.attributes {
-                        if k == "FifoTopic" {
-                            continue;
-                        }
-                        svc.sns()
-                            .set_topic_attribute(&arn, k, v)
-                            .await
-                            .map_err(at)?;
-                    }
-                    if !t.tags.is_empty() {
-                        svc.sns()
-                            .tag_topic(&arn, t.tags.clone().into_iter().collect())
-                            .await
-                            .map_err(at)?;
-                    }
-                    tracing::info!(topic = %t.name, "topic from the configuration exists; attributes applied");
-                    done.topics_updated.push(t.name.clone());
-                }
-                Err(e) if e.code == ErrorCode::NotFound => {
-                    svc.sns()
-                        .create_topic(
-                            &t.name,
-                            t.attributes.clone(),
-                            t.tags.clone().into_iter().collect(),
-                        )
-                        .await
-                        .map_err(at)?;
-                    tracing::info!(topic = %t.name, "topic created from the configuration");
-                    done.topics_created.push(t.name.clone());
-                }
-                Err(e) => return Err(at(e)),
-            }
-            for s in &t.subscriptions {
-                let at = |e: loft_core::Error| {
-                    self.error(
-                        &s.span,
-                        format!(
-                            "subscription of topic {} to {}: {}",
-                            t.name,
-                            s.endpoint,
-                            aws(e)
-                        ),
-                    )
-                };
-                let existing = self
-                    .find_subscription(svc, &arn, &s.protocol, &s.endpoint)
-                    .await
-                    .map_err(at)?;
-                let sub_arn = match existing {
-                    Some(sub_arn) => {
-                        for (k, v) in &s.attributes {
-                            svc.sns()
-                                .set_subscription_attribute(&sub_arn, k, v)
-                                .await
-                                .map_err(at)?;
-                        }
-                        sub_arn
-                    }
-                    None => {
-                        svc.sns()
-                            .subscribe(
-                                &arn,
-                                &s.protocol,
-                                Some(&s.endpoint),
-                                s.attributes.clone(),
-                                true,
-                            )
-                            .await
-                            .map_err(at)?
-                            .subscription_arn
-                    }
-                };
-                tracing::info!(topic = %t.name, subscription = %sub_arn, "subscription from the configuration");
-                done.subscriptions.push(sub_arn);
-            }
-        }
-        for m in &self.event_source_mappings {
-            let at = |e: loft_core::Error| {
-                self.error(
-                    &m.span,
-                    format!(
-                        "event source mapping of {} to {}: {}",
-                        m.queue,
-                        m.function,
-                        aws(e)
-                    ),
-                )
-            };
-            let mut input = m.input.clone();
-            let queue_arn = if m.queue.starts_with("arn:") {
-                m.queue.clone()
-            } else {
-                svc.queue_arn(&m.queue)
-            };
-            input.event_source_arn = Some(queue_arn.clone());
-            let function_arn = svc.functions().function_arn(&m.function);
-            // The configuration's mappings are their function's account's (the default
-            // account's unless the function names another).
-            let account = svc
-                .functions()
-                .function(&m.function)
-                .map_or(svc.config().account_id.clone(), |f| {
-                    svc.functions().function_account(f).to_owned()
-                });
-            let (existing, _) = svc
-                .functions()
-                .list_event_source_mappings(&account, Some(&queue_arn), None, None, Some(10_000))
-                .await
-                .map_err(at)?;
-            let uuid = match existing
-                .into_iter()
-                .find(|v| v.record.function_arn == function_arn)
-            {
-                Some(v) => {
-                    input.event_source_arn = None;
-                    svc.functions()
-                        .update_event_source_mapping(&account, &v.record.uuid, input)
-                        .await
-                        .map_err(at)?
-                        .record
-                        .uuid
-                }
-                None => match svc
-                    .functions()
-                    .create_event_source_mapping(&account, input.clone())
-                    .await
-                {
-                    Ok(v) => v.record.uuid,
-                    // Another node starting from the same file created it meanwhile.
-                    Err(e) if e.code == ErrorCode::LambdaResourceConflict => {
-                        let (existing, _) = svc
-                            .functions()
-                            .list_event_source_mappings(
-                                &account,
-                                Some(&queue_arn),
-                                None,
-                                None,
-                                Some(10_000),
-                            )
-                            .await
-                            .map_err(at)?;
-                        let v = existing
-                            .into_iter()
-                            .find(|v| v.record.function_arn == function_arn)
-                            .ok_or_else(|| at(e))?;
-                        input.event_source_arn = None;
-                        svc.functions()
-                            .update_event_source_mapping(&account, &v.record.uuid, input)
-                            .await
-                            .map_err(at)?
-                            .record
-                            .uuid
-                    }
-                    Err(e) => return Err(at(e)),
-                },
-            };
-            tracing::info!(queue = %m.queue, function = %m.function, mapping = %uuid, "event source mapping from the configuration");
-            done.event_source_mappings.push(uuid);
-        }
-        Ok(done)
-    }
-
-    async fn find_subscription(
-        &self,
-        svc: &Service,
-        topic_arn: &str,
-        protocol: &str,
-        endpoint: &str,
-    ) -> loft_core::Result<Option<String>> {
-        // An unknown protocol matches nothing; Subscribe then refuses it in SNS's words.
-        let protocol = loft_core::model::SubscriptionProtocol::parse(protocol).ok();
-        let mut token: Option<String> = None;
-        loop {
-            let page = svc
-                .sns()
-                .list_subscriptions(Some(topic_arn), token.as_deref())
-                .await?;
-            if let Some(s) = page
-                .items
-                .iter()
-                .find(|s| Some(s.protocol) == protocol && s.endpoint == endpoint.trim())
-            {
-                return Ok(Some(svc.sns().subscription_arn(s)));
-            }
-            match page.next_token {
-                Some(t) => token = Some(t),
-                None => return Ok(None),
-            }
-        }
-    }
-}
-
-fn error_at(
-    path: &Path,
-    text: &str,
-    span: &Range<usize>,
-    message: impl Into<String>,
-) -> ConfigError {
-    let (line, column) = position(text, span.start);
-    ConfigError {
-        path: path.to_owned(),
-        line,
-        column,
-        message: message.into(),
-    }
 }
 
 fn convert_attributes(
@@ -799,71 +190,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
         err
     })?;
     let at = |span: &Range<usize>, message: String| error_at(path, text, span, message);
-    // [server]
-    let mut server = ServerSettings::default();
-    if let Some(listen) = &shape.server.listen {
-        let list = match listen.get_ref() {
-            Listen::One(s) => vec![s.clone()],
-            Listen::Many(v) => v.clone(),
-        };
-        if list.is_empty() {
-            return Err(at(
-                &listen.span(),
-                "listen: give at least one address".into(),
-            ));
-        }
-        let mut addrs = Vec::new();
-        for a in list {
-            addrs.push(
-                a.parse::<ListenAddr>()
-                    .map_err(|e| at(&listen.span(), format!("listen: {e}")))?,
-            );
-        }
-        server.listen = Some(addrs);
-    }
-    // Paths in the file are relative to the file's directory.
-    let beside = |file: &str| {
-        let p = PathBuf::from(file);
-        if p.is_relative() {
-            path.parent()
-                .filter(|d| !d.as_os_str().is_empty())
-                .map_or(p.clone(), |d| d.join(&p))
-        } else {
-            p
-        }
-    };
-    server.db = shape.server.db.as_deref().map(beside);
-    server.tls_cert = shape.server.tls_cert.as_deref().map(beside);
-    server.tls_key = shape.server.tls_key.as_deref().map(beside);
-    server.durability = shape.server.durability;
-    if let Some(id) = &shape.server.account_id {
-        if id.get_ref().len() != 12 || !id.get_ref().bytes().all(|b| b.is_ascii_digit()) {
-            return Err(at(&id.span(), "account_id: must be 12 digits".into()));
-        }
-        server.account_id = Some(id.get_ref().clone());
-    }
-    server.region = shape.server.region.clone();
-    if let Some(url) = &shape.server.advertised_url {
-        let u = url.get_ref();
-        if !(u.starts_with("http://") || u.starts_with("https://")) {
-            return Err(at(
-                &url.span(),
-                "advertised_url: must start with http:// or https://".into(),
-            ));
-        }
-        server.advertised_url = Some(u.trim_end_matches('/').to_owned());
-    }
-    if let Some(origins) = &shape.server.cors_allowed_origins {
-        let checked = origins
-            .get_ref()
-            .iter()
-            .map(|o| loft_server::cors::check_origin(o))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| at(&origins.span(), format!("cors_allowed_origins: {e}")))?;
-        server.cors_allowed_origins = Some(checked);
-    }
-    server.limits = file_limits(&shape.server, &at)?;
-    server.auto_create_queues = shape.server.auto_create_queues;
+    let server = super::server::settings(&shape.server, path, &at)?;
     // [[credentials]]
     let mut credentials = loft_server::auth::Credentials::default();
     let mut key_ids = BTreeSet::new();
@@ -1180,6 +507,7 @@ fn dependency_order(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::{position, ServerSettings};
 
     fn parse_str(text: &str) -> Result<Config, ConfigError> {
         parse(Path::new("conf/loft.toml"), text)
@@ -1222,29 +550,18 @@ attributes = { RawMessageDelivery = "true" }
 "#,
         )
         .expect("parses");
+        let server = |id: &str| c.server.get(id).expect(id);
+        assert_eq!(server("listen"), ["127.0.0.1:9000", "https://0.0.0.0:9001"]);
+        assert_eq!(server("db"), ["conf/data/loft.db"], "beside the file");
+        assert_eq!(server("tls_cert"), ["conf/tls/cert.pem"]);
+        assert_eq!(server("tls_key"), ["/etc/loft/key.pem"]);
+        assert_eq!(server("durability"), ["fsync"]);
+        assert_eq!(server("account_id"), ["123456789012"]);
+        assert_eq!(server("region"), ["eu-west-1"]);
+        assert_eq!(server("advertised_url"), ["http://loft.local:9000"]);
         assert_eq!(
-            c.server.listen,
-            Some(vec![
-                "127.0.0.1:9000".parse().unwrap(),
-                "https://0.0.0.0:9001".parse().unwrap()
-            ])
-        );
-        assert_eq!(c.server.db, Some(PathBuf::from("conf/data/loft.db")));
-        assert_eq!(c.server.tls_cert, Some(PathBuf::from("conf/tls/cert.pem")));
-        assert_eq!(c.server.tls_key, Some(PathBuf::from("/etc/loft/key.pem")));
-        assert_eq!(c.server.durability, Some(FileDurability::Fsync));
-        assert_eq!(c.server.account_id.as_deref(), Some("123456789012"));
-        assert_eq!(c.server.region.as_deref(), Some("eu-west-1"));
-        assert_eq!(
-            c.server.advertised_url.as_deref(),
-            Some("http://loft.local:9000")
-        );
-        assert_eq!(
-            c.server.cors_allowed_origins,
-            Some(vec![
-                "http://localhost:3000".to_owned(),
-                "https://app.example.com".to_owned()
-            ])
+            server("cors_allowed_origins"),
+            ["http://localhost:3000", "https://app.example.com"]
         );
         let names: Vec<&str> = c.queues.iter().map(|q| q.name.as_str()).collect();
         assert_eq!(names, ["orders-dlq", "orders", "jobs.fifo"]);
@@ -1451,30 +768,34 @@ function_response_types = ["ReportBatchItemFailures"]
              sqs_quotas = false\nmetrics_auth = true\n",
         )
         .expect("parses");
+        for (id, value) in [
+            ("max_connections", "500"),
+            ("max_connections_per_ip", "50"),
+            ("max_header_bytes", "16384"),
+            ("request_timeout", "2.5"),
+            ("min_body_rate", "0"),
+            ("keep_alive_timeout", "90"),
+            ("max_body_bytes_in_flight", "67108864"),
+            ("max_queues", "10"),
+            ("max_topics", "20"),
+            ("max_in_flight", "30"),
+            ("max_in_flight_fifo", "40"),
+            ("no_sqs_quotas", "true"),
+            ("metrics_auth", "true"),
+        ] {
+            assert_eq!(c.server.get(id), Some(vec![value.to_owned()]), "{id}");
+        }
         assert_eq!(
-            c.server.limits,
-            FileLimits {
-                max_connections: Some(500),
-                max_connections_per_ip: Some(50),
-                trusted_proxies: Some(vec![
-                    "10.0.0.0/8".parse().unwrap(),
-                    "192.0.2.7/32".parse().unwrap()
-                ]),
-                max_header_bytes: Some(16384),
-                request_timeout: Some(std::time::Duration::from_millis(2500)),
-                min_body_rate: Some(0),
-                keep_alive_timeout: Some(std::time::Duration::from_secs(90)),
-                max_body_bytes_in_flight: Some(64 * 1024 * 1024),
-                max_queues: Some(10),
-                max_topics: Some(20),
-                max_in_flight: Some(30),
-                max_in_flight_fifo: Some(40),
-                sqs_quotas: Some(false),
-                metrics_auth: Some(true),
-            }
+            c.server.get("trusted_proxies"),
+            Some(vec!["10.0.0.0/8".to_owned(), "192.0.2.7".to_owned()])
+        );
+        assert_eq!(
+            c.server.get("sqs_quotas"),
+            None,
+            "the argument is no_sqs_quotas"
         );
         fails("[server]\nsqs_quotas = \"off\"\n", 2, "");
-        assert_eq!(parse_str("").unwrap().server.limits, FileLimits::default());
+        assert_eq!(parse_str("").unwrap().server, ServerSettings::default());
         fails("[server]\n\nrequest_timeout = 0\n", 3, "above 0");
         fails("[server]\nkeep_alive_timeout = -1.5\n", 2, "above 0");
         fails("[server]\nkeep_alive_timeout = \"30s\"\n", 2, "");
