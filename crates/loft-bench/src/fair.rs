@@ -21,10 +21,10 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::scenarios::{run_workers, Ctx, Seen, Tracker, CONSUMER_WAIT_SECONDS};
+use crate::scenarios::{run_workers, Answer, Ctx, Seen, Tracker};
 use crate::sqs::{
-    DeleteEntry, DeleteMessageBatchIn, DeleteMessageBatchOut, ReceiveMessageIn, ReceiveMessageOut,
-    SendEntry, SendMessageBatchIn, SendMessageBatchOut, SendMessageIn, SendMessageOut, BATCH_IDS,
+    DeleteEntry, DeleteMessageBatchIn, DeleteMessageBatchOut, SendEntry, SendMessageBatchIn,
+    SendMessageBatchOut, SendMessageIn, SendMessageOut, BATCH_IDS,
 };
 use crate::stats::{micros, LatencySummary, Recorder};
 
@@ -132,23 +132,13 @@ pub async fn preload(
                         })
                         .collect(),
                 };
-                let t0 = Instant::now();
                 match ctx
-                    .bounded(None, client.call::<_, SendMessageBatchOut>(op, &input))
+                    .call::<_, SendMessageBatchOut>(&mut client, &mut rec, None, op, &input)
                     .await
                 {
-                    None => break,
-                    Some(Ok(out)) => {
-                        rec.ok(op, t0.elapsed());
-                        ctx.progress
-                            .sent
-                            .fetch_add(out.successful.len() as u64, Ordering::Relaxed);
-                        for f in out.failed {
-                            rec.error(f.code, 1);
-                        }
-                        rec.worked();
-                    }
-                    Some(Err(e)) => rec.failed(op, &e),
+                    Answer::Stop => break,
+                    Answer::Ok(out) => ctx.batch_sent(&mut rec, out),
+                    Answer::Failed(_) => {}
                 }
             }
             rec
@@ -226,18 +216,16 @@ async fn produce_quiet(ctx: Arc<Ctx>, dwell: Arc<Dwell>, noisy: u64, grouped: bo
                 message_group_id: group(grouped, &tenant),
                 message_deduplication_id: None,
             };
-            let t0 = Instant::now();
             match ctx
-                .bounded(None, client.call::<_, SendMessageOut>(op, &input))
+                .call::<_, SendMessageOut>(&mut client, &mut rec, None, op, &input)
                 .await
             {
-                None => return rec,
-                Some(Ok(_)) => {
-                    rec.ok(op, t0.elapsed());
+                Answer::Stop => return rec,
+                Answer::Ok(_) => {
                     ctx.progress.sent.fetch_add(1, Ordering::Relaxed);
                     dwell.quiet_sent.fetch_add(1, Ordering::Relaxed);
                 }
-                Some(Err(e)) => rec.failed(op, &e),
+                Answer::Failed(_) => {}
             }
         }
     }
@@ -249,33 +237,10 @@ async fn consume(ctx: Arc<Ctx>, tracker: Arc<Tracker>, dwell: Arc<Dwell>) -> Rec
     let mut rec = Recorder::new(ctx.progress.clone());
     let mut stop = tracker.subscribe();
     loop {
-        if *stop.borrow() || ctx.past_deadline() {
-            break;
-        }
-        let op = "ReceiveMessage";
-        let input = ReceiveMessageIn {
-            queue_url: &ctx.queue_url,
-            max_number_of_messages: 10,
-            visibility_timeout: ctx.visibility_timeout,
-            wait_time_seconds: CONSUMER_WAIT_SECONDS,
-        };
-        let t0 = Instant::now();
-        let out = match ctx
-            .bounded(
-                Some(&mut stop),
-                client.call::<_, ReceiveMessageOut>(op, &input),
-            )
-            .await
-        {
-            None => break,
-            Some(Ok(out)) => {
-                rec.ok(op, t0.elapsed());
-                out
-            }
-            Some(Err(e)) => {
-                rec.failed(op, &e);
-                continue;
-            }
+        let out = match ctx.receive(&mut client, &mut rec, &mut stop).await {
+            Answer::Stop => break,
+            Answer::Failed(_) => continue,
+            Answer::Ok(out) => out,
         };
         if out.messages.is_empty() {
             continue;
@@ -315,14 +280,12 @@ async fn consume(ctx: Arc<Ctx>, tracker: Arc<Tracker>, dwell: Arc<Dwell>) -> Rec
                 })
                 .collect(),
         };
-        let t0 = Instant::now();
         match ctx
-            .bounded(None, client.call::<_, DeleteMessageBatchOut>(op, &input))
+            .call::<_, DeleteMessageBatchOut>(&mut client, &mut rec, None, op, &input)
             .await
         {
-            None => break,
-            Some(Ok(res)) => {
-                rec.ok(op, t0.elapsed());
+            Answer::Stop => break,
+            Answer::Ok(res) => {
                 for ok in res.successful {
                     if let Some(m) = ok
                         .id
@@ -333,11 +296,9 @@ async fn consume(ctx: Arc<Ctx>, tracker: Arc<Tracker>, dwell: Arc<Dwell>) -> Rec
                         tracker.on_deleted(&m.message_id);
                     }
                 }
-                for f in res.failed {
-                    rec.error(f.code, 1);
-                }
+                rec.entries_failed(res.failed);
             }
-            Some(Err(e)) => rec.failed(op, &e),
+            Answer::Failed(_) => {}
         }
     }
     rec

@@ -505,48 +505,37 @@ async fn measure(
         }),
     };
 
-    // receive-delete first fills the queue, unmeasured but bounded by the same deadline.
+    // receive-delete and fair first fill the queue, unmeasured but bounded by the same
+    // deadline.
     let mut preload = None;
     let mut preload_cut = false;
     let mut target = plan.messages;
-    if plan.scenario == Scenario::Fair {
+    if matches!(plan.scenario, Scenario::Fair | Scenario::ReceiveDelete) {
         let ctx = Arc::new(base.next_phase());
         let ticker = spawn_ticker("preload", ctx.progress.clone(), watch.clone());
         let t0 = Instant::now();
-        let rec = fair::preload(
-            ctx.clone(),
-            plan.connections,
-            plan.messages,
-            plan.batch,
-            !plan.fair_baseline,
-        )
-        .await;
-        ticker.abort();
-        let secs = t0.elapsed().as_secs_f64();
-        target = ctx.progress.sent.load(Ordering::Relaxed);
-        preload_cut = ctx.cut.load(Ordering::Relaxed);
-        preload = Some(PreloadStats {
-            messages: target,
-            seconds: round3(secs),
-            messages_per_second: round3(target as f64 / secs.max(1e-9)),
-            errors: rec.errors(),
-        });
-    }
-    if plan.scenario == Scenario::ReceiveDelete {
-        let ctx = Arc::new(base.next_phase());
-        let ticker = spawn_ticker("preload", ctx.progress.clone(), watch.clone());
-        let t0 = Instant::now();
-        let claims = Arc::new(AtomicU64::new(0));
-        let rec = scenarios::run_workers(plan.connections, &ctx.progress, || {
-            scenarios::send_worker(
+        let rec = if plan.scenario == Scenario::Fair {
+            fair::preload(
                 ctx.clone(),
-                claims.clone(),
+                plan.connections,
                 plan.messages,
-                Some(plan.batch),
-                false,
+                plan.batch,
+                !plan.fair_baseline,
             )
-        })
-        .await;
+            .await
+        } else {
+            let claims = Arc::new(AtomicU64::new(0));
+            scenarios::run_workers(plan.connections, &ctx.progress, || {
+                scenarios::send_worker(
+                    ctx.clone(),
+                    claims.clone(),
+                    plan.messages,
+                    Some(plan.batch),
+                    false,
+                )
+            })
+            .await
+        };
         ticker.abort();
         let secs = t0.elapsed().as_secs_f64();
         target = ctx.progress.sent.load(Ordering::Relaxed);

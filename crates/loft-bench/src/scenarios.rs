@@ -8,6 +8,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
@@ -156,6 +158,63 @@ impl Ctx {
         }
     }
 
+    /// One call of `op` with `input`, unless the deadline passes (or `stop` turns true)
+    /// first: the answer recorded in `rec` as ok, or the failure as failed (no back-off:
+    /// the caller decides).
+    pub(crate) async fn call<I: Serialize, O: DeserializeOwned>(
+        &self,
+        client: &mut Client,
+        rec: &mut Recorder,
+        stop: Option<&mut watch::Receiver<bool>>,
+        op: &'static str,
+        input: &I,
+    ) -> Answer<O> {
+        let t0 = Instant::now();
+        match self.bounded(stop, client.call::<I, O>(op, input)).await {
+            None => Answer::Stop,
+            Some(Ok(out)) => {
+                rec.ok(op, t0.elapsed());
+                Answer::Ok(out)
+            }
+            Some(Err(e)) => {
+                rec.failed(op, &e);
+                Answer::Failed(e)
+            }
+        }
+    }
+
+    /// One consumer's `ReceiveMessage` of up to 10 messages (long polling
+    /// [`CONSUMER_WAIT_SECONDS`], the phase's visibility timeout), as [`Ctx::call`];
+    /// [`Answer::Stop`] without a call once `stop` is true or the deadline has passed.
+    pub(crate) async fn receive(
+        &self,
+        client: &mut Client,
+        rec: &mut Recorder,
+        stop: &mut watch::Receiver<bool>,
+    ) -> Answer<ReceiveMessageOut> {
+        if *stop.borrow() || self.past_deadline() {
+            return Answer::Stop;
+        }
+        let input = ReceiveMessageIn {
+            queue_url: &self.queue_url,
+            max_number_of_messages: 10,
+            visibility_timeout: self.visibility_timeout,
+            wait_time_seconds: CONSUMER_WAIT_SECONDS,
+        };
+        self.call(client, rec, Some(stop), "ReceiveMessage", &input)
+            .await
+    }
+
+    /// An answered `SendMessageBatch`: its sent entries counted in the progress, its
+    /// failed ones recorded as errors, and the worker marked as working.
+    pub(crate) fn batch_sent(&self, rec: &mut Recorder, out: SendMessageBatchOut) {
+        self.progress
+            .sent
+            .fetch_add(out.successful.len() as u64, Ordering::Relaxed);
+        rec.entries_failed(out.failed);
+        rec.worked();
+    }
+
     pub(crate) fn past_deadline(&self) -> bool {
         let past = Instant::now() >= self.deadline;
         if past {
@@ -163,6 +222,16 @@ impl Ctx {
         }
         past
     }
+}
+
+/// What a worker's [`Ctx::call`] came to.
+pub(crate) enum Answer<T> {
+    /// `stop` turned true or the deadline passed: the worker ends.
+    Stop,
+    /// The call failed (recorded as failed).
+    Failed(crate::client::CallError),
+    /// The answer (the call recorded as ok).
+    Ok(T),
 }
 
 async fn backoff_after(err: &crate::client::CallError) {
@@ -197,7 +266,6 @@ pub async fn send_worker(
         let stamp_us = if stamp { ctx.stamp_now() } else { 0 };
         bodies.clear();
         bodies.extend((first..first + n).map(|seq| ctx.body(seq, stamp_us)));
-        let t0 = Instant::now();
         if batch.is_none() {
             let op = "SendMessage";
             let (message_group_id, message_deduplication_id) = ctx.fifo_ids(first);
@@ -208,19 +276,15 @@ pub async fn send_worker(
                 message_deduplication_id,
             };
             match ctx
-                .bounded(None, client.call::<_, SendMessageOut>(op, &input))
+                .call::<_, SendMessageOut>(&mut client, &mut rec, None, op, &input)
                 .await
             {
-                None => break,
-                Some(Ok(_)) => {
-                    rec.ok(op, t0.elapsed());
+                Answer::Stop => break,
+                Answer::Ok(_) => {
                     ctx.progress.sent.fetch_add(1, Ordering::Relaxed);
                     rec.worked();
                 }
-                Some(Err(e)) => {
-                    rec.failed(op, &e);
-                    backoff_after(&e).await;
-                }
+                Answer::Failed(e) => backoff_after(&e).await,
             }
         } else {
             let op = "SendMessageBatch";
@@ -242,24 +306,12 @@ pub async fn send_worker(
                     .collect(),
             };
             match ctx
-                .bounded(None, client.call::<_, SendMessageBatchOut>(op, &input))
+                .call::<_, SendMessageBatchOut>(&mut client, &mut rec, None, op, &input)
                 .await
             {
-                None => break,
-                Some(Ok(out)) => {
-                    rec.ok(op, t0.elapsed());
-                    ctx.progress
-                        .sent
-                        .fetch_add(out.successful.len() as u64, Ordering::Relaxed);
-                    for f in out.failed {
-                        rec.error(f.code, 1);
-                    }
-                    rec.worked();
-                }
-                Some(Err(e)) => {
-                    rec.failed(op, &e);
-                    backoff_after(&e).await;
-                }
+                Answer::Stop => break,
+                Answer::Ok(out) => ctx.batch_sent(&mut rec, out),
+                Answer::Failed(e) => backoff_after(&e).await,
             }
         }
     }
@@ -374,34 +426,13 @@ pub async fn consume_worker(ctx: Arc<Ctx>, tracker: Arc<Tracker>, delivery: bool
     let mut rec = Recorder::new(ctx.progress.clone());
     let mut stop = tracker.subscribe();
     loop {
-        if *stop.borrow() || ctx.past_deadline() {
-            break;
-        }
-        let op = "ReceiveMessage";
-        let input = ReceiveMessageIn {
-            queue_url: &ctx.queue_url,
-            max_number_of_messages: 10,
-            visibility_timeout: ctx.visibility_timeout,
-            wait_time_seconds: CONSUMER_WAIT_SECONDS,
-        };
-        let t0 = Instant::now();
-        let out = match ctx
-            .bounded(
-                Some(&mut stop),
-                client.call::<_, ReceiveMessageOut>(op, &input),
-            )
-            .await
-        {
-            None => break,
-            Some(Ok(out)) => {
-                rec.ok(op, t0.elapsed());
-                out
-            }
-            Some(Err(e)) => {
-                rec.failed(op, &e);
+        let out = match ctx.receive(&mut client, &mut rec, &mut stop).await {
+            Answer::Stop => break,
+            Answer::Failed(e) => {
                 backoff_after(&e).await;
                 continue;
             }
+            Answer::Ok(out) => out,
         };
         if out.messages.is_empty() {
             continue;
@@ -431,28 +462,21 @@ pub async fn consume_worker(ctx: Arc<Ctx>, tracker: Arc<Tracker>, delivery: bool
                     })
                     .collect(),
             };
-            let t0 = Instant::now();
             match ctx
-                .bounded(None, client.call::<_, DeleteMessageBatchOut>(op, &input))
+                .call::<_, DeleteMessageBatchOut>(&mut client, &mut rec, None, op, &input)
                 .await
             {
-                None => return rec,
-                Some(Ok(res)) => {
-                    rec.ok(op, t0.elapsed());
+                Answer::Stop => return rec,
+                Answer::Ok(res) => {
                     for ok in res.successful {
                         if let Some(m) = ok.id.parse::<usize>().ok().and_then(|i| chunk.get(i)) {
                             tracker.on_deleted(&m.message_id);
                         }
                     }
-                    for f in res.failed {
-                        rec.error(f.code, 1);
-                    }
+                    rec.entries_failed(res.failed);
                     rec.worked();
                 }
-                Some(Err(e)) => {
-                    rec.failed(op, &e);
-                    backoff_after(&e).await;
-                }
+                Answer::Failed(e) => backoff_after(&e).await,
             }
         }
     }

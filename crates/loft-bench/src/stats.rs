@@ -159,6 +159,13 @@ impl Recorder {
         self.progress.errors.fetch_add(n, Ordering::Relaxed);
     }
 
+    /// The failed entries of an answered batch call: one error each, under its code.
+    pub fn entries_failed(&mut self, failed: Vec<crate::sqs::BatchError>) {
+        for f in failed {
+            self.error(f.code, 1);
+        }
+    }
+
     /// Marks now as the last time this worker moved messages.
     pub fn worked(&mut self) {
         self.last_work = Some(Instant::now());

@@ -17,6 +17,19 @@ pub enum Naming {
     Seed,
 }
 
+/// Whether `name` is a queue or topic name as SQS and SNS take it: 1 to `max` bytes, of
+/// ASCII letters, digits, `-` and `_`, with an optional `.fifo` suffix after at least one
+/// of them (CreateQueue's QueueName: 80; CreateTopic's Name: 256).
+fn is_aws_name(name: &str, max: usize) -> bool {
+    let stem = name.strip_suffix(".fifo").unwrap_or(name);
+    !name.is_empty()
+        && name.len() <= max
+        && !stem.is_empty()
+        && stem
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
 /// Checks a queue name. Errors: `InvalidParameterValue` naming the rule broken.
 pub fn check_queue_name(name: &str, naming: Naming) -> Result<()> {
     match naming {
@@ -26,22 +39,10 @@ pub fn check_queue_name(name: &str, naming: Naming) -> Result<()> {
             "queue names ending in .fifo are FIFO queues: create them through SQS (FifoQueue)",
         )),
         Naming::Seed => check_seed_name(name),
-        Naming::Aws => {
-            let stem = name.strip_suffix(".fifo").unwrap_or(name);
-            let ok = !name.is_empty()
-                && name.len() <= 80
-                && !stem.is_empty()
-                && stem
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
-            if ok {
-                Ok(())
-            } else {
-                Err(Error::invalid(
-                    "Can only include alphanumeric characters, hyphens, or underscores. 1 to 80 in length",
-                ))
-            }
-        }
+        Naming::Aws if is_aws_name(name, 80) => Ok(()),
+        Naming::Aws => Err(Error::invalid(
+            "Can only include alphanumeric characters, hyphens, or underscores. 1 to 80 in length",
+        )),
     }
 }
 
@@ -54,23 +55,11 @@ pub fn check_topic_name(name: &str, naming: Naming) -> Result<()> {
             "topic names ending in .fifo are FIFO topics: create and use them through SNS (FifoTopic)",
         )),
         Naming::Seed => check_seed_name(name),
-        Naming::Aws => {
-            let stem = name.strip_suffix(".fifo").unwrap_or(name);
-            let ok = !name.is_empty()
-                && name.len() <= 256
-                && !stem.is_empty()
-                && stem
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
-            if ok {
-                Ok(())
-            } else {
-                Err(Error::new(
-                    ErrorCode::InvalidParameter,
-                    "Invalid parameter: Topic Name",
-                ))
-            }
-        }
+        Naming::Aws if is_aws_name(name, 256) => Ok(()),
+        Naming::Aws => Err(Error::new(
+            ErrorCode::InvalidParameter,
+            "Invalid parameter: Topic Name",
+        )),
     }
 }
 

@@ -463,11 +463,7 @@ async fn verify_signature(service: &Service, auth: &Auth, req: Request, next: Ne
             drop(reservation);
             resp
         }
-        Err(e) => NativeError(
-            StatusCode::FORBIDDEN,
-            format!("{}: {}", e.code.aws_code(), e.message),
-        )
-        .into_response(),
+        Err(e) => NativeError::refused(&e).into_response(),
     }
 }
 

@@ -159,8 +159,9 @@ struct Clients {
     functions: reqwest::Client,
 }
 
-/// An error and its sources, `: `-joined (reqwest's own message hides the cause).
-fn error_chain(e: &dyn std::error::Error) -> String {
+/// An error and its sources, `: `-joined (reqwest's own message hides the cause); the
+/// text a failed delivery or invocation is recorded with.
+pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
     let mut out = e.to_string();
     let mut source = e.source();
     while let Some(s) = source {

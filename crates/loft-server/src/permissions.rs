@@ -373,11 +373,7 @@ pub async fn enforce(State(state): State<AppState>, req: Request, next: Next) ->
     };
     match result {
         Ok(()) => next.run(Request::from_parts(parts, body)).await,
-        Err(e) => NativeError(
-            StatusCode::FORBIDDEN,
-            format!("{}: {}", e.code.aws_code(), e.message),
-        )
-        .into_response(),
+        Err(e) => NativeError::refused(&e).into_response(),
     }
 }
 

@@ -25,6 +25,19 @@ impl From<Error> for NativeError {
     }
 }
 
+impl NativeError {
+    /// An authentication or authorization refusal of a seeds' API, console or inspection
+    /// route: `403 {"error": "CODE: message"}`, the AWS code of `e` ahead of its message
+    /// (`SignatureDoesNotMatch: ...`, `AccessDenied: ...`), whatever the table's status
+    /// for the code.
+    pub fn refused(e: &Error) -> Self {
+        NativeError(
+            StatusCode::FORBIDDEN,
+            format!("{}: {}", e.code.aws_code(), e.message),
+        )
+    }
+}
+
 /// An error of the table's row `code`, its template's `{reason}` filled.
 pub(crate) fn table(code: ErrorCode, reason: impl std::fmt::Display) -> NativeError {
     Error::with(code, &[("reason", &reason)]).into()

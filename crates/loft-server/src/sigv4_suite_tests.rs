@@ -29,6 +29,21 @@ struct Raw {
     body: Vec<u8>,
 }
 
+impl Raw {
+    /// The request as the verifier and the signer read it (no authority: the suite's
+    /// requests carry `Host`).
+    fn request(&self) -> Request<'_> {
+        Request {
+            method: &self.method,
+            path: &self.path,
+            query: self.query.as_deref(),
+            headers: &self.headers,
+            authority: None,
+            body: &self.body,
+        }
+    }
+}
+
 fn parse_raw(text: &str) -> Raw {
     let (head, body) = text.split_once("\n\n").unwrap_or((text, ""));
     let mut lines = head.lines();
@@ -104,6 +119,17 @@ fn loft_canonical(raw: &Raw, claim: &Claim, normalize: bool) -> String {
     )
 }
 
+/// The suite's vector folders, in name order.
+fn vector_dirs() -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(suite())
+        .expect("tests/sigv4-suite")
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .collect();
+    dirs.sort();
+    dirs
+}
+
 /// Presigned forms the suite signs for services that add the session token after signing
 /// (`omit_session_token`), which SQS and SNS do not.
 const QUERY_SKIPPED: &[&str] = &["post-sts-header-after"];
@@ -111,12 +137,7 @@ const QUERY_SKIPPED: &[&str] = &["post-sts-header-after"];
 #[test]
 fn every_vector_of_the_suite_verifies() {
     let mut checked = 0;
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(suite())
-        .expect("tests/sigv4-suite")
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.is_dir())
-        .collect();
-    dirs.sort();
+    let dirs = vector_dirs();
     assert!(
         dirs.len() >= 40,
         "the suite has 40 vectors, found {}",
@@ -143,14 +164,7 @@ fn every_vector_of_the_suite_verifies() {
                 continue;
             };
             let raw = parse_raw(&signed);
-            let req = Request {
-                method: &raw.method,
-                path: &raw.path,
-                query: raw.query.as_deref(),
-                headers: &raw.headers,
-                authority: None,
-                body: &raw.body,
-            };
+            let req = raw.request();
             let (claim, amz_date) =
                 read_claim(&req).unwrap_or_else(|e| panic!("{name} {form}: {e}"));
             let creq = loft_canonical(&raw, &claim, ctx.normalize);
@@ -197,12 +211,7 @@ fn every_vector_of_the_suite_verifies() {
 #[test]
 fn the_signer_reproduces_every_normalized_header_vector() {
     let (mut checked, mut matched) = (0, 0);
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(suite())
-        .expect("tests/sigv4-suite")
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.is_dir())
-        .collect();
-    dirs.sort();
+    let dirs = vector_dirs();
     for dir in &dirs {
         let name = dir.file_name().unwrap().to_string_lossy().into_owned();
         let Some(ctx) = context(dir) else { continue };
@@ -228,14 +237,7 @@ fn the_signer_reproduces_every_normalized_header_vector() {
                 HeaderValue::from_str(&hash).unwrap(),
             );
         }
-        let req = Request {
-            method: &raw.method,
-            path: &raw.path,
-            query: raw.query.as_deref(),
-            headers: &raw.headers,
-            authority: None,
-            body: &raw.body,
-        };
+        let req = raw.request();
         let params = SigningParams {
             access_key: &ctx.key,
             secret: &ctx.secret,

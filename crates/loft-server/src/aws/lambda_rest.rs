@@ -166,6 +166,25 @@ async fn run(
     resp
 }
 
+/// [`run`] on the request `decode` makes of the body; a body that stalled, ran over 1 MiB
+/// or found no room in the budget ([`crate::body`]) is answered in Lambda's error shape
+/// with the body's headers (`Retry-After`, `Connection: close`).
+async fn run_with_body(
+    svc: &Service,
+    principal: Option<Extension<Principal>>,
+    bytes: Result<NativeBody, BodyError>,
+    decode: impl FnOnce(&[u8]) -> Result<LambdaRequest, Error>,
+) -> Response {
+    match bytes {
+        Ok(bytes) => run(svc, principal, decode(&bytes)).await,
+        Err(r) => {
+            let mut resp = error(&r.to_error());
+            r.add_headers(resp.headers_mut());
+            resp
+        }
+    }
+}
+
 async fn mappings(
     State(svc): State<Arc<Service>>,
     principal: Option<Extension<Principal>>,
@@ -173,21 +192,14 @@ async fn mappings(
     RawQuery(q): RawQuery,
     bytes: Result<NativeBody, BodyError>,
 ) -> Response {
-    // A body that stalled, ran over 1 MiB or found no room in the budget (crate::body).
-    let bytes = match bytes {
-        Ok(b) => b,
-        Err(r) => {
-            let mut resp = error(&r.to_error());
-            r.add_headers(resp.headers_mut());
-            return resp;
+    run_with_body(&svc, principal, bytes, |bytes| {
+        if method == Method::POST {
+            body(bytes).map(LambdaRequest::CreateEventSourceMapping)
+        } else {
+            query(q.as_deref()).map(LambdaRequest::ListEventSourceMappings)
         }
-    };
-    let req = if method == Method::POST {
-        body(&bytes).map(LambdaRequest::CreateEventSourceMapping)
-    } else {
-        query(q.as_deref()).map(LambdaRequest::ListEventSourceMappings)
-    };
-    run(&svc, principal, req).await
+    })
+    .await
 }
 
 async fn mapping(
@@ -197,17 +209,8 @@ async fn mapping(
     Path(uuid): Path<String>,
     bytes: Result<NativeBody, BodyError>,
 ) -> Response {
-    // A body that stalled, ran over 1 MiB or found no room in the budget (crate::body).
-    let bytes = match bytes {
-        Ok(b) => b,
-        Err(r) => {
-            let mut resp = error(&r.to_error());
-            r.add_headers(resp.headers_mut());
-            return resp;
-        }
-    };
-    let req = match method {
-        Method::PUT => body(&bytes).map(|body| {
+    run_with_body(&svc, principal, bytes, |bytes| match method {
+        Method::PUT => body(bytes).map(|body| {
             LambdaRequest::UpdateEventSourceMapping(UpdateEventSourceMappingInput { uuid, body })
         }),
         Method::DELETE => Ok(LambdaRequest::DeleteEventSourceMapping(
@@ -216,8 +219,8 @@ async fn mapping(
         _ => Ok(LambdaRequest::GetEventSourceMapping(
             GetEventSourceMappingRequest { uuid },
         )),
-    };
-    run(&svc, principal, req).await
+    })
+    .await
 }
 
 async fn functions(

@@ -71,14 +71,9 @@ pub fn error(e: &Error, request_id: &str) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::aws::query::pairs;
     use crate::aws::sns::types::*;
     use loft_core::ErrorCode;
-
-    fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
-        list.iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
 
     #[test]
     fn decodes_members_and_entries() {

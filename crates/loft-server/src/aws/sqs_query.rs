@@ -189,13 +189,8 @@ pub fn error(e: &Error, request_id: &str, json: bool) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::aws::query::pairs;
     use crate::aws::shape::Entry;
-
-    fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
-        list.iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
 
     #[test]
     fn decodes_flattened_lists_maps_and_entries() {

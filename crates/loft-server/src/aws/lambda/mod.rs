@@ -15,6 +15,25 @@ fn patterns(f: Option<FilterCriteria>) -> Option<Vec<String>> {
     f.map(|c| c.filters.into_iter().map(|f| f.pattern).collect())
 }
 
+/// The [`MappingInput`] of a Create- or UpdateEventSourceMapping request body `r` (the
+/// two bodies have the same members; Update's EventSourceArn is refused by the Service):
+/// the members as they came, FilterCriteria as its patterns' text.
+macro_rules! mapping_in {
+    ($r:expr) => {{
+        let r = $r;
+        MappingInput {
+            function_name: r.function_name,
+            event_source_arn: r.event_source_arn,
+            enabled: r.enabled,
+            batch_size: r.batch_size,
+            maximum_batching_window_seconds: r.maximum_batching_window_in_seconds,
+            function_response_types: r.function_response_types,
+            filter_patterns: patterns(r.filter_criteria),
+            maximum_concurrency: r.scaling_config.map(|s| s.maximum_concurrency),
+        }
+    }};
+}
+
 fn max_items(v: Option<&str>) -> Result<Option<i64>> {
     v.map(|s| {
         s.parse::<i64>().map_err(|_| {
@@ -84,19 +103,7 @@ pub async fn call(svc: &Service, ctx: &Context, req: LambdaRequest) -> Result<La
         LambdaRequest::CreateEventSourceMapping(r) => {
             let v = svc
                 .functions()
-                .create_event_source_mapping(
-                    account,
-                    MappingInput {
-                        function_name: r.function_name,
-                        event_source_arn: r.event_source_arn,
-                        enabled: r.enabled,
-                        batch_size: r.batch_size,
-                        maximum_batching_window_seconds: r.maximum_batching_window_in_seconds,
-                        function_response_types: r.function_response_types,
-                        filter_patterns: patterns(r.filter_criteria),
-                        maximum_concurrency: r.scaling_config.map(|s| s.maximum_concurrency),
-                    },
-                )
+                .create_event_source_mapping(account, mapping_in!(r))
                 .await?;
             LambdaResponse::EventSourceMapping(202, Box::new(mapping_out(v)))
         }
@@ -129,20 +136,7 @@ pub async fn call(svc: &Service, ctx: &Context, req: LambdaRequest) -> Result<La
         }) => {
             let v = svc
                 .functions()
-                .update_event_source_mapping(
-                    account,
-                    &uuid,
-                    MappingInput {
-                        function_name: r.function_name,
-                        event_source_arn: r.event_source_arn,
-                        enabled: r.enabled,
-                        batch_size: r.batch_size,
-                        maximum_batching_window_seconds: r.maximum_batching_window_in_seconds,
-                        function_response_types: r.function_response_types,
-                        filter_patterns: patterns(r.filter_criteria),
-                        maximum_concurrency: r.scaling_config.map(|s| s.maximum_concurrency),
-                    },
-                )
+                .update_event_source_mapping(account, &uuid, mapping_in!(r))
                 .await?;
             LambdaResponse::EventSourceMapping(202, Box::new(mapping_out(v)))
         }
