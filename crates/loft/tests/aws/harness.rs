@@ -5,67 +5,48 @@
 //! Every test gets its own server, so queue names, purge cool-downs and ListQueues results
 //! never leak between tests that run in parallel.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use aws_sdk_sqs::config::{BehaviorVersion, Credentials, Region};
 use aws_sdk_sqs::error::ProvideErrorMetadata;
 
+use crate::loft::{LoftProcess, TestLoft};
+
 /// The account id Loft puts in queue URLs and ARNs by default.
 pub const ACCOUNT: &str = "000000000000";
 
-/// A running `loft serve`.
+/// A running `loft serve` (a [`LoftProcess`]; SIGTERM on drop).
 pub struct Server {
-    child: Child,
+    loft: LoftProcess,
     /// `http://127.0.0.1:PORT`, no trailing slash.
     pub url: String,
-    dir: tempfile::TempDir,
 }
 
 impl Server {
-    /// Starts the binary and waits for its listening line (at most 30 s).
+    /// Starts the binary and waits for its listening line.
     pub fn start() -> Server {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let (child, url) = spawn(dir.path(), "127.0.0.1:0");
-        Server { child, url, dir }
+        let loft = TestLoft::new().log("warn").start();
+        let url = loft.url.clone();
+        Server { loft, url }
     }
 
-    /// Stops the process (SIGTERM, as [`Drop`] does) and starts a new one on the same
-    /// database, listening on the same port.
+    /// Stops the process (SIGTERM, as [`Drop`] does; nothing when already stopped) and
+    /// starts a new one on the same database, listening on the same port.
     #[allow(dead_code)]
     pub fn restart(&mut self) {
-        self.stop();
-        let addr = self.url.trim_start_matches("http://").to_owned();
-        let (child, url) = spawn(self.dir.path(), &addr);
-        self.child = child;
-        self.url = url;
+        self.loft.restart_same_port();
+        self.url = self.loft.url.clone();
     }
 
     /// The folder of the database (`loft.db`) and the files Loft keeps beside it.
     #[allow(dead_code)]
     pub fn dir(&self) -> &std::path::Path {
-        self.dir.path()
+        self.loft.dir()
     }
 
-    /// Stops the process: SIGTERM, then SIGKILL after 10 s.
+    /// Stops the process: SIGTERM, then SIGKILL after a while.
     pub fn stop(&mut self) {
-        let pid = self.child.id().to_string();
-        let _ = Command::new("kill").args(["-TERM", &pid]).status();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            match self.child.try_wait() {
-                Ok(Some(_)) => return,
-                Ok(None) if Instant::now() < deadline => {
-                    std::thread::sleep(Duration::from_millis(20))
-                }
-                _ => {
-                    let _ = self.child.kill();
-                    let _ = self.child.wait();
-                    return;
-                }
-            }
-        }
+        self.loft.stop();
     }
 
     /// The URL Loft gives queue `name`.
@@ -96,55 +77,7 @@ impl Server {
     /// Loft's stderr so far (for failure messages).
     #[allow(dead_code)]
     pub fn stderr(&self) -> String {
-        std::fs::read_to_string(self.dir.path().join("stderr.log")).unwrap_or_default()
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.stop();
-    }
-}
-
-/// Starts `loft serve` on `dir/loft.db`, listening on `listen`, and waits for its
-/// listening line (at most 30 s). Returns the child and its `http://IP:PORT`.
-fn spawn(dir: &std::path::Path, listen: &str) -> (Child, String) {
-    let stderr = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(dir.join("stderr.log"))
-        .expect("stderr log");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_loft"))
-        .args(["serve", "--listen", listen, "--db"])
-        .arg(dir.join("loft.db"))
-        .env("LOFT_LOG", "warn")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(stderr)
-        .spawn()
-        .expect("start loft");
-    let stdout = child.stdout.take().expect("stdout");
-    let (tx, rx) = std::sync::mpsc::channel();
-    // Keeps draining stdout for the server's whole life so a later write never meets
-    // a closed pipe.
-    std::thread::spawn(move || {
-        let mut tx = Some(tx);
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if let Some(url) = line.strip_prefix("loft listening on ") {
-                if let Some(tx) = tx.take() {
-                    let _ = tx.send(url.trim().to_owned());
-                }
-            }
-        }
-    });
-    match rx.recv_timeout(Duration::from_secs(30)) {
-        Ok(url) => (child, url),
-        Err(_) => {
-            let _ = child.kill();
-            let log = std::fs::read_to_string(dir.join("stderr.log")).unwrap_or_default();
-            panic!("loft did not print its listening line; stderr:\n{log}");
-        }
+        self.loft.stderr()
     }
 }
 

@@ -18,6 +18,10 @@
 //! `#[ignore]`d with the reason, so `cargo test -p loft --test aws -- --ignored` lists what
 //! is still to fix.
 
+#[path = "../support/loft.rs"]
+mod loft;
+#[path = "../support/wait.rs"]
+mod wait;
 #[macro_use]
 mod harness;
 mod both_protocols;

@@ -305,16 +305,20 @@ async fn visibility_timeout_hides_and_change_visibility_reveals() {
     // Hidden for the receive's own timeout.
     let out = sqs.receive_message().queue_url(&url).send().await.unwrap();
     assert!(out.messages().is_empty());
-    tokio::time::sleep(Duration::from_millis(1300)).await;
-    let again = sqs
-        .receive_message()
-        .queue_url(&url)
-        .message_system_attribute_names(S::ApproximateReceiveCount)
-        .visibility_timeout(60)
-        .send()
-        .await
-        .unwrap();
-    let m2 = again.messages()[0].clone();
+    // Visible again once its 1 s has passed: received then, with a count of 2.
+    let m2 = crate::wait::poll(Duration::from_secs(10), || async {
+        let again = sqs
+            .receive_message()
+            .queue_url(&url)
+            .message_system_attribute_names(S::ApproximateReceiveCount)
+            .visibility_timeout(60)
+            .send()
+            .await
+            .unwrap();
+        again.messages().first().cloned()
+    })
+    .await
+    .expect("the message never became visible again");
     assert_eq!(m2.message_id(), m.message_id());
     assert_eq!(m2.attributes().unwrap()[&S::ApproximateReceiveCount], "2");
 
@@ -404,8 +408,12 @@ async fn delay_seconds_per_message_and_per_queue() {
     assert_eq!(counts(&sqs, &url).await, (0, 0, 1));
     let out = sqs.receive_message().queue_url(&url).send().await.unwrap();
     assert!(out.messages().is_empty());
-    tokio::time::sleep(Duration::from_millis(2200)).await;
-    assert_eq!(counts(&sqs, &url).await, (1, 0, 0));
+    // Once its 2 s have passed the message counts as visible.
+    let visible = crate::wait::until(Duration::from_secs(10), || async {
+        counts(&sqs, &url).await == (1, 0, 0)
+    })
+    .await;
+    assert!(visible, "still {:?}", counts(&sqs, &url).await);
     let out = sqs.receive_message().queue_url(&url).send().await.unwrap();
     assert_eq!(out.messages()[0].body(), Some("later"));
 

@@ -201,20 +201,20 @@ async fn dlq_redrive_and_message_move_task_back() {
         .unwrap()
         .to_owned();
     assert!(!handle.is_empty());
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let task = loop {
+    let latest = || async {
         let tasks = sqs
             .list_message_move_tasks()
             .source_arn(server.queue_arn("dead"))
             .send()
             .await
             .unwrap();
-        let t = tasks.results()[0].clone();
-        if t.status() == Some("COMPLETED") || Instant::now() > deadline {
-            break t;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        tasks.results()[0].clone()
     };
+    crate::wait::until(Duration::from_secs(10), || async {
+        latest().await.status() == Some("COMPLETED")
+    })
+    .await;
+    let task = latest().await;
     assert_eq!(task.status(), Some("COMPLETED"), "{task:?}");
     assert_eq!(task.source_arn(), Some(server.queue_arn("dead").as_str()));
     assert_eq!(task.approximate_number_of_messages_moved(), 1);
@@ -321,7 +321,21 @@ async fn message_move_task_to_a_destination_rate_and_cancel() {
         "AWS.SimpleQueueService.UnsupportedOperation",
         400
     );
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // At 1 a second: cancelled once the first message has moved (and before all 30 have).
+    let started_moving = crate::wait::until(Duration::from_secs(10), || async {
+        let tasks = sqs
+            .list_message_move_tasks()
+            .source_arn(server.queue_arn("dead"))
+            .send()
+            .await
+            .unwrap();
+        tasks.results()[0].approximate_number_of_messages_moved() >= 1
+    })
+    .await;
+    assert!(
+        started_moving,
+        "the task moved nothing in 10 s at 1 a second"
+    );
     let cancelled = sqs
         .cancel_message_move_task()
         .task_handle(&handle)
@@ -330,7 +344,10 @@ async fn message_move_task_to_a_destination_rate_and_cancel() {
         .unwrap();
     let moved = cancelled.approximate_number_of_messages_moved();
     assert!((1..30).contains(&moved), "moved {moved}");
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    crate::wait::until(Duration::from_secs(10), || async {
+        counts(&sqs, &elsewhere).await.0 >= moved as u64
+    })
+    .await;
     let (visible, _, _) = counts(&sqs, &elsewhere).await;
     assert!(
         visible >= moved as u64 && visible < 30,
@@ -427,16 +444,15 @@ async fn message_move_task_honours_low_rates() {
         .await
         .unwrap();
     // Watch the destination until 6 have arrived (bounded: 20 s is ample at 2 a second).
-    let mut moved = 0;
-    while moved < 6 {
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "only {moved} of 20 messages moved in 20 s at 2 a second"
-        );
-        moved = counts(&sqs, &dest).await.0;
-        // A polling interval, not a wait standing in for an event: the loop ends on the count.
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let six = crate::wait::until(Duration::from_secs(20), || async {
+        counts(&sqs, &dest).await.0 >= 6
+    })
+    .await;
+    assert!(
+        six,
+        "only {} of 20 messages moved in 20 s at 2 a second",
+        counts(&sqs, &dest).await.0
+    );
     let took = started.elapsed();
     assert!(
         took >= Duration::from_secs(2),
@@ -471,20 +487,27 @@ async fn redriven_messages_are_new_messages() {
     let sent_at = first.attributes().unwrap()[&S::SentTimestamp].clone();
     assert!(receive_one(&sqs, &src).await.is_none());
     assert_eq!(counts(&sqs, &dlq).await.0, 1);
-    tokio::time::sleep(Duration::from_millis(20)).await;
+    // The redrive must happen on a later millisecond than the first send, so that a
+    // SentTimestamp carried over would show.
+    let sent_ms: u128 = sent_at.parse().expect("SentTimestamp in ms");
+    let now_ms = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis()
+    };
+    assert!(
+        crate::wait::until(Duration::from_secs(1), || async { now_ms() > sent_ms }).await,
+        "the clock did not move past {sent_ms}"
+    );
     sqs.start_message_move_task()
         .source_arn(server.queue_arn("dead"))
         .send()
         .await
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let back = loop {
-        if let Some(m) = receive_one(&sqs, &src).await {
-            break m;
-        }
-        assert!(Instant::now() < deadline, "never moved back");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    let back = crate::wait::poll(Duration::from_secs(10), || receive_one(&sqs, &src))
+        .await
+        .expect("never moved back");
     assert_ne!(back.message_id(), Some(id.as_str()));
     assert_ne!(back.attributes().unwrap()[&S::SentTimestamp], sent_at);
 }
@@ -510,7 +533,13 @@ async fn long_poll_returns_promptly_when_a_message_is_sent() {
             (start.elapsed(), out)
         })
     };
-    tokio::time::sleep(Duration::from_millis(700)).await;
+    // The long poll is still waiting after 700 ms of an empty queue (watched, not slept).
+    crate::wait::holds_for(
+        "the long poll waiting",
+        Duration::from_millis(700),
+        || async { !receiver.is_finished() },
+    )
+    .await;
     sqs.send_message()
         .queue_url(&url)
         .message_body("wake up")

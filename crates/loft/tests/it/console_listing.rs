@@ -3,7 +3,7 @@
 //! this node's view since it started: a restart starts it again while the queues and
 //! their messages stay.
 
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Value};
 
@@ -134,18 +134,21 @@ fn now_ms() -> i64 {
 
 /// Polls queue `name`'s history until `done` holds (at most 20 s).
 async fn history_until(loft: &Loft, name: &str, done: impl Fn(&Value) -> bool) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
+    let history = || async {
         let listed = loft
             .get(&format!("/_loft/queues?filter={name}"))
             .await
             .json();
-        let h = listed[0]["history"].clone();
-        if done(&h) {
-            return h;
-        }
-        assert!(Instant::now() < deadline, "history of {name}: {h}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        listed[0]["history"].clone()
+    };
+    let found = crate::wait::poll(Duration::from_secs(20), || async {
+        let h = history().await;
+        done(&h).then_some(h)
+    })
+    .await;
+    match found {
+        Some(h) => h,
+        None => panic!("history of {name}: {}", history().await),
     }
 }
 
@@ -213,13 +216,17 @@ async fn the_charts_history_is_this_nodes_since_it_started() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bad_sample_interval_is_refused_at_start() {
     for bad in ["0", "-1", "abc", "3601"] {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_loft"))
-            .args(["serve", "--listen", "127.0.0.1:0", "--db", ":memory:"])
+        let started = crate::loft::TestLoft::new()
+            .storage(crate::loft::Storage::Sqlite(":memory:".into()))
             .arg(format!("--console-sample-interval={bad}"))
-            .output()
-            .expect("run loft");
-        assert!(!out.status.success(), "{bad} accepted");
-        let err = String::from_utf8_lossy(&out.stderr);
+            .stderr_in_memory()
+            .try_start();
+        let failed = match started {
+            Ok(loft) => panic!("{bad} accepted: listening on {}", loft.url),
+            Err(failed) => failed,
+        };
+        assert!(!failed.status.success(), "{bad} accepted");
+        let err = failed.stderr;
         assert!(err.contains("--console-sample-interval"), "{bad}: {err}");
     }
 }

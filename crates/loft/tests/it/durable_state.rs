@@ -12,8 +12,6 @@
 //! CancelMessageMoveTask; SNS API Reference Publish `MessageDeduplicationId`,
 //! `SequenceNumber`, CreatePlatformEndpoint).
 
-use std::time::Instant;
-
 use aws_sdk_sns::error::ProvideErrorMetadata as _;
 use aws_sdk_sqs::types::QueueAttributeName;
 
@@ -423,20 +421,21 @@ pub async fn newest_task(c: &Clients, dlq: &str) -> (String, i64, Option<String>
 
 /// Waits for the newest task of `dlq` to complete; asserts it moved `n`.
 pub async fn task_completes(c: &Clients, dlq: &str, n: i64) {
-    let deadline = Instant::now() + MOVE_PATIENCE;
-    loop {
+    let completed = crate::wait::until(MOVE_PATIENCE, || async {
         let (status, moved, _) = newest_task(c, dlq).await;
         if status == "COMPLETED" {
             assert_eq!(moved, n, "{dlq}: moved");
-            return;
+            return true;
         }
         assert_eq!(status, "RUNNING", "{dlq}");
-        assert!(
-            Instant::now() < deadline,
-            "{dlq}: still {status} after {MOVE_PATIENCE:?}, {moved} moved"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-    }
+        false
+    })
+    .await;
+    let (status, moved, _) = newest_task(c, dlq).await;
+    assert!(
+        completed,
+        "{dlq}: still {status} after {MOVE_PATIENCE:?}, {moved} moved"
+    );
 }
 
 pub async fn move_before(c: &Clients) -> MoveState {

@@ -97,11 +97,8 @@ fn config_file(config: &str) -> (tempfile::TempDir, String) {
 
 /// Waits until `done` holds, at most [`SETTLE`]; panics with `what` otherwise.
 async fn until(what: &str, mut done: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !done() {
-        assert!(start.elapsed() < SETTLE, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let held = crate::wait::until(SETTLE, || std::future::ready(done())).await;
+    assert!(held, "timed out waiting for {what}");
 }
 
 fn sqs_bodies(events: &[(String, Value)]) -> Vec<(String, i64)> {
@@ -303,8 +300,7 @@ function_response_types = ["ReportBatchItemFailures"]
         assert!(!c.contains(&3), "{f} invoked past maxReceiveCount: {c:?}");
     }
     // Nothing is left in the queue: the successes were deleted.
-    let start = Instant::now();
-    loop {
+    let queue_attributes = || async {
         let attrs = sqs
             .get_queue_attributes()
             .queue_url(&url)
@@ -318,17 +314,19 @@ function_response_types = ["ReportBatchItemFailures"]
             .flatten()
             .map(|(k, v)| (k.as_str().to_owned(), v.clone()))
             .collect();
-        if attrs["ApproximateNumberOfMessages"] == "0"
+        attrs
+    };
+    let emptied = crate::wait::until(SETTLE, || async {
+        let attrs = queue_attributes().await;
+        attrs["ApproximateNumberOfMessages"] == "0"
             && attrs["ApproximateNumberOfMessagesNotVisible"] == "0"
-        {
-            break;
-        }
-        assert!(
-            start.elapsed() < SETTLE,
-            "the queue did not empty: {attrs:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    })
+    .await;
+    assert!(
+        emptied,
+        "the queue did not empty: {:?}",
+        queue_attributes().await
+    );
     // Each success was processed; the restart may have repeated a batch in flight, but
     // none was lost.
     for b in &ok {
@@ -403,11 +401,8 @@ async fn boto3_and_the_aws_cli_drive_the_event_source_mapping_api() {
             .is_ok_and(|o| o.status.success());
     if !have {
         let note = "python3 with boto3 and the AWS CLI are needed (pip install boto3 awscli)";
-        if std::env::var_os("LOFT_REQUIRE_FUNCTION_HOSTS").is_some() {
-            panic!("{note}");
-        }
-        eprintln!("note: skipping: {note}");
-        return;
+        return crate::skips::function_hosts(Some(note.to_owned()))
+            .skip("functions::boto3_and_the_aws_cli_drive_the_event_source_mapping_api");
     }
     let (_host, addr) = start_host().await;
     let (_dir, path) = config_file(&format!(
@@ -470,15 +465,12 @@ batch_size = 3
     ));
     let loft = Loft::start_with(&["--config", &path]);
     let mappings = || async { loft.get("/_loft/mappings").await.json() };
-    let start = Instant::now();
-    let listed = loop {
+    let polled = crate::wait::poll(SETTLE, || async {
         let v = mappings().await;
-        if v[0]["poller"] == "this node" {
-            break v;
-        }
-        assert!(start.elapsed() < SETTLE, "never polled: {v}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+        (v[0]["poller"] == "this node").then_some(v)
+    })
+    .await;
+    let listed = polled.unwrap_or_else(|| panic!("never polled"));
     let m = &listed[0];
     assert_eq!(m["state"], "Enabled");
     assert_eq!(m["batch_size"], 3);
@@ -498,17 +490,17 @@ batch_size = 3
     assert_eq!(r.status.as_u16(), 202, "{}", r.text);
     assert_eq!(r.json()["State"], "Updating");
     // Disabling (its poller stopping), then Disabled once the poller has stopped.
-    let start = Instant::now();
-    loop {
+    let disabled = crate::wait::until(SETTLE, || async {
         let v = mappings().await;
         let seen = (v[0]["state"].as_str(), v[0]["poller"].as_str());
         if seen == (Some("Disabled"), Some("paused")) {
-            break;
+            return true;
         }
         assert_eq!(seen, (Some("Disabling"), Some("stopping")), "{v}");
-        assert!(start.elapsed() < SETTLE, "never Disabled: {v}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+        false
+    })
+    .await;
+    assert!(disabled, "never Disabled: {}", mappings().await);
 }
 
 /// Lambda API Reference, EventSourceMappingConfiguration.State: a disabled mapping reads
@@ -561,22 +553,19 @@ batch_size = 1
         .await;
     assert_eq!(r.status.as_u16(), 202, "{}", r.text);
     let start = Instant::now();
-    loop {
+    let disabled = crate::wait::until(Duration::from_secs(40), || async {
         let state = loft.get(&path).await.json()["State"]
             .as_str()
             .unwrap_or_default()
             .to_owned();
         if state == "Disabled" {
-            break;
+            return true;
         }
         assert_eq!(state, "Disabling");
-        assert!(
-            start.elapsed() < Duration::from_secs(40),
-            "still {state} after {:?}",
-            start.elapsed()
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+        false
+    })
+    .await;
+    assert!(disabled, "still Disabling after {:?}", start.elapsed());
     sqs.send_message()
         .queue_url(&url)
         .message_body("after")
@@ -662,17 +651,21 @@ endpoint = "arn:aws:lambda:us-east-1:000000000000:function:later"
         .await
         .expect("publish");
     // Wait until the first attempt failed (the host is down): the delivery is retrying.
-    let start = Instant::now();
-    loop {
+    let failed = crate::wait::until(SETTLE, || async {
         let topics = loft.get("/_loft/topics").await.json();
         let sub = &topics[0]["subscriptions"][0];
         if sub["last_error"].is_string() {
             assert_eq!(sub["pending_deliveries"], 1, "{sub}");
-            break;
+            return true;
         }
-        assert!(start.elapsed() < SETTLE, "no failed attempt: {topics}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+        false
+    })
+    .await;
+    assert!(
+        failed,
+        "no failed attempt: {}",
+        loft.get("/_loft/topics").await.json()
+    );
     loft.restart();
     // The host comes up on the configured address.
     let listener = tokio::net::TcpListener::bind(addr)

@@ -3,62 +3,21 @@
 //! /_localstack/health` in LocalStack's shape, and queue URLs written with LocalStack's
 //! hosts; and `loft probe`, the container image's shell-free health check.
 
-use std::io::{BufRead, BufReader, Read};
-use std::process::{Child, Command, Stdio};
-
 use serde_json::json;
 
 use crate::common::{dead_endpoint, sqs_client, PATIENCE};
+use crate::loft::{run_cli, LoftProcess, TestLoft};
 
-/// `loft serve` on `127.0.0.1:0` over a fresh database, with `env` set; its stdout piped.
-fn spawn(dir: &std::path::Path, env: &[(&str, &str)]) -> Child {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_loft"));
-    cmd.arg("serve")
-        .arg("--listen")
-        .arg("127.0.0.1:0")
-        .arg("--db")
-        .arg(dir.join("loft.db"))
-        .env_remove("LOFT_LISTEN")
-        .env_remove("LOFT_DB")
-        .env_remove("LOFT_LOCALSTACK_COMPAT")
-        .env_remove("LOFT_LOCALSTACK_PORT")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null());
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    cmd.spawn().expect("start the loft binary")
+/// `loft serve` on `127.0.0.1:0` over a fresh database, with `env` set.
+fn start(env: &[(&str, &str)]) -> LoftProcess {
+    TestLoft::new().envs(env).start()
 }
 
-/// Sends SIGTERM to `child` and returns the rest of its stdout (read to its end, which
-/// comes when it exits); kills it if it has not exited within [`PATIENCE`].
-fn stop(mut child: Child, mut stdout: BufReader<std::process::ChildStdout>) -> String {
-    let pid = child.id();
-    let _ = Command::new("kill")
-        .arg("-TERM")
-        .arg(pid.to_string())
-        .status();
-    let (tx, rx) = std::sync::mpsc::channel();
-    let reader = std::thread::spawn(move || {
-        let mut rest = String::new();
-        let _ = stdout.read_to_string(&mut rest);
-        let _ = tx.send(());
-        rest
-    });
-    if rx.recv_timeout(PATIENCE).is_err() {
-        let _ = child.kill();
-    }
-    let status = child.wait().expect("reap loft");
-    let rest = reader.join().expect("stdout reader");
-    assert!(status.success(), "loft exited with {status} after SIGTERM");
-    rest
-}
-
-fn line(stdout: &mut BufReader<std::process::ChildStdout>) -> String {
-    let mut l = String::new();
-    stdout.read_line(&mut l).expect("read loft's stdout");
-    l.trim_end().to_owned()
+/// Sends SIGTERM, asserts a clean exit, and returns all of stdout after the first `n`
+/// lines (read to its end, which comes when the process exits).
+fn stop(mut loft: LoftProcess, n: usize) -> String {
+    loft.stop_clean();
+    loft.stdout_to_end()[n..].join("\n")
 }
 
 /// With `LOFT_LOCALSTACK_COMPAT=1` Loft listens on the extra port too, prints `Ready.`
@@ -66,18 +25,16 @@ fn line(stdout: &mut BufReader<std::process::ChildStdout>) -> String {
 /// listeners, and takes queue URLs written with LocalStack's host forms.
 #[tokio::test]
 async fn localstack_compat_listens_on_its_port_says_ready_and_reports_health() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut child = spawn(
-        dir.path(),
-        &[
-            ("LOFT_LOCALSTACK_COMPAT", "1"),
-            ("LOFT_LOCALSTACK_PORT", "0"),
-        ],
-    );
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let first = line(&mut stdout);
-    let second = line(&mut stdout);
-    let ready = line(&mut stdout);
+    let loft = start(&[
+        ("LOFT_LOCALSTACK_COMPAT", "1"),
+        ("LOFT_LOCALSTACK_PORT", "0"),
+    ]);
+    // The first three lines: both listeners, then `Ready.` (awaited, not slept for).
+    let lines = match loft.wait_stdout(PATIENCE, |l| l == "Ready.") {
+        Some(_) => loft.stdout_lines(),
+        None => panic!("no Ready. line: {:?}", loft.stdout_lines()),
+    };
+    let (first, second, ready) = (&lines[0], &lines[1], &lines[2]);
     let base = first.strip_prefix("loft listening on ").unwrap().to_owned();
     let edge = second
         .strip_prefix("loft listening on ")
@@ -144,7 +101,7 @@ async fn localstack_compat_listens_on_its_port_says_ready_and_reports_health() {
     bodies.sort();
     assert_eq!(bodies, ["m0", "m1"]);
 
-    let rest = stop(child, stdout);
+    let rest = stop(loft, 3);
     assert!(!rest.contains("Ready."), "Ready. is printed once: {rest:?}");
 }
 
@@ -152,22 +109,16 @@ async fn localstack_compat_listens_on_its_port_says_ready_and_reports_health() {
 /// line, and `/_localstack/health` is an unknown route.
 #[tokio::test]
 async fn without_localstack_compat_there_is_no_extra_listener_ready_line_or_health() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut child = spawn(
-        dir.path(),
-        &[
-            ("LOFT_LOCALSTACK_COMPAT", "0"),
-            ("LOFT_LOCALSTACK_PORT", "0"),
-        ],
-    );
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let first = line(&mut stdout);
-    let base = first.strip_prefix("loft listening on ").unwrap().to_owned();
+    let loft = start(&[
+        ("LOFT_LOCALSTACK_COMPAT", "0"),
+        ("LOFT_LOCALSTACK_PORT", "0"),
+    ]);
+    let base = loft.url.clone();
     let resp = reqwest::get(format!("{base}/_localstack/health"))
         .await
         .unwrap();
     assert_eq!(resp.status().as_u16(), 404);
-    let rest = stop(child, stdout);
+    let rest = stop(loft, 1);
     assert_eq!(
         rest, "",
         "nothing more on stdout than the one listener's line"
@@ -178,28 +129,17 @@ async fn without_localstack_compat_there_is_no_extra_listener_ready_line_or_heal
 /// or no answer.
 #[test]
 fn probe_exits_zero_only_for_a_2xx_answer() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut child = spawn(dir.path(), &[]);
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let first = line(&mut stdout);
-    let base = first.strip_prefix("loft listening on ").unwrap().to_owned();
-    let probe = |url: &str| {
-        Command::new(env!("CARGO_BIN_EXE_loft"))
-            .args(["probe", url])
-            .output()
-            .expect("run loft probe")
-    };
+    let loft = start(&[]);
+    let base = loft.url.clone();
+    let probe = |url: &str| run_cli(&["probe", url], None, &[]);
     let ok = probe(&format!("{base}/ready"));
-    assert_eq!(ok.status.code(), Some(0), "{ok:?}");
+    assert_eq!(ok.code, 0, "{ok:?}");
     let missing = probe(&format!("{base}/no-such-route"));
-    assert_eq!(missing.status.code(), Some(1), "{missing:?}");
-    assert!(
-        String::from_utf8_lossy(&missing.stderr).contains("404"),
-        "{missing:?}"
-    );
+    assert_eq!(missing.code, 1, "{missing:?}");
+    assert!(missing.stderr.contains("404"), "{missing:?}");
     let dead = probe(&format!("http://{}/ready", dead_endpoint()));
-    assert_eq!(dead.status.code(), Some(1), "{dead:?}");
-    stop(child, stdout);
+    assert_eq!(dead.code, 1, "{dead:?}");
+    stop(loft, 1);
 }
 
 /// `loft probe --timeout S` gives up on a server that takes the connection but never
@@ -210,12 +150,9 @@ fn probe_fails_when_no_answer_comes_within_its_timeout() {
     let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}/ready", silent.local_addr().unwrap());
     let started = std::time::Instant::now();
-    let out = Command::new(env!("CARGO_BIN_EXE_loft"))
-        .args(["probe", "--timeout", "0.3", &url])
-        .output()
-        .expect("run loft probe");
+    let out = run_cli(&["probe", "--timeout", "0.3", &url], None, &[]);
     let took = started.elapsed();
-    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert_eq!(out.code, 1, "{out:?}");
     assert!(
         took >= std::time::Duration::from_millis(300) && took < PATIENCE,
         "gave up after {took:?}"

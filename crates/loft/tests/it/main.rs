@@ -3,8 +3,14 @@
 //! (when `LOFT_TEST_DATABASE_URL` is set).
 
 mod common;
+#[path = "../support/http_sink.rs"]
+mod http_sink;
+#[path = "../support/loft.rs"]
+mod loft;
 #[path = "../support/skips.rs"]
 mod skips;
+#[path = "../support/wait.rs"]
+mod wait;
 
 mod bad_input;
 mod console_listing;

@@ -10,14 +10,14 @@
 //! about 20 s in a debug build on 2 cores); the FIFO run uses a fifth of it.
 
 use std::collections::{HashMap, HashSet};
-use std::io::{BufRead, BufReader};
-use std::process::{Child, ChildStdout, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use tempfile::TempDir;
+
+use crate::loft::{LoftProcess, Storage, TestLoft};
 
 const ACCOUNT: &str = "000000000000";
 
@@ -41,84 +41,31 @@ fn message_count() -> usize {
         .unwrap_or(50_000)
 }
 
-/// One `loft serve` process.
+/// One `loft serve` process on the cluster's database (a [`LoftProcess`]: SIGTERM and
+/// wait on drop).
 struct Node {
-    child: Child,
-    _stdout: BufReader<ChildStdout>,
+    loft: LoftProcess,
     base: String,
 }
 
 impl Node {
     fn start(url: &str, dir: &std::path::Path, index: usize, extra: &[String]) -> Node {
-        let log =
-            std::fs::File::create(dir.join(format!("node{index}.log"))).expect("node log file");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_loft"))
-            .args([
-                "serve",
-                "--listen",
-                "127.0.0.1:0",
-                "--database-pool-size",
-                "8",
-            ])
-            .arg("--database-url")
-            .arg(url)
+        let loft = TestLoft::new()
+            .storage(Storage::Postgres(url.to_owned()))
+            .args(["--database-pool-size", "8"])
             .args(extra)
-            .env_remove("LOFT_LISTEN")
-            .env_remove("LOFT_DB")
-            .env_remove("LOFT_DATABASE_URL")
-            .env("LOFT_LOG", "warn")
-            .env("NO_COLOR", "1")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::from(log))
-            .spawn()
-            .expect("start the loft binary");
-        let mut stdout = BufReader::new(child.stdout.take().expect("piped stdout"));
-        let mut line = String::new();
-        let n = stdout.read_line(&mut line).expect("read loft's stdout");
-        if n == 0 {
-            let status = child.wait();
-            let log =
-                std::fs::read_to_string(dir.join(format!("node{index}.log"))).unwrap_or_default();
-            panic!("node {index} exited before listening ({status:?}):\n{log}");
-        }
-        let base = line
-            .trim()
-            .strip_prefix("loft listening on ")
-            .unwrap_or_else(|| panic!("unexpected first line from loft: {line:?}"))
-            .trim_end_matches('/')
-            .to_owned();
+            .log("warn")
+            .stderr_file(&format!("node{index}.log"))
+            .start_at(dir);
         Node {
-            child,
-            _stdout: stdout,
-            base,
+            base: loft.url.clone(),
+            loft,
         }
     }
 
     /// SIGKILL: no shutdown, open transactions die with the connections.
     fn kill9(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for Node {
-    fn drop(&mut self) {
-        if let Ok(Some(_)) = self.child.try_wait() {
-            return;
-        }
-        let _ = Command::new("kill")
-            .arg("-TERM")
-            .arg(self.child.id().to_string())
-            .status();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        self.kill9();
+        self.loft.kill9();
     }
 }
 
@@ -338,7 +285,8 @@ async fn three_nodes_share_a_queue_exactly_once_through_a_kill() {
                             tries += 1;
                             assert!(tries < 20, "send keeps failing: {e}");
                             node = (node + 1) % 3;
-                            tokio::time::sleep(Duration::from_millis(20)).await;
+                            // The producer's own retry pause.
+                            crate::wait::pace(Duration::from_millis(20)).await;
                         }
                     }
                 }
@@ -421,9 +369,14 @@ async fn three_nodes_share_a_queue_exactly_once_through_a_kill() {
     }
 
     // Kill node 2 with SIGKILL while producers and consumers are busy on it.
-    while sent.load(Ordering::SeqCst) < total * 2 / 5 {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    let busy = crate::wait::until(Duration::from_secs(120), || async {
+        sent.load(Ordering::SeqCst) >= total * 2 / 5
+    })
+    .await;
+    assert!(
+        busy,
+        "the producers did not send 2/5 of the messages in 120 s"
+    );
     cluster.nodes[2].kill9();
     alive[2].store(false, Ordering::SeqCst);
     let killed_at = sent.load(Ordering::SeqCst);
@@ -648,8 +601,13 @@ async fn long_poll_on_one_node_wakes_on_a_send_through_another() {
                 (v, Instant::now())
             })
         };
-        // Let the poll reach its wait.
-        tokio::time::sleep(Duration::from_millis(300)).await;
+        // Let the poll reach its wait: it is still waiting 300 ms on (watched, not slept).
+        crate::wait::holds_for(
+            "the long poll waiting",
+            Duration::from_millis(300),
+            || async { !poll.is_finished() },
+        )
+        .await;
         let body = format!("ping {round}");
         let before_send = Instant::now();
         sqs(
@@ -741,9 +699,12 @@ async fn each_topic_delivery_reaches_its_endpoint_once_whatever_node_published()
         let m = v["message"].as_str().expect("message").to_owned();
         assert!(seen.insert(m.clone()), "{m} was delivered twice");
     }
-    // Nothing more arrives: no node delivered a leased delivery again.
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    if let Some(extra) = sink.try_next() {
+    // Nothing more arrives within 2 s: no node delivered a leased delivery again.
+    let again = crate::wait::poll(Duration::from_secs(2), || {
+        std::future::ready(sink.try_next())
+    })
+    .await;
+    if let Some(extra) = again {
         panic!(
             "a delivery arrived twice: {}",
             String::from_utf8_lossy(&extra.body)
@@ -1119,7 +1080,7 @@ async fn an_event_source_mapping_runs_on_one_node_at_a_time() {
         let now = h.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
         h.most.fetch_max(now, Ordering::SeqCst);
         // The function's work: long enough for batches of several pollers to overlap.
-        tokio::time::sleep(Duration::from_millis(30)).await;
+        crate::wait::pace(Duration::from_millis(30)).await;
         let event: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
         for r in event["Records"].as_array().into_iter().flatten() {
             h.bodies
@@ -1189,20 +1150,18 @@ maximum_concurrency = 2
         let base = cluster.bases()[0].clone();
         send_some(base, round * 100, http.clone()).await;
         sent.extend((round * 100..round * 100 + 100).map(|i| format!("m{i}")));
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            let seen: HashSet<String> = host.bodies.lock().unwrap().iter().cloned().collect();
-            if sent.iter().all(|b| seen.contains(b)) {
-                break;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "round {round}: {} of {} processed",
-                seen.len(),
-                sent.len()
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        let seen = || -> HashSet<String> { host.bodies.lock().unwrap().iter().cloned().collect() };
+        let all = crate::wait::until(Duration::from_secs(60), || {
+            let seen = seen();
+            std::future::ready(sent.iter().all(|b| seen.contains(b)))
+        })
+        .await;
+        assert!(
+            all,
+            "round {round}: {} of {} processed",
+            seen().len(),
+            sent.len()
+        );
         if round < 2 {
             // A graceful stop hands the mapping to another node at once.
             cluster.stop(0);
@@ -1393,10 +1352,8 @@ async fn a_replay_runs_once_across_nodes() {
     drop(nodes);
     cluster.stop(0);
     let node = super::durable_state::Clients::of(&cluster.bases()[0]);
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let attrs = node
-            .sns
+    let attributes = || async {
+        node.sns
             .get_subscription_attributes()
             .subscription_arn(&sub)
             .send()
@@ -1404,16 +1361,17 @@ async fn a_replay_runs_once_across_nodes() {
             .expect("GetSubscriptionAttributes")
             .attributes()
             .cloned()
-            .unwrap_or_default();
-        if attrs.get("ReplayStatus").map(String::as_str) == Some("Completed") {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the replay did not complete: {attrs:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+            .unwrap_or_default()
+    };
+    let completed = crate::wait::until(Duration::from_secs(60), || async {
+        attributes().await.get("ReplayStatus").map(String::as_str) == Some("Completed")
+    })
+    .await;
+    assert!(
+        completed,
+        "the replay did not complete: {:?}",
+        attributes().await
+    );
     // Every message once, each group in topic order.
     let mut seen: HashMap<String, u64> = HashMap::new();
     let mut last: HashMap<String, u128> = HashMap::new();
@@ -1568,13 +1526,13 @@ async fn the_console_lists_the_same_queues_everywhere_and_each_node_charts_its_o
         }
     };
     let deadline = Instant::now() + Duration::from_secs(20);
-    while !history(bases[0].clone()).await["visible"]
-        .as_array()
-        .is_some_and(|v| v.contains(&json!(0)))
-    {
-        assert!(Instant::now() < deadline, "no sample on node 0");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let sampled = crate::wait::until(Duration::from_secs(20), || async {
+        history(bases[0].clone()).await["visible"]
+            .as_array()
+            .is_some_and(|v| v.contains(&json!(0)))
+    })
+    .await;
+    assert!(sampled, "no sample on node 0");
     for i in 0..5 {
         sqs(
             &http,
@@ -1587,19 +1545,21 @@ async fn the_console_lists_the_same_queues_everywhere_and_each_node_charts_its_o
     }
     let mut seen = Vec::new();
     for base in &bases {
-        let h = loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let found = crate::wait::poll(left, || async {
             let h = history(base.clone()).await;
-            if h["visible"]
+            h["visible"]
                 .as_array()
                 .is_some_and(|v| v.last() == Some(&json!(5)))
-            {
-                break h;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{base} never sampled the sends: {h}"
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
+                .then_some(h)
+        })
+        .await;
+        let h = match found {
+            Some(h) => h,
+            None => panic!(
+                "{base} never sampled the sends: {}",
+                history(base.clone()).await
+            ),
         };
         let sent: f64 = h["sent_per_s"]
             .as_array()

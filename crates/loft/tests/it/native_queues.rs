@@ -176,9 +176,20 @@ async fn receive_answers_the_oldest_visible_message_by_send_order() {
     let loft = Loft::start();
     let a = loft.send_msg("work", "first").await;
     let b = loft.send_msg("work", "second").await;
-    // Not synchronisation: Loft's clock has millisecond steps, and the receive below must
-    // fall on a later millisecond than the sends for the order to be observable.
-    tokio::time::sleep(Duration::from_millis(5)).await;
+    // Loft's clock has millisecond steps, and the receive below must fall on a later
+    // millisecond than the sends for the order to be observable: wait for the clock to
+    // move past the second send's millisecond.
+    let now_ms = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis()
+    };
+    let sent_by = now_ms();
+    assert!(
+        crate::wait::until(Duration::from_secs(1), || async { now_ms() > sent_by }).await,
+        "the clock stood still"
+    );
     let m = loft
         .receive("work", "?visibility_timeout=0")
         .await

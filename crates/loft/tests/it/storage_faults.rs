@@ -13,14 +13,13 @@
 //!   otherwise.
 
 use std::collections::BTreeSet;
-use std::io::{BufRead, BufReader, Read};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{json, Value};
+
+use crate::loft::{LoftProcess, Storage, TestLoft};
 
 /// What the child process is started with.
 #[derive(Clone, Copy, Default)]
@@ -31,121 +30,67 @@ struct Limits {
     user: Option<u32>,
 }
 
-/// A `loft serve` child on `db`; its stderr collected in memory (a log file would itself
-/// hit the file-size limit).
+/// A `loft serve` child on `db` (a [`LoftProcess`]); its stderr collected in memory (a
+/// log file would itself hit the file-size limit).
 struct Server {
-    child: Child,
+    loft: LoftProcess,
     base: String,
-    stderr: Arc<Mutex<String>>,
-    /// The thread copying the child's stderr into `stderr`; it ends at the child's exit.
-    reader: std::thread::JoinHandle<()>,
 }
 
 /// How a start ended: listening, or exited with its status and stderr.
 enum Started {
-    Listening(Server),
+    Listening(Box<Server>),
     Exited(std::process::ExitStatus, String),
 }
 
 fn spawn(db: &Path, limits: Limits) -> Started {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_loft"));
-    cmd.args(["serve", "--listen", "127.0.0.1:0", "--db"])
-        .arg(db)
-        .env_remove("LOFT_LISTEN")
-        .env_remove("LOFT_DB")
-        .env_remove("LOFT_CREDENTIALS")
-        .env_remove("LOFT_CREDENTIALS_FILE")
-        .env("LOFT_LOG", "warn")
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
     let Limits { file_size, user } = limits;
-    // SAFETY: between fork and exec the closure only makes async-signal-safe system calls
-    // (setrlimit, signal, setgroups, setgid, setuid) and allocates nothing.
-    unsafe {
-        cmd.pre_exec(move || {
-            if let Some(bytes) = file_size {
-                let limit = libc::rlimit {
-                    rlim_cur: bytes as libc::rlim_t,
-                    rlim_max: bytes as libc::rlim_t,
-                };
-                if libc::setrlimit(libc::RLIMIT_FSIZE, &limit) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                // Past the limit a write fails with EFBIG instead of killing the process.
-                libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+    let spec = TestLoft::new()
+        .storage(Storage::Sqlite(db.to_owned()))
+        .log("warn")
+        .stderr_in_memory()
+        .configure(move |cmd| {
+            // SAFETY: between fork and exec the closure only makes async-signal-safe
+            // system calls (setrlimit, signal, setgroups, setgid, setuid) and allocates
+            // nothing.
+            unsafe {
+                cmd.pre_exec(move || {
+                    if let Some(bytes) = file_size {
+                        let limit = libc::rlimit {
+                            rlim_cur: bytes as libc::rlim_t,
+                            rlim_max: bytes as libc::rlim_t,
+                        };
+                        if libc::setrlimit(libc::RLIMIT_FSIZE, &limit) != 0 {
+                            return Err(std::io::Error::last_os_error());
+                        }
+                        // Past the limit a write fails with EFBIG instead of killing the
+                        // process.
+                        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+                    }
+                    if let Some(id) = user {
+                        if libc::setgroups(0, std::ptr::null()) != 0
+                            || libc::setgid(id) != 0
+                            || libc::setuid(id) != 0
+                        {
+                            return Err(std::io::Error::last_os_error());
+                        }
+                    }
+                    Ok(())
+                });
             }
-            if let Some(id) = user {
-                if libc::setgroups(0, std::ptr::null()) != 0
-                    || libc::setgid(id) != 0
-                    || libc::setuid(id) != 0
-                {
-                    return Err(std::io::Error::last_os_error());
-                }
-            }
-            Ok(())
         });
+    match spec.try_start() {
+        Ok(loft) => Started::Listening(Box::new(Server {
+            base: loft.url.clone(),
+            loft,
+        })),
+        Err(failed) => Started::Exited(failed.status, failed.stderr),
     }
-    let mut child = cmd.spawn().expect("start the loft binary");
-    let stderr = Arc::new(Mutex::new(String::new()));
-    let mut pipe = child.stderr.take().expect("piped stderr");
-    let sink = stderr.clone();
-    let reader = std::thread::spawn(move || {
-        let mut buf = [0u8; 4096];
-        while let Ok(n) = pipe.read(&mut buf) {
-            if n == 0 {
-                break;
-            }
-            sink.lock()
-                .unwrap()
-                .push_str(&String::from_utf8_lossy(&buf[..n]));
-        }
-    });
-    let mut stdout = BufReader::new(child.stdout.take().expect("piped stdout"));
-    let mut line = String::new();
-    let n = stdout.read_line(&mut line).expect("read loft's stdout");
-    if n == 0 {
-        let status = child.wait().expect("wait for loft");
-        // The exit closed the pipe: the reader has everything once it ends.
-        reader.join().expect("the stderr reader");
-        let text = stderr.lock().unwrap().clone();
-        return Started::Exited(status, text);
-    }
-    // Keep reading stdout so the child never blocks on a full pipe.
-    std::thread::spawn(move || for _ in stdout.lines() {});
-    let base = line
-        .trim()
-        .strip_prefix("loft listening on ")
-        .unwrap_or_else(|| panic!("unexpected first line from loft: {line:?}"))
-        .trim_end_matches('/')
-        .to_owned();
-    Started::Listening(Server {
-        child,
-        base,
-        stderr,
-        reader,
-    })
-}
-
-/// SIGTERM, then waits (at most 10 s) for the exit; returns whether it exited 0.
-fn stop_child(mut child: Child) -> bool {
-    let pid = child.id().to_string();
-    let _ = Command::new("kill").args(["-TERM", &pid]).status();
-    for _ in 0..1000 {
-        if let Ok(Some(status)) = child.try_wait() {
-            return status.success();
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-    false
 }
 
 fn start(db: &Path, limits: Limits) -> Server {
     match spawn(db, limits) {
-        Started::Listening(s) => s,
+        Started::Listening(s) => *s,
         Started::Exited(status, stderr) => {
             panic!("loft exited before listening ({status}); stderr:\n{stderr}")
         }
@@ -153,29 +98,21 @@ fn start(db: &Path, limits: Limits) -> Server {
 }
 
 impl Server {
-    /// SIGTERM, then waits (at most 10 s) for the exit; returns whether it exited 0.
-    fn stop(self) -> bool {
-        stop_child(self.child)
+    /// SIGTERM, then waits for the exit; returns whether it exited 0.
+    fn stop(mut self) -> bool {
+        self.loft.stop().clean()
     }
 
     fn stderr(&self) -> String {
-        self.stderr.lock().unwrap().clone()
+        self.loft.stderr()
     }
 
     /// [`Self::stop`], then the whole of the child's stderr: read once the exit has
     /// closed the pipe and the reader thread has ended, so no line the server wrote is
     /// still on its way.
-    fn stop_with_log(self) -> (bool, String) {
-        let Server {
-            child,
-            stderr,
-            reader,
-            ..
-        } = self;
-        let clean = stop_child(child);
-        let _ = reader.join();
-        let text = stderr.lock().unwrap().clone();
-        (clean, text)
+    fn stop_with_log(mut self) -> (bool, String) {
+        let (exit, text) = self.loft.stop_with_stderr();
+        (exit.clean(), text)
     }
 
     fn queue_url(&self) -> String {
@@ -380,10 +317,11 @@ async fn queue_with_one_message(server: &Server, http: &reqwest::Client) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_read_only_database_stops_start_up_with_the_file_named_and_unchanged() {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("note: not root; the read-only database test needs to run Loft as nobody");
-        return;
+    let root = crate::skips::root();
+    if root.missing.is_some() {
+        return root.skip(
+            "storage_faults::a_read_only_database_stops_start_up_with_the_file_named_and_unchanged",
+        );
     }
     const NOBODY: u32 = 65534;
     let dir = tempfile::tempdir().expect("temporary directory");

@@ -47,7 +47,7 @@ fn start(text: &str, extra: &[&str]) -> Result<Server, crate::harness::StartFail
 async fn a_good_file_creates_queues_topics_and_subscriptions() {
     let s = start(GOOD, &[]).expect("starts");
     assert!(
-        s.dir.path().join("state.db").exists(),
+        s.dir().join("state.db").exists(),
         "db is relative to the config file"
     );
     let url = s.sqs("GetQueueUrl", json!({"QueueName": "orders"})).await["QueueUrl"]

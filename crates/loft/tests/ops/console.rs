@@ -10,7 +10,7 @@ use std::io::{BufRead, BufReader};
 use std::net::TcpStream;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use base64::Engine;
 use serde_json::{json, Value};
@@ -228,16 +228,10 @@ impl Browser {
 
     /// Waits until `expr` is true in the page.
     pub fn wait_for(&mut self, what: &str, expr: &str) {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            if self.eval(expr) == json!(true) {
-                return;
-            }
-            if Instant::now() > deadline {
-                let dom = self.eval("document.body.innerText");
-                panic!("timed out waiting for {what}; the page shows:\n{dom}");
-            }
-            std::thread::sleep(Duration::from_millis(100));
+        if !crate::wait::until_blocking(Duration::from_secs(20), || self.eval(expr) == json!(true))
+        {
+            let dom = self.eval("document.body.innerText");
+            panic!("timed out waiting for {what}; the page shows:\n{dom}");
         }
     }
 

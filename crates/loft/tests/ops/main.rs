@@ -5,8 +5,12 @@
 //! the browser build of the AWS SDK for JavaScript (CORS).
 
 mod harness;
+#[path = "../support/loft.rs"]
+mod loft;
 #[path = "../support/skips.rs"]
 mod skips;
+#[path = "../support/wait.rs"]
+mod wait;
 
 mod auto_create;
 mod browser_sdk;

@@ -108,7 +108,7 @@ async fn the_signing_key_folder_is_private_and_a_loose_one_is_warned_about_at_st
         .await
         .unwrap();
     assert_eq!(cert.status(), 200);
-    let folder = s.dir.path().join("loft-sns-signing");
+    let folder = s.dir().join("loft-sns-signing");
     let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
     assert_eq!(
         mode(&folder),

@@ -388,14 +388,8 @@ async fn delivery_status_records_of_failed_and_retried_attempts() {
             .filter_map(|r| serde_json::from_str(&r).ok())
             .collect()
     };
-    let deadline = std::time::Instant::now() + PATIENCE;
-    let found = loop {
-        let found = records(&server.stderr());
-        if found.len() >= 2 || std::time::Instant::now() > deadline {
-            break found;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    crate::wait::until(PATIENCE, || async { records(&server.stderr()).len() >= 2 }).await;
+    let found = records(&server.stderr());
     assert_eq!(found.len(), 2, "{found:?}");
     for (r, status, code, attempts) in [
         (&found[0], "FAILURE", 500, 1),

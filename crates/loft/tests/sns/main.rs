@@ -22,6 +22,10 @@
 //! pins a known divergence from AWS asserts AWS's behaviour and is `#[ignore]`d with the
 //! reason, so `cargo test -p loft --test sns -- --ignored` lists what is still to fix.
 
+#[path = "../support/loft.rs"]
+mod loft;
+#[path = "../support/wait.rs"]
+mod wait;
 #[macro_use]
 mod harness;
 mod archive;
@@ -280,15 +284,14 @@ pub async fn subscription_attributes(
         .collect()
 }
 
-/// Waits until `cond` holds, polling every 20 ms, at most `timeout`.
-pub async fn eventually<F, Fut>(timeout: Duration, what: &str, mut cond: F)
+/// Waits until `cond` holds, at most `timeout` (through [`wait::until`]).
+pub async fn eventually<F, Fut>(timeout: Duration, what: &str, cond: F)
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = bool>,
 {
-    let deadline = Instant::now() + timeout;
-    while !cond().await {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    assert!(
+        wait::until(timeout, cond).await,
+        "timed out waiting for {what}"
+    );
 }

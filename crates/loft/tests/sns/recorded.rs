@@ -742,14 +742,11 @@ async fn delivery_status_records_are_logged_for_topics_with_a_feedback_role() {
             .map(str::to_owned)
             .collect()
     };
-    let deadline = std::time::Instant::now() + crate::harness::PATIENCE;
-    let found = loop {
-        let found = lines(&server.stderr());
-        if !found.is_empty() || std::time::Instant::now() > deadline {
-            break found;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    };
+    crate::wait::until(crate::harness::PATIENCE, || async {
+        !lines(&server.stderr()).is_empty()
+    })
+    .await;
+    let found = lines(&server.stderr());
     assert_eq!(found.len(), 1, "{found:?}");
     let line = &found[0];
     for needle in [

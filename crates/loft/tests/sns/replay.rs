@@ -10,7 +10,6 @@
 //! `sns/2010-03-31`, Subscribe (`ReplayPolicy`, `ReplayStatus`).
 
 use std::collections::BTreeMap;
-use std::time::Instant;
 
 use aws_sdk_sns::operation::set_subscription_attributes::SetSubscriptionAttributesError;
 use aws_sdk_sns::operation::subscribe::SubscribeError;
@@ -53,18 +52,19 @@ async fn subscription_attributes(server: &Server, arn: &str) -> BTreeMap<String,
 
 /// Waits until the subscription's ReplayStatus is `want`, at most [`PATIENCE`].
 async fn wait_for_status(server: &Server, arn: &str, want: &str) {
-    let deadline = Instant::now() + PATIENCE;
-    loop {
-        let attrs = subscription_attributes(server, arn).await;
-        if attrs.get("ReplayStatus").map(String::as_str) == Some(want) {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "ReplayStatus never became {want}: {attrs:?}"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    let reached = crate::wait::until(PATIENCE, || async {
+        subscription_attributes(server, arn)
+            .await
+            .get("ReplayStatus")
+            .map(String::as_str)
+            == Some(want)
+    })
+    .await;
+    assert!(
+        reached,
+        "ReplayStatus never became {want}: {:?}",
+        subscription_attributes(server, arn).await
+    );
 }
 
 async fn publish(server: &Server, topic: &str, body: &str, group: &str, kind: &str) -> String {

@@ -480,22 +480,15 @@ async fn firehose_subscriptions_need_a_role_and_record_deliveries_under_it() {
         "the role is the recording's sender: {text}"
     );
     assert!(text.contains("to the stream"), "{text}");
-    let deadline = std::time::Instant::now() + crate::harness::PATIENCE;
-    let line = loop {
-        let log = server.stderr();
-        let found = log
+    let status_line = || {
+        server
+            .stderr()
             .lines()
             .find(|l| l.contains("loft::sns::delivery_status"))
-            .map(str::to_owned);
-        if let Some(l) = found {
-            break l;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no delivery status: {log}"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            .map(str::to_owned)
     };
+    let found = crate::wait::poll(crate::harness::PATIENCE, || async { status_line() }).await;
+    let line = found.unwrap_or_else(|| panic!("no delivery status: {}", server.stderr()));
     for needle in [
         id.as_str(),
         r#""status":"SUCCESS""#,

@@ -106,3 +106,24 @@ pub fn promtool() -> Need {
         how: "apt-get install prometheus provides it",
     }
 }
+
+/// Root (effective uid 0): the read-only database test switches the server to `nobody`.
+pub fn root() -> Need {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    Need {
+        missing: (!root).then(|| "the tests do not run as root".to_owned()),
+        require_var: "LOFT_TEST_REQUIRE_ROOT",
+        how: "run them as root (CI does) to switch the server to nobody",
+    }
+}
+
+/// The Python function hosts and clients (`missing` says which are not there):
+/// `LOFT_REQUIRE_FUNCTION_HOSTS=1` (CI, which installs them) makes their absence a failure.
+pub fn function_hosts(missing: Option<String>) -> Need {
+    Need {
+        missing,
+        require_var: "LOFT_REQUIRE_FUNCTION_HOSTS",
+        how: ".ci/run installs them with pip",
+    }
+}

@@ -166,11 +166,19 @@ async fn a_denied_range_is_refused_at_subscribe_and_a_name_resolving_into_it_at_
         "{}",
         loft.stderr()
     );
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    assert_eq!(sink.count(), before, "nothing reached the sink");
+    crate::wait::holds_for(
+        "nothing reached the sink",
+        Duration::from_millis(500),
+        || async { sink.count() == before },
+    )
+    .await;
     // An SNS subscription's confirmation is a delivery too: refused the same way.
     let (status, _) = subscribe(&loft, &format!("http://localhost:{port}/sns")).await;
     assert_eq!(status, 200);
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    assert_eq!(sink.count(), before, "no confirmation reached the sink");
+    crate::wait::holds_for(
+        "no confirmation reached the sink",
+        Duration::from_millis(500),
+        || async { sink.count() == before },
+    )
+    .await;
 }

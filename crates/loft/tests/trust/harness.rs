@@ -2,10 +2,7 @@
 //! sign with chosen credentials and clocks (aws-sdk-sqs, aws-sigv4 over reqwest), and an
 //! HTTP sink that records SNS deliveries.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 use aws_sdk_sqs::config::{BehaviorVersion, Credentials, Region};
 use aws_sdk_sqs::error::ProvideErrorMetadata;
@@ -13,6 +10,8 @@ use aws_sigv4::http_request::{
     sign, SignableBody, SignableRequest, SignatureLocation, SigningSettings,
 };
 use aws_sigv4::sign::v4;
+
+use crate::loft::{LoftProcess, TestLoft};
 
 /// The access key the signed servers know.
 pub const KEY: &str = "AKIDLOFTTRUST";
@@ -34,115 +33,29 @@ pub fn credentials_env() -> (&'static str, String) {
 /// How long a test waits for something that should happen at once.
 pub const PATIENCE: Duration = Duration::from_secs(10);
 
-/// A running `loft serve`; SIGTERM on drop.
+/// A running `loft serve` (a [`LoftProcess`]; SIGTERM on drop).
 pub struct Loft {
-    child: Child,
+    loft: LoftProcess,
     /// The first listener: `http://127.0.0.1:PORT` (`https://` for a TLS listener).
     pub url: String,
-    /// Every `loft listening on URL` line's URL so far, in order.
-    listening: Arc<Mutex<Vec<String>>>,
-    dir: tempfile::TempDir,
 }
-
-/// Loft's own environment variables, and the trust store's (`SSL_CERT_FILE`,
-/// `SSL_CERT_DIR`, read by HTTPS deliveries), removed from the child's so the machine's
-/// settings never leak into a test.
-const LOFT_ENV: &[&str] = &[
-    "SSL_CERT_FILE",
-    "SSL_CERT_DIR",
-    "LOFT_LISTEN",
-    "LOFT_DB",
-    "LOFT_CREDENTIALS",
-    "LOFT_CREDENTIALS_FILE",
-    "LOFT_SNS_DENY_CIDR",
-    "LOFT_SNS_ALLOW_CIDR",
-    "LOFT_SNS_DENY_PRIVATE",
-    "LOFT_MAX_CONNECTIONS",
-    "LOFT_MAX_CONNECTIONS_PER_IP",
-    "LOFT_TRUSTED_PROXY",
-    "LOFT_MAX_HEADER_BYTES",
-    "LOFT_REQUEST_TIMEOUT",
-    "LOFT_MIN_BODY_RATE",
-    "LOFT_KEEP_ALIVE_TIMEOUT",
-    "LOFT_MAX_BODY_BYTES_IN_FLIGHT",
-    "LOFT_MAX_QUEUES",
-    "LOFT_MAX_TOPICS",
-    "LOFT_MAX_IN_FLIGHT",
-    "LOFT_MAX_IN_FLIGHT_FIFO",
-    "LOFT_NO_SQS_QUOTAS",
-    "LOFT_METRICS_AUTH",
-    "LOFT_TLS_CERT",
-    "LOFT_TLS_KEY",
-];
 
 impl Loft {
     /// Starts `loft serve` with `args` and `env` on a fresh database; waits for its
-    /// listening line (at most 30 s).
+    /// listening line. The child's `LOFT_*` and trust-store (`SSL_CERT_*`) variables are
+    /// the test's `env` only, so the machine's settings never leak into a test.
     pub fn start(args: &[&str], env: &[(&str, &str)]) -> Loft {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let stderr = std::fs::File::create(dir.path().join("stderr.log")).expect("stderr log");
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_loft"));
-        cmd.args(["serve", "--listen", "127.0.0.1:0", "--db"])
-            .arg(dir.path().join("loft.db"))
-            .args(args);
-        for name in LOFT_ENV {
-            cmd.env_remove(name);
-        }
-        cmd.env("LOFT_LOG", "info").env("NO_COLOR", "1");
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        let mut child = cmd
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(stderr)
-            .spawn()
-            .expect("start loft");
-        let stdout = child.stdout.take().expect("stdout");
-        let (tx, rx) = std::sync::mpsc::channel();
-        let listening = Arc::new(Mutex::new(Vec::new()));
-        let heard = listening.clone();
-        std::thread::spawn(move || {
-            let mut tx = Some(tx);
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if let Some(url) = line.strip_prefix("loft listening on ") {
-                    heard.lock().unwrap().push(url.trim().to_owned());
-                    if let Some(tx) = tx.take() {
-                        let _ = tx.send(url.trim().to_owned());
-                    }
-                }
-            }
-        });
-        let url = match rx.recv_timeout(Duration::from_secs(30)) {
-            Ok(url) => url,
-            Err(_) => {
-                let _ = child.kill();
-                let log =
-                    std::fs::read_to_string(dir.path().join("stderr.log")).unwrap_or_default();
-                panic!("loft did not start; stderr:\n{log}");
-            }
-        };
+        let loft = TestLoft::new().args(args).envs(env).start();
         Loft {
-            child,
-            url,
-            listening,
-            dir,
+            url: loft.url.clone(),
+            loft,
         }
     }
 
     /// The URLs of the first `n` listeners, in the order Loft announced them; waits for
-    /// them at most [`PATIENCE`].
+    /// them.
     pub fn urls(&self, n: usize) -> Vec<String> {
-        let deadline = Instant::now() + PATIENCE;
-        loop {
-            let urls = self.listening.lock().unwrap().clone();
-            if urls.len() >= n || Instant::now() > deadline {
-                assert!(urls.len() >= n, "{n} listeners announced: {urls:?}");
-                return urls[..n].to_vec();
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        self.loft.urls(n)
     }
 
     /// A server that requires signatures by [`KEY`] or [`KEY2`], with `args`.
@@ -153,19 +66,12 @@ impl Loft {
 
     /// Loft's stderr so far.
     pub fn stderr(&self) -> String {
-        std::fs::read_to_string(self.dir.path().join("stderr.log")).unwrap_or_default()
+        self.loft.stderr()
     }
 
     /// Waits until Loft's stderr contains `needle`, at most [`PATIENCE`].
     pub async fn wait_for_log(&self, needle: &str) -> bool {
-        let deadline = Instant::now() + PATIENCE;
-        while Instant::now() < deadline {
-            if self.stderr().contains(needle) {
-                return true;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        false
+        crate::wait::until(PATIENCE, || async { self.stderr().contains(needle) }).await
     }
 
     /// The URL of queue `name`.
@@ -196,27 +102,6 @@ impl Loft {
             config = config.time_source(aws_smithy_async::time::StaticTimeSource::new(at));
         }
         aws_sdk_sqs::Client::from_conf(config.build())
-    }
-}
-
-impl Drop for Loft {
-    fn drop(&mut self) {
-        let pid = self.child.id().to_string();
-        let _ = Command::new("kill").args(["-TERM", &pid]).status();
-        let deadline = Instant::now() + PATIENCE;
-        loop {
-            match self.child.try_wait() {
-                Ok(Some(_)) => return,
-                Ok(None) if Instant::now() < deadline => {
-                    std::thread::sleep(Duration::from_millis(20))
-                }
-                _ => {
-                    let _ = self.child.kill();
-                    let _ = self.child.wait();
-                    return;
-                }
-            }
-        }
     }
 }
 
@@ -385,57 +270,4 @@ pub fn form(pairs: &[(&str, &str)]) -> String {
         .finish()
 }
 
-/// An HTTP server on `127.0.0.1:0` that records the bodies POSTed to it (SNS deliveries).
-pub struct Sink {
-    /// Its address.
-    pub addr: std::net::SocketAddr,
-    /// The bodies received, in order.
-    pub bodies: Arc<Mutex<Vec<String>>>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Sink {
-    /// Starts the sink.
-    pub async fn start() -> Sink {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind the sink");
-        let addr = listener.local_addr().expect("sink address");
-        let bodies = Arc::new(Mutex::new(Vec::new()));
-        let recorded = bodies.clone();
-        let app = axum::Router::new().fallback(move |body: String| {
-            let recorded = recorded.clone();
-            async move {
-                recorded.lock().unwrap().push(body);
-                "ok"
-            }
-        });
-        let task = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
-        Sink { addr, bodies, task }
-    }
-
-    /// How many bodies arrived.
-    pub fn count(&self) -> usize {
-        self.bodies.lock().unwrap().len()
-    }
-
-    /// Waits until at least `n` bodies arrived, at most [`PATIENCE`].
-    pub async fn wait_for(&self, n: usize) -> bool {
-        let deadline = Instant::now() + PATIENCE;
-        while Instant::now() < deadline {
-            if self.count() >= n {
-                return true;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        false
-    }
-}
-
-impl Drop for Sink {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
+pub use crate::http_sink::Sink;

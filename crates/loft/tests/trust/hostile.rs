@@ -1381,7 +1381,7 @@ async fn hostile(engine: &str, extra: &[&str]) {
         tally.doors.push(format!(
             "A's function was invoked {} times: {:?}",
             function.count(),
-            function.bodies.lock().unwrap()
+            function.bodies()
         ));
     }
     println!(

@@ -69,8 +69,10 @@ async fn a_standard_queue_at_its_in_flight_limit_answers_over_limit() {
         .send()
         .await
         .unwrap();
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let again = receive().await.expect("room for one");
+    // Asked until the recount has seen the room (refused with OverLimit until then).
+    let again = crate::wait::poll(PATIENCE, || async { receive().await.ok() })
+        .await
+        .expect("room for one");
     assert_eq!(again.messages().len(), 1);
 }
 
@@ -279,13 +281,11 @@ async fn connections_over_the_limit_get_503_until_one_closes() {
     );
     drop(first);
     let mut answered = String::new();
-    for _ in 0..50 {
-        tokio::time::sleep(Duration::from_millis(50)).await;
+    crate::wait::until(Duration::from_millis(2500), || {
         answered = get_health(&mut open());
-        if answered.starts_with("HTTP/1.1 200") {
-            break;
-        }
-    }
+        std::future::ready(answered.starts_with("HTTP/1.1 200"))
+    })
+    .await;
     assert!(
         answered.starts_with("HTTP/1.1 200"),
         "a slot frees when a connection closes: {answered}"
@@ -507,13 +507,12 @@ fn metric(addr: &str, name: &str) -> f64 {
         .unwrap()
 }
 
-/// Waits until `check` holds, at most [`PATIENCE`], polling every 20 ms.
-fn eventually(what: &str, mut check: impl FnMut() -> bool) {
-    let deadline = Instant::now() + PATIENCE;
-    while !check() {
-        assert!(Instant::now() < deadline, "{what}: not within {PATIENCE:?}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+/// Waits until `check` holds, at most [`PATIENCE`].
+fn eventually(what: &str, check: impl FnMut() -> bool) {
+    assert!(
+        crate::wait::until_blocking(PATIENCE, check),
+        "{what}: not within {PATIENCE:?}"
+    );
 }
 
 #[test]
@@ -591,7 +590,7 @@ fn trickle(mut s: TcpStream, request: Vec<u8>, chunk: usize, every: Duration) {
         if s.write_all(part).is_err() {
             return;
         }
-        std::thread::sleep(every);
+        crate::wait::pace_blocking(every);
     }
 }
 
@@ -708,14 +707,15 @@ async fn one_address_cannot_take_every_connection_slot() {
     let mut other = connect_from("127.0.0.2", &addr).await;
     assert!(get_health(&mut other).starts_with("HTTP/1.1 200"));
     drop(first);
-    let mut answered = String::new();
-    for _ in 0..100 {
-        answered = get_health(&mut connect_from("127.0.0.1", &addr).await);
-        if answered.starts_with("HTTP/1.1 200") {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let last = std::sync::Mutex::new(String::new());
+    crate::wait::until(Duration::from_secs(2), || async {
+        let answered = get_health(&mut connect_from("127.0.0.1", &addr).await);
+        let ok = answered.starts_with("HTTP/1.1 200");
+        *last.lock().unwrap() = answered;
+        ok
+    })
+    .await;
+    let answered = last.into_inner().unwrap();
     assert!(answered.starts_with("HTTP/1.1 200"), "{answered}");
 }
 
@@ -875,18 +875,16 @@ fn half_closed_clients_get_every_answer_and_nothing_is_lost() {
 /// `request` answered on a fresh connection, retried while the server answers 503 for
 /// want of a connection slot (at most [`PATIENCE`]).
 fn exchange_when_slot_frees(addr: &str, request: &[u8]) -> (u16, String, String) {
-    let deadline = Instant::now() + PATIENCE;
-    loop {
+    let mut last = None;
+    let answer = crate::wait::poll_blocking(PATIENCE, || {
         let answer = exchange(addr, request);
         if answer.0 != 503 {
-            return answer;
+            return Some(answer);
         }
-        assert!(
-            Instant::now() < deadline,
-            "no connection slot within {PATIENCE:?}: {answer:?}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+        last = Some(answer);
+        None
+    });
+    answer.unwrap_or_else(|| panic!("no connection slot within {PATIENCE:?}: {last:?}"))
 }
 
 #[test]
@@ -914,8 +912,9 @@ fn a_long_poll_whose_client_left_ends_takes_nothing_and_frees_its_slot() {
         .into_iter()
         .enumerate()
     {
-        let s = loop {
-            // The slot may still be held by the previous exchange's connection.
+        // The slot may still be held by the previous exchange's connection: tried until
+        // the poll is taken.
+        let s = crate::wait::poll_blocking(PATIENCE, || {
             let mut s = connect(&addr);
             s.write_all(poll).unwrap();
             s.set_read_timeout(Some(Duration::from_millis(300)))
@@ -925,12 +924,13 @@ fn a_long_poll_whose_client_left_ends_takes_nothing_and_frees_its_slot() {
                 // Refused for want of a slot: try again.
                 Ok(n) if n > 0 => {
                     assert!(first.starts_with(b"HTTP/1.1 503"), "{first:?}");
-                    std::thread::sleep(Duration::from_millis(20));
+                    None
                 }
                 // No answer yet: the poll waits on an empty queue.
-                _ => break s,
+                _ => Some(s),
             }
-        };
+        })
+        .unwrap_or_else(|| panic!("poll {i}: no connection slot within {PATIENCE:?}"));
         if reset {
             // SO_LINGER with a zero timeout: close() sends RST.
             let linger = libc::linger {

@@ -25,7 +25,11 @@ mod console;
 mod endpoint_policy;
 mod harness;
 mod hostile;
+#[path = "../support/http_sink.rs"]
+mod http_sink;
 mod limits;
+#[path = "../support/loft.rs"]
+mod loft;
 mod malformed;
 mod proxies;
 mod reset;
@@ -35,3 +39,5 @@ mod skips;
 mod tenants;
 mod tls;
 mod tls_outbound;
+#[path = "../support/wait.rs"]
+mod wait;

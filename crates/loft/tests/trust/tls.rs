@@ -9,7 +9,6 @@
 //! GOAWAY ping, which a current-thread runtime blocked in that `Drop` could not do.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -330,18 +329,18 @@ async fn the_connection_and_header_limits_hold_over_tls() {
     assert!(too_big.starts_with("HTTP/1.1 431"), "{too_big}");
     drop(first);
     // The slot frees when that connection closes.
-    let mut answered = String::new();
-    for _ in 0..50 {
-        tokio::time::sleep(Duration::from_millis(50)).await;
+    let last = std::sync::Mutex::new(String::new());
+    let freed = crate::wait::until(Duration::from_millis(2500), || async {
         let Ok(mut s) = tls_connect(&connector, &addr).await else {
-            continue;
+            return false;
         };
-        answered = get(&mut s, &addr, "/health", "").await;
-        if answered.starts_with("HTTP/1.1 200") {
-            break;
-        }
-    }
-    assert!(answered.starts_with("HTTP/1.1 200"), "{answered}");
+        let answered = get(&mut s, &addr, "/health", "").await;
+        let ok = answered.starts_with("HTTP/1.1 200");
+        *last.lock().unwrap() = answered;
+        ok
+    })
+    .await;
+    assert!(freed, "{}", last.lock().unwrap());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -375,7 +374,7 @@ async fn sns_links_use_https_and_work() {
         .await
         .expect("Subscribe over HTTPS");
     assert!(sink.wait_for(1).await, "a SubscriptionConfirmation arrives");
-    let confirmation: Value = serde_json::from_str(&sink.bodies.lock().unwrap()[0]).unwrap();
+    let confirmation: Value = serde_json::from_str(&sink.bodies()[0]).unwrap();
     assert_eq!(confirmation["Type"], "SubscriptionConfirmation");
     let base = format!("{}/", loft.url);
     for field in ["SubscribeURL", "SigningCertURL"] {
@@ -397,7 +396,7 @@ async fn sns_links_use_https_and_work() {
         .await
         .expect("Publish over HTTPS");
     assert!(sink.wait_for(2).await, "the notification arrives");
-    let note: Value = serde_json::from_str(&sink.bodies.lock().unwrap()[1]).unwrap();
+    let note: Value = serde_json::from_str(&sink.bodies()[1]).unwrap();
     assert_eq!(note["Type"], "Notification");
     assert_eq!(note["Message"], "hello over TLS");
     for field in ["UnsubscribeURL", "SigningCertURL"] {
@@ -455,38 +454,23 @@ async fn the_configuration_file_names_the_files_relative_to_itself() {
     assert!(health.starts_with("HTTP/1.1 200"), "{health}");
 }
 
-/// Runs `loft serve` with `args` on a fresh database; it must exit on its own. Returns
-/// the exit status's success and stderr.
+/// Runs `loft serve` with `args` on a fresh database; it must exit on its own, without
+/// announcing a listener. Returns the exit status's success and stderr.
 fn serve_fails(args: &[&str]) -> (bool, String) {
-    let dir = tempfile::tempdir().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_loft"))
-        .args(["serve", "--listen", "127.0.0.1:0", "--db"])
-        .arg(dir.path().join("loft.db"))
+    match crate::loft::TestLoft::new()
         .args(args)
-        .env_remove("LOFT_TLS_CERT")
-        .env_remove("LOFT_TLS_KEY")
-        .env_remove("LOFT_LISTEN")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = std::time::Instant::now() + PATIENCE;
-    while child.try_wait().unwrap().is_none() {
-        if std::time::Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("loft serve {args:?} kept running");
+        .stderr_in_memory()
+        .try_start()
+    {
+        Ok(loft) => panic!(
+            "loft serve {args:?} kept running, listening on {}",
+            loft.url
+        ),
+        Err(failed) => {
+            assert!(!failed.stderr.contains("panicked"), "{}", failed.stderr);
+            (failed.status.success(), failed.stderr)
         }
-        std::thread::sleep(Duration::from_millis(20));
     }
-    let out = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(
-        !String::from_utf8_lossy(&out.stdout).contains("loft listening"),
-        "nothing is announced"
-    );
-    assert!(!stderr.contains("panicked"), "{stderr}");
-    (out.status.success(), stderr)
 }
 
 fn p(path: &Path) -> &str {

@@ -8,10 +8,8 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 
 use axum::body::Bytes;
 use axum::extract::{OriginalUri, State};
@@ -284,16 +282,10 @@ impl Drop for HttpsSink {
     }
 }
 
-/// Polls `check` every 20 ms until it returns `Some`, for at most [`PATIENCE`].
+/// Polls `check` until it returns `Some`, for at most [`PATIENCE`].
 async fn eventually<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + PATIENCE;
-    loop {
-        if let Some(v) = check() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let found = crate::wait::poll(PATIENCE, || std::future::ready(check())).await;
+    found.unwrap_or_else(|| panic!("timed out waiting for {what}"))
 }
 
 /// An SNS Query action on `loft`: the status and the XML.
@@ -409,21 +401,15 @@ async fn console_subscriptions(loft: &Loft, topic: &str) -> Vec<Value> {
 /// Waits until `topic`'s only subscription has a pending delivery whose last attempt
 /// failed with `at_least` attempts made; returns that subscription's console entry.
 async fn wait_for_failed_attempts(loft: &Loft, topic: &str, at_least: u64) -> Value {
-    let deadline = Instant::now() + PATIENCE;
-    loop {
+    let found = crate::wait::poll(PATIENCE, || async {
         let subs = console_subscriptions(loft, topic).await;
         assert_eq!(subs.len(), 1, "{subs:?}");
         let sub = &subs[0];
-        if sub["max_attempts"].as_u64().unwrap_or(0) >= at_least && sub["last_error"].is_string() {
-            return sub.clone();
-        }
-        assert!(
-            Instant::now() < deadline,
-            "no failed attempt recorded: {sub}\n{}",
-            loft.stderr()
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+        (sub["max_attempts"].as_u64().unwrap_or(0) >= at_least && sub["last_error"].is_string())
+            .then(|| sub.clone())
+    })
+    .await;
+    found.unwrap_or_else(|| panic!("no failed attempt recorded for {topic}\n{}", loft.stderr()))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -590,19 +576,17 @@ async fn https_deliveries_keep_the_endpoint_policy_and_never_follow_redirects() 
     let topic = create_topic(&loft, "redirected").await;
     let (status, xml) = subscribe_https(&loft, &topic, &redirector.url("/hook"), None).await;
     assert_eq!(status, 200, "{xml}");
-    let deadline = Instant::now() + PATIENCE;
-    loop {
+    let ended = crate::wait::until(PATIENCE, || async {
         let subs = console_subscriptions(&loft, &topic).await;
         let pending = subs[0]["pending_deliveries"].as_u64().unwrap_or(1);
-        if !redirector.hits().is_empty() && pending == 0 {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the 307 did not end the delivery: {subs:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+        !redirector.hits().is_empty() && pending == 0
+    })
+    .await;
+    assert!(
+        ended,
+        "the 307 did not end the delivery: {:?}",
+        console_subscriptions(&loft, &topic).await
+    );
     let hits = redirector.hits();
     assert_eq!(hits.len(), 1, "{hits:?}");
     assert_eq!(
@@ -634,32 +618,10 @@ async fn an_unreadable_ssl_cert_file_is_reported_at_start() {
 /// Runs `loft ARGS --endpoint endpoint` with `SSL_CERT_FILE=ssl_cert_file`; returns the
 /// exit code, stdout and stderr.
 fn cli(endpoint: &str, ssl_cert_file: &std::path::Path, args: &[&str]) -> (i32, String, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_loft"))
-        .args(args)
-        .args(["--endpoint", endpoint])
-        .env_remove("LOFT_ENDPOINT")
-        .env_remove("SSL_CERT_DIR")
-        .env("SSL_CERT_FILE", ssl_cert_file)
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run loft");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while child.try_wait().unwrap().is_none() {
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("loft {args:?} did not finish");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let out = child.wait_with_output().unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let args = [args, &["--endpoint", endpoint]].concat();
+    let cert = ssl_cert_file.to_str().expect("a UTF-8 path");
+    let out = crate::loft::run_cli(&args, None, &[("SSL_CERT_FILE", cert)]);
+    (out.code, out.stdout, out.stderr)
 }
 
 #[test]

@@ -1,37 +1,25 @@
 //! The harness: the real `loft` binary on `127.0.0.1:0` over a throw-away database, an HTTP
 //! client with small helpers, and an HTTP sink that records topic deliveries.
 
-use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdout, Command, ExitStatus, Stdio};
-use std::sync::mpsc as std_mpsc;
 use std::time::Duration;
 
-use axum::body::Bytes;
-use axum::extract::State;
-use axum::http::{HeaderMap, Method, StatusCode, Uri};
-use axum::Router;
+use axum::http::StatusCode;
 use serde_json::Value;
-use tempfile::TempDir;
-use tokio::sync::mpsc;
+
+use crate::loft::{LoftProcess, TestLoft};
 
 /// How long a test waits for something that should happen at once (a delivery, a shutdown).
 pub const PATIENCE: Duration = Duration::from_secs(10);
 
-/// A running `loft serve` on its own database. SIGTERM and wait on drop.
+/// A running `loft serve` on its own database (a [`LoftProcess`]; SIGTERM and wait on
+/// drop).
 pub struct Loft {
-    child: Option<Child>,
-    /// Kept open so the server never writes to a closed pipe.
-    _stdout: Option<BufReader<ChildStdout>>,
+    loft: LoftProcess,
     /// `http://127.0.0.1:PORT`, without a trailing slash.
     pub base: String,
-    /// Holds the database; removed when the `Loft` is dropped.
-    dir: TempDir,
     /// One client for every request of the test.
     pub http: reqwest::Client,
-    /// Extra `loft serve` arguments, kept for restarts.
-    args: Vec<String>,
 }
 
 /// A response: status, headers and the raw body.
@@ -94,71 +82,6 @@ impl Resp {
     }
 }
 
-fn spawn(db: &Path, stderr_log: &Path, args: &[String]) -> (Child, BufReader<ChildStdout>, String) {
-    let log = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(stderr_log)
-        .expect("open the stderr log");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_loft"))
-        .arg("serve")
-        .arg("--listen")
-        .arg("127.0.0.1:0")
-        .arg("--db")
-        .arg(db)
-        .args(args)
-        .env_remove("LOFT_LISTEN")
-        .env_remove("LOFT_DB")
-        .env("LOFT_LOG", "info")
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::from(log))
-        .spawn()
-        .expect("start the loft binary");
-    let mut stdout = BufReader::new(child.stdout.take().expect("piped stdout"));
-    let mut line = String::new();
-    // Blocks until the server has bound its listener and said so.
-    let n = stdout.read_line(&mut line).expect("read loft's stdout");
-    if n == 0 {
-        let status = child.wait();
-        let log = std::fs::read_to_string(stderr_log).unwrap_or_default();
-        panic!("loft exited before listening ({status:?}); stderr:\n{log}");
-    }
-    let base = line
-        .trim()
-        .strip_prefix("loft listening on ")
-        .unwrap_or_else(|| panic!("unexpected first line from loft: {line:?}"))
-        .trim_end_matches('/')
-        .to_owned();
-    assert!(base.starts_with("http://127.0.0.1:"), "listening on {base}");
-    (child, stdout, base)
-}
-
-/// Sends SIGTERM to `child` and waits for it to exit; SIGKILL after [`PATIENCE`].
-/// Returns the exit status and whether it had to be killed.
-fn terminate(child: Child) -> (ExitStatus, bool) {
-    let pid = child.id().to_string();
-    let _ = Command::new("kill").arg("-TERM").arg(&pid).status();
-    let (tx, rx) = std_mpsc::channel();
-    let mut child = child;
-    let waiter = std::thread::spawn(move || {
-        let _ = tx.send(child.wait());
-    });
-    let (status, killed) = match rx.recv_timeout(PATIENCE) {
-        Ok(s) => (s.expect("wait for loft"), false),
-        Err(_) => {
-            let _ = Command::new("kill").arg("-KILL").arg(&pid).status();
-            (
-                rx.recv().expect("wait for loft").expect("wait for loft"),
-                true,
-            )
-        }
-    };
-    let _ = waiter.join();
-    (status, killed)
-}
-
 impl Loft {
     /// Starts Loft on a fresh database in a new temporary directory.
     pub fn start() -> Loft {
@@ -168,40 +91,21 @@ impl Loft {
     /// Starts Loft on a fresh database with extra `loft serve` arguments (kept for
     /// [`Loft::restart`]).
     pub fn start_with(args: &[&str]) -> Loft {
-        let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
-        let dir = tempfile::tempdir().expect("temporary directory");
-        let (child, stdout, base) = spawn(&db_path(dir.path()), &log_path(dir.path()), &args);
+        let loft = TestLoft::new()
+            .args(args)
+            .stderr_file("loft.stderr.log")
+            .start();
         Loft {
-            child: Some(child),
-            _stdout: Some(stdout),
-            base,
-            dir,
+            base: loft.url.clone(),
+            loft,
             http: reqwest::Client::new(),
-            args,
         }
     }
 
-    /// The database file.
-    pub fn db(&self) -> PathBuf {
-        db_path(self.dir.path())
-    }
-
-    /// Stops Loft with SIGTERM and asserts it shut down gracefully (exit status 0 within
-    /// [`PATIENCE`]).
+    /// Stops Loft with SIGTERM and asserts it shut down gracefully (exit status 0 in
+    /// time).
     pub fn stop(&mut self) {
-        let child = self.child.take().expect("loft is running");
-        self._stdout = None;
-        let (status, killed) = terminate(child);
-        assert!(
-            !killed,
-            "loft did not exit within {PATIENCE:?} of SIGTERM; stderr:\n{}",
-            self.stderr()
-        );
-        assert!(
-            status.success(),
-            "loft exited with {status} after SIGTERM; stderr:\n{}",
-            self.stderr()
-        );
+        self.loft.stop_clean();
     }
 
     /// Stops Loft gracefully and starts it again on the same database (on a new port).
@@ -212,29 +116,20 @@ impl Loft {
 
     /// Starts Loft again on the same database (on a new port) after [`Loft::stop`].
     pub fn start_again(&mut self) {
-        assert!(self.child.is_none(), "loft is still running");
-        let (child, stdout, base) = spawn(&self.db(), &log_path(self.dir.path()), &self.args);
-        self.child = Some(child);
-        self._stdout = Some(stdout);
-        self.base = base;
+        self.loft.start_again();
+        self.base = self.loft.url.clone();
     }
 
     /// Kills Loft with SIGKILL (no chance to clean up) and starts it again on the same
     /// database (on a new port): what a crash and a supervisor's restart look like.
     pub fn crash_and_restart(&mut self) {
-        let mut child = self.child.take().expect("loft is running");
-        self._stdout = None;
-        child.kill().expect("SIGKILL loft");
-        child.wait().expect("reap loft");
-        let (child, stdout, base) = spawn(&self.db(), &log_path(self.dir.path()), &self.args);
-        self.child = Some(child);
-        self._stdout = Some(stdout);
-        self.base = base;
+        self.loft.kill9();
+        self.start_again();
     }
 
     /// Everything Loft wrote on stderr so far (its log).
     pub fn stderr(&self) -> String {
-        std::fs::read_to_string(log_path(self.dir.path())).unwrap_or_default()
+        self.loft.stderr()
     }
 
     /// The URL of `path` (which starts with `/`).
@@ -370,22 +265,6 @@ impl Loft {
     }
 }
 
-impl Drop for Loft {
-    fn drop(&mut self) {
-        if let Some(child) = self.child.take() {
-            let _ = terminate(child);
-        }
-    }
-}
-
-fn db_path(dir: &Path) -> PathBuf {
-    dir.join("loft.db")
-}
-
-fn log_path(dir: &Path) -> PathBuf {
-    dir.join("loft.stderr.log")
-}
-
 /// An aws-sdk-sqs client (JSON protocol) for Loft at `base`: dummy credentials, plain
 /// HTTP, no retries (each error is seen as Loft sent it).
 pub fn sqs_client(base: &str) -> aws_sdk_sqs::Client {
@@ -442,94 +321,7 @@ pub fn seq_of(id: &str, prefix: &str) -> u64 {
         .unwrap_or_else(|| panic!("{id:?} is not {prefix}N"))
 }
 
-/// One request the sink received.
-#[derive(Debug, Clone)]
-pub struct Recorded {
-    pub method: Method,
-    pub path: String,
-    pub headers: HeaderMap,
-    pub body: Bytes,
-}
-
-impl Recorded {
-    /// The body as JSON; panics when it is not.
-    pub fn json(&self) -> Value {
-        serde_json::from_slice(&self.body).unwrap_or_else(|e| {
-            panic!(
-                "delivery body is not JSON ({e}): {:?}",
-                String::from_utf8_lossy(&self.body)
-            )
-        })
-    }
-}
-
-/// An HTTP server on `127.0.0.1:0` that answers 200 to everything and hands each request
-/// to the test through a channel.
-pub struct Sink {
-    pub addr: SocketAddr,
-    rx: mpsc::UnboundedReceiver<Recorded>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-async fn record(
-    State(tx): State<mpsc::UnboundedSender<Recorded>>,
-    method: Method,
-    uri: Uri,
-    headers: HeaderMap,
-    body: Bytes,
-) -> StatusCode {
-    let _ = tx.send(Recorded {
-        method,
-        path: uri.path().to_owned(),
-        headers,
-        body,
-    });
-    StatusCode::OK
-}
-
-impl Sink {
-    pub async fn start() -> Sink {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind the sink");
-        let addr = listener.local_addr().expect("sink address");
-        let (tx, rx) = mpsc::unbounded_channel();
-        let app = Router::new().fallback(record).with_state(tx);
-        let task = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
-        Sink { addr, rx, task }
-    }
-
-    /// `http://ADDR{path}`.
-    pub fn url(&self, path: &str) -> String {
-        format!("http://{}{}", self.addr, path)
-    }
-
-    /// The next request, waiting at most [`PATIENCE`].
-    #[track_caller]
-    pub fn next(&mut self) -> impl std::future::Future<Output = Recorded> + '_ {
-        let caller = std::panic::Location::caller();
-        async move {
-            match tokio::time::timeout(PATIENCE, self.rx.recv()).await {
-                Ok(Some(r)) => r,
-                Ok(None) => panic!("sink closed ({caller})"),
-                Err(_) => panic!("no delivery reached the sink within {PATIENCE:?} ({caller})"),
-            }
-        }
-    }
-
-    /// The request already received, if any, without waiting.
-    pub fn try_next(&mut self) -> Option<Recorded> {
-        self.rx.try_recv().ok()
-    }
-}
-
-impl Drop for Sink {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
+pub use crate::http_sink::{Recorded, Sink};
 
 /// A local address where nothing listens: bound to find a free port, then closed.
 pub fn dead_endpoint() -> SocketAddr {
