@@ -227,12 +227,17 @@ pub async fn check(svc: &Service, ctx: &Context, access: Access<'_>) -> Result<(
                 .ok()
                 .map(|s| s.topic_name),
         ),
+        // Mappings have no resource policy and live in their account (Lambda answers a
+        // UUID of another account's mapping as one that does not exist), so another
+        // account's is checked, like a missing one, on the caller's account, and the
+        // operation answers `ResourceNotFoundException`: a 403 would tell the caller that
+        // the UUID exists.
         Resource::Mapping(uuid) => match svc.functions().find_event_source_mapping(uuid).await? {
-            Some(m) => Resolved::Other {
+            Some(m) if svc.functions().mapping_account(&m) == &*p.account_id => Resolved::Other {
                 arn: svc.functions().mapping_arn(&m),
-                account: svc.functions().mapping_account(&m).to_owned(),
+                account: p.account_id.to_string(),
             },
-            None => Resolved::Account,
+            _ => Resolved::Account,
         },
         // A configured function belongs to its account (`account` in its config): another
         // account's caller is refused, as a function without a resource-based policy
