@@ -159,22 +159,6 @@ struct Clients {
     functions: reqwest::Client,
 }
 
-/// An error and its sources, `: `-joined (reqwest's own message hides the cause); the
-/// text a failed delivery or invocation is recorded with.
-pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut out = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        let text = s.to_string();
-        if !out.contains(&text) {
-            out.push_str(": ");
-            out.push_str(&text);
-        }
-        source = s.source();
-    }
-    out
-}
-
 /// One attempt: POST the delivery; an answer from 200 to 499 ends it (its status
 /// returned: SNS counts a delivery failed only when the endpoint answers outside
 /// 200-4xx or not within the timeout, SNS Developer Guide "Step 1: Make sure your
@@ -201,7 +185,7 @@ pub async fn attempt(
     match req.send().await {
         Ok(resp) if (200..500).contains(&resp.status().as_u16()) => Ok(resp.status().as_u16()),
         Ok(resp) => Err(format!("HTTP status {}", resp.status().as_u16())),
-        Err(e) => Err(error_chain(&e)),
+        Err(e) => Err(crate::invoke::error_chain(&e)),
     }
 }
 

@@ -102,7 +102,7 @@ pub async fn invoke(
                 ),
             }
         }
-        Err(e) => return InvokeOutcome::Throttled(crate::delivery::error_chain(&e)),
+        Err(e) => return InvokeOutcome::Throttled(error_chain(&e)),
     };
     let status = resp.status();
     let function_error = resp
@@ -118,7 +118,7 @@ pub async fn invoke(
                 payload: String::new(),
             }
         }
-        Err(e) => return InvokeOutcome::Throttled(crate::delivery::error_chain(&e)),
+        Err(e) => return InvokeOutcome::Throttled(error_chain(&e)),
     };
     if !api {
         return if status.is_success() {
@@ -201,6 +201,22 @@ fn sign(
         out.push(("x-amz-security-token".to_owned(), t.clone()));
     }
     Ok(out)
+}
+
+/// An error and its sources, `: `-joined (reqwest's own message hides the cause); the
+/// text a failed delivery or invocation is recorded with.
+pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let text = s.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        source = s.source();
+    }
+    out
 }
 
 #[cfg(test)]
