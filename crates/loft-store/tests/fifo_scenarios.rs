@@ -1014,7 +1014,16 @@ async fn long_poll_wakes_when_the_group_head_is_deleted() {
         };
         svc.sqs().receive_message("lp.fifo", r).await.unwrap()
     });
-    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    // The poll waits while the group's head is in flight: it has not returned 200 ms on
+    // (checked every 10 ms), so the delete below is what must wake it.
+    while started.elapsed() < std::time::Duration::from_millis(200) {
+        assert!(
+            !poll.is_finished(),
+            "the long poll returned while the group was locked"
+        );
+        tokio::task::yield_now().await;
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
     e.delete_all("lp.fifo", &head).await;
     let got = poll.await.unwrap();
     assert_eq!(bodies(&got), ["a2"]);
