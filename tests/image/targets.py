@@ -1,4 +1,4 @@
-"""The image's targets (issue: an image, a LocalStack drop-in), measured with podman.
+"""The image's targets (docs/container.md "Measured"), measured with podman.
 
 Run by tests/image/run.sh (scripts/image.sh test) with LOFT_IMAGE naming the image. Each
 check prints one `image: ...` line with its figure and fails (exit 1) when its target is

@@ -38,7 +38,7 @@ pub use migrations::SCHEMA_VERSION;
 /// Most requests committed in one transaction.
 pub const MAX_BATCH: usize = 512;
 
-/// How much an acknowledged write survives (issue "Throughput", docs/running.md "Durability").
+/// How much an acknowledged write survives (docs/running.md "Durability").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Durability {
     /// WAL with `synchronous=NORMAL`: an acknowledged write survives a crash of Loft

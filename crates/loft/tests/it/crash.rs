@@ -1,4 +1,4 @@
-//! Crash safety (issue "Trust"): Loft is killed with SIGKILL under a mixed load of sends,
+//! Crash safety (docs/running.md "Durability"): Loft is killed with SIGKILL under a mixed load of sends,
 //! receives and deletes, several times; after each restart every acknowledged send is
 //! there exactly once and every acknowledged delete stays deleted.
 

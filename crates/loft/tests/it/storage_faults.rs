@@ -1,4 +1,4 @@
-//! Storage faults (issue "Trust"): a full disk and a read-only database file give clear
+//! Storage faults (docs/running.md "Durability"): a full disk and a read-only database file give clear
 //! errors and never a damaged file.
 //!
 //! - Disk full: Loft runs with `RLIMIT_FSIZE` set (and `SIGXFSZ` ignored), so a write

@@ -747,6 +747,22 @@ pub(crate) fn structure_key(protocol: SubscriptionProtocol, endpoint: &str) -> &
         .unwrap_or(protocol.as_str())
 }
 
+/// A message's attributes as a filter policy reads them: name to (DataType, value), a
+/// Binary value as its base64 text (SNS Developer Guide, "Amazon SNS message filtering":
+/// attribute-based policies match on the attribute's type and value).
+pub(crate) fn filter_attributes(attrs: &MessageAttributes) -> BTreeMap<String, (String, String)> {
+    attrs
+        .iter()
+        .map(|(k, v)| {
+            let value = match &v.binary_value {
+                Some(b) => message::base64_encode(b),
+                None => v.string_value.clone().unwrap_or_default(),
+            };
+            (k.clone(), (v.data_type.clone(), value))
+        })
+        .collect()
+}
+
 fn passes_filter(
     sub: &SubscriptionRecord,
     attrs: &BTreeMap<String, (String, String)>,

@@ -14,8 +14,8 @@ use serde_json::{json, Value};
 
 use super::delivery_status;
 use super::envelope::{
-    sender_of, structure_key, structured_text, Outgoing, PublishRequest, SignedFields, SqsCopy,
-    SqsStep,
+    filter_attributes, sender_of, structure_key, structured_text, Outgoing, PublishRequest,
+    SignedFields, SqsCopy, SqsStep,
 };
 use super::sns_errors::{check_arn_elements, invalid};
 use super::{Sns, SnsDelivery};
@@ -551,17 +551,7 @@ impl Sns {
                     None => req.message.clone(),
                 }
             };
-            let filter_attrs: BTreeMap<String, (String, String)> = req
-                .message_attributes
-                .iter()
-                .map(|(k, v)| {
-                    let value = match &v.binary_value {
-                        Some(b) => message::base64_encode(b),
-                        None => v.string_value.clone().unwrap_or_default(),
-                    };
-                    (k.clone(), (v.data_type.clone(), value))
-                })
-                .collect();
+            let filter_attrs = filter_attributes(&req.message_attributes);
             // "Message attributes are sent only when the message structure is String, not
             // JSON" (SNS Developer Guide, "Amazon SNS message attributes"); filter
             // policies still see them.

@@ -31,7 +31,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::envelope::{Outgoing, SignedFields, SqsStep};
+use super::envelope::{filter_attributes, Outgoing, SignedFields, SqsStep};
 use super::sns_errors::invalid;
 use super::SnsDelivery;
 use crate::error::Result;
@@ -372,16 +372,7 @@ impl SnsDelivery {
         } else {
             message.to_owned()
         };
-        let filter_attrs: BTreeMap<String, (String, String)> = attributes
-            .iter()
-            .map(|(k, v)| {
-                let value = match &v.binary_value {
-                    Some(b) => message::base64_encode(b),
-                    None => v.string_value.clone().unwrap_or_default(),
-                };
-                (k.clone(), (v.data_type.clone(), value))
-            })
-            .collect();
+        let filter_attrs = filter_attributes(&attributes);
         let text = self.subscription_text(topic, policy, sub, &filter_attrs, text)?;
         let none = MessageAttributes::new();
         let delivered = if structured { &none } else { &attributes };
