@@ -174,6 +174,20 @@ impl Core {
         self.open_principal.clone()
     }
 
+    /// Ends delivery `d` (an SNS HTTP/S, Lambda, email or SMS delivery) with `outcome`:
+    /// counts it under its endpoint's protocol in the activity counters and removes it
+    /// from the store (`Store::finish_delivery`). Errors: the store's.
+    pub(in crate::service) async fn end_delivery(
+        &self,
+        d: &crate::model::DeliveryRecord,
+        outcome: activity::DeliveryOutcome,
+    ) -> Result<()> {
+        self.store.finish_delivery(d.id).await?;
+        self.activity
+            .delivery(activity::http_protocol(&d.endpoint).as_str(), outcome, 1);
+        Ok(())
+    }
+
     /// The current time, milliseconds since the epoch.
     pub fn now_ms(&self) -> i64 {
         self.clock.now_ms()

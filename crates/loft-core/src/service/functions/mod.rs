@@ -25,7 +25,7 @@ use crate::model::{
     DeliveryRecord, EventSourceMappingRecord, NewDelivery, NewMessage, SubscriptionProtocol,
 };
 use crate::names;
-use crate::service::core::activity::{http_protocol, DeliveryOutcome};
+use crate::service::core::activity::DeliveryOutcome;
 use crate::service::core::Core;
 use crate::service::sqs::messages::{ReceiveMessage, ReceivedMessage};
 use crate::service::sqs::Sqs;
@@ -302,20 +302,10 @@ impl Functions {
                 let body = fx::envelope_of_sns_event(&d.body).unwrap_or_else(|| d.body.clone());
                 if let Some(queue) = dlq {
                     if self.dead_letter_text(&queue, body).await? {
-                        self.activity.delivery(
-                            SubscriptionProtocol::Lambda.as_str(),
-                            DeliveryOutcome::DeadLettered,
-                            1,
-                        );
-                        return self.store.finish_delivery(d.id).await;
+                        return self.end_delivery(d, DeliveryOutcome::DeadLettered).await;
                     }
                 }
-                self.activity.delivery(
-                    http_protocol(&d.endpoint).as_str(),
-                    DeliveryOutcome::Dropped,
-                    1,
-                );
-                self.store.finish_delivery(d.id).await
+                self.end_delivery(d, DeliveryOutcome::Dropped).await
             }
         }
     }

@@ -108,13 +108,7 @@ impl SnsDelivery {
     /// Records a successful attempt of `d` (as [`SnsDelivery::delivery_succeeded`]) and counts
     /// it as delivered in the activity counters.
     pub async fn delivery_done(&self, d: &DeliveryRecord) -> Result<()> {
-        self.store.finish_delivery(d.id).await?;
-        self.activity.delivery(
-            http_protocol(&d.endpoint).as_str(),
-            DeliveryOutcome::Delivered,
-            1,
-        );
-        Ok(())
+        self.end_delivery(d, DeliveryOutcome::Delivered).await
     }
 
     /// Writes the delivery status record of one HTTP/S or Lambda attempt of `d` (see
@@ -270,20 +264,10 @@ impl SnsDelivery {
                     .await?;
                 self.wake(q.id);
                 self.activity.sent(&q.name, 1);
-                self.activity.delivery(
-                    http_protocol(&d.endpoint).as_str(),
-                    DeliveryOutcome::DeadLettered,
-                    1,
-                );
-                return self.store.finish_delivery(d.id).await;
+                return self.end_delivery(d, DeliveryOutcome::DeadLettered).await;
             }
         }
-        self.activity.delivery(
-            http_protocol(&d.endpoint).as_str(),
-            DeliveryOutcome::Dropped,
-            1,
-        );
-        self.store.finish_delivery(d.id).await
+        self.end_delivery(d, DeliveryOutcome::Dropped).await
     }
 
     /// How long a worker may sleep before deliveries are due again: until the next due
