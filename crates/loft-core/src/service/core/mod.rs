@@ -188,6 +188,49 @@ impl Core {
         Ok(())
     }
 
+    /// Sends `body` to queue `name` as SNS sends to a subscription's dead-letter queue (no
+    /// attributes, no DeadLetterQueueSourceArn; SNS Developer Guide, "Amazon SNS dead-letter
+    /// queues"). Returns whether the queue exists. Errors: the store's.
+    pub(in crate::service) async fn dead_letter_text(
+        &self,
+        name: &str,
+        body: String,
+    ) -> Result<bool> {
+        let Some(q) = self.store.get_queue(name).await? else {
+            return Ok(false);
+        };
+        let now = self.now_ms();
+        let config = crate::attributes::QueueConfig::from_attributes(&q.attributes);
+        self.store
+            .send_messages(vec![(
+                q.id,
+                crate::model::NewMessage {
+                    message_id: Some(uuid::Uuid::new_v4().to_string()),
+                    md5_body: crate::message::md5_hex(body.as_bytes()),
+                    message_attributes: crate::message::encode_attributes(
+                        &crate::message::MessageAttributes::new(),
+                    ),
+                    system_attributes: None,
+                    sender_id: self.config.account_id.clone(),
+                    sent_at_ms: now,
+                    visible_at_ms: now,
+                    expires_at_ms: now + config.retention_seconds as i64 * 1000,
+                    group_id: None,
+                    dedup_id: None,
+                    receive_count: 0,
+                    first_received_at_ms: None,
+                    dead_letter_source: None,
+                    dedup: None,
+                    seal: config.seal_at(now),
+                    body,
+                },
+            )])
+            .await?;
+        self.wake(q.id);
+        self.activity.sent(&q.name, 1);
+        Ok(true)
+    }
+
     /// The current time, milliseconds since the epoch.
     pub fn now_ms(&self) -> i64 {
         self.clock.now_ms()

@@ -20,10 +20,7 @@ use crate::functions::{
     self as fx, async_retry, batch_item_failures, AsyncNext, FunctionConfig, InvokeOutcome,
     SnsNotification, SqsRecord,
 };
-use crate::message::{self, MessageAttributes};
-use crate::model::{
-    DeliveryRecord, EventSourceMappingRecord, NewDelivery, NewMessage, SubscriptionProtocol,
-};
+use crate::model::{DeliveryRecord, EventSourceMappingRecord, NewDelivery, SubscriptionProtocol};
 use crate::names;
 use crate::service::core::activity::DeliveryOutcome;
 use crate::service::core::Core;
@@ -308,42 +305,6 @@ impl Functions {
                 self.end_delivery(d, DeliveryOutcome::Dropped).await
             }
         }
-    }
-
-    /// Sends `body` to queue `name` as SNS sends to a subscription's dead-letter queue (no
-    /// attributes, no DeadLetterQueueSourceArn). Returns whether the queue exists.
-    async fn dead_letter_text(&self, name: &str, body: String) -> Result<bool> {
-        let Some(q) = self.store.get_queue(name).await? else {
-            return Ok(false);
-        };
-        let now = self.now_ms();
-        let config = crate::attributes::QueueConfig::from_attributes(&q.attributes);
-        self.store
-            .send_messages(vec![(
-                q.id,
-                NewMessage {
-                    message_id: Some(uuid::Uuid::new_v4().to_string()),
-                    md5_body: message::md5_hex(body.as_bytes()),
-                    message_attributes: message::encode_attributes(&MessageAttributes::new()),
-                    system_attributes: None,
-                    sender_id: self.config.account_id.clone(),
-                    sent_at_ms: now,
-                    visible_at_ms: now,
-                    expires_at_ms: now + config.retention_seconds as i64 * 1000,
-                    group_id: None,
-                    dedup_id: None,
-                    receive_count: 0,
-                    first_received_at_ms: None,
-                    dead_letter_source: None,
-                    dedup: None,
-                    seal: config.seal_at(now),
-                    body,
-                },
-            )])
-            .await?;
-        self.wake(q.id);
-        self.activity.sent(&q.name, 1);
-        Ok(true)
     }
 
     // ----- event source mappings: the Lambda API

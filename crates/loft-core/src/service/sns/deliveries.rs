@@ -13,8 +13,7 @@ use super::SnsDelivery;
 use crate::attributes::{SubscriptionConfig, TopicConfig};
 use crate::delivery_policy::DeliveryPolicy;
 use crate::error::Result;
-use crate::message::{self, MessageAttributes};
-use crate::model::{DeliveryRecord, NewMessage};
+use crate::model::DeliveryRecord;
 use crate::service::core::activity::{http_protocol, DeliveryOutcome};
 
 /// How long a taken delivery is leased to its worker (ms); longer than any HTTP/S attempt.
@@ -234,36 +233,7 @@ impl SnsDelivery {
         }
         tracing::warn!(subscription = %d.subscription, endpoint = %d.endpoint, attempts, error, "delivery retries exhausted");
         if let Some(queue) = self.subscription_dlq(&sub) {
-            if let Some(q) = self.store.get_queue(&queue).await? {
-                let now = self.now_ms();
-                let config = crate::attributes::QueueConfig::from_attributes(&q.attributes);
-                let attrs = MessageAttributes::new();
-                self.store
-                    .send_messages(vec![(
-                        q.id,
-                        NewMessage {
-                            message_id: Some(uuid::Uuid::new_v4().to_string()),
-                            md5_body: message::md5_hex(d.body.as_bytes()),
-                            message_attributes: message::encode_attributes(&attrs),
-                            system_attributes: None,
-                            sender_id: self.config.account_id.clone(),
-                            sent_at_ms: now,
-                            visible_at_ms: now,
-                            expires_at_ms: now + config.retention_seconds as i64 * 1000,
-                            group_id: None,
-                            dedup_id: None,
-                            receive_count: 0,
-                            first_received_at_ms: None,
-                            // As SNS: no DeadLetterQueueSourceArn on these.
-                            dead_letter_source: None,
-                            dedup: None,
-                            seal: config.seal_at(now),
-                            body: d.body.clone(),
-                        },
-                    )])
-                    .await?;
-                self.wake(q.id);
-                self.activity.sent(&q.name, 1);
+            if self.dead_letter_text(&queue, d.body.clone()).await? {
                 return self.end_delivery(d, DeliveryOutcome::DeadLettered).await;
             }
         }
