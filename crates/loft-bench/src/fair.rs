@@ -22,10 +22,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use crate::scenarios::{run_workers, Answer, Ctx, Seen, Tracker};
-use crate::sqs::{
-    DeleteEntry, DeleteMessageBatchIn, DeleteMessageBatchOut, SendEntry, SendMessageBatchIn,
-    SendMessageBatchOut, SendMessageIn, SendMessageOut, BATCH_IDS,
-};
+use crate::sqs::{MessageIn, SendMessageIn, SendMessageOut};
 use crate::stats::{micros, LatencySummary, Recorder};
 
 /// Quiet tenants that trickle during the measured phase.
@@ -88,8 +85,13 @@ fn tenant_of<'a>(ctx: &Ctx, body: &'a str, now: Instant) -> Option<(&'a str, Dur
     Some((tenant, now.saturating_duration_since(sent)))
 }
 
-fn group(grouped: bool, tenant: &str) -> Option<String> {
-    grouped.then(|| tenant.to_owned())
+/// A message of `tenant` with `body`: in the tenant's group when `grouped`.
+fn message<'a>(body: &'a str, grouped: bool, tenant: &str) -> MessageIn<'a> {
+    MessageIn {
+        message_body: body,
+        message_group_id: grouped.then(|| tenant.to_owned()),
+        message_deduplication_id: None,
+    }
 }
 
 /// Preloads `total` messages of the noisy tenant over `connections` connections, in
@@ -108,37 +110,11 @@ pub async fn preload(
         async move {
             let mut client = ctx.client();
             let mut rec = Recorder::new(ctx.progress.clone());
-            loop {
-                if ctx.past_deadline() {
-                    break;
-                }
-                let first = claims.fetch_add(batch as u64, Ordering::Relaxed);
-                if first >= total {
-                    break;
-                }
-                let n = (total - first).min(batch as u64) as usize;
+            while let Some((_, n)) = ctx.claim(&claims, total, batch as u64) {
                 let bodies: Vec<String> = (0..n).map(|_| body(&ctx, NOISY)).collect();
-                let op = "SendMessageBatch";
-                let input = SendMessageBatchIn {
-                    queue_url: &ctx.queue_url,
-                    entries: bodies
-                        .iter()
-                        .zip(BATCH_IDS)
-                        .map(|(b, id)| SendEntry {
-                            id,
-                            message_body: b,
-                            message_group_id: group(grouped, NOISY),
-                            message_deduplication_id: None,
-                        })
-                        .collect(),
-                };
-                match ctx
-                    .call::<_, SendMessageBatchOut>(&mut client, &mut rec, None, op, &input)
-                    .await
-                {
-                    Answer::Stop => break,
-                    Answer::Ok(out) => ctx.batch_sent(&mut rec, out),
-                    Answer::Failed(_) => {}
+                let messages = bodies.iter().map(|b| message(b, grouped, NOISY));
+                if let Answer::Stop = ctx.send_batch(&mut client, &mut rec, messages).await {
+                    break;
                 }
             }
             rec
@@ -212,9 +188,7 @@ async fn produce_quiet(ctx: Arc<Ctx>, dwell: Arc<Dwell>, noisy: u64, grouped: bo
             let op = "SendMessage";
             let input = SendMessageIn {
                 queue_url: &ctx.queue_url,
-                message_body: &b,
-                message_group_id: group(grouped, &tenant),
-                message_deduplication_id: None,
+                message: message(&b, grouped, &tenant),
             };
             match ctx
                 .call::<_, SendMessageOut>(&mut client, &mut rec, None, op, &input)
@@ -236,19 +210,14 @@ async fn consume(ctx: Arc<Ctx>, tracker: Arc<Tracker>, dwell: Arc<Dwell>) -> Rec
     let mut client = ctx.client();
     let mut rec = Recorder::new(ctx.progress.clone());
     let mut stop = tracker.subscribe();
-    loop {
-        let out = match ctx.receive(&mut client, &mut rec, &mut stop).await {
-            Answer::Stop => break,
-            Answer::Failed(_) => continue,
-            Answer::Ok(out) => out,
-        };
-        if out.messages.is_empty() {
-            continue;
-        }
+    while let Some(messages) = ctx
+        .receive_some(&mut client, &mut rec, &mut stop, false)
+        .await
+    {
         let now = Instant::now();
         {
             let mut samples = dwell.micros.lock().unwrap_or_else(|e| e.into_inner());
-            for m in &out.messages {
+            for m in &messages {
                 if tracker.on_received(&m.message_id) != Seen::New {
                     continue;
                 }
@@ -267,38 +236,11 @@ async fn consume(ctx: Arc<Ctx>, tracker: Arc<Tracker>, dwell: Arc<Dwell>) -> Rec
         if !dwell.producing.load(Ordering::Relaxed) {
             tracker.check_done();
         }
-        let op = "DeleteMessageBatch";
-        let input = DeleteMessageBatchIn {
-            queue_url: &ctx.queue_url,
-            entries: out
-                .messages
-                .iter()
-                .zip(BATCH_IDS)
-                .map(|(m, id)| DeleteEntry {
-                    id,
-                    receipt_handle: &m.receipt_handle,
-                })
-                .collect(),
-        };
-        match ctx
-            .call::<_, DeleteMessageBatchOut>(&mut client, &mut rec, None, op, &input)
-            .await
-        {
-            Answer::Stop => break,
-            Answer::Ok(res) => {
-                for ok in res.successful {
-                    if let Some(m) = ok
-                        .id
-                        .parse::<usize>()
-                        .ok()
-                        .and_then(|i| out.messages.get(i))
-                    {
-                        tracker.on_deleted(&m.message_id);
-                    }
-                }
-                rec.entries_failed(res.failed);
-            }
-            Answer::Failed(_) => {}
+        let deleted = ctx
+            .delete_received(&mut client, &mut rec, &tracker, &messages)
+            .await;
+        if let Answer::Stop = deleted {
+            break;
         }
     }
     rec

@@ -15,9 +15,8 @@ use tokio::task::JoinSet;
 
 use crate::client::{Client, Endpoint};
 use crate::sqs::{
-    DeleteEntry, DeleteMessageBatchIn, DeleteMessageBatchOut, DeleteMessageIn, Ignored,
-    ReceiveMessageIn, ReceiveMessageOut, SendEntry, SendMessageBatchIn, SendMessageBatchOut,
-    SendMessageIn, SendMessageOut, BATCH_IDS,
+    BatchIn, BatchOk, BatchOut, DeleteMessageIn, Ignored, Message, MessageIn, ReceiptIn,
+    ReceiveMessageIn, ReceiveMessageOut, SendMessageIn, SendMessageOut, BATCH_IDS,
 };
 use crate::stats::{micros, Progress, Recorder};
 
@@ -102,6 +101,16 @@ impl Ctx {
         self.fifo.as_ref().map_or((None, None), |f| f.of(seq))
     }
 
+    /// Message `seq` with `body`, and its FIFO ids ([`Ctx::fifo_ids`]).
+    fn message<'a>(&self, body: &'a str, seq: u64) -> MessageIn<'a> {
+        let (message_group_id, message_deduplication_id) = self.fifo_ids(seq);
+        MessageIn {
+            message_body: body,
+            message_group_id,
+            message_deduplication_id,
+        }
+    }
+
     pub(crate) fn client(&self) -> Client {
         Client::new(self.endpoint.clone(), self.auth)
     }
@@ -183,36 +192,120 @@ impl Ctx {
         }
     }
 
-    /// One consumer's `ReceiveMessage` of up to 10 messages (long polling
-    /// [`CONSUMER_WAIT_SECONDS`], the phase's visibility timeout), as [`Ctx::call`];
-    /// [`Answer::Stop`] without a call once `stop` is true or the deadline has passed.
-    pub(crate) async fn receive(
+    /// One consumer's next messages: `ReceiveMessage` of up to 10 (long polling
+    /// [`CONSUMER_WAIT_SECONDS`], the phase's visibility timeout), each call as
+    /// [`Ctx::call`], until one answers some. `None`, without a call, once `stop` is true
+    /// or the deadline has passed. A failed receive is tried again, after the transport
+    /// back-off ([`backoff_after`]) when `backoff`.
+    pub(crate) async fn receive_some(
         &self,
         client: &mut Client,
         rec: &mut Recorder,
         stop: &mut watch::Receiver<bool>,
-    ) -> Answer<ReceiveMessageOut> {
-        if *stop.borrow() || self.past_deadline() {
-            return Answer::Stop;
-        }
+        backoff: bool,
+    ) -> Option<Vec<Message>> {
         let input = ReceiveMessageIn {
             queue_url: &self.queue_url,
             max_number_of_messages: 10,
             visibility_timeout: self.visibility_timeout,
             wait_time_seconds: CONSUMER_WAIT_SECONDS,
         };
-        self.call(client, rec, Some(stop), "ReceiveMessage", &input)
-            .await
+        loop {
+            if *stop.borrow() || self.past_deadline() {
+                return None;
+            }
+            let op = "ReceiveMessage";
+            match self
+                .call::<_, ReceiveMessageOut>(client, rec, Some(&mut *stop), op, &input)
+                .await
+            {
+                Answer::Stop => return None,
+                Answer::Failed(e) if backoff => backoff_after(&e).await,
+                Answer::Failed(_) => {}
+                Answer::Ok(out) if out.messages.is_empty() => {}
+                Answer::Ok(out) => return Some(out.messages),
+            }
+        }
     }
 
-    /// An answered `SendMessageBatch`: its sent entries counted in the progress, its
-    /// failed ones recorded as errors, and the worker marked as working.
-    pub(crate) fn batch_sent(&self, rec: &mut Recorder, out: SendMessageBatchOut) {
-        self.progress
-            .sent
-            .fetch_add(out.successful.len() as u64, Ordering::Relaxed);
-        rec.entries_failed(out.failed);
-        rec.worked();
+    /// The next at most `per_call` of the `total` messages the workers sharing `claims`
+    /// send: the first one's sequence number and how many. `None` once all are claimed or
+    /// the deadline has passed.
+    pub(crate) fn claim(
+        &self,
+        claims: &AtomicU64,
+        total: u64,
+        per_call: u64,
+    ) -> Option<(u64, u64)> {
+        if self.past_deadline() {
+            return None;
+        }
+        let first = claims.fetch_add(per_call, Ordering::Relaxed);
+        (first < total).then(|| (first, (total - first).min(per_call)))
+    }
+
+    /// One call of the batch operation `op` with `entries` (at most 10), as
+    /// [`Ctx::call`]: once answered, its failed entries recorded as errors and its
+    /// successful ones (`T`, as far as they are read) returned.
+    async fn call_batch<E: Serialize, T: DeserializeOwned>(
+        &self,
+        client: &mut Client,
+        rec: &mut Recorder,
+        op: &'static str,
+        entries: impl IntoIterator<Item = E>,
+    ) -> Answer<Vec<T>> {
+        let input = BatchIn::new(&self.queue_url, entries);
+        let answer = self
+            .call::<_, BatchOut<T>>(client, rec, None, op, &input)
+            .await;
+        answer.map(|out| {
+            rec.entries_failed(out.failed);
+            out.successful
+        })
+    }
+
+    /// Sends `messages` (at most 10) with one `SendMessageBatch` ([`Ctx::call_batch`]):
+    /// once answered, its sent entries counted in the progress and the worker marked as
+    /// working.
+    pub(crate) async fn send_batch<'a>(
+        &self,
+        client: &mut Client,
+        rec: &mut Recorder,
+        messages: impl IntoIterator<Item = MessageIn<'a>>,
+    ) -> Answer<()> {
+        let answer = self
+            .call_batch::<_, Ignored>(client, rec, "SendMessageBatch", messages)
+            .await;
+        answer.map(|sent| {
+            self.progress
+                .sent
+                .fetch_add(sent.len() as u64, Ordering::Relaxed);
+            rec.worked();
+        })
+    }
+
+    /// Deletes received `messages` (at most 10) with one `DeleteMessageBatch`
+    /// ([`Ctx::call_batch`]): each deleted one marked in `tracker`.
+    pub(crate) async fn delete_received(
+        &self,
+        client: &mut Client,
+        rec: &mut Recorder,
+        tracker: &Tracker,
+        messages: &[Message],
+    ) -> Answer<()> {
+        let receipts = messages.iter().map(|m| ReceiptIn {
+            receipt_handle: &m.receipt_handle,
+        });
+        let answer = self
+            .call_batch::<_, BatchOk>(client, rec, "DeleteMessageBatch", receipts)
+            .await;
+        answer.map(|deleted| {
+            for ok in deleted {
+                if let Some(m) = ok.id.parse::<usize>().ok().and_then(|i| messages.get(i)) {
+                    tracker.on_deleted(&m.message_id);
+                }
+            }
+        })
     }
 
     pub(crate) fn past_deadline(&self) -> bool {
@@ -232,6 +325,17 @@ pub(crate) enum Answer<T> {
     Failed(crate::client::CallError),
     /// The answer (the call recorded as ok).
     Ok(T),
+}
+
+impl<T> Answer<T> {
+    /// What `f` makes of an [`Answer::Ok`]'s answer; a stop or a failure as it is.
+    fn map<U>(self, f: impl FnOnce(T) -> U) -> Answer<U> {
+        match self {
+            Answer::Stop => Answer::Stop,
+            Answer::Failed(e) => Answer::Failed(e),
+            Answer::Ok(out) => Answer::Ok(f(out)),
+        }
+    }
 }
 
 async fn backoff_after(err: &crate::client::CallError) {
@@ -254,26 +358,15 @@ pub async fn send_worker(
     let mut rec = Recorder::new(ctx.progress.clone());
     let per_call = batch.unwrap_or(1) as u64;
     let mut bodies: Vec<String> = Vec::with_capacity(per_call as usize);
-    loop {
-        if ctx.past_deadline() {
-            break;
-        }
-        let first = claims.fetch_add(per_call, Ordering::Relaxed);
-        if first >= total {
-            break;
-        }
-        let n = (total - first).min(per_call);
+    while let Some((first, n)) = ctx.claim(&claims, total, per_call) {
         let stamp_us = if stamp { ctx.stamp_now() } else { 0 };
         bodies.clear();
         bodies.extend((first..first + n).map(|seq| ctx.body(seq, stamp_us)));
         if batch.is_none() {
             let op = "SendMessage";
-            let (message_group_id, message_deduplication_id) = ctx.fifo_ids(first);
             let input = SendMessageIn {
                 queue_url: &ctx.queue_url,
-                message_body: &bodies[0],
-                message_group_id,
-                message_deduplication_id,
+                message: ctx.message(&bodies[0], first),
             };
             match ctx
                 .call::<_, SendMessageOut>(&mut client, &mut rec, None, op, &input)
@@ -287,30 +380,13 @@ pub async fn send_worker(
                 Answer::Failed(e) => backoff_after(&e).await,
             }
         } else {
-            let op = "SendMessageBatch";
-            let input = SendMessageBatchIn {
-                queue_url: &ctx.queue_url,
-                entries: bodies
-                    .iter()
-                    .zip(BATCH_IDS)
-                    .zip(first..)
-                    .map(|((b, id), seq)| {
-                        let (message_group_id, message_deduplication_id) = ctx.fifo_ids(seq);
-                        SendEntry {
-                            id,
-                            message_body: b,
-                            message_group_id,
-                            message_deduplication_id,
-                        }
-                    })
-                    .collect(),
-            };
-            match ctx
-                .call::<_, SendMessageBatchOut>(&mut client, &mut rec, None, op, &input)
-                .await
-            {
+            let messages = bodies
+                .iter()
+                .zip(first..)
+                .map(|(b, seq)| ctx.message(b, seq));
+            match ctx.send_batch(&mut client, &mut rec, messages).await {
                 Answer::Stop => break,
-                Answer::Ok(out) => ctx.batch_sent(&mut rec, out),
+                Answer::Ok(()) => {}
                 Answer::Failed(e) => backoff_after(&e).await,
             }
         }
@@ -425,20 +501,12 @@ pub async fn consume_worker(ctx: Arc<Ctx>, tracker: Arc<Tracker>, delivery: bool
     let mut client = ctx.client();
     let mut rec = Recorder::new(ctx.progress.clone());
     let mut stop = tracker.subscribe();
-    loop {
-        let out = match ctx.receive(&mut client, &mut rec, &mut stop).await {
-            Answer::Stop => break,
-            Answer::Failed(e) => {
-                backoff_after(&e).await;
-                continue;
-            }
-            Answer::Ok(out) => out,
-        };
-        if out.messages.is_empty() {
-            continue;
-        }
+    while let Some(messages) = ctx
+        .receive_some(&mut client, &mut rec, &mut stop, true)
+        .await
+    {
         let now = Instant::now();
-        for m in &out.messages {
+        for m in &messages {
             // Only a first receipt is a delivery; duplicates are counted by the tracker.
             if tracker.on_received(&m.message_id) == Seen::New && delivery {
                 if let Some(age) = ctx.age_of(&m.body, now) {
@@ -449,33 +517,13 @@ pub async fn consume_worker(ctx: Arc<Ctx>, tracker: Arc<Tracker>, delivery: bool
         rec.worked();
         tracker.check_done();
         // A compliant server returns at most 10; chunk anyway.
-        for chunk in out.messages.chunks(BATCH_IDS.len()) {
-            let op = "DeleteMessageBatch";
-            let input = DeleteMessageBatchIn {
-                queue_url: &ctx.queue_url,
-                entries: chunk
-                    .iter()
-                    .zip(BATCH_IDS)
-                    .map(|(m, id)| DeleteEntry {
-                        id,
-                        receipt_handle: &m.receipt_handle,
-                    })
-                    .collect(),
-            };
+        for chunk in messages.chunks(BATCH_IDS.len()) {
             match ctx
-                .call::<_, DeleteMessageBatchOut>(&mut client, &mut rec, None, op, &input)
+                .delete_received(&mut client, &mut rec, &tracker, chunk)
                 .await
             {
                 Answer::Stop => return rec,
-                Answer::Ok(res) => {
-                    for ok in res.successful {
-                        if let Some(m) = ok.id.parse::<usize>().ok().and_then(|i| chunk.get(i)) {
-                            tracker.on_deleted(&m.message_id);
-                        }
-                    }
-                    rec.entries_failed(res.failed);
-                    rec.worked();
-                }
+                Answer::Ok(()) => rec.worked(),
                 Answer::Failed(e) => backoff_after(&e).await,
             }
         }
@@ -559,9 +607,11 @@ pub async fn long_poll(ctx: Arc<Ctx>, rounds: u64) -> Recorder {
         };
         let send_input = SendMessageIn {
             queue_url: &ctx.queue_url,
-            message_body: &body,
-            message_group_id: None,
-            message_deduplication_id: None,
+            message: MessageIn {
+                message_body: &body,
+                message_group_id: None,
+                message_deduplication_id: None,
+            },
         };
         let recv = async {
             let t0 = Instant::now();

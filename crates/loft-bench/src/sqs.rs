@@ -29,10 +29,11 @@ pub struct QueueUrlIn<'a> {
     pub queue_url: &'a str,
 }
 
+/// The members of one message to send, the same in `SendMessage` and in each entry of
+/// `SendMessageBatch` (`SendMessageBatchRequestEntry`).
 #[derive(Serialize)]
 #[serde(rename_all = "PascalCase")]
-pub struct SendMessageIn<'a> {
-    pub queue_url: &'a str,
+pub struct MessageIn<'a> {
     pub message_body: &'a str,
     /// FIFO queues.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -40,6 +41,14 @@ pub struct SendMessageIn<'a> {
     /// FIFO queues.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message_deduplication_id: Option<String>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct SendMessageIn<'a> {
+    pub queue_url: &'a str,
+    #[serde(flatten)]
+    pub message: MessageIn<'a>,
 }
 
 #[derive(Deserialize)]
@@ -48,31 +57,47 @@ pub struct SendMessageOut {
     pub message_id: String,
 }
 
+/// A batch request (`SendMessageBatch`, `DeleteMessageBatch`): the queue and its entries.
 #[derive(Serialize)]
 #[serde(rename_all = "PascalCase")]
-pub struct SendMessageBatchIn<'a> {
+pub struct BatchIn<'a, E> {
     pub queue_url: &'a str,
-    pub entries: Vec<SendEntry<'a>>,
+    pub entries: Vec<BatchEntry<E>>,
 }
 
+impl<'a, E> BatchIn<'a, E> {
+    /// A batch of `entries` (at most 10: any more are left out) for `queue_url`, their ids
+    /// [`BATCH_IDS`] in order, so that an entry's id is its index.
+    pub fn new(queue_url: &'a str, entries: impl IntoIterator<Item = E>) -> Self {
+        BatchIn {
+            queue_url,
+            entries: BATCH_IDS
+                .into_iter()
+                .zip(entries)
+                .map(|(id, entry)| BatchEntry { id, entry })
+                .collect(),
+        }
+    }
+}
+
+/// One entry of a batch request: its id and the operation's own members (`MessageIn` for
+/// `SendMessageBatch`, `ReceiptIn` for `DeleteMessageBatch`).
 #[derive(Serialize)]
 #[serde(rename_all = "PascalCase")]
-pub struct SendEntry<'a> {
+pub struct BatchEntry<E> {
     pub id: &'static str,
-    pub message_body: &'a str,
-    /// FIFO queues.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub message_group_id: Option<String>,
-    /// FIFO queues.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub message_deduplication_id: Option<String>,
+    #[serde(flatten)]
+    pub entry: E,
 }
 
+/// The answer of a batch request: its entries that succeeded (`T`, as far as the bench
+/// reads them) and those that failed.
 #[derive(Deserialize)]
 #[serde(rename_all = "PascalCase")]
-pub struct SendMessageBatchOut {
-    #[serde(default)]
-    pub successful: Vec<IgnoredAny>,
+pub struct BatchOut<T> {
+    // Not `default`, which would ask `T: Default`.
+    #[serde(default = "Vec::new")]
+    pub successful: Vec<T>,
     #[serde(default)]
     pub failed: Vec<BatchError>,
 }
@@ -110,29 +135,14 @@ pub struct Message {
     pub body: String,
 }
 
+/// The member of a `DeleteMessageBatch` entry that names its message.
 #[derive(Serialize)]
 #[serde(rename_all = "PascalCase")]
-pub struct DeleteMessageBatchIn<'a> {
-    pub queue_url: &'a str,
-    pub entries: Vec<DeleteEntry<'a>>,
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "PascalCase")]
-pub struct DeleteEntry<'a> {
-    pub id: &'static str,
+pub struct ReceiptIn<'a> {
     pub receipt_handle: &'a str,
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "PascalCase")]
-pub struct DeleteMessageBatchOut {
-    #[serde(default)]
-    pub successful: Vec<BatchOk>,
-    #[serde(default)]
-    pub failed: Vec<BatchError>,
-}
-
+/// A successful entry of a batch answer, as far as the bench reads it.
 #[derive(Deserialize)]
 #[serde(rename_all = "PascalCase")]
 pub struct BatchOk {
@@ -161,4 +171,40 @@ pub struct QueueArnOut {
 pub struct QueueArnAttributes {
     #[serde(rename = "QueueArn")]
     pub queue_arn: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_carry_the_model_names_in_order() {
+        let message = |body| MessageIn {
+            message_body: body,
+            message_group_id: Some("g".into()),
+            message_deduplication_id: None,
+        };
+        let send = SendMessageIn {
+            queue_url: "u",
+            message: message("a"),
+        };
+        assert_eq!(
+            serde_json::to_string(&send).unwrap(),
+            r#"{"QueueUrl":"u","MessageBody":"a","MessageGroupId":"g"}"#
+        );
+        let batch = BatchIn::new("u", [message("a"), message("b")]);
+        assert_eq!(
+            serde_json::to_string(&batch).unwrap(),
+            r#"{"QueueUrl":"u","Entries":[{"Id":"0","MessageBody":"a","MessageGroupId":"g"},{"Id":"1","MessageBody":"b","MessageGroupId":"g"}]}"#
+        );
+        let receipts = (0..11).map(|_| ReceiptIn {
+            receipt_handle: "r",
+        });
+        let delete = BatchIn::new("u", receipts);
+        assert_eq!(delete.entries.len(), 10, "a batch takes at most 10 entries");
+        assert_eq!(
+            serde_json::to_string(&delete.entries[9]).unwrap(),
+            r#"{"Id":"9","ReceiptHandle":"r"}"#
+        );
+    }
 }

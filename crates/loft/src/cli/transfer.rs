@@ -304,14 +304,19 @@ impl Batch {
 mod tests {
     use super::*;
 
+    /// The entry of a standard queue's import line with `body` and one String attribute,
+    /// `k` = `v`.
+    fn entry_with_attribute(body: &str) -> Value {
+        let line = json!({
+            "body": body,
+            "message_attributes": {"k": {"DataType": "String", "StringValue": "v"}},
+        });
+        entry(&line.to_string(), 1, false).unwrap()
+    }
+
     #[test]
     fn import_lines_become_batch_entries() {
-        let e = entry(
-            r#"{"body":"hi","message_attributes":{"k":{"DataType":"String","StringValue":"v"}}}"#,
-            1,
-            false,
-        )
-        .unwrap();
+        let e = entry_with_attribute("hi");
         assert_eq!(e["MessageBody"], "hi");
         assert_eq!(e["MessageAttributes"]["k"]["StringValue"], "v");
         assert!(e.get("MessageGroupId").is_none());
@@ -325,12 +330,7 @@ mod tests {
 
     #[test]
     fn an_entry_counts_its_body_and_attributes() {
-        let e = entry(
-            r#"{"body":"hello","message_attributes":{"k":{"DataType":"String","StringValue":"v"}}}"#,
-            1,
-            false,
-        )
-        .unwrap();
+        let e = entry_with_attribute("hello");
         assert_eq!(entry_bytes(&e), 5 + 1 + 6 + 1);
     }
 }

@@ -1,6 +1,7 @@
 //! Making the file's queues, topics, subscriptions and event source mappings in the
 //! service at start (and again after a reset), idempotently.
 
+use std::future::Future;
 use std::ops::Range;
 
 use loft_core::{ErrorCode, Service};
@@ -46,74 +47,68 @@ impl Config {
                     .map_or(&q.span, |(_, s)| s);
                 self.error(span, format!("queue {}: {}", q.name, aws(e)))
             };
-            match svc.queue(&q.name).await {
-                Ok(_) => {
-                    // FifoQueue follows the name (checked at parse), so it cannot differ.
-                    let mut attrs = q.attributes.clone();
-                    attrs.remove("FifoQueue");
-                    if !attrs.is_empty() {
-                        svc.sqs()
-                            .set_queue_attributes(&q.name, attrs)
-                            .await
-                            .map_err(at)?;
-                    }
-                    if !q.tags.is_empty() {
-                        svc.sqs()
-                            .tag_queue(&q.name, q.tags.clone())
-                            .await
-                            .map_err(at)?;
-                    }
-                    tracing::info!(queue = %q.name, "queue from the configuration exists; attributes applied");
-                    done.queues_updated.push(q.name.clone());
+            let update = async {
+                // FifoQueue follows the name (checked at parse), so it cannot differ.
+                let mut attrs = q.attributes.clone();
+                attrs.remove("FifoQueue");
+                if !attrs.is_empty() {
+                    svc.sqs().set_queue_attributes(&q.name, attrs).await?;
                 }
-                Err(e) if e.code == ErrorCode::QueueDoesNotExist => {
-                    svc.sqs()
-                        .create_queue(&q.name, q.attributes.clone(), q.tags.clone())
-                        .await
-                        .map_err(at)?;
-                    tracing::info!(queue = %q.name, "queue created from the configuration");
-                    done.queues_created.push(q.name.clone());
+                if !q.tags.is_empty() {
+                    svc.sqs().tag_queue(&q.name, q.tags.clone()).await?;
                 }
-                Err(e) => return Err(at(e)),
+                tracing::info!(queue = %q.name, "queue from the configuration exists; attributes applied");
+                Ok(())
+            };
+            let create = async {
+                svc.sqs()
+                    .create_queue(&q.name, q.attributes.clone(), q.tags.clone())
+                    .await?;
+                tracing::info!(queue = %q.name, "queue created from the configuration");
+                Ok(())
+            };
+            let found = svc.queue(&q.name).await;
+            match create_or_update(found, ErrorCode::QueueDoesNotExist, update, create)
+                .await
+                .map_err(at)?
+            {
+                Made::Updated => done.queues_updated.push(q.name.clone()),
+                Made::Created => done.queues_created.push(q.name.clone()),
             }
         }
         for t in &self.topics {
             let arn = svc.topic_arn(&t.name);
             let at =
                 |e: loft_core::Error| self.error(&t.span, format!("topic {}: {}", t.name, aws(e)));
-            match svc.sns().topic_by_arn(&arn).await {
-                Ok(_) => {
-                    for (k, v) in &t.attributes {
-                        if k == "FifoTopic" {
-                            continue;
-                        }
-                        svc.sns()
-                            .set_topic_attribute(&arn, k, v)
-                            .await
-                            .map_err(at)?;
+            let update = async {
+                for (k, v) in &t.attributes {
+                    if k == "FifoTopic" {
+                        continue;
                     }
-                    if !t.tags.is_empty() {
-                        svc.sns()
-                            .tag_topic(&arn, t.tags.clone().into_iter().collect())
-                            .await
-                            .map_err(at)?;
-                    }
-                    tracing::info!(topic = %t.name, "topic from the configuration exists; attributes applied");
-                    done.topics_updated.push(t.name.clone());
+                    svc.sns().set_topic_attribute(&arn, k, v).await?;
                 }
-                Err(e) if e.code == ErrorCode::NotFound => {
-                    svc.sns()
-                        .create_topic(
-                            &t.name,
-                            t.attributes.clone(),
-                            t.tags.clone().into_iter().collect(),
-                        )
-                        .await
-                        .map_err(at)?;
-                    tracing::info!(topic = %t.name, "topic created from the configuration");
-                    done.topics_created.push(t.name.clone());
+                if !t.tags.is_empty() {
+                    let tags = t.tags.clone().into_iter().collect();
+                    svc.sns().tag_topic(&arn, tags).await?;
                 }
-                Err(e) => return Err(at(e)),
+                tracing::info!(topic = %t.name, "topic from the configuration exists; attributes applied");
+                Ok(())
+            };
+            let create = async {
+                let tags = t.tags.clone().into_iter().collect();
+                svc.sns()
+                    .create_topic(&t.name, t.attributes.clone(), tags)
+                    .await?;
+                tracing::info!(topic = %t.name, "topic created from the configuration");
+                Ok(())
+            };
+            let found = svc.sns().topic_by_arn(&arn).await;
+            match create_or_update(found, ErrorCode::NotFound, update, create)
+                .await
+                .map_err(at)?
+            {
+                Made::Updated => done.topics_updated.push(t.name.clone()),
+                Made::Created => done.topics_created.push(t.name.clone()),
             }
             for s in &t.subscriptions {
                 let at = |e: loft_core::Error| {
@@ -187,24 +182,13 @@ impl Config {
                 .map_or(svc.config().account_id.clone(), |f| {
                     svc.functions().function_account(f).to_owned()
                 });
-            let (existing, _) = svc
-                .functions()
-                .list_event_source_mappings(&account, Some(&queue_arn), None, None, Some(10_000))
+            let existing = find_mapping(svc, &account, &queue_arn, &function_arn)
                 .await
                 .map_err(at)?;
-            let uuid = match existing
-                .into_iter()
-                .find(|v| v.record.function_arn == function_arn)
-            {
-                Some(v) => {
-                    input.event_source_arn = None;
-                    svc.functions()
-                        .update_event_source_mapping(&account, &v.record.uuid, input)
-                        .await
-                        .map_err(at)?
-                        .record
-                        .uuid
-                }
+            let uuid = match existing {
+                Some(uuid) => update_mapping(svc, &account, &uuid, input)
+                    .await
+                    .map_err(at)?,
                 None => match svc
                     .functions()
                     .create_event_source_mapping(&account, input.clone())
@@ -213,28 +197,13 @@ impl Config {
                     Ok(v) => v.record.uuid,
                     // Another node starting from the same file created it meanwhile.
                     Err(e) if e.code == ErrorCode::LambdaResourceConflict => {
-                        let (existing, _) = svc
-                            .functions()
-                            .list_event_source_mappings(
-                                &account,
-                                Some(&queue_arn),
-                                None,
-                                None,
-                                Some(10_000),
-                            )
-                            .await
-                            .map_err(at)?;
-                        let v = existing
-                            .into_iter()
-                            .find(|v| v.record.function_arn == function_arn)
-                            .ok_or_else(|| at(e))?;
-                        input.event_source_arn = None;
-                        svc.functions()
-                            .update_event_source_mapping(&account, &v.record.uuid, input)
+                        let uuid = find_mapping(svc, &account, &queue_arn, &function_arn)
                             .await
                             .map_err(at)?
-                            .record
-                            .uuid
+                            .ok_or_else(|| at(e))?;
+                        update_mapping(svc, &account, &uuid, input)
+                            .await
+                            .map_err(at)?
                     }
                     Err(e) => return Err(at(e)),
                 },
@@ -273,4 +242,62 @@ impl Config {
             }
         }
     }
+}
+
+/// Whether a declared queue or topic existed (and got the file's attributes and tags) or
+/// was created.
+enum Made {
+    Updated,
+    Created,
+}
+
+/// Makes one declared queue or topic as the file says: runs `update` when `found` (the
+/// service's lookup of it) found it, `create` when the lookup answered `missing` (its
+/// "does not exist" code); any other error of the lookup is returned as it is.
+async fn create_or_update<T>(
+    found: loft_core::Result<T>,
+    missing: ErrorCode,
+    update: impl Future<Output = loft_core::Result<()>>,
+    create: impl Future<Output = loft_core::Result<()>>,
+) -> loft_core::Result<Made> {
+    match found {
+        Ok(_) => update.await.map(|()| Made::Updated),
+        Err(e) if e.code == missing => create.await.map(|()| Made::Created),
+        Err(e) => Err(e),
+    }
+}
+
+/// The UUID of `account`'s event source mapping of `queue_arn` to `function_arn`, if there
+/// is one.
+async fn find_mapping(
+    svc: &Service,
+    account: &str,
+    queue_arn: &str,
+    function_arn: &str,
+) -> loft_core::Result<Option<String>> {
+    let (existing, _) = svc
+        .functions()
+        .list_event_source_mappings(account, Some(queue_arn), None, None, Some(10_000))
+        .await?;
+    Ok(existing
+        .into_iter()
+        .find(|v| v.record.function_arn == function_arn)
+        .map(|v| v.record.uuid))
+}
+
+/// Gives `account`'s existing event source mapping `uuid` the file's settings `input`
+/// (without its queue, which an update cannot change); returns its UUID.
+async fn update_mapping(
+    svc: &Service,
+    account: &str,
+    uuid: &str,
+    mut input: loft_core::service::MappingInput,
+) -> loft_core::Result<String> {
+    input.event_source_arn = None;
+    Ok(svc
+        .functions()
+        .update_event_source_mapping(account, uuid, input)
+        .await?
+        .record
+        .uuid)
 }
