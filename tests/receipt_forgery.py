@@ -10,13 +10,15 @@ in flight), leaves others never received, then makes --attempts forged or mutate
 and uses each in DeleteMessage, ChangeMessageVisibility, DeleteMessageBatch or
 ChangeMessageVisibilityBatch (in turn) over the SQS JSON protocol:
 
-  random      41 random bytes starting with the format byte, base64url
+  random      random bytes of a genuine handle's length, starting with its format byte
   bitflip     a genuine handle with one random bit flipped
-  seq         a genuine handle with its seq changed, its MAC kept
+  seq         a genuine handle with its seq changed (version 2 handles, which show it)
+              or a byte of its sealed fields changed (version 3), its MAC or tag kept
   truncated   a genuine handle cut short
   otherqueue  a genuine handle of another queue (valid MAC, wrong queue)
   legacy      old-format guesses base64("{queue}:{seq}:{token}"), token 0, 1 or random,
-              for seqs that exist (in flight or never received) and seqs that do not
+              for queue ids and seqs the genuine handles show (version 2) or small ones
+              guessed (version 3 handles show none)
   text        random base64url text of random length
 
 Every answer must be AWS's ReceiptHandleIsInvalid (HTTP 400, `The input receipt handle "X"
@@ -131,20 +133,31 @@ def main():
         genuine[kind] = got[:10]
     before = {k: counts(sqs, u) for k, u in queues.items()}
 
-    # What the handles name: queue ids and seqs seen in genuine handles.
+    # What the handles name: queue ids and seqs seen in genuine version 2 handles; a
+    # version 3 handle seals them, so the guesses are small numbers, as a store's are.
     named = [unb64url(h) for hs in genuine.values() for h in hs]
-    queue_ids = sorted({int.from_bytes(b[1:9], "big") for b in named})
-    seqs = sorted({int.from_bytes(b[9:17], "big") for b in named})
+    version = named[0][0]
+    if version == 2:
+        queue_ids = sorted({int.from_bytes(b[1:9], "big") for b in named})
+        seqs = sorted({int.from_bytes(b[9:17], "big") for b in named})
+    else:
+        queue_ids = list(range(1, 65))
+        seqs = [1, 5000]
     lo, hi = min(seqs), max(seqs) + 40
 
     def forge(kind, target):
         own = genuine[target]
         if kind == "random":
-            return b64url(bytes([2]) + rng.randbytes(40))
+            return b64url(bytes([version]) + rng.randbytes(len(named[0]) - 1))
         if kind == "bitflip":
             b = bytearray(unb64url(rng.choice(own)))
             bit = rng.randrange(len(b) * 8)
             b[bit // 8] ^= 1 << (bit % 8)
+            return b64url(bytes(b))
+        if kind == "seq" and version != 2:
+            b = bytearray(unb64url(rng.choice(own)))
+            at = rng.randrange(13, 37)
+            b[at] ^= rng.randrange(1, 256)
             return b64url(bytes(b))
         if kind == "seq":
             b = bytearray(unb64url(rng.choice(own)))

@@ -180,6 +180,14 @@ error_table! {
         Sender, 405,
         "method not allowed on this route",
     }
+    /// A request to the seeds' API or the console without credentials, or with a wrong
+    /// Basic sign-in (401, sent with a `WWW-Authenticate` challenge). Only Loft's own routes
+    /// answer it; AWS operations are refused with 403 (`MissingAuthenticationToken` and the
+    /// signature rows).
+    Unauthorized {
+        code: "Unauthorized", json: "Unauthorized", query: "Unauthorized", Sender, 401,
+        "{reason}",
+    }
     /// Storage failed; the request may be retried (500).
     InternalError {
         code: "InternalError", json: "InternalError", query: "InternalError", Receiver, 500,
@@ -672,7 +680,8 @@ mod tests {
     use super::*;
     use std::collections::HashSet;
 
-    /// Each code's names are set and its status is one AWS uses; no two rows share a
+    /// Each code's names are set and its status is one AWS uses (401 only for Loft's own
+    /// routes, [`ErrorCode::Unauthorized`]); no two rows share a
     /// Query code unless they are the same AWS error seen by the seeds' API (`NotFound`).
     #[test]
     fn every_row_is_complete_and_distinct() {
@@ -688,7 +697,7 @@ mod tests {
                 "{code:?}"
             );
             assert!(
-                [400, 403, 404, 405, 408, 409, 413, 500, 503].contains(&row.status),
+                [400, 401, 403, 404, 405, 408, 409, 413, 500, 503].contains(&row.status),
                 "{code:?}"
             );
             assert_eq!(

@@ -27,18 +27,18 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
+use axum::http::{header, HeaderMap, HeaderValue, Method, Uri};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use loft_core::service::Principal;
-use loft_core::{Error, Service};
+use loft_core::{Error, ErrorCode, Service};
 
 use base64::Engine as _;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use crate::body::{AlreadyCounted, BodyBudget};
-use crate::reply::NativeError;
+use crate::reply::{table, NativeError};
 use crate::sigv4::{self, Location, Verified};
 
 /// SNS actions allowed without a signature: the SubscribeURL and UnsubscribeURL links SNS
@@ -332,7 +332,7 @@ fn parse_basic(authorization: &str) -> Option<(String, String)> {
 
 /// `401 {"error": message}` with `WWW-Authenticate: challenge`.
 fn unauthorized(message: &str, challenge: &'static str) -> Response {
-    let mut resp = NativeError(StatusCode::UNAUTHORIZED, message.to_owned()).into_response();
+    let mut resp = table(ErrorCode::Unauthorized, message).into_response();
     resp.headers_mut().insert(
         header::WWW_AUTHENTICATE,
         HeaderValue::from_static(challenge),
@@ -404,8 +404,8 @@ pub async fn require_console_auth(
         };
         let safe = matches!(*req.method(), Method::GET | Method::HEAD);
         if !safe && !req.headers().contains_key(CONSOLE_HEADER) {
-            return NativeError(
-                StatusCode::FORBIDDEN,
+            return table(
+                ErrorCode::AccessDenied,
                 format!(
                     "a {} with Basic authentication must carry the {CONSOLE_HEADER} header \
                      (the console's page sends it; a form posted from another site cannot)",

@@ -26,7 +26,7 @@ use std::sync::Arc;
 
 use axum::body::{Body, Bytes};
 use axum::extract::{FromRequest, Request};
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue};
 use bytes::BytesMut;
 use hyper::body::Body as _;
 use loft_core::{Error, ErrorCode};
@@ -141,16 +141,6 @@ pub enum BodyError {
 }
 
 impl BodyError {
-    /// The HTTP status: 413, 503, 408 or 400.
-    pub fn status(&self) -> StatusCode {
-        match self {
-            BodyError::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
-            BodyError::Busy => StatusCode::SERVICE_UNAVAILABLE,
-            BodyError::TimedOut => StatusCode::REQUEST_TIMEOUT,
-            BodyError::Failed(_) => StatusCode::BAD_REQUEST,
-        }
-    }
-
     /// The `Retry-After` value to send with it (seconds), for [`BodyError::Busy`].
     pub fn retry_after(&self) -> Option<&'static str> {
         matches!(self, BodyError::Busy).then_some("1")
@@ -405,7 +395,7 @@ mod tests {
             .await
             .unwrap_err();
         assert_eq!(err, BodyError::TooLarge { limit: 10 });
-        assert_eq!(err.status(), StatusCode::PAYLOAD_TOO_LARGE);
+        assert_eq!(err.to_error().code.http_status(), 413);
         assert_eq!(err.to_error().code, ErrorCode::RequestTooLarge);
     }
 
@@ -433,7 +423,7 @@ mod tests {
             .await
             .unwrap_err();
         assert_eq!(err, BodyError::Busy);
-        assert_eq!(err.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(err.to_error().code.http_status(), 503);
         assert_eq!(err.retry_after(), Some("1"));
         // An undeclared one that outgrows it: refused as it arrives, its bytes given back.
         let err = read(
@@ -470,7 +460,7 @@ mod tests {
             .await
             .unwrap_err();
         assert_eq!(err, BodyError::TimedOut);
-        assert_eq!(err.status(), StatusCode::REQUEST_TIMEOUT);
+        assert_eq!(err.to_error().code.http_status(), 408);
         assert_eq!(err.to_error().code, ErrorCode::RequestTimeout);
         let broken = Body::new(Chunks(VecDeque::new(), Some("connection reset".into())));
         let err = read(&headers(None), None, broken, 10).await.unwrap_err();
@@ -478,6 +468,6 @@ mod tests {
             matches!(&err, BodyError::Failed(m) if m.contains("connection reset")),
             "{err:?}"
         );
-        assert_eq!(err.status(), StatusCode::BAD_REQUEST);
+        assert_eq!(err.to_error().code.http_status(), 400);
     }
 }

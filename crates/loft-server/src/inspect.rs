@@ -16,16 +16,16 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::extract::{Path, Query, State};
-use axum::http::{header, StatusCode};
+use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
 use axum::Json;
 use loft_core::model::RecordedFilter;
 use loft_core::service::Principal;
-use loft_core::Service;
+use loft_core::{Error, ErrorCode, Service};
 use serde_json::json;
 
-use crate::reply::NativeError;
+use crate::reply::{table, NativeError};
 
 /// Shared state of the inspection routes.
 #[derive(Clone)]
@@ -50,9 +50,7 @@ pub async fn recorded_messages(
             .parse::<u32>()
             .ok()
             .filter(|n| (1..=1000).contains(n))
-            .ok_or_else(|| {
-                NativeError(StatusCode::BAD_REQUEST, "limit must be 1 to 1000".into())
-            })?,
+            .ok_or_else(|| table(ErrorCode::MalformedRequest, "limit must be 1 to 1000"))?,
         None => 100,
     };
     let list = s.service.sns().recorded_messages(&principal, limit).await?;
@@ -90,8 +88,8 @@ pub async fn delete_recorded_messages(
         .keys()
         .find(|k| !matches!(k.as_str(), "protocol" | "endpoint" | "topic_arn"))
     {
-        return Err(NativeError(
-            StatusCode::BAD_REQUEST,
+        return Err(table(
+            ErrorCode::MalformedRequest,
             format!("unknown parameter {other}: filter by protocol, endpoint or topic_arn"),
         ));
     }
@@ -124,12 +122,12 @@ pub async fn certificate(State(s): State<Inspect>, Path(file): Path<String>) -> 
                 .into_response()
         }
         Some(Ok(_)) => {
-            NativeError(StatusCode::NOT_FOUND, "no such certificate".into()).into_response()
+            table(ErrorCode::ResourceNotFoundException, "no such certificate").into_response()
         }
-        Some(Err(e)) => NativeError(StatusCode::INTERNAL_SERVER_ERROR, e).into_response(),
-        None => NativeError(
-            StatusCode::NOT_FOUND,
-            "message signing is not configured".into(),
+        Some(Err(e)) => NativeError::from(Error::new(ErrorCode::InternalError, e)).into_response(),
+        None => table(
+            ErrorCode::ResourceNotFoundException,
+            "message signing is not configured",
         )
         .into_response(),
     }

@@ -40,11 +40,12 @@
 use std::collections::HashMap;
 
 use axum::extract::{MatchedPath, Path, Request, State};
-use axum::http::{Method, StatusCode};
+use axum::http::Method;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::Router;
 use loft_core::service::{Principal, Target};
+use loft_core::{Error, ErrorCode};
 
 use crate::reply::NativeError;
 use crate::state::AppState;
@@ -323,13 +324,10 @@ pub async fn enforce(State(state): State<AppState>, req: Request, next: Next) ->
         Some(Metrics) => (METRICS_ACTION, CallerAccount),
         Some(Public | SignedIn | Operation) => return next.run(req).await,
         None => {
-            return NativeError(
-                StatusCode::FORBIDDEN,
-                format!(
-                    "AccessDenied: no access is declared for {} {template}",
-                    req.method()
-                ),
-            )
+            return NativeError::refused(&Error::new(
+                ErrorCode::AccessDenied,
+                format!("no access is declared for {} {template}", req.method()),
+            ))
             .into_response()
         }
     };

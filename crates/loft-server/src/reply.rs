@@ -14,8 +14,10 @@ use serde_json::json;
 
 use crate::body::BodyError;
 
-/// An error of the seeds' API: `{"error": message}` with the table's status.
-pub struct NativeError(pub StatusCode, pub String);
+/// An error of the seeds' API: `{"error": message}` with the table's status. Made only
+/// from an [`Error`] (`From<Error>`, [`table`], [`NativeError::refused`]), so its status is
+/// always its code's row in the error table.
+pub struct NativeError(StatusCode, String);
 
 impl From<Error> for NativeError {
     fn from(e: Error) -> Self {
@@ -48,7 +50,7 @@ pub(crate) fn table(code: ErrorCode, reason: impl std::fmt::Display) -> NativeEr
 /// 400, and `Connection: close`.
 impl IntoResponse for BodyError {
     fn into_response(self) -> Response {
-        let mut resp = NativeError(self.status(), self.message()).into_response();
+        let mut resp = NativeError::from(self.to_error()).into_response();
         self.add_headers(resp.headers_mut());
         resp
     }

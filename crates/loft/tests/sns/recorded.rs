@@ -1019,9 +1019,19 @@ async fn platform_rules_as_aws_records_them() {
         &'a [(&'a str, &'a str)],
         Option<(&'a str, &'a str)>,
     );
-    let cases: [Case; 5] = [
+    // GCM has no PlatformPrincipal: its PlatformCredential alone is the API key (SNS API
+    // Reference, CreatePlatformApplication); every other platform takes the pair.
+    let cases: [Case; 13] = [
         ("ADM", &[("PlatformPrincipal", "p")], Some(("InvalidParameter", "Invalid parameter: Attributes Reason: PlatformPrincipal attribute provided without PlatformCredential"))),
         ("ADM", &[("PlatformCredential", "c")], Some(("InvalidParameter", "Invalid parameter: Attributes Reason: PlatformCredential attribute provided without PlatformPrincipal"))),
+        ("APNS", &[("PlatformCredential", "c")], Some(("InvalidParameter", "Invalid parameter: Attributes Reason: PlatformCredential attribute provided without PlatformPrincipal"))),
+        ("APNS_SANDBOX", &[("PlatformCredential", "c")], Some(("InvalidParameter", "Invalid parameter: Attributes Reason: PlatformCredential attribute provided without PlatformPrincipal"))),
+        ("BAIDU", &[("PlatformCredential", "c")], Some(("InvalidParameter", "Invalid parameter: Attributes Reason: PlatformCredential attribute provided without PlatformPrincipal"))),
+        ("MPNS", &[("PlatformCredential", "c")], Some(("InvalidParameter", "Invalid parameter: Attributes Reason: PlatformCredential attribute provided without PlatformPrincipal"))),
+        ("WNS", &[("PlatformCredential", "c")], Some(("InvalidParameter", "Invalid parameter: Attributes Reason: PlatformCredential attribute provided without PlatformPrincipal"))),
+        ("GCM", &[("PlatformPrincipal", "p")], Some(("InvalidParameter", "Invalid parameter: Attributes Reason: PlatformPrincipal attribute provided without PlatformCredential"))),
+        ("GCM", &[("PlatformCredential", "c")], None),
+        ("GCM", &[("PlatformPrincipal", "p"), ("PlatformCredential", "c")], None),
         ("AAA", &[("PlatformPrincipal", "p"), ("PlatformCredential", "c")], Some(("InvalidParameter", "Invalid parameter: Platform Reason: AAA is not supported"))),
         ("ADM", &[], Some(("ValidationError", "1 validation error detected: Value null at 'attributes' failed to satisfy constraint: Member must not be null"))),
         ("ADM", &[("PlatformPrincipal", "p"), ("PlatformCredential", "c")], None),

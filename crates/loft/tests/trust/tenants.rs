@@ -504,4 +504,32 @@ async fn listings_show_each_key_its_own_accounts_resources() {
     // refused, as it has no policy for B.
     let (status, refused) = get(B, "/_loft/queues/root-console/messages").await;
     assert_eq!(status, 403, "{refused}");
+    // The seeds' routes take the key the listing gives for every verb: B sends to its queue
+    // by `ACCOUNT%2FNAME` and receives it there; the default account's key is refused, and
+    // a new name with a `/` is still no name.
+    let post = |key, path: &str, body: &'static str| {
+        let url = format!("{}{path}", loft.url);
+        async move {
+            let headers = [("content-type", "application/json")];
+            let resp =
+                send_signed(&signer(key, "sqs"), "POST", &url, &headers, body.as_bytes()).await;
+            let status = resp.status().as_u16();
+            (status, resp.text().await.unwrap())
+        }
+    };
+    let seeds_queue = "/queues/222222222222%2Fb-console/messages";
+    let (status, sent) = post(B, seeds_queue, r#"{"body":"by key"}"#).await;
+    assert_eq!(status, 201, "{sent}");
+    let (status, got) = get(B, seeds_queue).await;
+    assert_eq!(status, 200, "{got}");
+    assert!(got.contains("by key"), "{got}");
+    let (status, refused) = post(ROOT, seeds_queue, r#"{"body":"not mine"}"#).await;
+    assert_eq!(status, 403, "{refused}");
+    let (status, refused) = post(
+        B,
+        "/queues/222222222222%2Fnew-one/messages",
+        r#"{"body":"x"}"#,
+    )
+    .await;
+    assert_eq!(status, 400, "{refused}");
 }

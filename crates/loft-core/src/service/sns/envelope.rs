@@ -586,11 +586,11 @@ impl SnsDelivery {
             }
             ok
         };
-        let endpoint_queue = self
+        let endpoint_exists = self
             .key_of_arn(&sub.endpoint, "sqs")
-            .and_then(|n| queues.get(&n).cloned().flatten())
-            .filter(may_take)
-            .filter(fits);
+            .and_then(|n| queues.get(&n).cloned().flatten());
+        let queue_missing = endpoint_exists.is_none();
+        let endpoint_queue = endpoint_exists.filter(may_take).filter(fits);
         let (queue, dead_lettered) = match endpoint_queue {
             Some(q) => (q, false),
             None => match self
@@ -601,7 +601,13 @@ impl SnsDelivery {
             {
                 Some(dlq) => (dlq, true),
                 None => {
-                    tracing::warn!(endpoint = %sub.endpoint, "SNS subscription to a missing queue; message not delivered");
+                    // `may_take` and `fits` have logged why an existing queue refused it.
+                    let why = if queue_missing {
+                        "SNS subscription to a missing queue; message not delivered"
+                    } else {
+                        "SNS subscription's queue did not take the message and no dead-letter queue did; message not delivered"
+                    };
+                    tracing::warn!(endpoint = %sub.endpoint, "{why}");
                     return SqsStep::Dropped;
                 }
             },

@@ -166,8 +166,9 @@ impl Sns {
     }
 
     /// CreatePlatformApplication in `scope` (the caller's account and region): idempotent for the same name and platform (the first
-    /// one's attributes stay). PlatformPrincipal and PlatformCredential come as a pair and
-    /// are not kept (SNS never reports them); `Enabled` is `true` unless given.
+    /// one's attributes stay). PlatformPrincipal and PlatformCredential come as a pair,
+    /// except that GCM takes a PlatformCredential alone, and are not kept (SNS never
+    /// reports them); `Enabled` is `true` unless given.
     ///
     /// Errors, in AWS's order and words (recorded): `InvalidParameter` "Invalid parameter:
     /// {name} Reason: ..." (name), "Invalid parameter: Platform Reason: {platform} is not
@@ -212,7 +213,9 @@ impl Sns {
             return Err(null_attributes());
         }
         let [principal, credential] = CREDENTIALS.map(|k| attributes.contains_key(k));
-        if credential && !principal {
+        // Firebase (GCM) has no PlatformPrincipal: its PlatformCredential alone is the API
+        // key or the service-account key (SNS API Reference, CreatePlatformApplication).
+        if credential && !principal && platform != "GCM" {
             return Err(invalid_attributes(
                 "PlatformCredential attribute provided without PlatformPrincipal",
             ));

@@ -417,14 +417,18 @@ impl Sqs {
     /// missing, stores `body` with a `msg-N` id. Errors: `InvalidParameterValue` (name),
     /// `MissingParameter` (empty body), `InvalidMessageContents`.
     pub async fn send_seed(&self, queue_name: &str, body: String) -> Result<String> {
-        crate::names::check_queue_name(queue_name, crate::names::Naming::Seed)?;
         let queue = match self.find_queue(queue_name).await? {
             Some(q) => q,
-            None => Arc::new(
-                self.store_create_queue(queue_name, BTreeMap::new(), BTreeMap::new())
-                    .await?
-                    .0,
-            ),
+            // The name rule is a creation rule: an existing queue is reached by its key, as
+            // receive and delete reach it (another account's `ACCOUNT/NAME` included).
+            None => {
+                crate::names::check_queue_name(queue_name, crate::names::Naming::Seed)?;
+                Arc::new(
+                    self.store_create_queue(queue_name, BTreeMap::new(), BTreeMap::new())
+                        .await?
+                        .0,
+                )
+            }
         };
         let m = SendMessage {
             body,
