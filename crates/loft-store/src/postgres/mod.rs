@@ -567,6 +567,16 @@ fn delete_runner(pool: Pool) -> group::Runner<DeleteJob, Vec<DeleteOutcome>> {
     })
 }
 
+/// The one place this store opens what may hold sealed text ([`Sealer::opened`]): what
+/// [`PgStore::read_opened`] read back, after its transaction, and each message a receive
+/// claims ([`crate::seal::Claiming`]), inside the receive's transaction
+/// ([`ops::receive_steps`], [`ops::receive_fifo`]).
+///
+/// Errors: as the type's [`Open`] says.
+fn opened<T: Open>(sealer: &Sealer, stored: T) -> Result<T::Opened> {
+    sealer.opened(stored)
+}
+
 /// The receive combiner of a store on `pool`, notifying `channel`, opening with `sealer`.
 fn receive_combiner(
     pool: &Pool,
@@ -637,14 +647,14 @@ impl PgStore {
         write(self.sealer.sealed(plain)?).await
     }
 
-    /// Reads with `read` and opens what it read ([`Sealer::opened`]): the one way this
-    /// store hands out what may hold sealed text (a receive's claims are opened inside
-    /// its transaction instead, by [`ops`]).
+    /// Reads with `read` and opens what it read ([`opened`]): the one way this store
+    /// hands out what may hold sealed text (a receive's claims are opened inside its
+    /// transaction, by [`ops`], through [`opened`] too).
     async fn read_opened<T: Open>(
         &self,
         read: impl std::future::Future<Output = Result<T>>,
     ) -> Result<T::Opened> {
-        self.sealer.opened(read.await?)
+        opened(&self.sealer, read.await?)
     }
 
     /// Stores sealed `messages` ([`Store::send_messages`]).

@@ -363,16 +363,17 @@ impl SqliteStore {
         self.write_as(move |c| f(c, &sealed), atomicity).await
     }
 
-    /// Runs `f` as [`Self::write`] does and opens what it read ([`Sealer::opened`], on
-    /// the caller's thread): the one way this store hands out what may hold sealed text (a
-    /// receive's claims are opened inside its transaction instead, by [`ops`]).
+    /// Runs `f` as [`Self::write`] does and opens what it read ([`opened`], on the
+    /// caller's thread): the one way this store hands out what may hold sealed text (a
+    /// receive's claims are opened inside its transaction, by [`ops`], through
+    /// [`opened`] too).
     async fn read_opened<T, F>(&self, f: F) -> Result<T::Opened>
     where
         T: Open + Send + 'static,
         F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
     {
         let stored = self.write(f).await?;
-        self.sealer.opened(stored)
+        opened(&self.sealer, stored)
     }
 
     /// [`Self::write`] for a write to topics or subscriptions: the topic cache is
@@ -405,6 +406,16 @@ impl SqliteStore {
             .send(Msg::Job(job))
             .map_err(|_| Error::internal("sqlite writer stopped"))
     }
+}
+
+/// The one place this store opens what may hold sealed text ([`Sealer::opened`]): what
+/// [`SqliteStore::read_opened`] read back, after its transaction, and each message a
+/// receive claims ([`seal::Claiming`]), inside the receive's transaction on the writer
+/// thread ([`ops::receive`]).
+///
+/// Errors: as the type's [`Open`] says.
+fn opened<T: Open>(sealer: &Sealer, stored: T) -> Result<T::Opened> {
+    sealer.opened(stored)
 }
 
 /// Loft's error for a failed SQLite call on `conn`: a full disk, a file-size limit or a

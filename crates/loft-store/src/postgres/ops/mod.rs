@@ -29,7 +29,7 @@ use tokio_postgres::Row;
 
 use crate::fifo::{FifoRead, FifoScan, FifoWalk};
 use crate::replay::{drop_held, merge_held};
-use crate::seal::{Claimed, SealedFifoPublish, Sealer};
+use crate::seal::{Claimed, Claiming, SealedFifoPublish, Sealer};
 use crate::visibility::{self, VisibilityRow};
 
 type Map = BTreeMap<String, String>;
@@ -41,7 +41,7 @@ pub enum Failure {
     Db(tokio_postgres::Error),
     /// The database answered, but not as the schema promises.
     Broken(&'static str),
-    /// A message of an encrypted queue could not be sealed (`crate::seal`).
+    /// A message of an encrypted queue could not be sealed or opened (`crate::seal`).
     Sealing(String),
 }
 
