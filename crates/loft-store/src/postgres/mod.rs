@@ -37,6 +37,7 @@ use tokio_postgres::AsyncMessage;
 pub use migrations::SCHEMA_VERSION;
 use ops::Failure;
 
+use crate::replay::ArchiveWindow;
 use crate::seal::{KeySource, Open, Seal, Sealer};
 
 /// Default number of pooled connections per node.
@@ -904,18 +905,13 @@ impl Store for PgStore {
         tags: BTreeMap<String, String>,
         now_ms: i64,
     ) -> Result<(QueueRecord, bool)> {
-        loop {
-            let got = run!(self, |c| ops::create_queue(
-                &c,
-                name,
-                &attributes,
-                &tags,
-                now_ms
-            ))?;
-            if let Some(v) = got {
-                return Ok(v);
-            }
-        }
+        run!(self, |c| ops::create_queue(
+            &c,
+            name,
+            &attributes,
+            &tags,
+            now_ms
+        ))
     }
 
     async fn get_queue(&self, name: &str) -> Result<Option<QueueRecord>> {
@@ -1137,18 +1133,16 @@ impl Store for PgStore {
         now_ms: i64,
         limit: u32,
     ) -> Result<Vec<ArchivedMessage>> {
-        self.read_opened(async {
-            run!(self, |c| ops::archived_messages(
-                &c,
-                topic_id,
-                after_sequence,
-                from_ms,
-                until_ms,
-                now_ms,
-                limit
-            ))
-        })
-        .await
+        let window = ArchiveWindow {
+            topic_id,
+            after_sequence,
+            from_ms,
+            until_ms,
+            now_ms,
+            limit,
+        };
+        self.read_opened(async { run!(self, |c| ops::archived_messages(&c, &window)) })
+            .await
     }
 
     async fn delete_archive(&self, topic_id: i64) -> Result<u64> {
@@ -1229,18 +1223,13 @@ impl Store for PgStore {
         tags: BTreeMap<String, String>,
         now_ms: i64,
     ) -> Result<(TopicRecord, bool)> {
-        loop {
-            let got = run!(self, |c| ops::create_topic(
-                &c,
-                name,
-                &attributes,
-                &tags,
-                now_ms
-            ))?;
-            if let Some(v) = got {
-                return Ok(v);
-            }
-        }
+        run!(self, |c| ops::create_topic(
+            &c,
+            name,
+            &attributes,
+            &tags,
+            now_ms
+        ))
     }
 
     async fn get_topic(&self, name: &str) -> Result<Option<TopicRecord>> {

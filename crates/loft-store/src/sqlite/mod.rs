@@ -30,6 +30,7 @@ use loft_core::service::receipt::ReceiptKey;
 use loft_core::store::Store;
 use rusqlite::Connection;
 
+use crate::replay::ArchiveWindow;
 use crate::seal::{self, KeySource, Open, Seal, Sealer};
 use tokio::sync::oneshot;
 
@@ -862,18 +863,16 @@ impl Store for SqliteStore {
         now_ms: i64,
         limit: u32,
     ) -> Result<Vec<ArchivedMessage>> {
-        self.read_opened(move |c| {
-            ops::archived_messages(
-                c,
-                topic_id,
-                after_sequence,
-                from_ms,
-                until_ms,
-                now_ms,
-                limit,
-            )
-        })
-        .await
+        let window = ArchiveWindow {
+            topic_id,
+            after_sequence,
+            from_ms,
+            until_ms,
+            now_ms,
+            limit,
+        };
+        self.read_opened(move |c| ops::archived_messages(c, &window))
+            .await
     }
 
     async fn delete_archive(&self, topic_id: i64) -> Result<u64> {
