@@ -1,10 +1,25 @@
-//! What both engines share of SNS message replay: leaving out of a FIFO topic's live
-//! fan-out the copies of subscriptions whose replay holds live messages
+//! What both engines share of SNS message replay: which archived messages a replay reads
+//! ([`ArchiveWindow`]), and leaving out of a FIFO topic's live fan-out the copies of
+//! subscriptions whose replay holds live messages
 //! ([`loft_core::model::FifoPublishEntry::subscriptions`]).
 
 use std::collections::HashSet;
 
 use loft_core::model::{NewMessage, SentMessage};
+
+/// Which messages of a FIFO topic's archive [`loft_core::store::Store::archived_messages`]
+/// reads, as each engine's statement takes them: up to `limit` of topic `topic_id` with a
+/// sequence number above `after_sequence`, published at or after `from_ms` and (with
+/// `until_ms`) at or before `until_ms`, not expired at `now_ms`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ArchiveWindow {
+    pub topic_id: i64,
+    pub after_sequence: i64,
+    pub from_ms: i64,
+    pub until_ms: Option<i64>,
+    pub now_ms: i64,
+    pub limit: u32,
+}
 
 /// Splits the copies `built` of one entry: the ones to store, and for each copy whether it
 /// was held back (its subscription, by position in `subscriptions`, is in `held`).

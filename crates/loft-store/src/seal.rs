@@ -23,15 +23,14 @@
 //! loses every sealed message; nodes sharing a PostgreSQL database must share it. The
 //! database keeps the key's check value ([`MasterKey::check_value`]), and a start whose key
 //! is not the one its sealed messages need is refused ([`verify_master_key`]). A receive
-//! that still meets a message it cannot open passes it over untouched
-//! ([`Sealer::open_claimed`]).
+//! that still meets a message it cannot open passes it over untouched ([`Claiming`]).
 //!
 //! How the engines use it: what a store method writes goes through [`Sealer::sealed`]
 //! (the [`Seal`] of its type says what is sealed: message bodies and attributes, recorded
-//! messages and subjects, delivery bodies, archived publishes), what it reads back through
-//! [`Sealer::opened`] ([`Open`]: each type's rule for a value that cannot be opened), and a
-//! receive's claims, inside its transaction, through [`Sealer::open_claimed`]. Each engine
-//! calls each of them at one place; the per-type rules are written here only.
+//! messages and subjects, delivery bodies, archived publishes), and what it reads back
+//! through [`Sealer::opened`] ([`Open`]: each type's rule for a value that cannot be
+//! opened), a receive's claims too, inside its transaction ([`Claiming`]). Each engine
+//! calls each of the two at one place; the per-type rules are written here only.
 
 use std::collections::{HashMap, HashSet};
 use std::fs;
@@ -738,9 +737,10 @@ impl Sealer {
         plain.seal_with(self)
     }
 
-    /// The one way an engine opens what it read back after its transaction: `stored`
-    /// with every sealed value opened, each type keeping its own rule for a value that
-    /// cannot be opened ([`Open`]).
+    /// The one way an engine opens what it read back: `stored` with every sealed value
+    /// opened, each type keeping its own rule for a value that cannot be opened
+    /// ([`Open`]). What a store method hands out is opened after its transaction; a
+    /// message a receive claims, inside it ([`Claiming`]).
     ///
     /// Errors: as the type's [`Open`] says.
     pub fn opened<T: Open>(&self, stored: T) -> Result<T::Opened> {
@@ -752,8 +752,8 @@ impl Sealer {
     /// when it cannot be opened (sealed under another master key, damaged, or no key can
     /// be loaded). The receive must then leave it unclaimed; it is named in
     /// `undecryptable` ([`ReceiveOutcome::undecryptable`]) the first time this sealer
-    /// meets it.
-    pub fn open_claimed(&self, mut m: StoredMessage, undecryptable: &mut Vec<String>) -> Claimed {
+    /// meets it. Engines reach it through [`Sealer::opened`] ([`Claiming`]).
+    fn open_claimed(&self, mut m: StoredMessage, undecryptable: &mut Vec<String>) -> Claimed {
         if self.open_for_receive(&mut m) {
             Claimed::Readable(m)
         } else {
@@ -763,7 +763,19 @@ impl Sealer {
     }
 }
 
-/// What [`Sealer::open_claimed`] made of a message a receive claims.
+/// A message a receive is claiming, as read inside the receive's transaction, for
+/// [`Sealer::opened`]: the receive hands it out only when it comes back
+/// [`Claimed::Readable`], so a message never leaves a receive sealed.
+#[derive(Debug)]
+pub struct Claiming<'a> {
+    /// The message as read.
+    pub message: StoredMessage,
+    /// The receive's [`ReceiveOutcome::undecryptable`]: the message is named there the
+    /// first time a receive cannot open it.
+    pub undecryptable: &'a mut Vec<String>,
+}
+
+/// What [`Sealer::opened`] made of a message a receive claims ([`Claiming`]).
 #[derive(Debug)]
 pub enum Claimed {
     /// Opened, or never sealed: the receive hands it out.
@@ -916,6 +928,17 @@ impl Open for ReceiveOutcome {
     fn open_with(mut self, sealer: &Sealer) -> Result<Self> {
         sealer.open_messages(&mut self.messages)?;
         Ok(self)
+    }
+}
+
+/// A message a receive claims, inside the receive's transaction: opened, or passed over
+/// when it cannot be opened ([`Claimed`]; the rule of `Sealer::open_claimed`). Never
+/// fails.
+impl Open for Claiming<'_> {
+    type Opened = Claimed;
+
+    fn open_with(self, sealer: &Sealer) -> Result<Claimed> {
+        Ok(sealer.open_claimed(self.message, self.undecryptable))
     }
 }
 

@@ -37,6 +37,7 @@ use tokio_postgres::AsyncMessage;
 pub use migrations::SCHEMA_VERSION;
 use ops::Failure;
 
+use crate::replay::ArchiveWindow;
 use crate::seal::{KeySource, Open, Seal, Sealer};
 
 /// Default number of pooled connections per node.
@@ -567,6 +568,16 @@ fn delete_runner(pool: Pool) -> group::Runner<DeleteJob, Vec<DeleteOutcome>> {
     })
 }
 
+/// The one place this store opens what may hold sealed text ([`Sealer::opened`]): what
+/// [`PgStore::read_opened`] read back, after its transaction, and each message a receive
+/// claims ([`crate::seal::Claiming`]), inside the receive's transaction
+/// ([`ops::receive_steps`], [`ops::receive_fifo`]).
+///
+/// Errors: as the type's [`Open`] says.
+fn opened<T: Open>(sealer: &Sealer, stored: T) -> Result<T::Opened> {
+    sealer.opened(stored)
+}
+
 /// The receive combiner of a store on `pool`, notifying `channel`, opening with `sealer`.
 fn receive_combiner(
     pool: &Pool,
@@ -637,14 +648,14 @@ impl PgStore {
         write(self.sealer.sealed(plain)?).await
     }
 
-    /// Reads with `read` and opens what it read ([`Sealer::opened`]): the one way this
-    /// store hands out what may hold sealed text (a receive's claims are opened inside
-    /// its transaction instead, by [`ops`]).
+    /// Reads with `read` and opens what it read ([`opened`]): the one way this store
+    /// hands out what may hold sealed text (a receive's claims are opened inside its
+    /// transaction, by [`ops`], through [`opened`] too).
     async fn read_opened<T: Open>(
         &self,
         read: impl std::future::Future<Output = Result<T>>,
     ) -> Result<T::Opened> {
-        self.sealer.opened(read.await?)
+        opened(&self.sealer, read.await?)
     }
 
     /// Stores sealed `messages` ([`Store::send_messages`]).
@@ -894,18 +905,13 @@ impl Store for PgStore {
         tags: BTreeMap<String, String>,
         now_ms: i64,
     ) -> Result<(QueueRecord, bool)> {
-        loop {
-            let got = run!(self, |c| ops::create_queue(
-                &c,
-                name,
-                &attributes,
-                &tags,
-                now_ms
-            ))?;
-            if let Some(v) = got {
-                return Ok(v);
-            }
-        }
+        run!(self, |c| ops::create_queue(
+            &c,
+            name,
+            &attributes,
+            &tags,
+            now_ms
+        ))
     }
 
     async fn get_queue(&self, name: &str) -> Result<Option<QueueRecord>> {
@@ -1127,18 +1133,16 @@ impl Store for PgStore {
         now_ms: i64,
         limit: u32,
     ) -> Result<Vec<ArchivedMessage>> {
-        self.read_opened(async {
-            run!(self, |c| ops::archived_messages(
-                &c,
-                topic_id,
-                after_sequence,
-                from_ms,
-                until_ms,
-                now_ms,
-                limit
-            ))
-        })
-        .await
+        let window = ArchiveWindow {
+            topic_id,
+            after_sequence,
+            from_ms,
+            until_ms,
+            now_ms,
+            limit,
+        };
+        self.read_opened(async { run!(self, |c| ops::archived_messages(&c, &window)) })
+            .await
     }
 
     async fn delete_archive(&self, topic_id: i64) -> Result<u64> {
@@ -1219,18 +1223,13 @@ impl Store for PgStore {
         tags: BTreeMap<String, String>,
         now_ms: i64,
     ) -> Result<(TopicRecord, bool)> {
-        loop {
-            let got = run!(self, |c| ops::create_topic(
-                &c,
-                name,
-                &attributes,
-                &tags,
-                now_ms
-            ))?;
-            if let Some(v) = got {
-                return Ok(v);
-            }
-        }
+        run!(self, |c| ops::create_topic(
+            &c,
+            name,
+            &attributes,
+            &tags,
+            now_ms
+        ))
     }
 
     async fn get_topic(&self, name: &str) -> Result<Option<TopicRecord>> {

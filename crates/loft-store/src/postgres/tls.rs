@@ -169,12 +169,14 @@ pub fn connector(settings: &Settings) -> Result<MakeRustls, String> {
             .map_err(|e| e.to_string())
     };
     let verifier: Arc<dyn ServerCertVerifier> = match (settings.mode, &settings.root_cert) {
-        (Mode::Disable, _) | (Mode::Prefer | Mode::Require, None) => {
-            Arc::new(EncryptOnly(provider.clone()))
-        }
-        (Mode::Prefer | Mode::Require | Mode::VerifyCa, root) => {
-            Arc::new(ChainOnly(verify(roots(root.as_deref())?)?))
-        }
+        (Mode::Disable, _) | (Mode::Prefer | Mode::Require, None) => Arc::new(Lenient {
+            provider: provider.clone(),
+            chain: None,
+        }),
+        (Mode::Prefer | Mode::Require | Mode::VerifyCa, root) => Arc::new(Lenient {
+            provider: provider.clone(),
+            chain: Some(verify(roots(root.as_deref())?)?),
+        }),
         (Mode::VerifyFull, root) => verify(roots(root.as_deref())?)?,
     };
     let mut config = ClientConfig::builder_with_provider(provider)
@@ -189,61 +191,18 @@ pub fn connector(settings: &Settings) -> Result<MakeRustls, String> {
     })
 }
 
-/// `require` without root certificates (libpq's meaning): encrypted, the certificate not
-/// checked; the handshake signature still is.
+/// The verifier of the modes that do not check everything `verify-full` does: the
+/// handshake signature is always checked (with the provider's algorithms, as rustls'
+/// own verifier does), the certificate as `chain` says: not at all (`None`: `require`
+/// without root certificates, libpq's meaning: encrypted only), or its chain to a trusted
+/// root and not its name (`verify-ca`, and `prefer` or `require` with root certificates).
 #[derive(Debug)]
-struct EncryptOnly(Arc<CryptoProvider>);
-
-impl ServerCertVerifier for EncryptOnly {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
-    }
+struct Lenient {
+    provider: Arc<CryptoProvider>,
+    chain: Option<Arc<WebPkiServerVerifier>>,
 }
 
-/// `verify-ca`: the chain must lead to a trusted root; the name is not checked.
-#[derive(Debug)]
-struct ChainOnly(Arc<WebPkiServerVerifier>);
-
-impl ServerCertVerifier for ChainOnly {
+impl ServerCertVerifier for Lenient {
     fn verify_server_cert(
         &self,
         end_entity: &CertificateDer<'_>,
@@ -252,10 +211,10 @@ impl ServerCertVerifier for ChainOnly {
         ocsp_response: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
-        match self
-            .0
-            .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
-        {
+        let Some(chain) = &self.chain else {
+            return Ok(ServerCertVerified::assertion());
+        };
+        match chain.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now) {
             Err(rustls::Error::InvalidCertificate(
                 CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
             )) => Ok(ServerCertVerified::assertion()),
@@ -269,7 +228,12 @@ impl ServerCertVerifier for ChainOnly {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls12_signature(message, cert, dss)
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
     }
 
     fn verify_tls13_signature(
@@ -278,11 +242,18 @@ impl ServerCertVerifier for ChainOnly {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls13_signature(message, cert, dss)
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.supported_verify_schemes()
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
     }
 }
 

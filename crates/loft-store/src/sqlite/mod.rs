@@ -30,6 +30,7 @@ use loft_core::service::receipt::ReceiptKey;
 use loft_core::store::Store;
 use rusqlite::Connection;
 
+use crate::replay::ArchiveWindow;
 use crate::seal::{self, KeySource, Open, Seal, Sealer};
 use tokio::sync::oneshot;
 
@@ -363,16 +364,17 @@ impl SqliteStore {
         self.write_as(move |c| f(c, &sealed), atomicity).await
     }
 
-    /// Runs `f` as [`Self::write`] does and opens what it read ([`Sealer::opened`], on
-    /// the caller's thread): the one way this store hands out what may hold sealed text (a
-    /// receive's claims are opened inside its transaction instead, by [`ops`]).
+    /// Runs `f` as [`Self::write`] does and opens what it read ([`opened`], on the
+    /// caller's thread): the one way this store hands out what may hold sealed text (a
+    /// receive's claims are opened inside its transaction, by [`ops`], through
+    /// [`opened`] too).
     async fn read_opened<T, F>(&self, f: F) -> Result<T::Opened>
     where
         T: Open + Send + 'static,
         F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
     {
         let stored = self.write(f).await?;
-        self.sealer.opened(stored)
+        opened(&self.sealer, stored)
     }
 
     /// [`Self::write`] for a write to topics or subscriptions: the topic cache is
@@ -405,6 +407,16 @@ impl SqliteStore {
             .send(Msg::Job(job))
             .map_err(|_| Error::internal("sqlite writer stopped"))
     }
+}
+
+/// The one place this store opens what may hold sealed text ([`Sealer::opened`]): what
+/// [`SqliteStore::read_opened`] read back, after its transaction, and each message a
+/// receive claims ([`seal::Claiming`]), inside the receive's transaction on the writer
+/// thread ([`ops::receive`]).
+///
+/// Errors: as the type's [`Open`] says.
+fn opened<T: Open>(sealer: &Sealer, stored: T) -> Result<T::Opened> {
+    sealer.opened(stored)
 }
 
 /// Loft's error for a failed SQLite call on `conn`: a full disk, a file-size limit or a
@@ -851,18 +863,16 @@ impl Store for SqliteStore {
         now_ms: i64,
         limit: u32,
     ) -> Result<Vec<ArchivedMessage>> {
-        self.read_opened(move |c| {
-            ops::archived_messages(
-                c,
-                topic_id,
-                after_sequence,
-                from_ms,
-                until_ms,
-                now_ms,
-                limit,
-            )
-        })
-        .await
+        let window = ArchiveWindow {
+            topic_id,
+            after_sequence,
+            from_ms,
+            until_ms,
+            now_ms,
+            limit,
+        };
+        self.read_opened(move |c| ops::archived_messages(c, &window))
+            .await
     }
 
     async fn delete_archive(&self, topic_id: i64) -> Result<u64> {

@@ -12,6 +12,33 @@ fn list_json(items: &[String]) -> String {
     serde_json::to_string(items).unwrap_or_else(|_| "[]".into())
 }
 
+/// Writes mapping `m` with `sql`: `$1` to `$9` are what both a create and an update
+/// write (uuid, function_arn, batch_size, batching_window, enabled,
+/// function_response_types, filter_patterns, maximum_concurrency, last_modified), `more`
+/// follow from `$10`. The number of rows written.
+async fn write_mapping<C: GenericClient>(
+    c: &C,
+    sql: &str,
+    m: &EventSourceMappingRecord,
+    more: Params<'_>,
+) -> Result<u64, Error> {
+    let types = list_json(&m.function_response_types);
+    let filters = list_json(&m.filter_patterns);
+    let mut params: Vec<&(dyn ToSql + Sync)> = vec![
+        &m.uuid,
+        &m.function_arn,
+        &m.batch_size,
+        &m.maximum_batching_window_seconds,
+        &m.enabled,
+        &types,
+        &filters,
+        &m.maximum_concurrency,
+        &m.last_modified_ms,
+    ];
+    params.extend_from_slice(more);
+    execute(c, sql, &params).await
+}
+
 fn mapping_row(r: &Row) -> EventSourceMappingRecord {
     let types: &str = r.get(6);
     let filters: &str = r.get(7);
@@ -38,27 +65,17 @@ pub async fn create_event_source_mapping<C: GenericClient>(
     c: &C,
     m: &EventSourceMappingRecord,
 ) -> Result<Option<String>, Error> {
-    let inserted = execute(
+    // The values in MAPPING_COLUMNS' order; event_source_arn is `$10`, after what an
+    // update writes too.
+    let inserted = write_mapping(
         c,
         &format!(
             "INSERT INTO event_source_mappings ({MAPPING_COLUMNS}) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) ON CONFLICT DO NOTHING"
+             VALUES ($1, $2, $10, $3, $4, $5, $6, $7, $8, $9, $11, $12, $13) \
+             ON CONFLICT DO NOTHING"
         ),
-        &[
-            &m.uuid,
-            &m.function_arn,
-            &m.event_source_arn,
-            &m.batch_size,
-            &m.maximum_batching_window_seconds,
-            &m.enabled,
-            &list_json(&m.function_response_types),
-            &list_json(&m.filter_patterns),
-            &m.maximum_concurrency,
-            &m.last_modified_ms,
-            &m.owner,
-            &m.lease_until_ms,
-            &m.account,
-        ],
+        m,
+        &[&m.event_source_arn, &m.owner, &m.lease_until_ms, &m.account],
     )
     .await?;
     if inserted == 1 {
@@ -100,22 +117,13 @@ pub async fn update_event_source_mapping<C: GenericClient>(
     c: &C,
     m: &EventSourceMappingRecord,
 ) -> Result<bool, Error> {
-    Ok(execute(
+    Ok(write_mapping(
         c,
         "UPDATE event_source_mappings SET function_arn = $2, batch_size = $3, \
          batching_window = $4, enabled = $5, function_response_types = $6, \
          filter_patterns = $7, maximum_concurrency = $8, last_modified = $9 WHERE uuid = $1",
-        &[
-            &m.uuid,
-            &m.function_arn,
-            &m.batch_size,
-            &m.maximum_batching_window_seconds,
-            &m.enabled,
-            &list_json(&m.function_response_types),
-            &list_json(&m.filter_patterns),
-            &m.maximum_concurrency,
-            &m.last_modified_ms,
-        ],
+        m,
+        &[],
     )
     .await?
         == 1)

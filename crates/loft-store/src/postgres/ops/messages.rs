@@ -415,16 +415,16 @@ pub async fn receive_steps<C: GenericClient>(
     let mut put_back = Vec::new();
     let mut out = Vec::with_capacity(steps.len());
     for rows in claims {
-        out.push(step_outcome(&rows?, sealer, &mut put_back));
+        out.push(step_outcome(&rows?, sealer, &mut put_back)?);
     }
     put_back_claims(tx, &put_back).await?;
     Ok(out)
 }
 
 /// Message `m`, claimed by claim row `r` (its columns from `at`, its old state after
-/// them), opened; `None` when it cannot be opened: its old state then goes to `put_back`
-/// (to be put back before the commit), and it is named in `undecryptable` the first time
-/// ([`Sealer::open_claimed`]).
+/// them), opened through the store's one opening place ([`crate::postgres::opened`],
+/// [`Claiming`]); `None` when it cannot be opened: its old state then goes to `put_back`
+/// (to be put back before the commit), and it is named in `undecryptable` the first time.
 fn open_claim(
     sealer: &Sealer,
     r: &Row,
@@ -432,19 +432,27 @@ fn open_claim(
     m: StoredMessage,
     put_back: &mut Vec<OldClaim>,
     undecryptable: &mut Vec<String>,
-) -> Option<StoredMessage> {
-    match sealer.open_claimed(m, undecryptable) {
-        Claimed::Readable(m) => Some(m),
+) -> Result<Option<StoredMessage>, Error> {
+    let claiming = Claiming {
+        message: m,
+        undecryptable,
+    };
+    match crate::postgres::opened(sealer, claiming).map_err(|e| Failure::Sealing(e.message))? {
+        Claimed::Readable(m) => Ok(Some(m)),
         Claimed::Unreadable(m) => {
             put_back.push(OldClaim::at(r, m.seq, at + MESSAGE_COLUMN_COUNT));
-            None
+            Ok(None)
         }
     }
 }
 
 /// A step's outcome from its claim statement's rows; the claimed messages that cannot be
 /// opened go to `put_back` (to be put back before the commit) and to `passed`.
-fn step_outcome(rows: &[Row], sealer: &Sealer, put_back: &mut Vec<OldClaim>) -> StepOutcome {
+fn step_outcome(
+    rows: &[Row],
+    sealer: &Sealer,
+    put_back: &mut Vec<OldClaim>,
+) -> Result<StepOutcome, Error> {
     let mut out = StepOutcome::default();
     for r in rows {
         out.candidates = r.get::<_, i64>(0);
@@ -457,13 +465,13 @@ fn step_outcome(rows: &[Row], sealer: &Sealer, put_back: &mut Vec<OldClaim>) -> 
                     .map_or(old_visible, |l| l.min(old_visible)),
             );
             let m = message_row(r, 4);
-            match open_claim(sealer, r, 4, m, put_back, &mut out.undecryptable) {
+            match open_claim(sealer, r, 4, m, put_back, &mut out.undecryptable)? {
                 Some(m) => out.messages.push(m),
                 None => out.passed.push(r.get(4)),
             }
         }
     }
-    out
+    Ok(out)
 }
 
 /// The claim statement of one standard receive step: its rows are (candidates, dead,
@@ -851,7 +859,7 @@ pub async fn receive_fifo<C: GenericClient>(
                 put_back.push(OldClaim::at(r, m.seq, MESSAGE_COLUMN_COUNT));
                 continue;
             }
-            match open_claim(sealer, r, 0, m, &mut put_back, &mut out.undecryptable) {
+            match open_claim(sealer, r, 0, m, &mut put_back, &mut out.undecryptable)? {
                 Some(m) => out.messages.push(m),
                 None => {
                     blocked.insert(group);

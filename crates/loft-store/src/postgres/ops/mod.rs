@@ -28,8 +28,8 @@ use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
 
 use crate::fifo::{FifoRead, FifoScan, FifoWalk};
-use crate::replay::{drop_held, merge_held};
-use crate::seal::{Claimed, SealedFifoPublish, Sealer};
+use crate::replay::{drop_held, merge_held, ArchiveWindow};
+use crate::seal::{Claimed, Claiming, SealedFifoPublish, Sealer};
 use crate::visibility::{self, VisibilityRow};
 
 type Map = BTreeMap<String, String>;
@@ -41,7 +41,7 @@ pub enum Failure {
     Db(tokio_postgres::Error),
     /// The database answered, but not as the schema promises.
     Broken(&'static str),
-    /// A message of an encrypted queue could not be sealed (`crate::seal`).
+    /// A message of an encrypted queue could not be sealed or opened (`crate::seal`).
     Sealing(String),
 }
 
@@ -114,6 +114,27 @@ async fn query_one<C: GenericClient>(c: &C, sql: &str, params: Params<'_>) -> Re
 async fn execute<C: GenericClient>(c: &C, sql: &str, params: Params<'_>) -> Result<u64, Error> {
     let stmt = c.prepare_cached(sql).await?;
     Ok(c.execute(&stmt, params).await?)
+}
+
+/// Creates a named row (a queue, a topic) with `insert`, an `INSERT ... ON CONFLICT (name)
+/// DO NOTHING RETURNING` its columns with `params` (`$1` the name), or reads the row that
+/// has the name with `select` (`$1` the name); `true` when this call created it. When the
+/// row the insert met is deleted before the read, it tries again.
+async fn create_named<C: GenericClient, T>(
+    c: &C,
+    insert: &str,
+    select: &str,
+    params: Params<'_>,
+    row: fn(&Row) -> T,
+) -> Result<(T, bool), Error> {
+    loop {
+        if let Some(r) = query_opt(c, insert, params).await? {
+            return Ok((row(&r), true));
+        }
+        if let Some(r) = query_opt(c, select, &params[..1]).await? {
+            return Ok((row(&r), false));
+        }
+    }
 }
 
 /// Queues a wake-up of `queue_id`'s long polls on every node (sent at commit).

@@ -372,12 +372,7 @@ pub async fn release_replays<C: GenericClient>(c: &C, owner: &str) -> Result<(),
 
 pub async fn archived_messages<C: GenericClient>(
     c: &C,
-    topic_id: i64,
-    after_sequence: i64,
-    from_ms: i64,
-    until_ms: Option<i64>,
-    now_ms: i64,
-    limit: u32,
+    w: &ArchiveWindow,
 ) -> Result<Vec<ArchivedMessage>, Error> {
     let rows = query(
         c,
@@ -386,12 +381,12 @@ pub async fn archived_messages<C: GenericClient>(
          AND ($4::bigint IS NULL OR published_at <= $4) AND expires_at > $5 \
          ORDER BY sequence LIMIT $6",
         &[
-            &topic_id,
-            &after_sequence,
-            &from_ms,
-            &until_ms,
-            &now_ms,
-            &i64::from(limit),
+            &w.topic_id,
+            &w.after_sequence,
+            &w.from_ms,
+            &w.until_ms,
+            &w.now_ms,
+            &i64::from(w.limit),
         ],
     )
     .await?;

@@ -23,27 +23,25 @@ pub async fn create_queue<C: GenericClient>(
     attributes: &Map,
     tags: &Map,
     now_ms: i64,
-) -> Result<Option<(QueueRecord, bool)>, Error> {
-    let sql = format!(
+) -> Result<(QueueRecord, bool), Error> {
+    let insert = format!(
         "INSERT INTO queues (name, attributes, tags, created_at, modified_at) \
          VALUES ($1, $2, $3, $4, $4) ON CONFLICT (name) DO NOTHING RETURNING {QUEUE_COLUMNS}"
     );
-    if let Some(row) = query_opt(
-        c,
-        &sql,
-        &[&name, &to_json(attributes), &to_json(tags), &now_ms],
-    )
-    .await?
-    {
-        return Ok(Some((queue_row(&row), true)));
-    }
-    // It exists (or existed a moment ago: `None` makes the caller try again).
-    Ok(get_queue(c, name).await?.map(|q| (q, false)))
+    let params: Params = &[&name, &to_json(attributes), &to_json(tags), &now_ms];
+    create_named(c, &insert, &select_queue(), params, queue_row).await
+}
+
+/// The statement of the queue named `$1`.
+fn select_queue() -> String {
+    format!("SELECT {QUEUE_COLUMNS} FROM queues WHERE name = $1")
 }
 
 pub async fn get_queue<C: GenericClient>(c: &C, name: &str) -> Result<Option<QueueRecord>, Error> {
-    let sql = format!("SELECT {QUEUE_COLUMNS} FROM queues WHERE name = $1");
-    Ok(query_opt(c, &sql, &[&name]).await?.as_ref().map(queue_row))
+    Ok(query_opt(c, &select_queue(), &[&name])
+        .await?
+        .as_ref()
+        .map(queue_row))
 }
 
 pub async fn list_queues<C: GenericClient>(c: &C) -> Result<Vec<QueueRecord>, Error> {

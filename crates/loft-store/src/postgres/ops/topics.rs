@@ -22,26 +22,25 @@ pub async fn create_topic<C: GenericClient>(
     attributes: &Map,
     tags: &Map,
     now_ms: i64,
-) -> Result<Option<(TopicRecord, bool)>, Error> {
-    let sql = format!(
+) -> Result<(TopicRecord, bool), Error> {
+    let insert = format!(
         "INSERT INTO topics (name, attributes, tags, created_at) VALUES ($1, $2, $3, $4) \
          ON CONFLICT (name) DO NOTHING RETURNING {TOPIC_COLUMNS}"
     );
-    if let Some(row) = query_opt(
-        c,
-        &sql,
-        &[&name, &to_json(attributes), &to_json(tags), &now_ms],
-    )
-    .await?
-    {
-        return Ok(Some((topic_row(&row), true)));
-    }
-    Ok(get_topic(c, name).await?.map(|t| (t, false)))
+    let params: Params = &[&name, &to_json(attributes), &to_json(tags), &now_ms];
+    create_named(c, &insert, &select_topic(), params, topic_row).await
+}
+
+/// The statement of the topic named `$1`.
+fn select_topic() -> String {
+    format!("SELECT {TOPIC_COLUMNS} FROM topics WHERE name = $1")
 }
 
 pub async fn get_topic<C: GenericClient>(c: &C, name: &str) -> Result<Option<TopicRecord>, Error> {
-    let sql = format!("SELECT {TOPIC_COLUMNS} FROM topics WHERE name = $1");
-    Ok(query_opt(c, &sql, &[&name]).await?.as_ref().map(topic_row))
+    Ok(query_opt(c, &select_topic(), &[&name])
+        .await?
+        .as_ref()
+        .map(topic_row))
 }
 
 pub async fn list_topics<C: GenericClient>(c: &C) -> Result<Vec<TopicRecord>, Error> {

@@ -1,5 +1,7 @@
 //! Event source mappings and their leases.
 
+use rusqlite::ToSql;
+
 use super::*;
 
 // ----- event source mappings
@@ -14,6 +16,34 @@ fn list_json(items: &[String]) -> String {
 
 fn list_from_json(text: &str) -> Vec<String> {
     serde_json::from_str(text).unwrap_or_default()
+}
+
+/// Writes mapping `m` with `sql`: `?1` to `?9` are what both a create and an update
+/// write (uuid, function_arn, batch_size, batching_window, enabled,
+/// function_response_types, filter_patterns, maximum_concurrency, last_modified), `more`
+/// follow from `?10`. The number of rows written.
+fn write_mapping(
+    c: &Connection,
+    sql: &str,
+    m: &EventSourceMappingRecord,
+    more: &[&dyn ToSql],
+) -> rusqlite::Result<usize> {
+    let types = list_json(&m.function_response_types);
+    let filters = list_json(&m.filter_patterns);
+    let mut values = params![
+        m.uuid,
+        m.function_arn,
+        m.batch_size,
+        m.maximum_batching_window_seconds,
+        m.enabled,
+        types,
+        filters,
+        m.maximum_concurrency,
+        m.last_modified_ms
+    ]
+    .to_vec();
+    values.extend_from_slice(more);
+    c.prepare_cached(sql)?.execute(&*values)
 }
 
 fn mapping_row(r: &Row<'_>) -> rusqlite::Result<EventSourceMappingRecord> {
@@ -48,25 +78,17 @@ pub fn create_event_source_mapping(
     if existing.is_some() {
         return Ok(existing);
     }
-    c.prepare_cached(&format!(
-        "INSERT INTO event_source_mappings ({MAPPING_COLUMNS}) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"
-    ))?
-    .execute(params![
-        m.uuid,
-        m.function_arn,
-        m.event_source_arn,
-        m.batch_size,
-        m.maximum_batching_window_seconds,
-        m.enabled,
-        list_json(&m.function_response_types),
-        list_json(&m.filter_patterns),
-        m.maximum_concurrency,
-        m.last_modified_ms,
-        m.owner,
-        m.lease_until_ms,
-        m.account
-    ])?;
+    // The values in MAPPING_COLUMNS' order; event_source_arn is `?10`, after what an
+    // update writes too.
+    write_mapping(
+        c,
+        &format!(
+            "INSERT INTO event_source_mappings ({MAPPING_COLUMNS}) \
+             VALUES (?1, ?2, ?10, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?11, ?12, ?13)"
+        ),
+        m,
+        &[&m.event_source_arn, &m.owner, &m.lease_until_ms, &m.account],
+    )?;
     Ok(None)
 }
 
@@ -95,22 +117,14 @@ pub fn update_event_source_mapping(
     c: &Connection,
     m: &EventSourceMappingRecord,
 ) -> rusqlite::Result<bool> {
-    Ok(c.prepare_cached(
+    Ok(write_mapping(
+        c,
         "UPDATE event_source_mappings SET function_arn = ?2, batch_size = ?3, \
          batching_window = ?4, enabled = ?5, function_response_types = ?6, \
          filter_patterns = ?7, maximum_concurrency = ?8, last_modified = ?9 WHERE uuid = ?1",
-    )?
-    .execute(params![
-        m.uuid,
-        m.function_arn,
-        m.batch_size,
-        m.maximum_batching_window_seconds,
-        m.enabled,
-        list_json(&m.function_response_types),
-        list_json(&m.filter_patterns),
-        m.maximum_concurrency,
-        m.last_modified_ms
-    ])? == 1)
+        m,
+        &[],
+    )? == 1)
 }
 
 pub fn delete_event_source_mapping(c: &Connection, uuid: &str) -> rusqlite::Result<bool> {

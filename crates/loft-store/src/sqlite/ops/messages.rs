@@ -329,9 +329,10 @@ enum Claim {
 }
 
 /// Claims message `seq` with the receipt token the service chose for it, inside the
-/// receive's transaction: the row is read and opened (when sealed) first, and only a
+/// receive's transaction: the row is read and opened (when sealed) first, through the
+/// store's one opening place ([`crate::sqlite::opened`], [`Claiming`]), and only a
 /// readable message is claimed. One that cannot be opened is left untouched (no
-/// visibility change, no receive count) and named in `out` ([`Sealer::open_claimed`]).
+/// visibility change, no receive count) and named in `out`.
 ///
 /// The row is read, then updated by a plain `UPDATE` (same transaction, one connection),
 /// not `UPDATE ... RETURNING`: SQLite runs RETURNING as a trigger, opening a statement
@@ -353,7 +354,13 @@ fn claim(
             " FROM messages WHERE seq = ?1"
         ))?
         .query_row([seq], message_row)?;
-    let mut m = match sealer.open_claimed(read, &mut out.undecryptable) {
+    let claiming = Claiming {
+        message: read,
+        undecryptable: &mut out.undecryptable,
+    };
+    let mut m = match crate::sqlite::opened(sealer, claiming)
+        .map_err(|e| rusqlite::Error::ToSqlConversionFailure(e.message.into()))?
+    {
         Claimed::Readable(m) => m,
         Claimed::Unreadable(m) => return Ok(Claim::Unreadable(m)),
     };

@@ -7,8 +7,8 @@ use loft_core::model::*;
 use rusqlite::{params, Connection, OptionalExtension, Row};
 
 use crate::fifo::{FifoRead, FifoScan, FifoWalk};
-use crate::replay::{drop_held, merge_held};
-use crate::seal::{Claimed, SealedFifoPublish, Sealer};
+use crate::replay::{drop_held, merge_held, ArchiveWindow};
+use crate::seal::{Claimed, Claiming, SealedFifoPublish, Sealer};
 use crate::visibility::{self, VisibilityRow};
 
 type Map = BTreeMap<String, String>;

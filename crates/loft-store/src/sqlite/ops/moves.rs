@@ -4,14 +4,23 @@ use super::*;
 
 // ----- message moves
 
-pub fn move_messages(
+/// One step of a move task, or a move without one (`task` `None`): with a task, only
+/// while it is running under the lease's owner (`None` otherwise; nothing moves), and
+/// what moved is added to its progress.
+pub fn move_step(
     c: &Connection,
     seqs: &MessageSeqs,
     source: i64,
     target: &MoveTarget,
     new_message_ids: &[String],
     now_ms: i64,
-) -> rusqlite::Result<u64> {
+    task: Option<&MoveTaskLease>,
+) -> rusqlite::Result<Option<u64>> {
+    if let Some(lease) = task {
+        if !renew_move_task(c, lease)? {
+            return Ok(None);
+        }
+    }
     let limit = new_message_ids.len();
     // Groups with a message in flight in the source keep all their messages there, so a
     // redrive never lets a later message of a group overtake an earlier one.
@@ -74,7 +83,11 @@ pub fn move_messages(
             moved += 1;
         }
     }
-    Ok(moved)
+    if let Some(lease) = task {
+        c.prepare_cached("UPDATE move_tasks SET moved = moved + ?2 WHERE handle = ?1")?
+            .execute(params![lease.handle, moved as i64])?;
+    }
+    Ok(Some(moved))
 }
 
 // ----- message-move tasks
@@ -107,29 +120,6 @@ fn renew_move_task(c: &Connection, lease: &MoveTaskLease) -> rusqlite::Result<bo
     )?
     .execute(params![lease.handle, lease.owner, lease.lease_until_ms])?
         == 1)
-}
-
-/// One step of a move task, or a move without one.
-pub fn move_step(
-    c: &Connection,
-    seqs: &MessageSeqs,
-    source: i64,
-    target: &MoveTarget,
-    new_message_ids: &[String],
-    now_ms: i64,
-    task: Option<&MoveTaskLease>,
-) -> rusqlite::Result<Option<u64>> {
-    if let Some(lease) = task {
-        if !renew_move_task(c, lease)? {
-            return Ok(None);
-        }
-    }
-    let moved = move_messages(c, seqs, source, target, new_message_ids, now_ms)?;
-    if let Some(lease) = task {
-        c.prepare_cached("UPDATE move_tasks SET moved = moved + ?2 WHERE handle = ?1")?
-            .execute(params![lease.handle, moved as i64])?;
-    }
-    Ok(Some(moved))
 }
 
 pub fn create_move_task(c: &Connection, t: &MoveTaskRecord) -> rusqlite::Result<bool> {

@@ -290,12 +290,7 @@ pub fn release_replays(c: &Connection, owner: &str) -> rusqlite::Result<()> {
 
 pub fn archived_messages(
     c: &Connection,
-    topic_id: i64,
-    after_sequence: i64,
-    from_ms: i64,
-    until_ms: Option<i64>,
-    now_ms: i64,
-    limit: u32,
+    w: &ArchiveWindow,
 ) -> rusqlite::Result<Vec<ArchivedMessage>> {
     let mut stmt = c.prepare_cached(
         "SELECT sequence, message_id, published_at, expires_at, published, sealed \
@@ -304,7 +299,14 @@ pub fn archived_messages(
          ORDER BY sequence LIMIT ?6",
     )?;
     let rows = stmt.query_map(
-        params![topic_id, after_sequence, from_ms, until_ms, now_ms, limit],
+        params![
+            w.topic_id,
+            w.after_sequence,
+            w.from_ms,
+            w.until_ms,
+            w.now_ms,
+            w.limit
+        ],
         |r| {
             Ok(ArchivedMessage {
                 sequence: r.get(0)?,
