@@ -427,10 +427,8 @@ impl Sqs {
         if !principal.enforced {
             return self.default_scope_queues().await;
         }
-        let scope = principal.scope();
-        let mut queues = self.store.list_queues().await?;
-        queues.retain(|q| self.key_scope(&q.name).0 == scope);
-        Ok(queues)
+        let queues = self.store.list_queues().await?;
+        Ok(self.in_scope(queues, principal.scope(), |q| &q.name))
     }
 
     /// ListQueues of the default account and region ([`Sqs::list_queues_of`]).
