@@ -891,14 +891,7 @@ impl Sns {
         }
         for (queue, new, dead_lettered) in stored {
             if new {
-                self.activity.sent(&queue, 1);
-                let outcome = if dead_lettered {
-                    DeliveryOutcome::DeadLettered
-                } else {
-                    DeliveryOutcome::Delivered
-                };
-                self.activity
-                    .delivery(SubscriptionProtocol::Sqs.as_str(), outcome, 1);
+                self.activity.sns_copy_stored(&queue, dead_lettered);
             }
         }
         for queue in &audit_queues {
