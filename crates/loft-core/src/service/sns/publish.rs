@@ -61,8 +61,8 @@ impl Sns {
             topic_name: &topic.name,
             topic_arn,
             topic_config: config,
-            message_id: Some(&copy.fields.message_id),
-            message: Some(&copy.fields.message),
+            message_id: Some(&copy.envelope.fields.message_id),
+            message: Some(&copy.envelope.fields.message),
             published_at_ms: copy.now_ms,
             destination: &self.queue_arn(queue),
             provider_response: serde_json::json!({"sqsMessageId": copy.message_id}).to_string(),
@@ -675,18 +675,15 @@ impl Sns {
                         }
                     }
                     P::Http | P::Https => {
-                        let sub_arn = self.subscription_arn(sub);
                         let body = if raw {
                             text.clone()
                         } else {
-                            let (fields, sig) = sign(self, &text, false);
-                            self.envelope(
+                            self.notification_envelope(
                                 topic,
-                                &fields,
-                                sig.as_ref(),
+                                sub,
+                                &text,
                                 delivered_attributes,
-                                None,
-                                Some(&sub_arn),
+                                &mut sign,
                             )
                         };
                         deliveries.push(self.http_delivery(
@@ -741,16 +738,13 @@ impl Sns {
                     | P::Application
                     | P::Lambda
                     | P::Firehose) => {
-                        let sub_arn = self.subscription_arn(sub);
                         let message = if protocol == P::EmailJson {
-                            let (fields, sig) = sign(self, &text, false);
-                            self.envelope(
+                            self.notification_envelope(
                                 topic,
-                                &fields,
-                                sig.as_ref(),
+                                sub,
+                                &text,
                                 delivered_attributes,
-                                None,
-                                Some(&sub_arn),
+                                &mut sign,
                             )
                         } else {
                             text.clone()
