@@ -437,13 +437,7 @@ impl Sns {
         let topic_arn = self.topic_arn(&topic.name);
         let tracing_active = config.tracing_active;
         let policy = self.topic_policy(topic)?;
-        let subs: Vec<SubscriptionRecord> = self
-            .store
-            .list_subscriptions(Some(topic.id))
-            .await?
-            .into_iter()
-            .filter(|s| s.confirmed)
-            .collect();
+        let subs = self.confirmed_subscriptions(topic).await?;
         // SigningCertURL names the signing certificate, whose key is made on first use
         // (an RSA key generation, ~0.3 s of CPU): only an envelope carries it, so a topic
         // whose subscriptions are all raw SQS ones does not ask for it.
@@ -588,26 +582,22 @@ impl Sns {
                             text: &str,
                             raw: bool|
              -> (SignedFields, Option<(u8, String)>) {
-                if raw {
-                    let f = svc.notification_fields(
+                let fields = || {
+                    svc.notification_fields(
                         &topic_arn,
                         &message_id,
                         text,
                         req.subject.as_deref(),
                         &timestamp,
-                    );
-                    return (f, None);
+                    )
+                };
+                if raw {
+                    return (fields(), None);
                 }
                 signed
                     .entry(text.to_owned())
                     .or_insert_with(|| {
-                        let f = svc.notification_fields(
-                            &topic_arn,
-                            &message_id,
-                            text,
-                            req.subject.as_deref(),
-                            &timestamp,
-                        );
+                        let f = fields();
                         let sig = svc.signature(topic, &f);
                         (f, sig)
                     })
@@ -913,6 +903,17 @@ impl Sns {
         Ok(results)
     }
 
+    /// The subscriptions of `topic` a publish delivers to: the confirmed ones (one pending
+    /// confirmation gets nothing). Errors: store errors.
+    async fn confirmed_subscriptions(
+        &self,
+        topic: &TopicRecord,
+    ) -> Result<Vec<SubscriptionRecord>> {
+        let mut subs = self.store.list_subscriptions(Some(topic.id)).await?;
+        subs.retain(|s| s.confirmed);
+        Ok(subs)
+    }
+
     /// The seeds' `POST /topics/{name}/publish`: every subscription gets the message (seed
     /// subscriptions the `{"topic","message"}` JSON, others as SNS delivers); returns the
     /// number of subscriptions. Deliveries are durable and retried; none is awaited.
@@ -927,13 +928,7 @@ impl Sns {
         let Some(topic) = self.store.get_topic(topic).await? else {
             return Ok(0);
         };
-        let count = self
-            .store
-            .list_subscriptions(Some(topic.id))
-            .await?
-            .iter()
-            .filter(|s| s.confirmed)
-            .count();
+        let count = self.confirmed_subscriptions(&topic).await?.len();
         let req = PublishRequest {
             message: message.to_owned(),
             ..PublishRequest::default()
