@@ -556,27 +556,21 @@ mod tests {
     #[test]
     fn throttles_back_off_from_one_second_to_five_minutes_within_the_event_age() {
         let t = InvokeOutcome::Throttled("connection refused".into());
-        assert_eq!(
-            async_retry(&t, 0, 1, 0, 2, 21_600),
-            AsyncNext::RetryInMs(1_000)
-        );
-        assert_eq!(
-            async_retry(&t, 0, 2, 0, 2, 21_600),
-            AsyncNext::RetryInMs(2_000)
-        );
-        assert_eq!(
-            async_retry(&t, 0, 9, 0, 2, 21_600),
-            AsyncNext::RetryInMs(256_000)
-        );
-        assert_eq!(
-            async_retry(&t, 0, 10, 0, 2, 21_600),
-            AsyncNext::RetryInMs(300_000)
-        );
-        assert_eq!(
-            async_retry(&t, 0, 10, 21_500_000, 2, 21_600),
-            AsyncNext::GiveUp,
-            "past the maximum event age"
-        );
+        // (throttles so far, the event's age, what comes next)
+        for (throttles, age_ms, next) in [
+            (1, 0, AsyncNext::RetryInMs(1_000)),
+            (2, 0, AsyncNext::RetryInMs(2_000)),
+            (9, 0, AsyncNext::RetryInMs(256_000)),
+            (10, 0, AsyncNext::RetryInMs(300_000)),
+            // Past the maximum event age.
+            (10, 21_500_000, AsyncNext::GiveUp),
+        ] {
+            assert_eq!(
+                async_retry(&t, 0, throttles, age_ms, 2, 21_600),
+                next,
+                "throttle {throttles}, {age_ms} ms old"
+            );
+        }
         assert_eq!(
             async_retry(&InvokeOutcome::Rejected("404".into()), 0, 0, 0, 2, 21_600),
             AsyncNext::GiveUp

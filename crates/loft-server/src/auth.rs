@@ -351,17 +351,16 @@ pub async fn require_signature(
     req: Request,
     next: Next,
 ) -> Response {
-    if !auth.enabled() {
-        return next.run(req).await;
-    }
-    if sigv4::location(req.headers(), req.uri().query()) == Location::None {
-        return unauthorized(
-            "authentication required: sign the request with AWS Signature Version 4 \
-             (e.g. curl --aws-sigv4 \"aws:amz:us-east-1:sqs\" --user ACCESS_KEY_ID:SECRET)",
-            sigv4::ALGORITHM,
-        );
-    }
-    verify_signature(&service, &auth, req, next).await
+    signed(
+        &service,
+        &auth,
+        req,
+        next,
+        "authentication required: sign the request with AWS Signature Version 4 \
+         (e.g. curl --aws-sigv4 \"aws:amz:us-east-1:sqs\" --user ACCESS_KEY_ID:SECRET)",
+        sigv4::ALGORITHM,
+    )
+    .await
 }
 
 /// Middleware of the web console (`/console...`) and the JSON routes its page calls
@@ -380,9 +379,7 @@ pub async fn require_console_auth(
     req: Request,
     next: Next,
 ) -> Response {
-    if !auth.enabled() {
-        return next.run(req).await;
-    }
+    // Basic only when credentials are configured: else `signed` runs every request.
     let basic = req
         .headers()
         .get(header::AUTHORIZATION)
@@ -392,6 +389,7 @@ pub async fn require_console_auth(
                 .get(..6)
                 .is_some_and(|s| s.eq_ignore_ascii_case("basic "))
         })
+        .filter(|_| auth.enabled())
         .map(str::to_owned);
     if let Some(basic) = basic {
         let Some(key) = auth.check_basic(&basic) else {
@@ -419,14 +417,37 @@ pub async fn require_console_auth(
         req.extensions_mut().insert(principal);
         return next.run(req).await;
     }
-    if sigv4::location(req.headers(), req.uri().query()) == Location::None {
-        return unauthorized(
-            "authentication required: sign in with one of Loft's access key ids and its \
-             secret (HTTP Basic), or sign the request with AWS Signature Version 4",
-            BASIC_CHALLENGE,
-        );
+    signed(
+        &service,
+        &auth,
+        req,
+        next,
+        "authentication required: sign in with one of Loft's access key ids and its \
+         secret (HTTP Basic), or sign the request with AWS Signature Version 4",
+        BASIC_CHALLENGE,
+    )
+    .await
+}
+
+/// The SigV4 rule both middlewares share: with no credentials configured, runs `next`;
+/// a request without a signature is answered `401 {"error": missing}` with
+/// `WWW-Authenticate: challenge`; one with a signature is verified
+/// ([`verify_signature`]).
+async fn signed(
+    service: &Service,
+    auth: &Auth,
+    req: Request,
+    next: Next,
+    missing: &str,
+    challenge: &'static str,
+) -> Response {
+    if !auth.enabled() {
+        return next.run(req).await;
     }
-    verify_signature(&service, &auth, req, next).await
+    if sigv4::location(req.headers(), req.uri().query()) == Location::None {
+        return unauthorized(missing, challenge);
+    }
+    verify_signature(service, auth, req, next).await
 }
 
 /// Verifies a request that carries a SigV4 signature, then runs `next`: `403 {"error":

@@ -269,31 +269,34 @@ fn req() -> Request {
 
 #[test]
 fn string_operators() {
-    let p = with_condition(
-        "Allow",
-        r#"{"StringEquals":{"aws:PrincipalAccount":["999999999999","111111111111"]}}"#,
-    );
-    assert_eq!(p.evaluate(&req()), Decision::Allow);
-    let p = with_condition(
-        "Allow",
-        r#"{"StringLike":{"aws:PrincipalArn":"arn:aws:iam::111111111111:user/*"}}"#,
-    );
-    assert_eq!(p.evaluate(&req()), Decision::Allow);
-    let p = with_condition(
-        "Allow",
-        r#"{"StringEquals":{"aws:PrincipalArn":"ARN:AWS:IAM::111111111111:USER/U"}}"#,
-    );
-    assert_eq!(p.evaluate(&req()), Decision::ImplicitDeny);
-    let p = with_condition(
-        "Allow",
-        r#"{"StringEqualsIgnoreCase":{"aws:PrincipalArn":"ARN:AWS:IAM::111111111111:USER/U"}}"#,
-    );
-    assert_eq!(p.evaluate(&req()), Decision::Allow);
-    let p = with_condition(
-        "Allow",
-        r#"{"StringNotEquals":{"aws:PrincipalAccount":"111111111111"}}"#,
-    );
-    assert_eq!(p.evaluate(&req()), Decision::ImplicitDeny);
+    for (cond, want) in [
+        (
+            r#"{"StringEquals":{"aws:PrincipalAccount":["999999999999","111111111111"]}}"#,
+            Decision::Allow,
+        ),
+        (
+            r#"{"StringLike":{"aws:PrincipalArn":"arn:aws:iam::111111111111:user/*"}}"#,
+            Decision::Allow,
+        ),
+        (
+            r#"{"StringEquals":{"aws:PrincipalArn":"ARN:AWS:IAM::111111111111:USER/U"}}"#,
+            Decision::ImplicitDeny,
+        ),
+        (
+            r#"{"StringEqualsIgnoreCase":{"aws:PrincipalArn":"ARN:AWS:IAM::111111111111:USER/U"}}"#,
+            Decision::Allow,
+        ),
+        (
+            r#"{"StringNotEquals":{"aws:PrincipalAccount":"111111111111"}}"#,
+            Decision::ImplicitDeny,
+        ),
+    ] {
+        assert_eq!(
+            with_condition("Allow", cond).evaluate(&req()),
+            want,
+            "{cond}"
+        );
+    }
 }
 
 #[test]

@@ -290,6 +290,18 @@ impl Core {
         names::split_scoped_key(self.default_scope(), key)
     }
 
+    /// The resources of `scope` (an account in a region) among `items`, in their order:
+    /// those whose store key (`key` of each) [`Core::key_scope`] puts in it.
+    pub(crate) fn in_scope<T>(
+        &self,
+        mut items: Vec<T>,
+        scope: names::Scope<'_>,
+        key: impl Fn(&T) -> &str,
+    ) -> Vec<T> {
+        items.retain(|i| self.key_scope(key(i)).0 == scope);
+        items
+    }
+
     /// The store key an ARN of `service` (`sqs`, `sns`) names: its account, region and
     /// resource (an empty region or account field means the default one). `None` when it
     /// is not such an ARN, or its region is neither the configured one nor shaped like a

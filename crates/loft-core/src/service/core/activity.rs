@@ -170,6 +170,19 @@ impl Activity {
         }
     }
 
+    /// One SNS copy stored in `queue` by a publish or a replay: a send to the queue and an
+    /// `sqs` delivery, [`DeliveryOutcome::DeadLettered`] when `dead_lettered` (the queue is
+    /// the subscription's dead-letter queue), else [`DeliveryOutcome::Delivered`].
+    pub fn sns_copy_stored(&self, queue: &str, dead_lettered: bool) {
+        self.sent(queue, 1);
+        let outcome = if dead_lettered {
+            DeliveryOutcome::DeadLettered
+        } else {
+            DeliveryOutcome::Delivered
+        };
+        self.delivery(SubscriptionProtocol::Sqs.as_str(), outcome, 1);
+    }
+
     /// One replayed copy ended as `outcome` (`delivered` or `failed`, see
     /// [`ActivitySnapshot::replayed`]).
     pub fn replayed(&self, outcome: &'static str) {

@@ -102,33 +102,11 @@ fn sns_attribute_json(attrs: &MessageAttributes) -> Value {
     Value::Object(map)
 }
 
-/// The JSON envelope SNS sends to HTTP/S endpoints and (without raw delivery) SQS queues,
-/// in AWS's field order (SNS Developer Guide, "Parsing message formats"): FIFO topics add
-/// SequenceNumber and carry no signature fields; `subscription_arn` fills the
-/// UnsubscribeURL of notifications; URLs start with `advertised_url`; SigningCertURL is
-/// `signing_cert_url`.
-fn render_envelope(
-    advertised_url: &str,
-    signing_cert_url: &str,
-    fields: &SignedFields,
-    signature: Option<&(u8, String)>,
-    attributes: &MessageAttributes,
-    sequence: Option<&str>,
-    subscription_arn: Option<&str>,
-) -> String {
-    Value::Object(envelope_map(
-        advertised_url,
-        signing_cert_url,
-        fields,
-        signature,
-        attributes,
-        sequence,
-        subscription_arn,
-    ))
-    .to_string()
-}
-
-/// [`render_envelope`]'s fields, in order, before they are written out.
+/// The fields of the JSON envelope SNS sends to HTTP/S endpoints and (without raw
+/// delivery) SQS queues, in AWS's field order (SNS Developer Guide, "Parsing message
+/// formats"): FIFO topics add SequenceNumber and carry no signature fields;
+/// `subscription_arn` fills the UnsubscribeURL of notifications; URLs start with
+/// `advertised_url`; SigningCertURL is `signing_cert_url`.
 fn envelope_map(
     advertised_url: &str,
     signing_cert_url: &str,
@@ -187,13 +165,9 @@ pub(crate) struct SqsCopy {
     /// Raw delivery: the text itself, with the message's attributes, shared by the raw
     /// copies of one publish that get the same text.
     raw: Option<std::sync::Arc<RawText>>,
-    /// Otherwise the envelope of these fields and signature, for this subscription ARN.
-    pub(crate) fields: SignedFields,
-    signature: Option<(u8, String)>,
-    /// SigningCertURL of the envelope.
-    signing_cert_url: String,
-    subscription_arn: String,
-    delivered_attributes: MessageAttributes,
+    /// Otherwise this envelope (its signed fields also name the message in the delivery
+    /// status record).
+    pub(crate) envelope: CopyEnvelope,
     /// The stored system attributes (AWSTraceHeader), encoded.
     system_attributes: Option<String>,
     /// Whether this copy goes to the subscription's dead-letter queue (its queue is gone).
@@ -213,6 +187,41 @@ pub(crate) struct SqsCopy {
     retention_seconds: i64,
     /// The queue's encryption at rest (see [`NewMessage::seal`]).
     seal: Option<crate::model::SealWith>,
+}
+
+/// An SQS subscription's copy in the envelope, all but the SequenceNumber a FIFO topic's
+/// copy gets at commit: one rendering ([`CopyEnvelope::text`]) for the queue message
+/// ([`SqsCopy::render`]) and for the size check that chooses the queue before it
+/// ([`SnsDelivery::sqs_copy`]).
+#[derive(Clone)]
+pub(crate) struct CopyEnvelope {
+    /// The signed fields.
+    pub(crate) fields: SignedFields,
+    signature: Option<(u8, String)>,
+    /// SigningCertURL.
+    signing_cert_url: String,
+    /// UnsubscribeURL's subscription.
+    subscription_arn: String,
+    /// The delivered message attributes.
+    attributes: MessageAttributes,
+}
+
+impl CopyEnvelope {
+    /// The envelope's text, with SequenceNumber `sequence` (FIFO topics) and, for a
+    /// `replayed` copy, `"Replayed": "true"` ([`with_replayed`]).
+    fn text(&self, advertised_url: &str, sequence: Option<&str>, replayed: bool) -> String {
+        let env = envelope_map(
+            advertised_url,
+            &self.signing_cert_url,
+            &self.fields,
+            self.signature.as_ref(),
+            &self.attributes,
+            sequence,
+            Some(&self.subscription_arn),
+        );
+        let env = if replayed { with_replayed(env) } else { env };
+        Value::Object(env).to_string()
+    }
 }
 
 /// The body of a raw-delivery SQS copy (the published text, no envelope) with its MD5
@@ -272,19 +281,7 @@ impl SqsCopy {
             }
             Some(raw) => (raw.text.clone(), raw.md5.clone(), raw.encoded.clone()),
             None => {
-                let mut env = envelope_map(
-                    advertised_url,
-                    &self.signing_cert_url,
-                    &self.fields,
-                    self.signature.as_ref(),
-                    &self.delivered_attributes,
-                    sequence,
-                    Some(&self.subscription_arn),
-                );
-                if self.replayed {
-                    env = with_replayed(env);
-                }
-                let body = Value::Object(env).to_string();
+                let body = self.envelope.text(advertised_url, sequence, self.replayed);
                 let md5 = message::md5_hex(body.as_bytes());
                 (body, md5, None)
             }
@@ -437,7 +434,7 @@ impl SnsDelivery {
     }
 
     /// Builds the JSON envelope SNS sends to HTTP/S endpoints and (without raw delivery)
-    /// SQS queues ([`render_envelope`] with this service's advertised URL).
+    /// SQS queues ([`envelope_map`] with this service's advertised URL).
     pub(crate) fn envelope(
         &self,
         topic: &TopicRecord,
@@ -448,7 +445,7 @@ impl SnsDelivery {
         subscription_arn: Option<&str>,
     ) -> String {
         let _ = topic;
-        render_envelope(
+        Value::Object(envelope_map(
             &self.config.advertised_url,
             &self.signing_cert_url(),
             fields,
@@ -456,6 +453,28 @@ impl SnsDelivery {
             attributes,
             sequence,
             subscription_arn,
+        ))
+        .to_string()
+    }
+
+    /// The envelope of a notification of `text` to subscription `sub` of `topic` (HTTP/S
+    /// without raw delivery, email-json), its fields and signature from `sign`.
+    pub(crate) fn notification_envelope(
+        &self,
+        topic: &TopicRecord,
+        sub: &SubscriptionRecord,
+        text: &str,
+        attributes: &MessageAttributes,
+        sign: &mut Signer<'_>,
+    ) -> String {
+        let (fields, signature) = sign(self, text, false);
+        self.envelope(
+            topic,
+            &fields,
+            signature.as_ref(),
+            attributes,
+            None,
+            Some(&self.subscription_arn(sub)),
         )
     }
 
@@ -550,11 +569,17 @@ impl SnsDelivery {
             ok
         };
         let (fields, signature) = sign(self, &text, raw);
-        // The subscription's ARN is its topic's and its id; the topic's is at hand.
-        let subscription_arn = if sub.topic_name == topic.name {
-            format!("{}:{}", out.topic_arn, sub.uuid)
-        } else {
-            self.subscription_arn(sub)
+        let envelope = CopyEnvelope {
+            fields,
+            signature,
+            signing_cert_url: signing_cert_url.to_owned(),
+            // The subscription's ARN is its topic's and its id; the topic's is at hand.
+            subscription_arn: if sub.topic_name == topic.name {
+                format!("{}:{}", out.topic_arn, sub.uuid)
+            } else {
+                self.subscription_arn(sub)
+            },
+            attributes: out.delivered_attributes.clone(),
         };
         // A queue refuses a message larger than its MaximumMessageSize, as it refuses a
         // SendMessage. The size is the copy's as the queue would hold it: raw, the message
@@ -564,19 +589,13 @@ impl SnsDelivery {
             text.len() + crate::message::attributes_size(out.delivered_attributes)
         } else {
             let sequence = fifo.then(|| sequence_number(0));
-            let mut env = envelope_map(
-                &self.config.advertised_url,
-                signing_cert_url,
-                &fields,
-                signature.as_ref(),
-                out.delivered_attributes,
-                sequence.as_deref(),
-                Some(&subscription_arn),
-            );
-            if out.replayed {
-                env = with_replayed(env);
-            }
-            Value::Object(env).to_string().len()
+            envelope
+                .text(
+                    &self.config.advertised_url,
+                    sequence.as_deref(),
+                    out.replayed,
+                )
+                .len()
         };
         let fits = |q: &std::sync::Arc<QueueRecord>| {
             let max = QueueConfig::from_attributes(&q.attributes).maximum_message_size as usize;
@@ -642,11 +661,7 @@ impl SnsDelivery {
                 queue_id: queue.id,
                 message_id: uuid::Uuid::new_v4().to_string(),
                 raw: raw.then(|| RawText::shared(raw_text, &text, out.delivered_attributes)),
-                fields,
-                signature,
-                signing_cert_url: signing_cert_url.to_owned(),
-                subscription_arn,
-                delivered_attributes: out.delivered_attributes.clone(),
+                envelope,
                 system_attributes: out.trace_attributes.clone(),
                 dead_lettered,
                 subscription: sub.uuid.clone(),

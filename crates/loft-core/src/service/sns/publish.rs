@@ -61,8 +61,8 @@ impl Sns {
             topic_name: &topic.name,
             topic_arn,
             topic_config: config,
-            message_id: Some(&copy.fields.message_id),
-            message: Some(&copy.fields.message),
+            message_id: Some(&copy.envelope.fields.message_id),
+            message: Some(&copy.envelope.fields.message),
             published_at_ms: copy.now_ms,
             destination: &self.queue_arn(queue),
             provider_response: serde_json::json!({"sqsMessageId": copy.message_id}).to_string(),
@@ -437,13 +437,7 @@ impl Sns {
         let topic_arn = self.topic_arn(&topic.name);
         let tracing_active = config.tracing_active;
         let policy = self.topic_policy(topic)?;
-        let subs: Vec<SubscriptionRecord> = self
-            .store
-            .list_subscriptions(Some(topic.id))
-            .await?
-            .into_iter()
-            .filter(|s| s.confirmed)
-            .collect();
+        let subs = self.confirmed_subscriptions(topic).await?;
         // SigningCertURL names the signing certificate, whose key is made on first use
         // (an RSA key generation, ~0.3 s of CPU): only an envelope carries it, so a topic
         // whose subscriptions are all raw SQS ones does not ask for it.
@@ -588,26 +582,22 @@ impl Sns {
                             text: &str,
                             raw: bool|
              -> (SignedFields, Option<(u8, String)>) {
-                if raw {
-                    let f = svc.notification_fields(
+                let fields = || {
+                    svc.notification_fields(
                         &topic_arn,
                         &message_id,
                         text,
                         req.subject.as_deref(),
                         &timestamp,
-                    );
-                    return (f, None);
+                    )
+                };
+                if raw {
+                    return (fields(), None);
                 }
                 signed
                     .entry(text.to_owned())
                     .or_insert_with(|| {
-                        let f = svc.notification_fields(
-                            &topic_arn,
-                            &message_id,
-                            text,
-                            req.subject.as_deref(),
-                            &timestamp,
-                        );
+                        let f = fields();
                         let sig = svc.signature(topic, &f);
                         (f, sig)
                     })
@@ -675,18 +665,15 @@ impl Sns {
                         }
                     }
                     P::Http | P::Https => {
-                        let sub_arn = self.subscription_arn(sub);
                         let body = if raw {
                             text.clone()
                         } else {
-                            let (fields, sig) = sign(self, &text, false);
-                            self.envelope(
+                            self.notification_envelope(
                                 topic,
-                                &fields,
-                                sig.as_ref(),
+                                sub,
+                                &text,
                                 delivered_attributes,
-                                None,
-                                Some(&sub_arn),
+                                &mut sign,
                             )
                         };
                         deliveries.push(self.http_delivery(
@@ -741,16 +728,13 @@ impl Sns {
                     | P::Application
                     | P::Lambda
                     | P::Firehose) => {
-                        let sub_arn = self.subscription_arn(sub);
                         let message = if protocol == P::EmailJson {
-                            let (fields, sig) = sign(self, &text, false);
-                            self.envelope(
+                            self.notification_envelope(
                                 topic,
-                                &fields,
-                                sig.as_ref(),
+                                sub,
+                                &text,
                                 delivered_attributes,
-                                None,
-                                Some(&sub_arn),
+                                &mut sign,
                             )
                         } else {
                             text.clone()
@@ -891,14 +875,7 @@ impl Sns {
         }
         for (queue, new, dead_lettered) in stored {
             if new {
-                self.activity.sent(&queue, 1);
-                let outcome = if dead_lettered {
-                    DeliveryOutcome::DeadLettered
-                } else {
-                    DeliveryOutcome::Delivered
-                };
-                self.activity
-                    .delivery(SubscriptionProtocol::Sqs.as_str(), outcome, 1);
+                self.activity.sns_copy_stored(&queue, dead_lettered);
             }
         }
         for queue in &audit_queues {
@@ -926,6 +903,17 @@ impl Sns {
         Ok(results)
     }
 
+    /// The subscriptions of `topic` a publish delivers to: the confirmed ones (one pending
+    /// confirmation gets nothing). Errors: store errors.
+    async fn confirmed_subscriptions(
+        &self,
+        topic: &TopicRecord,
+    ) -> Result<Vec<SubscriptionRecord>> {
+        let mut subs = self.store.list_subscriptions(Some(topic.id)).await?;
+        subs.retain(|s| s.confirmed);
+        Ok(subs)
+    }
+
     /// The seeds' `POST /topics/{name}/publish`: every subscription gets the message (seed
     /// subscriptions the `{"topic","message"}` JSON, others as SNS delivers); returns the
     /// number of subscriptions. Deliveries are durable and retried; none is awaited.
@@ -940,13 +928,7 @@ impl Sns {
         let Some(topic) = self.store.get_topic(topic).await? else {
             return Ok(0);
         };
-        let count = self
-            .store
-            .list_subscriptions(Some(topic.id))
-            .await?
-            .iter()
-            .filter(|s| s.confirmed)
-            .count();
+        let count = self.confirmed_subscriptions(&topic).await?.len();
         let req = PublishRequest {
             message: message.to_owned(),
             ..PublishRequest::default()

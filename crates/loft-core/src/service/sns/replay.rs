@@ -37,7 +37,6 @@ use super::SnsDelivery;
 use crate::error::Result;
 use crate::message::{self, MessageAttributes};
 use crate::model::*;
-use crate::service::core::activity::DeliveryOutcome;
 use crate::service::sqs::messages::sequence_number;
 
 /// How long a node's lease on a replay lasts (ms) unless a step renews it: another node
@@ -223,14 +222,7 @@ impl SnsDelivery {
                 if next.is_some() {
                     // Counted as a live publish counts its copies.
                     for (queue, dead_lettered) in stored {
-                        self.activity.sent(&queue, 1);
-                        let outcome = if dead_lettered {
-                            DeliveryOutcome::DeadLettered
-                        } else {
-                            DeliveryOutcome::Delivered
-                        };
-                        self.activity
-                            .delivery(SubscriptionProtocol::Sqs.as_str(), outcome, 1);
+                        self.activity.sns_copy_stored(&queue, dead_lettered);
                         self.activity
                             .replayed(if dead_lettered { "failed" } else { "delivered" });
                     }

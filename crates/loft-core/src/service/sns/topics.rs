@@ -463,13 +463,7 @@ impl Sns {
         scope: names::Scope<'_>,
         next_token: Option<&str>,
     ) -> Result<Page<TopicRecord>> {
-        let topics = self
-            .store
-            .list_topics()
-            .await?
-            .into_iter()
-            .filter(|t| self.key_scope(&t.name).0 == scope)
-            .collect();
+        let topics = self.in_scope(self.store.list_topics().await?, scope, |t| &t.name);
         page(topics, next_token, |t| t.name.clone())
     }
 
@@ -899,13 +893,9 @@ impl Sns {
         scope: names::Scope<'_>,
         next_token: Option<&str>,
     ) -> Result<Page<SubscriptionRecord>> {
-        let subs = self
-            .store
-            .list_subscriptions(None)
-            .await?
-            .into_iter()
-            .filter(|s| self.key_scope(&s.topic_name).0 == scope)
-            .collect();
+        let subs = self.in_scope(self.store.list_subscriptions(None).await?, scope, |s| {
+            &s.topic_name
+        });
         page(subs, next_token, |s| format!("{:020}", s.seq))
     }
 
@@ -1181,10 +1171,8 @@ impl Sns {
         if !principal.enforced {
             return self.default_scope_topics().await;
         }
-        let scope = principal.scope();
-        let mut topics = self.store.list_topics().await?;
-        topics.retain(|t| self.key_scope(&t.name).0 == scope);
-        Ok(topics)
+        let topics = self.store.list_topics().await?;
+        Ok(self.in_scope(topics, principal.scope(), |t| &t.name))
     }
 
     /// The seeds' `POST /topics/{name}/subscribe`: subscribes `endpoint` (an http or https

@@ -427,10 +427,8 @@ impl Sqs {
         if !principal.enforced {
             return self.default_scope_queues().await;
         }
-        let scope = principal.scope();
-        let mut queues = self.store.list_queues().await?;
-        queues.retain(|q| self.key_scope(&q.name).0 == scope);
-        Ok(queues)
+        let queues = self.store.list_queues().await?;
+        Ok(self.in_scope(queues, principal.scope(), |q| &q.name))
     }
 
     /// ListQueues of the default account and region ([`Sqs::list_queues_of`]).
@@ -760,13 +758,7 @@ impl Sqs {
             "Action": if actions.len() == 1 { json!(actions[0]) } else { json!(actions) },
             "Resource": arn,
         }));
-        let mut attrs = queue.attributes.clone();
-        attrs.insert("Policy".into(), policy.to_string());
-        self.store
-            .set_queue_attributes(queue.id, attrs, self.now_ms())
-            .await?;
-        self.forget_queues();
-        Ok(())
+        self.write_policy(&queue, Some(&policy)).await
     }
 
     /// RemovePermission: removes statement `label`.
@@ -790,12 +782,21 @@ impl Sqs {
         if statements.len() == before {
             return Err(not_found());
         }
+        let emptied = statements.is_empty();
+        self.write_policy(&queue, (!emptied).then_some(&policy))
+            .await
+    }
+
+    /// Stores `policy` as `queue`'s Policy attribute, or removes the attribute (`None`):
+    /// the write of AddPermission and RemovePermission.
+    ///
+    /// Errors: store errors.
+    async fn write_policy(&self, queue: &QueueRecord, policy: Option<&Value>) -> Result<()> {
         let mut attrs = queue.attributes.clone();
-        if statements.is_empty() {
-            attrs.remove("Policy");
-        } else {
-            attrs.insert("Policy".into(), policy.to_string());
-        }
+        match policy {
+            Some(p) => attrs.insert("Policy".into(), p.to_string()),
+            None => attrs.remove("Policy"),
+        };
         self.store
             .set_queue_attributes(queue.id, attrs, self.now_ms())
             .await?;
