@@ -30,6 +30,7 @@ pub mod iam;
 pub mod message;
 pub mod model;
 pub mod names;
+pub mod private_dir;
 pub mod service;
 pub mod store;
 

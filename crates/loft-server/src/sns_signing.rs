@@ -153,7 +153,8 @@ impl Signer {
     /// Errors: a message naming the file for I/O failures and a key file that is not an
     /// RSA PKCS#8 PEM key.
     pub fn load_or_create(dir: &Path) -> Result<Signer, String> {
-        create_private_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        loft_core::private_dir::create_private_dir(dir)
+            .map_err(|e| format!("{}: {e}", dir.display()))?;
         let key_path = dir.join(KEY_FILE);
         let cert_path = dir.join(CERT_FILE);
         let key = match fs::read_to_string(&key_path) {
@@ -260,20 +261,6 @@ fn self_signed_certificate(key: &RsaPrivateKey) -> Result<String, String> {
         .map_err(|e| format!("signing the certificate: {e}"))?;
     cert.to_pem(LineEnding::LF)
         .map_err(|e| format!("encoding the certificate: {e}"))
-}
-
-/// Creates `dir` (and missing parents) with mode 0700 on Unix: only Loft's user may list
-/// or enter it. An existing directory is left as it is ([`permission_warnings`] says
-/// when it is open to others).
-fn create_private_dir(dir: &Path) -> std::io::Result<()> {
-    let mut builder = fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::DirBuilderExt;
-        builder.mode(0o700);
-    }
-    builder.create(dir)
 }
 
 /// What is wrong with the permissions of a signing directory `dir` and its [`KEY_FILE`]:

@@ -125,7 +125,8 @@ impl MasterKey {
             .parent()
             .filter(|p| !p.as_os_str().is_empty())
             .unwrap_or(Path::new("."));
-        create_private_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        loft_core::private_dir::create_private_dir(dir)
+            .map_err(|e| format!("{}: {e}", dir.display()))?;
         let key = Self::generate();
         let tmp = dir.join(format!(
             ".{}.{}.tmp",
@@ -198,17 +199,6 @@ impl MasterKey {
             })?;
         Ok(MasterKey(bytes))
     }
-}
-
-fn create_private_dir(dir: &Path) -> std::io::Result<()> {
-    let mut builder = fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::DirBuilderExt;
-        builder.mode(0o700);
-    }
-    builder.create(dir)
 }
 
 /// Where Loft keeps the master key by default: `loft-sse/master.key` in the folder of the
