@@ -437,14 +437,12 @@ impl SnsDelivery {
     /// SQS queues ([`envelope_map`] with this service's advertised URL).
     pub(crate) fn envelope(
         &self,
-        topic: &TopicRecord,
         fields: &SignedFields,
         signature: Option<&(u8, String)>,
         attributes: &MessageAttributes,
         sequence: Option<&str>,
         subscription_arn: Option<&str>,
     ) -> String {
-        let _ = topic;
         Value::Object(envelope_map(
             &self.config.advertised_url,
             &self.signing_cert_url(),
@@ -457,11 +455,10 @@ impl SnsDelivery {
         .to_string()
     }
 
-    /// The envelope of a notification of `text` to subscription `sub` of `topic` (HTTP/S
+    /// The envelope of a notification of `text` to subscription `sub` (HTTP/S
     /// without raw delivery, email-json), its fields and signature from `sign`.
     pub(crate) fn notification_envelope(
         &self,
-        topic: &TopicRecord,
         sub: &SubscriptionRecord,
         text: &str,
         attributes: &MessageAttributes,
@@ -469,7 +466,6 @@ impl SnsDelivery {
     ) -> String {
         let (fields, signature) = sign(self, text, false);
         self.envelope(
-            topic,
             &fields,
             signature.as_ref(),
             attributes,

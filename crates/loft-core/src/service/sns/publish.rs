@@ -668,13 +668,7 @@ impl Sns {
                         let body = if raw {
                             text.clone()
                         } else {
-                            self.notification_envelope(
-                                topic,
-                                sub,
-                                &text,
-                                delivered_attributes,
-                                &mut sign,
-                            )
+                            self.notification_envelope(sub, &text, delivered_attributes, &mut sign)
                         };
                         deliveries.push(self.http_delivery(
                             topic,
@@ -729,13 +723,7 @@ impl Sns {
                     | P::Lambda
                     | P::Firehose) => {
                         let message = if protocol == P::EmailJson {
-                            self.notification_envelope(
-                                topic,
-                                sub,
-                                &text,
-                                delivered_attributes,
-                                &mut sign,
-                            )
+                            self.notification_envelope(sub, &text, delivered_attributes, &mut sign)
                         } else {
                             text.clone()
                         };

@@ -1236,14 +1236,7 @@ impl Sns {
             topic_arn: topic_arn.clone(),
         };
         let sig = self.signature(topic, &fields);
-        let body = self.envelope(
-            topic,
-            &fields,
-            sig.as_ref(),
-            &MessageAttributes::new(),
-            None,
-            None,
-        );
+        let body = self.envelope(&fields, sig.as_ref(), &MessageAttributes::new(), None, None);
         let delivery = self.http_delivery(topic, sub, message_type, &message_id, body, false);
         self.store
             .publish(Vec::new(), vec![delivery], Vec::new())
