@@ -651,6 +651,47 @@ pub struct ReplayStep {
     pub finish: ReplayFinish,
 }
 
+/// What one replay step writes back to its replay ([`ReplayStep::outcome`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplayOutcome<'a> {
+    /// The replay's new status.
+    pub status: ReplayStatus,
+    /// Whether live delivery to the subscription stays held.
+    pub hold_live: bool,
+    /// Why the replay failed, when it did.
+    pub failure: Option<String>,
+    /// The node that keeps the lease: the step's while the replay is active, else none.
+    pub owner: Option<&'a str>,
+    /// The lease (ms): the step's while the replay is active, else 0.
+    pub lease_until_ms: i64,
+}
+
+impl ReplayStep {
+    /// What this step writes back. `caught_up` matters only for [`ReplayFinish::CaughtUp`]:
+    /// whether the cursor reached the topic's latest sequence number, or nothing after it is
+    /// archived (messages published while the topic kept no archive can never be replayed
+    /// and must not keep the replay waiting), as the engine read it in the step's
+    /// transaction.
+    pub fn outcome(&self, caught_up: bool) -> ReplayOutcome<'_> {
+        let (status, hold_live, failure) = match &self.finish {
+            ReplayFinish::Continue => (ReplayStatus::Replaying, true, None),
+            ReplayFinish::CaughtUp if caught_up => (ReplayStatus::Completed, false, None),
+            ReplayFinish::CaughtUp => (ReplayStatus::Replaying, true, None),
+            ReplayFinish::Ended => (ReplayStatus::Completed, true, None),
+            ReplayFinish::Stopped => (ReplayStatus::Completed, false, None),
+            ReplayFinish::Failed(why) => (ReplayStatus::Failed, false, Some(why.clone())),
+        };
+        let active = status.is_active();
+        ReplayOutcome {
+            status,
+            hold_live,
+            failure,
+            owner: active.then_some(self.owner.as_str()),
+            lease_until_ms: if active { self.lease_until_ms } else { 0 },
+        }
+    }
+}
+
 /// What the store did with one [`FifoPublishEntry`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FifoPublished {

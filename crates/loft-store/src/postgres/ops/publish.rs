@@ -311,9 +311,6 @@ pub async fn advance_replay_in<C: GenericClient>(
         return Ok(None);
     }
     send_messages_in(tx, &step.messages, channel).await?;
-    // Caught up when the cursor reached the topic's last message, or when nothing after it
-    // is archived: messages published while the topic kept no archive can never be
-    // replayed, and must not keep the replay waiting for them.
     let archived_after = matches!(step.finish, ReplayFinish::CaughtUp)
         && query_opt(
             tx,
@@ -322,22 +319,7 @@ pub async fn advance_replay_in<C: GenericClient>(
         )
         .await?
         .is_some();
-    let (status, hold_live, failure) = match &step.finish {
-        ReplayFinish::Continue => (ReplayStatus::Replaying, true, None),
-        ReplayFinish::CaughtUp if step.cursor >= latest || !archived_after => {
-            (ReplayStatus::Completed, false, None)
-        }
-        ReplayFinish::CaughtUp => (ReplayStatus::Replaying, true, None),
-        ReplayFinish::Ended => (ReplayStatus::Completed, true, None),
-        ReplayFinish::Stopped => (ReplayStatus::Completed, false, None),
-        ReplayFinish::Failed(why) => (ReplayStatus::Failed, false, Some(why.clone())),
-    };
-    let lease_until = if status.is_active() {
-        step.lease_until_ms
-    } else {
-        0
-    };
-    let owner = status.is_active().then_some(step.owner.as_str());
+    let out = step.outcome(step.cursor >= latest || !archived_after);
     let sql = format!(
         "UPDATE subscription_replays SET cursor = $2, status = $3, hold_live = $4, failure = $5, \
          owner = $6, lease_until = $7 WHERE subscription = $1 RETURNING {REPLAY_COLUMNS}"
@@ -348,11 +330,11 @@ pub async fn advance_replay_in<C: GenericClient>(
         &[
             &step.subscription,
             &step.cursor,
-            &status.as_str(),
-            &hold_live,
-            &failure,
-            &owner,
-            &lease_until,
+            &out.status.as_str(),
+            &out.hold_live,
+            &out.failure,
+            &out.owner,
+            &out.lease_until_ms,
         ],
     )
     .await?

@@ -232,40 +232,24 @@ pub fn advance_replay(
         return Ok(None);
     }
     send_messages(c, seqs, &step.messages)?;
-    let (status, hold_live, failure) = match &step.finish {
-        ReplayFinish::Continue => (ReplayStatus::Replaying, true, None),
+    let caught_up = match step.finish {
         ReplayFinish::CaughtUp => {
             let latest: i64 = c
                 .prepare_cached("SELECT sequence FROM topics WHERE id = ?1")?
                 .query_row([current.topic_id], |r| r.get(0))
                 .optional()?
                 .unwrap_or(0);
-            // Caught up when the cursor reached the topic's last message, or when nothing
-            // after it is archived: messages published while the topic kept no archive
-            // (before its ArchivePolicy) can never be replayed, and must not keep the
-            // replay waiting for them.
             let archived_after: bool = c
                 .prepare_cached(
                     "SELECT EXISTS (SELECT 1 FROM topic_archive WHERE topic_id = ?1 \
                      AND sequence > ?2)",
                 )?
                 .query_row(params![current.topic_id, step.cursor], |r| r.get(0))?;
-            if step.cursor >= latest || !archived_after {
-                (ReplayStatus::Completed, false, None)
-            } else {
-                (ReplayStatus::Replaying, true, None)
-            }
+            step.cursor >= latest || !archived_after
         }
-        ReplayFinish::Ended => (ReplayStatus::Completed, true, None),
-        ReplayFinish::Stopped => (ReplayStatus::Completed, false, None),
-        ReplayFinish::Failed(why) => (ReplayStatus::Failed, false, Some(why.clone())),
+        _ => false,
     };
-    let lease_until = if status.is_active() {
-        step.lease_until_ms
-    } else {
-        0
-    };
-    let owner = status.is_active().then_some(step.owner.as_str());
+    let out = step.outcome(caught_up);
     c.prepare_cached(
         "UPDATE subscription_replays SET cursor = ?2, status = ?3, hold_live = ?4, failure = ?5, \
          owner = ?6, lease_until = ?7 WHERE subscription = ?1",
@@ -273,11 +257,11 @@ pub fn advance_replay(
     .execute(params![
         step.subscription,
         step.cursor,
-        status.as_str(),
-        hold_live,
-        failure,
-        owner,
-        lease_until
+        out.status.as_str(),
+        out.hold_live,
+        out.failure,
+        out.owner,
+        out.lease_until_ms
     ])?;
     get_replay(c, &step.subscription)
 }
