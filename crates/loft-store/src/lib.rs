@@ -7,7 +7,7 @@
 //!   migrations under an advisory lock, `FOR UPDATE SKIP LOCKED` claims, per-queue advisory
 //!   locks for FIFO groups, and LISTEN/NOTIFY wake-ups between nodes.
 //!
-//! Both pass one conformance suite, `tests/conformance.rs`, and decide a FIFO receive with
+//! Both pass one conformance suite, `tests/store/conformance.rs`, and decide a FIFO receive with
 //! one walk (`fifo`), each reading its rows in its own SQL.
 
 mod fifo;

@@ -16,8 +16,7 @@ use loft_core::{ErrorCode, Service, ServiceConfig};
 use loft_store::seal::{KeySource, MasterKey};
 use loft_store::{PgOptions, PgStore, SqliteStore};
 
-#[path = "../../loft/tests/support/skips.rs"]
-mod skips;
+use crate::skips;
 
 fn service() -> Arc<Service> {
     service_on(Arc::new(SqliteStore::open_in_memory().expect("store")))

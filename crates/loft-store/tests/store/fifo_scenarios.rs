@@ -6,8 +6,6 @@
 //! queues"; SQS API Reference SendMessage, SendMessageBatch, ReceiveMessage
 //! (ReceiveRequestAttemptId), DeleteMessage; AWS Knowledge Center "ReceiptHandleIsInvalid
 //! and InvalidParameterValue errors" (expired FIFO receipt handles).
-//!
-//! them with `cargo test -p loft-store --test fifo_scenarios -- --ignored`.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -17,8 +17,7 @@ use loft_core::store::Store;
 use loft_store::seal::{KeySource, MasterKey};
 use loft_store::{PgOptions, PgStore, SqliteStore};
 
-#[path = "../../loft/tests/support/skips.rs"]
-mod skips;
+use crate::skips;
 
 type S = Arc<dyn Store>;
 
@@ -3748,18 +3747,23 @@ async fn concurrent_purges(s: S) {
 
 // ----- PostgreSQL only
 
-/// Says on the terminal how many PostgreSQL cases of this binary were skipped and why (or
-/// fails, with `LOFT_TEST_REQUIRE_POSTGRES=1`); silent when they all ran.
+/// Says on the terminal how many PostgreSQL cases of this suite were skipped and why (or
+/// fails, with `LOFT_TEST_REQUIRE_POSTGRES=1`); silent when they all ran. The prefixes are
+/// the test names in the `store` binary, where this file is the module `conformance`.
 #[test]
 fn skipped_postgres_cases() {
     let need = skips::postgres();
     if need.missing.is_some() {
         need.report(
-            "PostgreSQL cases",
-            &["postgres::", "postgres_nodes_", "tls::"],
+            "PostgreSQL conformance cases",
+            &[
+                "conformance::postgres::",
+                "conformance::postgres_nodes_",
+                "conformance::tls::",
+            ],
         );
     } else {
-        tls::need().report("PostgreSQL TLS cases", &["tls::"]);
+        tls::need().report("PostgreSQL TLS cases", &["conformance::tls::"]);
     }
 }
 
