@@ -978,6 +978,41 @@ pub struct ResetScope {
     pub default_account: bool,
 }
 
+/// What a store's reset statements match on, from an optional [`ResetScope`] (none:
+/// everything): the same values on both engines, each in its own SQL.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ResetBinds {
+    /// No scope: every row goes.
+    pub all: bool,
+    /// [`ResetScope::default_account`]: bare store keys are the account's too.
+    pub default_account: bool,
+    /// [`ResetScope::key_prefix`] (empty without a scope).
+    pub prefix: String,
+    /// [`ResetScope::account`] (empty without a scope).
+    pub account: String,
+    /// [`ResetScope::recorded_account`] (empty without a scope).
+    pub recorded: String,
+}
+
+impl ResetBinds {
+    /// The binds of `scope`.
+    pub fn of(scope: Option<&ResetScope>) -> Self {
+        match scope {
+            None => ResetBinds {
+                all: true,
+                ..ResetBinds::default()
+            },
+            Some(s) => ResetBinds {
+                all: false,
+                default_account: s.default_account,
+                prefix: s.key_prefix(),
+                account: s.account.clone(),
+                recorded: s.recorded_account().to_owned(),
+            },
+        }
+    }
+}
+
 impl ResetScope {
     /// The prefix of the account's store keys outside the bare-name form: `ACCOUNT/`.
     pub fn key_prefix(&self) -> String {

@@ -13,13 +13,13 @@ pub async fn reset<C: GenericClient>(
     scope: Option<&ResetScope>,
     channel: &str,
 ) -> Result<ResetCounts, Error> {
-    let all = scope.is_none();
-    let dflt = scope.is_some_and(|s| s.default_account);
-    let prefix = scope.map(|s| s.key_prefix()).unwrap_or_default();
-    let account = scope.map(|s| s.account.clone()).unwrap_or_default();
-    let recorded = scope
-        .map(|s| s.recorded_account().to_owned())
-        .unwrap_or_default();
+    let ResetBinds {
+        all,
+        default_account: dflt,
+        prefix,
+        account,
+        recorded,
+    } = ResetBinds::of(scope);
     let keys = |col: &str| {
         format!("($1 OR ($2 AND strpos({col}, '/') = 0) OR left({col}, length($3)) = $3)")
     };

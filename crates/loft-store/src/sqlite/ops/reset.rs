@@ -8,13 +8,13 @@ use super::*;
 /// Queue and topic keys are matched by `(:all OR (:dflt AND no separator) OR prefix)`,
 /// the account columns by `:account` (and `:recorded`, the recorded messages' form).
 pub fn reset(c: &Connection, scope: Option<&ResetScope>) -> rusqlite::Result<ResetCounts> {
-    let all = scope.is_none();
-    let dflt = scope.is_some_and(|s| s.default_account);
-    let prefix = scope.map(|s| s.key_prefix()).unwrap_or_default();
-    let account = scope.map(|s| s.account.clone()).unwrap_or_default();
-    let recorded = scope
-        .map(|s| s.recorded_account().to_owned())
-        .unwrap_or_default();
+    let ResetBinds {
+        all,
+        default_account: dflt,
+        prefix,
+        account,
+        recorded,
+    } = ResetBinds::of(scope);
     let keys = |col: &str| {
         format!(
             "(:all OR (:dflt AND instr({col}, '/') = 0) \
