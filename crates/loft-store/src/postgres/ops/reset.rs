@@ -13,13 +13,7 @@ pub async fn reset<C: GenericClient>(
     scope: Option<&ResetScope>,
     channel: &str,
 ) -> Result<ResetCounts, Error> {
-    let ResetBinds {
-        all,
-        default_account: dflt,
-        prefix,
-        account,
-        recorded,
-    } = ResetBinds::of(scope);
+    let b = ResetBinds::of(scope);
     let keys = |col: &str| {
         format!("($1 OR ($2 AND strpos({col}, '/') = 0) OR left({col}, length($3)) = $3)")
     };
@@ -63,7 +57,14 @@ pub async fn reset<C: GenericClient>(
     let row = query_one(
         c,
         &sql,
-        &[&all, &dflt, &prefix, &account, &recorded, &channel],
+        &[
+            &b.all,
+            &b.default_account,
+            &b.prefix,
+            &b.account,
+            &b.recorded,
+            &channel,
+        ],
     )
     .await?;
     let count = |i: usize| row.get::<_, i64>(i) as u64;
