@@ -14,7 +14,7 @@
 //! SQS, SNS and Lambda pages of the Service Authorization Reference ("Actions, resources,
 //! and condition keys") list them. The resource is the queue or topic the request names
 //! (the topic a subscription's ARN names, the source queue a move task's handle names), a
-//! mapping of the Lambda API, or the caller's account
+//! mapping of the Lambda API, a function of the caller's account, or the caller's account
 //! for the operations on no one resource (ListQueues, ListTopics, ListEventSourceMappings,
 //! CreateEventSourceMapping, the SMS and mobile push operations), whose resource is `*` in
 //! that reference.
@@ -65,7 +65,8 @@ pub enum Resource<'a> {
     /// A new event source mapping's queue (`EventSourceArn`): the account's
     /// CreateEventSourceMapping, and reading that queue ([`mapping_source`]).
     MappingSource(Option<&'a str>),
-    /// A configured function by its name or ARN (`FunctionName`).
+    /// A configured function of the caller's account by its name or ARN (`FunctionName`,
+    /// [`loft_core::service::Functions::own_function`]).
     Function(&'a str),
     /// No one resource: the caller's account.
     Account,
@@ -246,13 +247,15 @@ pub async fn check(svc: &Service, ctx: &Context, access: Access<'_>) -> Result<(
             },
             _ => Resolved::Account,
         },
-        // A configured function belongs to its account (`account` in its config): another
-        // account's caller is refused, as a function without a resource-based policy
-        // granting it the action refuses it.
-        Resource::Function(name) => match svc.functions().function(name) {
+        // A configured function belongs to its account (`account` in its config), and a
+        // FunctionName alone names the caller's own (Lambda resolves it in the caller's
+        // account). Another account's function is checked, like a missing one, on the
+        // caller's account, and the operation answers `ResourceNotFoundException` naming
+        // the ARN the caller named: a 403 would tell the caller that the function exists.
+        Resource::Function(name) => match svc.functions().own_function(&p.account_id, name) {
             Ok(f) => Resolved::Other {
                 arn: svc.functions().function_arn(&f.name),
-                account: svc.functions().function_account(f).to_owned(),
+                account: p.account_id.to_string(),
             },
             Err(_) => Resolved::Account,
         },
