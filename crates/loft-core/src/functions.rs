@@ -220,6 +220,57 @@ pub fn function_name_of(name_or_arn: &str) -> &str {
     rest.split(':').next().unwrap_or(rest)
 }
 
+/// The function a FunctionName parameter names for a caller: its region, account and name
+/// (the qualifier dropped, [`function_name_of`]). The Lambda API takes a name
+/// (`my-function`, `my-function:v1`), a partial ARN (`123456789012:function:my-function`)
+/// or an ARN (Lambda API Reference, GetFunction, FunctionName "Name formats"); a name
+/// alone is the caller's own function, so it names the caller's account, and a partial
+/// ARN names its account in the caller's region. Built from the parameter and the caller
+/// alone: what it names does not depend on which functions exist.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FunctionRef<'a> {
+    /// The ARN's region, else the caller's.
+    pub region: &'a str,
+    /// The (partial) ARN's account, else the caller's.
+    pub account: &'a str,
+    /// The function's name.
+    pub name: &'a str,
+}
+
+impl<'a> FunctionRef<'a> {
+    /// What `name_or_arn` names for a caller of `account` in `region`; an empty account
+    /// or region field of an ARN is the caller's.
+    pub fn parse(name_or_arn: &'a str, account: &'a str, region: &'a str) -> FunctionRef<'a> {
+        let name = function_name_of(name_or_arn);
+        let Some((head, _)) = name_or_arn.rsplit_once(":function:") else {
+            return FunctionRef {
+                region,
+                account,
+                name,
+            };
+        };
+        // `ACCOUNT` (a partial ARN) or `arn:PARTITION:lambda:REGION:ACCOUNT` (an ARN).
+        let mut fields = head.rsplit(':');
+        let named = |f: Option<&'a str>, or: &'a str| f.filter(|v| !v.is_empty()).unwrap_or(or);
+        let account = named(fields.next(), account);
+        let region = if head.starts_with("arn:") {
+            named(fields.next(), region)
+        } else {
+            region
+        };
+        FunctionRef {
+            region,
+            account,
+            name,
+        }
+    }
+
+    /// `arn:aws:lambda:{region}:{account}:function:{name}`.
+    pub fn arn(&self) -> String {
+        function_arn(self.region, self.account, self.name)
+    }
+}
+
 /// What one invocation came to, as the worker that made the call saw it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum InvokeOutcome {
@@ -529,6 +580,23 @@ mod tests {
             error_type: "Unhandled".into(),
             payload: "{}".into(),
         }
+    }
+
+    #[test]
+    fn a_function_name_alone_is_the_callers_and_an_arn_names_its_account() {
+        let at = |s| FunctionRef::parse(s, "222222222222", "us-east-1").arn();
+        let own = "arn:aws:lambda:us-east-1:222222222222:function:f";
+        assert_eq!(at("f"), own);
+        assert_eq!(at("f:$LATEST"), own);
+        assert_eq!(
+            at("111111111111:function:f:1"),
+            "arn:aws:lambda:us-east-1:111111111111:function:f"
+        );
+        assert_eq!(
+            at("arn:aws:lambda:eu-west-1:111111111111:function:f"),
+            "arn:aws:lambda:eu-west-1:111111111111:function:f"
+        );
+        assert_eq!(at("arn:aws:lambda:::function:f"), own);
     }
 
     #[test]

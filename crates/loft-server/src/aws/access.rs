@@ -12,11 +12,12 @@
 //! `sns:Publish`, `lambda:GetEventSourceMapping`); the batch operations are their single
 //! forms (`SendMessageBatch` is `sqs:SendMessage`, `PublishBatch` is `sns:Publish`), as the
 //! SQS, SNS and Lambda pages of the Service Authorization Reference ("Actions, resources,
-//! and condition keys") list them. The resource is the queue or topic the request names (a
-//! subscription's real topic, a move task's source queue), a mapping of the Lambda API,
-//! or the caller's account for the operations on no one resource (ListQueues,
-//! ListTopics, ListEventSourceMappings, CreateEventSourceMapping, the SMS and mobile push
-//! operations), whose resource is `*` in that reference.
+//! and condition keys") list them. The resource is the queue or topic the request names
+//! (the topic a subscription's ARN names, the source queue a move task's handle names), a
+//! mapping of the Lambda API, a function of the caller's account, or the caller's account
+//! for the operations on no one resource (ListQueues, ListTopics, ListEventSourceMappings,
+//! CreateEventSourceMapping, the SMS and mobile push operations), whose resource is `*` in
+//! that reference.
 
 use loft_core::service::Target;
 use loft_core::{Result, Service};
@@ -41,8 +42,8 @@ pub enum Resource<'a> {
     /// StartMessageMoveTask's source queue (`SourceArn`), and its destination queue
     /// (`DestinationArn`) when given: see [`move_task`] for what each needs.
     MoveTask(&'a str, Option<&'a str>),
-    /// A running message move task by its `TaskHandle`: its source queue, as the store
-    /// holds it ([`Sqs::move_task_source`]).
+    /// A message move task by its `TaskHandle`: the source queue the handle names
+    /// ([`Sqs::move_task_source`]), whether or not such a task exists.
     TaskHandle(&'a str),
     /// A topic by its ARN (`TopicArn`).
     TopicArn(&'a str),
@@ -54,15 +55,18 @@ pub enum Resource<'a> {
     /// `TargetArn` (a topic, or a mobile push endpoint, which only its own account's callers
     /// reach); with neither (a `PhoneNumber`), the caller's account.
     PublishTarget(Option<&'a str>, Option<&'a str>),
-    /// A subscription by its ARN (`SubscriptionArn`): the topic it really belongs to, as
-    /// the store holds it ([`SnsDelivery::subscription_by_arn`]), not the ARN's text.
+    /// A subscription by its ARN (`SubscriptionArn`): the topic the ARN names (the ARN
+    /// without its last `:ID`), whether or not the subscription exists. The operation
+    /// finds a subscription only on the topic its ARN names
+    /// ([`SnsDelivery::subscription_by_arn`]), so that topic is the one it acts on.
     Subscription(&'a str),
     /// An event source mapping by its `UUID`, in the account it belongs to.
     Mapping(&'a str),
     /// A new event source mapping's queue (`EventSourceArn`): the account's
     /// CreateEventSourceMapping, and reading that queue ([`mapping_source`]).
     MappingSource(Option<&'a str>),
-    /// A configured function by its name or ARN (`FunctionName`).
+    /// A configured function of the caller's account by its name or ARN (`FunctionName`,
+    /// [`loft_core::service::Functions::own_function`]).
     Function(&'a str),
     /// No one resource: the caller's account.
     Account,
@@ -205,7 +209,10 @@ pub async fn check(svc: &Service, ctx: &Context, access: Access<'_>) -> Result<(
         }
         Resource::NewQueue(name) => Resolved::Queue(ctx.named_queue_key(svc, name, None)),
         Resource::QueueArn(arn) | Resource::MoveTask(arn, _) => queue(svc.key_of_arn(arn, "sqs")),
-        Resource::TaskHandle(handle) => queue(svc.sqs().move_task_source(handle).await?),
+        // Checked on the queue the handle names before the task is looked up, so a caller
+        // refused on that queue gets the same 403 for a running task's handle as for one
+        // made up to name the queue: a 404 for the second would tell it the first exists.
+        Resource::TaskHandle(handle) => queue(svc.sqs().move_task_source(handle)),
         Resource::TopicArn(arn) | Resource::ResourceArn(arn) => topic(svc.key_of_arn(arn, "sns")),
         // A TargetArn that is not a push endpoint is published to as a topic
         // (`Service::publish_as`), so it is checked as one.
@@ -220,12 +227,13 @@ pub async fn check(svc: &Service, ctx: &Context, access: Access<'_>) -> Result<(
         Resource::TopicName(name) => {
             Resolved::Topic(svc.resource_key(&p.account_id, &p.region, name))
         }
+        // The topic the ARN names, before the subscription is looked up: a caller refused
+        // on that topic gets the same 403 for a subscription that exists as for a made-up
+        // id on the same topic (as for topics themselves). A subscription is found only on
+        // the topic its ARN names, so this is also the topic it belongs to.
         Resource::Subscription(arn) => topic(
-            svc.sns()
-                .subscription_by_arn(arn)
-                .await
-                .ok()
-                .map(|s| s.topic_name),
+            arn.rsplit_once(':')
+                .and_then(|(topic_arn, _)| svc.key_of_arn(topic_arn, "sns")),
         ),
         // Mappings have no resource policy and live in their account (Lambda answers a
         // UUID of another account's mapping as one that does not exist), so another
@@ -239,13 +247,15 @@ pub async fn check(svc: &Service, ctx: &Context, access: Access<'_>) -> Result<(
             },
             _ => Resolved::Account,
         },
-        // A configured function belongs to its account (`account` in its config): another
-        // account's caller is refused, as a function without a resource-based policy
-        // granting it the action refuses it.
-        Resource::Function(name) => match svc.functions().function(name) {
+        // A configured function belongs to its account (`account` in its config), and a
+        // FunctionName alone names the caller's own (Lambda resolves it in the caller's
+        // account). Another account's function is checked, like a missing one, on the
+        // caller's account, and the operation answers `ResourceNotFoundException` naming
+        // the ARN the caller named: a 403 would tell the caller that the function exists.
+        Resource::Function(name) => match svc.functions().own_function(&p.account_id, name) {
             Ok(f) => Resolved::Other {
                 arn: svc.functions().function_arn(&f.name),
-                account: svc.functions().function_account(f).to_owned(),
+                account: p.account_id.to_string(),
             },
             Err(_) => Resolved::Account,
         },

@@ -755,10 +755,11 @@ async fn mapping_settings_are_checked_and_one_node_holds_a_mapping() {
     assert_eq!(e.code.aws_code(), "ResourceNotFoundException");
 }
 
-/// A function belongs to its configured account: `function` resolves an ARN only in that
-/// account, `own_function`/`own_functions` are that account's, and `invocable_function`
-/// also serves the accounts its `allow_accounts` names; everyone else is answered as for
-/// a missing function.
+/// A function belongs to its configured account: `function` resolves a name alone in the
+/// caller's account and an ARN in the ARN's, `own_function`/`own_functions` are that
+/// account's, and `invocable_function` also serves the accounts its `allow_accounts`
+/// names (by its ARN); everyone else is answered as for a missing function of the ARN
+/// they named, never of the function's own.
 #[tokio::test]
 async fn functions_belong_to_their_account_and_serve_the_accounts_they_allow() {
     let mut mine = FunctionConfig::new("mine", FunctionTarget::Url("http://127.0.0.1:9/".into()));
@@ -776,45 +777,55 @@ async fn functions_belong_to_their_account_and_serve_the_accounts_they_allow() {
         config,
         None,
     );
+    let mine_arn = "arn:aws:lambda:us-east-1:111111111111:function:mine";
+    assert_eq!(svc.functions().function_arn("mine"), mine_arn);
+    let fx = svc.functions();
+    for account in ["111111111111", "222222222222", default.as_str()] {
+        assert!(fx.function(account, mine_arn).is_ok());
+        assert!(fx
+            .function(account, "111111111111:function:mine:$LATEST")
+            .is_ok());
+    }
+    assert!(fx.function("111111111111", "mine").is_ok());
+    let message = |e: loft_core::Error| {
+        assert_eq!(e.code, loft_core::ErrorCode::LambdaResourceNotFound);
+        e.message
+    };
+    // A name alone is the caller's own function: another account's is not found, in the
+    // caller's account, as a missing one is.
     assert_eq!(
-        svc.functions().function_arn("mine"),
-        "arn:aws:lambda:us-east-1:111111111111:function:mine"
+        message(fx.function("222222222222", "mine").unwrap_err()),
+        "Function not found: arn:aws:lambda:us-east-1:222222222222:function:mine"
     );
-    assert!(svc
-        .functions()
-        .function("arn:aws:lambda:us-east-1:111111111111:function:mine")
-        .is_ok());
-    assert!(svc
-        .functions()
-        .function("111111111111:function:mine:$LATEST")
-        .is_ok());
-    let wrong = svc
-        .functions()
-        .function(&format!("arn:aws:lambda:us-east-1:{default}:function:mine"))
-        .unwrap_err();
-    assert_eq!(wrong.code, loft_core::ErrorCode::LambdaResourceNotFound);
-    assert!(svc.functions().own_function("111111111111", "mine").is_ok());
-    assert!(svc
-        .functions()
-        .own_function("222222222222", "mine")
-        .is_err());
-    assert!(svc
-        .functions()
-        .invocable_function("222222222222", "mine")
-        .is_ok());
-    let refused = svc
-        .functions()
-        .invocable_function("333333333333", "mine")
-        .unwrap_err();
-    assert_eq!(refused.code, loft_core::ErrorCode::LambdaResourceNotFound);
-    assert!(svc
-        .functions()
-        .invocable_function(&default, "shared")
-        .is_ok());
-    assert!(svc
-        .functions()
-        .invocable_function("111111111111", "shared")
-        .is_err());
+    assert_eq!(
+        message(
+            fx.function(
+                &default,
+                &format!("arn:aws:lambda:us-east-1:{default}:function:mine")
+            )
+            .unwrap_err()
+        ),
+        format!("Function not found: arn:aws:lambda:us-east-1:{default}:function:mine")
+    );
+    assert!(fx.own_function("111111111111", "mine").is_ok());
+    assert!(fx.own_function("111111111111", mine_arn).is_ok());
+    // Another account's function by its ARN is answered as a missing one of that ARN.
+    assert_eq!(
+        message(fx.own_function("222222222222", mine_arn).unwrap_err()),
+        message(
+            fx.own_function("222222222222", &mine_arn.replace("mine", "nosuch"))
+                .unwrap_err()
+        )
+        .replace("nosuch", "mine")
+    );
+    assert!(fx.invocable_function("222222222222", mine_arn).is_ok());
+    assert!(fx.invocable_function("222222222222", "mine").is_err());
+    assert_eq!(
+        message(fx.invocable_function("333333333333", mine_arn).unwrap_err()),
+        format!("Function not found: {mine_arn}")
+    );
+    assert!(fx.invocable_function(&default, "shared").is_ok());
+    assert!(fx.invocable_function("111111111111", "shared").is_err());
     let names = |account: &str| -> Vec<String> {
         svc.functions()
             .own_functions(account)

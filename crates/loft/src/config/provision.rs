@@ -178,7 +178,9 @@ impl Config {
             // account's unless the function names another).
             let account = svc
                 .functions()
-                .function(&m.function)
+                .functions()
+                .iter()
+                .find(|f| f.name == m.function)
                 .map_or(svc.config().account_id.clone(), |f| {
                     svc.functions().function_account(f).to_owned()
                 });

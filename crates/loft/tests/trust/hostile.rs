@@ -35,6 +35,12 @@
 //!   resources: A keeps a marked queue and topic (`vsecretq`, `vsecrettopic`) that B
 //!   never names, so their names in any answer to B are a leak.
 //!
+//! - existence: for A's function (GetFunction, Create-, Update- and
+//!   ListEventSourceMappings by name, partial ARN and ARN; SNS Subscribe of B's topic to
+//!   it), A's subscription (Get- and SetSubscriptionAttributes, Unsubscribe) and A's move
+//!   task (CancelMessageMoveTask), B's answer must be the one B gets for a made-up resource
+//!   of the same shape, B's own input echoed apart: a difference tells B it exists.
+//!
 //! Figures go to stdout (`hostile[ENGINE]: N requests, N refused, N answered 2xx, 0 doors`).
 
 use std::collections::BTreeMap;
@@ -90,6 +96,13 @@ identity = "user/attacker"
 [[functions]]
 name = "vfunc"
 url = "{function_url}"
+
+# B's own function (a host nothing listens on): B's mapping of it is what B changes to
+# name A's function in UpdateEventSourceMapping.
+[[functions]]
+name = "bfunc"
+url = "http://127.0.0.1:9/"
+account = "{B}"
 "#,
         owner = OWNER.0,
         owner_secret = OWNER.1,
@@ -100,11 +113,13 @@ url = "{function_url}"
     )
 }
 
-/// One answer: status and body.
+/// One answer: status, body and the Lambda API's error type (`x-amzn-ErrorType`, which
+/// its error bodies leave out).
 #[derive(Debug, Clone)]
 struct Answer {
     status: u16,
     body: String,
+    kind: String,
 }
 
 impl Answer {
@@ -159,9 +174,16 @@ impl Client<'_> {
             at: SystemTime::now(),
         };
         let r = send_signed(&signer, method, url, headers, body).await;
+        let kind = r
+            .headers()
+            .get("x-amzn-errortype")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_owned();
         Answer {
             status: r.status().as_u16(),
             body: r.text().await.unwrap_or_default(),
+            kind,
         }
     }
 
@@ -1244,6 +1266,7 @@ async fn sequences(v: &Victim, tally: &mut Tally) {
     let a = Answer {
         status: r.status().as_u16(),
         body: r.text().await.unwrap_or_default(),
+        kind: String::new(),
     };
     tally.refused(ATTACKER, "unsigned GET /metrics", &a);
     let a = b.rest("sqs", "GET", "/metrics", None).await;
@@ -1264,6 +1287,192 @@ async fn sequences(v: &Victim, tally: &mut Tally) {
         a.body.contains("queue=\"vsecretq\""),
         "the control: A's scrape shows A's queues: {}",
         trim(&a.body)
+    );
+}
+
+/// The answer of `a` without what differs between any two requests (the request id of a
+/// Query error), for comparing two answers.
+fn comparable(a: &Answer) -> (u16, String, String) {
+    let mut body = a.body.clone();
+    while let (Some(s), Some(e)) = (body.find("<RequestId>"), body.find("</RequestId>")) {
+        if e < s {
+            break;
+        }
+        body.replace_range(s..e + "</RequestId>".len(), "");
+    }
+    (a.status, a.kind.clone(), body)
+}
+
+impl Tally {
+    /// Judges a pair of answers to B: `real` for one of A's resources, `made_up` for one
+    /// of the same shape that does not exist, B's requests differing only by `swap.0`
+    /// (the made-up name, id or handle) in place of `swap.1`. Once B's own input is
+    /// echoed back (`swap.0` read as `swap.1`), code, status and message must be the
+    /// same: any difference tells B that A's resource exists.
+    fn same(&mut self, what: &str, real: &Answer, made_up: &Answer, swap: (&str, &str)) {
+        self.judge(ATTACKER, &format!("{what} (A's)"), real);
+        self.judge(ATTACKER, &format!("{what} (made up)"), made_up);
+        let echoed = Answer {
+            body: made_up.body.replace(swap.0, swap.1),
+            ..made_up.clone()
+        };
+        if comparable(real) != comparable(&echoed) {
+            self.doors.push(format!(
+                "{what}: A's answers {} {} {}, a made-up one {} {} {}",
+                real.status,
+                real.kind,
+                trim(&real.body),
+                made_up.status,
+                made_up.kind,
+                trim(&made_up.body)
+            ));
+        }
+    }
+}
+
+/// Existence doors: B asks about each kind of A's resource that B may not reach, and about
+/// a made-up one of the same shape (same account, same spelling), and must get the same
+/// answer for both ([`Tally::same`]). A FunctionName is a name, a partial ARN
+/// (`ACCOUNT:function:NAME`) or an ARN (Lambda API Reference, GetFunction); a name alone
+/// names a function of the caller's own account, and another account's function is
+/// answered to B as a missing one of that ARN.
+async fn existence(v: &Victim, tally: &mut Tally) {
+    let b = Client {
+        base: &v.base,
+        key: ATTACKER,
+    };
+    let owner = Client {
+        base: &v.base,
+        key: OWNER,
+    };
+    // Functions: every Lambda operation that takes a FunctionName, by name, partial ARN
+    // and ARN.
+    let (real, fake) = ("vfunc", "vnosuch");
+    let spellings = |name: &str| {
+        vec![
+            name.to_owned(),
+            format!("{A}:function:{name}"),
+            format!("arn:aws:lambda:us-east-1:{A}:function:{name}"),
+        ]
+    };
+    let esm = "/2015-03-31/event-source-mappings";
+    let a = b
+        .rest(
+            "lambda",
+            "POST",
+            &format!("{esm}/"),
+            Some(&json!({"EventSourceArn": v.attacker_queue_arn, "FunctionName": "bfunc", "Enabled": false})),
+        )
+        .await;
+    ok(&a, "B maps its own queue to its own function");
+    let b_mapping = a.json()["UUID"].as_str().unwrap_or_default().to_owned();
+    // Each operation's request naming function `n`: method, path and body.
+    let request = |op: &str, n: &str| -> (&str, String, Option<Value>) {
+        match op {
+            "GetFunction" => ("GET", format!("/2015-03-31/functions/{n}"), None),
+            "ListEventSourceMappings" => {
+                let n: String = form_urlencoded::byte_serialize(n.as_bytes()).collect();
+                ("GET", format!("{esm}/?FunctionName={n}"), None)
+            }
+            "CreateEventSourceMapping" => (
+                "POST",
+                format!("{esm}/"),
+                Some(json!({"EventSourceArn": v.attacker_queue_arn, "FunctionName": n})),
+            ),
+            _ => (
+                "PUT",
+                format!("{esm}/{b_mapping}"),
+                Some(json!({"FunctionName": n})),
+            ),
+        }
+    };
+    for (r, f) in spellings(real).into_iter().zip(spellings(fake)) {
+        for op in [
+            "GetFunction",
+            "ListEventSourceMappings",
+            "CreateEventSourceMapping",
+            "UpdateEventSourceMapping",
+        ] {
+            let (method, path, body) = request(op, &r);
+            let a = b.rest("lambda", method, &path, body.as_ref()).await;
+            let (method, path, body) = request(op, &f);
+            let m = b.rest("lambda", method, &path, body.as_ref()).await;
+            tally.same(&format!("Lambda {op} {r}"), &a, &m, (fake, real));
+        }
+    }
+    // SNS Subscribe of B's topic to A's function (its ARN, and qualified).
+    for suffix in ["", ":$LATEST"] {
+        let endpoint = |n: &str| format!("arn:aws:lambda:us-east-1:{A}:function:{n}{suffix}");
+        let mut answers = Vec::new();
+        for n in [real, fake] {
+            let params = [
+                ("TopicArn", v.attacker_topic.as_str()),
+                ("Protocol", "lambda"),
+                ("Endpoint", &endpoint(n)),
+            ];
+            answers.push(b.sns("Subscribe", &params).await);
+        }
+        let what = format!("Subscribe B's topic to {}", endpoint(real));
+        tally.same(&what, &answers[0], &answers[1], (fake, real));
+    }
+    // Subscriptions: A's real one and a made-up id on A's topic; the same ids on B's own
+    // topic (the control: B's topic, so both are B's to ask about, and neither exists).
+    let id = v.subscription.rsplit(':').next().unwrap_or_default();
+    let made_up = "6f1c3a52-8d4e-4b7a-9c2d-0e5f7a1b3c4d";
+    for topic in [v.topic.as_str(), v.attacker_topic.as_str()] {
+        let real_arn = format!("{topic}:{id}");
+        for (op, extra) in [
+            ("GetSubscriptionAttributes", &[][..]),
+            (
+                "SetSubscriptionAttributes",
+                &[
+                    ("AttributeName", "FilterPolicy"),
+                    ("AttributeValue", r#"{"attack": ["1"]}"#),
+                ][..],
+            ),
+            ("Unsubscribe", &[][..]),
+        ] {
+            let mut answers = Vec::new();
+            for arn in [real_arn.clone(), format!("{topic}:{made_up}")] {
+                let mut params = vec![("SubscriptionArn", arn.as_str())];
+                params.extend_from_slice(extra);
+                answers.push(b.sns(op, &params).await);
+            }
+            let what = format!("{op} {real_arn}");
+            tally.same(&what, &answers[0], &answers[1], (made_up, id));
+        }
+    }
+    // Message move tasks: A's running task's handle, and a handle made up the way Loft
+    // makes them, naming A's queue.
+    let a = owner
+        .sqs_json(
+            "ListMessageMoveTasks",
+            &json!({"SourceArn": qarn(A, "vdlq"), "MaxResults": 1}),
+        )
+        .await;
+    assert_eq!(
+        a.json()["Results"][0]["Status"],
+        "RUNNING",
+        "the control: A's move task still runs, so its handle names a task: {}",
+        a.body
+    );
+    use base64::Engine as _;
+    let forged = base64::engine::general_purpose::STANDARD
+        .encode(json!({"taskId": made_up, "sourceArn": qarn(A, "vdlq")}).to_string());
+    let a = b
+        .sqs_json(
+            "CancelMessageMoveTask",
+            &json!({"TaskHandle": v.task_handle}),
+        )
+        .await;
+    let m = b
+        .sqs_json("CancelMessageMoveTask", &json!({"TaskHandle": forged}))
+        .await;
+    tally.same(
+        "CancelMessageMoveTask with A's handle",
+        &a,
+        &m,
+        (&forged, &v.task_handle),
     );
 }
 
@@ -1353,6 +1562,7 @@ async fn hostile(engine: &str, extra: &[&str]) {
     barrage(&v, ATTACKER, &mut tally).await;
     barrage(&v, DENIED, &mut tally).await;
     sequences(&v, &mut tally).await;
+    existence(&v, &mut tally).await;
     table(&v, ATTACKER, &mut tally).await;
     table(&v, DENIED, &mut tally).await;
     // The control of the listings: A's own sees its marked queue and topic.

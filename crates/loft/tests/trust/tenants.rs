@@ -3,7 +3,8 @@
 //! must not reach A's event source mappings through the Lambda API or the console's
 //! `/_loft/mappings`, nor cancel A's message move task with A's TaskHandle; A creates a
 //! mapping on its own queue by the queue's real ARN. Functions belong to their configured
-//! account: another account neither sees, maps nor subscribes one unless it is allowed.
+//! account: another account neither sees, maps nor subscribes one unless it is allowed,
+//! and cannot tell one of A's functions (or task handles) from a made-up one.
 
 use serde_json::{json, Value};
 
@@ -154,13 +155,16 @@ async fn event_source_mappings_are_their_accounts_own() {
     create_queue(&loft, A, "a-work", json!({})).await;
     let arn = queue_arn(ACCOUNT_A, "a-work");
 
-    // A maps its own queue by its real ARN.
+    // A maps its own queue by its real ARN, to the default account's function that
+    // allows A, named by its ARN (a name alone would be A's own function).
     let (status, _, created) = lambda(
         &loft,
         A,
         "POST",
         "/2015-03-31/event-source-mappings/",
-        Some(json!({"FunctionName": "worker", "EventSourceArn": arn, "Enabled": true})),
+        Some(
+            json!({"FunctionName": "arn:aws:lambda:us-east-1:000000000000:function:worker", "EventSourceArn": arn, "Enabled": true}),
+        ),
     )
     .await;
     assert_eq!(status, 202, "{created}");
@@ -301,6 +305,20 @@ async fn another_accounts_task_handle_cancels_nothing() {
             .contains("AccessDenied"),
         "{out}"
     );
+    // A handle made up to name A's queue gets the same answer: a 404 would tell B which
+    // handle is a running task's.
+    use base64::Engine as _;
+    let forged = base64::engine::general_purpose::STANDARD.encode(
+        json!({"taskId": "6f1c3a52-8d4e-4b7a-9c2d-0e5f7a1b3c4d", "sourceArn": dlq}).to_string(),
+    );
+    let (forged_status, forged_out) = sqs(
+        &loft,
+        B,
+        "CancelMessageMoveTask",
+        json!({"TaskHandle": forged}),
+    )
+    .await;
+    assert_eq!((forged_status, &forged_out), (status, &out));
     // The task still runs, and A itself cancels it.
     let (_, listed) = sqs(&loft, A, "ListMessageMoveTasks", json!({"SourceArn": dlq})).await;
     assert_eq!(listed["Results"][0]["Status"], "RUNNING", "{listed}");
@@ -357,12 +375,17 @@ async fn sns(
 async fn functions_are_their_accounts_own_unless_they_allow_another() {
     let (loft, _dir) = start();
     let a_only = format!("arn:aws:lambda:us-east-1:{ACCOUNT_A}:function:a-only");
-    // The Lambda API: B gets A's function refused and lists its own (none); A and the
-    // default account list their own.
+    // The Lambda API: B's name alone is B's own function, and A's by its ARN is answered
+    // as a missing one (`another_accounts_function_is_answered_as_a_missing_one`); B
+    // lists its own (none); A and the default account list their own.
     let (status, kind, out) = lambda(&loft, B, "GET", "/2015-03-31/functions/a-only", None).await;
     assert_eq!(
-        (status, kind.as_str()),
-        (403, "AccessDeniedException"),
+        (status, kind.as_str(), &out["Message"]),
+        (
+            404,
+            "ResourceNotFoundException",
+            &json!("Function not found: arn:aws:lambda:us-east-1:222222222222:function:a-only")
+        ),
         "{out}"
     );
     let (status, kind, out) = lambda(
@@ -374,8 +397,12 @@ async fn functions_are_their_accounts_own_unless_they_allow_another() {
     )
     .await;
     assert_eq!(
-        (status, kind.as_str()),
-        (403, "AccessDeniedException"),
+        (status, kind.as_str(), &out["Message"]),
+        (
+            404,
+            "ResourceNotFoundException",
+            &json!(format!("Function not found: {a_only}"))
+        ),
         "{out}"
     );
     let names = |v: &Value| -> Vec<String> {
@@ -532,4 +559,114 @@ async fn listings_show_each_key_its_own_accounts_resources() {
     )
     .await;
     assert_eq!(status, 400, "{refused}");
+}
+
+/// B's answers about A's function and about a made-up one of the same spelling must be the
+/// same, once B's own input is read back (the made-up name as A's): a name alone is
+/// looked up in the caller's own account, as Lambda resolves FunctionName, and another
+/// account's function that does not allow B is answered as a missing one of the ARN B
+/// named, never of A's data. The default account (000000000000) is neither A's nor B's.
+#[tokio::test]
+async fn another_accounts_function_is_answered_as_a_missing_one() {
+    let (loft, _dir) = start();
+    create_queue(&loft, B, "b-own", json!({})).await;
+    let b_queue = queue_arn("222222222222", "b-own");
+    let worker = "arn:aws:lambda:us-east-1:000000000000:function:worker";
+    let (status, _, made) = lambda(
+        &loft,
+        B,
+        "POST",
+        "/2015-03-31/event-source-mappings/",
+        Some(json!({"FunctionName": worker, "EventSourceArn": b_queue, "Enabled": false})),
+    )
+    .await;
+    assert_eq!(
+        status, 202,
+        "B maps its queue to the function that allows it: {made}"
+    );
+    let b_mapping = made["UUID"].as_str().unwrap().to_owned();
+    let spellings = |name: &str| {
+        [
+            name.to_owned(),
+            format!("{ACCOUNT_A}:function:{name}"),
+            format!("arn:aws:lambda:us-east-1:{ACCOUNT_A}:function:{name}"),
+        ]
+    };
+    let (real, fake) = ("a-only", "a-nosuch");
+    let mut doors = Vec::new();
+    for (r, f) in spellings(real).into_iter().zip(spellings(fake)) {
+        let query = |n: &str| -> String { form_urlencoded::byte_serialize(n.as_bytes()).collect() };
+        for (op, method) in [
+            ("GetFunction", "GET"),
+            ("ListEventSourceMappings", "GET"),
+            ("CreateEventSourceMapping", "POST"),
+            ("UpdateEventSourceMapping", "PUT"),
+        ] {
+            let request = |n: &str| match op {
+                "GetFunction" => (format!("/2015-03-31/functions/{n}"), None),
+                "ListEventSourceMappings" => (
+                    format!(
+                        "/2015-03-31/event-source-mappings/?FunctionName={}",
+                        query(n)
+                    ),
+                    None,
+                ),
+                "CreateEventSourceMapping" => (
+                    "/2015-03-31/event-source-mappings/".to_owned(),
+                    Some(json!({"FunctionName": n, "EventSourceArn": b_queue})),
+                ),
+                _ => (
+                    format!("/2015-03-31/event-source-mappings/{b_mapping}"),
+                    Some(json!({"FunctionName": n})),
+                ),
+            };
+            let (path, body) = request(&r);
+            let a = lambda(&loft, B, method, &path, body).await;
+            let (path, body) = request(&f);
+            let m = lambda(&loft, B, method, &path, body).await;
+            let echoed = serde_json::from_str::<Value>(&m.2.to_string().replace(fake, real))
+                .unwrap_or(Value::Null);
+            if (a.0, &a.1, &a.2) != (m.0, &m.1, &echoed) {
+                doors.push(format!("{op} {r}: A's {a:?}, made up {m:?}"));
+            }
+            assert!(a.0 >= 400, "{op} {r}: B reached A's function: {a:?}");
+        }
+    }
+    // SNS: B's topic subscribing A's function is refused as one subscribing a made-up
+    // function of A's account.
+    let (status, out) = sns(&loft, B, &[("Action", "CreateTopic"), ("Name", "b-doors")]).await;
+    assert_eq!(status, 200, "{out}");
+    let b_topic = "arn:aws:sns:us-east-1:222222222222:b-doors";
+    let mut answers = Vec::new();
+    for name in [real, fake] {
+        let endpoint = format!("arn:aws:lambda:us-east-1:{ACCOUNT_A}:function:{name}");
+        let (status, out) = sns(
+            &loft,
+            B,
+            &[
+                ("Action", "Subscribe"),
+                ("TopicArn", b_topic),
+                ("Protocol", "lambda"),
+                ("Endpoint", &endpoint),
+            ],
+        )
+        .await;
+        let message = out
+            .split_once("<RequestId>")
+            .map_or(out.as_str(), |(head, _)| head)
+            .replace(fake, real);
+        answers.push((status, message));
+    }
+    if answers[0] != answers[1] {
+        doors.push(format!(
+            "Subscribe: A's {:?}, made up {:?}",
+            answers[0], answers[1]
+        ));
+    }
+    assert_eq!(answers[0].0, 403, "{answers:?}");
+    assert!(
+        doors.is_empty(),
+        "B tells A's function from a made-up one:\n{}",
+        doors.join("\n")
+    );
 }

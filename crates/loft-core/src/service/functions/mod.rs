@@ -118,23 +118,29 @@ impl Functions {
         &self.config.functions
     }
 
-    /// The function a FunctionName (name, `name:qualifier`, partial or full ARN) names,
-    /// whichever account it belongs to. An ARN (full or partial) must name the function's
-    /// own account ([`Functions::function_account`]).
+    /// The function a FunctionName (name, `name:qualifier`, partial or full ARN) names for
+    /// a caller of `account` ([`fx::FunctionRef`]: a name alone is `account`'s, an ARN is
+    /// its own account's), when that account has a configured function of that name.
     ///
-    /// Errors: `ResourceNotFoundException` when no configured function has that name (in
-    /// that account).
-    pub fn function(&self, name_or_arn: &str) -> Result<&FunctionConfig> {
-        let name = fx::function_name_of(name_or_arn);
-        let account = name_or_arn
-            .rsplit_once(":function:")
-            .map(|(head, _)| head.rsplit(':').next().unwrap_or(head));
+    /// Errors: `ResourceNotFoundException` "Function not found: ARN", the ARN built from
+    /// `name_or_arn` and `account` alone ([`Functions::function_not_found`]).
+    pub fn function(&self, account: &str, name_or_arn: &str) -> Result<&FunctionConfig> {
+        let r = fx::FunctionRef::parse(name_or_arn, account, &self.config.region);
         self.config
             .functions
             .iter()
-            .find(|f| f.name == name)
-            .filter(|f| account.is_none_or(|a| a == self.function_account(f)))
-            .ok_or_else(|| fx::function_not_found(&self.function_arn(name)))
+            .find(|f| f.name == r.name && self.function_account(f) == r.account)
+            .ok_or_else(|| fx::function_not_found(&r.arn()))
+    }
+
+    /// The answer to a caller of `account` for a FunctionName that names no function it may
+    /// use: `ResourceNotFoundException` naming the ARN the parameter names for that caller
+    /// ([`fx::FunctionRef`]), never one of another account's functions, so another
+    /// account's function is answered exactly as a missing one of that ARN.
+    pub fn function_not_found(&self, account: &str, name_or_arn: &str) -> Error {
+        fx::function_not_found(
+            &fx::FunctionRef::parse(name_or_arn, account, &self.config.region).arn(),
+        )
     }
 
     /// The account function `f` belongs to: its configured `account`, else the server's.
@@ -150,33 +156,34 @@ impl Functions {
         self.function_account(f) == account || f.allow_accounts.iter().any(|a| a == account)
     }
 
-    /// The function `name_or_arn` names ([`Functions::function`]) when `account` may invoke
-    /// it ([`Functions::may_invoke`]): what a `lambda` subscription of `account`'s topic and
-    /// an event source mapping of `account` call. Checked when they are made and again at
-    /// each invocation, so a function whose configuration no longer allows the account
-    /// stops being invoked for it.
+    /// The function `name_or_arn` names for `account` ([`Functions::function`]) when
+    /// `account` may invoke it ([`Functions::may_invoke`]): what a `lambda` subscription of
+    /// `account`'s topic and an event source mapping of `account` call. Checked when they
+    /// are made and again at each invocation, so a function whose configuration no longer
+    /// allows the account stops being invoked for it. Another account's function is named
+    /// by its ARN.
     ///
     /// Errors: `ResourceNotFoundException`, for another account's function as for a
-    /// missing one.
+    /// missing one ([`Functions::function_not_found`]).
     pub fn invocable_function(&self, account: &str, name_or_arn: &str) -> Result<&FunctionConfig> {
-        let f = self.function(name_or_arn)?;
+        let f = self.function(account, name_or_arn)?;
         if self.may_invoke(account, f) {
             Ok(f)
         } else {
-            Err(fx::function_not_found(&self.function_arn(&f.name)))
+            Err(self.function_not_found(account, name_or_arn))
         }
     }
 
     /// The function `name_or_arn` names when it is `account`'s own (GetFunction).
     ///
     /// Errors: `ResourceNotFoundException`, for another account's function as for a
-    /// missing one.
+    /// missing one ([`Functions::function_not_found`]).
     pub fn own_function(&self, account: &str, name_or_arn: &str) -> Result<&FunctionConfig> {
-        let f = self.function(name_or_arn)?;
+        let f = self.function(account, name_or_arn)?;
         if self.function_account(f) == account {
             Ok(f)
         } else {
-            Err(fx::function_not_found(&self.function_arn(&f.name)))
+            Err(self.function_not_found(account, name_or_arn))
         }
     }
 
@@ -238,7 +245,8 @@ impl Functions {
         subscription: &str,
         function_arn: &str,
     ) -> Option<NewDelivery> {
-        self.function(function_arn).ok()?;
+        let account = names::arn_account(n.topic_arn).unwrap_or(&self.config.account_id);
+        self.function(account, function_arn).ok()?;
         Some(NewDelivery {
             subscription: subscription.to_owned(),
             endpoint: function_arn.to_owned(),
@@ -268,7 +276,8 @@ impl Functions {
         let Some(sub) = self.store.get_subscription(&d.subscription).await? else {
             return self.store.finish_delivery(d.id).await;
         };
-        let (retries, max_age) = match self.function(&d.endpoint) {
+        let (account, _) = self.split_key(&sub.topic_name);
+        let (retries, max_age) = match self.function(account, &d.endpoint) {
             Ok(f) => (f.maximum_retry_attempts, f.maximum_event_age_seconds),
             Err(_) => (0, fx::MIN_MAX_EVENT_AGE_SECONDS),
         };

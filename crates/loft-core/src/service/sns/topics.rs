@@ -619,22 +619,34 @@ impl Sns {
                 "Endpoint Reason: An endpoint must be specified for this protocol",
             ));
         }
-        // A configured function invoked for another account's topic needs its grant
-        // (`allow_accounts`, as a Lambda resource-based policy's `lambda:InvokeFunction`
-        // for that account); checked again at each delivery.
+        // A function of another account than the topic's is invoked only when it exists
+        // and grants the topic's account (`allow_accounts`, as a Lambda resource-based
+        // policy's `lambda:InvokeFunction` for that account); checked again at each
+        // delivery. A missing one is refused in the same words, naming the ARN the
+        // endpoint names, so the answer does not tell whether another account's function
+        // exists. The topic's own account's unconfigured functions are recorded, and so
+        // are another account's with one account only (`multi_account` off: an ARN of
+        // another account names nothing Loft has).
         if protocol == P::Lambda {
-            if let Ok(f) = self.functions.function(endpoint) {
-                let (account, _) = self.split_key(&topic.name);
-                if !self.functions.may_invoke(account, f) {
-                    return Err(Error::new(
-                        ErrorCode::AuthorizationError,
-                        format!(
-                            "User: {} is not authorized to perform: lambda:InvokeFunction on resource: {} because no resource-based policy allows the lambda:InvokeFunction action",
-                            principal.map_or_else(|| self.principal_arn(), str::to_owned),
-                            self.functions.function_arn(&f.name)
-                        ),
-                    ));
-                }
+            let (account, _) = self.split_key(&topic.name);
+            let function =
+                crate::functions::FunctionRef::parse(endpoint, account, &self.config.region);
+            let refused = function.account != account
+                && self
+                    .functions
+                    .invocable_function(account, endpoint)
+                    .is_err()
+                && (self.config.multi_account
+                    || self.functions.function(account, endpoint).is_ok());
+            if refused {
+                return Err(Error::new(
+                    ErrorCode::AuthorizationError,
+                    format!(
+                        "User: {} is not authorized to perform: lambda:InvokeFunction on resource: {} because no resource-based policy allows the lambda:InvokeFunction action",
+                        principal.map_or_else(|| self.principal_arn(), str::to_owned),
+                        function.arn()
+                    ),
+                ));
             }
         }
         // FIFO topics deliver to SQS queues only, and FIFO queues take only FIFO topics

@@ -354,33 +354,26 @@ impl Sqs {
             .collect())
     }
 
-    /// The store key of the source queue of the running task `handle`, for checking
+    /// The store key of the source queue a task handle names, for checking
     /// `sqs:CancelMessageMoveTask` on that queue (SQS Developer Guide "Amazon SQS API
     /// permissions: Actions and resource reference": the move task actions are on the
-    /// source queue). `None` when no running task has this handle (the operation then
-    /// answers `ResourceNotFoundException`, as AWS answers an unknown handle).
+    /// source queue). `None` when the handle is not one Loft's form can read (the
+    /// operation then answers `ResourceNotFoundException`, as AWS answers an unknown
+    /// handle).
     ///
-    /// The handle names its task's source ARN ([`Sqs::start_message_move_task`] makes
-    /// it so), but only a handle the store holds for a task of that queue counts: a
-    /// handle made up to name another queue finds no task.
-    ///
-    /// Errors: `InternalError` when storage fails.
-    pub async fn move_task_source(&self, handle: &str) -> Result<Option<String>> {
-        let Some(arn) = base64::engine::general_purpose::STANDARD
+    /// Read from the handle alone ([`Sqs::start_message_move_task`] writes its task's
+    /// source ARN into it), not from the store, so the check does not depend on whether
+    /// the task exists: a caller refused on the queue is refused for a handle made up to
+    /// name it as for a real one. A made-up handle that names the caller's own queue is
+    /// let through and finds no task, since the store matches a handle whole and holds
+    /// each task's handle with its real source.
+    pub fn move_task_source(&self, handle: &str) -> Option<String> {
+        let arn = base64::engine::general_purpose::STANDARD
             .decode(handle)
             .ok()
             .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-            .and_then(|v| v.get("sourceArn")?.as_str().map(str::to_owned))
-        else {
-            return Ok(None);
-        };
-        // One running task per source queue, and none starts while it runs: when the
-        // handle's task is running, it is the queue's newest.
-        let tasks = self.store.list_move_tasks(&arn, 1).await?;
-        Ok(tasks
-            .into_iter()
-            .find(|t| t.handle == handle && t.status == MoveTaskStatus::Running)
-            .map(|t| t.source_queue))
+            .and_then(|v| v.get("sourceArn")?.as_str().map(str::to_owned))?;
+        self.key_of_arn(&arn, "sqs")
     }
 
     /// CancelMessageMoveTask: stops a running task, whichever node runs it; returns how
