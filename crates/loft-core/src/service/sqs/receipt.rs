@@ -6,8 +6,12 @@
 //! The fields are `queue id (i64 BE) | seq (i64 BE) | token (i64 BE)`, sealed with
 //! AES-256-GCM (the version byte as associated data) under a key derived from the store's
 //! receipt key with HKDF-SHA256 ([`crate::store::Store::receipt_key`]: one key per
-//! database, so every node sharing it and every restart read the same handles); the nonce
-//! is random per handle. So a handle names nothing a caller can read: not the queue's
+//! database, so every node sharing it and every restart read the same handles). The nonce
+//! is synthetic: HMAC-SHA256 of [`NONCE_LABEL`] and the fields under the receipt key, cut
+//! to 96 bits, so one receive always gives one handle (a FIFO receive replayed for its
+//! ReceiveRequestAttemptId returns "the same messages and receipt handles", SQS API
+//! Reference, ReceiveMessage) and two receives never share a nonce. So a handle names
+//! nothing a caller can read: not the queue's
 //! store id, not the message's place in the store's one sequence (which would let one
 //! account count another's traffic), not the receive's token. A handle that does not open
 //! is `ReceiptHandleIsInvalid` (SQS API Reference, DeleteMessage and
@@ -50,6 +54,8 @@ pub const MAC_LABEL: &[u8] = b"loft sqs receipt handle v2";
 /// HKDF's `info` for the key that seals version 3 handles: the receipt key itself is only
 /// ever HMAC's key, and this names the other use.
 pub const SEAL_INFO: &[u8] = b"loft sqs receipt handle v3 seal";
+/// What the HMAC of a version 3 handle's synthetic nonce covers before its fields.
+pub const NONCE_LABEL: &[u8] = b"loft sqs receipt handle v3 nonce";
 /// Length of a version 3 handle's nonce, bytes (AES-GCM's 96 bits).
 const NONCE_LEN: usize = 12;
 /// Length of the three i64 fields, bytes.
@@ -114,11 +120,27 @@ impl ReceiptKey {
     /// 64-byte block, zero-padded, which is how HMAC pads a shorter key (RFC 2104,
     /// section 2), so building it cannot fail.
     fn mac(&self) -> Hmac<Sha256> {
+        self.hmac(MAC_LABEL)
+    }
+
+    /// HMAC-SHA256 under this key with `label` fed in. The key is given as SHA-256's
+    /// 64-byte block, zero-padded, which is how HMAC pads a shorter key (RFC 2104,
+    /// section 2), so building it cannot fail.
+    fn hmac(&self, label: &[u8]) -> Hmac<Sha256> {
         let mut block = [0u8; 64];
         block[..KEY_LEN].copy_from_slice(&self.0);
         let mut mac = <Hmac<Sha256> as KeyInit>::new(&block.into());
-        mac.update(MAC_LABEL);
+        mac.update(label);
         mac
+    }
+
+    /// The synthetic nonce of a version 3 handle of `fields`.
+    fn nonce(&self, fields: &[u8]) -> [u8; NONCE_LEN] {
+        let mut mac = self.hmac(NONCE_LABEL);
+        mac.update(fields);
+        let mut nonce = [0u8; NONCE_LEN];
+        nonce.copy_from_slice(&mac.finalize().into_bytes()[..NONCE_LEN]);
+        nonce
     }
 }
 
@@ -173,10 +195,11 @@ impl Receipt {
         })
     }
 
-    /// Encodes the handle (version 3), sealed with `key` under a fresh random nonce.
+    /// Encodes the handle (version 3), sealed with `key` under its synthetic nonce: the
+    /// same receipt always gives the same handle.
     pub fn encode(&self, key: &ReceiptKey) -> String {
-        let nonce: [u8; NONCE_LEN] = rand::random();
         let fields = self.fields();
+        let nonce = key.nonce(&fields);
         let sealed = key
             .1
             .encrypt(
@@ -296,9 +319,10 @@ mod tests {
         );
     }
 
-    /// Nothing of the fields shows: two handles of one receipt differ, and neither holds
-    /// the queue id, seq or token in clear (one account could otherwise read the store's
-    /// sequence and count another account's messages).
+    /// Nothing of the fields shows: no handle holds the queue id, seq or token in clear
+    /// (one account could otherwise read the store's sequence and count another account's
+    /// messages), and receipts one seq apart share no byte run of a nonce or of sealed
+    /// fields. One receipt gives one handle, as a replayed ReceiveRequestAttemptId needs.
     #[test]
     fn a_handle_hides_what_it_names() {
         let k = key(3);
@@ -307,10 +331,22 @@ mod tests {
             seq: 0x1112_1314_1516_1718,
             token: 0x2122_2324_2526_2728,
         };
+        let next = Receipt {
+            seq: r.seq + 1,
+            ..r
+        };
         let a = r.encode(&k);
-        let b = r.encode(&k);
-        assert_ne!(a, b);
-        for handle in [a, b] {
+        assert_eq!(a, r.encode(&k), "one receipt, one handle");
+        let b = next.encode(&k);
+        let bytes = |h: &str| {
+            base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .decode(h)
+                .unwrap()
+        };
+        let (ba, bb) = (bytes(&a), bytes(&b));
+        assert_ne!(ba[1..13], bb[1..13], "a nonce per receipt");
+        assert_ne!(ba[13..37], bb[13..37]);
+        for (handle, r) in [(a, r), (b, next)] {
             let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
                 .decode(&handle)
                 .unwrap();
