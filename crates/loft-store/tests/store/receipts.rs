@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use base64::Engine;
 use loft_core::clock::ManualClock;
+use loft_core::service::receipt::{Receipt, ReceiptKey};
 use loft_core::service::{ReceiveMessage, SendMessage};
 use loft_core::store::Store;
 use loft_core::{ErrorCode, Service, ServiceConfig};
@@ -22,6 +23,14 @@ fn service() -> Arc<Service> {
     service_on(Arc::new(SqliteStore::open_in_memory().expect("store")))
 }
 
+/// A service on a new in-memory SQLite store, with that store's receipt key: a handle is
+/// sealed, so only the key reads the fields a legacy guess names.
+fn service_with_key() -> (Arc<Service>, ReceiptKey) {
+    let store = Arc::new(SqliteStore::open_in_memory().expect("store"));
+    let key = store.receipt_key();
+    (service_on(store), key)
+}
+
 fn service_on(store: Arc<dyn Store>) -> Arc<Service> {
     let clock = Arc::new(ManualClock::new(1_700_000_000_000));
     Service::new(store, clock, ServiceConfig::default(), None)
@@ -29,7 +38,7 @@ fn service_on(store: Arc<dyn Store>) -> Arc<Service> {
 
 /// A service on a fresh PostgreSQL schema, and the schema's name to drop; `None` (the case
 /// skipped, with a note) without `LOFT_TEST_DATABASE_URL`.
-async fn pg_service(test: &str) -> Option<(Arc<Service>, String, String)> {
+async fn pg_service(test: &str) -> Option<(Arc<Service>, ReceiptKey, String, String)> {
     let Some(url) = std::env::var("LOFT_TEST_DATABASE_URL")
         .ok()
         .filter(|u| !u.is_empty())
@@ -49,16 +58,18 @@ async fn pg_service(test: &str) -> Option<(Arc<Service>, String, String)> {
     .expect("connect to LOFT_TEST_DATABASE_URL")
     // New queues are SSE-SQS encrypted: the store needs a master key to send.
     .with_key_source(KeySource::Key(MasterKey::from_bytes([0x5a; 32])));
-    Some((service_on(Arc::new(store)), url, schema))
+    let key = store.receipt_key();
+    Some((service_on(Arc::new(store)), key, url, schema))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_legacy_handles_and_guesses() {
-    let Some((svc, url, schema)) = pg_service("postgres_legacy_handles_and_guesses").await else {
+    let Some((svc, key, url, schema)) = pg_service("postgres_legacy_handles_and_guesses").await
+    else {
         return;
     };
-    legacy_handle_works_only_while_current(&svc).await;
-    legacy_guesses_answer_alike(&svc).await;
+    legacy_handle_works_only_while_current(&svc, &key).await;
+    legacy_guesses_answer_alike(&svc, &key).await;
     drop(svc);
     PgStore::drop_schema(&url, &schema)
         .await
@@ -75,12 +86,10 @@ fn rx(visibility: i64) -> ReceiveMessage {
 }
 
 /// The legacy handle naming the same receive as signed handle `h`.
-fn legacy_of(h: &str) -> String {
-    let b = base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .decode(h)
-        .unwrap();
-    let field = |at: usize| i64::from_be_bytes(b[at..at + 8].try_into().unwrap());
-    legacy(field(1), field(9), field(17))
+/// The legacy form of the receive handle `h` names (read with the store's `key`).
+fn legacy_of(h: &str, key: &ReceiptKey) -> String {
+    let (r, _) = Receipt::decode(h, key).unwrap();
+    legacy(r.queue_id, r.seq, r.token)
 }
 
 fn legacy(queue: i64, seq: i64, token: i64) -> String {
@@ -102,17 +111,18 @@ async fn send(svc: &Service, queue: &str, body: &str) {
 
 #[tokio::test]
 async fn a_legacy_handle_works_only_while_it_is_the_current_receive() {
-    legacy_handle_works_only_while_current(&service()).await;
+    let (svc, key) = service_with_key();
+    legacy_handle_works_only_while_current(&svc, &key).await;
 }
 
-async fn legacy_handle_works_only_while_current(svc: &Service) {
+async fn legacy_handle_works_only_while_current(svc: &Service, key: &ReceiptKey) {
     svc.sqs()
         .create_queue("q", BTreeMap::new(), BTreeMap::new())
         .await
         .unwrap();
     send(svc, "q", "m").await;
     let first = svc.sqs().receive_message("q", rx(300)).await.unwrap();
-    let old = legacy_of(&first[0].receipt_handle);
+    let old = legacy_of(&first[0].receipt_handle, key);
     // Current: it changes visibility.
     svc.sqs().change_visibility("q", &old, 0).await.unwrap();
     let second = svc.sqs().receive_message("q", rx(300)).await.unwrap();
@@ -132,7 +142,7 @@ async fn legacy_handle_works_only_while_current(svc: &Service) {
         .unwrap()
         .is_empty());
     // The current receive's legacy form deletes; once deleted it is invalid too.
-    let current = legacy_of(&second[0].receipt_handle);
+    let current = legacy_of(&second[0].receipt_handle, key);
     svc.sqs().delete_message("q", &current).await.unwrap();
     assert_eq!(
         svc.sqs()
@@ -151,21 +161,19 @@ async fn legacy_handle_works_only_while_current(svc: &Service) {
 
 #[tokio::test]
 async fn a_legacy_guess_answers_alike_for_messages_that_exist_and_do_not() {
-    legacy_guesses_answer_alike(&service()).await;
+    let (svc, key) = service_with_key();
+    legacy_guesses_answer_alike(&svc, &key).await;
 }
 
-async fn legacy_guesses_answer_alike(svc: &Service) {
+async fn legacy_guesses_answer_alike(svc: &Service, key: &ReceiptKey) {
     svc.sqs()
         .create_queue("g", BTreeMap::new(), BTreeMap::new())
         .await
         .unwrap();
     send(svc, "g", "probe").await;
     let got = svc.sqs().receive_message("g", rx(0)).await.unwrap();
-    let b = base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .decode(&got[0].receipt_handle)
-        .unwrap();
-    let queue = i64::from_be_bytes(b[1..9].try_into().unwrap());
-    let seq = i64::from_be_bytes(b[9..17].try_into().unwrap());
+    let (named, _) = Receipt::decode(&got[0].receipt_handle, key).unwrap();
+    let (queue, seq) = (named.queue_id, named.seq);
     send(svc, "g", "never received").await;
     // seq + 1 exists (never received, token 0), seq + 1000 does not; tokens guessed.
     for s in [seq, seq + 1, seq + 1000] {

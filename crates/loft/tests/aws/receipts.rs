@@ -112,7 +112,10 @@ fn forgeries(genuine: &str) -> Vec<String> {
     for guess in ["1:1:0", "1:2:0", "2:1:0", "1:1:1", "3:3:123456789"] {
         out.push(b64url(guess.as_bytes()));
     }
+    // Bytes of each handle format's length, after its version byte (2: fields and MAC;
+    // 3: nonce, sealed fields, tag).
     out.push(b64url(&[2u8; 41]));
+    out.push(b64url(&[3u8; 53]));
     out
 }
 
