@@ -559,6 +559,15 @@ impl Default for FeedbackConfig {
 /// seeds' `{"topic","message"}` JSON payload rather than an SNS envelope.
 pub const SEED_PAYLOAD_ATTRIBUTE: &str = "LoftSeedPayload";
 
+/// The attribute that keeps a subscription's owner when it is not its topic's owner: the
+/// 12-digit account that called Subscribe. A subscription belongs to the account that
+/// made it (SNS Developer Guide, "Sending Amazon SNS messages to an Amazon SQS queue in a
+/// different account": the queue owner who subscribes "owns the subscription"), which
+/// GetSubscriptionAttributes reports as `Owner`, may manage it and lists it. Stored with
+/// the subscription's attributes, never reported among them and never settable (Subscribe
+/// and SetSubscriptionAttributes refuse the name).
+pub const SUBSCRIBER_ACCOUNT_ATTRIBUTE: &str = "LoftSubscriberAccount";
+
 /// The typed view of a subscription's stored attributes (SNS API Reference,
 /// SetSubscriptionAttributes and Subscribe, "Attributes"), read in one place,
 /// [`SubscriptionConfig::from_attributes`]. Values are as validated on Subscribe /
@@ -581,6 +590,9 @@ pub struct SubscriptionConfig {
     pub replay_policy: Option<String>,
     /// [`SEED_PAYLOAD_ATTRIBUTE`] is present: a seeds' subscription.
     pub seed_payload: bool,
+    /// [`SUBSCRIBER_ACCOUNT_ATTRIBUTE`]: the account that made the subscription, when it
+    /// is not the topic's (`None`: the topic's account owns it).
+    pub subscriber_account: Option<String>,
 }
 
 impl SubscriptionConfig {
@@ -609,6 +621,7 @@ impl SubscriptionConfig {
             subscription_role_arn: attributes.get("SubscriptionRoleArn").cloned(),
             replay_policy: attributes.get("ReplayPolicy").cloned(),
             seed_payload: attributes.contains_key(SEED_PAYLOAD_ATTRIBUTE),
+            subscriber_account: attributes.get(SUBSCRIBER_ACCOUNT_ATTRIBUTE).cloned(),
         }
     }
 }

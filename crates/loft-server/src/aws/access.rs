@@ -227,14 +227,30 @@ pub async fn check(svc: &Service, ctx: &Context, access: Access<'_>) -> Result<(
         Resource::TopicName(name) => {
             Resolved::Topic(svc.resource_key(&p.account_id, &p.region, name))
         }
-        // The topic the ARN names, before the subscription is looked up: a caller refused
-        // on that topic gets the same 403 for a subscription that exists as for a made-up
-        // id on the same topic (as for topics themselves). A subscription is found only on
-        // the topic its ARN names, so this is also the topic it belongs to.
-        Resource::Subscription(arn) => topic(
-            arn.rsplit_once(':')
-                .and_then(|(topic_arn, _)| svc.key_of_arn(topic_arn, "sns")),
-        ),
+        // A subscription belongs to the account that made it (SNS Developer Guide,
+        // "Sending Amazon SNS messages to an Amazon SQS queue in a different account"), so
+        // the caller's own subscription on another account's topic is checked as the
+        // caller's: its policies on the topic's ARN (the subscription operations' resource
+        // in the Service Authorization Reference), not the topic's policy. Any other is
+        // checked on the topic the ARN names, as if the subscription were not looked up:
+        // a caller refused on that topic gets the same 403 for another account's
+        // subscription as for a made-up id on the same topic (as for topics themselves). A
+        // subscription is found only on the topic its ARN names, so this is also the topic
+        // it belongs to.
+        Resource::Subscription(arn) => {
+            let topic_arn = arn.rsplit_once(':').map(|(topic_arn, _)| topic_arn);
+            let topic_key = topic_arn.and_then(|a| svc.key_of_arn(a, "sns"));
+            let topic_account = topic_key.as_deref().map(|k| svc.split_key(k).0);
+            match svc.sns().subscription_owner_of(arn).await? {
+                Some(owner) if owner == *p.account_id && topic_account != Some(&owner) => {
+                    Resolved::Other {
+                        arn: topic_arn.unwrap_or(arn).to_owned(),
+                        account: owner,
+                    }
+                }
+                _ => topic(topic_key),
+            }
+        }
         // Mappings have no resource policy and live in their account (Lambda answers a
         // UUID of another account's mapping as one that does not exist), so another
         // account's is checked, like a missing one, on the caller's account, and the

@@ -670,3 +670,163 @@ async fn another_accounts_function_is_answered_as_a_missing_one() {
         doors.join("\n")
     );
 }
+
+/// The text between `<tag>` and `</tag>` in `xml`, when present.
+fn xml_value<'a>(xml: &'a str, tag: &str) -> Option<&'a str> {
+    let start = xml.find(&format!("<{tag}>"))? + tag.len() + 2;
+    let end = xml[start..].find(&format!("</{tag}>"))? + start;
+    Some(&xml[start..end])
+}
+
+/// A subscription belongs to the account that made it (SNS Developer Guide, "Sending
+/// Amazon SNS messages to an Amazon SQS queue in a different account"): when B subscribes
+/// its queue to A's topic, which lets B subscribe, GetSubscriptionAttributes reports B as
+/// `Owner`; B may get, set and unsubscribe it, and B's ListSubscriptions lists it, A's does
+/// not (ListSubscriptions lists "the requester's subscriptions"); A, the topic's owner,
+/// sees it in ListSubscriptionsByTopic and may manage it too. A third account gets the same
+/// refusal for B's subscription as for a made-up id on A's topic.
+#[tokio::test]
+async fn a_subscription_belongs_to_the_account_that_made_it() {
+    let (loft, _dir) = start();
+    let policy = json!({
+        "Version": "2012-10-17",
+        "Statement": [{
+            "Effect": "Allow",
+            "Principal": {"AWS": "arn:aws:iam::222222222222:root"},
+            "Action": "sns:Subscribe",
+            "Resource": format!("arn:aws:sns:us-east-1:{ACCOUNT_A}:a-shared"),
+        }]
+    })
+    .to_string();
+    let (status, out) = sns(
+        &loft,
+        A,
+        &[
+            ("Action", "CreateTopic"),
+            ("Name", "a-shared"),
+            ("Attributes.entry.1.key", "Policy"),
+            ("Attributes.entry.1.value", &policy),
+        ],
+    )
+    .await;
+    assert_eq!(status, 200, "{out}");
+    let topic = format!("arn:aws:sns:us-east-1:{ACCOUNT_A}:a-shared");
+    create_queue(&loft, B, "b-subscriber", json!({})).await;
+    let (status, out) = sns(
+        &loft,
+        B,
+        &[
+            ("Action", "Subscribe"),
+            ("TopicArn", &topic),
+            ("Protocol", "sqs"),
+            ("Endpoint", &queue_arn("222222222222", "b-subscriber")),
+        ],
+    )
+    .await;
+    assert_eq!(status, 200, "B subscribes its queue: {out}");
+    let arn = xml_value(&out, "SubscriptionArn").unwrap().to_owned();
+    assert!(arn.starts_with(&format!("{topic}:")), "{arn}");
+
+    let get = |key| {
+        let arn = arn.clone();
+        let loft = &loft;
+        async move {
+            sns(
+                loft,
+                key,
+                &[
+                    ("Action", "GetSubscriptionAttributes"),
+                    ("SubscriptionArn", &arn),
+                ],
+            )
+            .await
+        }
+    };
+    let (status, out) = get(B).await;
+    assert_eq!(status, 200, "B gets its subscription: {out}");
+    assert!(
+        out.contains("<key>Owner</key><value>222222222222</value>")
+            || out.contains("<key>Owner</key>\n        <value>222222222222</value>"),
+        "Owner is B: {out}"
+    );
+    assert!(!out.contains("LoftSubscriberAccount"), "{out}");
+    let (status, out) = get(A).await;
+    assert_eq!(status, 200, "A, the topic's owner, gets it: {out}");
+    assert!(out.contains("222222222222</value>"), "{out}");
+
+    let listed = |key| {
+        let loft = &loft;
+        async move { sns(loft, key, &[("Action", "ListSubscriptions")]).await }
+    };
+    let (status, out) = listed(B).await;
+    assert_eq!(status, 200, "{out}");
+    assert!(out.contains(&arn), "B lists its subscription: {out}");
+    assert!(out.contains("<Owner>222222222222</Owner>"), "{out}");
+    let (status, out) = listed(A).await;
+    assert_eq!(status, 200, "{out}");
+    assert!(
+        !out.contains(&arn),
+        "A's ListSubscriptions is A's own: {out}"
+    );
+    let (status, out) = sns(
+        &loft,
+        A,
+        &[("Action", "ListSubscriptionsByTopic"), ("TopicArn", &topic)],
+    )
+    .await;
+    assert_eq!(status, 200, "{out}");
+    assert!(
+        out.contains(&arn),
+        "A lists its topic's subscriptions: {out}"
+    );
+
+    // A third account (the default one) is refused B's subscription as it is a made-up id
+    // on A's topic: the same status and error.
+    let made_up = format!("{topic}:00000000-0000-0000-0000-000000000000");
+    let mut answers = Vec::new();
+    for sub in [arn.as_str(), made_up.as_str()] {
+        let (status, out) = sns(
+            &loft,
+            ROOT,
+            &[
+                ("Action", "GetSubscriptionAttributes"),
+                ("SubscriptionArn", sub),
+            ],
+        )
+        .await;
+        answers.push((status, xml_value(&out, "Code").map(str::to_owned)));
+    }
+    assert_eq!(answers[0], answers[1], "{answers:?}");
+    assert_eq!(answers[0].0, 403, "{answers:?}");
+
+    let (status, out) = sns(
+        &loft,
+        B,
+        &[
+            ("Action", "SetSubscriptionAttributes"),
+            ("SubscriptionArn", &arn),
+            ("AttributeName", "RawMessageDelivery"),
+            ("AttributeValue", "true"),
+        ],
+    )
+    .await;
+    assert_eq!(status, 200, "B sets its subscription: {out}");
+    let (_, out) = get(B).await;
+    assert!(out.contains("RawMessageDelivery"), "{out}");
+    assert!(
+        !out.contains("<key>RawMessageDelivery</key><value>false</value>"),
+        "{out}"
+    );
+    let (status, out) = sns(
+        &loft,
+        B,
+        &[("Action", "Unsubscribe"), ("SubscriptionArn", &arn)],
+    )
+    .await;
+    assert_eq!(status, 200, "B unsubscribes: {out}");
+    let (status, out) = get(A).await;
+    assert_eq!(status, 404, "gone: {out}");
+    // Once gone it is no longer B's: B is answered as for any id on A's topic.
+    let (status, out) = get(B).await;
+    assert_eq!(status, 403, "{out}");
+}

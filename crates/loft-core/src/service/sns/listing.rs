@@ -39,7 +39,7 @@ impl Sns {
             } else {
                 "PendingConfirmation".into()
             },
-            owner: self.split_key(&s.topic_name).0.to_owned(),
+            owner: self.subscription_owner(s),
             protocol: s.protocol.as_str().to_owned(),
             endpoint: s.endpoint.clone(),
             topic_arn: self.topic_arn(&s.topic_name),

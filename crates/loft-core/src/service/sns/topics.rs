@@ -30,7 +30,7 @@ type Map = BTreeMap<String, String>;
 
 /// The attribute marking a subscription made through the seeds' API: it receives the
 /// seeds' `{"topic","message"}` JSON payload rather than an SNS envelope.
-pub use crate::attributes::SEED_PAYLOAD_ATTRIBUTE;
+pub use crate::attributes::{SEED_PAYLOAD_ATTRIBUTE, SUBSCRIBER_ACCOUNT_ATTRIBUTE};
 
 /// One page of topics or subscriptions, at most [`PAGE_SIZE`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -570,17 +570,24 @@ impl Sns {
         attributes: Map,
         return_arn: bool,
     ) -> Result<SubscribeResult> {
-        self.subscribe_as(None, topic_arn, protocol, endpoint, attributes, return_arn)
-            .await
+        self.subscribe_as(
+            None, None, topic_arn, protocol, endpoint, attributes, return_arn,
+        )
+        .await
     }
 
     /// Subscribe by the identity `principal` (an IAM ARN), which GetSubscriptionAttributes
-    /// then reports as `SubscriptionPrincipal` (`None`: [`Core::principal_arn`](crate::service::Core::principal_arn)).
+    /// then reports as `SubscriptionPrincipal` (`None`: [`Core::principal_arn`](crate::service::Core::principal_arn)),
+    /// of the 12-digit `account` (`None`: the topic's). A subscription belongs to the
+    /// account that made it: one of another account than the topic's is that account's
+    /// ([`SUBSCRIBER_ACCOUNT_ATTRIBUTE`], [`Sns::subscription_owner`]).
     ///
     /// Errors: as [`Sns::subscribe`].
+    #[allow(clippy::too_many_arguments)]
     pub async fn subscribe_as(
         &self,
         principal: Option<&str>,
+        account: Option<&str>,
         topic_arn: &str,
         protocol: &str,
         endpoint: Option<&str>,
@@ -732,6 +739,9 @@ impl Sns {
         let token = needs_confirmation.then(new_token);
         if let Some(p) = principal {
             attrs.insert("SubscriptionPrincipal".into(), p.to_owned());
+        }
+        if let Some(a) = account.filter(|a| *a != self.split_key(&topic.name).0) {
+            attrs.insert(SUBSCRIBER_ACCOUNT_ATTRIBUTE.into(), a.to_owned());
         }
         let sub = self
             .store
@@ -898,17 +908,43 @@ impl Sns {
         page(subs, next_token, |s| format!("{:020}", s.seq))
     }
 
-    /// ListSubscriptions of `scope` (an account in a region): the subscriptions of its
-    /// topics, 100 a page. Errors: `InvalidParameter` for a bad token.
+    /// ListSubscriptions of `scope` (an account in a region): "a list of the requester's
+    /// subscriptions" (SNS API Reference, ListSubscriptions), those it owns
+    /// ([`Sns::subscription_owner`]) on the topics of its region, 100 a page. Errors:
+    /// `InvalidParameter` for a bad token.
     pub async fn list_subscriptions_of(
         &self,
         scope: names::Scope<'_>,
         next_token: Option<&str>,
     ) -> Result<Page<SubscriptionRecord>> {
-        let subs = self.in_scope(self.store.list_subscriptions(None).await?, scope, |s| {
-            &s.topic_name
+        let mut subs = self.store.list_subscriptions(None).await?;
+        subs.retain(|s| {
+            self.key_scope(&s.topic_name).0.region == scope.region
+                && self.subscription_owner(s) == scope.account
         });
         page(subs, next_token, |s| format!("{:020}", s.seq))
+    }
+
+    /// The 12-digit account that owns subscription `s`: the one that made it when that
+    /// was not its topic's ([`SUBSCRIBER_ACCOUNT_ATTRIBUTE`]), else its topic's. Reported as
+    /// `Owner` by GetSubscriptionAttributes and the list operations.
+    pub fn subscription_owner(&self, s: &SubscriptionRecord) -> String {
+        SubscriptionConfig::from_attributes(&s.attributes)
+            .subscriber_account
+            .unwrap_or_else(|| self.split_key(&s.topic_name).0.to_owned())
+    }
+
+    /// The owner ([`Sns::subscription_owner`]) of the subscription `arn` names, when it
+    /// names one ([`SnsDelivery::subscription_by_arn`]); `None` for a malformed ARN or
+    /// one that names no subscription. Errors: the store's.
+    pub async fn subscription_owner_of(&self, arn: &str) -> Result<Option<String>> {
+        match self.subscription_by_arn(arn).await {
+            Ok(s) => Ok(Some(self.subscription_owner(&s))),
+            Err(e) if matches!(e.code, ErrorCode::NotFound | ErrorCode::InvalidParameter) => {
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// GetSubscriptionAttributes. Errors: `InvalidParameter`, `NotFound`.
@@ -920,7 +956,7 @@ impl Sns {
             .await?
             .ok_or_else(topic_not_found)?;
         let mut out = Map::new();
-        out.insert("Owner".into(), self.split_key(&s.topic_name).0.to_owned());
+        out.insert("Owner".into(), self.subscription_owner(&s));
         out.insert("RawMessageDelivery".into(), "false".into());
         out.insert("TopicArn".into(), self.topic_arn(&s.topic_name));
         out.insert("Endpoint".into(), s.endpoint.clone());
@@ -954,6 +990,7 @@ impl Sns {
         let has_policy = config.filter_policy.is_some();
         for (k, v) in &s.attributes {
             if k == SEED_PAYLOAD_ATTRIBUTE
+                || k == SUBSCRIBER_ACCOUNT_ATTRIBUTE
                 || (!has_policy && matches!(k.as_str(), "FilterPolicy" | "FilterPolicyScope"))
             {
                 continue;

@@ -473,6 +473,7 @@ pub async fn call(
                 .sns()
                 .subscribe_as(
                     principal,
+                    Some(&ctx.principal.account_id),
                     &i.topic_arn,
                     &i.protocol,
                     i.endpoint.as_deref(),
