@@ -641,7 +641,19 @@ def fan_out_setup(queue_base, policy):
                 "Condition": {"ArnEquals": {"aws:SourceArn": policy}}}]})})
     ctx.sns("a").subscribe(TopicArn=topic, Protocol="sqs", Endpoint=qarn(B, q),
                            Attributes={"RawMessageDelivery": "true"})
+    confirm_as_queue_owner(url)
     return topic, url
+
+
+def confirm_as_queue_owner(url):
+    """B confirms the subscription A made to B's queue with the SubscriptionConfirmation
+    that arrived there (none arrives when the queue's policy refuses the topic)."""
+    got = ctx.sqs("b").receive_message(QueueUrl=url, WaitTimeSeconds=1)
+    for m in got.get("Messages", []):
+        body = json.loads(m["Body"])
+        assert body["Type"] == "SubscriptionConfirmation", body
+        ctx.sns("b").confirm_subscription(TopicArn=body["TopicArn"], Token=body["Token"])
+        ctx.sqs("b").delete_message(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])
 
 
 @case
@@ -676,9 +688,17 @@ def a_refused_cross_account_delivery_goes_to_the_subscriptions_dead_letter_queue
     dlq = name("fanout-dlq")
     dlq_url = ctx.sqs("a").create_queue(QueueName=dlq)["QueueUrl"]
     q = name("fanout-refusing")
-    ctx.sqs("b").create_queue(QueueName=q)
+    url = ctx.sqs("b").create_queue(QueueName=q)["QueueUrl"]
+    # B lets the topic send long enough to confirm A's subscription, then takes it back.
+    ctx.sqs("b").set_queue_attributes(QueueUrl=url, Attributes={"Policy": json.dumps({
+        "Version": "2012-10-17", "Statement": [{
+            "Effect": "Allow", "Principal": {"Service": "sns.amazonaws.com"},
+            "Action": "sqs:SendMessage", "Resource": qarn(B, q),
+            "Condition": {"ArnEquals": {"aws:SourceArn": topic}}}]})})
     ctx.sns("a").subscribe(TopicArn=topic, Protocol="sqs", Endpoint=qarn(B, q), Attributes={
         "RedrivePolicy": json.dumps({"deadLetterTargetArn": qarn(A, dlq)})})
+    confirm_as_queue_owner(url)
+    ctx.sqs("b").set_queue_attributes(QueueUrl=url, Attributes={"Policy": ""})
     ctx.sns("a").publish(TopicArn=topic, Message="to the dlq")
     got = ctx.sqs("a").receive_message(QueueUrl=dlq_url, WaitTimeSeconds=2)
     assert "to the dlq" in got["Messages"][0]["Body"], got

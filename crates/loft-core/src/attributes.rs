@@ -568,6 +568,15 @@ pub const SEED_PAYLOAD_ATTRIBUTE: &str = "LoftSeedPayload";
 /// and SetSubscriptionAttributes refuse the name).
 pub const SUBSCRIBER_ACCOUNT_ATTRIBUTE: &str = "LoftSubscriberAccount";
 
+/// The attribute that keeps whether a subscription confirmed by ConfirmSubscription was
+/// confirmed with authentication (`true`: a signed call with `AuthenticateOnUnsubscribe`
+/// true; `false` otherwise). Such a subscription reports `ConfirmationWasAuthenticated`
+/// true, and only a signed call may unsubscribe it (SNS API Reference, ConfirmSubscription
+/// and Unsubscribe). A subscription without it was confirmed at Subscribe, by the signed
+/// Subscribe itself (`sqs`, `lambda`, ...), or is pending. Hidden as
+/// [`SUBSCRIBER_ACCOUNT_ATTRIBUTE`] is.
+pub const CONFIRMATION_AUTHENTICATED_ATTRIBUTE: &str = "LoftConfirmationAuthenticated";
+
 /// The typed view of a subscription's stored attributes (SNS API Reference,
 /// SetSubscriptionAttributes and Subscribe, "Attributes"), read in one place,
 /// [`SubscriptionConfig::from_attributes`]. Values are as validated on Subscribe /
@@ -593,6 +602,9 @@ pub struct SubscriptionConfig {
     /// [`SUBSCRIBER_ACCOUNT_ATTRIBUTE`]: the account that made the subscription, when it
     /// is not the topic's (`None`: the topic's account owns it).
     pub subscriber_account: Option<String>,
+    /// [`CONFIRMATION_AUTHENTICATED_ATTRIBUTE`]: how ConfirmSubscription confirmed it
+    /// (`None`: it did not).
+    pub confirmation_authenticated: Option<bool>,
 }
 
 impl SubscriptionConfig {
@@ -622,6 +634,9 @@ impl SubscriptionConfig {
             replay_policy: attributes.get("ReplayPolicy").cloned(),
             seed_payload: attributes.contains_key(SEED_PAYLOAD_ATTRIBUTE),
             subscriber_account: attributes.get(SUBSCRIBER_ACCOUNT_ATTRIBUTE).cloned(),
+            confirmation_authenticated: attributes
+                .get(CONFIRMATION_AUTHENTICATED_ATTRIBUTE)
+                .map(|v| v == "true"),
         }
     }
 }

@@ -60,6 +60,15 @@ pub enum Resource<'a> {
     /// finds a subscription only on the topic its ARN names
     /// ([`SnsDelivery::subscription_by_arn`]), so that topic is the one it acts on.
     Subscription(&'a str),
+    /// ConfirmSubscription's topic (`TopicArn`): in the request's region, as every SNS ARN,
+    /// but checked on the caller's account, not on the topic. The token sent to the
+    /// endpoint is what authorizes a confirmation (SNS API Reference, ConfirmSubscription:
+    /// it "verifies an endpoint owner's intent to receive messages by validating the token
+    /// sent to the endpoint by an earlier Subscribe action"), and that owner is often not
+    /// the topic's: a queue of another account confirms the subscription the topic's owner
+    /// made (SNS Developer Guide, "Sending Amazon SNS messages to an Amazon SQS queue in a
+    /// different account"). Unsigned, the call is open ([`crate::auth`]).
+    ConfirmationTopic(&'a str),
     /// An event source mapping by its `UUID`, in the account it belongs to.
     Mapping(&'a str),
     /// A new event source mapping's queue (`EventSourceArn`): the account's
@@ -164,7 +173,7 @@ enum Resolved {
 /// The ARN an SNS access names and the parameter that carries it, for the region rule.
 fn sns_arn<'a>(r: &Resource<'a>) -> Option<(&'a str, &'static str)> {
     match *r {
-        Resource::TopicArn(a) => Some((a, "TopicArn")),
+        Resource::TopicArn(a) | Resource::ConfirmationTopic(a) => Some((a, "TopicArn")),
         Resource::PublishTarget(a, _) => a.map(|a| (a, "TopicArn")),
         Resource::ResourceArn(a) => Some((a, "ResourceArn")),
         Resource::Subscription(a) => Some((a, "SubscriptionArn")),
@@ -275,7 +284,9 @@ pub async fn check(svc: &Service, ctx: &Context, access: Access<'_>) -> Result<(
             },
             Err(_) => Resolved::Account,
         },
-        Resource::MappingSource(_) | Resource::Account => Resolved::Account,
+        Resource::MappingSource(_) | Resource::ConfirmationTopic(_) | Resource::Account => {
+            Resolved::Account
+        }
     };
     let target = match &resolved {
         Resolved::Queue(k) => Target::Queue(k),

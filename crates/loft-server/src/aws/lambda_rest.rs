@@ -139,6 +139,7 @@ fn context(svc: &Service, principal: Option<Extension<Principal>>) -> Context {
         base_url: String::new(),
         trace_header: None,
         client: None,
+        unsigned: false,
     }
 }
 

@@ -68,6 +68,9 @@ pub struct Context {
     /// The connection the request came on, so a long poll ends when its client goes
     /// away (`None` when served without one, as in tests calling the router directly).
     pub client: Option<crate::client_link::ClientLink>,
+    /// Loft requires signatures and this request, one of the SNS actions open without one
+    /// ([`crate::auth::UNSIGNED_SNS_ACTIONS`]), carried none: its caller is no one's.
+    pub unsigned: bool,
 }
 
 /// Which AWS service a Query request is for.
@@ -295,6 +298,7 @@ async fn open(
             .map(str::to_owned)
             .or_else(crate::observe::trace_header),
         client,
+        unsigned: false,
     };
     let mut op_label = None;
     let answer = handle(
@@ -429,7 +433,10 @@ fn handle(
         && crate::auth::UNSIGNED_SNS_ACTIONS.contains(&action.as_str())
         && crate::sigv4::location(&headers, uri.query()) == crate::sigv4::Location::None;
     let ctx = if unsigned_allowed {
-        ctx
+        Context {
+            unsigned: auth.enabled(),
+            ..ctx
+        }
     } else {
         match authenticate(ctx) {
             Ok(c) => c,

@@ -139,7 +139,7 @@ impl World {
         self.sink.hits.lock().unwrap().clear();
         self.svc
             .sns()
-            .confirm_subscription(&self.topic_arn, token)
+            .confirm_subscription(&self.topic_arn, token, false)
             .await
             .expect("confirm")
     }

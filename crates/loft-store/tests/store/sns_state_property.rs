@@ -457,7 +457,7 @@ async fn run_subscriptions(engine: Engine, ops: Vec<SubOp>) -> Result<(), TestCa
                 let Some(arn) = nth(&arns, n) else { continue };
                 nodes.services[node]
                     .sns()
-                    .unsubscribe(&arn)
+                    .unsubscribe(&arn, false)
                     .await
                     .map_err(|e| fail(&trace, format!("Unsubscribe {arn}: {e}")))?;
                 live.remove(&arn);

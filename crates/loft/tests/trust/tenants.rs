@@ -817,6 +817,30 @@ async fn a_subscription_belongs_to_the_account_that_made_it() {
         !out.contains("<key>RawMessageDelivery</key><value>false</value>"),
         "{out}"
     );
+    // Its dead-letter queue is of its owner's account ("The Amazon SNS subscription and
+    // Amazon SQS queue must be under the same AWS account and Region"): B's, not A's, the
+    // topic's owner, whoever sets it.
+    create_queue(&loft, A, "a-dlq", json!({})).await;
+    create_queue(&loft, B, "b-dlq", json!({})).await;
+    for (key, dlq_account, dlq, expected) in [
+        (B, ACCOUNT_A, "a-dlq", 400),
+        (A, ACCOUNT_A, "a-dlq", 400),
+        (B, "222222222222", "b-dlq", 200),
+    ] {
+        let policy = json!({"deadLetterTargetArn": queue_arn(dlq_account, dlq)}).to_string();
+        let (status, out) = sns(
+            &loft,
+            key,
+            &[
+                ("Action", "SetSubscriptionAttributes"),
+                ("SubscriptionArn", &arn),
+                ("AttributeName", "RedrivePolicy"),
+                ("AttributeValue", &policy),
+            ],
+        )
+        .await;
+        assert_eq!(status, expected, "{dlq}: {out}");
+    }
     let (status, out) = sns(
         &loft,
         B,
@@ -829,4 +853,270 @@ async fn a_subscription_belongs_to_the_account_that_made_it() {
     // Once gone it is no longer B's: B is answered as for any id on A's topic.
     let (status, out) = get(B).await;
     assert_eq!(status, 403, "{out}");
+}
+
+/// When a topic's owner subscribes a queue of another account, the queue's owner must
+/// confirm (SNS Developer Guide, "Sending Amazon SNS messages to an Amazon SQS queue in a
+/// different account"): the subscription stays pending and gets no message until then; a
+/// SubscriptionConfirmation with its Token and SubscribeURL arrives in the queue when the
+/// queue's Policy lets the topic send, and ConfirmSubscription with that token starts the
+/// deliveries. A queue whose Policy refuses the topic gets nothing, the confirmation
+/// included.
+#[tokio::test]
+async fn another_accounts_queue_confirms_the_subscription_its_topic_made() {
+    let (loft, _dir) = start();
+    let (status, out) = sns(&loft, A, &[("Action", "CreateTopic"), ("Name", "a-fanout")]).await;
+    assert_eq!(status, 200, "{out}");
+    let topic = format!("arn:aws:sns:us-east-1:{ACCOUNT_A}:a-fanout");
+    let inbox_arn = queue_arn("222222222222", "b-inbox");
+    let policy = json!({
+        "Version": "2012-10-17",
+        "Statement": [{
+            "Effect": "Allow",
+            "Principal": {"Service": "sns.amazonaws.com"},
+            "Action": "sqs:SendMessage",
+            "Resource": inbox_arn,
+            "Condition": {"ArnEquals": {"aws:SourceArn": topic}},
+        }]
+    })
+    .to_string();
+    let inbox = create_queue(&loft, B, "b-inbox", json!({"Policy": policy})).await;
+    let closed = create_queue(&loft, B, "b-closed", json!({})).await;
+    let receive = |url: String| {
+        let loft = &loft;
+        async move {
+            let (status, out) = sqs(
+                loft,
+                B,
+                "ReceiveMessage",
+                json!({"QueueUrl": url, "MaxNumberOfMessages": 10}),
+            )
+            .await;
+            assert_eq!(status, 200, "{out}");
+            out["Messages"].as_array().cloned().unwrap_or_default()
+        }
+    };
+    let subscribe = |endpoint: String| {
+        let loft = &loft;
+        let topic = topic.clone();
+        async move {
+            let (status, out) = sns(
+                loft,
+                A,
+                &[
+                    ("Action", "Subscribe"),
+                    ("TopicArn", &topic),
+                    ("Protocol", "sqs"),
+                    ("Endpoint", &endpoint),
+                ],
+            )
+            .await;
+            assert_eq!(status, 200, "{out}");
+            xml_value(&out, "SubscriptionArn").unwrap().to_owned()
+        }
+    };
+    assert_eq!(subscribe(inbox_arn.clone()).await, "pending confirmation");
+    assert_eq!(
+        subscribe(queue_arn("222222222222", "b-closed")).await,
+        "pending confirmation"
+    );
+    let publish = |text: &'static str| {
+        let loft = &loft;
+        let topic = topic.clone();
+        async move {
+            let (status, out) = sns(
+                loft,
+                A,
+                &[
+                    ("Action", "Publish"),
+                    ("TopicArn", &topic),
+                    ("Message", text),
+                ],
+            )
+            .await;
+            assert_eq!(status, 200, "{out}");
+        }
+    };
+    publish("before the queue's owner confirms").await;
+
+    assert!(
+        receive(closed.clone()).await.is_empty(),
+        "a refusing queue gets nothing"
+    );
+    let got = receive(inbox.clone()).await;
+    assert_eq!(got.len(), 1, "the confirmation only: {got:?}");
+    let body: Value = serde_json::from_str(got[0]["Body"].as_str().unwrap()).unwrap();
+    assert_eq!(body["Type"], "SubscriptionConfirmation", "{body}");
+    assert_eq!(body["TopicArn"], topic.as_str(), "{body}");
+    assert!(body["SubscribeURL"]
+        .as_str()
+        .unwrap()
+        .contains("Action=ConfirmSubscription"));
+    let token = body["Token"].as_str().unwrap().to_owned();
+    let (status, out) = sqs(
+        &loft,
+        B,
+        "DeleteMessage",
+        json!({"QueueUrl": inbox, "ReceiptHandle": got[0]["ReceiptHandle"]}),
+    )
+    .await;
+    assert_eq!(status, 200, "{out}");
+
+    let (status, out) = sns(
+        &loft,
+        B,
+        &[
+            ("Action", "ConfirmSubscription"),
+            ("TopicArn", &topic),
+            ("Token", &token),
+        ],
+    )
+    .await;
+    assert_eq!(status, 200, "B confirms: {out}");
+    let arn = xml_value(&out, "SubscriptionArn").unwrap();
+    assert!(arn.starts_with(&format!("{topic}:")), "{out}");
+
+    publish("after the queue's owner confirms").await;
+    let got = receive(inbox.clone()).await;
+    assert_eq!(got.len(), 1, "{got:?}");
+    let body: Value = serde_json::from_str(got[0]["Body"].as_str().unwrap()).unwrap();
+    assert_eq!(body["Type"], "Notification", "{body}");
+    assert_eq!(body["Message"], "after the queue's owner confirms");
+    assert!(receive(closed).await.is_empty());
+}
+
+/// Unsubscribe is open without a signature (for the UnsubscribeURL SNS sends), but "if
+/// the subscription requires authentication for deletion, only the owner of the
+/// subscription or the topic's owner can unsubscribe, and an AWS signature is required"
+/// (SNS API Reference, Unsubscribe). A subscription confirmed by the signed Subscribe
+/// itself (an `sqs` one) is such a one: an unsigned Unsubscribe is refused and leaves it;
+/// a signed one by its owner removes it. One confirmed by a ConfirmSubscription that was
+/// not signed with AuthenticateOnUnsubscribe reports ConfirmationWasAuthenticated false
+/// and may go unsigned.
+#[tokio::test]
+async fn an_authenticated_subscription_is_not_removed_by_an_unsigned_unsubscribe() {
+    let (loft, _dir) = start();
+    let (status, out) = sns(&loft, A, &[("Action", "CreateTopic"), ("Name", "a-held")]).await;
+    assert_eq!(status, 200, "{out}");
+    let topic = format!("arn:aws:sns:us-east-1:{ACCOUNT_A}:a-held");
+    create_queue(&loft, A, "a-held-q", json!({})).await;
+    let (status, out) = sns(
+        &loft,
+        A,
+        &[
+            ("Action", "Subscribe"),
+            ("TopicArn", &topic),
+            ("Protocol", "sqs"),
+            ("Endpoint", &queue_arn(ACCOUNT_A, "a-held-q")),
+        ],
+    )
+    .await;
+    assert_eq!(status, 200, "{out}");
+    let arn = xml_value(&out, "SubscriptionArn").unwrap().to_owned();
+    let unsigned = |params: Vec<(&'static str, String)>| {
+        let url = format!("{}/", loft.url);
+        async move {
+            let body = form_urlencoded::Serializer::new(String::new())
+                .extend_pairs(params)
+                .finish();
+            let resp = crate::harness::http()
+                .post(url)
+                .header("content-type", "application/x-www-form-urlencoded")
+                .body(body)
+                .send()
+                .await
+                .unwrap();
+            (resp.status().as_u16(), resp.text().await.unwrap())
+        }
+    };
+    let (status, out) = unsigned(vec![
+        ("Action", "Unsubscribe".into()),
+        ("SubscriptionArn", arn.clone()),
+    ])
+    .await;
+    assert_eq!(status, 403, "{out}");
+    assert_eq!(xml_value(&out, "Code"), Some("AuthorizationError"), "{out}");
+    let get = |arn: String| {
+        let loft = &loft;
+        async move {
+            sns(
+                loft,
+                A,
+                &[
+                    ("Action", "GetSubscriptionAttributes"),
+                    ("SubscriptionArn", &arn),
+                ],
+            )
+            .await
+        }
+    };
+    let (status, out) = get(arn.clone()).await;
+    assert_eq!(status, 200, "still there: {out}");
+    assert!(
+        out.contains("<key>ConfirmationWasAuthenticated</key><value>true</value>"),
+        "{out}"
+    );
+    let (status, out) = sns(
+        &loft,
+        A,
+        &[("Action", "Unsubscribe"), ("SubscriptionArn", &arn)],
+    )
+    .await;
+    assert_eq!(status, 200, "{out}");
+    let (status, _) = get(arn).await;
+    assert_eq!(status, 404);
+
+    // B's queue confirms A's subscription with an unsigned ConfirmSubscription: the
+    // subscription may then go unsigned too.
+    let inbox_arn = queue_arn("222222222222", "b-open-inbox");
+    let policy = json!({
+        "Version": "2012-10-17",
+        "Statement": [{
+            "Effect": "Allow",
+            "Principal": {"Service": "sns.amazonaws.com"},
+            "Action": "sqs:SendMessage",
+            "Resource": inbox_arn,
+        }]
+    })
+    .to_string();
+    let inbox = create_queue(&loft, B, "b-open-inbox", json!({"Policy": policy})).await;
+    let (status, out) = sns(
+        &loft,
+        A,
+        &[
+            ("Action", "Subscribe"),
+            ("TopicArn", &topic),
+            ("Protocol", "sqs"),
+            ("Endpoint", &inbox_arn),
+            ("ReturnSubscriptionArn", "true"),
+        ],
+    )
+    .await;
+    assert_eq!(status, 200, "{out}");
+    let arn = xml_value(&out, "SubscriptionArn").unwrap().to_owned();
+    let (status, got) = sqs(&loft, B, "ReceiveMessage", json!({"QueueUrl": inbox})).await;
+    assert_eq!(status, 200, "{got}");
+    let body: Value = serde_json::from_str(got["Messages"][0]["Body"].as_str().unwrap()).unwrap();
+    let (status, out) = unsigned(vec![
+        ("Action", "ConfirmSubscription".into()),
+        ("TopicArn", topic.clone()),
+        ("Token", body["Token"].as_str().unwrap().to_owned()),
+        ("AuthenticateOnUnsubscribe", "true".into()),
+    ])
+    .await;
+    assert_eq!(status, 200, "{out}");
+    let (status, out) = get(arn.clone()).await;
+    assert_eq!(status, 200, "{out}");
+    assert!(
+        out.contains("<key>ConfirmationWasAuthenticated</key><value>false</value>"),
+        "an unsigned confirmation is not authenticated: {out}"
+    );
+    let (status, out) = unsigned(vec![
+        ("Action", "Unsubscribe".into()),
+        ("SubscriptionArn", arn.clone()),
+    ])
+    .await;
+    assert_eq!(status, 200, "{out}");
+    let (status, _) = get(arn).await;
+    assert_eq!(status, 404);
 }

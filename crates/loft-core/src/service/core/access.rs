@@ -216,13 +216,46 @@ impl PolicyCache {
 
 impl Core {
     /// The store key of the queue a subscription's RedrivePolicy names as its dead-letter
-    /// queue (`{"deadLetterTargetArn": "arn:aws:sqs:...:NAME"}`), if any.
+    /// queue (`{"deadLetterTargetArn": "arn:aws:sqs:...:NAME"}`), if any, and only when it
+    /// is a queue the subscription may dead-letter to ([`Core::dead_letter_key`]).
     pub(crate) fn subscription_dlq(
         &self,
         sub: &crate::model::SubscriptionRecord,
     ) -> Option<String> {
-        let arn = SubscriptionConfig::from_attributes(&sub.attributes).dead_letter_target_arn?;
-        self.key_of_arn(&arn, "sqs")
+        let config = SubscriptionConfig::from_attributes(&sub.attributes);
+        let arn = config.dead_letter_target_arn?;
+        self.dead_letter_key(&sub.topic_name, config.subscriber_account.as_deref(), &arn)
+    }
+
+    /// The store key of dead-letter queue `arn` for a subscription of topic `topic_key`
+    /// owned by `subscriber_account` (`None`: the topic's account): `None` when the ARN
+    /// names no queue, or, with several accounts, a queue of another account or region
+    /// than the subscription's ("The Amazon SNS subscription and Amazon SQS queue must be
+    /// under the same AWS account and Region", SNS Developer Guide, "Amazon SNS dead-letter
+    /// queues (DLQs)"). With one account only, every queue is the account's.
+    pub(crate) fn dead_letter_key(
+        &self,
+        topic_key: &str,
+        subscriber_account: Option<&str>,
+        arn: &str,
+    ) -> Option<String> {
+        let key = self.key_of_arn(arn, "sqs")?;
+        if !self.config.multi_account {
+            return Some(key);
+        }
+        let (topic_scope, _) = self.key_scope(topic_key);
+        let owner = subscriber_account.unwrap_or(topic_scope.account);
+        let (queue_scope, _) = self.key_scope(&key);
+        (queue_scope.account == owner && queue_scope.region == topic_scope.region).then_some(key)
+    }
+
+    /// The 12-digit account that owns subscription `s`: the one that made it when that
+    /// was not its topic's ([`crate::attributes::SUBSCRIBER_ACCOUNT_ATTRIBUTE`]), else its
+    /// topic's. Reported as `Owner` by GetSubscriptionAttributes and the list operations.
+    pub fn subscription_owner(&self, s: &crate::model::SubscriptionRecord) -> String {
+        SubscriptionConfig::from_attributes(&s.attributes)
+            .subscriber_account
+            .unwrap_or_else(|| self.split_key(&s.topic_name).0.to_owned())
     }
 
     /// Whether accounts other than the default one exist ([`ServiceConfig::multi_account`]).

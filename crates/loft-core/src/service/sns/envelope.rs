@@ -680,6 +680,59 @@ impl SnsDelivery {
         )
     }
 
+    /// The SubscriptionConfirmation that SQS subscription `sub` of `topic`, made by another
+    /// account than its queue's, puts in that queue (SNS Developer Guide, "Sending Amazon
+    /// SNS messages to an Amazon SQS queue in a different account": "the queue owner must
+    /// confirm the subscription"): the signed envelope of `fields`, with its Token and
+    /// SubscribeURL, as an HTTP/S endpoint's POST carries it. `None` when `queue`'s Policy
+    /// does not let the topic send: the confirmation is refused as any message would be,
+    /// and the subscription stays pending. A FIFO queue gets it in a message group of its
+    /// own, the subscription's id, deduplicated by its MessageId (AWS documents neither).
+    pub(crate) fn sqs_confirmation(
+        &self,
+        topic: &TopicRecord,
+        sub: &SubscriptionRecord,
+        queue: &QueueRecord,
+        fields: &SignedFields,
+    ) -> Option<NewMessage> {
+        let topic_arn = &fields.topic_arn;
+        let policy = queue.attributes.get("Policy").map(String::as_str);
+        if !self.sns_may_deliver(topic_arn, &queue.name, policy) {
+            return None;
+        }
+        let sig = self.signature(topic, fields);
+        let body = self.envelope(fields, sig.as_ref(), &MessageAttributes::new(), None, None);
+        let config = QueueConfig::from_attributes(&queue.attributes);
+        let now = self.now_ms();
+        let dedup = config.fifo.then(|| DedupKey {
+            scope: if config.dedup_per_group {
+                sub.uuid.clone()
+            } else {
+                String::new()
+            },
+            id: fields.message_id.clone(),
+            expires_at_ms: now + DEDUP_WINDOW_MS,
+        });
+        Some(NewMessage {
+            message_id: Some(fields.message_id.clone()),
+            md5_body: message::md5_hex(body.as_bytes()),
+            message_attributes: None,
+            system_attributes: None,
+            sender_id: self.config.account_id.clone(),
+            sent_at_ms: now,
+            visible_at_ms: now + config.delay_seconds as i64 * 1000,
+            expires_at_ms: now + config.retention_seconds as i64 * 1000,
+            group_id: config.fifo.then(|| sub.uuid.clone()),
+            dedup_id: config.fifo.then(|| fields.message_id.clone()),
+            receive_count: 0,
+            first_received_at_ms: None,
+            dead_letter_source: None,
+            dedup,
+            seal: config.seal_at(now),
+            body,
+        })
+    }
+
     /// A durable HTTP/S delivery of `body` for subscription `sub` of `topic`, with SNS's
     /// headers. Notifications take the Content-Type of the effective delivery policy's
     /// `requestPolicy.headerContentType`; confirmations are always `text/plain;

@@ -30,7 +30,9 @@ type Map = BTreeMap<String, String>;
 
 /// The attribute marking a subscription made through the seeds' API: it receives the
 /// seeds' `{"topic","message"}` JSON payload rather than an SNS envelope.
-pub use crate::attributes::{SEED_PAYLOAD_ATTRIBUTE, SUBSCRIBER_ACCOUNT_ATTRIBUTE};
+pub use crate::attributes::{
+    CONFIRMATION_AUTHENTICATED_ATTRIBUTE, SEED_PAYLOAD_ATTRIBUTE, SUBSCRIBER_ACCOUNT_ATTRIBUTE,
+};
 
 /// One page of topics or subscriptions, at most [`PAGE_SIZE`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -554,8 +556,10 @@ impl Sns {
     }
 
     /// Subscribe. `sqs`, `sms`, `lambda`, `firehose` and `application` subscriptions are
-    /// confirmed at once; `http`/`https` get a SubscriptionConfirmation POST and `email`
-    /// a recorded confirmation message, and stay pending until ConfirmSubscription.
+    /// confirmed at once; `http`/`https` get a SubscriptionConfirmation POST, `email` a
+    /// recorded confirmation message, and an `sqs` queue of another account than the
+    /// subscriber's (through [`Sns::subscribe_as`]) a SubscriptionConfirmation message in the
+    /// queue; those stay pending until ConfirmSubscription.
     /// Subscribing the same endpoint again with the same attributes returns the same ARN.
     ///
     /// Errors: `NotFound` (topic), `InvalidParameter` (protocol, endpoint, an HTTP/S
@@ -580,7 +584,7 @@ impl Sns {
     /// then reports as `SubscriptionPrincipal` (`None`: [`Core::principal_arn`](crate::service::Core::principal_arn)),
     /// of the 12-digit `account` (`None`: the topic's). A subscription belongs to the
     /// account that made it: one of another account than the topic's is that account's
-    /// ([`SUBSCRIBER_ACCOUNT_ATTRIBUTE`], [`Sns::subscription_owner`]).
+    /// ([`SUBSCRIBER_ACCOUNT_ATTRIBUTE`], [`Core::subscription_owner`](crate::service::Core::subscription_owner)).
     ///
     /// Errors: as [`Sns::subscribe`].
     #[allow(clippy::too_many_arguments)]
@@ -686,6 +690,8 @@ impl Sns {
         }
         check_filter_scope(&attrs)?;
         check_fifo_redrive(&topic.name, endpoint, &attrs)?;
+        let subscriber = account.filter(|a| *a != self.split_key(&topic.name).0);
+        check_redrive_owner(self, &topic.name, subscriber, &attrs)?;
         // Subscribe's SubscriptionRoleArn: "Specifying a valid ARN for this attribute is
         // required for Firehose delivery stream subscriptions" (SNS API Reference).
         let config = SubscriptionConfig::from_attributes(&attrs);
@@ -731,16 +737,26 @@ impl Sns {
             });
         }
         // Endpoints a message could reach unasked confirm first (SNS API Reference,
-        // Subscribe: "the endpoint owner must call ConfirmSubscription").
+        // Subscribe: "the endpoint owner must call ConfirmSubscription"), and so does a
+        // queue of another account than the subscriber's: "If the topic owner [...]
+        // subscribes a queue owned by another account, the queue owner must confirm"
+        // (SNS Developer Guide, "Sending Amazon SNS messages to an Amazon SQS queue in a
+        // different account"). With one account only, every queue is the caller's.
         let needs_confirmation = match protocol {
             P::Http | P::Https | P::Email | P::EmailJson => true,
-            P::Sms | P::Sqs | P::Application | P::Lambda | P::Firehose => false,
+            P::Sqs => {
+                let queue_account = names::arn_account(endpoint)
+                    .filter(|a| !a.is_empty())
+                    .unwrap_or(&self.config.account_id);
+                self.config.multi_account && account.is_some_and(|a| a != queue_account)
+            }
+            P::Sms | P::Application | P::Lambda | P::Firehose => false,
         };
         let token = needs_confirmation.then(new_token);
         if let Some(p) = principal {
             attrs.insert("SubscriptionPrincipal".into(), p.to_owned());
         }
-        if let Some(a) = account.filter(|a| *a != self.split_key(&topic.name).0) {
+        if let Some(a) = subscriber {
             attrs.insert(SUBSCRIBER_ACCOUNT_ATTRIBUTE.into(), a.to_owned());
         }
         let sub = self
@@ -773,7 +789,8 @@ impl Sns {
         })
     }
 
-    /// Queues the SubscriptionConfirmation for an HTTP/S endpoint, or records it for email.
+    /// Queues the SubscriptionConfirmation for an HTTP/S endpoint, puts it in an SQS
+    /// subscription's queue ([`SnsDelivery::sqs_confirmation`]), or records it for email.
     async fn send_confirmation(
         &self,
         topic: &TopicRecord,
@@ -798,6 +815,38 @@ impl Sns {
                 &message,
             )
             .await?;
+        } else if sub.protocol == SubscriptionProtocol::Sqs {
+            let fields = SignedFields {
+                message_type: "SubscriptionConfirmation".into(),
+                message,
+                message_id: uuid::Uuid::new_v4().to_string(),
+                subject: None,
+                subscribe_url: Some(subscribe_url),
+                timestamp: iso_timestamp(self.now_ms()),
+                token: Some(token.into()),
+                topic_arn,
+            };
+            let queue = match self.key_of_arn(&sub.endpoint, "sqs") {
+                Some(key) => self.store.get_queue(&key).await?,
+                None => None,
+            };
+            let confirmation = queue.and_then(|q| {
+                let m = self.sqs_confirmation(topic, sub, &q, &fields)?;
+                Some((q.id, m))
+            });
+            match confirmation {
+                Some((queue_id, m)) => {
+                    self.store
+                        .publish(vec![(queue_id, m)], Vec::new(), Vec::new())
+                        .await?;
+                    self.wake(queue_id);
+                }
+                None => tracing::warn!(
+                    endpoint = %sub.endpoint,
+                    topic = %fields.topic_arn,
+                    "the SubscriptionConfirmation did not reach the subscription's queue (it is missing, or its Policy does not let the topic send); the subscription stays pending"
+                ),
+            }
         } else {
             let (sender, message) =
                 sender_of(topic, sub.protocol, format!("{message}\n{subscribe_url}"));
@@ -826,9 +875,18 @@ impl Sns {
     /// parameter: Token" whether or not the topic exists, and a token not of a token's
     /// form (hexadecimal digits, as SNS's tokens are) with "Invalid token" (recorded).
     ///
+    /// `authenticated`: the call was signed and asked `AuthenticateOnUnsubscribe` true, so
+    /// only a signed call may unsubscribe the subscription from then on
+    /// ([`CONFIRMATION_AUTHENTICATED_ATTRIBUTE`]).
+    ///
     /// Errors: `InvalidParameter` (a malformed TopicArn, "Invalid token", "Invalid
     /// parameter: Token").
-    pub async fn confirm_subscription(&self, topic_arn: &str, token: &str) -> Result<String> {
+    pub async fn confirm_subscription(
+        &self,
+        topic_arn: &str,
+        token: &str,
+        authenticated: bool,
+    ) -> Result<String> {
         check_arn_elements("TopicArn", topic_arn)?;
         if !is_token_form(token) {
             return Err(Error::new(ErrorCode::InvalidParameter, "Invalid token"));
@@ -844,8 +902,13 @@ impl Sns {
             .find(|s| s.token.as_deref() == Some(token))
             .ok_or_else(|| invalid("Token"))?;
         if !sub.confirmed {
+            let mut attributes = sub.attributes.clone();
+            attributes.insert(
+                CONFIRMATION_AUTHENTICATED_ATTRIBUTE.into(),
+                authenticated.to_string(),
+            );
             self.store
-                .update_subscription(&sub.uuid, sub.attributes.clone(), true, sub.token.clone())
+                .update_subscription(&sub.uuid, attributes, true, sub.token.clone())
                 .await?;
         }
         Ok(self.subscription_arn(&sub))
@@ -858,9 +921,21 @@ impl Sns {
     /// SubscribeURL carries a fresh token that no subscription holds: Loft cannot restore a
     /// deleted subscription, so fetching it answers "Invalid token".
     ///
-    /// Errors: `InvalidParameter` for a malformed ARN.
-    pub async fn unsubscribe(&self, arn: &str) -> Result<()> {
+    /// `unsigned`: the call carried no signature where Loft requires one (Unsubscribe is
+    /// open then, for the UnsubscribeURL SNS sends). Such a call cannot remove a
+    /// subscription whose confirmation was authenticated ([`unsubscribe_needs_signature`]):
+    /// "If the subscription requires authentication for deletion, only the owner of the
+    /// subscription or the topic's owner can unsubscribe, and an AWS signature is
+    /// required" (SNS API Reference, Unsubscribe).
+    ///
+    /// Errors: `InvalidParameter` for a malformed ARN; `AuthorizationError` (403) for an
+    /// unsigned call on a subscription that needs a signature.
+    pub async fn unsubscribe(&self, arn: &str, unsigned: bool) -> Result<()> {
         match self.subscription_by_arn(arn).await {
+            Ok(s) if unsigned && unsubscribe_needs_signature(&s) => Err(Error::new(
+                ErrorCode::AuthorizationError,
+                "The subscription requires authentication to unsubscribe: the request must be signed",
+            )),
             Ok(s) => {
                 if s.confirmed && s.protocol.is_http() {
                     if let Some(topic) = self.store.get_topic(&s.topic_name).await? {
@@ -910,7 +985,7 @@ impl Sns {
 
     /// ListSubscriptions of `scope` (an account in a region): "a list of the requester's
     /// subscriptions" (SNS API Reference, ListSubscriptions), those it owns
-    /// ([`Sns::subscription_owner`]) on the topics of its region, 100 a page. Errors:
+    /// ([`Core::subscription_owner`](crate::service::Core::subscription_owner)) on the topics of its region, 100 a page. Errors:
     /// `InvalidParameter` for a bad token.
     pub async fn list_subscriptions_of(
         &self,
@@ -925,16 +1000,7 @@ impl Sns {
         page(subs, next_token, |s| format!("{:020}", s.seq))
     }
 
-    /// The 12-digit account that owns subscription `s`: the one that made it when that
-    /// was not its topic's ([`SUBSCRIBER_ACCOUNT_ATTRIBUTE`]), else its topic's. Reported as
-    /// `Owner` by GetSubscriptionAttributes and the list operations.
-    pub fn subscription_owner(&self, s: &SubscriptionRecord) -> String {
-        SubscriptionConfig::from_attributes(&s.attributes)
-            .subscriber_account
-            .unwrap_or_else(|| self.split_key(&s.topic_name).0.to_owned())
-    }
-
-    /// The owner ([`Sns::subscription_owner`]) of the subscription `arn` names, when it
+    /// The owner ([`Core::subscription_owner`](crate::service::Core::subscription_owner)) of the subscription `arn` names, when it
     /// names one ([`SnsDelivery::subscription_by_arn`]); `None` for a malformed ARN or
     /// one that names no subscription. Errors: the store's.
     pub async fn subscription_owner_of(&self, arn: &str) -> Result<Option<String>> {
@@ -964,7 +1030,7 @@ impl Sns {
         out.insert("PendingConfirmation".into(), (!s.confirmed).to_string());
         out.insert(
             "ConfirmationWasAuthenticated".into(),
-            s.confirmed.to_string(),
+            (s.confirmed && unsubscribe_needs_signature(&s)).to_string(),
         );
         out.insert("SubscriptionArn".into(), self.subscription_arn(&s));
         out.insert("SubscriptionPrincipal".into(), self.principal_arn());
@@ -991,6 +1057,7 @@ impl Sns {
         for (k, v) in &s.attributes {
             if k == SEED_PAYLOAD_ATTRIBUTE
                 || k == SUBSCRIBER_ACCOUNT_ATTRIBUTE
+                || k == CONFIRMATION_AUTHENTICATED_ATTRIBUTE
                 || (!has_policy && matches!(k.as_str(), "FilterPolicy" | "FilterPolicyScope"))
             {
                 continue;
@@ -1030,6 +1097,8 @@ impl Sns {
         }
         check_filter_scope(&attrs)?;
         check_fifo_redrive(&s.topic_name, &s.endpoint, &attrs)?;
+        let subscriber = SubscriptionConfig::from_attributes(&attrs).subscriber_account;
+        check_redrive_owner(self, &s.topic_name, subscriber.as_deref(), &attrs)?;
         if name == "ReplayPolicy" {
             // Checked against the topic (its archive) before anything is stored; a new
             // policy replaces the running replay (SNS Developer Guide: "Starting a replay
@@ -1295,6 +1364,24 @@ impl Sns {
     }
 }
 
+/// Whether subscription `s` was confirmed with authentication, so that only a signed call
+/// may unsubscribe it: as ConfirmSubscription recorded it
+/// ([`CONFIRMATION_AUTHENTICATED_ATTRIBUTE`]). Without that record: `true` for a
+/// subscription confirmed at Subscribe (by that signed call: `sqs`, `lambda`, `sms`,
+/// `application`, `firehose`); `false` for one still pending, and for an HTTP/S or email
+/// one confirmed before the record was kept (almost always through its SubscribeURL,
+/// which carries no signature).
+fn unsubscribe_needs_signature(s: &SubscriptionRecord) -> bool {
+    use SubscriptionProtocol as P;
+    let confirmed_at_subscribe = match s.protocol {
+        P::Http | P::Https | P::Email | P::EmailJson => false,
+        P::Sqs | P::Sms | P::Application | P::Lambda | P::Firehose => true,
+    };
+    SubscriptionConfig::from_attributes(&s.attributes)
+        .confirmation_authenticated
+        .unwrap_or(s.confirmed && confirmed_at_subscribe)
+}
+
 /// The value a subscription attribute has when it was never set, for those that have
 /// one (SNS API Reference, SetSubscriptionAttributes).
 fn subscription_attribute_default(name: &str) -> Option<&'static str> {
@@ -1311,6 +1398,32 @@ fn check_filter_scope(attrs: &Map) -> Result<()> {
         FilterPolicy::parse(policy, config.filter_policy_scope)?;
     }
     Ok(())
+}
+
+/// A subscription dead-letters only to a queue of its owner's account and its topic's
+/// region ([`Core::dead_letter_key`](crate::service::Core)): "The Amazon SNS subscription
+/// and Amazon SQS queue must be under the same AWS account and Region" (SNS Developer
+/// Guide, "Amazon SNS dead-letter queues (DLQs)"). Errors: `InvalidParameter`, in Loft's
+/// words (AWS's text for this refusal is not recorded).
+fn check_redrive_owner(
+    core: &crate::service::Core,
+    topic_key: &str,
+    subscriber_account: Option<&str>,
+    attrs: &Map,
+) -> Result<()> {
+    match SubscriptionConfig::from_attributes(attrs).dead_letter_target_arn {
+        Some(arn)
+            if core.key_of_arn(&arn, "sqs").is_some()
+                && core
+                    .dead_letter_key(topic_key, subscriber_account, &arn)
+                    .is_none() =>
+        {
+            Err(invalid(
+                "RedrivePolicy: deadLetterTargetArn must be a queue of the subscription owner's account and region",
+            ))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// A FIFO queue subscribed to a FIFO topic dead-letters to a FIFO queue only.

@@ -103,7 +103,14 @@ pub async fn call(
         R::ConfirmSubscription(i) => {
             let arn = svc
                 .sns()
-                .confirm_subscription(&i.topic_arn, &i.token)
+                .confirm_subscription(
+                    &i.topic_arn,
+                    &i.token,
+                    !ctx.unsigned
+                        && i.authenticate_on_unsubscribe
+                            .as_deref()
+                            .is_some_and(|v| v.eq_ignore_ascii_case("true")),
+                )
                 .await?;
             S::ConfirmSubscription(ConfirmSubscriptionResponse {
                 subscription_arn: Some(arn),
@@ -492,7 +499,9 @@ pub async fn call(
             S::TagResource(TagResourceResponse {})
         }
         R::Unsubscribe(i) => {
-            svc.sns().unsubscribe(&i.subscription_arn).await?;
+            svc.sns()
+                .unsubscribe(&i.subscription_arn, ctx.unsigned)
+                .await?;
             S::Unsubscribe(NoOutput)
         }
         R::UntagResource(i) => {

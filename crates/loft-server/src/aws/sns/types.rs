@@ -556,7 +556,7 @@ operations! {
             -> CheckIfPhoneNumberIsOptedOutResponse,
             sns:CheckIfPhoneNumberIsOptedOut on Account,
         ConfirmSubscription(ConfirmSubscriptionInput) -> ConfirmSubscriptionResponse,
-            sns:ConfirmSubscription on TopicArn(topic_arn),
+            sns:ConfirmSubscription on ConfirmationTopic(topic_arn),
         CreatePlatformApplication(CreatePlatformApplicationInput)
             -> CreatePlatformApplicationResponse,
             sns:CreatePlatformApplication on Account,
