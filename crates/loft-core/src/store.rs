@@ -45,6 +45,18 @@ pub trait Store: Send + Sync + 'static {
         Ok(self.list_queues().await?.len() as u64)
     }
 
+    /// How many queues one account has, in every region: those whose store key starts with
+    /// `prefix` (`ACCOUNT/`), and, when `bare`, those whose key holds no `/` (the default
+    /// account's in the default region; see `names::scoped_key`). The default counts
+    /// [`Store::list_queues`]; engines override it with a cheaper count.
+    async fn count_queues_of(&self, prefix: &str, bare: bool) -> Result<u64> {
+        let queues = self.list_queues().await?;
+        Ok(queues
+            .iter()
+            .filter(|q| key_of_account(&q.name, prefix, bare))
+            .count() as u64)
+    }
+
     /// Deletes the queue with all its messages, deduplication keys and receive attempts,
     /// and records, in the same transaction, that its name may not be used again before
     /// `recreate_after_ms` (see [`Store::queue_recreate_after`]). Returns whether it
@@ -282,6 +294,17 @@ pub trait Store: Send + Sync + 'static {
     /// it with a cheaper count.
     async fn count_topics(&self) -> Result<u64> {
         Ok(self.list_topics().await?.len() as u64)
+    }
+
+    /// How many topics one account has, in every region: as [`Store::count_queues_of`]
+    /// counts queues. The default counts [`Store::list_topics`]; engines override it with
+    /// a cheaper count.
+    async fn count_topics_of(&self, prefix: &str, bare: bool) -> Result<u64> {
+        let topics = self.list_topics().await?;
+        Ok(topics
+            .iter()
+            .filter(|t| key_of_account(&t.name, prefix, bare))
+            .count() as u64)
     }
 
     /// Deletes the topic with its subscriptions, their replays, deduplication keys and
@@ -593,4 +616,10 @@ pub trait Store: Send + Sync + 'static {
     fn wakeups(&self) -> Option<tokio::sync::broadcast::Receiver<i64>> {
         None
     }
+}
+
+/// Whether store key `key` belongs to the account whose keys start with `prefix`
+/// (`ACCOUNT/`), or, when `bare`, hold no `/` ([`Store::count_queues_of`]).
+pub fn key_of_account(key: &str, prefix: &str, bare: bool) -> bool {
+    key.starts_with(prefix) || (bare && !key.contains('/'))
 }

@@ -109,11 +109,13 @@ pub struct TrustArgs {
     #[arg(long, env = "LOFT_MAX_BODY_BYTES_IN_FLIGHT", default_value_t = 256 * 1024 * 1024, value_name = "BYTES")]
     pub(crate) max_body_bytes_in_flight: usize,
 
-    /// Most queues; creating one more answers OverLimit.
+    /// Most queues per account, in all its regions together (each account of
+    /// [[credentials]] has its own count); creating one more answers OverLimit.
     #[arg(long, env = "LOFT_MAX_QUEUES", default_value_t = 100_000)]
     pub(crate) max_queues: u64,
 
-    /// Most topics; creating one more answers TopicLimitExceeded.
+    /// Most topics per account, in all its regions together (SNS's quota is per account);
+    /// creating one more answers TopicLimitExceeded.
     #[arg(long, env = "LOFT_MAX_TOPICS", default_value_t = 100_000)]
     pub(crate) max_topics: u64,
 

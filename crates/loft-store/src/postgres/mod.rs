@@ -926,6 +926,10 @@ impl Store for PgStore {
         run!(self, |c| ops::count_rows(&c, "queues"))
     }
 
+    async fn count_queues_of(&self, prefix: &str, bare: bool) -> Result<u64> {
+        run!(self, |c| ops::count_rows_of(&c, "queues", prefix, bare))
+    }
+
     async fn delete_queue(&self, queue_id: i64, recreate_after_ms: i64) -> Result<bool> {
         run!(self, |c| ops::delete_queue(&c, queue_id, recreate_after_ms))
     }
@@ -1242,6 +1246,10 @@ impl Store for PgStore {
 
     async fn count_topics(&self) -> Result<u64> {
         run!(self, |c| ops::count_rows(&c, "topics"))
+    }
+
+    async fn count_topics_of(&self, prefix: &str, bare: bool) -> Result<u64> {
+        run!(self, |c| ops::count_rows_of(&c, "topics", prefix, bare))
     }
 
     async fn reset(&self, scope: Option<ResetScope>) -> Result<ResetCounts> {

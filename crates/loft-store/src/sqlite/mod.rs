@@ -668,6 +668,12 @@ impl Store for SqliteStore {
         self.write(|c| ops::count_rows(c, "queues")).await
     }
 
+    async fn count_queues_of(&self, prefix: &str, bare: bool) -> Result<u64> {
+        let prefix = prefix.to_owned();
+        self.write(move |c| ops::count_rows_of(c, "queues", &prefix, bare))
+            .await
+    }
+
     async fn delete_queue(&self, queue_id: i64, recreate_after_ms: i64) -> Result<bool> {
         self.write(move |c| ops::delete_queue(c, queue_id, recreate_after_ms))
             .await
@@ -974,6 +980,12 @@ impl Store for SqliteStore {
 
     async fn count_topics(&self) -> Result<u64> {
         self.write(|c| ops::count_rows(c, "topics")).await
+    }
+
+    async fn count_topics_of(&self, prefix: &str, bare: bool) -> Result<u64> {
+        let prefix = prefix.to_owned();
+        self.write(move |c| ops::count_rows_of(c, "topics", &prefix, bare))
+            .await
     }
 
     async fn delete_topic(&self, topic_id: i64) -> Result<bool> {

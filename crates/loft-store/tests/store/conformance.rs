@@ -111,6 +111,7 @@ macro_rules! conformance {
 
 conformance!(
     queue_crud,
+    counts_of_one_account,
     send_receive_delete,
     sequence_numbers_are_never_reused,
     batch_delete_outcomes_in_order,
@@ -280,6 +281,46 @@ fn delivery(sub: &str, body: &str, due: i64) -> NewDelivery {
 }
 
 // ----- queues
+
+/// `count_queues_of` and `count_topics_of` count one account's keys: those with its
+/// `ACCOUNT/` prefix (any region), plus the bare names when asked (the default account's
+/// in the default region); `ACCOUNT` as a bare name's start or another account's prefix
+/// does not count.
+async fn counts_of_one_account(s: S) {
+    let keys = [
+        "plain",
+        "111111111111",
+        "111111111111/a",
+        "111111111111/eu-west-1/a",
+        "1111111111112/a",
+        "222222222222/a",
+        "000000000000/eu-west-1/a",
+    ];
+    for key in keys {
+        queue(&s, key).await;
+        s.create_topic(key, BTreeMap::new(), BTreeMap::new(), T0)
+            .await
+            .unwrap();
+    }
+    for (prefix, bare, n) in [
+        ("111111111111/", false, 2),
+        ("222222222222/", false, 1),
+        ("000000000000/", true, 3),
+        ("333333333333/", false, 0),
+    ] {
+        assert_eq!(
+            s.count_queues_of(prefix, bare).await.unwrap(),
+            n,
+            "{prefix}"
+        );
+        assert_eq!(
+            s.count_topics_of(prefix, bare).await.unwrap(),
+            n,
+            "{prefix}"
+        );
+    }
+    assert_eq!(s.count_queues().await.unwrap(), keys.len() as u64);
+}
 
 async fn queue_crud(s: S) {
     let (q, created) = s

@@ -17,6 +17,11 @@ const ROOT: (&str, &str) = ("AKIDDEFAULT", "secret-default");
 const ACCOUNT_A: &str = "111111111111";
 
 fn start() -> (Loft, tempfile::TempDir) {
+    start_with(&[])
+}
+
+/// [`start`] with more flags of `loft serve`.
+fn start_with(args: &[&str]) -> (Loft, tempfile::TempDir) {
     let dir = tempfile::tempdir().expect("temp dir");
     let config = format!(
         r#"
@@ -58,7 +63,9 @@ secret_access_key = "{}"
     );
     let path = dir.path().join("loft.toml");
     std::fs::write(&path, config).expect("config");
-    let loft = Loft::start(&["--config", path.to_str().unwrap()], &[]);
+    let mut all = vec!["--config", path.to_str().unwrap()];
+    all.extend_from_slice(args);
+    let loft = Loft::start(&all, &[]);
     (loft, dir)
 }
 
@@ -1119,4 +1126,87 @@ async fn an_authenticated_subscription_is_not_removed_by_an_unsigned_unsubscribe
     assert_eq!(status, 200, "{out}");
     let (status, _) = get(arn).await;
     assert_eq!(status, 404);
+}
+
+/// On SQLite: see [`caps_count_each_account_alone`].
+#[tokio::test]
+async fn queue_and_topic_caps_count_each_account_alone_on_sqlite() {
+    caps_count_each_account_alone(&[]).await;
+}
+
+/// On PostgreSQL (`LOFT_TEST_DATABASE_URL`), whose engine counts an account's rows in its
+/// own SQL: see [`caps_count_each_account_alone`].
+#[tokio::test]
+async fn queue_and_topic_caps_count_each_account_alone_on_postgres() {
+    let Some(url) = std::env::var("LOFT_TEST_DATABASE_URL")
+        .ok()
+        .filter(|u| !u.is_empty())
+    else {
+        crate::skips::postgres()
+            .skip("tenants::queue_and_topic_caps_count_each_account_alone_on_postgres");
+        return;
+    };
+    let schema = format!(
+        "loft_tenants_caps_{:x}",
+        std::time::SystemTime::now()
+            .duration_since(std::time::SystemTime::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    );
+    loft_store::PgStore::create_schema(&url, &schema)
+        .await
+        .expect("connect to LOFT_TEST_DATABASE_URL");
+    let sep = if url.contains('?') { '&' } else { '?' };
+    let node_url = format!("{url}{sep}options=-c%20search_path%3D{schema}");
+    caps_count_each_account_alone(&["--database-url", &node_url]).await;
+}
+
+/// `--max-queues` and `--max-topics` count per account, as AWS's quotas are (SQS and SNS
+/// quotas are per account): B filling its quota refuses B's next create only, A and the
+/// default account still create up to theirs, and B's deletes give B room, not A.
+async fn caps_count_each_account_alone(engine: &[&str]) {
+    let mut args = vec!["--max-queues", "2", "--max-topics", "1"];
+    args.extend_from_slice(engine);
+    let (loft, _dir) = start_with(&args);
+    for name in ["b1", "b2"] {
+        create_queue(&loft, B, name, json!({})).await;
+    }
+    let (status, out) = sqs(&loft, B, "CreateQueue", json!({"QueueName": "b3"})).await;
+    assert_eq!(status, 403, "B is over its cap: {out}");
+    assert!(
+        out["__type"].as_str().unwrap().ends_with("OverLimit"),
+        "{out}"
+    );
+    for name in ["a1", "a2"] {
+        create_queue(&loft, A, name, json!({})).await;
+    }
+    create_queue(&loft, ROOT, "root1", json!({})).await;
+    create_queue(&loft, ROOT, "root2", json!({})).await;
+    let (status, out) = sqs(&loft, A, "CreateQueue", json!({"QueueName": "a3"})).await;
+    assert_eq!(status, 403, "A is over its own cap: {out}");
+    assert!(
+        out["__type"].as_str().unwrap().ends_with("OverLimit"),
+        "{out}"
+    );
+    // B deletes one of its queues: B has room again, A still has none.
+    let b1 = format!("{}/222222222222/b1", loft.url);
+    let (status, out) = sqs(&loft, B, "DeleteQueue", json!({"QueueUrl": b1})).await;
+    assert_eq!(status, 200, "{out}");
+    let (status, out) = sqs(&loft, A, "CreateQueue", json!({"QueueName": "a3"})).await;
+    assert_eq!(status, 403, "B's delete frees no slot of A's: {out}");
+    create_queue(&loft, B, "b3", json!({})).await;
+
+    let create_topic = |key, name: &'static str| {
+        let loft = &loft;
+        async move { sns(loft, key, &[("Action", "CreateTopic"), ("Name", name)]).await }
+    };
+    let (status, out) = create_topic(B, "bt1").await;
+    assert_eq!(status, 200, "{out}");
+    let (status, out) = create_topic(B, "bt2").await;
+    assert_eq!(status, 403, "{out}");
+    assert!(out.contains("<Code>TopicLimitExceeded</Code>"), "{out}");
+    for key in [A, ROOT] {
+        let (status, out) = create_topic(key, "own-topic").await;
+        assert_eq!(status, 200, "another account's topic cap is its own: {out}");
+    }
 }

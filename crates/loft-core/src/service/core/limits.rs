@@ -10,9 +10,15 @@
 //! Every count here is a cache of the store, rebuilt from it at any moment: none is state
 //! of its own.
 //!
-//! - Queue and topic counts ([`Counters`]): read from the store (`Store::count_queues`,
-//!   `Store::count_topics`), then followed through this node's creates and deletes, and
-//!   read again when [`RECOUNT_MAX_AGE`] old (so other nodes' creates and deletes show
+//! - Queue and topic counts ([`Counters`]): per account, as AWS's quotas are (SQS and SNS
+//!   quotas are per account; Loft counts an account's queues or topics in all its regions
+//!   together), so one tenant filling its quota never refuses another's creates nor sees
+//!   their deletes through its count. With one account only
+//!   ([`ServiceConfig::multi_account`](super::ServiceConfig::multi_account) off) the count
+//!   is of every queue or topic, as it always was. Read from the store
+//!   (`Store::count_queues_of`, `Store::count_topics_of`; `Store::count_queues`,
+//!   `Store::count_topics` with one account), then followed through this node's creates
+//!   and deletes, and read again when [`RECOUNT_MAX_AGE`] old (so other nodes' creates and deletes show
 //!   within a minute) and before any refusal (so a node refuses a create only on a count
 //!   the store just gave). Two nodes creating the last free slots at the same instant may
 //!   both pass: the caps are exact on one node and approximate across nodes, by design,
@@ -34,6 +40,7 @@ use std::time::{Duration, Instant};
 use super::Core;
 use crate::error::{Error, ErrorCode, Result};
 use crate::model::{QueueRecord, TopicRecord};
+use crate::names;
 
 type Map = std::collections::BTreeMap<String, String>;
 
@@ -48,10 +55,11 @@ pub const RECOUNT_MAX_AGE: Duration = Duration::from_secs(60);
 /// Configurable caps. Every count is a number of items, not bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Limits {
-    /// Most queues that may exist (default 100,000). Creating one more: `OverLimit` (403).
+    /// Most queues one account may have, in all its regions (default 100,000). Creating one
+    /// more: `OverLimit` (403).
     pub max_queues: u64,
-    /// Most topics that may exist (default 100,000, SNS's standard-topic quota). Creating
-    /// one more: `TopicLimitExceeded` (403).
+    /// Most topics one account may have, in all its regions (default 100,000, SNS's
+    /// standard-topic quota, per account). Creating one more: `TopicLimitExceeded` (403).
     pub max_topics: u64,
     /// Most in-flight messages of a standard queue (default 120,000, as SQS). A receive at
     /// the limit: `OverLimit` (403); near it, fewer messages than asked.
@@ -97,10 +105,10 @@ struct Count {
 /// The counts behind [`Limits`]: caches of the store, rebuilt from it (module doc).
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
-    /// Queues that exist.
-    queues: Mutex<Count>,
-    /// Topics that exist.
-    topics: Mutex<Count>,
+    /// Queues that exist, by account (`""`: every queue, with one account only).
+    queues: Mutex<HashMap<String, Count>>,
+    /// Topics that exist, by account (as `queues`).
+    topics: Mutex<HashMap<String, Count>>,
     /// In-flight bounds by queue id.
     in_flight: Mutex<HashMap<i64, Gauge>>,
 }
@@ -113,7 +121,7 @@ enum Kind {
 }
 
 impl Counters {
-    fn of(&self, kind: Kind) -> std::sync::MutexGuard<'_, Count> {
+    fn of(&self, kind: Kind) -> std::sync::MutexGuard<'_, HashMap<String, Count>> {
         match kind {
             Kind::Queues => &self.queues,
             Kind::Topics => &self.topics,
@@ -123,9 +131,11 @@ impl Counters {
     }
 }
 
-/// Gives a slot back (a create that did not create, a delete).
-fn release(count: &mut Count) {
-    count.n = (count.n - 1).max(0);
+/// Gives a slot of `account` back (a create that did not create, a delete).
+fn release(counts: &mut HashMap<String, Count>, account: &str) {
+    if let Some(count) = counts.get_mut(account) {
+        count.n = (count.n - 1).max(0);
+    }
 }
 
 /// What a receive may take, from [`Core::in_flight_room`].
@@ -138,27 +148,58 @@ pub(crate) enum Room {
 }
 
 impl Core {
-    /// Takes one slot of count `kind` unless `max` are taken; false when full. The count
-    /// is read from the store when never read or [`RECOUNT_MAX_AGE`] old, and again
-    /// before answering false.
-    async fn reserve(&self, kind: Kind, max: u64) -> Result<bool> {
+    /// The account whose count store key `key` falls in: its account, or `""` (every
+    /// resource) with one account only
+    /// ([`ServiceConfig::multi_account`](super::ServiceConfig::multi_account) off).
+    fn count_account(&self, key: &str) -> String {
+        if self.config.multi_account {
+            self.split_key(key).0.to_owned()
+        } else {
+            String::new()
+        }
+    }
+
+    /// The store's count of kind `kind` for `account` ([`Core::count_account`]).
+    async fn store_count(&self, kind: Kind, account: &str) -> Result<u64> {
+        if account.is_empty() {
+            return match kind {
+                Kind::Queues => self.store.count_queues().await,
+                Kind::Topics => self.store.count_topics().await,
+            };
+        }
+        let prefix = format!("{account}{}", names::ACCOUNT_SEPARATOR);
+        // The default account's keys in the default region are bare names.
+        let bare = account == self.config.account_id;
+        match kind {
+            Kind::Queues => self.store.count_queues_of(&prefix, bare).await,
+            Kind::Topics => self.store.count_topics_of(&prefix, bare).await,
+        }
+    }
+
+    /// Takes one slot of count `kind` of `account` unless `max` are taken; false when
+    /// full. The count is read from the store when never read or [`RECOUNT_MAX_AGE`] old,
+    /// and again before answering false.
+    async fn reserve(&self, kind: Kind, account: &str, max: u64) -> Result<bool> {
         for fresh in [false, true] {
             let stale = {
                 let c = self.counters.of(kind);
-                c.at.is_none_or(|at| at.elapsed() >= RECOUNT_MAX_AGE)
+                c.get(account)
+                    .and_then(|c| c.at)
+                    .is_none_or(|at| at.elapsed() >= RECOUNT_MAX_AGE)
             };
             let recounted = fresh || stale;
             if recounted {
-                let n = match kind {
-                    Kind::Queues => self.store.count_queues().await?,
-                    Kind::Topics => self.store.count_topics().await?,
-                } as i64;
-                *self.counters.of(kind) = Count {
-                    n,
-                    at: Some(Instant::now()),
-                };
+                let n = self.store_count(kind, account).await? as i64;
+                self.counters.of(kind).insert(
+                    account.to_owned(),
+                    Count {
+                        n,
+                        at: Some(Instant::now()),
+                    },
+                );
             }
-            let mut c = self.counters.of(kind);
+            let mut counts = self.counters.of(kind);
+            let c = counts.entry(account.to_owned()).or_default();
             if c.n < max as i64 {
                 c.n += 1;
                 return Ok(true);
@@ -181,7 +222,8 @@ impl Core {
         tags: Map,
     ) -> Result<(QueueRecord, bool)> {
         let max = self.config.limits.max_queues;
-        let reserved = self.reserve(Kind::Queues, max).await?;
+        let account = self.count_account(name);
+        let reserved = self.reserve(Kind::Queues, &account, max).await?;
         if !reserved && self.store.get_queue(name).await?.is_none() {
             return Err(Error::new(
                 ErrorCode::OverLimit,
@@ -193,14 +235,15 @@ impl Core {
             .create_queue(name, attributes, tags, self.now_ms())
             .await;
         if reserved && !matches!(result, Ok((_, true))) {
-            release(&mut self.counters.of(Kind::Queues));
+            release(&mut self.counters.of(Kind::Queues), &account);
         }
         result
     }
 
-    /// Records that queue `queue_id` was deleted.
-    pub(crate) fn queue_deleted(&self, queue_id: i64) {
-        release(&mut self.counters.of(Kind::Queues));
+    /// Records that queue `queue_id` (store key `key`) was deleted.
+    pub(crate) fn queue_deleted(&self, key: &str, queue_id: i64) {
+        let account = self.count_account(key);
+        release(&mut self.counters.of(Kind::Queues), &account);
         self.quotas.forget(queue_id);
         self.counters
             .in_flight
@@ -213,8 +256,8 @@ impl Core {
     /// and topic counts are read again at the next create, the queues' in-flight bounds
     /// and FIFO quota buckets dropped.
     pub(crate) fn forget_counts(&self, queue_ids: &[i64]) {
-        self.counters.of(Kind::Queues).at = None;
-        self.counters.of(Kind::Topics).at = None;
+        self.counters.of(Kind::Queues).clear();
+        self.counters.of(Kind::Topics).clear();
         let mut in_flight = self
             .counters
             .in_flight
@@ -237,7 +280,8 @@ impl Core {
         tags: Map,
     ) -> Result<(TopicRecord, bool)> {
         let max = self.config.limits.max_topics;
-        let reserved = self.reserve(Kind::Topics, max).await?;
+        let account = self.count_account(name);
+        let reserved = self.reserve(Kind::Topics, &account, max).await?;
         if !reserved && self.store.get_topic(name).await?.is_none() {
             return Err(Error::new(
                 ErrorCode::TopicLimitExceeded,
@@ -249,14 +293,15 @@ impl Core {
             .create_topic(name, attributes, tags, self.now_ms())
             .await;
         if reserved && !matches!(result, Ok((_, true))) {
-            release(&mut self.counters.of(Kind::Topics));
+            release(&mut self.counters.of(Kind::Topics), &account);
         }
         result
     }
 
-    /// Records that a topic was deleted.
-    pub(crate) fn topic_deleted(&self) {
-        release(&mut self.counters.of(Kind::Topics));
+    /// Records that the topic of store key `key` was deleted.
+    pub(crate) fn topic_deleted(&self, key: &str) {
+        let account = self.count_account(key);
+        release(&mut self.counters.of(Kind::Topics), &account);
     }
 
     /// How many of `want` messages a receive from queue `queue_id` may take without

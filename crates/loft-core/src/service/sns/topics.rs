@@ -441,7 +441,7 @@ impl Sns {
             .ok_or_else(|| invalid("TopicArn"))?;
         if let Some(t) = self.store.get_topic(&name).await? {
             if self.store.delete_topic(t.id).await? {
-                self.topic_deleted();
+                self.topic_deleted(&t.name);
             }
         }
         Ok(())

@@ -498,7 +498,7 @@ impl Sqs {
         let queue = self.queue(name).await?;
         let recreate_after = self.now_ms() + RECREATE_HOLD_MS;
         if self.store.delete_queue(queue.id, recreate_after).await? {
-            self.queue_deleted(queue.id);
+            self.queue_deleted(&queue.name, queue.id);
         }
         self.forget_queues();
         self.wake(queue.id);

@@ -55,6 +55,23 @@ pub async fn count_rows<C: GenericClient>(c: &C, table: &'static str) -> Result<
     Ok(query_one(c, &sql, &[]).await?.get::<_, i64>(0) as u64)
 }
 
+/// The rows of `table` (`queues`, `topics`) of one account: names starting with `prefix`,
+/// and when `bare` names without `/` (`Store::count_queues_of`).
+pub async fn count_rows_of<C: GenericClient>(
+    c: &C,
+    table: &'static str,
+    prefix: &str,
+    bare: bool,
+) -> Result<u64, Error> {
+    let sql = format!(
+        "SELECT count(*) FROM {table} \
+         WHERE starts_with(name, $1) OR ($2 AND strpos(name, '/') = 0)"
+    );
+    Ok(query_one(c, &sql, &[&prefix, &bare])
+        .await?
+        .get::<_, i64>(0) as u64)
+}
+
 pub async fn delete_queue<C: GenericClient>(
     c: &C,
     queue_id: i64,

@@ -56,6 +56,22 @@ pub fn count_rows(c: &Connection, table: &'static str) -> rusqlite::Result<u64> 
         .map(|n| n as u64)
 }
 
+/// The rows of `table` (`queues`, `topics`) of one account: names starting with `prefix`,
+/// and when `bare` names without `/` (`Store::count_queues_of`).
+pub fn count_rows_of(
+    c: &Connection,
+    table: &'static str,
+    prefix: &str,
+    bare: bool,
+) -> rusqlite::Result<u64> {
+    c.prepare_cached(&format!(
+        "SELECT COUNT(*) FROM {table} \
+         WHERE substr(name, 1, length(?1)) = ?1 OR (?2 AND instr(name, '/') = 0)"
+    ))?
+    .query_row(params![prefix, bare], |r| r.get::<_, i64>(0))
+    .map(|n| n as u64)
+}
+
 pub fn delete_queue(
     c: &Connection,
     queue_id: i64,
