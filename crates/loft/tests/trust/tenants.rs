@@ -1210,3 +1210,101 @@ async fn caps_count_each_account_alone(engine: &[&str]) {
         assert_eq!(status, 200, "another account's topic cap is its own: {out}");
     }
 }
+
+/// A signed seeds' API call by `key` with a JSON body: its status and body text.
+async fn seeds_post(
+    loft: &Loft,
+    key: (&'static str, &'static str),
+    path: &str,
+    body: &str,
+) -> (u16, String) {
+    let url = format!("{}{path}", loft.url);
+    let headers = [("content-type", "application/json")];
+    let resp = send_signed(&signer(key, "sqs"), "POST", &url, &headers, body.as_bytes()).await;
+    (resp.status().as_u16(), resp.text().await.unwrap())
+}
+
+/// The seeds' API reaches an existing queue or topic of another account than the server's
+/// by the `ACCOUNT%2FNAME` key its listing gives, on every route (docs/seeds-api.md):
+/// create (the existing one), subscribe and publish as well as send. A new one is not made
+/// by such a key (400), and every route is still checked on the resource the key names.
+#[tokio::test]
+async fn the_seeds_routes_reach_an_existing_resource_by_its_key() {
+    let (loft, _dir) = start();
+    let (status, out) = sns(&loft, B, &[("Action", "CreateTopic"), ("Name", "bfilt")]).await;
+    assert_eq!(status, 200, "{out}");
+    let (status, out) = sns(&loft, A, &[("Action", "CreateTopic"), ("Name", "atopic")]).await;
+    assert_eq!(status, 200, "{out}");
+    create_queue(&loft, B, "bq", json!({})).await;
+    create_queue(&loft, A, "aq", json!({})).await;
+    let endpoint = r#"{"endpoint":"http://127.0.0.1:9/hook"}"#;
+
+    let b_topic = "/topics/222222222222%2Fbfilt";
+    let (status, out) = seeds_post(&loft, B, b_topic, "").await;
+    assert_eq!(
+        (status, out.as_str()),
+        (201, r#"{"name":"222222222222/bfilt"}"#)
+    );
+    let (status, out) = seeds_post(&loft, B, &format!("{b_topic}/subscribe"), endpoint).await;
+    assert_eq!(status, 201, "{out}");
+    assert!(out.starts_with(r#"{"id":"sub-"#), "{out}");
+    let (status, out) = seeds_post(
+        &loft,
+        B,
+        &format!("{b_topic}/publish"),
+        r#"{"message":"hi"}"#,
+    )
+    .await;
+    assert_eq!((status, out.as_str()), (200, r#"{"delivered":1}"#));
+    let (status, out) = seeds_post(&loft, B, "/queues/222222222222%2Fbq", "").await;
+    assert_eq!(status, 201, "{out}");
+    let created: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(created["name"], "222222222222/bq", "{out}");
+
+    // A new queue or topic is not made by a key: the name rule refuses its `/`.
+    for path in [
+        "/queues/222222222222%2Fseedq",
+        "/topics/222222222222%2Fnewt",
+        "/topics/222222222222%2Fnewt/subscribe",
+    ] {
+        let body = if path.ends_with("subscribe") {
+            endpoint
+        } else {
+            ""
+        };
+        let (status, out) = seeds_post(&loft, B, path, body).await;
+        assert_eq!(status, 400, "{path}: {out}");
+        assert!(out.contains("name must be 1 to 256 bytes"), "{path}: {out}");
+    }
+    let (_, listed) = sns(&loft, B, &[("Action", "ListTopics")]).await;
+    assert!(!listed.contains("newt"), "{listed}");
+
+    // Permissions as before: the default account's key on B's, B's key on A's, refused.
+    let refused = [
+        (ROOT, format!("{b_topic}/publish"), r#"{"message":"x"}"#),
+        (ROOT, format!("{b_topic}/subscribe"), endpoint),
+        (ROOT, b_topic.to_owned(), ""),
+        (ROOT, "/queues/222222222222%2Fbq".to_owned(), ""),
+        (
+            B,
+            "/topics/111111111111%2Fatopic/publish".to_owned(),
+            r#"{"message":"x"}"#,
+        ),
+        (
+            B,
+            "/topics/111111111111%2Fatopic/subscribe".to_owned(),
+            endpoint,
+        ),
+        (B, "/topics/111111111111%2Fatopic".to_owned(), ""),
+        (B, "/queues/111111111111%2Faq".to_owned(), ""),
+        (
+            B,
+            "/queues/111111111111%2Faq/messages".to_owned(),
+            r#"{"body":"x"}"#,
+        ),
+    ];
+    for (key, path, body) in refused {
+        let (status, out) = seeds_post(&loft, key, &path, body).await;
+        assert_eq!(status, 403, "{} on {path}: {out}", key.0);
+    }
+}

@@ -906,10 +906,13 @@ impl Sns {
     /// subscriptions the `{"topic","message"}` JSON, others as SNS delivers); returns the
     /// number of subscriptions. Deliveries are durable and retried; none is awaited.
     ///
+    /// `topic` is a store key, as the listings give it (docs/seeds-api.md: another
+    /// account's `ACCOUNT/NAME`); the name rule is checked on its name.
+    ///
     /// Errors: `InvalidParameterValue` for an empty message (SNS delivers none), also to a
     /// topic that does not exist, and for a name no topic of the seeds' API can have.
     pub async fn publish_seed(&self, topic: &str, message: &str) -> Result<usize> {
-        crate::names::check_topic_name(topic, crate::names::Naming::Seed)?;
+        crate::names::check_topic_name(self.split_key(topic).1, crate::names::Naming::Seed)?;
         if message.is_empty() {
             return Err(Error::invalid("message must not be empty"));
         }

@@ -1258,9 +1258,17 @@ impl Sns {
 
     // ----- the seeds' topic API
 
-    /// The seeds' `POST /topics/{name}`: idempotent create. Errors: `InvalidParameterValue`
-    /// for a name that is not a path segment.
+    /// The seeds' `POST /topics/{name}`: idempotent create. `name` is a store key, as the
+    /// listings give it (docs/seeds-api.md: another account's `ACCOUNT/NAME`): an existing
+    /// topic is returned whatever its key, and the name rule applies to a new one only
+    /// (its name, for an existing one, so a FIFO topic is refused as before).
+    ///
+    /// Errors: `InvalidParameterValue` for a new topic's name that is not a path segment.
     pub async fn create_topic_seed(&self, name: &str) -> Result<TopicRecord> {
+        if let Some(topic) = self.store.get_topic(name).await? {
+            names::check_topic_name(self.split_key(name).1, Naming::Seed)?;
+            return Ok(topic);
+        }
         names::check_topic_name(name, Naming::Seed)?;
         Ok(self
             .store_create_topic(name, Map::new(), Map::new())
@@ -1295,6 +1303,7 @@ impl Sns {
 
     /// The seeds' `POST /topics/{name}/subscribe`: subscribes `endpoint` (an http or https
     /// URL), confirmed at once as the seed has no handshake; creates the topic if missing.
+    /// `topic` is a store key, as [`Sns::create_topic_seed`] takes it.
     ///
     /// Errors: `InvalidParameterValue` for an empty or non-HTTP endpoint, an endpoint whose
     /// IP address the endpoint policy denies, or a bad name; `TopicLimitExceeded`.

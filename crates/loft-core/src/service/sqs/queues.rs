@@ -308,10 +308,23 @@ impl Sqs {
         }
     }
 
+    /// The seeds' name rule for queue key `key` ([`Sqs::create_queue_seed`]): on the
+    /// name of an existing queue, on the whole key of a new one.
+    async fn check_seed_queue_key(&self, key: &str) -> Result<()> {
+        let name = match self.find_queue(key).await? {
+            Some(_) => self.split_key(key).1,
+            None => key,
+        };
+        names::check_queue_name(name, Naming::Seed)
+    }
+
     /// The seeds' `POST /queues/{name}`: idempotent create with an optional dead-letter
     /// queue (created too when missing), `max_receive_count` (<= 0 means 5) and
     /// `visibility_timeout` (seconds, 0..=43200, default 30). An existing queue is returned
-    /// unchanged, as the seed's `ON CONFLICT DO NOTHING` does.
+    /// unchanged, as the seed's `ON CONFLICT DO NOTHING` does. `name` (and
+    /// `dead_letter_queue`) is a store key, as the listings give it (docs/seeds-api.md:
+    /// another account's `ACCOUNT/NAME`): the name rule applies to a new queue's whole key,
+    /// and to an existing queue's name only (so a FIFO queue is refused as before).
     ///
     /// Errors: `InvalidParameterValue` for a bad name or visibility timeout, a
     /// `dead_letter_queue` equal to `name`, or a `max_receive_count` over 1000 with a
@@ -323,7 +336,7 @@ impl Sqs {
         max_receive_count: i64,
         visibility_timeout: Option<i64>,
     ) -> Result<SeedQueue> {
-        names::check_queue_name(name, Naming::Seed)?;
+        self.check_seed_queue_key(name).await?;
         let max_receive_count = if max_receive_count <= 0 {
             5
         } else {
@@ -340,7 +353,7 @@ impl Sqs {
             attrs.insert("VisibilityTimeout".into(), vt.to_string());
         }
         if let Some(dlq) = dead_letter_queue.filter(|d| !d.is_empty()) {
-            names::check_queue_name(dlq, Naming::Seed)?;
+            self.check_seed_queue_key(dlq).await?;
             if dlq == name {
                 // Moving a message to the queue it is in would count its receives for ever.
                 return Err(Error::invalid(
