@@ -1308,3 +1308,41 @@ async fn the_seeds_routes_reach_an_existing_resource_by_its_key() {
         assert_eq!(status, 403, "{} on {path}: {out}", key.0);
     }
 }
+
+/// A recorded email's sender is the topic's name when it has no DisplayName, for another
+/// account's topic as for the default account's (SNS API Reference, SetTopicAttributes
+/// `DisplayName`), never Loft's store key.
+#[tokio::test]
+async fn an_email_from_another_accounts_topic_comes_from_its_name() {
+    let (loft, _dir) = start();
+    let (status, out) = sns(&loft, A, &[("Action", "CreateTopic"), ("Name", "atopic")]).await;
+    assert_eq!(status, 200, "{out}");
+    let arn = format!("arn:aws:sns:us-east-1:{ACCOUNT_A}:atopic");
+    let (status, out) = sns(
+        &loft,
+        A,
+        &[
+            ("Action", "Subscribe"),
+            ("TopicArn", &arn),
+            ("Protocol", "email"),
+            ("Endpoint", "ops@example.com"),
+        ],
+    )
+    .await;
+    assert_eq!(status, 200, "{out}");
+    let url = format!("{}/_loft/sns/messages", loft.url);
+    let resp = send_signed(&signer(A, "sqs"), "GET", &url, &[], b"").await;
+    assert_eq!(resp.status(), 200);
+    let recorded: Value = resp.json().await.unwrap();
+    let senders: Vec<&Value> = recorded
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| &m["sender"])
+        .collect();
+    assert_eq!(
+        senders,
+        [&json!("atopic <no-reply@sns.amazonaws.com>")],
+        "{recorded}"
+    );
+}

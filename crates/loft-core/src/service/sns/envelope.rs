@@ -377,7 +377,8 @@ pub const SMS_DISPLAY_NAME_CHARS: usize = 10;
 /// Who a recorded message of `protocol` from `topic` comes from, and its text as sent:
 /// email and email-json come from `"{DisplayName} <no-reply@sns.amazonaws.com>"` (the
 /// topic's name when it has no DisplayName: the "From" field, SNS API Reference,
-/// SetTopicAttributes `DisplayName`); an SMS from a topic with a DisplayName starts with
+/// SetTopicAttributes `DisplayName`; the name, never the store key that carries another
+/// account or region: [`crate::names::scoped_key`]); an SMS from a topic with a DisplayName starts with
 /// its first 10 characters and `"> "`, the sender prefix; other protocols have none.
 pub fn sender_of(
     topic: &TopicRecord,
@@ -388,7 +389,14 @@ pub fn sender_of(
     let display = TopicConfig::from_attributes(&topic.attributes).display_name;
     match protocol {
         P::Email | P::EmailJson => {
-            let name = display.as_deref().unwrap_or(topic.name.as_str());
+            // The name is the key's last part: no topic name holds the separator.
+            let name = display.as_deref().unwrap_or_else(|| {
+                topic
+                    .name
+                    .rsplit(crate::names::ACCOUNT_SEPARATOR)
+                    .next()
+                    .unwrap_or(&topic.name)
+            });
             (Some(format!("{name} <{EMAIL_FROM_ADDRESS}>")), message)
         }
         P::Sms => match display {
