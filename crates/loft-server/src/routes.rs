@@ -157,7 +157,9 @@ fn build(
         .at("POST", "/_loft/reset", console::api::reset)
         .at("POST", "/_localstack/state/reset", console::api::reset)
         .layered(|r| r.route_layer(enforce).route_layer(console_auth))
-        .finish(&mut table);
+        .finish(&mut table)
+        // Outside the authentication layers, so their refusals carry it too.
+        .route_layer(axum::middleware::from_fn(console::deny_framing));
     let router = native
         .merge(aws)
         .merge(lambda)

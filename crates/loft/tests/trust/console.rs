@@ -300,3 +300,31 @@ async fn an_open_server_serves_the_console_without_credentials() {
         assert!(resp.headers().get("www-authenticate").is_none(), "{path}");
     }
 }
+
+/// No other site may frame the console (clickjacking): its page, its assets, its JSON
+/// routes and its sign-in challenge carry `X-Frame-Options: DENY` (RFC 7034) and
+/// `Content-Security-Policy: frame-ancestors 'none'` (CSP Level 2).
+#[tokio::test]
+async fn the_console_may_not_be_framed() {
+    let loft = server_with_a_message().await;
+    let auth = basic(KEY, SECRET);
+    // The recorded messages' route is the inspection router's, not the console's.
+    let console_routes = CONSOLE_GETS.iter().filter(|p| **p != "/_loft/sns/messages");
+    for path in console_routes {
+        for (authorization, status) in [(None, 401), (Some(auth.as_str()), 200)] {
+            let resp = get(&loft, path, authorization).await;
+            assert_eq!(resp.status(), status, "{path}");
+            let header = |name: &str| {
+                resp.headers()
+                    .get(name)
+                    .map(|v| v.to_str().unwrap().to_owned())
+            };
+            assert_eq!(header("x-frame-options").as_deref(), Some("DENY"), "{path}");
+            assert_eq!(
+                header("content-security-policy").as_deref(),
+                Some("frame-ancestors 'none'"),
+                "{path}"
+            );
+        }
+    }
+}
