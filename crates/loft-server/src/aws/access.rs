@@ -214,9 +214,9 @@ pub async fn check(svc: &Service, ctx: &Context, access: Access<'_>) -> Result<(
         Resource::QueueUrl(url) => queue(ctx.queue_key(svc, url).ok()),
         Resource::QueueName(name, owner) => {
             let owner = owner.filter(|o| !o.is_empty());
-            Resolved::Queue(ctx.named_queue_key(svc, name, owner))
+            Resolved::Queue(ctx.named_queue_key(svc, name, owner)?)
         }
-        Resource::NewQueue(name) => Resolved::Queue(ctx.named_queue_key(svc, name, None)),
+        Resource::NewQueue(name) => Resolved::Queue(ctx.named_queue_key(svc, name, None)?),
         Resource::QueueArn(arn) | Resource::MoveTask(arn, _) => queue(svc.key_of_arn(arn, "sqs")),
         // Checked on the queue the handle names before the task is looked up, so a caller
         // refused on that queue gets the same 403 for a running task's handle as for one

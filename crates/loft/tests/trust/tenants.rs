@@ -1346,3 +1346,68 @@ async fn an_email_from_another_accounts_topic_comes_from_its_name() {
         "{recorded}"
     );
 }
+
+/// A QueueOwnerAWSAccountId that is not 12 ASCII digits names no account, so GetQueueUrl
+/// answers as for a queue that does not exist (AWS's answer is not recorded: see
+/// `Context::named_queue_key`), the same for every malformed id, over JSON and Query, and
+/// never AccessDenied on a key made of it.
+#[tokio::test]
+async fn a_malformed_queue_owner_is_a_queue_that_does_not_exist() {
+    let (loft, _dir) = start();
+    create_queue(&loft, A, "asecret", json!({})).await;
+    for owner in [
+        "0111111111111",
+        "+11111111111",
+        "1.1e11",
+        "11111111111",
+        "١١١١١١١١١١١١",
+        "11111111111x",
+    ] {
+        for key in [A, B] {
+            let (status, out) = sqs(
+                &loft,
+                key,
+                "GetQueueUrl",
+                json!({"QueueName": "asecret", "QueueOwnerAWSAccountId": owner}),
+            )
+            .await;
+            assert_eq!(
+                (status, out["__type"].as_str()),
+                (400, Some("com.amazonaws.sqs#QueueDoesNotExist")),
+                "{owner} by {}: {out}",
+                key.0
+            );
+        }
+        let body = form_urlencoded::Serializer::new(String::new())
+            .extend_pairs([
+                ("Action", "GetQueueUrl"),
+                ("QueueName", "asecret"),
+                ("QueueOwnerAWSAccountId", owner),
+                ("Version", "2012-11-05"),
+            ])
+            .finish();
+        let resp = send_signed(
+            &signer(B, "sqs"),
+            "POST",
+            &format!("{}/", loft.url),
+            &[("content-type", "application/x-www-form-urlencoded")],
+            body.as_bytes(),
+        )
+        .await;
+        assert_eq!(resp.status(), 400, "{owner}");
+        let text = resp.text().await.unwrap();
+        assert!(
+            text.contains("<Code>AWS.SimpleQueueService.NonExistentQueue</Code>"),
+            "{owner}: {text}"
+        );
+    }
+    // The well-formed id still finds A's queue for A.
+    let (status, out) = sqs(
+        &loft,
+        A,
+        "GetQueueUrl",
+        json!({"QueueName": "asecret", "QueueOwnerAWSAccountId": ACCOUNT_A}),
+    )
+    .await;
+    assert_eq!(status, 200, "{out}");
+}

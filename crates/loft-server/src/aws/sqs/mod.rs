@@ -53,9 +53,26 @@ impl Context {
 
     /// The store key of queue `name` in `owner` (QueueOwnerAWSAccountId) or the caller's
     /// account, in the request's region.
-    pub fn named_queue_key(&self, svc: &Service, name: &str, owner: Option<&str>) -> String {
-        let account = owner.unwrap_or(&*self.principal.account_id);
-        svc.resource_key(account, &self.principal.region, name)
+    ///
+    /// Errors: `QueueDoesNotExist` when `owner` is not an account id (12 ASCII digits):
+    /// no queue can belong to it. AWS's answer to a malformed QueueOwnerAWSAccountId is
+    /// recorded neither in the botocore model (GetQueueUrl: "The Amazon Web Services
+    /// account ID of the account that created the queue", a plain String) nor in
+    /// LocalStack's AWS-validated SQS snapshots, so it is answered as a queue that does not
+    /// exist, the same for every malformed id (`0111111111111`, `+11111111111`,
+    /// `1.1e11`, non-ASCII digits), before any permission is weighed.
+    pub fn named_queue_key(
+        &self,
+        svc: &Service,
+        name: &str,
+        owner: Option<&str>,
+    ) -> Result<String> {
+        let account = match owner {
+            Some(o) if !loft_core::names::is_account_id(o) => return Err(Error::no_queue()),
+            Some(o) => o,
+            None => &*self.principal.account_id,
+        };
+        Ok(svc.resource_key(account, &self.principal.region, name))
     }
 }
 
@@ -356,15 +373,15 @@ async fn start(svc: Arc<Service>, ctx: Context, req: SqsRequest) -> Result<Opera
 /// SendMessageBatch and ReceiveMessage; `None` for every other operation.
 fn auto_created(svc: &Service, ctx: &Context, req: &SqsRequest) -> Option<String> {
     match req {
-        SqsRequest::GetQueueUrl(i) => Some(
-            ctx.named_queue_key(
+        SqsRequest::GetQueueUrl(i) => ctx
+            .named_queue_key(
                 svc,
                 &i.queue_name,
                 i.queue_owner_aws_account_id
                     .as_deref()
                     .filter(|o| !o.is_empty()),
-            ),
-        ),
+            )
+            .ok(),
         SqsRequest::SendMessage(i) => ctx.queue_key(svc, &i.queue_url).ok(),
         SqsRequest::SendMessageBatch(i) => ctx.queue_key(svc, &i.queue_url).ok(),
         SqsRequest::ReceiveMessage(i) => ctx.queue_key(svc, &i.queue_url).ok(),
@@ -507,7 +524,7 @@ async fn operation(svc: Arc<Service>, ctx: Context, req: SqsRequest) -> Result<S
             let q = svc
                 .sqs()
                 .create_queue(
-                    &ctx.named_queue_key(svc, &i.queue_name, None),
+                    &ctx.named_queue_key(svc, &i.queue_name, None)?,
                     map_or_empty(i.attributes),
                     map_or_empty(i.tags),
                 )
@@ -553,7 +570,7 @@ async fn operation(svc: Arc<Service>, ctx: Context, req: SqsRequest) -> Result<S
                 i.queue_owner_aws_account_id
                     .as_deref()
                     .filter(|o| !o.is_empty()),
-            );
+            )?;
             let q = svc.queue(&key).await?;
             S::GetQueueUrl(GetQueueUrlResult {
                 queue_url: Some(ctx.queue_url(svc, &q.name)),
