@@ -711,18 +711,41 @@ impl SnsDelivery {
         let sig = self.signature(topic, fields);
         let body = self.envelope(fields, sig.as_ref(), &MessageAttributes::new(), None, None);
         let config = QueueConfig::from_attributes(&queue.attributes);
-        let now = self.now_ms();
+        Some(self.sns_own_message(
+            &config,
+            fields.message_id.clone(),
+            body,
+            &sub.uuid,
+            &fields.message_id,
+            self.now_ms(),
+        ))
+    }
+
+    /// A message SNS itself puts in a queue of `config` (a subscription's confirmation, a
+    /// data protection audit record): `body` with MessageId `message_id`, sent at `now`
+    /// (ms), with the queue's delay, retention and encryption at rest; in a FIFO queue, in
+    /// message group `group` and deduplicated by `dedup_id` (scoped to the group when the
+    /// queue deduplicates per group).
+    pub(crate) fn sns_own_message(
+        &self,
+        config: &QueueConfig,
+        message_id: String,
+        body: String,
+        group: &str,
+        dedup_id: &str,
+        now: i64,
+    ) -> NewMessage {
         let dedup = config.fifo.then(|| DedupKey {
             scope: if config.dedup_per_group {
-                sub.uuid.clone()
+                group.to_owned()
             } else {
                 String::new()
             },
-            id: fields.message_id.clone(),
+            id: dedup_id.to_owned(),
             expires_at_ms: now + DEDUP_WINDOW_MS,
         });
-        Some(NewMessage {
-            message_id: Some(fields.message_id.clone()),
+        NewMessage {
+            message_id: Some(message_id),
             md5_body: message::md5_hex(body.as_bytes()),
             message_attributes: None,
             system_attributes: None,
@@ -730,15 +753,15 @@ impl SnsDelivery {
             sent_at_ms: now,
             visible_at_ms: now + config.delay_seconds as i64 * 1000,
             expires_at_ms: now + config.retention_seconds as i64 * 1000,
-            group_id: config.fifo.then(|| sub.uuid.clone()),
-            dedup_id: config.fifo.then(|| fields.message_id.clone()),
+            group_id: config.fifo.then(|| group.to_owned()),
+            dedup_id: config.fifo.then(|| dedup_id.to_owned()),
             receive_count: 0,
             first_received_at_ms: None,
             dead_letter_source: None,
             dedup,
             seal: config.seal_at(now),
             body,
-        })
+        }
     }
 
     /// A durable HTTP/S delivery of `body` for subscription `sub` of `topic`, with SNS's

@@ -22,9 +22,7 @@ use super::SnsDelivery;
 use crate::attributes::{QueueConfig, TopicConfig};
 use crate::data_protection::{self as dp, DataDirection, Detection, Policy, Verdict};
 use crate::error::{Error, ErrorCode, Result};
-use crate::message;
-use crate::model::{DedupKey, NewMessage, SubscriptionRecord, TopicRecord};
-use crate::service::sqs::messages::DEDUP_WINDOW_MS;
+use crate::model::{NewMessage, SubscriptionRecord, TopicRecord};
 
 /// The topic attribute the policy is stored under. GetTopicAttributes does not list it
 /// (AWS does not either); GetDataProtectionPolicy reads it.
@@ -290,37 +288,17 @@ impl SnsDelivery {
             return Ok(());
         };
         let config = QueueConfig::from_attributes(&queue.attributes);
-        let group_id = config.fifo.then(|| topic.name.clone());
-        let dedup = config.fifo.then(|| DedupKey {
-            scope: if config.dedup_per_group {
-                topic.name.clone()
-            } else {
-                String::new()
-            },
-            id: message_id.to_owned(),
-            expires_at_ms: now + DEDUP_WINDOW_MS,
-        });
         message_queues.push(queue.name.clone());
         messages.push((
             queue.id,
-            NewMessage {
-                message_id: Some(uuid::Uuid::new_v4().to_string()),
-                md5_body: message::md5_hex(record.as_bytes()),
-                message_attributes: None,
-                system_attributes: None,
-                sender_id: self.config.account_id.clone(),
-                sent_at_ms: now,
-                visible_at_ms: now + config.delay_seconds as i64 * 1000,
-                expires_at_ms: now + config.retention_seconds as i64 * 1000,
-                group_id,
-                dedup_id: dedup.as_ref().map(|d| d.id.clone()),
-                receive_count: 0,
-                first_received_at_ms: None,
-                dead_letter_source: None,
-                dedup,
-                seal: config.seal_at(now),
-                body: record,
-            },
+            self.sns_own_message(
+                &config,
+                uuid::Uuid::new_v4().to_string(),
+                record,
+                &topic.name,
+                message_id,
+                now,
+            ),
         ));
         Ok(())
     }
