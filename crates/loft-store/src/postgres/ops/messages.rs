@@ -744,11 +744,17 @@ pub async fn receive_fifo<C: GenericClient>(
     loop {
         match scan.next() {
             FifoRead::Window { after, limit } => {
+                // `queue_id` as a range, ordered by `queue_id, seq`, as in `oldest_sent_at`:
+                // with `queue_id = $1 ... ORDER BY seq` the planner walked the primary key
+                // (seq order too) filtered by queue, reading every older message of other
+                // queues first: 946 ms a call on a FIFO queue behind a 1,000,000-message
+                // standard backlog, 0.3 ms on `messages_queue_order` (EXPLAIN ANALYZE,
+                // PostgreSQL 15, custom and generic plans; bench/backlog).
                 let rows = query(
                     tx,
                     "SELECT seq, receive_count, expires_at, COALESCE(group_id, ''), visible_at \
-                     FROM messages WHERE queue_id = $1 AND seq > $2 AND visible_at <= $3 \
-                     ORDER BY seq LIMIT $4",
+                     FROM messages WHERE queue_id >= $1 AND queue_id <= $1 AND seq > $2 \
+                     AND visible_at <= $3 ORDER BY queue_id, seq LIMIT $4",
                     &[&req.queue_id, &after, &req.now_ms, &limit],
                 )
                 .await?;
