@@ -197,6 +197,16 @@ fn parse_url(url: &str) -> Result<(tokio_postgres::Config, tls::MakeRustls), Str
     if config.get_application_name().is_none() {
         config.application_name("loft");
     }
+    // Loft's statements are short ones on indexes, which JIT compilation never pays for;
+    // but a statement whose estimated cost passes `jit_above_cost` (PostgreSQL's default
+    // `jit = on`) is compiled on every call. bench/backlog measured it: once a FIFO queue
+    // held ~100,000 messages, the FIFO send's INSERT (planned per call) crossed it and
+    // spent 512 ms a call compiling 107 functions, sends falling from ~1,350 to 10-60 a
+    // second. Off for Loft's sessions unless the URL's `options` set `jit` itself.
+    let options = config.get_options().unwrap_or("").to_owned();
+    if !options.contains("jit") {
+        config.options(format!("{options} -c jit=off").trim_start());
+    }
     Ok((config, tls::connector(&settings)?))
 }
 
@@ -244,7 +254,8 @@ impl PgStore {
                 check_schema_name(schema)?;
                 // Created by `migrate`, under its lock (CREATE SCHEMA IF NOT EXISTS alone
                 // races with itself).
-                config.options(format!("-c search_path={schema}"));
+                let options = config.get_options().unwrap_or("").to_owned();
+                config.options(format!("{options} -c search_path={schema}").trim_start());
                 format!("loft_wakeup_{schema}")
             }
             None => "loft_wakeup".to_owned(),
@@ -1564,5 +1575,24 @@ impl Store for PgStore {
 
     fn wakeups(&self) -> Option<broadcast::Receiver<i64>> {
         Some(self.wakeups.subscribe())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_url;
+
+    /// Loft's sessions run with JIT off, added to what the URL's `options` say; a URL that
+    /// sets `jit` itself keeps its own.
+    #[test]
+    fn sessions_run_without_jit_unless_the_url_says() {
+        let (config, _) = parse_url("postgres://loft@127.0.0.1/loft").unwrap();
+        assert_eq!(config.get_options(), Some("-c jit=off"));
+        let (config, _) =
+            parse_url("postgres://loft@127.0.0.1/loft?options=-c%20search_path%3Dq").unwrap();
+        assert_eq!(config.get_options(), Some("-c search_path=q -c jit=off"));
+        let (config, _) =
+            parse_url("postgres://loft@127.0.0.1/loft?options=-c%20jit%3Don").unwrap();
+        assert_eq!(config.get_options(), Some("-c jit=on"));
     }
 }
