@@ -52,6 +52,7 @@ fuzz_target!(|data: &[u8]| {
             base_url: "http://127.0.0.1:9324".into(),
             trace_header: None,
             client: None,
+            unsigned: false,
         };
         if let Ok(out) = sqs::call(svc, ctx, request).await {
             let _ = sqs_json::encode(&out);
