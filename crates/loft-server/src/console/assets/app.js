@@ -242,10 +242,17 @@ function renderQueues(list, total) {
   tbody.replaceChildren(...rows);
 }
 
-async function refreshQueues() {
-  const query = "?limit=" + PAGE_SIZE + "&offset=" + state.offset +
+function queuesQuery() {
+  return "?limit=" + PAGE_SIZE + "&offset=" + state.offset +
     (state.filter ? "&filter=" + encodeURIComponent(state.filter) : "");
+}
+
+async function refreshQueues() {
+  const query = queuesQuery();
   const { data, headers } = await apiWithHeaders("GET", "/_loft/queues" + query);
+  // A periodic refresh that left before the filter or the page changed answers for a list
+  // no longer shown: drawing it would put the old list back over the new one.
+  if (query !== queuesQuery()) return;
   const total = Number(headers.get("x-total-count") || data.length);
   if (data.length === 0 && state.offset > 0 && total > 0) {
     // Queues went away under this page: show the last page there is.
