@@ -145,6 +145,28 @@ const INSERT_PLAIN_MESSAGES: &str = concat!(
   SELECT seq, message_id, (SELECT count(*) FROM woke) FROM ins ORDER BY seq"
 );
 
+/// Inserts the rows of `$1..$17` (as [`INSERT_MESSAGES`]) that all carry a deduplication
+/// key, in order, and returns `seq, message_id` ordered by seq. FIFO messages never take a
+/// fair key (fair queues are standard queues), so this is [`INSERT_MESSAGES`] without its
+/// fair-key CTEs.
+///
+/// Why a third statement: a FIFO send inserts its keyed messages one by one inside the
+/// deduplication transaction, and PostgreSQL re-planned [`INSERT_MESSAGES`] on every such
+/// call (0.72 ms of planning against 0.64 ms of execution per message at a 1,000,000-row
+/// backlog, BENCHMARKS.md "Large backlogs"). This statement's generic plan is kept after
+/// five executions, as [`INSERT_PLAIN_MESSAGES`]'s is.
+const INSERT_KEYED_MESSAGES: &str = concat!(
+    insert_input_cte!(),
+    "  ins AS (INSERT INTO messages (queue_id, message_id, body, md5_body, \
+    message_attributes, system_attributes, sender_id, sent_at, visible_at, expires_at, \
+    receive_count, first_received_at, group_id, dedup_id, dead_letter_source, sealed) \
+    SELECT queue_id, message_id, body, md5_body, message_attributes, system_attributes, \
+      sender_id, sent_at, visible_at, expires_at, receive_count, first_received_at, \
+      group_id, dedup_id, dead_letter_source, sealed FROM input \
+    ORDER BY n RETURNING seq, message_id) \
+  SELECT seq, message_id FROM ins ORDER BY seq"
+);
+
 /// The 17 column arrays of `cols`, in `$1..$17` order.
 fn column_params(cols: &Columns) -> [&(dyn ToSql + Sync); 17] {
     [
@@ -304,9 +326,11 @@ pub async fn send_messages_in<C: GenericClient>(
         }
         let mut one = Columns::default();
         one.push(*q, m);
-        let sent = insert_messages(tx, &one, None)
+        let sent = query(tx, INSERT_KEYED_MESSAGES, &column_params(&one))
             .await?
-            .pop()
+            .iter()
+            .map(sent_row)
+            .next()
             .ok_or(Failure::Broken("an insert returned no row"))?;
         execute(
             tx,
