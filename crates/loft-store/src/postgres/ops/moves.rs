@@ -5,7 +5,11 @@ use super::*;
 // ----- message moves
 
 /// Moves up to `limit` visible messages; rows another node is moving are skipped, so two
-/// nodes running a move task of one queue move each message once.
+/// nodes running a move task of one queue move each message once. The candidates read
+/// `queue_id` as a range, ordered by `queue_id, seq`, so that only `messages_queue_order`
+/// gives their order: with `queue_id = $1 ... ORDER BY seq` the generic plan walked the
+/// primary key through every other queue's older messages (366 ms a batch behind
+/// 1,000,000 of them, against 0.05 ms; EXPLAIN ANALYZE, PostgreSQL 15).
 pub async fn move_messages<C: GenericClient>(
     c: &C,
     source: i64,
@@ -28,9 +32,9 @@ pub async fn move_messages<C: GenericClient>(
         "WITH locked AS MATERIALIZED (SELECT DISTINCT group_id AS g FROM messages \
            WHERE queue_id = $1 AND visible_at > $2 AND group_id IS NOT NULL), \
          cand AS MATERIALIZED (SELECT seq, dead_letter_source FROM messages \
-           WHERE queue_id = $1 AND visible_at <= $2 \
+           WHERE queue_id >= $1 AND queue_id <= $1 AND visible_at <= $2 \
              AND (group_id IS NULL OR group_id NOT IN (SELECT g FROM locked)) \
-           ORDER BY seq LIMIT $3 FOR UPDATE SKIP LOCKED), \
+           ORDER BY queue_id, seq LIMIT $3 FOR UPDATE SKIP LOCKED), \
          dest AS (SELECT c.seq, COALESCE($4::bigint, s.id) AS dest FROM cand c \
            LEFT JOIN (SELECT DISTINCT ON (arn) arn, id \
                       FROM unnest($5::text[], $6::bigint[]) AS u(arn, id)) s \
