@@ -617,7 +617,8 @@ pub fn canonical_requests(req: &Request<'_>, claim: &Claim) -> Vec<String> {
 /// maps an access key id to its secret key.
 ///
 /// Errors (each with AWS's code, all HTTP 403): `MissingAuthenticationToken` (no
-/// signature), `IncompleteSignature` (malformed, `host` not signed, another algorithm),
+/// signature), `IncompleteSignature` (malformed, `host` not signed, an `X-Amz-Target`
+/// header not signed, another algorithm),
 /// `SignatureDoesNotMatch` (wrong signature, date outside the window), `RequestExpired`
 /// (presigned URL past `X-Amz-Expires`), `InvalidClientTokenId` (unknown key).
 pub fn verify<'s>(
@@ -629,6 +630,16 @@ pub fn verify<'s>(
     if !claim.signed_headers.iter().any(|h| h == "host") {
         return Err(incomplete(
             "'Host' or ':authority' must be a 'SignedHeader' in the AWS Authorization.",
+        ));
+    }
+    // X-Amz-Target names the operation of an AWS JSON request, so a signature that does
+    // not cover it would let whoever holds the request (a presigned URL) run another
+    // operation with it. Every SDK signs it.
+    if req.headers.contains_key("x-amz-target")
+        && !claim.signed_headers.iter().any(|h| h == "x-amz-target")
+    {
+        return Err(incomplete(
+            "'X-Amz-Target' must be a 'SignedHeader' in the AWS Authorization.",
         ));
     }
     check_time(&claim, &amz_date, now)?;

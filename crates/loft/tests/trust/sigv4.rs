@@ -210,6 +210,35 @@ async fn a_presigned_url_works_until_it_expires_and_only_for_what_it_signs() {
 }
 
 #[tokio::test]
+async fn a_presigned_url_cannot_be_turned_into_another_operation_by_x_amz_target() {
+    let loft = Loft::signed(&[]);
+    let queue = create(&loft.sdk(KEY, SECRET), "presigned-target")
+        .await
+        .unwrap();
+    create(&loft.sdk(KEY, SECRET), "secret-neighbour")
+        .await
+        .unwrap();
+    let url = format!("{queue}?Action=GetQueueAttributes&AttributeName.1=All&Version=2012-11-05");
+    let presigned = presign(&Signer::now("sqs"), &url, Duration::from_secs(300));
+    // As signed: the queue's attributes.
+    let resp = http().get(&presigned).send().await.unwrap();
+    assert_eq!(resp.status(), 200, "{}", resp.text().await.unwrap());
+    // The same URL with an unsigned X-Amz-Target naming another operation is refused,
+    // and lists nothing.
+    let resp = http()
+        .get(&presigned)
+        .header("x-amz-target", "AmazonSQS.ListQueues")
+        .header("content-type", "application/x-amz-json-1.0")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 403);
+    let text = resp.text().await.unwrap();
+    assert!(text.contains("IncompleteSignature"), "{text}");
+    assert!(!text.contains("secret-neighbour"), "{text}");
+}
+
+#[tokio::test]
 async fn the_seeds_api_requires_the_same_signature_and_health_stays_open() {
     let loft = Loft::signed(&[]);
     let c = http();
