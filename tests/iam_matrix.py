@@ -357,7 +357,9 @@ def an_explicit_deny_in_the_queue_policy_wins_over_its_allow():
     got, status, message = refused(
         lambda: ctx.sqs("b").send_message(QueueUrl=url, MessageBody="x"))
     assert (got, status) == ("AccessDenied", 403)
-    assert "with an explicit deny in a resource-based policy" in message, message
+    # Another account is told what it would be told of a queue without a policy, so that
+    # the refusal does not show what A's policy says (docs/security.md, "Accounts").
+    assert "because no resource-based policy allows the sqs:SendMessage action" in message, message
     ctx.sqs("b").get_queue_attributes(QueueUrl=url, AttributeNames=["All"])
 
 

@@ -1411,3 +1411,115 @@ async fn a_malformed_queue_owner_is_a_queue_that_does_not_exist() {
     .await;
     assert_eq!(status, 200, "{out}");
 }
+
+/// A refusal of another account's queue or topic tells nothing of its policy: B gets the
+/// same answer for A's queue (or topic) whose Policy denies B explicitly, or denies every
+/// request over plain HTTP, as for a name A does not have (docs/security.md, "Accounts").
+#[tokio::test]
+async fn another_accounts_deny_is_answered_as_a_missing_resource() {
+    let (loft, _dir) = start();
+    let deny_b = json!({"Version": "2012-10-17", "Statement": [{"Effect": "Deny",
+        "Principal": {"AWS": "222222222222"}, "Action": "*", "Resource": "*"}]})
+    .to_string();
+    let deny_http = json!({"Version": "2012-10-17", "Statement": [{"Effect": "Deny",
+        "Principal": "*", "Action": "*", "Resource": "*",
+        "Condition": {"Bool": {"aws:SecureTransport": "false"}}}]})
+    .to_string();
+    for (name, policy) in [("a-deny-b", &deny_b), ("a-deny-http", &deny_http)] {
+        create_queue(&loft, A, name, json!({ "Policy": policy })).await;
+        let (status, out) = sns(
+            &loft,
+            A,
+            &[
+                ("Action", "CreateTopic"),
+                ("Name", name),
+                ("Attributes.entry.1.key", "Policy"),
+                ("Attributes.entry.1.value", policy.as_str()),
+            ],
+        )
+        .await;
+        assert_eq!(status, 200, "CreateTopic {name}: {out}");
+    }
+    let missing_queue = {
+        let (status, out) = sqs(
+            &loft,
+            B,
+            "GetQueueUrl",
+            json!({"QueueName": "a-missing", "QueueOwnerAWSAccountId": ACCOUNT_A}),
+        )
+        .await;
+        (status, out.to_string().replace("a-missing", "NAME"))
+    };
+    let missing_topic = {
+        let arn = format!("arn:aws:sns:us-east-1:{ACCOUNT_A}:a-missing");
+        let (status, out) = sns(
+            &loft,
+            B,
+            &[("Action", "Publish"), ("TopicArn", &arn), ("Message", "hi")],
+        )
+        .await;
+        (status, strip_request_id(&out).replace("a-missing", "NAME"))
+    };
+    assert_eq!(missing_queue.0, 403, "{missing_queue:?}");
+    assert_eq!(missing_topic.0, 403, "{missing_topic:?}");
+    for name in ["a-deny-b", "a-deny-http"] {
+        let (status, out) = sqs(
+            &loft,
+            B,
+            "GetQueueUrl",
+            json!({"QueueName": name, "QueueOwnerAWSAccountId": ACCOUNT_A}),
+        )
+        .await;
+        assert_eq!(
+            (status, out.to_string().replace(name, "NAME")),
+            missing_queue,
+            "GetQueueUrl {name}"
+        );
+        let arn = format!("arn:aws:sns:us-east-1:{ACCOUNT_A}:{name}");
+        let (status, out) = sns(
+            &loft,
+            B,
+            &[("Action", "Publish"), ("TopicArn", &arn), ("Message", "hi")],
+        )
+        .await;
+        assert_eq!(
+            (status, strip_request_id(&out).replace(name, "NAME")),
+            missing_topic,
+            "Publish {name}"
+        );
+    }
+    // A itself is still told why: its own queue's policy denies it over plain HTTP.
+    let (status, out) = sqs(&loft, A, "GetQueueUrl", json!({"QueueName": "a-deny-http"})).await;
+    assert_eq!(status, 403, "{out}");
+    assert!(
+        out.to_string()
+            .contains("explicit deny in a resource-based policy"),
+        "{out}"
+    );
+}
+
+/// `text` without its `<RequestId>` element, which differs per request.
+fn strip_request_id(text: &str) -> String {
+    match (text.find("<RequestId>"), text.find("</RequestId>")) {
+        (Some(a), Some(b)) if b > a => format!("{}{}", &text[..a], &text[b..]),
+        _ => text.to_owned(),
+    }
+}
+
+/// PurgeQueueInProgress names the queue as its caller knows it (SQS API Reference,
+/// PurgeQueue: "Only one PurgeQueue operation on QUEUE is allowed every 60 seconds."), not
+/// the store's key that carries its account.
+#[tokio::test]
+async fn a_second_purge_names_the_queue_not_its_store_key() {
+    let (loft, _dir) = start();
+    let url = create_queue(&loft, A, "a-purged", json!({})).await;
+    let (status, out) = sqs(&loft, A, "PurgeQueue", json!({"QueueUrl": url})).await;
+    assert_eq!(status, 200, "{out}");
+    let (status, out) = sqs(&loft, A, "PurgeQueue", json!({"QueueUrl": url})).await;
+    assert_eq!(status, 403, "{out}");
+    assert_eq!(
+        out["message"].as_str(),
+        Some("Only one PurgeQueue operation on a-purged is allowed every 60 seconds."),
+        "{out}"
+    );
+}

@@ -484,9 +484,26 @@ impl Core {
             }
             Identity::None => false,
         };
-        let resource_denies = resource_policy
-            .as_deref()
-            .is_some_and(|p| p.evaluate(&request) == Decision::ExplicitDeny);
+        // Another account's resource answers as one without a policy would, so that a
+        // refusal tells neither whether it exists nor what its policy says (docs/security.md:
+        // the same answer for another account's resource it may not reach as for a missing
+        // one of the same name).
+        let foreign = *owner != *principal.account_id;
+        let resource_denies = !foreign
+            && resource_policy
+                .as_deref()
+                .is_some_and(|p| p.evaluate(&request) == Decision::ExplicitDeny);
+        let identity_denies = match &identity {
+            Identity::Policies(list) => list
+                .iter()
+                .any(|p| p.evaluate(&request) == Decision::ExplicitDeny),
+            _ => false,
+        };
+        let decision = if foreign && !identity_denies {
+            Decision::ImplicitDeny
+        } else {
+            decision
+        };
         let (code, shown) = denied_action(action);
         let why = match decision {
             Decision::ExplicitDeny if resource_denies => {

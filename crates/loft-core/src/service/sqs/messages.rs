@@ -1017,9 +1017,10 @@ impl Sqs {
             PurgeOutcome::Purged(_) => Ok(()),
             PurgeOutcome::InProgress => Err(Error::new(
                 ErrorCode::PurgeQueueInProgress,
+                // The queue's name, as the caller knows it, not its store key.
                 format!(
                     "Only one PurgeQueue operation on {} is allowed every 60 seconds.",
-                    queue.name
+                    self.split_key(&queue.name).1
                 ),
             )),
         }
