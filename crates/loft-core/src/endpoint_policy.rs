@@ -10,7 +10,8 @@
 //! - **allow**: configured exceptions (`--sns-allow-cidr`), which win over deny.
 //!
 //! An address is permitted when an allow range holds it or no deny range does. IPv4
-//! addresses written as IPv6 (IPv4-mapped `::ffff:a.b.c.d`, NAT64 `64:ff9b::a.b.c.d`) are
+//! addresses written as IPv6 (IPv4-mapped `::ffff:a.b.c.d`, IPv4-compatible `::a.b.c.d`,
+//! NAT64 `64:ff9b::a.b.c.d`) are
 //! checked in both forms, and both must be permitted.
 //!
 //! Subscribe checks endpoints whose host is an IP literal ([`EndpointPolicy::check_url`]);
@@ -108,13 +109,18 @@ impl Cidr {
     }
 }
 
-/// The IPv4 address an IPv6 address stands for, when it is IPv4-mapped (`::ffff:0:0/96`)
-/// or NAT64 well-known-prefix (`64:ff9b::/96`, RFC 6052).
+/// The IPv4 address an IPv6 address stands for, when it is IPv4-mapped (`::ffff:0:0/96`),
+/// IPv4-compatible (`::a.b.c.d`, RFC 4291 section 2.5.5.1, deprecated but still parsed and
+/// routed by some systems; not `::` nor `::1`) or NAT64 well-known-prefix (`64:ff9b::/96`,
+/// RFC 6052).
 pub fn embedded_ipv4(ip: Ipv6Addr) -> Option<Ipv4Addr> {
     if let Some(v4) = ip.to_ipv4_mapped() {
         return Some(v4);
     }
     let s = ip.segments();
+    if s[..6] == [0, 0, 0, 0, 0, 0] && u128::from(ip) > 1 {
+        return Some(Ipv4Addr::from(u128::from(ip) as u32));
+    }
     if s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
         let bits = u128::from(ip) as u32;
         return Some(Ipv4Addr::from(bits));
@@ -289,6 +295,11 @@ mod tests {
             !p.permits(ip("::ffff:127.0.0.1")),
             "mapped form of a denied address"
         );
+        assert!(
+            !p.permits(ip("::127.0.0.1")),
+            "IPv4-compatible form of a denied address"
+        );
+        assert!(!p.permits(ip("::10.9.9.9")));
         assert!(!p.permits(ip("::1")));
         assert!(!p.permits(ip("fd12::1")));
         assert!(p.permits(ip("93.184.216.34")));
