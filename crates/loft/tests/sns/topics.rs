@@ -91,6 +91,7 @@ async fn list_subscriptions_pages_and_shows_each_field() {
 
     let mut all = Vec::new();
     let mut sizes = Vec::new();
+    let mut tokens = Vec::new();
     let mut token = None;
     loop {
         let out = sns
@@ -102,11 +103,22 @@ async fn list_subscriptions_pages_and_shows_each_field() {
         sizes.push(out.subscriptions().len());
         all.extend(out.subscriptions().to_vec());
         token = out.next_token().map(str::to_owned);
+        tokens.extend(token.clone());
         if token.is_none() {
             break;
         }
     }
     assert_eq!(sizes, [100, 24]);
+    // The token is sealed: it does not carry the store-wide number of the page's last
+    // subscription, and a token in its readable form (base64 of that number) is refused.
+    let readable = "MDAwMDAwMDAwMDAwMDAwMDAxMDA"; // base64 of "00000000000000000100"
+    assert_ne!(tokens, [readable]);
+    let refused = sns.list_subscriptions().next_token(readable).send().await;
+    let e = refused.expect_err("a readable token");
+    assert_eq!(
+        e.as_service_error().and_then(|e| e.meta().code()),
+        Some("InvalidParameter")
+    );
     let confirmed: BTreeSet<String> = all
         .iter()
         .filter_map(|s| s.subscription_arn())

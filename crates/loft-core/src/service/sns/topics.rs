@@ -980,7 +980,41 @@ impl Sns {
             None => None,
         };
         let subs = self.store.list_subscriptions(topic_id).await?;
-        page(subs, next_token, |s| format!("{:020}", s.seq))
+        self.subscription_page(subs, next_token)
+    }
+
+    /// Cuts `subs` (in store order) into a page of 100 after `next_token`, a token sealed
+    /// under the database's key ([`ReceiptKey::seal_position`](crate::service::sqs::receipt::ReceiptKey::seal_position))
+    /// that holds the last store sequence of the previous page: subscriptions are numbered
+    /// store-wide, so a readable token would let one account count another's subscriptions.
+    /// Errors: `InvalidParameter` for a token that does not open.
+    fn subscription_page(
+        &self,
+        subs: Vec<SubscriptionRecord>,
+        next_token: Option<&str>,
+    ) -> Result<Page<SubscriptionRecord>> {
+        const LISTING: &str = "sns subscriptions";
+        let key = self.store.receipt_key();
+        let after = next_token
+            .filter(|t| !t.is_empty())
+            .map(|t| {
+                key.open_position(LISTING, t)
+                    .ok_or_else(|| invalid("NextToken"))
+            })
+            .transpose()?;
+        let mut items: Vec<SubscriptionRecord> = subs
+            .into_iter()
+            .filter(|s| after.is_none_or(|a| s.seq > a))
+            .collect();
+        let mut next = None;
+        if items.len() > PAGE_SIZE {
+            items.truncate(PAGE_SIZE);
+            next = items.last().map(|s| key.seal_position(LISTING, s.seq));
+        }
+        Ok(Page {
+            items,
+            next_token: next,
+        })
     }
 
     /// ListSubscriptions of `scope` (an account in a region): "a list of the requester's
@@ -997,7 +1031,7 @@ impl Sns {
             self.key_scope(&s.topic_name).0.region == scope.region
                 && self.subscription_owner(s) == scope.account
         });
-        page(subs, next_token, |s| format!("{:020}", s.seq))
+        self.subscription_page(subs, next_token)
     }
 
     /// The owner ([`Core::subscription_owner`](crate::service::Core::subscription_owner)) of the subscription `arn` names, when it

@@ -58,6 +58,14 @@ pub const SEAL_INFO: &[u8] = b"loft sqs receipt handle v3 seal";
 pub const NONCE_LABEL: &[u8] = b"loft sqs receipt handle v3 nonce";
 /// Length of a version 3 handle's nonce, bytes (AES-GCM's 96 bits).
 const NONCE_LEN: usize = 12;
+/// First byte of a page token ([`ReceiptKey::seal_position`]), and what its seal's
+/// additional data starts with, so that no handle ever opens as a token nor a token as a
+/// handle.
+const POSITION_VERSION: u8 = 0x50;
+/// What the HMAC of a page token's synthetic nonce covers before its listing and position.
+const POSITION_NONCE_LABEL: &[u8] = b"loft page token nonce";
+/// Longest page token text opened at all.
+const MAX_POSITION_CHARS: usize = 96;
 /// Length of the three i64 fields, bytes.
 const FIELDS_LEN: usize = 3 * 8;
 /// Length of a version 3 handle's bytes before base64: version, nonce, sealed fields, tag.
@@ -132,6 +140,65 @@ impl ReceiptKey {
         let mut mac = <Hmac<Sha256> as KeyInit>::new(&block.into());
         mac.update(label);
         mac
+    }
+
+    /// A NextToken for position `position` (a store sequence) of the listing named
+    /// `listing`: URL-safe base64 (no padding) of a version byte, a synthetic nonce and the
+    /// position sealed with AES-256-GCM under this key, the listing's name as additional
+    /// data. The same position gives the same token; a token shows neither the position nor
+    /// how far apart two tokens are, so one account cannot count another's rows through the
+    /// tokens of a listing whose rows are numbered store-wide.
+    pub fn seal_position(&self, listing: &str, position: i64) -> String {
+        let fields = position.to_be_bytes();
+        let mut mac = self.hmac(POSITION_NONCE_LABEL);
+        mac.update(listing.as_bytes());
+        mac.update(&fields);
+        let mut nonce = [0u8; NONCE_LEN];
+        nonce.copy_from_slice(&mac.finalize().into_bytes()[..NONCE_LEN]);
+        let aad = [&[POSITION_VERSION][..], listing.as_bytes()].concat();
+        let sealed = self
+            .1
+            .encrypt(
+                Nonce::from_slice(&nonce),
+                Payload {
+                    msg: &fields,
+                    aad: &aad,
+                },
+            )
+            // AES-GCM fails only past its 64 GiB plaintext limit; these are 8 bytes.
+            .unwrap_or_default();
+        let mut bytes = Vec::with_capacity(1 + NONCE_LEN + sealed.len());
+        bytes.push(POSITION_VERSION);
+        bytes.extend_from_slice(&nonce);
+        bytes.extend_from_slice(&sealed);
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+    }
+
+    /// The position a token of [`ReceiptKey::seal_position`] holds for `listing`; `None`
+    /// for any other text (another listing's token, another database's, a made-up one).
+    pub fn open_position(&self, listing: &str, token: &str) -> Option<i64> {
+        let text = token.trim();
+        if text.len() > MAX_POSITION_CHARS {
+            return None;
+        }
+        let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(text)
+            .ok()?;
+        if bytes.len() <= 1 + NONCE_LEN || bytes[0] != POSITION_VERSION {
+            return None;
+        }
+        let aad = [&[POSITION_VERSION][..], listing.as_bytes()].concat();
+        let fields = self
+            .1
+            .decrypt(
+                Nonce::from_slice(&bytes[1..1 + NONCE_LEN]),
+                Payload {
+                    msg: &bytes[1 + NONCE_LEN..],
+                    aad: &aad,
+                },
+            )
+            .ok()?;
+        Some(i64::from_be_bytes(fields.try_into().ok()?))
     }
 
     /// The synthetic nonce of a version 3 handle of `fields`.
@@ -288,6 +355,46 @@ mod tests {
 
     fn legacy(text: &str) -> String {
         base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(text)
+    }
+
+    #[test]
+    fn a_page_token_opens_only_for_its_listing_and_key_and_shows_no_position() {
+        let k = key(1);
+        let t104 = k.seal_position("subscriptions", 104);
+        assert_eq!(k.open_position("subscriptions", &t104), Some(104));
+        assert_eq!(
+            k.seal_position("subscriptions", 104),
+            t104,
+            "same position, same token"
+        );
+        assert_eq!(
+            k.open_position("topics", &t104),
+            None,
+            "another listing's token"
+        );
+        assert_eq!(
+            key(2).open_position("subscriptions", &t104),
+            None,
+            "another key"
+        );
+        assert_eq!(
+            Receipt::decode(&t104, &k).ok(),
+            None,
+            "not a receipt handle"
+        );
+        let handle = receipt().encode(&k);
+        assert_eq!(
+            k.open_position("subscriptions", &handle),
+            None,
+            "not a token"
+        );
+        for bad in ["", "MDAwMDAwMDAwMDAwMDAwMDAxMDQ", "!!", &"A".repeat(200)] {
+            assert_eq!(k.open_position("subscriptions", bad), None, "{bad}");
+        }
+        // Neighbouring positions give tokens that share nothing but the version byte.
+        let t105 = k.seal_position("subscriptions", 105);
+        assert!(!t105.contains("104") && !t104.contains("104"));
+        assert_ne!(t104[2..10], t105[2..10]);
     }
 
     /// A version 2 handle, as Loft issued them before handles were sealed: version, the
