@@ -801,6 +801,11 @@ pub struct MoveTaskRecord {
     pub owner: Option<String>,
     /// Until when (ms) `owner`'s lease holds.
     pub lease_until_ms: i64,
+    /// The IAM ARN of the principal that started it (StartMessageMoveTask's caller), whose
+    /// permission to send into a destination queue of another account each step checks;
+    /// `None` for a task of an open Loft, or one stored before Loft kept it: the task is
+    /// then its source queue's account's root.
+    pub started_by: Option<String>,
 }
 
 /// The lease a node holds on a running move task: steps and the finish it makes count

@@ -299,6 +299,12 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE recorded_messages ADD COLUMN account TEXT NOT NULL DEFAULT '';
     CREATE INDEX recorded_messages_account ON recorded_messages(account, id);
     "#,
+    // 17 (SQLite's 20): who started a message move task (its caller's IAM ARN), whose
+    // permission to send into another account's destination queue each step checks; NULL,
+    // every older row, is a task of its source queue's account.
+    r#"
+    ALTER TABLE move_tasks ADD COLUMN started_by TEXT;
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -1516,30 +1516,40 @@ mod tests {
         );
     }
 
-    #[test]
-    fn migration_11_keeps_messages_and_numbers_above_autoincrements_high_mark() {
+    /// A store opened (and so migrated) on a file made at schema `version` with `sql`
+    /// run on it; the runtime to drive it and the directory to keep.
+    fn upgraded_from(
+        version: i64,
+        sql: &str,
+    ) -> (tempfile::TempDir, SqliteStore, tokio::runtime::Runtime) {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("v10.db");
+        let path = dir.path().join(format!("v{version}.db"));
         {
             let mut conn = Connection::open(&path).unwrap();
-            migrations::migrate_to(&mut conn, 10).unwrap();
-            conn.execute_batch(
-                "INSERT INTO queues (name, attributes, tags, created_at, modified_at) \
-                 VALUES ('q', '{}', '{}', 0, 0); \
-                 INSERT INTO messages (queue_id, body, md5_body, sender_id, sent_at, \
-                 visible_at, expires_at, group_id) \
-                 VALUES (1, 'kept', 'm', 's', 0, 0, 9000000000000, 'g'); \
-                 INSERT INTO messages (queue_id, body, md5_body, sender_id, sent_at, \
-                 visible_at, expires_at) VALUES (1, 'deleted', 'm', 's', 0, 0, 1); \
-                 DELETE FROM messages WHERE body = 'deleted';",
-            )
-            .unwrap();
+            migrations::migrate_to(&mut conn, version).unwrap();
+            conn.execute_batch(sql).unwrap();
         }
         let store = SqliteStore::open(&path, Durability::Process).unwrap();
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .unwrap();
+        (dir, store, rt)
+    }
+
+    #[test]
+    fn migration_11_keeps_messages_and_numbers_above_autoincrements_high_mark() {
+        let (_dir, store, rt) = upgraded_from(
+            10,
+            "INSERT INTO queues (name, attributes, tags, created_at, modified_at) \
+             VALUES ('q', '{}', '{}', 0, 0); \
+             INSERT INTO messages (queue_id, body, md5_body, sender_id, sent_at, \
+             visible_at, expires_at, group_id) \
+             VALUES (1, 'kept', 'm', 's', 0, 0, 9000000000000, 'g'); \
+             INSERT INTO messages (queue_id, body, md5_body, sender_id, sent_at, \
+             visible_at, expires_at) VALUES (1, 'deleted', 'm', 's', 0, 0, 1); \
+             DELETE FROM messages WHERE body = 'deleted';",
+        );
         rt.block_on(async {
             let kept = store.peek_messages(1, 0, 10, 0).await.unwrap();
             assert_eq!(kept.len(), 1);
@@ -1547,6 +1557,22 @@ mod tests {
             assert_eq!(kept[0].group_id.as_deref(), Some("g"));
             // AUTOINCREMENT had handed out 2 (deleted since): the next number is above it.
             assert!(send_one(&store, 1, "new", 0).await > 2);
+            store.close().await;
+        });
+    }
+
+    #[test]
+    fn migration_20_reads_an_older_move_task_as_its_source_accounts() {
+        let (_dir, store, rt) = upgraded_from(
+            19,
+            "INSERT INTO move_tasks (handle, source_arn, source_queue, status, to_move, \
+             started_at) VALUES ('h', 'arn:dlq', 'dlq', 'COMPLETED', 1, 0);",
+        );
+        rt.block_on(async {
+            let tasks = store.list_move_tasks("arn:dlq", 10).await.unwrap();
+            assert_eq!(tasks.len(), 1);
+            assert_eq!(tasks[0].handle, "h");
+            assert_eq!(tasks[0].started_by, None, "an older row names no starter");
             store.close().await;
         });
     }

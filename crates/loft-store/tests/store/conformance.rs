@@ -1592,6 +1592,7 @@ fn task(handle: &str, source: &str, owner: Option<&str>, lease_until: i64) -> Mo
         started_at_ms: T0,
         owner: owner.map(str::to_owned),
         lease_until_ms: lease_until,
+        started_by: Some("arn:aws:iam::111111111111:user/mover".into()),
     }
 }
 
@@ -1639,6 +1640,11 @@ async fn move_tasks_are_rows_with_leases(s: S) {
     assert_eq!(listed[0].moved, 1);
     assert_eq!(listed[0].lease_until_ms, T0 + 15_000);
     assert_eq!(listed[0].owner.as_deref(), Some("A"));
+    // Who started it is kept: each step checks that principal's permission.
+    assert_eq!(
+        listed[0].started_by.as_deref(),
+        Some("arn:aws:iam::111111111111:user/mover")
+    );
     // The lease ends: B takes the task over; A's next step moves nothing.
     let taken = s
         .claim_move_tasks("B", T0 + 15_000, T0 + 25_000, 10)

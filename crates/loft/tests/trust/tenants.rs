@@ -156,6 +156,33 @@ fn queue_arn(account: &str, name: &str) -> String {
     format!("arn:aws:sqs:us-east-1:{account}:{name}")
 }
 
+/// `key`'s (of `account`) dead-letter queue `dlq`, the one of its queue `source`, holding
+/// `n` messages; its ARN and URL.
+async fn dead_letter_queue(
+    loft: &Loft,
+    key: (&'static str, &'static str),
+    account: &str,
+    dlq: &str,
+    source: &str,
+    n: usize,
+) -> (String, String) {
+    let arn = queue_arn(account, dlq);
+    let url = create_queue(loft, key, dlq, json!({})).await;
+    let redrive = json!({"deadLetterTargetArn": arn, "maxReceiveCount": "1"}).to_string();
+    create_queue(loft, key, source, json!({"RedrivePolicy": redrive})).await;
+    for i in 0..n {
+        let (status, out) = sqs(
+            loft,
+            key,
+            "SendMessage",
+            json!({"QueueUrl": url, "MessageBody": format!("m{i}")}),
+        )
+        .await;
+        assert_eq!(status, 200, "{out}");
+    }
+    (arn, url)
+}
+
 #[tokio::test]
 async fn event_source_mappings_are_their_accounts_own() {
     let (loft, _dir) = start();
@@ -270,21 +297,8 @@ async fn a_mapping_needs_its_creator_allowed_to_read_the_queue() {
 #[tokio::test]
 async fn another_accounts_task_handle_cancels_nothing() {
     let (loft, _dir) = start();
-    let dlq = queue_arn(ACCOUNT_A, "a-dlq");
-    let dlq_url = create_queue(&loft, A, "a-dlq", json!({})).await;
-    let redrive = json!({"deadLetterTargetArn": dlq, "maxReceiveCount": "1"}).to_string();
-    create_queue(&loft, A, "a-src", json!({"RedrivePolicy": redrive})).await;
+    let (dlq, _) = dead_letter_queue(&loft, A, ACCOUNT_A, "a-dlq", "a-src", 5).await;
     create_queue(&loft, A, "a-dest", json!({})).await;
-    for i in 0..5 {
-        let (status, out) = sqs(
-            &loft,
-            A,
-            "SendMessage",
-            json!({"QueueUrl": dlq_url, "MessageBody": format!("m{i}")}),
-        )
-        .await;
-        assert_eq!(status, 200, "{out}");
-    }
     // One message a second: the task runs for seconds.
     let (status, out) = sqs(
         &loft,
@@ -1138,16 +1152,26 @@ async fn queue_and_topic_caps_count_each_account_alone_on_sqlite() {
 /// own SQL: see [`caps_count_each_account_alone`].
 #[tokio::test]
 async fn queue_and_topic_caps_count_each_account_alone_on_postgres() {
+    let Some(node_url) =
+        postgres_node("tenants::queue_and_topic_caps_count_each_account_alone_on_postgres").await
+    else {
+        return;
+    };
+    caps_count_each_account_alone(&["--database-url", &node_url]).await;
+}
+
+/// A database URL for a Loft node on a schema of its own in `LOFT_TEST_DATABASE_URL`;
+/// `None` (the skip noted for `test`) without one.
+async fn postgres_node(test: &str) -> Option<String> {
     let Some(url) = std::env::var("LOFT_TEST_DATABASE_URL")
         .ok()
         .filter(|u| !u.is_empty())
     else {
-        crate::skips::postgres()
-            .skip("tenants::queue_and_topic_caps_count_each_account_alone_on_postgres");
-        return;
+        crate::skips::postgres().skip(test);
+        return None;
     };
     let schema = format!(
-        "loft_tenants_caps_{:x}",
+        "loft_tenants_{:x}",
         std::time::SystemTime::now()
             .duration_since(std::time::SystemTime::UNIX_EPOCH)
             .unwrap()
@@ -1157,8 +1181,7 @@ async fn queue_and_topic_caps_count_each_account_alone_on_postgres() {
         .await
         .expect("connect to LOFT_TEST_DATABASE_URL");
     let sep = if url.contains('?') { '&' } else { '?' };
-    let node_url = format!("{url}{sep}options=-c%20search_path%3D{schema}");
-    caps_count_each_account_alone(&["--database-url", &node_url]).await;
+    Some(format!("{url}{sep}options=-c%20search_path%3D{schema}"))
 }
 
 /// `--max-queues` and `--max-topics` count per account, as AWS's quotas are (SQS and SNS
@@ -1521,5 +1544,241 @@ async fn a_second_purge_names_the_queue_not_its_store_key() {
         out["message"].as_str(),
         Some("Only one PurgeQueue operation on a-purged is allowed every 60 seconds."),
         "{out}"
+    );
+}
+
+/// A's queue `name`'s visible and in-flight message counts, as A reads them.
+async fn queue_counts(loft: &Loft, name: &str) -> (u64, u64) {
+    let url = format!("{}/{ACCOUNT_A}/{name}", loft.url);
+    let (status, out) = sqs(
+        loft,
+        A,
+        "GetQueueAttributes",
+        json!({"QueueUrl": url, "AttributeNames": ["All"]}),
+    )
+    .await;
+    assert_eq!(status, 200, "{out}");
+    let n = |k: &str| {
+        out["Attributes"][k]
+            .as_str()
+            .unwrap()
+            .parse::<u64>()
+            .unwrap()
+    };
+    (
+        n("ApproximateNumberOfMessages"),
+        n("ApproximateNumberOfMessagesNotVisible"),
+    )
+}
+
+/// B's message move task from its own dead-letter queue into A's queue `a-acct`, which A's
+/// Policy lets B send to, at one message a second; once the first message is in, A sets
+/// `revoked` as the queue's Policy. The task must end FAILED at its next step with a
+/// FailureReason naming the refused send, having moved into A's queue only what it moved
+/// while allowed, the rest left in B's dead-letter queue. `engine`: more flags of `loft
+/// serve` (the database).
+async fn a_move_task_stops_when_the_destination_refuses(revoked: &str, engine: &[&str]) {
+    let (loft, _dir) = start_with(engine);
+    let a_queue = queue_arn(ACCOUNT_A, "a-acct");
+    let allow_b = json!({"Version": "2012-10-17", "Statement": [{"Effect": "Allow",
+        "Principal": {"AWS": "arn:aws:iam::222222222222:root"},
+        "Action": "sqs:SendMessage", "Resource": a_queue}]});
+    let a_url = create_queue(&loft, A, "a-acct", json!({"Policy": allow_b.to_string()})).await;
+    let (bdlq, bdlq_url) = dead_letter_queue(&loft, B, "222222222222", "bdlq", "bsrc", 30).await;
+    let (status, out) = sqs(
+        &loft,
+        B,
+        "StartMessageMoveTask",
+        json!({"SourceArn": bdlq, "DestinationArn": a_queue,
+               "MaxNumberOfMessagesPerSecond": 1}),
+    )
+    .await;
+    assert_eq!(status, 200, "{out}");
+    // While A allows it, the task writes into A's queue.
+    let wrote = crate::wait::until(std::time::Duration::from_secs(10), || async {
+        queue_counts(&loft, "a-acct").await.0 >= 1
+    })
+    .await;
+    assert!(wrote, "the task moved nothing while A allowed it");
+
+    let (status, out) = sqs(
+        &loft,
+        A,
+        "SetQueueAttributes",
+        json!({"QueueUrl": a_url, "Attributes": {"Policy": revoked}}),
+    )
+    .await;
+    assert_eq!(status, 200, "{out}");
+    // B's own send is refused now, as the task's next step must be.
+    let (status, out) = sqs(
+        &loft,
+        B,
+        "SendMessage",
+        json!({"QueueUrl": a_url, "MessageBody": "direct"}),
+    )
+    .await;
+    assert_eq!(status, 403, "{out}");
+
+    let latest = || async {
+        let (status, listed) =
+            sqs(&loft, B, "ListMessageMoveTasks", json!({"SourceArn": bdlq})).await;
+        assert_eq!(status, 200, "{listed}");
+        listed["Results"][0].clone()
+    };
+    let failed = crate::wait::until(std::time::Duration::from_secs(10), || async {
+        latest().await["Status"] == "FAILED"
+    })
+    .await;
+    let task = latest().await;
+    assert!(failed, "the task kept running after A revoked: {task}");
+    let reason = task["FailureReason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("sqs:SendMessage") && reason.contains(&a_queue),
+        "FailureReason names the refused send: {task}"
+    );
+    let moved = task["ApproximateNumberOfMessagesMoved"].as_u64().unwrap();
+    assert!((1..30).contains(&moved), "{task}");
+    // What is in A's queue is what moved while allowed; the rest stays in B's DLQ.
+    assert_eq!(queue_counts(&loft, "a-acct").await, (moved, 0));
+    let (status, out) = sqs(
+        &loft,
+        B,
+        "GetQueueAttributes",
+        json!({"QueueUrl": bdlq_url, "AttributeNames": ["ApproximateNumberOfMessages"]}),
+    )
+    .await;
+    assert_eq!(status, 200, "{out}");
+    assert_eq!(
+        out["Attributes"]["ApproximateNumberOfMessages"],
+        (30 - moved).to_string()
+    );
+}
+
+/// A removing its Policy (`""`) stops B's move task into A's queue at its next step.
+#[tokio::test]
+async fn a_move_task_into_another_account_stops_when_its_permission_is_removed() {
+    a_move_task_stops_when_the_destination_refuses("", &[]).await;
+}
+
+/// [`a_move_task_into_another_account_stops_when_its_permission_is_removed`] on
+/// PostgreSQL (`LOFT_TEST_DATABASE_URL`), whose engine keeps who started the task.
+#[tokio::test]
+async fn a_move_task_into_another_account_stops_when_its_permission_is_removed_on_postgres() {
+    let Some(node_url) = postgres_node(
+        "tenants::a_move_task_into_another_account_stops_when_its_permission_is_removed_on_postgres",
+    )
+    .await
+    else {
+        return;
+    };
+    a_move_task_stops_when_the_destination_refuses("", &["--database-url", &node_url]).await;
+}
+
+/// An explicit Deny for B in A's Policy, next to the Allow, stops B's move task too.
+#[tokio::test]
+async fn a_move_task_into_another_account_stops_at_an_explicit_deny() {
+    let a_queue = queue_arn(ACCOUNT_A, "a-acct");
+    let deny = json!({"Version": "2012-10-17", "Statement": [
+        {"Effect": "Allow", "Principal": {"AWS": "arn:aws:iam::222222222222:root"},
+         "Action": "sqs:SendMessage", "Resource": a_queue},
+        {"Effect": "Deny", "Principal": {"AWS": "222222222222"},
+         "Action": "sqs:SendMessage", "Resource": a_queue}]});
+    a_move_task_stops_when_the_destination_refuses(&deny.to_string(), &[]).await;
+}
+
+/// B's topic audits into A's queue (a data protection audit destination) while A's queue
+/// lets B send: the record names B's principal as `callerPrincipal`. Once A removes B's
+/// permission (RemovePermission), B's publishes still succeed but write no record into A's
+/// queue, as a refused SNS delivery is dropped.
+#[tokio::test]
+async fn audit_records_into_another_account_stop_when_its_permission_is_removed() {
+    let (loft, _dir) = start();
+    let a_url = create_queue(&loft, A, "a-audit", json!({})).await;
+    let (status, out) = sqs(
+        &loft,
+        A,
+        "AddPermission",
+        json!({"QueueUrl": a_url, "Label": "b-audit", "AWSAccountIds": ["222222222222"],
+               "Actions": ["SendMessage"]}),
+    )
+    .await;
+    assert_eq!(status, 200, "{out}");
+    let (status, out) = sns(&loft, B, &[("Action", "CreateTopic"), ("Name", "bt")]).await;
+    assert_eq!(status, 200, "{out}");
+    let topic = xml_value(&out, "TopicArn").unwrap().to_owned();
+    let policy = json!({"Name": "audit", "Version": "2021-06-01", "Statement": [{
+        "Sid": "audit", "DataDirection": "Inbound", "Principal": ["*"],
+        "DataIdentifier": ["arn:aws:dataprotection::aws:data-identifier/EmailAddress"],
+        "Operation": {"Audit": {"SampleRate": "99", "FindingsDestination": {
+            "Sqs": {"QueueArn": queue_arn(ACCOUNT_A, "a-audit")}}}}}]})
+    .to_string();
+    let (status, out) = sns(
+        &loft,
+        B,
+        &[
+            ("Action", "PutDataProtectionPolicy"),
+            ("ResourceArn", &topic),
+            ("DataProtectionPolicy", &policy),
+        ],
+    )
+    .await;
+    assert_eq!(status, 200, "{out}");
+    let publish = || async {
+        let (status, out) = sns(
+            &loft,
+            B,
+            &[
+                ("Action", "Publish"),
+                ("TopicArn", &topic),
+                ("Message", "write to jo@example.com"),
+            ],
+        )
+        .await;
+        assert_eq!(status, 200, "{out}");
+    };
+    publish().await;
+    let (status, out) = sqs(
+        &loft,
+        A,
+        "ReceiveMessage",
+        json!({"QueueUrl": a_url, "MaxNumberOfMessages": 10}),
+    )
+    .await;
+    assert_eq!(status, 200, "{out}");
+    let records = out["Messages"].as_array().cloned().unwrap_or_default();
+    assert_eq!(records.len(), 1, "one audit record while allowed: {out}");
+    let record: Value = serde_json::from_str(records[0]["Body"].as_str().unwrap()).unwrap();
+    let (status, out) = sqs(
+        &loft,
+        A,
+        "DeleteMessage",
+        json!({"QueueUrl": a_url, "ReceiptHandle": records[0]["ReceiptHandle"]}),
+    )
+    .await;
+    assert_eq!(status, 200, "{out}");
+
+    let (status, out) = sqs(
+        &loft,
+        A,
+        "RemovePermission",
+        json!({"QueueUrl": a_url, "Label": "b-audit"}),
+    )
+    .await;
+    assert_eq!(status, 200, "{out}");
+    // The audit record is written in the publish's own transaction: once Publish has
+    // answered, A's queue holds whatever it was going to get.
+    for _ in 0..3 {
+        publish().await;
+    }
+    assert_eq!(
+        queue_counts(&loft, "a-audit").await,
+        (0, 0),
+        "no audit record after A removed B's permission"
+    );
+    // The record sent while allowed named its publisher, B's key (not the server's
+    // default account).
+    assert_eq!(
+        record["callerPrincipal"], "arn:aws:iam::222222222222:user/loft",
+        "the record names the publisher: {record}"
     );
 }

@@ -91,6 +91,15 @@ pub fn unique_id(arn: &str) -> String {
 }
 
 impl Principal {
+    /// The ARN work this caller starts is done as, when another account's queue is to
+    /// take what that work writes later (a message move task, a publish's data
+    /// protection audit record; see `Core::may_send_into`): its [`Principal::arn`]
+    /// when permissions are enforced, `None` for an open Loft (the work is then the
+    /// resource's own account's, as before accounts existed).
+    pub fn acting_arn(&self) -> Option<String> {
+        self.enforced.then(|| self.arn.to_string())
+    }
+
     /// The caller of an open Loft: the default account's `user/loft`, nothing enforced.
     ///
     /// A request takes a clone of [`Core::open_principal`] instead of building this.
@@ -524,15 +533,28 @@ impl Core {
         ))
     }
 
-    /// Whether SNS may deliver a message of topic `topic_arn` to the queue of `queue_key`:
-    /// always within one account (unless the queue's policy denies it); across accounts only
-    /// when the queue's `Policy` allows `sqs:SendMessage` to `sns.amazonaws.com` (or the
-    /// topic's account) for this topic (`aws:SourceArn`, `aws:SourceAccount`), as SNS
-    /// Developer Guide "Sending Amazon SNS messages to an Amazon SQS queue in a different
-    /// account" describes.
-    pub(crate) fn sns_may_deliver(
+    /// The one rule for every write into a queue that no request of the moment makes: an
+    /// SNS delivery (or subscription confirmation), a message move task's step, a data
+    /// protection audit record. Whether `writer` may still send into the queue of
+    /// `queue_key`, whose `Policy` attribute is now `queue_policy`, decided at each write
+    /// from the queue's current `Policy`, so that a permission the queue's owner removes
+    /// (or an explicit Deny it adds) stops the next write, not only the next request:
+    ///
+    /// - the queue's `Policy` explicitly denies `sqs:SendMessage` to the writer: no;
+    /// - it allows it: yes;
+    /// - it says nothing: only within one account (the writer's account owns the queue).
+    ///
+    /// The request the policy sees: `sqs:SendMessage` on the queue's ARN by
+    /// `sns.amazonaws.com` with `aws:SourceArn` and `aws:SourceAccount` of the topic (SNS
+    /// Developer Guide, "Sending Amazon SNS messages to an Amazon SQS queue in a different
+    /// account"), or by the principal the work is done for (IAM User Guide, "Policy
+    /// evaluation logic": across accounts the resource policy must allow it). Only the
+    /// queue's policy is weighed here: the principal's identity policies were checked by
+    /// the request that set the work up. With one account only
+    /// ([`ServiceConfig::multi_account`] off) every write is allowed, as before.
+    pub(crate) fn may_send_into(
         &self,
-        topic_arn: &str,
+        writer: &Writer<'_>,
         queue_key: &str,
         queue_policy: Option<&str>,
     ) -> bool {
@@ -540,23 +562,60 @@ impl Core {
             return true;
         }
         let (owner, _) = self.split_key(queue_key);
-        let topic_account = names::arn_account(topic_arn).unwrap_or(&self.config.account_id);
+        let (caller, account, request_context) = match writer {
+            Writer::Topic { topic_arn } => {
+                let account = names::arn_account(topic_arn)
+                    .filter(|a| !a.is_empty())
+                    .unwrap_or(&self.config.account_id);
+                (
+                    Caller::Service("sns.amazonaws.com".into()),
+                    account,
+                    Some(*topic_arn),
+                )
+            }
+            Writer::Principal { account, arn } => (
+                Caller::Iam {
+                    account: (*account).to_owned(),
+                    arn: (*arn).to_owned(),
+                },
+                *account,
+                None,
+            ),
+        };
+        let mut request = Request::new("sqs:SendMessage", self.queue_arn(queue_key), caller);
+        if let Some(topic_arn) = request_context {
+            request = request
+                .with("aws:SourceArn", vec![topic_arn.to_owned()])
+                .with("aws:SourceAccount", vec![account.to_owned()]);
+        }
         let policy = queue_policy
             .filter(|t| !t.is_empty())
             .and_then(|t| self.policy_cache.get(t));
-        let request = Request::new(
-            "sqs:SendMessage",
-            self.queue_arn(queue_key),
-            Caller::Service("sns.amazonaws.com".into()),
-        )
-        .with("aws:SourceArn", vec![topic_arn.to_owned()])
-        .with("aws:SourceAccount", vec![topic_account.to_owned()]);
         match policy.as_deref().map(|p| p.evaluate(&request)) {
             Some(Decision::ExplicitDeny) => false,
             Some(Decision::Allow) => true,
-            _ => owner == topic_account,
+            _ => owner == account,
         }
     }
+}
+
+/// Who writes into a queue on its own, after the request that set the work up
+/// ([`Core::may_send_into`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Writer<'a> {
+    /// SNS, delivering a message of this topic (or a subscription confirmation).
+    Topic {
+        /// The topic's ARN.
+        topic_arn: &'a str,
+    },
+    /// A principal of an account, for work it started (a message move task) or a message
+    /// it published (a data protection audit record).
+    Principal {
+        /// Its 12-digit account id.
+        account: &'a str,
+        /// Its IAM ARN (`arn:aws:iam::ACCOUNT:user/NAME`, `...:root`).
+        arn: &'a str,
+    },
 }
 
 /// The error code for a refused action and the action as the service's messages write

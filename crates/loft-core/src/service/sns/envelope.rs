@@ -21,6 +21,7 @@ use crate::delivery_policy::{DeliveryPolicy, DEFAULT_CONTENT_TYPE};
 use crate::filter_policy::{FilterPolicy, FilterPolicyScope};
 use crate::message::{self, MessageAttributes};
 use crate::model::*;
+use crate::service::core::access::Writer;
 use crate::service::sqs::messages::{sequence_number, DEDUP_WINDOW_MS};
 
 /// One message to publish (Publish, or one PublishBatch entry).
@@ -42,6 +43,14 @@ pub struct PublishRequest {
     /// messages carry it as their `AWSTraceHeader` system attribute (SNS Developer Guide,
     /// "Active tracing in Amazon SNS").
     pub trace_header: Option<String>,
+    /// The IAM ARN of the principal publishing it (`arn:aws:iam::ACCOUNT:user/NAME`), as
+    /// the protocol adapter authenticated it; `None` (an open Loft, a publish Loft makes
+    /// itself): the root of the topic's account. The data protection policy's statements
+    /// are matched against it, an audit record names it as `callerPrincipal` (SNS Developer
+    /// Guide, "Data protection policy operations": the audit record's fields), and an audit
+    /// record goes into a queue only while that queue's `Policy` lets it send (the rule SNS
+    /// deliveries to a queue follow).
+    pub publisher: Option<String>,
 }
 
 /// The fields SNS signs (SNS Developer Guide, "Verifying the signatures of Amazon SNS
@@ -562,8 +571,10 @@ impl SnsDelivery {
         // topic send (`access`); one that refuses, like one that is gone, cannot take it:
         // the message goes to the subscription's dead-letter queue when it names one.
         let may_take = |q: &std::sync::Arc<QueueRecord>| {
-            let ok = self.sns_may_deliver(
-                out.topic_arn,
+            let ok = self.may_send_into(
+                &Writer::Topic {
+                    topic_arn: out.topic_arn,
+                },
                 &q.name,
                 q.attributes.get("Policy").map(String::as_str),
             );
@@ -705,7 +716,7 @@ impl SnsDelivery {
     ) -> Option<NewMessage> {
         let topic_arn = &fields.topic_arn;
         let policy = queue.attributes.get("Policy").map(String::as_str);
-        if !self.sns_may_deliver(topic_arn, &queue.name, policy) {
+        if !self.may_send_into(&Writer::Topic { topic_arn }, &queue.name, policy) {
             return None;
         }
         let sig = self.signature(topic, fields);

@@ -5,9 +5,12 @@
 //! it survives restarts and is shared by every node), counts what happens for `/metrics`,
 //! writes the log lines and sends audit records to an SQS destination.
 //!
-//! Who is the Principal: Loft has one account and no IAM users or roles, so every caller,
-//! publisher and subscriber alike, acts as the account's root principal
-//! (`arn:aws:iam::ACCOUNT:root`); statements name `*`, the account id or that ARN.
+//! Who is the Principal: Inbound statements (and the audit record's `callerPrincipal`) are
+//! the publisher's, its IAM ARN as its key authenticated it (`PublishRequest::publisher`;
+//! the topic's account's root `arn:aws:iam::ACCOUNT:root` for an open Loft); Outbound
+//! statements, matched per subscription, use the default account's root
+//! ([`SnsDelivery::caller_principal`]). Statements name `*`, an account id, its root ARN or
+//! the principal's ARN.
 //!
 //! Sources: SNS API Reference PutDataProtectionPolicy, GetDataProtectionPolicy, CreateTopic
 //! (`DataProtectionPolicy`); SNS Developer Guide "Amazon SNS message data protection".
@@ -23,6 +26,7 @@ use crate::attributes::{QueueConfig, TopicConfig};
 use crate::data_protection::{self as dp, DataDirection, Detection, Policy, Verdict};
 use crate::error::{Error, ErrorCode, Result};
 use crate::model::{NewMessage, SubscriptionRecord, TopicRecord};
+use crate::service::core::access::Writer;
 
 /// The topic attribute the policy is stored under. GetTopicAttributes does not list it
 /// (AWS does not either); GetDataProtectionPolicy reads it.
@@ -35,12 +39,16 @@ pub(crate) struct AuditCounts(Mutex<HashMap<i64, u64>>);
 /// An audit to finish once the message has its MessageId: what was scanned and found.
 pub(crate) struct PendingAudit {
     audit: dp::Audit,
+    /// The publisher's IAM ARN: the record's `callerPrincipal`, and the principal whose
+    /// permission a write into the destination queue needs.
+    publisher: String,
     text: String,
     found: Vec<Detection>,
 }
 
 impl SnsDelivery {
-    /// The principal every caller of Loft acts as: `arn:aws:iam::ACCOUNT:root`.
+    /// The principal Outbound statements are matched against: the default account's root,
+    /// `arn:aws:iam::ACCOUNT:root`.
     pub fn caller_principal(&self) -> String {
         format!("arn:aws:iam::{}:root", self.config.account_id)
     }
@@ -147,17 +155,19 @@ impl SnsDelivery {
     ///
     /// Errors: `AuthorizationError` when a Deny statement finds sensitive data, or when the
     /// whole message is sensitive (SNS Developer Guide, "Data protection policy
-    /// operations").
+    /// operations"). `publisher` is the publishing principal's IAM ARN, which the
+    /// statements are matched against.
     pub(crate) fn protect_inbound(
         &self,
         topic: &TopicRecord,
         policy: &Policy,
         message: String,
         structured: bool,
+        publisher: &str,
     ) -> Result<(String, Option<PendingAudit>)> {
-        let principal = self.caller_principal();
+        let principal = publisher;
         let mut pending = None;
-        if let Some((statement, audit)) = policy.audit(&principal) {
+        if let Some((statement, audit)) = policy.audit(principal) {
             let n = {
                 let mut counts = self
                     .audit_counts
@@ -171,6 +181,7 @@ impl SnsDelivery {
             if dp::sampled(audit.sample_rate, n) {
                 pending = Some(PendingAudit {
                     audit: audit.clone(),
+                    publisher: publisher.to_owned(),
                     found: dp::detect(&message, &statement.identifiers),
                     text: message.clone(),
                 });
@@ -195,7 +206,7 @@ impl SnsDelivery {
             };
             for v in map.values_mut() {
                 let Value::String(s) = v else { continue };
-                match policy.enforce(DataDirection::Inbound, &principal, s) {
+                match policy.enforce(DataDirection::Inbound, principal, s) {
                     Verdict::Unchanged => {}
                     Verdict::Rewritten(t) => {
                         *s = t;
@@ -210,7 +221,7 @@ impl SnsDelivery {
                 message
             }
         } else {
-            match policy.enforce(DataDirection::Inbound, &principal, &message) {
+            match policy.enforce(DataDirection::Inbound, principal, &message) {
                 Verdict::Unchanged => message,
                 Verdict::Rewritten(t) => {
                     changed = true;
@@ -232,7 +243,13 @@ impl SnsDelivery {
     /// Finishes an audit of message `message_id`: counts it (with or without findings) and
     /// its findings, writes the audit record to the log, and, when the matching destination
     /// names a queue, queues the record there as a message of this publish's transaction
-    /// (pushed to `messages`; a missing queue is logged and skipped).
+    /// (pushed to `messages`; a missing queue is logged and skipped). The record names the
+    /// publisher as its `callerPrincipal` (SNS Developer Guide, "Data protection policy
+    /// operations": the audit record's fields). The queue takes it only while its `Policy`
+    /// lets the publisher send into it, decided now by the rule every SNS delivery to a
+    /// queue follows ([`Core::may_send_into`](crate::service::Core::may_send_into)): a
+    /// permission its owner removed since the policy was set stops the next record, which
+    /// is dropped (logged) as a refused delivery is.
     pub(crate) async fn finish_audit(
         &self,
         topic: &TopicRecord,
@@ -242,7 +259,12 @@ impl SnsDelivery {
         messages: &mut Vec<(i64, NewMessage)>,
         message_queues: &mut Vec<String>,
     ) -> Result<()> {
-        let PendingAudit { audit, text, found } = pending;
+        let PendingAudit {
+            audit,
+            publisher,
+            text,
+            found,
+        } = pending;
         let topic_arn = self.topic_arn(&topic.name);
         let with = !found.is_empty();
         self.activity.data_protection(
@@ -269,7 +291,7 @@ impl SnsDelivery {
         let record = dp::audit_record(
             message_id,
             &crate::clock::iso_timestamp(now),
-            &self.caller_principal(),
+            &publisher,
             &topic_arn,
             &text,
             &found,
@@ -287,6 +309,15 @@ impl SnsDelivery {
             tracing::warn!(topic = %topic.name, queue = %queue_arn, "data protection audit destination queue does not exist; record not sent");
             return Ok(());
         };
+        let writer = Writer::Principal {
+            account: crate::names::arn_account(&publisher).unwrap_or_default(),
+            arn: &publisher,
+        };
+        let queue_policy = queue.attributes.get("Policy").map(String::as_str);
+        if !self.may_send_into(&writer, &queue.name, queue_policy) {
+            tracing::warn!(topic = %topic.name, queue = %queue_arn, publisher = %publisher, "the audit destination queue's Policy does not allow the publisher to send; record not sent");
+            return Ok(());
+        }
         let config = QueueConfig::from_attributes(&queue.attributes);
         message_queues.push(queue.name.clone());
         messages.push((

@@ -435,6 +435,10 @@ impl Sns {
         // group", with "Topic" (the default) across the entire topic.
         let dedup_per_group = config.dedup_per_group;
         let topic_arn = self.topic_arn(&topic.name);
+        // The account whose root publishes a request without a publisher (an open Loft).
+        let topic_account = names::arn_account(&topic_arn)
+            .unwrap_or(&self.config.account_id)
+            .to_owned();
         let tracing_active = config.tracing_active;
         let policy = self.topic_policy(topic)?;
         let subs = self.confirmed_subscriptions(topic).await?;
@@ -486,11 +490,16 @@ impl Sns {
             let mut audit = None;
             if let Some(policy) = &policy {
                 let structured = req.message_structure.is_some();
+                let publisher = req
+                    .publisher
+                    .take()
+                    .unwrap_or_else(|| format!("arn:aws:iam::{}:root", topic_account));
                 match self.protect_inbound(
                     topic,
                     policy,
                     std::mem::take(&mut req.message),
                     structured,
+                    &publisher,
                 ) {
                     Ok((message, pending)) => (req.message, audit) = (message, pending),
                     Err(e) => {

@@ -22,6 +22,7 @@ use super::Sqs;
 use crate::attributes::QueueConfig;
 use crate::error::{Error, ErrorCode, Result};
 use crate::model::{MoveTarget, MoveTaskLease, MoveTaskRecord, MoveTaskStatus};
+use crate::service::core::access::Writer;
 
 /// Default MaxNumberOfMessagesPerSecond when none is given.
 pub const DEFAULT_RATE: i64 = 500;
@@ -56,15 +57,58 @@ pub struct MoveTask {
     pub started_at_ms: i64,
 }
 
+/// The words of a task's `FailureReason` when its destination queue no longer lets the
+/// task's principal send. AWS documents no wording for it (SQS API Reference,
+/// ListMessageMoveTasksResultEntry: "The task failure reason (only included if the task
+/// status is FAILED)"): these words are Loft's, shaped as SQS words an `AccessDenied`.
+pub fn destination_refused_reason(principal_arn: &str, queue_arn: &str) -> String {
+    format!(
+        "User: {principal_arn} is not authorized to perform: sqs:SendMessage on resource: {queue_arn}: the destination queue's Policy no longer allows it."
+    )
+}
+
+/// Who a running task writes for, and into which queue of another account: each step
+/// asks [`Core::may_send_into`](crate::service::Core) whether the destination queue's
+/// `Policy` still lets that principal send.
+#[derive(Debug, Clone)]
+struct SendCheck {
+    /// The destination queue's store key.
+    queue: String,
+    /// The principal's account.
+    account: String,
+    /// The principal's IAM ARN.
+    arn: String,
+}
+
 impl Sqs {
+    /// StartMessageMoveTask by a caller of the source queue's account, as its root
+    /// ([`Sqs::start_message_move_task_by`] without a principal).
+    ///
+    /// Errors: as [`Sqs::start_message_move_task_by`].
+    pub async fn start_message_move_task(
+        self: &Arc<Self>,
+        source: &str,
+        destination: Option<&str>,
+        max_per_second: Option<i64>,
+    ) -> Result<String> {
+        self.start_message_move_task_by(None, source, destination, max_per_second)
+            .await
+    }
+
     /// StartMessageMoveTask: starts moving `source`'s messages (a dead-letter queue) to
     /// `destination`, or each back to its own source queue, at `max_per_second` (1..=500).
+    /// `started_by` is the caller's IAM ARN ([`crate::service::Principal::acting_arn`];
+    /// `None`: the source queue's account's root), stored with the task: a destination in
+    /// another account takes each step only while its `Policy` lets that principal send,
+    /// as SNS deliveries to a queue are checked at each delivery; once it does not, the
+    /// task ends `FAILED` with [`destination_refused_reason`] as its FailureReason.
     ///
     /// Errors: `QueueDoesNotExist`/`ResourceNotFoundException` for unknown queues,
     /// `InvalidParameterValue` (not a dead-letter queue, bad rate), `UnsupportedOperation`
     /// (a task already runs for this source).
-    pub async fn start_message_move_task(
+    pub async fn start_message_move_task_by(
         self: &Arc<Self>,
+        started_by: Option<&str>,
         source: &str,
         destination: Option<&str>,
         max_per_second: Option<i64>,
@@ -141,6 +185,7 @@ impl Sqs {
                 started_at_ms: now,
                 owner: Some(self.node_id.clone()),
                 lease_until_ms: now + MOVE_TASK_LEASE_MS,
+                started_by: started_by.map(str::to_owned),
             })
             .await?;
         if !created {
@@ -149,8 +194,55 @@ impl Sqs {
                 "There is already a task running. Only one active task is allowed for a source queue arn at a given time.",
             ));
         }
-        self.spawn_move_task(handle.clone(), src.id, target, max_per_second);
+        let check = self.send_check(started_by, source, destination);
+        self.spawn_move_task(handle.clone(), src.id, target, max_per_second, check);
         Ok(handle)
+    }
+
+    /// What each step of a task started by `started_by` (`None`: the source queue's
+    /// account's root) from `source` into `destination` checks; `None` without a
+    /// destination (the messages go back to their own source queues, which a
+    /// RedrivePolicy keeps in the dead-letter queue's account).
+    fn send_check(
+        &self,
+        started_by: Option<&str>,
+        source: &str,
+        destination: Option<&str>,
+    ) -> Option<SendCheck> {
+        let queue = destination?.to_owned();
+        let arn = match started_by {
+            Some(arn) => arn.to_owned(),
+            None => format!("arn:aws:iam::{}:root", self.split_key(source).0),
+        };
+        let account = crate::names::arn_account(&arn)
+            .unwrap_or_default()
+            .to_owned();
+        Some(SendCheck {
+            queue,
+            account,
+            arn,
+        })
+    }
+
+    /// `None` while `check`'s principal may still send into its destination queue; else
+    /// the task's FailureReason. A destination that is gone passes here (the step then
+    /// moves nothing to it).
+    async fn refused(&self, check: &SendCheck) -> Result<Option<String>> {
+        let Some(queue) = self.store.get_queue(&check.queue).await? else {
+            return Ok(None);
+        };
+        let writer = Writer::Principal {
+            account: &check.account,
+            arn: &check.arn,
+        };
+        let policy = queue.attributes.get("Policy").map(String::as_str);
+        if self.may_send_into(&writer, &check.queue, policy) {
+            return Ok(None);
+        }
+        Ok(Some(destination_refused_reason(
+            &check.arn,
+            &self.queue_arn(&check.queue),
+        )))
     }
 
     fn spawn_move_task(
@@ -159,20 +251,30 @@ impl Sqs {
         source_id: i64,
         target: MoveTarget,
         max_per_second: Option<i64>,
+        check: Option<SendCheck>,
     ) {
         let svc = Arc::clone(self);
         let rate = max_per_second.unwrap_or(DEFAULT_RATE);
         self.move_runners.fetch_add(1, Ordering::SeqCst);
         tokio::spawn(async move {
-            svc.run_move_task(handle, source_id, target, rate).await;
+            svc.run_move_task(handle, source_id, target, rate, check)
+                .await;
             svc.move_runners.fetch_sub(1, Ordering::SeqCst);
             svc.move_runner_done.notify_waiters();
         });
     }
 
-    /// Runs a task this node holds until it completes, fails, is cancelled, is taken over
-    /// by another node (its lease ran out) or the service stops.
-    async fn run_move_task(&self, handle: String, source_id: i64, target: MoveTarget, rate: i64) {
+    /// Runs a task this node holds until it completes, fails (its destination queue no
+    /// longer lets `check`'s principal send, checked before each step), is cancelled, is
+    /// taken over by another node (its lease ran out) or the service stops.
+    async fn run_move_task(
+        &self,
+        handle: String,
+        source_id: i64,
+        target: MoveTarget,
+        rate: i64,
+        check: Option<SendCheck>,
+    ) {
         // Ten slices a second; each adds a tenth of the rate to a budget, and whole
         // messages of the budget move, so low rates (1 a second) are kept too.
         let mut tick = tokio::time::interval(Duration::from_millis(100));
@@ -194,13 +296,22 @@ impl Sqs {
                 owner: self.node_id.clone(),
                 lease_until_ms: now + MOVE_TASK_LEASE_MS,
             };
-            let ids = (0..allowance)
-                .map(|_| uuid::Uuid::new_v4().to_string())
-                .collect();
-            let outcome = self
-                .store
-                .move_messages(source_id, target.clone(), ids, now, Some(lease.clone()))
-                .await;
+            let refused = match &check {
+                Some(check) => self.refused(check).await,
+                None => Ok(None),
+            };
+            let outcome = match refused {
+                Ok(None) => {
+                    let ids = (0..allowance)
+                        .map(|_| uuid::Uuid::new_v4().to_string())
+                        .collect();
+                    self.store
+                        .move_messages(source_id, target.clone(), ids, now, Some(lease.clone()))
+                        .await
+                }
+                Ok(Some(why)) => Err(Error::new(ErrorCode::AccessDenied, why)),
+                Err(e) => Err(e),
+            };
             let (status, failure) = match outcome {
                 // Cancelled, finished, or no longer this node's.
                 Ok(None) => return,
@@ -251,7 +362,16 @@ impl Sqs {
             match self.move_task_plan(&t).await? {
                 Ok((source_id, target)) => {
                     tracing::info!(source = %t.source_arn, moved = t.moved, "resuming a message-move task");
-                    self.spawn_move_task(t.handle, source_id, target, t.max_per_second);
+                    let destination = t
+                        .destination_arn
+                        .as_deref()
+                        .and_then(|arn| self.key_of_arn(arn, "sqs"));
+                    let check = self.send_check(
+                        t.started_by.as_deref(),
+                        &t.source_queue,
+                        destination.as_deref(),
+                    );
+                    self.spawn_move_task(t.handle, source_id, target, t.max_per_second, check);
                 }
                 Err(why) => {
                     self.store

@@ -348,6 +348,7 @@ pub async fn call(
                 group_id: i.message_group_id,
                 dedup_id: i.message_deduplication_id,
                 trace_header: ctx.trace_header.clone(),
+                publisher: ctx.principal.acting_arn(),
             };
             S::Publish(publish_output(
                 svc.sns()
@@ -370,6 +371,7 @@ pub async fn call(
                         group_id: e.message_group_id,
                         dedup_id: e.message_deduplication_id,
                         trace_header: ctx.trace_header.clone(),
+                        publisher: ctx.principal.acting_arn(),
                     }),
                 })
                 .collect();

@@ -710,7 +710,8 @@ async fn operation(svc: Arc<Service>, ctx: Context, req: SqsRequest) -> Result<S
                 .transpose()?;
             let handle = svc
                 .sqs()
-                .start_message_move_task(
+                .start_message_move_task_by(
+                    ctx.principal.acting_arn().as_deref(),
                     &source,
                     destination.as_deref(),
                     i.max_number_of_messages_per_second,

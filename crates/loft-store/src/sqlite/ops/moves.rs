@@ -93,7 +93,8 @@ pub fn move_step(
 // ----- message-move tasks
 
 const MOVE_TASK_COLUMNS: &str = "handle, source_arn, source_queue, destination_arn, \
-    max_per_second, status, moved, to_move, failure_reason, started_at, owner, lease_until";
+    max_per_second, status, moved, to_move, failure_reason, started_at, owner, lease_until, \
+    started_by";
 
 fn move_task_row(r: &Row<'_>) -> rusqlite::Result<MoveTaskRecord> {
     Ok(MoveTaskRecord {
@@ -109,6 +110,7 @@ fn move_task_row(r: &Row<'_>) -> rusqlite::Result<MoveTaskRecord> {
         started_at_ms: r.get(9)?,
         owner: r.get(10)?,
         lease_until_ms: r.get(11)?,
+        started_by: r.get(12)?,
     })
 }
 
@@ -126,7 +128,8 @@ pub fn create_move_task(c: &Connection, t: &MoveTaskRecord) -> rusqlite::Result<
     Ok(c.prepare_cached(
         "INSERT INTO move_tasks (handle, source_arn, source_queue, destination_arn, \
              max_per_second, status, moved, to_move, failure_reason, started_at, owner, \
-             lease_until) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) \
+             lease_until, started_by) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13) \
              ON CONFLICT DO NOTHING",
     )?
     .execute(params![
@@ -141,7 +144,8 @@ pub fn create_move_task(c: &Connection, t: &MoveTaskRecord) -> rusqlite::Result<
         t.failure_reason,
         t.started_at_ms,
         t.owner,
-        t.lease_until_ms
+        t.lease_until_ms,
+        t.started_by
     ])? == 1)
 }
 
