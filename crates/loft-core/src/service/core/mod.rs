@@ -190,15 +190,24 @@ impl Core {
 
     /// Sends `body` to queue `name` as SNS sends to a subscription's dead-letter queue (no
     /// attributes, no DeadLetterQueueSourceArn; SNS Developer Guide, "Amazon SNS dead-letter
-    /// queues"). Returns whether the queue exists. Errors: the store's.
+    /// queues"), for a message of topic `topic_arn`. Returns whether it was sent: `false`
+    /// when the queue does not exist or its `Policy` does not let the topic send into it
+    /// now ([`Core::may_send_into`], the rule of every SNS write into a queue: the
+    /// subscription's owner may be another account than the topic's). Errors: the store's.
     pub(in crate::service) async fn dead_letter_text(
         &self,
         name: &str,
         body: String,
+        topic_arn: &str,
     ) -> Result<bool> {
         let Some(q) = self.store.get_queue(name).await? else {
             return Ok(false);
         };
+        let policy = q.attributes.get("Policy").map(String::as_str);
+        if !self.may_send_into(&access::Writer::Topic { topic_arn }, &q.name, policy) {
+            tracing::warn!(queue = %q.name, topic = %topic_arn, "dead-letter queue's Policy does not let the topic send; message dropped");
+            return Ok(false);
+        }
         let now = self.now_ms();
         let config = crate::attributes::QueueConfig::from_attributes(&q.attributes);
         self.store

@@ -307,7 +307,8 @@ impl Functions {
                 let dlq = self.subscription_dlq(&sub);
                 let body = fx::envelope_of_sns_event(&d.body).unwrap_or_else(|| d.body.clone());
                 if let Some(queue) = dlq {
-                    if self.dead_letter_text(&queue, body).await? {
+                    let topic_arn = self.topic_arn(&sub.topic_name);
+                    if self.dead_letter_text(&queue, body, &topic_arn).await? {
                         return self.end_delivery(d, DeliveryOutcome::DeadLettered).await;
                     }
                 }

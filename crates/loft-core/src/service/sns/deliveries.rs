@@ -233,7 +233,11 @@ impl SnsDelivery {
         }
         tracing::warn!(subscription = %d.subscription, endpoint = %d.endpoint, attempts, error, "delivery retries exhausted");
         if let Some(queue) = self.subscription_dlq(&sub) {
-            if self.dead_letter_text(&queue, d.body.clone()).await? {
+            let topic_arn = self.topic_arn(&sub.topic_name);
+            if self
+                .dead_letter_text(&queue, d.body.clone(), &topic_arn)
+                .await?
+            {
                 return self.end_delivery(d, DeliveryOutcome::DeadLettered).await;
             }
         }
