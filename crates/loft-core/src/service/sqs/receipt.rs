@@ -143,7 +143,8 @@ impl ReceiptKey {
     }
 
     /// A NextToken for position `position` (a store sequence) of the listing named
-    /// `listing`: URL-safe base64 (no padding) of a version byte, a synthetic nonce and the
+    /// `listing`: base64 (standard alphabet, padded, as AWS's NextTokens are) of a version
+    /// byte, a synthetic nonce and the
     /// position sealed with AES-256-GCM under this key, the listing's name as additional
     /// data. The same position gives the same token; a token shows neither the position nor
     /// how far apart two tokens are, so one account cannot count another's rows through the
@@ -171,7 +172,7 @@ impl ReceiptKey {
         bytes.push(POSITION_VERSION);
         bytes.extend_from_slice(&nonce);
         bytes.extend_from_slice(&sealed);
-        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+        base64::engine::general_purpose::STANDARD.encode(bytes)
     }
 
     /// The position a token of [`ReceiptKey::seal_position`] holds for `listing`; `None`
@@ -181,7 +182,7 @@ impl ReceiptKey {
         if text.len() > MAX_POSITION_CHARS {
             return None;
         }
-        let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        let bytes = base64::engine::general_purpose::STANDARD
             .decode(text)
             .ok()?;
         if bytes.len() <= 1 + NONCE_LEN || bytes[0] != POSITION_VERSION {
