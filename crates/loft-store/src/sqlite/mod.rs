@@ -1,10 +1,11 @@
 //! The embedded SQLite store.
 //!
 //! One read-write connection, behind a mutex, does every read and write. A request that
-//! is the only one in the store and finds the connection free runs its closure there at
-//! once, on its own thread, in its own transaction (the fast path: no thread hand-off,
-//! which cost more CPU than the SQL at low concurrency). When other requests are in the
-//! store, or the connection is busy, it sends its closure to the writer thread instead,
+//! is the only one in the store, finds the connection free, and comes when no request has
+//! found another in the store for [`QUIET_MS`] runs its closure there at once, on its own
+//! thread, in its own transaction (the fast path: no thread hand-off, which cost more CPU
+//! than the SQL at low concurrency). Otherwise (other requests in the store or lately,
+//! or the connection busy) it sends its closure to the writer thread instead,
 //! which, once it holds the connection, runs as many as are waiting (up to [`MAX_BATCH`])
 //! inside one transaction (both paths share `run_group`), each after the first in its own
 //! savepoint so that one failing request does not undo the others (the first runs bare:
@@ -19,9 +20,10 @@ mod ops;
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex, MutexGuard, TryLockError};
 use std::thread;
+use std::time::Instant;
 
 use async_trait::async_trait;
 use loft_core::error::{Error, Result};
@@ -38,6 +40,22 @@ pub use migrations::SCHEMA_VERSION;
 
 /// Most requests committed in one transaction.
 pub const MAX_BATCH: usize = 512;
+
+/// How long, in milliseconds, after a request last found another in the store the fast
+/// path stays closed: while requests come concurrently, every one goes to the writer
+/// thread, so that those arriving together share a group commit. Taken inline, a request
+/// that is alone for a moment commits on its own (a fan-out publish's own ~20 index pages
+/// to the WAL), and its thread holds the connection while the others' jobs queue behind
+/// it (docs/benchmarks/history.md, "Fan-out, branch `s16-fanout`").
+pub const QUIET_MS: u64 = 100;
+
+/// Whether a request may run on its own thread ([`SqliteStore::write`]'s fast path): it is
+/// `alone` in the store and no request found company in the last [`QUIET_MS`]
+/// (`now_ms` and `company_at_ms` on one millisecond clock that starts at 1;
+/// `company_at_ms` 0: never).
+fn fast_path(alone: bool, now_ms: u64, company_at_ms: u64) -> bool {
+    alone && (company_at_ms == 0 || now_ms.saturating_sub(company_at_ms) >= QUIET_MS)
+}
 
 /// How much an acknowledged write survives (docs/running.md "Durability").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -136,6 +154,11 @@ pub struct SqliteStore {
     /// Requests inside [`Self::write`] now: the fast path is taken only when alone, so
     /// that concurrent requests share a group commit instead of committing one by one.
     in_store: AtomicUsize,
+    /// When a request last found another inside [`Self::write`]: milliseconds since
+    /// `opened`, plus one (0: never). The fast path waits [`QUIET_MS`] after it.
+    company_at: AtomicU64,
+    /// When the store was opened: the origin of `company_at`.
+    opened: Instant,
     /// Seals and opens the messages of encrypted queues (`crate::seal`).
     sealer: Arc<Sealer>,
     /// The next messages' store sequence numbers (see [`ops::MessageSeqs`]).
@@ -253,6 +276,8 @@ impl SqliteStore {
             jobs,
             inline: durability == Durability::Process,
             in_store: AtomicUsize::new(0),
+            company_at: AtomicU64::new(0),
+            opened: Instant::now(),
             sealer: Arc::new(sealer),
             seqs,
             topics: cache::TopicCache::default(),
@@ -345,7 +370,12 @@ impl SqliteStore {
         let (job, rx) = job_as(f, atomicity);
         let alone = self.in_store.fetch_add(1, Ordering::SeqCst) == 0;
         let _counted = InStore(&self.in_store);
-        self.submit(job, self.inline && alone)?;
+        let now_ms = self.opened.elapsed().as_millis() as u64 + 1;
+        if !alone {
+            self.company_at.store(now_ms, Ordering::Relaxed);
+        }
+        let here = self.inline && fast_path(alone, now_ms, self.company_at.load(Ordering::Relaxed));
+        self.submit(job, here)?;
         rx.await
             .map_err(|_| Error::internal("sqlite writer dropped a request"))?
     }
@@ -1416,6 +1446,21 @@ mod tests {
             .collect::<rusqlite::Result<_>>()
             .unwrap();
         (outcomes, kept)
+    }
+
+    #[test]
+    fn the_fast_path_is_closed_for_quiet_ms_after_a_request_found_company() {
+        // Never any company: a lone request runs on its own thread.
+        assert!(fast_path(true, 1, 0));
+        assert!(fast_path(true, 50_000, 0));
+        // Not alone: never.
+        assert!(!fast_path(false, 50_000, 0));
+        // Company at 1,000 ms: closed until QUIET_MS have passed, open from then on.
+        assert!(!fast_path(true, 1_000, 1_000));
+        assert!(!fast_path(true, 1_000 + QUIET_MS - 1, 1_000));
+        assert!(fast_path(true, 1_000 + QUIET_MS, 1_000));
+        // A clock read before a concurrent request stored a later company time.
+        assert!(!fast_path(true, 999, 1_000));
     }
 
     #[test]
