@@ -4,8 +4,9 @@
 //! opened alone: a one-database deployment's schema is exactly the migrations'.
 //!
 //! The two tables are made here, not by a migration, so that they exist only in databases
-//! that serve as cells: `loft_cell` (one row: the cell's number) and, in cell 1,
-//! `loft_cell_catalog` (kind `q` or `t`, store key, cell number).
+//! that serve as cells: `loft_cell` (one row: the cell's number) and
+//! `loft_cell_catalog` (kind `q` or `t`, store key, cell number; made in every cell, used
+//! in cell 1 only).
 
 use loft_core::error::{Error, Result};
 
@@ -52,8 +53,20 @@ impl PgStore {
         tx.execute("SELECT pg_advisory_xact_lock($1)", &[&CELL_DDL_LOCK])
             .await
             .map_err(|e| pg(chain(&e)))?;
-        tx.batch_execute(
-            "CREATE TABLE IF NOT EXISTS loft_cell (
+        // Made once, under the lock (`IF NOT EXISTS` alone would log a notice at every
+        // start).
+        let made: bool = tx
+            .query_one(
+                "SELECT to_regclass('loft_cell') IS NOT NULL \
+                 AND to_regclass('loft_cell_catalog') IS NOT NULL",
+                &[],
+            )
+            .await
+            .map_err(|e| pg(chain(&e)))?
+            .get(0);
+        if !made {
+            tx.batch_execute(
+                "CREATE TABLE IF NOT EXISTS loft_cell (
                  id     SMALLINT PRIMARY KEY CHECK (id = 1),
                  number INTEGER NOT NULL
              );
@@ -63,9 +76,10 @@ impl PgStore {
                  cell INTEGER NOT NULL,
                  PRIMARY KEY (kind, name)
              );",
-        )
-        .await
-        .map_err(|e| pg(chain(&e)))?;
+            )
+            .await
+            .map_err(|e| pg(chain(&e)))?;
+        }
         let want = number as i32;
         tx.execute(
             "INSERT INTO loft_cell (id, number) VALUES (1, $1) ON CONFLICT (id) DO NOTHING",
