@@ -1,10 +1,11 @@
-//! The storage engine `loft serve` opens: SQLite (`--db`) or PostgreSQL
-//! (`--database-url`), with the master key of SQS encryption at rest (`--sse-key-file`).
+//! The storage engine `loft serve` opens: SQLite (`--db`), PostgreSQL (`--database-url`)
+//! or, with several database URLs, PostgreSQL cells (`loft_store::cells`), with the
+//! master key of SQS encryption at rest (`--sse-key-file`).
 
 use std::sync::Arc;
 
 use loft_core::store::Store;
-use loft_store::{Durability, PgOptions, PgStore, SqliteStore};
+use loft_store::{CellStore, Durability, PgOptions, PgStore, SqliteStore};
 
 use crate::{DurabilityArg, ServeArgs};
 
@@ -34,6 +35,101 @@ pub enum Engine {
     Sqlite(Arc<SqliteStore>),
     /// The store, and whether its connections are encrypted.
     Postgres(Arc<PgStore>, bool),
+    /// Several PostgreSQL databases as cells, and whether every cell's connections are
+    /// encrypted.
+    Cells(Arc<CellStore>, bool),
+}
+
+/// The PostgreSQL URLs of `loft serve` and `loft cells status`: one database, or several
+/// as cells.
+#[derive(clap::Args, Debug, Clone)]
+pub struct DatabaseUrls {
+    /// PostgreSQL instead of SQLite: `postgres://user:password@host:5432/db` (or a
+    /// `key=value` string). Several nodes may serve one database. TLS follows libpq's
+    /// `sslmode` (disable, prefer, require, verify-ca, verify-full) and `sslrootcert`.
+    /// Repeat it to spread queues and topics over several databases, each a cell (a
+    /// preview, docs/deployment.md "Cells (preview)"): the first is cell 1, which keeps
+    /// the catalog, and the order may not change later.
+    #[arg(long, env = "LOFT_DATABASE_URL", hide_env_values = true, action = clap::ArgAction::Append)]
+    pub database_url: Vec<String>,
+
+    /// The cells' PostgreSQL URLs, comma-separated, cell 1 first: the environment's form
+    /// of a repeated --database-url (not both).
+    #[arg(
+        long,
+        env = "LOFT_DATABASE_URLS",
+        hide_env_values = true,
+        value_delimiter = ','
+    )]
+    pub database_urls: Vec<String>,
+}
+
+impl DatabaseUrls {
+    /// The URLs given: the repeated `--database-url`, or `--database-urls` /
+    /// `LOFT_DATABASE_URLS` (empty ones left out); none for SQLite.
+    ///
+    /// Errors: both forms given.
+    pub fn urls(&self) -> Result<Vec<String>, String> {
+        let one: Vec<String> = self
+            .database_url
+            .iter()
+            .filter(|u| !u.is_empty())
+            .cloned()
+            .collect();
+        let list: Vec<String> = self
+            .database_urls
+            .iter()
+            .map(|u| u.trim().to_owned())
+            .filter(|u| !u.is_empty())
+            .collect();
+        if !one.is_empty() && !list.is_empty() {
+            return Err(
+                "give the database URLs either as --database-url (repeated) or as \
+                 --database-urls / LOFT_DATABASE_URLS, not both"
+                    .to_owned(),
+            );
+        }
+        Ok(if one.is_empty() { list } else { one })
+    }
+}
+
+/// The master key of the cells, `stores[0]` being cell 1: the key file's, or cell 1's
+/// database key; checked against every cell's recorded check value (and recorded where
+/// none is), then given to every cell.
+async fn cells_with_key(
+    stores: Vec<PgStore>,
+    from_file: Option<(&std::path::Path, String)>,
+) -> Result<Vec<PgStore>, String> {
+    let mut probes = Vec::with_capacity(stores.len());
+    for store in &stores {
+        probes.push(store.master_key_probe().await.map_err(|e| e.message)?);
+    }
+    let (key, origin) = match from_file {
+        Some((path, origin)) => {
+            let sealed = probes.iter().find(|p| p.sealed_body.is_some());
+            (start_key(path, sealed.unwrap_or(&probes[0]))?, origin)
+        }
+        None => (
+            stores[0]
+                .database_master_key()
+                .await
+                .map_err(|e| e.message)?,
+            "the master key kept in cell 1's database (table sse_master_key)".to_owned(),
+        ),
+    };
+    for (i, (store, probe)) in stores.iter().zip(&probes).enumerate() {
+        let origin = format!("{origin}, for cell {}", i + 1);
+        if loft_store::seal::verify_master_key(&key, &origin, probe)? {
+            store
+                .record_master_key_check(&key.check_value())
+                .await
+                .map_err(|e| e.message)?;
+        }
+    }
+    Ok(stores
+        .into_iter()
+        .map(|s| s.with_key_source(loft_store::seal::KeySource::Key(key.clone())))
+        .collect())
 }
 
 impl Engine {
@@ -47,7 +143,8 @@ impl Engine {
             .sse_key_file
             .clone()
             .unwrap_or_else(|| loft_store::seal::default_key_file(&args.db));
-        let on_postgres = args.database_url.as_deref().is_some_and(|u| !u.is_empty());
+        let urls = args.database.urls()?;
+        let on_postgres = !urls.is_empty();
         // On PostgreSQL without a key file, the key lives in the database, so every node
         // of it opens what another sealed.
         let from_file = args.sse_key_file.is_some() || !on_postgres;
@@ -57,7 +154,31 @@ impl Engine {
             }
         }
         let file_origin = format!("the key file {}", key_file.display());
-        match args.database_url.as_deref().filter(|u| !u.is_empty()) {
+        if urls.len() > 1 {
+            let mut stores = Vec::with_capacity(urls.len());
+            for (i, url) in urls.iter().enumerate() {
+                let options = PgOptions {
+                    pool_size: args.database_pool_size,
+                    ..PgOptions::default()
+                };
+                let store = PgStore::connect(url, options)
+                    .await
+                    .map_err(|e| format!("cell {}: {e}", i + 1))?;
+                stores.push(store);
+            }
+            let stores = cells_with_key(
+                stores,
+                from_file.then_some((key_file.as_path(), file_origin)),
+            )
+            .await?;
+            let mut tls = true;
+            for store in &stores {
+                tls &= store.uses_tls().await.map_err(|e| e.message)?;
+            }
+            let cells = CellStore::open(stores).await?;
+            return Ok(Engine::Cells(Arc::new(cells), tls));
+        }
+        match urls.first() {
             Some(url) => {
                 let options = PgOptions {
                     pool_size: args.database_pool_size,
@@ -109,6 +230,7 @@ impl Engine {
         match self {
             Engine::Sqlite(s) => s.clone(),
             Engine::Postgres(s, _) => s.clone(),
+            Engine::Cells(s, _) => s.clone(),
         }
     }
 
@@ -118,6 +240,8 @@ impl Engine {
             Engine::Sqlite(_) => format!("sqlite {}", args.db.display()),
             Engine::Postgres(_, true) => "postgresql (TLS)".to_owned(),
             Engine::Postgres(_, false) => "postgresql (no TLS)".to_owned(),
+            Engine::Cells(s, true) => format!("postgresql, {} cells (TLS)", s.cells().len()),
+            Engine::Cells(s, false) => format!("postgresql, {} cells (no TLS)", s.cells().len()),
         }
     }
 
@@ -126,6 +250,11 @@ impl Engine {
         match self {
             Engine::Sqlite(s) => s.close().await,
             Engine::Postgres(s, _) => s.close().await,
+            Engine::Cells(s, _) => {
+                for cell in s.cells() {
+                    cell.close().await;
+                }
+            }
         }
     }
 }

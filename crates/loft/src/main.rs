@@ -4,7 +4,9 @@
 //!
 //! - [`allocator`]: the global allocator (mimalloc), set to give memory back after bursts.
 //! - [`config`]: the `--config` file of `loft serve`.
-//! - [`engine`]: the database `serve` opens (SQLite or PostgreSQL) and its master key.
+//! - [`engine`]: the database `serve` opens (SQLite, PostgreSQL, or PostgreSQL cells) and
+//!   its master key.
+//! - [`cells`]: `loft cells status`, the cells of a deployment on several databases.
 //! - [`cli`]: `loft queue|send|receive|topic|publish|subscribe|redrive|export|import|completions|probe`.
 //! - [`logging`]: `--log-format text|json`.
 //! - [`listeners`]: `--listen` addresses and which speak HTTPS (`--tls-cert`, `--tls-key`).
@@ -12,6 +14,7 @@
 //! - [`workers`]: the background work `serve` starts beside its listeners.
 
 mod allocator;
+mod cells;
 mod cli;
 mod config;
 mod engine;
@@ -56,6 +59,9 @@ enum Command {
     Serve(Box<ServeArgs>),
     /// Load-test any SQS endpoint (AWS JSON protocol) and report throughput and latency.
     Bench(loft_bench::BenchArgs),
+    /// The PostgreSQL cells of a deployment on several databases (a preview):
+    /// `loft cells status`.
+    Cells(cells::CellsArgs),
     #[command(flatten)]
     Admin(cli::Command),
 }
@@ -92,11 +98,8 @@ struct ServeArgs {
     #[arg(long, env = "LOFT_DB", default_value = "./loft.db")]
     db: PathBuf,
 
-    /// PostgreSQL instead of SQLite: `postgres://user:password@host:5432/db` (or a
-    /// `key=value` string). Several nodes may serve one database. TLS follows libpq's
-    /// `sslmode` (disable, prefer, require, verify-ca, verify-full) and `sslrootcert`.
-    #[arg(long, env = "LOFT_DATABASE_URL", hide_env_values = true)]
-    database_url: Option<String>,
+    #[command(flatten)]
+    database: engine::DatabaseUrls,
 
     /// Most PostgreSQL connections this node opens (plus one for wake-ups).
     #[arg(long, env = "LOFT_DATABASE_POOL_SIZE", default_value_t = loft_store::postgres::DEFAULT_POOL_SIZE)]
@@ -265,6 +268,7 @@ fn main() -> std::process::ExitCode {
             result
         }
         Command::Bench(args) => runtime.block_on(loft_bench::run(args)),
+        Command::Cells(args) => runtime.block_on(cells::run(args)),
         Command::Admin(command) => runtime
             .block_on(cli::run(command, Cli::command))
             .map_err(|e| e.to_string()),
@@ -586,6 +590,50 @@ mod tests {
     #[test]
     fn the_command_line_is_well_formed() {
         Cli::command().debug_assert();
+    }
+
+    /// One --database-url is one database (today's PostgreSQL store); repeated, or as the
+    /// comma-separated --database-urls, they are cells in the order given; both forms
+    /// together are refused.
+    #[test]
+    fn database_urls_repeat_or_come_as_a_list() {
+        let urls = |argv: &[&str]| serve_with(argv, "").database.urls();
+        assert_eq!(urls(&["loft", "serve"]).unwrap(), Vec::<String>::new());
+        assert_eq!(
+            urls(&["loft", "serve", "--database-url", "postgres://a/x"]).unwrap(),
+            ["postgres://a/x"]
+        );
+        assert_eq!(
+            urls(&[
+                "loft",
+                "serve",
+                "--database-url",
+                "postgres://a/x",
+                "--database-url",
+                "postgres://b/y"
+            ])
+            .unwrap(),
+            ["postgres://a/x", "postgres://b/y"]
+        );
+        assert_eq!(
+            urls(&[
+                "loft",
+                "serve",
+                "--database-urls",
+                "postgres://a/x, postgres://b/y"
+            ])
+            .unwrap(),
+            ["postgres://a/x", "postgres://b/y"]
+        );
+        assert!(urls(&[
+            "loft",
+            "serve",
+            "--database-url",
+            "postgres://a/x",
+            "--database-urls",
+            "postgres://b/y"
+        ])
+        .is_err());
     }
 
     /// `argv` (`loft serve ...`) with the config file `text`'s `[server]` section.

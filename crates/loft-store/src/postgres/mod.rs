@@ -15,6 +15,7 @@
 //! TLS: rustls, with libpq's `sslmode` (`disable`, `prefer`, `require`, `verify-ca`,
 //! `verify-full`) and `sslrootcert`; see [`tls`].
 
+mod cell;
 mod group;
 mod migrations;
 mod ops;
@@ -34,6 +35,7 @@ use tokio::sync::broadcast;
 use tokio::task::JoinHandle;
 use tokio_postgres::AsyncMessage;
 
+pub use cell::CELL_ID_BITS;
 pub use migrations::SCHEMA_VERSION;
 use ops::Failure;
 
@@ -133,6 +135,9 @@ pub struct PgStore {
     /// The database's receipt-handle key, read (or made) at connect
     /// ([`Store::receipt_key`]); every node of the database reads the same row.
     receipt_key: ReceiptKey,
+    /// The queue ids this database holds when it serves as a cell (`crate::cells`), set
+    /// by [`PgStore::claim_cell`]; unset (every id) for a store opened alone.
+    cell_ids: std::sync::OnceLock<std::ops::Range<i64>>,
 }
 
 /// The database's receipt-handle key: the `receipt_key` row, made with a new random key by
@@ -324,6 +329,7 @@ impl PgStore {
             deletes,
             receives,
             receipt_key,
+            cell_ids: std::sync::OnceLock::new(),
         })
     }
 
@@ -444,7 +450,7 @@ fn retryable(f: &Failure) -> bool {
             *c == tokio_postgres::error::SqlState::T_R_DEADLOCK_DETECTED
                 || *c == tokio_postgres::error::SqlState::T_R_SERIALIZATION_FAILURE
         }),
-        Failure::Broken(_) | Failure::Sealing(_) => false,
+        Failure::Broken(_) | Failure::Sealing(_) | Failure::OtherCell(_) => false,
     }
 }
 
@@ -1325,8 +1331,11 @@ impl Store for PgStore {
 
     async fn publish_fifo(&self, publish: FifoPublish) -> Result<Option<Vec<FifoPublished>>> {
         let channel = self.channel.as_str();
+        let cell = self.cell_ids.get();
         self.write_sealed(publish, |publish| async move {
-            run_tx!(self, |tx| ops::publish_fifo_in(&tx, &publish, channel))
+            run_tx!(self, |tx| ops::publish_fifo_in(
+                &tx, &publish, channel, cell
+            ))
         })
         .await
     }

@@ -3,7 +3,9 @@
 //! `LOFT_TEST_DATABASE_URL` names a database, PostgreSQL (`scripts/with-postgres.sh` starts
 //! one; with `LOFT_TEST_REQUIRE_POSTGRES=1` PostgreSQL cases fail instead of skipping).
 //!
-//! - [`conformance`]: one set of cases generic over the `Store`, run on both engines.
+//! - [`conformance`]: one set of cases generic over the `Store`, run on both engines and on
+//!   two PostgreSQL cells.
+//! - [`cells`]: placement, routing after a restart and receipt handles over two cells.
 //! - [`fifo_scenarios`], [`redrive_self`], [`receipts`]: SQS rules at the service, one
 //!   test each, on a `ManualClock`.
 //! - [`fifo_property`], [`fifo_topic_property`], [`sns_state_property`]: property tests
@@ -15,6 +17,7 @@
 #[path = "../../../loft/tests/support/skips.rs"]
 mod skips;
 
+mod cells;
 mod conformance;
 mod fifo_property;
 mod fifo_scenarios;

@@ -75,6 +75,7 @@ pub async fn publish_fifo_in<C: GenericClient>(
     tx: &C,
     p: &SealedFifoPublish,
     channel: &str,
+    cell: Option<&std::ops::Range<i64>>,
 ) -> Result<Option<Vec<FifoPublished>>, Error> {
     let (topic_id, now_ms) = (p.topic_id(), p.now_ms());
     let Some(row) = query_opt(
@@ -149,6 +150,11 @@ pub async fn publish_fifo_in<C: GenericClient>(
         let built = p
             .fanout(i, sequence)
             .map_err(|e| Failure::Sealing(e.message))?;
+        if let Some(cell) = cell {
+            if built.iter().any(|(q, _)| !cell.contains(q)) {
+                return Err(Failure::OtherCell("a FIFO topic's fan-out"));
+            }
+        }
         let (kept, is_held) = drop_held(built, &e.subscriptions, &held);
         spans.push((out.len(), is_held));
         messages.extend(kept);

@@ -1,0 +1,1166 @@
+//! Cells (preview): queues and topics spread over several PostgreSQL databases, each an
+//! ordinary [`PgStore`] with Loft's schema, behind one [`Store`].
+//!
+//! `loft serve` uses a [`CellStore`] only when given more than one database URL; with one
+//! it opens a [`PgStore`] as before, and nothing here runs.
+//!
+//! # Where things live
+//!
+//! - **Cell numbers** are 1-based, in the order the URLs are given. Each cell records its
+//!   number (table `loft_cell`) the first time it opens as a cell, and refuses another
+//!   afterwards, so reordered URLs fail at start instead of misrouting.
+//! - **Ids carry their cell.** Cell `n`'s id sequences (queues, topics, deliveries,
+//!   recorded messages, subscriptions, move tasks, mappings) start at
+//!   `(n - 1) << CELL_ID_BITS` ([`CELL_ID_BITS`] = 48), so an id is unique across cells and
+//!   `id >> 48` is its cell, with no lookup: a queue id (and so a receipt handle, which
+//!   seals the queue id), a topic id, a delivery id. Cell 1's ids are those a one-database
+//!   deployment makes, so a database that served alone can become cell 1. Message
+//!   sequence numbers are ranged the same way, so no two cells give one number (a message
+//!   is still always named with its queue).
+//! - **The catalog** (table `loft_cell_catalog`, in cell 1 only) maps each queue's and
+//!   topic's store key to its cell. Every node loads it at open and caches it; a name the
+//!   cache lacks is read from the catalog, and when the catalog cannot be reached, from
+//!   each cell (a cell's tables hold only its own queues and topics, so the answer is
+//!   the same). So a catalog outage stops creates (which must place the name in the
+//!   catalog first) but not traffic to existing queues. A name keeps its catalog row when
+//!   its queue or topic is deleted (the deleted-queue hold lives in that cell, and a
+//!   re-creation returns there); [`Store::reset`] removes the rows of what it removed.
+//! - **Placement**: a new queue goes to the cell with the fewest queues, a new topic to
+//!   the cell with the fewest topics (ties to the lowest number), so with no traffic they
+//!   spread evenly by count. Adding a cell moves nothing.
+//! - **Subscriptions** live in their topic's cell; a subscription ARN's UUID is found by
+//!   asking each cell once, then cached (a subscription never moves).
+//! - **Move tasks** live in their source queue's cell (a step moves messages and counts
+//!   them in one transaction there). **Event source mappings, platform applications and
+//!   endpoints and SMS settings** live in cell 1 (they name queues by ARN and hold no
+//!   messages). **Deliveries and recorded messages** live in the cell of the publish
+//!   that made them.
+//!
+//! # How each method routes
+//!
+//! By id (`id >> 48`): every method taking a queue id, topic id or delivery id. By name
+//! (catalog): `create_queue`, `get_queue`, `queue_recreate_after`, `create_topic`,
+//! `get_topic`, `create_move_task` (its source queue). By subscription UUID: its cell.
+//! Merged over every cell: the list and count methods (lists sorted as the trait says;
+//! `list_subscriptions(None)` and `list_event_source_mappings` by creation within a cell,
+//! cell by cell), `delete_expired`, `reset`, the claims of workers (deliveries, move
+//! tasks, replays; each claim asks the cells in turn, starting from a rotating cell, until
+//! its limit is met), their releases, `next_delivery_at` (the earliest), and the lookups by
+//! move-task handle. Cell 1 only: mappings, platforms, SMS settings, the receipt key.
+//!
+//! # Work that crosses cells
+//!
+//! Inside a cell every transaction is the cell's own, as on one database: a publish whose
+//! queues and deliveries are all in the topic's cell is one transaction. Work whose
+//! transaction would span two cells is **refused** (`InternalError`, logged with the
+//! reason), never done in part: a publish (or FIFO publish, or replay step) fanning out to
+//! a queue in another cell, a receive whose redrive dead-letter queue is in another cell,
+//! a message move to a queue in another cell, a send naming queues of two cells. The
+//! outbox that will carry such work (a row written in the source transaction, relayed by
+//! any node under a lease, inserted idempotently on the destination by the source's
+//! MessageId) is not built yet. A reset runs one transaction per cell.
+//!
+//! Long-poll wake-ups: each cell's LISTEN connection forwards its queue ids (already
+//! global) to one channel; a `-1` (a cell's listener reconnected, or a reset) also drops
+//! the catalog cache, which is then read again name by name.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+use async_trait::async_trait;
+use loft_core::error::{Error, Result};
+use loft_core::model::*;
+use loft_core::service::receipt::ReceiptKey;
+use loft_core::store::Store;
+use tokio::sync::broadcast;
+use tokio::task::JoinHandle;
+
+pub use crate::postgres::CELL_ID_BITS;
+use crate::PgStore;
+
+/// A [`Store`] method's future on one cell.
+type Ask<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = Result<T>> + Send + 'a>>;
+
+/// The catalog kind of queues.
+const QUEUE: &str = "q";
+/// The catalog kind of topics.
+const TOPIC: &str = "t";
+
+/// One cell's line of `loft cells status`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CellStatus {
+    /// The cell's number, 1-based, in the order of the URLs.
+    pub number: u32,
+    /// How many queues the cell holds.
+    pub queues: u64,
+    /// How many topics the cell holds.
+    pub topics: u64,
+    /// How many messages the cell holds, whatever their state.
+    pub messages: u64,
+}
+
+/// A [`Store`] over several PostgreSQL databases (cells); see the module documentation
+/// for where each row lives and how each method routes.
+pub struct CellStore {
+    /// The cells, cell 1 (the catalog's) first.
+    cells: Vec<Arc<PgStore>>,
+    /// The catalog as this node knows it: (kind, store key) to cell index (0-based).
+    catalog: Arc<RwLock<HashMap<(&'static str, String), usize>>>,
+    /// Subscription UUID to cell index, as found.
+    subscriptions: Mutex<HashMap<String, usize>>,
+    /// The cell the next claim asks first, so no cell's backlog starves another's.
+    next_claim: AtomicUsize,
+    /// Every cell's wake-ups, forwarded.
+    wakeups: broadcast::Sender<i64>,
+    forwarders: Vec<JoinHandle<()>>,
+}
+
+impl Drop for CellStore {
+    fn drop(&mut self) {
+        for f in &self.forwarders {
+            f.abort();
+        }
+    }
+}
+
+/// `InternalError` for work whose transaction would span cells (logged with `what`).
+fn crosses_cells(what: &str) -> Error {
+    Error::internal(format!(
+        "cells: {what} spans two cells; work across cells is not supported yet"
+    ))
+}
+
+impl CellStore {
+    /// Opens the cells, `cells[0]` being cell 1 (which keeps the catalog): each claims its
+    /// number and id range ([`PgStore`] refuses a database that recorded another number),
+    /// and the catalog is loaded.
+    ///
+    /// Errors: no cell given, more cells than ids have room for (65,535), or a cell's
+    /// database refuses or is another cell.
+    pub async fn open(cells: Vec<PgStore>) -> Result<CellStore, String> {
+        if cells.is_empty() || cells.len() >= (1 << (63 - CELL_ID_BITS)) {
+            return Err(format!("cells: {} cells given", cells.len()));
+        }
+        for (i, cell) in cells.iter().enumerate() {
+            cell.claim_cell(i as u32 + 1)
+                .await
+                .map_err(|e| format!("cell {}: {e}", i + 1))?;
+        }
+        let cells: Vec<Arc<PgStore>> = cells.into_iter().map(Arc::new).collect();
+        let catalog = Arc::new(RwLock::new(HashMap::new()));
+        let (wakeups, _) = broadcast::channel(4096);
+        let forwarders = cells
+            .iter()
+            .filter_map(|c| c.wakeups())
+            .map(|mut rx| {
+                let tx = wakeups.clone();
+                let catalog = catalog.clone();
+                tokio::spawn(async move {
+                    loop {
+                        match rx.recv().await {
+                            Ok(id) => {
+                                if id == -1 {
+                                    forget(&catalog);
+                                }
+                                let _ = tx.send(id);
+                            }
+                            Err(broadcast::error::RecvError::Lagged(_)) => {
+                                forget(&catalog);
+                                let _ = tx.send(-1);
+                            }
+                            Err(broadcast::error::RecvError::Closed) => break,
+                        }
+                    }
+                })
+            })
+            .collect();
+        let store = CellStore {
+            cells,
+            catalog,
+            subscriptions: Mutex::default(),
+            next_claim: AtomicUsize::new(0),
+            wakeups,
+            forwarders,
+        };
+        store
+            .load_catalog()
+            .await
+            .map_err(|_| "cells: cannot read the catalog of cell 1".to_owned())?;
+        Ok(store)
+    }
+
+    /// The cells, cell 1 first.
+    pub fn cells(&self) -> &[Arc<PgStore>] {
+        &self.cells
+    }
+
+    /// One line per cell: its number, queues, topics and messages.
+    ///
+    /// Errors: `InternalError` when a cell's database fails.
+    pub async fn status(&self) -> Result<Vec<CellStatus>> {
+        let mut out = Vec::with_capacity(self.cells.len());
+        for (i, cell) in self.cells.iter().enumerate() {
+            out.push(CellStatus {
+                number: i as u32 + 1,
+                queues: cell.count_queues().await?,
+                topics: cell.count_topics().await?,
+                messages: cell.count_messages().await?,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Reads the whole catalog into this node's cache.
+    async fn load_catalog(&self) -> Result<()> {
+        let rows = self.cells[0].catalog_rows().await?;
+        let mut map = self.catalog.write().unwrap_or_else(|e| e.into_inner());
+        map.clear();
+        for (kind, name, cell) in rows {
+            let kind = if kind == QUEUE { QUEUE } else { TOPIC };
+            if let Some(index) = self.index_of_number(cell) {
+                map.insert((kind, name), index);
+            }
+        }
+        Ok(())
+    }
+
+    /// The index (0-based) of cell number `number`, when this store has it.
+    fn index_of_number(&self, number: u32) -> Option<usize> {
+        let index = (number as usize).checked_sub(1)?;
+        (index < self.cells.len()).then_some(index)
+    }
+
+    /// The cell of id `id` (a queue's, topic's or delivery's); see
+    /// [`CellStore::index_of_id`].
+    fn by_id(&self, id: i64) -> Result<&PgStore> {
+        Ok(self.cells[self.index_of_id(id)].as_ref())
+    }
+
+    /// The index of the cell of id `id`. An id of no cell this store has (negative, or of
+    /// a cell past the last) names no row anywhere; it goes to cell 1, whose answer is
+    /// that of any missing row.
+    fn index_of_id(&self, id: i64) -> usize {
+        let index = if id < 0 {
+            0
+        } else {
+            (id >> CELL_ID_BITS) as usize
+        };
+        if index < self.cells.len() {
+            index
+        } else {
+            0
+        }
+    }
+
+    /// The cell of `kind` `name`: this node's cache, else the catalog, else (the catalog
+    /// unreachable) the cell that has it. `None` when no cell has it.
+    async fn by_name(&self, kind: &'static str, name: &str) -> Result<Option<usize>> {
+        let cached = self
+            .catalog
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&(kind, name.to_owned()))
+            .copied();
+        if cached.is_some() {
+            return Ok(cached);
+        }
+        let found = match self.cells[0].catalog_get(kind, name).await {
+            Ok(cell) => cell.and_then(|n| self.index_of_number(n)),
+            Err(_) => self.search(kind, name).await?,
+        };
+        if let Some(index) = found {
+            self.remember(kind, name, index);
+        }
+        Ok(found)
+    }
+
+    /// The cell whose tables hold `kind` `name`, asking each.
+    async fn search(&self, kind: &'static str, name: &str) -> Result<Option<usize>> {
+        for (i, cell) in self.cells.iter().enumerate() {
+            let here = if kind == QUEUE {
+                cell.get_queue(name).await?.is_some()
+            } else {
+                cell.get_topic(name).await?.is_some()
+            };
+            if here {
+                return Ok(Some(i));
+            }
+        }
+        Ok(None)
+    }
+
+    fn remember(&self, kind: &'static str, name: &str, index: usize) {
+        self.catalog
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert((kind, name.to_owned()), index);
+    }
+
+    /// The cell `kind` `name` lives in, placing it when the catalog has no row: on the
+    /// cell with the fewest of its kind (ties to the lowest number). Always asks the
+    /// catalog, so two nodes never place one name in two cells.
+    async fn place(&self, kind: &'static str, name: &str) -> Result<usize> {
+        let existing = self.cells[0]
+            .catalog_get(kind, name)
+            .await?
+            .and_then(|n| self.index_of_number(n));
+        let index = match existing {
+            Some(index) => index,
+            None => {
+                let mut best = (u64::MAX, 0);
+                for (i, cell) in self.cells.iter().enumerate() {
+                    let n = if kind == QUEUE {
+                        cell.count_queues().await?
+                    } else {
+                        cell.count_topics().await?
+                    };
+                    if n < best.0 {
+                        best = (n, i);
+                    }
+                }
+                let number = self.cells[0]
+                    .catalog_place(kind, name, best.1 as u32 + 1)
+                    .await?;
+                self.index_of_number(number).ok_or_else(|| {
+                    Error::internal(format!("cells: the catalog places {name} in cell {number}"))
+                })?
+            }
+        };
+        self.remember(kind, name, index);
+        Ok(index)
+    }
+
+    /// The cell of subscription `uuid`, asking each cell once, then remembered.
+    async fn by_subscription(&self, uuid: &str) -> Result<Option<usize>> {
+        let cached = self
+            .subscriptions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(uuid)
+            .copied();
+        if cached.is_some() {
+            return Ok(cached);
+        }
+        for (i, cell) in self.cells.iter().enumerate() {
+            if cell.get_subscription(uuid).await?.is_some() {
+                self.remember_subscription(uuid, i);
+                return Ok(Some(i));
+            }
+        }
+        Ok(None)
+    }
+
+    fn remember_subscription(&self, uuid: &str, index: usize) {
+        self.subscriptions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(uuid.to_owned(), index);
+    }
+
+    /// The one cell every queue id of `messages` names, if they name one; `what` names the
+    /// work in the refusal.
+    fn one_cell<'a>(
+        &self,
+        ids: impl IntoIterator<Item = &'a i64>,
+        what: &str,
+    ) -> Result<Option<usize>> {
+        let cells: BTreeSet<usize> = ids.into_iter().map(|id| self.index_of_id(*id)).collect();
+        match cells.len() {
+            0 => Ok(None),
+            1 => Ok(cells.into_iter().next()),
+            _ => Err(crosses_cells(what)),
+        }
+    }
+
+    /// The sum of `count` over every cell.
+    async fn sum<'a>(&'a self, count: impl Fn(&'a PgStore) -> Ask<'a, u64>) -> Result<u64> {
+        let mut n = 0;
+        for cell in &self.cells {
+            n += count(cell).await?;
+        }
+        Ok(n)
+    }
+
+    /// What `list` gives on every cell, cell 1's first.
+    async fn gather<'a, T>(
+        &'a self,
+        list: impl Fn(&'a PgStore) -> Ask<'a, Vec<T>>,
+    ) -> Result<Vec<T>> {
+        let mut all = Vec::new();
+        for cell in &self.cells {
+            all.extend(list(cell).await?);
+        }
+        Ok(all)
+    }
+
+    /// Runs `step` on every cell in turn.
+    async fn each<'a>(&'a self, step: impl Fn(&'a PgStore) -> Ask<'a, ()>) -> Result<()> {
+        for cell in &self.cells {
+            step(cell).await?;
+        }
+        Ok(())
+    }
+
+    /// The cells in the order the next claim asks them.
+    fn claim_order(&self) -> Vec<&PgStore> {
+        let n = self.cells.len();
+        let start = self.next_claim.fetch_add(1, Ordering::Relaxed) % n;
+        (0..n)
+            .map(|k| self.cells[(start + k) % n].as_ref())
+            .collect()
+    }
+}
+
+/// Drops this node's catalog cache (it is read again name by name).
+fn forget(catalog: &RwLock<HashMap<(&'static str, String), usize>>) {
+    catalog.write().unwrap_or_else(|e| e.into_inner()).clear();
+}
+
+#[async_trait]
+impl Store for CellStore {
+    // ----- queues
+
+    async fn create_queue(
+        &self,
+        name: &str,
+        attributes: BTreeMap<String, String>,
+        tags: BTreeMap<String, String>,
+        now_ms: i64,
+    ) -> Result<(QueueRecord, bool)> {
+        let cell = self.place(QUEUE, name).await?;
+        self.cells[cell]
+            .create_queue(name, attributes, tags, now_ms)
+            .await
+    }
+
+    async fn get_queue(&self, name: &str) -> Result<Option<QueueRecord>> {
+        let Some(cell) = self.by_name(QUEUE, name).await? else {
+            return Ok(None);
+        };
+        self.cells[cell].get_queue(name).await
+    }
+
+    async fn list_queues(&self) -> Result<Vec<QueueRecord>> {
+        let mut all = self.gather(|c| c.list_queues()).await?;
+        all.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(all)
+    }
+
+    async fn count_queues(&self) -> Result<u64> {
+        self.sum(|c| c.count_queues()).await
+    }
+
+    async fn count_queues_of(&self, prefix: &str, bare: bool) -> Result<u64> {
+        self.sum(|c| c.count_queues_of(prefix, bare)).await
+    }
+
+    async fn delete_queue(&self, queue_id: i64, recreate_after_ms: i64) -> Result<bool> {
+        self.by_id(queue_id)?
+            .delete_queue(queue_id, recreate_after_ms)
+            .await
+    }
+
+    async fn queue_recreate_after(&self, name: &str) -> Result<Option<i64>> {
+        let Some(cell) = self.by_name(QUEUE, name).await? else {
+            return Ok(None);
+        };
+        self.cells[cell].queue_recreate_after(name).await
+    }
+
+    async fn set_queue_attributes(
+        &self,
+        queue_id: i64,
+        attributes: BTreeMap<String, String>,
+        now_ms: i64,
+    ) -> Result<()> {
+        self.by_id(queue_id)?
+            .set_queue_attributes(queue_id, attributes, now_ms)
+            .await
+    }
+
+    async fn set_queue_tags(&self, queue_id: i64, tags: BTreeMap<String, String>) -> Result<()> {
+        self.by_id(queue_id)?.set_queue_tags(queue_id, tags).await
+    }
+
+    // ----- messages
+
+    async fn send_messages(&self, messages: Vec<(i64, NewMessage)>) -> Result<Vec<SentMessage>> {
+        let Some(cell) = self.one_cell(messages.iter().map(|(q, _)| q), "a send")? else {
+            return Ok(Vec::new());
+        };
+        self.cells[cell].send_messages(messages).await
+    }
+
+    async fn receive(&self, request: ReceiveRequest) -> Result<ReceiveOutcome> {
+        let cell = self.index_of_id(request.queue_id);
+        if let Some(redrive) = &request.redrive {
+            if self.index_of_id(redrive.dlq_queue_id) != cell {
+                return Err(crosses_cells(
+                    "a receive's redrive to its dead-letter queue",
+                ));
+            }
+        }
+        self.by_id(request.queue_id)?.receive(request).await
+    }
+
+    async fn fair_groups(&self, queue_id: i64, now_ms: i64) -> Result<Option<Vec<GroupCounts>>> {
+        self.by_id(queue_id)?.fair_groups(queue_id, now_ms).await
+    }
+
+    async fn delete_message(
+        &self,
+        queue_id: i64,
+        seq: i64,
+        strict: Option<(i64, i64)>,
+    ) -> Result<DeleteOutcome> {
+        self.by_id(queue_id)?
+            .delete_message(queue_id, seq, strict)
+            .await
+    }
+
+    async fn delete_messages(
+        &self,
+        queue_id: i64,
+        items: Vec<(i64, Option<(i64, i64)>)>,
+    ) -> Result<Vec<DeleteOutcome>> {
+        self.by_id(queue_id)?.delete_messages(queue_id, items).await
+    }
+
+    async fn delete_message_by_id(&self, queue_id: i64, message_id: &str) -> Result<bool> {
+        self.by_id(queue_id)?
+            .delete_message_by_id(queue_id, message_id)
+            .await
+    }
+
+    async fn delete_unnamed_message(&self, queue_id: i64, seq: i64) -> Result<bool> {
+        self.by_id(queue_id)?
+            .delete_unnamed_message(queue_id, seq)
+            .await
+    }
+
+    async fn change_visibility(
+        &self,
+        queue_id: i64,
+        seq: i64,
+        receipt_token: Option<i64>,
+        now_ms: i64,
+        visible_at_ms: i64,
+        max_hidden_ms: i64,
+    ) -> Result<VisibilityChange> {
+        self.by_id(queue_id)?
+            .change_visibility(
+                queue_id,
+                seq,
+                receipt_token,
+                now_ms,
+                visible_at_ms,
+                max_hidden_ms,
+            )
+            .await
+    }
+
+    async fn move_messages(
+        &self,
+        source_queue_id: i64,
+        target: MoveTarget,
+        new_message_ids: Vec<String>,
+        now_ms: i64,
+        task: Option<MoveTaskLease>,
+    ) -> Result<Option<u64>> {
+        let cell = self.index_of_id(source_queue_id);
+        let foreign = match &target {
+            MoveTarget::Queue(id) => self.index_of_id(*id) != cell,
+            MoveTarget::Sources(sources) => {
+                sources.iter().any(|(_, id)| self.index_of_id(*id) != cell)
+            }
+        };
+        if foreign {
+            return Err(crosses_cells("a message move"));
+        }
+        self.by_id(source_queue_id)?
+            .move_messages(source_queue_id, target, new_message_ids, now_ms, task)
+            .await
+    }
+
+    // ----- message-move tasks
+
+    async fn create_move_task(&self, task: MoveTaskRecord) -> Result<bool> {
+        let cell = self.by_name(QUEUE, &task.source_queue).await?.unwrap_or(0);
+        self.cells[cell].create_move_task(task).await
+    }
+
+    async fn list_move_tasks(&self, source_arn: &str, limit: u32) -> Result<Vec<MoveTaskRecord>> {
+        // One source queue's tasks are all in its cell.
+        for cell in &self.cells {
+            let tasks = cell.list_move_tasks(source_arn, limit).await?;
+            if !tasks.is_empty() {
+                return Ok(tasks);
+            }
+        }
+        Ok(Vec::new())
+    }
+
+    async fn cancel_move_task(&self, handle: &str) -> Result<Option<MoveTaskRecord>> {
+        for cell in &self.cells {
+            if let Some(task) = cell.cancel_move_task(handle).await? {
+                return Ok(Some(task));
+            }
+        }
+        Ok(None)
+    }
+
+    async fn claim_move_tasks(
+        &self,
+        owner: &str,
+        now_ms: i64,
+        lease_until_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<MoveTaskRecord>> {
+        let mut out = Vec::new();
+        for cell in self.claim_order() {
+            let left = limit.saturating_sub(out.len() as u32);
+            if left == 0 {
+                break;
+            }
+            out.extend(
+                cell.claim_move_tasks(owner, now_ms, lease_until_ms, left)
+                    .await?,
+            );
+        }
+        Ok(out)
+    }
+
+    async fn finish_move_task(
+        &self,
+        lease: MoveTaskLease,
+        status: MoveTaskStatus,
+        failure_reason: Option<String>,
+    ) -> Result<bool> {
+        for cell in &self.cells {
+            if cell
+                .finish_move_task(lease.clone(), status, failure_reason.clone())
+                .await?
+            {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    async fn release_move_tasks(&self, owner: &str) -> Result<()> {
+        self.each(|c| c.release_move_tasks(owner)).await
+    }
+
+    async fn purge_queue(
+        &self,
+        queue_id: i64,
+        now_ms: i64,
+        next_after_ms: i64,
+    ) -> Result<PurgeOutcome> {
+        self.by_id(queue_id)?
+            .purge_queue(queue_id, now_ms, next_after_ms)
+            .await
+    }
+
+    async fn queue_counts(&self, queue_id: i64, now_ms: i64) -> Result<QueueCounts> {
+        self.by_id(queue_id)?.queue_counts(queue_id, now_ms).await
+    }
+
+    async fn count_in_flight(&self, queue_id: i64, now_ms: i64) -> Result<i64> {
+        self.by_id(queue_id)?
+            .count_in_flight(queue_id, now_ms)
+            .await
+    }
+
+    async fn oldest_sent_at(&self, queue_id: i64, now_ms: i64) -> Result<Option<i64>> {
+        self.by_id(queue_id)?.oldest_sent_at(queue_id, now_ms).await
+    }
+
+    async fn peek_messages(
+        &self,
+        queue_id: i64,
+        after_seq: i64,
+        limit: u32,
+        now_ms: i64,
+    ) -> Result<Vec<StoredMessage>> {
+        self.by_id(queue_id)?
+            .peek_messages(queue_id, after_seq, limit, now_ms)
+            .await
+    }
+
+    async fn delete_expired(&self, now_ms: i64) -> Result<u64> {
+        self.sum(|c| c.delete_expired(now_ms)).await
+    }
+
+    // ----- topics and subscriptions
+
+    async fn create_topic(
+        &self,
+        name: &str,
+        attributes: BTreeMap<String, String>,
+        tags: BTreeMap<String, String>,
+        now_ms: i64,
+    ) -> Result<(TopicRecord, bool)> {
+        let cell = self.place(TOPIC, name).await?;
+        self.cells[cell]
+            .create_topic(name, attributes, tags, now_ms)
+            .await
+    }
+
+    async fn get_topic(&self, name: &str) -> Result<Option<TopicRecord>> {
+        let Some(cell) = self.by_name(TOPIC, name).await? else {
+            return Ok(None);
+        };
+        self.cells[cell].get_topic(name).await
+    }
+
+    async fn list_topics(&self) -> Result<Vec<TopicRecord>> {
+        let mut all = self.gather(|c| c.list_topics()).await?;
+        all.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(all)
+    }
+
+    async fn count_topics(&self) -> Result<u64> {
+        self.sum(|c| c.count_topics()).await
+    }
+
+    async fn count_topics_of(&self, prefix: &str, bare: bool) -> Result<u64> {
+        self.sum(|c| c.count_topics_of(prefix, bare)).await
+    }
+
+    async fn delete_topic(&self, topic_id: i64) -> Result<bool> {
+        self.by_id(topic_id)?.delete_topic(topic_id).await
+    }
+
+    async fn set_topic_attributes(
+        &self,
+        topic_id: i64,
+        attributes: BTreeMap<String, String>,
+    ) -> Result<()> {
+        self.by_id(topic_id)?
+            .set_topic_attributes(topic_id, attributes)
+            .await
+    }
+
+    async fn set_topic_tags(&self, topic_id: i64, tags: BTreeMap<String, String>) -> Result<()> {
+        self.by_id(topic_id)?.set_topic_tags(topic_id, tags).await
+    }
+
+    async fn create_subscription(
+        &self,
+        topic_id: i64,
+        subscription: NewSubscription,
+    ) -> Result<SubscriptionRecord> {
+        let record = self
+            .by_id(topic_id)?
+            .create_subscription(topic_id, subscription)
+            .await?;
+        self.remember_subscription(&record.uuid, self.index_of_id(topic_id));
+        Ok(record)
+    }
+
+    async fn publish(
+        &self,
+        messages: Vec<(i64, NewMessage)>,
+        deliveries: Vec<NewDelivery>,
+        records: Vec<RecordedMessage>,
+    ) -> Result<Vec<SentMessage>> {
+        let mut cells: BTreeSet<usize> =
+            messages.iter().map(|(q, _)| self.index_of_id(*q)).collect();
+        for delivery in &deliveries {
+            match self.by_subscription(&delivery.subscription).await? {
+                Some(cell) => cells.insert(cell),
+                // A subscription deleted meanwhile: its delivery is dropped at claim time
+                // wherever it is written.
+                None => false,
+            };
+        }
+        if cells.len() > 1 {
+            return Err(crosses_cells("a publish"));
+        }
+        let cell = cells.into_iter().next().unwrap_or(0);
+        self.cells[cell]
+            .publish(messages, deliveries, records)
+            .await
+    }
+
+    async fn publish_fifo(&self, publish: FifoPublish) -> Result<Option<Vec<FifoPublished>>> {
+        // The topic's cell refuses, inside its transaction, a fan-out naming a queue of
+        // another cell (the fan-out is built there, entry by entry).
+        self.by_id(publish.topic_id)?.publish_fifo(publish).await
+    }
+
+    async fn archived_messages(
+        &self,
+        topic_id: i64,
+        after_sequence: i64,
+        from_ms: i64,
+        until_ms: Option<i64>,
+        now_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<ArchivedMessage>> {
+        self.by_id(topic_id)?
+            .archived_messages(topic_id, after_sequence, from_ms, until_ms, now_ms, limit)
+            .await
+    }
+
+    async fn delete_archive(&self, topic_id: i64) -> Result<u64> {
+        self.by_id(topic_id)?.delete_archive(topic_id).await
+    }
+
+    // ----- message replays
+
+    async fn put_replay(&self, replay: ReplayRecord) -> Result<()> {
+        self.remember_subscription(&replay.subscription, self.index_of_id(replay.topic_id));
+        self.by_id(replay.topic_id)?.put_replay(replay).await
+    }
+
+    async fn get_replay(&self, subscription: &str) -> Result<Option<ReplayRecord>> {
+        match self.by_subscription(subscription).await? {
+            Some(cell) => self.cells[cell].get_replay(subscription).await,
+            None => Ok(None),
+        }
+    }
+
+    async fn claim_replays(
+        &self,
+        owner: &str,
+        now_ms: i64,
+        lease_until_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<ReplayRecord>> {
+        let mut out = Vec::new();
+        for cell in self.claim_order() {
+            let left = limit.saturating_sub(out.len() as u32);
+            if left == 0 {
+                break;
+            }
+            out.extend(
+                cell.claim_replays(owner, now_ms, lease_until_ms, left)
+                    .await?,
+            );
+        }
+        Ok(out)
+    }
+
+    async fn advance_replay(&self, step: ReplayStep) -> Result<Option<ReplayRecord>> {
+        let Some(cell) = self.by_subscription(&step.subscription).await? else {
+            return Ok(None);
+        };
+        if step
+            .messages
+            .iter()
+            .any(|(q, _)| self.index_of_id(*q) != cell)
+        {
+            return Err(crosses_cells("a replay's step"));
+        }
+        self.cells[cell].advance_replay(step).await
+    }
+
+    async fn release_replays(&self, owner: &str) -> Result<()> {
+        self.each(|c| c.release_replays(owner)).await
+    }
+
+    async fn claim_deliveries(
+        &self,
+        now_ms: i64,
+        limit: u32,
+        lease_until_ms: i64,
+    ) -> Result<Vec<DeliveryRecord>> {
+        let mut out = Vec::new();
+        for cell in self.claim_order() {
+            let left = limit.saturating_sub(out.len() as u32);
+            if left == 0 {
+                break;
+            }
+            out.extend(cell.claim_deliveries(now_ms, left, lease_until_ms).await?);
+        }
+        Ok(out)
+    }
+
+    async fn finish_delivery(&self, id: i64) -> Result<()> {
+        self.by_id(id)?.finish_delivery(id).await
+    }
+
+    async fn retry_delivery(
+        &self,
+        id: i64,
+        attempts: i64,
+        next_at_ms: i64,
+        error: &str,
+    ) -> Result<()> {
+        self.by_id(id)?
+            .retry_delivery(id, attempts, next_at_ms, error)
+            .await
+    }
+
+    async fn retry_invocation(
+        &self,
+        id: i64,
+        attempts: i64,
+        function_errors: i64,
+        next_at_ms: i64,
+        error: &str,
+    ) -> Result<()> {
+        self.by_id(id)?
+            .retry_invocation(id, attempts, function_errors, next_at_ms, error)
+            .await
+    }
+
+    async fn next_delivery_at(&self) -> Result<Option<i64>> {
+        let mut next: Option<i64> = None;
+        for cell in &self.cells {
+            if let Some(at) = cell.next_delivery_at().await? {
+                next = Some(next.map_or(at, |n| n.min(at)));
+            }
+        }
+        Ok(next)
+    }
+
+    async fn list_deliveries(
+        &self,
+        subscription: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<DeliveryRecord>> {
+        if let Some(uuid) = subscription {
+            if let Some(cell) = self.by_subscription(uuid).await? {
+                return self.cells[cell].list_deliveries(Some(uuid), limit).await;
+            }
+            // A deleted subscription's deliveries wait in the cell of their publish.
+        }
+        let mut all = self
+            .gather(|c| c.list_deliveries(subscription, limit))
+            .await?;
+        all.sort_by_key(|d| (d.created_at_ms, d.id));
+        all.truncate(limit as usize);
+        Ok(all)
+    }
+
+    async fn count_deliveries(&self) -> Result<u64> {
+        self.sum(|c| c.count_deliveries()).await
+    }
+
+    async fn list_recorded(
+        &self,
+        limit: u32,
+        account: Option<String>,
+    ) -> Result<Vec<RecordedMessage>> {
+        let mut all = self
+            .gather(|c| c.list_recorded(limit, account.clone()))
+            .await?;
+        all.sort_by_key(|r| std::cmp::Reverse((r.created_at_ms, r.id)));
+        all.truncate(limit as usize);
+        Ok(all)
+    }
+
+    async fn delete_recorded(&self, filter: RecordedFilter) -> Result<u64> {
+        self.sum(|c| c.delete_recorded(filter.clone())).await
+    }
+
+    async fn list_subscriptions(&self, topic_id: Option<i64>) -> Result<Vec<SubscriptionRecord>> {
+        if let Some(topic_id) = topic_id {
+            return self
+                .by_id(topic_id)?
+                .list_subscriptions(Some(topic_id))
+                .await;
+        }
+        self.gather(|c| c.list_subscriptions(None)).await
+    }
+
+    async fn get_subscription(&self, uuid: &str) -> Result<Option<SubscriptionRecord>> {
+        match self.by_subscription(uuid).await? {
+            Some(cell) => self.cells[cell].get_subscription(uuid).await,
+            None => Ok(None),
+        }
+    }
+
+    async fn update_subscription(
+        &self,
+        uuid: &str,
+        attributes: BTreeMap<String, String>,
+        confirmed: bool,
+        token: Option<String>,
+    ) -> Result<()> {
+        match self.by_subscription(uuid).await? {
+            Some(cell) => {
+                self.cells[cell]
+                    .update_subscription(uuid, attributes, confirmed, token)
+                    .await
+            }
+            None => Ok(()),
+        }
+    }
+
+    async fn delete_subscription(&self, uuid: &str) -> Result<bool> {
+        match self.by_subscription(uuid).await? {
+            Some(cell) => self.cells[cell].delete_subscription(uuid).await,
+            None => Ok(false),
+        }
+    }
+
+    // ----- mobile push platforms (cell 1)
+
+    async fn create_platform_application(
+        &self,
+        arn: &str,
+        attributes: BTreeMap<String, String>,
+    ) -> Result<()> {
+        self.cells[0]
+            .create_platform_application(arn, attributes)
+            .await
+    }
+
+    async fn create_platform_endpoint(
+        &self,
+        application_arn: &str,
+        arn: &str,
+        token: &str,
+        attributes: BTreeMap<String, String>,
+    ) -> Result<Option<String>> {
+        self.cells[0]
+            .create_platform_endpoint(application_arn, arn, token, attributes)
+            .await
+    }
+
+    async fn get_platform(&self, arn: &str) -> Result<Option<PlatformRecord>> {
+        self.cells[0].get_platform(arn).await
+    }
+
+    async fn list_platform_applications(&self) -> Result<Vec<PlatformRecord>> {
+        self.cells[0].list_platform_applications().await
+    }
+
+    async fn list_platform_endpoints(&self, application_arn: &str) -> Result<Vec<PlatformRecord>> {
+        self.cells[0].list_platform_endpoints(application_arn).await
+    }
+
+    async fn update_platform_attributes(
+        &self,
+        arn: &str,
+        attributes: BTreeMap<String, String>,
+        token: Option<String>,
+    ) -> Result<bool> {
+        self.cells[0]
+            .update_platform_attributes(arn, attributes, token)
+            .await
+    }
+
+    async fn delete_platform(&self, arn: &str) -> Result<()> {
+        self.cells[0].delete_platform(arn).await
+    }
+
+    // ----- SMS settings (cell 1)
+
+    async fn sms_attributes(&self, scope: &str) -> Result<BTreeMap<String, String>> {
+        self.cells[0].sms_attributes(scope).await
+    }
+
+    async fn set_sms_attributes(
+        &self,
+        scope: &str,
+        attributes: BTreeMap<String, String>,
+    ) -> Result<()> {
+        self.cells[0].set_sms_attributes(scope, attributes).await
+    }
+
+    // ----- event source mappings (cell 1)
+
+    async fn create_event_source_mapping(
+        &self,
+        mapping: EventSourceMappingRecord,
+    ) -> Result<Option<String>> {
+        self.cells[0].create_event_source_mapping(mapping).await
+    }
+
+    async fn get_event_source_mapping(
+        &self,
+        uuid: &str,
+    ) -> Result<Option<EventSourceMappingRecord>> {
+        self.cells[0].get_event_source_mapping(uuid).await
+    }
+
+    async fn list_event_source_mappings(&self) -> Result<Vec<EventSourceMappingRecord>> {
+        self.cells[0].list_event_source_mappings().await
+    }
+
+    async fn update_event_source_mapping(&self, mapping: EventSourceMappingRecord) -> Result<bool> {
+        self.cells[0].update_event_source_mapping(mapping).await
+    }
+
+    async fn delete_event_source_mapping(&self, uuid: &str) -> Result<bool> {
+        self.cells[0].delete_event_source_mapping(uuid).await
+    }
+
+    async fn claim_event_source_mappings(
+        &self,
+        owner: &str,
+        now_ms: i64,
+        lease_until_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<EventSourceMappingRecord>> {
+        self.cells[0]
+            .claim_event_source_mappings(owner, now_ms, lease_until_ms, limit)
+            .await
+    }
+
+    async fn renew_event_source_mapping(
+        &self,
+        uuid: &str,
+        owner: &str,
+        lease_until_ms: i64,
+    ) -> Result<Option<EventSourceMappingRecord>> {
+        self.cells[0]
+            .renew_event_source_mapping(uuid, owner, lease_until_ms)
+            .await
+    }
+
+    async fn release_event_source_mappings(&self, owner: &str) -> Result<()> {
+        self.cells[0].release_event_source_mappings(owner).await
+    }
+
+    // ----- reset
+
+    async fn reset(&self, scope: Option<ResetScope>) -> Result<ResetCounts> {
+        let mut total = ResetCounts::default();
+        for cell in &self.cells {
+            let c = cell.reset(scope.clone()).await?;
+            total.queues += c.queues;
+            total.messages += c.messages;
+            total.topics += c.topics;
+            total.subscriptions += c.subscriptions;
+            total.deliveries += c.deliveries;
+            total.mappings += c.mappings;
+            total.move_tasks += c.move_tasks;
+            total.recordings += c.recordings;
+            total.platforms += c.platforms;
+            total.queue_ids.extend(c.queue_ids);
+        }
+        let gone: Vec<(String, String)> = self.cells[0]
+            .catalog_rows()
+            .await?
+            .into_iter()
+            .filter(|(_, name, _)| scope.as_ref().is_none_or(|s| s.owns_key(name)))
+            .map(|(kind, name, _)| (kind, name))
+            .collect();
+        self.cells[0].catalog_remove(&gone).await?;
+        forget(&self.catalog);
+        self.subscriptions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
+        Ok(total)
+    }
+
+    // ----- receipt handles
+
+    fn receipt_key(&self) -> ReceiptKey {
+        self.cells[0].receipt_key()
+    }
+
+    // ----- other nodes
+
+    fn wakeups(&self) -> Option<broadcast::Receiver<i64>> {
+        Some(self.wakeups.subscribe())
+    }
+}
