@@ -118,6 +118,20 @@ const INSERT_MESSAGES: &str = concat!(
     RETURNING seq, message_id, queue_id)"
 );
 
+/// The start of the `ins` CTE of [`INSERT_PLAIN_MESSAGES`] and [`INSERT_KEYED_MESSAGES`]:
+/// the input's rows as they are, without fair keys; each statement ends it its own way
+/// (a `WHERE`, then `ORDER BY n RETURNING ...)`).
+macro_rules! insert_rows_without_fair_keys {
+    () => {
+        "  ins AS (INSERT INTO messages (queue_id, message_id, body, md5_body, \
+    message_attributes, system_attributes, sender_id, sent_at, visible_at, expires_at, \
+    receive_count, first_received_at, group_id, dedup_id, dead_letter_source, sealed) \
+    SELECT queue_id, message_id, body, md5_body, message_attributes, system_attributes, \
+      sender_id, sent_at, visible_at, expires_at, receive_count, first_received_at, \
+      group_id, dedup_id, dead_letter_source, sealed FROM input "
+    };
+}
+
 /// Inserts the rows of `$1..$17` (as [`INSERT_MESSAGES`]) without fair keys, in order, and
 /// wakes their queues (`pg_notify($18, queue id)`) when it commits, unless one of their
 /// queues is fair: then it inserts nothing and returns no row. For sends whose messages
@@ -133,13 +147,8 @@ const INSERT_MESSAGES: &str = concat!(
 /// less than its custom plans, so PostgreSQL keeps the generic plan after five executions.
 const INSERT_PLAIN_MESSAGES: &str = concat!(
     insert_input_cte!(),
-    "  ins AS (INSERT INTO messages (queue_id, message_id, body, md5_body, \
-    message_attributes, system_attributes, sender_id, sent_at, visible_at, expires_at, \
-    receive_count, first_received_at, group_id, dedup_id, dead_letter_source, sealed) \
-    SELECT queue_id, message_id, body, md5_body, message_attributes, system_attributes, \
-      sender_id, sent_at, visible_at, expires_at, receive_count, first_received_at, \
-      group_id, dedup_id, dead_letter_source, sealed FROM input \
-    WHERE NOT EXISTS (SELECT 1 FROM queues q WHERE q.fair AND q.id = ANY($1::bigint[])) \
+    insert_rows_without_fair_keys!(),
+    "WHERE NOT EXISTS (SELECT 1 FROM queues q WHERE q.fair AND q.id = ANY($1::bigint[])) \
     ORDER BY n RETURNING seq, message_id, queue_id), \
   woke AS (SELECT pg_notify($18, q::text) FROM (SELECT DISTINCT queue_id AS q FROM ins) d) \
   SELECT seq, message_id, (SELECT count(*) FROM woke) FROM ins ORDER BY seq"
@@ -157,13 +166,8 @@ const INSERT_PLAIN_MESSAGES: &str = concat!(
 /// five executions, as [`INSERT_PLAIN_MESSAGES`]'s is.
 const INSERT_KEYED_MESSAGES: &str = concat!(
     insert_input_cte!(),
-    "  ins AS (INSERT INTO messages (queue_id, message_id, body, md5_body, \
-    message_attributes, system_attributes, sender_id, sent_at, visible_at, expires_at, \
-    receive_count, first_received_at, group_id, dedup_id, dead_letter_source, sealed) \
-    SELECT queue_id, message_id, body, md5_body, message_attributes, system_attributes, \
-      sender_id, sent_at, visible_at, expires_at, receive_count, first_received_at, \
-      group_id, dedup_id, dead_letter_source, sealed FROM input \
-    ORDER BY n RETURNING seq, message_id) \
+    insert_rows_without_fair_keys!(),
+    "ORDER BY n RETURNING seq, message_id) \
   SELECT seq, message_id FROM ins ORDER BY seq"
 );
 
