@@ -162,6 +162,57 @@ fn queue_arn(account: &str, name: &str) -> String {
     format!("arn:aws:sqs:us-east-1:{account}:{name}")
 }
 
+/// A queue Policy (JSON) that lets topic `topic` (by `aws:SourceArn`) send into the queue
+/// `queue_arn`, as the SNS Developer Guide's cross-account example writes it.
+fn topic_may_send(queue_arn: &str, topic: &str) -> String {
+    json!({
+        "Version": "2012-10-17",
+        "Statement": [{
+            "Effect": "Allow",
+            "Principal": {"Service": "sns.amazonaws.com"},
+            "Action": "sqs:SendMessage",
+            "Resource": queue_arn,
+            "Condition": {"ArnEquals": {"aws:SourceArn": topic}},
+        }]
+    })
+    .to_string()
+}
+
+/// Publishes `text` to `topic` as `key`, asserting it succeeds; the MessageId.
+async fn publish_as(
+    loft: &Loft,
+    key: (&'static str, &'static str),
+    topic: &str,
+    text: &str,
+) -> String {
+    let (status, out) = sns(
+        loft,
+        key,
+        &[
+            ("Action", "Publish"),
+            ("TopicArn", topic),
+            ("Message", text),
+        ],
+    )
+    .await;
+    assert_eq!(status, 200, "{out}");
+    xml_value(&out, "MessageId").unwrap().to_owned()
+}
+
+/// Up to 10 messages received from the queue at `url` as `key` (JSON protocol), asserting
+/// the call succeeds.
+async fn receive_all(loft: &Loft, key: (&'static str, &'static str), url: String) -> Vec<Value> {
+    let (status, out) = sqs(
+        loft,
+        key,
+        "ReceiveMessage",
+        json!({"QueueUrl": url, "MaxNumberOfMessages": 10}),
+    )
+    .await;
+    assert_eq!(status, 200, "{out}");
+    out["Messages"].as_array().cloned().unwrap_or_default()
+}
+
 /// `key`'s (of `account`) dead-letter queue `dlq`, the one of its queue `source`, holding
 /// `n` messages; its ARN and URL.
 async fn dead_letter_queue(
@@ -896,33 +947,10 @@ async fn another_accounts_queue_confirms_the_subscription_its_topic_made() {
     assert_eq!(status, 200, "{out}");
     let topic = format!("arn:aws:sns:us-east-1:{ACCOUNT_A}:a-fanout");
     let inbox_arn = queue_arn("222222222222", "b-inbox");
-    let policy = json!({
-        "Version": "2012-10-17",
-        "Statement": [{
-            "Effect": "Allow",
-            "Principal": {"Service": "sns.amazonaws.com"},
-            "Action": "sqs:SendMessage",
-            "Resource": inbox_arn,
-            "Condition": {"ArnEquals": {"aws:SourceArn": topic}},
-        }]
-    })
-    .to_string();
+    let policy = topic_may_send(&inbox_arn, &topic);
     let inbox = create_queue(&loft, B, "b-inbox", json!({"Policy": policy})).await;
     let closed = create_queue(&loft, B, "b-closed", json!({})).await;
-    let receive = |url: String| {
-        let loft = &loft;
-        async move {
-            let (status, out) = sqs(
-                loft,
-                B,
-                "ReceiveMessage",
-                json!({"QueueUrl": url, "MaxNumberOfMessages": 10}),
-            )
-            .await;
-            assert_eq!(status, 200, "{out}");
-            out["Messages"].as_array().cloned().unwrap_or_default()
-        }
-    };
+    let receive = |url: String| receive_all(&loft, B, url);
     let subscribe = |endpoint: String| {
         let loft = &loft;
         let topic = topic.clone();
@@ -1891,18 +1919,7 @@ maximum_retry_attempts = 0
     )
     .await;
     assert_eq!(status, 200, "{out}");
-    let open_arn = queue_arn("222222222222", "b-dlq-open");
-    let open_policy = json!({
-        "Version": "2012-10-17",
-        "Statement": [{
-            "Effect": "Allow",
-            "Principal": {"Service": "sns.amazonaws.com"},
-            "Action": "sqs:SendMessage",
-            "Resource": open_arn,
-            "Condition": {"ArnEquals": {"aws:SourceArn": topic}},
-        }]
-    })
-    .to_string();
+    let open_policy = topic_may_send(&queue_arn("222222222222", "b-dlq-open"), &topic);
     let open = create_queue(&loft, B, "b-dlq-open", json!({"Policy": open_policy})).await;
     let closed = create_queue(&loft, B, "b-dlq-closed", json!({})).await;
     for which in ["open", "closed"] {
@@ -1930,18 +1947,7 @@ maximum_retry_attempts = 0
             "confirmed at once: {out}"
         );
     }
-    let (status, out) = sns(
-        &loft,
-        A,
-        &[
-            ("Action", "Publish"),
-            ("TopicArn", &topic),
-            ("Message", "undeliverable"),
-        ],
-    )
-    .await;
-    assert_eq!(status, 200, "{out}");
-    let message_id = xml_value(&out, "MessageId").unwrap().to_owned();
+    let message_id = publish_as(&loft, A, &topic, "undeliverable").await;
 
     // Both deliveries end: one dead-lettered, one dropped (the metrics count each end).
     let metric = |outcome: &'static str| {
@@ -1972,20 +1978,7 @@ maximum_retry_attempts = 0
         "both deliveries end: one dead-lettered, one dropped"
     );
 
-    let receive = |url: String| {
-        let loft = &loft;
-        async move {
-            let (status, out) = sqs(
-                loft,
-                B,
-                "ReceiveMessage",
-                json!({"QueueUrl": url, "MaxNumberOfMessages": 10}),
-            )
-            .await;
-            assert_eq!(status, 200, "{out}");
-            out["Messages"].as_array().cloned().unwrap_or_default()
-        }
-    };
+    let receive = |url: String| receive_all(&loft, B, url);
     let got = receive(open).await;
     assert_eq!(got.len(), 1, "the allowed dead-letter queue: {got:?}");
     let body: Value = serde_json::from_str(got[0]["Body"].as_str().unwrap()).unwrap();
