@@ -1234,6 +1234,11 @@ async fn caps_count_each_account_alone(engine: &[&str]) {
         out["__type"].as_str().unwrap().ends_with("OverLimit"),
         "{out}"
     );
+    assert_eq!(
+        out["message"],
+        "Cannot create the queue: the limit of 2 queues for this account is reached.",
+        "the cap is said to be the account's: {out}"
+    );
     for name in ["a1", "a2"] {
         create_queue(&loft, A, name, json!({})).await;
     }
@@ -1262,6 +1267,10 @@ async fn caps_count_each_account_alone(engine: &[&str]) {
     let (status, out) = create_topic(B, "bt2").await;
     assert_eq!(status, 403, "{out}");
     assert!(out.contains("<Code>TopicLimitExceeded</Code>"), "{out}");
+    assert!(
+        out.contains("the limit of 1 topics for this account is reached."),
+        "{out}"
+    );
     for key in [A, ROOT] {
         let (status, out) = create_topic(key, "own-topic").await;
         assert_eq!(status, 200, "another account's topic cap is its own: {out}");
