@@ -65,7 +65,7 @@
 //! the catalog cache, which is then read again name by name.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use async_trait::async_trait;
@@ -75,6 +75,8 @@ use loft_core::service::receipt::ReceiptKey;
 use loft_core::store::Store;
 use tokio::sync::broadcast;
 use tokio::task::JoinHandle;
+
+pub mod outbox;
 
 pub use crate::postgres::CELL_ID_BITS;
 use crate::PgStore;
@@ -113,6 +115,8 @@ pub struct CellStore {
     next_claim: AtomicUsize,
     /// Every cell's wake-ups, forwarded.
     wakeups: broadcast::Sender<i64>,
+    /// Whether a publish relays its outbox rows itself ([`CellStore::relay_at_once`]).
+    relay_at_once: AtomicBool,
     forwarders: Vec<JoinHandle<()>>,
 }
 
@@ -181,6 +185,7 @@ impl CellStore {
             subscriptions: Mutex::default(),
             next_claim: AtomicUsize::new(0),
             wakeups,
+            relay_at_once: AtomicBool::new(true),
             forwarders,
         };
         store
@@ -690,7 +695,9 @@ impl Store for CellStore {
     }
 
     async fn delete_expired(&self, now_ms: i64) -> Result<u64> {
-        self.sum(|c| c.delete_expired(now_ms)).await
+        let n = self.sum(|c| c.delete_expired(now_ms)).await?;
+        self.sweep_relayed(now_ms).await;
+        Ok(n)
     }
 
     // ----- topics and subscriptions
@@ -766,23 +773,41 @@ impl Store for CellStore {
         deliveries: Vec<NewDelivery>,
         records: Vec<RecordedMessage>,
     ) -> Result<Vec<SentMessage>> {
-        let mut cells: BTreeSet<usize> =
-            messages.iter().map(|(q, _)| self.index_of_id(*q)).collect();
+        // The publish runs in the cell of its deliveries (their topic's), else in the cell
+        // holding most of its copies; copies for other cells go through the outbox.
+        let mut home: BTreeSet<usize> = BTreeSet::new();
         for delivery in &deliveries {
-            match self.by_subscription(&delivery.subscription).await? {
-                Some(cell) => cells.insert(cell),
-                // A subscription deleted meanwhile: its delivery is dropped at claim time
-                // wherever it is written.
-                None => false,
-            };
+            // A subscription deleted meanwhile (`None`): its delivery is dropped at claim
+            // time wherever it is written.
+            if let Some(cell) = self.by_subscription(&delivery.subscription).await? {
+                home.insert(cell);
+            }
         }
-        if cells.len() > 1 {
-            return Err(crosses_cells("a publish"));
+        if home.len() > 1 {
+            return Err(crosses_cells("a publish's deliveries"));
         }
-        let cell = cells.into_iter().next().unwrap_or(0);
-        self.cells[cell]
-            .publish(messages, deliveries, records)
+        let mut copies: BTreeMap<usize, usize> = BTreeMap::new();
+        for (q, _) in &messages {
+            *copies.entry(self.index_of_id(*q)).or_default() += 1;
+        }
+        let source = match home.first() {
+            Some(cell) => *cell,
+            None => copies
+                .iter()
+                .max_by_key(|(cell, n)| (**n, std::cmp::Reverse(**cell)))
+                .map_or(0, |(cell, _)| *cell),
+        };
+        if copies.keys().all(|cell| *cell == source) {
+            return self.cells[source]
+                .publish(messages, deliveries, records)
+                .await;
+        }
+        self.publish_across(source, messages, deliveries, records)
             .await
+    }
+
+    async fn relay_outbox(&self, now_ms: i64, lease_until_ms: i64, limit: u32) -> Result<u64> {
+        self.relay_due(now_ms, lease_until_ms, limit).await
     }
 
     async fn publish_fifo(&self, publish: FifoPublish) -> Result<Option<Vec<FifoPublished>>> {

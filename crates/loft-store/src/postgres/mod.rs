@@ -1587,6 +1587,10 @@ impl Store for PgStore {
     }
 }
 
+mod outbox;
+
+pub use outbox::OutboxRow;
+
 #[cfg(test)]
 mod tests {
     use super::parse_url;

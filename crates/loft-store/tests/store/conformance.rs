@@ -137,7 +137,6 @@ const ACROSS_CELLS: &[&str] = &[
     "move_tasks_are_rows_with_leases",
     "move_to_queue",
     "move_to_sources",
-    "publish_stores_everything",
     "reset_removes_one_accounts_state_then_everything",
     "sealed_messages_read_back_equal",
     "subscriptions_crud",

@@ -169,6 +169,7 @@ macro_rules! insert_input_cte {
 mod mappings;
 mod messages;
 mod moves;
+mod outbox;
 mod platforms;
 mod publish;
 mod queues;
@@ -178,6 +179,7 @@ mod topics;
 pub use mappings::*;
 pub use messages::*;
 pub use moves::*;
+pub use outbox::*;
 pub use platforms::*;
 pub use publish::*;
 pub use queues::*;
