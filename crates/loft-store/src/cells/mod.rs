@@ -43,7 +43,8 @@
 //! `get_topic`, `create_move_task` (its source queue). By subscription UUID: its cell.
 //! Merged over every cell: the list and count methods (lists sorted as the trait says;
 //! `list_subscriptions(None)` and `list_event_source_mappings` by creation within a cell,
-//! cell by cell), `delete_expired`, `reset`, the claims of workers (deliveries, move
+//! cell by cell), `delete_expired` (which also sweeps relayed outbox ids), `reset`,
+//! `relay_outbox` (the cells' outboxes in turn), the claims of workers (deliveries, move
 //! tasks, replays; each claim asks the cells in turn, starting from a rotating cell, until
 //! its limit is met), their releases, `next_delivery_at` (the earliest), and the lookups by
 //! move-task handle. Cell 1 only: mappings, platforms, SMS settings, the receipt key.
@@ -51,14 +52,18 @@
 //! # Work that crosses cells
 //!
 //! Inside a cell every transaction is the cell's own, as on one database: a publish whose
-//! queues and deliveries are all in the topic's cell is one transaction. Work whose
-//! transaction would span two cells is **refused** (`InternalError`, logged with the
-//! reason), never done in part: a publish (or FIFO publish, or replay step) fanning out to
-//! a queue in another cell, a receive whose redrive dead-letter queue is in another cell,
-//! a message move to a queue in another cell, a send naming queues of two cells. The
-//! outbox that will carry such work (a row written in the source transaction, relayed by
-//! any node under a lease, inserted idempotently on the destination by the source's
-//! MessageId) is not built yet. A reset runs one transaction per cell.
+//! queues and deliveries are all in one cell is one transaction there, and writes nothing
+//! else. A standard publish whose copies go to queues of several cells runs in one cell
+//! (its deliveries', else the one holding most of its copies) and carries the other
+//! cells' copies through the **outbox** ([`outbox`]): rows written in the publish's
+//! transaction, relayed by any node under a lease, inserted in the destination at most
+//! once (the destination records each relayed outbox id in the insert's transaction).
+//! Other work whose transaction would span two cells is **refused** (`InternalError`,
+//! logged with the reason), never done in part: a FIFO publish or a replay step fanning
+//! out to a queue in another cell, a receive whose redrive dead-letter queue is in
+//! another cell, a message move to a queue in another cell, a send naming queues of two
+//! cells, a publish whose deliveries are in two cells. A reset runs one transaction per
+//! cell.
 //!
 //! Long-poll wake-ups: each cell's LISTEN connection forwards its queue ids (already
 //! global) to one channel; a `-1` (a cell's listener reconnected, or a reset) also drops

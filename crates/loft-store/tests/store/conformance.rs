@@ -120,10 +120,10 @@ async fn cells_store() -> Option<(S, Vec<PgSchema>)> {
     Some((Arc::new(store), schemas))
 }
 
-/// The cases that need work across two cells, which a `CellStore` refuses whole until
-/// the outbox that carries such work exists (`loft_store::cells`, "Work that crosses
-/// cells"): a redrive to a dead-letter queue, a message move or a publish's fan-out to a
-/// queue placed on the other cell; and `subscriptions_crud`, whose subscriptions of two
+/// The cases that need work across two cells that a `CellStore` still refuses whole
+/// (`loft_store::cells`, "Work that crosses cells"; a standard publish's fan-out goes
+/// through the outbox): a redrive to a dead-letter queue, a message move or a FIFO
+/// topic's fan-out to a queue placed on the other cell; and `subscriptions_crud`, whose subscriptions of two
 /// topics on two cells are numbered by each cell, not in creation order across them. On
 /// two cells each of these must fail; one that passes is to be taken off the list.
 const ACROSS_CELLS: &[&str] = &[
