@@ -816,9 +816,9 @@ impl Store for CellStore {
     }
 
     async fn publish_fifo(&self, publish: FifoPublish) -> Result<Option<Vec<FifoPublished>>> {
-        // The topic's cell refuses, inside its transaction, a fan-out naming a queue of
-        // another cell (the fan-out is built there, entry by entry).
-        self.by_id(publish.topic_id)?.publish_fifo(publish).await
+        // The topic's cell writes the copies for other cells' queues to its outbox,
+        // inside its transaction (the fan-out is built there, entry by entry).
+        self.publish_fifo_across(publish).await
     }
 
     async fn archived_messages(

@@ -248,6 +248,28 @@ impl CellStore {
             .collect())
     }
 
+    /// A FIFO topic's publish, in the topic's cell; the copies it wrote to the outbox are
+    /// then relayed at once (unless turned off), in their order. Their outcomes stay as
+    /// the cell reported them (stored, sequence number 0).
+    pub(super) async fn publish_fifo_across(
+        &self,
+        publish: FifoPublish,
+    ) -> Result<Option<Vec<FifoPublished>>> {
+        let source = self.index_of_id(publish.topic_id);
+        let Some((out, ids)) = self.cells[source].publish_fifo_with_outbox(publish).await? else {
+            return Ok(None);
+        };
+        if !ids.is_empty() && self.relay_at_once.load(Ordering::Relaxed) {
+            if let Err(e) = self.relay_ids(source, &ids, wall_ms()).await {
+                tracing::warn!(
+                    error = %e.message,
+                    "cells: a FIFO publish's outbox rows wait for the relay workers"
+                );
+            }
+        }
+        Ok(Some(out))
+    }
+
     /// Leases outbox rows `ids` of cell `source` (those still free) and relays them.
     async fn relay_ids(
         &self,

@@ -309,7 +309,8 @@ const MIGRATIONS: &[&str] = &[
     // and the destination's record of what it relayed. `cell_outbox` holds, in the cell of
     // a publish, one row per copy bound for a queue of another cell (`queue_id` carries
     // its cell): the copy as the destination stores it (sealed, as JSON), leased to the
-    // node relaying it until `lease_until` (ms; 0: free). `cell_relayed` holds, in the
+    // node relaying it until `lease_until` (ms; 0: free); `ordered` for a FIFO queue's
+    // copy, relayed after every earlier row of its queue. `cell_relayed` holds, in the
     // destination cell, the outbox ids (which carry their source cell) it inserted, so a
     // repeat inserts nothing. Both stay empty outside cells.
     r#"
@@ -318,8 +319,10 @@ const MIGRATIONS: &[&str] = &[
         queue_id    BIGINT NOT NULL,
         copy        TEXT NOT NULL,
         created_at  BIGINT NOT NULL,
-        lease_until BIGINT NOT NULL DEFAULT 0
+        lease_until BIGINT NOT NULL DEFAULT 0,
+        ordered     BOOLEAN NOT NULL DEFAULT false
     );
+    CREATE INDEX cell_outbox_queue ON cell_outbox (queue_id, id);
     CREATE INDEX cell_outbox_due ON cell_outbox (lease_until, id);
     CREATE TABLE cell_relayed (
         id         BIGINT PRIMARY KEY,

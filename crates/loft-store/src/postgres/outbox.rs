@@ -39,6 +39,25 @@ impl PgStore {
         .await
     }
 
+    /// [`Store::publish_fifo`], with the copies for queues of other cells written to the
+    /// outbox when this store is a cell (see [`ops::publish_fifo_in`]); returns the
+    /// outbox ids too (none for a store opened alone).
+    ///
+    /// Errors: as [`Store::publish_fifo`].
+    pub(crate) async fn publish_fifo_with_outbox(
+        &self,
+        publish: FifoPublish,
+    ) -> Result<Option<(Vec<FifoPublished>, Vec<i64>)>> {
+        let channel = self.channel.as_str();
+        let cell = self.cell_ids.get();
+        self.write_sealed(publish, |publish| async move {
+            run_tx!(self, |tx| ops::publish_fifo_in(
+                &tx, &publish, channel, cell
+            ))
+        })
+        .await
+    }
+
     /// Leases up to `limit` of this cell's outbox rows whose lease ended by `now_ms`
     /// (with `only`, only those ids) until `lease_until_ms`, lowest id first. Rows whose
     /// copy cannot be read are removed (logged) and not returned.
@@ -51,8 +70,8 @@ impl PgStore {
         limit: u32,
         only: Option<&[i64]>,
     ) -> Result<Vec<OutboxRow>> {
-        let claimed = run!(self, |c| ops::claim_outbox(
-            &c,
+        let claimed = run_tx!(self, |tx| ops::claim_outbox(
+            &tx,
             now_ms,
             lease_until_ms,
             limit,

@@ -523,3 +523,107 @@ async fn concurrent_relays_of_one_row_store_it_once() {
     assert_eq!(bodies(&store, b).await.len(), 21);
     assert_eq!(store.count_outbox().await.unwrap(), 0);
 }
+
+/// A FIFO topic's fan-out that puts one copy per entry in `queue`, its body naming the
+/// entry's sequence number.
+fn fifo_fanout_to(queue: i64) -> FifoFanout {
+    Arc::new(move |_, sequence| {
+        let body = format!("seq {sequence}");
+        vec![(
+            queue,
+            NewMessage {
+                group_id: Some("G".into()),
+                dedup_id: Some(body.clone()),
+                dedup: Some(DedupKey {
+                    scope: String::new(),
+                    id: body.clone(),
+                    expires_at_ms: T0 + 300_000,
+                }),
+                ..long_msg(&body)
+            },
+        )]
+    })
+}
+
+/// Publishes entries `keys` to FIFO topic `topic`, fanning out to `queue`.
+async fn publish_fifo(store: &CellStore, topic: i64, queue: i64, keys: &[&str]) {
+    let entries = keys
+        .iter()
+        .map(|k| FifoPublishEntry {
+            message_id: format!("m-{k}"),
+            dedup: DedupKey {
+                scope: String::new(),
+                id: (*k).to_owned(),
+                expires_at_ms: T0 + 300_000,
+            },
+            archive: None,
+            subscriptions: Vec::new(),
+        })
+        .collect();
+    let out = store
+        .publish_fifo(FifoPublish {
+            topic_id: topic,
+            now_ms: T0,
+            entries,
+            fanout: fifo_fanout_to(queue),
+        })
+        .await
+        .unwrap()
+        .expect("the topic exists");
+    assert_eq!(out.len(), keys.len());
+}
+
+/// A FIFO topic on cell 1 fanning out to a FIFO queue on cell 2: the copies go through
+/// the outbox and reach the queue in SequenceNumber order. While one relay holds the
+/// queue's earlier rows no other relay takes its later ones, and a relay that died
+/// holding them delays the rest until its lease ends, then all go in order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fifo_topics_copies_are_relayed_in_sequence_order() {
+    let Some((store, _schemas)) =
+        two_cells("cells::a_fifo_topics_copies_are_relayed_in_sequence_order").await
+    else {
+        return;
+    };
+    let (topic, _) = store
+        .create_topic("t.fifo", BTreeMap::new(), BTreeMap::new(), T0)
+        .await
+        .unwrap();
+    let mut ids = Vec::new();
+    for name in ["local.fifo", "far.fifo"] {
+        let (q, _) = store
+            .create_queue(name, BTreeMap::new(), BTreeMap::new(), T0)
+            .await
+            .unwrap();
+        ids.push(q.id);
+    }
+    let far = ids[1];
+    assert_eq!((cell_of(topic.id), cell_of(far)), (1, 2));
+    store.relay_at_once(false);
+    publish_fifo(&store, topic.id, far, &["k1", "k2", "k3"]).await;
+    publish_fifo(&store, topic.id, far, &["k4", "k5"]).await;
+    assert_eq!(store.count_outbox().await.unwrap(), 5);
+    assert!(bodies(&store, far).await.is_empty());
+
+    // Relay X takes the first two rows; relay Y then takes none of the queue's others.
+    let lease = T0 + 30_000;
+    let x = store.claim_outbox(0, T0, lease, 2).await.unwrap();
+    assert_eq!(x.len(), 2);
+    assert_eq!(store.claim_outbox(0, T0, lease, 10).await.unwrap(), vec![]);
+    // X dies. Until its lease ends nothing moves; then one relay takes all five, in order.
+    assert_eq!(store.relay_outbox(T0 + 1, lease, 10).await.unwrap(), 0);
+    assert_eq!(
+        store.relay_outbox(lease, lease + 30_000, 10).await.unwrap(),
+        5
+    );
+    let want: Vec<String> = (1..=5).map(|s| format!("seq {s}")).collect();
+    assert_eq!(bodies(&store, far).await, want);
+    // X's late insert stores nothing.
+    assert_eq!(store.relay_rows(&x, lease).await.unwrap(), vec![None, None]);
+
+    // Relayed at once by the publishing node: in order after the others.
+    store.relay_at_once(true);
+    publish_fifo(&store, topic.id, far, &["k6", "k7"]).await;
+    assert_eq!(store.count_outbox().await.unwrap(), 0);
+    let want: Vec<String> = (1..=7).map(|s| format!("seq {s}")).collect();
+    assert_eq!(bodies(&store, far).await, want);
+}

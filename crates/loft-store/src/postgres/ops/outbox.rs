@@ -97,13 +97,15 @@ pub async fn write_outbox_in<C: GenericClient>(
     }
     let queue: Vec<i64> = copies.iter().map(|(q, _)| *q).collect();
     let copy: Vec<String> = copies.iter().map(|(_, m)| copy_json(m)).collect();
+    // A FIFO queue's copies (those with a deduplication key) keep their order.
+    let ordered: Vec<bool> = copies.iter().map(|(_, m)| m.dedup.is_some()).collect();
     // `WITH ORDINALITY` and the ORDER BY keep the ids in input order.
     let rows = query(
         tx,
-        "INSERT INTO cell_outbox (queue_id, copy, created_at) \
-         SELECT q, c, $3 FROM unnest($1::bigint[], $2::text[]) WITH ORDINALITY AS u(q, c, n) \
-         ORDER BY n RETURNING id",
-        &[&queue, &copy, &now_ms],
+        "INSERT INTO cell_outbox (queue_id, copy, created_at, ordered) \
+         SELECT q, c, $3, o FROM unnest($1::bigint[], $2::text[], $4::boolean[]) \
+         WITH ORDINALITY AS u(q, c, o, n) ORDER BY n RETURNING id",
+        &[&queue, &copy, &now_ms, &ordered],
     )
     .await?;
     let mut ids: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
@@ -112,10 +114,18 @@ pub async fn write_outbox_in<C: GenericClient>(
     Ok(ids)
 }
 
-/// Leases up to `limit` outbox rows whose lease ended by `now_ms` (or, with `only`,
-/// those of its ids that are free) until `lease_until_ms`, lowest id first; rows another
-/// node is claiming right now are skipped. A row whose copy cannot be read is returned
-/// with `None` (the caller drops it).
+/// Advisory-lock class of the outbox claim (the second key is 0): claims of one cell's
+/// outbox run one at a time, so each sees the leases the one before it took.
+pub const OUTBOX_LOCK_CLASS: i32 = 0x4c6f_7574; // "Lout"
+
+/// Leases, inside the caller's transaction, up to `limit` outbox rows whose lease ended
+/// by `now_ms` (or, with `only`, those of its ids that are free) until `lease_until_ms`,
+/// lowest id first. An ordered row (a FIFO queue's copy) is taken only when no earlier
+/// row of its queue is leased, or (with `only`) left out: so a FIFO queue's copies are
+/// relayed in the order they were written (their topic's SequenceNumber order), by one
+/// relay at a time. The claims of the cell run one after another (an advisory lock held
+/// to the caller's commit). A row whose copy cannot be read is returned with `None` (the
+/// caller drops it).
 pub async fn claim_outbox<C: GenericClient>(
     c: &C,
     now_ms: i64,
@@ -124,11 +134,20 @@ pub async fn claim_outbox<C: GenericClient>(
     only: Option<&[i64]>,
 ) -> Result<Vec<(i64, i64, Option<NewMessage>)>, Error> {
     let only: Option<Vec<i64>> = only.map(<[i64]>::to_vec);
+    execute(
+        c,
+        "SELECT pg_advisory_xact_lock($1, 0)",
+        &[&OUTBOX_LOCK_CLASS],
+    )
+    .await?;
     let rows = query(
         c,
-        "UPDATE cell_outbox o SET lease_until = $2 FROM (SELECT id FROM cell_outbox \
-           WHERE lease_until <= $1 AND ($4::bigint[] IS NULL OR id = ANY($4)) \
-           ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED) c \
+        "UPDATE cell_outbox o SET lease_until = $2 FROM (SELECT w.id FROM cell_outbox w \
+           WHERE w.lease_until <= $1 AND ($4::bigint[] IS NULL OR w.id = ANY($4)) \
+           AND (NOT w.ordered OR NOT EXISTS (SELECT 1 FROM cell_outbox e \
+             WHERE e.queue_id = w.queue_id AND e.id < w.id \
+             AND (e.lease_until > $1 OR ($4::bigint[] IS NOT NULL AND e.id <> ALL($4))))) \
+           ORDER BY w.id LIMIT $3 FOR UPDATE SKIP LOCKED) c \
          WHERE o.id = c.id RETURNING o.id, o.queue_id, o.copy",
         &[&now_ms, &lease_until_ms, &(limit as i64), &only],
     )
