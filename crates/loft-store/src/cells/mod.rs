@@ -53,13 +53,14 @@
 //!
 //! Inside a cell every transaction is the cell's own, as on one database: a publish whose
 //! queues and deliveries are all in one cell is one transaction there, and writes nothing
-//! else. A standard publish whose copies go to queues of several cells runs in one cell
-//! (its deliveries', else the one holding most of its copies) and carries the other
-//! cells' copies through the **outbox** ([`outbox`]): rows written in the publish's
-//! transaction, relayed by any node under a lease, inserted in the destination at most
-//! once (the destination records each relayed outbox id in the insert's transaction).
-//! Other work whose transaction would span two cells is **refused** (`InternalError`,
-//! logged with the reason), never done in part: a FIFO publish or a replay step fanning
+//! else. A publish whose copies go to queues of several cells runs in one cell (a FIFO
+//! topic's in the topic's; a standard one in its deliveries', else the one holding most
+//! of its copies) and carries the other cells' copies through the **outbox**
+//! ([`outbox`]): rows written in the publish's transaction, relayed by any node under a
+//! lease, inserted in the destination at most once (the destination records each
+//! relayed outbox id in the insert's transaction), a FIFO queue's in SequenceNumber
+//! order. Other work whose transaction would span two cells is **refused**
+//! (`InternalError`, logged with the reason), never done in part: a replay step fanning
 //! out to a queue in another cell, a receive whose redrive dead-letter queue is in
 //! another cell, a message move to a queue in another cell, a send naming queues of two
 //! cells, a publish whose deliveries are in two cells. A reset runs one transaction per

@@ -1,7 +1,8 @@
 //! The outbox: work that crosses cells without a transaction spanning two databases.
 //!
 //! A publish whose copies go to queues of several cells runs in one cell, its *source*
-//! (the cell of its deliveries, else the cell holding most of its copies): in the source's
+//! (a FIFO topic's cell; for a standard topic the cell of its deliveries, else the cell
+//! holding most of its copies): in the source's
 //! one transaction it stores the local copies, deliveries and records as on one database,
 //! and writes one outbox row per copy bound for another cell (the copy as its queue will
 //! store it, already sealed; table `cell_outbox`). Nothing is written to the outbox when
@@ -20,6 +21,13 @@
 //! - died before the destination's commit: nothing was stored; the repeat stores it once;
 //! - died after the destination's commit, before the source's delete: the repeat finds
 //!   the id in `cell_relayed`, stores nothing and deletes the row.
+//!
+//! A FIFO queue's rows are *ordered*: the claims of one cell's outbox run one at a time
+//! (an advisory lock), and an ordered row is taken only when no earlier row of its queue
+//! is leased (nor, for a publish's own relay, left out of it). Ids follow the topic's
+//! SequenceNumber (the topic's row lock orders its publishes), and a relay stores its
+//! rows for one queue in id order in one transaction, so the copies reach the queue in
+//! SequenceNumber order whichever relay dies.
 //!
 //! The node that published relays its rows at once, after its commit (unless
 //! [`CellStore::relay_at_once`] turned that off), so a copy is normally in its queue when

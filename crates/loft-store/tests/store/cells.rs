@@ -342,8 +342,8 @@ async fn a_publish_across_cells_stores_every_copy() {
     assert_eq!(bodies(&store, b).await, ["to-b"]);
 }
 
-/// A publish whose copies are all in one cell writes no outbox row: it is the publish of
-/// one database.
+/// A publish (standard or FIFO) whose copies are all in one cell writes no outbox row: it
+/// is the publish of one database.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_publish_within_one_cell_writes_no_outbox() {
     let Some((store, _schemas)) =
@@ -364,6 +364,18 @@ async fn a_publish_within_one_cell_writes_no_outbox() {
             .unwrap();
         assert_eq!(bodies(&store, q).await, ["one", "two"]);
     }
+    // Nor does a FIFO topic's publish to a queue of its own cell.
+    let (topic, _) = store
+        .create_topic("t.fifo", BTreeMap::new(), BTreeMap::new(), T0)
+        .await
+        .unwrap();
+    let (near, _) = store
+        .create_queue("near.fifo", BTreeMap::new(), BTreeMap::new(), T0)
+        .await
+        .unwrap();
+    assert_eq!((cell_of(topic.id), cell_of(near.id)), (1, 1));
+    publish_fifo(&store, topic.id, near.id, &["k1", "k2"]).await;
+    assert_eq!(bodies(&store, near.id).await, ["seq 1", "seq 2"]);
     assert_eq!(store.count_outbox().await.unwrap(), 0);
 }
 
