@@ -309,7 +309,47 @@ async fn message_too_large() {
         .message_body("y".repeat(1025))
         .send()
         .await;
-    assert_sdk_err!(r, _, "InvalidParameterValue", 400);
+    let e = assert_sdk_err!(r, _, "InvalidParameterValue", 400);
+    // AWS's words (recorded): SendMessage's "are invalid", a batch entry's "cannot be
+    // validated".
+    assert_eq!(
+        aws_sdk_sqs::error::ProvideErrorMetadata::message(&e),
+        Some(
+            "One or more parameters are invalid. Reason: Message must be shorter than 1024 bytes."
+        )
+    );
+    let out = sqs
+        .send_message_batch()
+        .queue_url(&url)
+        .entries(
+            aws_sdk_sqs::types::SendMessageBatchRequestEntry::builder()
+                .id("big")
+                .message_body("y".repeat(1025))
+                .build()
+                .unwrap(),
+        )
+        .entries(
+            aws_sdk_sqs::types::SendMessageBatchRequestEntry::builder()
+                .id("fits")
+                .message_body("y".repeat(1024))
+                .build()
+                .unwrap(),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(out.successful().len(), 1);
+    let failed = &out.failed()[0];
+    assert_eq!(
+        (failed.id(), failed.code(), failed.sender_fault()),
+        ("big", "InvalidParameterValue", true)
+    );
+    assert_eq!(
+        failed.message(),
+        Some(
+            "One or more parameters cannot be validated. Reason: Message must be shorter than 1024 bytes."
+        )
+    );
 }
 
 #[tokio::test]

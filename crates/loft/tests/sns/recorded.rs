@@ -1864,3 +1864,61 @@ async fn message_structure_json_by_protocol() {
             .collect()
     }
 }
+
+/// A filter policy that is refused says where it was given: Subscribe's refusal reads
+/// "Invalid parameter: Attributes Reason: FilterPolicy: ...", SetSubscriptionAttributes'
+/// "Invalid parameter: FilterPolicy: ..." (AWS's answers recorded for both: Subscribe in
+/// `test_subscribe_invalid_filter_policy` and the filter-policy validation snapshots,
+/// SetSubscriptionAttributes in `test_validate_set_sub_attributes`). One row per kind of
+/// refusal: not JSON, a nested array as a value, a numeric range with a string.
+#[tokio::test]
+async fn a_refused_filter_policy_names_where_it_was_given() {
+    let server = Server::start();
+    let sns = server.sns();
+    let topic = create_topic(&sns, "filtered", &[]).await;
+    create_queue(&server.sqs(), "filtered-q", &[]).await;
+    let arn = subscribe_queue(&server, &topic, "filtered-q", &[]).await;
+    for (policy, reason) in [
+        ("invalid", "FilterPolicy: failed to parse JSON."),
+        (
+            r#"{"key":[["value"]]}"#,
+            "FilterPolicy: Match value must be String, number, true, false, or null",
+        ),
+        (
+            r#"{"key":[{"numeric":[">","a"]}]}"#,
+            "FilterPolicy: Value of > must be numeric",
+        ),
+    ] {
+        let msg = assert_sns_err!(
+            sns.subscribe()
+                .topic_arn(&topic)
+                .protocol("sqs")
+                .endpoint(server.queue_arn("filtered-q"))
+                .attributes("FilterPolicy", policy)
+                .send()
+                .await,
+            SubscribeError::InvalidParameterException(_),
+            "InvalidParameter",
+            400
+        );
+        assert!(
+            msg.starts_with(&format!("Invalid parameter: Attributes Reason: {reason}")),
+            "Subscribe with {policy}: {msg}"
+        );
+        let msg = assert_sns_err!(
+            sns.set_subscription_attributes()
+                .subscription_arn(&arn)
+                .attribute_name("FilterPolicy")
+                .attribute_value(policy)
+                .send()
+                .await,
+            SetSubscriptionAttributesError::InvalidParameterException(_),
+            "InvalidParameter",
+            400
+        );
+        assert!(
+            msg.starts_with(&format!("Invalid parameter: {reason}")),
+            "SetSubscriptionAttributes with {policy}: {msg}"
+        );
+    }
+}

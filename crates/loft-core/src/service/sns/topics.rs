@@ -688,7 +688,10 @@ impl Sns {
                 validate_subscription_attribute(k, v, protocol, true)?,
             );
         }
-        check_filter_scope(&attrs)?;
+        // Subscribe words a filter policy's refusal "Invalid parameter: Attributes Reason:
+        // FilterPolicy: ..." (recorded), SetSubscriptionAttributes without the
+        // "Attributes Reason: ".
+        check_filter_scope(&attrs).map_err(crate::filter_policy::in_subscribe_call)?;
         check_fifo_redrive(&topic.name, endpoint, &attrs)?;
         let subscriber = account.filter(|a| *a != self.split_key(&topic.name).0);
         check_redrive_owner(self, &topic.name, subscriber, &attrs)?;

@@ -307,8 +307,16 @@ impl Sqs {
         }
         let size = m.body.len() + message::attributes_size(&m.message_attributes);
         if size > config.maximum_message_size as usize {
+            // AWS's words differ by operation: SendMessage's refusal says "are invalid",
+            // a SendMessageBatch entry's "cannot be validated" (both recorded:
+            // `test_send_message_with_updated_maximum_message_size`, `test_send_batch_message_size`).
+            let verdict = if in_batch {
+                "cannot be validated"
+            } else {
+                "are invalid"
+            };
             return Err(Error::invalid(format!(
-                "One or more parameters are invalid. Reason: Message must be shorter than {} bytes.",
+                "One or more parameters {verdict}. Reason: Message must be shorter than {} bytes.",
                 config.maximum_message_size
             )));
         }
