@@ -940,3 +940,71 @@ async fn fifo_settings_after_creation() {
         }
     }
 }
+
+/// CancelMessageMoveTask refuses a handle in three ways, each in AWS's words (recorded in
+/// LocalStack's `aws.validated` move-task snapshots): not a handle at all (base64 JSON
+/// with `taskId` and `sourceArn`) is `InvalidParameterValue` 400; a handle whose source
+/// queue does not exist is `ResourceNotFoundException` 404 naming SourceArn; one whose
+/// source exists but whose task does not is `ResourceNotFoundException` 404 "Task does
+/// not exist.".
+#[tokio::test]
+async fn a_move_task_handle_is_refused_as_aws_refuses_it() {
+    use base64::Engine as _;
+    let server = Server::start();
+    let sqs = server.sdk();
+    create_queue(&sqs, "handle-source", &[]).await;
+    let handle = |source: &str| {
+        base64::engine::general_purpose::STANDARD.encode(format!(
+            r#"{{"taskId":"10f57157-fc38-4da9-a113-4de7e12d05dd","sourceArn":"{source}"}}"#
+        ))
+    };
+    let missing_source = handle("arn:aws:sqs:us-east-1:000000000000:no-such-queue");
+    let missing_task = handle(&server.queue_arn("handle-source"));
+    let not_json = base64::engine::general_purpose::STANDARD.encode("not json");
+    let no_source = base64::engine::general_purpose::STANDARD.encode(r#"{"taskId":"x"}"#);
+    for (task_handle, code, status, message) in [
+        (
+            "foobared",
+            "InvalidParameterValue",
+            400,
+            "Value for parameter TaskHandle is invalid.",
+        ),
+        (
+            not_json.as_str(),
+            "InvalidParameterValue",
+            400,
+            "Value for parameter TaskHandle is invalid.",
+        ),
+        (
+            no_source.as_str(),
+            "InvalidParameterValue",
+            400,
+            "Value for parameter TaskHandle is invalid.",
+        ),
+        (
+            missing_source.as_str(),
+            "ResourceNotFoundException",
+            404,
+            "The resource that you specified for the SourceArn parameter doesn't exist.",
+        ),
+        (
+            missing_task.as_str(),
+            "ResourceNotFoundException",
+            404,
+            "Task does not exist.",
+        ),
+    ] {
+        let e = sqs
+            .cancel_message_move_task()
+            .task_handle(task_handle)
+            .send()
+            .await
+            .expect_err(task_handle);
+        let (got_code, got_status) = crate::harness::sdk_error(&e);
+        assert_eq!(
+            (got_code.as_str(), got_status, e.message()),
+            (code, status, Some(message)),
+            "{task_handle}"
+        );
+    }
+}

@@ -393,15 +393,16 @@ async fn message_move_task_errors() {
         .send()
         .await;
     assert_sdk_err!(r, _, "InvalidParameterValue", 400);
-    // An unknown task handle.
+    // Something that is not a task handle (base64 of "not-a-task"): AWS's words in
+    // `recorded::a_move_task_handle_is_refused_as_aws_refuses_it`.
     assert_sdk_err!(
         sqs.cancel_message_move_task()
             .task_handle("bm90LWEtdGFzaw==")
             .send()
             .await,
-        CancelMessageMoveTaskError::ResourceNotFoundException(_),
-        "ResourceNotFoundException",
-        404
+        CancelMessageMoveTaskError::Unhandled(_),
+        "InvalidParameterValue",
+        400
     );
     // No tasks yet: an empty list.
     let out = sqs

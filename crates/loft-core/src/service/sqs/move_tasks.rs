@@ -499,8 +499,35 @@ impl Sqs {
     /// CancelMessageMoveTask: stops a running task, whichever node runs it; returns how
     /// many messages it moved.
     ///
-    /// Errors: `ResourceNotFoundException` when no running task has this handle.
+    /// Errors, in AWS's order and words (recorded in LocalStack's `aws.validated`
+    /// `test_sqs_move_task` snapshots): `InvalidParameterValue` "Value for parameter
+    /// TaskHandle is invalid." for a handle that is not base64 JSON naming a `taskId` and a
+    /// `sourceArn` (the form AWS's handles and Loft's have); `ResourceNotFoundException`
+    /// "The resource that you specified for the SourceArn parameter doesn't exist." when
+    /// its source queue does not exist; `ResourceNotFoundException` "Task does not exist."
+    /// when no running task has this handle.
     pub async fn cancel_message_move_task(&self, handle: &str) -> Result<u64> {
+        let doc = base64::engine::general_purpose::STANDARD
+            .decode(handle)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok());
+        let named = |field: &str| {
+            doc.as_ref()
+                .and_then(|d| d.get(field)?.as_str().map(str::to_owned))
+        };
+        let (Some(_), Some(source_arn)) = (named("taskId"), named("sourceArn")) else {
+            return Err(Error::invalid("Value for parameter TaskHandle is invalid."));
+        };
+        let source = match self.key_of_arn(&source_arn, "sqs") {
+            Some(key) => self.store.get_queue(&key).await?,
+            None => None,
+        };
+        if source.is_none() {
+            return Err(Error::new(
+                ErrorCode::ResourceNotFoundException,
+                "The resource that you specified for the SourceArn parameter doesn't exist.",
+            ));
+        }
         let task = self.store.cancel_move_task(handle).await?.ok_or_else(|| {
             Error::new(ErrorCode::ResourceNotFoundException, "Task does not exist.")
         })?;
