@@ -400,7 +400,7 @@ async fn message_move_task_errors() {
             .task_handle("bm90LWEtdGFzaw==")
             .send()
             .await,
-        CancelMessageMoveTaskError::Unhandled(_),
+        _,
         "InvalidParameterValue",
         400
     );
