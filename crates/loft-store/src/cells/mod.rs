@@ -69,7 +69,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use async_trait::async_trait;
-use loft_core::error::{Error, Result};
+use loft_core::error::{Error, ErrorCode, Result};
 use loft_core::model::*;
 use loft_core::service::receipt::ReceiptKey;
 use loft_core::store::Store;
@@ -276,18 +276,27 @@ impl CellStore {
     }
 
     /// The cell whose tables hold `kind` `name`, asking each.
+    /// A cell that is down is passed over; when no live cell has the name, the down
+    /// cell's `ServiceUnavailable` is the answer (the name may be there).
     async fn search(&self, kind: &'static str, name: &str) -> Result<Option<usize>> {
+        let mut down = None;
         for (i, cell) in self.cells.iter().enumerate() {
             let here = if kind == QUEUE {
-                cell.get_queue(name).await?.is_some()
+                cell.get_queue(name).await.map(|q| q.is_some())
             } else {
-                cell.get_topic(name).await?.is_some()
+                cell.get_topic(name).await.map(|t| t.is_some())
             };
-            if here {
-                return Ok(Some(i));
+            match here {
+                Ok(true) => return Ok(Some(i)),
+                Ok(false) => {}
+                Err(e) if e.code == ErrorCode::ServiceUnavailable => down = Some(e),
+                Err(e) => return Err(e),
             }
         }
-        Ok(None)
+        match down {
+            Some(e) => Err(e),
+            None => Ok(None),
+        }
     }
 
     fn remember(&self, kind: &'static str, name: &str, index: usize) {
@@ -309,12 +318,14 @@ impl CellStore {
             Some(index) => index,
             None => {
                 let mut best = (u64::MAX, 0);
+                // A cell that is down gets no new queue or topic.
                 for (i, cell) in self.cells.iter().enumerate() {
                     let n = if kind == QUEUE {
-                        cell.count_queues().await?
+                        cell.count_queues().await
                     } else {
-                        cell.count_topics().await?
+                        cell.count_topics().await
                     };
+                    let Some(n) = live(n)? else { continue };
                     if n < best.0 {
                         best = (n, i);
                     }
@@ -373,31 +384,32 @@ impl CellStore {
         }
     }
 
-    /// The sum of `count` over every cell.
+    /// The sum of `count` over every cell that is up (a cell that is down counts
+    /// nothing: see "A cell that is down" in the module documentation).
     async fn sum<'a>(&'a self, count: impl Fn(&'a PgStore) -> Ask<'a, u64>) -> Result<u64> {
         let mut n = 0;
         for cell in &self.cells {
-            n += count(cell).await?;
+            n += live(count(cell).await)?.unwrap_or(0);
         }
         Ok(n)
     }
 
-    /// What `list` gives on every cell, cell 1's first.
+    /// What `list` gives on every cell that is up, cell 1's first.
     async fn gather<'a, T>(
         &'a self,
         list: impl Fn(&'a PgStore) -> Ask<'a, Vec<T>>,
     ) -> Result<Vec<T>> {
         let mut all = Vec::new();
         for cell in &self.cells {
-            all.extend(list(cell).await?);
+            all.extend(live(list(cell).await)?.unwrap_or_default());
         }
         Ok(all)
     }
 
-    /// Runs `step` on every cell in turn.
+    /// Runs `step` on every cell that is up, in turn.
     async fn each<'a>(&'a self, step: impl Fn(&'a PgStore) -> Ask<'a, ()>) -> Result<()> {
         for cell in &self.cells {
-            step(cell).await?;
+            live(step(cell).await)?;
         }
         Ok(())
     }
@@ -409,6 +421,16 @@ impl CellStore {
         (0..n)
             .map(|k| self.cells[(start + k) % n].as_ref())
             .collect()
+    }
+}
+
+/// `Ok(None)` for the `ServiceUnavailable` of a cell that is down (the work that merges
+/// or iterates cells passes it over), else `r` itself.
+fn live<T>(r: Result<T>) -> Result<Option<T>> {
+    match r {
+        Ok(v) => Ok(Some(v)),
+        Err(e) if e.code == ErrorCode::ServiceUnavailable => Ok(None),
+        Err(e) => Err(e),
     }
 }
 
@@ -624,8 +646,11 @@ impl Store for CellStore {
                 break;
             }
             out.extend(
-                cell.claim_move_tasks(owner, now_ms, lease_until_ms, left)
-                    .await?,
+                live(
+                    cell.claim_move_tasks(owner, now_ms, lease_until_ms, left)
+                        .await,
+                )?
+                .unwrap_or_default(),
             );
         }
         Ok(out)
@@ -837,8 +862,11 @@ impl Store for CellStore {
                 break;
             }
             out.extend(
-                cell.claim_replays(owner, now_ms, lease_until_ms, left)
-                    .await?,
+                live(
+                    cell.claim_replays(owner, now_ms, lease_until_ms, left)
+                        .await,
+                )?
+                .unwrap_or_default(),
             );
         }
         Ok(out)
@@ -874,7 +902,10 @@ impl Store for CellStore {
             if left == 0 {
                 break;
             }
-            out.extend(cell.claim_deliveries(now_ms, left, lease_until_ms).await?);
+            out.extend(
+                live(cell.claim_deliveries(now_ms, left, lease_until_ms).await)?
+                    .unwrap_or_default(),
+            );
         }
         Ok(out)
     }
@@ -911,7 +942,7 @@ impl Store for CellStore {
     async fn next_delivery_at(&self) -> Result<Option<i64>> {
         let mut next: Option<i64> = None;
         for cell in &self.cells {
-            if let Some(at) = cell.next_delivery_at().await? {
+            if let Some(at) = live(cell.next_delivery_at().await)?.flatten() {
                 next = Some(next.map_or(at, |n| n.min(at)));
             }
         }

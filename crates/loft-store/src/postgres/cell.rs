@@ -134,6 +134,7 @@ impl PgStore {
         }
         tx.commit().await.map_err(|e| pg(chain(&e)))?;
         let _ = self.cell_ids.set(base..end);
+        self.health.arm(number);
         Ok(())
     }
 
@@ -141,7 +142,7 @@ impl PgStore {
     ///
     /// Errors: `InternalError` when the database fails.
     pub(crate) async fn catalog_rows(&self) -> Result<Vec<(String, String, u32)>> {
-        let client = self.pool.get().await.map_err(internal)?;
+        let client = self.catalog_client().await?;
         let rows = client
             .query("SELECT kind, name, cell FROM loft_cell_catalog", &[])
             .await
@@ -156,7 +157,7 @@ impl PgStore {
     ///
     /// Errors: `InternalError` when the database fails.
     pub(crate) async fn catalog_get(&self, kind: &str, name: &str) -> Result<Option<u32>> {
-        let client = self.pool.get().await.map_err(internal)?;
+        let client = self.catalog_client().await?;
         let row = client
             .query_opt(
                 "SELECT cell FROM loft_cell_catalog WHERE kind = $1 AND name = $2",
@@ -172,7 +173,7 @@ impl PgStore {
     ///
     /// Errors: `InternalError` when the database fails.
     pub(crate) async fn catalog_place(&self, kind: &str, name: &str, cell: u32) -> Result<u32> {
-        let client = self.pool.get().await.map_err(internal)?;
+        let client = self.catalog_client().await?;
         let cell = cell as i32;
         client
             .execute(
@@ -196,7 +197,7 @@ impl PgStore {
     ///
     /// Errors: `InternalError` when the database fails.
     pub(crate) async fn catalog_remove(&self, names: &[(String, String)]) -> Result<()> {
-        let client = self.pool.get().await.map_err(internal)?;
+        let client = self.catalog_client().await?;
         for (kind, name) in names {
             client
                 .execute(
@@ -214,12 +215,34 @@ impl PgStore {
     ///
     /// Errors: `InternalError` when the database fails.
     pub async fn count_messages(&self) -> Result<u64> {
-        let client = self.pool.get().await.map_err(internal)?;
+        let client = self.catalog_client().await?;
         let row = client
             .query_one("SELECT count(*) FROM messages", &[])
             .await
             .map_err(internal)?;
         Ok(row.get::<_, i64>(0).max(0) as u64)
+    }
+}
+
+impl PgStore {
+    /// A pooled connection for the catalog and the cell's counts: at once
+    /// `ServiceUnavailable` while the cell is down, and (on an armed cell) within
+    /// [`super::health::DEADLINE`] or the cell is marked down.
+    ///
+    /// Errors: `ServiceUnavailable` as said; `InternalError` when the pool fails.
+    async fn catalog_client(&self) -> Result<deadpool_postgres::Object> {
+        self.health.check()?;
+        match self.health.deadline() {
+            None => self.pool.get().await.map_err(internal),
+            Some(d) => match tokio::time::timeout(d, self.pool.get()).await {
+                Ok(Ok(c)) => Ok(c),
+                Ok(Err(e)) if super::health::pool_lost(&e) => {
+                    Err(self.health.trip(&format!("pool: {}", chain(&e))))
+                }
+                Ok(Err(e)) => Err(internal(e)),
+                Err(_) => Err(self.health.trip(&"no connection within the deadline")),
+            },
+        }
     }
 }
 
