@@ -60,6 +60,18 @@
 //! any node under a lease, inserted idempotently on the destination by the source's
 //! MessageId) is not built yet. A reset runs one transaction per cell.
 //!
+//! # A cell that is down
+//!
+//! Each cell's [`PgStore`] bounds its operations and, once its database does not answer,
+//! fails them at once with `ServiceUnavailable` until a probe answers again
+//! (`crate::postgres::health`). So a request routed to a down cell (by id, by name, by
+//! subscription) is answered 503 within 8 s, and the others never wait on it. What merges
+//! or iterates cells passes a down cell over instead of failing: the lists and counts
+//! answer with the live cells' rows, the workers' claims and `next_delivery_at` skip it,
+//! releases and `delete_expired` leave it for later, and placement puts new queues and
+//! topics on live cells. A name looked for cell by cell (the catalog unreachable) is
+//! answered 503 when no live cell has it and a cell is down.
+//!
 //! Long-poll wake-ups: each cell's LISTEN connection forwards its queue ids (already
 //! global) to one channel; a `-1` (a cell's listener reconnected, or a reset) also drops
 //! the catalog cache, which is then read again name by name.
