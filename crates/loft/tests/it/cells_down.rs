@@ -3,6 +3,8 @@
 //! a TCP forwarder in the test that can refuse connections (its port closed, its
 //! connections cut) or black-hole them (connections accepted, nothing passed either way),
 //! and pass again. Raw HTTP in each protocol's shape (SQS JSON, SQS Query XML, SNS XML).
+//! The outage test names its cells in the config file (`[[cells]]`), the start test with
+//! repeated `--database-url`.
 //!
 //! Skipped (with a note, counted by `skipped_multinode_cases`) unless
 //! `LOFT_TEST_DATABASE_URL` names a database; failed instead with
@@ -521,12 +523,25 @@ async fn a_down_cell_fails_only_its_own_queues() {
     let (_, upstream) = through(&url, 1);
     let fwd = Forwarder::start(upstream).await;
     let (via, _) = through(&url, fwd.port);
+    // The cells come from the config file's `[[cells]]`, in order.
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let config = dir.path().join("loft.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[cells]]\ndatabase_url = {:?}\n\n[[cells]]\ndatabase_url = {:?}\n",
+            with_schema(&url, &schemas[0]),
+            with_schema(&via, &schemas[1])
+        ),
+    )
+    .expect("config file");
     let loft = TestLoft::new()
-        .storage(Storage::Postgres(with_schema(&url, &schemas[0])))
-        .args(["--database-url", &with_schema(&via, &schemas[1])])
+        .storage(Storage::FromArgs)
+        .arg("--config")
+        .arg(&config)
         .args(["--database-pool-size", "4"])
         .log("warn")
-        .start();
+        .start_in(dir);
     let cells = TwoCells {
         loft,
         url: url.clone(),
