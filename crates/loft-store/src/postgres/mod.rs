@@ -15,7 +15,6 @@
 //! TLS: rustls, with libpq's `sslmode` (`disable`, `prefer`, `require`, `verify-ca`,
 //! `verify-full`) and `sslrootcert`; see [`tls`].
 
-mod cell;
 mod group;
 mod health;
 mod migrations;
@@ -565,6 +564,9 @@ macro_rules! run_tx {
         })
     };
 }
+
+// After the macros: the cell's catalog statements run through `run!` too.
+mod cell;
 
 /// The pool a group runner takes its connection from, and the database's health
 /// ([`run!`] needs a `pool` and a `health`).

@@ -630,3 +630,70 @@ async fn serve_refuses_to_start_while_a_cell_is_down() {
         assert!(took < Duration::from_secs(25), "{mode:?}: took {took:?}");
     }
 }
+
+/// With cell 1 (the catalog's) down, the queues of cell 2 a node knows keep serving;
+/// creating a queue answers 503 (placement needs the catalog) and ListQueues answers
+/// with cell 2's queues. After cell 1 returns, its acknowledged messages are all there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn with_the_catalog_cell_down_other_cells_serve() {
+    let Some(url) = database_url("with_the_catalog_cell_down_other_cells_serve") else {
+        return;
+    };
+    let schemas = schemas(&url).await;
+    let (_, upstream) = through(&url, 1);
+    let fwd = Forwarder::start(upstream).await;
+    let (via, _) = through(&url, fwd.port);
+    let loft = TestLoft::new()
+        .storage(Storage::Postgres(with_schema(&via, &schemas[0])))
+        .args(["--database-url", &with_schema(&url, &schemas[1])])
+        .args(["--database-pool-size", "4"])
+        .log("warn")
+        .start();
+    let cells = TwoCells {
+        loft,
+        url: url.clone(),
+        schemas,
+    };
+    let base = cells.loft.url.clone();
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(40))
+        .build()
+        .expect("HTTP client");
+    for q in ["one", "two"] {
+        sqs_ok(&http, &base, "CreateQueue", json!({"QueueName": q})).await;
+    }
+    let mut before_one = send_numbered(&http, &base, "one", 5).await;
+    let before_two = send_numbered(&http, &base, "two", 5).await;
+
+    fwd.set(Mode::Refuse);
+    let a = post(
+        &http,
+        &base,
+        Some("SendMessage"),
+        json!({"QueueUrl": queue_url(&base, "one"), "MessageBody": "during"}).to_string(),
+    )
+    .await;
+    assert_unavailable(&a, true, "SendMessage to cell 1");
+    let a = post(
+        &http,
+        &base,
+        Some("CreateQueue"),
+        json!({"QueueName": "three"}).to_string(),
+    )
+    .await;
+    assert_unavailable(&a, true, "CreateQueue without the catalog");
+    let mut want_two = before_two;
+    want_two.extend(send_numbered(&http, &base, "two", 3).await);
+    drain_expecting(&http, &base, "two", &want_two).await;
+    let listed = sqs_ok(&http, &base, "ListQueues", json!({})).await;
+    assert_eq!(
+        listed["QueueUrls"],
+        json!([queue_url(&base, "two")]),
+        "ListQueues while cell 1 is down lists cell 2's queues"
+    );
+
+    fwd.set(Mode::Pass);
+    before_one.push(until_back(&http, &base, "one").await);
+    drain_expecting(&http, &base, "one", &before_one).await;
+    sqs_ok(&http, &base, "CreateQueue", json!({"QueueName": "three"})).await;
+}
