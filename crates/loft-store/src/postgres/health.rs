@@ -5,13 +5,13 @@
 //! database make them, as before. A store that serves as a cell ([`PgStore::claim_cell`]
 //! arms it) bounds each operation ([`run!`]):
 //!
-//! - Getting a pooled connection may take at most [`DEADLINE`] (a refused connection
-//!   fails at once; a database that accepts and never answers runs into the bound).
-//! - A statement (or transaction) that has not answered after [`DEADLINE`] is not yet
-//!   taken as a failure: a fresh connection [probes](probe) the database, for at most
-//!   [`PROBE_TIMEOUT`]. When the probe answers, the database is alive and the statement
-//!   only slow (a purge of a large queue): it is awaited. When the probe does not, the
-//!   connection is dropped (not returned to the pool) and the cell is **down**.
+//! - A pooled connection that has not come after [`DEADLINE`] (a refused connection
+//!   fails at once), or a statement (or transaction) that has not answered after it, is
+//!   not yet taken as a failure: a fresh connection [probes](probe) the database, for at
+//!   most [`PROBE_TIMEOUT`]. When the probe answers, the database is alive and the pool
+//!   only busy or the statement only slow (a purge of a large queue): it is awaited.
+//!   When the probe does not, the cell is **down** (a statement's connection is dropped,
+//!   not returned to the pool).
 //! - A connection that breaks (closed, an I/O error, PostgreSQL shutting down or refusing
 //!   connections) makes the cell down as well.
 //!
@@ -179,12 +179,12 @@ pub(crate) fn connection_lost(e: &tokio_postgres::Error) -> bool {
 }
 
 /// Whether failing to get a pooled connection with `e` says the database is unreachable
-/// (rather than that the pool was closed).
+/// (rather than that the pool is busy or closed, or the server refused the login).
 pub(crate) fn pool_lost(e: &deadpool_postgres::PoolError) -> bool {
-    use deadpool_postgres::PoolError;
+    use deadpool_postgres::{PoolError, TimeoutType};
     match e {
         PoolError::Backend(e) => connection_lost(e) || e.as_db_error().is_none(),
-        PoolError::Timeout(_) => true,
+        PoolError::Timeout(TimeoutType::Create) => true,
         _ => false,
     }
 }

@@ -486,9 +486,10 @@ fn retryable(f: &Failure) -> bool {
 /// a connection, with a short backoff.
 ///
 /// On a cell ([`health`]): fails at once with `ServiceUnavailable` while the cell is down;
-/// bounds getting a connection by [`health::DEADLINE`]; a statement that has not answered
-/// by then is awaited only if a probe of the database answers, else its connection is
-/// dropped and the cell marked down; a broken connection marks it down too.
+/// a connection that has not come, or a statement that has not answered, within
+/// [`health::DEADLINE`] is awaited only if a probe of the database answers (a busy pool, a
+/// slow statement), else the cell is marked down (and the statement's connection dropped);
+/// a broken connection marks it down too.
 macro_rules! run {
     ($self:ident, |$c:ident| $body:expr) => {{
         let health = &$self.health;
@@ -498,14 +499,24 @@ macro_rules! run {
             if let Err(e) = health.check() {
                 break Err(e);
             }
+            // `None`: no connection within the deadline, and the database does not answer
+            // a probe either (a pool only busy, the probe answering, is waited for).
             let got = match deadline {
-                Some(d) => tokio::time::timeout(d, $self.pool.get()).await,
-                None => Ok($self.pool.get().await),
+                Some(d) => {
+                    let get = $self.pool.get();
+                    tokio::pin!(get);
+                    match tokio::time::timeout(d, &mut get).await {
+                        Ok(got) => Some(got),
+                        Err(_) if health.probe().await => Some(get.await),
+                        Err(_) => None,
+                    }
+                }
+                None => Some($self.pool.get().await),
             };
             #[allow(unused_mut)]
             let mut $c = match got {
-                Ok(Ok(c)) => c,
-                Ok(Err(e)) => {
+                Some(Ok(c)) => c,
+                Some(Err(e)) => {
                     if deadline.is_some() && health::pool_lost(&e) {
                         break Err(health.trip(&format!("pool: {}", chain(&e))));
                     }
@@ -516,7 +527,7 @@ macro_rules! run {
                     }
                     break Err(Error::internal(format!("PostgreSQL pool: {}", chain(&e))));
                 }
-                Err(_) => break Err(health.trip(&"no connection within the deadline")),
+                None => break Err(health.trip(&"no connection, and no answer to a probe")),
             };
             // `None`: the statement did not answer and the database does not either.
             let outcome: Option<std::result::Result<_, Failure>> = {
