@@ -338,6 +338,38 @@ async fn send_numbered(http: &reqwest::Client, base: &str, queue: &str, n: usize
     bodies
 }
 
+/// Sends `n` messages named `tag` to `queue`, each acknowledged; returns their bodies
+/// and how long each send took.
+async fn timed_sends(
+    http: &reqwest::Client,
+    base: &str,
+    queue: &str,
+    tag: &str,
+    n: usize,
+) -> (Vec<String>, Vec<Duration>) {
+    let mut bodies = Vec::new();
+    let mut times = Vec::new();
+    for i in 0..n {
+        let body = format!("{queue}-{tag}-{i}");
+        let at = Instant::now();
+        sqs_ok(
+            http,
+            base,
+            "SendMessage",
+            json!({"QueueUrl": queue_url(base, queue), "MessageBody": body}),
+        )
+        .await;
+        times.push(at.elapsed());
+        bodies.push(body);
+    }
+    (bodies, times)
+}
+
+fn median(mut times: Vec<Duration>) -> Duration {
+    times.sort();
+    times[times.len() / 2]
+}
+
 /// Receives and deletes from `queue` until every body of `want` came, within 60 s.
 async fn drain_expecting(http: &reqwest::Client, base: &str, queue: &str, want: &[String]) {
     let mut missing: HashSet<&str> = want.iter().map(String::as_str).collect();
@@ -408,25 +440,40 @@ async fn outage(http: &reqwest::Client, base: &str, fwd: &Forwarder, mode: Mode)
     let handle = held["Messages"][0]["ReceiptHandle"].clone();
     assert!(handle.is_string(), "a message of queue two: {held}");
 
+    // Cell 1's send latency before the outage, for the figures printed below.
+    let (before_sends, before_times) = timed_sends(http, base, "one", "before", 10).await;
+
     fwd.set(mode);
 
-    // The down cell's queue: SendMessage, ReceiveMessage, DeleteMessage (SQS JSON).
+    // The down cell's queue: SendMessage, ReceiveMessage, DeleteMessage (SQS JSON). The
+    // first request runs while cell 1 is sent to, so the print shows whether cell 1's
+    // requests wait on it (in a black hole the first one takes the cell's full bound).
     let started = Instant::now();
-    let a = post(
-        http,
-        base,
-        Some("SendMessage"),
-        json!({"QueueUrl": queue_url(base, "two"), "MessageBody": "during"}).to_string(),
-    )
-    .await;
+    let first = {
+        let (http, url) = (http.clone(), queue_url(base, "two"));
+        let base = base.to_owned();
+        tokio::spawn(async move {
+            let a = post(
+                &http,
+                &base,
+                Some("SendMessage"),
+                json!({"QueueUrl": url, "MessageBody": "during"}).to_string(),
+            )
+            .await;
+            (a, started.elapsed())
+        })
+    };
+    let (meanwhile_sends, meanwhile_times) = timed_sends(http, base, "one", "meanwhile", 10).await;
+    let (a, took) = first.await.expect("the down cell's request");
     assert!(
-        started.elapsed() < DOWN_ANSWER_WITHIN,
-        "{mode:?}: the first answer of the down cell took {:?}",
-        started.elapsed()
+        took < DOWN_ANSWER_WITHIN,
+        "{mode:?}: the first answer of the down cell took {took:?}"
     );
     eprintln!(
-        "{mode:?}: first answer of the down cell after {:?}: {}",
-        started.elapsed(),
+        "{mode:?}: the down cell's first answer after {took:?}; cell 1's SendMessage median \
+         {:?} before the outage, {:?} meanwhile: {}",
+        median(before_times),
+        median(meanwhile_times),
         a.body
     );
     assert_unavailable(&a, true, "SendMessage to the down cell");
@@ -506,6 +553,8 @@ async fn outage(http: &reqwest::Client, base: &str, fwd: &Forwarder, mode: Mode)
     );
     let mut want_one = before_one;
     want_one.extend(during);
+    want_one.extend(before_sends);
+    want_one.extend(meanwhile_sends);
     drain_expecting(http, base, "one", &want_one).await;
 
     // Back: every message acknowledged before the outage (the held one included).
