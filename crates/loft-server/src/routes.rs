@@ -79,9 +79,11 @@ fn build(
             "/_loft/sns/messages",
             inspect::delete_recorded_messages,
         )
+        // Signed in as the console is, so framed no more than the console may be.
         .layered(|r| {
             r.route_layer(enforce.clone())
                 .route_layer(console_auth.clone())
+                .route_layer(axum::middleware::from_fn(console::deny_framing))
         })
         .at("GET", "/_loft/sns/{file}", inspect::certificate)
         .finish(&mut table)

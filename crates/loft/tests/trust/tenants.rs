@@ -22,8 +22,13 @@ fn start() -> (Loft, tempfile::TempDir) {
 
 /// [`start`] with more flags of `loft serve`.
 fn start_with(args: &[&str]) -> (Loft, tempfile::TempDir) {
+    start_config("", args)
+}
+
+/// [`start_with`] with `extra` appended to the config file (more TOML tables).
+fn start_config(extra: &str, args: &[&str]) -> (Loft, tempfile::TempDir) {
     let dir = tempfile::tempdir().expect("temp dir");
-    let config = format!(
+    let mut config = format!(
         r#"
 # The default account's, and allowed to A and B: their mappings are judged by the queue.
 [[functions]]
@@ -61,6 +66,7 @@ secret_access_key = "{}"
 "#,
         A.0, A.1, B.0, B.1, A_DENIED.0, A_DENIED.1, ROOT.0, ROOT.1
     );
+    config.push_str(extra);
     let path = dir.path().join("loft.toml");
     std::fs::write(&path, config).expect("config");
     let mut all = vec!["--config", path.to_str().unwrap()];
@@ -154,6 +160,57 @@ async fn create_queue(
 
 fn queue_arn(account: &str, name: &str) -> String {
     format!("arn:aws:sqs:us-east-1:{account}:{name}")
+}
+
+/// A queue Policy (JSON) that lets topic `topic` (by `aws:SourceArn`) send into the queue
+/// `queue_arn`, as the SNS Developer Guide's cross-account example writes it.
+fn topic_may_send(queue_arn: &str, topic: &str) -> String {
+    json!({
+        "Version": "2012-10-17",
+        "Statement": [{
+            "Effect": "Allow",
+            "Principal": {"Service": "sns.amazonaws.com"},
+            "Action": "sqs:SendMessage",
+            "Resource": queue_arn,
+            "Condition": {"ArnEquals": {"aws:SourceArn": topic}},
+        }]
+    })
+    .to_string()
+}
+
+/// Publishes `text` to `topic` as `key`, asserting it succeeds; the MessageId.
+async fn publish_as(
+    loft: &Loft,
+    key: (&'static str, &'static str),
+    topic: &str,
+    text: &str,
+) -> String {
+    let (status, out) = sns(
+        loft,
+        key,
+        &[
+            ("Action", "Publish"),
+            ("TopicArn", topic),
+            ("Message", text),
+        ],
+    )
+    .await;
+    assert_eq!(status, 200, "{out}");
+    xml_value(&out, "MessageId").unwrap().to_owned()
+}
+
+/// Up to 10 messages received from the queue at `url` as `key` (JSON protocol), asserting
+/// the call succeeds.
+async fn receive_all(loft: &Loft, key: (&'static str, &'static str), url: String) -> Vec<Value> {
+    let (status, out) = sqs(
+        loft,
+        key,
+        "ReceiveMessage",
+        json!({"QueueUrl": url, "MaxNumberOfMessages": 10}),
+    )
+    .await;
+    assert_eq!(status, 200, "{out}");
+    out["Messages"].as_array().cloned().unwrap_or_default()
 }
 
 /// `key`'s (of `account`) dead-letter queue `dlq`, the one of its queue `source`, holding
@@ -890,33 +947,10 @@ async fn another_accounts_queue_confirms_the_subscription_its_topic_made() {
     assert_eq!(status, 200, "{out}");
     let topic = format!("arn:aws:sns:us-east-1:{ACCOUNT_A}:a-fanout");
     let inbox_arn = queue_arn("222222222222", "b-inbox");
-    let policy = json!({
-        "Version": "2012-10-17",
-        "Statement": [{
-            "Effect": "Allow",
-            "Principal": {"Service": "sns.amazonaws.com"},
-            "Action": "sqs:SendMessage",
-            "Resource": inbox_arn,
-            "Condition": {"ArnEquals": {"aws:SourceArn": topic}},
-        }]
-    })
-    .to_string();
+    let policy = topic_may_send(&inbox_arn, &topic);
     let inbox = create_queue(&loft, B, "b-inbox", json!({"Policy": policy})).await;
     let closed = create_queue(&loft, B, "b-closed", json!({})).await;
-    let receive = |url: String| {
-        let loft = &loft;
-        async move {
-            let (status, out) = sqs(
-                loft,
-                B,
-                "ReceiveMessage",
-                json!({"QueueUrl": url, "MaxNumberOfMessages": 10}),
-            )
-            .await;
-            assert_eq!(status, 200, "{out}");
-            out["Messages"].as_array().cloned().unwrap_or_default()
-        }
-    };
+    let receive = |url: String| receive_all(&loft, B, url);
     let subscribe = |endpoint: String| {
         let loft = &loft;
         let topic = topic.clone();
@@ -1200,6 +1234,11 @@ async fn caps_count_each_account_alone(engine: &[&str]) {
         out["__type"].as_str().unwrap().ends_with("OverLimit"),
         "{out}"
     );
+    assert_eq!(
+        out["message"],
+        "Cannot create the queue: the limit of 2 queues for this account is reached.",
+        "the cap is said to be the account's: {out}"
+    );
     for name in ["a1", "a2"] {
         create_queue(&loft, A, name, json!({})).await;
     }
@@ -1228,6 +1267,10 @@ async fn caps_count_each_account_alone(engine: &[&str]) {
     let (status, out) = create_topic(B, "bt2").await;
     assert_eq!(status, 403, "{out}");
     assert!(out.contains("<Code>TopicLimitExceeded</Code>"), "{out}");
+    assert!(
+        out.contains("the limit of 1 topics for this account is reached."),
+        "{out}"
+    );
     for key in [A, ROOT] {
         let (status, out) = create_topic(key, "own-topic").await;
         assert_eq!(status, 200, "another account's topic cap is its own: {out}");
@@ -1780,5 +1823,276 @@ async fn audit_records_into_another_account_stop_when_its_permission_is_removed(
     assert_eq!(
         record["callerPrincipal"], "arn:aws:iam::222222222222:user/loft",
         "the record names the publisher: {record}"
+    );
+}
+
+/// A function endpoint on `127.0.0.1:0` that answers every call `500`: a plain-HTTP
+/// function's failed invocation (a function error, so MaximumRetryAttempts counts it).
+/// It reads each request whole (head and `content-length` body) before answering, so the
+/// caller sees the status, not a reset. Returns its URL; it runs until the test ends.
+async fn failing_function_endpoint() -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut conn, _)) = listener.accept().await else {
+                return;
+            };
+            tokio::spawn(async move {
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 4096];
+                loop {
+                    let Ok(n) = conn.read(&mut chunk).await else {
+                        return;
+                    };
+                    if n == 0 {
+                        return;
+                    }
+                    buf.extend_from_slice(&chunk[..n]);
+                    let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") else {
+                        continue;
+                    };
+                    let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+                    let length = head
+                        .lines()
+                        .find_map(|l| l.strip_prefix("content-length:"))
+                        .and_then(|v| v.trim().parse::<usize>().ok())
+                        .unwrap_or(0);
+                    if buf.len() < end + 4 + length {
+                        continue;
+                    }
+                    let _ = conn
+                        .write_all(
+                            b"HTTP/1.1 500 Internal Server Error\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+                        )
+                        .await;
+                    return;
+                }
+            });
+        }
+    });
+    format!("http://{addr}/invoke")
+}
+
+/// A Lambda subscription's dead-letter queue is its owner's (SNS Developer Guide, "Amazon
+/// SNS dead-letter queues"), and when the subscription is on another account's topic, the
+/// message SNS moves there is still written by that topic: the queue's Policy must let the
+/// topic send, as for every SNS write into a queue (`Core::may_send_into`). B subscribes
+/// two of its functions, which always fail and are not retried, to A's topic: one with a
+/// dead-letter queue whose Policy lets A's topic send (the message lands there), once with
+/// one that has no Policy (the message is dropped, the queue stays empty).
+#[tokio::test]
+async fn a_dead_letter_queue_of_another_account_takes_only_what_its_policy_lets_the_topic_send() {
+    let url = failing_function_endpoint().await;
+    let (loft, _dir) = start_config(
+        &format!(
+            r#"
+[[functions]]
+name = "b-fails-open"
+url = "{url}"
+account = "222222222222"
+allow_accounts = ["{ACCOUNT_A}"]
+maximum_retry_attempts = 0
+
+[[functions]]
+name = "b-fails-closed"
+url = "{url}"
+account = "222222222222"
+allow_accounts = ["{ACCOUNT_A}"]
+maximum_retry_attempts = 0
+"#
+        ),
+        &[],
+    );
+    let topic = format!("arn:aws:sns:us-east-1:{ACCOUNT_A}:a-events");
+    let policy = json!({
+        "Version": "2012-10-17",
+        "Statement": [{
+            "Effect": "Allow",
+            "Principal": {"AWS": "arn:aws:iam::222222222222:root"},
+            "Action": "sns:Subscribe",
+            "Resource": topic,
+        }]
+    })
+    .to_string();
+    let (status, out) = sns(
+        &loft,
+        A,
+        &[
+            ("Action", "CreateTopic"),
+            ("Name", "a-events"),
+            ("Attributes.entry.1.key", "Policy"),
+            ("Attributes.entry.1.value", &policy),
+        ],
+    )
+    .await;
+    assert_eq!(status, 200, "{out}");
+    let open_policy = topic_may_send(&queue_arn("222222222222", "b-dlq-open"), &topic);
+    let open = create_queue(&loft, B, "b-dlq-open", json!({"Policy": open_policy})).await;
+    let closed = create_queue(&loft, B, "b-dlq-closed", json!({})).await;
+    for which in ["open", "closed"] {
+        let dlq = format!("b-dlq-{which}");
+        let function = format!("arn:aws:lambda:us-east-1:222222222222:function:b-fails-{which}");
+        let redrive = json!({"deadLetterTargetArn": queue_arn("222222222222", &dlq)}).to_string();
+        let (status, out) = sns(
+            &loft,
+            B,
+            &[
+                ("Action", "Subscribe"),
+                ("TopicArn", &topic),
+                ("Protocol", "lambda"),
+                ("Endpoint", &function),
+                ("Attributes.entry.1.key", "RedrivePolicy"),
+                ("Attributes.entry.1.value", &redrive),
+            ],
+        )
+        .await;
+        assert_eq!(status, 200, "B subscribes with {dlq}: {out}");
+        assert!(
+            xml_value(&out, "SubscriptionArn")
+                .unwrap()
+                .starts_with(&topic),
+            "confirmed at once: {out}"
+        );
+    }
+    let message_id = publish_as(&loft, A, &topic, "undeliverable").await;
+
+    // Both deliveries end: one dead-lettered, one dropped (the metrics count each end).
+    let metric = |outcome: &'static str| {
+        let loft = &loft;
+        async move {
+            let text = crate::harness::http()
+                .get(format!("{}/metrics", loft.url))
+                .send()
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap();
+            let series =
+                format!(r#"loft_deliveries_total{{protocol="lambda",outcome="{outcome}"}} "#);
+            text.lines()
+                .find_map(|l| l.strip_prefix(series.as_str()))
+                .and_then(|n| n.trim().parse::<u64>().ok())
+                .unwrap_or(0)
+        }
+    };
+    let ended = crate::wait::poll(std::time::Duration::from_secs(30), || async {
+        (metric("dead_lettered").await == 1 && metric("dropped").await == 1).then_some(())
+    })
+    .await;
+    assert!(
+        ended.is_some(),
+        "both deliveries end: one dead-lettered, one dropped"
+    );
+
+    let receive = |url: String| receive_all(&loft, B, url);
+    let got = receive(open).await;
+    assert_eq!(got.len(), 1, "the allowed dead-letter queue: {got:?}");
+    let body: Value = serde_json::from_str(got[0]["Body"].as_str().unwrap()).unwrap();
+    assert_eq!(body["MessageId"], message_id.as_str(), "{body}");
+    assert_eq!(body["TopicArn"], topic.as_str(), "{body}");
+    assert!(
+        receive(closed).await.is_empty(),
+        "a dead-letter queue whose Policy does not let the topic send gets nothing"
+    );
+}
+
+/// A data protection policy's Outbound statement applies to the principals that
+/// subscribed to the topic (SNS Developer Guide, "Understanding Amazon SNS data protection
+/// policies"): one naming account B denies B's subscription a message with an email
+/// address, and leaves A's own subscription on the same topic its copy.
+#[tokio::test]
+async fn an_outbound_data_protection_statement_applies_to_the_subscribing_account() {
+    let (loft, _dir) = start();
+    let topic = format!("arn:aws:sns:us-east-1:{ACCOUNT_A}:a-guarded");
+    let policy = json!({
+        "Version": "2012-10-17",
+        "Statement": [{
+            "Effect": "Allow",
+            "Principal": {"AWS": "arn:aws:iam::222222222222:root"},
+            "Action": "sns:Subscribe",
+            "Resource": topic,
+        }]
+    })
+    .to_string();
+    let (status, out) = sns(
+        &loft,
+        A,
+        &[
+            ("Action", "CreateTopic"),
+            ("Name", "a-guarded"),
+            ("Attributes.entry.1.key", "Policy"),
+            ("Attributes.entry.1.value", &policy),
+        ],
+    )
+    .await;
+    assert_eq!(status, 200, "{out}");
+    let mut urls = Vec::new();
+    for (key, account, name) in [(A, ACCOUNT_A, "a-reader"), (B, "222222222222", "b-reader")] {
+        let arn = queue_arn(account, name);
+        let url = create_queue(
+            &loft,
+            key,
+            name,
+            json!({"Policy": topic_may_send(&arn, &topic)}),
+        )
+        .await;
+        let (status, out) = sns(
+            &loft,
+            key,
+            &[
+                ("Action", "Subscribe"),
+                ("TopicArn", &topic),
+                ("Protocol", "sqs"),
+                ("Endpoint", &arn),
+                ("Attributes.entry.1.key", "RawMessageDelivery"),
+                ("Attributes.entry.1.value", "true"),
+            ],
+        )
+        .await;
+        assert_eq!(status, 200, "{account} subscribes: {out}");
+        urls.push((key, url));
+    }
+    let protection = json!({"Name": "guard", "Version": "2021-06-01", "Statement": [{
+        "Sid": "no-emails-to-b", "DataDirection": "Outbound",
+        "Principal": ["222222222222"],
+        "DataIdentifier": ["arn:aws:dataprotection::aws:data-identifier/EmailAddress"],
+        "Operation": {"Deny": {}}}]})
+    .to_string();
+    let (status, out) = sns(
+        &loft,
+        A,
+        &[
+            ("Action", "PutDataProtectionPolicy"),
+            ("ResourceArn", &topic),
+            ("DataProtectionPolicy", &protection),
+        ],
+    )
+    .await;
+    assert_eq!(status, 200, "{out}");
+    publish_as(&loft, A, &topic, "write to jo@example.com").await;
+    publish_as(&loft, A, &topic, "nothing sensitive").await;
+    let bodies = |got: Vec<Value>| -> Vec<String> {
+        let mut b: Vec<String> = got
+            .iter()
+            .map(|m| m["Body"].as_str().unwrap().to_owned())
+            .collect();
+        b.sort();
+        b
+    };
+    let (a_key, a_url) = urls[0].clone();
+    let (b_key, b_url) = urls[1].clone();
+    // Deliveries to SQS are written in the publish's own transaction.
+    assert_eq!(
+        bodies(receive_all(&loft, a_key, a_url).await),
+        ["nothing sensitive", "write to jo@example.com"],
+        "A's subscription is not B's: the statement does not apply to it"
+    );
+    assert_eq!(
+        bodies(receive_all(&loft, b_key, b_url).await),
+        ["nothing sensitive"],
+        "B's subscription is denied the message with an email address"
     );
 }

@@ -227,7 +227,7 @@ impl Core {
         if !reserved && self.store.get_queue(name).await?.is_none() {
             return Err(Error::new(
                 ErrorCode::OverLimit,
-                format!("Cannot create the queue: the limit of {max} queues is reached."),
+                format!("Cannot create the queue: the limit of {max} queues for this account is reached."),
             ));
         }
         let result = self
@@ -285,7 +285,9 @@ impl Core {
         if !reserved && self.store.get_topic(name).await?.is_none() {
             return Err(Error::new(
                 ErrorCode::TopicLimitExceeded,
-                format!("Topic limit exceeded: the limit of {max} topics is reached."),
+                format!(
+                    "Topic limit exceeded: the limit of {max} topics for this account is reached."
+                ),
             ));
         }
         let result = self
