@@ -193,7 +193,8 @@ error_table! {
         code: "InternalError", json: "InternalError", query: "InternalError", Receiver, 500,
         "We encountered an internal error. Please try again.",
     }
-    /// The service is shutting down or storage is unavailable (503).
+    /// The service is shutting down, storage is unavailable, or the PostgreSQL cell of
+    /// the resource is down (503; the AWS protocols send it with `Retry-After: 1`).
     ServiceUnavailable {
         code: "ServiceUnavailable", json: "ServiceUnavailable", query: "ServiceUnavailable",
         Receiver, 503,

@@ -298,7 +298,17 @@ where
     let command = Cli::command().mut_subcommand("serve", |serve| file.as_defaults(serve));
     let matches = command.try_get_matches_from(argv)?;
     match Cli::from_arg_matches(&matches)?.command {
-        Command::Serve(args) => Ok(*args),
+        Command::Serve(mut args) => {
+            // The file's `[[cells]]` are `--database-urls`' defaults; a `--database-url`
+            // (flag or LOFT_DATABASE_URL) wins over them, as over any file value.
+            let from_file = matches.subcommand_matches("serve").is_some_and(|m| {
+                m.value_source("database_urls") == Some(clap::parser::ValueSource::DefaultValue)
+            });
+            if from_file && !args.database.database_url.is_empty() {
+                args.database.database_urls.clear();
+            }
+            Ok(*args)
+        }
         _ => Err(clap::Error::new(clap::error::ErrorKind::MissingSubcommand)),
     }
 }
@@ -634,6 +644,32 @@ mod tests {
             "postgres://b/y"
         ])
         .is_err());
+    }
+
+    /// The file's `[[cells]]` are the cells when no flag or environment variable gives
+    /// database URLs; `--database-url` and `--database-urls` win over them.
+    #[test]
+    fn the_files_cells_give_way_to_flags() {
+        let file = "[[cells]]\ndatabase_url = \"postgres://f/1\"\n\
+                    [[cells]]\ndatabase_url = \"postgres://f/2\"\n";
+        let urls = |argv: &[&str]| serve_with(argv, file).database.urls().unwrap();
+        assert_eq!(
+            urls(&["loft", "serve"]),
+            ["postgres://f/1", "postgres://f/2"]
+        );
+        assert_eq!(
+            urls(&["loft", "serve", "--database-url", "postgres://a/x"]),
+            ["postgres://a/x"]
+        );
+        assert_eq!(
+            urls(&[
+                "loft",
+                "serve",
+                "--database-urls",
+                "postgres://a/x,postgres://b/y"
+            ]),
+            ["postgres://a/x", "postgres://b/y"]
+        );
     }
 
     /// `argv` (`loft serve ...`) with the config file `text`'s `[server]` section.

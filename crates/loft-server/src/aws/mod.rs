@@ -220,7 +220,7 @@ fn label(op: &str, protocol: &'static str, operations: &[shape::Operation]) -> O
 /// body budget, stalled) is answered in the protocol the head tells (`X-Amz-Target`, else
 /// the signing service, the path and the query string): `RequestEntityTooLarge` (413),
 /// `ServiceUnavailable` (503, with `Retry-After: 1`), `RequestTimeout` (408) or
-/// `MalformedQueryString` (400).
+/// `MalformedQueryString` (400). Every 503 answer carries `Retry-After: 1`.
 ///
 /// The request is taken apart here rather than by one extractor per piece, so that its
 /// headers and extensions are moved, not copied (per-request CPU: BENCHMARKS.md, the floor).
@@ -239,6 +239,13 @@ pub fn entry(
     async move {
         let (answer, op_label) = opened.await;
         let mut resp = answer.await;
+        // Every 503 (`ServiceUnavailable`: a storage cell that is down, storage full)
+        // says when to retry, whatever the protocol's body.
+        if resp.status() == axum::http::StatusCode::SERVICE_UNAVAILABLE {
+            resp.headers_mut()
+                .entry(header::RETRY_AFTER)
+                .or_insert(axum::http::HeaderValue::from_static("1"));
+        }
         if let Some(l) = op_label {
             resp.extensions_mut().insert(l);
         }

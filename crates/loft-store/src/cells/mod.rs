@@ -66,6 +66,18 @@
 //! cells, a publish whose deliveries are in two cells. A reset runs one transaction per
 //! cell.
 //!
+//! # A cell that is down
+//!
+//! Each cell's [`PgStore`] bounds its operations and, once its database does not answer,
+//! fails them at once with `ServiceUnavailable` until a probe answers again
+//! (`crate::postgres::health`). So a request routed to a down cell (by id, by name, by
+//! subscription) is answered 503 within 8 s, and the others never wait on it. What merges
+//! or iterates cells passes a down cell over instead of failing: the lists and counts
+//! answer with the live cells' rows, the workers' claims and `next_delivery_at` skip it,
+//! releases and `delete_expired` leave it for later, and placement puts new queues and
+//! topics on live cells. A name looked for cell by cell (the catalog unreachable) is
+//! answered 503 when no live cell has it and a cell is down.
+//!
 //! Long-poll wake-ups: each cell's LISTEN connection forwards its queue ids (already
 //! global) to one channel; a `-1` (a cell's listener reconnected, or a reset) also drops
 //! the catalog cache, which is then read again name by name.
@@ -75,7 +87,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use async_trait::async_trait;
-use loft_core::error::{Error, Result};
+use loft_core::error::{Error, ErrorCode, Result};
 use loft_core::model::*;
 use loft_core::service::receipt::ReceiptKey;
 use loft_core::store::Store;
@@ -287,18 +299,27 @@ impl CellStore {
     }
 
     /// The cell whose tables hold `kind` `name`, asking each.
+    /// A cell that is down is passed over; when no live cell has the name, the down
+    /// cell's `ServiceUnavailable` is the answer (the name may be there).
     async fn search(&self, kind: &'static str, name: &str) -> Result<Option<usize>> {
+        let mut down = None;
         for (i, cell) in self.cells.iter().enumerate() {
             let here = if kind == QUEUE {
-                cell.get_queue(name).await?.is_some()
+                cell.get_queue(name).await.map(|q| q.is_some())
             } else {
-                cell.get_topic(name).await?.is_some()
+                cell.get_topic(name).await.map(|t| t.is_some())
             };
-            if here {
-                return Ok(Some(i));
+            match here {
+                Ok(true) => return Ok(Some(i)),
+                Ok(false) => {}
+                Err(e) if e.code == ErrorCode::ServiceUnavailable => down = Some(e),
+                Err(e) => return Err(e),
             }
         }
-        Ok(None)
+        match down {
+            Some(e) => Err(e),
+            None => Ok(None),
+        }
     }
 
     fn remember(&self, kind: &'static str, name: &str, index: usize) {
@@ -320,12 +341,14 @@ impl CellStore {
             Some(index) => index,
             None => {
                 let mut best = (u64::MAX, 0);
+                // A cell that is down gets no new queue or topic.
                 for (i, cell) in self.cells.iter().enumerate() {
                     let n = if kind == QUEUE {
-                        cell.count_queues().await?
+                        cell.count_queues().await
                     } else {
-                        cell.count_topics().await?
+                        cell.count_topics().await
                     };
+                    let Some(n) = live(n)? else { continue };
                     if n < best.0 {
                         best = (n, i);
                     }
@@ -384,31 +407,32 @@ impl CellStore {
         }
     }
 
-    /// The sum of `count` over every cell.
+    /// The sum of `count` over every cell that is up (a cell that is down counts
+    /// nothing: see "A cell that is down" in the module documentation).
     async fn sum<'a>(&'a self, count: impl Fn(&'a PgStore) -> Ask<'a, u64>) -> Result<u64> {
         let mut n = 0;
         for cell in &self.cells {
-            n += count(cell).await?;
+            n += live(count(cell).await)?.unwrap_or(0);
         }
         Ok(n)
     }
 
-    /// What `list` gives on every cell, cell 1's first.
+    /// What `list` gives on every cell that is up, cell 1's first.
     async fn gather<'a, T>(
         &'a self,
         list: impl Fn(&'a PgStore) -> Ask<'a, Vec<T>>,
     ) -> Result<Vec<T>> {
         let mut all = Vec::new();
         for cell in &self.cells {
-            all.extend(list(cell).await?);
+            all.extend(live(list(cell).await)?.unwrap_or_default());
         }
         Ok(all)
     }
 
-    /// Runs `step` on every cell in turn.
+    /// Runs `step` on every cell that is up, in turn.
     async fn each<'a>(&'a self, step: impl Fn(&'a PgStore) -> Ask<'a, ()>) -> Result<()> {
         for cell in &self.cells {
-            step(cell).await?;
+            live(step(cell).await)?;
         }
         Ok(())
     }
@@ -420,6 +444,16 @@ impl CellStore {
         (0..n)
             .map(|k| self.cells[(start + k) % n].as_ref())
             .collect()
+    }
+}
+
+/// `Ok(None)` for the `ServiceUnavailable` of a cell that is down (the work that merges
+/// or iterates cells passes it over), else `r` itself.
+fn live<T>(r: Result<T>) -> Result<Option<T>> {
+    match r {
+        Ok(v) => Ok(Some(v)),
+        Err(e) if e.code == ErrorCode::ServiceUnavailable => Ok(None),
+        Err(e) => Err(e),
     }
 }
 
@@ -635,8 +669,11 @@ impl Store for CellStore {
                 break;
             }
             out.extend(
-                cell.claim_move_tasks(owner, now_ms, lease_until_ms, left)
-                    .await?,
+                live(
+                    cell.claim_move_tasks(owner, now_ms, lease_until_ms, left)
+                        .await,
+                )?
+                .unwrap_or_default(),
             );
         }
         Ok(out)
@@ -868,8 +905,11 @@ impl Store for CellStore {
                 break;
             }
             out.extend(
-                cell.claim_replays(owner, now_ms, lease_until_ms, left)
-                    .await?,
+                live(
+                    cell.claim_replays(owner, now_ms, lease_until_ms, left)
+                        .await,
+                )?
+                .unwrap_or_default(),
             );
         }
         Ok(out)
@@ -905,7 +945,10 @@ impl Store for CellStore {
             if left == 0 {
                 break;
             }
-            out.extend(cell.claim_deliveries(now_ms, left, lease_until_ms).await?);
+            out.extend(
+                live(cell.claim_deliveries(now_ms, left, lease_until_ms).await)?
+                    .unwrap_or_default(),
+            );
         }
         Ok(out)
     }
@@ -942,7 +985,7 @@ impl Store for CellStore {
     async fn next_delivery_at(&self) -> Result<Option<i64>> {
         let mut next: Option<i64> = None;
         for cell in &self.cells {
-            if let Some(at) = cell.next_delivery_at().await? {
+            if let Some(at) = live(cell.next_delivery_at().await)?.flatten() {
                 next = Some(next.map_or(at, |n| n.min(at)));
             }
         }

@@ -8,9 +8,12 @@
 //! `loft_cell_catalog` (kind `q` or `t`, store key, cell number; made in every cell, used
 //! in cell 1 only).
 
+use std::time::Duration;
+
 use loft_core::error::{Error, Result};
 
-use super::{chain, PgStore};
+use super::ops::Failure;
+use super::{chain, health, retryable, PgStore, MAX_RETRIES};
 
 /// Bits of an id below its cell: the ids of cell `n` (1-based) are
 /// `(n - 1) << CELL_ID_BITS` and up, so cell 1's ids are those a one-database deployment
@@ -136,95 +139,89 @@ impl PgStore {
         }
         tx.commit().await.map_err(|e| pg(chain(&e)))?;
         let _ = self.cell_ids.set(base..end);
+        self.health.arm(number);
         Ok(())
     }
 
     /// Every catalog row: (kind, store key, cell number).
     ///
-    /// Errors: `InternalError` when the database fails.
+    /// Errors: `InternalError` when the database fails; `ServiceUnavailable` when the
+    /// cell is down ([`super::health`]).
     pub(crate) async fn catalog_rows(&self) -> Result<Vec<(String, String, u32)>> {
-        let client = self.pool.get().await.map_err(internal)?;
-        let rows = client
-            .query("SELECT kind, name, cell FROM loft_cell_catalog", &[])
-            .await
-            .map_err(internal)?;
-        Ok(rows
-            .iter()
-            .map(|r| (r.get(0), r.get(1), r.get::<_, i32>(2) as u32))
-            .collect())
+        run!(self, |c| async {
+            let rows = c
+                .query("SELECT kind, name, cell FROM loft_cell_catalog", &[])
+                .await?;
+            Ok::<_, Failure>(
+                rows.iter()
+                    .map(|r| (r.get(0), r.get(1), r.get::<_, i32>(2) as u32))
+                    .collect(),
+            )
+        })
     }
 
     /// The cell of `kind` `name` in the catalog, if it has one.
     ///
-    /// Errors: `InternalError` when the database fails.
+    /// Errors: as [`PgStore::catalog_rows`].
     pub(crate) async fn catalog_get(&self, kind: &str, name: &str) -> Result<Option<u32>> {
-        let client = self.pool.get().await.map_err(internal)?;
-        let row = client
-            .query_opt(
-                "SELECT cell FROM loft_cell_catalog WHERE kind = $1 AND name = $2",
-                &[&kind, &name],
-            )
-            .await
-            .map_err(internal)?;
-        Ok(row.map(|r| r.get::<_, i32>(0) as u32))
+        run!(self, |c| async {
+            let row = c
+                .query_opt(
+                    "SELECT cell FROM loft_cell_catalog WHERE kind = $1 AND name = $2",
+                    &[&kind, &name],
+                )
+                .await?;
+            Ok::<_, Failure>(row.map(|r| r.get::<_, i32>(0) as u32))
+        })
     }
 
     /// Places `kind` `name` on cell `cell` unless the catalog has it already; returns the
     /// cell it has now (of two nodes placing one name at once, one row wins).
     ///
-    /// Errors: `InternalError` when the database fails.
+    /// Errors: as [`PgStore::catalog_rows`].
     pub(crate) async fn catalog_place(&self, kind: &str, name: &str, cell: u32) -> Result<u32> {
-        let client = self.pool.get().await.map_err(internal)?;
         let cell = cell as i32;
-        client
-            .execute(
+        run!(self, |c| async {
+            c.execute(
                 "INSERT INTO loft_cell_catalog (kind, name, cell) VALUES ($1, $2, $3) \
                  ON CONFLICT (kind, name) DO NOTHING",
                 &[&kind, &name, &cell],
             )
-            .await
-            .map_err(internal)?;
-        let row = client
-            .query_one(
-                "SELECT cell FROM loft_cell_catalog WHERE kind = $1 AND name = $2",
-                &[&kind, &name],
-            )
-            .await
-            .map_err(internal)?;
-        Ok(row.get::<_, i32>(0) as u32)
+            .await?;
+            let row = c
+                .query_one(
+                    "SELECT cell FROM loft_cell_catalog WHERE kind = $1 AND name = $2",
+                    &[&kind, &name],
+                )
+                .await?;
+            Ok::<_, Failure>(row.get::<_, i32>(0) as u32)
+        })
     }
 
     /// Removes the catalog rows of `names` (kind, store key).
     ///
-    /// Errors: `InternalError` when the database fails.
+    /// Errors: as [`PgStore::catalog_rows`].
     pub(crate) async fn catalog_remove(&self, names: &[(String, String)]) -> Result<()> {
-        let client = self.pool.get().await.map_err(internal)?;
-        for (kind, name) in names {
-            client
-                .execute(
+        run!(self, |c| async {
+            for (kind, name) in names {
+                c.execute(
                     "DELETE FROM loft_cell_catalog WHERE kind = $1 AND name = $2",
                     &[kind, name],
                 )
-                .await
-                .map_err(internal)?;
-        }
-        Ok(())
+                .await?;
+            }
+            Ok::<_, Failure>(())
+        })
     }
 
     /// How many messages the database holds, whatever their state (for `loft cells
     /// status`).
     ///
-    /// Errors: `InternalError` when the database fails.
+    /// Errors: as [`PgStore::catalog_rows`].
     pub async fn count_messages(&self) -> Result<u64> {
-        let client = self.pool.get().await.map_err(internal)?;
-        let row = client
-            .query_one("SELECT count(*) FROM messages", &[])
-            .await
-            .map_err(internal)?;
-        Ok(row.get::<_, i64>(0).max(0) as u64)
+        run!(self, |c| async {
+            let row = c.query_one("SELECT count(*) FROM messages", &[]).await?;
+            Ok::<_, Failure>(row.get::<_, i64>(0).max(0) as u64)
+        })
     }
-}
-
-fn internal(e: impl std::error::Error) -> Error {
-    Error::internal(format!("PostgreSQL: {}", chain(&e)))
 }

@@ -15,8 +15,8 @@
 //! TLS: rustls, with libpq's `sslmode` (`disable`, `prefer`, `require`, `verify-ca`,
 //! `verify-full`) and `sslrootcert`; see [`tls`].
 
-mod cell;
 mod group;
+mod health;
 mod migrations;
 mod ops;
 pub mod tls;
@@ -138,6 +138,9 @@ pub struct PgStore {
     /// The queue ids this database holds when it serves as a cell (`crate::cells`), set
     /// by [`PgStore::claim_cell`]; unset (every id) for a store opened alone.
     cell_ids: std::sync::OnceLock<std::ops::Range<i64>>,
+    /// Whether the database answers: armed by [`PgStore::claim_cell`], it bounds each
+    /// operation and fails a down cell's at once ([`health`]).
+    health: Arc<health::Health>,
 }
 
 /// The database's receipt-handle key: the `receipt_key` row, made with a new random key by
@@ -228,14 +231,24 @@ fn chain(e: &dyn std::error::Error) -> String {
     out
 }
 
+/// The longest a connection outside the pool (at start, the wake-up listener's) may
+/// take to open: a database that accepts and never answers fails the start, or makes
+/// the listener try again, instead of hanging it.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// Opens one connection outside the pool, its connection task spawned.
 async fn connect_one(
     config: &tokio_postgres::Config,
     tls: &tls::MakeRustls,
 ) -> Result<(tokio_postgres::Client, JoinHandle<()>), String> {
-    let (client, connection) = config
-        .connect(tls.clone())
+    let (client, connection) = tokio::time::timeout(CONNECT_TIMEOUT, config.connect(tls.clone()))
         .await
+        .map_err(|_| {
+            format!(
+                "cannot connect to PostgreSQL: no answer within {} s",
+                CONNECT_TIMEOUT.as_secs()
+            )
+        })?
         .map_err(|e| format!("cannot connect to PostgreSQL: {}", chain(&e)))?;
     let task = tokio::spawn(async move {
         if let Err(e) = connection.await {
@@ -303,20 +316,25 @@ impl PgStore {
             .recycle_timeout(Some(Duration::from_secs(5)))
             .build()
             .map_err(|e| e.to_string())?;
+        let health = health::Health::new(config.clone(), tls.clone());
+        let db = Db {
+            pool: pool.clone(),
+            health: health.clone(),
+        };
         let (wakeups, _) = broadcast::channel(4096);
         let listener = tokio::spawn(listen(config, tls, channel.clone(), wakeups.clone()));
         let sends = group::Combiner::new(
             group_flights(),
             GROUP_MAX_MESSAGES,
-            send_runner(pool.clone(), channel.clone()),
+            send_runner(db.clone(), channel.clone()),
         );
         let deletes = group::Combiner::new(
             group_flights(),
             GROUP_MAX_MESSAGES,
-            delete_runner(pool.clone()),
+            delete_runner(db.clone()),
         );
         let sealer = Arc::new(Sealer::new(KeySource::Missing));
-        let receives = receive_combiner(&pool, &channel, &sealer);
+        let receives = receive_combiner(&db, &channel, &sealer);
         Ok(PgStore {
             pool,
             channel,
@@ -330,6 +348,7 @@ impl PgStore {
             receives,
             receipt_key,
             cell_ids: std::sync::OnceLock::new(),
+            health,
         })
     }
 
@@ -338,7 +357,14 @@ impl PgStore {
     pub fn with_key_source(mut self, source: KeySource) -> Self {
         self.sealer = Arc::new(Sealer::new(source));
         // The receive groups open messages with the new sealer.
-        self.receives = receive_combiner(&self.pool, &self.channel, &self.sealer);
+        self.receives = receive_combiner(
+            &Db {
+                pool: self.pool.clone(),
+                health: self.health.clone(),
+            },
+            &self.channel,
+            &self.sealer,
+        );
         self
     }
 
@@ -396,8 +422,8 @@ async fn listen(
     let mut connected_before = false;
     let mut backoff = Duration::from_millis(100);
     loop {
-        match config.connect(tls.clone()).await {
-            Ok((client, mut connection)) => {
+        match tokio::time::timeout(CONNECT_TIMEOUT, config.connect(tls.clone())).await {
+            Ok(Ok((client, mut connection))) => {
                 let (ntx, mut nrx) = tokio::sync::mpsc::unbounded_channel::<i64>();
                 let driver = tokio::spawn(async move {
                     while let Some(message) =
@@ -435,7 +461,8 @@ async fn listen(
                 }
                 driver.abort();
             }
-            Err(e) => tracing::warn!(error = %chain(&e), "PostgreSQL listener cannot connect"),
+            Ok(Err(e)) => tracing::warn!(error = %chain(&e), "PostgreSQL listener cannot connect"),
+            Err(_) => tracing::warn!("PostgreSQL listener cannot connect: no answer"),
         }
         tokio::time::sleep(backoff).await;
         backoff = (backoff * 2).min(Duration::from_secs(5));
@@ -457,14 +484,42 @@ fn retryable(f: &Failure) -> bool {
 /// Runs `$body` (an expression using the pooled client `$c`, giving a future of
 /// `Result<T, Failure>`), retrying deadlocks and serialization failures, and failing to get
 /// a connection, with a short backoff.
+///
+/// On a cell ([`health`]): fails at once with `ServiceUnavailable` while the cell is down;
+/// a connection that has not come, or a statement that has not answered, within
+/// [`health::DEADLINE`] is awaited only if a probe of the database answers (a busy pool, a
+/// slow statement), else the cell is marked down (and the statement's connection dropped);
+/// a broken connection marks it down too.
 macro_rules! run {
     ($self:ident, |$c:ident| $body:expr) => {{
+        let health = &$self.health;
+        let deadline = health.deadline();
         let mut attempt = 0u32;
         loop {
+            if let Err(e) = health.check() {
+                break Err(e);
+            }
+            // `None`: no connection within the deadline, and the database does not answer
+            // a probe either (a pool only busy, the probe answering, is waited for).
+            let got = match deadline {
+                Some(d) => {
+                    let get = $self.pool.get();
+                    tokio::pin!(get);
+                    match tokio::time::timeout(d, &mut get).await {
+                        Ok(got) => Some(got),
+                        Err(_) if health.probe().await => Some(get.await),
+                        Err(_) => None,
+                    }
+                }
+                None => Some($self.pool.get().await),
+            };
             #[allow(unused_mut)]
-            let mut $c = match $self.pool.get().await {
-                Ok(c) => c,
-                Err(e) => {
+            let mut $c = match got {
+                Some(Ok(c)) => c,
+                Some(Err(e)) => {
+                    if deadline.is_some() && health::pool_lost(&e) {
+                        break Err(health.trip(&format!("pool: {}", chain(&e))));
+                    }
                     if attempt < 3 {
                         attempt += 1;
                         tokio::time::sleep(Duration::from_millis(50 << attempt)).await;
@@ -472,8 +527,26 @@ macro_rules! run {
                     }
                     break Err(Error::internal(format!("PostgreSQL pool: {}", chain(&e))));
                 }
+                None => break Err(health.trip(&"no connection, and no answer to a probe")),
             };
-            let outcome: std::result::Result<_, Failure> = $body.await;
+            // `None`: the statement did not answer and the database does not either.
+            let outcome: Option<std::result::Result<_, Failure>> = {
+                let work = $body;
+                tokio::pin!(work);
+                match deadline {
+                    None => Some(work.await),
+                    Some(d) => match tokio::time::timeout(d, &mut work).await {
+                        Ok(o) => Some(o),
+                        Err(_) if health.probe().await => Some(work.await),
+                        Err(_) => None,
+                    },
+                }
+            };
+            let Some(outcome) = outcome else {
+                // Not back into the pool: the connection may never answer.
+                drop(deadpool_postgres::Object::take($c));
+                break Err(health.trip(&"a statement and a probe did not answer"));
+            };
             match outcome {
                 Ok(v) => break Ok(v),
                 Err(e) if retryable(&e) && attempt < MAX_RETRIES => {
@@ -481,6 +554,9 @@ macro_rules! run {
                     drop($c);
                     let jitter = rand::random::<u64>() % (5 << attempt.min(6));
                     tokio::time::sleep(Duration::from_millis(jitter)).await;
+                }
+                Err(Failure::Db(e)) if deadline.is_some() && health::connection_lost(&e) => {
+                    break Err(health.trip(&chain(&e)));
                 }
                 Err(e) => break Err(Error::internal(format!("PostgreSQL: {e}"))),
             }
@@ -500,17 +576,23 @@ macro_rules! run_tx {
     };
 }
 
-/// The pool a group runner takes its connection from ([`run!`] needs a `pool`).
+// After the macros: the cell's catalog statements run through `run!` too.
+mod cell;
+
+/// The pool a group runner takes its connection from, and the database's health
+/// ([`run!`] needs a `pool` and a `health`).
+#[derive(Clone)]
 struct Db {
     pool: Pool,
+    health: Arc<health::Health>,
 }
 
 /// Runs a send group: every job's messages in one INSERT statement (one commit), each job
 /// answered with its own messages' rows. A group of several that fails for a reason a
 /// retry does not cure runs again job by job, so only the failing job fails.
-fn send_runner(pool: Pool, channel: String) -> group::Runner<SendJob, Vec<SentMessage>> {
+fn send_runner(base: Db, channel: String) -> group::Runner<SendJob, Vec<SentMessage>> {
     Arc::new(move |jobs: Vec<SendJob>| {
-        let db = Db { pool: pool.clone() };
+        let db = base.clone();
         let channel = channel.clone();
         Box::pin(async move {
             let counts: Vec<usize> = jobs.iter().map(Vec::len).collect();
@@ -552,9 +634,9 @@ fn send_runner(pool: Pool, channel: String) -> group::Runner<SendJob, Vec<SentMe
 /// Runs a delete group: every job's entries in one DELETE statement (one commit), the
 /// outcomes as if the jobs ran one after another in queue order. Falls back to job by job
 /// as [`send_runner`] does.
-fn delete_runner(pool: Pool) -> group::Runner<DeleteJob, Vec<DeleteOutcome>> {
+fn delete_runner(base: Db) -> group::Runner<DeleteJob, Vec<DeleteOutcome>> {
     Arc::new(move |jobs: Vec<DeleteJob>| {
-        let db = Db { pool: pool.clone() };
+        let db = base.clone();
         Box::pin(async move {
             let all: Vec<ops::DeleteItem> = jobs.iter().flatten().copied().collect();
             let together: Result<Vec<(bool, bool)>> = run!(db, |c| ops::delete_in_queues(&c, &all));
@@ -597,14 +679,14 @@ fn opened<T: Open>(sealer: &Sealer, stored: T) -> Result<T::Opened> {
 
 /// The receive combiner of a store on `pool`, notifying `channel`, opening with `sealer`.
 fn receive_combiner(
-    pool: &Pool,
+    db: &Db,
     channel: &str,
     sealer: &Arc<Sealer>,
 ) -> Arc<group::Combiner<ReceiveJob, ops::StepOutcome>> {
     group::Combiner::new(
         group_flights(),
         GROUP_MAX_MESSAGES,
-        receive_runner(pool.clone(), channel.to_owned(), sealer.clone()),
+        receive_runner(db.clone(), channel.to_owned(), sealer.clone()),
     )
 }
 
@@ -612,12 +694,12 @@ fn receive_combiner(
 /// the claim statements pipelined, one commit), each job answered with its own step's
 /// outcome. Falls back to job by job as [`send_runner`] does.
 fn receive_runner(
-    pool: Pool,
+    base: Db,
     channel: String,
     sealer: Arc<Sealer>,
 ) -> group::Runner<ReceiveJob, ops::StepOutcome> {
     Arc::new(move |jobs: Vec<ReceiveJob>| {
-        let db = Db { pool: pool.clone() };
+        let db = base.clone();
         let channel = channel.clone();
         let sealer = sealer.clone();
         Box::pin(async move {

@@ -96,9 +96,18 @@ struct CredentialDecl {
     policies: Vec<Spanned<String>>,
 }
 
+/// `[[cells]]`: one PostgreSQL database, a cell; the order is the cells' numbers.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CellDecl {
+    database_url: Spanned<String>,
+}
+
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct FileShape {
+    #[serde(default)]
+    cells: Vec<CellDecl>,
     #[serde(default)]
     functions: Vec<FunctionDecl>,
     #[serde(default)]
@@ -190,7 +199,38 @@ pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
         err
     })?;
     let at = |span: &Range<usize>, message: String| error_at(path, text, span, message);
-    let server = super::server::settings(&shape.server, path, &at)?;
+    let mut server = super::server::settings(&shape.server, path, &at)?;
+    // [[cells]]: the database URLs, cell 1 first, as `--database-urls` takes them (so a
+    // `--database-url` flag, or either environment variable, wins over the file).
+    let mut urls = Vec::with_capacity(shape.cells.len());
+    for cell in &shape.cells {
+        let url = cell.database_url.get_ref().trim();
+        let span = cell.database_url.span();
+        let postgres = url.starts_with("postgres://") || url.starts_with("postgresql://");
+        if !(postgres || url.contains('=')) {
+            return Err(at(
+                &span,
+                "database_url: a PostgreSQL URL (postgres://user:password@host:5432/db) or                  a key=value string"
+                    .into(),
+            ));
+        }
+        if url.contains(',') {
+            return Err(at(&span, "database_url: may not contain ','".into()));
+        }
+        if urls.contains(&url.to_owned()) {
+            return Err(at(
+                &span,
+                format!(
+                    "database_url: cell {} names the same database as an earlier cell",
+                    urls.len() + 1
+                ),
+            ));
+        }
+        urls.push(url.to_owned());
+    }
+    if !urls.is_empty() {
+        server.set("database_urls", urls.into_iter().map(Into::into).collect());
+    }
     // [[credentials]]
     let mut credentials = loft_server::auth::Credentials::default();
     let mut key_ids = BTreeSet::new();
@@ -743,6 +783,38 @@ function_response_types = ["ReportBatchItemFailures"]
             3,
             "endpoint",
         );
+    }
+
+    /// `[[cells]]`: each entry a cell's `database_url`, in order, given to `loft serve`
+    /// as its `--database-urls` default; bad entries are refused at their line.
+    #[test]
+    fn cells_give_the_database_urls_in_order_and_bad_ones_the_line() {
+        let c = parse_str(
+            "[[cells]]\ndatabase_url = \"postgres://a/x\"\n\n\
+             [[cells]]\ndatabase_url = \"host=b dbname=y\"\n",
+        )
+        .unwrap();
+        assert_eq!(
+            c.server.get("database_urls"),
+            Some(vec![
+                "postgres://a/x".to_owned(),
+                "host=b dbname=y".to_owned()
+            ])
+        );
+        assert_eq!(parse_str("").unwrap().server.get("database_urls"), None);
+        fails(
+            "[[cells]]\ndatabase_url = \"postgres://a/x\"\n[[cells]]\ndatabase_url = \"mysql://b\"\n",
+            4,
+            "a PostgreSQL URL",
+        );
+        fails(
+            "[[cells]]\ndatabase_url = \"postgres://a/x\"\n[[cells]]\ndatabase_url = \"postgres://a/x\"\n",
+            4,
+            "cell 2 names the same database",
+        );
+        fails("[[cells]]\ndatabase_url = \"postgres://a/x,y\"\n", 2, "','");
+        fails("[[cells]]\nurl = \"postgres://a/x\"\n", 2, "unknown field");
+        fails("[[cells]]\ndatabase_url = 5\n", 2, "string");
     }
 
     #[test]

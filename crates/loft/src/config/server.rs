@@ -101,6 +101,12 @@ impl ServerSettings {
         })
     }
 
+    /// Gives the argument `id` the default `values` (a section other than `[server]`
+    /// that sets an argument: `[[cells]]`).
+    pub(super) fn set(&mut self, id: &'static str, values: Vec<OsString>) {
+        self.0.insert(id, values);
+    }
+
     /// The value(s) the file gives the argument `id`, as text; `None` when it gives none.
     #[cfg(test)]
     pub fn get(&self, id: &str) -> Option<Vec<String>> {

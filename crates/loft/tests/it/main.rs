@@ -13,6 +13,7 @@ mod skips;
 mod wait;
 
 mod bad_input;
+mod cells_down;
 mod console_listing;
 mod crash;
 mod durable_state;

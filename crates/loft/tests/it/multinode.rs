@@ -31,7 +31,10 @@ fn database_url() -> Option<String> {
 /// `LOFT_TEST_REQUIRE_POSTGRES=1`); silent when they ran.
 #[test]
 fn skipped_multinode_cases() {
-    crate::skips::postgres().report("multi-node PostgreSQL cases", &["multinode::"]);
+    crate::skips::postgres().report(
+        "multi-node PostgreSQL cases",
+        &["multinode::", "cells_down::"],
+    );
 }
 
 fn message_count() -> usize {
