@@ -484,7 +484,7 @@ fn parse_principal(p: &Value, at: &str) -> Result<Vec<String>> {
             .is_some_and(is_account_id);
         if !(s == "*" || is_account_id(s) || account_root) {
             return Err(bad(format!(
-                "{at}Principal {s}: Loft has no IAM users or roles, every caller acts as its account; name \"*\", an account id or arn:aws:iam::ACCOUNT:root"
+                "{at}Principal {s}: Loft matches data protection statements by account; name \"*\", an account id or arn:aws:iam::ACCOUNT:root"
             )));
         }
         out.push(s.to_owned());
@@ -1372,7 +1372,7 @@ mod tests {
         let user = json!([{"DataDirection": "Inbound",
             "Principal": ["arn:aws:iam::123456789012:user/ExampleUser"],
             "DataIdentifier": [arn("EmailAddress")], "Operation": {"Deny": {}}}]);
-        assert!(refused(&policy(user)).contains("no IAM users or roles"));
+        assert!(refused(&policy(user)).contains("matches data protection statements by account"));
         let sideways = json!([{"DataDirection": "Sideways", "Principal": ["*"],
             "DataIdentifier": [arn("EmailAddress")], "Operation": {"Deny": {}}}]);
         assert!(refused(&policy(sideways)).contains("Inbound or Outbound"));

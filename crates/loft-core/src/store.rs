@@ -444,6 +444,22 @@ pub trait Store: Send + Sync + 'static {
     /// When the next delivery is due (ms), if any is pending.
     async fn next_delivery_at(&self) -> Result<Option<i64>>;
 
+    /// Relays work that crosses storage cells (a store over several databases, such as
+    /// loft-store's `CellStore`): leases up to `limit` outbox rows whose lease ended by
+    /// `now_ms` (ms) until `lease_until_ms`, stores each in its destination (at most once,
+    /// however often a row is relayed: a relay that died mid-way is repeated by another
+    /// once its lease ends) and removes the rows. Returns how many rows it finished; fewer
+    /// than `limit` means the outbox held no more due rows. Nothing here decides: the
+    /// rows hold what the service already decided. Stores of one database have no outbox
+    /// (the default: 0).
+    ///
+    /// Errors: `InternalError` when a database fails; the rows it had leased are relayed
+    /// again after `lease_until_ms`.
+    async fn relay_outbox(&self, now_ms: i64, lease_until_ms: i64, limit: u32) -> Result<u64> {
+        let _ = (now_ms, lease_until_ms, limit);
+        Ok(0)
+    }
+
     /// Pending deliveries of one subscription (or all with `None`), oldest first, at most
     /// `limit`.
     async fn list_deliveries(

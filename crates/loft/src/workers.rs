@@ -5,6 +5,8 @@
 //! - [`move_task_resumer`]: runs the message-move tasks no node holds.
 //! - [`replay_advancer`]: advances SNS message replays (`ReplayPolicy`).
 //! - [`console_sampler`]: samples queues and topics for the web console's charts.
+//! - [`outbox_relayer`]: relays the work that crosses storage cells (SNS copies bound for
+//!   a queue of another cell) that no publish relayed itself.
 //! - [`Deliveries`]: the SNS delivery workers and the SQS event source mapping workers,
 //!   which live in loft-server (`loft_server::delivery`, `loft_server::mappings`); this
 //!   only starts and stops them.
@@ -63,6 +65,22 @@ pub fn replay_advancer(service: Arc<Service>) -> JoinHandle<()> {
     })
 }
 
+/// Every [`loft_core::service::OUTBOX_POLL`], relays the outbox rows whose lease ended
+/// (a publish's own relay failed, or its node died): on a store of one database there are
+/// none, and each call costs nothing.
+pub fn outbox_relayer(service: Arc<Service>) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(loft_core::service::OUTBOX_POLL);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            if let Err(e) = service.relay_outbox().await {
+                tracing::warn!(error = %e, "relaying work across cells failed");
+            }
+        }
+    })
+}
+
 /// Every `every` (`--console-sample-interval`), samples every queue's and topic's counts
 /// and rates for the console's charts (`loft_core::service::history`: a view, per node,
 /// in memory). A late tick is not made up for.
@@ -83,14 +101,15 @@ pub fn console_sampler(service: Arc<Service>, every: Duration) -> JoinHandle<()>
 pub struct Periodic(Vec<JoinHandle<()>>);
 
 impl Periodic {
-    /// Starts [`retention_sweeper`], [`move_task_resumer`], [`replay_advancer`] and
-    /// [`console_sampler`] (every `sample_every`).
+    /// Starts [`retention_sweeper`], [`move_task_resumer`], [`replay_advancer`],
+    /// [`outbox_relayer`] and [`console_sampler`] (every `sample_every`).
     pub fn start(service: &Arc<Service>, sample_every: Duration) -> Periodic {
         Periodic(vec![
             retention_sweeper(service.clone()),
             console_sampler(service.clone(), sample_every),
             move_task_resumer(service.clone()),
             replay_advancer(service.clone()),
+            outbox_relayer(service.clone()),
         ])
     }
 

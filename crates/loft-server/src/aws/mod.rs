@@ -362,8 +362,20 @@ fn handle(
     // The caller: who signed the request (the open principal when Loft is open).
     // Its region: the credential scope's (see `Principal::sign_region`). The context is
     // moved in and out, not copied: it is built once per request.
-    let authenticate = |mut ctx: Context| {
-        auth.check(&method, &uri, &headers, &body, now).map(|v| {
+    // A signature counts for the service its credential scope names (`sqs` or `sns`),
+    // as AWS's front ends refuse one scoped to another ("Credential should be scoped to
+    // correct service: 'sqs'. ", SignatureDoesNotMatch, 403).
+    let authenticate = |mut ctx: Context, expected: &str| {
+        let verified = auth.check(&method, &uri, &headers, &body, now)?;
+        if let Some(v) = &verified {
+            if v.service != expected {
+                return Err(Error::new(
+                    ErrorCode::SignatureDoesNotMatch,
+                    format!("Credential should be scoped to correct service: '{expected}'. "),
+                ));
+            }
+        }
+        Ok::<_, Error>(verified).map(|v| {
             match v {
                 Some(v) => {
                     let mut p = auth.principal(svc.config(), Some(&v.access_key));
@@ -380,7 +392,7 @@ fn handle(
         })
     };
     if let Some(target) = headers.get("x-amz-target") {
-        let ctx = match authenticate(ctx) {
+        let ctx = match authenticate(ctx, "sqs") {
             Ok(c) => c,
             Err(e) => return ready(sqs_json::error(&e, rid)),
         };
@@ -438,7 +450,11 @@ fn handle(
             ..ctx
         }
     } else {
-        match authenticate(ctx) {
+        let expected = match service {
+            AwsService::Sqs => "sqs",
+            AwsService::Sns => "sns",
+        };
+        match authenticate(ctx, expected) {
             Ok(c) => c,
             Err(e) => return ready(fail(&e, rid)),
         }

@@ -43,7 +43,8 @@
 //! `get_topic`, `create_move_task` (its source queue). By subscription UUID: its cell.
 //! Merged over every cell: the list and count methods (lists sorted as the trait says;
 //! `list_subscriptions(None)` and `list_event_source_mappings` by creation within a cell,
-//! cell by cell), `delete_expired`, `reset`, the claims of workers (deliveries, move
+//! cell by cell), `delete_expired` (which also sweeps relayed outbox ids), `reset`,
+//! `relay_outbox` (the cells' outboxes in turn), the claims of workers (deliveries, move
 //! tasks, replays; each claim asks the cells in turn, starting from a rotating cell, until
 //! its limit is met), their releases, `next_delivery_at` (the earliest), and the lookups by
 //! move-task handle. Cell 1 only: mappings, platforms, SMS settings, the receipt key.
@@ -51,21 +52,26 @@
 //! # Work that crosses cells
 //!
 //! Inside a cell every transaction is the cell's own, as on one database: a publish whose
-//! queues and deliveries are all in the topic's cell is one transaction. Work whose
-//! transaction would span two cells is **refused** (`InternalError`, logged with the
-//! reason), never done in part: a publish (or FIFO publish, or replay step) fanning out to
-//! a queue in another cell, a receive whose redrive dead-letter queue is in another cell,
-//! a message move to a queue in another cell, a send naming queues of two cells. The
-//! outbox that will carry such work (a row written in the source transaction, relayed by
-//! any node under a lease, inserted idempotently on the destination by the source's
-//! MessageId) is not built yet. A reset runs one transaction per cell.
+//! queues and deliveries are all in one cell is one transaction there, and writes nothing
+//! else. A publish whose copies go to queues of several cells runs in one cell (a FIFO
+//! topic's in the topic's; a standard one in its deliveries', else the one holding most
+//! of its copies) and carries the other cells' copies through the **outbox**
+//! ([`outbox`]): rows written in the publish's transaction, relayed by any node under a
+//! lease, inserted in the destination at most once (the destination records each
+//! relayed outbox id in the insert's transaction), a FIFO queue's in SequenceNumber
+//! order. Other work whose transaction would span two cells is **refused**
+//! (`InternalError`, logged with the reason), never done in part: a replay step fanning
+//! out to a queue in another cell, a receive whose redrive dead-letter queue is in
+//! another cell, a message move to a queue in another cell, a send naming queues of two
+//! cells, a publish whose deliveries are in two cells. A reset runs one transaction per
+//! cell.
 //!
 //! Long-poll wake-ups: each cell's LISTEN connection forwards its queue ids (already
 //! global) to one channel; a `-1` (a cell's listener reconnected, or a reset) also drops
 //! the catalog cache, which is then read again name by name.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use async_trait::async_trait;
@@ -75,6 +81,8 @@ use loft_core::service::receipt::ReceiptKey;
 use loft_core::store::Store;
 use tokio::sync::broadcast;
 use tokio::task::JoinHandle;
+
+pub mod outbox;
 
 pub use crate::postgres::CELL_ID_BITS;
 use crate::PgStore;
@@ -113,6 +121,8 @@ pub struct CellStore {
     next_claim: AtomicUsize,
     /// Every cell's wake-ups, forwarded.
     wakeups: broadcast::Sender<i64>,
+    /// Whether a publish relays its outbox rows itself ([`CellStore::relay_at_once`]).
+    relay_at_once: AtomicBool,
     forwarders: Vec<JoinHandle<()>>,
 }
 
@@ -181,6 +191,7 @@ impl CellStore {
             subscriptions: Mutex::default(),
             next_claim: AtomicUsize::new(0),
             wakeups,
+            relay_at_once: AtomicBool::new(true),
             forwarders,
         };
         store
@@ -690,7 +701,9 @@ impl Store for CellStore {
     }
 
     async fn delete_expired(&self, now_ms: i64) -> Result<u64> {
-        self.sum(|c| c.delete_expired(now_ms)).await
+        let n = self.sum(|c| c.delete_expired(now_ms)).await?;
+        self.sweep_relayed(now_ms).await;
+        Ok(n)
     }
 
     // ----- topics and subscriptions
@@ -766,29 +779,47 @@ impl Store for CellStore {
         deliveries: Vec<NewDelivery>,
         records: Vec<RecordedMessage>,
     ) -> Result<Vec<SentMessage>> {
-        let mut cells: BTreeSet<usize> =
-            messages.iter().map(|(q, _)| self.index_of_id(*q)).collect();
+        // The publish runs in the cell of its deliveries (their topic's), else in the cell
+        // holding most of its copies; copies for other cells go through the outbox.
+        let mut home: BTreeSet<usize> = BTreeSet::new();
         for delivery in &deliveries {
-            match self.by_subscription(&delivery.subscription).await? {
-                Some(cell) => cells.insert(cell),
-                // A subscription deleted meanwhile: its delivery is dropped at claim time
-                // wherever it is written.
-                None => false,
-            };
+            // A subscription deleted meanwhile (`None`): its delivery is dropped at claim
+            // time wherever it is written.
+            if let Some(cell) = self.by_subscription(&delivery.subscription).await? {
+                home.insert(cell);
+            }
         }
-        if cells.len() > 1 {
-            return Err(crosses_cells("a publish"));
+        if home.len() > 1 {
+            return Err(crosses_cells("a publish's deliveries"));
         }
-        let cell = cells.into_iter().next().unwrap_or(0);
-        self.cells[cell]
-            .publish(messages, deliveries, records)
+        let mut copies: BTreeMap<usize, usize> = BTreeMap::new();
+        for (q, _) in &messages {
+            *copies.entry(self.index_of_id(*q)).or_default() += 1;
+        }
+        let source = match home.first() {
+            Some(cell) => *cell,
+            None => copies
+                .iter()
+                .max_by_key(|(cell, n)| (**n, std::cmp::Reverse(**cell)))
+                .map_or(0, |(cell, _)| *cell),
+        };
+        if copies.keys().all(|cell| *cell == source) {
+            return self.cells[source]
+                .publish(messages, deliveries, records)
+                .await;
+        }
+        self.publish_across(source, messages, deliveries, records)
             .await
     }
 
+    async fn relay_outbox(&self, now_ms: i64, lease_until_ms: i64, limit: u32) -> Result<u64> {
+        self.relay_due(now_ms, lease_until_ms, limit).await
+    }
+
     async fn publish_fifo(&self, publish: FifoPublish) -> Result<Option<Vec<FifoPublished>>> {
-        // The topic's cell refuses, inside its transaction, a fan-out naming a queue of
-        // another cell (the fan-out is built there, entry by entry).
-        self.by_id(publish.topic_id)?.publish_fifo(publish).await
+        // The topic's cell writes the copies for other cells' queues to its outbox,
+        // inside its transaction (the fan-out is built there, entry by entry).
+        self.publish_fifo_across(publish).await
     }
 
     async fn archived_messages(

@@ -21,7 +21,8 @@ pub const CELL_ID_BITS: u32 = 48;
 const CELL_DDL_LOCK: i64 = 0x6c6f_6674_6365_6c6c; // "loftcell"
 
 /// The id columns whose values leave the store (queue, topic, message, delivery, recorded
-/// message, subscription, move task and mapping ids): each cell's sequence starts at its
+/// message, subscription, move task and mapping ids) or the cell (outbox ids, which the
+/// destination cell records): each cell's sequence starts at its
 /// range, so no two cells give one number.
 const RANGED: &[(&str, &str)] = &[
     ("queues", "id"),
@@ -32,6 +33,7 @@ const RANGED: &[(&str, &str)] = &[
     ("subscriptions", "seq"),
     ("move_tasks", "id"),
     ("event_source_mappings", "id"),
+    ("cell_outbox", "id"),
 ];
 
 fn pg(e: impl std::fmt::Display) -> String {

@@ -305,7 +305,31 @@ const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE move_tasks ADD COLUMN started_by TEXT;
     "#,
-    // 18 (SQLite's 21): each queue counts its own FIFO messages (a SequenceNumber made of
+    // 18 (PostgreSQL only: cells, `crate::cells`): the outbox of work that crosses cells
+    // and the destination's record of what it relayed. `cell_outbox` holds, in the cell of
+    // a publish, one row per copy bound for a queue of another cell (`queue_id` carries
+    // its cell): the copy as the destination stores it (sealed, as JSON), leased to the
+    // node relaying it until `lease_until` (ms; 0: free); `ordered` for a FIFO queue's
+    // copy, relayed after every earlier row of its queue. `cell_relayed` holds, in the
+    // destination cell, the outbox ids (which carry their source cell) it inserted, so a
+    // repeat inserts nothing. Both stay empty outside cells.
+    r#"
+    CREATE TABLE cell_outbox (
+        id          BIGSERIAL PRIMARY KEY,
+        queue_id    BIGINT NOT NULL,
+        copy        TEXT NOT NULL,
+        created_at  BIGINT NOT NULL,
+        lease_until BIGINT NOT NULL DEFAULT 0,
+        ordered     BOOLEAN NOT NULL DEFAULT false
+    );
+    CREATE INDEX cell_outbox_queue ON cell_outbox (queue_id, id);
+    CREATE INDEX cell_outbox_due ON cell_outbox (lease_until, id);
+    CREATE TABLE cell_relayed (
+        id         BIGINT PRIMARY KEY,
+        relayed_at BIGINT NOT NULL
+    );
+    "#,
+    // 19 (SQLite's 21): each queue counts its own FIFO messages (a SequenceNumber made of
     // the store-wide `seq` let one account count every other's messages):
     // `queues.message_sequence` is the last number the queue gave, `messages.sequence` and
     // `fifo_dedup.sequence` the message's (NULL, every older row: its SequenceNumber stays

@@ -450,7 +450,7 @@ fn retryable(f: &Failure) -> bool {
             *c == tokio_postgres::error::SqlState::T_R_DEADLOCK_DETECTED
                 || *c == tokio_postgres::error::SqlState::T_R_SERIALIZATION_FAILURE
         }),
-        Failure::Broken(_) | Failure::Sealing(_) | Failure::OtherCell(_) => false,
+        Failure::Broken(_) | Failure::Sealing(_) => false,
     }
 }
 
@@ -1330,14 +1330,12 @@ impl Store for PgStore {
     }
 
     async fn publish_fifo(&self, publish: FifoPublish) -> Result<Option<Vec<FifoPublished>>> {
-        let channel = self.channel.as_str();
-        let cell = self.cell_ids.get();
-        self.write_sealed(publish, |publish| async move {
-            run_tx!(self, |tx| ops::publish_fifo_in(
-                &tx, &publish, channel, cell
-            ))
-        })
-        .await
+        // The outbox rows of a cell's publish (none for a store opened alone) are left to
+        // the relay workers.
+        Ok(self
+            .publish_fifo_with_outbox(publish)
+            .await?
+            .map(|(out, _)| out))
     }
 
     async fn claim_deliveries(
@@ -1586,6 +1584,10 @@ impl Store for PgStore {
         Some(self.wakeups.subscribe())
     }
 }
+
+mod outbox;
+
+pub use outbox::OutboxRow;
 
 #[cfg(test)]
 mod tests {

@@ -351,7 +351,7 @@ const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE move_tasks ADD COLUMN started_by TEXT;
     "#,
-    // 21 (PostgreSQL's 18): each queue counts its own FIFO messages (a SequenceNumber
+    // 21 (PostgreSQL's 19): each queue counts its own FIFO messages (a SequenceNumber
     // made of the store-wide `seq` let one account count every other's messages):
     // `queues.message_sequence` is the last number the queue gave, `messages.sequence` and
     // `fifo_dedup.sequence` the message's (NULL, every older row: its SequenceNumber stays

@@ -215,7 +215,9 @@ async fn a_receipt_handle_from_cell_two_deletes_on_cell_two() {
     assert_eq!(left.visible, 1);
 }
 
-/// Work whose transaction would span two cells is refused whole: nothing is written.
+/// Work whose transaction would span two cells and that no outbox carries yet (a send
+/// naming queues of two cells, a redrive or a move to a queue of another cell) is refused
+/// whole: nothing is written.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn work_across_cells_is_refused_whole() {
     let Some((store, _schemas)) = two_cells("cells::work_across_cells_is_refused_whole").await
@@ -228,10 +230,6 @@ async fn work_across_cells_is_refused_whole() {
         conformance::queue(&store, "b").await,
     );
     assert_ne!(cell_of(a), cell_of(b));
-    assert!(store
-        .publish(vec![(a, msg("x")), (b, msg("y"))], Vec::new(), Vec::new())
-        .await
-        .is_err());
     assert!(store
         .send_messages(vec![(a, msg("x")), (b, msg("y"))])
         .await
@@ -261,4 +259,383 @@ async fn work_across_cells_is_refused_whole() {
     // Only "z" was stored, and it is still visible.
     assert_eq!(store.queue_counts(a, T0).await.unwrap().visible, 1);
     assert_eq!(store.queue_counts(b, T0).await.unwrap().visible, 0);
+}
+
+// ----- the outbox (`loft_store::cells::outbox`)
+
+const HOUR: i64 = 3_600_000;
+
+/// A copy that outlives the tests' clocks (the relayed-id sweep runs hours later).
+fn long_msg(body: &str) -> NewMessage {
+    NewMessage {
+        expires_at_ms: T0 + 100 * HOUR,
+        ..msg(body)
+    }
+}
+
+/// Queues `a` (cell 1) and `b` (cell 2).
+async fn a_and_b(store: &CellStore) -> (i64, i64) {
+    let mut ids = Vec::new();
+    for name in ["a", "b"] {
+        let (q, _) = store
+            .create_queue(name, BTreeMap::new(), BTreeMap::new(), T0)
+            .await
+            .unwrap();
+        ids.push(q.id);
+    }
+    assert_eq!((cell_of(ids[0]), cell_of(ids[1])), (1, 2));
+    (ids[0], ids[1])
+}
+
+/// The bodies `queue` holds, in order.
+async fn bodies(store: &CellStore, queue: i64) -> Vec<String> {
+    store
+        .peek_messages(queue, 0, 100, T0)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|m| m.body)
+        .collect()
+}
+
+/// A publish to queues of two cells stores every copy: the local one in the publish's
+/// transaction, the other through the outbox, relayed at once (the outbox is empty when
+/// the publish returns), with the destination's wake-up; its outcome names the copy
+/// as stored there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_publish_across_cells_stores_every_copy() {
+    let Some((store, _schemas)) =
+        two_cells("cells::a_publish_across_cells_stores_every_copy").await
+    else {
+        return;
+    };
+    let (a, b) = a_and_b(&store).await;
+    let mut rx = store.wakeups().expect("cells report wake-ups");
+    let sent = store
+        .publish(
+            vec![(a, long_msg("to-a")), (b, long_msg("to-b"))],
+            Vec::new(),
+            Vec::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(sent.len(), 2);
+    assert_eq!(sent[1].message_id.as_deref(), Some("id-to-b"));
+    assert!(!sent[1].duplicate);
+    assert_eq!(cell_of(sent[1].seq), 2, "the copy's seq is cell 2's");
+    assert_eq!(bodies(&store, a).await, ["to-a"]);
+    assert_eq!(bodies(&store, b).await, ["to-b"]);
+    assert_eq!(store.count_outbox().await.unwrap(), 0);
+    tokio::time::timeout(std::time::Duration::from_secs(10), async {
+        while rx.recv().await.expect("wake-up channel") != b {}
+    })
+    .await
+    .expect("a wake-up for the relayed copy's queue");
+    // Nothing is left for the relay workers.
+    assert_eq!(
+        store
+            .relay_outbox(T0 + HOUR, T0 + 2 * HOUR, 10)
+            .await
+            .unwrap(),
+        0
+    );
+    assert_eq!(bodies(&store, b).await, ["to-b"]);
+}
+
+/// A publish (standard or FIFO) whose copies are all in one cell writes no outbox row: it
+/// is the publish of one database.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_publish_within_one_cell_writes_no_outbox() {
+    let Some((store, _schemas)) =
+        two_cells("cells::a_publish_within_one_cell_writes_no_outbox").await
+    else {
+        return;
+    };
+    let (a, b) = a_and_b(&store).await;
+    store.relay_at_once(false);
+    for q in [a, b] {
+        store
+            .publish(
+                vec![(q, long_msg("one")), (q, long_msg("two"))],
+                Vec::new(),
+                Vec::new(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(bodies(&store, q).await, ["one", "two"]);
+    }
+    // Nor does a FIFO topic's publish to a queue of its own cell.
+    let (topic, _) = store
+        .create_topic("t.fifo", BTreeMap::new(), BTreeMap::new(), T0)
+        .await
+        .unwrap();
+    let (near, _) = store
+        .create_queue("near.fifo", BTreeMap::new(), BTreeMap::new(), T0)
+        .await
+        .unwrap();
+    assert_eq!((cell_of(topic.id), cell_of(near.id)), (1, 1));
+    publish_fifo(&store, topic.id, near.id, &["k1", "k2"]).await;
+    assert_eq!(bodies(&store, near.id).await, ["seq 1", "seq 2"]);
+    assert_eq!(store.count_outbox().await.unwrap(), 0);
+}
+
+/// A relay that dies after the destination's commit and before the source's delete: the
+/// row stays in the outbox, leased; once the lease ends another relay takes it, stores
+/// nothing (the destination recorded the row's id) and removes it. The sweep of relayed
+/// ids meanwhile keeps the id, since its row is still in the outbox.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relay_that_died_after_the_destination_commit_repeats_nothing() {
+    let Some((store, _schemas)) =
+        two_cells("cells::a_relay_that_died_after_the_destination_commit_repeats_nothing").await
+    else {
+        return;
+    };
+    let (a, b) = a_and_b(&store).await;
+    store.relay_at_once(false);
+    let sent = store
+        .publish(
+            vec![(a, long_msg("to-a")), (b, long_msg("to-b"))],
+            Vec::new(),
+            Vec::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(sent[1].seq, 0, "not relayed yet");
+    assert_eq!(bodies(&store, a).await, ["to-a"]);
+    assert!(bodies(&store, b).await.is_empty());
+    assert_eq!(store.count_outbox().await.unwrap(), 1);
+
+    // The relay's first two steps, then it dies.
+    let lease = T0 + 30_000;
+    let rows = store.claim_outbox(0, T0, lease, 10).await.unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].queue_id, b);
+    let stored = store.relay_rows(&rows, T0).await.unwrap();
+    assert!(stored[0].is_some());
+    assert_eq!(bodies(&store, b).await, ["to-b"]);
+
+    // While the lease runs no other relay takes the row; the sweep keeps its id.
+    assert_eq!(
+        store.relay_outbox(T0 + 1, T0 + 60_000, 10).await.unwrap(),
+        0
+    );
+    store.delete_expired(T0 + 10 * HOUR).await.unwrap();
+    assert_eq!(store.count_outbox().await.unwrap(), 1);
+
+    // After it, a relay repeats the row: nothing is stored twice.
+    assert_eq!(
+        store.relay_outbox(lease, lease + 30_000, 10).await.unwrap(),
+        1
+    );
+    assert_eq!(store.count_outbox().await.unwrap(), 0);
+    assert_eq!(bodies(&store, b).await, ["to-b"]);
+    assert_eq!(bodies(&store, a).await, ["to-a"]);
+    // A late repeat of the dead relay's own insert stores nothing either.
+    assert_eq!(store.relay_rows(&rows, T0).await.unwrap(), vec![None]);
+    assert_eq!(bodies(&store, b).await, ["to-b"]);
+}
+
+/// A relay that dies before the destination's commit: nothing was stored; once the lease
+/// ends another relay stores the copy once and removes the row.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relay_that_died_before_the_destination_commit_stores_once() {
+    let Some((store, _schemas)) =
+        two_cells("cells::a_relay_that_died_before_the_destination_commit_stores_once").await
+    else {
+        return;
+    };
+    let (a, b) = a_and_b(&store).await;
+    store.relay_at_once(false);
+    store
+        .publish(
+            vec![
+                (b, long_msg("to-b-1")),
+                (b, long_msg("to-b-2")),
+                (a, long_msg("to-a")),
+            ],
+            Vec::new(),
+            Vec::new(),
+        )
+        .await
+        .unwrap();
+    // The publish ran in cell 2, which holds most of its copies.
+    assert_eq!(bodies(&store, b).await, ["to-b-1", "to-b-2"]);
+    assert!(bodies(&store, a).await.is_empty());
+
+    // The relay leases the row, then dies.
+    let lease = T0 + 30_000;
+    let rows = store.claim_outbox(1, T0, lease, 10).await.unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(store.claim_outbox(1, T0, lease, 10).await.unwrap(), vec![]);
+    assert!(bodies(&store, a).await.is_empty());
+
+    assert_eq!(
+        store.relay_outbox(T0 + 1, T0 + 60_000, 10).await.unwrap(),
+        0
+    );
+    assert_eq!(
+        store.relay_outbox(lease, lease + 30_000, 10).await.unwrap(),
+        1
+    );
+    assert_eq!(bodies(&store, a).await, ["to-a"]);
+    assert_eq!(store.count_outbox().await.unwrap(), 0);
+    assert_eq!(
+        store
+            .relay_outbox(lease + HOUR, lease + 2 * HOUR, 10)
+            .await
+            .unwrap(),
+        0
+    );
+    assert_eq!(bodies(&store, a).await, ["to-a"]);
+}
+
+/// Two relays of the same rows at once (one whose lease ran out while it still worked,
+/// and its successor) store each copy once, in the order of the publish.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_relays_of_one_row_store_it_once() {
+    let Some((store, _schemas)) =
+        two_cells("cells::concurrent_relays_of_one_row_store_it_once").await
+    else {
+        return;
+    };
+    let (a, b) = a_and_b(&store).await;
+    store.relay_at_once(false);
+    // 21 copies for b and 20 for a: the publish runs in b's cell, a's go to the outbox.
+    let copies: Vec<(i64, NewMessage)> = (0..21)
+        .map(|i| (b, long_msg(&format!("b{i}"))))
+        .chain((0..20).map(|i| (a, long_msg(&format!("a{i}")))))
+        .collect();
+    store.publish(copies, Vec::new(), Vec::new()).await.unwrap();
+    assert!(store
+        .claim_outbox(0, T0, T0 + 30_000, 100)
+        .await
+        .unwrap()
+        .is_empty());
+    let rows = store.claim_outbox(1, T0, T0 + 30_000, 100).await.unwrap();
+    assert_eq!(rows.len(), 20);
+    let store = Arc::new(store);
+    let (x, y) = {
+        let (s1, s2) = (store.clone(), store.clone());
+        let (r1, r2) = (rows.clone(), rows.clone());
+        tokio::join!(
+            tokio::spawn(async move { s1.relay_rows(&r1, T0).await.unwrap() }),
+            tokio::spawn(async move { s2.relay_rows(&r2, T0).await.unwrap() }),
+        )
+    };
+    let (x, y) = (x.unwrap(), y.unwrap());
+    for i in 0..rows.len() {
+        assert!(
+            x[i].is_some() != y[i].is_some(),
+            "row {i}: exactly one of the two relays stored it"
+        );
+    }
+    store.finish_rows(&rows).await.unwrap();
+    let want: Vec<String> = (0..20).map(|i| format!("a{i}")).collect();
+    assert_eq!(bodies(&store, a).await, want);
+    assert_eq!(bodies(&store, b).await.len(), 21);
+    assert_eq!(store.count_outbox().await.unwrap(), 0);
+}
+
+/// A FIFO topic's fan-out that puts one copy per entry in `queue`, its body naming the
+/// entry's sequence number.
+fn fifo_fanout_to(queue: i64) -> FifoFanout {
+    Arc::new(move |_, sequence| {
+        let body = format!("seq {sequence}");
+        vec![(
+            queue,
+            NewMessage {
+                group_id: Some("G".into()),
+                dedup_id: Some(body.clone()),
+                dedup: Some(DedupKey {
+                    scope: String::new(),
+                    id: body.clone(),
+                    expires_at_ms: T0 + 300_000,
+                }),
+                ..long_msg(&body)
+            },
+        )]
+    })
+}
+
+/// Publishes entries `keys` to FIFO topic `topic`, fanning out to `queue`.
+async fn publish_fifo(store: &CellStore, topic: i64, queue: i64, keys: &[&str]) {
+    let entries = keys
+        .iter()
+        .map(|k| FifoPublishEntry {
+            message_id: format!("m-{k}"),
+            dedup: DedupKey {
+                scope: String::new(),
+                id: (*k).to_owned(),
+                expires_at_ms: T0 + 300_000,
+            },
+            archive: None,
+            subscriptions: Vec::new(),
+        })
+        .collect();
+    let out = store
+        .publish_fifo(FifoPublish {
+            topic_id: topic,
+            now_ms: T0,
+            entries,
+            fanout: fifo_fanout_to(queue),
+        })
+        .await
+        .unwrap()
+        .expect("the topic exists");
+    assert_eq!(out.len(), keys.len());
+}
+
+/// A FIFO topic on cell 1 fanning out to a FIFO queue on cell 2: the copies go through
+/// the outbox and reach the queue in SequenceNumber order. While one relay holds the
+/// queue's earlier rows no other relay takes its later ones, and a relay that died
+/// holding them delays the rest until its lease ends, then all go in order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fifo_topics_copies_are_relayed_in_sequence_order() {
+    let Some((store, _schemas)) =
+        two_cells("cells::a_fifo_topics_copies_are_relayed_in_sequence_order").await
+    else {
+        return;
+    };
+    let (topic, _) = store
+        .create_topic("t.fifo", BTreeMap::new(), BTreeMap::new(), T0)
+        .await
+        .unwrap();
+    let mut ids = Vec::new();
+    for name in ["local.fifo", "far.fifo"] {
+        let (q, _) = store
+            .create_queue(name, BTreeMap::new(), BTreeMap::new(), T0)
+            .await
+            .unwrap();
+        ids.push(q.id);
+    }
+    let far = ids[1];
+    assert_eq!((cell_of(topic.id), cell_of(far)), (1, 2));
+    store.relay_at_once(false);
+    publish_fifo(&store, topic.id, far, &["k1", "k2", "k3"]).await;
+    publish_fifo(&store, topic.id, far, &["k4", "k5"]).await;
+    assert_eq!(store.count_outbox().await.unwrap(), 5);
+    assert!(bodies(&store, far).await.is_empty());
+
+    // Relay X takes the first two rows; relay Y then takes none of the queue's others.
+    let lease = T0 + 30_000;
+    let x = store.claim_outbox(0, T0, lease, 2).await.unwrap();
+    assert_eq!(x.len(), 2);
+    assert_eq!(store.claim_outbox(0, T0, lease, 10).await.unwrap(), vec![]);
+    // X dies. Until its lease ends nothing moves; then one relay takes all five, in order.
+    assert_eq!(store.relay_outbox(T0 + 1, lease, 10).await.unwrap(), 0);
+    assert_eq!(
+        store.relay_outbox(lease, lease + 30_000, 10).await.unwrap(),
+        5
+    );
+    let want: Vec<String> = (1..=5).map(|s| format!("seq {s}")).collect();
+    assert_eq!(bodies(&store, far).await, want);
+    // X's late insert stores nothing.
+    assert_eq!(store.relay_rows(&x, lease).await.unwrap(), vec![None, None]);
+
+    // Relayed at once by the publishing node: in order after the others.
+    store.relay_at_once(true);
+    publish_fifo(&store, topic.id, far, &["k6", "k7"]).await;
+    assert_eq!(store.count_outbox().await.unwrap(), 0);
+    let want: Vec<String> = (1..=7).map(|s| format!("seq {s}")).collect();
+    assert_eq!(bodies(&store, far).await, want);
 }

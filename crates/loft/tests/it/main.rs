@@ -22,6 +22,7 @@ mod localstack;
 mod multinode;
 mod native_queues;
 mod native_topics;
+mod outbox;
 mod regions;
 mod restart;
 mod runtimes;

@@ -167,7 +167,17 @@ async fn phone_numbers_are_checked() {
         msg,
         "Invalid parameter: PhoneNumber Reason: input incorrectly formatted"
     );
-    // An SQS endpoint must be an ARN, not a queue URL.
+}
+
+/// An `sqs` subscription's Endpoint is a queue's ARN (SNS API Reference, Subscribe);
+/// anything else is `InvalidParameter` "Invalid parameter: SQS endpoint ARN" (recorded
+/// `test_subscribe_sqs_queue_url`, `test_subscribe_unknown_sqs_queue`).
+#[tokio::test]
+async fn sqs_endpoints_are_queue_arns() {
+    let server = Server::start();
+    let sns = server.sns();
+    let topic = create_topic(&sns, "to-queues", &[]).await;
+    // A queue URL is not its ARN.
     let url = create_queue(&server.sqs(), "by-url", &[]).await;
     let msg = assert_sns_err!(
         sns.subscribe()
@@ -181,6 +191,41 @@ async fn phone_numbers_are_checked() {
         400
     );
     assert_eq!(msg, "Invalid parameter: SQS endpoint ARN");
+    // Nor anything else that is not a queue's ARN: a path in the name, an account id that
+    // is not 12 digits, a region that is not one, or no name.
+    for endpoint in [
+        "unknown",
+        "arn:aws:sqs:us-east-1:000000000000:111111111111/victim",
+        "arn:aws:sqs:us-east-1:000000000000:../111111111111/victim",
+        "arn:aws:sqs:us-east-1:0000000000000:victim",
+        "arn:aws:sqs:us-east-1:00000000000a:victim",
+        "arn:aws:sqs:US-EAST-1:000000000000:victim",
+        "arn:aws:sqs::000000000000:victim",
+        "arn:aws:sqs:us-east-1:000000000000:",
+        "arn:aws:sns:us-east-1:000000000000:victim",
+    ] {
+        let msg = assert_sns_err!(
+            sns.subscribe()
+                .topic_arn(&topic)
+                .protocol("sqs")
+                .endpoint(endpoint)
+                .send()
+                .await,
+            SubscribeError::InvalidParameterException(_),
+            "InvalidParameter",
+            400
+        );
+        assert_eq!(msg, "Invalid parameter: SQS endpoint ARN", "{endpoint}");
+    }
+    // A well-formed ARN of a queue that does not exist is taken, as AWS takes it
+    // (recorded `test_subscribe_unknown_sqs_queue`).
+    sns.subscribe()
+        .topic_arn(&topic)
+        .protocol("sqs")
+        .endpoint("arn:aws:sqs:us-east-1:000000000000:not-yet")
+        .send()
+        .await
+        .expect("an unknown queue's ARN");
 }
 
 #[tokio::test]

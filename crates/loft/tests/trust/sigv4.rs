@@ -179,6 +179,87 @@ async fn query_requests_are_answered_in_their_own_services_xml() {
     assert_eq!(resp.status(), 200, "{}", resp.text().await.unwrap());
 }
 
+/// A signature is good for the service its credential scope names: SQS takes only `sqs`,
+/// SNS only `sns`, over JSON, Query and presigned URLs; any other (`sns`, `s3`, `lambda`
+/// for SQS) is refused as AWS refuses it (SignatureDoesNotMatch, 403, "Credential should
+/// be scoped to correct service: 'sqs'. "), in the protocol's own shape.
+#[tokio::test]
+async fn a_signature_scoped_to_another_service_is_refused() {
+    let loft = Loft::signed(&[]);
+    for service in ["sns", "s3", "lambda"] {
+        let resp = send_signed(
+            &Signer::now(service),
+            "POST",
+            &format!("{}/", loft.url),
+            &[
+                ("content-type", "application/x-amz-json-1.0"),
+                ("x-amz-target", "AmazonSQS.ListQueues"),
+            ],
+            b"{}",
+        )
+        .await;
+        assert_eq!(resp.status(), 403, "JSON ListQueues signed for {service}");
+        let out: Value = serde_json::from_str(&resp.text().await.unwrap()).unwrap();
+        assert!(
+            out["__type"]
+                .as_str()
+                .unwrap()
+                .ends_with("SignatureDoesNotMatch"),
+            "{out}"
+        );
+        assert_eq!(
+            out["message"], "Credential should be scoped to correct service: 'sqs'. ",
+            "{out}"
+        );
+    }
+    // Query: SNS's ListTopics signed for S3 is SNS's refusal, in SNS's XML.
+    let body = form(&[("Action", "ListTopics"), ("Version", "2010-03-31")]);
+    let resp = send_signed(
+        &Signer::now("s3"),
+        "POST",
+        &format!("{}/", loft.url),
+        &[("content-type", "application/x-www-form-urlencoded")],
+        body.as_bytes(),
+    )
+    .await;
+    assert_eq!(resp.status(), 403);
+    let text = resp.text().await.unwrap();
+    assert!(
+        text.contains("<Code>SignatureDoesNotMatch</Code>")
+            && text.contains(
+                "<Message>Credential should be scoped to correct service: &apos;sns&apos;. </Message>"
+            ),
+        "{text}"
+    );
+    assert!(
+        text.contains("http://sns.amazonaws.com/doc/2010-03-31/"),
+        "{text}"
+    );
+    // A presigned SQS URL scoped to Lambda: refused; the same URL scoped to SQS works.
+    let url = format!("{}/?Action=ListQueues&Version=2012-11-05", loft.url);
+    let resp = http()
+        .get(presign(
+            &Signer::now("lambda"),
+            &url,
+            Duration::from_secs(300),
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 403);
+    assert!(resp
+        .text()
+        .await
+        .unwrap()
+        .contains("<Code>SignatureDoesNotMatch</Code>"));
+    let resp = http()
+        .get(presign(&Signer::now("sqs"), &url, Duration::from_secs(300)))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200, "{}", resp.text().await.unwrap());
+}
+
 #[tokio::test]
 async fn a_presigned_url_works_until_it_expires_and_only_for_what_it_signs() {
     let loft = Loft::signed(&[]);

@@ -2138,3 +2138,101 @@ async fn fifo_numbers_are_the_queues_own(engine: &[&str]) {
         [first, second, third, third + step, third + 2 * step]
     );
 }
+
+/// A data protection policy's Outbound statement applies to the principals that
+/// subscribed to the topic (SNS Developer Guide, "Understanding Amazon SNS data protection
+/// policies"): one naming account B denies B's subscription a message with an email
+/// address, and leaves A's own subscription on the same topic its copy.
+#[tokio::test]
+async fn an_outbound_data_protection_statement_applies_to_the_subscribing_account() {
+    let (loft, _dir) = start();
+    let topic = format!("arn:aws:sns:us-east-1:{ACCOUNT_A}:a-guarded");
+    let policy = json!({
+        "Version": "2012-10-17",
+        "Statement": [{
+            "Effect": "Allow",
+            "Principal": {"AWS": "arn:aws:iam::222222222222:root"},
+            "Action": "sns:Subscribe",
+            "Resource": topic,
+        }]
+    })
+    .to_string();
+    let (status, out) = sns(
+        &loft,
+        A,
+        &[
+            ("Action", "CreateTopic"),
+            ("Name", "a-guarded"),
+            ("Attributes.entry.1.key", "Policy"),
+            ("Attributes.entry.1.value", &policy),
+        ],
+    )
+    .await;
+    assert_eq!(status, 200, "{out}");
+    let mut urls = Vec::new();
+    for (key, account, name) in [(A, ACCOUNT_A, "a-reader"), (B, "222222222222", "b-reader")] {
+        let arn = queue_arn(account, name);
+        let url = create_queue(
+            &loft,
+            key,
+            name,
+            json!({"Policy": topic_may_send(&arn, &topic)}),
+        )
+        .await;
+        let (status, out) = sns(
+            &loft,
+            key,
+            &[
+                ("Action", "Subscribe"),
+                ("TopicArn", &topic),
+                ("Protocol", "sqs"),
+                ("Endpoint", &arn),
+                ("Attributes.entry.1.key", "RawMessageDelivery"),
+                ("Attributes.entry.1.value", "true"),
+            ],
+        )
+        .await;
+        assert_eq!(status, 200, "{account} subscribes: {out}");
+        urls.push((key, url));
+    }
+    let protection = json!({"Name": "guard", "Version": "2021-06-01", "Statement": [{
+        "Sid": "no-emails-to-b", "DataDirection": "Outbound",
+        "Principal": ["222222222222"],
+        "DataIdentifier": ["arn:aws:dataprotection::aws:data-identifier/EmailAddress"],
+        "Operation": {"Deny": {}}}]})
+    .to_string();
+    let (status, out) = sns(
+        &loft,
+        A,
+        &[
+            ("Action", "PutDataProtectionPolicy"),
+            ("ResourceArn", &topic),
+            ("DataProtectionPolicy", &protection),
+        ],
+    )
+    .await;
+    assert_eq!(status, 200, "{out}");
+    publish_as(&loft, A, &topic, "write to jo@example.com").await;
+    publish_as(&loft, A, &topic, "nothing sensitive").await;
+    let bodies = |got: Vec<Value>| -> Vec<String> {
+        let mut b: Vec<String> = got
+            .iter()
+            .map(|m| m["Body"].as_str().unwrap().to_owned())
+            .collect();
+        b.sort();
+        b
+    };
+    let (a_key, a_url) = urls[0].clone();
+    let (b_key, b_url) = urls[1].clone();
+    // Deliveries to SQS are written in the publish's own transaction.
+    assert_eq!(
+        bodies(receive_all(&loft, a_key, a_url).await),
+        ["nothing sensitive", "write to jo@example.com"],
+        "A's subscription is not B's: the statement does not apply to it"
+    );
+    assert_eq!(
+        bodies(receive_all(&loft, b_key, b_url).await),
+        ["nothing sensitive"],
+        "B's subscription is denied the message with an email address"
+    );
+}

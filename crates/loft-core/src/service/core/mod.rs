@@ -37,6 +37,21 @@ pub const DEFAULT_IDENTITY: &str = "loft";
 /// How long a cached queue record is trusted when another node may change it.
 pub const QUEUE_CACHE_TTL: std::time::Duration = std::time::Duration::from_secs(1);
 
+/// How often every node relays the work that crosses storage cells
+/// ([`Core::relay_outbox`]); a publish normally relays its own rows at once, so this
+/// only bounds the wait after a relay failed or died.
+pub const OUTBOX_POLL: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// How long a relay leases the outbox rows it takes (ms): those of a relay that died are
+/// relayed by another node after this.
+pub const OUTBOX_LEASE_MS: i64 = 30_000;
+
+/// Most outbox rows one relay batch takes.
+pub const OUTBOX_BATCH: u32 = 100;
+
+/// Most batches one [`Core::relay_outbox`] runs.
+pub const OUTBOX_ROUNDS: u32 = 20;
+
 /// Settings of the service: the account and region of every ARN, the URL Loft is reached
 /// at, its limits and the SNS endpoint policy.
 #[derive(Debug, Clone)]
@@ -288,6 +303,29 @@ impl Core {
     /// Drops messages past their retention; run periodically. Returns how many.
     pub async fn expire_messages(&self) -> Result<u64> {
         self.store.delete_expired(self.now_ms()).await
+    }
+
+    /// Relays the work that crosses storage cells ([`crate::store::Store::relay_outbox`]:
+    /// SNS copies bound for a queue of another cell), in batches of [`OUTBOX_BATCH`]
+    /// rows each leased for [`OUTBOX_LEASE_MS`], until the outbox holds no due row or
+    /// [`OUTBOX_ROUNDS`] batches ran; run periodically by every node ([`OUTBOX_POLL`]).
+    /// Returns how many rows it relayed (always 0 on a store of one database).
+    ///
+    /// Errors: `InternalError` when the store fails (what was relayed stays relayed).
+    pub async fn relay_outbox(&self) -> Result<u64> {
+        let mut total = 0;
+        for _ in 0..OUTBOX_ROUNDS {
+            let now = self.now_ms();
+            let n = self
+                .store
+                .relay_outbox(now, now + OUTBOX_LEASE_MS, OUTBOX_BATCH)
+                .await?;
+            total += n;
+            if n < u64::from(OUTBOX_BATCH) {
+                break;
+            }
+        }
+        Ok(total)
     }
 
     /// The queue named `name`. Errors: `QueueDoesNotExist`.

@@ -47,12 +47,6 @@ pub(crate) struct PendingAudit {
 }
 
 impl SnsDelivery {
-    /// The principal Outbound statements are matched against: the default account's root,
-    /// `arn:aws:iam::ACCOUNT:root`.
-    pub fn caller_principal(&self) -> String {
-        format!("arn:aws:iam::{}:root", self.config.account_id)
-    }
-
     /// PutDataProtectionPolicy: validates and stores `policy` on the topic; an empty string
     /// removes it (SNS Developer Guide, "Deleting data protection policies").
     ///
@@ -346,7 +340,12 @@ impl SnsDelivery {
         text: String,
     ) -> Option<String> {
         let direction = DataDirection::Outbound.as_str();
-        match policy.enforce(DataDirection::Outbound, &self.caller_principal(), &text) {
+        // The delivery's principal is the subscriber, the account that owns the
+        // subscription (SNS Developer Guide, "Understanding Amazon SNS data protection
+        // policies": Principal is "the IAM principals that published to the topic or
+        // that subscribed to the topic").
+        let subscriber = format!("arn:aws:iam::{}:root", self.subscription_owner(sub));
+        match policy.enforce(DataDirection::Outbound, &subscriber, &text) {
             Verdict::Unchanged => Some(text),
             Verdict::Rewritten(t) => {
                 self.activity

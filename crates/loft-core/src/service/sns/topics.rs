@@ -606,7 +606,7 @@ impl Sns {
             P::Http => endpoint.starts_with("http://") && endpoint.len() > 7,
             P::Https => endpoint.starts_with("https://") && endpoint.len() > 8,
             P::Sqs => {
-                if names::arn_resource(endpoint, "sqs").is_none() {
+                if !self.is_queue_arn_shape(endpoint) {
                     return Err(invalid("SQS endpoint ARN"));
                 }
                 true
@@ -1606,4 +1606,23 @@ fn page<T>(items: Vec<T>, next_token: Option<&str>, key: impl Fn(&T) -> String) 
         items,
         next_token: next,
     })
+}
+
+impl Sns {
+    /// Whether `endpoint` has the shape of an SQS queue ARN, as an `sqs` subscription's
+    /// Endpoint must (SNS API Reference, Subscribe: "For the sqs protocol, the endpoint is
+    /// the ARN of an Amazon SQS queue"; AWS's recorded answer to anything else is
+    /// `InvalidParameter` "Invalid parameter: SQS endpoint ARN"): `arn:PARTITION:sqs:`, a
+    /// region (a region name, or Loft's configured one), a 12-digit account id, and a
+    /// queue name without `/` or control characters (an AWS name, or one the seeds' API
+    /// made). Whether the queue exists is not asked: AWS takes an unknown queue too.
+    fn is_queue_arn_shape(&self, endpoint: &str) -> bool {
+        let Some(name) = names::arn_resource(endpoint, "sqs") else {
+            return false;
+        };
+        names::arn_region(endpoint).is_some_and(|r| names::is_region(r) || r == self.config.region)
+            && names::arn_account(endpoint).is_some_and(names::is_account_id)
+            && !name.contains('/')
+            && !name.chars().any(char::is_control)
+    }
 }

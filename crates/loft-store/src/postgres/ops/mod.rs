@@ -43,9 +43,6 @@ pub enum Failure {
     Broken(&'static str),
     /// A message of an encrypted queue could not be sealed or opened (`crate::seal`).
     Sealing(String),
-    /// The work names a queue outside this database's cell (`crate::cells`): it would
-    /// span two cells, which is refused whole.
-    OtherCell(&'static str),
 }
 
 impl From<tokio_postgres::Error> for Failure {
@@ -70,7 +67,6 @@ impl fmt::Display for Failure {
                 }
             },
             Failure::Broken(why) => f.write_str(why),
-            Failure::OtherCell(what) => write!(f, "{what} spans two cells"),
             Failure::Sealing(why) => f.write_str(why),
         }
     }
@@ -169,6 +165,7 @@ macro_rules! insert_input_cte {
 mod mappings;
 mod messages;
 mod moves;
+mod outbox;
 mod platforms;
 mod publish;
 mod queues;
@@ -178,6 +175,7 @@ mod topics;
 pub use mappings::*;
 pub use messages::*;
 pub use moves::*;
+pub use outbox::*;
 pub use platforms::*;
 pub use publish::*;
 pub use queues::*;

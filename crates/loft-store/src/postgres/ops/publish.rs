@@ -71,12 +71,18 @@ pub async fn publish_in<C: GenericClient>(
 /// one after the other: the deduplication check, the sequence number and the fan-out of
 /// each are decided with no other publish of the topic in between, and a later sequence
 /// number's queue messages are inserted after an earlier one's.
+///
+/// With `cell` (the store is a cell of a `crate::cells::CellStore`, holding the ids of
+/// that range), a copy for a queue outside it is written to the outbox instead
+/// ([`write_outbox_in`], in entry and then fan-out order, so outbox ids follow the
+/// SequenceNumber), reported stored with sequence number 0; the outbox ids are returned
+/// beside the outcome.
 pub async fn publish_fifo_in<C: GenericClient>(
     tx: &C,
     p: &SealedFifoPublish,
     channel: &str,
     cell: Option<&std::ops::Range<i64>>,
-) -> Result<Option<Vec<FifoPublished>>, Error> {
+) -> Result<Option<(Vec<FifoPublished>, Vec<i64>)>, Error> {
     let (topic_id, now_ms) = (p.topic_id(), p.now_ms());
     let Some(row) = query_opt(
         tx,
@@ -90,10 +96,12 @@ pub async fn publish_fifo_in<C: GenericClient>(
     let mut sequence: i64 = row.get(0);
     let held = held_subscriptions(tx, topic_id).await?;
     let mut out = Vec::with_capacity(p.entries().len());
-    // The queue messages of all entries, stored in one go; `spans` says whose they are
-    // (and which copies were held for a replay).
+    // The queue messages of all entries, stored in one go, and those bound for other
+    // cells; `spans` says whose they are (which copies were held for a replay, and which
+    // of the others went to the outbox).
     let mut messages: Vec<(i64, NewMessage)> = Vec::new();
-    let mut spans: Vec<(usize, Vec<bool>)> = Vec::new();
+    let mut remote: Vec<(i64, NewMessage)> = Vec::new();
+    let mut spans: Vec<(usize, Vec<bool>, Vec<bool>)> = Vec::new();
     for (i, e) in p.entries().iter().enumerate() {
         let original = query_opt(
             tx,
@@ -150,14 +158,18 @@ pub async fn publish_fifo_in<C: GenericClient>(
         let built = p
             .fanout(i, sequence)
             .map_err(|e| Failure::Sealing(e.message))?;
-        if let Some(cell) = cell {
-            if built.iter().any(|(q, _)| !cell.contains(q)) {
-                return Err(Failure::OtherCell("a FIFO topic's fan-out"));
+        let (kept, is_held) = drop_held(built, &e.subscriptions, &held);
+        let mut away = Vec::with_capacity(kept.len());
+        for (q, m) in kept {
+            let outside = cell.is_some_and(|c| !c.contains(&q));
+            away.push(outside);
+            if outside {
+                remote.push((q, m));
+            } else {
+                messages.push((q, m));
             }
         }
-        let (kept, is_held) = drop_held(built, &e.subscriptions, &held);
-        spans.push((out.len(), is_held));
-        messages.extend(kept);
+        spans.push((out.len(), is_held, away));
         out.push(FifoPublished {
             message_id: e.message_id.clone(),
             sequence,
@@ -171,13 +183,31 @@ pub async fn publish_fifo_in<C: GenericClient>(
         &[&topic_id, &sequence],
     )
     .await?;
+    let ids = write_outbox_in(tx, &remote, now_ms).await?;
     let mut sent = send_messages_in(tx, &messages, channel).await?.into_iter();
-    for (entry, is_held) in spans {
-        let n = is_held.iter().filter(|h| !**h).count();
-        let stored: Vec<SentMessage> = sent.by_ref().take(n).collect();
+    let mut relayed = remote.into_iter().map(|(_, m)| SentMessage {
+        seq: 0,
+        message_id: m.message_id,
+        duplicate: false,
+        sequence: None,
+    });
+    for (entry, is_held, away) in spans {
+        let stored: Vec<SentMessage> = away
+            .iter()
+            .map(|outside| {
+                if *outside {
+                    relayed.next()
+                } else {
+                    sent.next()
+                }
+            })
+            .collect::<Option<_>>()
+            .ok_or(Failure::Broken(
+                "a FIFO publish stored fewer copies than it built",
+            ))?;
         out[entry].sent = merge_held(stored, &is_held);
     }
-    Ok(Some(out))
+    Ok(Some((out, ids)))
 }
 
 /// The subscriptions of topic `topic_id` whose replay holds live messages.

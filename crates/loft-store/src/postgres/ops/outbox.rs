@@ -1,0 +1,250 @@
+//! The outbox of work that crosses cells (`crate::cells`, migration 18): in the source
+//! cell, the rows a publish writes for queues of other cells and the relay's claim and
+//! removal of them; in the destination cell, the idempotent insert of relayed copies.
+
+use super::*;
+
+/// One outbox row: a copy bound for `queue_id` (a queue of another cell), as the
+/// destination stores it (already sealed when its queue is encrypted).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutboxRow {
+    /// The row's id in its source cell; ids are ranged by cell, so `id >> CELL_ID_BITS`
+    /// names the source cell and no two cells give one id.
+    pub id: i64,
+    /// The destination queue's id (which carries its cell).
+    pub queue_id: i64,
+    /// The copy.
+    pub message: NewMessage,
+}
+
+/// The copy `m` as the outbox's `copy` column keeps it (JSON).
+fn copy_json(m: &NewMessage) -> String {
+    serde_json::json!({
+        "message_id": m.message_id,
+        "body": m.body,
+        "md5_body": m.md5_body,
+        "message_attributes": m.message_attributes,
+        "system_attributes": m.system_attributes,
+        "sender_id": m.sender_id,
+        "sent_at": m.sent_at_ms,
+        "visible_at": m.visible_at_ms,
+        "expires_at": m.expires_at_ms,
+        "group_id": m.group_id,
+        "dedup_id": m.dedup_id,
+        "receive_count": m.receive_count,
+        "first_received_at": m.first_received_at_ms,
+        "dead_letter_source": m.dead_letter_source,
+        "dedup": m.dedup.as_ref().map(|d| serde_json::json!({
+            "scope": d.scope, "id": d.id, "expires_at": d.expires_at_ms,
+        })),
+        "seal": m.seal.as_ref().map(|s| serde_json::json!({
+            "key_id": s.key_id, "period": s.period,
+        })),
+    })
+    .to_string()
+}
+
+/// The copy that [`copy_json`] wrote, or `None` when `text` is not one.
+fn copy_from_json(text: &str) -> Option<NewMessage> {
+    use serde_json::Value;
+    let v: Value = serde_json::from_str(text).ok()?;
+    let text = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
+    let int = |k: &str| v.get(k).and_then(Value::as_i64);
+    let dedup = match v.get("dedup") {
+        Some(Value::Object(d)) => Some(DedupKey {
+            scope: d.get("scope")?.as_str()?.to_owned(),
+            id: d.get("id")?.as_str()?.to_owned(),
+            expires_at_ms: d.get("expires_at")?.as_i64()?,
+        }),
+        _ => None,
+    };
+    let seal = match v.get("seal") {
+        Some(Value::Object(s)) => Some(SealWith {
+            key_id: s.get("key_id")?.as_str()?.to_owned(),
+            period: s.get("period")?.as_i64()?,
+        }),
+        _ => None,
+    };
+    Some(NewMessage {
+        message_id: text("message_id"),
+        body: text("body")?,
+        md5_body: text("md5_body")?,
+        message_attributes: text("message_attributes"),
+        system_attributes: text("system_attributes"),
+        sender_id: text("sender_id")?,
+        sent_at_ms: int("sent_at")?,
+        visible_at_ms: int("visible_at")?,
+        expires_at_ms: int("expires_at")?,
+        group_id: text("group_id"),
+        dedup_id: text("dedup_id"),
+        receive_count: int("receive_count")?,
+        first_received_at_ms: int("first_received_at"),
+        dead_letter_source: text("dead_letter_source"),
+        dedup,
+        seal,
+    })
+}
+
+/// Writes one outbox row per copy of `copies` (destination queue id, copy) inside the
+/// caller's transaction, free to claim (`lease_until` 0). Returns their ids, in order.
+pub async fn write_outbox_in<C: GenericClient>(
+    tx: &C,
+    copies: &[(i64, NewMessage)],
+    now_ms: i64,
+) -> Result<Vec<i64>, Error> {
+    if copies.is_empty() {
+        return Ok(Vec::new());
+    }
+    let queue: Vec<i64> = copies.iter().map(|(q, _)| *q).collect();
+    let copy: Vec<String> = copies.iter().map(|(_, m)| copy_json(m)).collect();
+    // A FIFO queue's copies (those with a deduplication key) keep their order.
+    let ordered: Vec<bool> = copies.iter().map(|(_, m)| m.dedup.is_some()).collect();
+    // `WITH ORDINALITY` and the ORDER BY keep the ids in input order.
+    let rows = query(
+        tx,
+        "INSERT INTO cell_outbox (queue_id, copy, created_at, ordered) \
+         SELECT q, c, $3, o FROM unnest($1::bigint[], $2::text[], $4::boolean[]) \
+         WITH ORDINALITY AS u(q, c, o, n) ORDER BY n RETURNING id",
+        &[&queue, &copy, &now_ms, &ordered],
+    )
+    .await?;
+    let mut ids: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
+    // Ids are drawn in the order rows are inserted, which follows the ORDER BY.
+    ids.sort_unstable();
+    Ok(ids)
+}
+
+/// Advisory-lock class of the outbox claim (the second key is 0): claims of one cell's
+/// outbox run one at a time, so each sees the leases the one before it took.
+pub const OUTBOX_LOCK_CLASS: i32 = 0x4c6f_7574; // "Lout"
+
+/// Leases, inside the caller's transaction, up to `limit` outbox rows whose lease ended
+/// by `now_ms` (or, with `only`, those of its ids that are free) until `lease_until_ms`,
+/// lowest id first. An ordered row (a FIFO queue's copy) is taken only when no earlier
+/// row of its queue is leased, or (with `only`) left out: so a FIFO queue's copies are
+/// relayed in the order they were written (their topic's SequenceNumber order), by one
+/// relay at a time. The claims of the cell run one after another (an advisory lock held
+/// to the caller's commit). A row whose copy cannot be read is returned with `None` (the
+/// caller drops it).
+pub async fn claim_outbox<C: GenericClient>(
+    c: &C,
+    now_ms: i64,
+    lease_until_ms: i64,
+    limit: u32,
+    only: Option<&[i64]>,
+) -> Result<Vec<(i64, i64, Option<NewMessage>)>, Error> {
+    let only: Option<Vec<i64>> = only.map(<[i64]>::to_vec);
+    execute(
+        c,
+        "SELECT pg_advisory_xact_lock($1, 0)",
+        &[&OUTBOX_LOCK_CLASS],
+    )
+    .await?;
+    let rows = query(
+        c,
+        "UPDATE cell_outbox o SET lease_until = $2 FROM (SELECT w.id FROM cell_outbox w \
+           WHERE w.lease_until <= $1 AND ($4::bigint[] IS NULL OR w.id = ANY($4)) \
+           AND (NOT w.ordered OR NOT EXISTS (SELECT 1 FROM cell_outbox e \
+             WHERE e.queue_id = w.queue_id AND e.id < w.id \
+             AND (e.lease_until > $1 OR ($4::bigint[] IS NOT NULL AND e.id <> ALL($4))))) \
+           ORDER BY w.id LIMIT $3 FOR UPDATE SKIP LOCKED) c \
+         WHERE o.id = c.id RETURNING o.id, o.queue_id, o.copy",
+        &[&now_ms, &lease_until_ms, &(limit as i64), &only],
+    )
+    .await?;
+    let mut out: Vec<(i64, i64, Option<NewMessage>)> = rows
+        .iter()
+        .map(|r| {
+            let copy: &str = r.get(2);
+            (r.get(0), r.get(1), copy_from_json(copy))
+        })
+        .collect();
+    out.sort_by_key(|(id, _, _)| *id);
+    Ok(out)
+}
+
+/// Removes outbox rows `ids` (relayed, or dropped).
+pub async fn finish_outbox<C: GenericClient>(c: &C, ids: &[i64]) -> Result<u64, Error> {
+    let ids = ids.to_vec();
+    execute(c, "DELETE FROM cell_outbox WHERE id = ANY($1)", &[&ids]).await
+}
+
+/// Inserts relayed `rows` into their queues (of this cell) inside the caller's
+/// transaction, each at most once ever: the row's id goes into `cell_relayed` first
+/// (`ON CONFLICT DO NOTHING`; a concurrent relay of the same id waits for the first to
+/// end), and only the rows whose id was new are stored. A copy for a queue this cell no
+/// longer has is recorded and dropped. Returns, per row in order, what the insert did:
+/// `None` for a repeat or a dropped copy.
+pub async fn relay_in<C: GenericClient>(
+    tx: &C,
+    rows: &[OutboxRow],
+    now_ms: i64,
+    channel: &str,
+) -> Result<Vec<Option<SentMessage>>, Error> {
+    let ids: Vec<i64> = rows.iter().map(|r| r.id).collect();
+    let fresh: HashSet<i64> = query(
+        tx,
+        "INSERT INTO cell_relayed (id, relayed_at) SELECT id, $2 FROM unnest($1::bigint[]) \
+         AS u(id) ON CONFLICT (id) DO NOTHING RETURNING id",
+        &[&ids, &now_ms],
+    )
+    .await?
+    .iter()
+    .map(|r| r.get(0))
+    .collect();
+    let mut queues: Vec<i64> = rows
+        .iter()
+        .filter(|r| fresh.contains(&r.id))
+        .map(|r| r.queue_id)
+        .collect();
+    queues.sort_unstable();
+    queues.dedup();
+    let live: HashSet<i64> = if queues.is_empty() {
+        HashSet::new()
+    } else {
+        query(tx, "SELECT id FROM queues WHERE id = ANY($1)", &[&queues])
+            .await?
+            .iter()
+            .map(|r| r.get(0))
+            .collect()
+    };
+    let stored: Vec<(i64, NewMessage)> = rows
+        .iter()
+        .filter(|r| fresh.contains(&r.id) && live.contains(&r.queue_id))
+        .map(|r| (r.queue_id, r.message.clone()))
+        .collect();
+    let mut sent = send_messages_in(tx, &stored, channel).await?.into_iter();
+    Ok(rows
+        .iter()
+        .map(|r| {
+            if fresh.contains(&r.id) && live.contains(&r.queue_id) {
+                sent.next()
+            } else {
+                None
+            }
+        })
+        .collect())
+}
+
+/// The lowest id in this cell's outbox, if any row is there.
+pub async fn outbox_floor<C: GenericClient>(c: &C) -> Result<Option<i64>, Error> {
+    Ok(query_one(c, "SELECT MIN(id) FROM cell_outbox", &[])
+        .await?
+        .get(0))
+}
+
+/// Forgets the relayed ids of `source` (a cell's id range) below `below` that were
+/// relayed before `before_ms`: their outbox rows are gone, so no repeat can come.
+pub async fn sweep_relayed<C: GenericClient>(
+    c: &C,
+    source: &std::ops::Range<i64>,
+    below: i64,
+    before_ms: i64,
+) -> Result<u64, Error> {
+    execute(
+        c,
+        "DELETE FROM cell_relayed WHERE id >= $1 AND id < $2 AND relayed_at < $3",
+        &[&source.start, &below.min(source.end), &before_ms],
+    )
+    .await
+}
