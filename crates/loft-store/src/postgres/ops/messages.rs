@@ -159,9 +159,12 @@ const INSERT_PLAIN_MESSAGES: &str = concat!(
 /// deduplication key, and returns its `seq, message_id, sequence`. FIFO messages never take
 /// a fair key (fair queues are standard queues), so this is [`INSERT_MESSAGES`] without its
 /// fair-key CTEs. In the same statement the message takes its queue's next number
-/// (`queues.message_sequence`, [`StoredMessage::sequence`]); the queue's row stays locked
-/// until the send's transaction ends, so FIFO sends to one queue commit one at a time
-/// (they already wait for each other on a shared deduplication key).
+/// (`queues.message_sequence`, [`StoredMessage::sequence`]), its reserved key
+/// (`fifo_dedup`, scope `$18`, id `$19`) records the message, and its queue is woken
+/// (`pg_notify($20, queue id)`, sent at commit). The queue's row stays locked until the
+/// send's transaction ends, so FIFO sends to one queue commit one at a time: this
+/// statement is the send's last before its commit (for a single message), so the lock
+/// is held for one round trip more than the statement.
 ///
 /// Why a third statement: a FIFO send inserts its keyed messages one by one inside the
 /// deduplication transaction, and PostgreSQL re-planned [`INSERT_MESSAGES`] on every such
@@ -179,8 +182,13 @@ const INSERT_KEYED_MESSAGES: &str = concat!(
     SELECT queue_id, message_id, body, md5_body, message_attributes, system_attributes, \
       sender_id, sent_at, visible_at, expires_at, receive_count, first_received_at, \
       group_id, dedup_id, dead_letter_source, sealed, (SELECT message_sequence FROM num) \
-    FROM input ORDER BY n RETURNING seq, message_id, sequence) \
-  SELECT seq, message_id, sequence FROM ins ORDER BY seq"
+    FROM input ORDER BY n RETURNING seq, message_id, sequence, queue_id), \
+  kept AS (UPDATE fifo_dedup d SET seq = i.seq, message_id = COALESCE(i.message_id, ''), \
+    sequence = i.sequence FROM ins i \
+    WHERE d.queue_id = i.queue_id AND d.scope = $18 AND d.dedup_id = $19 RETURNING 1), \
+  woke AS (SELECT pg_notify($20, queue_id::text) FROM ins) \
+  SELECT seq, message_id, sequence, (SELECT count(*) FROM kept), (SELECT count(*) FROM woke) \
+  FROM ins"
 );
 
 /// The 17 column arrays of `cols`, in `$1..$17` order.
@@ -345,7 +353,9 @@ pub async fn send_messages_in<C: GenericClient>(
         }
         let mut one = Columns::default();
         one.push(*q, m);
-        let sent = query(tx, INSERT_KEYED_MESSAGES, &column_params(&one))
+        let mut params: Vec<&(dyn ToSql + Sync)> = column_params(&one).to_vec();
+        params.extend([&key.scope as &(dyn ToSql + Sync), &key.id, &channel]);
+        let sent = query(tx, INSERT_KEYED_MESSAGES, &params)
             .await?
             .iter()
             .map(|r| SentMessage {
@@ -354,20 +364,9 @@ pub async fn send_messages_in<C: GenericClient>(
             })
             .next()
             .ok_or(Failure::Broken("an insert returned no row"))?;
-        execute(
-            tx,
-            "UPDATE fifo_dedup SET seq = $4, message_id = $5, sequence = $6 WHERE queue_id = $1 \
-             AND scope = $2 AND dedup_id = $3",
-            &[
-                q,
-                &key.scope,
-                &key.id,
-                &sent.seq,
-                &sent.message_id.as_deref().unwrap_or_default(),
-                &sent.sequence,
-            ],
-        )
-        .await?;
+        if !woken.contains(q) {
+            woken.push(*q);
+        }
         out.push(sent);
     }
     if !run.queue_id.is_empty() {
