@@ -119,6 +119,11 @@ pub struct SentMessage {
     pub message_id: Option<String>,
     /// Whether this was a duplicate inside the deduplication window (nothing stored).
     pub duplicate: bool,
+    /// The queue's own sequence number of a message with a deduplication key (a FIFO
+    /// queue's), the original's for a duplicate: its queue's counter, see
+    /// [`StoredMessage::sequence`]. `None` for other messages and for a duplicate of one
+    /// stored before queues counted their own (the SequenceNumber is then made of `seq`).
+    pub sequence: Option<i64>,
 }
 
 /// Result of a delete by receipt.
@@ -171,6 +176,14 @@ pub struct StoredMessage {
     /// Whether `body` and `message_attributes` are still sealed as stored. Engines open
     /// sealed messages before returning them, so a caller of the store sees `false`.
     pub sealed: bool,
+    /// The queue's own sequence number (FIFO queues; the SequenceNumber is
+    /// [`crate::service::sequence_number`] of it): each queue counts its own messages with
+    /// a deduplication key (sends, SNS fan-out, moves into it), from 1, strictly increasing,
+    /// kept with the queue, so it tells nothing of other queues' traffic, unlike `seq`.
+    /// A message a receive dead-letters keeps the number its source queue gave it. `None`
+    /// for messages without one: those of standard queues, and FIFO messages stored
+    /// before queues counted their own (their SequenceNumber is made of `seq`).
+    pub sequence: Option<i64>,
 }
 
 /// What a receive claims and how. The service decides every parameter; the store applies

@@ -83,8 +83,15 @@ pub trait Store: Send + Sync + 'static {
 
     /// Stores each message in its queue, all in one transaction. A message whose
     /// [`NewMessage::dedup`] key is already recorded for its queue inside the window is not
-    /// stored; the original's sequence number and MessageId are reported instead. Returns one
+    /// stored; the original's sequence numbers and MessageId are reported instead. Returns one
     /// [`SentMessage`] per input, in input order.
+    ///
+    /// A stored message with a deduplication key (a FIFO queue's) takes its queue's next
+    /// number ([`StoredMessage::sequence`], [`SentMessage::sequence`]): one counter per
+    /// queue, kept with the queue (across restarts, shared by every node), advanced in the
+    /// same transaction, in input order, so a queue's numbers say nothing of other queues'
+    /// traffic. Whatever stores a message into a queue this way (SNS fan-out, the cells'
+    /// relay) numbers it so too.
     ///
     /// Fair queues: a message without a deduplication key (a standard queue's) that has a
     /// [`NewMessage::group_id`] makes its queue fair from then on (SQS Developer Guide,
@@ -172,7 +179,9 @@ pub trait Store: Send + Sync + 'static {
     /// dead-letter queue) back: to `target`'s queue, or each to the queue its
     /// DeadLetterQueueSourceArn names. A moved message keeps its body, attributes and group
     /// but is a new message there: the next of `new_message_ids` as its MessageId, a new
-    /// sequence number, sent now, retention counted afresh, receive count 0. Groups with a
+    /// store sequence number and, with a MessageGroupId (a FIFO queue's message), its
+    /// destination's next queue number ([`StoredMessage::sequence`], in send order), sent
+    /// now, retention counted afresh, receive count 0. Groups with a
     /// message in flight or delayed in the source keep their later messages there. Messages
     /// with no known destination stay. Returns how many moved.
     ///

@@ -56,6 +56,7 @@ pub(crate) fn merge_held(stored: Vec<SentMessage>, is_held: &[bool]) -> Vec<Sent
                     seq: 0,
                     message_id: None,
                     duplicate: true,
+                    sequence: None,
                 })
             } else {
                 stored.next()

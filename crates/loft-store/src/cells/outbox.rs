@@ -251,6 +251,7 @@ impl CellStore {
                     seq: 0,
                     message_id: ids_of_copies[i].clone(),
                     duplicate: false,
+                    sequence: None,
                 })
             })
             .collect())

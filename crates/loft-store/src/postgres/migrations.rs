@@ -329,6 +329,20 @@ const MIGRATIONS: &[&str] = &[
         relayed_at BIGINT NOT NULL
     );
     "#,
+    // 19 (SQLite's 21): each queue counts its own FIFO messages (a SequenceNumber made of
+    // the store-wide `seq` let one account count every other's messages):
+    // `queues.message_sequence` is the last number the queue gave, `messages.sequence` and
+    // `fifo_dedup.sequence` the message's (NULL, every older row: its SequenceNumber stays
+    // made of `seq`). The queues there now go on above every `seq` given so far, so a
+    // group's numbers keep increasing across the upgrade; a queue made later starts at 0.
+    r#"
+    ALTER TABLE queues ADD COLUMN message_sequence BIGINT NOT NULL DEFAULT 0;
+    ALTER TABLE messages ADD COLUMN sequence BIGINT;
+    ALTER TABLE fifo_dedup ADD COLUMN sequence BIGINT;
+    UPDATE queues SET message_sequence = GREATEST(
+        (SELECT COALESCE(MAX(seq), 0) FROM messages),
+        (SELECT COALESCE(MAX(seq), 0) FROM fifo_dedup));
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -351,6 +351,21 @@ const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE move_tasks ADD COLUMN started_by TEXT;
     "#,
+    // 21 (PostgreSQL's 19): each queue counts its own FIFO messages (a SequenceNumber
+    // made of the store-wide `seq` let one account count every other's messages):
+    // `queues.message_sequence` is the last number the queue gave, `messages.sequence` and
+    // `fifo_dedup.sequence` the message's (NULL, every older row: its SequenceNumber stays
+    // made of `seq`). The queues there now go on above every `seq` given so far, so a
+    // group's numbers keep increasing across the upgrade; a queue made later starts at 0.
+    r#"
+    ALTER TABLE queues ADD COLUMN message_sequence INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE messages ADD COLUMN sequence INTEGER;
+    ALTER TABLE fifo_dedup ADD COLUMN sequence INTEGER;
+    UPDATE queues SET message_sequence = MAX(
+        (SELECT COALESCE(MAX(high), 0) FROM message_seq),
+        (SELECT COALESCE(MAX(seq), 0) FROM messages),
+        (SELECT COALESCE(MAX(seq), 0) FROM fifo_dedup));
+    "#,
 ];
 
 /// The schema version this build writes.

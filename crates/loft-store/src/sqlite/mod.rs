@@ -1621,4 +1621,63 @@ mod tests {
             store.close().await;
         });
     }
+    #[test]
+    fn migration_21_keeps_older_fifo_numbers_and_counts_each_queue_above_them() {
+        // A FIFO message and its deduplication key from before, and store-wide numbers
+        // handed out up to 41.
+        let (_dir, store, rt) = upgraded_from(
+            20,
+            "INSERT INTO queues (name, attributes, tags, created_at, modified_at) \
+             VALUES ('q.fifo', '{}', '{}', 0, 0); \
+             INSERT INTO messages (seq, queue_id, message_id, body, md5_body, sender_id, \
+             sent_at, visible_at, expires_at, group_id, dedup_id) \
+             VALUES (7, 1, 'm7', 'old', 'm', 's', 0, 0, 9000000000000, 'g', 'd7'); \
+             INSERT INTO fifo_dedup (queue_id, scope, dedup_id, seq, message_id, expires_at) \
+             VALUES (1, '', 'd7', 7, 'm7', 9000000000000); \
+             UPDATE message_seq SET high = 41;",
+        );
+        rt.block_on(async {
+            let kept = store.peek_messages(1, 0, 10, 0).await.unwrap();
+            assert_eq!(
+                (kept[0].seq, kept[0].sequence),
+                (7, None),
+                "made of seq, as before"
+            );
+            let fifo = |body: &str, dedup: &str| NewMessage {
+                group_id: Some("g".into()),
+                dedup_id: Some(dedup.into()),
+                dedup: Some(DedupKey {
+                    scope: String::new(),
+                    id: dedup.into(),
+                    expires_at_ms: 9_000_000_000_000,
+                }),
+                ..message(body, 1)
+            };
+            let sent = store
+                .send_messages(vec![(1, fifo("again", "d7")), (1, fifo("new", "d8"))])
+                .await
+                .unwrap();
+            assert!(sent[0].duplicate);
+            assert_eq!((sent[0].seq, sent[0].sequence), (7, None));
+            assert_eq!(
+                sent[1].sequence,
+                Some(42),
+                "above every number given before"
+            );
+            let (later, _) = store
+                .create_queue("later.fifo", BTreeMap::new(), BTreeMap::new(), 0)
+                .await
+                .unwrap();
+            let sent = store
+                .send_messages(vec![(later.id, fifo("first", "f"))])
+                .await
+                .unwrap();
+            assert_eq!(
+                sent[0].sequence,
+                Some(1),
+                "a queue made later counts from 1"
+            );
+            store.close().await;
+        });
+    }
 }

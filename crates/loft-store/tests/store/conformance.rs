@@ -132,6 +132,7 @@ const ACROSS_CELLS: &[&str] = &[
     "dead_letter_in_receive",
     "fair_queue_keeps_earlier_and_moved_messages",
     "fifo_dead_letter_keeps_group_open",
+    "fifo_moves_take_their_destinations_numbers",
     "fifo_receive_sorts_expired_and_dead_letters_inside_groups",
     "move_tasks_are_rows_with_leases",
     "move_to_queue",
@@ -222,6 +223,8 @@ conformance!(
     fifo_group_opens_up_to_its_first_hidden_message,
     fifo_dead_letter_keeps_group_open,
     fifo_dedup,
+    fifo_sequence_numbers_are_each_queues_own,
+    fifo_moves_take_their_destinations_numbers,
     receipt_tokens_and_limits_are_the_requests,
     fifo_walk_reaches_past_its_first_window,
     fifo_receive_sorts_expired_and_dead_letters_inside_groups,
@@ -1245,6 +1248,152 @@ async fn fifo_dedup(s: S) {
         .unwrap();
     // Group G first (as much of one group as possible), then group H.
     assert_eq!(bodies(&out), ["one", "two", "one later", "one in H"]);
+}
+
+/// Sends `entries` (body, group, deduplication id) to FIFO queue `q` in one batch; the
+/// queue sequence number each got.
+async fn fifo_send(s: &S, q: i64, entries: &[(&str, &str, &str)]) -> Vec<Option<i64>> {
+    s.send_messages(
+        entries
+            .iter()
+            .map(|(b, g, d)| (q, fifo_msg(b, g, d, T0)))
+            .collect(),
+    )
+    .await
+    .unwrap()
+    .iter()
+    .map(|m| m.sequence)
+    .collect()
+}
+
+/// The queue sequence numbers of queue `q`'s messages, by body.
+async fn sequences_of(s: &S, q: i64) -> BTreeMap<String, Option<i64>> {
+    s.peek_messages(q, 0, 100, T0)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|m| (m.body, m.sequence))
+        .collect()
+}
+
+/// Each FIFO queue numbers its own messages (`SentMessage::sequence`, the SequenceNumber's
+/// source): what other queues get in between (FIFO and standard sends) does not move a
+/// queue's numbers, so one account cannot count another's messages; numbers go up by one
+/// per message across batches and groups, a duplicate reports its original's and takes
+/// none, and a read gives what the send reported. Standard messages take none.
+async fn fifo_sequence_numbers_are_each_queues_own(s: S) {
+    let x = queue(&s, "sn-x.fifo").await;
+    let y = queue(&s, "sn-y.fifo").await;
+    let other = queue(&s, "sn-other.fifo").await;
+    let plain = queue(&s, "sn-plain").await;
+    let first = fifo_send(&s, y, &[("y1", "G", "y1"), ("y2", "G", "y2")]).await;
+    let y1 = first[0].expect("a FIFO message is numbered");
+    assert_eq!(first[1], Some(y1 + 1));
+    // Other queues' traffic in between: FIFO batches and a standard send.
+    let mut xs = Vec::new();
+    for i in 0..3 {
+        let entries: Vec<(String, String)> = (0..4)
+            .map(|j| (format!("x{i}{j}"), format!("x{i}{j}")))
+            .collect();
+        let entries: Vec<(&str, &str, &str)> = entries
+            .iter()
+            .map(|(b, d)| (b.as_str(), "G", d.as_str()))
+            .collect();
+        xs.extend(fifo_send(&s, x, &entries).await);
+    }
+    let xs: Vec<i64> = xs.into_iter().map(|n| n.expect("numbered")).collect();
+    assert!(
+        xs.windows(2).all(|w| w[1] == w[0] + 1),
+        "X counts its own messages one by one across batches: {xs:?}"
+    );
+    let standard = send(&s, plain, &["p1", "p2"], T0).await;
+    assert!(standard.iter().all(|m| m.sequence.is_none()));
+    fifo_send(
+        &s,
+        other,
+        &[("o1", "D", "o1"), ("o2", "D", "o2"), ("o3", "E", "o3")],
+    )
+    .await;
+    let y3 = fifo_send(&s, y, &[("y3", "H", "y3")]).await;
+    assert_eq!(
+        y3,
+        [Some(y1 + 2)],
+        "Y's numbers do not move with other queues' sends"
+    );
+    assert_eq!(fifo_send(&s, y, &[("y4", "G", "y4")]).await, [Some(y1 + 3)]);
+    // A duplicate reports its original's number and takes none.
+    let dup = s
+        .send_messages(vec![(y, fifo_msg("y1 again", "G", "y1", T0))])
+        .await
+        .unwrap();
+    assert!(dup[0].duplicate);
+    assert_eq!(dup[0].sequence, Some(y1));
+    assert_eq!(fifo_send(&s, y, &[("y5", "G", "y5")]).await, [Some(y1 + 4)]);
+    // Reads give what the sends reported.
+    let seen = sequences_of(&s, y).await;
+    let want: BTreeMap<String, Option<i64>> = [
+        ("y1", y1),
+        ("y2", y1 + 1),
+        ("y3", y1 + 2),
+        ("y4", y1 + 3),
+        ("y5", y1 + 4),
+    ]
+    .into_iter()
+    .map(|(b, n)| (b.to_string(), Some(n)))
+    .collect();
+    assert_eq!(seen, want);
+    let out = s.receive(fifo_req(y, 10, T0, 1000)).await.unwrap();
+    assert!(!out.messages.is_empty());
+    for m in &out.messages {
+        assert_eq!(m.sequence, want[&m.body], "{} as received", m.body);
+    }
+    assert!(sequences_of(&s, plain).await.values().all(Option::is_none));
+    let last = xs[xs.len() - 1];
+    assert_eq!(
+        fifo_send(&s, x, &[("x-after", "G", "x-after")]).await,
+        [Some(last + 1)]
+    );
+}
+
+/// Messages moved into a FIFO queue (a redrive, a move task's step) take their
+/// destination's next numbers in send order, as a send into it does; one batch to two
+/// queues gives each its own next number; the other queues' numbers do not move.
+async fn fifo_moves_take_their_destinations_numbers(s: S) {
+    let x = queue(&s, "mn-x.fifo").await;
+    let y = queue(&s, "mn-y.fifo").await;
+    let dlq = queue(&s, "mn-dlq.fifo").await;
+    let x1 = fifo_send(&s, x, &[("x1", "G", "x1")]).await[0].expect("numbered");
+    let y1 = fifo_send(&s, y, &[("y1", "G", "y1")]).await[0].expect("numbered");
+    let mixed = s
+        .send_messages(vec![
+            (x, fifo_msg("x2", "G", "x2", T0)),
+            (dlq, fifo_msg("d1", "D", "d1", T0)),
+            (y, fifo_msg("y2", "G", "y2", T0)),
+            (dlq, fifo_msg("d2", "D", "d2", T0)),
+            (x, fifo_msg("x3", "G", "x3", T0)),
+            (dlq, fifo_msg("d3", "E", "d3", T0)),
+        ])
+        .await
+        .unwrap();
+    let got: Vec<Option<i64>> = mixed.iter().map(|m| m.sequence).collect();
+    assert_eq!(
+        (got[0], got[2], got[4]),
+        (Some(x1 + 1), Some(y1 + 1), Some(x1 + 2))
+    );
+    assert_eq!(got[3], got[1].map(|d| d + 1));
+    let moved = s
+        .move_messages(dlq, MoveTarget::Queue(x), ids(3), T0 + 5, None)
+        .await
+        .unwrap()
+        .expect("no task to stop it");
+    assert_eq!(moved, 3);
+    let in_x = sequences_of(&s, x).await;
+    assert_eq!(
+        (in_x["d1"], in_x["d2"], in_x["d3"]),
+        (Some(x1 + 3), Some(x1 + 4), Some(x1 + 5))
+    );
+    assert_eq!(fifo_send(&s, y, &[("y3", "G", "y3")]).await, [Some(y1 + 2)]);
+    assert_eq!(fifo_send(&s, x, &[("x4", "G", "x4")]).await, [Some(x1 + 6)]);
 }
 
 async fn receipt_tokens_and_limits_are_the_requests(s: S) {
@@ -3967,6 +4116,91 @@ async fn sqlite_receipt_key_is_kept_across_reopen() {
     let other = open("other.db");
     assert_ne!(other.receipt_key(), first);
     other.close().await;
+}
+
+/// A FIFO queue's numbers go on where they were after the file is closed and opened
+/// again (they are kept with the queue, not counted in memory).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_queue_sequence_numbers_go_on_after_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let open = || {
+        Arc::new(
+            SqliteStore::open(&dir.path().join("loft.db"), loft_store::Durability::Process)
+                .unwrap(),
+        )
+    };
+    let file = open();
+    let store: S = file.clone();
+    let q = queue(&store, "reopen.fifo").await;
+    let other = queue(&store, "other.fifo").await;
+    let before = fifo_send(&store, q, &[("a", "G", "a"), ("b", "G", "b")]).await;
+    fifo_send(&store, other, &[("o", "G", "o")]).await;
+    file.close().await;
+    let file = open();
+    let store: S = file.clone();
+    let after = fifo_send(&store, q, &[("c", "G", "c")]).await;
+    assert_eq!(after, [before[1].map(|n| n + 1)]);
+    let dup = store
+        .send_messages(vec![(q, fifo_msg("a again", "G", "a", T0))])
+        .await
+        .unwrap();
+    assert_eq!(
+        dup[0].sequence, before[0],
+        "the window keeps the original's number"
+    );
+    file.close().await;
+}
+
+/// Two PostgreSQL nodes of one database share each queue's numbers (kept with the queue
+/// row): sends through either continue one sequence, and a node connected later (a
+/// restart) goes on from there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_nodes_share_queue_sequence_numbers() {
+    let Some(url) = std::env::var("LOFT_TEST_DATABASE_URL")
+        .ok()
+        .filter(|u| !u.is_empty())
+    else {
+        skips::postgres().skip("postgres_nodes_share_queue_sequence_numbers");
+        return;
+    };
+    let schema = format!("loft_test_{:016x}", rand::random::<u64>());
+    let _guard = PgSchema {
+        url: url.clone(),
+        schema: schema.clone(),
+    };
+    let node = || async {
+        Arc::new(
+            PgStore::connect(
+                &url,
+                PgOptions {
+                    pool_size: 2,
+                    schema: Some(schema.clone()),
+                },
+            )
+            .await
+            .unwrap()
+            .with_key_source(KeySource::Key(test_key())),
+        )
+    };
+    let (node_a, node_b) = (node().await, node().await);
+    let (a, b): (S, S) = (node_a.clone(), node_b.clone());
+    let q = queue(&a, "nodes.fifo").await;
+    let first = fifo_send(&a, q, &[("a1", "G", "a1"), ("a2", "H", "a2")]).await;
+    let n = first[0].expect("numbered");
+    assert_eq!(first[1], Some(n + 1));
+    assert_eq!(fifo_send(&b, q, &[("b1", "G", "b1")]).await, [Some(n + 2)]);
+    assert_eq!(fifo_send(&a, q, &[("a3", "G", "a3")]).await, [Some(n + 3)]);
+    node_a.close().await;
+    node_b.close().await;
+    let node_c = node().await;
+    let c: S = node_c.clone();
+    assert_eq!(fifo_send(&c, q, &[("c1", "G", "c1")]).await, [Some(n + 4)]);
+    let dup = c
+        .send_messages(vec![(q, fifo_msg("b1 again", "G", "b1", T0))])
+        .await
+        .unwrap();
+    assert_eq!(dup[0].sequence, Some(n + 2));
+    node_c.close().await;
 }
 
 // ----- TLS to PostgreSQL (needs LOFT_TEST_DATABASE_ROOTCERT: the CA of the test server)

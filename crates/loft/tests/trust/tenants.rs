@@ -1996,6 +1996,146 @@ maximum_retry_attempts = 0
     );
 }
 
+/// A FIFO queue's SequenceNumber tells its account nothing of other accounts' traffic (it
+/// was once the store-wide message number: B could count A's messages). B sends to its
+/// FIFO queue, A sends ten messages to queues of its own (FIFO and standard, one by one
+/// and in a batch), B sends again: B's numbers step as they do with nothing in between.
+/// Each is a 20-digit decimal, and a receive gives the one the send answered.
+#[tokio::test]
+async fn a_fifo_sequence_number_does_not_count_other_accounts_messages_on_sqlite() {
+    fifo_numbers_are_the_queues_own(&[]).await;
+}
+
+/// [`a_fifo_sequence_number_does_not_count_other_accounts_messages_on_sqlite`] on
+/// PostgreSQL (`LOFT_TEST_DATABASE_URL`).
+#[tokio::test]
+async fn a_fifo_sequence_number_does_not_count_other_accounts_messages_on_postgres() {
+    let Some(node_url) = postgres_node(
+        "tenants::a_fifo_sequence_number_does_not_count_other_accounts_messages_on_postgres",
+    )
+    .await
+    else {
+        return;
+    };
+    fifo_numbers_are_the_queues_own(&["--database-url", &node_url]).await;
+}
+
+/// See [`a_fifo_sequence_number_does_not_count_other_accounts_messages_on_sqlite`].
+async fn fifo_numbers_are_the_queues_own(engine: &[&str]) {
+    let (loft, _dir) = start_with(engine);
+    let fifo = json!({"FifoQueue": "true", "ContentBasedDeduplication": "true"});
+    let b_queue = create_queue(&loft, B, "b-orders.fifo", fifo.clone()).await;
+    let a_fifo = create_queue(&loft, A, "a-orders.fifo", fifo).await;
+    let a_plain = create_queue(&loft, A, "a-plain", json!({})).await;
+    let mut b_sent = 0;
+    let mut b_send = || {
+        b_sent += 1;
+        let (loft, url, body) = (&loft, b_queue.clone(), format!("b{b_sent}"));
+        async move {
+            let (status, out) = sqs(
+                loft,
+                B,
+                "SendMessage",
+                json!({"QueueUrl": url, "MessageBody": body, "MessageGroupId": "g"}),
+            )
+            .await;
+            assert_eq!(status, 200, "{out}");
+            let number = out["SequenceNumber"].as_str().expect("a SequenceNumber");
+            assert!(number.len() >= 20, "{number}");
+            number.parse::<u128>().expect("a decimal")
+        }
+    };
+    // The step of B's numbers with nothing in between.
+    let first = b_send().await;
+    let second = b_send().await;
+    let step = second - first;
+    assert!(step > 0);
+    // A sends ten messages between B's next two.
+    for i in 0..4 {
+        let (status, out) = sqs(
+            &loft,
+            A,
+            "SendMessage",
+            json!({"QueueUrl": a_fifo, "MessageBody": format!("a{i}"), "MessageGroupId": "g"}),
+        )
+        .await;
+        assert_eq!(status, 200, "{out}");
+    }
+    let entries: Vec<Value> = (0..3)
+        .map(|i| json!({"Id": format!("e{i}"), "MessageBody": format!("a-batch{i}"), "MessageGroupId": "h"}))
+        .collect();
+    let (status, out) = sqs(
+        &loft,
+        A,
+        "SendMessageBatch",
+        json!({"QueueUrl": a_fifo, "Entries": entries}),
+    )
+    .await;
+    assert_eq!(status, 200, "{out}");
+    for i in 0..3 {
+        let (status, out) = sqs(
+            &loft,
+            A,
+            "SendMessage",
+            json!({"QueueUrl": a_plain, "MessageBody": format!("p{i}")}),
+        )
+        .await;
+        assert_eq!(status, 200, "{out}");
+    }
+    let third = b_send().await;
+    assert_eq!(
+        third - second,
+        step,
+        "B's SequenceNumber moved by {} over A's ten messages, not by its own step {step}",
+        third - second
+    );
+    // A batch of B's: each entry one step on.
+    let entries: Vec<Value> = (0..2)
+        .map(|i| json!({"Id": format!("e{i}"), "MessageBody": format!("b-batch{i}"), "MessageGroupId": "g"}))
+        .collect();
+    let (status, out) = sqs(
+        &loft,
+        B,
+        "SendMessageBatch",
+        json!({"QueueUrl": b_queue, "Entries": entries}),
+    )
+    .await;
+    assert_eq!(status, 200, "{out}");
+    let batch: Vec<u128> = out["Successful"]
+        .as_array()
+        .expect("Successful")
+        .iter()
+        .map(|e| e["SequenceNumber"].as_str().unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(batch, [third + step, third + 2 * step]);
+    // A receive gives each message the number its send answered.
+    let (status, out) = sqs(
+        &loft,
+        B,
+        "ReceiveMessage",
+        json!({"QueueUrl": b_queue, "MaxNumberOfMessages": 10,
+               "MessageSystemAttributeNames": ["SequenceNumber"]}),
+    )
+    .await;
+    assert_eq!(status, 200, "{out}");
+    let received: Vec<u128> = out["Messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .map(|m| {
+            m["Attributes"]["SequenceNumber"]
+                .as_str()
+                .unwrap()
+                .parse()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(
+        received,
+        [first, second, third, third + step, third + 2 * step]
+    );
+}
+
 /// A data protection policy's Outbound statement applies to the principals that
 /// subscribed to the topic (SNS Developer Guide, "Understanding Amazon SNS data protection
 /// policies"): one naming account B denies B's subscription a message with an email

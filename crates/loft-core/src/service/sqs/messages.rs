@@ -165,10 +165,21 @@ pub(crate) fn receipt_tokens(n: usize) -> Vec<i64> {
     tokens
 }
 
-/// The SequenceNumber of the message with store sequence `seq`: a 20-digit decimal that
-/// grows with `seq`, in the form of AWS's 128-bit sequence numbers.
+/// The SequenceNumber of sequence number `seq`: a 20-digit decimal, 10^19 + `seq`, in the
+/// form of AWS's 128-bit sequence numbers (SQS API Reference, SendMessage: "the large,
+/// non-consecutive number that Amazon SQS assigns to each message"). A FIFO queue's
+/// message gives its queue's own number ([`crate::model::StoredMessage::sequence`], see
+/// [`message_sequence_number`]); an SNS FIFO topic's publish its topic's.
 pub fn sequence_number(seq: i64) -> String {
     (10_000_000_000_000_000_000u128 + seq.max(0) as u128).to_string()
+}
+
+/// The SequenceNumber of a FIFO queue's message: [`sequence_number`] of its queue's own
+/// number `sequence`, or, for a message stored before queues counted their own, of its
+/// store sequence `seq` (what it was given then; a queue's counter starts above every
+/// such `seq`, so its numbers keep increasing).
+pub fn message_sequence_number(sequence: Option<i64>, seq: i64) -> String {
+    sequence_number(sequence.unwrap_or(seq))
 }
 
 /// Checks a MessageGroupId or MessageDeduplicationId: 1..=128 characters of alphanumerics
@@ -481,7 +492,7 @@ impl Sqs {
             if let Ok(r) = &mut results[slot] {
                 r.message_id = message_id_of(sent.message_id, sent.seq);
                 if config.fifo {
-                    r.sequence_number = Some(sequence_number(sent.seq));
+                    r.sequence_number = Some(message_sequence_number(sent.sequence, sent.seq));
                 }
             }
         }
@@ -773,7 +784,7 @@ impl Sqs {
                 "MessageGroupId" => m.group_id.clone(),
                 "SenderId" => Some(m.sender_id.clone()),
                 "SentTimestamp" => Some(m.sent_at_ms.to_string()),
-                "SequenceNumber" if fifo => Some(sequence_number(m.seq)),
+                "SequenceNumber" if fifo => Some(message_sequence_number(m.sequence, m.seq)),
                 _ => None,
             };
             if let Some(v) = value {

@@ -8,7 +8,7 @@ use super::*;
 const MESSAGE_COLUMNS: &str = "m.seq, m.queue_id, m.message_id, \
     m.body, m.md5_body, m.message_attributes, m.system_attributes, m.sender_id, m.sent_at, \
     m.visible_at, m.receive_count, m.first_received_at, m.receipt_token, m.group_id, \
-    m.dedup_id, m.dead_letter_source, m.sealed";
+    m.dedup_id, m.dead_letter_source, m.sealed, m.sequence";
 
 fn message_row(r: &Row, at: usize) -> StoredMessage {
     StoredMessage {
@@ -29,6 +29,7 @@ fn message_row(r: &Row, at: usize) -> StoredMessage {
         dedup_id: r.get(at + 14),
         dead_letter_source: r.get(at + 15),
         sealed: r.get::<_, i16>(at + 16) != 0,
+        sequence: r.get(at + 17),
     }
 }
 
@@ -118,9 +119,9 @@ const INSERT_MESSAGES: &str = concat!(
     RETURNING seq, message_id, queue_id)"
 );
 
-/// The start of the `ins` CTE of [`INSERT_PLAIN_MESSAGES`] and [`INSERT_KEYED_MESSAGES`]:
-/// the input's rows as they are, without fair keys; each statement ends it its own way
-/// (a `WHERE`, then `ORDER BY n RETURNING ...)`).
+/// The start of the `ins` CTE of [`INSERT_PLAIN_MESSAGES`]: the input's rows as they are,
+/// without fair keys; the statement ends it its own way (a `WHERE`, then
+/// `ORDER BY n RETURNING ...)`).
 macro_rules! insert_rows_without_fair_keys {
     () => {
         "  ins AS (INSERT INTO messages (queue_id, message_id, body, md5_body, \
@@ -154,10 +155,16 @@ const INSERT_PLAIN_MESSAGES: &str = concat!(
   SELECT seq, message_id, (SELECT count(*) FROM woke) FROM ins ORDER BY seq"
 );
 
-/// Inserts the rows of `$1..$17` (as [`INSERT_MESSAGES`]) that all carry a deduplication
-/// key, in order, and returns `seq, message_id` ordered by seq. FIFO messages never take a
-/// fair key (fair queues are standard queues), so this is [`INSERT_MESSAGES`] without its
-/// fair-key CTEs.
+/// Inserts the one row of `$1..$17` (as [`INSERT_MESSAGES`]), which carries a
+/// deduplication key, and returns its `seq, message_id, sequence`. FIFO messages never take
+/// a fair key (fair queues are standard queues), so this is [`INSERT_MESSAGES`] without its
+/// fair-key CTEs. In the same statement the message takes its queue's next number
+/// (`queues.message_sequence`, [`StoredMessage::sequence`]), its reserved key
+/// (`fifo_dedup`, scope `$18`, id `$19`) records the message, and its queue is woken
+/// (`pg_notify($20, queue id)`, sent at commit). The queue's row stays locked until the
+/// send's transaction ends, so FIFO sends to one queue commit one at a time: this
+/// statement is the send's last before its commit (for a single message), so the lock
+/// is held for one round trip more than the statement.
 ///
 /// Why a third statement: a FIFO send inserts its keyed messages one by one inside the
 /// deduplication transaction, and PostgreSQL re-planned [`INSERT_MESSAGES`] on every such
@@ -166,9 +173,22 @@ const INSERT_PLAIN_MESSAGES: &str = concat!(
 /// five executions, as [`INSERT_PLAIN_MESSAGES`]'s is.
 const INSERT_KEYED_MESSAGES: &str = concat!(
     insert_input_cte!(),
-    insert_rows_without_fair_keys!(),
-    "ORDER BY n RETURNING seq, message_id) \
-  SELECT seq, message_id FROM ins ORDER BY seq"
+    "  num AS (UPDATE queues SET message_sequence = message_sequence + 1 \
+    WHERE id = ($1::bigint[])[1] RETURNING message_sequence), \
+  ins AS (INSERT INTO messages (queue_id, message_id, body, md5_body, \
+    message_attributes, system_attributes, sender_id, sent_at, visible_at, expires_at, \
+    receive_count, first_received_at, group_id, dedup_id, dead_letter_source, sealed, \
+    sequence) \
+    SELECT queue_id, message_id, body, md5_body, message_attributes, system_attributes, \
+      sender_id, sent_at, visible_at, expires_at, receive_count, first_received_at, \
+      group_id, dedup_id, dead_letter_source, sealed, (SELECT message_sequence FROM num) \
+    FROM input ORDER BY n RETURNING seq, message_id, sequence, queue_id), \
+  kept AS (UPDATE fifo_dedup d SET seq = i.seq, message_id = COALESCE(i.message_id, ''), \
+    sequence = i.sequence FROM ins i \
+    WHERE d.queue_id = i.queue_id AND d.scope = $18 AND d.dedup_id = $19 RETURNING 1), \
+  woke AS (SELECT pg_notify($20, queue_id::text) FROM ins) \
+  SELECT seq, message_id, sequence, (SELECT count(*) FROM kept), (SELECT count(*) FROM woke) \
+  FROM ins"
 );
 
 /// The 17 column arrays of `cols`, in `$1..$17` order.
@@ -221,12 +241,14 @@ async fn insert_messages<C: GenericClient>(
     Ok(rows.iter().map(sent_row).collect())
 }
 
-/// A sent message from a row of `seq, message_id, ...`.
+/// A sent message from a row of `seq, message_id, ...` (a message without a
+/// deduplication key: no queue sequence number).
 fn sent_row(r: &Row) -> SentMessage {
     SentMessage {
         seq: r.get(0),
         message_id: r.get(1),
         duplicate: false,
+        sequence: None,
     }
 }
 
@@ -315,8 +337,8 @@ pub async fn send_messages_in<C: GenericClient>(
         if reserved.is_none() {
             let row = query_one(
                 tx,
-                "SELECT seq, message_id FROM fifo_dedup WHERE queue_id = $1 AND scope = $2 \
-                 AND dedup_id = $3",
+                "SELECT seq, message_id, sequence FROM fifo_dedup WHERE queue_id = $1 \
+                 AND scope = $2 AND dedup_id = $3",
                 &[q, &key.scope, &key.id],
             )
             .await?;
@@ -325,30 +347,26 @@ pub async fn send_messages_in<C: GenericClient>(
                 seq: row.get(0),
                 message_id: Some(message_id).filter(|id| !id.is_empty()),
                 duplicate: true,
+                sequence: row.get(2),
             });
             continue;
         }
         let mut one = Columns::default();
         one.push(*q, m);
-        let sent = query(tx, INSERT_KEYED_MESSAGES, &column_params(&one))
+        let mut params: Vec<&(dyn ToSql + Sync)> = column_params(&one).to_vec();
+        params.extend([&key.scope as &(dyn ToSql + Sync), &key.id, &channel]);
+        let sent = query(tx, INSERT_KEYED_MESSAGES, &params)
             .await?
             .iter()
-            .map(sent_row)
+            .map(|r| SentMessage {
+                sequence: r.get(2),
+                ..sent_row(r)
+            })
             .next()
             .ok_or(Failure::Broken("an insert returned no row"))?;
-        execute(
-            tx,
-            "UPDATE fifo_dedup SET seq = $4, message_id = $5 WHERE queue_id = $1 AND scope = $2 \
-             AND dedup_id = $3",
-            &[
-                q,
-                &key.scope,
-                &key.id,
-                &sent.seq,
-                &sent.message_id.as_deref().unwrap_or_default(),
-            ],
-        )
-        .await?;
+        if !woken.contains(q) {
+            woken.push(*q);
+        }
         out.push(sent);
     }
     if !run.queue_id.is_empty() {
@@ -644,7 +662,7 @@ const CAND_COLUMNS: &str = "seq, visible_at AS old_visible, receive_count AS old
     receipt_token AS old_token, received_at AS old_received";
 
 /// Number of columns of [`MESSAGE_COLUMNS`].
-const MESSAGE_COLUMN_COUNT: usize = 17;
+const MESSAGE_COLUMN_COUNT: usize = 18;
 
 /// A claimed message's state before its claim, to put it back.
 struct OldClaim {

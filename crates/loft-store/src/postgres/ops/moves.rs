@@ -5,7 +5,9 @@ use super::*;
 // ----- message moves
 
 /// Moves up to `limit` visible messages; rows another node is moving are skipped, so two
-/// nodes running a move task of one queue move each message once. The candidates read
+/// nodes running a move task of one queue move each message once. A moved message with a
+/// MessageGroupId (a FIFO queue's) takes its destination's next numbers
+/// (`queues.message_sequence`, in send order), as a send into it does. The candidates read
 /// `queue_id` as a range, ordered by `queue_id, seq`, so that only `messages_queue_order`
 /// gives their order: with `queue_id = $1 ... ORDER BY seq` the generic plan walked the
 /// primary key through every other queue's older messages (366 ms a batch behind
@@ -43,13 +45,21 @@ pub async fn move_messages<C: GenericClient>(
            RETURNING m.seq, d.dest, m.body, m.md5_body, m.message_attributes, \
              m.system_attributes, m.sender_id, m.sent_at, m.expires_at, m.group_id, m.dedup_id, \
              m.sealed), \
+         numbered AS (SELECT *, row_number() OVER (ORDER BY seq) AS n, \
+             row_number() OVER (PARTITION BY dest, group_id IS NOT NULL ORDER BY seq) AS k \
+           FROM gone), \
+         num AS (UPDATE queues q SET message_sequence = q.message_sequence + c.taken \
+           FROM (SELECT dest, count(*) AS taken FROM gone WHERE group_id IS NOT NULL \
+                 GROUP BY dest) c \
+           WHERE q.id = c.dest RETURNING q.id, q.message_sequence - c.taken AS before), \
          moved AS (INSERT INTO messages (queue_id, message_id, body, md5_body, \
              message_attributes, system_attributes, sender_id, sent_at, visible_at, expires_at, \
-             receive_count, group_id, dedup_id, fair_key, sealed) \
+             receive_count, group_id, dedup_id, fair_key, sealed, sequence) \
            SELECT dest, ($8::text[])[n], body, md5_body, message_attributes, \
              system_attributes, sender_id, $2, $2, $2 + (expires_at - sent_at), 0, group_id, \
-             dedup_id, CASE WHEN (SELECT fair FROM queues WHERE id = dest) THEN 0 END, sealed \
-           FROM (SELECT *, row_number() OVER (ORDER BY seq) AS n FROM gone) g \
+             dedup_id, CASE WHEN (SELECT fair FROM queues WHERE id = dest) THEN 0 END, sealed, \
+             CASE WHEN g.group_id IS NOT NULL THEN u.before + g.k END \
+           FROM numbered g LEFT JOIN num u ON u.id = g.dest \
            ORDER BY seq RETURNING queue_id), \
          woke AS (SELECT pg_notify($7, q::text) FROM (SELECT DISTINCT queue_id AS q FROM moved) x) \
          SELECT (SELECT count(*) FROM moved), (SELECT count(*) FROM woke)",

@@ -189,6 +189,7 @@ pub async fn publish_fifo_in<C: GenericClient>(
         seq: 0,
         message_id: m.message_id,
         duplicate: false,
+        sequence: None,
     });
     for (entry, is_held, away) in spans {
         let stored: Vec<SentMessage> = away

@@ -80,6 +80,7 @@ fn message_row(r: &Row<'_>) -> rusqlite::Result<StoredMessage> {
         dedup_id: r.get(14)?,
         dead_letter_source: r.get(15)?,
         sealed: r.get::<_, i64>(16)? != 0,
+        sequence: r.get(17)?,
     })
 }
 
@@ -202,6 +203,18 @@ pub fn one_insert(messages: &[(i64, NewMessage)]) -> bool {
     }
 }
 
+/// The next number of queue `queue_id`'s own sequence ([`StoredMessage::sequence`]),
+/// counted in the queue's row inside the caller's transaction; `None` when the queue has
+/// no row (deleted).
+pub(crate) fn next_queue_sequence(c: &Connection, queue_id: i64) -> rusqlite::Result<Option<i64>> {
+    c.prepare_cached(
+        "UPDATE queues SET message_sequence = message_sequence + 1 WHERE id = ?1 \
+         RETURNING message_sequence",
+    )?
+    .query_row([queue_id], |r| r.get(0))
+    .optional()
+}
+
 pub fn send_messages(
     c: &Connection,
     seqs: &MessageSeqs,
@@ -210,9 +223,10 @@ pub fn send_messages(
     let mut stmt = c.prepare_cached(
         "INSERT INTO messages (queue_id, message_id, body, md5_body, message_attributes, \
          system_attributes, sender_id, sent_at, visible_at, expires_at, receive_count, \
-         first_received_at, group_id, dedup_id, dead_letter_source, fair_key, sealed, seq) \
+         first_received_at, group_id, dedup_id, dead_letter_source, fair_key, sealed, seq, \
+         sequence) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, \
-         ?18)",
+         ?18, ?19)",
     )?;
     // A duplicate FIFO send leaves its number unused: a gap, never a reuse.
     let mut next = seqs.take(c, messages.len())?;
@@ -221,20 +235,21 @@ pub fn send_messages(
     prefetch_fair(c, messages, &mut fair)?;
     for (queue_id, m) in messages {
         if let Some(key) = &m.dedup {
-            let original: Option<(i64, Option<String>)> = c
+            let original: Option<(i64, Option<String>, Option<i64>)> = c
                 .prepare_cached(
-                    "SELECT seq, message_id FROM fifo_dedup WHERE queue_id = ?1 AND scope = ?2 \
-                     AND dedup_id = ?3 AND expires_at > ?4",
+                    "SELECT seq, message_id, sequence FROM fifo_dedup WHERE queue_id = ?1 \
+                     AND scope = ?2 AND dedup_id = ?3 AND expires_at > ?4",
                 )?
                 .query_row(params![queue_id, key.scope, key.id, m.sent_at_ms], |r| {
-                    Ok((r.get(0)?, r.get(1)?))
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
                 })
                 .optional()?;
-            if let Some((seq, message_id)) = original {
+            if let Some((seq, message_id, sequence)) = original {
                 out.push(SentMessage {
                     seq,
                     message_id: message_id.filter(|id| !id.is_empty()),
                     duplicate: true,
+                    sequence,
                 });
                 continue;
             }
@@ -252,6 +267,11 @@ pub fn send_messages(
             } else {
                 None
             }
+        };
+        // A message with a deduplication key (a FIFO queue's) takes its queue's next number.
+        let sequence = match m.dedup {
+            Some(_) => next_queue_sequence(c, *queue_id)?,
+            None => None,
         };
         stmt.execute(params![
             queue_id,
@@ -272,6 +292,7 @@ pub fn send_messages(
             key,
             m.seal.is_some() as i64,
             next,
+            sequence,
         ])?;
         let seq = next;
         next += 1;
@@ -279,7 +300,7 @@ pub fn send_messages(
         if let Some(key) = &m.dedup {
             c.prepare_cached(
                 "INSERT OR REPLACE INTO fifo_dedup (queue_id, scope, dedup_id, seq, message_id, \
-                 expires_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                 expires_at, sequence) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             )?
             .execute(params![
                 queue_id,
@@ -287,13 +308,15 @@ pub fn send_messages(
                 key.id,
                 seq,
                 message_id.as_deref().unwrap_or_default(),
-                key.expires_at_ms
+                key.expires_at_ms,
+                sequence
             ])?;
         }
         out.push(SentMessage {
             seq,
             message_id,
             duplicate: false,
+            sequence,
         });
     }
     Ok(out)

@@ -27,7 +27,8 @@ macro_rules! message_columns {
     () => {
         "seq, queue_id, message_id, body, \
     md5_body, message_attributes, system_attributes, sender_id, sent_at, visible_at, \
-    receive_count, first_received_at, receipt_token, group_id, dedup_id, dead_letter_source, sealed"
+    receive_count, first_received_at, receipt_token, group_id, dedup_id, dead_letter_source, sealed, \
+    sequence"
     };
 }
 

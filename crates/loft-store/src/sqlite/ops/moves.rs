@@ -37,11 +37,12 @@ pub fn move_step(
          INDEXED BY messages_queue_order WHERE queue_id = ?1 ORDER BY seq",
     )?;
     let mut scan = candidates.query(params![source])?;
-    let mut rows: Vec<(i64, Option<String>)> = Vec::new();
+    let mut rows: Vec<(i64, Option<String>, bool)> = Vec::new();
     while rows.len() < limit {
         let Some(r) = scan.next()? else { break };
         let (seq, origin, group, visible_at): (i64, Option<String>, Option<String>, i64) =
             (r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?);
+        let grouped = group.is_some();
         if group.as_ref().is_some_and(|g| locked.contains(g)) {
             continue;
         }
@@ -51,25 +52,26 @@ pub fn move_step(
             }
             continue;
         }
-        rows.push((seq, origin));
+        rows.push((seq, origin, grouped));
     }
     drop(scan);
     // A redriven message is a new message in its destination: new MessageId, sent now,
     // after what is already there, retention counted afresh (SQS Developer Guide,
-    // "Configure a dead-letter queue redrive").
+    // "Configure a dead-letter queue redrive"); one with a MessageGroupId (a FIFO
+    // queue's) takes its destination's next number, as a send into it does.
     let mut copy = c.prepare_cached(
         "INSERT INTO messages (queue_id, message_id, body, md5_body, message_attributes, \
          system_attributes, sender_id, sent_at, visible_at, expires_at, receive_count, \
-         group_id, dedup_id, fair_key, sealed, seq) \
+         group_id, dedup_id, fair_key, sealed, seq, sequence) \
          SELECT ?2, ?3, body, md5_body, message_attributes, system_attributes, sender_id, \
          ?4, ?4, ?4 + (expires_at - sent_at), 0, group_id, dedup_id, \
-         CASE WHEN (SELECT fair FROM queues WHERE id = ?2) = 1 THEN 0 END, sealed, ?5 \
+         CASE WHEN (SELECT fair FROM queues WHERE id = ?2) = 1 THEN 0 END, sealed, ?5, ?6 \
          FROM messages WHERE seq = ?1",
     )?;
     let mut remove = c.prepare_cached("DELETE FROM messages WHERE seq = ?1")?;
     let mut moved = 0;
     let mut ids = new_message_ids.iter();
-    for (seq, origin) in rows {
+    for (seq, origin, grouped) in rows {
         let dest = match target {
             MoveTarget::Queue(id) => Some(*id),
             MoveTarget::Sources(map) => origin
@@ -78,7 +80,11 @@ pub fn move_step(
         };
         if let Some(dest) = dest {
             let Some(id) = ids.next() else { break };
-            copy.execute(params![seq, dest, id, now_ms, seqs.take(c, 1)?])?;
+            let sequence = match grouped {
+                true => next_queue_sequence(c, dest)?,
+                false => None,
+            };
+            copy.execute(params![seq, dest, id, now_ms, seqs.take(c, 1)?, sequence])?;
             remove.execute([seq])?;
             moved += 1;
         }
