@@ -174,12 +174,22 @@ pub fn sequence_number(seq: i64) -> String {
     (10_000_000_000_000_000_000u128 + seq.max(0) as u128).to_string()
 }
 
-/// The SequenceNumber of a FIFO queue's message: [`sequence_number`] of its queue's own
-/// number `sequence`, or, for a message stored before queues counted their own, of its
-/// store sequence `seq` (what it was given then; a queue's counter starts above every
-/// such `seq`, so its numbers keep increasing).
-pub fn message_sequence_number(sequence: Option<i64>, seq: i64) -> String {
-    sequence_number(sequence.unwrap_or(seq))
+/// The SequenceNumber of a FIFO queue's message: for a message numbered by its queue
+/// (`sequence`, [`crate::model::StoredMessage::sequence`]), 10^19 + 2^60 + the queue's
+/// `offset` ([`super::receipt::ReceiptKey::sequence_offset`], under 2^40) + that number, a 20-digit
+/// decimal above every number given before queues counted their own and above every SNS
+/// FIFO topic's (10^19 + the topic's count), so a topic's number and its queues' differ,
+/// as AWS's do; for a message stored before queues counted their own, [`sequence_number`]
+/// of its store sequence `seq` (what it was given then). Within a queue the numbers grow
+/// with its counter.
+pub fn message_sequence_number(offset: u64, sequence: Option<i64>, seq: i64) -> String {
+    match sequence {
+        Some(n) => {
+            (10_000_000_000_000_000_000u128 + (1u128 << 60) + offset as u128 + n.max(0) as u128)
+                .to_string()
+        }
+        None => sequence_number(seq),
+    }
 }
 
 /// Checks a MessageGroupId or MessageDeduplicationId: 1..=128 characters of alphanumerics
@@ -492,7 +502,9 @@ impl Sqs {
             if let Ok(r) = &mut results[slot] {
                 r.message_id = message_id_of(sent.message_id, sent.seq);
                 if config.fifo {
-                    r.sequence_number = Some(message_sequence_number(sent.sequence, sent.seq));
+                    let offset = self.receipt_key.sequence_offset(queue.id);
+                    r.sequence_number =
+                        Some(message_sequence_number(offset, sent.sequence, sent.seq));
                 }
             }
         }
@@ -784,7 +796,11 @@ impl Sqs {
                 "MessageGroupId" => m.group_id.clone(),
                 "SenderId" => Some(m.sender_id.clone()),
                 "SentTimestamp" => Some(m.sent_at_ms.to_string()),
-                "SequenceNumber" if fifo => Some(message_sequence_number(m.sequence, m.seq)),
+                "SequenceNumber" if fifo => Some(message_sequence_number(
+                    self.receipt_key.sequence_offset(m.queue_id),
+                    m.sequence,
+                    m.seq,
+                )),
                 _ => None,
             };
             if let Some(v) = value {
@@ -1043,5 +1059,34 @@ impl Sqs {
                 ),
             )),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_queues_sequence_numbers_grow_above_the_older_ones_and_a_topics() {
+        let offset = (1u64 << 40) - 1;
+        let n = |sequence| {
+            message_sequence_number(offset, Some(sequence), 0)
+                .parse::<u128>()
+                .unwrap()
+        };
+        assert!(
+            n(1) < n(2) && n(2) < n(1 << 50),
+            "growing with the queue's counter"
+        );
+        for s in [n(0), n(1 << 50)] {
+            assert_eq!(s.to_string().len(), 20, "20 digits");
+        }
+        // Above every number of a message stored before (its store sequence, below 2^60)
+        // and every SNS FIFO topic's (10^19 + its count).
+        let older: u128 = message_sequence_number(offset, None, (1 << 59) + 3)
+            .parse()
+            .unwrap();
+        assert!(older < n(0));
+        assert!(sequence_number(1 << 59).parse::<u128>().unwrap() < n(0));
     }
 }

@@ -64,6 +64,9 @@ const NONCE_LEN: usize = 12;
 const POSITION_VERSION: u8 = 0x50;
 /// What the HMAC of a page token's synthetic nonce covers before its listing and position.
 const POSITION_NONCE_LABEL: &[u8] = b"loft page token nonce";
+
+/// What [`ReceiptKey::sequence_offset`] feeds HMAC-SHA256 before the queue id.
+const SEQUENCE_OFFSET_LABEL: &[u8] = b"loft fifo sequence offset v1";
 /// Longest page token text opened at all.
 const MAX_POSITION_CHARS: usize = 96;
 /// Length of the three i64 fields, bytes.
@@ -140,6 +143,20 @@ impl ReceiptKey {
         let mut mac = <Hmac<Sha256> as KeyInit>::new(&block.into());
         mac.update(label);
         mac
+    }
+
+    /// Where queue `queue_id`'s FIFO SequenceNumbers start: 40 bits of HMAC-SHA256 under
+    /// this key of the queue id, so two queues (and a queue and a topic) seldom give one
+    /// number, as AWS's never do, while the offset tells nothing of the queue's id (the
+    /// store-wide count of queues). The same on every node and across restarts (the key
+    /// is the database's).
+    pub fn sequence_offset(&self, queue_id: i64) -> u64 {
+        let mut mac = self.hmac(SEQUENCE_OFFSET_LABEL);
+        mac.update(&queue_id.to_be_bytes());
+        let bytes = mac.finalize().into_bytes();
+        let mut high = [0u8; 8];
+        high[3..].copy_from_slice(&bytes[..5]);
+        u64::from_be_bytes(high)
     }
 
     /// A NextToken for position `position` (a store sequence) of the listing named
@@ -341,6 +358,22 @@ impl Receipt {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sequence_offsets_are_the_keys_and_keep_queues_apart() {
+        let key = ReceiptKey::generate();
+        let offsets: std::collections::HashSet<u64> =
+            (1..=1000).map(|q| key.sequence_offset(q)).collect();
+        assert_eq!(offsets.len(), 1000, "a thousand queues, a thousand offsets");
+        assert!(offsets.iter().all(|o| *o < 1 << 40));
+        // The same key, the same offset (every node, every restart); another key, another.
+        let again = ReceiptKey::from_base64(&key.to_base64()).unwrap();
+        assert_eq!(again.sequence_offset(7), key.sequence_offset(7));
+        assert_ne!(
+            ReceiptKey::generate().sequence_offset(7),
+            key.sequence_offset(7)
+        );
+    }
 
     fn key(b: u8) -> ReceiptKey {
         ReceiptKey::from_bytes([b; KEY_LEN])
