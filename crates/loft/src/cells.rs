@@ -1,7 +1,10 @@
 //! `loft cells status`: one line per cell of a deployment on several PostgreSQL databases
 //! (`loft_store::cells`, a preview): its number, its URL without the password, and how
 //! many queues, topics and messages it holds. It reads the databases directly, not a
-//! running server.
+//! running server, and finds them as `loft serve` does: the repeated `--database-url`,
+//! `--database-urls` / `LOFT_DATABASE_URLS`, or else the `[[cells]]` of the `--config`
+//! file (`LOFT_CONFIG`), a flag or environment variable winning over the file
+//! (docs/deployment.md "Cells (preview)").
 
 use clap::{Args, Subcommand};
 use loft_store::{CellStore, PgOptions, PgStore};
@@ -24,17 +27,32 @@ struct StatusArgs {
     /// The cells' URLs, as given to `loft serve`.
     #[command(flatten)]
     database: crate::engine::DatabaseUrls,
+
+    /// `loft serve`'s config file: its `[[cells]]` are the cells when no --database-url,
+    /// --database-urls or their environment variables give any (docs/configuration.md).
+    #[arg(long, env = "LOFT_CONFIG")]
+    config: Option<std::path::PathBuf>,
 }
 
 /// Runs `loft cells ...`.
 ///
-/// Errors: no URL or both forms given, a database that cannot be opened or is another
-/// cell, a count that fails.
+/// Errors: no URL or both forms given, a config file that cannot be read or is refused
+/// (at its line), a database that cannot be opened or is another cell, a count that fails.
 pub async fn run(args: CellsArgs) -> Result<(), String> {
     let CellsCommand::Status(args) = args.command;
-    let urls = args.database.urls()?;
+    let mut urls = args.database.urls()?;
     if urls.is_empty() {
-        return Err("no database URL: give --database-url or --database-urls".into());
+        if let Some(path) = &args.config {
+            let file = crate::config::load(path).map_err(|e| e.to_string())?;
+            urls = file.server.cell_urls();
+        }
+    }
+    if urls.is_empty() {
+        return Err(
+            "no database URL: give --database-url, --database-urls, or a --config file \
+             with [[cells]]"
+                .into(),
+        );
     }
     let mut stores = Vec::with_capacity(urls.len());
     for (i, url) in urls.iter().enumerate() {

@@ -107,6 +107,15 @@ impl ServerSettings {
         self.0.insert(id, values);
     }
 
+    /// The cells' database URLs the file's `[[cells]]` give, cell 1 first; empty when it
+    /// has none (`loft cells status --config`, which finds the cells as `loft serve` does).
+    pub fn cell_urls(&self) -> Vec<String> {
+        self.0
+            .get("database_urls")
+            .map(|v| v.iter().map(|s| s.to_string_lossy().into_owned()).collect())
+            .unwrap_or_default()
+    }
+
     /// The value(s) the file gives the argument `id`, as text; `None` when it gives none.
     #[cfg(test)]
     pub fn get(&self, id: &str) -> Option<Vec<String>> {

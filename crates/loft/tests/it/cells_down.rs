@@ -170,13 +170,18 @@ async fn pipe(
 }
 
 /// One HTTP answer: status, `Retry-After`, body.
-struct Answer {
-    status: u16,
+pub(crate) struct Answer {
+    pub(crate) status: u16,
     retry_after: Option<String>,
-    body: String,
+    pub(crate) body: String,
 }
 
-async fn post(http: &reqwest::Client, base: &str, target: Option<&str>, body: String) -> Answer {
+pub(crate) async fn post(
+    http: &reqwest::Client,
+    base: &str,
+    target: Option<&str>,
+    body: String,
+) -> Answer {
     let mut req = http.post(format!("{base}/"));
     req = match target {
         Some(op) => req
@@ -200,14 +205,14 @@ async fn post(http: &reqwest::Client, base: &str, target: Option<&str>, body: St
 }
 
 /// An SQS JSON call that must succeed.
-async fn sqs_ok(http: &reqwest::Client, base: &str, op: &str, body: Value) -> Value {
+pub(crate) async fn sqs_ok(http: &reqwest::Client, base: &str, op: &str, body: Value) -> Value {
     let a = post(http, base, Some(op), body.to_string()).await;
     assert_eq!(a.status, 200, "{op}: {}", a.body);
     serde_json::from_str(&a.body).expect("JSON")
 }
 
 /// A form body of `pairs`, URL-encoded.
-fn form(pairs: &[(&str, &str)]) -> String {
+pub(crate) fn form(pairs: &[(&str, &str)]) -> String {
     reqwest::Url::parse_with_params("http://x/", pairs)
         .expect("form")
         .query()
@@ -276,7 +281,7 @@ impl Drop for TwoCells {
     }
 }
 
-fn with_schema(url: &str, schema: &str) -> String {
+pub(crate) fn with_schema(url: &str, schema: &str) -> String {
     let sep = if url.contains('?') { '&' } else { '?' };
     format!("{url}{sep}options=-c%20search_path%3D{schema}")
 }
@@ -293,7 +298,7 @@ fn through(url: &str, port: u16) -> (String, String) {
     (u.to_string(), upstream)
 }
 
-async fn schemas(url: &str) -> [String; 2] {
+pub(crate) async fn schemas(url: &str) -> [String; 2] {
     let tag = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .expect("clock")
