@@ -195,8 +195,23 @@ fn check_schema_name(schema: &str) -> Result<(), String> {
     }
 }
 
+/// Idle time before a connection's first TCP keepalive probe, unless the URL sets
+/// `keepalives_idle` ([`parse_url`]).
+const KEEPALIVE_IDLE: Duration = Duration::from_secs(10);
+/// Time between TCP keepalive probes, unless the URL sets `keepalives_interval`.
+const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(5);
+/// Unanswered TCP keepalive probes that close a connection, unless the URL sets
+/// `keepalives_retries`.
+const KEEPALIVE_RETRIES: u32 = 3;
+/// How long sent data may stay unacknowledged before the connection is closed (Linux's
+/// `TCP_USER_TIMEOUT`), unless the URL sets `tcp_user_timeout`.
+const TCP_USER_TIMEOUT: Duration = Duration::from_secs(20);
+
 /// Parses a `postgres://` URL (or a `key=value` connection string) and builds its TLS
-/// connector.
+/// connector. Sessions run with JIT off and connections with bounded TCP keepalives and
+/// user timeout, each unless the URL sets its own.
+///
+/// Errors: a URL or TLS setting the driver refuses.
 fn parse_url(url: &str) -> Result<(tokio_postgres::Config, tls::MakeRustls), String> {
     let (url, settings) = tls::split(url).map_err(|e| format!("invalid database URL: {e}"))?;
     let mut config: tokio_postgres::Config = url
@@ -214,6 +229,26 @@ fn parse_url(url: &str) -> Result<(tokio_postgres::Config, tls::MakeRustls), Str
     let options = config.get_options().unwrap_or("").to_owned();
     if !options.contains("jit") {
         config.options(format!("{options} -c jit=off").trim_start());
+    }
+    // A connection whose server vanished without closing it (a failed-over primary's
+    // machine gone, a network partition) otherwise waits on TCP for hours: the kernel's
+    // keepalive starts after 2 h idle, and data never acknowledged is retried for about
+    // 15 min. The wake-up listener is idle by design, so it would stay on the old primary
+    // and long polls would miss their wake-ups. Unless the URL sets them: keepalive probes
+    // after 10 s idle, every 5 s, 3 unanswered close the connection (about 25 s), and so
+    // does data unacknowledged for 20 s (the URL's keepalives_idle, keepalives_interval,
+    // keepalives_retries, and tcp_user_timeout, which tokio-postgres reads in seconds).
+    if !url.contains("keepalives_idle") {
+        config.keepalives_idle(KEEPALIVE_IDLE);
+    }
+    if !url.contains("keepalives_interval") {
+        config.keepalives_interval(KEEPALIVE_INTERVAL);
+    }
+    if !url.contains("keepalives_retries") {
+        config.keepalives_retries(KEEPALIVE_RETRIES);
+    }
+    if !url.contains("tcp_user_timeout") {
+        config.tcp_user_timeout(TCP_USER_TIMEOUT);
     }
     Ok((config, tls::connector(&settings)?))
 }
@@ -1687,5 +1722,51 @@ mod tests {
         let (config, _) =
             parse_url("postgres://loft@127.0.0.1/loft?options=-c%20jit%3Don").unwrap();
         assert_eq!(config.get_options(), Some("-c jit=on"));
+    }
+
+    /// A connection to a server that vanished is closed within about half a minute: TCP
+    /// keepalives after 10 s idle, every 5 s, 3 probes, and 20 s for unacknowledged data;
+    /// a URL that sets any of them keeps its own (in both URL forms).
+    #[test]
+    fn connections_notice_a_vanished_server_unless_the_url_says() {
+        use std::time::Duration;
+        let (config, _) = parse_url("postgres://loft@127.0.0.1/loft").unwrap();
+        assert!(config.get_keepalives());
+        assert_eq!(config.get_keepalives_idle(), Duration::from_secs(10));
+        assert_eq!(
+            config.get_keepalives_interval(),
+            Some(Duration::from_secs(5))
+        );
+        assert_eq!(config.get_keepalives_retries(), Some(3));
+        assert_eq!(
+            config.get_tcp_user_timeout(),
+            Some(&Duration::from_secs(20))
+        );
+        let (config, _) = parse_url(
+            "postgres://loft@127.0.0.1/loft?keepalives_idle=60&keepalives_interval=7\
+             &keepalives_retries=9&tcp_user_timeout=40",
+        )
+        .unwrap();
+        assert_eq!(config.get_keepalives_idle(), Duration::from_secs(60));
+        assert_eq!(
+            config.get_keepalives_interval(),
+            Some(Duration::from_secs(7))
+        );
+        assert_eq!(config.get_keepalives_retries(), Some(9));
+        assert_eq!(
+            config.get_tcp_user_timeout(),
+            Some(&Duration::from_secs(40))
+        );
+        let (config, _) =
+            parse_url("host=127.0.0.1 user=loft keepalives_idle=30 tcp_user_timeout=50").unwrap();
+        assert_eq!(config.get_keepalives_idle(), Duration::from_secs(30));
+        assert_eq!(
+            config.get_keepalives_interval(),
+            Some(Duration::from_secs(5))
+        );
+        assert_eq!(
+            config.get_tcp_user_timeout(),
+            Some(&Duration::from_secs(50))
+        );
     }
 }
