@@ -1694,6 +1694,101 @@ async fn a_move_task_stops_when_the_destination_refuses(revoked: &str, engine: &
     );
 }
 
+/// B's message move task out of A's dead-letter queue, which A's Policy opens to B (the
+/// task, and receive, delete, read its attributes: what StartMessageMoveTask needs on its
+/// source),
+/// into B's own queue, at one message a second; once the first message is in B's queue, A
+/// removes the Policy. The task must end FAILED at its next step, its FailureReason naming
+/// the refused receive, having taken out of A's queue only what it took while allowed.
+/// The source's twin of [`a_move_task_stops_when_the_destination_refuses`]; a hostile
+/// tenant found the same door in event source mappings.
+#[tokio::test]
+async fn a_move_task_out_of_another_accounts_queue_stops_when_its_permission_is_removed() {
+    let (loft, _dir) = start();
+    let (a_dlq, a_dlq_url) = dead_letter_queue(&loft, A, ACCOUNT_A, "a-dlq", "a-src", 30).await;
+    let grant = json!({"Version": "2012-10-17", "Statement": [{"Effect": "Allow",
+        "Principal": {"AWS": "arn:aws:iam::222222222222:root"},
+        "Action": ["sqs:StartMessageMoveTask", "sqs:ReceiveMessage", "sqs:DeleteMessage",
+                   "sqs:GetQueueAttributes"],
+        "Resource": a_dlq}]})
+    .to_string();
+    let set_policy = |policy: String| {
+        let (loft, url) = (&loft, a_dlq_url.clone());
+        async move {
+            let (status, out) = sqs(
+                loft,
+                A,
+                "SetQueueAttributes",
+                json!({"QueueUrl": url, "Attributes": {"Policy": policy}}),
+            )
+            .await;
+            assert_eq!(status, 200, "{out}");
+        }
+    };
+    set_policy(grant).await;
+    let b_url = create_queue(&loft, B, "b-dest", json!({})).await;
+    let (status, out) = sqs(
+        &loft,
+        B,
+        "StartMessageMoveTask",
+        json!({"SourceArn": a_dlq, "DestinationArn": queue_arn("222222222222", "b-dest"),
+               "MaxNumberOfMessagesPerSecond": 1}),
+    )
+    .await;
+    assert_eq!(status, 200, "{out}");
+    let b_count = || async {
+        let (status, out) = sqs(
+            &loft,
+            B,
+            "GetQueueAttributes",
+            json!({"QueueUrl": b_url, "AttributeNames": ["ApproximateNumberOfMessages"]}),
+        )
+        .await;
+        assert_eq!(status, 200, "{out}");
+        out["Attributes"]["ApproximateNumberOfMessages"]
+            .as_str()
+            .unwrap()
+            .parse::<u64>()
+            .unwrap()
+    };
+    let took = crate::wait::until(std::time::Duration::from_secs(10), || async {
+        b_count().await >= 1
+    })
+    .await;
+    assert!(took, "the task moved nothing while A allowed it");
+
+    set_policy(String::new()).await;
+    let latest = || async {
+        let (status, listed) = sqs(
+            &loft,
+            A,
+            "ListMessageMoveTasks",
+            json!({"SourceArn": a_dlq}),
+        )
+        .await;
+        assert_eq!(status, 200, "{listed}");
+        listed["Results"][0].clone()
+    };
+    let failed = crate::wait::until(std::time::Duration::from_secs(10), || async {
+        latest().await["Status"] == "FAILED"
+    })
+    .await;
+    let task = latest().await;
+    assert!(
+        failed,
+        "the task kept taking A's messages after A revoked: {task}"
+    );
+    let reason = task["FailureReason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("sqs:ReceiveMessage") && reason.contains(&a_dlq),
+        "FailureReason names the refused receive: {task}"
+    );
+    let moved = task["ApproximateNumberOfMessagesMoved"].as_u64().unwrap();
+    assert!((1..30).contains(&moved), "{task}");
+    assert_eq!(b_count().await, moved);
+    assert_eq!(queue_counts(&loft, "a-dlq").await, (30 - moved, 0));
+}
+
 /// A removing its Policy (`""`) stops B's move task into A's queue at its next step.
 #[tokio::test]
 async fn a_move_task_into_another_account_stops_when_its_permission_is_removed() {
@@ -1825,17 +1920,34 @@ async fn audit_records_into_another_account_stop_when_its_permission_is_removed(
 
 /// A function endpoint on `127.0.0.1:0` that answers every call `500`: a plain-HTTP
 /// function's failed invocation (a function error, so MaximumRetryAttempts counts it).
-/// It reads each request whole (head and `content-length` body) before answering, so the
-/// caller sees the status, not a reset. Returns its URL; it runs until the test ends.
+/// Returns its URL; it runs until the test ends.
 async fn failing_function_endpoint() -> String {
+    function_endpoint(
+        b"HTTP/1.1 500 Internal Server Error\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+    )
+    .await
+    .0
+}
+
+/// A function endpoint on `127.0.0.1:0` that answers every call `answer` (a whole HTTP
+/// response) and counts the calls. It reads each request whole (head and
+/// `content-length` body) before answering, so the caller sees the status, not a reset.
+/// Returns its URL and the count; it runs until the test ends.
+async fn function_endpoint(
+    answer: &'static [u8],
+) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
+    let calls = std::sync::Arc::new(AtomicUsize::new(0));
+    let counted = calls.clone();
     tokio::spawn(async move {
         loop {
             let Ok((mut conn, _)) = listener.accept().await else {
                 return;
             };
+            let counted = counted.clone();
             tokio::spawn(async move {
                 let mut buf = Vec::new();
                 let mut chunk = [0u8; 4096];
@@ -1859,17 +1971,129 @@ async fn failing_function_endpoint() -> String {
                     if buf.len() < end + 4 + length {
                         continue;
                     }
-                    let _ = conn
-                        .write_all(
-                            b"HTTP/1.1 500 Internal Server Error\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
-                        )
-                        .await;
+                    counted.fetch_add(1, Ordering::SeqCst);
+                    let _ = conn.write_all(answer).await;
                     return;
                 }
             });
         }
     });
-    format!("http://{addr}/invoke")
+    (format!("http://{addr}/invoke"), calls)
+}
+
+/// An event source mapping reads another account's queue only while the queue's Policy
+/// lets the mapping's account receive and delete: Lambda polls with the function's
+/// execution role, each ReceiveMessage and DeleteMessage needing the permission at that
+/// moment (Lambda Developer Guide, "Using Lambda with Amazon SQS"), as Loft checks every
+/// write into a queue at the write. B maps A's queue, which A's Policy opens to B; the
+/// mapping consumes A's first message; A removes the Policy; the mapping's next receive is
+/// refused (logged), so A's next message stays in A's queue and B's function never sees
+/// it; A opens the Policy again and the same mapping consumes it. Found by a hostile
+/// tenant: before, the mapping read on after the grant was gone, across restarts too.
+#[tokio::test]
+async fn a_mapping_stops_reading_another_accounts_queue_when_the_grant_is_removed() {
+    use std::sync::atomic::Ordering;
+    let (url, calls) = function_endpoint(
+        b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}",
+    )
+    .await;
+    let (loft, _dir) = start_config(
+        &format!(
+            r#"
+[[functions]]
+name = "b-reader"
+url = "{url}"
+account = "222222222222"
+"#
+        ),
+        &[],
+    );
+    let a_queue = queue_arn(ACCOUNT_A, "a-mapped");
+    let grant = json!({"Version": "2012-10-17", "Statement": [{"Effect": "Allow",
+        "Principal": {"AWS": "arn:aws:iam::222222222222:root"},
+        "Action": ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes"],
+        "Resource": a_queue}]})
+    .to_string();
+    let a_url = create_queue(&loft, A, "a-mapped", json!({"Policy": grant})).await;
+    let (status, _, created) = lambda(
+        &loft,
+        B,
+        "POST",
+        "/2015-03-31/event-source-mappings/",
+        Some(json!({"FunctionName": "b-reader", "EventSourceArn": a_queue, "BatchSize": 1})),
+    )
+    .await;
+    assert_eq!(status, 202, "{created}");
+    let send = |body: &'static str| {
+        let (loft, a_url) = (&loft, a_url.clone());
+        async move {
+            let (status, out) = sqs(
+                loft,
+                A,
+                "SendMessage",
+                json!({"QueueUrl": a_url, "MessageBody": body}),
+            )
+            .await;
+            assert_eq!(status, 200, "{out}");
+        }
+    };
+    let set_policy = |policy: String| {
+        let (loft, a_url) = (&loft, a_url.clone());
+        async move {
+            let (status, out) = sqs(
+                loft,
+                A,
+                "SetQueueAttributes",
+                json!({"QueueUrl": a_url, "Attributes": {"Policy": policy}}),
+            )
+            .await;
+            assert_eq!(status, 200, "{out}");
+        }
+    };
+    let patience = std::time::Duration::from_secs(60);
+
+    // While A allows it, the mapping consumes A's message.
+    send("while-allowed").await;
+    let consumed = crate::wait::until(patience, || async {
+        queue_counts(&loft, "a-mapped").await == (0, 0)
+    })
+    .await;
+    assert!(consumed, "the mapping consumed nothing while A allowed it");
+    let invoked = calls.load(Ordering::SeqCst);
+    assert_eq!(invoked, 1);
+
+    // A removes the grant: the mapping's next receive is refused.
+    set_policy(String::new()).await;
+    send("after-revoke").await;
+    let refusal = format!(
+        "arn:aws:iam::222222222222:root is not authorized to perform: sqs:ReceiveMessage on resource: {a_queue}"
+    );
+    let refused = crate::wait::until(patience, || async { loft.stderr().contains(&refusal) }).await;
+    assert!(refused, "no refused receive logged: {}", loft.stderr());
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        invoked,
+        "B's function saw A's message after the grant was removed"
+    );
+    let (visible, in_flight) = queue_counts(&loft, "a-mapped").await;
+    assert_eq!(visible + in_flight, 1, "A's message is still A's");
+
+    // A grants it again: the same mapping consumes the message.
+    let grant = json!({"Version": "2012-10-17", "Statement": [{"Effect": "Allow",
+        "Principal": {"AWS": "arn:aws:iam::222222222222:root"},
+        "Action": ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes"],
+        "Resource": a_queue}]})
+    .to_string();
+    set_policy(grant).await;
+    let consumed = crate::wait::until(patience, || async {
+        queue_counts(&loft, "a-mapped").await == (0, 0)
+    })
+    .await;
+    assert!(
+        consumed,
+        "the mapping did not resume once A allowed it again"
+    );
+    assert_eq!(calls.load(Ordering::SeqCst), invoked + 1);
 }
 
 /// A Lambda subscription's dead-letter queue is its owner's (SNS Developer Guide, "Amazon

@@ -558,6 +558,37 @@ impl Core {
         queue_key: &str,
         queue_policy: Option<&str>,
     ) -> bool {
+        self.queue_policy_allows(writer, "sqs:SendMessage", queue_key, queue_policy)
+    }
+
+    /// The same rule for every read of a queue that no request of the moment makes: an
+    /// event source mapping's receive and delete (Lambda polls with the function's
+    /// execution role, whose every `ReceiveMessage` and `DeleteMessage` the queue's policy
+    /// must allow at that moment: Lambda Developer Guide, "Using Lambda with Amazon SQS",
+    /// execution role permissions), a message move task's step out of its source queue.
+    /// Whether `reader` may still receive and delete the messages of the queue of
+    /// `queue_key` (`Policy` now `queue_policy`): both `sqs:ReceiveMessage` and
+    /// `sqs:DeleteMessage` pass [`Core::may_send_into`]'s rule, so a grant the queue's
+    /// owner removes, or a Deny it adds, stops the next read, not only the next request.
+    pub(crate) fn may_receive_from(
+        &self,
+        reader: &Writer<'_>,
+        queue_key: &str,
+        queue_policy: Option<&str>,
+    ) -> bool {
+        ["sqs:ReceiveMessage", "sqs:DeleteMessage"]
+            .into_iter()
+            .all(|action| self.queue_policy_allows(reader, action, queue_key, queue_policy))
+    }
+
+    /// [`Core::may_send_into`]'s rule for `action` on the queue of `queue_key`.
+    fn queue_policy_allows(
+        &self,
+        writer: &Writer<'_>,
+        action: &str,
+        queue_key: &str,
+        queue_policy: Option<&str>,
+    ) -> bool {
         if !self.config.multi_account {
             return true;
         }
@@ -582,7 +613,7 @@ impl Core {
                 None,
             ),
         };
-        let mut request = Request::new("sqs:SendMessage", self.queue_arn(queue_key), caller);
+        let mut request = Request::new(action, self.queue_arn(queue_key), caller);
         if let Some(topic_arn) = request_context {
             request = request
                 .with("aws:SourceArn", vec![topic_arn.to_owned()])
@@ -599,8 +630,8 @@ impl Core {
     }
 }
 
-/// Who writes into a queue on its own, after the request that set the work up
-/// ([`Core::may_send_into`]).
+/// Who writes into (or reads) a queue on its own, after the request that set the work up
+/// ([`Core::may_send_into`], [`Core::may_receive_from`]).
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Writer<'a> {
     /// SNS, delivering a message of this topic (or a subscription confirmation).
@@ -608,8 +639,8 @@ pub(crate) enum Writer<'a> {
         /// The topic's ARN.
         topic_arn: &'a str,
     },
-    /// A principal of an account, for work it started (a message move task) or a message
-    /// it published (a data protection audit record).
+    /// A principal of an account, for work it started (a message move task, an event
+    /// source mapping) or a message it published (a data protection audit record).
     Principal {
         /// Its 12-digit account id.
         account: &'a str,

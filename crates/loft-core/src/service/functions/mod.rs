@@ -22,6 +22,7 @@ use crate::functions::{
 };
 use crate::model::{DeliveryRecord, EventSourceMappingRecord, NewDelivery, SubscriptionProtocol};
 use crate::names;
+use crate::service::core::access::Writer;
 use crate::service::core::activity::DeliveryOutcome;
 use crate::service::core::Core;
 use crate::service::sqs::messages::{ReceiveMessage, ReceivedMessage};
@@ -751,11 +752,47 @@ impl Functions {
         m.maximum_concurrency.unwrap_or(DEFAULT_CONCURRENCY).max(1) as usize
     }
 
+    /// Whether mapping `m` may still read the queue of `key`: Lambda polls with the
+    /// function's execution role, so each receive and delete needs the queue's permission
+    /// at that moment, not only at CreateEventSourceMapping (Lambda Developer Guide, "Using
+    /// Lambda with Amazon SQS", execution role permissions). Loft has no execution role:
+    /// it reads as the mapping's account (its root), so a queue of another account is read
+    /// only while its `Policy` grants that account `sqs:ReceiveMessage` and
+    /// `sqs:DeleteMessage` ([`Core::may_receive_from`]); the mapping's own account's
+    /// queues are read unless their policy denies it.
+    ///
+    /// Errors: `AccessDenied` (403) in SQS's words; the mapping worker logs it and tries
+    /// again later, as Lambda keeps polling.
+    fn mapping_may_read(
+        &self,
+        m: &EventSourceMappingRecord,
+        key: &str,
+        queue: &crate::model::QueueRecord,
+    ) -> Result<()> {
+        let account = self.mapping_account(m);
+        let arn = format!("arn:aws:iam::{account}:root");
+        let reader = Writer::Principal { account, arn: &arn };
+        let policy = queue.attributes.get("Policy").map(String::as_str);
+        if self.may_receive_from(&reader, key, policy) {
+            return Ok(());
+        }
+        Err(Error::new(
+            ErrorCode::AccessDenied,
+            format!(
+                "User: {arn} is not authorized to perform: sqs:ReceiveMessage on resource: {} because no resource-based policy allows the sqs:ReceiveMessage action",
+                self.queue_arn(key)
+            ),
+        ))
+    }
+
     /// One receive for mapping `m`: up to `max` (1..=10) messages with every system and
     /// message attribute, waiting up to `wait_seconds` (0..=20) for the first. The queue's
-    /// visibility timeout applies, and so does its redrive policy.
+    /// visibility timeout applies, and so does its redrive policy. Each receive checks that
+    /// the mapping may still read the queue (`mapping_may_read`) before it starts and again
+    /// before it answers messages (which go back to the queue at once when it may not).
     ///
-    /// Errors: the queue's (`QueueDoesNotExist` once it is deleted).
+    /// Errors: the queue's (`QueueDoesNotExist` once it is deleted); `AccessDenied` when
+    /// the queue's policy no longer lets the mapping's account read it.
     pub async fn mapping_receive(
         &self,
         m: &EventSourceMappingRecord,
@@ -768,6 +805,7 @@ impl Functions {
         // Loft's own poller: not counted against the queue's FIFO throughput quota
         // (`quotas`), which meters clients' API calls.
         let queue = self.queue(&key).await?;
+        self.mapping_may_read(m, &key, &queue)?;
         let r = ReceiveMessage {
             max_messages: Some(max.clamp(1, 10)),
             visibility_timeout: None,
@@ -780,7 +818,18 @@ impl Functions {
             .sqs
             .receive_in(&queue, &r, false, std::future::pending())
             .await?;
-        Ok(got.into_iter().map(record_of).collect())
+        let records: Vec<SqsRecord> = got.into_iter().map(record_of).collect();
+        if records.is_empty() {
+            return Ok(records);
+        }
+        // A long poll allowed when it began may return messages sent after the grant was
+        // removed: checked again before the function sees any, they go back at once.
+        let queue = self.queue(&key).await?;
+        if let Err(refused) = self.mapping_may_read(m, &key, &queue) {
+            self.mapping_return(m, &records).await?;
+            return Err(refused);
+        }
+        Ok(records)
     }
 
     /// Splits a received batch of `m` by its FilterCriteria: the records to invoke the
@@ -877,6 +926,9 @@ impl Functions {
         }
         // Not counted against the FIFO throughput quota, as the receive.
         let queue = self.queue(&key).await?;
+        // A grant removed since the receive: the messages return after their visibility
+        // timeout, as a refused DeleteMessage leaves them on AWS.
+        self.mapping_may_read(m, &key, &queue)?;
         for h in handles {
             match self.sqs.delete_in(&queue, h).await {
                 Ok(()) => {}

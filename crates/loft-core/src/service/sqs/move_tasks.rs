@@ -67,13 +67,27 @@ pub fn destination_refused_reason(principal_arn: &str, queue_arn: &str) -> Strin
     )
 }
 
-/// Who a running task writes for, and into which queue of another account: each step
-/// asks [`Core::may_send_into`](crate::service::Core) whether the destination queue's
-/// `Policy` still lets that principal send.
+/// The words of a task's `FailureReason` when its source queue no longer lets the task's
+/// principal receive and delete (Loft's words, as [`destination_refused_reason`]'s).
+pub fn source_refused_reason(principal_arn: &str, queue_arn: &str) -> String {
+    format!(
+        "User: {principal_arn} is not authorized to perform: sqs:ReceiveMessage on resource: {queue_arn}: the source queue's Policy no longer allows it."
+    )
+}
+
+/// Who a running task works for, and on which queues: each step asks
+/// [`Core::may_receive_from`](crate::service::Core) whether the source queue's `Policy`
+/// still lets that principal receive and delete, and
+/// [`Core::may_send_into`](crate::service::Core) whether the destination queue's still
+/// lets it send (each only matters for a queue of another account, or one whose policy
+/// denies).
 #[derive(Debug, Clone)]
 struct SendCheck {
-    /// The destination queue's store key.
-    queue: String,
+    /// The source (dead-letter) queue's store key.
+    source: String,
+    /// The destination queue's store key; `None` when the messages go back to their own
+    /// source queues (which a RedrivePolicy keeps in the dead-letter queue's account).
+    queue: Option<String>,
     /// The principal's account.
     account: String,
     /// The principal's IAM ARN.
@@ -98,10 +112,12 @@ impl Sqs {
     /// StartMessageMoveTask: starts moving `source`'s messages (a dead-letter queue) to
     /// `destination`, or each back to its own source queue, at `max_per_second` (1..=500).
     /// `started_by` is the caller's IAM ARN ([`crate::service::Principal::acting_arn`];
-    /// `None`: the source queue's account's root), stored with the task: a destination in
-    /// another account takes each step only while its `Policy` lets that principal send,
-    /// as SNS deliveries to a queue are checked at each delivery; once it does not, the
-    /// task ends `FAILED` with [`destination_refused_reason`] as its FailureReason.
+    /// `None`: the source queue's account's root), stored with the task: a source or a
+    /// destination in another account takes each step only while its `Policy` lets that
+    /// principal receive and delete (the source) or send (the destination), as SNS
+    /// deliveries to a queue are checked at each delivery; once it does not, the task ends
+    /// `FAILED` with [`source_refused_reason`] or [`destination_refused_reason`] as its
+    /// FailureReason.
     ///
     /// Errors: `QueueDoesNotExist`/`ResourceNotFoundException` for unknown queues,
     /// `InvalidParameterValue` (not a dead-letter queue, bad rate), `UnsupportedOperation`
@@ -200,16 +216,14 @@ impl Sqs {
     }
 
     /// What each step of a task started by `started_by` (`None`: the source queue's
-    /// account's root) from `source` into `destination` checks; `None` without a
-    /// destination (the messages go back to their own source queues, which a
-    /// RedrivePolicy keeps in the dead-letter queue's account).
+    /// account's root) from `source` into `destination` checks.
     fn send_check(
         &self,
         started_by: Option<&str>,
         source: &str,
         destination: Option<&str>,
-    ) -> Option<SendCheck> {
-        let queue = destination?.to_owned();
+    ) -> SendCheck {
+        let queue = destination.map(str::to_owned);
         let arn = match started_by {
             Some(arn) => arn.to_owned(),
             None => format!("arn:aws:iam::{}:root", self.split_key(source).0),
@@ -217,31 +231,44 @@ impl Sqs {
         let account = crate::names::arn_account(&arn)
             .unwrap_or_default()
             .to_owned();
-        Some(SendCheck {
+        SendCheck {
+            source: source.to_owned(),
             queue,
             account,
             arn,
-        })
+        }
     }
 
-    /// `None` while `check`'s principal may still send into its destination queue; else
-    /// the task's FailureReason. A destination that is gone passes here (the step then
-    /// moves nothing to it).
+    /// `None` while `check`'s principal may still receive from its source queue and send
+    /// into its destination queue; else the task's FailureReason. A queue that is gone
+    /// passes here (the step then moves nothing from or to it).
     async fn refused(&self, check: &SendCheck) -> Result<Option<String>> {
-        let Some(queue) = self.store.get_queue(&check.queue).await? else {
-            return Ok(None);
-        };
         let writer = Writer::Principal {
             account: &check.account,
             arn: &check.arn,
         };
+        if let Some(source) = self.store.get_queue(&check.source).await? {
+            let policy = source.attributes.get("Policy").map(String::as_str);
+            if !self.may_receive_from(&writer, &check.source, policy) {
+                return Ok(Some(source_refused_reason(
+                    &check.arn,
+                    &self.queue_arn(&check.source),
+                )));
+            }
+        }
+        let Some(destination) = &check.queue else {
+            return Ok(None);
+        };
+        let Some(queue) = self.store.get_queue(destination).await? else {
+            return Ok(None);
+        };
         let policy = queue.attributes.get("Policy").map(String::as_str);
-        if self.may_send_into(&writer, &check.queue, policy) {
+        if self.may_send_into(&writer, destination, policy) {
             return Ok(None);
         }
         Ok(Some(destination_refused_reason(
             &check.arn,
-            &self.queue_arn(&check.queue),
+            &self.queue_arn(destination),
         )))
     }
 
@@ -251,7 +278,7 @@ impl Sqs {
         source_id: i64,
         target: MoveTarget,
         max_per_second: Option<i64>,
-        check: Option<SendCheck>,
+        check: SendCheck,
     ) {
         let svc = Arc::clone(self);
         let rate = max_per_second.unwrap_or(DEFAULT_RATE);
@@ -264,8 +291,9 @@ impl Sqs {
         });
     }
 
-    /// Runs a task this node holds until it completes, fails (its destination queue no
-    /// longer lets `check`'s principal send, checked before each step), is cancelled, is
+    /// Runs a task this node holds until it completes, fails (its source queue no longer
+    /// lets `check`'s principal receive, or its destination queue send, checked before each
+    /// step), is cancelled, is
     /// taken over by another node (its lease ran out) or the service stops.
     async fn run_move_task(
         &self,
@@ -273,7 +301,7 @@ impl Sqs {
         source_id: i64,
         target: MoveTarget,
         rate: i64,
-        check: Option<SendCheck>,
+        check: SendCheck,
     ) {
         // Ten slices a second; each adds a tenth of the rate to a budget, and whole
         // messages of the budget move, so low rates (1 a second) are kept too.
@@ -296,10 +324,7 @@ impl Sqs {
                 owner: self.node_id.clone(),
                 lease_until_ms: now + MOVE_TASK_LEASE_MS,
             };
-            let refused = match &check {
-                Some(check) => self.refused(check).await,
-                None => Ok(None),
-            };
+            let refused = self.refused(&check).await;
             let outcome = match refused {
                 Ok(None) => {
                     let ids = (0..allowance)
