@@ -279,8 +279,10 @@ pub async fn finish_outbox<C: GenericClient>(c: &C, ids: &[i64]) -> Result<u64, 
 /// transaction, each at most once ever: the row's id goes into `cell_relayed` first
 /// (`ON CONFLICT DO NOTHING`; a concurrent relay of the same id waits for the first to
 /// end), and only the rows whose id was new are stored. A copy for a queue this cell no
-/// longer has is recorded and dropped. Returns, per row in order, what the insert did:
-/// `None` for a repeat or a dropped copy.
+/// longer has is recorded and dropped. A publish's copy is stored as a send stores it
+/// (`send_messages_in`), a moved message as its move leaves it ([`MovedCopy`]);
+/// consecutive rows of one kind in one statement, in row order. Returns, per row in
+/// order, what the insert did: `None` for a repeat or a dropped copy.
 pub async fn relay_in<C: GenericClient>(
     tx: &C,
     rows: &[OutboxRow],
