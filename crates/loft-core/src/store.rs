@@ -33,6 +33,23 @@ pub trait Store: Send + Sync + 'static {
         now_ms: i64,
     ) -> Result<(QueueRecord, bool)>;
 
+    /// [`Store::create_queue`], placed beside queue `beside` (the store key of the queue's
+    /// dead-letter queue, from its RedrivePolicy) where the engine chooses where a queue
+    /// lives: a store over several databases puts it in `beside`'s database when that
+    /// one is up, so a dead-letter move stays one transaction. The default ignores
+    /// `beside` (one database holds every queue).
+    async fn create_queue_beside(
+        &self,
+        name: &str,
+        attributes: BTreeMap<String, String>,
+        tags: BTreeMap<String, String>,
+        now_ms: i64,
+        beside: Option<&str>,
+    ) -> Result<(QueueRecord, bool)> {
+        let _ = beside;
+        self.create_queue(name, attributes, tags, now_ms).await
+    }
+
     /// The queue named `name`, if any.
     async fn get_queue(&self, name: &str) -> Result<Option<QueueRecord>>;
 

@@ -27,11 +27,15 @@
 //!   re-creation returns there); [`Store::reset`] removes the rows of what it removed.
 //! - **Placement**: a new queue goes to the cell with the fewest queues, a new topic to
 //!   the cell with the fewest topics (ties to the lowest number), so with no traffic they
-//!   spread evenly by count. Adding a cell moves nothing.
+//!   spread evenly by count. A queue created with a RedrivePolicy
+//!   ([`Store::create_queue_beside`], the dead-letter queue's store key) goes to its
+//!   dead-letter queue's cell when that cell is up, so its dead-letter moves are one
+//!   transaction there. Adding a cell moves nothing.
 //! - **Subscriptions** live in their topic's cell; a subscription ARN's UUID is found by
 //!   asking each cell once, then cached (a subscription never moves).
 //! - **Move tasks** live in their source queue's cell (a step moves messages and counts
-//!   them in one transaction there). **Event source mappings, platform applications and
+//!   them in one transaction there; messages bound for another cell leave through its
+//!   outbox in that transaction). **Event source mappings, platform applications and
 //!   endpoints and SMS settings** live in cell 1 (they name queues by ARN and hold no
 //!   messages). **Deliveries and recorded messages** live in the cell of the publish
 //!   that made them.
@@ -59,10 +63,18 @@
 //! ([`outbox`]): rows written in the publish's transaction, relayed by any node under a
 //! lease, inserted in the destination at most once (the destination records each
 //! relayed outbox id in the insert's transaction), a FIFO queue's in SequenceNumber
-//! order. Other work whose transaction would span two cells is **refused**
-//! (`InternalError`, logged with the reason), never done in part: a replay step fanning
-//! out to a queue in another cell, a receive whose redrive dead-letter queue is in
-//! another cell, a message move to a queue in another cell, a send naming queues of two
+//! order. **Dead-letter moves and message moves** to a queue of another cell go through
+//! the same outbox ([`outbox::MovedCopy`]): the source cell's receive (or move, or move
+//! task step, which counts its progress in the same transaction) takes the message out
+//! of its queue and writes it, whole, as an outbox row, in its one transaction; the
+//! relay (at once by the node, else by the workers) stores it once in the destination.
+//! A dead letter is stored as the move on one database leaves it (sealed as stored, its
+//! attributes, MessageId, receive count, first receive, `dead_letter_source`, group,
+//! deduplication id, SequenceNumber); only its seq is the destination cell's. A message
+//! move's copy takes its destination's next SequenceNumber when the relay stores it, as
+//! the move on one database numbers it. Other work whose transaction would span two
+//! cells is **refused** (`InternalError`, logged with the reason), never done in part: a
+//! replay step fanning out to a queue in another cell, a send naming queues of two
 //! cells, a publish whose deliveries are in two cells. A reset runs one transaction per
 //! cell.
 //!
@@ -333,6 +345,17 @@ impl CellStore {
     /// cell with the fewest of its kind (ties to the lowest number). Always asks the
     /// catalog, so two nodes never place one name in two cells.
     async fn place(&self, kind: &'static str, name: &str) -> Result<usize> {
+        self.place_near(kind, name, None).await
+    }
+
+    /// [`CellStore::place`], placing a new name in cell index `prefer` when given and that
+    /// cell is up (it answers its count), else on the cell with the fewest of its kind.
+    async fn place_near(
+        &self,
+        kind: &'static str,
+        name: &str,
+        prefer: Option<usize>,
+    ) -> Result<usize> {
         let existing = self.cells[0]
             .catalog_get(kind, name)
             .await?
@@ -340,21 +363,18 @@ impl CellStore {
         let index = match existing {
             Some(index) => index,
             None => {
-                let mut best = (u64::MAX, 0);
-                // A cell that is down gets no new queue or topic.
-                for (i, cell) in self.cells.iter().enumerate() {
-                    let n = if kind == QUEUE {
-                        cell.count_queues().await
-                    } else {
-                        cell.count_topics().await
-                    };
-                    let Some(n) = live(n)? else { continue };
-                    if n < best.0 {
-                        best = (n, i);
+                let preferred = match prefer {
+                    Some(i) if i < self.cells.len() => {
+                        live(self.cells[i].count_queues().await)?.map(|_| i)
                     }
-                }
+                    _ => None,
+                };
+                let chosen = match preferred {
+                    Some(i) => i,
+                    None => self.least_loaded(kind).await?,
+                };
                 let number = self.cells[0]
-                    .catalog_place(kind, name, best.1 as u32 + 1)
+                    .catalog_place(kind, name, chosen as u32 + 1)
                     .await?;
                 self.index_of_number(number).ok_or_else(|| {
                     Error::internal(format!("cells: the catalog places {name} in cell {number}"))
@@ -363,6 +383,24 @@ impl CellStore {
         };
         self.remember(kind, name, index);
         Ok(index)
+    }
+
+    /// The index of the cell with the fewest of `kind` (ties to the lowest number); a
+    /// cell that is down gets no new queue or topic.
+    async fn least_loaded(&self, kind: &'static str) -> Result<usize> {
+        let mut best = (u64::MAX, 0);
+        for (i, cell) in self.cells.iter().enumerate() {
+            let n = if kind == QUEUE {
+                cell.count_queues().await
+            } else {
+                cell.count_topics().await
+            };
+            let Some(n) = live(n)? else { continue };
+            if n < best.0 {
+                best = (n, i);
+            }
+        }
+        Ok(best.1)
     }
 
     /// The cell of subscription `uuid`, asking each cell once, then remembered.
@@ -473,7 +511,27 @@ impl Store for CellStore {
         tags: BTreeMap<String, String>,
         now_ms: i64,
     ) -> Result<(QueueRecord, bool)> {
-        let cell = self.place(QUEUE, name).await?;
+        self.create_queue_beside(name, attributes, tags, now_ms, None)
+            .await
+    }
+
+    async fn create_queue_beside(
+        &self,
+        name: &str,
+        attributes: BTreeMap<String, String>,
+        tags: BTreeMap<String, String>,
+        now_ms: i64,
+        beside: Option<&str>,
+    ) -> Result<(QueueRecord, bool)> {
+        // Beside its dead-letter queue when that queue's cell is up, so a dead-letter
+        // move is one transaction there; else where `place` puts it.
+        let mut prefer = None;
+        if let Some(dlq) = beside {
+            if let Some(cell) = live(self.by_name(QUEUE, dlq).await)?.flatten() {
+                prefer = Some(cell);
+            }
+        }
+        let cell = self.place_near(QUEUE, name, prefer).await?;
         self.cells[cell]
             .create_queue(name, attributes, tags, now_ms)
             .await
@@ -538,15 +596,19 @@ impl Store for CellStore {
     }
 
     async fn receive(&self, request: ReceiveRequest) -> Result<ReceiveOutcome> {
+        // A dead-letter queue of another cell: the source cell's receive moves the
+        // messages to its outbox in its transaction (`PgStore` sees the queue's id outside
+        // its range); they are relayed at once.
         let cell = self.index_of_id(request.queue_id);
-        if let Some(redrive) = &request.redrive {
-            if self.index_of_id(redrive.dlq_queue_id) != cell {
-                return Err(crosses_cells(
-                    "a receive's redrive to its dead-letter queue",
-                ));
-            }
+        let elsewhere = request
+            .redrive
+            .as_ref()
+            .is_some_and(|r| self.index_of_id(r.dlq_queue_id) != cell);
+        let out = self.cells[cell].receive(request).await?;
+        if elsewhere && out.dead_lettered > 0 {
+            self.relay_from(cell, out.dead_lettered).await;
         }
-        self.by_id(request.queue_id)?.receive(request).await
+        Ok(out)
     }
 
     async fn fair_groups(&self, queue_id: i64, now_ms: i64) -> Result<Option<Vec<GroupCounts>>> {
@@ -613,6 +675,8 @@ impl Store for CellStore {
         now_ms: i64,
         task: Option<MoveTaskLease>,
     ) -> Result<Option<u64>> {
+        // Messages bound for queues of other cells leave the source through its outbox,
+        // in the move's (or the task step's) transaction, and are relayed at once.
         let cell = self.index_of_id(source_queue_id);
         let foreign = match &target {
             MoveTarget::Queue(id) => self.index_of_id(*id) != cell,
@@ -620,12 +684,15 @@ impl Store for CellStore {
                 sources.iter().any(|(_, id)| self.index_of_id(*id) != cell)
             }
         };
-        if foreign {
-            return Err(crosses_cells("a message move"));
-        }
-        self.by_id(source_queue_id)?
+        let moved = self.cells[cell]
             .move_messages(source_queue_id, target, new_message_ids, now_ms, task)
-            .await
+            .await?;
+        if let (true, Some(n)) = (foreign, moved) {
+            if n > 0 {
+                self.relay_from(cell, n).await;
+            }
+        }
+        Ok(moved)
     }
 
     // ----- message-move tasks

@@ -1,5 +1,12 @@
 //! The outbox: work that crosses cells without a transaction spanning two databases.
 //!
+//! Besides a publish's copies, the outbox carries messages that leave their queue for a
+//! queue of another cell ([`MovedCopy`]): a receive's dead-letter moves (the source
+//! cell's statement moves them as on one database, to the other cell's queue id, and the
+//! same transaction takes those rows out into the outbox, `ops::outbox_parked_in`) and a
+//! message move's or move task step's (written to the outbox by the move's statement).
+//! They are relayed like a publish's copies; a FIFO queue's in order.
+//!
 //! A publish whose copies go to queues of several cells runs in one cell, its *source*
 //! (a FIFO topic's cell; for a standard topic the cell of its deliveries, else the cell
 //! holding most of its copies): in the source's
@@ -47,7 +54,7 @@ use loft_core::model::*;
 use loft_core::store::Store;
 
 use super::{CellStore, CELL_ID_BITS};
-pub use crate::postgres::OutboxRow;
+pub use crate::postgres::{MovedCopy, OutboxRow};
 
 /// How long a relay leases the outbox rows it took (ms): the rows of a relay that died
 /// are relayed by another after this.
@@ -293,6 +300,32 @@ impl CellStore {
             .claim_outbox(now_ms, now_ms + RELAY_LEASE_MS, ids.len() as u32, Some(ids))
             .await?;
         Ok(self.relay_leased(source, &rows, now_ms).await?.1)
+    }
+
+    /// After work that wrote outbox rows in cell `source` without knowing their ids (a
+    /// dead-letter move, a message move): relays up to `limit` of the cell's due rows at
+    /// once, unless [`CellStore::relay_at_once`] turned that off. A failure is logged; the
+    /// rows wait for the relay workers.
+    pub(super) async fn relay_from(&self, source: usize, limit: u64) {
+        if !self.relay_at_once.load(Ordering::Relaxed) {
+            return;
+        }
+        let now = wall_ms();
+        let limit = limit.min(u32::MAX as u64) as u32;
+        let relayed = match self.cells[source]
+            .claim_outbox(now, now + RELAY_LEASE_MS, limit, None)
+            .await
+        {
+            Ok(rows) if rows.is_empty() => Ok(()),
+            Ok(rows) => self.relay_leased(source, &rows, now).await.map(drop),
+            Err(e) => Err(e),
+        };
+        if let Err(e) = relayed {
+            tracing::warn!(
+                error = %e.message,
+                "cells: moved messages wait in the outbox for the relay workers"
+            );
+        }
     }
 
     /// [`Store::relay_outbox`]: the cells' outboxes in turn, from a rotating cell.

@@ -864,6 +864,7 @@ impl PgStore {
                 fair,
                 skip,
                 floor: floor.map_or(i64::MIN, |(f, _)| f),
+                dlq_elsewhere: self.dlq_elsewhere(&request),
             };
             let step = self.receives.submit(job, tokens.len()).await?;
             if plain {
@@ -894,6 +895,16 @@ impl PgStore {
                 }
                 return Ok(out);
             }
+        }
+    }
+
+    /// Whether `request`'s dead-letter queue is in another cell: this store is a cell
+    /// and the queue's id lies outside its range (see `crate::cells`). Never for a store
+    /// opened alone, whose receives move dead letters as they always did.
+    fn dlq_elsewhere(&self, request: &ReceiveRequest) -> bool {
+        match (self.cell_ids.get(), &request.redrive) {
+            (Some(range), Some(rule)) => !range.contains(&rule.dlq_queue_id),
+            _ => false,
         }
     }
 
@@ -1099,9 +1110,12 @@ impl Store for PgStore {
         if request.fifo {
             let channel = self.channel.as_str();
             let sealer = self.sealer.as_ref();
+            let elsewhere = self.dlq_elsewhere(&request);
             return self
                 .read_opened(async {
-                    run_tx!(self, |tx| ops::receive_fifo(&tx, &request, channel, sealer))
+                    run_tx!(self, |tx| ops::receive_fifo(
+                        &tx, &request, channel, sealer, elsewhere
+                    ))
                 })
                 .await;
         }
@@ -1176,6 +1190,7 @@ impl Store for PgStore {
         task: Option<MoveTaskLease>,
     ) -> Result<Option<u64>> {
         let channel = self.channel.as_str();
+        let cell = self.cell_ids.get();
         match &task {
             None => run!(self, |c| ops::move_messages(
                 &c,
@@ -1183,7 +1198,8 @@ impl Store for PgStore {
                 &target,
                 &new_message_ids,
                 now_ms,
-                channel
+                channel,
+                cell
             ))
             .map(Some),
             Some(lease) => run_tx!(self, |tx| ops::move_step_in(
@@ -1193,7 +1209,8 @@ impl Store for PgStore {
                 &new_message_ids,
                 now_ms,
                 lease,
-                channel
+                channel,
+                cell
             )),
         }
     }
@@ -1704,7 +1721,7 @@ impl Store for PgStore {
 
 mod outbox;
 
-pub use outbox::OutboxRow;
+pub use outbox::{MovedCopy, OutboxRow};
 
 #[cfg(test)]
 mod tests {

@@ -5,7 +5,7 @@
 
 use super::*;
 
-pub use ops::OutboxRow;
+pub use ops::{MovedCopy, OutboxRow};
 
 impl PgStore {
     /// [`Store::publish`] that also writes, in the same transaction, one outbox row per
@@ -79,12 +79,13 @@ impl PgStore {
         ))?;
         let mut out = Vec::with_capacity(claimed.len());
         let mut broken = Vec::new();
-        for (id, queue_id, message) in claimed {
-            match message {
-                Some(message) => out.push(OutboxRow {
+        for (id, queue_id, copy) in claimed {
+            match copy {
+                Some((message, moved)) => out.push(OutboxRow {
                     id,
                     queue_id,
                     message,
+                    moved,
                 }),
                 None => broken.push(id),
             }

@@ -215,9 +215,8 @@ async fn a_receipt_handle_from_cell_two_deletes_on_cell_two() {
     assert_eq!(left.visible, 1);
 }
 
-/// Work whose transaction would span two cells and that no outbox carries yet (a send
-/// naming queues of two cells, a redrive or a move to a queue of another cell) is refused
-/// whole: nothing is written.
+/// Work whose transaction would span two cells and that no outbox carries (a send
+/// naming queues of two cells) is refused whole: nothing is written.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn work_across_cells_is_refused_whole() {
     let Some((store, _schemas)) = two_cells("cells::work_across_cells_is_refused_whole").await
@@ -234,30 +233,7 @@ async fn work_across_cells_is_refused_whole() {
         .send_messages(vec![(a, msg("x")), (b, msg("y"))])
         .await
         .is_err());
-    store.send_messages(vec![(a, msg("z"))]).await.unwrap();
-    let redrive = ReceiveRequest {
-        queue_id: a,
-        max_messages: 1,
-        now_ms: T0,
-        visibility_ms: 30_000,
-        receipt_tokens: vec![7],
-        redrive: Some(RedriveRule {
-            dlq_queue_id: b,
-            moves_at_receive_count: 1,
-            source_arn: "arn:aws:sqs:us-east-1:000000000000:a".into(),
-            dedup_id_from_message_id: false,
-        }),
-        fifo: false,
-        send_order: false,
-        attempt: None,
-    };
-    assert!(store.receive(redrive).await.is_err());
-    assert!(store
-        .move_messages(a, MoveTarget::Queue(b), vec!["m".into()], T0, None)
-        .await
-        .is_err());
-    // Only "z" was stored, and it is still visible.
-    assert_eq!(store.queue_counts(a, T0).await.unwrap().visible, 1);
+    assert_eq!(store.queue_counts(a, T0).await.unwrap().visible, 0);
     assert_eq!(store.queue_counts(b, T0).await.unwrap().visible, 0);
 }
 
@@ -638,4 +614,528 @@ async fn a_fifo_topics_copies_are_relayed_in_sequence_order() {
     assert_eq!(store.count_outbox().await.unwrap(), 0);
     let want: Vec<String> = (1..=7).map(|s| format!("seq {s}")).collect();
     assert_eq!(bodies(&store, far).await, want);
+}
+
+// ----- dead-letter queues and message moves across cells
+
+/// The ARN the tests' redrive rules name as the source.
+const SOURCE_ARN: &str = "arn:aws:sqs:us-east-1:000000000000:a";
+
+/// A receive of one message from `queue` at `now` that moves messages received at least
+/// `max` times to `dlq`, and hides what it claims for `hide` ms.
+fn redrive_receive(
+    queue: i64,
+    dlq: i64,
+    max: i64,
+    now: i64,
+    hide: i64,
+    fifo: bool,
+) -> ReceiveRequest {
+    ReceiveRequest {
+        queue_id: queue,
+        max_messages: 10,
+        now_ms: now,
+        visibility_ms: hide,
+        receipt_tokens: (1..=10).collect(),
+        redrive: Some(RedriveRule {
+            dlq_queue_id: dlq,
+            moves_at_receive_count: max,
+            source_arn: SOURCE_ARN.into(),
+            dedup_id_from_message_id: false,
+        }),
+        fifo,
+        send_order: false,
+        attempt: None,
+    }
+}
+
+/// A message with attributes, for the comparisons of moved messages.
+fn rich_msg(body: &str) -> NewMessage {
+    NewMessage {
+        message_attributes: Some(format!("attrs-{body}")),
+        system_attributes: Some(format!("sys-{body}")),
+        ..long_msg(body)
+    }
+}
+
+/// What a moved message keeps, without the ids its cell gives (seq, queue, receipt).
+fn kept(m: &StoredMessage) -> StoredMessage {
+    StoredMessage {
+        seq: 0,
+        queue_id: 0,
+        receipt_token: 0,
+        ..m.clone()
+    }
+}
+
+/// Sends `body` to `queue`, receives it once (hidden 0 ms, so visible again), then
+/// receives again with maxReceiveCount 1 towards `dlq`: the message moves. Returns the
+/// messages `dlq` then holds.
+async fn dead_letter_one(
+    store: &CellStore,
+    queue: i64,
+    dlq: i64,
+    body: &str,
+) -> Vec<StoredMessage> {
+    store
+        .send_messages(vec![(queue, rich_msg(body))])
+        .await
+        .unwrap();
+    let first = store
+        .receive(redrive_receive(queue, dlq, 1, T0, 0, false))
+        .await
+        .unwrap();
+    assert_eq!(first.messages.len(), 1);
+    let second = store
+        .receive(redrive_receive(queue, dlq, 1, T0 + 1, 0, false))
+        .await
+        .unwrap();
+    assert!(second.messages.is_empty());
+    assert_eq!(second.dead_lettered, 1);
+    store.peek_messages(dlq, 0, 100, T0 + 1).await.unwrap()
+}
+
+/// A receive that moves a message over maxReceiveCount to a dead-letter queue of another
+/// cell: the message leaves its queue and reaches the dead-letter queue (relayed at
+/// once, the outbox empty after) exactly as a move to a dead-letter queue of its own cell
+/// leaves it: body, attributes, MessageId, receive count, first receive, sent time,
+/// expiry and DeadLetterQueueSourceArn alike; only its seq is the other cell's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_letter_to_another_cell_matches_one_in_the_same_cell() {
+    let Some((store, _schemas)) =
+        two_cells("cells::a_dead_letter_to_another_cell_matches_one_in_the_same_cell").await
+    else {
+        return;
+    };
+    let (a, far) = a_and_b(&store).await;
+    let (near, _) = store
+        .create_queue("near", BTreeMap::new(), BTreeMap::new(), T0)
+        .await
+        .unwrap();
+    assert_eq!(cell_of(near.id), 1);
+
+    let there = dead_letter_one(&store, a, far, "m").await;
+    let here = dead_letter_one(&store, a, near.id, "m").await;
+    assert_eq!(there.len(), 1);
+    assert_eq!(here.len(), 1);
+    assert_eq!(cell_of(there[0].seq), 2, "stored by cell 2");
+    assert_eq!(there[0].dead_letter_source.as_deref(), Some(SOURCE_ARN));
+    assert_eq!(there[0].receive_count, 1);
+    assert_eq!(kept(&there[0]), kept(&here[0]));
+    assert_eq!(store.queue_counts(a, T0 + 1).await.unwrap().visible, 0);
+    assert_eq!(store.count_outbox().await.unwrap(), 0);
+}
+
+/// A dead-letter move to another cell whose relay dies before the destination's commit,
+/// then one whose relay dies after it: the message is in the outbox as soon as the
+/// receive commits (gone from its queue), and each is stored once in the dead-letter
+/// queue whatever relay repeats it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_letter_relay_that_dies_stores_once() {
+    let Some((store, _schemas)) =
+        two_cells("cells::a_dead_letter_relay_that_dies_stores_once").await
+    else {
+        return;
+    };
+    let (a, b) = a_and_b(&store).await;
+    store.relay_at_once(false);
+    for body in ["one", "two"] {
+        store
+            .send_messages(vec![(a, rich_msg(body))])
+            .await
+            .unwrap();
+    }
+    store
+        .receive(redrive_receive(a, b, 1, T0, 0, false))
+        .await
+        .unwrap();
+    let out = store
+        .receive(redrive_receive(a, b, 1, T0 + 1, 0, false))
+        .await
+        .unwrap();
+    assert_eq!(out.dead_lettered, 2);
+    assert!(out.messages.is_empty());
+    assert_eq!(store.queue_counts(a, T0 + 1).await.unwrap().visible, 0);
+    assert!(bodies(&store, b).await.is_empty());
+    assert_eq!(store.count_outbox().await.unwrap(), 2);
+
+    // Relay X leases both rows and dies before storing them.
+    let lease = T0 + 30_000;
+    let x = store.claim_outbox(0, T0, lease, 10).await.unwrap();
+    assert_eq!(x.len(), 2);
+    assert!(x.iter().all(|r| r.moved.is_some()));
+    assert_eq!(store.relay_outbox(T0 + 1, lease, 10).await.unwrap(), 0);
+    // Relay Y takes them after the lease, stores them, and dies before its delete.
+    let y = store
+        .claim_outbox(0, lease, lease + 30_000, 10)
+        .await
+        .unwrap();
+    assert_eq!(y.len(), 2);
+    let stored = store.relay_rows(&y, lease).await.unwrap();
+    assert!(stored.iter().all(Option::is_some));
+    // Relay Z repeats them after Y's lease: nothing is stored twice.
+    assert_eq!(
+        store
+            .relay_outbox(lease + 30_000, lease + 60_000, 10)
+            .await
+            .unwrap(),
+        2
+    );
+    assert_eq!(store.count_outbox().await.unwrap(), 0);
+    assert_eq!(store.relay_rows(&x, lease).await.unwrap(), vec![None, None]);
+    let dead = store.peek_messages(b, 0, 100, lease).await.unwrap();
+    let got: Vec<&str> = dead.iter().map(|m| m.body.as_str()).collect();
+    assert_eq!(got, ["one", "two"]);
+    assert!(dead
+        .iter()
+        .all(|m| m.dead_letter_source.as_deref() == Some(SOURCE_ARN) && m.receive_count == 1));
+}
+
+/// A FIFO queue on cell 1 whose dead-letter queue is a FIFO queue on cell 2: a group's
+/// messages moved by one receive reach it in their order, keeping their group,
+/// deduplication id and SequenceNumber, whichever relay stores them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fifo_dead_letters_reach_another_cell_in_order() {
+    let Some((store, _schemas)) =
+        two_cells("cells::fifo_dead_letters_reach_another_cell_in_order").await
+    else {
+        return;
+    };
+    let mut ids = Vec::new();
+    for name in ["a.fifo", "b.fifo"] {
+        let (q, _) = store
+            .create_queue(name, BTreeMap::new(), BTreeMap::new(), T0)
+            .await
+            .unwrap();
+        ids.push(q.id);
+    }
+    let (a, b) = (ids[0], ids[1]);
+    assert_eq!((cell_of(a), cell_of(b)), (1, 2));
+    store.relay_at_once(false);
+    let fifo = |body: &str| NewMessage {
+        group_id: Some("G".into()),
+        dedup_id: Some(format!("d-{body}")),
+        dedup: Some(DedupKey {
+            scope: String::new(),
+            id: format!("d-{body}"),
+            expires_at_ms: T0 + 300_000,
+        }),
+        ..rich_msg(body)
+    };
+    let mut sent = Vec::new();
+    for body in ["f1", "f2", "f3"] {
+        sent.extend(store.send_messages(vec![(a, fifo(body))]).await.unwrap());
+    }
+    let first = store
+        .receive(redrive_receive(a, b, 1, T0, 0, true))
+        .await
+        .unwrap();
+    assert_eq!(first.messages.len(), 3);
+    let out = store
+        .receive(redrive_receive(a, b, 1, T0 + 1, 0, true))
+        .await
+        .unwrap();
+    assert_eq!(out.dead_lettered, 3);
+    assert_eq!(store.count_outbox().await.unwrap(), 3);
+    // A relay that takes the first row alone, then dies: the later rows wait for it.
+    let lease = T0 + 30_000;
+    assert_eq!(store.claim_outbox(0, T0, lease, 1).await.unwrap().len(), 1);
+    assert_eq!(store.claim_outbox(0, T0, lease, 10).await.unwrap(), vec![]);
+    assert_eq!(
+        store.relay_outbox(lease, lease + 30_000, 10).await.unwrap(),
+        3
+    );
+    let dead = store.peek_messages(b, 0, 100, lease).await.unwrap();
+    let got: Vec<(&str, Option<&str>, Option<&str>)> = dead
+        .iter()
+        .map(|m| {
+            (
+                m.body.as_str(),
+                m.group_id.as_deref(),
+                m.dedup_id.as_deref(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("f1", Some("G"), Some("d-f1")),
+            ("f2", Some("G"), Some("d-f2")),
+            ("f3", Some("G"), Some("d-f3")),
+        ]
+    );
+    let numbers: Vec<Option<i64>> = dead.iter().map(|m| m.sequence).collect();
+    let sent_numbers: Vec<Option<i64>> = sent.iter().map(|s| s.sequence).collect();
+    assert_eq!(numbers, sent_numbers, "each keeps its SequenceNumber");
+}
+
+/// A message move (StartMessageMoveTask's step) from a queue on cell 1 to a queue on cell
+/// 2: each message leaves the source and reaches the destination once, as a move in one
+/// cell stores it (new MessageId, receive count 0), relayed at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_move_to_another_cell_moves_each_message_once() {
+    let Some((store, _schemas)) =
+        two_cells("cells::a_message_move_to_another_cell_moves_each_message_once").await
+    else {
+        return;
+    };
+    let (a, b) = a_and_b(&store).await;
+    for body in ["x", "y", "z"] {
+        store
+            .send_messages(vec![(a, rich_msg(body))])
+            .await
+            .unwrap();
+    }
+    let moved = store
+        .move_messages(
+            a,
+            MoveTarget::Queue(b),
+            vec!["n1".into(), "n2".into(), "n3".into(), "n4".into()],
+            T0 + 5,
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(moved, Some(3));
+    assert!(bodies(&store, a).await.is_empty());
+    assert_eq!(store.count_outbox().await.unwrap(), 0);
+    let there = store.peek_messages(b, 0, 100, T0 + 5).await.unwrap();
+    let got: Vec<(&str, Option<&str>, i64, i64)> = there
+        .iter()
+        .map(|m| {
+            (
+                m.body.as_str(),
+                m.message_id.as_deref(),
+                m.receive_count,
+                m.sent_at_ms,
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("x", Some("n1"), 0, T0 + 5),
+            ("y", Some("n2"), 0, T0 + 5),
+            ("z", Some("n3"), 0, T0 + 5),
+        ]
+    );
+    assert!(there.iter().all(|m| cell_of(m.seq) == 2));
+}
+
+/// A move task's step to a queue of another cell whose node dies after the step's commit,
+/// before any relay: the step counted its messages and they left the source in its
+/// transaction; the relay workers store each once, and a repeat of a relay stores
+/// nothing. A step of a cancelled task moves nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_move_task_across_cells_survives_its_node() {
+    let Some((store, _schemas)) =
+        two_cells("cells::a_move_task_across_cells_survives_its_node").await
+    else {
+        return;
+    };
+    let (a, b) = a_and_b(&store).await;
+    store.relay_at_once(false);
+    for body in ["x", "y", "z"] {
+        store
+            .send_messages(vec![(a, rich_msg(body))])
+            .await
+            .unwrap();
+    }
+    let task = MoveTaskRecord {
+        handle: "h1".into(),
+        source_arn: SOURCE_ARN.into(),
+        source_queue: "a".into(),
+        destination_arn: Some("arn:aws:sqs:us-east-1:000000000000:b".into()),
+        max_per_second: Some(2),
+        status: MoveTaskStatus::Running,
+        moved: 0,
+        to_move: 3,
+        failure_reason: None,
+        started_at_ms: T0,
+        owner: None,
+        lease_until_ms: 0,
+        started_by: None,
+    };
+    assert!(store.create_move_task(task).await.unwrap());
+    let claimed = store
+        .claim_move_tasks("node-1", T0, T0 + 30_000, 10)
+        .await
+        .unwrap();
+    assert_eq!(claimed.len(), 1);
+    let lease = MoveTaskLease {
+        handle: "h1".into(),
+        owner: "node-1".into(),
+        lease_until_ms: T0 + 30_000,
+    };
+    let step = store
+        .move_messages(
+            a,
+            MoveTarget::Queue(b),
+            vec!["n1".into(), "n2".into()],
+            T0 + 1,
+            Some(lease.clone()),
+        )
+        .await
+        .unwrap();
+    assert_eq!(step, Some(2));
+    // The node dies here: its two messages are in the outbox, counted by the task.
+    assert_eq!(bodies(&store, a).await, ["z"]);
+    assert!(bodies(&store, b).await.is_empty());
+    assert_eq!(store.count_outbox().await.unwrap(), 2);
+    let listed = store.list_move_tasks(SOURCE_ARN, 10).await.unwrap();
+    assert_eq!(listed[0].moved, 2);
+    let rows = store
+        .claim_outbox(0, T0 + 2, T0 + 2 + 30_000, 10)
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 2);
+    assert_eq!(store.relay_rows(&rows, T0 + 2).await.unwrap().len(), 2);
+    // A relay worker after the lease finishes the rows without storing them again.
+    assert_eq!(
+        store
+            .relay_outbox(T0 + 60_000, T0 + 90_000, 10)
+            .await
+            .unwrap(),
+        2
+    );
+    assert_eq!(bodies(&store, b).await, ["x", "y"]);
+    assert_eq!(store.count_outbox().await.unwrap(), 0);
+    assert_eq!(
+        store.relay_rows(&rows, T0 + 2).await.unwrap(),
+        vec![None, None]
+    );
+    assert_eq!(bodies(&store, b).await, ["x", "y"]);
+}
+
+/// A service on two cells: CreateQueue with a RedrivePolicy places the queue in its
+/// dead-letter queue's cell (cell 1 holds more queues, so the count alone would put it on
+/// cell 2); a queue without one goes where the counts say.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_queue_with_a_redrive_policy_goes_to_its_dead_letter_queues_cell() {
+    let Some((store, _schemas)) =
+        two_cells("cells::a_queue_with_a_redrive_policy_goes_to_its_dead_letter_queues_cell").await
+    else {
+        return;
+    };
+    let store = Arc::new(store);
+    let svc = Service::new(
+        store.clone(),
+        Arc::new(ManualClock::new(T0)),
+        ServiceConfig::default(),
+        None,
+    );
+    for name in ["dlq", "pad-1", "pad-2"] {
+        svc.sqs()
+            .create_queue(name, BTreeMap::new(), BTreeMap::new())
+            .await
+            .unwrap();
+    }
+    let cell = |name: &'static str| {
+        let store = store.clone();
+        async move { cell_of(store.get_queue(name).await.unwrap().unwrap().id) }
+    };
+    assert_eq!(
+        (cell("dlq").await, cell("pad-1").await, cell("pad-2").await),
+        (1, 2, 1)
+    );
+    let policy = BTreeMap::from([(
+        "RedrivePolicy".to_owned(),
+        r#"{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:dlq","maxReceiveCount":"2"}"#
+            .to_owned(),
+    )]);
+    svc.sqs()
+        .create_queue("src", policy, BTreeMap::new())
+        .await
+        .unwrap();
+    assert_eq!(cell("src").await, 1, "beside its dead-letter queue");
+    svc.sqs()
+        .create_queue("plain", BTreeMap::new(), BTreeMap::new())
+        .await
+        .unwrap();
+    assert_eq!(cell("plain").await, 2, "the cell with fewer queues");
+}
+
+/// Through the service: a queue on cell 1 given (by SetQueueAttributes) a dead-letter
+/// queue on cell 2; a message received past maxReceiveCount is received from the
+/// dead-letter queue with its MessageId, body and DeadLetterQueueSourceArn.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_service_dead_letters_into_another_cell() {
+    let Some((store, _schemas)) =
+        two_cells("cells::a_service_dead_letters_into_another_cell").await
+    else {
+        return;
+    };
+    let store = Arc::new(store);
+    let svc = Service::new(
+        store.clone(),
+        Arc::new(ManualClock::new(T0)),
+        ServiceConfig::default(),
+        None,
+    );
+    for name in ["src", "dlq"] {
+        svc.sqs()
+            .create_queue(name, BTreeMap::new(), BTreeMap::new())
+            .await
+            .unwrap();
+    }
+    let src = store.get_queue("src").await.unwrap().unwrap();
+    let dlq = store.get_queue("dlq").await.unwrap().unwrap();
+    assert_eq!((cell_of(src.id), cell_of(dlq.id)), (1, 2));
+    svc.sqs()
+        .set_queue_attributes(
+            "src",
+            BTreeMap::from([(
+                "RedrivePolicy".to_owned(),
+                r#"{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:dlq","maxReceiveCount":"1"}"#
+                    .to_owned(),
+            )]),
+        )
+        .await
+        .unwrap();
+    let sent = svc
+        .sqs()
+        .send_message(
+            "src",
+            SendMessage {
+                body: "poison".into(),
+                ..SendMessage::default()
+            },
+        )
+        .await
+        .unwrap();
+    let receive = |queue: &'static str| {
+        let svc = svc.clone();
+        async move {
+            svc.sqs()
+                .receive_message(
+                    queue,
+                    ReceiveMessage {
+                        max_messages: Some(1),
+                        visibility_timeout: Some(0),
+                        wait_seconds: Some(0),
+                        system_attribute_names: vec!["All".into()],
+                        ..ReceiveMessage::default()
+                    },
+                )
+                .await
+                .unwrap()
+        }
+    };
+    assert_eq!(receive("src").await.len(), 1);
+    assert!(
+        receive("src").await.is_empty(),
+        "moved on its second receive"
+    );
+    let got = receive("dlq").await;
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].body, "poison");
+    assert_eq!(got[0].message_id, sent.message_id);
+    assert_eq!(
+        got[0]
+            .attributes
+            .get("DeadLetterQueueSourceArn")
+            .map(String::as_str),
+        Some("arn:aws:sqs:us-east-1:000000000000:src")
+    );
+    assert_eq!(store.count_outbox().await.unwrap(), 0);
 }

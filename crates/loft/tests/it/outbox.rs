@@ -4,7 +4,8 @@
 //! stored exactly once, by another node, after the relay's lease (30 s). Two schemas of
 //! `LOFT_TEST_DATABASE_URL` are the two cells; two `loft serve` nodes run on them. A
 //! trigger in one cell's database holds the relay at the chosen point (it waits for an
-//! advisory lock the test holds), so the kill lands there, not by timing.
+//! advisory lock the test holds), so the kill lands there, not by timing. The same for
+//! a message dead-lettered by a receive into a dead-letter queue of the other cell.
 
 use std::path::Path;
 use std::time::Duration;
@@ -364,6 +365,194 @@ async fn a_relay_killed_before_the_destination_commit_is_repeated_once() {
 async fn a_relay_killed_after_the_destination_commit_repeats_nothing() {
     killed_mid_relay(
         "a_relay_killed_after_the_destination_commit_repeats_nothing",
+        Gate::AfterDestinationCommit,
+    )
+    .await;
+}
+
+/// The scenario for a dead letter: queue `src` on cell 1 whose dead-letter queue `dlq`
+/// (maxReceiveCount 1) is on cell 2; the relay is held at `gate` while node 0 receives
+/// the message a second time (the receive moves it); node 0 is killed there; node 1
+/// relays after the lease. `dlq` then holds the message once, with its MessageId and
+/// DeadLetterQueueSourceArn, and `src` and the outbox are empty.
+async fn dead_letter_killed_mid_relay(test: &str, gate: Gate) {
+    let Some(mut cells) = Cells::start(test).await else {
+        return;
+    };
+    let node0 = cells.nodes[0].url.clone();
+    let http = http();
+    for name in ["src", "dlq"] {
+        sqs(&http, &node0, "CreateQueue", json!({"QueueName": name})).await;
+    }
+    let (source, destination) = (cells.sql(0).await, cells.sql(1).await);
+    assert_eq!(
+        count(&source, "SELECT count(*) FROM queues").await,
+        1,
+        "src"
+    );
+    assert_eq!(
+        count(&destination, "SELECT count(*) FROM queues").await,
+        1,
+        "dlq"
+    );
+    let src = format!("{node0}/{ACCOUNT}/src");
+    let policy = format!(
+        r#"{{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:{ACCOUNT}:dlq","maxReceiveCount":"1"}}"#
+    );
+    sqs(
+        &http,
+        &node0,
+        "SetQueueAttributes",
+        json!({"QueueUrl": src, "Attributes": {"RedrivePolicy": policy}}),
+    )
+    .await;
+    let sent = sqs(
+        &http,
+        &node0,
+        "SendMessage",
+        json!({"QueueUrl": src, "MessageBody": "poison"}),
+    )
+    .await;
+    let receive = json!({
+        "QueueUrl": src,
+        "MaxNumberOfMessages": 10,
+        "WaitTimeSeconds": 0,
+        "VisibilityTimeout": 0,
+    });
+    let first = sqs(&http, &node0, "ReceiveMessage", receive.clone()).await;
+    assert_eq!(
+        first["Messages"].as_array().map_or(0, Vec::len),
+        1,
+        "{first}"
+    );
+
+    let (cell, table, event, row) = gate.place();
+    let gated = if cell == 0 { &source } else { &destination };
+    let key = gate.key() + 0x10;
+    gated
+        .batch_execute(&format!(
+            "CREATE FUNCTION outbox_gate() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
+               PERFORM pg_advisory_lock_shared({key}); PERFORM pg_advisory_unlock_shared({key}); \
+               RETURN {row}; END $$; \
+             CREATE TRIGGER outbox_gate BEFORE {event} ON {table} FOR EACH ROW \
+               EXECUTE FUNCTION outbox_gate();"
+        ))
+        .await
+        .expect("gate");
+    let holder = cells.sql(cell).await;
+    holder
+        .execute("SELECT pg_advisory_lock($1)", &[&key])
+        .await
+        .expect("close the gate");
+
+    // Node 0's second receive moves the message; its relay stops at the gate.
+    let receiver = {
+        let (http, base, body) = (http.clone(), node0.clone(), receive.clone());
+        tokio::spawn(async move {
+            let resp = http
+                .post(format!("{base}/"))
+                .header("x-amz-target", "AmazonSQS.ReceiveMessage")
+                .header("content-type", "application/x-amz-json-1.0")
+                .body(body.to_string())
+                .send()
+                .await
+                .ok()?;
+            Some(resp.status().as_u16())
+        })
+    };
+    let waiting = format!(
+        "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND NOT granted \
+         AND ((classid::bigint << 32) | objid::bigint) = {key}"
+    );
+    let held = crate::wait::poll(Duration::from_secs(30), || async {
+        let rows = holder.query(waiting.as_str(), &[]).await.ok()?;
+        rows.first().map(|r| r.get::<_, i32>(0))
+    })
+    .await
+    .expect("the relay reaches the gate");
+    let stored = match gate {
+        Gate::BeforeDestinationCommit => 0,
+        Gate::AfterDestinationCommit => 1,
+    };
+    assert_eq!(
+        count(&destination, "SELECT count(*) FROM messages").await,
+        stored
+    );
+    assert_eq!(count(&source, "SELECT count(*) FROM cell_outbox").await, 1);
+    assert_eq!(
+        count(&source, "SELECT count(*) FROM messages").await,
+        0,
+        "the message left src in the receive's transaction"
+    );
+
+    cells.nodes[0].kill9();
+    let ended: bool = holder
+        .query_one("SELECT pg_terminate_backend($1)", &[&held])
+        .await
+        .expect("end the dead node's session")
+        .get(0);
+    assert!(ended);
+    gated
+        .batch_execute(&format!("DROP TRIGGER IF EXISTS outbox_gate ON {table}"))
+        .await
+        .expect("remove the gate");
+    holder
+        .execute("SELECT pg_advisory_unlock($1)", &[&key])
+        .await
+        .expect("open the gate");
+    let answered = receiver.await.expect("receiver task");
+    assert!(
+        answered.is_none_or(|status| status != 200),
+        "the receive's node died before answering"
+    );
+
+    let node1 = cells.add_node();
+    let empty = crate::wait::poll(Duration::from_secs(90), || async {
+        (count(&source, "SELECT count(*) FROM cell_outbox").await == 0).then_some(())
+    })
+    .await;
+    assert!(empty.is_some(), "node 1 relayed the row within 90 s");
+    assert_eq!(
+        count(&destination, "SELECT count(*) FROM messages").await,
+        1,
+        "dlq holds the message exactly once"
+    );
+    let got = sqs(
+        &http,
+        &node1,
+        "ReceiveMessage",
+        json!({
+            "QueueUrl": format!("{node1}/{ACCOUNT}/dlq"),
+            "MaxNumberOfMessages": 10,
+            "WaitTimeSeconds": 0,
+            "MessageSystemAttributeNames": ["All"],
+        }),
+    )
+    .await;
+    let messages = got["Messages"].as_array().cloned().unwrap_or_default();
+    assert_eq!(messages.len(), 1, "{got}");
+    assert_eq!(messages[0]["Body"], "poison", "{got}");
+    assert_eq!(messages[0]["MessageId"], sent["MessageId"], "{got}");
+    assert_eq!(
+        messages[0]["Attributes"]["DeadLetterQueueSourceArn"],
+        format!("arn:aws:sqs:us-east-1:{ACCOUNT}:src"),
+        "{got}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_letter_relay_killed_before_the_destination_commit_is_repeated_once() {
+    dead_letter_killed_mid_relay(
+        "a_dead_letter_relay_killed_before_the_destination_commit_is_repeated_once",
+        Gate::BeforeDestinationCommit,
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_letter_relay_killed_after_the_destination_commit_repeats_nothing() {
+    dead_letter_killed_mid_relay(
+        "a_dead_letter_relay_killed_after_the_destination_commit_repeats_nothing",
         Gate::AfterDestinationCommit,
     )
     .await;

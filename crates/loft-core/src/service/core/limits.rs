@@ -230,9 +230,15 @@ impl Core {
                 format!("Cannot create the queue: the limit of {max} queues for this account is reached."),
             ));
         }
+        // A queue with a dead-letter queue is placed beside it where the store chooses.
+        let beside = attributes
+            .get("RedrivePolicy")
+            .and_then(|text| crate::attributes::RedrivePolicy::parse(text).ok())
+            .map(|policy| self.dlq_key(&policy))
+            .filter(|key| !key.is_empty());
         let result = self
             .store
-            .create_queue(name, attributes, tags, self.now_ms())
+            .create_queue_beside(name, attributes, tags, self.now_ms(), beside.as_deref())
             .await;
         if reserved && !matches!(result, Ok((_, true))) {
             release(&mut self.counters.of(Kind::Queues), &account);

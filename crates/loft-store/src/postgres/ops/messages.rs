@@ -399,6 +399,10 @@ pub struct StepJob {
     /// start): the claim takes visible messages from here on first and goes below it only
     /// when those run short. Ignored by the fair and send orders (pass `i64::MIN`).
     pub floor: i64,
+    /// The request's dead-letter queue is in another cell (this store is a cell of a
+    /// `crate::cells::CellStore`): the messages the step moves there go to the outbox
+    /// ([`outbox_parked_in`]) in the step's transaction.
+    pub dlq_elsewhere: bool,
 }
 
 /// Standard receive steps, several receives' at once, in the caller's one transaction
@@ -464,6 +468,17 @@ pub async fn receive_steps<C: GenericClient>(
         out.push(step_outcome(&rows?, sealer, &mut put_back)?);
     }
     put_back_claims(tx, &put_back).await?;
+    // Messages moved to a dead-letter queue of another cell leave through the outbox,
+    // each queue's once (the steps of one transaction see each other's moves).
+    let mut drained: Vec<i64> = Vec::new();
+    for (step, o) in steps.iter().zip(&out) {
+        if let (true, Some(rule)) = (step.dlq_elsewhere && o.dead > 0, &step.request.redrive) {
+            if !drained.contains(&rule.dlq_queue_id) {
+                drained.push(rule.dlq_queue_id);
+                outbox_parked_in(tx, rule.dlq_queue_id, step.request.now_ms).await?;
+            }
+        }
+    }
     Ok(out)
 }
 
@@ -757,11 +772,15 @@ async fn replay_attempt<C: GenericClient>(
 /// Claimed messages are opened (`sealer`) before the transaction commits; one that cannot
 /// be opened is put back as it was, with the later messages of its group, and named in
 /// [`ReceiveOutcome::undecryptable`].
+///
+/// With `dlq_elsewhere` (the dead-letter queue is in another cell) the messages moved
+/// there go to the outbox ([`outbox_parked_in`]) in the same transaction.
 pub async fn receive_fifo<C: GenericClient>(
     tx: &C,
     req: &ReceiveRequest,
     channel: &str,
     sealer: &Sealer,
+    dlq_elsewhere: bool,
 ) -> Result<ReceiveOutcome, Error> {
     query(
         tx,
@@ -872,7 +891,11 @@ pub async fn receive_fifo<C: GenericClient>(
             ],
         )
         .await?;
-        notify(tx, channel, rule.dlq_queue_id).await?;
+        if dlq_elsewhere {
+            outbox_parked_in(tx, rule.dlq_queue_id, req.now_ms).await?;
+        } else {
+            notify(tx, channel, rule.dlq_queue_id).await?;
+        }
     }
     if !take.is_empty() {
         let tokens: Vec<i64> = req

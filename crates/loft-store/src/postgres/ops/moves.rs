@@ -12,6 +12,12 @@ use super::*;
 /// gives their order: with `queue_id = $1 ... ORDER BY seq` the generic plan walked the
 /// primary key through every other queue's older messages (366 ms a batch behind
 /// 1,000,000 of them, against 0.05 ms; EXPLAIN ANALYZE, PostgreSQL 15).
+///
+/// With `cell` (this store is a cell of a `crate::cells::CellStore`, holding the ids of
+/// that range) a message bound for a queue outside it goes to the outbox in the same
+/// statement (a [`MovedCopy`] with `renumber`, written as the insert here would store it:
+/// new MessageId, sent now, receive count 0), so it leaves its queue exactly when its
+/// copy is written, and the destination numbers it when the relay stores it.
 pub async fn move_messages<C: GenericClient>(
     c: &C,
     source: i64,
@@ -19,6 +25,7 @@ pub async fn move_messages<C: GenericClient>(
     new_message_ids: &[String],
     now_ms: i64,
     channel: &str,
+    cell: Option<&std::ops::Range<i64>>,
 ) -> Result<u64, Error> {
     let limit = new_message_ids.len() as i64;
     let (to, arns, ids): (Option<i64>, Vec<String>, Vec<i64>) = match target {
@@ -29,8 +36,19 @@ pub async fn move_messages<C: GenericClient>(
             list.iter().map(|(_, i)| *i).collect(),
         ),
     };
-    let row = query_one(
-        c,
+    let (low, high) = cell.map_or((i64::MIN, i64::MAX), |r| (r.start, r.end));
+    let copy = moved_json_sql(
+        "($8::text[])[n]",
+        "$2",
+        "$2",
+        "$2 + (expires_at - sent_at)",
+        "0",
+        "NULL::bigint",
+        "NULL::text",
+        "NULL::bigint",
+        true,
+    );
+    let sql = format!(
         "WITH locked AS MATERIALIZED (SELECT DISTINCT group_id AS g FROM messages \
            WHERE queue_id = $1 AND visible_at > $2 AND group_id IS NOT NULL), \
          cand AS MATERIALIZED (SELECT seq, dead_letter_source FROM messages \
@@ -50,7 +68,7 @@ pub async fn move_messages<C: GenericClient>(
            FROM gone), \
          num AS (UPDATE queues q SET message_sequence = q.message_sequence + c.taken \
            FROM (SELECT dest, count(*) AS taken FROM gone WHERE group_id IS NOT NULL \
-                 GROUP BY dest) c \
+                 AND dest >= $9 AND dest < $10 GROUP BY dest) c \
            WHERE q.id = c.dest RETURNING q.id, q.message_sequence - c.taken AS before), \
          moved AS (INSERT INTO messages (queue_id, message_id, body, md5_body, \
              message_attributes, system_attributes, sender_id, sent_at, visible_at, expires_at, \
@@ -60,9 +78,17 @@ pub async fn move_messages<C: GenericClient>(
              dedup_id, CASE WHEN (SELECT fair FROM queues WHERE id = dest) THEN 0 END, sealed, \
              CASE WHEN g.group_id IS NOT NULL THEN u.before + g.k END \
            FROM numbered g LEFT JOIN num u ON u.id = g.dest \
-           ORDER BY seq RETURNING queue_id), \
+           WHERE g.dest >= $9 AND g.dest < $10 ORDER BY seq RETURNING queue_id), \
+         outboxed AS (INSERT INTO cell_outbox (queue_id, copy, created_at, ordered) \
+           SELECT dest, {copy}, $2, group_id IS NOT NULL FROM numbered \
+           WHERE NOT (dest >= $9 AND dest < $10) ORDER BY seq RETURNING id), \
          woke AS (SELECT pg_notify($7, q::text) FROM (SELECT DISTINCT queue_id AS q FROM moved) x) \
-         SELECT (SELECT count(*) FROM moved), (SELECT count(*) FROM woke)",
+         SELECT (SELECT count(*) FROM moved) + (SELECT count(*) FROM outboxed), \
+           (SELECT count(*) FROM woke)"
+    );
+    let row = query_one(
+        c,
+        &sql,
         &[
             &source,
             &now_ms,
@@ -72,6 +98,8 @@ pub async fn move_messages<C: GenericClient>(
             &ids,
             &channel,
             &new_message_ids,
+            &low,
+            &high,
         ],
     )
     .await?;
@@ -104,6 +132,7 @@ fn move_task_row(r: &Row) -> MoveTaskRecord {
 
 /// One step of a move task inside the caller's transaction: the task's row is renewed
 /// (and so locked) first, so a cancel waits for the step and then sees its progress.
+#[allow(clippy::too_many_arguments)]
 pub async fn move_step_in<C: GenericClient>(
     tx: &C,
     source: i64,
@@ -112,6 +141,7 @@ pub async fn move_step_in<C: GenericClient>(
     now_ms: i64,
     lease: &MoveTaskLease,
     channel: &str,
+    cell: Option<&std::ops::Range<i64>>,
 ) -> Result<Option<u64>, Error> {
     let renewed = execute(
         tx,
@@ -123,7 +153,7 @@ pub async fn move_step_in<C: GenericClient>(
     if renewed == 0 {
         return Ok(None);
     }
-    let moved = move_messages(tx, source, target, new_message_ids, now_ms, channel).await?;
+    let moved = move_messages(tx, source, target, new_message_ids, now_ms, channel, cell).await?;
     execute(
         tx,
         "UPDATE move_tasks SET moved = moved + $2 WHERE handle = $1",

@@ -13,8 +13,27 @@ pub struct OutboxRow {
     pub id: i64,
     /// The destination queue's id (which carries its cell).
     pub queue_id: i64,
-    /// The copy.
+    /// The copy. For a [`MovedCopy`], its body and attributes are as its source stored
+    /// them (sealed when [`MovedCopy::sealed`]), and `seal` is `None`.
     pub message: NewMessage,
+    /// `Some` when the copy is a message that left its queue for a queue of another cell
+    /// (a dead-letter move or a message move), `None` for a publish's copy.
+    pub moved: Option<MovedCopy>,
+}
+
+/// How a message that left its queue for a queue of another cell is stored there: the
+/// row as the move on one database would leave it, carried whole (no deduplication key is
+/// reserved, the queue is not made fair by it; a fair destination gives it key 0, as the
+/// move on one database does).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MovedCopy {
+    /// Whether body and attributes are sealed (the source row's `sealed`).
+    pub sealed: bool,
+    /// The FIFO SequenceNumber it keeps (a dead-letter move keeps its source's), if any.
+    pub sequence: Option<i64>,
+    /// Whether it takes its destination queue's next SequenceNumber instead, when it has a
+    /// MessageGroupId (a message move, which numbers it as a send into the queue does).
+    pub renumber: bool,
 }
 
 /// The copy `m` as the outbox's `copy` column keeps it (JSON).
@@ -42,6 +61,85 @@ fn copy_json(m: &NewMessage) -> String {
         })),
     })
     .to_string()
+}
+
+/// The [`MovedCopy`] of a copy's JSON (`moved`: `sealed` 0 or 1, `sequence`, `renumber`),
+/// `None` for a publish's copy; as [`outbox_parked_in`] and [`outbox_moves_in`] write it.
+fn moved_from_json(text: &str) -> Option<MovedCopy> {
+    use serde_json::Value;
+    let v: Value = serde_json::from_str(text).ok()?;
+    let m = v.get("moved")?.as_object()?;
+    Some(MovedCopy {
+        sealed: m.get("sealed").and_then(Value::as_i64).unwrap_or(0) != 0,
+        sequence: m.get("sequence").and_then(Value::as_i64),
+        renumber: m.get("renumber").and_then(Value::as_bool).unwrap_or(false),
+    })
+}
+
+/// The SQL expression of a moved message's copy (the JSON [`copy_from_json`] and
+/// [`moved_from_json`] read) from the columns of a `messages` row, given as SQL
+/// expressions: `$visible`, `$expires`... are substituted by the callers' columns.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn moved_json_sql(
+    message_id: &str,
+    sent_at: &str,
+    visible_at: &str,
+    expires_at: &str,
+    receive_count: &str,
+    first_received_at: &str,
+    dead_letter_source: &str,
+    sequence: &str,
+    renumber: bool,
+) -> String {
+    format!(
+        "json_build_object('message_id', {message_id}, 'body', body, 'md5_body', md5_body, \
+         'message_attributes', message_attributes, 'system_attributes', system_attributes, \
+         'sender_id', sender_id, 'sent_at', {sent_at}, 'visible_at', {visible_at}, \
+         'expires_at', {expires_at}, 'group_id', group_id, 'dedup_id', dedup_id, \
+         'receive_count', {receive_count}, 'first_received_at', {first_received_at}, \
+         'dead_letter_source', {dead_letter_source}, 'dedup', NULL::text, 'seal', NULL::text, \
+         'moved', json_build_object('sealed', sealed, 'sequence', {sequence}, \
+           'renumber', {renumber}))::text"
+    )
+}
+
+/// Moves the messages this cell holds parked under `queue_id` (a queue of another cell:
+/// a dead-letter move of this transaction set their `queue_id` to it, exactly as on one
+/// database) into the outbox, inside the caller's transaction: each row leaves
+/// `messages` and becomes an outbox row carrying it whole ([`MovedCopy`]: sealed as
+/// stored, its attributes, receive count, first receive, `dead_letter_source`, group and
+/// deduplication id, SequenceNumber), in seq order (ordered rows when it has a
+/// MessageGroupId, so a FIFO dead-letter queue gets them in order). Rows parked by
+/// other transactions are not visible here until they commit, and each transaction
+/// drains its own before it commits, so none stays parked. Returns the outbox ids.
+pub async fn outbox_parked_in<C: GenericClient>(
+    tx: &C,
+    queue_id: i64,
+    now_ms: i64,
+) -> Result<Vec<i64>, Error> {
+    let copy = moved_json_sql(
+        "message_id",
+        "sent_at",
+        "visible_at",
+        "expires_at",
+        "receive_count",
+        "first_received_at",
+        "dead_letter_source",
+        "sequence",
+        false,
+    );
+    let sql = format!(
+        "WITH gone AS (DELETE FROM messages WHERE queue_id = $1 RETURNING *) \
+         INSERT INTO cell_outbox (queue_id, copy, created_at, ordered) \
+         SELECT $1, {copy}, $2, group_id IS NOT NULL FROM gone ORDER BY seq RETURNING id"
+    );
+    let mut ids: Vec<i64> = query(tx, &sql, &[&queue_id, &now_ms])
+        .await?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    ids.sort_unstable();
+    Ok(ids)
 }
 
 /// The copy that [`copy_json`] wrote, or `None` when `text` is not one.
@@ -114,6 +212,10 @@ pub async fn write_outbox_in<C: GenericClient>(
     Ok(ids)
 }
 
+/// A claimed outbox row: its id, its destination queue, and its copy (with what
+/// [`MovedCopy`] it is), `None` when the copy cannot be read.
+pub type ClaimedRow = (i64, i64, Option<(NewMessage, Option<MovedCopy>)>);
+
 /// Advisory-lock class of the outbox claim (the second key is 0): claims of one cell's
 /// outbox run one at a time, so each sees the leases the one before it took.
 pub const OUTBOX_LOCK_CLASS: i32 = 0x4c6f_7574; // "Lout"
@@ -132,7 +234,7 @@ pub async fn claim_outbox<C: GenericClient>(
     lease_until_ms: i64,
     limit: u32,
     only: Option<&[i64]>,
-) -> Result<Vec<(i64, i64, Option<NewMessage>)>, Error> {
+) -> Result<Vec<ClaimedRow>, Error> {
     let only: Option<Vec<i64>> = only.map(<[i64]>::to_vec);
     execute(
         c,
@@ -152,11 +254,15 @@ pub async fn claim_outbox<C: GenericClient>(
         &[&now_ms, &lease_until_ms, &(limit as i64), &only],
     )
     .await?;
-    let mut out: Vec<(i64, i64, Option<NewMessage>)> = rows
+    let mut out: Vec<ClaimedRow> = rows
         .iter()
         .map(|r| {
             let copy: &str = r.get(2);
-            (r.get(0), r.get(1), copy_from_json(copy))
+            (
+                r.get(0),
+                r.get(1),
+                copy_from_json(copy).map(|m| (m, moved_from_json(copy))),
+            )
         })
         .collect();
     out.sort_by_key(|(id, _, _)| *id);
@@ -173,8 +279,10 @@ pub async fn finish_outbox<C: GenericClient>(c: &C, ids: &[i64]) -> Result<u64, 
 /// transaction, each at most once ever: the row's id goes into `cell_relayed` first
 /// (`ON CONFLICT DO NOTHING`; a concurrent relay of the same id waits for the first to
 /// end), and only the rows whose id was new are stored. A copy for a queue this cell no
-/// longer has is recorded and dropped. Returns, per row in order, what the insert did:
-/// `None` for a repeat or a dropped copy.
+/// longer has is recorded and dropped. A publish's copy is stored as a send stores it
+/// (`send_messages_in`), a moved message as its move leaves it ([`MovedCopy`]);
+/// consecutive rows of one kind in one statement, in row order. Returns, per row in
+/// order, what the insert did: `None` for a repeat or a dropped copy.
 pub async fn relay_in<C: GenericClient>(
     tx: &C,
     rows: &[OutboxRow],
@@ -208,12 +316,25 @@ pub async fn relay_in<C: GenericClient>(
             .map(|r| r.get(0))
             .collect()
     };
-    let stored: Vec<(i64, NewMessage)> = rows
+    // Runs of publish copies and of moved messages, in row order, each run in one
+    // statement (so a queue's rows are stored in id order).
+    let keep: Vec<&OutboxRow> = rows
         .iter()
         .filter(|r| fresh.contains(&r.id) && live.contains(&r.queue_id))
-        .map(|r| (r.queue_id, r.message.clone()))
         .collect();
-    let mut sent = send_messages_in(tx, &stored, channel).await?.into_iter();
+    let mut sent: Vec<SentMessage> = Vec::with_capacity(keep.len());
+    for run in keep.chunk_by(|a, b| a.moved.is_some() == b.moved.is_some()) {
+        if run[0].moved.is_some() {
+            sent.extend(insert_moved_in(tx, run, channel).await?);
+        } else {
+            let copies: Vec<(i64, NewMessage)> = run
+                .iter()
+                .map(|r| (r.queue_id, r.message.clone()))
+                .collect();
+            sent.extend(send_messages_in(tx, &copies, channel).await?);
+        }
+    }
+    let mut sent = sent.into_iter();
     Ok(rows
         .iter()
         .map(|r| {
@@ -224,6 +345,109 @@ pub async fn relay_in<C: GenericClient>(
             }
         })
         .collect())
+}
+
+/// Inserts moved messages (`rows`, each with its [`MovedCopy`]) into their queues of this
+/// cell in one statement, in order, as the move on one database leaves them: no
+/// deduplication key reserved, fair key 0 in a fair queue, the SequenceNumber kept or (with
+/// [`MovedCopy::renumber`] and a MessageGroupId) the queue's next; and wakes their queues
+/// at commit.
+async fn insert_moved_in<C: GenericClient>(
+    tx: &C,
+    rows: &[&OutboxRow],
+    channel: &str,
+) -> Result<Vec<SentMessage>, Error> {
+    let col = |f: &dyn Fn(&OutboxRow) -> Option<String>| -> Vec<Option<String>> {
+        rows.iter().map(|r| f(r)).collect()
+    };
+    let int = |f: &dyn Fn(&OutboxRow) -> i64| -> Vec<i64> { rows.iter().map(|r| f(r)).collect() };
+    let queue = int(&|r| r.queue_id);
+    let message_id = col(&|r| r.message.message_id.clone());
+    let body = col(&|r| Some(r.message.body.clone()));
+    let md5 = col(&|r| Some(r.message.md5_body.clone()));
+    let mattrs = col(&|r| r.message.message_attributes.clone());
+    let sattrs = col(&|r| r.message.system_attributes.clone());
+    let sender = col(&|r| Some(r.message.sender_id.clone()));
+    let sent_at = int(&|r| r.message.sent_at_ms);
+    let visible = int(&|r| r.message.visible_at_ms);
+    let expires = int(&|r| r.message.expires_at_ms);
+    let count = int(&|r| r.message.receive_count);
+    let first: Vec<Option<i64>> = rows
+        .iter()
+        .map(|r| r.message.first_received_at_ms)
+        .collect();
+    let group = col(&|r| r.message.group_id.clone());
+    let dedup = col(&|r| r.message.dedup_id.clone());
+    let source = col(&|r| r.message.dead_letter_source.clone());
+    let moved = |r: &OutboxRow| {
+        r.moved.clone().unwrap_or(MovedCopy {
+            sealed: false,
+            sequence: None,
+            renumber: false,
+        })
+    };
+    let sealed: Vec<i16> = rows.iter().map(|r| moved(r).sealed as i16).collect();
+    let sequence: Vec<Option<i64>> = rows.iter().map(|r| moved(r).sequence).collect();
+    let renumber: Vec<bool> = rows.iter().map(|r| moved(r).renumber).collect();
+    let channel = channel.to_owned();
+    let params: [&(dyn ToSql + Sync); 19] = [
+        &queue,
+        &message_id,
+        &body,
+        &md5,
+        &mattrs,
+        &sattrs,
+        &sender,
+        &sent_at,
+        &visible,
+        &expires,
+        &count,
+        &first,
+        &group,
+        &dedup,
+        &source,
+        &sealed,
+        &sequence,
+        &renumber,
+        &channel,
+    ];
+    let out = query(
+        tx,
+        "WITH input AS (SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], \
+             $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[], $9::bigint[], \
+             $10::bigint[], $11::bigint[], $12::bigint[], $13::text[], $14::text[], \
+             $15::text[], $16::smallint[], $17::bigint[], $18::boolean[]) WITH ORDINALITY \
+           AS u(q, mid, body, md5, ma, sa, sender, sent, vis, exp, rc, fr, g, d, dls, sealed, \
+             seqn, renum, n)), \
+         numbered AS (SELECT i.*, (renum AND g IS NOT NULL) AS fresh, \
+             row_number() OVER (PARTITION BY q, (renum AND g IS NOT NULL) ORDER BY n) AS k \
+           FROM input i), \
+         num AS (UPDATE queues qq SET message_sequence = qq.message_sequence + c.taken \
+           FROM (SELECT q, count(*) AS taken FROM numbered WHERE fresh GROUP BY q) c \
+           WHERE qq.id = c.q RETURNING qq.id, qq.message_sequence - c.taken AS before), \
+         ins AS (INSERT INTO messages (queue_id, message_id, body, md5_body, \
+             message_attributes, system_attributes, sender_id, sent_at, visible_at, \
+             expires_at, receive_count, first_received_at, group_id, dedup_id, \
+             dead_letter_source, fair_key, sealed, sequence) \
+           SELECT x.q, mid, body, md5, ma, sa, sender, sent, vis, exp, rc, fr, g, d, dls, \
+             CASE WHEN (SELECT fair FROM queues WHERE id = x.q) THEN 0 END, sealed, \
+             CASE WHEN fresh THEN u.before + x.k ELSE seqn END \
+           FROM numbered x LEFT JOIN num u ON u.id = x.q ORDER BY n \
+           RETURNING seq, message_id, queue_id, sequence), \
+         woke AS (SELECT pg_notify($19, q::text) FROM (SELECT DISTINCT queue_id AS q FROM ins) d) \
+         SELECT seq, message_id, sequence, (SELECT count(*) FROM woke) FROM ins ORDER BY seq",
+        &params,
+    )
+    .await?
+    .iter()
+    .map(|r| SentMessage {
+        seq: r.get(0),
+        message_id: r.get(1),
+        duplicate: false,
+        sequence: r.get(2),
+    })
+    .collect();
+    Ok(out)
 }
 
 /// The lowest id in this cell's outbox, if any row is there.
