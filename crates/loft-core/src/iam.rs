@@ -519,30 +519,64 @@ pub struct Request {
     /// The caller.
     pub caller: Caller,
     /// Condition keys, lower-cased, with their values (`aws:sourcearn` → `[topic ARN]`).
-    /// [`Request::new`] fills `aws:PrincipalAccount`, `aws:PrincipalArn` and
-    /// `aws:PrincipalType` from the caller.
+    /// [`Request::new`] fills the principal keys AWS includes in every request from the
+    /// caller; the service adds the request's own ([`Request::at`] and the rest).
     pub context: BTreeMap<String, Vec<String>>,
 }
 
 impl Request {
-    /// A request of `caller` for `action` on `resource`, with the principal keys set.
+    /// A request of `caller` for `action` on `resource`, with the principal keys AWS
+    /// always includes (IAM User Guide, "AWS global condition context keys"): for an IAM
+    /// identity `aws:PrincipalAccount`, `aws:PrincipalArn`, `aws:PrincipalType` (`Account`
+    /// for an account's root, `User` for `user/...`, `AssumedRole` for a role) and, for a
+    /// user, `aws:username` (its name without its path); for a service
+    /// `aws:PrincipalServiceName`; `aws:PrincipalIsAWSService` (`true` only for a
+    /// service) and `aws:ViaAWSService` (`false`: Loft makes no request on a principal's
+    /// behalf through another service). A condition on one of them therefore matches as
+    /// on AWS instead of finding the key absent.
     pub fn new(action: impl Into<String>, resource: impl Into<String>, caller: Caller) -> Self {
         let mut context = BTreeMap::new();
+        let one = |v: &str| vec![v.to_owned()];
         match &caller {
             Caller::Iam { account, arn } => {
-                context.insert("aws:principalaccount".into(), vec![account.clone()]);
-                context.insert("aws:principalarn".into(), vec![arn.clone()]);
+                context.insert("aws:principalaccount".into(), one(account));
+                context.insert("aws:principalarn".into(), one(arn));
+                let resource = arn.rsplit_once(':').map_or("", |(_, r)| r);
+                let kind = if resource == "root" {
+                    "Account"
+                } else if resource.starts_with("role/") || resource.starts_with("assumed-role/") {
+                    "AssumedRole"
+                } else {
+                    "User"
+                };
+                context.insert("aws:principaltype".into(), one(kind));
+                if let Some(path) = resource.strip_prefix("user/") {
+                    let name = path.rsplit('/').next().unwrap_or(path);
+                    context.insert("aws:username".into(), one(name));
+                }
+                context.insert("aws:principalisawsservice".into(), one("false"));
             }
             Caller::Service(name) => {
-                context.insert("aws:principalservicename".into(), vec![name.clone()]);
+                context.insert("aws:principalservicename".into(), one(name));
+                context.insert("aws:principalisawsservice".into(), one("true"));
             }
         }
+        context.insert("aws:viaawsservice".into(), one("false"));
         Request {
             action: action.into(),
             resource: resource.into(),
             caller,
             context,
         }
+    }
+
+    /// Sets the keys of the request's moment and place that AWS always includes:
+    /// `aws:CurrentTime` (ISO 8601 UTC of `now_ms`), `aws:EpochTime` (its whole seconds)
+    /// and `aws:RequestedRegion` (`region`, the request's).
+    pub fn at(self, now_ms: i64, region: &str) -> Self {
+        self.with("aws:CurrentTime", vec![crate::clock::iso_timestamp(now_ms)])
+            .with("aws:EpochTime", vec![now_ms.div_euclid(1000).to_string()])
+            .with("aws:RequestedRegion", vec![region.to_owned()])
     }
 
     /// Sets condition key `key` (any case) to `values`.

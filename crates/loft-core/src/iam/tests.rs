@@ -732,3 +732,66 @@ proptest! {
         prop_assert!(glob("*", &t, false));
     }
 }
+
+/// The principal keys AWS includes in every request, from the caller alone, and the
+/// request's moment and region ([`Request::at`]).
+#[test]
+fn every_request_carries_the_global_keys() {
+    let key = |r: &Request, k: &str| r.context.get(&k.to_ascii_lowercase()).cloned();
+    let iam = |arn: &str| Caller::Iam {
+        account: "111111111111".into(),
+        arn: arn.into(),
+    };
+    let rows: &[(&str, &str, Option<&str>)] = &[
+        ("arn:aws:iam::111111111111:root", "Account", None),
+        (
+            "arn:aws:iam::111111111111:user/team-a",
+            "User",
+            Some("team-a"),
+        ),
+        (
+            "arn:aws:iam::111111111111:user/ops/team-a",
+            "User",
+            Some("team-a"),
+        ),
+        ("arn:aws:iam::111111111111:role/team-b", "AssumedRole", None),
+    ];
+    for (arn, kind, name) in rows {
+        let r = Request::new("sqs:SendMessage", "arn:aws:sqs:us-east-1:1:q", iam(arn));
+        assert_eq!(
+            key(&r, "aws:PrincipalType"),
+            Some(vec![kind.to_string()]),
+            "{arn}"
+        );
+        assert_eq!(
+            key(&r, "aws:username"),
+            name.map(|n| vec![n.to_string()]),
+            "{arn}"
+        );
+        assert_eq!(
+            key(&r, "aws:PrincipalIsAWSService"),
+            Some(vec!["false".into()])
+        );
+        assert_eq!(key(&r, "aws:ViaAWSService"), Some(vec!["false".into()]));
+    }
+    let r = Request::new(
+        "sqs:SendMessage",
+        "arn:aws:sqs:us-east-1:1:q",
+        Caller::Service("sns.amazonaws.com".into()),
+    )
+    .at(1_700_000_000_123, "eu-west-1");
+    assert_eq!(
+        key(&r, "aws:PrincipalIsAWSService"),
+        Some(vec!["true".into()])
+    );
+    assert_eq!(key(&r, "aws:PrincipalType"), None);
+    assert_eq!(key(&r, "aws:EpochTime"), Some(vec!["1700000000".into()]));
+    assert_eq!(
+        key(&r, "aws:CurrentTime"),
+        Some(vec!["2023-11-14T22:13:20.123Z".into()])
+    );
+    assert_eq!(
+        key(&r, "aws:RequestedRegion"),
+        Some(vec!["eu-west-1".into()])
+    );
+}

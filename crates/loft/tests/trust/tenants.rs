@@ -1694,6 +1694,56 @@ async fn a_move_task_stops_when_the_destination_refuses(revoked: &str, engine: &
     );
 }
 
+/// The condition keys AWS puts in every request (IAM User Guide, "AWS global condition
+/// context keys": aws:CurrentTime, aws:EpochTime, aws:RequestedRegion,
+/// aws:PrincipalType, aws:userid, aws:username, aws:PrincipalIsAWSService,
+/// aws:ViaAWSService) are in Loft's too, so a Deny conditioned on one applies as on AWS
+/// instead of failing open on a key found absent. A hostile tenant found each of these
+/// Denies ignored. Each row: A's queue lets anyone send, except what a Deny with the
+/// row's condition refuses; B (`arn:aws:iam::222222222222:user/loft`, signing for
+/// us-east-1) sends, refused when the condition holds for B's request, taken when not.
+#[tokio::test]
+async fn deny_conditions_on_the_keys_aws_always_sets_apply() {
+    let (loft, _dir) = start();
+    let rows: &[(&str, &str, &str, u16)] = &[
+        ("StringEquals", "aws:RequestedRegion", r#""us-east-1""#, 403),
+        ("StringEquals", "aws:RequestedRegion", r#""us-west-2""#, 200),
+        ("Bool", "aws:PrincipalIsAWSService", r#""false""#, 403),
+        ("Bool", "aws:PrincipalIsAWSService", r#""true""#, 200),
+        ("Bool", "aws:ViaAWSService", r#""false""#, 403),
+        ("Bool", "aws:ViaAWSService", r#""true""#, 200),
+        ("NumericGreaterThan", "aws:EpochTime", r#""1""#, 403),
+        ("NumericLessThan", "aws:EpochTime", r#""1""#, 200),
+        ("StringLike", "aws:CurrentTime", r#""20*T*Z""#, 403),
+        ("StringLike", "aws:CurrentTime", r#""19*""#, 200),
+        ("StringEquals", "aws:PrincipalType", r#""User""#, 403),
+        ("StringEquals", "aws:PrincipalType", r#""Account""#, 200),
+        ("StringEquals", "aws:username", r#""loft""#, 403),
+        ("StringEquals", "aws:username", r#""someone-else""#, 200),
+        ("StringLike", "aws:userid", r#""AIDA*""#, 403),
+        ("StringLike", "aws:userid", r#""AROA*""#, 200),
+    ];
+    for (i, (operator, key, value, want)) in rows.iter().enumerate() {
+        let name = format!("a-cond-{i}");
+        let arn = queue_arn(ACCOUNT_A, &name);
+        let policy = format!(
+            r#"{{"Version":"2012-10-17","Statement":[
+              {{"Effect":"Allow","Principal":"*","Action":"sqs:SendMessage","Resource":"{arn}"}},
+              {{"Effect":"Deny","Principal":"*","Action":"sqs:SendMessage","Resource":"{arn}",
+                "Condition":{{"{operator}":{{"{key}":{value}}}}}}}]}}"#
+        );
+        let url = create_queue(&loft, A, &name, json!({"Policy": policy})).await;
+        let (status, out) = sqs(
+            &loft,
+            B,
+            "SendMessage",
+            json!({"QueueUrl": url, "MessageBody": "b"}),
+        )
+        .await;
+        assert_eq!(status, *want, "{operator} {key} {value}: {out}");
+    }
+}
+
 /// B's message move task out of A's dead-letter queue, which A's Policy opens to B (the
 /// task, and receive, delete, read its attributes: what StartMessageMoveTask needs on its
 /// source),

@@ -90,6 +90,25 @@ pub fn unique_id(arn: &str) -> String {
     format!("{prefix}{tail}")
 }
 
+/// `aws:userid` of the identity `arn` of `account` (IAM User Guide, "AWS global condition
+/// context keys"): the account id for its root, the identity's unique id ([`unique_id`])
+/// for a user, and `ROLE-ID:NAME` for a role (AWS gives the role's id and the session's
+/// name; Loft's role keys have no session, so the role's name stands for it).
+pub fn user_id(account: &str, arn: &str) -> String {
+    let resource = arn.rsplit_once(':').map_or("", |(_, r)| r);
+    if resource == "root" {
+        return account.to_owned();
+    }
+    match resource.strip_prefix("role/") {
+        Some(path) => format!(
+            "{}:{}",
+            unique_id(arn),
+            path.rsplit('/').next().unwrap_or(path)
+        ),
+        None => unique_id(arn),
+    }
+}
+
 impl Principal {
     /// The ARN work this caller starts is done as, when another account's queue is to
     /// take what that work writes later (a message move task, a publish's data
@@ -473,7 +492,12 @@ impl Core {
         .with(
             "aws:SecureTransport",
             vec![principal.secure_transport.to_string()],
-        );
+        )
+        .with(
+            "aws:userid",
+            vec![user_id(&principal.account_id, &principal.arn)],
+        )
+        .at(self.now_ms(), &principal.region);
         let request = match &principal.source_ip {
             Some(ip) => request.with("aws:SourceIp", vec![ip.to_string()]),
             None => request,
@@ -613,7 +637,18 @@ impl Core {
                 None,
             ),
         };
-        let mut request = Request::new(action, self.queue_arn(queue_key), caller);
+        let user = match writer {
+            Writer::Principal { account, arn } => Some(user_id(account, arn)),
+            Writer::Topic { .. } => None,
+        };
+        let region = names::arn_region(&self.queue_arn(queue_key))
+            .unwrap_or(&self.config.region)
+            .to_owned();
+        let mut request =
+            Request::new(action, self.queue_arn(queue_key), caller).at(self.now_ms(), &region);
+        if let Some(user) = user {
+            request = request.with("aws:userid", vec![user]);
+        }
         if let Some(topic_arn) = request_context {
             request = request
                 .with("aws:SourceArn", vec![topic_arn.to_owned()])
@@ -661,6 +696,19 @@ fn denied_action(action: &str) -> (ErrorCode, String) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// aws:userid: a root's is its account id, a user's its unique id, a role's
+    /// `ROLE-ID:NAME` (IAM User Guide, "AWS global condition context keys").
+    #[test]
+    fn user_ids_by_kind_of_identity() {
+        let account = "111111111111";
+        assert_eq!(user_id(account, "arn:aws:iam::111111111111:root"), account);
+        let user = "arn:aws:iam::111111111111:user/path/team-a";
+        assert_eq!(user_id(account, user), unique_id(user));
+        let role = "arn:aws:iam::111111111111:role/team-b";
+        let id = user_id(account, role);
+        assert!(id.starts_with("AROA") && id.ends_with(":team-b"), "{id}");
+    }
 
     #[test]
     fn unique_ids_look_like_aws_ones_and_differ() {
