@@ -67,6 +67,12 @@ pub fn destination_refused_reason(principal_arn: &str, queue_arn: &str) -> Strin
     )
 }
 
+/// A task's `FailureReason` when a queue it moves messages into was deleted while it ran:
+/// AWS's, recorded (LocalStack's `aws.validated`
+/// `test_move_task_delete_destination_queue_while_running`: the task ends `FAILED` with
+/// this reason and the messages not yet moved stay in the dead-letter queue).
+pub const NONEXISTENT_QUEUE_REASON: &str = "AWS.SimpleQueueService.NonExistentQueue";
+
 /// Who a running task writes for, and into which queue of another account: each step
 /// asks [`Core::may_send_into`](crate::service::Core) whether the destination queue's
 /// `Policy` still lets that principal send.
@@ -103,9 +109,9 @@ impl Sqs {
     /// as SNS deliveries to a queue are checked at each delivery; once it does not, the
     /// task ends `FAILED` with [`destination_refused_reason`] as its FailureReason.
     ///
-    /// Errors: `QueueDoesNotExist`/`ResourceNotFoundException` for unknown queues,
-    /// `InvalidParameterValue` (not a dead-letter queue, bad rate), `UnsupportedOperation`
-    /// (a task already runs for this source).
+    /// Errors: `ResourceNotFoundException` for unknown queues, `InvalidParameterValue`
+    /// (not a dead-letter queue, bad rate, a task already runs for this source: AWS's
+    /// words and code, recorded in `test_start_multiple_move_tasks`).
     pub async fn start_message_move_task_by(
         self: &Arc<Self>,
         started_by: Option<&str>,
@@ -189,13 +195,14 @@ impl Sqs {
             })
             .await?;
         if !created {
-            return Err(Error::new(
-                ErrorCode::UnsupportedOperation,
+            // Recorded (`test_start_multiple_move_tasks`): InvalidParameterValue, 400.
+            return Err(Error::invalid(
                 "There is already a task running. Only one active task is allowed for a source queue arn at a given time.",
             ));
         }
         let check = self.send_check(started_by, source, destination);
-        self.spawn_move_task(handle.clone(), src.id, target, max_per_second, check);
+        let watch = self.target_queues(&target, destination);
+        self.spawn_move_task(handle.clone(), src.id, target, max_per_second, check, watch);
         Ok(handle)
     }
 
@@ -245,6 +252,32 @@ impl Sqs {
         )))
     }
 
+    /// The queues `target` moves messages into, as (store key, id): the destination
+    /// (`destination`, its key) or each source queue of the dead-letter queue.
+    fn target_queues(&self, target: &MoveTarget, destination: Option<&str>) -> Vec<(String, i64)> {
+        match target {
+            MoveTarget::Queue(id) => destination
+                .map(|key| vec![(key.to_owned(), *id)])
+                .unwrap_or_default(),
+            MoveTarget::Sources(list) => list
+                .iter()
+                .filter_map(|(arn, id)| Some((self.key_of_arn(arn, "sqs")?, *id)))
+                .collect(),
+        }
+    }
+
+    /// Whether one of `queues` (store key, id) is gone: no queue has the key, or the one
+    /// that has it now is another queue (deleted and created again).
+    async fn any_queue_gone(&self, queues: &[(String, i64)]) -> Result<bool> {
+        for (key, id) in queues {
+            match self.store.get_queue(key).await? {
+                Some(q) if q.id == *id => {}
+                _ => return Ok(true),
+            }
+        }
+        Ok(false)
+    }
+
     fn spawn_move_task(
         self: &Arc<Self>,
         handle: String,
@@ -252,12 +285,13 @@ impl Sqs {
         target: MoveTarget,
         max_per_second: Option<i64>,
         check: Option<SendCheck>,
+        watch: Vec<(String, i64)>,
     ) {
         let svc = Arc::clone(self);
         let rate = max_per_second.unwrap_or(DEFAULT_RATE);
         self.move_runners.fetch_add(1, Ordering::SeqCst);
         tokio::spawn(async move {
-            svc.run_move_task(handle, source_id, target, rate, check)
+            svc.run_move_task(handle, source_id, target, rate, check, watch)
                 .await;
             svc.move_runners.fetch_sub(1, Ordering::SeqCst);
             svc.move_runner_done.notify_waiters();
@@ -265,8 +299,13 @@ impl Sqs {
     }
 
     /// Runs a task this node holds until it completes, fails (its destination queue no
-    /// longer lets `check`'s principal send, checked before each step), is cancelled, is
-    /// taken over by another node (its lease ran out) or the service stops.
+    /// longer lets `check`'s principal send, checked before each step; or one of `watch`,
+    /// the queues it moves into, was deleted: [`NONEXISTENT_QUEUE_REASON`]), is
+    /// cancelled, is taken over by another node (its lease ran out) or the service stops.
+    ///
+    /// A step into a queue that is gone moves nothing into it (the store keeps those
+    /// messages in the source), so a step short of its allowance is where the task looks:
+    /// with every queue of `watch` still there it has completed, else it has failed.
     async fn run_move_task(
         &self,
         handle: String,
@@ -274,6 +313,7 @@ impl Sqs {
         target: MoveTarget,
         rate: i64,
         check: Option<SendCheck>,
+        watch: Vec<(String, i64)>,
     ) {
         // Ten slices a second; each adds a tenth of the rate to a budget, and whole
         // messages of the budget move, so low rates (1 a second) are kept too.
@@ -330,7 +370,14 @@ impl Sqs {
                     if moved == allowance as u64 {
                         continue;
                     }
-                    (MoveTaskStatus::Completed, None)
+                    match self.any_queue_gone(&watch).await {
+                        Ok(false) => (MoveTaskStatus::Completed, None),
+                        Ok(true) => (
+                            MoveTaskStatus::Failed,
+                            Some(NONEXISTENT_QUEUE_REASON.to_owned()),
+                        ),
+                        Err(e) => (MoveTaskStatus::Failed, Some(e.message)),
+                    }
                 }
                 Err(e) => (MoveTaskStatus::Failed, Some(e.message)),
             };
@@ -371,7 +418,15 @@ impl Sqs {
                         &t.source_queue,
                         destination.as_deref(),
                     );
-                    self.spawn_move_task(t.handle, source_id, target, t.max_per_second, check);
+                    let watch = self.target_queues(&target, destination.as_deref());
+                    self.spawn_move_task(
+                        t.handle,
+                        source_id,
+                        target,
+                        t.max_per_second,
+                        check,
+                        watch,
+                    );
                 }
                 Err(why) => {
                     self.store
@@ -389,15 +444,14 @@ impl Sqs {
         &self,
         t: &MoveTaskRecord,
     ) -> Result<std::result::Result<(i64, MoveTarget), String>> {
-        let gone = |what: &str| Err(format!("The {what} queue no longer exists."));
         let Some(src) = self.store.get_queue(&t.source_queue).await? else {
-            return Ok(gone("source"));
+            return Ok(Err("The source queue no longer exists.".to_owned()));
         };
         let target = match &t.destination_arn {
             Some(arn) => {
                 let name = self.key_of_arn(arn, "sqs").unwrap_or_default();
                 let Some(dq) = self.store.get_queue(&name).await? else {
-                    return Ok(gone("destination"));
+                    return Ok(Err(NONEXISTENT_QUEUE_REASON.to_owned()));
                 };
                 MoveTarget::Queue(dq.id)
             }
