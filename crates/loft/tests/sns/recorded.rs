@@ -2021,3 +2021,76 @@ async fn a_filter_policy_scope_is_one_of_two_names() {
     }
 }
 
+/// Inside `anything-but`, SNS takes one operator, `prefix` (SNS Developer Guide, "String
+/// value matching"); any other name is refused by name, whatever its operand, in AWS's
+/// words (recorded, `test_validate_policy_nested_anything_but_operator`: "Unsupported
+/// anything-but pattern: suffix"), at Subscribe and at SetSubscriptionAttributes, in both
+/// scopes; `prefix` is taken.
+#[tokio::test]
+async fn anything_but_takes_only_a_prefix() {
+    let server = Server::start();
+    let sns = server.sns();
+    let topic = create_topic(&sns, "anything-but", &[]).await;
+    create_queue(&server.sqs(), "anything-but-q", &[]).await;
+    let arn = subscribe_queue(&server, &topic, "anything-but-q", &[]).await;
+    for scope in ["MessageAttributes", "MessageBody"] {
+        for (op, operand) in [
+            ("suffix", r#""test""#),
+            ("suffix", "1"),
+            ("exists", "false"),
+            ("equals-ignore-case", r#""A""#),
+            ("wrong-operator", "null"),
+        ] {
+            let policy = format!(r#"{{"key":[{{"anything-but":{{"{op}":{operand}}}}}]}}"#);
+            let reason = format!("FilterPolicy: Unsupported anything-but pattern: {op}");
+            let msg = assert_sns_err!(
+                sns.subscribe()
+                    .topic_arn(&topic)
+                    .protocol("sqs")
+                    .endpoint(server.queue_arn("anything-but-q"))
+                    .attributes("FilterPolicyScope", scope)
+                    .attributes("FilterPolicy", &policy)
+                    .send()
+                    .await,
+                SubscribeError::InvalidParameterException(_),
+                "InvalidParameter",
+                400
+            );
+            assert_eq!(
+                msg,
+                format!("Invalid parameter: Attributes Reason: {reason}"),
+                "Subscribe {scope} {policy}"
+            );
+            sns.set_subscription_attributes()
+                .subscription_arn(&arn)
+                .attribute_name("FilterPolicyScope")
+                .attribute_value(scope)
+                .send()
+                .await
+                .unwrap();
+            let msg = assert_sns_err!(
+                sns.set_subscription_attributes()
+                    .subscription_arn(&arn)
+                    .attribute_name("FilterPolicy")
+                    .attribute_value(&policy)
+                    .send()
+                    .await,
+                SetSubscriptionAttributesError::InvalidParameterException(_),
+                "InvalidParameter",
+                400
+            );
+            assert_eq!(
+                msg,
+                format!("Invalid parameter: {reason}"),
+                "Set {scope} {policy}"
+            );
+        }
+        sns.set_subscription_attributes()
+            .subscription_arn(&arn)
+            .attribute_name("FilterPolicy")
+            .attribute_value(r#"{"key":[{"anything-but":{"prefix":"test-"}}]}"#)
+            .send()
+            .await
+            .unwrap();
+    }
+}
