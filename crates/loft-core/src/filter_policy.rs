@@ -12,8 +12,8 @@
 //! reach nested properties). Each leaf key holds an array of values, any of which may match
 //! (OR); all keys must match (AND). `"$or": [{..}, {..}]` ORs whole sub-policies, at any level.
 //! A value is a string, number, `true`, `false`, `null`, or one operator object: `prefix`,
-//! `suffix`, `equals-ignore-case`, `anything-but` (a value, a list, or a `prefix`/`suffix`
-//! object), `numeric` (`=`, or a one- or two-sided range), `exists`, `cidr`.
+//! `suffix`, `equals-ignore-case`, `anything-but` (a value, a list, or a `prefix` object:
+//! SNS refuses `suffix` there), `numeric` (`=`, or a one- or two-sided range), `exists`, `cidr`.
 //!
 //! # How a message is seen
 //! Every key resolves to a *field*: absent, or present with zero or more scalar values.
@@ -28,7 +28,7 @@
 //! A key matches when one of its values matches: `exists` looks at presence only; every other
 //! value needs a present field with at least one scalar it accepts. So `anything-but` never
 //! matches a missing key, and on an array it matches when some element is not excluded.
-//! `anything-but X` accepts exactly the scalars that the plain value `X` (or `prefix`/`suffix`)
+//! `anything-but X` accepts exactly the scalars that the plain value `X` (or `prefix`)
 //! rejects. Numbers compare numerically (`300` = `3.0e2`) with five decimal digits of
 //! precision; strings compare case-sensitively except under `equals-ignore-case`.
 
@@ -153,7 +153,6 @@ enum AnythingBut {
     Strings(Vec<String>),
     Numbers(Vec<i128>),
     Prefix(String),
-    Suffix(String),
 }
 
 /// Bounds in canonical fixed point, each with whether it is inclusive.
@@ -650,7 +649,11 @@ fn compile_anything_but(value: &Value) -> Result<AnythingBut> {
             let Some((op, operand)) = entries.next() else {
                 return Err(invalid("Anything-But expression name not found"));
             };
-            if op != "prefix" && op != "suffix" {
+            // SNS takes one operator inside anything-but: `prefix` (SNS Developer Guide,
+            // "String value matching", "Using a prefix with the anything-but operator";
+            // AWS refuses `suffix`, `exists` and unknown names by name before looking at
+            // the operand: recorded `test_validate_policy_nested_anything_but_operator`).
+            if op != "prefix" {
                 return Err(invalid(format!("Unsupported anything-but pattern: {op}")));
             }
             let Value::String(text) = operand else {
@@ -659,11 +662,7 @@ fn compile_anything_but(value: &Value) -> Result<AnythingBut> {
             if entries.next().is_some() {
                 return Err(invalid("Only one key allowed in match expression"));
             }
-            Ok(if op == "prefix" {
-                AnythingBut::Prefix(text.clone())
-            } else {
-                AnythingBut::Suffix(text.clone())
-            })
+            Ok(AnythingBut::Prefix(text.clone()))
         }
         Value::String(s) => Ok(AnythingBut::Strings(vec![s.clone()])),
         Value::Number(_) => Ok(AnythingBut::Numbers(vec![numeric_operand(
@@ -766,7 +765,6 @@ fn scalar_matches(pattern: &Pattern, value: &Value) -> bool {
             AnythingBut::Strings(set) => value.as_str().is_some_and(|s| set.iter().any(|x| x == s)),
             AnythingBut::Numbers(set) => number_of(value).is_some_and(|x| set.contains(&x)),
             AnythingBut::Prefix(p) => value.as_str().is_some_and(|s| s.starts_with(p.as_str())),
-            AnythingBut::Suffix(p) => value.as_str().is_some_and(|s| s.ends_with(p.as_str())),
         },
     }
 }
@@ -1032,7 +1030,7 @@ mod tests {
                 r#"{"p":["String","100"]}"#,
                 true,
             ),
-            // anything-but: prefix / suffix
+            // anything-but: prefix
             (
                 r#"{"e":[{"anything-but":{"prefix":"order-"}}]}"#,
                 r#"{"e":["String","data-entry"]}"#,
@@ -1051,16 +1049,6 @@ mod tests {
             (
                 r#"{"e":[{"anything-but":{"prefix":"order-"}}]}"#,
                 r#"{}"#,
-                false,
-            ),
-            (
-                r#"{"f":[{"anything-but":{"suffix":".png"}}]}"#,
-                r#"{"f":["String","a.jpg"]}"#,
-                true,
-            ),
-            (
-                r#"{"f":[{"anything-but":{"suffix":".png"}}]}"#,
-                r#"{"f":["String","a.png"]}"#,
                 false,
             ),
             // numeric
@@ -1795,10 +1783,35 @@ mod tests {
             Attrs,
             fp("prefix match pattern must be a string"),
         );
+        // Only `prefix` inside anything-but; the name is refused before its operand is
+        // looked at, in either scope and whatever the operand (recorded: `suffix`,
+        // `exists`, `wrong-operator`).
+        for (op, operand) in [
+            ("suffix", "\"test\""),
+            ("suffix", "1"),
+            ("suffix", "null"),
+            ("suffix", "[\".png\"]"),
+            ("exists", "true"),
+            ("equals-ignore-case", "\"a\""),
+            ("numeric", "[\">\",1]"),
+            ("cidr", "\"10.0.0.0/8\""),
+            ("wildcard", "\"a*\""),
+            ("Prefix", "\"a\""),
+        ] {
+            for scope in [Attrs, Body] {
+                add(
+                    &format!(r#"{{"key":[{{"anything-but":{{"{op}":{operand}}}}}]}}"#),
+                    scope,
+                    fp(&format!("Unsupported anything-but pattern: {op}")),
+                );
+            }
+        }
+        // Keys are read in order: an unsupported one first is named, a `prefix` first
+        // leaves the second key to be refused as a second key.
         add(
-            r#"{"key":[{"anything-but":{"suffix":1}}]}"#,
+            r#"{"key":[{"anything-but":{"suffix":"b","prefix":"a"}}]}"#,
             Attrs,
-            fp("suffix match pattern must be a string"),
+            fp("Unsupported anything-but pattern: suffix"),
         );
         add(
             r#"{"key":[{"anything-but":{}}]}"#,

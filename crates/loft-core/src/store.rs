@@ -200,7 +200,9 @@ pub trait Store: Send + Sync + 'static {
     /// destination's next queue number ([`StoredMessage::sequence`], in send order), sent
     /// now, retention counted afresh, receive count 0. Groups with a
     /// message in flight or delayed in the source keep their later messages there. Messages
-    /// with no known destination stay. Returns how many moved.
+    /// with no known destination stay, and so do those whose destination queue no longer
+    /// exists (deleted while a task ran: nothing is written into a queue that is gone).
+    /// Returns how many moved.
     ///
     /// With `task`, one step of that move task, in the same transaction: only while the
     /// task is running under the lease's owner (otherwise nothing moves and the answer is

@@ -132,6 +132,7 @@ async fn cells_store() -> Option<(S, Vec<PgSchema>)> {
 const ACROSS_CELLS: &[&str] = &[
     "dead_letter_in_receive",
     "fifo_moves_take_their_destinations_numbers",
+    "move_into_a_deleted_queue_moves_nothing",
     "reset_removes_one_accounts_state_then_everything",
     "subscriptions_crud",
 ];
@@ -227,6 +228,7 @@ conformance!(
     delete_expired_messages_and_keys,
     move_to_queue,
     move_to_sources,
+    move_into_a_deleted_queue_moves_nothing,
     move_tasks_are_rows_with_leases,
     concurrent_move_task_claims_are_disjoint,
     event_source_mappings_crud,
@@ -1810,6 +1812,58 @@ async fn move_to_sources(s: S) {
             delayed: 1
         },
         "messages with no known destination stay"
+    );
+}
+
+/// A move resolved before its destination was deleted moves nothing into it: the messages
+/// stay in the source (AWS: a move task whose destination is deleted fails and leaves them
+/// in the dead-letter queue, recorded `test_move_task_delete_destination_queue_while_running`).
+/// To one queue and back to sources, where the queues still there take theirs.
+async fn move_into_a_deleted_queue_moves_nothing(s: S) {
+    let to = queue(&s, "gone-to").await;
+    let a = queue(&s, "gone-a").await;
+    let b = queue(&s, "kept-b").await;
+    let dlq = queue(&s, "gone-dlq").await;
+    let from = |body: &str, arn: &str| {
+        let mut m = msg(body, T0);
+        m.dead_letter_source = Some(arn.to_owned());
+        (dlq, m)
+    };
+    s.send_messages(vec![
+        from("to-a-1", "arn:a"),
+        from("to-b", "arn:b"),
+        from("to-a-2", "arn:a"),
+    ])
+    .await
+    .unwrap();
+    assert!(s.delete_queue(to, T0 + 60_000).await.unwrap());
+    assert!(s.delete_queue(a, T0 + 60_000).await.unwrap());
+    for n in [1, 3, 10] {
+        assert_eq!(
+            s.move_messages(dlq, MoveTarget::Queue(to), ids(n), T0, None)
+                .await
+                .unwrap(),
+            Some(0),
+            "{n} into a deleted queue"
+        );
+        assert_eq!(s.queue_counts(dlq, T0).await.unwrap().visible, 3);
+    }
+    let target = MoveTarget::Sources(vec![("arn:a".into(), a), ("arn:b".into(), b)]);
+    assert_eq!(
+        s.move_messages(dlq, target, ids(10), T0, None)
+            .await
+            .unwrap(),
+        Some(1),
+        "only the source still there takes its message"
+    );
+    assert_eq!(
+        bodies(&s.receive(req(b, 10, T0, 1)).await.unwrap()),
+        ["to-b"]
+    );
+    assert_eq!(
+        bodies(&s.receive(req(dlq, 10, T0, 1)).await.unwrap()),
+        ["to-a-1", "to-a-2"],
+        "the deleted source's messages stay"
     );
 }
 

@@ -1008,3 +1008,180 @@ async fn a_move_task_handle_is_refused_as_aws_refuses_it() {
         );
     }
 }
+
+/// Message-move tasks as AWS records them (LocalStack's `aws.validated`
+/// `test_sqs_move_task` snapshots; SQS API Reference StartMessageMoveTask,
+/// ListMessageMoveTasks): one active task per source queue, a second Start while one runs
+/// is `InvalidParameterValue` 400 "There is already a task running. Only one active task is
+/// allowed for a source queue arn at a given time." (with or without a destination, to the
+/// same or another one), and a Start once the task is cancelled is taken. A destination
+/// queue deleted while the task runs ends it `FAILED` with FailureReason
+/// `AWS.SimpleQueueService.NonExistentQueue`, and no message is lost: what was not moved
+/// is still in the dead-letter queue. Standard and FIFO, JSON and Query.
+#[tokio::test]
+async fn move_tasks_as_aws_records_them() {
+    use std::time::Duration;
+
+    use serde_json::json;
+
+    use crate::wire::{self, Outcome};
+
+    const RUNNING: &str = "There is already a task running. Only one active task is allowed for a source queue arn at a given time.";
+    const N: usize = 8;
+    let server = Server::start();
+    let http = crate::harness::http();
+    for query in [false, true] {
+        let call = |op: &'static str, input: serde_json::Value| {
+            let (http, url) = (http.clone(), server.url.clone());
+            async move {
+                let out = if query {
+                    wire::query(&http, &url, op, &input).await
+                } else {
+                    wire::json(&http, &url, op, &input).await
+                };
+                match out {
+                    Outcome::Ok(v) => Outcome::Ok(wire::stringify(&v)),
+                    other => other,
+                }
+            }
+        };
+        for fifo in [false, true] {
+            let tag = format!("{}{}", if query { "q" } else { "j" }, fifo as u8);
+            let suffix = if fifo { ".fifo" } else { "" };
+            let base = if fifo {
+                json!({"FifoQueue": "true", "ContentBasedDeduplication": "true"})
+            } else {
+                json!({})
+            };
+            let make = |name: String, extra: Option<(&str, String)>| {
+                let mut attributes = base.clone();
+                if let Some((k, v)) = extra {
+                    attributes[k] = json!(v);
+                }
+                let call = &call;
+                async move {
+                    call(
+                        "CreateQueue",
+                        json!({"QueueName": name, "Attributes": attributes}),
+                    )
+                    .await
+                    .ok()["QueueUrl"]
+                        .as_str()
+                        .unwrap()
+                        .to_owned()
+                }
+            };
+            let dlq_name = format!("mt-dead-{tag}{suffix}");
+            let dlq = make(dlq_name.clone(), None).await;
+            let policy = format!(
+                r#"{{"deadLetterTargetArn":"{}","maxReceiveCount":1}}"#,
+                server.queue_arn(&dlq_name)
+            );
+            make(
+                format!("mt-live-{tag}{suffix}"),
+                Some(("RedrivePolicy", policy)),
+            )
+            .await;
+            let dest_names = [
+                format!("mt-to-a-{tag}{suffix}"),
+                format!("mt-to-b-{tag}{suffix}"),
+            ];
+            for d in &dest_names {
+                make(d.clone(), None).await;
+            }
+            for i in 0..N {
+                let mut send = json!({"QueueUrl": dlq, "MessageBody": format!("m{i}")});
+                if fifo {
+                    send["MessageGroupId"] = json!(format!("g{i}"));
+                }
+                call("SendMessage", send).await.ok();
+            }
+            let source_arn = server.queue_arn(&dlq_name);
+            let start = |destination: Option<&str>| {
+                let mut input = json!({"SourceArn": source_arn, "MaxNumberOfMessagesPerSecond": 1});
+                if let Some(d) = destination {
+                    input["DestinationArn"] = json!(server.queue_arn(d));
+                }
+                call("StartMessageMoveTask", input)
+            };
+            let handle = start(Some(&dest_names[0])).await.ok()["TaskHandle"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+            // A second Start while it runs, whatever it names.
+            for destination in [Some(&dest_names[0]), Some(&dest_names[1]), None] {
+                match start(destination.map(String::as_str)).await {
+                    Outcome::Err {
+                        code,
+                        status,
+                        message,
+                        ..
+                    } => assert_eq!(
+                        (code.as_str(), status, message.as_str()),
+                        ("InvalidParameterValue", 400, RUNNING),
+                        "{tag} second start to {destination:?}"
+                    ),
+                    other => panic!("{tag} second start to {destination:?}: {other:?}"),
+                }
+            }
+            // Cancelled, it is no longer active: a new Start is taken.
+            call("CancelMessageMoveTask", json!({"TaskHandle": handle}))
+                .await
+                .ok();
+            start(Some(&dest_names[1])).await.ok();
+            // The destination goes while the task runs (one message a second).
+            call(
+                "DeleteQueue",
+                json!({"QueueUrl": server.queue_url(&dest_names[1])}),
+            )
+            .await
+            .ok();
+            let list = || call("ListMessageMoveTasks", json!({"SourceArn": source_arn}));
+            let ended = crate::wait::until(Duration::from_secs(20), || async {
+                list().await.ok()["Results"][0]["Status"] != json!("RUNNING")
+            })
+            .await;
+            assert!(
+                ended,
+                "{tag}: the task still runs 20 s after its destination went"
+            );
+            let task = list().await.ok()["Results"][0].clone();
+            assert_eq!(task["Status"], json!("FAILED"), "{tag}: {task}");
+            assert_eq!(
+                task["FailureReason"],
+                json!("AWS.SimpleQueueService.NonExistentQueue"),
+                "{tag}: {task}"
+            );
+            // Nothing lost: every message is in the first destination, in the source, or
+            // was moved into the second before it was deleted (and went with it).
+            let into_deleted: usize = task["ApproximateNumberOfMessagesMoved"]
+                .as_str()
+                .unwrap()
+                .parse()
+                .unwrap();
+            let count = |url: String| {
+                let call = &call;
+                async move {
+                    call(
+                        "GetQueueAttributes",
+                        json!({"QueueUrl": url, "AttributeNames": ["ApproximateNumberOfMessages"]}),
+                    )
+                    .await
+                    .ok()["Attributes"]["ApproximateNumberOfMessages"]
+                        .as_str()
+                        .unwrap()
+                        .parse::<usize>()
+                        .unwrap()
+                }
+            };
+            let moved_first = count(server.queue_url(&dest_names[0])).await;
+            let left = count(dlq.clone()).await;
+            assert_eq!(
+                moved_first + left + into_deleted,
+                N,
+                "{tag}: {moved_first} moved, {left} left, {into_deleted} into the deleted queue"
+            );
+            assert!(left > 0, "{tag}: nothing left in the source");
+        }
+    }
+}

@@ -882,6 +882,73 @@ async fn move_tasks_are_taken_over_and_cancelled_across_nodes() {
     state::move_after(&second, s).await;
 }
 
+/// A task running on node 0 whose destination queue is deleted through node 1 ends
+/// `FAILED` with AWS's FailureReason `AWS.SimpleQueueService.NonExistentQueue` (recorded,
+/// LocalStack's `aws.validated` `test_move_task_delete_destination_queue_while_running`),
+/// and every message it did not move is still in the dead-letter queue, read through node 1.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_move_tasks_destination_deleted_on_another_node_fails_it_and_keeps_its_messages() {
+    let Some(cluster) = Cluster::start(2, "move_destination_deleted_across_nodes").await else {
+        return;
+    };
+    let bases = cluster.bases();
+    let (first, second) = (Clients::of(&bases[0]), Clients::of(&bases[1]));
+    const N: i64 = 6;
+    state::dead_letters(&first, "refunds", "refunds-dlq", N as usize).await;
+    let elsewhere = first
+        .sqs
+        .create_queue()
+        .queue_name("refunds-elsewhere")
+        .send()
+        .await
+        .expect("CreateQueue")
+        .queue_url()
+        .expect("QueueUrl")
+        .to_owned();
+    let arn = |name: &str| format!("arn:aws:sqs:us-east-1:000000000000:{name}");
+    first
+        .sqs
+        .start_message_move_task()
+        .source_arn(arn("refunds-dlq"))
+        .destination_arn(arn("refunds-elsewhere"))
+        .max_number_of_messages_per_second(1)
+        .send()
+        .await
+        .expect("StartMessageMoveTask");
+    second
+        .sqs
+        .delete_queue()
+        .queue_url(&elsewhere)
+        .send()
+        .await
+        .expect("DeleteQueue through the other node");
+    let ended = crate::wait::until(Duration::from_secs(40), || async {
+        state::newest_task(&second, "refunds-dlq").await.0 != "RUNNING"
+    })
+    .await;
+    assert!(ended, "the task still runs 40 s after its destination went");
+    let listed = second
+        .sqs
+        .list_message_move_tasks()
+        .source_arn(arn("refunds-dlq"))
+        .send()
+        .await
+        .expect("ListMessageMoveTasks");
+    let task = &listed.results()[0];
+    assert_eq!(task.status(), Some("FAILED"), "{task:?}");
+    assert_eq!(
+        task.failure_reason(),
+        Some("AWS.SimpleQueueService.NonExistentQueue"),
+        "{task:?}"
+    );
+    let moved = task.approximate_number_of_messages_moved();
+    assert_eq!(
+        state::visible(&second, "refunds-dlq").await + moved,
+        N,
+        "{moved} moved before the delete; the rest stay"
+    );
+}
+
 /// The same scenarios, every node stopped in between and a new node started on the
 /// database: a restart on PostgreSQL.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1922,3 +1922,175 @@ async fn a_refused_filter_policy_names_where_it_was_given() {
         );
     }
 }
+
+/// FilterPolicyScope takes exactly `MessageAttributes` or `MessageBody` (SNS API Reference,
+/// SetSubscriptionAttributes); anything else, any case or spacing, is refused in AWS's
+/// words (recorded for SetSubscriptionAttributes, `test_set_subscription_filter_policy_scope`:
+/// "Invalid parameter: FilterPolicyScope: Invalid value [RandomValue]. Please use either
+/// MessageBody or MessageAttributes"), with "Attributes Reason: " before them at Subscribe,
+/// and the subscription's scope is left as it was. Raw and envelope subscriptions alike.
+#[tokio::test]
+async fn a_filter_policy_scope_is_one_of_two_names() {
+    let server = Server::start();
+    let sns = server.sns();
+    let topic = create_topic(&sns, "scoped", &[]).await;
+    create_queue(&server.sqs(), "scoped-q", &[]).await;
+    for raw in ["false", "true"] {
+        let arn = subscribe_queue(
+            &server,
+            &topic,
+            "scoped-q",
+            &[
+                ("RawMessageDelivery", raw),
+                ("FilterPolicy", r#"{"a":["x"]}"#),
+                ("FilterPolicyScope", "MessageBody"),
+            ],
+        )
+        .await;
+        for value in [
+            "RandomValue",
+            "",
+            "messagebody",
+            "MESSAGEATTRIBUTES",
+            " MessageBody",
+            "MessageAttributes ",
+            "Body",
+            "MessageAttributes,MessageBody",
+        ] {
+            let words = format!(
+                "FilterPolicyScope: Invalid value [{value}]. Please use either MessageBody or MessageAttributes"
+            );
+            let msg = assert_sns_err!(
+                sns.set_subscription_attributes()
+                    .subscription_arn(&arn)
+                    .attribute_name("FilterPolicyScope")
+                    .attribute_value(value)
+                    .send()
+                    .await,
+                SetSubscriptionAttributesError::InvalidParameterException(_),
+                "InvalidParameter",
+                400
+            );
+            assert_eq!(msg, format!("Invalid parameter: {words}"), "Set {value:?}");
+            let msg = assert_sns_err!(
+                sns.subscribe()
+                    .topic_arn(&topic)
+                    .protocol("sqs")
+                    .endpoint(server.queue_arn("scoped-q"))
+                    .attributes("RawMessageDelivery", raw)
+                    .attributes("FilterPolicy", r#"{"a":["x"]}"#)
+                    .attributes("FilterPolicyScope", value)
+                    .send()
+                    .await,
+                SubscribeError::InvalidParameterException(_),
+                "InvalidParameter",
+                400
+            );
+            assert_eq!(
+                msg,
+                format!("Invalid parameter: Attributes Reason: {words}"),
+                "Subscribe {value:?}"
+            );
+            let attrs = sns
+                .get_subscription_attributes()
+                .subscription_arn(&arn)
+                .send()
+                .await
+                .unwrap();
+            let scope = attrs.attributes().and_then(|a| a.get("FilterPolicyScope"));
+            assert_eq!(
+                scope.map(String::as_str),
+                Some("MessageBody"),
+                "after {value:?}"
+            );
+        }
+        for value in ["MessageAttributes", "MessageBody"] {
+            sns.set_subscription_attributes()
+                .subscription_arn(&arn)
+                .attribute_name("FilterPolicyScope")
+                .attribute_value(value)
+                .send()
+                .await
+                .unwrap_or_else(|e| panic!("{value}: {e:?}"));
+        }
+        sns.unsubscribe()
+            .subscription_arn(&arn)
+            .send()
+            .await
+            .unwrap();
+    }
+}
+
+/// Inside `anything-but`, SNS takes one operator, `prefix` (SNS Developer Guide, "String
+/// value matching"); any other name is refused by name, whatever its operand, in AWS's
+/// words (recorded, `test_validate_policy_nested_anything_but_operator`: "Unsupported
+/// anything-but pattern: suffix"), at Subscribe and at SetSubscriptionAttributes, in both
+/// scopes; `prefix` is taken.
+#[tokio::test]
+async fn anything_but_takes_only_a_prefix() {
+    let server = Server::start();
+    let sns = server.sns();
+    let topic = create_topic(&sns, "anything-but", &[]).await;
+    create_queue(&server.sqs(), "anything-but-q", &[]).await;
+    let arn = subscribe_queue(&server, &topic, "anything-but-q", &[]).await;
+    for scope in ["MessageAttributes", "MessageBody"] {
+        for (op, operand) in [
+            ("suffix", r#""test""#),
+            ("suffix", "1"),
+            ("exists", "false"),
+            ("equals-ignore-case", r#""A""#),
+            ("wrong-operator", "null"),
+        ] {
+            let policy = format!(r#"{{"key":[{{"anything-but":{{"{op}":{operand}}}}}]}}"#);
+            let reason = format!("FilterPolicy: Unsupported anything-but pattern: {op}");
+            let msg = assert_sns_err!(
+                sns.subscribe()
+                    .topic_arn(&topic)
+                    .protocol("sqs")
+                    .endpoint(server.queue_arn("anything-but-q"))
+                    .attributes("FilterPolicyScope", scope)
+                    .attributes("FilterPolicy", &policy)
+                    .send()
+                    .await,
+                SubscribeError::InvalidParameterException(_),
+                "InvalidParameter",
+                400
+            );
+            assert_eq!(
+                msg,
+                format!("Invalid parameter: Attributes Reason: {reason}"),
+                "Subscribe {scope} {policy}"
+            );
+            sns.set_subscription_attributes()
+                .subscription_arn(&arn)
+                .attribute_name("FilterPolicyScope")
+                .attribute_value(scope)
+                .send()
+                .await
+                .unwrap();
+            let msg = assert_sns_err!(
+                sns.set_subscription_attributes()
+                    .subscription_arn(&arn)
+                    .attribute_name("FilterPolicy")
+                    .attribute_value(&policy)
+                    .send()
+                    .await,
+                SetSubscriptionAttributesError::InvalidParameterException(_),
+                "InvalidParameter",
+                400
+            );
+            assert_eq!(
+                msg,
+                format!("Invalid parameter: {reason}"),
+                "Set {scope} {policy}"
+            );
+        }
+        sns.set_subscription_attributes()
+            .subscription_arn(&arn)
+            .attribute_name("FilterPolicy")
+            .attribute_value(r#"{"key":[{"anything-but":{"prefix":"test-"}}]}"#)
+            .send()
+            .await
+            .unwrap();
+    }
+}

@@ -217,9 +217,9 @@ fn is_role_arn(value: &str) -> bool {
 }
 
 /// Checks one subscription attribute and returns the value kept. `at_subscribe` words the
-/// RawMessageDelivery refusal as AWS does for Subscribe ("Invalid parameter: Attributes
-/// Reason: RawMessageDelivery: ...") rather than for SetSubscriptionAttributes ("Invalid
-/// parameter: RawMessageDelivery: ...", both recorded). Errors: `InvalidParameter`.
+/// RawMessageDelivery and FilterPolicyScope refusals as AWS does for Subscribe ("Invalid
+/// parameter: Attributes Reason: RawMessageDelivery: ...") rather than for
+/// SetSubscriptionAttributes ("Invalid parameter: RawMessageDelivery: ...", both recorded). Errors: `InvalidParameter`.
 fn validate_subscription_attribute(
     name: &str,
     value: &str,
@@ -258,9 +258,23 @@ fn validate_subscription_attribute(
         // Parsed by `check_filter_scope` once every attribute is known: the same Subscribe
         // may set FilterPolicyScope=MessageBody, whose policies may nest.
         "FilterPolicy" => value.to_owned(),
+        // Exactly one of the two names, case and all (SNS API Reference,
+        // SetSubscriptionAttributes). The words are AWS's, recorded for
+        // SetSubscriptionAttributes (`test_set_subscription_filter_policy_scope`); Subscribe
+        // puts "Attributes Reason: " before them, as it does for every attribute AWS was
+        // recorded refusing there (RawMessageDelivery, FilterPolicy).
         "FilterPolicyScope" => match value {
             "MessageAttributes" | "MessageBody" => value.to_owned(),
-            _ => return Err(bad("must be MessageAttributes or MessageBody")),
+            _ => {
+                let prefix = if at_subscribe {
+                    "Attributes Reason: "
+                } else {
+                    ""
+                };
+                return Err(invalid(&format!(
+                    "{prefix}FilterPolicyScope: Invalid value [{value}]. Please use either MessageBody or MessageAttributes"
+                )));
+            }
         },
         "DeliveryPolicy" => {
             if !protocol.is_http() {

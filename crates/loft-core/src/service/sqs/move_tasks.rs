@@ -75,6 +75,12 @@ pub fn source_refused_reason(principal_arn: &str, queue_arn: &str) -> String {
     )
 }
 
+/// A task's `FailureReason` when a queue it moves messages into was deleted while it ran:
+/// AWS's, recorded (LocalStack's `aws.validated`
+/// `test_move_task_delete_destination_queue_while_running`: the task ends `FAILED` with
+/// this reason and the messages not yet moved stay in the dead-letter queue).
+pub const NONEXISTENT_QUEUE_REASON: &str = "AWS.SimpleQueueService.NonExistentQueue";
+
 /// Who a running task works for, and on which queues: each step asks
 /// [`Core::may_receive_from`](crate::service::Core) whether the source queue's `Policy`
 /// still lets that principal receive and delete, and
@@ -119,9 +125,9 @@ impl Sqs {
     /// `FAILED` with [`source_refused_reason`] or [`destination_refused_reason`] as its
     /// FailureReason.
     ///
-    /// Errors: `QueueDoesNotExist`/`ResourceNotFoundException` for unknown queues,
-    /// `InvalidParameterValue` (not a dead-letter queue, bad rate), `UnsupportedOperation`
-    /// (a task already runs for this source).
+    /// Errors: `ResourceNotFoundException` for unknown queues, `InvalidParameterValue`
+    /// (not a dead-letter queue, bad rate, a task already runs for this source: AWS's
+    /// words and code, recorded in `test_start_multiple_move_tasks`).
     pub async fn start_message_move_task_by(
         self: &Arc<Self>,
         started_by: Option<&str>,
@@ -205,13 +211,14 @@ impl Sqs {
             })
             .await?;
         if !created {
-            return Err(Error::new(
-                ErrorCode::UnsupportedOperation,
+            // Recorded (`test_start_multiple_move_tasks`): InvalidParameterValue, 400.
+            return Err(Error::invalid(
                 "There is already a task running. Only one active task is allowed for a source queue arn at a given time.",
             ));
         }
         let check = self.send_check(started_by, source, destination);
-        self.spawn_move_task(handle.clone(), src.id, target, max_per_second, check);
+        let watch = self.target_queues(&target, destination);
+        self.spawn_move_task(handle.clone(), src.id, target, max_per_second, check, watch);
         Ok(handle)
     }
 
@@ -272,6 +279,32 @@ impl Sqs {
         )))
     }
 
+    /// The queues `target` moves messages into, as (store key, id): the destination
+    /// (`destination`, its key) or each source queue of the dead-letter queue.
+    fn target_queues(&self, target: &MoveTarget, destination: Option<&str>) -> Vec<(String, i64)> {
+        match target {
+            MoveTarget::Queue(id) => destination
+                .map(|key| vec![(key.to_owned(), *id)])
+                .unwrap_or_default(),
+            MoveTarget::Sources(list) => list
+                .iter()
+                .filter_map(|(arn, id)| Some((self.key_of_arn(arn, "sqs")?, *id)))
+                .collect(),
+        }
+    }
+
+    /// Whether one of `queues` (store key, id) is gone: no queue has the key, or the one
+    /// that has it now is another queue (deleted and created again).
+    async fn any_queue_gone(&self, queues: &[(String, i64)]) -> Result<bool> {
+        for (key, id) in queues {
+            match self.store.get_queue(key).await? {
+                Some(q) if q.id == *id => {}
+                _ => return Ok(true),
+            }
+        }
+        Ok(false)
+    }
+
     fn spawn_move_task(
         self: &Arc<Self>,
         handle: String,
@@ -279,12 +312,13 @@ impl Sqs {
         target: MoveTarget,
         max_per_second: Option<i64>,
         check: SendCheck,
+        watch: Vec<(String, i64)>,
     ) {
         let svc = Arc::clone(self);
         let rate = max_per_second.unwrap_or(DEFAULT_RATE);
         self.move_runners.fetch_add(1, Ordering::SeqCst);
         tokio::spawn(async move {
-            svc.run_move_task(handle, source_id, target, rate, check)
+            svc.run_move_task(handle, source_id, target, rate, check, watch)
                 .await;
             svc.move_runners.fetch_sub(1, Ordering::SeqCst);
             svc.move_runner_done.notify_waiters();
@@ -293,8 +327,13 @@ impl Sqs {
 
     /// Runs a task this node holds until it completes, fails (its source queue no longer
     /// lets `check`'s principal receive, or its destination queue send, checked before each
-    /// step), is cancelled, is
-    /// taken over by another node (its lease ran out) or the service stops.
+    /// step; or one of `watch`, the queues it moves into, was deleted:
+    /// [`NONEXISTENT_QUEUE_REASON`]), is cancelled, is taken over by another node (its
+    /// lease ran out) or the service stops.
+    ///
+    /// A step into a queue that is gone moves nothing into it (the store keeps those
+    /// messages in the source), so a step short of its allowance is where the task looks:
+    /// with every queue of `watch` still there it has completed, else it has failed.
     async fn run_move_task(
         &self,
         handle: String,
@@ -302,6 +341,7 @@ impl Sqs {
         target: MoveTarget,
         rate: i64,
         check: SendCheck,
+        watch: Vec<(String, i64)>,
     ) {
         // Ten slices a second; each adds a tenth of the rate to a budget, and whole
         // messages of the budget move, so low rates (1 a second) are kept too.
@@ -355,7 +395,14 @@ impl Sqs {
                     if moved == allowance as u64 {
                         continue;
                     }
-                    (MoveTaskStatus::Completed, None)
+                    match self.any_queue_gone(&watch).await {
+                        Ok(false) => (MoveTaskStatus::Completed, None),
+                        Ok(true) => (
+                            MoveTaskStatus::Failed,
+                            Some(NONEXISTENT_QUEUE_REASON.to_owned()),
+                        ),
+                        Err(e) => (MoveTaskStatus::Failed, Some(e.message)),
+                    }
                 }
                 Err(e) => (MoveTaskStatus::Failed, Some(e.message)),
             };
@@ -396,7 +443,15 @@ impl Sqs {
                         &t.source_queue,
                         destination.as_deref(),
                     );
-                    self.spawn_move_task(t.handle, source_id, target, t.max_per_second, check);
+                    let watch = self.target_queues(&target, destination.as_deref());
+                    self.spawn_move_task(
+                        t.handle,
+                        source_id,
+                        target,
+                        t.max_per_second,
+                        check,
+                        watch,
+                    );
                 }
                 Err(why) => {
                     self.store
@@ -414,15 +469,14 @@ impl Sqs {
         &self,
         t: &MoveTaskRecord,
     ) -> Result<std::result::Result<(i64, MoveTarget), String>> {
-        let gone = |what: &str| Err(format!("The {what} queue no longer exists."));
         let Some(src) = self.store.get_queue(&t.source_queue).await? else {
-            return Ok(gone("source"));
+            return Ok(Err("The source queue no longer exists.".to_owned()));
         };
         let target = match &t.destination_arn {
             Some(arn) => {
                 let name = self.key_of_arn(arn, "sqs").unwrap_or_default();
                 let Some(dq) = self.store.get_queue(&name).await? else {
-                    return Ok(gone("destination"));
+                    return Ok(Err(NONEXISTENT_QUEUE_REASON.to_owned()));
                 };
                 MoveTarget::Queue(dq.id)
             }

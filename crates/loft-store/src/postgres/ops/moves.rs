@@ -7,17 +7,21 @@ use super::*;
 /// Moves up to `limit` visible messages; rows another node is moving are skipped, so two
 /// nodes running a move task of one queue move each message once. A moved message with a
 /// MessageGroupId (a FIFO queue's) takes its destination's next numbers
-/// (`queues.message_sequence`, in send order), as a send into it does. The candidates read
-/// `queue_id` as a range, ordered by `queue_id, seq`, so that only `messages_queue_order`
-/// gives their order: with `queue_id = $1 ... ORDER BY seq` the generic plan walked the
-/// primary key through every other queue's older messages (366 ms a batch behind
-/// 1,000,000 of them, against 0.05 ms; EXPLAIN ANALYZE, PostgreSQL 15).
+/// (`queues.message_sequence`, in send order), as a send into it does. A destination queue
+/// that no longer exists (deleted since the task resolved it) takes nothing: its messages
+/// stay in the source. The candidates read `queue_id` as a range, ordered by
+/// `queue_id, seq`, so that only `messages_queue_order` gives their order: with
+/// `queue_id = $1 ... ORDER BY seq` the generic plan walked the primary key through
+/// every other queue's older messages (366 ms a batch behind 1,000,000 of them, against
+/// 0.05 ms; EXPLAIN ANALYZE, PostgreSQL 15).
 ///
 /// With `cell` (this store is a cell of a `crate::cells::CellStore`, holding the ids of
 /// that range) a message bound for a queue outside it goes to the outbox in the same
 /// statement (a [`MovedCopy`] with `renumber`, written as the insert here would store it:
 /// new MessageId, sent now, receive count 0), so it leaves its queue exactly when its
-/// copy is written, and the destination numbers it when the relay stores it.
+/// copy is written, and the destination numbers it when the relay stores it. Whether such
+/// a queue still exists is the relay's to see (a copy for a queue that is gone is
+/// dropped there); this cell checks only its own queues.
 pub async fn move_messages<C: GenericClient>(
     c: &C,
     source: i64,
@@ -55,10 +59,13 @@ pub async fn move_messages<C: GenericClient>(
            WHERE queue_id >= $1 AND queue_id <= $1 AND visible_at <= $2 \
              AND (group_id IS NULL OR group_id NOT IN (SELECT g FROM locked)) \
            ORDER BY queue_id, seq LIMIT $3 FOR UPDATE SKIP LOCKED), \
-         dest AS (SELECT c.seq, COALESCE($4::bigint, s.id) AS dest FROM cand c \
+         dest AS (SELECT c.seq, CASE WHEN NOT (t.id >= $9 AND t.id < $10) \
+               OR EXISTS (SELECT 1 FROM queues q WHERE q.id = t.id) THEN t.id END AS dest \
+           FROM cand c \
            LEFT JOIN (SELECT DISTINCT ON (arn) arn, id \
                       FROM unnest($5::text[], $6::bigint[]) AS u(arn, id)) s \
-             ON s.arn = c.dead_letter_source), \
+             ON s.arn = c.dead_letter_source \
+           CROSS JOIN LATERAL (SELECT COALESCE($4::bigint, s.id) AS id) t), \
          gone AS (DELETE FROM messages m USING dest d WHERE m.seq = d.seq AND d.dest IS NOT NULL \
            RETURNING m.seq, d.dest, m.body, m.md5_body, m.message_attributes, \
              m.system_attributes, m.sender_id, m.sent_at, m.expires_at, m.group_id, m.dedup_id, \

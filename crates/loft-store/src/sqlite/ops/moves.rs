@@ -69,6 +69,9 @@ pub fn move_step(
          FROM messages WHERE seq = ?1",
     )?;
     let mut remove = c.prepare_cached("DELETE FROM messages WHERE seq = ?1")?;
+    // A destination queue deleted since the task resolved it takes nothing: its messages
+    // stay in the source (the task then fails, as AWS's does).
+    let mut live = HashMap::new();
     let mut moved = 0;
     let mut ids = new_message_ids.iter();
     for (seq, origin, grouped) in rows {
@@ -77,6 +80,24 @@ pub fn move_step(
             MoveTarget::Sources(map) => origin
                 .as_ref()
                 .and_then(|o| map.iter().find(|(arn, _)| arn == o).map(|(_, id)| *id)),
+        };
+        let dest = match dest {
+            Some(id) => {
+                let exists = match live.get(&id) {
+                    Some(known) => *known,
+                    None => {
+                        let known = c
+                            .prepare_cached("SELECT 1 FROM queues WHERE id = ?1")?
+                            .query_row([id], |_| Ok(()))
+                            .optional()?
+                            .is_some();
+                        live.insert(id, known);
+                        known
+                    }
+                };
+                exists.then_some(id)
+            }
+            None => None,
         };
         if let Some(dest) = dest {
             let Some(id) = ids.next() else { break };
