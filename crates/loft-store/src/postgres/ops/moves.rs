@@ -6,8 +6,11 @@ use super::*;
 
 /// Moves up to `limit` visible messages; rows another node is moving are skipped, so two
 /// nodes running a move task of one queue move each message once. A moved message with a
-/// MessageGroupId (a FIFO queue's) takes its destination's next numbers
-/// (`queues.message_sequence`, in send order), as a send into it does. The candidates read
+/// MessageGroupId (a FIFO queue's) takes its destination's next numbers (`nextval` of its
+/// queue sequence, `queue_sequence!`, in send order), as a send into it does, after taking
+/// the lock of each destination group it moves into ([`FIFO_GROUP_LOCK_CLASS`], in key
+/// order as a send takes them, held to the commit), so a concurrent send to one of those
+/// groups takes its number and `seq` wholly before or wholly after the move's. The candidates read
 /// `queue_id` as a range, ordered by `queue_id, seq`, so that only `messages_queue_order`
 /// gives their order: with `queue_id = $1 ... ORDER BY seq` the generic plan walked the
 /// primary key through every other queue's older messages (366 ms a batch behind
@@ -29,8 +32,7 @@ pub async fn move_messages<C: GenericClient>(
             list.iter().map(|(_, i)| *i).collect(),
         ),
     };
-    let row = query_one(
-        c,
+    let sql = concat!(
         "WITH locked AS MATERIALIZED (SELECT DISTINCT group_id AS g FROM messages \
            WHERE queue_id = $1 AND visible_at > $2 AND group_id IS NOT NULL), \
          cand AS MATERIALIZED (SELECT seq, dead_letter_source FROM messages \
@@ -45,24 +47,29 @@ pub async fn move_messages<C: GenericClient>(
            RETURNING m.seq, d.dest, m.body, m.md5_body, m.message_attributes, \
              m.system_attributes, m.sender_id, m.sent_at, m.expires_at, m.group_id, m.dedup_id, \
              m.sealed), \
-         numbered AS (SELECT *, row_number() OVER (ORDER BY seq) AS n, \
-             row_number() OVER (PARTITION BY dest, group_id IS NOT NULL ORDER BY seq) AS k \
-           FROM gone), \
-         num AS (UPDATE queues q SET message_sequence = q.message_sequence + c.taken \
-           FROM (SELECT dest, count(*) AS taken FROM gone WHERE group_id IS NOT NULL \
-                 GROUP BY dest) c \
-           WHERE q.id = c.dest RETURNING q.id, q.message_sequence - c.taken AS before), \
+         grouplocks AS MATERIALIZED (SELECT count(pg_advisory_xact_lock($9, k)) AS n \
+           FROM (SELECT DISTINCT ",
+        group_lock_key!("dest", "group_id"),
+        " AS k FROM gone WHERE group_id IS NOT NULL ORDER BY k OFFSET 0) o), \
+         ordered AS (SELECT *, row_number() OVER (ORDER BY seq) AS n FROM gone \
+           WHERE (SELECT n FROM grouplocks) >= 0 ORDER BY seq OFFSET 0), \
+         numbered AS (SELECT *, CASE WHEN group_id IS NOT NULL THEN nextval(",
+        queue_sequence!("dest"),
+        ") END AS number FROM ordered OFFSET 0), \
          moved AS (INSERT INTO messages (queue_id, message_id, body, md5_body, \
              message_attributes, system_attributes, sender_id, sent_at, visible_at, expires_at, \
              receive_count, group_id, dedup_id, fair_key, sealed, sequence) \
            SELECT dest, ($8::text[])[n], body, md5_body, message_attributes, \
              system_attributes, sender_id, $2, $2, $2 + (expires_at - sent_at), 0, group_id, \
              dedup_id, CASE WHEN (SELECT fair FROM queues WHERE id = dest) THEN 0 END, sealed, \
-             CASE WHEN g.group_id IS NOT NULL THEN u.before + g.k END \
-           FROM numbered g LEFT JOIN num u ON u.id = g.dest \
-           ORDER BY seq RETURNING queue_id), \
+             number \
+           FROM numbered ORDER BY seq RETURNING queue_id), \
          woke AS (SELECT pg_notify($7, q::text) FROM (SELECT DISTINCT queue_id AS q FROM moved) x) \
-         SELECT (SELECT count(*) FROM moved), (SELECT count(*) FROM woke)",
+         SELECT (SELECT count(*) FROM moved), (SELECT count(*) FROM woke)"
+    );
+    let row = query_one(
+        c,
+        sql,
         &[
             &source,
             &now_ms,
@@ -72,6 +79,7 @@ pub async fn move_messages<C: GenericClient>(
             &ids,
             &channel,
             &new_message_ids,
+            &FIFO_GROUP_LOCK_CLASS,
         ],
     )
     .await?;
