@@ -13,6 +13,10 @@
 //!   receiver at a time; FIFO sends hold the same lock in shared mode from before their
 //!   insert to their commit, so a receive never sees a later message of a group whose
 //!   earlier one is not committed yet;
+//! - a FIFO message's number comes from its queue's own `SEQUENCE` (`queue_sequence!`,
+//!   not transactional, so sends to one queue do not wait for each other's commits), taken
+//!   under its group's advisory lock ([`FIFO_GROUP_LOCK_CLASS`]) held to the commit, so
+//!   within a group numbers and the claim order (`seq`) agree on every node;
 //! - deduplication keys are rows with a primary key: the second of two concurrent sends of
 //!   one key waits for the first to commit and then reports it as the original.
 //!
