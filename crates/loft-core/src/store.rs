@@ -105,10 +105,12 @@ pub trait Store: Send + Sync + 'static {
     ///
     /// A stored message with a deduplication key (a FIFO queue's) takes its queue's next
     /// number ([`StoredMessage::sequence`], [`SentMessage::sequence`]): one counter per
-    /// queue, kept with the queue (across restarts, shared by every node), advanced in the
-    /// same transaction, in input order, so a queue's numbers say nothing of other queues'
-    /// traffic. Whatever stores a message into a queue this way (SNS fan-out, the cells'
-    /// relay) numbers it so too.
+    /// queue, kept with the queue (across restarts, shared by every node), advanced in input
+    /// order, so a queue's numbers say nothing of other queues' traffic. Within a
+    /// MessageGroupId numbers increase in the order the group's messages are delivered, also
+    /// when several nodes send to the group at once. Numbers may skip (PostgreSQL takes them
+    /// outside the send's transaction, so a send rolled back leaves a gap). Whatever stores
+    /// a message into a queue this way (SNS fan-out, the cells' relay) numbers it so too.
     ///
     /// Fair queues: a message without a deduplication key (a standard queue's) that has a
     /// [`NewMessage::group_id`] makes its queue fair from then on (SQS Developer Guide,

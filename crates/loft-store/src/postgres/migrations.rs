@@ -343,6 +343,23 @@ const MIGRATIONS: &[&str] = &[
         (SELECT COALESCE(MAX(seq), 0) FROM messages),
         (SELECT COALESCE(MAX(seq), 0) FROM fifo_dedup));
     "#,
+    // 20: each queue takes its numbers from a PostgreSQL SEQUENCE of its own,
+    // `queue_sequence_<id>` (`nextval` holds no lock to the commit; the UPDATE of
+    // `queues.message_sequence` held the queue's row to the send's commit, so FIFO sends to
+    // one queue committed one at a time). Every queue there now gets its sequence, starting
+    // above the last number its counter gave, so its numbers keep increasing across the
+    // upgrade. `queues.message_sequence` stays, no longer advanced.
+    r#"
+    DO $$
+    DECLARE r record;
+    BEGIN
+        FOR r IN SELECT id, message_sequence FROM queues LOOP
+            EXECUTE format('CREATE SEQUENCE IF NOT EXISTS %I START WITH %s',
+                           'queue_sequence_' || r.id, r.message_sequence + 1);
+        END LOOP;
+    END
+    $$;
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -38,6 +38,7 @@ use tokio_postgres::AsyncMessage;
 pub use cell::CELL_ID_BITS;
 pub use migrations::SCHEMA_VERSION;
 use ops::Failure;
+pub use ops::FIFO_GROUP_LOCK_CLASS;
 
 use crate::replay::ArchiveWindow;
 use crate::seal::{KeySource, Open, Seal, Sealer};

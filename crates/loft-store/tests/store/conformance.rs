@@ -219,6 +219,8 @@ conformance!(
     fifo_dedup,
     fifo_sequence_numbers_are_each_queues_own,
     fifo_moves_take_their_destinations_numbers,
+    concurrent_fifo_sends_number_a_group_in_delivery_order,
+    a_recreated_fifo_queue_numbers_afresh,
     receipt_tokens_and_limits_are_the_requests,
     fifo_walk_reaches_past_its_first_window,
     fifo_receive_sorts_expired_and_dead_letters_inside_groups,
@@ -1389,6 +1391,91 @@ async fn fifo_moves_take_their_destinations_numbers(s: S) {
     );
     assert_eq!(fifo_send(&s, y, &[("y3", "G", "y3")]).await, [Some(y1 + 2)]);
     assert_eq!(fifo_send(&s, x, &[("x4", "G", "x4")]).await, [Some(x1 + 6)]);
+}
+
+/// Sends from several tasks at once through `nodes` (round robin; one store for the
+/// conformance case, two nodes of one database for PostgreSQL's) to one group of FIFO
+/// queue `q`, each message alone, then receives the queue to its end: every number is given
+/// once, and the numbers increase in the order the group's messages are delivered
+/// (SendMessage: "SequenceNumber continues to increase for a particular MessageGroupId").
+async fn sends_to_one_group_number_in_delivery_order(nodes: &[S], q: i64) {
+    const TASKS: usize = 6;
+    const EACH: usize = 20;
+    let mut tasks = Vec::new();
+    for task in 0..TASKS {
+        let s = nodes[task % nodes.len()].clone();
+        tasks.push(tokio::spawn(async move {
+            let mut numbers = Vec::new();
+            for i in 0..EACH {
+                let body = format!("m-{task}-{i}");
+                let out = s
+                    .send_messages(vec![(q, fifo_msg(&body, "G", &body, T0))])
+                    .await
+                    .unwrap();
+                numbers.push(out[0].sequence.expect("numbered"));
+            }
+            numbers
+        }));
+    }
+    let mut sent = Vec::new();
+    for t in tasks {
+        sent.extend(t.await.unwrap());
+    }
+    let distinct: HashSet<i64> = sent.iter().copied().collect();
+    assert_eq!(distinct.len(), TASKS * EACH, "no number given twice");
+    let mut order = Vec::new();
+    loop {
+        let got = nodes[0].receive(fifo_req(q, 10, T0, 30_000)).await.unwrap();
+        if got.messages.is_empty() {
+            break;
+        }
+        for m in &got.messages {
+            order.push(m.sequence.expect("numbered"));
+            nodes[0].delete_message(q, m.seq, None).await.unwrap();
+        }
+    }
+    assert_eq!(order.len(), TASKS * EACH, "every message delivered once");
+    assert!(
+        order.windows(2).all(|w| w[0] < w[1]),
+        "the group's numbers increase in delivery order: {order:?}"
+    );
+}
+
+/// Concurrent FIFO sends to one group: the numbers follow the delivery order
+/// ([`sends_to_one_group_number_in_delivery_order`]).
+async fn concurrent_fifo_sends_number_a_group_in_delivery_order(s: S) {
+    let q = queue(&s, "cg.fifo").await;
+    sends_to_one_group_number_in_delivery_order(&[s], q).await;
+}
+
+/// A FIFO queue deleted and created again under its name is a new queue: its numbers start
+/// afresh and do not go on from the deleted one's, and both the old and a new queue still
+/// number (a store that kept a per-queue counter apart from the queue would break here).
+async fn a_recreated_fifo_queue_numbers_afresh(s: S) {
+    let old = queue(&s, "again.fifo").await;
+    let other = queue(&s, "other-again.fifo").await;
+    let first = fifo_send(
+        &s,
+        old,
+        &[("a", "G", "a"), ("b", "G", "b"), ("c", "H", "c")],
+    )
+    .await;
+    assert_eq!(first, [Some(1), Some(2), Some(3)]);
+    assert!(s.delete_queue(old, T0).await.unwrap());
+    let new = queue(&s, "again.fifo").await;
+    assert_ne!(new, old, "a new queue");
+    assert_eq!(
+        fifo_send(&s, new, &[("d", "G", "d"), ("e", "G", "e")]).await,
+        [Some(1), Some(2)]
+    );
+    assert_eq!(fifo_send(&s, other, &[("o", "G", "o")]).await, [Some(1)]);
+    let out = s.receive(fifo_req(new, 10, T0, 1000)).await.unwrap();
+    let got: Vec<(String, Option<i64>)> = out
+        .messages
+        .iter()
+        .map(|m| (m.body.clone(), m.sequence))
+        .collect();
+    assert_eq!(got, [("d".into(), Some(1)), ("e".into(), Some(2))]);
 }
 
 async fn receipt_tokens_and_limits_are_the_requests(s: S) {
@@ -4248,6 +4335,238 @@ async fn postgres_nodes_share_queue_sequence_numbers() {
         .unwrap();
     assert_eq!(dup[0].sequence, Some(n + 2));
     node_c.close().await;
+}
+
+/// A store node on the test database's schema `schema` (another node, or a restart).
+async fn pg_node(url: &str, schema: &str) -> Arc<PgStore> {
+    Arc::new(
+        PgStore::connect(
+            url,
+            PgOptions {
+                pool_size: 8,
+                schema: Some(schema.to_string()),
+            },
+        )
+        .await
+        .unwrap()
+        .with_key_source(KeySource::Key(test_key())),
+    )
+}
+
+/// Two PostgreSQL nodes of one database sending to one group at once: every number is
+/// given once and the numbers increase in delivery order, as through one node.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_two_nodes_number_a_group_in_delivery_order() {
+    let Some((_, schema)) = pg_store().await else {
+        skips::postgres().skip("postgres_two_nodes_number_a_group_in_delivery_order");
+        return;
+    };
+    let (node_a, node_b) = (
+        pg_node(&schema.url, &schema.schema).await,
+        pg_node(&schema.url, &schema.schema).await,
+    );
+    let (a, b): (S, S) = (node_a.clone(), node_b.clone());
+    let q = queue(&a, "two-nodes.fifo").await;
+    sends_to_one_group_number_in_delivery_order(&[a, b], q).await;
+    node_a.close().await;
+    node_b.close().await;
+}
+
+/// A raw connection to the test database with `schema` as its search path.
+async fn pg_raw(url: &str, schema: &str) -> tokio_postgres::Client {
+    let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .expect("raw connection");
+    tokio::spawn(conn);
+    client
+        .batch_execute(&format!("SET search_path TO \"{schema}\""))
+        .await
+        .unwrap();
+    client
+}
+
+/// Whether queue `id`'s number sequence exists in `schema`.
+async fn pg_has_queue_sequence(url: &str, schema: &str, id: i64) -> bool {
+    let row = pg_raw(url, schema)
+        .await
+        .query_one(
+            "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
+             WHERE n.nspname = $1 AND c.relkind = 'S' AND c.relname = $2",
+            &[&schema, &format!("queue_sequence_{id}")],
+        )
+        .await
+        .unwrap();
+    row.get::<_, i64>(0) == 1
+}
+
+/// Holds the PostgreSQL group lock of `(q, group)` (`FIFO_GROUP_LOCK_CLASS`, the key the
+/// store computes) in an open transaction of `client` until it ends.
+async fn pg_hold_group(client: &tokio_postgres::Client, q: i64, group: &str) {
+    client.batch_execute("BEGIN").await.unwrap();
+    client
+        .execute(
+            "SELECT pg_advisory_xact_lock($1, hashtext($2::bigint::text || ' ' || $3))",
+            &[&loft_store::postgres::FIFO_GROUP_LOCK_CLASS, &q, &group],
+        )
+        .await
+        .unwrap();
+}
+
+/// Waits (bounded, 10 s) until a backend waits for a FIFO group lock, as seen in
+/// `pg_locks`; panics if none does.
+async fn pg_wait_for_group_waiter(client: &tokio_postgres::Client) {
+    for _ in 0..1000 {
+        let row = client
+            .query_one(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' \
+                 AND NOT granted AND classid = $1::int::oid",
+                &[&loft_store::postgres::FIFO_GROUP_LOCK_CLASS],
+            )
+            .await
+            .unwrap();
+        if row.get::<_, i64>(0) > 0 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("nothing waited for the group lock");
+}
+
+/// PostgreSQL takes a FIFO message's number outside any lock held to the commit, so what
+/// keeps a group's numbers in delivery order is the group's lock: a send or a move into a
+/// group whose lock another transaction holds (here a raw one, standing for a concurrent
+/// send of that group) waits for it before taking its number and `seq`, while another
+/// group of the same queue goes on meanwhile. The waiter's number is then above the other
+/// group's, taken while it waited, and the group is delivered in number order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_send_waits_for_its_group_before_taking_its_number() {
+    let Some((s, schema)) = pg_store().await else {
+        skips::postgres().skip("postgres_a_send_waits_for_its_group_before_taking_its_number");
+        return;
+    };
+    let (url, name) = (schema.url.clone(), schema.schema.clone());
+    let q = queue(&s, "wait.fifo").await;
+    let dlq = queue(&s, "wait-dlq.fifo").await;
+    assert_eq!(fifo_send(&s, q, &[("g1", "G", "g1")]).await, [Some(1)]);
+    fifo_send(&s, dlq, &[("moved", "M", "moved")]).await;
+    let holder = pg_raw(&url, &name).await;
+    let watcher = pg_raw(&url, &name).await;
+
+    // A send.
+    pg_hold_group(&holder, q, "G").await;
+    let late = {
+        let s = s.clone();
+        tokio::spawn(async move { fifo_send(&s, q, &[("g2", "G", "g2")]).await })
+    };
+    pg_wait_for_group_waiter(&watcher).await;
+    let other = fifo_send(&s, q, &[("h1", "H", "h1")]).await[0].expect("numbered");
+    holder.batch_execute("COMMIT").await.unwrap();
+    let late = late.await.unwrap()[0].expect("numbered");
+    assert!(late > other, "g2 ({late}) numbered after h1 ({other})");
+
+    // A move into the queue.
+    pg_hold_group(&holder, q, "M").await;
+    let moving = {
+        let s = s.clone();
+        tokio::spawn(async move {
+            s.move_messages(dlq, MoveTarget::Queue(q), ids(1), T0 + 5, None)
+                .await
+                .unwrap()
+        })
+    };
+    pg_wait_for_group_waiter(&watcher).await;
+    let other2 = fifo_send(&s, q, &[("h2", "H", "h2")]).await[0].expect("numbered");
+    holder.batch_execute("COMMIT").await.unwrap();
+    assert_eq!(moving.await.unwrap(), Some(1));
+    let numbers = sequences_of(&s, q).await;
+    assert!(numbers["moved"] > Some(other2), "{numbers:?}");
+    let out = s.receive(fifo_req(q, 10, T0, 1000)).await.unwrap();
+    let g: Vec<Option<i64>> = out
+        .messages
+        .iter()
+        .filter(|m| m.group_id.as_deref() == Some("G"))
+        .map(|m| m.sequence)
+        .collect();
+    assert_eq!(g, [Some(1), Some(late)]);
+}
+
+/// A database of the schema before migration 20 (each queue's counter a column,
+/// `queues.message_sequence`) upgraded by a node of this build: each queue's numbers go on
+/// above the last its counter gave (a group's keep increasing across the upgrade), a
+/// resend inside the window still answers its original's number, and a queue made after
+/// the upgrade starts at 1.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_upgrade_keeps_each_queues_numbers_increasing() {
+    let Some((_, schema)) = pg_store().await else {
+        skips::postgres().skip("postgres_upgrade_keeps_each_queues_numbers_increasing");
+        return;
+    };
+    let (url, name) = (schema.url.clone(), schema.schema.clone());
+    let old = pg_node(&url, &name).await;
+    let s: S = old.clone();
+    let q = queue(&s, "upgrade.fifo").await;
+    let other = queue(&s, "upgrade-other.fifo").await;
+    let sent = fifo_send(&s, q, &[("a", "G", "a"), ("b", "G", "b")]).await;
+    assert_eq!(sent, [Some(1), Some(2)]);
+    old.close().await;
+    // Back to the schema before migration 20, as an older build left it: no sequences,
+    // the counters in the queue rows (this one's as if it had given 5,000 numbers).
+    pg_raw(&url, &name)
+        .await
+        .batch_execute(&format!(
+            "DROP SEQUENCE queue_sequence_{q}, queue_sequence_{other}; \
+             UPDATE queues SET message_sequence = CASE WHEN id = {q} THEN 5000 ELSE 0 END; \
+             UPDATE loft_schema SET version = 19"
+        ))
+        .await
+        .unwrap();
+    assert!(!pg_has_queue_sequence(&url, &name, q).await);
+    let upgraded = pg_node(&url, &name).await;
+    let s: S = upgraded.clone();
+    assert!(
+        pg_has_queue_sequence(&url, &name, q).await,
+        "migration 20 made it"
+    );
+    assert_eq!(fifo_send(&s, q, &[("c", "G", "c")]).await, [Some(5001)]);
+    assert_eq!(fifo_send(&s, other, &[("o", "G", "o")]).await, [Some(1)]);
+    let dup = s
+        .send_messages(vec![(q, fifo_msg("a again", "G", "a", T0))])
+        .await
+        .unwrap();
+    assert!(dup[0].duplicate);
+    assert_eq!(dup[0].sequence, Some(1), "the original's number");
+    let fresh = queue(&s, "upgrade-later.fifo").await;
+    assert_eq!(fifo_send(&s, fresh, &[("f", "G", "f")]).await, [Some(1)]);
+    let out = s.receive(fifo_req(q, 10, T0, 1000)).await.unwrap();
+    let got: Vec<Option<i64>> = out.messages.iter().map(|m| m.sequence).collect();
+    assert_eq!(got, [Some(1), Some(2), Some(5001)], "delivery order");
+    upgraded.close().await;
+}
+
+/// A queue's number sequence is made with the queue and dropped with it: by DeleteQueue
+/// and by a reset; a queue made again under the same name has a new one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_queues_sequence_lives_and_dies_with_it() {
+    let Some((s, schema)) = pg_store().await else {
+        skips::postgres().skip("postgres_a_queues_sequence_lives_and_dies_with_it");
+        return;
+    };
+    let (url, name) = (schema.url.clone(), schema.schema.clone());
+    let q = queue(&s, "lives.fifo").await;
+    assert!(pg_has_queue_sequence(&url, &name, q).await);
+    fifo_send(&s, q, &[("a", "G", "a")]).await;
+    assert!(s.delete_queue(q, T0).await.unwrap());
+    assert!(!pg_has_queue_sequence(&url, &name, q).await);
+    let again = queue(&s, "lives.fifo").await;
+    let kept = queue(&s, "kept.fifo").await;
+    assert!(pg_has_queue_sequence(&url, &name, again).await);
+    // Creating an existing queue again makes no new sequence and keeps its numbers.
+    assert_eq!(queue(&s, "lives.fifo").await, again);
+    assert_eq!(fifo_send(&s, again, &[("b", "G", "b")]).await, [Some(1)]);
+    let counts = s.reset(None).await.unwrap();
+    assert_eq!(counts.queues, 2);
+    assert!(!pg_has_queue_sequence(&url, &name, again).await);
+    assert!(!pg_has_queue_sequence(&url, &name, kept).await);
 }
 
 // ----- TLS to PostgreSQL (needs LOFT_TEST_DATABASE_ROOTCERT: the CA of the test server)

@@ -159,12 +159,20 @@ const INSERT_PLAIN_MESSAGES: &str = concat!(
 /// deduplication key, and returns its `seq, message_id, sequence`. FIFO messages never take
 /// a fair key (fair queues are standard queues), so this is [`INSERT_MESSAGES`] without its
 /// fair-key CTEs. In the same statement the message takes its queue's next number
-/// (`queues.message_sequence`, [`StoredMessage::sequence`]), its reserved key
-/// (`fifo_dedup`, scope `$18`, id `$19`) records the message, and its queue is woken
-/// (`pg_notify($20, queue id)`, sent at commit). The queue's row stays locked until the
-/// send's transaction ends, so FIFO sends to one queue commit one at a time: this
-/// statement is the send's last before its commit (for a single message), so the lock
-/// is held for one round trip more than the statement.
+/// (`nextval` of the queue's own sequence, `queue_sequence!`, [`StoredMessage::sequence`]),
+/// its reserved key (`fifo_dedup`, scope `$18`, id `$19`) records the message, and its
+/// queue is woken (`pg_notify($20, queue id)`, sent at commit).
+///
+/// The number is taken without a lock to the commit (`nextval` is not transactional), so
+/// FIFO sends to one queue commit concurrently. The message's group lock
+/// ([`FIFO_GROUP_LOCK_CLASS`]) is held from before the number and `seq` (the claim order)
+/// are taken to the commit, so within a group both are taken in the same order: taken here,
+/// first in the statement (`lk`, class `$21`), when `$22` is true (every keyed message of
+/// the transaction is of one group, [`lock_fifo_sends`]), else already by
+/// [`lock_fifo_sends`]. Taking it here, after the deduplication key's reservation, keeps
+/// the stretch a group's sends wait for each other to this statement and the commit. Until stop 18 the number was `UPDATE queues SET message_sequence = ... RETURNING`,
+/// whose row lock lasted to the commit and made FIFO sends to one queue commit one at a
+/// time (0.49x the sends per second at 8 connections, BENCHMARKS.md).
 ///
 /// Why a third statement: a FIFO send inserts its keyed messages one by one inside the
 /// deduplication transaction, and PostgreSQL re-planned [`INSERT_MESSAGES`] on every such
@@ -173,16 +181,20 @@ const INSERT_PLAIN_MESSAGES: &str = concat!(
 /// five executions, as [`INSERT_PLAIN_MESSAGES`]'s is.
 const INSERT_KEYED_MESSAGES: &str = concat!(
     insert_input_cte!(),
-    "  num AS (UPDATE queues SET message_sequence = message_sequence + 1 \
-    WHERE id = ($1::bigint[])[1] RETURNING message_sequence), \
+    "  lk AS MATERIALIZED (SELECT pg_advisory_xact_lock($21, ",
+    group_lock_key!("queue_id", "COALESCE(group_id, '')"),
+    ") FROM input WHERE $22), \
+  num AS MATERIALIZED (SELECT nextval(",
+    queue_sequence!("($1::bigint[])[1]"),
+    ") AS message_sequence FROM (SELECT count(*) FROM lk) l), \
   ins AS (INSERT INTO messages (queue_id, message_id, body, md5_body, \
     message_attributes, system_attributes, sender_id, sent_at, visible_at, expires_at, \
     receive_count, first_received_at, group_id, dedup_id, dead_letter_source, sealed, \
     sequence) \
     SELECT queue_id, message_id, body, md5_body, message_attributes, system_attributes, \
       sender_id, sent_at, visible_at, expires_at, receive_count, first_received_at, \
-      group_id, dedup_id, dead_letter_source, sealed, (SELECT message_sequence FROM num) \
-    FROM input ORDER BY n RETURNING seq, message_id, sequence, queue_id), \
+      group_id, dedup_id, dead_letter_source, sealed, u.message_sequence \
+    FROM input CROSS JOIN num u ORDER BY n RETURNING seq, message_id, sequence, queue_id), \
   kept AS (UPDATE fifo_dedup d SET seq = i.seq, message_id = COALESCE(i.message_id, ''), \
     sequence = i.sequence FROM ins i \
     WHERE d.queue_id = i.queue_id AND d.scope = $18 AND d.dedup_id = $19 RETURNING 1), \
@@ -190,6 +202,66 @@ const INSERT_KEYED_MESSAGES: &str = concat!(
   SELECT seq, message_id, sequence, (SELECT count(*) FROM kept), (SELECT count(*) FROM woke) \
   FROM ins"
 );
+
+/// Takes, in one statement, the shared FIFO lock of each queue in `queues`
+/// ([`FIFO_LOCK_CLASS`]) and then the exclusive group lock ([`FIFO_GROUP_LOCK_CLASS`]) of
+/// each `(queue, MessageGroupId)` of `groups`, every class in key order (no lock-order
+/// cycles between sends, nor with moves, which take group locks in the same order).
+/// Both last until the transaction ends.
+const LOCK_FIFO_SENDS: &str = concat!(
+    "SELECT count(l) FROM (SELECT CASE WHEN o.s THEN pg_advisory_xact_lock_shared($1, o.k) \
+       ELSE pg_advisory_xact_lock($2, o.k) END AS l \
+     FROM (SELECT DISTINCT s, k FROM ( \
+         SELECT true, (q & 2147483647)::int FROM unnest($3::bigint[]) q \
+         UNION ALL SELECT false, ",
+    group_lock_key!("q", "g"),
+    " FROM unnest($4::bigint[], $5::text[]) u(q, g)) x(s, k) \
+       ORDER BY s DESC, k OFFSET 0) o) z"
+);
+
+/// Takes the locks of a transaction's FIFO sends ([`LOCK_FIFO_SENDS`]): the shared lock of
+/// each queue of a message with a deduplication key, so a FIFO receive never sees a later
+/// message of a group whose earlier one is not committed yet, and, when those messages are
+/// of more than one group, the group lock of each, so the groups' queue numbers follow
+/// their claim order ([`INSERT_KEYED_MESSAGES`]) and two such transactions never wait for
+/// each other's groups in a cycle. Returns whether the keyed messages are all of one group,
+/// whose lock [`INSERT_KEYED_MESSAGES`] then takes itself (later in the transaction: the
+/// usual FIFO send, one message or a batch to one group, holds its group for less time).
+async fn lock_fifo_sends<C: GenericClient>(
+    tx: &C,
+    messages: &[(i64, NewMessage)],
+) -> Result<bool, Error> {
+    let keyed = || messages.iter().filter(|(_, m)| m.dedup.is_some());
+    let mut queues: Vec<i64> = keyed().map(|(q, _)| *q).collect();
+    if queues.is_empty() {
+        return Ok(false);
+    }
+    queues.sort_unstable();
+    queues.dedup();
+    let mut group_queues: Vec<i64> = keyed().map(|(q, _)| *q).collect();
+    let mut groups: Vec<String> = keyed()
+        .map(|(_, m)| m.group_id.clone().unwrap_or_default())
+        .collect();
+    let one_group = group_queues.iter().all(|q| *q == group_queues[0])
+        && groups.iter().all(|g| *g == groups[0]);
+    if one_group {
+        group_queues.clear();
+        groups.clear();
+    }
+    query(
+        tx,
+        LOCK_FIFO_SENDS,
+        &[
+            &FIFO_LOCK_CLASS,
+            &FIFO_GROUP_LOCK_CLASS,
+            &queues,
+            &group_queues,
+            &groups,
+        ],
+    )
+    .await?;
+    Ok(one_group)
+}
 
 /// The 17 column arrays of `cols`, in `$1..$17` order.
 fn column_params(cols: &Columns) -> [&(dyn ToSql + Sync); 17] {
@@ -294,23 +366,9 @@ pub async fn send_messages_in<C: GenericClient>(
     messages: &[(i64, NewMessage)],
     channel: &str,
 ) -> Result<Vec<SentMessage>, Error> {
-    // FIFO queues first take their shared lock, in id order (no lock-order cycles between
-    // sends of several queues).
-    let mut fifo: Vec<i64> = messages
-        .iter()
-        .filter(|(_, m)| m.dedup.is_some())
-        .map(|(q, _)| *q)
-        .collect();
-    fifo.sort_unstable();
-    fifo.dedup();
-    for q in &fifo {
-        query(
-            tx,
-            "SELECT pg_advisory_xact_lock_shared($1, $2)",
-            &[&FIFO_LOCK_CLASS, &lock_key(*q)],
-        )
-        .await?;
-    }
+    // FIFO queues first take their shared lock, then their groups' locks, each in key
+    // order (no lock-order cycles between sends of several queues or groups).
+    let lock_in_insert = lock_fifo_sends(tx, messages).await?;
     let mut out = Vec::with_capacity(messages.len());
     let mut woken: Vec<i64> = Vec::new();
     // Runs of messages without keys go in one statement; keyed ones one by one.
@@ -354,7 +412,13 @@ pub async fn send_messages_in<C: GenericClient>(
         let mut one = Columns::default();
         one.push(*q, m);
         let mut params: Vec<&(dyn ToSql + Sync)> = column_params(&one).to_vec();
-        params.extend([&key.scope as &(dyn ToSql + Sync), &key.id, &channel]);
+        params.extend([
+            &key.scope as &(dyn ToSql + Sync),
+            &key.id,
+            &channel,
+            &FIFO_GROUP_LOCK_CLASS,
+            &lock_in_insert,
+        ]);
         let sent = query(tx, INSERT_KEYED_MESSAGES, &params)
             .await?
             .iter()

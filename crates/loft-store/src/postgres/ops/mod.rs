@@ -13,6 +13,10 @@
 //!   receiver at a time; FIFO sends hold the same lock in shared mode from before their
 //!   insert to their commit, so a receive never sees a later message of a group whose
 //!   earlier one is not committed yet;
+//! - a FIFO message's number comes from its queue's own `SEQUENCE` (`queue_sequence!`,
+//!   not transactional, so sends to one queue do not wait for each other's commits), taken
+//!   under its group's advisory lock ([`FIFO_GROUP_LOCK_CLASS`]) held to the commit, so
+//!   within a group numbers and the claim order (`seq`) agree on every node;
 //! - deduplication keys are rows with a primary key: the second of two concurrent sends of
 //!   one key waits for the first to commit and then reports it as the original.
 //!
@@ -77,6 +81,41 @@ type Params<'a> = &'a [&'a (dyn ToSql + Sync)];
 
 /// Advisory-lock class of the per-queue FIFO lock; the second key is the queue id.
 pub const FIFO_LOCK_CLASS: i32 = 0x4c66_6966; // "Lfif"
+
+/// Advisory-lock class of the per-group FIFO lock; the second key is
+/// `group_lock_key!` of the queue id and the MessageGroupId. Whatever gives a message with
+/// a MessageGroupId its queue number (a FIFO send, a move into a queue) holds its group's
+/// lock exclusively from before it takes the number until it commits, so the numbers of one
+/// group and its messages' `seq` (the claim order) are taken in the same order, and
+/// numbers increase in the order the group's messages are delivered. Two groups whose keys
+/// collide only wait for each other.
+pub const FIFO_GROUP_LOCK_CLASS: i32 = 0x4c66_6967; // "Lfig"
+
+/// The second key of a group's [`FIFO_GROUP_LOCK_CLASS`] lock, an SQL expression of `q`
+/// (the queue id, `bigint`) and `g` (the MessageGroupId, `text`, `''` for none).
+macro_rules! group_lock_key {
+    ($q:literal, $g:literal) => {
+        concat!("hashtext(", $q, "::text || ' ' || ", $g, ")")
+    };
+}
+
+/// The queue number sequence of queue `q` (an SQL expression giving its id) as a
+/// `regclass`, for `nextval`: each queue has its own PostgreSQL `SEQUENCE`
+/// `queue_sequence_<id>` in the store's schema, made with the queue and dropped with it
+/// ([`create_queue`], [`delete_queue`], [`reset`]; migration 20 made those of older
+/// queues). `nextval` is not transactional, so taking a number holds no lock to the
+/// commit; numbers a rolled-back send took are skipped (SequenceNumbers are "large,
+/// non-consecutive", Amazon SQS API Reference, SendMessage).
+macro_rules! queue_sequence {
+    ($q:literal) => {
+        concat!("(('queue_sequence_' || ", $q, ")::regclass)")
+    };
+}
+
+/// The name of queue `id`'s number sequence ([`queue_sequence!`]).
+fn queue_sequence_name(id: i64) -> String {
+    format!("queue_sequence_{id}")
+}
 
 fn to_json(map: &Map) -> String {
     serde_json::to_string(map).unwrap_or_else(|_| "{}".into())

@@ -6,11 +6,14 @@ use super::*;
 
 /// Moves up to `limit` visible messages; rows another node is moving are skipped, so two
 /// nodes running a move task of one queue move each message once. A moved message with a
-/// MessageGroupId (a FIFO queue's) takes its destination's next numbers
-/// (`queues.message_sequence`, in send order), as a send into it does. A destination queue
-/// that no longer exists (deleted since the task resolved it) takes nothing: its messages
-/// stay in the source. The candidates read `queue_id` as a range, ordered by
-/// `queue_id, seq`, so that only `messages_queue_order` gives their order: with
+/// MessageGroupId (a FIFO queue's) takes its destination's next numbers (`nextval` of its
+/// queue sequence, `queue_sequence!`, in send order), as a send into it does, after taking
+/// the lock of each destination group it moves into ([`FIFO_GROUP_LOCK_CLASS`], in key
+/// order as a send takes them, held to the commit), so a concurrent send to one of those
+/// groups takes its number and `seq` wholly before or wholly after the move's. A
+/// destination queue that no longer exists (deleted since the task resolved it) takes
+/// nothing: its messages stay in the source. The candidates read `queue_id` as a range,
+/// ordered by `queue_id, seq`, so that only `messages_queue_order` gives their order: with
 /// `queue_id = $1 ... ORDER BY seq` the generic plan walked the primary key through
 /// every other queue's older messages (366 ms a batch behind 1,000,000 of them, against
 /// 0.05 ms; EXPLAIN ANALYZE, PostgreSQL 15).
@@ -19,9 +22,10 @@ use super::*;
 /// that range) a message bound for a queue outside it goes to the outbox in the same
 /// statement (a [`MovedCopy`] with `renumber`, written as the insert here would store it:
 /// new MessageId, sent now, receive count 0), so it leaves its queue exactly when its
-/// copy is written, and the destination numbers it when the relay stores it. Whether such
-/// a queue still exists is the relay's to see (a copy for a queue that is gone is
-/// dropped there); this cell checks only its own queues.
+/// copy is written, and the destination numbers it when the relay stores it (its group
+/// lock and sequence are the destination cell's). Whether such a queue still exists is
+/// the relay's to see (a copy for a queue that is gone is dropped there); this cell checks
+/// only its own queues.
 pub async fn move_messages<C: GenericClient>(
     c: &C,
     source: i64,
@@ -53,7 +57,8 @@ pub async fn move_messages<C: GenericClient>(
         true,
     );
     let sql = format!(
-        "WITH locked AS MATERIALIZED (SELECT DISTINCT group_id AS g FROM messages \
+        concat!(
+            "WITH locked AS MATERIALIZED (SELECT DISTINCT group_id AS g FROM messages \
            WHERE queue_id = $1 AND visible_at > $2 AND group_id IS NOT NULL), \
          cand AS MATERIALIZED (SELECT seq, dead_letter_source FROM messages \
            WHERE queue_id >= $1 AND queue_id <= $1 AND visible_at <= $2 \
@@ -70,28 +75,34 @@ pub async fn move_messages<C: GenericClient>(
            RETURNING m.seq, d.dest, m.body, m.md5_body, m.message_attributes, \
              m.system_attributes, m.sender_id, m.sent_at, m.expires_at, m.group_id, m.dedup_id, \
              m.sealed), \
-         numbered AS (SELECT *, row_number() OVER (ORDER BY seq) AS n, \
-             row_number() OVER (PARTITION BY dest, group_id IS NOT NULL ORDER BY seq) AS k \
-           FROM gone), \
-         num AS (UPDATE queues q SET message_sequence = q.message_sequence + c.taken \
-           FROM (SELECT dest, count(*) AS taken FROM gone WHERE group_id IS NOT NULL \
-                 AND dest >= $9 AND dest < $10 GROUP BY dest) c \
-           WHERE q.id = c.dest RETURNING q.id, q.message_sequence - c.taken AS before), \
+         grouplocks AS MATERIALIZED (SELECT count(pg_advisory_xact_lock($11, k)) AS n \
+           FROM (SELECT DISTINCT ",
+            group_lock_key!("dest", "group_id"),
+            " AS k FROM gone WHERE group_id IS NOT NULL AND dest >= $9 AND dest < $10 \
+             ORDER BY k OFFSET 0) o), \
+         ordered AS (SELECT *, row_number() OVER (ORDER BY seq) AS n FROM gone \
+           WHERE (SELECT n FROM grouplocks) >= 0 ORDER BY seq OFFSET 0), \
+         numbered AS (SELECT *, CASE WHEN group_id IS NOT NULL AND dest >= $9 AND dest < $10 \
+             THEN nextval(",
+            queue_sequence!("dest"),
+            ") END AS number FROM ordered OFFSET 0), \
          moved AS (INSERT INTO messages (queue_id, message_id, body, md5_body, \
              message_attributes, system_attributes, sender_id, sent_at, visible_at, expires_at, \
              receive_count, group_id, dedup_id, fair_key, sealed, sequence) \
            SELECT dest, ($8::text[])[n], body, md5_body, message_attributes, \
              system_attributes, sender_id, $2, $2, $2 + (expires_at - sent_at), 0, group_id, \
              dedup_id, CASE WHEN (SELECT fair FROM queues WHERE id = dest) THEN 0 END, sealed, \
-             CASE WHEN g.group_id IS NOT NULL THEN u.before + g.k END \
-           FROM numbered g LEFT JOIN num u ON u.id = g.dest \
-           WHERE g.dest >= $9 AND g.dest < $10 ORDER BY seq RETURNING queue_id), \
+             number \
+           FROM numbered \
+           WHERE dest >= $9 AND dest < $10 ORDER BY seq RETURNING queue_id), \
          outboxed AS (INSERT INTO cell_outbox (queue_id, copy, created_at, ordered) \
            SELECT dest, {copy}, $2, group_id IS NOT NULL FROM numbered \
            WHERE NOT (dest >= $9 AND dest < $10) ORDER BY seq RETURNING id), \
          woke AS (SELECT pg_notify($7, q::text) FROM (SELECT DISTINCT queue_id AS q FROM moved) x) \
          SELECT (SELECT count(*) FROM moved) + (SELECT count(*) FROM outboxed), \
            (SELECT count(*) FROM woke)"
+        ),
+        copy = copy
     );
     let row = query_one(
         c,
@@ -107,6 +118,7 @@ pub async fn move_messages<C: GenericClient>(
             &new_message_ids,
             &low,
             &high,
+            &FIFO_GROUP_LOCK_CLASS,
         ],
     )
     .await?;

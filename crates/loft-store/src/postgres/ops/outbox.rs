@@ -390,7 +390,7 @@ async fn insert_moved_in<C: GenericClient>(
     let sequence: Vec<Option<i64>> = rows.iter().map(|r| moved(r).sequence).collect();
     let renumber: Vec<bool> = rows.iter().map(|r| moved(r).renumber).collect();
     let channel = channel.to_owned();
-    let params: [&(dyn ToSql + Sync); 19] = [
+    let params: [&(dyn ToSql + Sync); 20] = [
         &queue,
         &message_id,
         &body,
@@ -410,32 +410,39 @@ async fn insert_moved_in<C: GenericClient>(
         &sequence,
         &renumber,
         &channel,
+        &FIFO_GROUP_LOCK_CLASS,
     ];
     let out = query(
         tx,
-        "WITH input AS (SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], \
+        concat!(
+            "WITH input AS (SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], \
              $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[], $9::bigint[], \
              $10::bigint[], $11::bigint[], $12::bigint[], $13::text[], $14::text[], \
              $15::text[], $16::smallint[], $17::bigint[], $18::boolean[]) WITH ORDINALITY \
            AS u(q, mid, body, md5, ma, sa, sender, sent, vis, exp, rc, fr, g, d, dls, sealed, \
              seqn, renum, n)), \
-         numbered AS (SELECT i.*, (renum AND g IS NOT NULL) AS fresh, \
-             row_number() OVER (PARTITION BY q, (renum AND g IS NOT NULL) ORDER BY n) AS k \
-           FROM input i), \
-         num AS (UPDATE queues qq SET message_sequence = qq.message_sequence + c.taken \
-           FROM (SELECT q, count(*) AS taken FROM numbered WHERE fresh GROUP BY q) c \
-           WHERE qq.id = c.q RETURNING qq.id, qq.message_sequence - c.taken AS before), \
+         fresh AS (SELECT i.*, (renum AND g IS NOT NULL) AS fresh FROM input i), \
+         grouplocks AS MATERIALIZED (SELECT count(pg_advisory_xact_lock($20, k)) AS locks \
+           FROM (SELECT DISTINCT ",
+            group_lock_key!("q", "g"),
+            " AS k FROM fresh WHERE fresh ORDER BY k OFFSET 0) o), \
+         ordered AS (SELECT * FROM fresh WHERE (SELECT locks FROM grouplocks) >= 0 \
+           ORDER BY n OFFSET 0), \
+         numbered AS (SELECT *, CASE WHEN fresh THEN nextval(",
+            queue_sequence!("q"),
+            ") END AS number FROM ordered OFFSET 0), \
          ins AS (INSERT INTO messages (queue_id, message_id, body, md5_body, \
              message_attributes, system_attributes, sender_id, sent_at, visible_at, \
              expires_at, receive_count, first_received_at, group_id, dedup_id, \
              dead_letter_source, fair_key, sealed, sequence) \
            SELECT x.q, mid, body, md5, ma, sa, sender, sent, vis, exp, rc, fr, g, d, dls, \
              CASE WHEN (SELECT fair FROM queues WHERE id = x.q) THEN 0 END, sealed, \
-             CASE WHEN fresh THEN u.before + x.k ELSE seqn END \
-           FROM numbered x LEFT JOIN num u ON u.id = x.q ORDER BY n \
+             CASE WHEN fresh THEN number ELSE seqn END \
+           FROM numbered x ORDER BY n \
            RETURNING seq, message_id, queue_id, sequence), \
          woke AS (SELECT pg_notify($19, q::text) FROM (SELECT DISTINCT queue_id AS q FROM ins) d) \
-         SELECT seq, message_id, sequence, (SELECT count(*) FROM woke) FROM ins ORDER BY seq",
+         SELECT seq, message_id, sequence, (SELECT count(*) FROM woke) FROM ins ORDER BY seq"
+        ),
         &params,
     )
     .await?

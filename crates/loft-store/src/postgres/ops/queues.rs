@@ -17,6 +17,13 @@ fn queue_row(r: &Row) -> QueueRecord {
     }
 }
 
+/// Creates the queue `name` unless one has that name, and returns its record and whether
+/// this call created it. A new queue's number sequence (`queue_sequence!`) is made before
+/// its row: the queue's id is drawn from `queues`' own sequence first, so no node ever sees
+/// a queue without its sequence (a crash in between leaves only an unused sequence). When
+/// another call created the name first, the sequence made for the id drawn is dropped.
+///
+/// Errors: a statement fails.
 pub async fn create_queue<C: GenericClient>(
     c: &C,
     name: &str,
@@ -25,11 +32,43 @@ pub async fn create_queue<C: GenericClient>(
     now_ms: i64,
 ) -> Result<(QueueRecord, bool), Error> {
     let insert = format!(
-        "INSERT INTO queues (name, attributes, tags, created_at, modified_at) \
-         VALUES ($1, $2, $3, $4, $4) ON CONFLICT (name) DO NOTHING RETURNING {QUEUE_COLUMNS}"
+        "INSERT INTO queues (id, name, attributes, tags, created_at, modified_at) \
+         VALUES ($5, $1, $2, $3, $4, $4) ON CONFLICT (name) DO NOTHING RETURNING {QUEUE_COLUMNS}"
     );
-    let params: Params = &[&name, &to_json(attributes), &to_json(tags), &now_ms];
-    create_named(c, &insert, &select_queue(), params, queue_row).await
+    let (attributes, tags) = (to_json(attributes), to_json(tags));
+    loop {
+        if let Some(r) = query_opt(c, &select_queue(), &[&name]).await? {
+            return Ok((queue_row(&r), false));
+        }
+        let id: i64 = query_one(
+            c,
+            "SELECT nextval(pg_get_serial_sequence('queues', 'id'))",
+            &[],
+        )
+        .await?
+        .get(0);
+        let sequence = queue_sequence_name(id);
+        c.batch_execute(&format!("CREATE SEQUENCE IF NOT EXISTS {sequence}"))
+            .await?;
+        let params: Params = &[&name, &attributes, &tags, &now_ms, &id];
+        if let Some(r) = query_opt(c, &insert, params).await? {
+            return Ok((queue_row(&r), true));
+        }
+        drop_queue_sequences(c, &[id]).await;
+    }
+}
+
+/// Drops the number sequences (`queue_sequence!`) of the queues `ids`, which are gone.
+/// A failure is logged, not returned: the queues are deleted already, and a sequence left
+/// behind is only unused (no queue id is given twice).
+pub async fn drop_queue_sequences<C: GenericClient>(c: &C, ids: &[i64]) {
+    for chunk in ids.chunks(500) {
+        let names: Vec<String> = chunk.iter().map(|id| queue_sequence_name(*id)).collect();
+        let sql = format!("DROP SEQUENCE IF EXISTS {}", names.join(", "));
+        if let Err(e) = c.batch_execute(&sql).await {
+            tracing::warn!(error = %e, "cannot drop the number sequences of deleted queues");
+        }
+    }
 }
 
 /// The statement of the queue named `$1`.
@@ -90,7 +129,11 @@ pub async fn delete_queue<C: GenericClient>(
         &[&queue_id, &recreate_after_ms],
     )
     .await?;
-    Ok(row.get::<_, i64>(0) == 1)
+    let deleted = row.get::<_, i64>(0) == 1;
+    if deleted {
+        drop_queue_sequences(c, &[queue_id]).await;
+    }
+    Ok(deleted)
 }
 
 pub async fn queue_recreate_after<C: GenericClient>(

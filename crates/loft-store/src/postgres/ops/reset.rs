@@ -8,6 +8,7 @@ use super::*;
 /// trip): every data-modifying CTE reads the snapshot from before the statement, so the
 /// queue and topic ids are those that existed. Wakes every node's long polls and makes
 /// them forget their cached queue records (`pg_notify(channel, '-1')`, sent at commit).
+/// The deleted queues' number sequences are dropped after it ([`drop_queue_sequences`]).
 pub async fn reset<C: GenericClient>(
     c: &C,
     scope: Option<&ResetScope>,
@@ -69,6 +70,7 @@ pub async fn reset<C: GenericClient>(
     .await?;
     let count = |i: usize| row.get::<_, i64>(i) as u64;
     let queue_ids: Vec<i64> = row.get::<_, Option<Vec<i64>>>(0).unwrap_or_default();
+    drop_queue_sequences(c, &queue_ids).await;
     Ok(ResetCounts {
         queues: queue_ids.len() as u64,
         messages: count(1),
