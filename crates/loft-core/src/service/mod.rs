@@ -54,7 +54,7 @@ pub use sns::protection::POLICY_ATTRIBUTE;
 pub use sns::publish::{PublishResult, PublishTarget};
 pub use sns::replay::{REPLAY_BATCH, REPLAY_LEASE_MS, REPLAY_POLL};
 pub use sns::topics::{Page, SubscribeResult, PAGE_SIZE, SEED_PAYLOAD_ATTRIBUTE};
-pub use sns::{archive, delivery_status, platform, replay, Sns, SnsDelivery};
+pub use sns::{archive, delivery_status, platform, replay, sandbox, Sns, SnsDelivery};
 pub use sqs::batch::{BatchEntry, BatchKind, BatchOutcome};
 pub use sqs::messages::{
     seed_message_id, sequence_number, ReceiveMessage, ReceivedMessage, SendMessage, SendResult,
