@@ -41,7 +41,7 @@ pub use self::core::{
 pub use functions::{Functions, MappingInput, MappingView, MAPPING_LEASE_MS, MAPPING_RENEW_MS};
 pub use handle::Service;
 pub use operator::{
-    MessageState, OverviewListing, OverviewPage, PeekedMessage, QueueOverview,
+    MessageState, OverviewListing, OverviewPage, PeekPage, PeekedMessage, QueueOverview,
     SubscriptionOverview, TopicOverview, MAX_OVERVIEW_PAGE, MAX_PEEK,
 };
 pub use sns::deliveries::DELIVERY_LEASE_MS;
