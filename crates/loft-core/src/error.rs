@@ -377,6 +377,21 @@ error_table! {
         query: "ResourceNotFound", Sender, 404,
         "Resource does not exist",
     }
+    /// SNS VerifySMSSandboxPhoneNumber: the one-time password is not the one sent (400;
+    /// the botocore model's `VerificationException`, which names no other code).
+    VerificationException {
+        code: "VerificationException", json: "VerificationException",
+        query: "VerificationException", Sender, 400,
+        "{reason}",
+    }
+    /// SNS ListOriginationNumbers: a parameter outside its bounds (400; the botocore
+    /// model's `ValidationException`, code `ValidationException`, unlike the common
+    /// `ValidationError`).
+    SnsValidationException {
+        code: "ValidationException", json: "ValidationException",
+        query: "ValidationException", Sender, 400,
+        "{reason}",
+    }
     /// SNS tagging: more than 50 tags on a resource (400).
     TagLimitExceeded {
         code: "TagLimitExceeded", json: "TagLimitExceededException",

@@ -843,6 +843,21 @@ pub struct PlatformRecord {
     pub attributes: BTreeMap<String, String>,
 }
 
+/// A destination phone number of an account's SMS sandbox (SNS
+/// CreateSMSSandboxPhoneNumber, VerifySMSSandboxPhoneNumber,
+/// ListSMSSandboxPhoneNumbers; SNS Developer Guide, "SMS sandbox").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SmsSandboxNumber {
+    /// The number, as given (E.164, `+` and 8 or more digits, or up to 9 digits).
+    pub phone_number: String,
+    /// Whether it was verified with its one-time password (`Verified`), else `Pending`.
+    pub verified: bool,
+    /// The one-time password last sent to it (5 to 8 digits).
+    pub one_time_password: String,
+    /// When it was added or its password last sent (ms since the epoch).
+    pub created_at_ms: i64,
+}
+
 /// An HTTP/S delivery to make (a notification or a subscription confirmation).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewDelivery {

@@ -581,6 +581,17 @@ pub trait Store: Send + Sync + 'static {
         scope: &str,
         attributes: BTreeMap<String, String>,
     ) -> Result<()>;
+
+    /// The destination numbers of `scope`'s SMS sandbox (`"{account}:{region}"`, as for
+    /// [`Store::sms_attributes`]), ordered by number.
+    async fn sms_sandbox_numbers(&self, scope: &str) -> Result<Vec<SmsSandboxNumber>>;
+
+    /// Adds `number` to `scope`'s SMS sandbox, or replaces the row of the same
+    /// `phone_number` (its status, password and time), in one transaction.
+    async fn put_sms_sandbox_number(&self, scope: &str, number: SmsSandboxNumber) -> Result<()>;
+
+    /// Removes `phone_number` from `scope`'s SMS sandbox; whether it was there.
+    async fn delete_sms_sandbox_number(&self, scope: &str, phone_number: &str) -> Result<bool>;
     // ----- event source mappings
 
     /// Records `mapping` unless one exists for the same event source and function; returns

@@ -41,7 +41,7 @@ pub use self::core::{
 pub use functions::{Functions, MappingInput, MappingView, MAPPING_LEASE_MS, MAPPING_RENEW_MS};
 pub use handle::Service;
 pub use operator::{
-    MessageState, OverviewListing, OverviewPage, PeekedMessage, QueueOverview,
+    MessageState, OverviewListing, OverviewPage, PeekPage, PeekedMessage, QueueOverview,
     SubscriptionOverview, TopicOverview, MAX_OVERVIEW_PAGE, MAX_PEEK,
 };
 pub use sns::deliveries::DELIVERY_LEASE_MS;
@@ -54,7 +54,7 @@ pub use sns::protection::POLICY_ATTRIBUTE;
 pub use sns::publish::{PublishResult, PublishTarget};
 pub use sns::replay::{REPLAY_BATCH, REPLAY_LEASE_MS, REPLAY_POLL};
 pub use sns::topics::{Page, SubscribeResult, PAGE_SIZE, SEED_PAYLOAD_ATTRIBUTE};
-pub use sns::{archive, delivery_status, platform, replay, Sns, SnsDelivery};
+pub use sns::{archive, delivery_status, platform, replay, sandbox, Sns, SnsDelivery};
 pub use sqs::batch::{BatchEntry, BatchKind, BatchOutcome};
 pub use sqs::messages::{
     seed_message_id, sequence_number, ReceiveMessage, ReceivedMessage, SendMessage, SendResult,

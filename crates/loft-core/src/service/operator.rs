@@ -172,8 +172,6 @@ impl MessageState {
 /// A message read without claiming it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PeekedMessage {
-    /// Store sequence number: send order within the store; the cursor of the next page.
-    pub seq: i64,
     /// MessageId.
     pub message_id: String,
     /// Body.
@@ -200,6 +198,18 @@ pub struct PeekedMessage {
     pub state: MessageState,
 }
 
+/// A page of [`Service::peek_messages`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PeekPage {
+    /// The messages, in send order.
+    pub messages: Vec<PeekedMessage>,
+    /// The cursor of the next page when this one was full: opaque, valid for this queue
+    /// only, and showing neither the store's sequence numbers nor how far apart two
+    /// messages are (they are numbered store-wide, so a readable cursor would let one
+    /// account count another's traffic).
+    pub next: Option<String>,
+}
+
 fn state_of(m: &StoredMessage, now_ms: i64) -> MessageState {
     if m.visible_at_ms <= now_ms {
         MessageState::Visible
@@ -211,33 +221,48 @@ fn state_of(m: &StoredMessage, now_ms: i64) -> MessageState {
 }
 
 impl Service {
-    /// Up to `limit` (1..=[`MAX_PEEK`]) messages of queue `name` after sequence number
-    /// `after` (from the start when `None`), in send order, in any state, without claiming
-    /// them.
+    /// Up to `limit` (1..=[`MAX_PEEK`]) messages of queue `name` after the cursor `after`
+    /// (a [`PeekPage::next`] of this queue; from the start when `None`), in send order, in
+    /// any state, without claiming them. The cursor is the last message's store sequence
+    /// sealed under the database's key for this queue
+    /// ([`ReceiptKey::seal_position`](crate::service::sqs::receipt::ReceiptKey::seal_position)).
     ///
-    /// Errors: `QueueDoesNotExist`; `InvalidParameterValue` for a limit out of range.
+    /// Errors: `QueueDoesNotExist`; `InvalidParameterValue` for a limit out of range or a
+    /// cursor this queue's pages did not give.
     pub async fn peek_messages(
         &self,
         name: &str,
-        after: Option<i64>,
+        after: Option<&str>,
         limit: u32,
-    ) -> Result<Vec<PeekedMessage>> {
+    ) -> Result<PeekPage> {
         if !(1..=MAX_PEEK).contains(&limit) {
             return Err(Error::invalid(format!(
                 "Value {limit} for parameter limit is invalid. Reason: Must be between 1 and {MAX_PEEK}."
             )));
         }
         let queue = self.queue(name).await?;
+        let listing = format!("console peek {}", queue.id);
+        let key = self.store.receipt_key();
+        let after = match after.filter(|a| !a.is_empty()) {
+            Some(cursor) => key.open_position(&listing, cursor).ok_or_else(|| {
+                Error::invalid(format!(
+                    "Value {cursor} for parameter after is invalid. Reason: not a cursor of this queue's pages."
+                ))
+            })?,
+            None => 0,
+        };
         let now = self.now_ms();
         let stored = self
             .store
-            .peek_messages(queue.id, after.unwrap_or(0), limit, now)
+            .peek_messages(queue.id, after, limit, now)
             .await?;
-        Ok(stored
+        let next = (stored.len() as u32 == limit)
+            .then(|| stored.last().map(|m| key.seal_position(&listing, m.seq)))
+            .flatten();
+        let messages = stored
             .into_iter()
             .map(|m| PeekedMessage {
                 state: state_of(&m, now),
-                seq: m.seq,
                 message_attributes: message::decode_attributes(m.message_attributes.as_deref()),
                 message_id: crate::service::sqs::messages::message_id_of(m.message_id, m.seq),
                 body: m.body,
@@ -250,7 +275,8 @@ impl Service {
                 dedup_id: m.dedup_id,
                 dead_letter_source: m.dead_letter_source,
             })
-            .collect())
+            .collect();
+        Ok(PeekPage { messages, next })
     }
 
     /// Message counts of queue `name` now (visible, in flight, delayed).

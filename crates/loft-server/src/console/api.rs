@@ -5,7 +5,7 @@
 //! | Route | Response |
 //! |---|---|
 //! | `GET /_loft/queues[?filter=TEXT&offset=N&limit=N]` | `200 [{"name","arn","fifo","visible","in_flight","delayed","dead_letter_target","max_receive_count","dead_letter_sources","dead_letter_depth","history"}]`, by name: the queues whose name contains `filter` (ignoring case), `offset` of them skipped, at most `limit` (1..=1000; default: all); headers `X-Total-Count` (how many match) and `Link: <NEXT-PAGE>; rel="next"` when more follow |
-//! | `GET /_loft/queues/{name}/messages[?limit=N&after=SEQ]` | `200 {"messages":[message],"next":SEQ\|null}`: read without claiming; `limit` 1..=1000, default 50 |
+//! | `GET /_loft/queues/{name}/messages[?limit=N&after=CURSOR]` | `200 {"messages":[message],"next":CURSOR\|null}`: read without claiming, in send order; `limit` 1..=1000, default 50; `next` (when the page is full) is an opaque text valid for this queue only, which shows neither the store's sequence numbers nor how far apart messages are |
 //! | `POST /_loft/queues/{name}/messages` | body `{"body", "message_attributes"?, "delay_seconds"?, "group_id"?, "dedup_id"?}`; `201 {"message_id","md5_body","sequence_number"}` |
 //! | `POST /_loft/queues/{name}/purge` | `200 {"purged":true}` (PurgeQueue's rules: once a minute) |
 //! | `POST /_loft/queues/{name}/redrive` | `200 {"task_handle"}`: StartMessageMoveTask from this dead-letter queue back to its sources |
@@ -25,7 +25,7 @@
 //! first). `dead_letter_depth` is the visible messages of the queue's dead-letter queue
 //! (`null` without one).
 //!
-//! A message is `{"seq","message_id","body","md5_body","message_attributes","state",
+//! A message is `{"message_id","body","md5_body","message_attributes","state",
 //! "sent_timestamp","visible_at","receive_count","first_receive_timestamp","group_id",
 //! "dedup_id","dead_letter_source_arn"}`; `message_attributes` in AWS's JSON shape
 //! (`{"name":{"DataType","StringValue"|"BinaryValue"(base64)}}`), times in ms since the
@@ -82,7 +82,6 @@ type Caller = Option<axum::Extension<loft_core::service::Principal>>;
 /// A message in the console's JSON shape (see the module doc).
 pub fn message_json(m: &PeekedMessage) -> Value {
     json!({
-        "seq": m.seq,
         "message_id": m.message_id,
         "body": m.body,
         "md5_body": m.md5_body,
@@ -199,15 +198,15 @@ pub async fn peek(
     Query(params): Query<HashMap<String, String>>,
 ) -> Result<Response, ConsoleError> {
     let limit = int_param::<u32>(&params, "limit")?.unwrap_or(DEFAULT_PEEK);
-    let after = int_param::<i64>(&params, "after")?;
     let page = svc
-        .peek_messages(&svc.canonical_key(&name), after, limit)
+        .peek_messages(
+            &svc.canonical_key(&name),
+            params.get("after").map(String::as_str),
+            limit,
+        )
         .await?;
-    let next = (page.len() as u32 == limit)
-        .then(|| page.last().map(|m| m.seq))
-        .flatten();
-    let messages: Vec<Value> = page.iter().map(message_json).collect();
-    Ok(Json(json!({"messages": messages, "next": next})).into_response())
+    let messages: Vec<Value> = page.messages.iter().map(message_json).collect();
+    Ok(Json(json!({"messages": messages, "next": page.next})).into_response())
 }
 
 /// The body of `POST /_loft/queues/{name}/messages`.

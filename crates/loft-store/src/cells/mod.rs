@@ -36,7 +36,7 @@
 //! - **Move tasks** live in their source queue's cell (a step moves messages and counts
 //!   them in one transaction there; messages bound for another cell leave through its
 //!   outbox in that transaction). **Event source mappings, platform applications and
-//!   endpoints and SMS settings** live in cell 1 (they name queues by ARN and hold no
+//!   endpoints, SMS settings and SMS sandbox numbers** live in cell 1 (they name queues by ARN and hold no
 //!   messages). **Deliveries and recorded messages** live in the cell of the publish
 //!   that made them.
 //!
@@ -51,7 +51,7 @@
 //! `relay_outbox` (the cells' outboxes in turn), the claims of workers (deliveries, move
 //! tasks, replays; each claim asks the cells in turn, starting from a rotating cell, until
 //! its limit is met), their releases, `next_delivery_at` (the earliest), and the lookups by
-//! move-task handle. Cell 1 only: mappings, platforms, SMS settings, the receipt key.
+//! move-task handle. Cell 1 only: mappings, platforms, SMS settings and sandbox numbers, the receipt key.
 //!
 //! # Work that crosses cells
 //!
@@ -1203,6 +1203,20 @@ impl Store for CellStore {
         attributes: BTreeMap<String, String>,
     ) -> Result<()> {
         self.cells[0].set_sms_attributes(scope, attributes).await
+    }
+
+    async fn sms_sandbox_numbers(&self, scope: &str) -> Result<Vec<SmsSandboxNumber>> {
+        self.cells[0].sms_sandbox_numbers(scope).await
+    }
+
+    async fn put_sms_sandbox_number(&self, scope: &str, number: SmsSandboxNumber) -> Result<()> {
+        self.cells[0].put_sms_sandbox_number(scope, number).await
+    }
+
+    async fn delete_sms_sandbox_number(&self, scope: &str, phone_number: &str) -> Result<bool> {
+        self.cells[0]
+            .delete_sms_sandbox_number(scope, phone_number)
+            .await
     }
 
     // ----- event source mappings (cell 1)

@@ -360,6 +360,18 @@ const MIGRATIONS: &[&str] = &[
     END
     $$;
     "#,
+    // 21 (SQLite's 22): the destination numbers of each account's SMS sandbox
+    // (CreateSMSSandboxPhoneNumber), per account and region as the SMS settings are.
+    r#"
+    CREATE TABLE sms_sandbox_numbers (
+        scope             TEXT NOT NULL,
+        phone_number      TEXT NOT NULL,
+        verified          BOOLEAN NOT NULL,
+        one_time_password TEXT NOT NULL,
+        created_at        BIGINT NOT NULL,
+        PRIMARY KEY (scope, phone_number)
+    );
+    "#,
 ];
 
 /// The schema version this build writes.

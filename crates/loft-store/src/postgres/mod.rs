@@ -1715,6 +1715,22 @@ impl Store for PgStore {
         run_tx!(self, |tx| ops::set_sms_attributes(&tx, scope, &attributes))
     }
 
+    async fn sms_sandbox_numbers(&self, scope: &str) -> Result<Vec<SmsSandboxNumber>> {
+        run!(self, |c| ops::sms_sandbox_numbers(&c, scope))
+    }
+
+    async fn put_sms_sandbox_number(&self, scope: &str, number: SmsSandboxNumber) -> Result<()> {
+        run!(self, |c| ops::put_sms_sandbox_number(&c, scope, &number))
+    }
+
+    async fn delete_sms_sandbox_number(&self, scope: &str, phone_number: &str) -> Result<bool> {
+        run!(self, |c| ops::delete_sms_sandbox_number(
+            &c,
+            scope,
+            phone_number
+        ))
+    }
+
     fn wakeups(&self) -> Option<broadcast::Receiver<i64>> {
         Some(self.wakeups.subscribe())
     }

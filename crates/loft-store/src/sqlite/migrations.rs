@@ -366,6 +366,18 @@ const MIGRATIONS: &[&str] = &[
         (SELECT COALESCE(MAX(seq), 0) FROM messages),
         (SELECT COALESCE(MAX(seq), 0) FROM fifo_dedup));
     "#,
+    // 22 (PostgreSQL's 21): the destination numbers of each account's SMS sandbox
+    // (CreateSMSSandboxPhoneNumber), per account and region as the SMS settings are.
+    r#"
+    CREATE TABLE sms_sandbox_numbers (
+        scope             TEXT NOT NULL,
+        phone_number      TEXT NOT NULL,
+        verified          INTEGER NOT NULL,
+        one_time_password TEXT NOT NULL,
+        created_at        INTEGER NOT NULL,
+        PRIMARY KEY (scope, phone_number)
+    );
+    "#,
 ];
 
 /// The schema version this build writes.

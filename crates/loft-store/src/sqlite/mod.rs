@@ -1321,6 +1321,24 @@ impl Store for SqliteStore {
         self.write(move |c| ops::set_sms_attributes(c, &scope, &attributes))
             .await
     }
+
+    async fn sms_sandbox_numbers(&self, scope: &str) -> Result<Vec<SmsSandboxNumber>> {
+        let scope = scope.to_owned();
+        self.write(move |c| ops::sms_sandbox_numbers(c, &scope))
+            .await
+    }
+
+    async fn put_sms_sandbox_number(&self, scope: &str, number: SmsSandboxNumber) -> Result<()> {
+        let scope = scope.to_owned();
+        self.write(move |c| ops::put_sms_sandbox_number(c, &scope, &number))
+            .await
+    }
+
+    async fn delete_sms_sandbox_number(&self, scope: &str, phone_number: &str) -> Result<bool> {
+        let (scope, phone_number) = (scope.to_owned(), phone_number.to_owned());
+        self.write(move |c| ops::delete_sms_sandbox_number(c, &scope, &phone_number))
+            .await
+    }
 }
 
 #[cfg(test)]

@@ -252,6 +252,7 @@ conformance!(
     recorded_messages_belong_to_their_account,
     platform_applications_and_endpoints,
     sms_attributes_per_scope,
+    sms_sandbox_numbers_per_scope,
     concurrent_endpoint_creates_share_one_endpoint,
     wakeups_report_sends,
     concurrent_receivers_never_share_a_message,
@@ -4712,6 +4713,63 @@ async fn sms_attributes_per_scope(s: S) {
         s.sms_attributes("b:r").await.unwrap(),
         map(&[("DefaultSenderID", "Other")])
     );
+}
+
+/// SMS sandbox numbers are rows per scope (account and region) and number, ordered by
+/// number: a put replaces the number's row, a delete says whether it was there, and a
+/// reset of one account takes its rows only.
+async fn sms_sandbox_numbers_per_scope(s: S) {
+    let number = |n: &str, verified: bool, otp: &str, at: i64| SmsSandboxNumber {
+        phone_number: n.into(),
+        verified,
+        one_time_password: otp.into(),
+        created_at_ms: at,
+    };
+    const A: &str = "111111111111";
+    let a = format!("{A}:us-east-1");
+    assert_eq!(s.sms_sandbox_numbers(&a).await.unwrap(), vec![]);
+    s.put_sms_sandbox_number(&a, number("+2000", false, "111111", T0))
+        .await
+        .unwrap();
+    s.put_sms_sandbox_number(&a, number("+1000", false, "222222", T0))
+        .await
+        .unwrap();
+    s.put_sms_sandbox_number(&a, number("+2000", true, "333333", T0 + 1))
+        .await
+        .unwrap();
+    let other = "000000000000:us-east-1";
+    s.put_sms_sandbox_number(other, number("+1000", false, "444444", T0))
+        .await
+        .unwrap();
+    assert_eq!(
+        s.sms_sandbox_numbers(&a).await.unwrap(),
+        vec![
+            number("+1000", false, "222222", T0),
+            number("+2000", true, "333333", T0 + 1)
+        ]
+    );
+    assert_eq!(
+        s.sms_sandbox_numbers(&format!("{A}:eu-west-1"))
+            .await
+            .unwrap(),
+        vec![]
+    );
+    assert!(s.delete_sms_sandbox_number(&a, "+1000").await.unwrap());
+    assert!(!s.delete_sms_sandbox_number(&a, "+1000").await.unwrap());
+    assert_eq!(
+        s.sms_sandbox_numbers(other).await.unwrap(),
+        vec![number("+1000", false, "444444", T0)]
+    );
+    s.reset(Some(ResetScope {
+        account: A.into(),
+        default_account: false,
+    }))
+    .await
+    .unwrap();
+    assert_eq!(s.sms_sandbox_numbers(&a).await.unwrap(), vec![]);
+    assert_eq!(s.sms_sandbox_numbers(other).await.unwrap().len(), 1);
+    s.reset(None).await.unwrap();
+    assert_eq!(s.sms_sandbox_numbers(other).await.unwrap(), vec![]);
 }
 
 // ----- encryption at rest

@@ -123,11 +123,13 @@ pub async fn export(args: ClientArgs, queue: &str) -> Result<(), CliError> {
     let mut progress = Progress::new("exported", &name);
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
-    let mut after: Option<i64> = None;
+    let mut after: Option<String> = None;
     let mut n = 0u64;
     loop {
         let mut path = format!("/_loft/queues/{encoded}/messages?limit={EXPORT_PAGE}");
-        if let Some(a) = after {
+        if let Some(a) = &after {
+            // The cursor is base64 (`+`, `/`, `=`): encoded as a query value.
+            let a: String = form_urlencoded::byte_serialize(a.as_bytes()).collect();
             path.push_str(&format!("&after={a}"));
         }
         let page = c.loft_get(&path).await?;
@@ -138,8 +140,8 @@ pub async fn export(args: ClientArgs, queue: &str) -> Result<(), CliError> {
             n += 1;
         }
         progress.update(n);
-        match page["next"].as_i64() {
-            Some(next) if !messages.is_empty() => after = Some(next),
+        match page["next"].as_str() {
+            Some(next) if !messages.is_empty() => after = Some(next.to_owned()),
             _ => break,
         }
     }

@@ -38,6 +38,7 @@ mod http;
 mod recorded;
 mod recorded_messages;
 mod replay;
+mod sandbox;
 mod sink;
 mod topics;
 

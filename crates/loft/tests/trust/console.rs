@@ -327,3 +327,66 @@ async fn the_console_may_not_be_framed() {
         }
     }
 }
+
+/// The peek's page cursor is opaque and bound to its queue: messages are numbered
+/// store-wide, so a cursor (or a message field) holding that number would let one account
+/// count another's traffic between two of its own messages. Paging still reads every
+/// message once, in send order.
+#[tokio::test]
+async fn the_peek_cursor_pages_one_queue_and_shows_no_store_sequence() {
+    let loft = Loft::start(&[], &[]);
+    let post = |queue: &str, body: String| {
+        http()
+            .post(format!("{}/queues/{queue}/messages", loft.url))
+            .json(&json!({ "body": body }))
+            .send()
+    };
+    for i in 0..5 {
+        assert_eq!(post("mine", format!("m{i}")).await.unwrap().status(), 201);
+        // Another queue's traffic between this queue's messages.
+        for j in 0..3 {
+            assert_eq!(
+                post("theirs", format!("t{i}-{j}")).await.unwrap().status(),
+                201
+            );
+        }
+    }
+    let mut bodies = Vec::new();
+    let mut cursors: Vec<String> = Vec::new();
+    let mut path = "/_loft/queues/mine/messages?limit=2".to_owned();
+    loop {
+        let page: Value = get(&loft, &path, None).await.json().await.unwrap();
+        for m in page["messages"].as_array().unwrap() {
+            assert!(m.get("seq").is_none(), "no store sequence in {m}");
+            bodies.push(m["body"].as_str().unwrap().to_owned());
+        }
+        match &page["next"] {
+            Value::Null => break,
+            Value::String(next) => {
+                assert!(next.parse::<i64>().is_err(), "an opaque cursor: {next}");
+                cursors.push(next.clone());
+                let encoded: String = form_urlencoded::byte_serialize(next.as_bytes()).collect();
+                path = format!("/_loft/queues/mine/messages?limit=2&after={encoded}");
+            }
+            other => panic!("next is a text or null, not {other}"),
+        }
+        assert!(bodies.len() <= 5, "paging ends: {bodies:?}");
+    }
+    assert_eq!(bodies, ["m0", "m1", "m2", "m3", "m4"]);
+    assert_eq!(cursors.len(), 2, "pages of 2, 2 and 1");
+    // Another queue's pages, and made-up cursors, refuse it.
+    let encoded: String = form_urlencoded::byte_serialize(cursors[0].as_bytes()).collect();
+    for path in [
+        format!("/_loft/queues/theirs/messages?after={encoded}"),
+        "/_loft/queues/mine/messages?after=5".to_owned(),
+        "/_loft/queues/mine/messages?after=AAAA".to_owned(),
+    ] {
+        let resp = get(&loft, &path, None).await;
+        assert_eq!(resp.status(), 400, "{path}");
+        let body: Value = resp.json().await.unwrap();
+        assert!(
+            body["error"].as_str().unwrap().contains("parameter after"),
+            "{path}: {body}"
+        );
+    }
+}

@@ -486,6 +486,12 @@ async fn setup(base: &str, port: u16) -> Victim {
             &[("PhoneNumber", "+15555550100"), ("Message", "vsecret sms")],
         )
         .await;
+    owner
+        .sns_ok(
+            "CreateSMSSandboxPhoneNumber",
+            &[("PhoneNumber", "+15555550177")],
+        )
+        .await;
     let a = owner
         .rest(
             "lambda",
@@ -566,7 +572,7 @@ async fn snapshot(v: &Victim) -> BTreeMap<String, String> {
         format!("{cancelled:?}"),
     );
     // Each SNS read of A's: (operation, parameter, value, what of the answer is kept).
-    let reads: [(&str, &str, &str, Pick); 13] = [
+    let reads: [(&str, &str, &str, Pick); 14] = [
         ("ListTopics", "", "", Pick::All("TopicArn")),
         ("GetTopicAttributes", "TopicArn", &v.topic, Pick::Attributes),
         (
@@ -620,6 +626,12 @@ async fn snapshot(v: &Victim) -> BTreeMap<String, String> {
         ("GetSMSAttributes", "", "", Pick::Attributes),
         ("ListSubscriptions", "", "", Pick::All("SubscriptionArn")),
         ("ListPhoneNumbersOptedOut", "", "", Pick::All("member")),
+        (
+            "ListSMSSandboxPhoneNumbers",
+            "",
+            "",
+            Pick::All("PhoneNumber"),
+        ),
     ];
     for (op, param, value, pick) in reads {
         let params: &[(&str, &str)] = if param.is_empty() {

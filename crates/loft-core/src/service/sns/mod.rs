@@ -32,6 +32,7 @@ pub mod platform;
 pub(crate) mod protection;
 pub(crate) mod publish;
 pub mod replay;
+pub mod sandbox;
 mod sns_errors;
 pub(crate) mod topics;
 

@@ -1599,6 +1599,18 @@ fn default_topic_policy(topic_arn: &str, account: &str) -> String {
 /// Cuts `items` (already in order) into a page after `next_token`, which is the base64 of
 /// the last key of the previous page. Errors: `InvalidParameter` for a bad token.
 fn page<T>(items: Vec<T>, next_token: Option<&str>, key: impl Fn(&T) -> String) -> Result<Page<T>> {
+    page_of(items, next_token, PAGE_SIZE, key)
+}
+
+/// One page of `items` (sorted by `key`) of at most `size`, after the item whose key
+/// `next_token` names (the base64 of the last key of the page before).
+/// Errors: `InvalidParameter` "Invalid parameter: NextToken" for a token that is not one.
+pub(super) fn page_of<T>(
+    items: Vec<T>,
+    next_token: Option<&str>,
+    size: usize,
+    key: impl Fn(&T) -> String,
+) -> Result<Page<T>> {
     let after = next_token
         .filter(|t| !t.is_empty())
         .map(|t| {
@@ -1613,8 +1625,8 @@ fn page<T>(items: Vec<T>, next_token: Option<&str>, key: impl Fn(&T) -> String) 
         .filter(|i| after.as_ref().is_none_or(|a| key(i) > *a))
         .collect();
     let mut next = None;
-    if items.len() > PAGE_SIZE {
-        items.truncate(PAGE_SIZE);
+    if items.len() > size {
+        items.truncate(size);
         next = items
             .last()
             .map(|i| crate::message::base64_encode(key(i).as_bytes()));

@@ -321,6 +321,61 @@ pub async fn call(
                 next_token: page.next_token,
             })
         }
+        R::CreateSMSSandboxPhoneNumber(i) => {
+            svc.sns()
+                .create_sms_sandbox_number(
+                    &ctx.principal.account_id,
+                    ctx.principal.scope(),
+                    &i.phone_number,
+                    i.language_code.as_deref(),
+                )
+                .await?;
+            S::CreateSMSSandboxPhoneNumber(CreateSMSSandboxPhoneNumberResult {})
+        }
+        R::DeleteSMSSandboxPhoneNumber(i) => {
+            svc.sns()
+                .delete_sms_sandbox_number(ctx.principal.scope(), &i.phone_number)
+                .await?;
+            S::DeleteSMSSandboxPhoneNumber(DeleteSMSSandboxPhoneNumberResult {})
+        }
+        R::ListOriginationNumbers(i) => {
+            let page = svc.sns().list_origination_numbers(i.max_results)?;
+            S::ListOriginationNumbers(ListOriginationNumbersResult {
+                next_token: page.next_token,
+                phone_numbers: Vec::new(),
+            })
+        }
+        R::ListSMSSandboxPhoneNumbers(i) => {
+            let page = svc
+                .sns()
+                .list_sms_sandbox_numbers(
+                    ctx.principal.scope(),
+                    i.next_token.as_deref(),
+                    i.max_results,
+                )
+                .await?;
+            S::ListSMSSandboxPhoneNumbers(ListSMSSandboxPhoneNumbersResult {
+                phone_numbers: page
+                    .items
+                    .into_iter()
+                    .map(|n| SMSSandboxPhoneNumber {
+                        phone_number: Some(n.phone_number),
+                        status: Some(n.status.to_owned()),
+                    })
+                    .collect(),
+                next_token: page.next_token,
+            })
+        }
+        R::VerifySMSSandboxPhoneNumber(i) => {
+            svc.sns()
+                .verify_sms_sandbox_number(
+                    ctx.principal.scope(),
+                    &i.phone_number,
+                    &i.one_time_password,
+                )
+                .await?;
+            S::VerifySMSSandboxPhoneNumber(VerifySMSSandboxPhoneNumberResult {})
+        }
         R::OptInPhoneNumber(i) => {
             svc.sns().opt_in_phone_number(&i.phone_number)?;
             S::OptInPhoneNumber(OptInPhoneNumberResponse {})

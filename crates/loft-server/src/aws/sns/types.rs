@@ -353,6 +353,80 @@ structure! {
         NextToken: next_token: Option<String>,
     }
 
+    /// `CreateSMSSandboxPhoneNumber` input.
+    pub struct CreateSMSSandboxPhoneNumberInput {
+        /// The destination number.
+        PhoneNumber: phone_number: String,
+        /// The one-time password's language.
+        LanguageCode: language_code: Option<String>,
+    }
+    /// `CreateSMSSandboxPhoneNumber` output.
+    pub struct CreateSMSSandboxPhoneNumberResult {}
+
+    /// `DeleteSMSSandboxPhoneNumber` input.
+    pub struct DeleteSMSSandboxPhoneNumberInput {
+        /// The destination number.
+        PhoneNumber: phone_number: String,
+    }
+    /// `DeleteSMSSandboxPhoneNumber` output.
+    pub struct DeleteSMSSandboxPhoneNumberResult {}
+
+    /// An origination number (`PhoneNumberInformation`; Loft has none).
+    pub struct PhoneNumberInformation {
+        /// The number.
+        PhoneNumber: phone_number: Option<String>,
+        /// Its status.
+        Status: status: Option<String>,
+    }
+
+    /// `ListOriginationNumbers` input.
+    pub struct ListOriginationNumbersRequest {
+        /// A page token.
+        NextToken: next_token: Option<String>,
+        /// The page's size, 1 to 30.
+        MaxResults: max_results: Option<i64>,
+    }
+    /// `ListOriginationNumbers` output.
+    pub struct ListOriginationNumbersResult {
+        /// The next page's token.
+        NextToken: next_token: Option<String>,
+        /// The numbers.
+        PhoneNumbers: phone_numbers: Vec<PhoneNumberInformation>,
+    }
+
+    /// A destination number of the SMS sandbox.
+    pub struct SMSSandboxPhoneNumber {
+        /// The number.
+        PhoneNumber: phone_number: Option<String>,
+        /// `Pending` or `Verified`.
+        Status: status: Option<String>,
+    }
+
+    /// `ListSMSSandboxPhoneNumbers` input.
+    pub struct ListSMSSandboxPhoneNumbersInput {
+        /// A page token.
+        NextToken: next_token: Option<String>,
+        /// The page's size, 1 to 100.
+        MaxResults: max_results: Option<i64>,
+    }
+    /// `ListSMSSandboxPhoneNumbers` output.
+    pub struct ListSMSSandboxPhoneNumbersResult {
+        /// The numbers.
+        PhoneNumbers: phone_numbers: Vec<SMSSandboxPhoneNumber>,
+        /// The next page's token.
+        NextToken: next_token: Option<String>,
+    }
+
+    /// `VerifySMSSandboxPhoneNumber` input.
+    pub struct VerifySMSSandboxPhoneNumberInput {
+        /// The destination number.
+        PhoneNumber: phone_number: String,
+        /// The password CreateSMSSandboxPhoneNumber sent.
+        OneTimePassword: one_time_password: String,
+    }
+    /// `VerifySMSSandboxPhoneNumber` output.
+    pub struct VerifySMSSandboxPhoneNumberResult {}
+
     /// `OptInPhoneNumber` input.
     pub struct OptInPhoneNumberInput {
         /// The number.
@@ -562,12 +636,18 @@ operations! {
             sns:CreatePlatformApplication on Account,
         CreatePlatformEndpoint(CreatePlatformEndpointInput) -> CreateEndpointResponse,
             sns:CreatePlatformEndpoint on Account,
+        CreateSMSSandboxPhoneNumber(CreateSMSSandboxPhoneNumberInput)
+            -> CreateSMSSandboxPhoneNumberResult,
+            sns:CreateSMSSandboxPhoneNumber on Account,
         CreateTopic(CreateTopicInput) -> CreateTopicResponse,
             sns:CreateTopic on TopicName(name),
         DeleteEndpoint(DeleteEndpointInput) -> NoOutput,
             sns:DeleteEndpoint on Account,
         DeletePlatformApplication(DeletePlatformApplicationInput) -> NoOutput,
             sns:DeletePlatformApplication on Account,
+        DeleteSMSSandboxPhoneNumber(DeleteSMSSandboxPhoneNumberInput)
+            -> DeleteSMSSandboxPhoneNumberResult,
+            sns:DeleteSMSSandboxPhoneNumber on Account,
         DeleteTopic(DeleteTopicInput) -> NoOutput,
             sns:DeleteTopic on TopicArn(topic_arn),
         GetDataProtectionPolicy(GetDataProtectionPolicyInput)
@@ -591,12 +671,17 @@ operations! {
         ListEndpointsByPlatformApplication(ListEndpointsByPlatformApplicationInput)
             -> ListEndpointsByPlatformApplicationResponse,
             sns:ListEndpointsByPlatformApplication on Account,
+        ListOriginationNumbers(ListOriginationNumbersRequest) -> ListOriginationNumbersResult,
+            sns:ListOriginationNumbers on Account,
         ListPhoneNumbersOptedOut(ListPhoneNumbersOptedOutInput)
             -> ListPhoneNumbersOptedOutResponse,
             sns:ListPhoneNumbersOptedOut on Account,
         ListPlatformApplications(ListPlatformApplicationsInput)
             -> ListPlatformApplicationsResponse,
             sns:ListPlatformApplications on Account,
+        ListSMSSandboxPhoneNumbers(ListSMSSandboxPhoneNumbersInput)
+            -> ListSMSSandboxPhoneNumbersResult,
+            sns:ListSMSSandboxPhoneNumbers on Account,
         ListSubscriptions(ListSubscriptionsInput) -> ListSubscriptionsResponse,
             sns:ListSubscriptions on Account,
         ListSubscriptionsByTopic(ListSubscriptionsByTopicInput)
@@ -634,5 +719,8 @@ operations! {
             sns:Unsubscribe on Subscription(subscription_arn),
         UntagResource(UntagResourceRequest) -> UntagResourceResponse,
             sns:UntagResource on ResourceArn(resource_arn),
+        VerifySMSSandboxPhoneNumber(VerifySMSSandboxPhoneNumberInput)
+            -> VerifySMSSandboxPhoneNumberResult,
+            sns:VerifySMSSandboxPhoneNumber on Account,
     }
 }

@@ -180,6 +180,66 @@ pub async fn set_sms_attributes<C: GenericClient>(
     Ok(())
 }
 
+pub async fn sms_sandbox_numbers<C: GenericClient>(
+    c: &C,
+    scope: &str,
+) -> Result<Vec<SmsSandboxNumber>, Error> {
+    let stmt = c
+        .prepare_cached(
+            "SELECT phone_number, verified, one_time_password, created_at \
+             FROM sms_sandbox_numbers WHERE scope = $1 ORDER BY phone_number",
+        )
+        .await?;
+    Ok(c.query(&stmt, &[&scope])
+        .await?
+        .iter()
+        .map(|r| SmsSandboxNumber {
+            phone_number: r.get(0),
+            verified: r.get(1),
+            one_time_password: r.get(2),
+            created_at_ms: r.get(3),
+        })
+        .collect())
+}
+
+pub async fn put_sms_sandbox_number<C: GenericClient>(
+    c: &C,
+    scope: &str,
+    n: &SmsSandboxNumber,
+) -> Result<(), Error> {
+    execute(
+        c,
+        "INSERT INTO sms_sandbox_numbers \
+         (scope, phone_number, verified, one_time_password, created_at) \
+         VALUES ($1, $2, $3, $4, $5) ON CONFLICT (scope, phone_number) DO UPDATE SET \
+         verified = excluded.verified, one_time_password = excluded.one_time_password, \
+         created_at = excluded.created_at",
+        &[
+            &scope,
+            &n.phone_number,
+            &n.verified,
+            &n.one_time_password,
+            &n.created_at_ms,
+        ],
+    )
+    .await
+    .map(drop)
+}
+
+pub async fn delete_sms_sandbox_number<C: GenericClient>(
+    c: &C,
+    scope: &str,
+    phone_number: &str,
+) -> Result<bool, Error> {
+    Ok(execute(
+        c,
+        "DELETE FROM sms_sandbox_numbers WHERE scope = $1 AND phone_number = $2",
+        &[&scope, &phone_number],
+    )
+    .await?
+        > 0)
+}
+
 pub async fn delete_platform<C: GenericClient>(c: &C, arn: &str) -> Result<(), Error> {
     execute(
         c,

@@ -43,6 +43,8 @@ pub async fn reset<C: GenericClient>(
               pa AS (DELETE FROM platform_applications WHERE $1 \
                      OR split_part(arn, ':', 5) = $4 RETURNING 1), \
               sm AS (DELETE FROM sms_attributes WHERE $1 OR split_part(scope, ':', 1) = $4), \
+              sb AS (DELETE FROM sms_sandbox_numbers WHERE $1 \
+                     OR split_part(scope, ':', 1) = $4), \
               w AS (SELECT pg_notify($6, '-1')) \
          SELECT (SELECT array_agg(id) FROM dq), (SELECT count(*) FROM m), \
                 (SELECT count(*) FROM dt), (SELECT count(*) FROM ds), \

@@ -1,4 +1,4 @@
-//! Mobile push platform applications and endpoints, SMS attributes.
+//! Mobile push platform applications and endpoints, SMS attributes and sandbox numbers.
 
 use super::*;
 
@@ -70,6 +70,56 @@ pub fn set_sms_attributes(
         stmt.execute(rusqlite::params![scope, name, value])?;
     }
     Ok(())
+}
+
+pub fn sms_sandbox_numbers(c: &Connection, scope: &str) -> rusqlite::Result<Vec<SmsSandboxNumber>> {
+    let mut stmt = c.prepare_cached(
+        "SELECT phone_number, verified, one_time_password, created_at \
+         FROM sms_sandbox_numbers WHERE scope = ?1 ORDER BY phone_number",
+    )?;
+    let rows = stmt.query_map([scope], |r| {
+        Ok(SmsSandboxNumber {
+            phone_number: r.get(0)?,
+            verified: r.get(1)?,
+            one_time_password: r.get(2)?,
+            created_at_ms: r.get(3)?,
+        })
+    })?;
+    rows.collect()
+}
+
+pub fn put_sms_sandbox_number(
+    c: &Connection,
+    scope: &str,
+    n: &SmsSandboxNumber,
+) -> rusqlite::Result<()> {
+    c.prepare_cached(
+        "INSERT INTO sms_sandbox_numbers \
+         (scope, phone_number, verified, one_time_password, created_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (scope, phone_number) DO UPDATE SET \
+         verified = excluded.verified, one_time_password = excluded.one_time_password, \
+         created_at = excluded.created_at",
+    )?
+    .execute(params![
+        scope,
+        n.phone_number,
+        n.verified,
+        n.one_time_password,
+        n.created_at_ms
+    ])?;
+    Ok(())
+}
+
+pub fn delete_sms_sandbox_number(
+    c: &Connection,
+    scope: &str,
+    phone_number: &str,
+) -> rusqlite::Result<bool> {
+    Ok(
+        c.prepare_cached("DELETE FROM sms_sandbox_numbers WHERE scope = ?1 AND phone_number = ?2")?
+            .execute([scope, phone_number])?
+            > 0,
+    )
 }
 
 pub fn get_platform(c: &Connection, arn: &str) -> rusqlite::Result<Option<PlatformRecord>> {

@@ -85,5 +85,6 @@ pub fn reset(c: &Connection, scope: Option<&ResetScope>) -> rusqlite::Result<Res
         ))?;
     }
     by_account("DELETE FROM sms_attributes WHERE :all OR scope LIKE :account || ':%'")?;
+    by_account("DELETE FROM sms_sandbox_numbers WHERE :all OR scope LIKE :account || ':%'")?;
     Ok(out)
 }
