@@ -53,7 +53,7 @@ use loft_core::model::*;
 #[allow(unused_imports)] // the documentation's links
 use loft_core::store::Store;
 
-use super::{CellStore, CELL_ID_BITS};
+use super::{live, CellStore, CELL_ID_BITS};
 pub use crate::postgres::{MovedCopy, OutboxRow};
 
 /// How long a relay leases the outbox rows it took (ms): the rows of a relay that died
@@ -345,12 +345,17 @@ impl CellStore {
                 break;
             }
             let source = (start + k) % n;
-            let claimed = self.cells[source]
-                .claim_outbox(now_ms, lease_until_ms, left, None)
-                .await;
+            let claimed = live(
+                self.cells[source]
+                    .claim_outbox(now_ms, lease_until_ms, left, None)
+                    .await,
+            );
             let outcome = match claimed {
-                Ok(rows) if rows.is_empty() => Ok((0, HashMap::new())),
-                Ok(rows) => self.relay_leased(source, &rows, now_ms).await,
+                // A down cell's outbox waits for it to answer again: passed over, as the
+                // other workers' claims pass it over (not an error each second).
+                Ok(None) => Ok((0, HashMap::new())),
+                Ok(Some(rows)) if rows.is_empty() => Ok((0, HashMap::new())),
+                Ok(Some(rows)) => self.relay_leased(source, &rows, now_ms).await,
                 Err(e) => Err(e),
             };
             match outcome {

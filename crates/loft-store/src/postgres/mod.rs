@@ -208,9 +208,17 @@ const KEEPALIVE_RETRIES: u32 = 3;
 /// `TCP_USER_TIMEOUT`), unless the URL sets `tcp_user_timeout`.
 const TCP_USER_TIMEOUT: Duration = Duration::from_secs(20);
 
+/// How long each host of a URL may take to accept a TCP connection, unless the URL sets
+/// `connect_timeout`: a multi-host URL's hosts are tried in order, so a lost first host
+/// (its SYNs unanswered) would otherwise hold every new connection for the kernel's SYN
+/// retries (about 2 min) before the next host is tried, longer than a cell's probe
+/// ([`health::PROBE_TIMEOUT`]) and its operations' bound allow: the cell would stay down
+/// after its standby's promotion for as long as the old primary's machine is gone.
+const HOST_CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+
 /// Parses a `postgres://` URL (or a `key=value` connection string) and builds its TLS
-/// connector. Sessions run with JIT off and connections with bounded TCP keepalives and
-/// user timeout, each unless the URL sets its own.
+/// connector. Sessions run with JIT off and connections with bounded TCP keepalives, user
+/// timeout and per-host connect timeout, each unless the URL sets its own.
 ///
 /// Errors: a URL or TLS setting the driver refuses.
 fn parse_url(url: &str) -> Result<(tokio_postgres::Config, tls::MakeRustls), String> {
@@ -250,6 +258,9 @@ fn parse_url(url: &str) -> Result<(tokio_postgres::Config, tls::MakeRustls), Str
     }
     if !url.contains("tcp_user_timeout") {
         config.tcp_user_timeout(TCP_USER_TIMEOUT);
+    }
+    if !url.contains("connect_timeout") {
+        config.connect_timeout(HOST_CONNECT_TIMEOUT);
     }
     Ok((config, tls::connector(&settings)?))
 }
@@ -1760,7 +1771,8 @@ mod tests {
 
     /// A connection to a server that vanished is closed within about half a minute: TCP
     /// keepalives after 10 s idle, every 5 s, 3 probes, and 20 s for unacknowledged data;
-    /// a URL that sets any of them keeps its own (in both URL forms).
+    /// a host that does not accept is given up after 2 s; a URL that sets any of them
+    /// keeps its own (in both URL forms).
     #[test]
     fn connections_notice_a_vanished_server_unless_the_url_says() {
         use std::time::Duration;
@@ -1791,6 +1803,13 @@ mod tests {
             config.get_tcp_user_timeout(),
             Some(&Duration::from_secs(40))
         );
+        assert_eq!(
+            config.get_connect_timeout(),
+            Some(&Duration::from_secs(2)),
+            "each host of a URL gets 2 s to accept a connection"
+        );
+        let (config, _) = parse_url("postgres://loft@127.0.0.1/loft?connect_timeout=7").unwrap();
+        assert_eq!(config.get_connect_timeout(), Some(&Duration::from_secs(7)));
         let (config, _) =
             parse_url("host=127.0.0.1 user=loft keepalives_idle=30 tcp_user_timeout=50").unwrap();
         assert_eq!(config.get_keepalives_idle(), Duration::from_secs(30));

@@ -1139,3 +1139,50 @@ async fn a_service_dead_letters_into_another_cell() {
     );
     assert_eq!(store.count_outbox().await.unwrap(), 0);
 }
+
+/// A cell whose multi-host URL names first a host that is lost (its SYNs go unanswered,
+/// as when a failed-over primary's machine is gone) and then the primary opens and
+/// serves: each host gets a bounded time to accept (docs/deployment.md "Failover of a
+/// cell (Patroni)"), not the kernel's two minutes of SYN retries, which outlast the start's
+/// 10 s bound (and a running node's probe, which would keep the cell down).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_first_host_of_a_multi_host_url_is_passed_over() {
+    let Some(mut schemas) = cell_schemas(1) else {
+        skips::postgres().skip("a_lost_first_host_of_a_multi_host_url_is_passed_over");
+        return;
+    };
+    let schema = schemas.pop().expect("one schema");
+    // A listener with a backlog of 0 whose one queued connection is never accepted: the
+    // kernel drops every further SYN to it, as to a host that is gone.
+    let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+    socket
+        .bind("127.0.0.1:0".parse().expect("address"))
+        .expect("bind");
+    let lost = socket.listen(0).expect("listen with a backlog of 0");
+    let lost_port = lost.local_addr().expect("address").port();
+    let _queued = tokio::net::TcpStream::connect(("127.0.0.1", lost_port))
+        .await
+        .expect("the one queued connection");
+    // postgres://USER@HOST:PORT/DB?... -> postgres://USER@127.0.0.1:LOST,HOST:PORT/DB?...
+    let (scheme, rest) = schema.url.split_once("://").expect("a postgres:// URL");
+    let (user, rest) = rest.split_once('@').expect("a user in the URL");
+    let url = format!(
+        "{scheme}://{user}@127.0.0.1:{lost_port},{rest}{}target_session_attrs=read-write",
+        if rest.contains('?') { "&" } else { "?" }
+    );
+    let store = loft_store::PgStore::connect(
+        &url,
+        loft_store::PgOptions {
+            pool_size: 2,
+            schema: Some(schema.schema.clone()),
+        },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("the primary behind a lost first host: {e}"));
+    let store: conformance::S = Arc::new(store);
+    let id = conformance::queue(&store, "behind-a-lost-host").await;
+    assert_eq!(cell_of(id), 1, "a queue on the primary: id {id}");
+    drop(store);
+    drop(lost);
+    drop(schema);
+}
