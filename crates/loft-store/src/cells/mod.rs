@@ -27,7 +27,9 @@
 //!   re-creation returns there); [`Store::reset`] removes the rows of what it removed.
 //! - **Placement**: a new queue goes to the cell with the fewest queues, a new topic to
 //!   the cell with the fewest topics (ties to the lowest number), so with no traffic they
-//!   spread evenly by count. A queue created with a RedrivePolicy
+//!   spread evenly by count; a node chooses one at a time and counts its own placements
+//!   not yet stored, so creates arriving together spread too. A queue created with a
+//!   RedrivePolicy
 //!   ([`Store::create_queue_beside`], the dead-letter queue's store key) goes to its
 //!   dead-letter queue's cell when that cell is up, so its dead-letter moves are one
 //!   transaction there. Adding a cell moves nothing.
@@ -147,7 +149,32 @@ pub struct CellStore {
     wakeups: broadcast::Sender<i64>,
     /// Whether a publish relays its outbox rows itself ([`CellStore::relay_at_once`]).
     relay_at_once: AtomicBool,
+    /// This node's placements whose queue or topic may not be stored yet, per (kind, cell
+    /// index): counted with each cell's stored rows when choosing, so creates that arrive
+    /// together spread over the cells instead of all counting the same stored rows.
+    placing: Mutex<HashMap<(&'static str, usize), u64>>,
+    /// Held while this node chooses a cell and records the choice (count, catalog row,
+    /// [`CellStore::placing`]), so two concurrent creates see each other's choice.
+    choosing: tokio::sync::Mutex<()>,
     forwarders: Vec<JoinHandle<()>>,
+}
+
+/// A placement of [`CellStore::place_near`] whose create has not finished: counted in
+/// [`CellStore::placing`] until dropped.
+struct Placing<'a> {
+    store: &'a CellStore,
+    key: Option<(&'static str, usize)>,
+}
+
+impl Drop for Placing<'_> {
+    fn drop(&mut self) {
+        if let Some(key) = self.key {
+            let mut placing = self.store.placing.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(n) = placing.get_mut(&key) {
+                *n = n.saturating_sub(1);
+            }
+        }
+    }
 }
 
 impl Drop for CellStore {
@@ -216,6 +243,8 @@ impl CellStore {
             next_claim: AtomicUsize::new(0),
             wakeups,
             relay_at_once: AtomicBool::new(true),
+            placing: Mutex::default(),
+            choosing: tokio::sync::Mutex::new(()),
             forwarders,
         };
         store
@@ -344,18 +373,26 @@ impl CellStore {
     /// The cell `kind` `name` lives in, placing it when the catalog has no row: on the
     /// cell with the fewest of its kind (ties to the lowest number). Always asks the
     /// catalog, so two nodes never place one name in two cells.
-    async fn place(&self, kind: &'static str, name: &str) -> Result<usize> {
+    ///
+    /// The [`Placing`] it returns counts a new placement until the caller has created the
+    /// queue or topic (drop it after the create).
+    async fn place(&self, kind: &'static str, name: &str) -> Result<(usize, Placing<'_>)> {
         self.place_near(kind, name, None).await
     }
 
     /// [`CellStore::place`], placing a new name in cell index `prefer` when given and that
-    /// cell is up (it answers its count), else on the cell with the fewest of its kind.
+    /// cell is up (it answers its count), else on the cell with the fewest of its kind
+    /// (stored, plus this node's placements not yet stored).
     async fn place_near(
         &self,
         kind: &'static str,
         name: &str,
         prefer: Option<usize>,
-    ) -> Result<usize> {
+    ) -> Result<(usize, Placing<'_>)> {
+        let mut placing = Placing {
+            store: self,
+            key: None,
+        };
         let existing = self.cells[0]
             .catalog_get(kind, name)
             .await?
@@ -363,6 +400,7 @@ impl CellStore {
         let index = match existing {
             Some(index) => index,
             None => {
+                let _choosing = self.choosing.lock().await;
                 let preferred = match prefer {
                     Some(i) if i < self.cells.len() => {
                         live(self.cells[i].count_queues().await)?.map(|_| i)
@@ -376,13 +414,21 @@ impl CellStore {
                 let number = self.cells[0]
                     .catalog_place(kind, name, chosen as u32 + 1)
                     .await?;
-                self.index_of_number(number).ok_or_else(|| {
+                let index = self.index_of_number(number).ok_or_else(|| {
                     Error::internal(format!("cells: the catalog places {name} in cell {number}"))
-                })?
+                })?;
+                *self
+                    .placing
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .entry((kind, index))
+                    .or_default() += 1;
+                placing.key = Some((kind, index));
+                index
             }
         };
         self.remember(kind, name, index);
-        Ok(index)
+        Ok((index, placing))
     }
 
     /// The index of the cell with the fewest of `kind` (ties to the lowest number); a
@@ -396,6 +442,13 @@ impl CellStore {
                 cell.count_topics().await
             };
             let Some(n) = live(n)? else { continue };
+            let n = n + self
+                .placing
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get(&(kind, i))
+                .copied()
+                .unwrap_or(0);
             if n < best.0 {
                 best = (n, i);
             }
@@ -531,7 +584,7 @@ impl Store for CellStore {
                 prefer = Some(cell);
             }
         }
-        let cell = self.place_near(QUEUE, name, prefer).await?;
+        let (cell, _placing) = self.place_near(QUEUE, name, prefer).await?;
         self.cells[cell]
             .create_queue(name, attributes, tags, now_ms)
             .await
@@ -819,7 +872,7 @@ impl Store for CellStore {
         tags: BTreeMap<String, String>,
         now_ms: i64,
     ) -> Result<(TopicRecord, bool)> {
-        let cell = self.place(TOPIC, name).await?;
+        let (cell, _placing) = self.place(TOPIC, name).await?;
         self.cells[cell]
             .create_topic(name, attributes, tags, now_ms)
             .await

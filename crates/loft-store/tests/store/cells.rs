@@ -96,6 +96,42 @@ async fn twelve_new_queues_land_six_and_six() {
     assert_eq!(store.count_queues().await.unwrap(), 12);
 }
 
+/// 12 queues and 12 topics created at once on two empty cells land 6 and 6 too: each
+/// choice counts the placements of this node not yet stored (before, every create counted
+/// the same stored rows, and all 24 landed on one cell).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn twelve_queues_created_at_once_land_six_and_six() {
+    let Some((store, _schemas)) =
+        two_cells("cells::twelve_queues_created_at_once_land_six_and_six").await
+    else {
+        return;
+    };
+    let store = std::sync::Arc::new(store);
+    let mut creates = Vec::new();
+    for i in 0..12 {
+        let store = store.clone();
+        creates.push(tokio::spawn(async move {
+            let (q, created) = store
+                .create_queue(&format!("q{i}"), BTreeMap::new(), BTreeMap::new(), T0)
+                .await
+                .unwrap();
+            assert!(created);
+            let (t, _) = store
+                .create_topic(&format!("t{i}"), BTreeMap::new(), BTreeMap::new(), T0)
+                .await
+                .unwrap();
+            (cell_of(q.id), cell_of(t.id))
+        }));
+    }
+    let (mut queues, mut topics) = ([0; 2], [0; 2]);
+    for c in creates {
+        let (q, t) = c.await.unwrap();
+        queues[(q - 1) as usize] += 1;
+        topics[(t - 1) as usize] += 1;
+    }
+    assert_eq!((queues, topics), ([6, 6], [6, 6]));
+}
+
 /// After a restart (the store opened again over the same databases) every name routes
 /// to its cell and its messages are there; the cells given in another order are refused.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
