@@ -106,7 +106,10 @@ use loft_core::store::Store;
 use tokio::sync::broadcast;
 use tokio::task::JoinHandle;
 
+pub mod moving;
 pub mod outbox;
+
+pub use moving::{MoveOutcome, MoveStep};
 
 pub use crate::postgres::CELL_ID_BITS;
 use crate::PgStore;
@@ -334,6 +337,15 @@ impl CellStore {
         }
     }
 
+    /// The cell this node's cache gives `kind` `name`, if it has one.
+    fn cached(&self, kind: &'static str, name: &str) -> Option<usize> {
+        self.catalog
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&(kind, name.to_owned()))
+            .copied()
+    }
+
     fn remember(&self, kind: &'static str, name: &str, index: usize) {
         self.catalog
             .write()
@@ -538,10 +550,24 @@ impl Store for CellStore {
     }
 
     async fn get_queue(&self, name: &str) -> Result<Option<QueueRecord>> {
+        let cached = self.cached(QUEUE, name);
         let Some(cell) = self.by_name(QUEUE, name).await? else {
             return Ok(None);
         };
-        self.cells[cell].get_queue(name).await
+        let found = self.cells[cell].get_queue(name).await?;
+        if found.is_none() && cached.is_some() {
+            // The cached cell may be stale (the queue moved, `moving`, and this node
+            // missed the catalog's notification): the catalog is read once.
+            if let Ok(Some(number)) = self.cells[0].catalog_get(QUEUE, name).await {
+                if let Some(index) = self.index_of_number(number) {
+                    self.remember(QUEUE, name, index);
+                    if index != cell {
+                        return self.cells[index].get_queue(name).await;
+                    }
+                }
+            }
+        }
+        Ok(found)
     }
 
     async fn list_queues(&self) -> Result<Vec<QueueRecord>> {

@@ -63,7 +63,8 @@ impl PgStore {
         let made: bool = tx
             .query_one(
                 "SELECT to_regclass('loft_cell') IS NOT NULL \
-                 AND to_regclass('loft_cell_catalog') IS NOT NULL",
+                 AND to_regclass('loft_cell_catalog') IS NOT NULL \
+                 AND to_regclass('loft_cell_moved') IS NOT NULL",
                 &[],
             )
             .await
@@ -84,6 +85,9 @@ impl PgStore {
             )
             .await
             .map_err(|e| pg(chain(&e)))?;
+            tx.batch_execute(super::moving::GUARD_SQL)
+                .await
+                .map_err(|e| pg(chain(&e)))?;
         }
         let want = number as i32;
         tx.execute(

@@ -591,6 +591,9 @@ macro_rules! run {
                     let jitter = rand::random::<u64>() % (5 << attempt.min(6));
                     tokio::time::sleep(Duration::from_millis(jitter)).await;
                 }
+                Err(Failure::Db(e)) if $crate::postgres::moving::is_moved(&e) => {
+                    break Err($crate::postgres::moving::moved_error())
+                }
                 Err(Failure::Db(e)) if deadline.is_some() && health::connection_lost(&e) => {
                     break Err(health.trip(&chain(&e)));
                 }
@@ -614,6 +617,8 @@ macro_rules! run_tx {
 
 // After the macros: the cell's catalog statements run through `run!` too.
 mod cell;
+mod moving;
+pub use moving::{PendingMove, QueueImage, MOVED_STATE};
 
 /// The pool a group runner takes its connection from, and the database's health
 /// ([`run!`] needs a `pool` and a `health`).
