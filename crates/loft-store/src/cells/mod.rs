@@ -211,7 +211,29 @@ impl CellStore {
                     }
                 })
             })
-            .collect();
+            .collect::<Vec<_>>();
+        // Cell 1's catalog changes (a queue moved): this node's entry goes, and the next
+        // lookup reads the catalog. A listener that reconnected sends -1 on the wake-ups
+        // above, which forgets the whole cache.
+        let mut forwarders = forwarders;
+        {
+            let mut rx = cells[0].catalog_changes();
+            let catalog = catalog.clone();
+            forwarders.push(tokio::spawn(async move {
+                loop {
+                    match rx.recv().await {
+                        Ok(key) => {
+                            catalog
+                                .write()
+                                .unwrap_or_else(|e| e.into_inner())
+                                .remove(&(QUEUE, key));
+                        }
+                        Err(broadcast::error::RecvError::Lagged(_)) => forget(&catalog),
+                        Err(broadcast::error::RecvError::Closed) => break,
+                    }
+                }
+            }));
+        }
         let store = CellStore {
             cells,
             catalog,
@@ -226,6 +248,13 @@ impl CellStore {
             .await
             .map_err(|_| "cells: cannot read the catalog of cell 1".to_owned())?;
         Ok(store)
+    }
+
+    /// The cell number this node's catalog cache gives queue `name` (its store key), if
+    /// the cache has it: what a lookup uses before it asks the catalog. For operators'
+    /// and tests' checks of routing after `loft cells move`.
+    pub fn cached_queue_cell(&self, name: &str) -> Option<u32> {
+        self.cached(QUEUE, name).map(|i| i as u32 + 1)
     }
 
     /// The cells, cell 1 first.

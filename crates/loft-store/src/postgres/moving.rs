@@ -149,6 +149,12 @@ pub struct QueueImage {
 }
 
 impl PgStore {
+    /// The store keys whose catalog row another node changed (a queue moved), as this
+    /// database's listener hears them (cell 1 of cells).
+    pub(crate) fn catalog_changes(&self) -> tokio::sync::broadcast::Receiver<String> {
+        self.catalog_changes.subscribe()
+    }
+
     /// The moves out of this cell not finished yet (gate rows in state `moving`); only
     /// those of queue `name` when given.
     ///
@@ -517,19 +523,22 @@ impl PgStore {
         })
     }
 
-    /// Points the catalog row of queue `name` at cell `cell` and tells every node
-    /// (`NOTIFY loft_cell_catalog`, payload the store key) at commit (cell 1 only).
+    /// Points the catalog row of queue `name` at cell `cell` and tells every node at
+    /// commit (a `catalog:KEY` notification on this store's channel, which each node's
+    /// listener forwards to [`PgStore::catalog_changes`]; cell 1 only).
     ///
     /// Errors: as [`PgStore::pending_moves`].
     pub(crate) async fn catalog_move(&self, name: &str, cell: u32) -> Result<()> {
         let cell = cell as i32;
+        let channel = self.channel.clone();
+        let payload = format!("catalog:{name}");
         run_tx!(self, |tx| async {
             tx.execute(
                 "UPDATE loft_cell_catalog SET cell = $2 WHERE kind = 'q' AND name = $1",
                 &[&name, &cell],
             )
             .await?;
-            tx.execute("SELECT pg_notify('loft_cell_catalog', $1)", &[&name])
+            tx.execute("SELECT pg_notify($1, $2)", &[&channel, &payload])
                 .await?;
             Ok::<_, Failure>(())
         })

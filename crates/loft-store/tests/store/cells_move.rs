@@ -357,6 +357,35 @@ async fn a_second_node_routes_to_the_new_cell() {
     );
 }
 
+/// A second node hears the move: cell 1's notification of the catalog change drops the
+/// queue's entry from its cache (without any request of its own), and its next lookup
+/// reads the catalog and routes to the new cell.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_node_hears_the_catalog_change() {
+    let Some((store, schemas)) =
+        two_cells("cells_move::a_second_node_hears_the_catalog_change").await
+    else {
+        return;
+    };
+    let other = open_cells(&schemas).await;
+    let q = conformance::queue(&(store.clone() as conformance::S), "q").await;
+    assert_eq!(other.get_queue("q").await.unwrap().unwrap().id, q);
+    assert_eq!(other.cached_queue_cell("q"), Some(1));
+    let moved = store.move_queue("q", 2).await.unwrap();
+    let heard = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+        while other.cached_queue_cell("q") == Some(1) {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+    })
+    .await;
+    assert!(heard.is_ok(), "the other node still routes q to cell 1");
+    assert_eq!(
+        other.get_queue("q").await.unwrap().unwrap().id,
+        moved.new_id
+    );
+    assert_eq!(other.cached_queue_cell("q"), Some(2));
+}
+
 /// A move stopped after each step (as a run killed there) leaves the queue whole: before
 /// the catalog flips, the queue reads from its old cell and refuses writes there; a
 /// rerun from another process (a new store over the same cells) finishes it, and every
