@@ -22,7 +22,10 @@
 //!   cache lacks is read from the catalog, and when the catalog cannot be reached, from
 //!   each cell (a cell's tables hold only its own queues and topics, so the answer is
 //!   the same). So a catalog outage stops creates (which must place the name in the
-//!   catalog first) but not traffic to existing queues. A name keeps its catalog row when
+//!   catalog first) but not traffic to existing queues. A queue's move ([`moving`])
+//!   changes its row; cell 1 notifies `catalog:KEY` on its wake-up channel and every
+//!   node drops that key from its cache; a `get_queue` that finds the queue gone from
+//!   its cached cell reads the catalog once (a node that missed the notification). A name keeps its catalog row when
 //!   its queue or topic is deleted (the deleted-queue hold lives in that cell, and a
 //!   re-creation returns there); [`Store::reset`] removes the rows of what it removed.
 //! - **Placement**: a new queue goes to the cell with the fewest queues, a new topic to
