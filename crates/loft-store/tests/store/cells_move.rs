@@ -534,3 +534,58 @@ async fn an_outbox_copy_in_flight_reaches_the_moved_queue_once() {
     let bodies: Vec<&str> = got.iter().map(|m| m.body.as_str()).collect();
     assert_eq!(bodies, ["to-b", "late-b"]);
 }
+
+/// A FIFO receive retried with its ReceiveRequestAttemptId after the queue moved gets the
+/// same messages (the attempt moved with the queue, its messages mapped to their new
+/// rows), with handles of the new id that delete them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_receive_attempt_retried_after_the_move_gets_its_messages() {
+    let Some((store, _schemas)) =
+        two_cells("cells_move::a_receive_attempt_retried_after_the_move_gets_its_messages").await
+    else {
+        return;
+    };
+    let svc = service(&store);
+    svc.sqs()
+        .create_queue("r.fifo", map(&[("FifoQueue", "true")]), BTreeMap::new())
+        .await
+        .unwrap();
+    for b in ["m1", "m2"] {
+        svc.sqs()
+            .send_message("r.fifo", fifo(b, "g"))
+            .await
+            .unwrap();
+    }
+    let attempt = |svc: Arc<Service>| async move {
+        svc.sqs()
+            .receive_message(
+                "r.fifo",
+                ReceiveMessage {
+                    attempt_id: Some("att-1".into()),
+                    ..receive(10, 300)
+                },
+            )
+            .await
+            .unwrap()
+    };
+    let first = attempt(svc.clone()).await;
+    assert_eq!(first.len(), 2);
+    let moved = store.move_queue("r.fifo", 2).await.unwrap();
+    assert_eq!(moved.to, 2);
+    let svc = service(&store);
+    let again = attempt(svc.clone()).await;
+    let ids = |v: &[loft_core::service::ReceivedMessage]| {
+        v.iter()
+            .map(|m| (m.body.clone(), m.message_id.clone()))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(ids(&again), ids(&first));
+    for m in &again {
+        svc.sqs()
+            .delete_message("r.fifo", &m.receipt_handle)
+            .await
+            .unwrap();
+    }
+    let counts = store.queue_counts(moved.new_id, T0).await.unwrap();
+    assert_eq!((counts.visible, counts.in_flight), (0, 0));
+}
