@@ -589,13 +589,16 @@ impl Store for CellStore {
         let found = self.cells[cell].get_queue(name).await?;
         if found.is_none() && cached.is_some() {
             // The cached cell may be stale (the queue moved, `moving`, and this node
-            // missed the catalog's notification): the catalog is read once.
-            if let Ok(Some(number)) = self.cells[0].catalog_get(QUEUE, name).await {
-                if let Some(index) = self.index_of_number(number) {
-                    self.remember(QUEUE, name, index);
-                    if index != cell {
-                        return self.cells[index].get_queue(name).await;
-                    }
+            // missed the catalog's notification): the catalog is read once, or (cell 1
+            // unreachable) each cell is asked.
+            let fresh = match self.cells[0].catalog_get(QUEUE, name).await {
+                Ok(number) => number.and_then(|n| self.index_of_number(n)),
+                Err(_) => live(self.search(QUEUE, name).await)?.flatten(),
+            };
+            if let Some(index) = fresh {
+                self.remember(QUEUE, name, index);
+                if index != cell {
+                    return self.cells[index].get_queue(name).await;
                 }
             }
         }
