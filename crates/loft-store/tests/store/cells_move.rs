@@ -535,6 +535,76 @@ async fn an_outbox_copy_in_flight_reaches_the_moved_queue_once() {
     assert_eq!(bodies, ["to-b", "late-b"]);
 }
 
+/// A queue's message-move tasks (a finished one and a running one leased by a node) move
+/// with it, once: the source lists none, the destination lists both, and the running one
+/// is free for any node to claim.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn move_tasks_move_with_their_queue() {
+    let Some((store, _schemas)) = two_cells("cells_move::move_tasks_move_with_their_queue").await
+    else {
+        return;
+    };
+    let s: conformance::S = store.clone();
+    let q = conformance::queue(&s, "dlq").await;
+    assert_eq!(cell_of(q), 1);
+    let arn = "arn:aws:sqs:us-east-1:000000000000:dlq";
+    let task = |handle: &str, status: MoveTaskStatus| MoveTaskRecord {
+        handle: handle.into(),
+        source_arn: arn.into(),
+        source_queue: "dlq".into(),
+        destination_arn: None,
+        max_per_second: None,
+        status,
+        moved: 0,
+        to_move: 3,
+        failure_reason: None,
+        started_at_ms: T0,
+        owner: None,
+        lease_until_ms: 0,
+        started_by: None,
+    };
+    assert!(store
+        .create_move_task(task("done", MoveTaskStatus::Completed))
+        .await
+        .unwrap());
+    assert!(store
+        .create_move_task(task("running", MoveTaskStatus::Running))
+        .await
+        .unwrap());
+    let claimed = store
+        .claim_move_tasks("node-a", T0, T0 + 60_000, 10)
+        .await
+        .unwrap();
+    assert_eq!(claimed.len(), 1);
+    store.move_queue("dlq", 2).await.unwrap();
+    assert!(store.cells()[0]
+        .list_move_tasks(arn, 10)
+        .await
+        .unwrap()
+        .is_empty());
+    let mut handles: Vec<String> = store.cells()[1]
+        .list_move_tasks(arn, 10)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.handle)
+        .collect();
+    handles.sort();
+    assert_eq!(handles, ["done", "running"]);
+    // Another node takes the running task up at once (its old lease stayed behind).
+    let claimed = store
+        .claim_move_tasks("node-b", T0, T0 + 60_000, 10)
+        .await
+        .unwrap();
+    assert_eq!(
+        claimed
+            .iter()
+            .map(|t| t.handle.as_str())
+            .collect::<Vec<_>>(),
+        ["running"]
+    );
+}
+
 /// A FIFO receive retried with its ReceiveRequestAttemptId after the queue moved gets the
 /// same messages (the attempt moved with the queue, its messages mapped to their new
 /// rows), with handles of the new id that delete them.
