@@ -6,7 +6,7 @@
 //! - [`config`]: the `--config` file of `loft serve`.
 //! - [`engine`]: the database `serve` opens (SQLite, PostgreSQL, or PostgreSQL cells) and
 //!   its master key.
-//! - [`cells`]: `loft cells status`, the cells of a deployment on several databases.
+//! - [`cells`]: `loft cells status` and `loft cells move`, the cells of a deployment on several databases.
 //! - [`cli`]: `loft queue|send|receive|topic|publish|subscribe|redrive|export|import|completions|probe`.
 //! - [`logging`]: `--log-format text|json`.
 //! - [`listeners`]: `--listen` addresses and which speak HTTPS (`--tls-cert`, `--tls-key`).
@@ -60,7 +60,7 @@ enum Command {
     /// Load-test any SQS endpoint (AWS JSON protocol) and report throughput and latency.
     Bench(loft_bench::BenchArgs),
     /// The PostgreSQL cells of a deployment on several databases (a preview):
-    /// `loft cells status`.
+    /// `loft cells status`, `loft cells move QUEUE --to N`.
     Cells(cells::CellsArgs),
     #[command(flatten)]
     Admin(cli::Command),

@@ -22,7 +22,10 @@
 //!   cache lacks is read from the catalog, and when the catalog cannot be reached, from
 //!   each cell (a cell's tables hold only its own queues and topics, so the answer is
 //!   the same). So a catalog outage stops creates (which must place the name in the
-//!   catalog first) but not traffic to existing queues. A name keeps its catalog row when
+//!   catalog first) but not traffic to existing queues. A queue's move ([`moving`])
+//!   changes its row; cell 1 notifies `catalog:KEY` on its wake-up channel and every
+//!   node drops that key from its cache; a `get_queue` that finds the queue gone from
+//!   its cached cell reads the catalog once (a node that missed the notification). A name keeps its catalog row when
 //!   its queue or topic is deleted (the deleted-queue hold lives in that cell, and a
 //!   re-creation returns there); [`Store::reset`] removes the rows of what it removed.
 //! - **Placement**: a new queue goes to the cell with the fewest queues, a new topic to
@@ -108,7 +111,10 @@ use loft_core::store::Store;
 use tokio::sync::broadcast;
 use tokio::task::JoinHandle;
 
+pub mod moving;
 pub mod outbox;
+
+pub use moving::{MoveOutcome, MoveStep};
 
 pub use crate::postgres::CELL_ID_BITS;
 use crate::PgStore;
@@ -235,7 +241,29 @@ impl CellStore {
                     }
                 })
             })
-            .collect();
+            .collect::<Vec<_>>();
+        // Cell 1's catalog changes (a queue moved): this node's entry goes, and the next
+        // lookup reads the catalog. A listener that reconnected sends -1 on the wake-ups
+        // above, which forgets the whole cache.
+        let mut forwarders = forwarders;
+        {
+            let mut rx = cells[0].catalog_changes();
+            let catalog = catalog.clone();
+            forwarders.push(tokio::spawn(async move {
+                loop {
+                    match rx.recv().await {
+                        Ok(key) => {
+                            catalog
+                                .write()
+                                .unwrap_or_else(|e| e.into_inner())
+                                .remove(&(QUEUE, key));
+                        }
+                        Err(broadcast::error::RecvError::Lagged(_)) => forget(&catalog),
+                        Err(broadcast::error::RecvError::Closed) => break,
+                    }
+                }
+            }));
+        }
         let store = CellStore {
             cells,
             catalog,
@@ -252,6 +280,13 @@ impl CellStore {
             .await
             .map_err(|_| "cells: cannot read the catalog of cell 1".to_owned())?;
         Ok(store)
+    }
+
+    /// The cell number this node's catalog cache gives queue `name` (its store key), if
+    /// the cache has it: what a lookup uses before it asks the catalog. For operators'
+    /// and tests' checks of routing after `loft cells move`.
+    pub fn cached_queue_cell(&self, name: &str) -> Option<u32> {
+        self.cached(QUEUE, name).map(|i| i as u32 + 1)
     }
 
     /// The cells, cell 1 first.
@@ -361,6 +396,15 @@ impl CellStore {
             Some(e) => Err(e),
             None => Ok(None),
         }
+    }
+
+    /// The cell this node's cache gives `kind` `name`, if it has one.
+    fn cached(&self, kind: &'static str, name: &str) -> Option<usize> {
+        self.catalog
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&(kind, name.to_owned()))
+            .copied()
     }
 
     fn remember(&self, kind: &'static str, name: &str, index: usize) {
@@ -591,10 +635,27 @@ impl Store for CellStore {
     }
 
     async fn get_queue(&self, name: &str) -> Result<Option<QueueRecord>> {
+        let cached = self.cached(QUEUE, name);
         let Some(cell) = self.by_name(QUEUE, name).await? else {
             return Ok(None);
         };
-        self.cells[cell].get_queue(name).await
+        let found = self.cells[cell].get_queue(name).await?;
+        if found.is_none() && cached.is_some() {
+            // The cached cell may be stale (the queue moved, `moving`, and this node
+            // missed the catalog's notification): the catalog is read once, or (cell 1
+            // unreachable) each cell is asked.
+            let fresh = match self.cells[0].catalog_get(QUEUE, name).await {
+                Ok(number) => number.and_then(|n| self.index_of_number(n)),
+                Err(_) => live(self.search(QUEUE, name).await)?.flatten(),
+            };
+            if let Some(index) = fresh {
+                self.remember(QUEUE, name, index);
+                if index != cell {
+                    return self.cells[index].get_queue(name).await;
+                }
+            }
+        }
+        Ok(found)
     }
 
     async fn list_queues(&self) -> Result<Vec<QueueRecord>> {

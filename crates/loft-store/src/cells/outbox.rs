@@ -198,6 +198,10 @@ impl CellStore {
                         error = %e.message,
                         "cells: relaying outbox rows failed; they are relayed again after their lease"
                     );
+                    // Rows written toward a queue after its move re-aimed the outbox
+                    // (a publish that resolved the queue's old id): aimed at its new id
+                    // now, relayed by the next pass.
+                    self.reaim_moved(source, dest, &batch).await;
                     failed = Some(e);
                 }
             }
@@ -205,6 +209,22 @@ impl CellStore {
         match failed {
             Some(e) if done == 0 => Err(e),
             _ => Ok((done, stored)),
+        }
+    }
+
+    /// Re-aims cell `source`'s outbox rows bound for queues of `batch` that moved out of
+    /// cell `dest` at the queues' new ids (`loft cells move`); a failure is left for the
+    /// next relay.
+    async fn reaim_moved(&self, source: usize, dest: usize, batch: &[OutboxRow]) {
+        let mut queues: Vec<i64> = batch.iter().map(|r| r.queue_id).collect();
+        queues.sort_unstable();
+        queues.dedup();
+        for old in queues {
+            if let Ok(Some((_, new))) = self.cells[dest].moved_to(old).await {
+                if let Err(e) = self.cells[source].move_outbox(old, new).await {
+                    tracing::warn!(error = %e.message, "cells: re-aiming outbox rows failed");
+                }
+            }
         }
     }
 

@@ -3,10 +3,11 @@
 //! the catalog of which cell holds each queue and topic. None of it runs for a store
 //! opened alone: a one-database deployment's schema is exactly the migrations'.
 //!
-//! The two tables are made here, not by a migration, so that they exist only in databases
-//! that serve as cells: `loft_cell` (one row: the cell's number) and
+//! The tables are made here, not by a migration, so that they exist only in databases
+//! that serve as cells: `loft_cell` (one row: the cell's number),
 //! `loft_cell_catalog` (kind `q` or `t`, store key, cell number; made in every cell, used
-//! in cell 1 only).
+//! in cell 1 only) and `loft_cell_moved` with its guard function (the queues moving or
+//! moved out of the cell, `super::moving`).
 
 use std::time::Duration;
 
@@ -63,7 +64,8 @@ impl PgStore {
         let made: bool = tx
             .query_one(
                 "SELECT to_regclass('loft_cell') IS NOT NULL \
-                 AND to_regclass('loft_cell_catalog') IS NOT NULL",
+                 AND to_regclass('loft_cell_catalog') IS NOT NULL \
+                 AND to_regclass('loft_cell_moved') IS NOT NULL",
                 &[],
             )
             .await
@@ -84,6 +86,9 @@ impl PgStore {
             )
             .await
             .map_err(|e| pg(chain(&e)))?;
+            tx.batch_execute(super::moving::GUARD_SQL)
+                .await
+                .map_err(|e| pg(chain(&e)))?;
         }
         let want = number as i32;
         tx.execute(

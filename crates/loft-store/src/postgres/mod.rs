@@ -111,6 +111,9 @@ pub struct PgStore {
     /// The LISTEN/NOTIFY channel of this database (and schema).
     channel: String,
     wakeups: broadcast::Sender<i64>,
+    /// The store keys whose catalog row changed (cell 1 of cells: `catalog:KEY`
+    /// notifications on [`PgStore::channel`], `moving`).
+    catalog_changes: broadcast::Sender<String>,
     listener: JoinHandle<()>,
     /// Which queues are fair, as last read: a queue once fair stays fair (ids are never
     /// reused), so `true` is kept; `false` is read again after [`FAIR_RECHECK`], since
@@ -369,7 +372,14 @@ impl PgStore {
             health: health.clone(),
         };
         let (wakeups, _) = broadcast::channel(4096);
-        let listener = tokio::spawn(listen(config, tls, channel.clone(), wakeups.clone()));
+        let (catalog_changes, _) = broadcast::channel(1024);
+        let listener = tokio::spawn(listen(
+            config,
+            tls,
+            channel.clone(),
+            wakeups.clone(),
+            catalog_changes.clone(),
+        ));
         let sends = group::Combiner::new(
             group_flights(),
             GROUP_MAX_MESSAGES,
@@ -386,6 +396,7 @@ impl PgStore {
             pool,
             channel,
             wakeups,
+            catalog_changes,
             listener,
             fair: std::sync::Mutex::default(),
             floors: std::sync::Mutex::default(),
@@ -458,28 +469,45 @@ impl PgStore {
     }
 }
 
-/// LISTENs on `channel` and forwards each notified queue id to `tx`; reconnects with a
-/// backoff when the connection drops, then sends `-1` (wake every long poll).
+/// What a notification on the store's channel says.
+enum Heard {
+    /// Queue `id` may have visible messages.
+    Wake(i64),
+    /// The catalog row of this store key changed (cells, `moving`).
+    Catalog(String),
+}
+
+/// LISTENs on `channel` and forwards each notified queue id to `tx` and each
+/// `catalog:KEY` payload's store key to `catalog`; reconnects with a backoff when the
+/// connection drops, then sends `-1` (wake every long poll, and forget the catalog).
 async fn listen(
     config: tokio_postgres::Config,
     tls: tls::MakeRustls,
     channel: String,
     tx: broadcast::Sender<i64>,
+    catalog: broadcast::Sender<String>,
 ) {
     let mut connected_before = false;
     let mut backoff = Duration::from_millis(100);
     loop {
         match tokio::time::timeout(CONNECT_TIMEOUT, config.connect(tls.clone())).await {
             Ok(Ok((client, mut connection))) => {
-                let (ntx, mut nrx) = tokio::sync::mpsc::unbounded_channel::<i64>();
+                let (ntx, mut nrx) = tokio::sync::mpsc::unbounded_channel::<Heard>();
                 let driver = tokio::spawn(async move {
                     while let Some(message) =
                         std::future::poll_fn(|cx| connection.poll_message(cx)).await
                     {
                         match message {
                             Ok(AsyncMessage::Notification(n)) => {
-                                if let Ok(id) = n.payload().parse::<i64>() {
-                                    if ntx.send(id).is_err() {
+                                let heard = match n.payload().parse::<i64>() {
+                                    Ok(id) => Some(Heard::Wake(id)),
+                                    Err(_) => n
+                                        .payload()
+                                        .strip_prefix("catalog:")
+                                        .map(|key| Heard::Catalog(key.to_owned())),
+                                };
+                                if let Some(heard) = heard {
+                                    if ntx.send(heard).is_err() {
                                         break;
                                     }
                                 }
@@ -500,8 +528,15 @@ async fn listen(
                             let _ = tx.send(-1);
                         }
                         connected_before = true;
-                        while let Some(id) = nrx.recv().await {
-                            let _ = tx.send(id);
+                        while let Some(heard) = nrx.recv().await {
+                            match heard {
+                                Heard::Wake(id) => {
+                                    let _ = tx.send(id);
+                                }
+                                Heard::Catalog(key) => {
+                                    let _ = catalog.send(key);
+                                }
+                            }
                         }
                     }
                     Err(e) => tracing::warn!(error = %e, "PostgreSQL LISTEN failed"),
@@ -602,6 +637,9 @@ macro_rules! run {
                     let jitter = rand::random::<u64>() % (5 << attempt.min(6));
                     tokio::time::sleep(Duration::from_millis(jitter)).await;
                 }
+                Err(Failure::Db(e)) if $crate::postgres::moving::is_moved(&e) => {
+                    break Err($crate::postgres::moving::moved_error())
+                }
                 Err(Failure::Db(e)) if deadline.is_some() && health::connection_lost(&e) => {
                     break Err(health.trip(&chain(&e)));
                 }
@@ -625,6 +663,8 @@ macro_rules! run_tx {
 
 // After the macros: the cell's catalog statements run through `run!` too.
 mod cell;
+mod moving;
+pub use moving::{PendingMove, QueueImage, MOVED_STATE};
 
 /// The pool a group runner takes its connection from, and the database's health
 /// ([`run!`] needs a `pool` and a `health`).

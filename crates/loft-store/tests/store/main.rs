@@ -6,6 +6,7 @@
 //! - [`conformance`]: one set of cases generic over the `Store`, run on both engines and on
 //!   two PostgreSQL cells.
 //! - [`cells`]: placement, routing after a restart and receipt handles over two cells.
+//! - [`cells_move`]: moving a queue between two cells, whole, once, across killed runs.
 //! - [`fifo_scenarios`], [`redrive_self`], [`receipts`]: SQS rules at the service, one
 //!   test each, on a `ManualClock`.
 //! - [`fifo_property`], [`fifo_topic_property`], [`sns_state_property`]: property tests
@@ -18,6 +19,7 @@
 mod skips;
 
 mod cells;
+mod cells_move;
 mod conformance;
 mod fifo_property;
 mod fifo_scenarios;

@@ -172,7 +172,7 @@ async fn pipe(
 /// One HTTP answer: status, `Retry-After`, body.
 pub(crate) struct Answer {
     pub(crate) status: u16,
-    retry_after: Option<String>,
+    pub(crate) retry_after: Option<String>,
     pub(crate) body: String,
 }
 

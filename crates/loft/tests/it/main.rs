@@ -14,6 +14,7 @@ mod wait;
 
 mod bad_input;
 mod cells_down;
+mod cells_move;
 mod cells_status;
 mod console_listing;
 mod crash;

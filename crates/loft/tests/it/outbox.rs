@@ -46,21 +46,27 @@ impl Gate {
 }
 
 /// Two cells (schemas), dropped at the end, and the nodes on them.
-struct Cells {
+pub(crate) struct Cells {
     url: String,
     schemas: Vec<String>,
-    node_urls: Vec<String>,
+    pub(crate) node_urls: Vec<String>,
     dir: TempDir,
     nodes: Vec<LoftProcess>,
 }
 
 impl Cells {
     async fn start(test: &str) -> Option<Cells> {
+        Cells::start_as(&format!("outbox::{test}")).await
+    }
+
+    /// Two fresh cells and one node, or `None` (test `full_name` skipped) without a test
+    /// database.
+    pub(crate) async fn start_as(full_name: &str) -> Option<Cells> {
         let Some(url) = std::env::var("LOFT_TEST_DATABASE_URL")
             .ok()
             .filter(|u| !u.is_empty())
         else {
-            crate::skips::postgres().skip(&format!("outbox::{test}"));
+            crate::skips::postgres().skip(full_name);
             return None;
         };
         let mut schemas = Vec::new();
@@ -86,7 +92,7 @@ impl Cells {
     }
 
     /// Starts one more node on the two cells.
-    fn add_node(&mut self) -> String {
+    pub(crate) fn add_node(&mut self) -> String {
         let node = start_node(&self.node_urls, self.dir.path(), self.nodes.len());
         let base = node.url.clone();
         self.nodes.push(node);
@@ -94,7 +100,7 @@ impl Cells {
     }
 
     /// A connection to cell `i` (0-based), its schema on the search path.
-    async fn sql(&self, i: usize) -> tokio_postgres::Client {
+    pub(crate) async fn sql(&self, i: usize) -> tokio_postgres::Client {
         let (client, connection) =
             tokio_postgres::connect(&self.node_urls[i], tokio_postgres::NoTls)
                 .await

@@ -181,11 +181,16 @@ pub fn sequence_number(seq: i64) -> String {
 /// FIFO topic's (10^19 + the topic's count), so a topic's number and its queues' differ,
 /// as AWS's do; for a message stored before queues counted their own, [`sequence_number`]
 /// of its store sequence `seq` (what it was given then). Within a queue the numbers grow
-/// with its counter.
+/// with its counter. The number may be negative: a queue moved to another storage cell
+/// (`loft cells move`) gets a new id, so a new offset, and its numbers are shifted by the
+/// difference so that every message keeps its SequenceNumber and later ones go on above
+/// them; the sum never goes below 10^19.
 pub fn message_sequence_number(offset: u64, sequence: Option<i64>, seq: i64) -> String {
     match sequence {
         Some(n) => {
-            (10_000_000_000_000_000_000u128 + (1u128 << 60) + offset as u128 + n.max(0) as u128)
+            let base = 10_000_000_000_000_000_000i128;
+            (base + (1i128 << 60) + offset as i128 + n as i128)
+                .max(base)
                 .to_string()
         }
         None => sequence_number(seq),

@@ -113,7 +113,7 @@ macro_rules! queue_sequence {
 }
 
 /// The name of queue `id`'s number sequence ([`queue_sequence!`]).
-fn queue_sequence_name(id: i64) -> String {
+pub(crate) fn queue_sequence_name(id: i64) -> String {
     format!("queue_sequence_{id}")
 }
 

@@ -279,7 +279,8 @@ pub async fn finish_outbox<C: GenericClient>(c: &C, ids: &[i64]) -> Result<u64, 
 /// transaction, each at most once ever: the row's id goes into `cell_relayed` first
 /// (`ON CONFLICT DO NOTHING`; a concurrent relay of the same id waits for the first to
 /// end), and only the rows whose id was new are stored. A copy for a queue this cell no
-/// longer has is recorded and dropped. A publish's copy is stored as a send stores it
+/// longer has is recorded and dropped, unless the queue moved to another cell: then the
+/// whole relay fails (SQLSTATE `LFMV1`, answered `ServiceUnavailable`) and its rows stay. A publish's copy is stored as a send stores it
 /// (`send_messages_in`), a moved message as its move leaves it ([`MovedCopy`]);
 /// consecutive rows of one kind in one statement, in row order. Returns, per row in
 /// order, what the insert did: `None` for a repeat or a dropped copy.
@@ -316,6 +317,29 @@ pub async fn relay_in<C: GenericClient>(
             .map(|r| r.get(0))
             .collect()
     };
+    // A queue that moved to another cell (`super::super::moving`): refused, so the row
+    // stays in its outbox (re-aimed at the queue's new id by the move) instead of being
+    // dropped as a deleted queue's.
+    let gone: Vec<i64> = queues
+        .iter()
+        .filter(|q| !live.contains(q))
+        .copied()
+        .collect();
+    if !gone.is_empty()
+        && !query(
+            tx,
+            "SELECT 1 FROM loft_cell_moved WHERE queue_id = ANY($1)",
+            &[&gone],
+        )
+        .await?
+        .is_empty()
+    {
+        tx.batch_execute(
+            "DO $r$ BEGIN RAISE EXCEPTION 'loft: an outbox row names a queue that moved \
+             to another cell' USING ERRCODE = 'LFMV1'; END $r$",
+        )
+        .await?;
+    }
     // Runs of publish copies and of moved messages, in row order, each run in one
     // statement (so a queue's rows are stored in id order).
     let keep: Vec<&OutboxRow> = rows
