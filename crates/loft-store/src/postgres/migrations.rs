@@ -360,6 +360,21 @@ const MIGRATIONS: &[&str] = &[
     END
     $$;
     "#,
+    // 21 (SQLite's 22): an account's listings read its own rows alone. The keys of other
+    // accounts and regions (`ACCOUNT/...`) are ranges of an index on `name` in the "C"
+    // collation (bytewise, whatever the database's collation: the range's end is the
+    // prefix with its `/` made `0`); the default account's bare keys are scattered among
+    // them, so each table gets a partial index of the keys without `/`. An account's
+    // ListSubscriptions also holds the subscriptions it made on other accounts' topics
+    // (`LoftSubscriberAccount`), found through an index of that attribute.
+    r#"
+    CREATE INDEX queues_name_bytes ON queues ((name COLLATE "C"));
+    CREATE INDEX queues_bare ON queues (name) WHERE strpos(name, '/') = 0;
+    CREATE INDEX topics_name_bytes ON topics ((name COLLATE "C"));
+    CREATE INDEX topics_bare ON topics (name) WHERE strpos(name, '/') = 0;
+    CREATE INDEX subscriptions_subscriber
+        ON subscriptions (((attributes::jsonb) ->> 'LoftSubscriberAccount'));
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -366,6 +366,18 @@ const MIGRATIONS: &[&str] = &[
         (SELECT COALESCE(MAX(seq), 0) FROM messages),
         (SELECT COALESCE(MAX(seq), 0) FROM fifo_dedup));
     "#,
+    // 22 (PostgreSQL's 21): an account's listings read its own rows alone. The keys of
+    // other accounts and regions (`ACCOUNT/...`) are ranges of the unique index on
+    // `name`; the default account's bare keys are scattered among them, so each table
+    // gets a partial index of the keys without `/`, which the listings read. An
+    // account's ListSubscriptions also holds the subscriptions it made on other accounts'
+    // topics (`LoftSubscriberAccount`), found through an index of that attribute.
+    r#"
+    CREATE INDEX queues_bare ON queues(name) WHERE instr(name, '/') = 0;
+    CREATE INDEX topics_bare ON topics(name) WHERE instr(name, '/') = 0;
+    CREATE INDEX subscriptions_subscriber
+        ON subscriptions(json_extract(attributes, '$.LoftSubscriberAccount'));
+    "#,
 ];
 
 /// The schema version this build writes.
