@@ -368,11 +368,11 @@ const MIGRATIONS: &[&str] = &[
     // ListSubscriptions also holds the subscriptions it made on other accounts' topics
     // (`LoftSubscriberAccount`), found through an index of that attribute.
     r#"
-    CREATE INDEX queues_name_bytes ON queues ((name COLLATE "C"));
-    CREATE INDEX queues_bare ON queues (name) WHERE strpos(name, '/') = 0;
-    CREATE INDEX topics_name_bytes ON topics ((name COLLATE "C"));
-    CREATE INDEX topics_bare ON topics (name) WHERE strpos(name, '/') = 0;
-    CREATE INDEX subscriptions_subscriber
+    CREATE INDEX IF NOT EXISTS queues_name_bytes ON queues ((name COLLATE "C"));
+    CREATE INDEX IF NOT EXISTS queues_bare ON queues (name) WHERE strpos(name, '/') = 0;
+    CREATE INDEX IF NOT EXISTS topics_name_bytes ON topics ((name COLLATE "C"));
+    CREATE INDEX IF NOT EXISTS topics_bare ON topics (name) WHERE strpos(name, '/') = 0;
+    CREATE INDEX IF NOT EXISTS subscriptions_subscriber
         ON subscriptions (((attributes::jsonb) ->> 'LoftSubscriberAccount'));
     "#,
 ];

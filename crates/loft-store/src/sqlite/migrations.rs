@@ -373,9 +373,9 @@ const MIGRATIONS: &[&str] = &[
     // account's ListSubscriptions also holds the subscriptions it made on other accounts'
     // topics (`LoftSubscriberAccount`), found through an index of that attribute.
     r#"
-    CREATE INDEX queues_bare ON queues(name) WHERE instr(name, '/') = 0;
-    CREATE INDEX topics_bare ON topics(name) WHERE instr(name, '/') = 0;
-    CREATE INDEX subscriptions_subscriber
+    CREATE INDEX IF NOT EXISTS queues_bare ON queues(name) WHERE instr(name, '/') = 0;
+    CREATE INDEX IF NOT EXISTS topics_bare ON topics(name) WHERE instr(name, '/') = 0;
+    CREATE INDEX IF NOT EXISTS subscriptions_subscriber
         ON subscriptions(json_extract(attributes, '$.LoftSubscriberAccount'));
     "#,
 ];

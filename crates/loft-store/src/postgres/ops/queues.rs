@@ -106,6 +106,25 @@ pub(super) fn listing_ids(table: &str, bare: bool) -> String {
     }
 }
 
+/// The statement reading `columns` of `table`'s (`queues`, `topics`) rows in one account's
+/// and region's listing, by name: the rows [`listing_ids`] names, read straight from the
+/// indexes (no second lookup of each row by id).
+pub(super) fn listing_rows(table: &str, columns: &str, bare: bool) -> String {
+    let prefixed = format!(
+        "SELECT {columns} FROM {table} \
+         WHERE name COLLATE \"C\" >= $1 AND name COLLATE \"C\" < $2 \
+         AND strpos(substr(name, length($1) + 1), '/') = 0"
+    );
+    if bare {
+        format!(
+            "SELECT {columns} FROM {table} WHERE strpos(name, '/') = 0 \
+             UNION ALL {prefixed} ORDER BY name"
+        )
+    } else {
+        format!("{prefixed} ORDER BY name")
+    }
+}
+
 /// The range end of `prefix` for [`listing_ids`]: its `$2`. A prefix not ending in `/`
 /// matches no key (`key_in_listing`): the empty range `[prefix, prefix)`.
 pub(super) fn listing_end(prefix: &str) -> String {
@@ -118,10 +137,7 @@ pub async fn list_queues_of<C: GenericClient>(
     prefix: &str,
     bare: bool,
 ) -> Result<Vec<QueueRecord>, Error> {
-    let sql = format!(
-        "SELECT {QUEUE_COLUMNS} FROM queues WHERE id IN ({}) ORDER BY name",
-        listing_ids("queues", bare)
-    );
+    let sql = listing_rows("queues", QUEUE_COLUMNS, bare);
     let end = listing_end(prefix);
     Ok(query(c, &sql, &[&prefix, &end])
         .await?

@@ -54,10 +54,7 @@ pub async fn list_topics_of<C: GenericClient>(
     prefix: &str,
     bare: bool,
 ) -> Result<Vec<TopicRecord>, Error> {
-    let sql = format!(
-        "SELECT {TOPIC_COLUMNS} FROM topics WHERE id IN ({}) ORDER BY name",
-        super::queues::listing_ids("topics", bare)
-    );
+    let sql = super::queues::listing_rows("topics", TOPIC_COLUMNS, bare);
     let end = super::queues::listing_end(prefix);
     Ok(query(c, &sql, &[&prefix, &end])
         .await?

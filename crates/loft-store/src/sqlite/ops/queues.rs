@@ -67,6 +67,26 @@ pub(super) fn listing_ids(table: &str, bare: bool) -> String {
     }
 }
 
+/// The statement reading `columns` of `table`'s (`queues`, `topics`) rows in one account's
+/// and region's listing, by name: the rows [`listing_ids`] names, read straight from the
+/// indexes in name order (with `bare`, SQLite merges the two ordered reads), so no sort
+/// and no second lookup of each row (an `id IN (...)` form took a third longer on 20,000
+/// rows of one account).
+pub(super) fn listing_rows(table: &str, columns: &str, bare: bool) -> String {
+    let prefixed = format!(
+        "SELECT {columns} FROM {table} WHERE name >= ?1 AND name < ?2 \
+         AND instr(substr(name, length(?1) + 1), '/') = 0"
+    );
+    if bare {
+        format!(
+            "SELECT {columns} FROM {table} WHERE instr(name, '/') = 0 \
+             UNION ALL {prefixed} ORDER BY name"
+        )
+    } else {
+        format!("{prefixed} ORDER BY name")
+    }
+}
+
 /// The range end of `prefix` for [`listing_ids`]: its `?2`. A prefix not ending in `/`
 /// matches no key (`key_in_listing`): the empty range `[prefix, prefix)`.
 pub(super) fn listing_end(prefix: &str) -> String {
@@ -75,10 +95,7 @@ pub(super) fn listing_end(prefix: &str) -> String {
 
 /// The statement of [`list_queues_of`].
 fn list_queues_of_sql(bare: bool) -> String {
-    format!(
-        "SELECT {QUEUE_COLUMNS} FROM queues WHERE id IN ({}) ORDER BY name",
-        listing_ids("queues", bare)
-    )
+    listing_rows("queues", QUEUE_COLUMNS, bare)
 }
 
 /// The queues of one account and region (`Store::list_queues_of`), by name.
@@ -218,6 +235,12 @@ mod tests {
                     assert!(
                         !step.starts_with("SCAN") || step.contains("_bare"),
                         "a scan of every account's rows in {sql}: {steps:?}"
+                    );
+                }
+                if !sql.contains("subscriptions") {
+                    assert!(
+                        !steps.iter().any(|s| s.contains("TEMP B-TREE")),
+                        "a listing by name sorts what its indexes give in order: {steps:?}"
                     );
                 }
                 let joined = steps.join("\n");

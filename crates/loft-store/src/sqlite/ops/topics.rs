@@ -47,11 +47,7 @@ pub fn list_topics(c: &Connection) -> rusqlite::Result<Vec<TopicRecord>> {
 
 /// The statement of [`list_topics_of`].
 pub(super) fn list_topics_of_sql(bare: bool) -> String {
-    format!(
-        "SELECT id, name, attributes, tags, created_at FROM topics WHERE id IN ({}) \
-         ORDER BY name",
-        super::queues::listing_ids("topics", bare)
-    )
+    super::queues::listing_rows("topics", "id, name, attributes, tags, created_at", bare)
 }
 
 /// The topics of one account and region (`Store::list_topics_of`), by name.
