@@ -56,6 +56,20 @@ pub trait Store: Send + Sync + 'static {
     /// Every queue, ordered by name.
     async fn list_queues(&self) -> Result<Vec<QueueRecord>>;
 
+    /// The queues of one account in one region ([`key_in_listing`]): those whose store key
+    /// is `prefix` (`ACCOUNT/` or `ACCOUNT/REGION/`; any other prefix matches nothing)
+    /// followed by a name without `/`, and, when `bare`, those whose key holds no `/` (the
+    /// default account's in the default region; see `names::scoped_key`). Ordered as
+    /// [`Store::list_queues`] orders them, of which they are the subset. The default
+    /// filters [`Store::list_queues`]; engines override it with reads of an index that
+    /// touch no other account's rows, so one account's queues do not slow another's
+    /// listings.
+    async fn list_queues_of(&self, prefix: &str, bare: bool) -> Result<Vec<QueueRecord>> {
+        let mut queues = self.list_queues().await?;
+        queues.retain(|q| key_in_listing(&q.name, prefix, bare));
+        Ok(queues)
+    }
+
     /// How many queues exist. The default counts [`Store::list_queues`]; engines override
     /// it with a cheaper count.
     async fn count_queues(&self) -> Result<u64> {
@@ -320,6 +334,15 @@ pub trait Store: Send + Sync + 'static {
     /// Every topic, ordered by name.
     async fn list_topics(&self) -> Result<Vec<TopicRecord>>;
 
+    /// The topics of one account in one region, as [`Store::list_queues_of`] takes queues
+    /// (the same `prefix` and `bare`), ordered as [`Store::list_topics`] orders them. The
+    /// default filters [`Store::list_topics`]; engines override it with index reads.
+    async fn list_topics_of(&self, prefix: &str, bare: bool) -> Result<Vec<TopicRecord>> {
+        let mut topics = self.list_topics().await?;
+        topics.retain(|t| key_in_listing(&t.name, prefix, bare));
+        Ok(topics)
+    }
+
     /// How many topics exist. The default counts [`Store::list_topics`]; engines override
     /// it with a cheaper count.
     async fn count_topics(&self) -> Result<u64> {
@@ -509,6 +532,28 @@ pub trait Store: Send + Sync + 'static {
     /// Subscriptions of one topic (or all with `None`), ordered by creation.
     async fn list_subscriptions(&self, topic_id: Option<i64>) -> Result<Vec<SubscriptionRecord>>;
 
+    /// The subscriptions of the topics [`Store::list_topics_of`] gives for `prefix` and
+    /// `bare`, and those whose `LoftSubscriberAccount` attribute
+    /// (`attributes::SUBSCRIBER_ACCOUNT_ATTRIBUTE`: an account that subscribed to another's
+    /// topic) is `subscriber` (an account id; `""` names none); ordered as [`Store::list_subscriptions`]`(None)` orders
+    /// them, of which they are the subset. The default filters that list; engines override
+    /// it with index reads that touch no other account's topics or subscriptions.
+    async fn list_subscriptions_of(
+        &self,
+        prefix: &str,
+        bare: bool,
+        subscriber: &str,
+    ) -> Result<Vec<SubscriptionRecord>> {
+        let mut subs = self.list_subscriptions(None).await?;
+        subs.retain(|s| {
+            key_in_listing(&s.topic_name, prefix, bare)
+                || s.attributes
+                    .get(crate::attributes::SUBSCRIBER_ACCOUNT_ATTRIBUTE)
+                    .is_some_and(|a| a == subscriber)
+        });
+        Ok(subs)
+    }
+
     /// The subscription with ARN suffix `uuid`.
     async fn get_subscription(&self, uuid: &str) -> Result<Option<SubscriptionRecord>>;
 
@@ -673,6 +718,25 @@ pub trait Store: Send + Sync + 'static {
     fn wakeups(&self) -> Option<tokio::sync::broadcast::Receiver<i64>> {
         None
     }
+}
+
+/// Whether store key `key` is in the listing of `prefix` and `bare`
+/// ([`Store::list_queues_of`]): `prefix` ends in `/` and `key` is `prefix` followed by a
+/// name without `/`, or `bare` and `key` holds no `/`.
+pub fn key_in_listing(key: &str, prefix: &str, bare: bool) -> bool {
+    let prefixed = prefix.ends_with('/')
+        && key
+            .strip_prefix(prefix)
+            .is_some_and(|rest| !rest.contains('/'));
+    prefixed || (bare && !key.contains('/'))
+}
+
+/// The end of the range of store keys starting with `prefix`, which ends in `/`: the
+/// prefix with its last `/` made `0`, the next byte (keys compare bytewise: SQLite's
+/// BINARY collation, PostgreSQL's `"C"`). `None` for a prefix not ending in `/`
+/// ([`key_in_listing`] matches no key by such a prefix).
+pub fn prefix_range_end(prefix: &str) -> Option<String> {
+    prefix.strip_suffix('/').map(|stem| format!("{stem}0"))
 }
 
 /// Whether store key `key` belongs to the account whose keys start with `prefix`

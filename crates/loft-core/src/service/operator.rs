@@ -494,7 +494,14 @@ impl Service {
         principal: &crate::service::core::access::Principal,
     ) -> Result<Vec<TopicOverview>> {
         let topics = self.sns().visible_topics(principal).await?;
-        let subs = self.store.list_subscriptions(None).await?;
+        // The subscriptions of those topics alone, read without other accounts' rows (the
+        // topics' scope, as `visible_topics` chose it; `""` names no subscriber).
+        let (prefix, bare) = if principal.enforced {
+            self.listing_of(principal.scope())
+        } else {
+            (String::new(), true)
+        };
+        let subs = self.store.list_subscriptions_of(&prefix, bare, "").await?;
         let pending = self
             .store
             .list_deliveries(None, OVERVIEW_DELIVERIES)

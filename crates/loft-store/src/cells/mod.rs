@@ -664,6 +664,12 @@ impl Store for CellStore {
         Ok(all)
     }
 
+    async fn list_queues_of(&self, prefix: &str, bare: bool) -> Result<Vec<QueueRecord>> {
+        let mut all = self.gather(|c| c.list_queues_of(prefix, bare)).await?;
+        all.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(all)
+    }
+
     async fn count_queues(&self) -> Result<u64> {
         self.sum(|c| c.count_queues()).await
     }
@@ -952,6 +958,12 @@ impl Store for CellStore {
         Ok(all)
     }
 
+    async fn list_topics_of(&self, prefix: &str, bare: bool) -> Result<Vec<TopicRecord>> {
+        let mut all = self.gather(|c| c.list_topics_of(prefix, bare)).await?;
+        all.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(all)
+    }
+
     async fn count_topics(&self) -> Result<u64> {
         self.sum(|c| c.count_topics()).await
     }
@@ -1221,6 +1233,16 @@ impl Store for CellStore {
                 .await;
         }
         self.gather(|c| c.list_subscriptions(None)).await
+    }
+
+    async fn list_subscriptions_of(
+        &self,
+        prefix: &str,
+        bare: bool,
+        subscriber: &str,
+    ) -> Result<Vec<SubscriptionRecord>> {
+        self.gather(|c| c.list_subscriptions_of(prefix, bare, subscriber))
+            .await
     }
 
     async fn get_subscription(&self, uuid: &str) -> Result<Option<SubscriptionRecord>> {

@@ -363,7 +363,7 @@ const MIGRATIONS: &[&str] = &[
     // 21 (SQLite's 22): the destination numbers of each account's SMS sandbox
     // (CreateSMSSandboxPhoneNumber), per account and region as the SMS settings are.
     r#"
-    CREATE TABLE sms_sandbox_numbers (
+    CREATE TABLE IF NOT EXISTS sms_sandbox_numbers (
         scope             TEXT NOT NULL,
         phone_number      TEXT NOT NULL,
         verified          BOOLEAN NOT NULL,
@@ -371,6 +371,21 @@ const MIGRATIONS: &[&str] = &[
         created_at        BIGINT NOT NULL,
         PRIMARY KEY (scope, phone_number)
     );
+    "#,
+    // 22 (SQLite's 23): an account's listings read its own rows alone. The keys of other
+    // accounts and regions (`ACCOUNT/...`) are ranges of an index on `name` in the "C"
+    // collation (bytewise, whatever the database's collation: the range's end is the
+    // prefix with its `/` made `0`); the default account's bare keys are scattered among
+    // them, so each table gets a partial index of the keys without `/`. An account's
+    // ListSubscriptions also holds the subscriptions it made on other accounts' topics
+    // (`LoftSubscriberAccount`), found through an index of that attribute.
+    r#"
+    CREATE INDEX IF NOT EXISTS queues_name_bytes ON queues ((name COLLATE "C"));
+    CREATE INDEX IF NOT EXISTS queues_bare ON queues (name) WHERE strpos(name, '/') = 0;
+    CREATE INDEX IF NOT EXISTS topics_name_bytes ON topics ((name COLLATE "C"));
+    CREATE INDEX IF NOT EXISTS topics_bare ON topics (name) WHERE strpos(name, '/') = 0;
+    CREATE INDEX IF NOT EXISTS subscriptions_subscriber
+        ON subscriptions (((attributes::jsonb) ->> 'LoftSubscriberAccount'));
     "#,
 ];
 

@@ -1119,6 +1119,10 @@ impl Store for PgStore {
         run!(self, |c| ops::list_queues(&c))
     }
 
+    async fn list_queues_of(&self, prefix: &str, bare: bool) -> Result<Vec<QueueRecord>> {
+        run!(self, |c| ops::list_queues_of(&c, prefix, bare))
+    }
+
     async fn count_queues(&self) -> Result<u64> {
         run!(self, |c| ops::count_rows(&c, "queues"))
     }
@@ -1447,6 +1451,10 @@ impl Store for PgStore {
         run!(self, |c| ops::list_topics(&c))
     }
 
+    async fn list_topics_of(&self, prefix: &str, bare: bool) -> Result<Vec<TopicRecord>> {
+        run!(self, |c| ops::list_topics_of(&c, prefix, bare))
+    }
+
     async fn count_topics(&self) -> Result<u64> {
         run!(self, |c| ops::count_rows(&c, "topics"))
     }
@@ -1665,6 +1673,17 @@ impl Store for PgStore {
 
     async fn list_subscriptions(&self, topic_id: Option<i64>) -> Result<Vec<SubscriptionRecord>> {
         run!(self, |c| ops::list_subscriptions(&c, topic_id))
+    }
+
+    async fn list_subscriptions_of(
+        &self,
+        prefix: &str,
+        bare: bool,
+        subscriber: &str,
+    ) -> Result<Vec<SubscriptionRecord>> {
+        run!(self, |c| ops::list_subscriptions_of(
+            &c, prefix, bare, subscriber
+        ))
     }
 
     async fn get_subscription(&self, uuid: &str) -> Result<Option<SubscriptionRecord>> {

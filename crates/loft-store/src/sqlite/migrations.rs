@@ -369,7 +369,7 @@ const MIGRATIONS: &[&str] = &[
     // 22 (PostgreSQL's 21): the destination numbers of each account's SMS sandbox
     // (CreateSMSSandboxPhoneNumber), per account and region as the SMS settings are.
     r#"
-    CREATE TABLE sms_sandbox_numbers (
+    CREATE TABLE IF NOT EXISTS sms_sandbox_numbers (
         scope             TEXT NOT NULL,
         phone_number      TEXT NOT NULL,
         verified          INTEGER NOT NULL,
@@ -377,6 +377,18 @@ const MIGRATIONS: &[&str] = &[
         created_at        INTEGER NOT NULL,
         PRIMARY KEY (scope, phone_number)
     );
+    "#,
+    // 23 (PostgreSQL's 22): an account's listings read its own rows alone. The keys of
+    // other accounts and regions (`ACCOUNT/...`) are ranges of the unique index on
+    // `name`; the default account's bare keys are scattered among them, so each table
+    // gets a partial index of the keys without `/`, which the listings read. An
+    // account's ListSubscriptions also holds the subscriptions it made on other accounts'
+    // topics (`LoftSubscriberAccount`), found through an index of that attribute.
+    r#"
+    CREATE INDEX IF NOT EXISTS queues_bare ON queues(name) WHERE instr(name, '/') = 0;
+    CREATE INDEX IF NOT EXISTS topics_bare ON topics(name) WHERE instr(name, '/') = 0;
+    CREATE INDEX IF NOT EXISTS subscriptions_subscriber
+        ON subscriptions(json_extract(attributes, '$.LoftSubscriberAccount'));
     "#,
 ];
 

@@ -694,6 +694,12 @@ impl Store for SqliteStore {
         self.write(ops::list_queues).await
     }
 
+    async fn list_queues_of(&self, prefix: &str, bare: bool) -> Result<Vec<QueueRecord>> {
+        let prefix = prefix.to_owned();
+        self.write(move |c| ops::list_queues_of(c, &prefix, bare))
+            .await
+    }
+
     async fn count_queues(&self) -> Result<u64> {
         self.write(|c| ops::count_rows(c, "queues")).await
     }
@@ -1008,6 +1014,12 @@ impl Store for SqliteStore {
         self.write(ops::list_topics).await
     }
 
+    async fn list_topics_of(&self, prefix: &str, bare: bool) -> Result<Vec<TopicRecord>> {
+        let prefix = prefix.to_owned();
+        self.write(move |c| ops::list_topics_of(c, &prefix, bare))
+            .await
+    }
+
     async fn count_topics(&self) -> Result<u64> {
         self.write(|c| ops::count_rows(c, "topics")).await
     }
@@ -1227,6 +1239,17 @@ impl Store for SqliteStore {
         self.topics
             .keep_subscriptions(generation, id, &subscriptions);
         Ok(subscriptions)
+    }
+
+    async fn list_subscriptions_of(
+        &self,
+        prefix: &str,
+        bare: bool,
+        subscriber: &str,
+    ) -> Result<Vec<SubscriptionRecord>> {
+        let (prefix, subscriber) = (prefix.to_owned(), subscriber.to_owned());
+        self.write(move |c| ops::list_subscriptions_of(c, &prefix, bare, &subscriber))
+            .await
     }
 
     async fn get_subscription(&self, uuid: &str) -> Result<Option<SubscriptionRecord>> {

@@ -200,6 +200,7 @@ macro_rules! conformance {
 conformance!(
     queue_crud,
     counts_of_one_account,
+    listings_of_one_account_and_region,
     send_receive_delete,
     sequence_numbers_are_never_reused,
     batch_delete_outcomes_in_order,
@@ -414,6 +415,146 @@ async fn counts_of_one_account(s: S) {
         );
     }
     assert_eq!(s.count_queues().await.unwrap(), keys.len() as u64);
+}
+
+/// The keys of [`listings_of_one_account_and_region`]: the default account's bare names
+/// (one that looks like an account id, one starting with a digit), other accounts' keys in
+/// the default region and in another, the default account's in another region, and keys
+/// that share an account's digits without being its.
+const SCOPED_KEYS: &[&str] = &[
+    "zeta",
+    "plain",
+    "0abc",
+    "111111111111",
+    "111111111111/b",
+    "111111111111/a",
+    "111111111111/eu-west-1/a",
+    "1111111111112/a",
+    "222222222222/a",
+    "222222222222/eu-west-1/a",
+    "000000000000/eu-west-1/b",
+    "000000000000/eu-west-1/a",
+];
+
+/// `list_queues_of`, `list_topics_of` and `list_subscriptions_of` give exactly one
+/// account's resources in one region, with every other account's rows present: the keys
+/// `PREFIX` + a name without `/` (`ACCOUNT/`, `ACCOUNT/REGION/`), and with `bare` the keys
+/// without `/` (the default account's in the default region), in `list_queues`'s
+/// (`list_topics`', `list_subscriptions(None)`'s) order, of which they are the subset; a
+/// prefix that does not end in `/` matches nothing. Subscriptions also come when they name
+/// the asking account as their subscriber (an account's subscription to another's topic).
+async fn listings_of_one_account_and_region(s: S) {
+    let mut topics = HashMap::new();
+    for key in SCOPED_KEYS {
+        queue(&s, key).await;
+        let (t, _) = s
+            .create_topic(key, BTreeMap::new(), BTreeMap::new(), T0)
+            .await
+            .unwrap();
+        topics.insert(*key, t.id);
+    }
+    // One subscription on each topic, and one that account 111111111111 made on
+    // 222222222222's topic.
+    for key in SCOPED_KEYS {
+        s.create_subscription(topics[key], new_sub(&format!("u-{key}"), true))
+            .await
+            .unwrap();
+    }
+    let mut foreign = new_sub("u-foreign", true);
+    foreign
+        .attributes
+        .insert("LoftSubscriberAccount".into(), "111111111111".into());
+    s.create_subscription(topics["222222222222/a"], foreign)
+        .await
+        .unwrap();
+
+    let all_queues = s.list_queues().await.unwrap();
+    let all_topics = s.list_topics().await.unwrap();
+    let all_subs = s.list_subscriptions(None).await.unwrap();
+    let cases: [(&str, bool, &str, &[&str]); 8] = [
+        (
+            "000000000000/",
+            true,
+            "000000000000",
+            &["0abc", "111111111111", "plain", "zeta"],
+        ),
+        ("", true, "", &["0abc", "111111111111", "plain", "zeta"]),
+        (
+            "111111111111/",
+            false,
+            "111111111111",
+            &["111111111111/a", "111111111111/b"],
+        ),
+        (
+            "111111111111/eu-west-1/",
+            false,
+            "111111111111",
+            &["111111111111/eu-west-1/a"],
+        ),
+        (
+            "000000000000/eu-west-1/",
+            false,
+            "000000000000",
+            &["000000000000/eu-west-1/a", "000000000000/eu-west-1/b"],
+        ),
+        ("222222222222/", false, "222222222222", &["222222222222/a"]),
+        ("333333333333/", false, "333333333333", &[]),
+        ("111111111111", false, "111111111111", &[]),
+    ];
+    for (prefix, bare, subscriber, want) in cases {
+        let of = |key: &str| loft_core::store::key_in_listing(key, prefix, bare);
+        let queues = s.list_queues_of(prefix, bare).await.unwrap();
+        let names: Vec<&str> = queues.iter().map(|q| q.name.as_str()).collect();
+        let mut sorted = names.clone();
+        sorted.sort();
+        assert_eq!(sorted, want, "queues of {prefix:?} {bare}");
+        let reference: Vec<&QueueRecord> = all_queues.iter().filter(|q| of(&q.name)).collect();
+        assert_eq!(
+            queues.iter().collect::<Vec<_>>(),
+            reference,
+            "queues of {prefix:?} {bare}: list_queues's rows, in its order"
+        );
+
+        let listed = s.list_topics_of(prefix, bare).await.unwrap();
+        let mut names: Vec<&str> = listed.iter().map(|t| t.name.as_str()).collect();
+        names.sort();
+        assert_eq!(names, want, "topics of {prefix:?} {bare}");
+        let reference: Vec<&TopicRecord> = all_topics.iter().filter(|t| of(&t.name)).collect();
+        assert_eq!(
+            listed.iter().collect::<Vec<_>>(),
+            reference,
+            "topics of {prefix:?} {bare}: list_topics's rows, in its order"
+        );
+
+        let subs = s
+            .list_subscriptions_of(prefix, bare, subscriber)
+            .await
+            .unwrap();
+        let mut uuids: Vec<String> = subs.iter().map(|s| s.uuid.clone()).collect();
+        uuids.sort();
+        let mut expected: Vec<String> = want.iter().map(|k| format!("u-{k}")).collect();
+        // On 222222222222's topic, made by 111111111111: in both listings.
+        if subscriber == "111111111111" || want.contains(&"222222222222/a") {
+            expected.push("u-foreign".into());
+        }
+        expected.sort();
+        assert_eq!(uuids, expected, "subscriptions of {prefix:?} {bare}");
+        let reference: Vec<&SubscriptionRecord> = all_subs
+            .iter()
+            .filter(|s| {
+                of(&s.topic_name)
+                    || s.attributes
+                        .get("LoftSubscriberAccount")
+                        .map(String::as_str)
+                        == Some(subscriber)
+            })
+            .collect();
+        assert_eq!(
+            subs.iter().collect::<Vec<_>>(),
+            reference,
+            "subscriptions of {prefix:?} {bare}: list_subscriptions's rows, in its order"
+        );
+    }
 }
 
 async fn queue_crud(s: S) {

@@ -351,6 +351,29 @@ impl Core {
         names::split_scoped_key(self.default_scope(), key)
     }
 
+    /// What the store's scoped listings (`Store::list_queues_of` and its kin) take to read
+    /// the resources of `scope` and no other account's: the prefix of its keys outside the
+    /// bare form (`ACCOUNT/REGION/` in another region, else `ACCOUNT/`, whose range also
+    /// holds the account's keys of other regions, which the listings leave out) and
+    /// whether its keys are bare too (the default account in the default region; see
+    /// [`names::scoped_key`]). The keys [`Core::in_scope`] keeps for `scope` are among
+    /// those listed.
+    pub(crate) fn listing_of(&self, scope: names::Scope<'_>) -> (String, bool) {
+        let sep = names::ACCOUNT_SEPARATOR;
+        let default = self.default_scope();
+        if scope.region != default.region {
+            (
+                format!("{}{sep}{}{sep}", scope.account, scope.region),
+                false,
+            )
+        } else {
+            (
+                format!("{}{sep}", scope.account),
+                scope.account == default.account,
+            )
+        }
+    }
+
     /// The resources of `scope` (an account in a region) among `items`, in their order:
     /// those whose store key (`key` of each) [`Core::key_scope`] puts in it.
     pub(crate) fn in_scope<T>(

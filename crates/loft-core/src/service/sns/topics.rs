@@ -479,8 +479,18 @@ impl Sns {
         scope: names::Scope<'_>,
         next_token: Option<&str>,
     ) -> Result<Page<TopicRecord>> {
-        let topics = self.in_scope(self.store.list_topics().await?, scope, |t| &t.name);
+        let topics = self.topics_of(scope).await?;
         page(topics, next_token, |t| t.name.clone())
+    }
+
+    /// The topics of `scope` (an account in a region), by store key: read from the store
+    /// without other accounts' rows ([`Core::listing_of`](crate::service::Core::listing_of)).
+    ///
+    /// Errors: `InternalError` when storage fails.
+    pub async fn topics_of(&self, scope: names::Scope<'_>) -> Result<Vec<TopicRecord>> {
+        let (prefix, bare) = self.listing_of(scope);
+        let topics = self.store.list_topics_of(&prefix, bare).await?;
+        Ok(self.in_scope(topics, scope, |t| &t.name))
     }
 
     /// GetTopicAttributes: stored attributes plus Owner, TopicArn, Policy, DisplayName,
@@ -1043,7 +1053,13 @@ impl Sns {
         scope: names::Scope<'_>,
         next_token: Option<&str>,
     ) -> Result<Page<SubscriptionRecord>> {
-        let mut subs = self.store.list_subscriptions(None).await?;
+        // Those it owns are on its topics or name it their subscriber: the store reads
+        // those alone, without other accounts' rows.
+        let (prefix, bare) = self.listing_of(scope);
+        let mut subs = self
+            .store
+            .list_subscriptions_of(&prefix, bare, scope.account)
+            .await?;
         subs.retain(|s| {
             self.key_scope(&s.topic_name).0.region == scope.region
                 && self.subscription_owner(s) == scope.account
@@ -1332,7 +1348,8 @@ impl Sns {
     ///
     /// Errors: `InternalError` when storage fails.
     pub async fn default_scope_topics(&self) -> Result<Vec<TopicRecord>> {
-        let mut topics = self.store.list_topics().await?;
+        // No prefix: the bare keys alone, read without other accounts' rows.
+        let mut topics = self.store.list_topics_of("", true).await?;
         topics.retain(|t| crate::names::is_default_scope_key(&t.name));
         Ok(topics)
     }
@@ -1348,8 +1365,7 @@ impl Sns {
         if !principal.enforced {
             return self.default_scope_topics().await;
         }
-        let topics = self.store.list_topics().await?;
-        Ok(self.in_scope(topics, principal.scope(), |t| &t.name))
+        self.topics_of(principal.scope()).await
     }
 
     /// The seeds' `POST /topics/{name}/subscribe`: subscribes `endpoint` (an http or https

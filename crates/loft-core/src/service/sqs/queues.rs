@@ -422,9 +422,21 @@ impl Sqs {
     ///
     /// Errors: `InternalError` when storage fails.
     pub async fn default_scope_queues(&self) -> Result<Vec<QueueRecord>> {
-        let mut queues = self.store.list_queues().await?;
+        // No prefix: the bare keys alone, read without other accounts' rows.
+        let mut queues = self.store.list_queues_of("", true).await?;
         queues.retain(|q| names::is_default_scope_key(&q.name));
         Ok(queues)
+    }
+
+    /// The queues of `scope` (an account in a region), by store key: read from the store
+    /// without other accounts' rows ([`Core::listing_of`]), so that one account's queues
+    /// do not slow another's listings.
+    ///
+    /// Errors: `InternalError` when storage fails.
+    pub async fn queues_of(&self, scope: names::Scope<'_>) -> Result<Vec<QueueRecord>> {
+        let (prefix, bare) = self.listing_of(scope);
+        let queues = self.store.list_queues_of(&prefix, bare).await?;
+        Ok(self.in_scope(queues, scope, |q| &q.name))
     }
 
     /// The queues `principal` sees in Loft's own listings (the seeds' `GET /queues`, the
@@ -440,8 +452,7 @@ impl Sqs {
         if !principal.enforced {
             return self.default_scope_queues().await;
         }
-        let queues = self.store.list_queues().await?;
-        Ok(self.in_scope(queues, principal.scope(), |q| &q.name))
+        self.queues_of(principal.scope()).await
     }
 
     /// ListQueues of the default account and region ([`Sqs::list_queues_of`]).
@@ -480,14 +491,10 @@ impl Sqs {
             ));
         }
         let queues = self
-            .store
-            .list_queues()
+            .queues_of(scope)
             .await?
             .into_iter()
-            .filter(|q| {
-                let (owner, name) = self.key_scope(&q.name);
-                owner == scope && prefix.is_none_or(|p| name.starts_with(p))
-            })
+            .filter(|q| prefix.is_none_or(|p| self.key_scope(&q.name).1.starts_with(p)))
             .collect();
         page_queues(queues, max_results, next_token, 1000)
     }
@@ -682,14 +689,16 @@ impl Sqs {
         Ok(self.queue(name).await?.tags.clone())
     }
 
-    /// ListDeadLetterSourceQueues: the queues whose RedrivePolicy targets `name`.
+    /// ListDeadLetterSourceQueues: the queues whose RedrivePolicy targets `name`, among the
+    /// queues of its account and region, where a dead-letter queue's sources are (SQS
+    /// Developer Guide, "Using dead-letter queues"; CreateQueue and SetQueueAttributes
+    /// refuse a target elsewhere), read without other accounts' rows.
     /// Errors: `QueueDoesNotExist`.
     pub async fn dead_letter_sources(&self, name: &str) -> Result<Vec<QueueRecord>> {
         let queue = self.queue(name).await?;
         let arn = self.queue_arn(&queue.name);
         Ok(self
-            .store
-            .list_queues()
+            .queues_of(self.key_scope(&queue.name).0)
             .await?
             .into_iter()
             .filter(|q| {

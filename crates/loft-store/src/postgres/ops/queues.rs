@@ -88,6 +88,64 @@ pub async fn list_queues<C: GenericClient>(c: &C) -> Result<Vec<QueueRecord>, Er
     Ok(query(c, &sql, &[]).await?.iter().map(queue_row).collect())
 }
 
+/// The statement selecting the ids of `table`'s (`queues`, `topics`) rows in one
+/// account's and region's listing (`Store::list_queues_of`): with `bare`, the keys without
+/// `/` (the partial index `{table}_bare` holds those alone), and the keys `$1` (a prefix
+/// ending in `/`) followed by a name without `/` (a range of `{table}_name_bytes`, in the
+/// "C" collation, up to `$2`, the prefix's range end). Neither reads another account's
+/// rows.
+pub(super) fn listing_ids(table: &str, bare: bool) -> String {
+    let prefixed = format!(
+        "SELECT id FROM {table} WHERE name COLLATE \"C\" >= $1 AND name COLLATE \"C\" < $2 \
+         AND strpos(substr(name, length($1) + 1), '/') = 0"
+    );
+    if bare {
+        format!("SELECT id FROM {table} WHERE strpos(name, '/') = 0 UNION ALL {prefixed}")
+    } else {
+        prefixed
+    }
+}
+
+/// The statement reading `columns` of `table`'s (`queues`, `topics`) rows in one account's
+/// and region's listing, by name: the rows [`listing_ids`] names, read straight from the
+/// indexes (no second lookup of each row by id).
+pub(super) fn listing_rows(table: &str, columns: &str, bare: bool) -> String {
+    let prefixed = format!(
+        "SELECT {columns} FROM {table} \
+         WHERE name COLLATE \"C\" >= $1 AND name COLLATE \"C\" < $2 \
+         AND strpos(substr(name, length($1) + 1), '/') = 0"
+    );
+    if bare {
+        format!(
+            "SELECT {columns} FROM {table} WHERE strpos(name, '/') = 0 \
+             UNION ALL {prefixed} ORDER BY name"
+        )
+    } else {
+        format!("{prefixed} ORDER BY name")
+    }
+}
+
+/// The range end of `prefix` for [`listing_ids`]: its `$2`. A prefix not ending in `/`
+/// matches no key (`key_in_listing`): the empty range `[prefix, prefix)`.
+pub(super) fn listing_end(prefix: &str) -> String {
+    loft_core::store::prefix_range_end(prefix).unwrap_or_else(|| prefix.to_owned())
+}
+
+/// The queues of one account and region (`Store::list_queues_of`), by name.
+pub async fn list_queues_of<C: GenericClient>(
+    c: &C,
+    prefix: &str,
+    bare: bool,
+) -> Result<Vec<QueueRecord>, Error> {
+    let sql = listing_rows("queues", QUEUE_COLUMNS, bare);
+    let end = listing_end(prefix);
+    Ok(query(c, &sql, &[&prefix, &end])
+        .await?
+        .iter()
+        .map(queue_row)
+        .collect())
+}
+
 /// How many rows `table` (`queues` or `topics`) has.
 pub async fn count_rows<C: GenericClient>(c: &C, table: &'static str) -> Result<u64, Error> {
     let sql = format!("SELECT count(*) FROM {table}");
@@ -95,18 +153,31 @@ pub async fn count_rows<C: GenericClient>(c: &C, table: &'static str) -> Result<
 }
 
 /// The rows of `table` (`queues`, `topics`) of one account: names starting with `prefix`,
-/// and when `bare` names without `/` (`Store::count_queues_of`).
+/// and when `bare` names without `/` (`Store::count_queues_of`). An account's prefix
+/// (`ACCOUNT/`) is counted as a range of `{table}_name_bytes` and the bare names through
+/// the partial index `{table}_bare`, so the count reads no other account's rows (it runs
+/// before every create).
 pub async fn count_rows_of<C: GenericClient>(
     c: &C,
     table: &'static str,
     prefix: &str,
     bare: bool,
 ) -> Result<u64, Error> {
+    let Some(end) = loft_core::store::prefix_range_end(prefix) else {
+        let sql = format!(
+            "SELECT count(*) FROM {table} \
+             WHERE starts_with(name, $1) OR ($2 AND strpos(name, '/') = 0)"
+        );
+        return Ok(query_one(c, &sql, &[&prefix, &bare])
+            .await?
+            .get::<_, i64>(0) as u64);
+    };
     let sql = format!(
-        "SELECT count(*) FROM {table} \
-         WHERE starts_with(name, $1) OR ($2 AND strpos(name, '/') = 0)"
+        "SELECT (SELECT count(*) FROM {table} \
+                 WHERE name COLLATE \"C\" >= $1 AND name COLLATE \"C\" < $3) \
+              + (SELECT count(*) FROM {table} WHERE $2 AND strpos(name, '/') = 0)"
     );
-    Ok(query_one(c, &sql, &[&prefix, &bare])
+    Ok(query_one(c, &sql, &[&prefix, &bare, &end])
         .await?
         .get::<_, i64>(0) as u64)
 }

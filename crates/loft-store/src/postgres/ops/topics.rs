@@ -48,6 +48,21 @@ pub async fn list_topics<C: GenericClient>(c: &C) -> Result<Vec<TopicRecord>, Er
     Ok(query(c, &sql, &[]).await?.iter().map(topic_row).collect())
 }
 
+/// The topics of one account and region (`Store::list_topics_of`), by name.
+pub async fn list_topics_of<C: GenericClient>(
+    c: &C,
+    prefix: &str,
+    bare: bool,
+) -> Result<Vec<TopicRecord>, Error> {
+    let sql = super::queues::listing_rows("topics", TOPIC_COLUMNS, bare);
+    let end = super::queues::listing_end(prefix);
+    Ok(query(c, &sql, &[&prefix, &end])
+        .await?
+        .iter()
+        .map(topic_row)
+        .collect())
+}
+
 pub async fn delete_topic<C: GenericClient>(c: &C, topic_id: i64) -> Result<bool, Error> {
     let n = execute(
         c,
@@ -133,6 +148,32 @@ pub async fn list_subscriptions<C: GenericClient>(
          WHERE $1::bigint IS NULL OR s.topic_id = $1 ORDER BY s.seq"
     );
     query(c, &sql, &[&topic_id])
+        .await?
+        .iter()
+        .map(subscription_row)
+        .collect()
+}
+
+/// The subscriptions of one account's and region's topics
+/// (`Store::list_subscriptions_of`) and those `subscriber` made on other accounts' topics,
+/// by creation: the topics' ids from their indexes, each topic's subscriptions through
+/// `subscriptions_topic`, the subscriber's through `subscriptions_subscriber`.
+pub async fn list_subscriptions_of<C: GenericClient>(
+    c: &C,
+    prefix: &str,
+    bare: bool,
+    subscriber: &str,
+) -> Result<Vec<SubscriptionRecord>, Error> {
+    let sql = format!(
+        "SELECT {SUBSCRIPTION_COLUMNS} FROM subscriptions s JOIN topics t ON t.id = s.topic_id \
+         WHERE s.seq IN (SELECT seq FROM subscriptions WHERE topic_id IN ({}) \
+           UNION SELECT seq FROM subscriptions \
+           WHERE (attributes::jsonb ->> 'LoftSubscriberAccount') = $3) \
+         ORDER BY s.seq",
+        super::queues::listing_ids("topics", bare)
+    );
+    let end = super::queues::listing_end(prefix);
+    query(c, &sql, &[&prefix, &end, &subscriber])
         .await?
         .iter()
         .map(subscription_row)

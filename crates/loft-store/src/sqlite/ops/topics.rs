@@ -45,6 +45,25 @@ pub fn list_topics(c: &Connection) -> rusqlite::Result<Vec<TopicRecord>> {
     rows.collect()
 }
 
+/// The statement of [`list_topics_of`].
+pub(super) fn list_topics_of_sql(bare: bool) -> String {
+    super::queues::listing_rows("topics", "id, name, attributes, tags, created_at", bare)
+}
+
+/// The topics of one account and region (`Store::list_topics_of`), by name.
+pub fn list_topics_of(
+    c: &Connection,
+    prefix: &str,
+    bare: bool,
+) -> rusqlite::Result<Vec<TopicRecord>> {
+    let mut stmt = c.prepare_cached(&list_topics_of_sql(bare))?;
+    let rows = stmt.query_map(
+        params![prefix, super::queues::listing_end(prefix)],
+        topic_row,
+    )?;
+    rows.collect()
+}
+
 pub fn delete_topic(c: &Connection, topic_id: i64) -> rusqlite::Result<bool> {
     c.prepare_cached("DELETE FROM subscriptions WHERE topic_id = ?1")?
         .execute([topic_id])?;
@@ -120,6 +139,36 @@ pub fn list_subscriptions(
          WHERE ?1 IS NULL OR s.topic_id = ?1 ORDER BY s.seq"
     ))?;
     let rows = stmt.query_map([topic_id], subscription_row)?;
+    rows.collect()
+}
+
+/// The statement of [`list_subscriptions_of`].
+pub(super) fn list_subscriptions_of_sql(bare: bool) -> String {
+    format!(
+        "SELECT {SUBSCRIPTION_COLUMNS} FROM subscriptions s JOIN topics t ON t.id = s.topic_id \
+         WHERE s.seq IN (SELECT seq FROM subscriptions WHERE topic_id IN ({}) \
+           UNION SELECT seq FROM subscriptions \
+           WHERE json_extract(attributes, '$.LoftSubscriberAccount') = ?3) \
+         ORDER BY s.seq",
+        super::queues::listing_ids("topics", bare)
+    )
+}
+
+/// The subscriptions of one account's and region's topics
+/// (`Store::list_subscriptions_of`) and those `subscriber` made on other accounts' topics,
+/// by creation: the topics' ids from their indexes, each topic's subscriptions through
+/// `subscriptions_topic`, the subscriber's through `subscriptions_subscriber`.
+pub fn list_subscriptions_of(
+    c: &Connection,
+    prefix: &str,
+    bare: bool,
+    subscriber: &str,
+) -> rusqlite::Result<Vec<SubscriptionRecord>> {
+    let mut stmt = c.prepare_cached(&list_subscriptions_of_sql(bare))?;
+    let rows = stmt.query_map(
+        params![prefix, super::queues::listing_end(prefix), subscriber],
+        subscription_row,
+    )?;
     rows.collect()
 }
 
