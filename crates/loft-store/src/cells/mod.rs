@@ -28,10 +28,13 @@
 //!   its cached cell reads the catalog once (a node that missed the notification). A name keeps its catalog row when
 //!   its queue or topic is deleted (the deleted-queue hold lives in that cell, and a
 //!   re-creation returns there); [`Store::reset`] removes the rows of what it removed.
-//! - **Placement**: a new queue goes to the cell with the fewest queues, a new topic to
-//!   the cell with the fewest topics (ties to the lowest number), so with no traffic they
-//!   spread evenly by count; a node chooses one at a time and counts its own placements
-//!   not yet stored, so creates arriving together spread too. A queue created with a
+//! - **Placement**: a new queue goes to the live cell with the fewest queue names in the
+//!   catalog, a new topic to the one with the fewest topic names (ties to the lowest
+//!   number; a deleted queue's name keeps its row, and so its count), so with no traffic
+//!   they spread evenly by count. The choice and the catalog row are one transaction under
+//!   an advisory lock in cell 1, so creates arriving together, at one node or at several,
+//!   spread too. At open, cell 1's queues and topics that the catalog lacks (a database
+//!   that served alone) get their rows. A queue created with a
 //!   RedrivePolicy
 //!   ([`Store::create_queue_beside`], the dead-letter queue's store key) goes to its
 //!   dead-letter queue's cell when that cell is up, so its dead-letter moves are one
@@ -155,32 +158,7 @@ pub struct CellStore {
     wakeups: broadcast::Sender<i64>,
     /// Whether a publish relays its outbox rows itself ([`CellStore::relay_at_once`]).
     relay_at_once: AtomicBool,
-    /// This node's placements whose queue or topic may not be stored yet, per (kind, cell
-    /// index): counted with each cell's stored rows when choosing, so creates that arrive
-    /// together spread over the cells instead of all counting the same stored rows.
-    placing: Mutex<HashMap<(&'static str, usize), u64>>,
-    /// Held while this node chooses a cell and records the choice (count, catalog row,
-    /// [`CellStore::placing`]), so two concurrent creates see each other's choice.
-    choosing: tokio::sync::Mutex<()>,
     forwarders: Vec<JoinHandle<()>>,
-}
-
-/// A placement of [`CellStore::place_near`] whose create has not finished: counted in
-/// [`CellStore::placing`] until dropped.
-struct Placing<'a> {
-    store: &'a CellStore,
-    key: Option<(&'static str, usize)>,
-}
-
-impl Drop for Placing<'_> {
-    fn drop(&mut self) {
-        if let Some(key) = self.key {
-            let mut placing = self.store.placing.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some(n) = placing.get_mut(&key) {
-                *n = n.saturating_sub(1);
-            }
-        }
-    }
 }
 
 impl Drop for CellStore {
@@ -271,10 +249,12 @@ impl CellStore {
             next_claim: AtomicUsize::new(0),
             wakeups,
             relay_at_once: AtomicBool::new(true),
-            placing: Mutex::default(),
-            choosing: tokio::sync::Mutex::new(()),
             forwarders,
         };
+        store.cells[0]
+            .catalog_adopt()
+            .await
+            .map_err(|_| "cells: cannot adopt cell 1's names into its catalog".to_owned())?;
         store
             .load_catalog()
             .await
@@ -415,28 +395,22 @@ impl CellStore {
     }
 
     /// The cell `kind` `name` lives in, placing it when the catalog has no row: on the
-    /// cell with the fewest of its kind (ties to the lowest number). Always asks the
-    /// catalog, so two nodes never place one name in two cells.
-    ///
-    /// The [`Placing`] it returns counts a new placement until the caller has created the
-    /// queue or topic (drop it after the create).
-    async fn place(&self, kind: &'static str, name: &str) -> Result<(usize, Placing<'_>)> {
+    /// live cell with the fewest names of its kind in the catalog (ties to the lowest
+    /// number), chosen and recorded in one catalog transaction
+    /// ([`PgStore::catalog_place_least`]), so two creates never count the same rows and
+    /// two nodes never place one name in two cells.
+    async fn place(&self, kind: &'static str, name: &str) -> Result<usize> {
         self.place_near(kind, name, None).await
     }
 
     /// [`CellStore::place`], placing a new name in cell index `prefer` when given and that
-    /// cell is up (it answers its count), else on the cell with the fewest of its kind
-    /// (stored, plus this node's placements not yet stored).
+    /// cell is up (it answers its count), else as [`CellStore::place`] does.
     async fn place_near(
         &self,
         kind: &'static str,
         name: &str,
         prefer: Option<usize>,
-    ) -> Result<(usize, Placing<'_>)> {
-        let mut placing = Placing {
-            store: self,
-            key: None,
-        };
+    ) -> Result<usize> {
         let existing = self.cells[0]
             .catalog_get(kind, name)
             .await?
@@ -444,60 +418,42 @@ impl CellStore {
         let index = match existing {
             Some(index) => index,
             None => {
-                let _choosing = self.choosing.lock().await;
                 let preferred = match prefer {
                     Some(i) if i < self.cells.len() => {
                         live(self.cells[i].count_queues().await)?.map(|_| i)
                     }
                     _ => None,
                 };
-                let chosen = match preferred {
-                    Some(i) => i,
-                    None => self.least_loaded(kind).await?,
+                let number = match preferred {
+                    Some(i) => {
+                        self.cells[0]
+                            .catalog_place(kind, name, i as u32 + 1)
+                            .await?
+                    }
+                    None => {
+                        let up = self.live_cells().await?;
+                        self.cells[0].catalog_place_least(kind, name, &up).await?
+                    }
                 };
-                let number = self.cells[0]
-                    .catalog_place(kind, name, chosen as u32 + 1)
-                    .await?;
-                let index = self.index_of_number(number).ok_or_else(|| {
+                self.index_of_number(number).ok_or_else(|| {
                     Error::internal(format!("cells: the catalog places {name} in cell {number}"))
-                })?;
-                *self
-                    .placing
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .entry((kind, index))
-                    .or_default() += 1;
-                placing.key = Some((kind, index));
-                index
+                })?
             }
         };
         self.remember(kind, name, index);
-        Ok((index, placing))
+        Ok(index)
     }
 
-    /// The index of the cell with the fewest of `kind` (ties to the lowest number); a
-    /// cell that is down gets no new queue or topic.
-    async fn least_loaded(&self, kind: &'static str) -> Result<usize> {
-        let mut best = (u64::MAX, 0);
+    /// The numbers of the cells that are up (each answers a count); a cell that is down
+    /// gets no new queue or topic.
+    async fn live_cells(&self) -> Result<Vec<u32>> {
+        let mut up = Vec::with_capacity(self.cells.len());
         for (i, cell) in self.cells.iter().enumerate() {
-            let n = if kind == QUEUE {
-                cell.count_queues().await
-            } else {
-                cell.count_topics().await
-            };
-            let Some(n) = live(n)? else { continue };
-            let n = n + self
-                .placing
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .get(&(kind, i))
-                .copied()
-                .unwrap_or(0);
-            if n < best.0 {
-                best = (n, i);
+            if live(cell.count_topics().await)?.is_some() {
+                up.push(i as u32 + 1);
             }
         }
-        Ok(best.1)
+        Ok(up)
     }
 
     /// The cell of subscription `uuid`, asking each cell once, then remembered.
@@ -628,7 +584,7 @@ impl Store for CellStore {
                 prefer = Some(cell);
             }
         }
-        let (cell, _placing) = self.place_near(QUEUE, name, prefer).await?;
+        let cell = self.place_near(QUEUE, name, prefer).await?;
         self.cells[cell]
             .create_queue(name, attributes, tags, now_ms)
             .await
@@ -939,7 +895,7 @@ impl Store for CellStore {
         tags: BTreeMap<String, String>,
         now_ms: i64,
     ) -> Result<(TopicRecord, bool)> {
-        let (cell, _placing) = self.place(TOPIC, name).await?;
+        let cell = self.place(TOPIC, name).await?;
         self.cells[cell]
             .create_topic(name, attributes, tags, now_ms)
             .await

@@ -24,6 +24,9 @@ pub const CELL_ID_BITS: u32 = 48;
 /// The advisory lock under which the cell tables are made (two nodes starting at once).
 const CELL_DDL_LOCK: i64 = 0x6c6f_6674_6365_6c6c; // "loftcell"
 
+/// The advisory lock under which a new name's cell is chosen and recorded in the catalog.
+const CATALOG_PLACE_LOCK: i64 = 0x6c6f_6674_706c_6163; // "loftplac"
+
 /// The id columns whose values leave the store (queue, topic, message, delivery, recorded
 /// message, subscription, move task and mapping ids) or the cell (outbox ids, which the
 /// destination cell records): each cell's sequence starts at its
@@ -200,6 +203,66 @@ impl PgStore {
                 )
                 .await?;
             Ok::<_, Failure>(row.get::<_, i32>(0) as u32)
+        })
+    }
+
+    /// Places `kind` `name` unless the catalog has it already, on the cell among
+    /// `candidates` (cell numbers, the live ones) with the fewest catalog rows of `kind`
+    /// (ties to the lowest number); returns the cell the name has now. The choice and its
+    /// row are one transaction under an advisory lock, so creates placed at once, by this
+    /// node or by others, each count the ones before them.
+    ///
+    /// Errors: as [`PgStore::catalog_rows`]; `InternalError` when `candidates` is empty.
+    pub(crate) async fn catalog_place_least(
+        &self,
+        kind: &str,
+        name: &str,
+        candidates: &[u32],
+    ) -> Result<u32> {
+        if candidates.is_empty() {
+            return Err(Error::internal(format!(
+                "cells: no cell is up to place {name} in"
+            )));
+        }
+        let candidates: Vec<i32> = candidates.iter().map(|&n| n as i32).collect();
+        run_tx!(self, |tx| async {
+            tx.execute("SELECT pg_advisory_xact_lock($1)", &[&CATALOG_PLACE_LOCK])
+                .await?;
+            tx.execute(
+                "INSERT INTO loft_cell_catalog (kind, name, cell) \
+                 SELECT $1, $2, c FROM unnest($3::int4[]) AS c \
+                 ORDER BY (SELECT count(*) FROM loft_cell_catalog \
+                           WHERE kind = $1 AND cell = c), c \
+                 LIMIT 1 \
+                 ON CONFLICT (kind, name) DO NOTHING",
+                &[&kind, &name, &candidates],
+            )
+            .await?;
+            let row = tx
+                .query_one(
+                    "SELECT cell FROM loft_cell_catalog WHERE kind = $1 AND name = $2",
+                    &[&kind, &name],
+                )
+                .await?;
+            Ok::<_, Failure>(row.get::<_, i32>(0) as u32)
+        })
+    }
+
+    /// Gives every queue and topic of this database that the catalog lacks a row in cell
+    /// 1 (a database that served alone before it became cell 1), so they are found by
+    /// name and counted when placing.
+    ///
+    /// Errors: as [`PgStore::catalog_rows`].
+    pub(crate) async fn catalog_adopt(&self) -> Result<()> {
+        run!(self, |c| async {
+            c.batch_execute(
+                "INSERT INTO loft_cell_catalog (kind, name, cell) \
+                 SELECT 'q', name, 1 FROM queues ON CONFLICT (kind, name) DO NOTHING; \
+                 INSERT INTO loft_cell_catalog (kind, name, cell) \
+                 SELECT 't', name, 1 FROM topics ON CONFLICT (kind, name) DO NOTHING",
+            )
+            .await?;
+            Ok::<_, Failure>(())
         })
     }
 

@@ -14,7 +14,7 @@ use loft_core::service::{ReceiveMessage, SendMessage};
 use loft_core::store::Store;
 use loft_core::{Service, ServiceConfig};
 use loft_store::cells::{CellStatus, CELL_ID_BITS};
-use loft_store::CellStore;
+use loft_store::{CellStore, PgOptions, PgStore};
 
 use crate::conformance::{self, cell_schemas, open_cells, PgSchema, S};
 use crate::skips;
@@ -130,6 +130,93 @@ async fn twelve_queues_created_at_once_land_six_and_six() {
         topics[(t - 1) as usize] += 1;
     }
     assert_eq!((queues, topics), ([6, 6], [6, 6]));
+}
+
+/// 10 queues created at once through two nodes (two stores over the same cells), 5 at
+/// each, land 5 and 5: every placement, whichever node makes it, counts the ones before
+/// it in cell 1's catalog (a node that counted only its own would put 3 of its 5 on
+/// cell 1, and so would the other).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ten_queues_created_at_once_on_two_nodes_land_five_and_five() {
+    let Some((first, schemas)) =
+        two_cells("cells::ten_queues_created_at_once_on_two_nodes_land_five_and_five").await
+    else {
+        return;
+    };
+    let nodes = [
+        std::sync::Arc::new(first),
+        std::sync::Arc::new(open_cells(&schemas).await),
+    ];
+    let mut creates = Vec::new();
+    for i in 0..10 {
+        let store = nodes[i % 2].clone();
+        creates.push(tokio::spawn(async move {
+            let (q, created) = store
+                .create_queue(&format!("q{i}"), BTreeMap::new(), BTreeMap::new(), T0)
+                .await
+                .unwrap();
+            assert!(created);
+            cell_of(q.id)
+        }));
+    }
+    let mut queues = [0; 2];
+    for c in creates {
+        queues[(c.await.unwrap() - 1) as usize] += 1;
+    }
+    assert_eq!(queues, [5, 5]);
+}
+
+/// A database that served alone, opened as cell 1 of two: its queue and topic are found
+/// by name on their cell, and they count, so the next two queues go to cell 2 and then
+/// to cell 1.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_that_served_alone_keeps_its_names_as_cell_one() {
+    let test = "cells::a_database_that_served_alone_keeps_its_names_as_cell_one";
+    let Some(schemas) = cell_schemas(2) else {
+        skips::postgres().skip(test);
+        return;
+    };
+    {
+        let alone = PgStore::connect(
+            &schemas[0].url,
+            PgOptions {
+                pool_size: 2,
+                schema: Some(schemas[0].schema.clone()),
+            },
+        )
+        .await
+        .unwrap();
+        let (q, _) = alone
+            .create_queue("old", BTreeMap::new(), BTreeMap::new(), T0)
+            .await
+            .unwrap();
+        alone
+            .send_messages(vec![(q.id, msg("kept"))])
+            .await
+            .unwrap();
+        alone
+            .create_topic("old-topic", BTreeMap::new(), BTreeMap::new(), T0)
+            .await
+            .unwrap();
+    }
+    let store = open_cells(&schemas).await;
+    let q = store
+        .get_queue("old")
+        .await
+        .unwrap()
+        .expect("the old queue is found");
+    assert_eq!(cell_of(q.id), 1);
+    assert!(store.get_topic("old-topic").await.unwrap().is_some());
+    let mut cells = Vec::new();
+    for name in ["new-1", "new-2"] {
+        let (q, created) = store
+            .create_queue(name, BTreeMap::new(), BTreeMap::new(), T0)
+            .await
+            .unwrap();
+        assert!(created);
+        cells.push(cell_of(q.id));
+    }
+    assert_eq!(cells, [2, 1]);
 }
 
 /// After a restart (the store opened again over the same databases) every name routes
