@@ -16,7 +16,8 @@
 //! `Resource`/`NotResource` (ARNs with wildcards, each of the six colon-separated parts
 //! matched on its own), `Principal`/`NotPrincipal` (`"*"`, `{"AWS": ...}` with account ids,
 //! `arn:aws:iam::ACCOUNT:root` or principal ARNs, `{"Service": ...}`) and `Condition` with the
-//! operators of [`Operator`] (each with `...IfExists`, and `ForAnyValue:`/`ForAllValues:`).
+//! operators of [`Operator`] (String, Arn, Numeric, Date, Bool, IpAddress and Null, each
+//! with `...IfExists`, and `ForAnyValue:`/`ForAllValues:`).
 //! Bad input is a [`PolicyError`], never a panic.
 //!
 //! [`authorize`] decides a request as "Determining whether a request is allowed or denied
@@ -121,6 +122,19 @@ pub enum Operator {
     NotIpAddress,
     /// `Null`: `true` when the key must be absent, `false` when present.
     Null,
+    /// `DateEquals`: the key's instant (an ISO 8601 date/time in the W3C profile, or
+    /// epoch seconds; [`date_ms`]) equals the policy's.
+    DateEquals,
+    /// `DateNotEquals`.
+    DateNotEquals,
+    /// `DateLessThan`: the key's instant is before the policy's.
+    DateLessThan,
+    /// `DateLessThanEquals`.
+    DateLessThanEquals,
+    /// `DateGreaterThan`: the key's instant is after the policy's.
+    DateGreaterThan,
+    /// `DateGreaterThanEquals`.
+    DateGreaterThanEquals,
 }
 
 impl Operator {
@@ -145,6 +159,12 @@ impl Operator {
             "IpAddress" => IpAddress,
             "NotIpAddress" => NotIpAddress,
             "Null" => Null,
+            "DateEquals" => DateEquals,
+            "DateNotEquals" => DateNotEquals,
+            "DateLessThan" => DateLessThan,
+            "DateLessThanEquals" => DateLessThanEquals,
+            "DateGreaterThan" => DateGreaterThan,
+            "DateGreaterThanEquals" => DateGreaterThanEquals,
             _ => return None,
         })
     }
@@ -162,6 +182,7 @@ impl Operator {
                 | ArnNotLike
                 | NumericNotEquals
                 | NotIpAddress
+                | DateNotEquals
         )
     }
 }
@@ -338,6 +359,17 @@ fn condition_block(v: &Value) -> Result<Vec<Condition>, PolicyError> {
                         v.trim()
                             .parse::<f64>()
                             .map_err(|_| PolicyError(format!("Invalid number {v} in {name}")))?;
+                    }
+                }
+                Operator::DateEquals
+                | Operator::DateNotEquals
+                | Operator::DateLessThan
+                | Operator::DateLessThanEquals
+                | Operator::DateGreaterThan
+                | Operator::DateGreaterThanEquals => {
+                    for v in &values {
+                        date_ms(v)
+                            .ok_or_else(|| PolicyError(format!("Invalid date {v} in {name}")))?;
                     }
                 }
                 _ => {}
@@ -677,8 +709,49 @@ fn value_matches(op: Operator, policy: &str, actual: &str) -> bool {
         NumericGreaterThanEquals => {
             matches!((num(actual), num(policy)), (Some(a), Some(p)) if a >= p)
         }
+        DateEquals | DateNotEquals => {
+            matches!((date_ms(actual), date_ms(policy)), (Some(a), Some(p)) if a == p)
+        }
+        DateLessThan => matches!((date_ms(actual), date_ms(policy)), (Some(a), Some(p)) if a < p),
+        DateLessThanEquals => {
+            matches!((date_ms(actual), date_ms(policy)), (Some(a), Some(p)) if a <= p)
+        }
+        DateGreaterThan => {
+            matches!((date_ms(actual), date_ms(policy)), (Some(a), Some(p)) if a > p)
+        }
+        DateGreaterThanEquals => {
+            matches!((date_ms(actual), date_ms(policy)), (Some(a), Some(p)) if a >= p)
+        }
         Null => false,
     }
+}
+
+/// The instant (epoch milliseconds, UTC) a Date condition value or key names: epoch
+/// seconds (digits, as `aws:EpochTime` gives them), or an ISO 8601 date/time in the W3C
+/// profile the IAM User Guide asks for ("Date condition operators"): `YYYY-MM-DD`,
+/// `YYYY-MM-DDThh:mmTZD`, `YYYY-MM-DDThh:mm:ssTZD`, `YYYY-MM-DDThh:mm:ss.sTZD` (`TZD`
+/// being `Z` or `+hh:mm`/`-hh:mm`); a bare date is its midnight UTC, and a time without
+/// `TZD` is taken as UTC. `None` for anything else (wildcards included: the guide
+/// permits none).
+pub fn date_ms(s: &str) -> Option<i64> {
+    let s = s.trim();
+    if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) {
+        return s.parse::<i64>().ok()?.checked_mul(1000);
+    }
+    if let Ok(t) = chrono::DateTime::parse_from_rfc3339(s) {
+        return Some(t.timestamp_millis());
+    }
+    if let Ok(t) = chrono::DateTime::parse_from_str(s, "%Y-%m-%dT%H:%M%#z") {
+        return Some(t.timestamp_millis());
+    }
+    let naive = s.strip_suffix('Z').unwrap_or(s);
+    for form in ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%dT%H:%M"] {
+        if let Ok(t) = chrono::NaiveDateTime::parse_from_str(naive, form) {
+            return Some(t.and_utc().timestamp_millis());
+        }
+    }
+    let d = chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d").ok()?;
+    Some(d.and_hms_opt(0, 0, 0)?.and_utc().timestamp_millis())
 }
 
 impl Condition {

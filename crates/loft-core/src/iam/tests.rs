@@ -451,6 +451,108 @@ fn numeric_operators() {
 }
 
 #[test]
+fn date_operators_compare_instants_of_either_form() {
+    // IAM User Guide, "Date condition operators": aws:CurrentTime (ISO 8601) and
+    // aws:EpochTime (epoch seconds) against W3C ISO 8601 dates or epoch seconds.
+    let now = 1_785_024_000_000; // 2026-07-26T00:00:00Z
+    let r = req().at(now + 1_500, "us-east-1"); // 00:00:01.500
+    for (op, key, v, want) in [
+        (
+            "DateGreaterThan",
+            "aws:CurrentTime",
+            "2026-07-26T00:00:00Z",
+            true,
+        ),
+        (
+            "DateGreaterThan",
+            "aws:CurrentTime",
+            "2026-07-26T00:00:02Z",
+            false,
+        ),
+        (
+            "DateLessThan",
+            "aws:CurrentTime",
+            "2026-07-26T00:00:02Z",
+            true,
+        ),
+        ("DateLessThan", "aws:CurrentTime", "2026-07-26", false),
+        (
+            "DateGreaterThanEquals",
+            "aws:CurrentTime",
+            "2026-07-26",
+            true,
+        ),
+        (
+            "DateLessThan",
+            "aws:CurrentTime",
+            "2026-07-26T02:00+02:00",
+            false,
+        ),
+        (
+            "DateLessThan",
+            "aws:CurrentTime",
+            "2026-07-26T02:01+02:00",
+            true,
+        ),
+        (
+            "DateLessThan",
+            "aws:CurrentTime",
+            "2026-07-25T20:00:02-04:00",
+            true,
+        ),
+        ("DateLessThan", "aws:CurrentTime", "1785024002", true),
+        ("DateGreaterThan", "aws:CurrentTime", "1785024002", false),
+        ("DateEquals", "aws:EpochTime", "1785024001", true),
+        ("DateEquals", "aws:EpochTime", "2026-07-26T00:00:01Z", true),
+        (
+            "DateEquals",
+            "aws:EpochTime",
+            "2026-07-26T00:00:01.000Z",
+            true,
+        ),
+        ("DateNotEquals", "aws:EpochTime", "1785024001", false),
+        ("DateNotEquals", "aws:EpochTime", "1785024000", true),
+        ("DateLessThanEquals", "aws:EpochTime", "1785024001", true),
+        (
+            "DateGreaterThanEquals",
+            "aws:EpochTime",
+            "1785024002",
+            false,
+        ),
+    ] {
+        let p = with_condition("Allow", &format!(r#"{{"{op}":{{"{key}":"{v}"}}}}"#));
+        assert_eq!(p.evaluate(&r) == Decision::Allow, want, "{op} {key} {v}");
+    }
+    // A key the request lacks: only the negated operator (and IfExists) holds.
+    let absent = |op: &str| {
+        with_condition(
+            "Allow",
+            &format!(r#"{{"{op}":{{"aws:TokenIssueTime":"2020-01-01"}}}}"#),
+        )
+        .evaluate(&r)
+    };
+    assert_eq!(absent("DateGreaterThan"), Decision::ImplicitDeny);
+    assert_eq!(absent("DateGreaterThanIfExists"), Decision::Allow);
+    assert_eq!(absent("DateNotEquals"), Decision::Allow);
+    // Values that name no instant are refused when the policy is set.
+    for bad in [
+        "yesterday",
+        "2026-13-01",
+        "2026-07-26T*",
+        "",
+        "2026-07-26 00:00",
+    ] {
+        let doc = format!(
+            r#"{{"Statement":{{"Effect":"Allow","Action":"*","Resource":"*","Condition":{{"DateLessThan":{{"aws:CurrentTime":"{bad}"}}}}}}}}"#
+        );
+        assert!(
+            Policy::parse(&doc, PolicyKind::Identity).is_err(),
+            "accepted {bad:?}"
+        );
+    }
+}
+
+#[test]
 fn for_all_values_and_for_any_value() {
     // IAM User Guide, "Multivalued context keys": ForAllValues is true when every request
     // value matches (and when there are none); ForAnyValue when at least one does.

@@ -1698,6 +1698,7 @@ async fn a_move_task_stops_when_the_destination_refuses(revoked: &str, engine: &
 /// context keys": aws:CurrentTime, aws:EpochTime, aws:RequestedRegion,
 /// aws:PrincipalType, aws:userid, aws:username, aws:PrincipalIsAWSService,
 /// aws:ViaAWSService) are in Loft's too, so a Deny conditioned on one applies as on AWS
+/// (the time keys under the String, Numeric and Date operators alike)
 /// instead of failing open on a key found absent. A hostile tenant found each of these
 /// Denies ignored. Each row: A's queue lets anyone send, except what a Deny with the
 /// row's condition refuses; B (`arn:aws:iam::222222222222:user/loft`, signing for
@@ -1716,6 +1717,31 @@ async fn deny_conditions_on_the_keys_aws_always_sets_apply() {
         ("NumericLessThan", "aws:EpochTime", r#""1""#, 200),
         ("StringLike", "aws:CurrentTime", r#""20*T*Z""#, 403),
         ("StringLike", "aws:CurrentTime", r#""19*""#, 200),
+        (
+            "DateGreaterThan",
+            "aws:CurrentTime",
+            r#""2020-01-01T00:00:00Z""#,
+            403,
+        ),
+        (
+            "DateLessThan",
+            "aws:CurrentTime",
+            r#""2020-01-01T00:00:00Z""#,
+            200,
+        ),
+        (
+            "DateGreaterThanEquals",
+            "aws:EpochTime",
+            r#""1577836800""#,
+            403,
+        ),
+        (
+            "DateLessThanEquals",
+            "aws:EpochTime",
+            r#""2020-01-01""#,
+            200,
+        ),
+        ("DateNotEquals", "aws:CurrentTime", r#""2020-01-01""#, 403),
         ("StringEquals", "aws:PrincipalType", r#""User""#, 403),
         ("StringEquals", "aws:PrincipalType", r#""Account""#, 200),
         ("StringEquals", "aws:username", r#""loft""#, 403),
