@@ -284,6 +284,36 @@ impl CellStore {
             .collect())
     }
 
+    /// A replay step whose subscriber's queue is in another cell than its subscription
+    /// (the topic's): the step commits in the subscription's cell with those copies in
+    /// its outbox, relayed at once (unless turned off) in their order, as a publish's.
+    pub(super) async fn advance_replay_across(
+        &self,
+        source: usize,
+        mut step: ReplayStep,
+    ) -> Result<Option<ReplayRecord>> {
+        let (local, remote): (Vec<_>, Vec<_>) = std::mem::take(&mut step.messages)
+            .into_iter()
+            .partition(|(q, _)| self.index_of_id(*q) == source);
+        step.messages = local;
+        let now = wall_ms();
+        let Some((replay, ids)) = self.cells[source]
+            .advance_replay_with_outbox(step, remote, now)
+            .await?
+        else {
+            return Ok(None);
+        };
+        if self.relay_at_once.load(Ordering::Relaxed) {
+            if let Err(e) = self.relay_ids(source, &ids, now).await {
+                tracing::warn!(
+                    error = %e.message,
+                    "cells: a replay step's outbox rows wait for the relay workers"
+                );
+            }
+        }
+        Ok(Some(replay))
+    }
+
     /// A FIFO topic's publish, in the topic's cell; the copies it wrote to the outbox are
     /// then relayed at once (unless turned off), in their order. Their outcomes stay as
     /// the cell reported them (stored, sequence number 0).

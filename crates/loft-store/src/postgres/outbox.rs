@@ -39,6 +39,33 @@ impl PgStore {
         .await
     }
 
+    /// [`Store::advance_replay`] that also writes, in the same transaction, one outbox
+    /// row per copy of `remote` (a queue of another cell, copy), sealed as the
+    /// destination will store it; none when the step is stale (the replay is no longer
+    /// this step's: `None`). Returns the replay and the outbox ids, in order.
+    ///
+    /// Errors: as [`Store::advance_replay`].
+    pub(crate) async fn advance_replay_with_outbox(
+        &self,
+        step: ReplayStep,
+        remote: Vec<(i64, NewMessage)>,
+        now_ms: i64,
+    ) -> Result<Option<(ReplayRecord, Vec<i64>)>> {
+        let channel = self.channel.as_str();
+        let remote = self.sealer.sealed(remote)?;
+        let remote = &remote;
+        self.write_sealed(step, |step| async move {
+            run_tx!(self, |tx| async {
+                let Some(replay) = ops::advance_replay_in(&tx, &step, channel).await? else {
+                    return Ok::<_, Failure>(None);
+                };
+                let ids = ops::write_outbox_in(&tx, remote, now_ms).await?;
+                Ok(Some((replay, ids)))
+            })
+        })
+        .await
+    }
+
     /// [`Store::publish_fifo`], with the copies for queues of other cells written to the
     /// outbox when this store is a cell (see [`ops::publish_fifo_in`]); returns the
     /// outbox ids too (none for a store opened alone).

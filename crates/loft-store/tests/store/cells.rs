@@ -441,6 +441,101 @@ async fn a_publish_across_cells_stores_every_copy() {
     assert_eq!(bodies(&store, b).await, ["to-b"]);
 }
 
+/// A FIFO topic's archive replayed to a subscriber whose queue is in the other cell: each
+/// step commits its cursor in the topic's cell with the copies in its outbox, and they
+/// reach the queue in order, relayed at once or, with that off, by the relay workers. A
+/// stale step (another node's lease) writes no outbox row. Before, such a step was
+/// refused as work across cells and the replay could not go on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replay_into_a_queue_of_another_cell_arrives_in_order() {
+    let Some((store, _schemas)) =
+        two_cells("cells::a_replay_into_a_queue_of_another_cell_arrives_in_order").await
+    else {
+        return;
+    };
+    let store = Arc::new(store);
+    let s: S = store.clone();
+    let (topic, _) = store
+        .create_topic("rp.fifo", BTreeMap::new(), BTreeMap::new(), T0)
+        .await
+        .unwrap();
+    let _near = conformance::queue(&s, "near.fifo").await;
+    let q = conformance::queue(&s, "far.fifo").await;
+    assert_eq!((cell_of(topic.id), cell_of(q)), (1, 2));
+    store
+        .create_subscription(topic.id, conformance::new_sub("u-far", true))
+        .await
+        .unwrap();
+    store
+        .put_replay(conformance::replay("u-far", topic.id, "r1"))
+        .await
+        .unwrap();
+    assert_eq!(
+        store
+            .claim_replays("A", T0, T0 + 30_000, 10)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    let step = |owner: &str, bodies: &[&str], cursor: i64| {
+        conformance::replay_step(
+            "u-far",
+            "r1",
+            owner,
+            T0,
+            bodies
+                .iter()
+                .map(|b| {
+                    (
+                        q,
+                        conformance::fifo_msg(b, "G", &format!("replay:r1:{b}"), T0),
+                    )
+                })
+                .collect(),
+            cursor,
+            ReplayFinish::Continue,
+        )
+    };
+    let next = store
+        .advance_replay(step("A", &["one", "two"], 2))
+        .await
+        .unwrap()
+        .expect("A holds the replay");
+    assert_eq!((next.status, next.cursor), (ReplayStatus::Replaying, 2));
+    assert_eq!(store.count_outbox().await.unwrap(), 0, "relayed at once");
+    // Another node's step: stale, nothing written.
+    assert!(store
+        .advance_replay(step("B", &["from-b"], 3))
+        .await
+        .unwrap()
+        .is_none());
+    assert_eq!(store.count_outbox().await.unwrap(), 0);
+    // The relay workers carry what the step left in the outbox.
+    store.relay_at_once(false);
+    store
+        .advance_replay(step("A", &["three"], 3))
+        .await
+        .unwrap()
+        .expect("A holds the replay");
+    assert_eq!(store.count_outbox().await.unwrap(), 1);
+    assert_eq!(
+        store
+            .relay_outbox(T0 + HOUR, T0 + 2 * HOUR, 10)
+            .await
+            .unwrap(),
+        1
+    );
+    let got: Vec<String> = store
+        .peek_messages(q, 0, 100, T0)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|m| m.body)
+        .collect();
+    assert_eq!(got, ["one", "two", "three"]);
+}
+
 /// A publish (standard or FIFO) whose copies are all in one cell writes no outbox row: it
 /// is the publish of one database.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

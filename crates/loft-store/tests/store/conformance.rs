@@ -300,7 +300,7 @@ pub(crate) fn msg(body: &str, now: i64) -> NewMessage {
     }
 }
 
-fn fifo_msg(body: &str, group: &str, dedup: &str, now: i64) -> NewMessage {
+pub(crate) fn fifo_msg(body: &str, group: &str, dedup: &str, now: i64) -> NewMessage {
     NewMessage {
         message_id: Some(format!("id-{body}")),
         group_id: Some(group.into()),
@@ -2659,7 +2659,7 @@ async fn topics_crud(s: S) {
     assert_eq!(s.get_topic("s3:ObjectCreated").await.unwrap(), None);
 }
 
-fn new_sub(uuid: &str, confirmed: bool) -> NewSubscription {
+pub(crate) fn new_sub(uuid: &str, confirmed: bool) -> NewSubscription {
     NewSubscription {
         uuid: uuid.into(),
         protocol: SubscriptionProtocol::Http,
@@ -2979,7 +2979,7 @@ async fn fifo_topic_archive_keeps_swept_and_dropped(s: S) {
         .is_empty());
 }
 
-fn replay(sub: &str, topic_id: i64, replay_id: &str) -> ReplayRecord {
+pub(crate) fn replay(sub: &str, topic_id: i64, replay_id: &str) -> ReplayRecord {
     ReplayRecord {
         subscription: sub.into(),
         topic_id,
@@ -2995,7 +2995,7 @@ fn replay(sub: &str, topic_id: i64, replay_id: &str) -> ReplayRecord {
     }
 }
 
-fn replay_step(
+pub(crate) fn replay_step(
     sub: &str,
     replay_id: &str,
     owner: &str,
