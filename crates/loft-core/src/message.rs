@@ -95,7 +95,8 @@ pub fn attributes_size(attributes: &MessageAttributes) -> usize {
 /// Checks message attributes as SendMessage does.
 ///
 /// Errors: `InvalidParameterValue` for more than 10 attributes, bad names, unknown data
-/// types, missing or mismatched values, non-numeric Numbers, invalid characters.
+/// types, missing or mismatched values, non-numeric Numbers, invalid characters (in a
+/// value or a type).
 pub fn validate_attributes(attributes: &MessageAttributes) -> Result<()> {
     if attributes.len() > MAX_ATTRIBUTES {
         return Err(Error::invalid(format!(
@@ -114,6 +115,14 @@ pub fn validate_attributes(attributes: &MessageAttributes) -> Result<()> {
             return Err(Error::invalid(format!(
                 "The message attribute '{name}' has a type longer than 256 characters."
             )));
+        }
+        // A custom type label (`String.x`) is text the receiver gets back, so it takes the
+        // characters a value may have (AWS's words for this refusal are not recorded).
+        if !valid_characters(&value.data_type) {
+            return Err(Error::new(
+                ErrorCode::InvalidParameterValue,
+                format!("Message (user) attribute '{name}' type contains invalid characters."),
+            ));
         }
         match value.base_type() {
             "String" | "Number" => {

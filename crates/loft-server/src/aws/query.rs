@@ -136,7 +136,11 @@ pub fn tree(pairs: &[(String, String)]) -> Result<Node> {
 }
 
 /// Escapes text for XML content the way AWS does, keeping `\r` as `&#xD;` so that it
-/// survives the parser's line-end normalisation.
+/// survives the parser's line-end normalisation. A character XML 1.0 cannot carry at all
+/// (controls other than tab, line feed and carriage return, U+FFFE, U+FFFF: not even as a
+/// character reference) is written as U+FFFD, so no text that reached Loft (a tag, an echo
+/// of a request's value in an error) can make a response ill-formed for every client
+/// that reads it.
 pub fn escape(text: &str, out: &mut String) {
     for c in text.chars() {
         match c {
@@ -146,6 +150,8 @@ pub fn escape(text: &str, out: &mut String) {
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&apos;"),
             '\r' => out.push_str("&#xD;"),
+            '\t' | '\n' => out.push(c),
+            '\u{0}'..='\u{1F}' | '\u{FFFE}' | '\u{FFFF}' => out.push('\u{FFFD}'),
             c => out.push(c),
         }
     }
@@ -314,6 +320,13 @@ mod tests {
         let mut s = String::new();
         escape("a\r\n\"<&>'", &mut s);
         assert_eq!(s, "a&#xD;\n&quot;&lt;&amp;&gt;&apos;");
+    }
+
+    #[test]
+    fn characters_xml_cannot_carry_become_replacement_characters() {
+        let mut s = String::new();
+        escape("a\u{0}b\u{1}\tc\u{1F}\u{FFFE}\u{FFFF}\u{10000}", &mut s);
+        assert_eq!(s, "a\u{FFFD}b\u{FFFD}\tc\u{FFFD}\u{FFFD}\u{FFFD}\u{10000}");
     }
 
     #[test]

@@ -721,3 +721,100 @@ async fn concurrent_receivers_never_share_an_in_flight_message() {
     assert_eq!(total, all.len(), "a message was delivered twice");
     assert_eq!(all.len(), 50);
 }
+
+/// No answer in XML carries a character XML 1.0 cannot (a control other than tab, line
+/// feed and carriage return): a hostile tenant with SendMessage on another account's
+/// queue sent a message whose attribute type held U+0001, and the owner's Query
+/// ReceiveMessage came back ill-formed, the whole batch unreadable and the message back
+/// at every visibility timeout. SQS refuses such text in a value already
+/// (`InvalidParameterValue`); a type label, AWSTraceHeader and tags now are refused too,
+/// and an error that echoes the request's text writes U+FFFD for such a character.
+#[tokio::test]
+async fn characters_xml_cannot_carry_never_reach_a_query_answer() {
+    use crate::wire::{self, Outcome};
+    use serde_json::json;
+    let server = Server::start();
+    let http = reqwest::Client::new();
+    let call = |op: &'static str, input: serde_json::Value| {
+        let (http, url) = (http.clone(), server.url.clone());
+        async move { wire::query(&http, &url, op, &input).await }
+    };
+    let refused = |out: Outcome, what: &str| match out {
+        Outcome::Err { code, status, .. } => {
+            assert_eq!(
+                (code.as_str(), status),
+                ("InvalidParameterValue", 400),
+                "{what}"
+            )
+        }
+        Outcome::Ok(v) => panic!("{what}: taken: {v}"),
+    };
+    let url = match call("CreateQueue", json!({"QueueName": "ctl"})).await {
+        Outcome::Ok(v) => v["QueueUrl"].as_str().unwrap().to_owned(),
+        other => panic!("{other:?}"),
+    };
+    for (what, input) in [
+        (
+            "a type label",
+            json!({"QueueUrl": url, "MessageBody": "b", "MessageAttributes": {
+                "a": {"DataType": "String.\u{1}", "StringValue": "v"}}}),
+        ),
+        (
+            "a value",
+            json!({"QueueUrl": url, "MessageBody": "b", "MessageAttributes": {
+                "a": {"DataType": "String", "StringValue": "v\u{1}"}}}),
+        ),
+        (
+            "AWSTraceHeader",
+            json!({"QueueUrl": url, "MessageBody": "b", "MessageSystemAttributes": {
+                "AWSTraceHeader": {"DataType": "String", "StringValue": "Root=\u{1}"}}}),
+        ),
+    ] {
+        refused(call("SendMessage", input).await, what);
+    }
+    refused(
+        call(
+            "TagQueue",
+            json!({"QueueUrl": url, "Tags": {"k\u{1}": "v"}}),
+        )
+        .await,
+        "a tag key",
+    );
+    refused(
+        call(
+            "TagQueue",
+            json!({"QueueUrl": url, "Tags": {"k": "v\u{1f}"}}),
+        )
+        .await,
+        "a tag value",
+    );
+    // Nothing was stored: the queue's answers parse (decode_query parses every body).
+    match call(
+        "ReceiveMessage",
+        json!({"QueueUrl": url, "WaitTimeSeconds": 0}),
+    )
+    .await
+    {
+        Outcome::Ok(v) => assert!(v["Messages"].as_array().is_none_or(|m| m.is_empty()), "{v}"),
+        other => panic!("{other:?}"),
+    }
+    match call("ListQueueTags", json!({"QueueUrl": url})).await {
+        Outcome::Ok(_) => {}
+        other => panic!("{other:?}"),
+    }
+    // An error that echoes the request's text: well-formed, the character replaced.
+    match call(
+        "GetQueueAttributes",
+        json!({"QueueUrl": format!("{url}x\u{1}"), "AttributeNames": ["All"]}),
+    )
+    .await
+    {
+        Outcome::Err {
+            status, message, ..
+        } => {
+            assert_eq!(status, 400, "{message}");
+            assert!(!message.contains('\u{1}'), "{message}");
+        }
+        other => panic!("{other:?}"),
+    }
+}

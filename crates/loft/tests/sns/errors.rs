@@ -684,3 +684,80 @@ async fn a_delivery_policy_over_an_hour_of_retries_is_invalid() {
         400
     );
 }
+
+/// No SNS answer (XML) carries a character XML 1.0 cannot, and no raw copy brings one into
+/// a queue: a DisplayName and a tag holding U+0001 are refused (InvalidParameter, 400),
+/// so GetTopicAttributes and ListTagsForResource stay readable; a message published with
+/// U+0001 reaches a raw SQS subscriber's queue no more than SendMessage would take it
+/// (`InvalidMessageContents`) while the envelope subscriber, whose JSON escapes it, gets
+/// it; the next message reaches both.
+#[tokio::test]
+async fn characters_xml_cannot_carry_reach_no_answer_and_no_raw_queue() {
+    let server = Server::start();
+    let (sns, sqs) = (server.sns(), server.sqs());
+    let err = sns
+        .create_topic()
+        .name("ctl-name")
+        .attributes("DisplayName", "a\u{1}b")
+        .send()
+        .await
+        .expect_err("a DisplayName with U+0001");
+    assert_eq!(
+        harness::sdk_error(&err),
+        ("InvalidParameter".to_owned(), 400)
+    );
+    let topic = create_topic(&sns, "ctl", &[]).await;
+    let err = sns
+        .tag_resource()
+        .resource_arn(&topic)
+        .tags(Tag::builder().key("k\u{1}").value("v").build().unwrap())
+        .send()
+        .await
+        .expect_err("a tag key with U+0001");
+    assert_eq!(
+        harness::sdk_error(&err),
+        ("InvalidParameter".to_owned(), 400)
+    );
+    sns.get_topic_attributes()
+        .topic_arn(&topic)
+        .send()
+        .await
+        .expect("GetTopicAttributes parses");
+    sns.list_tags_for_resource()
+        .resource_arn(&topic)
+        .send()
+        .await
+        .expect("ListTagsForResource parses");
+
+    let raw = create_queue(&sqs, "ctl-raw", &[]).await;
+    let wrapped = create_queue(&sqs, "ctl-envelope", &[]).await;
+    subscribe_queue(
+        &server,
+        &topic,
+        "ctl-raw",
+        &[("RawMessageDelivery", "true")],
+    )
+    .await;
+    subscribe_queue(&server, &topic, "ctl-envelope", &[]).await;
+    for text in ["a\u{1}b", "fine"] {
+        sns.publish()
+            .topic_arn(&topic)
+            .message(text)
+            .send()
+            .await
+            .expect("Publish");
+    }
+    let got = receive_exactly(&sqs, &raw, 1).await;
+    assert_eq!(got[0].body(), Some("fine"));
+    let got = receive_exactly(&sqs, &wrapped, 2).await;
+    let texts: Vec<String> = got
+        .iter()
+        .map(|m| {
+            json_of(m.body().unwrap())["Message"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(texts, ["a\u{1}b", "fine"]);
+}

@@ -612,7 +612,22 @@ impl SnsDelivery {
                 )
                 .len()
         };
+        // Nor does a queue take characters SendMessage refuses (`InvalidMessageContents`):
+        // a raw copy is the message and its attributes as published (an envelope escapes
+        // them in its JSON).
+        let storable = !raw
+            || (crate::message::valid_characters(&text)
+                && out.delivered_attributes.values().all(|a| {
+                    crate::message::valid_characters(&a.data_type)
+                        && a.string_value
+                            .as_deref()
+                            .is_none_or(crate::message::valid_characters)
+                }));
         let fits = |q: &std::sync::Arc<QueueRecord>| {
+            if !storable {
+                tracing::warn!(queue = %q.name, "the raw message holds characters SQS does not store; not delivered to it");
+                return false;
+            }
             let max = QueueConfig::from_attributes(&q.attributes).maximum_message_size as usize;
             let ok = copy_size <= max;
             if !ok {

@@ -330,6 +330,17 @@ impl Sqs {
                     "Message system attribute name '{name}' is invalid."
                 )));
             }
+            // The characters SQS stores (as for a user attribute's value, whose words
+            // these are; AWS's for a system attribute are not recorded).
+            if !message::valid_characters(&v.data_type)
+                || v.string_value
+                    .as_deref()
+                    .is_some_and(|s| !message::valid_characters(s))
+            {
+                return Err(Error::invalid(format!(
+                    "Message system attribute '{name}' value contains invalid characters."
+                )));
+            }
         }
         let size = m.body.len() + message::attributes_size(&m.message_attributes);
         if size > config.maximum_message_size as usize {

@@ -113,7 +113,13 @@ fn check_tags(tags: &Map) -> Result<()> {
         return Err(Error::invalid("Too many tags added for queue."));
     }
     for (k, v) in tags {
-        if k.is_empty() || k.len() > 128 || v.len() > 256 {
+        // Tags come back in ListQueueTags' XML: no character XML cannot carry.
+        if k.is_empty()
+            || k.len() > 128
+            || v.len() > 256
+            || !crate::message::valid_characters(k)
+            || !crate::message::valid_characters(v)
+        {
             return Err(Error::invalid(format!("Tag {k} is invalid.")));
         }
     }
