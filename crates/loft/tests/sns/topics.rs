@@ -57,12 +57,15 @@ async fn list_topics_pages_by_one_hundred() {
         .expect("paginate");
     assert_eq!(all.len(), 205);
 
-    assert_sns_err!(
-        sns.list_topics().next_token("%%%not a token").send().await,
-        aws_sdk_sns::operation::list_topics::ListTopicsError::InvalidParameterException(_),
-        "InvalidParameter",
-        400
-    );
+    // Not base64, and base64 of what is no topic's key ("AAAA" is three NUL bytes).
+    for junk in ["%%%not a token", "AAAA", "//79"] {
+        assert_sns_err!(
+            sns.list_topics().next_token(junk).send().await,
+            aws_sdk_sns::operation::list_topics::ListTopicsError::InvalidParameterException(_),
+            "InvalidParameter",
+            400
+        );
+    }
 }
 
 #[tokio::test]

@@ -142,6 +142,11 @@ fn validate_topic_attribute(name: &str, value: &str, creating: bool, fifo: bool)
         return Err(invalid("AttributeName"));
     }
     let bad = || invalid(&format!("Attributes Reason: {name}: invalid value"));
+    // Every attribute is text GetTopicAttributes gives back in XML: none may hold a
+    // character XML cannot carry (a DisplayName with a control character, say).
+    if !crate::message::valid_characters(value) {
+        return Err(bad());
+    }
     Ok(match name {
         "DeliveryPolicy" if !value.is_empty() => DeliveryPolicy::stored_topic_document(value)?,
         "DataProtectionPolicy" if !value.is_empty() => {
@@ -473,12 +478,29 @@ impl Sns {
     }
 
     /// ListTopics: the topics of `scope` (an account in a region), 100 a page. Errors:
-    /// `InvalidParameter` for a bad token.
+    /// `InvalidParameter` "Invalid parameter: NextToken" for a token that names no topic
+    /// key (as ListSubscriptions refuses one that does not open).
     pub async fn list_topics_of(
         &self,
         scope: names::Scope<'_>,
         next_token: Option<&str>,
     ) -> Result<Page<TopicRecord>> {
+        // A token is the base64 of a topic's store key (account and region parts, then a
+        // topic name: letters, digits, `-`, `_`, `.fifo`); one that names no such key
+        // was never given out.
+        if let Some(t) = next_token.filter(|t| !t.is_empty()) {
+            let key = crate::message::base64_decode(t)
+                .ok()
+                .and_then(|b| String::from_utf8(b).ok())
+                .unwrap_or_default();
+            let plausible = !key.is_empty()
+                && key
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/'));
+            if !plausible {
+                return Err(invalid("NextToken"));
+            }
+        }
         let topics = self.topics_of(scope).await?;
         page(topics, next_token, |t| t.name.clone())
     }
@@ -1536,7 +1558,12 @@ fn check_sns_tags(tags: &Map) -> Result<()> {
         ));
     }
     for (k, v) in tags {
-        if k.is_empty() || k.len() > 128 || v.len() > 256 {
+        if k.is_empty()
+            || k.len() > 128
+            || v.len() > 256
+            || !crate::message::valid_characters(k)
+            || !crate::message::valid_characters(v)
+        {
             return Err(invalid("Tags"));
         }
     }
