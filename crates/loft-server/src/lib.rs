@@ -6,6 +6,8 @@
 //! - [`state`]: the router's state (the service and the authentication policy).
 //! - [`aws`]: the AWS protocols (SQS JSON and Query; SNS Query).
 //! - [`cors`]: cross-origin requests from browsers (off unless origins are allowed).
+//! - [`browser`]: requests from web pages Loft did not invite (cross-site request
+//!   forgery, DNS rebinding), refused before any route.
 //! - [`auth`]: credentials and where SigV4 signatures are required.
 //! - [`permissions`]: the access table of every route and [`permissions::Routes`], the only
 //!   way to add a route.
@@ -35,6 +37,7 @@
 pub mod auth;
 pub mod aws;
 pub mod body;
+pub mod browser;
 pub mod client_link;
 pub mod console;
 pub mod cors;

@@ -186,10 +186,16 @@ fn build(
 /// the boxed route services and running the middleware through `from_fn` (21 of a
 /// send's ~80 allocations were there: docs/benchmarks/history.md, "Where the allocations
 /// are"). Every other request goes to the router.
+///
+/// Every request a browser made is first checked by a [`crate::browser::BrowserGuard`]
+/// (cross-site request forgery, DNS rebinding): refused ones never reach a route.
 #[derive(Clone)]
 pub struct App {
     router: Router,
     aws_root: Option<AwsRoot>,
+    guard: Arc<crate::browser::BrowserGuard>,
+    /// The advertised URL the guard was made with (kept for [`App::with_cors`]).
+    advertised_url: String,
 }
 
 /// The direct `/` route of [`App`]: the router's state and request metrics.
@@ -206,16 +212,20 @@ impl App {
         signer: Option<Arc<crate::sns_signing::LazySigner>>,
         auth: Arc<Auth>,
     ) -> App {
+        let advertised_url = service.config().advertised_url.clone();
         let (router, state, requests, _) = build(service, signer, auth);
         App {
             router,
             aws_root: Some(AwsRoot { state, requests }),
+            guard: Arc::new(crate::browser::BrowserGuard::new(&[], &advertised_url)),
+            advertised_url,
         }
     }
 
     /// This app answering cross-origin requests from `origins` ([`crate::cors::apply`]);
     /// unchanged when `origins` is empty. With origins every request goes through the
     /// router (the CORS layers wrap its routes), so the direct `/` route is dropped.
+    /// The browser guard admits the pages of `origins` too.
     pub fn with_cors(self, origins: &[String]) -> App {
         if origins.is_empty() {
             return self;
@@ -223,6 +233,11 @@ impl App {
         App {
             router: crate::cors::apply(self.router, origins),
             aws_root: None,
+            guard: Arc::new(crate::browser::BrowserGuard::new(
+                origins,
+                &self.advertised_url,
+            )),
+            advertised_url: self.advertised_url,
         }
     }
 
@@ -241,6 +256,8 @@ impl App {
         App {
             router: routes.merge(self.router),
             aws_root: self.aws_root,
+            guard: self.guard,
+            advertised_url: self.advertised_url,
         }
     }
 
@@ -253,13 +270,22 @@ impl App {
         &self,
         req: axum::extract::Request,
     ) -> impl Future<Output = axum::response::Response> + Send + 'static {
+        if let Some(reason) = self.guard.refusal(req.uri(), req.headers()) {
+            tracing::info!(%reason, path = %req.uri().path(), "a browser's request refused");
+            return futures_util::future::Either::Right(futures_util::future::Either::Left(
+                std::future::ready(crate::browser::refuse(reason)),
+            ));
+        }
         if let Some(aws) = &self.aws_root {
             let m = req.method();
             if req.uri().path() == "/" && (m == Method::POST || m == Method::GET) {
                 return futures_util::future::Either::Left(aws.call(req));
             }
         }
-        futures_util::future::Either::Right(Serve::call(&self.router, req))
+        futures_util::future::Either::Right(futures_util::future::Either::Right(Serve::call(
+            &self.router,
+            req,
+        )))
     }
 }
 
@@ -278,6 +304,8 @@ impl From<Router> for App {
         App {
             router,
             aws_root: None,
+            guard: Arc::default(),
+            advertised_url: String::new(),
         }
     }
 }

@@ -21,6 +21,7 @@
 //!   with a 4xx in its protocol's error shape.
 
 mod auto_create;
+mod browsers;
 mod console;
 mod endpoint_policy;
 mod harness;
