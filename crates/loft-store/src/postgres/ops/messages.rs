@@ -505,8 +505,9 @@ pub struct StepJob {
 /// execution) whenever its custom plans looked cheaper (docs/benchmarks/history.md, "the
 /// receive's claim", branch `i19v`). Other statements keep the default.
 ///
-/// A step reads the queue's next visibility time only when its candidates ran short
-/// (fewer than `tokens.len()`): the caller reports it only for a receive that came back
+/// A claim reads the queue's next visibility time only when its candidates ran short
+/// (fewer than its steps' `tokens` together; a step is short when the candidates ran out
+/// before its turn ended, [`set_outcomes`]): the caller reports it only for a receive that came back
 /// short (a long poll's next wake-up), and the read walks the index entries of every
 /// claimed message that was deleted since the last vacuum (`visible_at > now`), which at
 /// 32 connections cost as much as the claim itself (the same section).
