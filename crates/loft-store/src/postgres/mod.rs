@@ -778,7 +778,8 @@ fn receive_combiner(
 }
 
 /// Runs a receive group: every job's step in one transaction ([`ops::receive_steps`]:
-/// the claim statements pipelined, one commit), each job answered with its own step's
+/// one claim statement per queue's set of steps, the statements pipelined, one commit),
+/// each job answered with its own step's
 /// outcome. Falls back to job by job as [`send_runner`] does.
 fn receive_runner(
     base: Db,

@@ -257,6 +257,7 @@ conformance!(
     concurrent_endpoint_creates_share_one_endpoint,
     wakeups_report_sends,
     concurrent_receivers_never_share_a_message,
+    concurrent_receives_of_one_queue_keep_their_own_terms,
     concurrent_receives_across_queues_never_share_a_message,
     concurrent_sends_get_their_own_rows_and_fail_alone,
     concurrent_deletes_delete_each_message_once,
@@ -4000,6 +4001,89 @@ async fn concurrent_receivers_never_share_a_message(s: S) {
     let unique: HashSet<i64> = seen.iter().copied().collect();
     assert_eq!(unique.len(), seen.len(), "a message was handed out twice");
     assert_eq!(unique.len(), MESSAGES, "every message was handed out");
+}
+
+/// Concurrent standard receives of one queue, each with its own clock, visibility timeout
+/// and receipt tokens (which a store may serve with one claim: the PostgreSQL store's
+/// claim sets), each get messages claimed on their own terms: one of their own tokens,
+/// hidden until their own now + visibility, received at their own now, received once;
+/// no message twice, every message once, and none delayed past every receive's clock.
+async fn concurrent_receives_of_one_queue_keep_their_own_terms(s: S) {
+    const RECEIVERS: usize = 8;
+    const MESSAGES: usize = 480;
+    let q = queue(&s, "terms").await;
+    for chunk in (0..MESSAGES).collect::<Vec<_>>().chunks(10) {
+        let batch = chunk
+            .iter()
+            .map(|i| (q, msg(&format!("m{i}"), T0)))
+            .collect();
+        s.send_messages(batch).await.unwrap();
+    }
+    // Delayed past every receiver's clock: never handed out.
+    let delayed = NewMessage {
+        visible_at_ms: T0 + HOUR,
+        ..msg("delayed", T0)
+    };
+    let delayed = s.send_messages(vec![(q, delayed)]).await.unwrap()[0].seq;
+    let seen = Arc::new(Mutex::new(Vec::<(usize, StoredMessage)>::new()));
+    let mut tasks = Vec::new();
+    for r in 0..RECEIVERS {
+        let s = s.clone();
+        let seen = seen.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut empty = 0;
+            while empty < 3 {
+                let request = req(
+                    q,
+                    1 + (r as u32 * 3 % 10),
+                    T0 + 10 * (r as i64 + 1),
+                    HOUR + 1000 * r as i64,
+                );
+                let out = s.receive(request.clone()).await.unwrap();
+                if out.messages.is_empty() {
+                    empty += 1;
+                    tokio::task::yield_now().await;
+                    continue;
+                }
+                empty = 0;
+                for m in &out.messages {
+                    assert!(
+                        request.receipt_tokens.contains(&m.receipt_token),
+                        "receiver {r} got another receive's token"
+                    );
+                    assert_eq!(
+                        m.visible_at_ms,
+                        request.now_ms + request.visibility_ms,
+                        "receiver {r}'s message hidden on another receive's terms"
+                    );
+                    assert_eq!(m.first_received_at_ms, Some(request.now_ms), "receiver {r}");
+                    assert_eq!(m.receive_count, 1, "receiver {r}");
+                }
+                let mut tokens: Vec<i64> = out.messages.iter().map(|m| m.receipt_token).collect();
+                tokens.sort_unstable();
+                tokens.dedup();
+                assert_eq!(tokens.len(), out.messages.len(), "a token handed out twice");
+                seen.lock()
+                    .unwrap()
+                    .extend(out.messages.into_iter().map(|m| (r, m)));
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let seen = seen.lock().unwrap();
+    let unique: HashSet<i64> = seen.iter().map(|(_, m)| m.seq).collect();
+    assert_eq!(unique.len(), seen.len(), "a message was handed out twice");
+    assert_eq!(
+        unique.len(),
+        MESSAGES,
+        "every visible message was handed out"
+    );
+    assert!(
+        !unique.contains(&delayed),
+        "a delayed message was handed out"
+    );
 }
 
 /// Concurrent standard receives on several queues at once (which a store may run in one

@@ -476,7 +476,7 @@ pub struct StepJob {
 /// ([`StepOutcome`]). With `fair` it reads a fair queue's keyed messages in fair-key
 /// order (`messages_fair`); otherwise longest visible first, or in send order for the
 /// seeds. Messages in `skip` (claimed or passed over by earlier steps of its receive)
-/// are passed over.
+/// are passed over, by every step sharing its claim statement.
 ///
 /// The plain order walks `messages_visibility` from the step's `floor` (the caller's
 /// hint: where its last claim of the queue started taking messages) and walks the part
@@ -487,11 +487,15 @@ pub struct StepJob {
 /// 2.4 ms per claim against 7 pages and 0.08 ms after one (docs/benchmarks/history.md,
 /// "the claim's walk from a floor", branch `s8b`).
 ///
-/// The steps' claim statements are sent at once (pipelined on the connection) and run
-/// one after another in `steps` order, each with its own snapshot (READ COMMITTED), so a
-/// later step sees the claims of the earlier ones as if they had committed before it:
-/// hidden, so two steps never share a message (with a visibility timeout of 0 the
-/// message is visible again, as after a committed receive). A claim never waits:
+/// Steps of one queue that read the same order under the same dead-letter rule share one
+/// claim statement ([`claim_sets`], [`claim_rows`]): it claims all their messages at
+/// once and hands them out in step order, so a group of k receives of a queue pays one
+/// statement's start-up, scans and CTEs instead of k. The sets' statements are sent at
+/// once (pipelined on the connection) and run one after another, each with its own
+/// snapshot (READ COMMITTED), so a later set sees the claims of the earlier ones as if
+/// they had committed before it: hidden, so two steps never share a message (with a
+/// visibility timeout of 0 the message is visible again, as after a committed receive;
+/// within one statement a message is claimed once). A claim never waits:
 /// `FOR UPDATE SKIP LOCKED` passes over rows other transactions hold.
 ///
 /// The claims run on their generic plan (`SET LOCAL plan_cache_mode =
@@ -501,8 +505,9 @@ pub struct StepJob {
 /// execution) whenever its custom plans looked cheaper (docs/benchmarks/history.md, "the
 /// receive's claim", branch `i19v`). Other statements keep the default.
 ///
-/// A step reads the queue's next visibility time only when its candidates ran short
-/// (fewer than `tokens.len()`): the caller reports it only for a receive that came back
+/// A claim reads the queue's next visibility time only when its candidates ran short
+/// (fewer than its steps' `tokens` together; a step is short when the candidates ran out
+/// before its turn ended, [`set_outcomes`]): the caller reports it only for a receive that came back
 /// short (a long poll's next wake-up), and the read walks the index entries of every
 /// claimed message that was deleted since the last vacuum (`visible_at > now`), which at
 /// 32 connections cost as much as the claim itself (the same section).
@@ -521,15 +526,24 @@ pub async fn receive_steps<C: GenericClient>(
     // The claims' generic plan, for this transaction only (reset at its end).
     tx.batch_execute("SET LOCAL plan_cache_mode = force_generic_plan")
         .await?;
-    let claims = futures_util::future::join_all(steps.iter().map(|s| {
-        let tokens = &s.tokens[..];
-        claim_rows(tx, &s.request, tokens, channel, s.fair, &s.skip, s.floor)
-    }))
-    .await;
+    let sets = claim_sets(steps);
+    let claims =
+        futures_util::future::join_all(sets.iter().map(|set| claim_rows(tx, steps, set, channel)))
+            .await;
     let mut put_back = Vec::new();
-    let mut out = Vec::with_capacity(steps.len());
-    for rows in claims {
-        out.push(step_outcome(&rows?, sealer, &mut put_back)?);
+    let mut out: Vec<Option<StepOutcome>> = steps.iter().map(|_| None).collect();
+    for (set, rows) in sets.iter().zip(claims) {
+        let lens: Vec<usize> = set.iter().map(|&i| steps[i].tokens.len()).collect();
+        for (&i, o) in set
+            .iter()
+            .zip(set_outcomes(&rows?, &lens, sealer, &mut put_back)?)
+        {
+            out[i] = Some(o);
+        }
+    }
+    let out: Vec<StepOutcome> = out.into_iter().flatten().collect();
+    if out.len() != steps.len() {
+        return Err(Failure::Broken("a claim set lost steps"));
     }
     put_back_claims(tx, &put_back).await?;
     // Messages moved to a dead-letter queue of another cell leave through the outbox,
@@ -571,50 +585,119 @@ fn open_claim(
     }
 }
 
-/// A step's outcome from its claim statement's rows; the claimed messages that cannot be
-/// opened go to `put_back` (to be put back before the commit) and to `passed`.
-fn step_outcome(
+/// The steps of a receive group that one claim statement serves ([`claim_rows`]), as
+/// indexes into `steps`, each set in `steps` order and the sets in the order of their
+/// first step: steps of one queue join when they read the same order (fair, send or
+/// plain) under the same dead-letter rule, so the statement's one filter, order and
+/// dead-letter move hold for each of them.
+fn claim_sets(steps: &[StepJob]) -> Vec<Vec<usize>> {
+    let joins = |a: &StepJob, b: &StepJob| {
+        a.request.queue_id == b.request.queue_id
+            && a.fair == b.fair
+            && a.request.send_order == b.request.send_order
+            && a.request.redrive == b.request.redrive
+            && a.dlq_elsewhere == b.dlq_elsewhere
+    };
+    let mut sets: Vec<Vec<usize>> = Vec::new();
+    for (i, step) in steps.iter().enumerate() {
+        match sets.iter_mut().find(|set| joins(&steps[set[0]], step)) {
+            Some(set) => set.push(i),
+            None => sets.push(vec![i]),
+        }
+    }
+    sets
+}
+
+/// The outcomes of a claim set's steps (each asking for `lens[j]` messages) from its
+/// claim statement's rows. The statement numbered its claimed messages from 1 in claim
+/// order and the steps take them in turn: step `j` the numbers after the earlier steps'
+/// `lens`, as many as its own. Its candidates are its share of the statement's, taken in
+/// the same turn (so a step is short, and reads `next`, only when the statement's
+/// candidates ran out before its turn ended); the first step reports the set's dead
+/// letters. The claimed messages that cannot be opened go to `put_back` (to be put back
+/// before the commit) and to their step's `passed`.
+fn set_outcomes(
     rows: &[Row],
+    lens: &[usize],
     sealer: &Sealer,
     put_back: &mut Vec<OldClaim>,
-) -> Result<StepOutcome, Error> {
-    let mut out = StepOutcome::default();
+) -> Result<Vec<StepOutcome>, Error> {
+    let mut out: Vec<StepOutcome> = lens.iter().map(|_| StepOutcome::default()).collect();
+    let Some(first) = rows.first() else {
+        return Err(Failure::Broken("a claim gave no row"));
+    };
+    let candidates = first.get::<_, i64>(0);
+    let next = first.get::<_, Option<i64>>(2);
+    let mut before = 0i64;
+    for (o, &len) in out.iter_mut().zip(lens) {
+        o.candidates = (candidates - before).clamp(0, len as i64);
+        o.next = next;
+        before += len as i64;
+    }
+    if let Some(o) = out.first_mut() {
+        o.dead = first.get::<_, i64>(1) as u64;
+    }
     for r in rows {
-        out.candidates = r.get::<_, i64>(0);
-        out.dead = r.get::<_, i64>(1) as u64;
-        out.next = r.get::<_, Option<i64>>(2);
-        if r.get::<_, Option<i64>>(4).is_some() {
-            let old_visible: i64 = r.get(4 + MESSAGE_COLUMN_COUNT);
-            out.lowest_claimed = Some(
-                out.lowest_claimed
-                    .map_or(old_visible, |l| l.min(old_visible)),
-            );
-            let m = message_row(r, 4);
-            match open_claim(sealer, r, 4, m, put_back, &mut out.undecryptable)? {
-                Some(m) => out.messages.push(m),
-                None => out.passed.push(r.get(4)),
-            }
+        let Some(n) = r.get::<_, Option<i64>>(3) else {
+            continue;
+        };
+        let mut end = 0i64;
+        let Some(o) = out.iter_mut().zip(lens).find_map(|(o, &len)| {
+            end += len as i64;
+            (n <= end).then_some(o)
+        }) else {
+            return Err(Failure::Broken("a claim numbered past its tokens"));
+        };
+        let old_visible: i64 = r.get(4 + MESSAGE_COLUMN_COUNT);
+        o.lowest_claimed = Some(o.lowest_claimed.map_or(old_visible, |l| l.min(old_visible)));
+        let m = message_row(r, 4);
+        match open_claim(sealer, r, 4, m, put_back, &mut o.undecryptable)? {
+            Some(m) => o.messages.push(m),
+            None => o.passed.push(r.get(4)),
         }
     }
     Ok(out)
 }
 
-/// The claim statement of one standard receive step: its rows are (candidates, dead,
-/// next, n, the claimed message's columns, its old state), one per claimed message
-/// ordered by n, or one row of NULL message columns when it claimed none. The candidates
+/// The claim statement of one claim set ([`claim_sets`]: the steps `set` of `steps`,
+/// several receives of one queue served together): its rows are (candidates, dead, next,
+/// n, the claimed message's columns, its old state), one per claimed message ordered by n
+/// (from 1; [`set_outcomes`] hands them to the steps), or one row of NULL message columns
+/// when it claimed none. It asks for all its steps' messages at once, reads the queue as
+/// of its latest step's now, passes over every step's `skip`, and walks from the lowest
+/// floor; each claimed message takes its step's receipt token, visibility and now. The candidates
 /// come from `visible_at >= floor` first (`above`) and from below `floor` only when those
 /// fall short (`below`, its scan skipped otherwise); the row joins find the candidates'
 /// rows by primary key (`= ANY(ARRAY(...))`: the planner cannot size the two parts'
 /// union and otherwise may scan the table).
 async fn claim_rows<C: GenericClient>(
     c: &C,
-    req: &ReceiveRequest,
-    tokens: &[i64],
+    steps: &[StepJob],
+    set: &[usize],
     channel: &str,
-    fair: bool,
-    skip: &[i64],
-    floor: i64,
 ) -> Result<Vec<Row>, Error> {
+    let lead = &steps[set[0]];
+    let (req, fair) = (&lead.request, lead.fair);
+    // The set's claim numbers: the n-th claimed message takes `tokens[n]` and is hidden
+    // until `until[n]` (its step's now + visibility), received at `at[n]` (its step's now).
+    let (mut tokens, mut until, mut at) = (Vec::new(), Vec::new(), Vec::new());
+    let mut skip: Vec<i64> = Vec::new();
+    // The set reads the queue as of its latest step's now (the statement runs after every
+    // one of its steps arrived, so a message visible then is visible to each of them) and
+    // walks from its lowest floor.
+    let (mut now, mut floor) = (i64::MIN, i64::MAX);
+    for s in set.iter().map(|&i| &steps[i]) {
+        tokens.extend_from_slice(&s.tokens);
+        until.extend(
+            s.tokens
+                .iter()
+                .map(|_| s.request.now_ms + s.request.visibility_ms),
+        );
+        at.extend(s.tokens.iter().map(|_| s.request.now_ms));
+        skip.extend_from_slice(&s.skip);
+        now = now.max(s.request.now_ms);
+        floor = floor.min(s.floor);
+    }
     let need = tokens.len() as i64;
     let (filter, order, claim_order) = if fair {
         ("AND fair_key IS NOT NULL", "fair_key, seq", "old_key, seq")
@@ -668,10 +751,10 @@ async fn claim_rows<C: GenericClient>(
          claim AS (SELECT seq, old_visible, old_count, old_first, old_token, old_received, \
              row_number() OVER (ORDER BY {claim_order}) AS n \
            FROM cand WHERE old_expires > $2 AND NOT ($5::bigint IS NOT NULL AND old_count >= $6)), \
-         got AS (UPDATE messages m SET visible_at = $2 + $4, \
+         got AS (UPDATE messages m SET visible_at = ($4::bigint[])[k.n], \
              receive_count = m.receive_count + 1, \
-             first_received_at = COALESCE(m.first_received_at, $2), received_at = $2, \
-             receipt_token = ($9::bigint[])[k.n] \
+             first_received_at = COALESCE(m.first_received_at, ($13::bigint[])[k.n]), \
+             received_at = ($13::bigint[])[k.n], receipt_token = ($9::bigint[])[k.n] \
            FROM claim k WHERE m.seq = k.seq AND m.seq = ANY(ARRAY(SELECT seq FROM claim)) \
            RETURNING k.n, {MESSAGE_COLUMNS}, k.old_visible, k.old_count, k.old_first, \
              k.old_token, k.old_received), \
@@ -692,15 +775,14 @@ async fn claim_rows<C: GenericClient>(
         ),
         None => (None, 0, None, false),
     };
-    let tokens: Vec<i64> = tokens.to_vec();
     query(
         c,
         &sql,
         &[
             &req.queue_id,
-            &req.now_ms,
+            &now,
             &need,
-            &req.visibility_ms,
+            &until,
             &dlq,
             &max,
             &arn,
@@ -709,6 +791,7 @@ async fn claim_rows<C: GenericClient>(
             &dedup_from_id,
             &skip,
             &floor,
+            &at,
         ],
     )
     .await
