@@ -696,7 +696,8 @@ fn with_attributes(body: &str) -> SendMessage {
 /// lease lasts, then takes it over and finishes it: every message once with its
 /// attributes and state, the queue's attributes and tags kept, the source empty. While it
 /// waits, a send through the other node's service is answered: 503 `ServiceUnavailable`
-/// before the catalog flip, stored in the new cell after it (and kept by the finish).
+/// before the catalog flip (as are a receive and a delete), stored in the new cell after
+/// it (and kept by the finish).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_move_left_alone_after_any_step_is_finished_by_a_nodes_sweep() {
     for stop in [
@@ -770,6 +771,23 @@ async fn a_move_left_alone_after_any_step_is_finished_by_a_nodes_sweep() {
         if stop < MoveStep::Flip {
             assert_eq!(
                 sent.unwrap_err().code,
+                ErrorCode::ServiceUnavailable,
+                "{stop:?}"
+            );
+            // A receive too (it would change the messages' rows), and a delete of the
+            // message in flight.
+            let got = svc.sqs().receive_message("q", receive(10, 30)).await;
+            assert_eq!(
+                got.unwrap_err().code,
+                ErrorCode::ServiceUnavailable,
+                "{stop:?}"
+            );
+            let deleted = svc
+                .sqs()
+                .delete_message("q", &flying[0].receipt_handle)
+                .await;
+            assert_eq!(
+                deleted.unwrap_err().code,
                 ErrorCode::ServiceUnavailable,
                 "{stop:?}"
             );
