@@ -315,11 +315,11 @@ impl CellStore {
     /// `now_ms`, ms since the epoch), for `owner` (this node's id): at most a few per cell
     /// per call, each held for [`MOVE_LEASE_MS`] after each step. Two nodes sweeping at
     /// once take disjoint moves. Returns how many moves it finished. A cell that is down
-    /// is skipped (its moves wait for a later sweep).
+    /// is passed over (its moves wait for a later sweep).
     ///
-    /// Errors: the first failure (a cell down, a database failing, a move whose
-    /// destination this store does not have) when no move was finished; a move that
-    /// failed is taken up again once its new lease ends.
+    /// Errors: the first failure (a database failing, a move that cannot reach a cell it
+    /// needs or whose destination this store does not have) when no move was finished; a
+    /// move that failed is taken up again once its new lease ends.
     pub async fn finish_abandoned_moves(&self, owner: &str, now_ms: i64) -> Result<u64> {
         let run = Run {
             owner,
@@ -328,11 +328,13 @@ impl CellStore {
         let mut done = 0;
         let mut first = None;
         for (i, cell) in self.cells.iter().enumerate() {
-            let claimed = match cell
-                .claim_moves(owner, now_ms, run.lease_until(), SWEEP_BATCH)
-                .await
-            {
-                Ok(claimed) => claimed,
+            let claimed = match super::live(
+                cell.claim_moves(owner, now_ms, run.lease_until(), SWEEP_BATCH)
+                    .await,
+            ) {
+                Ok(Some(claimed)) => claimed,
+                // A cell that is down is passed over: its moves wait for a later sweep.
+                Ok(None) => continue,
                 Err(e) => {
                     first.get_or_insert(e);
                     continue;
