@@ -504,6 +504,19 @@ pub trait Store: Send + Sync + 'static {
         Ok(0)
     }
 
+    /// Finishes the moves of queues between storage cells (loft-store's `CellStore`,
+    /// `loft cells move`) whose run stopped: each move whose lease ended by `now_ms` (ms
+    /// since the epoch) is taken over by `owner` (this node's id) and finished, two nodes
+    /// calling at once taking disjoint moves. Returns how many it finished. Stores of one
+    /// database move nothing (the default: 0).
+    ///
+    /// Errors: `ServiceUnavailable` when a cell is down, `InternalError` when a database
+    /// fails (each only when no move was finished); a failed move is taken up again later.
+    async fn finish_cell_moves(&self, owner: &str, now_ms: i64) -> Result<u64> {
+        let _ = (owner, now_ms);
+        Ok(0)
+    }
+
     /// Pending deliveries of one subscription (or all with `None`), oldest first, at most
     /// `limit`.
     async fn list_deliveries(

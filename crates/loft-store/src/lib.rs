@@ -20,6 +20,6 @@ pub mod seal;
 pub mod sqlite;
 mod visibility;
 
-pub use cells::{CellStore, MoveOutcome, MoveStep};
+pub use cells::{CellStore, MoveOutcome, MoveStatus, MoveStep, MOVE_LEASE_MS};
 pub use postgres::{PgOptions, PgStore};
 pub use sqlite::{Durability, SqliteStore};

@@ -20,7 +20,9 @@ pub struct CellsArgs {
 
 #[derive(Subcommand, Debug)]
 enum CellsCommand {
-    /// Print one line per cell: number, URL (without password), queues, topics, messages.
+    /// Print one line per cell: number, URL (without password), queues, topics, messages;
+    /// then, when queues are moving, one line per move: queue, from, to, last step done,
+    /// owner (the run holding it), its lease, and its age.
     Status(StatusArgs),
     /// Move a queue to another cell, with its messages (visible, in flight, delayed),
     /// attributes, tags, FIFO deduplication window and SequenceNumbers, and move tasks.
@@ -30,7 +32,8 @@ enum CellsCommand {
     /// receipt handles issued before the move are ReceiptHandleIsInvalid and messages that
     /// were in flight come back when their visibility timeout ends. If the command (or a
     /// database) fails midway, the queue stays whole in one cell, paused until the command
-    /// is run again, which finishes the move (docs/deployment.md "Moving a queue").
+    /// is run again, which finishes the move, or until a running node's sweep takes it over
+    /// (30 s after the run stopped) and finishes it (docs/deployment.md "Moving a queue").
     Move(MoveArgs),
 }
 
@@ -191,10 +194,52 @@ pub async fn run(args: CellsArgs) -> Result<(), String> {
             line.messages
         );
     }
+    let moves = cells.moves_in_progress().await.map_err(|e| e.message);
     for cell in cells.cells() {
         cell.close().await;
     }
+    let moves = moves?;
+    if !moves.is_empty() {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64);
+        println!();
+        println!("moving\tfrom\tto\tstep\towner\tlease\tage");
+        for m in &moves {
+            println!(
+                "{}\t{}\t{}\t{}\t{}\t{}\t{}",
+                m.name,
+                m.from,
+                m.to,
+                m.step.name(),
+                m.owner.as_deref().unwrap_or("-"),
+                lease(m.lease_until_ms, now),
+                if m.started_at_ms > 0 {
+                    seconds(now - m.started_at_ms)
+                } else {
+                    "-".to_owned()
+                },
+            );
+        }
+    }
     Ok(())
+}
+
+/// A move's lease as `loft cells status` shows it, at `now_ms`: `12s left`, or `ended 3s
+/// ago` (any node's sweep takes the move over).
+fn lease(until_ms: i64, now_ms: i64) -> String {
+    if until_ms > now_ms {
+        format!("{} left", seconds(until_ms - now_ms))
+    } else if until_ms == 0 {
+        "free".to_owned()
+    } else {
+        format!("ended {} ago", seconds(now_ms - until_ms))
+    }
+}
+
+/// A span of `ms` milliseconds in whole seconds, rounded up: `3s`.
+fn seconds(ms: i64) -> String {
+    format!("{}s", (ms.max(0) + 999) / 1000)
 }
 
 /// `url` without its password: `postgres://user:secret@host/db` as

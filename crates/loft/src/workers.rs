@@ -7,6 +7,8 @@
 //! - [`console_sampler`]: samples queues and topics for the web console's charts.
 //! - [`outbox_relayer`]: relays the work that crosses storage cells (SNS copies bound for
 //!   a queue of another cell) that no publish relayed itself.
+//! - [`cell_move_finisher`]: finishes the moves of queues between cells (`loft cells
+//!   move`) whose run was killed or died.
 //! - [`Deliveries`]: the SNS delivery workers and the SQS event source mapping workers,
 //!   which live in loft-server (`loft_server::delivery`, `loft_server::mappings`); this
 //!   only starts and stops them.
@@ -81,6 +83,25 @@ pub fn outbox_relayer(service: Arc<Service>) -> JoinHandle<()> {
     })
 }
 
+/// Every [`loft_core::service::CELL_MOVE_POLL`], takes over and finishes the moves of
+/// queues between cells whose run stopped renewing its lease (`loft cells move` killed,
+/// or its machine gone), so no queue stays paused: on a store of one database there are
+/// none, and each call costs nothing.
+pub fn cell_move_finisher(service: Arc<Service>) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(loft_core::service::CELL_MOVE_POLL);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            match service.finish_cell_moves().await {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(moves = n, "finished moves of queues between cells"),
+                Err(e) => tracing::warn!(error = %e, "finishing moves between cells failed"),
+            }
+        }
+    })
+}
+
 /// Every `every` (`--console-sample-interval`), samples every queue's and topic's counts
 /// and rates for the console's charts (`loft_core::service::history`: a view, per node,
 /// in memory). A late tick is not made up for.
@@ -102,7 +123,8 @@ pub struct Periodic(Vec<JoinHandle<()>>);
 
 impl Periodic {
     /// Starts [`retention_sweeper`], [`move_task_resumer`], [`replay_advancer`],
-    /// [`outbox_relayer`] and [`console_sampler`] (every `sample_every`).
+    /// [`outbox_relayer`], [`cell_move_finisher`] and [`console_sampler`] (every
+    /// `sample_every`).
     pub fn start(service: &Arc<Service>, sample_every: Duration) -> Periodic {
         Periodic(vec![
             retention_sweeper(service.clone()),
@@ -110,6 +132,7 @@ impl Periodic {
             move_task_resumer(service.clone()),
             replay_advancer(service.clone()),
             outbox_relayer(service.clone()),
+            cell_move_finisher(service.clone()),
         ])
     }
 

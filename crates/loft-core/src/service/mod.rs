@@ -35,8 +35,8 @@ pub mod sqs;
 pub use self::core::access::{unique_id, Principal, Target};
 pub use self::core::limits::{Limits, RECOUNT_INTERVAL, RECOUNT_MAX_AGE};
 pub use self::core::{
-    access, activity, history, quotas, Core, ServiceConfig, DEFAULT_IDENTITY, OUTBOX_BATCH,
-    OUTBOX_LEASE_MS, OUTBOX_POLL, OUTBOX_ROUNDS, QUEUE_CACHE_TTL,
+    access, activity, history, quotas, Core, ServiceConfig, CELL_MOVE_POLL, DEFAULT_IDENTITY,
+    OUTBOX_BATCH, OUTBOX_LEASE_MS, OUTBOX_POLL, OUTBOX_ROUNDS, QUEUE_CACHE_TTL,
 };
 pub use functions::{Functions, MappingInput, MappingView, MAPPING_LEASE_MS, MAPPING_RENEW_MS};
 pub use handle::Service;

@@ -118,7 +118,7 @@ use tokio::task::JoinHandle;
 pub mod moving;
 pub mod outbox;
 
-pub use moving::{MoveOutcome, MoveStep};
+pub use moving::{MoveOutcome, MoveStatus, MoveStep, MOVE_LEASE_MS};
 
 pub use crate::postgres::CELL_ID_BITS;
 use crate::PgStore;
@@ -997,6 +997,10 @@ impl Store for CellStore {
         }
         self.publish_across(source, messages, deliveries, records)
             .await
+    }
+
+    async fn finish_cell_moves(&self, owner: &str, now_ms: i64) -> Result<u64> {
+        self.finish_abandoned_moves(owner, now_ms).await
     }
 
     async fn relay_outbox(&self, now_ms: i64, lease_until_ms: i64, limit: u32) -> Result<u64> {

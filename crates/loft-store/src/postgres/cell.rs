@@ -63,12 +63,15 @@ impl PgStore {
             .await
             .map_err(|e| pg(chain(&e)))?;
         // Made once, under the lock (`IF NOT EXISTS` alone would log a notice at every
-        // start).
+        // start); a `loft_cell_moved` of before moves had leases gains their columns.
         let made: bool = tx
             .query_one(
                 "SELECT to_regclass('loft_cell') IS NOT NULL \
                  AND to_regclass('loft_cell_catalog') IS NOT NULL \
-                 AND to_regclass('loft_cell_moved') IS NOT NULL",
+                 AND to_regclass('loft_cell_moved') IS NOT NULL \
+                 AND EXISTS (SELECT 1 FROM pg_attribute \
+                             WHERE attrelid = to_regclass('loft_cell_moved') \
+                               AND attname = 'started_at')",
                 &[],
             )
             .await

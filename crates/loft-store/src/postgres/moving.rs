@@ -47,6 +47,10 @@ CREATE TABLE IF NOT EXISTS loft_cell_moved (
     new_id   BIGINT
 );
 CREATE INDEX IF NOT EXISTS loft_cell_moved_name ON loft_cell_moved (name);
+ALTER TABLE loft_cell_moved ADD COLUMN IF NOT EXISTS owner TEXT;
+ALTER TABLE loft_cell_moved ADD COLUMN IF NOT EXISTS lease_until BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE loft_cell_moved ADD COLUMN IF NOT EXISTS step SMALLINT NOT NULL DEFAULT 1;
+ALTER TABLE loft_cell_moved ADD COLUMN IF NOT EXISTS started_at BIGINT NOT NULL DEFAULT 0;
 CREATE OR REPLACE FUNCTION loft_cell_moved_guard() RETURNS trigger LANGUAGE plpgsql AS $g$
 DECLARE
     q BIGINT;
@@ -107,6 +111,9 @@ pub(super) fn moved_error() -> Error {
     )
 }
 
+/// The columns of a gate row [`PendingMove`] is read from, in its order.
+const PENDING_COLUMNS: &str = "queue_id, name, to_cell, owner, lease_until, step, started_at";
+
 /// A move in progress out of this cell, as its gate row records it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PendingMove {
@@ -116,6 +123,30 @@ pub struct PendingMove {
     pub name: String,
     /// The destination cell's number.
     pub to_cell: u32,
+    /// The run that holds the move (`loft cells move`'s `cli:PID@HOST`, a node's id), or
+    /// `None` for a gate row written before moves had owners.
+    pub owner: Option<String>,
+    /// Until when (ms since the epoch) `owner` holds it; after that any node's sweep may
+    /// take it over (0: free).
+    pub lease_until_ms: i64,
+    /// The last step done (`crate::cells::MoveStep` as 1 gate, 2 copy, 3 outbox, 4 flip).
+    pub step: i16,
+    /// When the gate was committed (ms since the epoch; 0 when not recorded).
+    pub started_at_ms: i64,
+}
+
+impl PendingMove {
+    fn from_row(r: &tokio_postgres::Row) -> PendingMove {
+        PendingMove {
+            queue_id: r.get(0),
+            name: r.get(1),
+            to_cell: r.get::<_, i32>(2) as u32,
+            owner: r.get(3),
+            lease_until_ms: r.get(4),
+            step: r.get(5),
+            started_at_ms: r.get(6),
+        }
+    }
 }
 
 /// A queue as the source cell holds it, read whole by [`PgStore::move_read`] for
@@ -164,25 +195,106 @@ impl PgStore {
         run!(self, |c| async {
             let rows = c
                 .query(
-                    "SELECT queue_id, name, to_cell FROM loft_cell_moved \
-                     WHERE state = 'moving' AND ($1::text IS NULL OR name = $1) \
-                     ORDER BY queue_id",
+                    &format!(
+                        "SELECT {PENDING_COLUMNS} FROM loft_cell_moved \
+                         WHERE state = 'moving' AND ($1::text IS NULL OR name = $1) \
+                         ORDER BY queue_id"
+                    ),
                     &[&name],
                 )
                 .await?;
-            Ok::<_, Failure>(
-                rows.iter()
-                    .map(|r| PendingMove {
-                        queue_id: r.get(0),
-                        name: r.get(1),
-                        to_cell: r.get::<_, i32>(2) as u32,
-                    })
-                    .collect(),
-            )
+            Ok::<_, Failure>(rows.iter().map(PendingMove::from_row).collect())
         })
     }
 
-    /// Freezes queue `queue_id` (store key `name`) for its move to cell `to_cell`: waits
+    /// Takes up to `limit` moves out of this cell whose lease ended by `now_ms` (their
+    /// run died or stopped) for `owner` until `lease_until_ms`, lowest queue id first.
+    /// Two nodes claiming at once get disjoint moves: each gate row is locked
+    /// (`FOR UPDATE SKIP LOCKED`) and its lease checked again under the lock.
+    ///
+    /// Errors: as [`PgStore::pending_moves`].
+    pub(crate) async fn claim_moves(
+        &self,
+        owner: &str,
+        now_ms: i64,
+        lease_until_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<PendingMove>> {
+        let limit = i64::from(limit);
+        run!(self, |c| async {
+            let rows = c
+                .query(
+                    &format!(
+                        "UPDATE loft_cell_moved SET owner = $1, lease_until = $3 \
+                         WHERE queue_id IN (SELECT queue_id FROM loft_cell_moved \
+                             WHERE state = 'moving' AND lease_until <= $2 \
+                             ORDER BY queue_id LIMIT $4 FOR UPDATE SKIP LOCKED) \
+                           AND state = 'moving' AND lease_until <= $2 \
+                         RETURNING {PENDING_COLUMNS}"
+                    ),
+                    &[&owner, &now_ms, &lease_until_ms, &limit],
+                )
+                .await?;
+            let mut moves: Vec<PendingMove> = rows.iter().map(PendingMove::from_row).collect();
+            moves.sort_by_key(|m| m.queue_id);
+            Ok::<_, Failure>(moves)
+        })
+    }
+
+    /// Takes the move of queue `queue_id` for `owner` until `lease_until_ms` whatever its
+    /// lease (an operator's rerun of `loft cells move`: the earlier run is taken to be
+    /// dead; were it not, each step is idempotent and its next renewal stops it). `None`
+    /// when the queue is not moving out of this cell.
+    ///
+    /// Errors: as [`PgStore::pending_moves`].
+    pub(crate) async fn take_move(
+        &self,
+        queue_id: i64,
+        owner: &str,
+        lease_until_ms: i64,
+    ) -> Result<Option<PendingMove>> {
+        run!(self, |c| async {
+            let row = c
+                .query_opt(
+                    &format!(
+                        "UPDATE loft_cell_moved SET owner = $2, lease_until = $3 \
+                         WHERE queue_id = $1 AND state = 'moving' \
+                         RETURNING {PENDING_COLUMNS}"
+                    ),
+                    &[&queue_id, &owner, &lease_until_ms],
+                )
+                .await?;
+            Ok::<_, Failure>(row.as_ref().map(PendingMove::from_row))
+        })
+    }
+
+    /// Records that `owner`'s move of queue `queue_id` has done step `step` (the highest
+    /// recorded stays) and extends its lease to `lease_until_ms`. Returns false when the
+    /// move is no longer `owner`'s (another run took it over) or no longer in progress:
+    /// the caller stops.
+    ///
+    /// Errors: as [`PgStore::pending_moves`].
+    pub(crate) async fn renew_move(
+        &self,
+        queue_id: i64,
+        owner: &str,
+        step: i16,
+        lease_until_ms: i64,
+    ) -> Result<bool> {
+        run!(self, |c| async {
+            let n = c
+                .execute(
+                    "UPDATE loft_cell_moved SET step = GREATEST(step, $3), lease_until = $4 \
+                     WHERE queue_id = $1 AND owner = $2 AND state = 'moving'",
+                    &[&queue_id, &owner, &step, &lease_until_ms],
+                )
+                .await?;
+            Ok::<_, Failure>(n == 1)
+        })
+    }
+
+    /// Freezes queue `queue_id` (store key `name`) for its move to cell `to_cell`, held by
+    /// `owner` until `lease_until_ms` (started at `now_ms`; ms since the epoch): waits
     /// for every transaction writing the guarded tables to end (a table lock, at most 5 s),
     /// records the gate row and (first move out of this cell) installs the guard's
     /// triggers, in one transaction. From its commit on nothing changes the queue's rows
@@ -191,7 +303,15 @@ impl PgStore {
     ///
     /// Errors: `InternalError` when the database fails or the lock is not had in 5 s
     /// (nothing changed); `ServiceUnavailable` when the cell is down.
-    pub(crate) async fn move_gate(&self, queue_id: i64, name: &str, to_cell: u32) -> Result<bool> {
+    pub(crate) async fn move_gate(
+        &self,
+        queue_id: i64,
+        name: &str,
+        to_cell: u32,
+        owner: &str,
+        now_ms: i64,
+        lease_until_ms: i64,
+    ) -> Result<bool> {
         let to = to_cell as i32;
         run_tx!(self, |tx| async {
             tx.batch_execute("SET LOCAL lock_timeout = '5s'").await?;
@@ -223,9 +343,11 @@ impl PgStore {
                 .is_some();
             if here {
                 tx.execute(
-                    "INSERT INTO loft_cell_moved (queue_id, name, to_cell, state) \
-                     VALUES ($1, $2, $3, 'moving') ON CONFLICT (queue_id) DO NOTHING",
-                    &[&queue_id, &name, &to],
+                    "INSERT INTO loft_cell_moved (queue_id, name, to_cell, state, owner, \
+                       lease_until, step, started_at) \
+                     VALUES ($1, $2, $3, 'moving', $4, $6, 1, $5) \
+                     ON CONFLICT (queue_id) DO NOTHING",
+                    &[&queue_id, &name, &to, &owner, &now_ms, &lease_until_ms],
                 )
                 .await?;
             }

@@ -659,3 +659,339 @@ async fn a_receive_attempt_retried_after_the_move_gets_its_messages() {
     let counts = store.queue_counts(moved.new_id, T0).await.unwrap();
     assert_eq!((counts.visible, counts.in_flight), (0, 0));
 }
+
+/// Milliseconds since the Unix epoch by this machine's clock (the clock of move leases).
+fn wall_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
+/// A message with a String and a Binary attribute.
+fn with_attributes(body: &str) -> SendMessage {
+    let attr =
+        |t: &str, s: Option<&str>, b: Option<&[u8]>| loft_core::message::MessageAttributeValue {
+            data_type: t.into(),
+            string_value: s.map(str::to_owned),
+            binary_value: b.map(<[u8]>::to_vec),
+        };
+    SendMessage {
+        body: body.into(),
+        message_attributes: [
+            ("colour".to_owned(), attr("String", Some("blue"), None)),
+            (
+                "blob".to_owned(),
+                attr("Binary", None, Some(&[0, 1, 2, 255])),
+            ),
+        ]
+        .into_iter()
+        .collect(),
+        ..SendMessage::default()
+    }
+}
+
+/// A move stopped after each step and left alone (its run killed, nobody reruns it) is
+/// listed in progress with its step and owner; another node's sweep leaves it while its
+/// lease lasts, then takes it over and finishes it: every message once with its
+/// attributes and state, the queue's attributes and tags kept, the source empty. While it
+/// waits, a send through the other node's service is answered: 503 `ServiceUnavailable`
+/// before the catalog flip (as are a receive and a delete), stored in the new cell after
+/// it (and kept by the finish).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_move_left_alone_after_any_step_is_finished_by_a_nodes_sweep() {
+    for stop in [
+        MoveStep::Gate,
+        MoveStep::Copy,
+        MoveStep::Outbox,
+        MoveStep::Flip,
+    ] {
+        let Some((store, schemas)) =
+            two_cells("cells_move::a_move_left_alone_after_any_step_is_finished_by_a_nodes_sweep")
+                .await
+        else {
+            return;
+        };
+        let svc = service(&store);
+        svc.sqs()
+            .create_queue(
+                "q",
+                map(&[("VisibilityTimeout", "45"), ("MaximumMessageSize", "2048")]),
+                map(&[("team", "a")]),
+            )
+            .await
+            .unwrap();
+        for b in ["m1", "m2", "m3"] {
+            svc.sqs()
+                .send_message("q", with_attributes(b))
+                .await
+                .unwrap();
+        }
+        let flying = svc
+            .sqs()
+            .receive_message("q", receive(1, 300))
+            .await
+            .unwrap();
+        assert_eq!(flying.len(), 1);
+        let q = store.get_queue("q").await.unwrap().unwrap();
+        assert_eq!(cell_of(q.id), 1);
+        let before = all_messages(store.as_ref(), q.id).await;
+        assert_eq!(before.len(), 3);
+        let gated_at = wall_ms();
+        assert!(store
+            .move_queue_until("q", 2, Some(stop))
+            .await
+            .unwrap()
+            .is_none());
+        drop(svc);
+        drop(store);
+
+        // Another node: it lists the move, with the step the run did and its owner.
+        let other = Arc::new(open_cells(&schemas).await);
+        let moves = other.moves_in_progress().await.unwrap();
+        assert_eq!(moves.len(), 1, "{stop:?}: {moves:?}");
+        let m = &moves[0];
+        assert_eq!(
+            (m.name.as_str(), m.from, m.to, m.step),
+            ("q", 1, 2, stop),
+            "{stop:?}"
+        );
+        assert!(
+            m.owner.as_deref().is_some_and(|o| o.starts_with("cli:")),
+            "{stop:?}: {:?}",
+            m.owner
+        );
+        assert!(m.started_at_ms >= gated_at, "{stop:?}");
+        assert!(m.lease_until_ms > m.started_at_ms, "{stop:?}");
+
+        // A send through the other node is answered: refused (retryable) while the
+        // catalog names the old cell, stored in the new one once it names that.
+        let svc = service(&other);
+        let sent = svc.sqs().send_message("q", with_attributes("during")).await;
+        if stop < MoveStep::Flip {
+            assert_eq!(
+                sent.unwrap_err().code,
+                ErrorCode::ServiceUnavailable,
+                "{stop:?}"
+            );
+            // A receive too (it would change the messages' rows), and a delete of the
+            // message in flight.
+            let got = svc.sqs().receive_message("q", receive(10, 30)).await;
+            assert_eq!(
+                got.unwrap_err().code,
+                ErrorCode::ServiceUnavailable,
+                "{stop:?}"
+            );
+            let deleted = svc
+                .sqs()
+                .delete_message("q", &flying[0].receipt_handle)
+                .await;
+            assert_eq!(
+                deleted.unwrap_err().code,
+                ErrorCode::ServiceUnavailable,
+                "{stop:?}"
+            );
+        } else {
+            sent.unwrap();
+        }
+
+        // Its lease has not ended: a sweep leaves it.
+        assert_eq!(
+            other
+                .finish_abandoned_moves("node-b", m.lease_until_ms - 1)
+                .await
+                .unwrap(),
+            0,
+            "{stop:?}"
+        );
+        assert_eq!(other.moves_in_progress().await.unwrap().len(), 1);
+
+        // Once it has, the sweep takes it over and finishes it.
+        let after_lease = m.lease_until_ms + 1;
+        assert_eq!(
+            other
+                .finish_abandoned_moves("node-b", after_lease)
+                .await
+                .unwrap(),
+            1,
+            "{stop:?}"
+        );
+        assert!(other.moves_in_progress().await.unwrap().is_empty());
+        assert_eq!(
+            other
+                .finish_abandoned_moves("node-b", after_lease)
+                .await
+                .unwrap(),
+            0
+        );
+        let moved = other.get_queue("q").await.unwrap().unwrap();
+        assert_eq!(cell_of(moved.id), 2, "{stop:?}");
+        assert_eq!(moved.attributes, q.attributes, "{stop:?}");
+        assert_eq!(moved.tags, q.tags, "{stop:?}");
+        let got = all_messages(other.as_ref(), moved.id).await;
+        let mut want: Vec<StoredMessage> = before.iter().map(kept).collect();
+        let got_kept: Vec<StoredMessage> = got.iter().map(kept).collect();
+        if stop == MoveStep::Flip {
+            assert_eq!(got.len(), 4, "{stop:?}");
+            assert_eq!(got[3].body, "during");
+            assert_eq!(got[3].message_attributes, before[0].message_attributes);
+            want.push(got_kept[3].clone());
+        }
+        assert_eq!(got_kept, want, "{stop:?}");
+        assert_eq!(
+            other
+                .status()
+                .await
+                .unwrap()
+                .iter()
+                .map(|s| (s.queues, s.messages))
+                .collect::<Vec<_>>(),
+            vec![(0, 0), (1, want.len() as u64)],
+            "{stop:?}"
+        );
+        // Served from the new cell: a send is stored, and the message in flight comes
+        // back when its visibility timeout ends. (A service that cached the queue's old
+        // record, as `svc` did, is refused with 503 until its cache ends,
+        // `QUEUE_CACHE_TTL`; a fresh one stands for a later request.)
+        let svc = service(&other);
+        svc.sqs().send_message("q", send("after")).await.unwrap();
+        let later = service_at(&other, T0 + 301_000);
+        let got = later
+            .sqs()
+            .receive_message(
+                "q",
+                ReceiveMessage {
+                    message_attribute_names: vec!["All".into()],
+                    ..receive(10, 30)
+                },
+            )
+            .await
+            .unwrap();
+        let mut bodies: Vec<&str> = got.iter().map(|m| m.body.as_str()).collect();
+        bodies.sort();
+        let mut expect = vec!["after", "m1", "m2", "m3"];
+        if stop == MoveStep::Flip {
+            expect.push("during");
+            expect.sort();
+        }
+        assert_eq!(bodies, expect, "{stop:?}");
+        let sent_attributes = with_attributes("").message_attributes;
+        for m in got.iter().filter(|m| m.body != "after") {
+            assert_eq!(
+                m.message_attributes, sent_attributes,
+                "{stop:?}: {}",
+                m.body
+            );
+        }
+    }
+}
+
+/// Two nodes sweeping at once take each abandoned move once: six queues left gated,
+/// swept by two nodes concurrently, are finished six times in all (no move by both),
+/// each queue ending in the new cell with its messages once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_sweepers_take_each_move_once() {
+    let Some((store, schemas)) = two_cells("cells_move::two_sweepers_take_each_move_once").await
+    else {
+        return;
+    };
+    let s: conformance::S = store.clone();
+    let mut names = Vec::new();
+    for i in 0..6 {
+        let name = format!("q{i}");
+        let mut id = conformance::queue(&s, &name).await;
+        if cell_of(id) == 2 {
+            id = store.move_queue(&name, 1).await.unwrap().new_id;
+        }
+        for b in ["a", "b"] {
+            store
+                .send_messages(vec![(id, conformance::msg(&format!("{name}-{b}"), T0))])
+                .await
+                .unwrap();
+        }
+        let stop = if i % 2 == 0 {
+            MoveStep::Gate
+        } else {
+            MoveStep::Copy
+        };
+        assert!(store
+            .move_queue_until(&name, 2, Some(stop))
+            .await
+            .unwrap()
+            .is_none());
+        names.push(name);
+    }
+    let lease_end = store
+        .moves_in_progress()
+        .await
+        .unwrap()
+        .iter()
+        .map(|m| m.lease_until_ms)
+        .max()
+        .unwrap();
+    drop(store);
+    let a = open_cells(&schemas).await;
+    let b = open_cells(&schemas).await;
+    let (x, y) = tokio::join!(
+        a.finish_abandoned_moves("node-a", lease_end + 1),
+        b.finish_abandoned_moves("node-b", lease_end + 1)
+    );
+    let (x, y) = (x.unwrap(), y.unwrap());
+    assert_eq!(x + y, 6, "node a finished {x}, node b {y}");
+    assert!(a.moves_in_progress().await.unwrap().is_empty());
+    for name in &names {
+        let q = b.get_queue(name).await.unwrap().unwrap();
+        assert_eq!(cell_of(q.id), 2, "{name}");
+        let mut bodies: Vec<String> = all_messages(&b, q.id)
+            .await
+            .into_iter()
+            .map(|m| m.body)
+            .collect();
+        bodies.sort();
+        assert_eq!(bodies, [format!("{name}-a"), format!("{name}-b")]);
+    }
+    assert_eq!(
+        b.status()
+            .await
+            .unwrap()
+            .iter()
+            .map(|s| (s.queues, s.messages))
+            .collect::<Vec<_>>(),
+        vec![(0, 0), (6, 12)]
+    );
+}
+
+/// An operator's rerun after a node's sweep finished the move has nothing left to do:
+/// it finds the queue in its new cell, with its message once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rerun_after_a_sweep_finished_the_move_finds_it_done() {
+    let Some((store, schemas)) =
+        two_cells("cells_move::a_rerun_after_a_sweep_finished_the_move_finds_it_done").await
+    else {
+        return;
+    };
+    let q = conformance::queue(&(store.clone() as conformance::S), "q").await;
+    store
+        .send_messages(vec![(q, conformance::msg("m", T0))])
+        .await
+        .unwrap();
+    assert!(store
+        .move_queue_until("q", 2, Some(MoveStep::Gate))
+        .await
+        .unwrap()
+        .is_none());
+    let lease = store.moves_in_progress().await.unwrap()[0].lease_until_ms;
+    let other = open_cells(&schemas).await;
+    assert_eq!(
+        other
+            .finish_abandoned_moves("node-b", lease + 1)
+            .await
+            .unwrap(),
+        1
+    );
+    let again = store.move_queue("q", 2).await.unwrap();
+    assert_eq!((again.to, again.messages, again.resumed), (2, 0, false));
+    let moved = other.get_queue("q").await.unwrap().unwrap();
+    assert_eq!(moved.id, again.new_id);
+    assert_eq!(all_messages(&other, moved.id).await.len(), 1);
+}

@@ -2,9 +2,10 @@
 //! 5): the command killed with SIGKILL in the middle (held by a trigger at the chosen
 //! step, so the kill lands there, not by timing) leaves the queue whole in one cell,
 //! answering 503 with Retry-After to changes while paused and its counts to reads; run
-//! again it finishes; the node that did not run the move then serves the queue from its
+//! again it finishes, and left alone a running node finishes it once its lease ends; the node that did not run the move then serves the queue from its
 //! new cell with every message once, in order, with its MessageId and SequenceNumber,
-//! and numbers going on above. Two schemas of `LOFT_TEST_DATABASE_URL` are the cells.
+//! and numbers going on above. While it waits, `loft cells status` lists the move with
+//! the step it reached and its owner. Two schemas of `LOFT_TEST_DATABASE_URL` are the cells.
 
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -16,6 +17,15 @@ use super::outbox::Cells;
 use crate::loft::{run_cli, LOFT_BIN};
 
 const ACCOUNT: &str = "000000000000";
+
+/// Who finishes the killed run's move.
+#[derive(Clone, Copy, Debug)]
+enum Finish {
+    /// `loft cells move` run again.
+    Rerun,
+    /// A running node's sweep, once the killed run's lease ended.
+    Sweep,
+}
 
 /// Where the killed run is held.
 #[derive(Clone, Copy, Debug)]
@@ -69,11 +79,26 @@ fn move_args<'a>(cells: &'a Cells, queue: &'a str) -> Vec<&'a str> {
     ]
 }
 
+fn status_args(cells: &Cells) -> Vec<&str> {
+    vec![
+        "cells",
+        "status",
+        "--database-url",
+        &cells.node_urls[0],
+        "--database-url",
+        &cells.node_urls[1],
+    ]
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_move_killed_midway_finishes_on_a_rerun_and_every_node_follows() {
-    for hold in [Hold::Copy, Hold::Clear] {
+async fn a_move_killed_midway_finishes_by_a_rerun_or_a_node_and_every_node_follows() {
+    for (hold, finish) in [
+        (Hold::Copy, Finish::Rerun),
+        (Hold::Clear, Finish::Rerun),
+        (Hold::Copy, Finish::Sweep),
+    ] {
         let Some(mut cells) = Cells::start_as(
-            "cells_move::a_move_killed_midway_finishes_on_a_rerun_and_every_node_follows",
+            "cells_move::a_move_killed_midway_finishes_by_a_rerun_or_a_node_and_every_node_follows",
         )
         .await
         else {
@@ -151,7 +176,7 @@ async fn a_move_killed_midway_finishes_on_a_rerun_and_every_node_follows() {
             rows.first().map(|r| r.get::<_, i32>(0))
         })
         .await
-        .unwrap_or_else(|| panic!("{hold:?}: the move never reached its hold"));
+        .unwrap_or_else(|| panic!("{hold:?} {finish:?}: the move never reached its hold"));
         mover.kill().expect("SIGKILL the move");
         mover.wait().expect("reap the move");
         // Opened first: the killed run's backend still waits at the hold (PostgreSQL
@@ -166,6 +191,35 @@ async fn a_move_killed_midway_finishes_on_a_rerun_and_every_node_follows() {
             .await
             .expect("remove the hold");
 
+        // `loft cells status` lists the move the killed run left: queue, cells, the last
+        // step it did, its owner (the killed command) and its lease.
+        let status = run_cli(&status_args(&cells), None, &[]);
+        let out = status.ok();
+        let moving: Vec<Vec<&str>> = out
+            .lines()
+            .skip_while(|l| !l.starts_with("moving\t"))
+            .skip(1)
+            .map(|l| l.split('\t').collect())
+            .collect();
+        let step = match hold {
+            Hold::Copy => "gate",
+            Hold::Clear => "flip",
+        };
+        assert_eq!(moving.len(), 1, "{hold:?} {finish:?}: {out}");
+        assert_eq!(
+            &moving[0][..4],
+            ["q.fifo", "1", "2", step],
+            "{hold:?} {finish:?}: {out}"
+        );
+        assert!(
+            moving[0][4].starts_with("cli:"),
+            "{hold:?} {finish:?}: {out}"
+        );
+        assert!(
+            moving[0][5].ends_with(" left"),
+            "{hold:?} {finish:?}: {out}"
+        );
+
         // Killed there: the queue is whole. Paused before the flip: a change is a 503
         // with Retry-After, a read answers.
         if let Hold::Copy = hold {
@@ -177,9 +231,9 @@ async fn a_move_killed_midway_finishes_on_a_rerun_and_every_node_follows() {
                        "MessageGroupId": "g", "MessageDeduplicationId": "paused"}),
             )
             .await;
-            assert_eq!(r.status, 503, "{hold:?}: {}", r.body);
+            assert_eq!(r.status, 503, "{hold:?} {finish:?}: {}", r.body);
             assert!(r.body.contains("ServiceUnavailable"), "{}", r.body);
-            assert!(r.retry_after.is_some(), "{hold:?}: Retry-After");
+            assert!(r.retry_after.is_some(), "{hold:?} {finish:?}: Retry-After");
             let attrs = sqs_retrying(
                 &http,
                 &b,
@@ -190,24 +244,51 @@ async fn a_move_killed_midway_finishes_on_a_rerun_and_every_node_follows() {
             assert_eq!(attrs["Attributes"]["ApproximateNumberOfMessages"], "6");
         }
 
-        // Run again: it finishes.
-        let rerun = run_cli(&move_args(&cells, &url), None, &[]);
-        let said = rerun.ok();
+        match finish {
+            Finish::Rerun => {
+                // Run again: it finishes.
+                let rerun = run_cli(&move_args(&cells, &url), None, &[]);
+                let said = rerun.ok();
+                assert!(
+                    said.contains("from cell 1 to cell 2 (finishing an earlier run)"),
+                    "{hold:?} {finish:?}: {said}"
+                );
+            }
+            Finish::Sweep => {
+                // Left alone: once the killed run's lease has ended (ended here by hand,
+                // as 30 s passing would), a running node takes the move over and
+                // finishes it.
+                let source = cells.sql(0).await;
+                source
+                    .execute(
+                        "UPDATE loft_cell_moved SET lease_until = 0 WHERE state = 'moving'",
+                        &[],
+                    )
+                    .await
+                    .expect("end the lease");
+                let owner = crate::wait::poll(Duration::from_secs(60), || async {
+                    let rows = source
+                        .query(
+                            "SELECT owner FROM loft_cell_moved WHERE state = 'moved'",
+                            &[],
+                        )
+                        .await
+                        .ok()?;
+                    rows.first().map(|r| r.get::<_, Option<String>>(0))
+                })
+                .await
+                .unwrap_or_else(|| panic!("{hold:?} {finish:?}: no node finished the move"));
+                let owner = owner.unwrap_or_default();
+                assert!(
+                    !owner.starts_with("cli:"),
+                    "{hold:?} {finish:?}: a node took it: {owner}"
+                );
+            }
+        }
+        let status = run_cli(&status_args(&cells), None, &[]);
         assert!(
-            said.contains("from cell 1 to cell 2 (finishing an earlier run)"),
-            "{hold:?}: {said}"
-        );
-        let status = run_cli(
-            &[
-                "cells",
-                "status",
-                "--database-url",
-                &cells.node_urls[0],
-                "--database-url",
-                &cells.node_urls[1],
-            ],
-            None,
-            &[],
+            !status.ok().contains("moving\t"),
+            "{hold:?} {finish:?}: done"
         );
         let counts: Vec<String> = status
             .ok()
@@ -221,7 +302,7 @@ async fn a_move_killed_midway_finishes_on_a_rerun_and_every_node_follows() {
         assert_eq!(
             counts,
             ["0 0", "1 6"],
-            "{hold:?}: queues and messages per cell"
+            "{hold:?} {finish:?}: queues and messages per cell"
         );
 
         // Node b did not run the move: it serves the queue from cell 2, every message
@@ -235,7 +316,11 @@ async fn a_move_killed_midway_finishes_on_a_rerun_and_every_node_follows() {
         )
         .await;
         let n6: u128 = next["SequenceNumber"].as_str().unwrap().parse().unwrap();
-        assert!(n6 > sent[5].1, "{hold:?}: {n6} after {}", sent[5].1);
+        assert!(
+            n6 > sent[5].1,
+            "{hold:?} {finish:?}: {n6} after {}",
+            sent[5].1
+        );
         let mut got = Vec::new();
         for _ in 0..7 {
             let r = sqs_retrying(
@@ -279,6 +364,6 @@ async fn a_move_killed_midway_finishes_on_a_rerun_and_every_node_follows() {
             next["MessageId"].as_str().unwrap().to_owned(),
             n6,
         ));
-        assert_eq!(got, want, "{hold:?}");
+        assert_eq!(got, want, "{hold:?} {finish:?}");
     }
 }

@@ -42,6 +42,11 @@ pub const QUEUE_CACHE_TTL: std::time::Duration = std::time::Duration::from_secs(
 /// only bounds the wait after a relay failed or died.
 pub const OUTBOX_POLL: std::time::Duration = std::time::Duration::from_secs(1);
 
+/// How often every node looks for moves of queues between storage cells whose run
+/// stopped ([`Core::finish_cell_moves`]): with loft-store's 30 s move lease, a queue whose
+/// move was killed is paused at most about 35 s.
+pub const CELL_MOVE_POLL: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// How long a relay leases the outbox rows it takes (ms): those of a relay that died are
 /// relayed by another node after this.
 pub const OUTBOX_LEASE_MS: i64 = 30_000;
@@ -327,6 +332,18 @@ impl Core {
             }
         }
         Ok(total)
+    }
+
+    /// Finishes the moves of queues between storage cells whose run stopped
+    /// ([`crate::store::Store::finish_cell_moves`], as this node); run periodically by
+    /// every node ([`CELL_MOVE_POLL`]). Returns how many it finished (always 0 on a store
+    /// of one database).
+    ///
+    /// Errors: as [`crate::store::Store::finish_cell_moves`].
+    pub async fn finish_cell_moves(&self) -> Result<u64> {
+        self.store
+            .finish_cell_moves(&self.node_id, self.now_ms())
+            .await
     }
 
     /// The queue named `name`. Errors: `QueueDoesNotExist`.
