@@ -1508,6 +1508,16 @@ impl Store for PgStore {
         deliveries: Vec<NewDelivery>,
         records: Vec<RecordedMessage>,
     ) -> Result<Vec<SentMessage>> {
+        // A publish of queue copies alone, none keyed (a standard topic's SQS fan-out),
+        // is a send: its copies join this node's group commit of concurrent sends, all of
+        // them in one INSERT statement (so none is stored without the others), instead of
+        // a transaction of its own (BEGIN, INSERT, COMMIT: three round trips and a commit
+        // per publish).
+        if deliveries.is_empty() && records.is_empty() && !ops::needs_transaction(&messages) {
+            return self
+                .write_sealed(messages, |messages| self.send_sealed(messages))
+                .await;
+        }
         let channel = self.channel.as_str();
         self.write_sealed(
             (messages, deliveries, records),

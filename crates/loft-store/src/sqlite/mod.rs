@@ -540,6 +540,17 @@ enum Atomicity {
     /// allocations were `memjrnlWrite`: docs/benchmarks/history.md, "Where the allocations
     /// are").
     Statement,
+    /// With the whole group: the job runs without a savepoint of its own, and if it fails
+    /// where it is not the transaction's first job it rolls back the whole group
+    /// transaction, so every job of the group is answered the error and nothing of theirs
+    /// is committed (`run_group` sees the transaction gone). For a job of several
+    /// statements that fails only as the transaction would (an I/O error, a full disk):
+    /// no expected error (a missing row, a broken rule) may end it. What it saves is the
+    /// sub-journal: a savepoint makes SQLite copy every page the job touches, already
+    /// dirty in the group's transaction or not, into memory first (a fan-out publish's
+    /// ~20 index and table pages: 5% of its server CPU, docs/benchmarks/history.md,
+    /// "Fan-out, branch `s20-fanout`").
+    Group,
 }
 
 /// [`job`] with `atomicity`.
@@ -550,8 +561,17 @@ where
 {
     let (tx, rx) = oneshot::channel::<Result<T>>();
     let job: Job = Box::new(move |conn, savepoint| {
+        let grouped = savepoint && atomicity == Atomicity::Group;
         let savepoint = savepoint && atomicity == Atomicity::Savepoint;
-        let outcome = conn.map(|conn| in_savepoint(conn, savepoint, f));
+        let outcome = conn.map(|conn| {
+            let outcome = in_savepoint(conn, savepoint, f);
+            // A failed `Group` job after the first: what it wrote cannot be told from
+            // the others' writes, so none of the group's is kept.
+            if grouped && outcome.is_err() && !conn.is_autocommit() {
+                let _ = conn.execute_batch("ROLLBACK");
+            }
+            outcome
+        });
         let failed = match &outcome {
             Some(Err(e)) => Some(e.clone()),
             _ => None,
@@ -1070,7 +1090,9 @@ impl Store for SqliteStore {
             move |c, (messages, deliveries, records)| {
                 ops::publish(c, &seqs, messages, deliveries, records)
             },
-            Atomicity::Savepoint,
+            // Its inserts break no rule (no unique key but the numbers it takes), so only
+            // an I/O error or a full disk ends it, and those end the group's transaction.
+            Atomicity::Group,
         )
         .await
     }
@@ -1539,6 +1561,39 @@ mod tests {
         let (outcomes, kept) = run_jobs(&conn, jobs);
         assert_eq!(outcomes, [true, true, false, false, true]);
         assert_eq!(kept, [1, 2, 4]);
+        assert!(conn.is_autocommit(), "the transaction is closed");
+    }
+
+    #[test]
+    fn a_failing_group_job_fails_its_whole_group_and_keeps_nothing() {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch("CREATE TABLE t (v INTEGER)").unwrap();
+        // `Atomicity::Group` jobs of two statements each, the third failing after its first
+        // insert: no savepoint holds its writes apart, so the group's transaction goes.
+        let group_job = |v: i64, fail: bool| {
+            job_as(
+                move |c| {
+                    c.execute("INSERT INTO t (v) VALUES (?1)", [v])?;
+                    if fail {
+                        c.execute("INSERT INTO missing_table VALUES (1)", [])?;
+                    }
+                    c.execute("INSERT INTO t (v) VALUES (?1)", [v * 10])?;
+                    Ok(v)
+                },
+                Atomicity::Group,
+            )
+        };
+        let jobs = vec![group_job(1, false), group_job(2, false), group_job(3, true)];
+        let (outcomes, kept) = run_jobs(&conn, jobs);
+        assert_eq!(outcomes, [false, false, false], "every caller is told");
+        assert!(kept.is_empty(), "nothing committed: {kept:?}");
+        assert!(conn.is_autocommit(), "the transaction is closed");
+        // The first job of a group fails alone, as any job does; a later job that
+        // succeeds leaves the group's others committed.
+        let jobs = vec![group_job(4, true), group_job(5, false), group_job(6, false)];
+        let (outcomes, kept) = run_jobs(&conn, jobs);
+        assert_eq!(outcomes, [false, true, true]);
+        assert_eq!(kept, [5, 6, 50, 60]);
         assert!(conn.is_autocommit(), "the transaction is closed");
     }
 

@@ -612,7 +612,11 @@ impl Sns {
                     })
                     .clone()
             };
-            let mut copies: Vec<(SqsCopy, String)> = Vec::new();
+            // Sized once: a copy is a few hundred bytes, and growing the vector one
+            // subscription at a time moved them again and again (3% of a 10-queue
+            // fan-out's server CPU, docs/benchmarks/history.md, "Fan-out, branch
+            // `s20-fanout`").
+            let mut copies: Vec<(SqsCopy, String)> = Vec::with_capacity(subs.len());
             // The raw body this entry's raw copies share (one MD5 per distinct text).
             let mut raw_text = None;
             for sub in &subs {
@@ -846,8 +850,9 @@ impl Sns {
                     .await?;
             }
         } else {
-            let mut messages = Vec::new();
-            let mut names = Vec::new();
+            let count: usize = accepted.iter().map(|(_, copies)| copies.len()).sum();
+            let mut messages = Vec::with_capacity(count + audit_messages.len());
+            let mut names = Vec::with_capacity(count);
             let mut logged = Vec::new();
             for (_, copies) in &accepted {
                 for (copy, name) in copies {
