@@ -10,10 +10,16 @@
 //! is refused, `403 {"error": ...}`, unless
 //!
 //! 1. its `Origin` is one of `cors_allowed_origins` (or that list is `*`), or
-//! 2. it comes from a page Loft served under a name a rebinding page cannot have: no
-//!    `Origin` or an `Origin` equal to the request's own scheme-less authority (the
-//!    `Host`), **and** that host is an IP address, `localhost` (or a `.localhost` name),
-//!    the host of `--advertised-url`, or the host of an allowed origin.
+//! 2. it comes from a page Loft served under a name a rebinding page cannot have: an
+//!    `Origin` equal to the request's own scheme-less authority (the `Host`), or no
+//!    `Origin` and a `Sec-Fetch-Site` that is not `cross-site` or `same-site` (a
+//!    cross-site `<img>` or link GET carries no `Origin`; the one such request answered
+//!    is a navigation to the console's page), **and** that host is an IP address,
+//!    `localhost` (or a `.localhost` name), the host of `--advertised-url`, or the host
+//!    of an allowed origin.
+//!
+//! A browser that sends neither header (Safari before 16.4 on a same-origin GET) is not
+//! told from a program: a rebinding page there can still read what a GET reads.
 //!
 //! So the console opened at `http://127.0.0.1:9324`, `http://localhost:9324` or the
 //! advertised URL works as before, a page of an allowed origin calls Loft as before, and
@@ -26,7 +32,7 @@
 //! origin with standard headers) and the usual defence against DNS rebinding (refusing
 //! unknown `Host` names, as development servers do).
 
-use axum::http::{header, HeaderMap, StatusCode, Uri};
+use axum::http::{header, HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::json;
@@ -70,13 +76,33 @@ impl BrowserGuard {
 
     /// Why a request with these `headers` and `uri` is refused, or `None` when Loft
     /// answers it: always `None` for a request no browser made.
-    pub fn refusal(&self, uri: &Uri, headers: &HeaderMap) -> Option<String> {
+    pub fn refusal(&self, method: &Method, uri: &Uri, headers: &HeaderMap) -> Option<String> {
         let origin = headers.get(header::ORIGIN);
-        if origin.is_none() && !headers.contains_key("sec-fetch-site") {
+        let fetch_site = headers.get("sec-fetch-site");
+        if origin.is_none() && fetch_site.is_none() {
             return None;
         }
         if self.any {
             return None;
+        }
+        // A cross-site GET (an `<img>`, a `<script>`, a link) carries no `Origin`, only
+        // `Sec-Fetch-Site`: from another site (or another port of this one) it is refused
+        // too, except a navigation to the console's page.
+        let from_elsewhere = fetch_site.and_then(|v| v.to_str().ok()).is_some_and(|v| {
+            v.eq_ignore_ascii_case("cross-site") || v.eq_ignore_ascii_case("same-site")
+        });
+        if origin.is_none() && from_elsewhere {
+            let navigation = headers
+                .get("sec-fetch-mode")
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|v| v.eq_ignore_ascii_case("navigate"));
+            let console_page = uri.path() == "/console" || uri.path().starts_with("/console/");
+            if !(navigation && *method == Method::GET && console_page) {
+                return Some(
+                    "a request from a page of another site may not reach Loft: add the page's origin to cors_allowed_origins (--cors-allowed-origin) to allow it"
+                        .into(),
+                );
+            }
         }
         let origin = match origin.map(|o| o.to_str()) {
             Some(Ok(o)) => Some(o.trim().trim_end_matches('/').to_ascii_lowercase()),
@@ -157,7 +183,7 @@ mod tests {
                 v.parse().unwrap(),
             );
         }
-        guard.refusal(&Uri::from_static("/"), &headers)
+        guard.refusal(&Method::POST, &Uri::from_static("/"), &headers)
     }
 
     #[test]
@@ -206,6 +232,37 @@ mod tests {
             assert_eq!(ask(&g, host, &[("origin", &origin)]), None, "{host}");
             assert_eq!(ask(&g, host, &[("sec-fetch-site", "same-origin")]), None);
         }
+    }
+
+    #[test]
+    fn cross_site_requests_without_origin_are_refused_but_a_link_to_the_console() {
+        let g = BrowserGuard::new(&[], "http://127.0.0.1:9324");
+        let mut headers = HeaderMap::new();
+        headers.insert(header::HOST, "127.0.0.1:9324".parse().unwrap());
+        headers.insert("sec-fetch-site", "cross-site".parse().unwrap());
+        headers.insert("sec-fetch-mode", "no-cors".parse().unwrap());
+        let ask = |method: &Method, uri: &'static str, headers: &HeaderMap| {
+            g.refusal(method, &Uri::from_static(uri), headers)
+        };
+        let delete = "/000000000000/q?Action=DeleteQueue";
+        assert!(ask(&Method::GET, delete, &headers).is_some());
+        assert!(ask(&Method::GET, "/queues/q/messages", &headers).is_some());
+        headers.insert("sec-fetch-site", "same-site".parse().unwrap());
+        assert!(ask(&Method::GET, delete, &headers).is_some());
+        headers.insert("sec-fetch-mode", "navigate".parse().unwrap());
+        assert!(
+            ask(&Method::GET, delete, &headers).is_some(),
+            "a link to an action"
+        );
+        assert_eq!(ask(&Method::GET, "/console", &headers), None);
+        assert_eq!(ask(&Method::GET, "/console/queues/q", &headers), None);
+        assert!(ask(&Method::POST, "/console", &headers).is_some());
+        headers.insert("sec-fetch-site", "none".parse().unwrap());
+        assert_eq!(
+            ask(&Method::GET, delete, &headers),
+            None,
+            "typed by the user"
+        );
     }
 
     #[test]

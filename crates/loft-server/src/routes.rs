@@ -270,7 +270,7 @@ impl App {
         &self,
         req: axum::extract::Request,
     ) -> impl Future<Output = axum::response::Response> + Send + 'static {
-        if let Some(reason) = self.guard.refusal(req.uri(), req.headers()) {
+        if let Some(reason) = self.guard.refusal(req.method(), req.uri(), req.headers()) {
             tracing::info!(%reason, path = %req.uri().path(), "a browser's request refused");
             return futures_util::future::Either::Right(futures_util::future::Either::Left(
                 std::future::ready(crate::browser::refuse(reason)),

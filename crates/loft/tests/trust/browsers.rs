@@ -93,6 +93,44 @@ async fn pages_of_other_sites_and_rebound_names_cannot_drive_an_open_loft() {
     );
     assert!(queue_names(&loft).await.is_empty(), "nothing was created");
 
+    // A cross-site GET (an `<img>`, a link) carries no Origin, only Sec-Fetch-Site: a
+    // second tryout deleted a queue and subscribed an outside URL that way.
+    assert_eq!(post(&loft, "/", form, &create("victim"), &[]).await.0, 200);
+    let get = |path: String, headers: &'static [(&'static str, &'static str)]| {
+        let url = format!("{}{path}", loft.url);
+        async move {
+            let mut req = http().get(url);
+            for (k, v) in headers {
+                req = req.header(*k, *v);
+            }
+            req.send().await.expect("request").status().as_u16()
+        }
+    };
+    const IMG: &[(&str, &str)] = &[
+        ("sec-fetch-site", "cross-site"),
+        ("sec-fetch-mode", "no-cors"),
+        ("sec-fetch-dest", "image"),
+    ];
+    const LINK: &[(&str, &str)] = &[
+        ("sec-fetch-site", "same-site"),
+        ("sec-fetch-mode", "navigate"),
+        ("sec-fetch-dest", "document"),
+    ];
+    let delete = "/000000000000/victim?Action=DeleteQueue".to_owned();
+    assert_eq!(get(delete.clone(), IMG).await, 403);
+    assert_eq!(get(delete, LINK).await, 403);
+    assert_eq!(get("/queues/victim/messages".into(), IMG).await, 403);
+    assert_eq!(queue_names(&loft).await, ["victim"], "the queue survives");
+    // A link from elsewhere to the console's page opens it.
+    assert_eq!(get("/console".into(), LINK).await, 200);
+    assert_eq!(
+        post(&loft, "/", form, "Action=DeleteQueue&QueueUrl=x", &[])
+            .await
+            .0,
+        400,
+        "a program is answered as before"
+    );
+
     // A program, and Loft's own page under 127.0.0.1 or localhost, are answered.
     assert_eq!(post(&loft, "/", form, &create("program"), &[]).await.0, 200);
     let own = format!("http://127.0.0.1:{port}");
@@ -119,7 +157,7 @@ async fn pages_of_other_sites_and_rebound_names_cannot_drive_an_open_loft() {
     );
     assert_eq!(
         queue_names(&loft).await,
-        ["localhost-page", "own-page", "program"]
+        ["localhost-page", "own-page", "program", "victim"]
     );
 }
 
