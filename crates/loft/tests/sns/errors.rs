@@ -761,3 +761,51 @@ async fn characters_xml_cannot_carry_reach_no_answer_and_no_raw_queue() {
         .collect();
     assert_eq!(texts, ["a\u{1}b", "fine"]);
 }
+
+/// Publish's MessageGroupId and MessageDeduplicationId take what SQS takes: 1 to 128
+/// alphanumeric and punctuation characters (SNS API Reference, Publish). A second tryout
+/// published `g\x01g` and a 300-character group id to a FIFO topic, and a subscribed
+/// queue stored them.
+#[tokio::test]
+async fn fifo_ids_outside_sqss_characters_and_length_are_refused() {
+    let server = Server::start();
+    let sns = server.sns();
+    let topic = create_topic(
+        &sns,
+        "ids.fifo",
+        &[("FifoTopic", "true"), ("ContentBasedDeduplication", "true")],
+    )
+    .await;
+    let long = "a".repeat(129);
+    for (group, dedup) in [
+        ("g\u{1}g", None),
+        ("g g", None),
+        (long.as_str(), None),
+        ("g", Some("d\u{7}")),
+        ("g", Some("é")),
+        ("g", Some(long.as_str())),
+    ] {
+        let err = sns
+            .publish()
+            .topic_arn(&topic)
+            .message("m")
+            .message_group_id(group)
+            .set_message_deduplication_id(dedup.map(str::to_owned))
+            .send()
+            .await
+            .expect_err("refused");
+        assert_eq!(
+            harness::sdk_error(&err),
+            ("InvalidParameter".to_owned(), 400),
+            "{group:?} {dedup:?}"
+        );
+    }
+    sns.publish()
+        .topic_arn(&topic)
+        .message("m")
+        .message_group_id("a-Z_0.9!~")
+        .message_deduplication_id("b".repeat(128))
+        .send()
+        .await
+        .expect("1 to 128 punctuation and alphanumerics");
+}

@@ -416,6 +416,26 @@ impl Sns {
                 return Err(invalid("Subject"));
             }
         }
+        // The ids SQS takes (SNS API Reference, Publish: "up to 128 alphanumeric
+        // characters (a-z, A-Z, 0-9) and punctuation"); the words follow the recorded
+        // "Invalid parameter: MessageDeduplicationId Reason: ..." (AWS's own for this
+        // refusal are not recorded).
+        for (name, value) in [
+            ("MessageGroupId", &req.group_id),
+            ("MessageDeduplicationId", &req.dedup_id),
+        ] {
+            if let Some(v) = value {
+                let ok = !v.is_empty()
+                    && v.len() <= 128
+                    && v.bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b.is_ascii_punctuation());
+                if !ok {
+                    return Err(invalid(&format!(
+                        "{name} Reason: {name} can only include alphanumeric and punctuation characters. 1 to 128 in length."
+                    )));
+                }
+            }
+        }
         check_message_structure(req)?;
         validate_sns_attributes(&req.message_attributes)
     }
