@@ -13,9 +13,9 @@
 //! | `POST /queues/{name}` | `sqs:CreateQueue` |
 //! | `POST /queues/{name}/messages`, `POST /_loft/queues/{name}/messages` | `sqs:SendMessage` |
 //! | `GET /queues/{name}/messages`, `GET /_loft/queues/{name}/messages` | `sqs:ReceiveMessage` |
-//! | `DELETE /queues/{name}/messages/{id}` | `sqs:DeleteMessage` |
+//! | `DELETE /queues/{name}/messages/{id}` | `sqs:DeleteMessage` and `sqs:ReceiveMessage` (the id deletes as a receipt handle does, and a handle is had only by receiving) |
 //! | `POST /_loft/queues/{name}/purge` | `sqs:PurgeQueue` |
-//! | `POST /_loft/queues/{name}/redrive` | `sqs:StartMessageMoveTask` |
+//! | `POST /_loft/queues/{name}/redrive` | `sqs:StartMessageMoveTask`, `sqs:ReceiveMessage`, `sqs:DeleteMessage`, `sqs:GetQueueAttributes` (StartMessageMoveTask's on its source); the task's steps are then checked as the caller's, as StartMessageMoveTask's are |
 //! | `GET /topics`, `GET /_loft/topics` | `sns:ListTopics` (caller's account) |
 //! | `POST /topics/{name}` | `sns:CreateTopic` |
 //! | `POST /topics/{name}/subscribe` | `sns:Subscribe` |
@@ -78,6 +78,14 @@ pub enum RouteAccess {
     Operation,
     /// This IAM action (`sqs:SendMessage`) on this resource.
     Action(&'static str, On),
+    /// Every one of these IAM actions on this resource, checked in order (the first
+    /// refused is named): a route that does what an AWS operation with further required
+    /// permissions does (StartMessageMoveTask also needs `sqs:ReceiveMessage`,
+    /// `sqs:DeleteMessage` and `sqs:GetQueueAttributes` on its source, SQS Developer
+    /// Guide, "Amazon SQS API permissions: Actions and resource reference"), or whose
+    /// parameter stands for what another action gives (the seeds' message id, which
+    /// deletes as a receipt handle does, and a receipt handle is had only by receiving).
+    AllOf(&'static [&'static str], On),
 }
 
 /// The action `GET /metrics` needs under `--metrics-auth`, on the caller's account: AWS
@@ -104,7 +112,7 @@ const fn row(method: &'static str, path: &'static str, access: RouteAccess) -> R
 }
 
 use On::{CallerAccount, Queue, Topic};
-use RouteAccess::{Action, Metrics, Operation, Public, SignedIn};
+use RouteAccess::{Action, AllOf, Metrics, Operation, Public, SignedIn};
 
 /// Every route the router serves, one row per method and template (adding a route is
 /// adding its row here; the router refuses a route without one).
@@ -147,7 +155,7 @@ pub const ROUTES: &[Route] = &[
     row(
         "DELETE",
         "/queues/{name}/messages/{id}",
-        Action("sqs:DeleteMessage", Queue),
+        AllOf(&["sqs:DeleteMessage", "sqs:ReceiveMessage"], Queue),
     ),
     row("GET", "/topics", Action("sns:ListTopics", CallerAccount)),
     row("POST", "/topics/{name}", Action("sns:CreateTopic", Topic)),
@@ -195,7 +203,15 @@ pub const ROUTES: &[Route] = &[
     row(
         "POST",
         "/_loft/queues/{name}/redrive",
-        Action("sqs:StartMessageMoveTask", Queue),
+        AllOf(
+            &[
+                "sqs:StartMessageMoveTask",
+                "sqs:ReceiveMessage",
+                "sqs:DeleteMessage",
+                "sqs:GetQueueAttributes",
+            ],
+            Queue,
+        ),
     ),
     row(
         "GET",
@@ -317,11 +333,13 @@ pub async fn enforce(State(state): State<AppState>, req: Request, next: Next) ->
         .get::<MatchedPath>()
         .map(|m| m.as_str().to_owned())
         .unwrap_or_default();
-    let (action, on) = match route_access(req.method(), &template) {
-        Some(Action(action, on)) => (action, on),
+    let access = route_access(req.method(), &template);
+    let (actions, on): (&[&str], On) = match &access {
+        Some(Action(action, on)) => (std::slice::from_ref(action), *on),
+        Some(AllOf(actions, on)) => (actions, *on),
         // Only reached under `--metrics-auth` (the route is layered with this middleware
         // then): reading metrics is CloudWatch's GetMetricData in AWS.
-        Some(Metrics) => (METRICS_ACTION, CallerAccount),
+        Some(Metrics) => (&[METRICS_ACTION], CallerAccount),
         Some(Public | SignedIn | Operation) => return next.run(req).await,
         None => {
             return NativeError::refused(&Error::new(
@@ -349,26 +367,32 @@ pub async fn enforce(State(state): State<AppState>, req: Request, next: Next) ->
         CallerAccount => None,
     };
     let svc = &state.service;
-    let result = match (on, &name) {
-        (Queue, Some(n)) => svc.authorize(&principal, action, Target::Queue(n)).await,
-        (Topic, Some(n)) => svc.authorize(&principal, action, Target::Topic(n)).await,
-        // A queue or topic route whose name did not decode is checked on the caller's
-        // account; the handler refuses the name in its own words.
-        (Queue | Topic | CallerAccount, _) => {
-            let service = match action.split_once(':') {
-                Some(("sns", _)) => "sns",
-                Some(("lambda", _)) => "lambda",
-                Some(("cloudwatch", _)) => "cloudwatch",
-                Some(("loft", _)) => "loft",
-                _ => "sqs",
-            };
-            let target = Target::Account {
-                service,
-                account: &principal.account_id,
-            };
-            svc.authorize(&principal, action, target).await
+    let mut result = Ok(());
+    for &action in actions {
+        result = match (on, &name) {
+            (Queue, Some(n)) => svc.authorize(&principal, action, Target::Queue(n)).await,
+            (Topic, Some(n)) => svc.authorize(&principal, action, Target::Topic(n)).await,
+            // A queue or topic route whose name did not decode is checked on the caller's
+            // account; the handler refuses the name in its own words.
+            (Queue | Topic | CallerAccount, _) => {
+                let service = match action.split_once(':') {
+                    Some(("sns", _)) => "sns",
+                    Some(("lambda", _)) => "lambda",
+                    Some(("cloudwatch", _)) => "cloudwatch",
+                    Some(("loft", _)) => "loft",
+                    _ => "sqs",
+                };
+                let target = Target::Account {
+                    service,
+                    account: &principal.account_id,
+                };
+                svc.authorize(&principal, action, target).await
+            }
+        };
+        if result.is_err() {
+            break;
         }
-    };
+    }
     match result {
         Ok(()) => next.run(Request::from_parts(parts, body)).await,
         Err(e) => NativeError::refused(&e).into_response(),

@@ -278,11 +278,19 @@ pub async fn purge(State(svc): Svc, Path(name): Path<String>) -> Result<Response
 }
 
 /// `POST /_loft/queues/{name}/redrive`: StartMessageMoveTask from this dead-letter queue
-/// back to each message's source queue.
-pub async fn redrive(State(svc): Svc, Path(name): Path<String>) -> Result<Response, ConsoleError> {
+/// back to each message's source queue, started by the caller: its steps are checked as
+/// the caller's, as those of a task started over SQS are
+/// ([`loft_core::service::Sqs::start_message_move_task_by`]); the route's own access
+/// (`permissions::ROUTES`) is StartMessageMoveTask's.
+pub async fn redrive(
+    State(svc): Svc,
+    caller: Option<axum::Extension<loft_core::service::Principal>>,
+    Path(name): Path<String>,
+) -> Result<Response, ConsoleError> {
+    let started_by = caller.and_then(|axum::Extension(p)| p.acting_arn());
     let handle = svc
         .sqs()
-        .start_message_move_task(&svc.canonical_key(&name), None, None)
+        .start_message_move_task_by(started_by.as_deref(), &svc.canonical_key(&name), None, None)
         .await?;
     Ok(Json(json!({"task_handle": handle})).into_response())
 }

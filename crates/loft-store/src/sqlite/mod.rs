@@ -208,6 +208,40 @@ fn without_memory_statistics() {
     });
 }
 
+/// Creates the database file `path` empty with mode 0600 on Unix when it does not exist
+/// (SQLite gives its `-wal` and `-shm` files the database's mode): it holds the receipt
+/// key (who reads it can forge receipt handles), every message and the recorded SMS
+/// passwords, so only Loft's user may read it whatever the umask. An existing file is left
+/// as it is, with a warning when others may read it. `:memory:` and a path that cannot be
+/// made are left to SQLite (which then says why).
+fn create_private_file(path: &Path) {
+    if path == Path::new(":memory:") || path.as_os_str().is_empty() {
+        return;
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+        match std::fs::metadata(path) {
+            Ok(m) => {
+                let mode = m.permissions().mode() & 0o777;
+                if m.is_file() && mode & 0o077 != 0 {
+                    tracing::warn!(
+                        "{} has mode {mode:o}; other users may read its messages and its receipt key (want 600)",
+                        path.display()
+                    );
+                }
+            }
+            Err(_) => {
+                let _ = std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .mode(0o600)
+                    .open(path);
+            }
+        }
+    }
+}
+
 /// Counts a request in [`SqliteStore::write`] until dropped.
 struct InStore<'a>(&'a AtomicUsize);
 
@@ -228,6 +262,7 @@ impl SqliteStore {
     pub fn open(path: &Path, durability: Durability) -> Result<Self, String> {
         without_memory_statistics();
         let fail = |e: rusqlite::Error| open_error(path, &e);
+        create_private_file(path);
         let mut conn = Connection::open(path).map_err(fail)?;
         // SQLite opens a file it may not write read-only without a word; every write would
         // then fail. Refuse to start instead.
@@ -1604,6 +1639,25 @@ mod tests {
             .await
             .unwrap()[0]
             .seq
+    }
+
+    /// A new database and its WAL are readable by Loft's user only, whatever the umask:
+    /// they hold the receipt key and every message (a tenant on the same machine could
+    /// read the 0644 file a umask of 022 gave).
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn a_new_database_and_its_wal_are_private_to_lofts_user() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("private.db");
+        let store = SqliteStore::open(&path, Durability::Process).unwrap();
+        queue_with(&store, &["a"], 1_000_000).await;
+        let wal = dir.path().join("private.db-wal");
+        for p in [&path, &wal] {
+            let mode = std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o600, "{}", p.display());
+        }
+        store.close().await;
     }
 
     #[tokio::test]

@@ -2533,3 +2533,154 @@ async fn an_outbound_data_protection_statement_applies_to_the_subscribing_accoun
         "B's subscription is denied the message with an email address"
     );
 }
+
+/// A's queue `name`'s Policy: account B may do `actions` on it.
+async fn let_b(loft: &Loft, name: &str, actions: &[&str]) {
+    let arn = queue_arn(ACCOUNT_A, name);
+    let policy = json!({
+        "Version": "2012-10-17",
+        "Statement": [{
+            "Effect": "Allow",
+            "Principal": {"AWS": "arn:aws:iam::222222222222:root"},
+            "Action": actions,
+            "Resource": arn,
+        }]
+    })
+    .to_string();
+    let url = format!("{}/{ACCOUNT_A}/{name}", loft.url);
+    let (status, out) = sqs(
+        loft,
+        A,
+        "SetQueueAttributes",
+        json!({"QueueUrl": url, "Attributes": {"Policy": policy}}),
+    )
+    .await;
+    assert_eq!(status, 200, "{out}");
+}
+
+/// Loft's own routes ask what their AWS operations ask (found by a hostile tenant): the
+/// seeds' delete by id, which deletes as a receipt handle does, needs `sqs:ReceiveMessage`
+/// too, not `sqs:DeleteMessage` alone; the console's redrive needs StartMessageMoveTask's
+/// permissions on its source (ReceiveMessage, DeleteMessage, GetQueueAttributes), not
+/// `sqs:StartMessageMoveTask` alone; a seeds' `dead_letter_queue` is of the queue's own
+/// account and region (the default account's key made its queue's dead-letter queue B's
+/// and moved messages into it); a queue URL whose account segment is digits but no
+/// account id names no queue, not the caller's own.
+#[tokio::test]
+async fn lofts_own_routes_need_what_their_aws_operations_need() {
+    let (loft, _dir) = start();
+    create_queue(&loft, B, "bq", json!({})).await;
+
+    // The seeds' dead-letter queue in another account or region: refused, nothing made.
+    for dlq in [
+        "222222222222/bq",
+        "222222222222/us-east-1/bq",
+        "111111111111/eu-west-1/aq-eu",
+    ] {
+        let body = json!({"dead_letter_queue": dlq, "max_receive_count": 1}).to_string();
+        let (status, out) = seeds_post(&loft, ROOT, "/queues/p-src", &body).await;
+        assert_eq!(status, 400, "{dlq}: {out}");
+        // An existing queue's key is refused by this rule (a new one's by the name rule).
+        if dlq == "222222222222/bq" {
+            assert!(out.contains("same account and region"), "{dlq}: {out}");
+        }
+    }
+    let (status, out) = seeds_post(
+        &loft,
+        ROOT,
+        "/queues/p-src",
+        r#"{"dead_letter_queue":"p-dlq","max_receive_count":1}"#,
+    )
+    .await;
+    assert_eq!(status, 201, "its own account's is taken: {out}");
+
+    // The seeds' delete by id: DeleteMessage alone is not enough.
+    create_queue(&loft, A, "a-del", json!({})).await;
+    let_b(&loft, "a-del", &["sqs:DeleteMessage"]).await;
+    let (status, out) = seeds_post(
+        &loft,
+        A,
+        "/queues/111111111111%2Fa-del/messages",
+        r#"{"body":"keep me"}"#,
+    )
+    .await;
+    assert_eq!(status, 201, "{out}");
+    let id = serde_json::from_str::<Value>(&out).unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let delete = |key: (&'static str, &'static str)| {
+        let url = format!("{}/queues/111111111111%2Fa-del/messages/{id}", loft.url);
+        async move {
+            send_signed(&signer(key, "sqs"), "DELETE", &url, &[], b"")
+                .await
+                .status()
+                .as_u16()
+        }
+    };
+    assert_eq!(delete(B).await, 403);
+    assert_eq!(
+        queue_counts(&loft, "a-del").await,
+        (1, 0),
+        "the message stays"
+    );
+    let_b(&loft, "a-del", &["sqs:DeleteMessage", "sqs:ReceiveMessage"]).await;
+    assert_eq!(delete(B).await, 204, "with ReceiveMessage too it may");
+    assert_eq!(queue_counts(&loft, "a-del").await, (0, 0));
+
+    // The console's redrive: StartMessageMoveTask alone is not enough.
+    dead_letter_queue(&loft, A, ACCOUNT_A, "r-dlq", "r-src", 2).await;
+    let redrive = |key: (&'static str, &'static str)| {
+        let url = format!("{}/_loft/queues/111111111111%2Fr-dlq/redrive", loft.url);
+        async move {
+            let resp = send_signed(&signer(key, "sqs"), "POST", &url, &[], b"").await;
+            (resp.status().as_u16(), resp.text().await.unwrap())
+        }
+    };
+    for actions in [
+        vec!["sqs:StartMessageMoveTask"],
+        vec!["sqs:StartMessageMoveTask", "sqs:ReceiveMessage"],
+        vec![
+            "sqs:StartMessageMoveTask",
+            "sqs:ReceiveMessage",
+            "sqs:DeleteMessage",
+        ],
+    ] {
+        let_b(&loft, "r-dlq", &actions).await;
+        let (status, out) = redrive(B).await;
+        assert_eq!(status, 403, "{actions:?}: {out}");
+        assert_eq!(queue_counts(&loft, "r-dlq").await, (2, 0), "{actions:?}");
+    }
+    let (status, out) = redrive(A).await;
+    assert_eq!(status, 200, "the owner redrives: {out}");
+
+    // A queue URL naming digits that are no account: no queue, not B's own `bq`.
+    for account in ["0222222222222", "22222222222", "２２２２２２２２２２２２"] {
+        let url = format!("{}/{account}/bq", loft.url);
+        let (status, out) = sqs(
+            &loft,
+            B,
+            "SendMessage",
+            json!({"QueueUrl": url, "MessageBody": "x"}),
+        )
+        .await;
+        assert_eq!(
+            (status, out["__type"].as_str()),
+            (400, Some("com.amazonaws.sqs#QueueDoesNotExist")),
+            "{account}: {out}"
+        );
+    }
+    let url = format!("{}/222222222222/bq", loft.url);
+    let (status, out) = sqs(
+        &loft,
+        B,
+        "GetQueueAttributes",
+        json!({"QueueUrl": url, "AttributeNames": ["ApproximateNumberOfMessages"]}),
+    )
+    .await;
+    assert_eq!(status, 200, "{out}");
+    assert_eq!(
+        out["Attributes"]["ApproximateNumberOfMessages"], "0",
+        "{out}"
+    );
+}

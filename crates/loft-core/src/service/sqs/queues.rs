@@ -333,7 +333,7 @@ impl Sqs {
     /// and to an existing queue's name only (so a FIFO queue is refused as before).
     ///
     /// Errors: `InvalidParameterValue` for a bad name or visibility timeout, a
-    /// `dead_letter_queue` equal to `name`, or a `max_receive_count` over 1000 with a
+    /// `dead_letter_queue` equal to `name` or of another account or region than `name`'s, or a `max_receive_count` over 1000 with a
     /// `dead_letter_queue` (a RedrivePolicy's range).
     pub async fn create_queue_seed(
         &self,
@@ -360,6 +360,15 @@ impl Sqs {
         }
         if let Some(dlq) = dead_letter_queue.filter(|d| !d.is_empty()) {
             self.check_seed_queue_key(dlq).await?;
+            // A dead-letter queue is of its source queue's own account and region (SQS
+            // Developer Guide, "Using dead-letter queues": "must reside in the same AWS
+            // account and Region"): a key of another scope would let a caller move its
+            // messages into a queue it may not send to, as no dead-letter move is checked.
+            if self.key_scope(dlq).0 != self.key_scope(name).0 {
+                return Err(Error::invalid(
+                    "dead_letter_queue must be a queue of the same account and region as the queue",
+                ));
+            }
             if dlq == name {
                 // Moving a message to the queue it is in would count its receives for ever.
                 return Err(Error::invalid(

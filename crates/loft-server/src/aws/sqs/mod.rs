@@ -116,6 +116,14 @@ impl<'a> QueueUrlParts<'a> {
             return Err(Error::no_queue());
         }
         let account = (n >= 2).then_some(last[1]).filter(|a| is_account_id(a));
+        // A segment of digits before the name is an account that is not one (13 digits,
+        // non-ASCII digits): no queue belongs to it, as for a malformed
+        // QueueOwnerAWSAccountId ([`Context::named_queue_key`]), rather than the caller's
+        // own queue of that name. A word there (`/queue/NAME`, as older emulators' URLs
+        // read) still names the caller's.
+        if n >= 2 && account.is_none() && percent_decoded_digits(last[1]) {
+            return Err(Error::no_queue());
+        }
         let path_region = (account.is_some() && n >= 4 && last[3] == "queue")
             .then_some(last[2])
             .filter(|r| is_region(r));
@@ -132,6 +140,12 @@ impl<'a> QueueUrlParts<'a> {
             name,
         })
     }
+}
+
+/// Whether URL path segment `segment`, percent-decoded, is digits only (any script's).
+fn percent_decoded_digits(segment: &str) -> bool {
+    let s = decoded(segment);
+    !s.is_empty() && s.chars().all(char::is_numeric)
 }
 
 /// The queue name a QueueUrl names: its last path segment ([`QueueUrlParts`]).
@@ -777,5 +791,21 @@ mod tests {
         }
         assert!(QueueUrlParts::parse("http://h/").is_err());
         assert!(QueueUrlParts::parse("").is_err());
+    }
+
+    /// An account segment of digits that is not a 12-digit account id names no queue: not
+    /// the caller's queue of that name (found by a tenant sending to `/0111111111111/q`).
+    #[test]
+    fn digits_that_are_no_account_name_no_queue() {
+        for url in [
+            "http://h/0111111111111/q",
+            "http://h/11111111111/q",
+            "http://h/%31%31/q",
+            "http://h/\u{ff11}\u{ff11}\u{ff11}\u{ff11}\u{ff11}\u{ff11}\u{ff11}\u{ff11}\u{ff11}\u{ff11}\u{ff11}\u{ff11}/q",
+            "http://h/queue/eu-west-1/1234/q",
+        ] {
+            let e = QueueUrlParts::parse(url).expect_err(url);
+            assert_eq!(e.code, loft_core::ErrorCode::QueueDoesNotExist, "{url}");
+        }
     }
 }
