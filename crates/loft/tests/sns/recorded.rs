@@ -346,6 +346,63 @@ async fn each_protocol_refuses_an_endpoint_not_of_its_shape() {
     assert_eq!(got, want);
 }
 
+/// Publish's Subject is "UTF-8 text with no line breaks or control characters, and less
+/// than 100 characters long" (SNS API Reference, Publish), never empty (recorded
+/// `test_publish_with_empty_subject`): letters beyond ASCII are taken and reach the
+/// subscriber as given; 100 characters are taken whatever their bytes; a refusal is
+/// "Invalid parameter: Subject" (recorded) and delivers nothing.
+#[tokio::test]
+async fn a_subject_is_utf8_text_without_line_breaks() {
+    let server = Server::start();
+    let sns = server.sns();
+    let sqs = server.sqs();
+    let topic = create_topic(&sns, "subjects", &[]).await;
+    let url = create_queue(&sqs, "subjects-q", &[]).await;
+    subscribe_queue(&server, &topic, "subjects-q", &[]).await;
+    let taken = [
+        "Grüße aus Köln".to_owned(),
+        "件名 🎉".to_owned(),
+        " leading space".to_owned(),
+        "ä".repeat(100),
+    ];
+    for subject in &taken {
+        sns.publish()
+            .topic_arn(&topic)
+            .message("m")
+            .subject(subject)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{subject:?}: {e:?}"));
+        let got = receive_exactly(&sqs, &url, 1).await;
+        let envelope = json_of(got[0].body().expect("body"));
+        assert_eq!(envelope["Subject"], subject.as_str());
+    }
+    for subject in [
+        String::new(),
+        "ä".repeat(101),
+        "s".repeat(101),
+        "line\nbreak".into(),
+        "carriage\rreturn".into(),
+        "tab\there".into(),
+        "next line\u{85}".into(),
+        "separator\u{2028}".into(),
+    ] {
+        let msg = assert_sns_err!(
+            sns.publish()
+                .topic_arn(&topic)
+                .message("m")
+                .subject(&subject)
+                .send()
+                .await,
+            PublishError::InvalidParameterException(_),
+            "InvalidParameter",
+            400
+        );
+        assert_eq!(msg, "Invalid parameter: Subject", "{subject:?}");
+    }
+    assert!(receive_some(&sqs, &url, 0).await.is_empty());
+}
+
 #[tokio::test]
 async fn subscribing_again_compares_with_defaults_and_reports_the_principal() {
     let server = Server::start();
