@@ -228,6 +228,181 @@ async fn sqs_endpoints_are_queue_arns() {
         .expect("an unknown queue's ARN");
 }
 
+/// Each protocol's Endpoint has its own shape (SNS API Reference, Subscribe, Endpoint),
+/// and one without it is refused in that protocol's words, AWS's where known (module
+/// `endpoints` of loft-core names each source): an email address ("Invalid parameter:
+/// Email address"), a Lambda function's ARN ("Invalid parameter: Lambda endpoint ARN"),
+/// a platform endpoint's ARN ("Invalid parameter: Application endpoint arn
+/// invalid:ENDPOINT"); the URL of the protocol's scheme and a Firehose stream's ARN in
+/// Loft's words. Control characters are refused, never stored. Each refused endpoint
+/// leaves no subscription behind; each taken one is listed as given.
+#[tokio::test]
+async fn each_protocol_refuses_an_endpoint_not_of_its_shape() {
+    let server = Server::start();
+    let sns = server.sns();
+    let topic = create_topic(&sns, "shapes", &[]).await;
+    let email = "Invalid parameter: Email address";
+    let lambda = "Invalid parameter: Lambda endpoint ARN";
+    let http = "Invalid parameter: Endpoint must match the specified protocol";
+    let firehose = "Invalid parameter: Firehose endpoint ARN";
+    let refused: &[(&str, &str, String)] = &[
+        ("email", "not-an-email", email.into()),
+        ("email", "foo@bar.com;foo@baz.io", email.into()),
+        ("email", "a b@example.com", email.into()),
+        ("email", "a\u{1}@example.com", email.into()),
+        ("email", "a@", email.into()),
+        ("email", "", email.into()),
+        ("email-json", "not-an-email", email.into()),
+        ("email-json", "@example.com", email.into()),
+        ("http", "https://example.com", http.into()),
+        ("http", "ftp://example.com", http.into()),
+        ("https", "http://example.com", http.into()),
+        ("https", "https://", http.into()),
+        ("lambda", "my-function", lambda.into()),
+        ("lambda", "arn:aws:lambda:", lambda.into()),
+        ("lambda", "arn:aws:lambda:us-east-1:000000000000:function:f\u{1}", lambda.into()),
+        ("lambda", "arn:aws:lambda:us-east-1:000000000000:layer:f", lambda.into()),
+        ("firehose", "arn:aws:firehose", firehose.into()),
+        ("firehose", "arn:aws:firehose:us-east-1:000000000000:stream/s", firehose.into()),
+        (
+            "application",
+            "invalid arn",
+            "Invalid parameter: Application endpoint arn invalid:invalid arn".into(),
+        ),
+        (
+            "application",
+            topic.as_str(),
+            format!("Invalid parameter: Application endpoint arn invalid:{topic}"),
+        ),
+        (
+            "application",
+            "arn:aws:sns:us-east-1:000000000000:endpoint/GCM/app/1\u{1}",
+            "Invalid parameter: Application endpoint arn invalid:arn:aws:sns:us-east-1:000000000000:endpoint/GCM/app/1\u{1}".into(),
+        ),
+    ];
+    for (protocol, endpoint, words) in refused {
+        let mut req = sns.subscribe().topic_arn(&topic).protocol(*protocol);
+        if !endpoint.is_empty() {
+            req = req.endpoint(*endpoint);
+        }
+        let msg = assert_sns_err!(
+            req.send().await,
+            SubscribeError::InvalidParameterException(_),
+            "InvalidParameter",
+            400
+        );
+        // The answer's XML cannot carry U+0001: compare what it can.
+        assert_eq!(
+            msg,
+            words.replace('\u{1}', "\u{FFFD}"),
+            "{protocol} {endpoint:?}"
+        );
+    }
+    let taken = [
+        ("email", "first.last+tag@mail.example.com"),
+        ("email-json", "ops@example.com"),
+        ("http", "http://127.0.0.1:9/hook"),
+        ("https", "https://127.0.0.1:9/hook"),
+        (
+            "lambda",
+            "arn:aws:lambda:us-east-1:000000000000:function:f:prod",
+        ),
+        (
+            "application",
+            "arn:aws:sns:us-east-1:000000000000:endpoint/GCM/app/1",
+        ),
+    ];
+    for (protocol, endpoint) in taken {
+        sns.subscribe()
+            .topic_arn(&topic)
+            .protocol(protocol)
+            .endpoint(endpoint)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{protocol} {endpoint}: {e:?}"));
+    }
+    let listed = sns
+        .list_subscriptions_by_topic()
+        .topic_arn(&topic)
+        .send()
+        .await
+        .expect("list");
+    let mut got: Vec<(String, String)> = listed
+        .subscriptions()
+        .iter()
+        .map(|s| {
+            (
+                s.protocol().unwrap_or_default().to_owned(),
+                s.endpoint().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect();
+    got.sort();
+    let mut want: Vec<(String, String)> = taken
+        .iter()
+        .map(|(p, e)| ((*p).to_owned(), (*e).to_owned()))
+        .collect();
+    want.sort();
+    assert_eq!(got, want);
+}
+
+/// Publish's Subject is "UTF-8 text with no line breaks or control characters, and less
+/// than 100 characters long" (SNS API Reference, Publish), never empty (recorded
+/// `test_publish_with_empty_subject`): letters beyond ASCII are taken and reach the
+/// subscriber as given; 100 characters are taken whatever their bytes; a refusal is
+/// "Invalid parameter: Subject" (recorded) and delivers nothing.
+#[tokio::test]
+async fn a_subject_is_utf8_text_without_line_breaks() {
+    let server = Server::start();
+    let sns = server.sns();
+    let sqs = server.sqs();
+    let topic = create_topic(&sns, "subjects", &[]).await;
+    let url = create_queue(&sqs, "subjects-q", &[]).await;
+    subscribe_queue(&server, &topic, "subjects-q", &[]).await;
+    let taken = [
+        "Grüße aus Köln".to_owned(),
+        "件名 🎉".to_owned(),
+        " leading space".to_owned(),
+        "ä".repeat(100),
+    ];
+    for subject in &taken {
+        sns.publish()
+            .topic_arn(&topic)
+            .message("m")
+            .subject(subject)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{subject:?}: {e:?}"));
+        let got = receive_exactly(&sqs, &url, 1).await;
+        let envelope = json_of(got[0].body().expect("body"));
+        assert_eq!(envelope["Subject"], subject.as_str());
+    }
+    for subject in [
+        String::new(),
+        "ä".repeat(101),
+        "s".repeat(101),
+        "line\nbreak".into(),
+        "carriage\rreturn".into(),
+        "tab\there".into(),
+        "next line\u{85}".into(),
+        "separator\u{2028}".into(),
+    ] {
+        let msg = assert_sns_err!(
+            sns.publish()
+                .topic_arn(&topic)
+                .message("m")
+                .subject(&subject)
+                .send()
+                .await,
+            PublishError::InvalidParameterException(_),
+            "InvalidParameter",
+            400
+        );
+        assert_eq!(msg, "Invalid parameter: Subject", "{subject:?}");
+    }
+    assert!(receive_some(&sqs, &url, 0).await.is_empty());
+}
+
 #[tokio::test]
 async fn subscribing_again_compares_with_defaults_and_reports_the_principal() {
     let server = Server::start();
@@ -455,6 +630,55 @@ async fn add_permission_writes_aws_statements() {
         msg,
         "Invalid parameter: Policy statement action out of service scope!"
     );
+    // An AWSAccountId that is not a 12-digit account id names no principal: the whole
+    // request is refused and the Policy stays as it was.
+    let before = sns
+        .get_topic_attributes()
+        .topic_arn(&topic)
+        .send()
+        .await
+        .expect("GetTopicAttributes")
+        .attributes
+        .expect("attributes")["Policy"]
+        .clone();
+    for accounts in [
+        vec!["12345678901"],
+        vec!["1234567890123"],
+        vec!["12345678901a"],
+        vec!["1111\u{1}1111111"],
+        vec!["*"],
+        vec!["arn:aws:iam::111111111111:root"],
+        vec![harness::ACCOUNT, "not-an-account"],
+    ] {
+        let mut req = sns
+            .add_permission()
+            .topic_arn(&topic)
+            .label("three")
+            .action_name("Publish");
+        for a in &accounts {
+            req = req.aws_account_id(*a);
+        }
+        let msg = assert_sns_err!(
+            req.send().await,
+            AddPermissionError::InvalidParameterException(_),
+            "InvalidParameter",
+            400
+        );
+        assert_eq!(
+            msg, "Invalid parameter: Policy Error: PrincipalNotFound",
+            "{accounts:?}"
+        );
+    }
+    let after = sns
+        .get_topic_attributes()
+        .topic_arn(&topic)
+        .send()
+        .await
+        .expect("GetTopicAttributes")
+        .attributes
+        .expect("attributes")["Policy"]
+        .clone();
+    assert_eq!(after, before);
 }
 
 /// A queue takes no message larger than its MaximumMessageSize, from SNS as from

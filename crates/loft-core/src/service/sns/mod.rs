@@ -11,6 +11,7 @@
 //! - [`platform`]: platform applications and endpoints.
 //! - `envelope`: SNS message formats (the envelope, signed fields, SQS copies, structured
 //!   text), shared by publish, replay and subscriptions.
+//! - `endpoints`: Subscribe's Endpoint, the shape each protocol takes and its refusal.
 //! - `sns_errors`: SNS's `InvalidParameter` answers, a leaf every SNS file may import.
 //! - `publish`: publish and fan-out; `batch`: PublishBatch's own rules.
 //! - `deliveries`: HTTP/S delivery outcomes and retries; [`delivery_status`]: their logs.
@@ -26,6 +27,7 @@ pub mod archive;
 pub mod batch;
 pub(crate) mod deliveries;
 pub mod delivery_status;
+mod endpoints;
 pub(crate) mod envelope;
 pub(crate) mod listing;
 pub mod platform;

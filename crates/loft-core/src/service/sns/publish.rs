@@ -409,12 +409,7 @@ impl Sns {
             return Err(invalid("Message too long"));
         }
         if let Some(s) = &req.subject {
-            if s.is_empty()
-                || s.len() > 100
-                || !s.chars().all(|c| c.is_ascii() && !c.is_ascii_control())
-            {
-                return Err(invalid("Subject"));
-            }
+            check_subject(s)?;
         }
         // The ids SQS takes (SNS API Reference, Publish: "up to 128 alphanumeric
         // characters (a-z, A-Z, 0-9) and punctuation"); the words follow the recorded
@@ -997,9 +992,65 @@ fn check_message_structure(req: &PublishRequest) -> Result<()> {
     Ok(())
 }
 
+/// Publish's `Subject`: "UTF-8 text with no line breaks or control characters, and less
+/// than 100 characters long" (SNS API Reference, Publish; botocore's `sns/2010-03-31`),
+/// and not empty (recorded, `test_publish_with_empty_subject`). Characters are counted,
+/// not bytes; 100 is taken (Loft's reading of "less than 100", as before). Line breaks
+/// are every control character (LF, CR, and tab among them) and U+2028, U+2029.
+///
+/// Errors: `InvalidParameter` "Invalid parameter: Subject" (recorded).
+pub(crate) fn check_subject(subject: &str) -> Result<()> {
+    let ok = !subject.is_empty()
+        && subject.chars().count() <= 100
+        && !subject
+            .chars()
+            .any(|c| c.is_control() || matches!(c, '\u{2028}' | '\u{2029}'));
+    if ok {
+        Ok(())
+    } else {
+        Err(invalid("Subject"))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// One row per variant of the Subject rule: taken or refused.
+    #[test]
+    fn subject_rules() {
+        let rows: &[(String, bool)] = &[
+            ("Hello".into(), true),
+            (" starts with a space".into(), true),
+            ("Grüße aus Köln".into(), true),
+            ("件名".into(), true),
+            ("emoji 🎉".into(), true),
+            ("s".repeat(100), true),
+            ("ä".repeat(100), true),
+            ("s".repeat(101), false),
+            ("ä".repeat(101), false),
+            (String::new(), false),
+            ("line\nbreak".into(), false),
+            ("carriage\rreturn".into(), false),
+            ("tab\there".into(), false),
+            ("nul\u{0}".into(), false),
+            ("bell\u{7}".into(), false),
+            ("del\u{7f}".into(), false),
+            ("next line\u{85}".into(), false),
+            ("line separator\u{2028}".into(), false),
+            ("paragraph separator\u{2029}".into(), false),
+        ];
+        for (subject, taken) in rows {
+            match check_subject(subject) {
+                Ok(()) => assert!(taken, "{subject:?} taken"),
+                Err(e) => {
+                    assert!(!taken, "{subject:?} refused");
+                    assert_eq!(e.code, crate::ErrorCode::InvalidParameter);
+                    assert_eq!(e.message, "Invalid parameter: Subject");
+                }
+            }
+        }
+    }
     use crate::message::MessageAttributeValue;
 
     fn value(

@@ -648,34 +648,8 @@ impl Sns {
         use SubscriptionProtocol as P;
         let protocol = SubscriptionProtocol::parse(protocol)?;
         let endpoint = endpoint.unwrap_or("").trim();
-        let endpoint_ok = match protocol {
-            P::Http => endpoint.starts_with("http://") && endpoint.len() > 7,
-            P::Https => endpoint.starts_with("https://") && endpoint.len() > 8,
-            P::Sqs => {
-                if !self.is_queue_arn_shape(endpoint) {
-                    return Err(invalid("SQS endpoint ARN"));
-                }
-                true
-            }
-            P::Email | P::EmailJson => endpoint.contains('@'),
-            P::Sms => {
-                if !names::is_phone_number(endpoint) {
-                    return Err(Error::new(
-                        ErrorCode::InvalidParameter,
-                        format!("Invalid SMS endpoint: {endpoint}"),
-                    ));
-                }
-                true
-            }
-            P::Lambda => endpoint.starts_with("arn:aws:lambda:"),
-            P::Firehose => endpoint.starts_with("arn:aws:firehose:"),
-            P::Application => endpoint.starts_with("arn:"),
-        };
-        if !endpoint_ok {
-            return Err(invalid(
-                "Endpoint Reason: An endpoint must be specified for this protocol",
-            ));
-        }
+        // Each protocol's endpoint shape, refused in AWS's words where they are known.
+        super::endpoints::check_endpoint(protocol, endpoint, &self.config.region)?;
         // A function of another account than the topic's is invoked only when it exists
         // and grants the topic's account (`allow_accounts`, as a Lambda resource-based
         // policy's `lambda:InvokeFunction` for that account); checked again at each
@@ -1247,8 +1221,10 @@ impl Sns {
         Ok(self.tagged_topic(arn).await?.tags)
     }
 
-    /// AddPermission (topics): adds statement `label` to the topic's Policy.
-    /// Errors: `InvalidParameter` (label exists), `NotFound`.
+    /// AddPermission (topics): adds statement `label` to the topic's Policy, allowing
+    /// `actions` (SNS action names) to the root principals of `accounts` (12-digit ids).
+    /// Errors: `InvalidParameter` (label exists, an action not of SNS, an account that is
+    /// not a 12-digit id), `NotFound`.
     pub async fn add_topic_permission(
         &self,
         arn: &str,
@@ -1279,6 +1255,14 @@ impl Sns {
         }
         if actions.iter().any(|a| !SNS_ACTIONS.contains(&a.as_str())) {
             return Err(invalid("Policy statement action out of service scope!"));
+        }
+        // Each AWSAccountId becomes the principal `arn:aws:iam::ID:root`: one that is not
+        // a 12-digit account id names no principal (SNS API Reference, AddPermission:
+        // "The Amazon Web Services account IDs of the users (principals)"). AWS's words
+        // for a policy naming a principal that does not exist, recorded from real
+        // accounts for SetTopicAttributes; for AddPermission they are Loft's reading.
+        if accounts.iter().any(|a| !names::is_account_id(a)) {
+            return Err(invalid("Policy Error: PrincipalNotFound"));
         }
         // One principal or action is written as a string, several as a list, as AWS
         // writes the statement (its recorded GetTopicAttributes answers).
@@ -1678,23 +1662,4 @@ pub(super) fn page_of<T>(
         items,
         next_token: next,
     })
-}
-
-impl Sns {
-    /// Whether `endpoint` has the shape of an SQS queue ARN, as an `sqs` subscription's
-    /// Endpoint must (SNS API Reference, Subscribe: "For the sqs protocol, the endpoint is
-    /// the ARN of an Amazon SQS queue"; AWS's recorded answer to anything else is
-    /// `InvalidParameter` "Invalid parameter: SQS endpoint ARN"): `arn:PARTITION:sqs:`, a
-    /// region (a region name, or Loft's configured one), a 12-digit account id, and a
-    /// queue name without `/` or control characters (an AWS name, or one the seeds' API
-    /// made). Whether the queue exists is not asked: AWS takes an unknown queue too.
-    fn is_queue_arn_shape(&self, endpoint: &str) -> bool {
-        let Some(name) = names::arn_resource(endpoint, "sqs") else {
-            return false;
-        };
-        names::arn_region(endpoint).is_some_and(|r| names::is_region(r) || r == self.config.region)
-            && names::arn_account(endpoint).is_some_and(names::is_account_id)
-            && !name.contains('/')
-            && !name.chars().any(char::is_control)
-    }
 }
