@@ -212,7 +212,8 @@ async fn platform_arns_are_checked_for_their_kind_before_anything_is_done() {
         ))
     };
     // (operation, ARN given, refusal).
-    let rows: Vec<(&str, &str, Option<(String, String)>)> = vec![
+    type Row<'a> = (&'a str, &'a str, Option<(String, String)>);
+    let rows: Vec<Row> = vec![
         ("DeleteEndpoint", &app, slashes("EndpointArn")),
         ("DeleteEndpoint", "invalid", elements("EndpointArn")),
         (
