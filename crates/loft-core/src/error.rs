@@ -352,6 +352,15 @@ error_table! {
         query: "EndpointDisabled", Sender, 400,
         "Endpoint is disabled",
     }
+    /// SNS: Publish to a platform endpoint whose application's `Enabled` attribute is
+    /// `false` (400; the botocore model's `PlatformApplicationDisabledException`, "Exception
+    /// error indicating platform application disabled."; AWS's message is not recorded:
+    /// these words are Loft's, after EndpointDisabled's).
+    PlatformApplicationDisabled {
+        code: "PlatformApplicationDisabled", json: "PlatformApplicationDisabledException",
+        query: "PlatformApplicationDisabled", Sender, 400,
+        "Platform application is disabled",
+    }
     /// SNS: authorisation failed (403).
     AuthorizationError {
         code: "AuthorizationError", json: "AuthorizationErrorException",

@@ -714,7 +714,7 @@ async fn run_endpoints(engine: Engine, ops: Vec<EndpointOp>) -> Result<(), TestC
                 let Some(arn) = nth(&arns, n) else { continue };
                 nodes.services[node]
                     .sns()
-                    .delete_platform(ACCOUNT, &arn)
+                    .delete_platform(ACCOUNT, PlatformKind::Endpoint, &arn)
                     .await
                     .map_err(|e| fail(&trace, format!("DeleteEndpoint {arn}: {e}")))?;
                 live.remove(&arn);
@@ -765,9 +765,10 @@ async fn run_endpoints(engine: Engine, ops: Vec<EndpointOp>) -> Result<(), TestC
                 let svc = &nodes.services[node];
                 let got: BTreeMap<String, Map> = svc
                     .sns()
-                    .list_platform(svc.default_scope(), Some(&app))
+                    .list_platform(svc.default_scope(), Some(&app), None)
                     .await
                     .map_err(|e| fail(&trace, format!("ListEndpointsByPlatformApplication: {e}")))?
+                    .items
                     .into_iter()
                     .map(|r| (r.arn, r.attributes))
                     .collect();

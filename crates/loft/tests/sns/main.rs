@@ -14,6 +14,9 @@
 //! - [`topics`]: list paging, topic and subscription attributes, tags.
 //! - [`recorded`]: answers as AWS recorded them: ARN and phone checks, idempotency,
 //!   SubscriptionPrincipal, permissions, dead-lettering, trace headers.
+//! - [`platform`]: platform applications and endpoints, SMS and push publishes, each rule
+//!   with its variants: application attributes, ARN kinds, disabled applications,
+//!   `application` subscriptions, paged lists, AWS-defined message attributes.
 //! - [`http`]: HTTP/S subscriptions: confirmation through SubscribeURL, signatures
 //!   (SignatureVersion 1 and 2) verified with the served certificate, SNS's headers,
 //!   retries by DeliveryPolicy, the RedrivePolicy DLQ, a restart that resumes deliveries.
@@ -35,6 +38,7 @@ mod errors;
 mod fanout;
 mod fifo;
 mod http;
+mod platform;
 mod recorded;
 mod recorded_messages;
 mod replay;

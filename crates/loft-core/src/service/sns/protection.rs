@@ -113,7 +113,12 @@ impl SnsDelivery {
             .unwrap_or_default())
     }
 
+    /// The topic a ResourceArn names. An ARN of fewer than six elements is refused as
+    /// every SNS ARN parameter is ("Invalid parameter: ResourceArn Reason: An ARN must have
+    /// at least 6 elements, not N", AWS's recorded form, here with this parameter's name);
+    /// any other malformed ARN is "Invalid parameter: ResourceArn".
     async fn policy_topic(&self, resource_arn: &str) -> Result<TopicRecord> {
+        super::sns_errors::check_arn_elements("ResourceArn", resource_arn)?;
         self.topic_by_arn(resource_arn).await.map_err(|e| {
             if e.code == ErrorCode::InvalidParameter {
                 invalid("ResourceArn")

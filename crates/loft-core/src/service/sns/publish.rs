@@ -199,11 +199,39 @@ pub(crate) fn validate_sns_attributes(attrs: &MessageAttributes) -> Result<()> {
     Ok(())
 }
 
+/// The message attributes AWS itself defines for Publish, which its reserved `AWS.` prefix
+/// is kept for: the SMS ones (SNS Developer Guide, "Publishing to a mobile phone":
+/// `AWS.SNS.SMS.SenderID`, `AWS.SNS.SMS.MaxPrice`, `AWS.SNS.SMS.SMSType`,
+/// `AWS.MM.SMS.OriginationNumber`, `AWS.MM.SMS.EntityId`, `AWS.MM.SMS.TemplateId`).
+pub const AWS_SMS_ATTRIBUTES: &[&str] = &[
+    "AWS.SNS.SMS.SenderID",
+    "AWS.SNS.SMS.MaxPrice",
+    "AWS.SNS.SMS.SMSType",
+    "AWS.MM.SMS.OriginationNumber",
+    "AWS.MM.SMS.EntityId",
+    "AWS.MM.SMS.TemplateId",
+];
+
+/// Whether `name` is one of AWS's own message attributes, which a Publish may carry
+/// although its prefix is reserved: [`AWS_SMS_ATTRIBUTES`], or a mobile push one,
+/// `AWS.SNS.MOBILE.{PLATFORM}.{KEY}` (SNS Developer Guide, "Amazon SNS message attributes",
+/// "Reserved message attributes for mobile push notifications", and "Using the Amazon SNS
+/// time to live (TTL) message attribute": `AWS.SNS.MOBILE.APNS.PUSH_TYPE`,
+/// `AWS.SNS.MOBILE.FCM.TTL`, ...). Names are compared exactly, as AWS names them.
+pub fn is_aws_defined_attribute(name: &str) -> bool {
+    AWS_SMS_ATTRIBUTES.contains(&name)
+        || name
+            .strip_prefix("AWS.SNS.MOBILE.")
+            .and_then(|rest| rest.split_once('.'))
+            .is_some_and(|(platform, key)| !platform.is_empty() && !key.is_empty())
+}
+
 /// An SNS message attribute name, checked as AWS answers (recorded): its length, then a
 /// leading or trailing period, then each character in turn (a character outside
 /// `A-Z a-z 0-9 _ - .` named by its code, `#x5E`; a second period in a row). Names starting
-/// `AWS.` or `Amazon.` are reserved (SNS Developer Guide); AWS's text for that refusal is
-/// not recorded, so Loft's own words are used.
+/// `AWS.` or `Amazon.` are reserved (SNS Developer Guide) except AWS's own
+/// ([`is_aws_defined_attribute`]); AWS's text for that refusal is not recorded, so Loft's
+/// own words are used.
 ///
 /// Errors: `ParameterValueInvalid`.
 fn validate_sns_attribute_name(name: &str) -> Result<()> {
@@ -231,7 +259,9 @@ fn validate_sns_attribute_name(name: &str) -> Result<()> {
         previous = c;
     }
     let lower = name.to_ascii_lowercase();
-    if lower.starts_with("aws.") || lower.starts_with("amazon.") {
+    if (lower.starts_with("aws.") || lower.starts_with("amazon."))
+        && !is_aws_defined_attribute(name)
+    {
         return bad(format!(
             "Message (user) attribute name '{name}' is reserved for use by Amazon."
         ));
@@ -273,11 +303,9 @@ impl Sns {
                 if self.platform_owned_by(arn, account)
                     && self.is_platform_endpoint(arn).await? =>
             {
-                // SNS API Reference, Publish: EndpointDisabled, "Exception error indicating
-                // endpoint disabled" (AWS's text: "Endpoint is disabled").
-                if !self.platform_endpoint_enabled(arn).await? {
-                    return Err(Error::with(ErrorCode::EndpointDisabled, &[]));
-                }
+                // SNS API Reference, Publish: PlatformApplicationDisabled and
+                // EndpointDisabled ("Endpoint is disabled", AWS's text).
+                self.check_endpoint_reachable(arn).await?;
                 PublishTarget::Endpoint(arn)
             }
             PublishTarget::Target(arn) => {
@@ -1111,6 +1139,54 @@ mod tests {
                     assert_eq!(e.message, m, "{name} {v:?}");
                 }
                 (got, want) => panic!("{name} {v:?}: got {got:?}, want {want:?}"),
+            }
+        }
+    }
+
+    /// The reserved prefixes `AWS.` and `Amazon.` (any case) refuse every name but AWS's own
+    /// attributes, the SMS ones by name and the mobile push family
+    /// `AWS.SNS.MOBILE.{PLATFORM}.{KEY}` (SNS Developer Guide); one row per variant.
+    #[test]
+    fn reserved_prefixes_take_only_aws_defined_attributes() {
+        let rows: &[(&str, bool)] = &[
+            ("AWS.SNS.SMS.SenderID", true),
+            ("AWS.SNS.SMS.MaxPrice", true),
+            ("AWS.SNS.SMS.SMSType", true),
+            ("AWS.MM.SMS.OriginationNumber", true),
+            ("AWS.MM.SMS.EntityId", true),
+            ("AWS.MM.SMS.TemplateId", true),
+            ("AWS.SNS.MOBILE.APNS.PUSH_TYPE", true),
+            ("AWS.SNS.MOBILE.APNS_SANDBOX.TTL", true),
+            ("AWS.SNS.MOBILE.FCM.TTL", true),
+            ("AWS.SNS.MOBILE.WNS.Type", true),
+            ("AWSX.custom", true),
+            ("my.AWS.attr", true),
+            ("AWS.custom", false),
+            ("aws.custom", false),
+            ("Amazon.custom", false),
+            ("AMAZON.custom", false),
+            ("AWS.SNS.SMS.Bogus", false),
+            ("aws.sns.sms.smstype", false),
+            ("AWS.MM.SMS.Other", false),
+            ("AWS.SNS.MOBILE.APNS", false),
+            ("aws.sns.mobile.apns.ttl", false),
+        ];
+        for &(name, accepted) in rows {
+            let attrs: MessageAttributes =
+                [(name.to_owned(), value("String", Some("v"), None))].into();
+            match validate_sns_attributes(&attrs) {
+                Ok(()) => assert!(accepted, "{name} was accepted"),
+                Err(e) => {
+                    assert!(!accepted, "{name}: {e:?}");
+                    assert_eq!(e.code, ErrorCode::ParameterValueInvalid, "{name}");
+                    assert_eq!(
+                        e.message,
+                        format!(
+                            "Message (user) attribute name '{name}' is reserved for use by Amazon."
+                        ),
+                        "{name}"
+                    );
+                }
             }
         }
     }

@@ -650,6 +650,12 @@ impl Sns {
         let endpoint = endpoint.unwrap_or("").trim();
         // Each protocol's endpoint shape, refused in AWS's words where they are known.
         super::endpoints::check_endpoint(protocol, endpoint, &self.config.region)?;
+        // An `application` endpoint is one of the subscriber's platform endpoints that
+        // exists ([`Sns::check_application_endpoint`]).
+        if protocol == P::Application {
+            let owner = account.unwrap_or(self.split_key(&topic.name).0);
+            self.check_application_endpoint(owner, endpoint).await?;
+        }
         // A function of another account than the topic's is invoked only when it exists
         // and grants the topic's account (`allow_accounts`, as a Lambda resource-based
         // policy's `lambda:InvokeFunction` for that account); checked again at each

@@ -167,13 +167,21 @@ pub async fn call(
         }
         R::DeleteEndpoint(i) => {
             svc.sns()
-                .delete_platform(&ctx.principal.account_id, &i.endpoint_arn)
+                .delete_platform(
+                    &ctx.principal.account_id,
+                    PlatformKind::Endpoint,
+                    &i.endpoint_arn,
+                )
                 .await?;
             S::DeleteEndpoint(NoOutput)
         }
         R::DeletePlatformApplication(i) => {
             svc.sns()
-                .delete_platform(&ctx.principal.account_id, &i.platform_application_arn)
+                .delete_platform(
+                    &ctx.principal.account_id,
+                    PlatformKind::Application,
+                    &i.platform_application_arn,
+                )
                 .await?;
             S::DeletePlatformApplication(NoOutput)
         }
@@ -233,10 +241,16 @@ pub async fn call(
             })
         }
         R::ListEndpointsByPlatformApplication(i) => {
-            let endpoints = svc
+            let page = svc
                 .sns()
-                .list_platform(ctx.principal.scope(), Some(&i.platform_application_arn))
-                .await?
+                .list_platform(
+                    ctx.principal.scope(),
+                    Some(&i.platform_application_arn),
+                    i.next_token.as_deref(),
+                )
+                .await?;
+            let endpoints = page
+                .items
                 .into_iter()
                 .map(|r| Endpoint {
                     endpoint_arn: Some(r.arn),
@@ -245,7 +259,7 @@ pub async fn call(
                 .collect();
             S::ListEndpointsByPlatformApplication(ListEndpointsByPlatformApplicationResponse {
                 endpoints,
-                next_token: None,
+                next_token: page.next_token,
             })
         }
         R::ListPhoneNumbersOptedOut(i) => {
@@ -255,11 +269,13 @@ pub async fn call(
                 next_token: page.next_token,
             })
         }
-        R::ListPlatformApplications(_) => {
-            let platform_applications = svc
+        R::ListPlatformApplications(i) => {
+            let page = svc
                 .sns()
-                .list_platform(ctx.principal.scope(), None)
-                .await?
+                .list_platform(ctx.principal.scope(), None, i.next_token.as_deref())
+                .await?;
+            let platform_applications = page
+                .items
                 .into_iter()
                 .map(|r| PlatformApplication {
                     platform_application_arn: Some(r.arn),
@@ -268,7 +284,7 @@ pub async fn call(
                 .collect();
             S::ListPlatformApplications(ListPlatformApplicationsResponse {
                 platform_applications,
-                next_token: None,
+                next_token: page.next_token,
             })
         }
         R::ListSubscriptions(i) => {
