@@ -70,7 +70,10 @@ pub(crate) struct GroupRead {
 /// window comes back short (nothing past it). After a full window the groups that can
 /// still count are read past it through the group index, all at once, each up to what it
 /// could give at most, and a group whose read came back full and that still has room is
-/// read on.
+/// read on. An engine may answer a [`FifoRead::Groups`] one group after another, skipping
+/// a read, or stopping it, once [`FifoScan::wants_group`] says it can no longer count (the
+/// SQLite store does, so a deep group that fills the receive is the only one read);
+/// PostgreSQL answers them all in one statement.
 pub(crate) struct FifoScan<'a> {
     walk: FifoWalk<'a>,
     /// Each group's first hidden (in flight or delayed) unexpired message: it holds back
@@ -161,6 +164,20 @@ impl<'a> FifoScan<'a> {
         };
         *count = (count.0 + 1, seq);
         self.walk.extra(&r.group, seq, receive_count, expires_at);
+    }
+
+    /// Whether the `i`-th read of the current [`FifoRead::Groups`] can still count: its
+    /// group still has room once the rows given so far (of this read and of the reads
+    /// before it) are counted. Once it is `false`, every further row of that read would be
+    /// passed over (neither taken nor filed as expired or dead), so an engine that reads
+    /// the groups one after another may skip that read, or stop stepping it, with the
+    /// same outcome: a receive of 10 from a deep group then reads that group's 10 rows,
+    /// not each listed group's rows up to its limit.
+    pub fn wants_group(&self, i: usize) -> bool {
+        let FifoRead::Groups(reads) = &self.next else {
+            return false;
+        };
+        reads.get(i).is_some_and(|r| self.walk.room(&r.group) > 0)
     }
 
     /// Every group read's rows were given: the groups whose read came back full and that
@@ -477,6 +494,67 @@ mod tests {
             .collect();
         assert_eq!(asked, [("x", 28, 6), ("g2", 28, 5)]);
         assert_eq!(scan.finish().take, [1, 100, 101]);
+    }
+
+    /// A deep backlog sent round robin over many groups: every group's next message is
+    /// far past the window. Read one group after another while each can still count
+    /// (`wants_group`, as the SQLite store reads), the receive reads past the window only
+    /// the rows it takes, and takes what reading every listed group to its limit takes.
+    #[test]
+    fn group_reads_stop_once_the_receive_is_full() {
+        let r = req(10);
+        let names: Vec<String> = (0..100).map(|g| format!("g{g}")).collect();
+        // 50 messages in each of 100 groups, round robin: g0 at 1, 101, 201, ...
+        let rows: Vec<(i64, &str)> = (0..5000)
+            .map(|i| (i + 1, names[i as usize % 100].as_str()))
+            .collect();
+        let mut scan = FifoScan::new(&r, HashMap::new());
+        let (mut given, mut asked) = (0, 0);
+        loop {
+            match scan.next() {
+                FifoRead::Window { after, limit } => {
+                    let page: Vec<_> = rows
+                        .iter()
+                        .filter(|(s, _)| *s > after)
+                        .take(limit as usize)
+                        .collect();
+                    for (seq, g) in &page {
+                        scan.window_row(*seq, 0, 500, g, 0);
+                    }
+                    scan.end_window(page.len());
+                }
+                FifoRead::Groups(reads) => {
+                    for (i, g) in reads.iter().enumerate() {
+                        asked += g.limit;
+                        if !scan.wants_group(i) {
+                            continue;
+                        }
+                        for (seq, _) in rows
+                            .iter()
+                            .filter(|(s, n)| *n == g.group && *s > g.from && *s < g.head)
+                            .take(g.limit as usize)
+                        {
+                            given += 1;
+                            scan.group_row(i, *seq, 0, 500);
+                            if !scan.wants_group(i) {
+                                break;
+                            }
+                        }
+                    }
+                    scan.end_groups();
+                }
+                FifoRead::Done => break,
+            }
+        }
+        // g0's first message in the window, its next 9 through the group index; the 8
+        // other groups listed (up to 12 rows each) are not read.
+        assert_eq!(given, 9);
+        assert!(asked > 50, "{asked}");
+        let take = scan.finish().take;
+        let mut all = FifoScan::new(&r, HashMap::new());
+        drive(&mut all, &rows);
+        assert_eq!(take, all.finish().take);
+        assert_eq!(take, (0..10).map(|j| 1 + 100 * j).collect::<Vec<i64>>());
     }
 
     /// AWS's recorded receive: a group never received comes before groups whose

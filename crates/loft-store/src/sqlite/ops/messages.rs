@@ -599,7 +599,8 @@ fn record_attempt(
 /// first hidden message. Then the visible messages are walked in send order, a window at
 /// a time (the window doubling), only to find the next open group; each group found is
 /// read through the group index (`messages_group`) for as many messages as the receive
-/// still wants. A receive so reads about as many rows as it returns plus the groups it
+/// still wants, one group after another and only while it can still count (so a deep
+/// group that fills the receive is the only one read past the window). A receive so reads about as many rows as it returns plus the groups it
 /// skips, whatever the depth of the queue or the spacing of a group's messages.
 ///
 /// A message that cannot be opened is passed over and left as it was, and its group's
@@ -671,7 +672,13 @@ fn receive_fifo(
                 scan.end_window(n);
             }
             FifoRead::Groups(reads) => {
+                // One group after another, each only while it can still count
+                // (`FifoScan::wants_group`): once a deep group fills the receive, the
+                // later groups' rows are not read (each a row far from the others).
                 for (i, g) in reads.iter().enumerate() {
+                    if !scan.wants_group(i) {
+                        continue;
+                    }
                     let mut rows = group_stmt.query(params![
                         req.queue_id,
                         g.group,
@@ -682,6 +689,9 @@ fn receive_fifo(
                     ])?;
                     while let Some(r) = rows.next()? {
                         scan.group_row(i, r.get(0)?, r.get(1)?, r.get(2)?);
+                        if !scan.wants_group(i) {
+                            break;
+                        }
                     }
                 }
                 scan.end_groups();
