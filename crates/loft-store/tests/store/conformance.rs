@@ -4806,7 +4806,7 @@ async fn postgres_upgrade_keeps_each_queues_numbers_increasing() {
 /// messages are in flight: they stay hidden until the time their receive set (counts,
 /// receives, the next visibility time), their receipts still delete them and change
 /// their visibility, a receipt stops working once its message is received again, and
-/// they come back when their time ends. The upgrade lowers the table's fillfactor to 70.
+/// they come back when their time ends. The upgrade lowers the table's fillfactor to 50.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_upgrade_keeps_messages_in_flight() {
     let Some((_, schema)) = pg_store().await else {
@@ -4845,7 +4845,7 @@ async fn postgres_upgrade_keeps_messages_in_flight() {
         .await
         .unwrap()
         .get(0);
-    assert_eq!(options, Some(vec!["fillfactor=70".to_string()]));
+    assert_eq!(options, Some(vec!["fillfactor=50".to_string()]));
     let hidden_to = T0 + 10 + 30_000;
     assert_eq!(
         s.queue_counts(q, T0 + 20).await.unwrap(),

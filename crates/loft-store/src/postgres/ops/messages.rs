@@ -483,7 +483,7 @@ pub struct StepJob {
 /// The claim is HOT (heap-only): it hides a message by writing `hidden_until` (with the
 /// receive count, first receive, receive time and receipt token), columns no index
 /// covers, and leaves the indexed `visible_at` as it was, so PostgreSQL writes the new
-/// tuple on the same page (fillfactor 70 keeps room) and no index entry (migration 23;
+/// tuple on the same page (fillfactor 50 keeps room) and no index entry (migration 23;
 /// the non-HOT claim wrote one entry in each of the table's indexes per claimed message).
 /// A message is visible again at `GREATEST(visible_at, hidden_until)`, which every
 /// reader of the engine uses. FIFO queues keep hiding through `visible_at` (their
