@@ -207,8 +207,8 @@ pub struct ReceiveRequest {
     pub redrive: Option<RedriveRule>,
     /// FIFO: hand out messages group by group, never past an in-flight one.
     pub fifo: bool,
-    /// Standard queues: oldest sent first (the seeds' order) instead of longest visible
-    /// first (SQS's best-effort order, which needs no skipping over in-flight messages).
+    /// Standard queues: oldest sent first (the seeds' order) instead of the engine's
+    /// visibility order (SQS's best-effort order, `Store::receive`).
     pub send_order: bool,
     /// FIFO receives only: the ReceiveRequestAttemptId of this receive. When an unexpired
     /// attempt with this id is recorded for the queue, the store claims nothing new and

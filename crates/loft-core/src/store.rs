@@ -147,8 +147,15 @@ pub trait Store: Send + Sync + 'static {
     /// visible messages in fair-key order, so a group with a few messages waiting is
     /// served within about one receive per other group with a backlog, whatever that
     /// backlog's depth; when fewer than wanted have keys, the rest come in the plain
-    /// longest-visible-first order. It reads past the queue's in-flight messages with
-    /// smaller keys (an index-only skip), not past the backlog.
+    /// order. It reads past the queue's in-flight messages with smaller keys (SQLite: an
+    /// index-only skip; PostgreSQL: their rows), not past the backlog.
+    ///
+    /// The plain order of a standard receive (SQS's is best effort) is the engine's:
+    /// SQLite takes the longest visible first (a received message comes back behind the
+    /// messages visible before its return); PostgreSQL takes the first visible first (by
+    /// when each message first became visible: sent plus delay, or moved), since its
+    /// claim leaves the visibility index as it was (the HOT claim), so a message whose
+    /// visibility timeout ended comes back at its old place.
     async fn receive(&self, request: ReceiveRequest) -> Result<ReceiveOutcome>;
 
     /// The message groups of fair queue `queue_id` with their counts at `now_ms`, in no
@@ -288,8 +295,11 @@ pub trait Store: Send + Sync + 'static {
 
     /// Messages of the queue in flight at `now_ms` (received, not deleted, not yet visible
     /// again, not expired): `QueueCounts::in_flight`, but read from the visibility index
-    /// over the messages not visible at `now_ms` only, so its cost does not grow with the
-    /// visible backlog (the in-flight limit recounts with it).
+    /// over the messages not visible at `now_ms` only, so on SQLite its cost does not grow
+    /// with the visible backlog (the in-flight limit recounts with it). PostgreSQL's
+    /// standard receives leave the index as it was (the HOT claim: the message is hidden
+    /// by an unindexed column), so there it also reads the index's range visible by
+    /// `visible_at`, which holds the visible backlog.
     async fn count_in_flight(&self, queue_id: i64, now_ms: i64) -> Result<i64>;
 
     /// When the oldest message of queue `queue_id` was sent (ms): the first in send

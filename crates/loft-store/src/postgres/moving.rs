@@ -527,12 +527,14 @@ impl PgStore {
                  ins AS (INSERT INTO messages (seq, queue_id, message_id, body, md5_body, \
                      message_attributes, system_attributes, sender_id, sent_at, visible_at, \
                      expires_at, receive_count, first_received_at, receipt_token, group_id, \
-                     dedup_id, dead_letter_source, received_at, fair_key, sealed, sequence) \
+                     dedup_id, dead_letter_source, received_at, fair_key, sealed, sequence, \
+                     hidden_until) \
                    SELECT new_seq, $1, message_id, body, md5_body, message_attributes, \
                      system_attributes, sender_id, sent_at, visible_at, expires_at, \
                      receive_count, first_received_at, receipt_token, group_id, dedup_id, \
                      dead_letter_source, received_at, fair_key, sealed, \
-                     CASE WHEN $3 THEN COALESCE(sequence, seq - $4) + $5 ELSE sequence END \
+                     CASE WHEN $3 THEN COALESCE(sequence, seq - $4) + $5 ELSE sequence END, \
+                     COALESCE(hidden_until, 0) \
                    FROM src ORDER BY new_seq) \
                  INSERT INTO loft_move_map (old, new) SELECT seq, new_seq FROM src",
                 &[&id, &image.messages, &fifo, &unnumbered, &delta],

@@ -884,18 +884,23 @@ async fn visibility_changes(s: S) {
 async fn visibility_order_and_send_order(s: S) {
     let q = queue(&s, "order").await;
     let sent = send(&s, q, &["m1", "m2"], T0).await;
-    // m1 is received and comes back later than m2 became visible.
+    // m1 is received and comes back later than m2 became visible: both are visible
+    // again (which comes first is the engine's standard order, `Store::receive`).
     let out = s.receive(req(q, 1, T0 + 1, 10)).await.unwrap();
     assert_eq!(bodies(&out), ["m1"]);
     let later = T0 + 100;
-    let standard = s.receive(req(q, 1, later, 1000)).await.unwrap();
-    assert_eq!(bodies(&standard), ["m2"], "longest visible first");
-    assert_eq!(
-        s.change_visibility(q, sent[1].seq, None, later, later, H12)
-            .await
-            .unwrap(),
-        VisibilityChange::Changed
-    );
+    let standard = s.receive(req(q, 2, later, 1000)).await.unwrap();
+    let mut got = bodies(&standard);
+    got.sort();
+    assert_eq!(got, ["m1", "m2"]);
+    for m in &sent {
+        assert_eq!(
+            s.change_visibility(q, m.seq, None, later, later, H12)
+                .await
+                .unwrap(),
+            VisibilityChange::Changed
+        );
+    }
     let seeds = s
         .receive(ReceiveRequest {
             send_order: true,
@@ -904,6 +909,33 @@ async fn visibility_order_and_send_order(s: S) {
         .await
         .unwrap();
     assert_eq!(bodies(&seeds), ["m1"], "send order");
+}
+
+/// `standard_order`: the order of a standard receive when m1 (sent first) was received
+/// and came back later than m2 became visible: SQLite's longest visible first (m2),
+/// PostgreSQL's first visible first (m1: its claim leaves the visibility index as it was,
+/// the HOT claim).
+async fn standard_order(s: S, first: &str) {
+    let q = queue(&s, "order").await;
+    send(&s, q, &["m1", "m2"], T0).await;
+    let out = s.receive(req(q, 1, T0 + 1, 10)).await.unwrap();
+    assert_eq!(bodies(&out), ["m1"]);
+    let standard = s.receive(req(q, 1, T0 + 100, 1000)).await.unwrap();
+    assert_eq!(bodies(&standard), [first]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_standard_order_is_longest_visible_first() {
+    standard_order(sqlite_store(), "m2").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_standard_order_is_first_visible_first() {
+    let Some((s, _schema)) = pg_store().await else {
+        skips::postgres().skip("postgres_standard_order_is_first_visible_first");
+        return;
+    };
+    standard_order(s, "m1").await;
 }
 
 /// A receive starts where the last one took messages (PostgreSQL's claim floor, a hint)
@@ -4766,6 +4798,98 @@ async fn postgres_upgrade_keeps_each_queues_numbers_increasing() {
     let out = s.receive(fifo_req(q, 10, T0, 1000)).await.unwrap();
     let got: Vec<Option<i64>> = out.messages.iter().map(|m| m.sequence).collect();
     assert_eq!(got, [Some(1), Some(2), Some(5001)], "delivery order");
+    upgraded.close().await;
+}
+
+/// A database of the schema before migration 23 (a receive hid a message by moving its
+/// indexed `visible_at`; no `hidden_until`) upgraded by a node of this build while
+/// messages are in flight: they stay hidden until the time their receive set (counts,
+/// receives, the next visibility time), their receipts still delete them and change
+/// their visibility, a receipt stops working once its message is received again, and
+/// they come back when their time ends. The upgrade lowers the table's fillfactor to 50.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_upgrade_keeps_messages_in_flight() {
+    let Some((_, schema)) = pg_store().await else {
+        skips::postgres().skip("postgres_upgrade_keeps_messages_in_flight");
+        return;
+    };
+    let (url, name) = (schema.url.clone(), schema.schema.clone());
+    let old = pg_node(&url, &name).await;
+    let s: S = old.clone();
+    let q = queue(&s, "upgrade-in-flight").await;
+    send(&s, q, &["a", "b", "c"], T0).await;
+    let got = s.receive(req(q, 3, T0 + 10, 30_000)).await.unwrap();
+    assert_eq!(bodies(&got), ["a", "b", "c"]);
+    let (a, b) = (&got.messages[0], &got.messages[1]);
+    old.close().await;
+    // Back to the schema before migration 23, as an older build left it: the receive's
+    // hiding time in `visible_at`, no `hidden_until`, the default fillfactor.
+    pg_raw(&url, &name)
+        .await
+        .batch_execute(
+            "UPDATE messages SET visible_at = GREATEST(visible_at, hidden_until); \
+             ALTER TABLE messages DROP COLUMN hidden_until; \
+             ALTER TABLE messages RESET (fillfactor); \
+             UPDATE loft_schema SET version = 22",
+        )
+        .await
+        .unwrap();
+    let upgraded = pg_node(&url, &name).await;
+    let s: S = upgraded.clone();
+    let options: Option<Vec<String>> = pg_raw(&url, &name)
+        .await
+        .query_one(
+            "SELECT reloptions FROM pg_class WHERE oid = 'messages'::regclass",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(options, Some(vec!["fillfactor=50".to_string()]));
+    let hidden_to = T0 + 10 + 30_000;
+    assert_eq!(
+        s.queue_counts(q, T0 + 20).await.unwrap(),
+        QueueCounts {
+            visible: 0,
+            in_flight: 3,
+            delayed: 0
+        }
+    );
+    assert_eq!(s.count_in_flight(q, T0 + 20).await.unwrap(), 3);
+    let none = s.receive(req(q, 10, T0 + 20, 30_000)).await.unwrap();
+    assert!(none.messages.is_empty());
+    assert_eq!(none.next_visible_at_ms, Some(hidden_to));
+    // The receipts of before the upgrade still hold their messages.
+    assert_eq!(
+        s.delete_message(q, a.seq, Some((a.receipt_token, T0 + 20)))
+            .await
+            .unwrap(),
+        DeleteOutcome::Deleted
+    );
+    assert_eq!(
+        s.change_visibility(q, b.seq, Some(b.receipt_token), T0 + 20, T0 + 20, H12)
+            .await
+            .unwrap(),
+        VisibilityChange::Changed
+    );
+    let again = s.receive(req(q, 10, T0 + 21, 30_000)).await.unwrap();
+    assert_eq!(bodies(&again), ["b"]);
+    assert_eq!(again.messages[0].receive_count, 2);
+    assert_eq!(again.messages[0].first_received_at_ms, Some(T0 + 10));
+    assert_eq!(again.messages[0].visible_at_ms, T0 + 21 + 30_000);
+    // b's old receipt stopped working when b was received again.
+    assert_eq!(
+        s.delete_message(q, b.seq, Some((b.receipt_token, T0 + 22)))
+            .await
+            .unwrap(),
+        DeleteOutcome::Stale
+    );
+    // c comes back when its receive's time ends.
+    let none = s.receive(req(q, 10, hidden_to - 1, 30_000)).await.unwrap();
+    assert!(none.messages.is_empty());
+    let back = s.receive(req(q, 10, hidden_to, 30_000)).await.unwrap();
+    assert_eq!(bodies(&back), ["c"]);
+    assert_eq!(back.messages[0].receive_count, 2);
     upgraded.close().await;
 }
 

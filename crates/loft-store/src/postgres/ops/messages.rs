@@ -4,10 +4,12 @@ use super::*;
 
 // ----- messages
 
-/// The columns of a [`StoredMessage`], from `messages` aliased `m`.
+/// The columns of a [`StoredMessage`], from `messages` aliased `m`. Its visibility time
+/// is when the message is visible again: `GREATEST(visible_at, hidden_until)` (a
+/// standard receive hides it through `hidden_until`, migration 23, the HOT claim).
 const MESSAGE_COLUMNS: &str = "m.seq, m.queue_id, m.message_id, \
     m.body, m.md5_body, m.message_attributes, m.system_attributes, m.sender_id, m.sent_at, \
-    m.visible_at, m.receive_count, m.first_received_at, m.receipt_token, m.group_id, \
+    GREATEST(m.visible_at, m.hidden_until), m.receive_count, m.first_received_at, m.receipt_token, m.group_id, \
     m.dedup_id, m.dead_letter_source, m.sealed, m.sequence";
 
 fn message_row(r: &Row, at: usize) -> StoredMessage {
@@ -474,18 +476,30 @@ pub struct StepJob {
 /// `tokens[n]`, and tells how many candidates it looked at, how many it dead-lettered,
 /// and the queue's next visibility time as its statement's snapshot saw it
 /// ([`StepOutcome`]). With `fair` it reads a fair queue's keyed messages in fair-key
-/// order (`messages_fair`); otherwise longest visible first, or in send order for the
-/// seeds. Messages in `skip` (claimed or passed over by earlier steps of its receive)
+/// order (`messages_fair`); otherwise first visible first (`messages_visibility`, which
+/// the HOT claim below leaves as it was), or in send order for the seeds. Messages in `skip` (claimed or passed over by earlier steps of its receive)
 /// are passed over, by every step sharing its claim statement.
+///
+/// The claim is HOT (heap-only): it hides a message by writing `hidden_until` (with the
+/// receive count, first receive, receive time and receipt token), columns no index
+/// covers, and leaves the indexed `visible_at` as it was, so PostgreSQL writes the new
+/// tuple on the same page (fillfactor 50 keeps room) and no index entry (migration 23;
+/// the non-HOT claim wrote one entry in each of the table's indexes per claimed message).
+/// A message is visible again at `GREATEST(visible_at, hidden_until)`, which every
+/// reader of the engine uses. FIFO queues keep hiding through `visible_at` (their
+/// receive reads the hidden groups' heads from `messages_visibility`), so their rows'
+/// `hidden_until` stays 0; ChangeMessageVisibility writes the column the row hides by.
 ///
 /// The plain order walks `messages_visibility` from the step's `floor` (the caller's
 /// hint: where its last claim of the queue started taking messages) and walks the part
 /// below it only when the messages above run short, in the same statement. The index's
-/// start holds the entries of every message claimed or deleted since the last vacuum
-/// (non-HOT updates and deletes leave them dead), which a walk from the start steps over
-/// on every claim: after 100,000 receive-deletes without a vacuum, 517 index pages and
-/// 2.4 ms per claim against 7 pages and 0.08 ms after one (docs/benchmarks/history.md,
-/// "the claim's walk from a floor", branch `s8b`).
+/// start holds the entries of every message in flight (their `visible_at` stays where it
+/// was) or deleted since the last vacuum, which a walk from the start steps over on every
+/// claim: after 100,000 receive-deletes without a vacuum, 517 index pages and 2.4 ms per
+/// claim against 7 pages and 0.08 ms after one (docs/benchmarks/history.md, "the claim's
+/// walk from a floor", branch `s8b`). A message whose hiding ended below the floor is
+/// found when the messages above run short or by the next walk from the start (the floor
+/// is used for at most `FLOOR_RESCAN`, 1 s).
 ///
 /// Steps of one queue that read the same order under the same dead-letter rule share one
 /// claim statement ([`claim_sets`], [`claim_rows`]): it claims all their messages at
@@ -509,8 +523,11 @@ pub struct StepJob {
 /// (fewer than its steps' `tokens` together; a step is short when the candidates ran out
 /// before its turn ended, [`set_outcomes`]): the caller reports it only for a receive that came back
 /// short (a long poll's next wake-up), and the read walks the index entries of every
-/// claimed message that was deleted since the last vacuum (`visible_at > now`), which at
-/// 32 connections cost as much as the claim itself (the same section).
+/// claimed message that was deleted since the last vacuum, which at 32 connections cost
+/// as much as the claim itself (the same section); it is the lower of the delayed
+/// messages' time (`visible_at > now`, from the index) and the in-flight messages' end
+/// (`hidden_until > now` among the index's visible range: with the candidates short,
+/// those are the in-flight messages, read from the heap).
 ///
 /// The claimed messages are opened (`sealer`) before the caller commits, and those that
 /// cannot be opened are put back as they were (visibility, receive count, first receive,
@@ -523,9 +540,15 @@ pub async fn receive_steps<C: GenericClient>(
     channel: &str,
     sealer: &Sealer,
 ) -> Result<Vec<StepOutcome>, Error> {
-    // The claims' generic plan, for this transaction only (reset at its end).
-    tx.batch_execute("SET LOCAL plan_cache_mode = force_generic_plan")
-        .await?;
+    // The claims' generic plan, for this transaction only (reset at its end), and no
+    // bitmap scans: with the HOT claim's `hidden_until` filter the generic plan's
+    // estimate fell to one row and PostgreSQL chose a bitmap scan of the queue's whole
+    // visible range and a sort (36,610 rows, 58 ms a claim behind a 40,000-message
+    // preload, auto_explain) over the ordered index walk that stops at the limit.
+    tx.batch_execute(
+        "SET LOCAL plan_cache_mode = force_generic_plan; SET LOCAL enable_bitmapscan = off",
+    )
+    .await?;
     let sets = claim_sets(steps);
     let claims =
         futures_util::future::join_all(sets.iter().map(|set| claim_rows(tx, steps, set, channel)))
@@ -728,12 +751,12 @@ async fn claim_rows<C: GenericClient>(
     let sql = format!(
         "WITH above AS MATERIALIZED ( \
            SELECT {CAND_COLUMNS} \
-           FROM messages WHERE {queue} AND visible_at <= $2 {above_floor} \
+           FROM messages WHERE {queue} AND visible_at <= $2 AND hidden_until <= $2 {above_floor} \
              {filter} AND NOT (seq = ANY($11::bigint[])) \
            ORDER BY {order} LIMIT $3 FOR UPDATE SKIP LOCKED), \
          below AS MATERIALIZED ( \
            SELECT {CAND_COLUMNS} \
-           FROM messages WHERE {queue} AND visible_at <= $2 {below_floor} \
+           FROM messages WHERE {queue} AND visible_at <= $2 AND hidden_until <= $2 {below_floor} \
              {filter} \
              AND NOT (seq = ANY($11::bigint[])) AND (SELECT count(*) FROM above) < $3 \
            ORDER BY {order} LIMIT $3 - (SELECT count(*) FROM above) FOR UPDATE SKIP LOCKED), \
@@ -742,27 +765,31 @@ async fn claim_rows<C: GenericClient>(
            WHERE m.seq = c.seq AND m.seq = ANY(ARRAY(SELECT seq FROM cand)) \
              AND c.old_expires <= $2 RETURNING m.seq), \
          dead AS (UPDATE messages m SET queue_id = $5::bigint, \
-             visible_at = $2, dead_letter_source = $7, \
+             visible_at = $2, hidden_until = 0, dead_letter_source = $7, \
              first_received_at = COALESCE(m.first_received_at, $2), \
              dedup_id = CASE WHEN $10 THEN m.message_id ELSE m.dedup_id END, \
              fair_key = CASE WHEN (SELECT fair FROM queues WHERE id = $5::bigint) THEN 0 END \
            FROM cand c WHERE m.seq = c.seq AND m.seq = ANY(ARRAY(SELECT seq FROM cand)) \
              AND c.old_expires > $2 AND $5::bigint IS NOT NULL AND c.old_count >= $6 RETURNING m.seq), \
          claim AS (SELECT seq, old_visible, old_count, old_first, old_token, old_received, \
+             old_hidden, \
              row_number() OVER (ORDER BY {claim_order}) AS n \
            FROM cand WHERE old_expires > $2 AND NOT ($5::bigint IS NOT NULL AND old_count >= $6)), \
-         got AS (UPDATE messages m SET visible_at = ($4::bigint[])[k.n], \
+         got AS (UPDATE messages m SET hidden_until = ($4::bigint[])[k.n], \
              receive_count = m.receive_count + 1, \
              first_received_at = COALESCE(m.first_received_at, ($13::bigint[])[k.n]), \
              received_at = ($13::bigint[])[k.n], receipt_token = ($9::bigint[])[k.n] \
            FROM claim k WHERE m.seq = k.seq AND m.seq = ANY(ARRAY(SELECT seq FROM claim)) \
            RETURNING k.n, {MESSAGE_COLUMNS}, k.old_visible, k.old_count, k.old_first, \
-             k.old_token, k.old_received), \
+             k.old_token, k.old_received, k.old_hidden), \
          woke AS (SELECT pg_notify($8, $5::bigint::text) FROM (SELECT 1 FROM dead LIMIT 1) d) \
          SELECT (SELECT count(*) FROM cand), \
                 (SELECT count(*) FROM dead) + 0 * (SELECT count(*) FROM woke), \
-                CASE WHEN (SELECT count(*) FROM cand) < $3 THEN (SELECT MIN(visible_at) \
-                  FROM messages WHERE queue_id = $1 AND visible_at > $2) END, \
+                CASE WHEN (SELECT count(*) FROM cand) < $3 THEN LEAST( \
+                  (SELECT MIN(GREATEST(visible_at, hidden_until)) \
+                     FROM messages WHERE queue_id = $1 AND visible_at > $2), \
+                  (SELECT MIN(hidden_until) FROM messages \
+                     WHERE queue_id = $1 AND visible_at <= $2 AND hidden_until > $2)) END, \
                 g.* \
          FROM (SELECT 1) one LEFT JOIN got g ON true ORDER BY g.n"
     );
@@ -821,7 +848,7 @@ pub struct StepOutcome {
 /// The candidate columns of a standard claim: the row's old state.
 const CAND_COLUMNS: &str = "seq, visible_at AS old_visible, receive_count AS old_count, \
     expires_at AS old_expires, fair_key AS old_key, first_received_at AS old_first, \
-    receipt_token AS old_token, received_at AS old_received";
+    receipt_token AS old_token, received_at AS old_received, hidden_until AS old_hidden";
 
 /// Number of columns of [`MESSAGE_COLUMNS`].
 const MESSAGE_COLUMN_COUNT: usize = 18;
@@ -834,11 +861,12 @@ struct OldClaim {
     first_received_at: Option<i64>,
     receipt_token: i64,
     received_at: Option<i64>,
+    hidden_until: i64,
 }
 
 impl OldClaim {
-    /// The old state from row `r`'s five columns at `at` (visible_at, receive_count,
-    /// first_received_at, receipt_token, received_at).
+    /// The old state from row `r`'s six columns at `at` (visible_at, receive_count,
+    /// first_received_at, receipt_token, received_at, hidden_until).
     fn at(r: &Row, seq: i64, at: usize) -> Self {
         OldClaim {
             seq,
@@ -847,6 +875,7 @@ impl OldClaim {
             first_received_at: r.get(at + 2),
             receipt_token: r.get(at + 3),
             received_at: r.get(at + 4),
+            hidden_until: r.get(at + 5),
         }
     }
 }
@@ -863,13 +892,16 @@ async fn put_back_claims<C: GenericClient>(tx: &C, old: &[OldClaim]) -> Result<(
     let first: Vec<Option<i64>> = old.iter().map(|o| o.first_received_at).collect();
     let tokens: Vec<i64> = old.iter().map(|o| o.receipt_token).collect();
     let received: Vec<Option<i64>> = old.iter().map(|o| o.received_at).collect();
+    let hidden: Vec<i64> = old.iter().map(|o| o.hidden_until).collect();
     execute(
         tx,
         "UPDATE messages m SET visible_at = u.v, receive_count = u.c, \
-         first_received_at = u.f, receipt_token = u.t, received_at = u.r \
+         first_received_at = u.f, receipt_token = u.t, received_at = u.r, hidden_until = u.h \
          FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[], \
-           $6::bigint[]) AS u(seq, v, c, f, t, r) WHERE m.seq = u.seq",
-        &[&seqs, &visible, &counts, &first, &tokens, &received],
+           $6::bigint[], $7::bigint[]) AS u(seq, v, c, f, t, r, h) WHERE m.seq = u.seq",
+        &[
+            &seqs, &visible, &counts, &first, &tokens, &received, &hidden,
+        ],
     )
     .await
     .map(drop)
@@ -1061,10 +1093,10 @@ pub async fn receive_fifo<C: GenericClient>(
              first_received_at = COALESCE(m.first_received_at, $2), received_at = $2, \
              receipt_token = ($4::bigint[])[array_position($1::bigint[], m.seq)] \
              FROM (SELECT seq, visible_at, receive_count, first_received_at, receipt_token, \
-               received_at FROM messages WHERE seq = ANY($1)) o \
+               received_at, hidden_until FROM messages WHERE seq = ANY($1)) o \
              WHERE m.seq = o.seq AND m.seq = ANY($1) AND m.visible_at <= $2 \
              RETURNING {MESSAGE_COLUMNS}, o.visible_at, o.receive_count, \
-               o.first_received_at, o.receipt_token, o.received_at"
+               o.first_received_at, o.receipt_token, o.received_at, o.hidden_until"
         );
         let rows = query(tx, &sql, &[&take, &req.now_ms, &req.visibility_ms, &tokens]).await?;
         let mut claimed: Vec<(usize, &Row)> = rows
@@ -1149,7 +1181,8 @@ pub async fn delete_in_queues<C: GenericClient>(
              $4::bigint[]) WITH ORDINALITY AS r(queue_id, seq, token, now_ms, ord)), \
          pre AS (SELECT r.ord, r.queue_id, r.seq, m.seq IS NOT NULL AS existed, \
              (m.seq IS NOT NULL AND (r.token IS NULL OR \
-               (m.receipt_token = r.token AND m.visible_at > r.now_ms))) AS ok \
+               (m.receipt_token = r.token \
+                 AND GREATEST(m.visible_at, m.hidden_until) > r.now_ms))) AS ok \
            FROM req r LEFT JOIN messages m ON m.seq = r.seq AND m.queue_id = r.queue_id), \
          d AS (DELETE FROM messages m USING req r, pre p \
            WHERE p.ord = r.ord AND p.ok AND m.seq = r.seq AND m.queue_id = r.queue_id \
@@ -1238,7 +1271,10 @@ pub async fn change_visibility<C: GenericClient>(
     // change are one statement); the row as it was before it (same snapshot) says why not.
     let row = query_opt(
         c,
-        "WITH u AS (UPDATE messages SET visible_at = $5 WHERE seq = $1 AND queue_id = $2 \
+        "WITH u AS (UPDATE messages \
+           SET visible_at = CASE WHEN hidden_until = 0 THEN $5 ELSE visible_at END, \
+             hidden_until = CASE WHEN hidden_until = 0 THEN 0 ELSE $5 END \
+           WHERE seq = $1 AND queue_id = $2 \
            AND ($3::bigint IS NULL OR receipt_token = $3) AND receive_count > 0 \
            AND (received_at IS NULL OR $5 - received_at <= $7) \
            RETURNING 1), \
@@ -1332,9 +1368,11 @@ pub async fn queue_counts<C: GenericClient>(
 ) -> Result<QueueCounts, Error> {
     let row = query_one(
         c,
-        "SELECT count(*) FILTER (WHERE visible_at <= $2), \
-                count(*) FILTER (WHERE visible_at > $2 AND receive_count > 0), \
-                count(*) FILTER (WHERE visible_at > $2 AND receive_count = 0) \
+        "SELECT count(*) FILTER (WHERE visible_at <= $2 AND hidden_until <= $2), \
+                count(*) FILTER (WHERE GREATEST(visible_at, hidden_until) > $2 \
+                  AND receive_count > 0), \
+                count(*) FILTER (WHERE GREATEST(visible_at, hidden_until) > $2 \
+                  AND receive_count = 0) \
          FROM messages WHERE queue_id = $1 AND expires_at > $2",
         &[&queue_id, &now_ms],
     )
@@ -1366,10 +1404,12 @@ pub async fn fair_groups<C: GenericClient>(
     }
     let rows = query(
         c,
-        "SELECT group_id, count(*) FILTER (WHERE visible_at <= $2), \
-                count(*) FILTER (WHERE visible_at > $2 AND receive_count > 0), \
-                count(*) FILTER (WHERE visible_at > $2 AND receive_count = 0), \
-                MIN(sent_at) FILTER (WHERE visible_at <= $2) \
+        "SELECT group_id, count(*) FILTER (WHERE visible_at <= $2 AND hidden_until <= $2), \
+                count(*) FILTER (WHERE GREATEST(visible_at, hidden_until) > $2 \
+                  AND receive_count > 0), \
+                count(*) FILTER (WHERE GREATEST(visible_at, hidden_until) > $2 \
+                  AND receive_count = 0), \
+                MIN(sent_at) FILTER (WHERE visible_at <= $2 AND hidden_until <= $2) \
          FROM messages WHERE queue_id = $1 AND expires_at > $2 GROUP BY group_id",
         &[&queue_id, &now_ms],
     )
@@ -1389,8 +1429,11 @@ pub async fn fair_groups<C: GenericClient>(
     ))
 }
 
-/// In-flight messages of a queue, over the range of the visibility index that is not
-/// visible at `now_ms` (see `Store::count_in_flight`).
+/// In-flight messages of a queue (see `Store::count_in_flight`): those hidden by
+/// `visible_at` (FIFO, and rows in flight since before migration 23), over the range of
+/// the visibility index not visible at `now_ms`, plus those hidden by `hidden_until` (the
+/// HOT claim), among the index's range visible by `visible_at` (read from the heap, so
+/// this part grows with the visible backlog).
 pub async fn count_in_flight<C: GenericClient>(
     c: &C,
     queue_id: i64,
@@ -1398,8 +1441,10 @@ pub async fn count_in_flight<C: GenericClient>(
 ) -> Result<i64, Error> {
     let row = query_one(
         c,
-        "SELECT count(*) FROM messages WHERE queue_id = $1 AND visible_at > $2 \
-         AND receive_count > 0 AND expires_at > $2",
+        "SELECT (SELECT count(*) FROM messages WHERE queue_id = $1 AND visible_at > $2 \
+           AND receive_count > 0 AND expires_at > $2) \
+         + (SELECT count(*) FROM messages WHERE queue_id = $1 AND visible_at <= $2 \
+           AND hidden_until > $2 AND receive_count > 0 AND expires_at > $2)",
         &[&queue_id, &now_ms],
     )
     .await?;

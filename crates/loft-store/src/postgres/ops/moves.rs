@@ -59,9 +59,10 @@ pub async fn move_messages<C: GenericClient>(
     let sql = format!(
         concat!(
             "WITH locked AS MATERIALIZED (SELECT DISTINCT group_id AS g FROM messages \
-           WHERE queue_id = $1 AND visible_at > $2 AND group_id IS NOT NULL), \
+           WHERE queue_id = $1 AND GREATEST(visible_at, hidden_until) > $2 \
+             AND group_id IS NOT NULL), \
          cand AS MATERIALIZED (SELECT seq, dead_letter_source FROM messages \
-           WHERE queue_id >= $1 AND queue_id <= $1 AND visible_at <= $2 \
+           WHERE queue_id >= $1 AND queue_id <= $1 AND visible_at <= $2 AND hidden_until <= $2 \
              AND (group_id IS NULL OR group_id NOT IN (SELECT g FROM locked)) \
            ORDER BY queue_id, seq LIMIT $3 FOR UPDATE SKIP LOCKED), \
          dest AS (SELECT c.seq, CASE WHEN NOT (t.id >= $9 AND t.id < $10) \

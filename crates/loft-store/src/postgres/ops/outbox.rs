@@ -120,7 +120,7 @@ pub async fn outbox_parked_in<C: GenericClient>(
     let copy = moved_json_sql(
         "message_id",
         "sent_at",
-        "visible_at",
+        "GREATEST(visible_at, hidden_until)",
         "expires_at",
         "receive_count",
         "first_received_at",
