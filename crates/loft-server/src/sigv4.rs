@@ -494,6 +494,35 @@ pub fn location(headers: &HeaderMap, query: Option<&str>) -> Location {
     }
 }
 
+/// The request's one `Authorization` header, as text; `None` when it has none.
+///
+/// The header is a single credential (RFC 9110 §11.6.2: its value holds commas, so two
+/// cannot be joined into one list), and SigV4's is ASCII (AWS General Reference,
+/// "Signature Version 4": the algorithm, `Credential=`, `SignedHeaders=`, `Signature=`).
+/// Two headers are refused rather than one of them chosen, so no proxy or client that
+/// adds a second one decides which credential counts; a value with a byte that is not
+/// visible ASCII, space or tab is refused rather than read as empty. AWS's words for
+/// these are not recorded; the code is the one AWS gives a malformed `Authorization`.
+///
+/// Errors: `IncompleteSignature` for either.
+pub fn authorization_header(headers: &HeaderMap) -> Result<Option<&str>, Error> {
+    let mut values = headers.get_all(axum::http::header::AUTHORIZATION).iter();
+    let Some(value) = values.next() else {
+        return Ok(None);
+    };
+    if values.next().is_some() {
+        return Err(incomplete(
+            "The request has more than one Authorization header; send exactly one.",
+        ));
+    }
+    let text = value
+        .to_str()
+        .ok()
+        .filter(|t| t.bytes().all(|b| b == b'\t' || (b' '..=b'~').contains(&b)))
+        .ok_or_else(|| incomplete("The Authorization header has characters that are not ASCII."))?;
+    Ok(Some(text))
+}
+
 /// The request's date and the claim, from the header or the query.
 fn read_claim(req: &Request<'_>) -> Result<(Claim, String), Error> {
     match location(req.headers, req.query) {
@@ -505,11 +534,7 @@ fn read_claim(req: &Request<'_>) -> Result<(Claim, String), Error> {
             "Only one auth mechanism allowed; only the X-Amz-Algorithm query parameter or the Authorization header should be specified",
         )),
         Location::Header => {
-            let value = req
-                .headers
-                .get(axum::http::header::AUTHORIZATION)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("");
+            let value = authorization_header(req.headers)?.unwrap_or("");
             let claim = parse_authorization(value)?;
             let date = match req.headers.get("x-amz-date").and_then(|v| v.to_str().ok()) {
                 Some(d) => d.trim().to_owned(),
@@ -830,6 +855,59 @@ mod tests {
         ] {
             let e = parse_authorization(bad).expect_err(bad);
             assert_eq!(e.code, ErrorCode::IncompleteSignature, "{bad}");
+        }
+    }
+
+    /// Two `Authorization` headers, or one with bytes beyond ASCII, are IncompleteSignature
+    /// (before: the first one counted, and a non-ASCII one was read as empty).
+    #[test]
+    fn authorization_header_is_one_ascii_value() {
+        use axum::http::HeaderValue;
+        const GOOD: &str = "AWS4-HMAC-SHA256 Credential=AKID/20150830/us-east-1/sqs/aws4_request, SignedHeaders=host, Signature=abc";
+        let rows: [(&str, Vec<&[u8]>, Option<&str>); 7] = [
+            ("none", vec![], None),
+            ("one", vec![GOOD.as_bytes()], Some(GOOD)),
+            (
+                "with a tab",
+                vec![b"AWS4-HMAC-SHA256\tCredential=x"],
+                Some("AWS4-HMAC-SHA256\tCredential=x"),
+            ),
+            (
+                "two alike",
+                vec![GOOD.as_bytes(), GOOD.as_bytes()],
+                Some("refused"),
+            ),
+            (
+                "two others",
+                vec![GOOD.as_bytes(), b"AWS4-HMAC-SHA256 Credential=B"],
+                Some("refused"),
+            ),
+            (
+                "a Latin-1 byte",
+                vec![b"AWS4-HMAC-SHA256 Credential=\xe9/x"],
+                Some("refused"),
+            ),
+            (
+                "UTF-8",
+                vec!["AWS4-HMAC-SHA256 Credential=\u{e9}".as_bytes()],
+                Some("refused"),
+            ),
+        ];
+        for (what, values, want) in rows {
+            let mut h = HeaderMap::new();
+            for v in values {
+                h.append(
+                    axum::http::header::AUTHORIZATION,
+                    HeaderValue::from_bytes(v).unwrap(),
+                );
+            }
+            match (authorization_header(&h), want) {
+                (Err(e), Some("refused")) => {
+                    assert_eq!(e.code, ErrorCode::IncompleteSignature, "{what}")
+                }
+                (Ok(got), want) => assert_eq!(got, want, "{what}"),
+                (got, want) => panic!("{what}: {got:?}, want {want:?}"),
+            }
         }
     }
 

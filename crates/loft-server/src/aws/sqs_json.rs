@@ -37,23 +37,35 @@ pub fn target(target: &str) -> Result<&str> {
 /// The body as a JSON object; an empty (or all-whitespace) body is the empty object, as
 /// the SDKs send for operations without input.
 ///
-/// Errors: `MalformedRequest` (`MalformedQueryString`) for anything but a JSON object.
+/// A body that is not one JSON object is refused before any member is read, in the JSON
+/// protocol's own shape: AWS's JSON front end answers input it cannot deserialize with
+/// `SerializationException` (400), as it answers a member of the wrong type
+/// ([`ErrorCode::Serialization`]), never with a Query code. That covers text that is not
+/// JSON, bytes that are not UTF-8 (RFC 8259 §8.1: JSON text is UTF-8), and a `\u` escape
+/// of a lone UTF-16 surrogate (`"\ud800"`), which names no Unicode character: the Query
+/// protocol refuses the same text (`%ED%A0%80`, not UTF-8) as `MalformedQueryString`
+/// ([`super::query::check_utf8`]), so neither protocol lets it reach the service changed.
+/// AWS's message for these is not recorded; the words are Loft's.
+///
+/// Errors: `Serialization` (`SerializationException`) for anything but a JSON object.
 pub fn body(body: &[u8]) -> Result<Value> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Ok(Value::Object(Default::default()));
     }
-    match serde_json::from_slice(body) {
-        Ok(v @ Value::Object(_)) => Ok(v),
-        _ => Err(Error::with(
-            ErrorCode::MalformedRequest,
-            &[("reason", &"The request body is not a valid JSON object.")],
-        )),
-    }
+    let reason = match serde_json::from_slice(body) {
+        Ok(v @ Value::Object(_)) => return Ok(v),
+        Ok(_) => "The request body is not a JSON object.".to_owned(),
+        Err(e) => format!("The request body is not valid JSON: {e}."),
+    };
+    Err(Error::with(
+        ErrorCode::Serialization,
+        &[("reason", &reason)],
+    ))
 }
 
 /// The request of operation `op` (from [`target`]) with `body`.
 ///
-/// Errors: `MalformedRequest` ([`body`]), `InvalidAction` for an operation SQS does not
+/// Errors: `Serialization` ([`body`]), `InvalidAction` for an operation SQS does not
 /// have, and the input's own (`MissingParameter`, `InvalidParameterValue`).
 pub fn decode(op: &str, raw: &[u8]) -> Result<SqsRequest> {
     SqsRequest::from_json(op, body(raw)?, Wire::SqsJson)
@@ -131,6 +143,16 @@ mod tests {
             };
             assert_eq!(error.code, code);
         }
+        // A surrogate pair escape is one character, taken as it is.
+        let req = decode(
+            "SendMessage",
+            br#"{"QueueUrl": "u", "MessageBody": "\ud83d\ude00"}"#,
+        )
+        .unwrap();
+        let SqsRequest::SendMessage(i) = req else {
+            panic!("{req:?}")
+        };
+        assert_eq!(i.message_body, "\u{1F600}");
         assert_eq!(
             decode("ListQueues", b"").unwrap(),
             SqsRequest::ListQueues(ListQueuesRequest {
@@ -150,8 +172,29 @@ mod tests {
         assert_eq!(target("AmazonSQS.SendMessage").unwrap(), "SendMessage");
         for (op, body, code) in [
             ("Bogus", &b"{}"[..], ErrorCode::InvalidAction),
-            ("ListQueues", b"[1]", ErrorCode::MalformedRequest),
-            ("ListQueues", b"{", ErrorCode::MalformedRequest),
+            // A body that is not one JSON object: the JSON front end's SerializationException,
+            // never a Query code (each row was MalformedQueryString before).
+            ("ListQueues", b"[1]", ErrorCode::Serialization),
+            ("ListQueues", b"\"x\"", ErrorCode::Serialization),
+            ("ListQueues", b"{", ErrorCode::Serialization),
+            ("ListQueues", b"{}}", ErrorCode::Serialization),
+            ("ListQueues", b"{\"QueueNamePrefix\": \"a\",}", ErrorCode::Serialization),
+            ("SendMessage", b"{\"MessageBody\": \"\xff\"}", ErrorCode::Serialization),
+            (
+                "SendMessage",
+                br#"{"QueueUrl": "u", "MessageBody": "a\ud800b"}"#,
+                ErrorCode::Serialization,
+            ),
+            (
+                "SendMessage",
+                br#"{"QueueUrl": "u", "MessageBody": "\udc00"}"#,
+                ErrorCode::Serialization,
+            ),
+            (
+                "SendMessage",
+                br#"{"QueueUrl": "u", "MessageBody": "b", "MessageAttributes": {"a": {"DataType": "String", "StringValue": "\ud800"}}}"#,
+                ErrorCode::Serialization,
+            ),
             (
                 "SendMessage",
                 br#"{"QueueUrl": "u"}"#,

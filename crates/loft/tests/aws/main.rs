@@ -36,6 +36,7 @@ mod sdk_messages;
 mod sdk_queues;
 mod traps;
 mod wire;
+mod wire_rules;
 
 use aws_sdk_sqs::types::{MessageAttributeValue, QueueAttributeName};
 use aws_sdk_sqs::Client;

@@ -257,11 +257,20 @@ async fn fan_out_to_filtered_raw_and_enveloped_queues() {
         format!("{:x}", md5::Md5::digest(body3.as_bytes())),
         "MD5OfBody of the raw body"
     );
-    // The SQS message an SNS delivery makes carries SNS as its sender.
+    // The SQS message an SNS delivery makes carries SNS as its sender: a unique ID in
+    // IAM's form (SQS API Reference, ReceiveMessage, SenderId: "ABCDEFGHI1JKLMNOPQ23R"),
+    // `AIDA` and 17 upper-case letters and digits, not the topic's account id (before).
+    let sender = m3
+        .attributes()
+        .and_then(|a| a.get(&aws_sdk_sqs::types::MessageSystemAttributeName::SenderId))
+        .expect("SenderId");
     assert!(
-        m3.attributes().is_some_and(
-            |a| a.contains_key(&aws_sdk_sqs::types::MessageSystemAttributeName::SenderId)
-        )
+        sender.len() == 21
+            && sender.starts_with("AIDA")
+            && sender
+                .chars()
+                .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit()),
+        "SenderId {sender}"
     );
 
     // Filters: attribute scope, body scope, a filter nothing matches, two keys at once.

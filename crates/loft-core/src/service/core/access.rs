@@ -90,6 +90,19 @@ pub fn unique_id(arn: &str) -> String {
     format!("{prefix}{tail}")
 }
 
+/// The `SenderId` of the messages Amazon SNS puts in queues in `region` (deliveries, a
+/// subscription's confirmations and dead-letter copies, data protection audit records).
+///
+/// SNS sends as its own identity, not as the topic's account: the SQS API Reference
+/// (ReceiveMessage, `SenderId`) gives a user's unique ID ("ABCDEFGHI1JKLMNOPQ23R") or a
+/// role's, never an account id, and messages SNS delivers carry an `AIDA` id of SNS's in
+/// the topic's region (AWS's recorded deliveries carry a SenderId on every SNS copy, its
+/// value redacted; the id of each region is not documented). Loft's stands in for it:
+/// [`unique_id`] of the region's SNS, `AIDA` and 17 characters, the same on every node.
+pub fn sns_sender_id(region: &str) -> String {
+    unique_id(&format!("arn:aws:sns:{region}::service"))
+}
+
 /// `aws:userid` of the identity `arn` of `account` (IAM User Guide, "AWS global condition
 /// context keys"): the account id for its root, the identity's unique id ([`unique_id`])
 /// for a user, and `ROLE-ID:NAME` for a role (AWS gives the role's id and the session's
@@ -731,6 +744,26 @@ mod tests {
         let role = "arn:aws:iam::111111111111:role/team-b";
         let id = user_id(account, role);
         assert!(id.starts_with("AROA") && id.ends_with(":team-b"), "{id}");
+    }
+
+    /// SNS's SenderId in each region (one row each): a user's unique ID form, `AIDA` and
+    /// 17 upper-case letters and digits, one per region, never an account id.
+    #[test]
+    fn sns_sender_ids_are_unique_ids_per_region() {
+        let rows = ["us-east-1", "eu-west-1", "ap-southeast-2", "us-gov-west-1"];
+        let ids: Vec<String> = rows.iter().map(|r| sns_sender_id(r)).collect();
+        for (region, id) in rows.iter().zip(&ids) {
+            assert_eq!(id.len(), 21, "{region}: {id}");
+            assert!(id.starts_with("AIDA"), "{region}: {id}");
+            assert!(
+                id.chars()
+                    .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit()),
+                "{region}: {id}"
+            );
+            assert_eq!(*id, sns_sender_id(region), "{region}: stable");
+        }
+        let distinct: std::collections::BTreeSet<&String> = ids.iter().collect();
+        assert_eq!(distinct.len(), rows.len());
     }
 
     #[test]

@@ -240,7 +240,9 @@ impl Core {
                         &crate::message::MessageAttributes::new(),
                     ),
                     system_attributes: None,
-                    sender_id: self.config.account_id.clone(),
+                    sender_id: access::sns_sender_id(
+                        topic_arn.split(':').nth(3).unwrap_or(&self.config.region),
+                    ),
                     sent_at_ms: now,
                     visible_at_ms: now,
                     expires_at_ms: now + config.retention_seconds as i64 * 1000,

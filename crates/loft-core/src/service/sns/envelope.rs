@@ -704,7 +704,12 @@ impl SnsDelivery {
                     .filter(|_| config.fifo || !fifo),
                 dedup_id: dedup.as_ref().and(out.dedup_id.map(str::to_owned)),
                 dedup,
-                sender_id: self.config.account_id.clone(),
+                sender_id: crate::service::core::access::sns_sender_id(
+                    out.topic_arn
+                        .split(':')
+                        .nth(3)
+                        .unwrap_or(&self.config.region),
+                ),
                 now_ms: out.now_ms,
                 delay_seconds: config.delay_seconds as i64,
                 retention_seconds: config.retention_seconds as i64,
@@ -738,6 +743,7 @@ impl SnsDelivery {
         let body = self.envelope(fields, sig.as_ref(), &MessageAttributes::new(), None, None);
         let config = QueueConfig::from_attributes(&queue.attributes);
         Some(self.sns_own_message(
+            topic_arn,
             &config,
             fields.message_id.clone(),
             body,
@@ -751,9 +757,12 @@ impl SnsDelivery {
     /// data protection audit record): `body` with MessageId `message_id`, sent at `now`
     /// (ms), with the queue's delay, retention and encryption at rest; in a FIFO queue, in
     /// message group `group` and deduplicated by `dedup_id` (scoped to the group when the
-    /// queue deduplicates per group).
+    /// queue deduplicates per group). Its SenderId is SNS's in the region of `topic_arn`
+    /// ([`crate::service::core::access::sns_sender_id`]).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn sns_own_message(
         &self,
+        topic_arn: &str,
         config: &QueueConfig,
         message_id: String,
         body: String,
@@ -775,7 +784,9 @@ impl SnsDelivery {
             md5_body: message::md5_hex(body.as_bytes()),
             message_attributes: None,
             system_attributes: None,
-            sender_id: self.config.account_id.clone(),
+            sender_id: crate::service::core::access::sns_sender_id(
+                topic_arn.split(':').nth(3).unwrap_or(&self.config.region),
+            ),
             sent_at_ms: now,
             visible_at_ms: now + config.delay_seconds as i64 * 1000,
             expires_at_ms: now + config.retention_seconds as i64 * 1000,

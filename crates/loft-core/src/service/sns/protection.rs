@@ -322,6 +322,7 @@ impl SnsDelivery {
         messages.push((
             queue.id,
             self.sns_own_message(
+                &topic_arn,
                 &config,
                 uuid::Uuid::new_v4().to_string(),
                 record,

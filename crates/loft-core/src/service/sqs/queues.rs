@@ -62,12 +62,43 @@ pub struct ListQueuesPage {
     pub next_token: Option<String>,
 }
 
-/// One page of queues (already in name order) after `next_token`, the base64 of the last
-/// name of the previous page: at most `max_results` (1..=1000), else `default_limit`; a
-/// token for the next page only when `max_results` was given.
+/// Which listing a queue page's NextToken belongs to: a token of one is refused by the
+/// other.
+#[derive(Debug, Clone, Copy)]
+enum QueueListing {
+    /// ListQueues.
+    Queues,
+    /// ListDeadLetterSourceQueues.
+    DeadLetterSources,
+}
+
+impl QueueListing {
+    /// The listing's name, sealed into its tokens as additional data.
+    fn name(self) -> &'static str {
+        match self {
+            QueueListing::Queues => "sqs ListQueues",
+            QueueListing::DeadLetterSources => "sqs ListDeadLetterSourceQueues",
+        }
+    }
+}
+
+/// One page of queues (already in name order) after `next_token`, a token an earlier page
+/// of the same `listing` gave: the last name of that page sealed under the database's
+/// key ([`ReceiptKey::seal_name`](super::receipt::ReceiptKey::seal_name)); at most
+/// `max_results` (1..=1000), else `default_limit`; a token for the next page only when
+/// `max_results` was given.
 ///
-/// Errors: `InvalidParameterValue` for MaxResults out of range or a bad token.
+/// A token Loft never gave (made up, edited, another listing's or another database's) is
+/// refused rather than read as a place in the list: the API Reference's NextToken is
+/// "Pagination token to request the next set of results", so only a token a page gave
+/// names one; answering an empty or arbitrary page would pass a client's mistake off as
+/// the end of the list. AWS's refusal of such a token is not recorded; the code is SQS's
+/// for a bad parameter value and the words are Loft's.
+///
+/// Errors: `InvalidParameterValue` for MaxResults out of range or a token no page gave.
 fn page_queues(
+    key: &super::receipt::ReceiptKey,
+    listing: QueueListing,
     queues: Vec<QueueRecord>,
     max_results: Option<i64>,
     next_token: Option<&str>,
@@ -82,9 +113,7 @@ fn page_queues(
     }
     let after = next_token
         .map(|t| {
-            crate::message::base64_decode(t)
-                .ok()
-                .and_then(|b| String::from_utf8(b).ok())
+            key.open_name(listing.name(), t)
                 .ok_or_else(|| Error::invalid("Invalid NextToken value."))
         })
         .transpose()?;
@@ -99,7 +128,7 @@ fn page_queues(
         if max_results.is_some() {
             next = queues
                 .last()
-                .map(|q| crate::message::base64_encode(q.name.as_bytes()));
+                .map(|q| key.seal_name(listing.name(), &q.name));
         }
     }
     Ok(ListQueuesPage {
@@ -511,7 +540,14 @@ impl Sqs {
             .into_iter()
             .filter(|q| prefix.is_none_or(|p| self.key_scope(&q.name).1.starts_with(p)))
             .collect();
-        page_queues(queues, max_results, next_token, 1000)
+        page_queues(
+            &self.receipt_key,
+            QueueListing::Queues,
+            queues,
+            max_results,
+            next_token,
+            1000,
+        )
     }
 
     /// ListDeadLetterSourceQueues: the queues whose RedrivePolicy targets `name`, by name,
@@ -525,7 +561,14 @@ impl Sqs {
         next_token: Option<&str>,
     ) -> Result<ListQueuesPage> {
         let sources = self.dead_letter_sources(name).await?;
-        page_queues(sources, max_results, next_token, usize::MAX)
+        page_queues(
+            &self.receipt_key,
+            QueueListing::DeadLetterSources,
+            sources,
+            max_results,
+            next_token,
+            usize::MAX,
+        )
     }
 
     /// DeleteQueue: the queue and its messages. Errors: `QueueDoesNotExist`.

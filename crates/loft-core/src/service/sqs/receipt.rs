@@ -65,6 +65,14 @@ const POSITION_VERSION: u8 = 0x50;
 /// What the HMAC of a page token's synthetic nonce covers before its listing and position.
 const POSITION_NONCE_LABEL: &[u8] = b"loft page token nonce";
 
+/// First byte of a name token ([`ReceiptKey::seal_name`]), distinct from handles' and
+/// position tokens', and what its seal's additional data starts with.
+const NAME_VERSION: u8 = 0x4E;
+/// What the HMAC of a name token's synthetic nonce covers before its listing and name.
+const NAME_NONCE_LABEL: &[u8] = b"loft name page token nonce";
+/// Longest name token text opened at all (a queue's store key is well under 300 bytes).
+const MAX_NAME_CHARS: usize = 1024;
+
 /// What [`ReceiptKey::sequence_offset`] feeds HMAC-SHA256 before the queue id.
 const SEQUENCE_OFFSET_LABEL: &[u8] = b"loft fifo sequence offset v1";
 /// Longest page token text opened at all.
@@ -217,6 +225,65 @@ impl ReceiptKey {
             )
             .ok()?;
         Some(i64::from_be_bytes(fields.try_into().ok()?))
+    }
+
+    /// A NextToken that resumes the listing named `listing` after the item whose key is
+    /// `name`: base64 (standard alphabet, padded) of a version byte, a synthetic nonce and
+    /// the name sealed with AES-256-GCM under this key, the listing's name as additional
+    /// data, as [`ReceiptKey::seal_position`] seals a position. Only Loft can make one, so
+    /// a token Loft never gave is told from one it gave ([`ReceiptKey::open_name`]).
+    pub fn seal_name(&self, listing: &str, name: &str) -> String {
+        let mut mac = self.hmac(NAME_NONCE_LABEL);
+        mac.update(listing.as_bytes());
+        mac.update(&[0]);
+        mac.update(name.as_bytes());
+        let mut nonce = [0u8; NONCE_LEN];
+        nonce.copy_from_slice(&mac.finalize().into_bytes()[..NONCE_LEN]);
+        let aad = [&[NAME_VERSION][..], listing.as_bytes()].concat();
+        let sealed = self
+            .1
+            .encrypt(
+                Nonce::from_slice(&nonce),
+                Payload {
+                    msg: name.as_bytes(),
+                    aad: &aad,
+                },
+            )
+            // AES-GCM fails only past its 64 GiB plaintext limit; names are short.
+            .unwrap_or_default();
+        let mut bytes = Vec::with_capacity(1 + NONCE_LEN + sealed.len());
+        bytes.push(NAME_VERSION);
+        bytes.extend_from_slice(&nonce);
+        bytes.extend_from_slice(&sealed);
+        base64::engine::general_purpose::STANDARD.encode(bytes)
+    }
+
+    /// The name a token of [`ReceiptKey::seal_name`] holds for `listing`; `None` for any
+    /// other text (another listing's token, another database's, a made-up one, the
+    /// unsealed base64 names of older versions).
+    pub fn open_name(&self, listing: &str, token: &str) -> Option<String> {
+        let text = token.trim();
+        if text.len() > MAX_NAME_CHARS {
+            return None;
+        }
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(text)
+            .ok()?;
+        if bytes.len() <= 1 + NONCE_LEN || bytes[0] != NAME_VERSION {
+            return None;
+        }
+        let aad = [&[NAME_VERSION][..], listing.as_bytes()].concat();
+        let name = self
+            .1
+            .decrypt(
+                Nonce::from_slice(&bytes[1..1 + NONCE_LEN]),
+                Payload {
+                    msg: &bytes[1 + NONCE_LEN..],
+                    aad: &aad,
+                },
+            )
+            .ok()?;
+        String::from_utf8(name).ok()
     }
 
     /// The synthetic nonce of a version 3 handle of `fields`.
@@ -389,6 +456,50 @@ mod tests {
 
     fn legacy(text: &str) -> String {
         base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(text)
+    }
+
+    /// A name token opens only for its listing and key; every text Loft did not seal
+    /// (one row each) opens as nothing, the unsealed base64 names of older versions too.
+    #[test]
+    fn a_name_token_opens_only_for_what_sealed_it() {
+        let k = key(1);
+        let name = "000000000000/us-east-1/queue-b";
+        let t = k.seal_name("sqs ListQueues", name);
+        assert_eq!(k.open_name("sqs ListQueues", &t).as_deref(), Some(name));
+        assert_eq!(
+            k.seal_name("sqs ListQueues", name),
+            t,
+            "same name, same token"
+        );
+        let mut edited = base64::engine::general_purpose::STANDARD
+            .decode(&t)
+            .unwrap();
+        let last = edited.len() - 1;
+        edited[last] ^= 1;
+        let edited = base64::engine::general_purpose::STANDARD.encode(edited);
+        let plain = base64::engine::general_purpose::STANDARD.encode(name);
+        let position = k.seal_position("sqs ListQueues", 7);
+        let handle = receipt().encode(&k);
+        let long = "A".repeat(2000);
+        let rows: [(&str, &ReceiptKey, &str, &str); 9] = [
+            ("another listing", &k, "sqs ListDeadLetterSourceQueues", &t),
+            ("another key", &key(2), "sqs ListQueues", &t),
+            ("one bit changed", &k, "sqs ListQueues", &edited),
+            ("the unsealed base64 name", &k, "sqs ListQueues", &plain),
+            ("a position token", &k, "sqs ListQueues", &position),
+            ("a receipt handle", &k, "sqs ListQueues", &handle),
+            ("empty", &k, "sqs ListQueues", ""),
+            ("not base64", &k, "sqs ListQueues", "!!"),
+            ("too long", &k, "sqs ListQueues", &long),
+        ];
+        for (what, key, listing, token) in rows {
+            assert_eq!(key.open_name(listing, token), None, "{what}");
+        }
+        assert_eq!(
+            k.open_position("sqs ListQueues", &t),
+            None,
+            "not a position"
+        );
     }
 
     #[test]
