@@ -117,7 +117,7 @@ async fn raw_message_delivery_is_true_or_false_in_any_case() {
     for (i, (given, kept)) in taken.iter().enumerate() {
         let name = format!("raw-{i}");
         let url = create_queue(&sqs, &name, &[]).await;
-        let arn = subscribe_queue(&server, &topic, &name, &[("RawMessageDelivery", given)]).await;
+        let arn = subscribe_queue(&server, &topic, &name, &[("RawMessageDelivery", *given)]).await;
         let attrs = subscription_attributes(&sns, &arn).await;
         assert_eq!(attrs["RawMessageDelivery"], *kept, "Subscribe {given:?}");
         sns.publish()
@@ -224,7 +224,7 @@ async fn topic_attributes_follow_the_api_reference() {
         ("SQSFailureFeedbackRoleArn", role.into()),
     ];
     for (i, (name, value)) in taken.iter().enumerate() {
-        let created = create_topic(&sns, &format!("taken-{i}"), &[(name, value)]).await;
+        let created = create_topic(&sns, &format!("taken-{i}"), &[(*name, value.as_str())]).await;
         assert_eq!(
             topic_attributes(&sns, &created).await[*name],
             *value,
