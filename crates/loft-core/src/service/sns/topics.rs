@@ -2009,7 +2009,9 @@ mod tests {
             ))
         };
         let empty_key = Err("1 validation error detected: Value '' at 'tags.1.member.key' failed to satisfy constraint: Member must have length greater than or equal to 1".to_owned());
-        let rows: Vec<(Vec<(String, String)>, std::result::Result<(), String>)> = vec![
+        // A TagResource's tags and the refusal's words, or none.
+        type Row = (Vec<(String, String)>, std::result::Result<(), String>);
+        let rows: Vec<Row> = vec![
             (vec![("k".into(), String::new())], Ok(())),
             (vec![(k(128), "v".repeat(256))], Ok(())),
             (vec![(e(128), e(256))], Ok(())),
