@@ -384,21 +384,26 @@ impl SubscriptionProtocol {
         }
     }
 
-    /// Parses a wire name, in any ASCII case (Subscribe has always lower-cased the
-    /// protocol it is given).
+    /// Parses a wire name, in any ASCII case: `EMAIL`, `Sqs` and `Email-JSON` name their
+    /// protocols. AWS takes a protocol in another case (an SDK user's Subscribe with
+    /// Protocol `SQS` went past the protocol check to the attributes', aws-sdk-js issue
+    /// #3446); the subscription then reports the lower-case wire name, Loft's reading (AWS's
+    /// read-back of such a subscription is not recorded).
     ///
     /// Errors: `InvalidParameter` "Invalid parameter: Amazon SNS does not support this
-    /// protocol string: {protocol}" (lower-cased), SNS's words for an unknown protocol.
+    /// protocol string: {protocol}", SNS's recorded words for an unknown protocol
+    /// (`test_subscribe_with_invalid_protocol`), naming the protocol as given: AWS's
+    /// answers quote the caller's spelling ("Delivery protocol SQS ...", the issue above).
+    /// Nothing is trimmed: ` sqs` is no protocol.
     pub fn parse(protocol: &str) -> Result<SubscriptionProtocol, crate::Error> {
-        let lower = protocol.to_ascii_lowercase();
         SubscriptionProtocol::ALL
             .into_iter()
-            .find(|p| p.as_str() == lower)
+            .find(|p| p.as_str().eq_ignore_ascii_case(protocol))
             .ok_or_else(|| {
                 crate::Error::new(
                     crate::ErrorCode::InvalidParameter,
                     format!(
-                        "Invalid parameter: Amazon SNS does not support this protocol string: {lower}"
+                        "Invalid parameter: Amazon SNS does not support this protocol string: {protocol}"
                     ),
                 )
             })
@@ -1130,36 +1135,48 @@ mod tests {
         }
     }
 
+    /// Subscribe's Protocol, each spelling: any ASCII case of a wire name is its protocol;
+    /// anything else (another separator, spaces, another alphabet's letters, empty) is
+    /// refused naming the protocol as given (`SubscriptionProtocol::parse`).
     #[test]
-    fn subscription_protocol_parse_lower_cases_as_subscribe_always_has() {
-        assert_eq!(
-            SubscriptionProtocol::parse("HTTPS").unwrap(),
-            SubscriptionProtocol::Https
-        );
-        assert_eq!(
-            SubscriptionProtocol::parse("Email-JSON").unwrap(),
-            SubscriptionProtocol::EmailJson
-        );
-    }
-
-    #[test]
-    fn unknown_subscription_protocols_are_refused_in_sns_words() {
-        for (given, named) in [
-            ("smtp", "smtp"),
-            ("", ""),
-            ("Email_Json", "email_json"),
-            ("native", "native"),
-            (" sqs", " sqs"),
-        ] {
-            let e = SubscriptionProtocol::parse(given).unwrap_err();
-            assert_eq!(e.code, ErrorCode::InvalidParameter, "{given:?}");
-            assert_eq!(
-                e.message,
-                format!(
-                    "Invalid parameter: Amazon SNS does not support this protocol string: {named}"
-                ),
-                "{given:?}"
-            );
+    fn subscription_protocol_rules() {
+        use SubscriptionProtocol as P;
+        let refused = |given: &str| {
+            Err(format!(
+                "Invalid parameter: Amazon SNS does not support this protocol string: {given}"
+            ))
+        };
+        let rows: Vec<(&str, Result<P, String>)> = vec![
+            ("sqs", Ok(P::Sqs)),
+            ("SQS", Ok(P::Sqs)),
+            ("Sqs", Ok(P::Sqs)),
+            ("EMAIL", Ok(P::Email)),
+            ("Email-JSON", Ok(P::EmailJson)),
+            ("HTTPS", Ok(P::Https)),
+            ("Http", Ok(P::Http)),
+            ("SMS", Ok(P::Sms)),
+            ("Lambda", Ok(P::Lambda)),
+            ("APPLICATION", Ok(P::Application)),
+            ("FireHose", Ok(P::Firehose)),
+            ("test-protocol", refused("test-protocol")),
+            ("smtp", refused("smtp")),
+            ("SMTP", refused("SMTP")),
+            ("", refused("")),
+            ("Email_Json", refused("Email_Json")),
+            ("emailjson", refused("emailjson")),
+            (" sqs", refused(" sqs")),
+            ("sqs ", refused("sqs ")),
+            ("native", refused("native")),
+            // Letters that fold to ASCII in Unicode only: the long s, the Kelvin sign.
+            ("\u{17f}qs", refused("\u{17f}qs")),
+            ("\u{212a}inesis", refused("\u{212a}inesis")),
+        ];
+        for (given, want) in rows {
+            let got = SubscriptionProtocol::parse(given).map_err(|e| {
+                assert_eq!(e.code, ErrorCode::InvalidParameter, "{given:?}");
+                e.message
+            });
+            assert_eq!(got, want, "{given:?}");
         }
     }
 

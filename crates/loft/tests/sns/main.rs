@@ -12,6 +12,7 @@
 //! - [`errors`]: NotFound, InvalidParameter and the other errors users can provoke.
 //! - [`recorded_messages`]: the recorded email/SMS messages, listed and cleared by filter.
 //! - [`topics`]: list paging, topic and subscription attributes, tags.
+//! - [`rules`]: AWS's rules for SNS parameters and attributes over their variants (issue 33).
 //! - [`recorded`]: answers as AWS recorded them: ARN and phone checks, idempotency,
 //!   SubscriptionPrincipal, permissions, dead-lettering, trace headers.
 //! - [`platform`]: platform applications and endpoints, SMS and push publishes, each rule
@@ -42,6 +43,7 @@ mod platform;
 mod recorded;
 mod recorded_messages;
 mod replay;
+mod rules;
 mod sandbox;
 mod sink;
 mod topics;

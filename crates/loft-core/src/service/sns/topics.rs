@@ -137,11 +137,41 @@ fn is_feedback_attribute(name: &str) -> bool {
         })
 }
 
+/// The longest DisplayName, in characters: "maximum 100 characters long, including hyphens
+/// (-), underscores (_), spaces, and tabs" (CloudFormation's AWS::SNS::Topic DisplayName,
+/// the one place AWS documents it).
+pub const DISPLAY_NAME_MAX_CHARS: usize = 100;
+
+/// Checks one topic attribute at CreateTopic (`creating`) or SetTopicAttributes and
+/// returns the value kept.
+///
+/// Rules (SNS API Reference, CreateTopic and SetTopicAttributes, Attributes): the names are
+/// those the two operations list (`TOPIC_SETTABLE` and each protocol's delivery-status
+/// trio), else "Invalid parameter: AttributeName" (AWS's recorded words for an unknown
+/// subscription attribute; for a topic's, Loft's reading). DisplayName: at most
+/// [`DISPLAY_NAME_MAX_CHARS`] characters. `*FeedbackRoleArn`: an IAM role's ARN, or empty
+/// for none. `*SuccessFeedbackSampleRate`: a whole number 0 to 100 ("percentage of
+/// successful messages to sample"), digits only. Policy: a JSON object.
+///
+/// Errors: `InvalidParameter`. A refused value is named as AWS names DisplayName's
+/// (quoted from real accounts: "Invalid parameter: Attributes Reason: DisplayName" at
+/// CreateTopic, "Invalid parameter: DisplayName" at SetTopicAttributes, the form AWS
+/// records for subscription attributes at Subscribe and Set); a Policy that is not a JSON
+/// object is "... Policy Error: null", AWS's words for a topic policy it cannot use (quoted
+/// from real accounts; for a text that is not JSON, Loft's reading). The other values'
+/// words are not recorded: Loft's are the attribute's name and ": invalid value".
 fn validate_topic_attribute(name: &str, value: &str, creating: bool, fifo: bool) -> Result<String> {
     if !TOPIC_SETTABLE.contains(&name) && !is_feedback_attribute(name) {
         return Err(invalid("AttributeName"));
     }
-    let bad = || invalid(&format!("Attributes Reason: {name}: invalid value"));
+    let refused = |what: &str| {
+        if creating {
+            invalid(&format!("Attributes Reason: {what}"))
+        } else {
+            invalid(what)
+        }
+    };
+    let bad = || refused(&format!("{name}: invalid value"));
     // Every attribute is text GetTopicAttributes gives back in XML: none may hold a
     // character XML cannot carry (a DisplayName with a control character, say).
     if !crate::message::valid_characters(value) {
@@ -154,14 +184,29 @@ fn validate_topic_attribute(name: &str, value: &str, creating: bool, fifo: bool)
             value.to_owned()
         }
         "ArchivePolicy" => super::archive::parse_policy(value, fifo)?.attribute(),
-        "Policy" if !value.is_empty() => {
-            serde_json::from_str::<Value>(value).map_err(|_| bad())?;
+        "Policy" if !value.is_empty() => match serde_json::from_str::<Value>(value) {
+            Ok(Value::Object(_)) => value.to_owned(),
+            _ => return Err(refused("Policy Error: null")),
+        },
+        "DisplayName" => {
+            if value.chars().count() > DISPLAY_NAME_MAX_CHARS {
+                return Err(refused("DisplayName"));
+            }
             value.to_owned()
         }
-        n if n.ends_with("SuccessFeedbackSampleRate") => match value.parse::<u32>() {
-            Ok(rate) if rate <= 100 => value.to_owned(),
-            _ => return Err(bad()),
-        },
+        n if n.ends_with("SuccessFeedbackSampleRate") => {
+            let digits = !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit());
+            match value.parse::<u32>() {
+                Ok(rate) if digits && rate <= 100 => value.to_owned(),
+                _ => return Err(bad()),
+            }
+        }
+        n if n.ends_with("FeedbackRoleArn") => {
+            if !value.is_empty() && !is_role_arn(value) {
+                return Err(bad());
+            }
+            value.to_owned()
+        }
         "TracingConfig" => match value {
             "Active" | "PassThrough" => value.to_owned(),
             _ => return Err(bad()),
@@ -388,6 +433,7 @@ impl Sns {
         attributes: Map,
         tags: Vec<(String, String)>,
     ) -> Result<TopicRecord> {
+        check_tag_list(&tags)?;
         let tags = unique_tags(tags)?;
         let fifo = TopicConfig::from_attributes(&attributes).fifo;
         // FIFO topic names end with .fifo and only FIFO topics' names do (SNS Developer
@@ -1201,9 +1247,11 @@ impl Sns {
         })
     }
 
-    /// TagResource (topics). Errors: `InvalidParameter`, `TagLimitExceeded` (over 50
-    /// tags), `SnsResourceNotFound`.
+    /// TagResource (topics). Errors: `ValidationError` (a key or value of the wrong length),
+    /// `InvalidParameter` (a key AWS reserves, a key given twice), `TagLimitExceeded` (over
+    /// 50 tags), `SnsResourceNotFound`.
     pub async fn tag_topic(&self, arn: &str, tags: Vec<(String, String)>) -> Result<()> {
+        check_tag_list(&tags)?;
         let tags = unique_tags(tags)?;
         let topic = self.tagged_topic(arn).await?;
         let mut merged = topic.tags.clone();
@@ -1212,8 +1260,10 @@ impl Sns {
         self.store.set_topic_tags(topic.id, merged).await
     }
 
-    /// UntagResource (topics). Errors: `InvalidParameter`, `SnsResourceNotFound`.
+    /// UntagResource (topics). Errors: `ValidationError` (a key of the wrong length),
+    /// `InvalidParameter` (a key AWS reserves), `SnsResourceNotFound`.
     pub async fn untag_topic(&self, arn: &str, keys: &[String]) -> Result<()> {
+        check_tag_keys(keys)?;
         let topic = self.tagged_topic(arn).await?;
         let mut tags = topic.tags.clone();
         for k in keys {
@@ -1540,20 +1590,101 @@ pub(crate) fn unique_tags(tags: Vec<(String, String)>) -> Result<Map> {
     Ok(out)
 }
 
+/// The longest tag key, in characters (SNS API Reference, Tag: Key, length 1 to 128).
+pub const TAG_KEY_MAX_CHARS: usize = 128;
+/// The longest tag value, in characters (SNS API Reference, Tag: Value, length 0 to 256).
+pub const TAG_VALUE_MAX_CHARS: usize = 256;
+/// The most tags a topic holds (botocore `TagLimitExceededException`: "Can't add more than
+/// 50 tags to a topic").
+pub const TAGS_PER_TOPIC: usize = 50;
+
+/// A member of `path` whose length in characters is outside `min..=max`: AWS's model
+/// validation answer, `ValidationError` "1 validation error detected: Value 'V' at 'PATH'
+/// failed to satisfy constraint: Member must have length less than or equal to MAX" (or
+/// "greater than or equal to MIN"). The form is AWS's (recorded for a missing member,
+/// `Value null at 'attributes'`, and for a list member's path,
+/// `publishBatchRequestEntries.1.member...`); the length wording is AWS's model
+/// validation's as other AWS services answer it, not recorded from SNS.
+fn length_violation(path: &str, value: &str, min: usize, max: usize) -> Option<Error> {
+    let n = value.chars().count();
+    let constraint = if n < min {
+        format!("greater than or equal to {min}")
+    } else if n > max {
+        format!("less than or equal to {max}")
+    } else {
+        return None;
+    };
+    Some(Error::new(
+        ErrorCode::ValidationError,
+        format!(
+            "1 validation error detected: Value '{value}' at '{path}' failed to satisfy constraint: Member must have length {constraint}"
+        ),
+    ))
+}
+
+/// Whether a tag key begins with `aws:` in any case: "The aws: prefix is reserved for AWS
+/// use" (AWS tagging guide, "Tag naming limits and requirements": keys with it can be
+/// neither added nor removed by a caller).
+fn reserved_tag_key(key: &str) -> bool {
+    key.get(..4).is_some_and(|p| p.eq_ignore_ascii_case("aws:"))
+}
+
+/// The refusal of a reserved tag key. AWS's words are not recorded: these are Loft's.
+fn reserved_tag_refusal(key: &str) -> Error {
+    invalid(&format!(
+        "Tags Reason: Tag key {key} is invalid: the aws: prefix is reserved for AWS use"
+    ))
+}
+
+/// Checks the tags of a TagResource or CreateTopic in the order given: each key 1 to
+/// [`TAG_KEY_MAX_CHARS`] characters and each value at most [`TAG_VALUE_MAX_CHARS`]
+/// (`ValidationError` at `tags.N.member.key` / `.value`, the first one found), then no key
+/// reserved to AWS (`InvalidParameter`).
+fn check_tag_list(tags: &[(String, String)]) -> Result<()> {
+    for (i, (k, v)) in tags.iter().enumerate() {
+        let n = i + 1;
+        if let Some(e) = length_violation(&format!("tags.{n}.member.key"), k, 1, TAG_KEY_MAX_CHARS)
+        {
+            return Err(e);
+        }
+        if let Some(e) =
+            length_violation(&format!("tags.{n}.member.value"), v, 0, TAG_VALUE_MAX_CHARS)
+        {
+            return Err(e);
+        }
+    }
+    match tags.iter().find(|(k, _)| reserved_tag_key(k)) {
+        Some((k, _)) => Err(reserved_tag_refusal(k)),
+        None => Ok(()),
+    }
+}
+
+/// Checks UntagResource's keys as [`check_tag_list`] checks TagResource's (path
+/// `tagKeys.N.member`): a key AWS reserves can no more be removed than added.
+fn check_tag_keys(keys: &[String]) -> Result<()> {
+    for (i, k) in keys.iter().enumerate() {
+        let path = format!("tagKeys.{}.member", i + 1);
+        if let Some(e) = length_violation(&path, k, 1, TAG_KEY_MAX_CHARS) {
+            return Err(e);
+        }
+    }
+    match keys.iter().find(|k| reserved_tag_key(k)) {
+        Some(k) => Err(reserved_tag_refusal(k)),
+        None => Ok(()),
+    }
+}
+
+/// A topic's tags after a change: at most [`TAGS_PER_TOPIC`] (`TagLimitExceeded`), each
+/// key and value text XML can carry (`InvalidParameter` "Tags").
 fn check_sns_tags(tags: &Map) -> Result<()> {
-    if tags.len() > 50 {
+    if tags.len() > TAGS_PER_TOPIC {
         return Err(Error::new(
             ErrorCode::TagLimitExceeded,
             "Could not complete request: tag quota of per resource exceeded",
         ));
     }
     for (k, v) in tags {
-        if k.is_empty()
-            || k.len() > 128
-            || v.len() > 256
-            || !crate::message::valid_characters(k)
-            || !crate::message::valid_characters(v)
-        {
+        if !crate::message::valid_characters(k) || !crate::message::valid_characters(v) {
             return Err(invalid("Tags"));
         }
     }
@@ -1668,4 +1799,285 @@ pub(super) fn page_of<T>(
         items,
         next_token: next,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// RawMessageDelivery's values, at Subscribe and at SetSubscriptionAttributes: `true` or
+    /// `false` in any ASCII case, kept lower-case (AWS's recorded Subscribe with `TrUe`
+    /// reads back `true`, `test_create_subscriptions_with_attributes`; `True` likewise,
+    /// `test_subscribe_idempotency`); anything else, empty included, refused in AWS's
+    /// recorded words ("Invalid value [wrongvalue]" at Subscribe with "Attributes Reason: "
+    /// first; "[test-ValUe]" and "[]" at Set, `test_validate_set_sub_attributes`).
+    /// Spaces are not trimmed: ` true` is no boolean (Loft's reading; AWS's answer to it is
+    /// not recorded).
+    #[test]
+    fn raw_message_delivery_values() {
+        let rows: &[(&str, Option<&str>)] = &[
+            ("true", Some("true")),
+            ("false", Some("false")),
+            ("TRUE", Some("true")),
+            ("True", Some("true")),
+            ("TrUe", Some("true")),
+            ("FALSE", Some("false")),
+            ("fAlSe", Some("false")),
+            ("", None),
+            ("yes", None),
+            ("no", None),
+            ("1", None),
+            ("0", None),
+            ("t", None),
+            (" true", None),
+            ("true ", None),
+            ("wrongvalue", None),
+            ("test-ValUe", None),
+            ("tru\u{0435}", None),
+        ];
+        for &(value, kept) in rows {
+            for at_subscribe in [true, false] {
+                let got = validate_subscription_attribute(
+                    "RawMessageDelivery",
+                    value,
+                    SubscriptionProtocol::Sqs,
+                    at_subscribe,
+                );
+                match kept {
+                    Some(kept) => assert_eq!(got.unwrap(), kept, "{value:?}"),
+                    None => {
+                        let e = got.unwrap_err();
+                        assert_eq!(e.code, ErrorCode::InvalidParameter, "{value:?}");
+                        let prefix = if at_subscribe {
+                            "Attributes Reason: "
+                        } else {
+                            ""
+                        };
+                        assert_eq!(
+                            e.message,
+                            format!(
+                                "Invalid parameter: {prefix}RawMessageDelivery: Invalid value [{value}]. Must be true or false."
+                            ),
+                            "{value:?} at_subscribe={at_subscribe}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    /// RawMessageDelivery belongs to the protocols raw delivery exists for: Amazon SQS,
+    /// HTTP/S and Firehose (SNS Developer Guide, "Amazon SNS raw message delivery"); the
+    /// others refuse it whatever its value.
+    #[test]
+    fn raw_message_delivery_protocols() {
+        use SubscriptionProtocol as P;
+        for protocol in P::ALL {
+            let raw = matches!(protocol, P::Sqs | P::Http | P::Https | P::Firehose);
+            for value in ["true", "false", "TRUE"] {
+                let got =
+                    validate_subscription_attribute("RawMessageDelivery", value, protocol, true);
+                assert_eq!(got.is_ok(), raw, "{protocol} {value}");
+                if !raw {
+                    assert_eq!(
+                        got.unwrap_err().message,
+                        format!("Invalid parameter: Attributes Reason: Delivery protocol [{protocol}] does not support raw message delivery.")
+                    );
+                }
+            }
+        }
+    }
+
+    /// Topic attributes at CreateTopic and SetTopicAttributes, one row per variant:
+    /// `Ok(kept)` or the refusal after "Invalid parameter: " and, at CreateTopic,
+    /// "Attributes Reason: " (`validate_topic_attribute`'s doc names each source); an empty
+    /// refusal stands for "Invalid parameter: AttributeName" at both.
+    #[test]
+    fn topic_attribute_rules() {
+        let long = |n: usize| "d".repeat(n);
+        let letters = |n: usize| "\u{e9}".repeat(n);
+        let role = "arn:aws:iam::000000000000:role/SNSFeedback";
+        let ok = |v: &str| Ok(v.to_owned());
+        let bad = |name: &str| Err(format!("{name}: invalid value"));
+        let mut rows: Vec<(&str, String, std::result::Result<String, String>)> = vec![
+            ("DisplayName", String::new(), ok("")),
+            ("DisplayName", "My Topic".into(), ok("My Topic")),
+            ("DisplayName", "tab\there_-".into(), ok("tab\there_-")),
+            ("DisplayName", long(100), Ok(long(100))),
+            ("DisplayName", long(101), Err("DisplayName".into())),
+            ("DisplayName", letters(100), Ok(letters(100))),
+            ("DisplayName", letters(101), Err("DisplayName".into())),
+            ("DisplayName", "bell\u{7}".into(), bad("DisplayName")),
+            ("Policy", String::new(), ok("")),
+            ("Policy", "{}".into(), ok("{}")),
+            (
+                "Policy",
+                "not json".into(),
+                Err("Policy Error: null".into()),
+            ),
+            ("Policy", "[1]".into(), Err("Policy Error: null".into())),
+            (
+                "Policy",
+                "\"text\"".into(),
+                Err("Policy Error: null".into()),
+            ),
+            (
+                "Policy",
+                "{\"Version\":".into(),
+                Err("Policy Error: null".into()),
+            ),
+            ("HTTPSuccessFeedbackRoleArn", role.into(), ok(role)),
+            ("SQSFailureFeedbackRoleArn", String::new(), ok("")),
+            (
+                "LambdaSuccessFeedbackRoleArn",
+                "not-an-arn".into(),
+                bad("LambdaSuccessFeedbackRoleArn"),
+            ),
+            (
+                "FirehoseFailureFeedbackRoleArn",
+                "arn:aws:iam::000000000000:user/u".into(),
+                bad("FirehoseFailureFeedbackRoleArn"),
+            ),
+            (
+                "ApplicationSuccessFeedbackRoleArn",
+                "arn:aws:iam::0000:role/r".into(),
+                bad("ApplicationSuccessFeedbackRoleArn"),
+            ),
+            (
+                "SQSSuccessFeedbackRoleArn",
+                "arn:aws:sqs:us-east-1:000000000000:role/r".into(),
+                bad("SQSSuccessFeedbackRoleArn"),
+            ),
+            ("HTTPSuccessFeedbackSampleRate", "0".into(), ok("0")),
+            ("HTTPSuccessFeedbackSampleRate", "100".into(), ok("100")),
+        ];
+        for rate in ["101", "-1", "+5", "5.5", "", "ten", " 5"] {
+            rows.push((
+                "SQSSuccessFeedbackSampleRate",
+                rate.into(),
+                bad("SQSSuccessFeedbackSampleRate"),
+            ));
+        }
+        // Names outside the two operations' lists, another case of a listed one, and
+        // attributes SNS reports but does not take.
+        for name in [
+            "DisplayNames",
+            "displayname",
+            "SMSSuccessFeedbackRoleArn",
+            "HTTPFailureFeedbackSampleRate",
+            "TopicArn",
+            "Owner",
+            "",
+        ] {
+            rows.push((name, "x".into(), Err(String::new())));
+        }
+        for (name, value, want) in rows {
+            for creating in [true, false] {
+                let got = validate_topic_attribute(name, &value, creating, false);
+                match &want {
+                    Ok(kept) => assert_eq!(got.unwrap(), *kept, "{name}={value:?}"),
+                    Err(what) => {
+                        let e = got.unwrap_err();
+                        assert_eq!(e.code, ErrorCode::InvalidParameter, "{name}={value:?}");
+                        let message = if what.is_empty() {
+                            "Invalid parameter: AttributeName".to_owned()
+                        } else if creating {
+                            format!("Invalid parameter: Attributes Reason: {what}")
+                        } else {
+                            format!("Invalid parameter: {what}")
+                        };
+                        assert_eq!(e.message, message, "{name}={value:?} creating={creating}");
+                    }
+                }
+            }
+        }
+    }
+
+    /// Tags of TagResource and CreateTopic, one row per variant (`check_tag_list`): keys of
+    /// 1 to 128 characters and values of up to 256 (counted in characters, not bytes),
+    /// `aws:` keys in any case refused; UntagResource's keys likewise (`check_tag_keys`).
+    #[test]
+    fn tag_rules() {
+        let k = |n: usize| "k".repeat(n);
+        let e = |n: usize| "\u{e9}".repeat(n);
+        let too_long = |path: &str, value: &str, max: usize| {
+            Err(format!("1 validation error detected: Value '{value}' at '{path}' failed to satisfy constraint: Member must have length less than or equal to {max}"))
+        };
+        let reserved = |key: &str| {
+            Err(format!(
+                "Invalid parameter: Tags Reason: Tag key {key} is invalid: the aws: prefix is reserved for AWS use"
+            ))
+        };
+        let empty_key = Err("1 validation error detected: Value '' at 'tags.1.member.key' failed to satisfy constraint: Member must have length greater than or equal to 1".to_owned());
+        // A TagResource's tags and the refusal's words, or none.
+        type Row = (Vec<(String, String)>, std::result::Result<(), String>);
+        let rows: Vec<Row> = vec![
+            (vec![("k".into(), String::new())], Ok(())),
+            (vec![(k(128), "v".repeat(256))], Ok(())),
+            (vec![(e(128), e(256))], Ok(())),
+            (vec![("awsome".into(), "aws:value".into())], Ok(())),
+            (vec![("my:aws:key".into(), "v".into())], Ok(())),
+            (vec![(String::new(), "v".into())], empty_key),
+            (
+                vec![(k(129), "v".into())],
+                too_long("tags.1.member.key", &k(129), 128),
+            ),
+            (
+                vec![(e(129), "v".into())],
+                too_long("tags.1.member.key", &e(129), 128),
+            ),
+            (
+                vec![("a".into(), "v".into()), ("b".into(), "v".repeat(257))],
+                too_long("tags.2.member.value", &"v".repeat(257), 256),
+            ),
+            (
+                vec![("k".into(), e(257))],
+                too_long("tags.1.member.value", &e(257), 256),
+            ),
+            (vec![("aws:x".into(), "v".into())], reserved("aws:x")),
+            (vec![("AWS:x".into(), "v".into())], reserved("AWS:x")),
+            (vec![("Aws:".into(), "v".into())], reserved("Aws:")),
+            // Lengths are checked before the prefix, in order.
+            (
+                vec![("aws:x".into(), "v".into()), (k(129), "v".into())],
+                too_long("tags.2.member.key", &k(129), 128),
+            ),
+        ];
+        for (tags, want) in rows {
+            let got = check_tag_list(&tags).map_err(|e| {
+                let code = if e.message.starts_with("1 validation") {
+                    ErrorCode::ValidationError
+                } else {
+                    ErrorCode::InvalidParameter
+                };
+                assert_eq!(e.code, code, "{tags:?}");
+                e.message
+            });
+            assert_eq!(got, want, "{tags:?}");
+            // UntagResource's keys follow the same rules, under their own path.
+            let keys: Vec<String> = tags.iter().map(|(k, _)| k.clone()).collect();
+            let want_keys = want
+                .as_ref()
+                .err()
+                .filter(|m| !m.contains(".value'"))
+                .map(|m| {
+                    m.replace("tags.", "tagKeys.")
+                        .replace(".member.key'", ".member'")
+                });
+            assert_eq!(
+                check_tag_keys(&keys).err().map(|e| e.message),
+                want_keys,
+                "{keys:?}"
+            );
+        }
+        // Fifty tags are a topic's most; the fifty-first is TagLimitExceeded.
+        let fifty: Map = (0..50).map(|i| (format!("k{i}"), "v".to_owned())).collect();
+        assert!(check_sns_tags(&fifty).is_ok());
+        let mut more = fifty;
+        more.insert("one-more".into(), "v".into());
+        assert_eq!(
+            check_sns_tags(&more).unwrap_err().code,
+            ErrorCode::TagLimitExceeded
+        );
+    }
 }
