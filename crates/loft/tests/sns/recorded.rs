@@ -1037,9 +1037,20 @@ async fn delivery_status_records_name_the_message_of_raw_and_envelope_copies() {
     let (sns, sqs) = (server.sns(), server.sqs());
     let role = "arn:aws:iam::000000000000:role/SNSSuccessFeedback";
     for (n, raw) in [("raw", "true"), ("envelope", "false")] {
-        let topic = create_topic(&sns, &format!("status-{n}"), &[("SQSSuccessFeedbackRoleArn", role)]).await;
+        let topic = create_topic(
+            &sns,
+            &format!("status-{n}"),
+            &[("SQSSuccessFeedbackRoleArn", role)],
+        )
+        .await;
         let url = create_queue(&sqs, &format!("status-{n}-q"), &[]).await;
-        subscribe_queue(&server, &topic, &format!("status-{n}-q"), &[("RawMessageDelivery", raw)]).await;
+        subscribe_queue(
+            &server,
+            &topic,
+            &format!("status-{n}-q"),
+            &[("RawMessageDelivery", raw)],
+        )
+        .await;
         let text = format!("status body of the {n} copy");
         let id = sns
             .publish()
