@@ -1156,10 +1156,12 @@ mod tests {
     fn rows(c: &Connection) -> Vec<Vec<rusqlite::types::Value>> {
         let mut stmt = c.prepare("SELECT * FROM messages ORDER BY seq").unwrap();
         let n = stmt.column_count();
-        stmt.query_map([], |r| (0..n).map(|i| r.get(i)).collect())
+        let rows = stmt
+            .query_map([], |r| (0..n).map(|i| r.get(i)).collect())
             .unwrap()
             .collect::<rusqlite::Result<_>>()
-            .unwrap()
+            .unwrap();
+        rows
     }
 
     /// One table row per kind of send: whether it takes the multi-row `INSERT`
