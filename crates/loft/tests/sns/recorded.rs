@@ -1027,6 +1027,59 @@ async fn delivery_status_records_are_logged_for_topics_with_a_feedback_role() {
     }
 }
 
+/// The delivery status record of an SQS copy names the publish's MessageId and the MD5 of
+/// the text delivered (SNS Developer Guide, "Amazon SNS message delivery status":
+/// `notification.messageId`, `notification.messageMD5Sum`), one row per delivery kind:
+/// raw copies carry no envelope, and the record still names their message.
+#[tokio::test]
+async fn delivery_status_records_name_the_message_of_raw_and_envelope_copies() {
+    let server = Server::start();
+    let (sns, sqs) = (server.sns(), server.sqs());
+    let role = "arn:aws:iam::000000000000:role/SNSSuccessFeedback";
+    for (n, raw) in [("raw", "true"), ("envelope", "false")] {
+        let topic = create_topic(
+            &sns,
+            &format!("status-{n}"),
+            &[("SQSSuccessFeedbackRoleArn", role)],
+        )
+        .await;
+        let url = create_queue(&sqs, &format!("status-{n}-q"), &[]).await;
+        subscribe_queue(
+            &server,
+            &topic,
+            &format!("status-{n}-q"),
+            &[("RawMessageDelivery", raw)],
+        )
+        .await;
+        let text = format!("status body of the {n} copy");
+        let id = sns
+            .publish()
+            .topic_arn(&topic)
+            .message(&text)
+            .send()
+            .await
+            .expect("Publish")
+            .message_id()
+            .unwrap()
+            .to_owned();
+        receive_exactly(&sqs, &url, 1).await;
+        let group = format!("sns/us-east-1/000000000000/status-{n}");
+        let line = || {
+            server
+                .stderr()
+                .lines()
+                .find(|l| l.contains("loft::sns::delivery_status") && l.contains(&group))
+                .map(str::to_owned)
+        };
+        crate::wait::until(crate::harness::PATIENCE, || async { line().is_some() }).await;
+        let line = line().unwrap();
+        let md5 = format!("{:x}", <md5::Md5 as md5::Digest>::digest(text.as_bytes()));
+        for needle in [id.as_str(), md5.as_str()] {
+            assert!(line.contains(needle), "{n}: {needle} not in {line}");
+        }
+    }
+}
+
 /// AWS's recorded PublishBatch answers: a FIFO entry without MessageGroupId or a
 /// deduplication id, or a MessageStructure=json entry without `default`, refuses the whole
 /// batch; nothing is published.

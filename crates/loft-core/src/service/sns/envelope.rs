@@ -171,12 +171,8 @@ pub(crate) struct SqsCopy {
     pub(crate) queue_id: i64,
     /// The copy's own MessageId in the queue.
     pub(crate) message_id: String,
-    /// Raw delivery: the text itself, with the message's attributes, shared by the raw
-    /// copies of one publish that get the same text.
-    raw: Option<std::sync::Arc<RawText>>,
-    /// Otherwise this envelope (its signed fields also name the message in the delivery
-    /// status record).
-    pub(crate) envelope: CopyEnvelope,
+    /// What the queue message holds: the raw text or the envelope.
+    body: CopyBody,
     /// The stored system attributes (AWSTraceHeader), encoded.
     system_attributes: Option<String>,
     /// Whether this copy goes to the subscription's dead-letter queue (its queue is gone).
@@ -196,6 +192,18 @@ pub(crate) struct SqsCopy {
     retention_seconds: i64,
     /// The queue's encryption at rest (see [`NewMessage::seal`]).
     seal: Option<crate::model::SealWith>,
+}
+
+/// What an SQS copy's queue message holds.
+#[derive(Clone)]
+enum CopyBody {
+    /// Raw delivery: the text itself, with the message's attributes, shared by the raw
+    /// copies of one publish that get the same text. No envelope is built for it: its
+    /// signed fields, a copy of the text and five other strings per copy, were read only
+    /// by the delivery status record, which [`RawText`] names the message for.
+    Raw(std::sync::Arc<RawText>),
+    /// Otherwise this envelope.
+    Envelope(Box<CopyEnvelope>),
 }
 
 /// An SQS subscription's copy in the envelope, all but the SequenceNumber a FIFO topic's
@@ -238,6 +246,8 @@ impl CopyEnvelope {
 /// and distinct text ([`RawText::shared`]), so ten raw subscriptions of one topic hash
 /// and encode the message once, not ten times.
 pub(crate) struct RawText {
+    /// The SNS MessageId of the publish (named in the delivery status record).
+    message_id: String,
     text: String,
     /// MD5 hex digest of `text` (the queue message's MD5OfBody).
     md5: String,
@@ -250,11 +260,12 @@ pub(crate) struct RawText {
 impl RawText {
     /// The raw body for `text` with `attributes`: the one in `memo` when it holds the
     /// same text and attributes (the previous raw copy of the same publish), else a new
-    /// one, left in `memo` for the next copy.
+    /// one, left in `memo` for the next copy, naming the SNS message `message_id` gives.
     pub(crate) fn shared(
         memo: &mut Option<std::sync::Arc<RawText>>,
         text: &str,
         attributes: &MessageAttributes,
+        message_id: impl FnOnce() -> String,
     ) -> std::sync::Arc<RawText> {
         if let Some(r) = memo {
             if r.text == text && r.attributes == *attributes {
@@ -262,6 +273,7 @@ impl RawText {
             }
         }
         let r = std::sync::Arc::new(RawText {
+            message_id: message_id(),
             text: text.to_owned(),
             md5: message::md5_hex(text.as_bytes()),
             encoded: message::encode_attributes(attributes),
@@ -273,10 +285,19 @@ impl RawText {
 }
 
 impl SqsCopy {
+    /// The SNS MessageId and the text this copy delivers, as the delivery status record
+    /// names them.
+    pub(crate) fn notification(&self) -> (&str, &str) {
+        match &self.body {
+            CopyBody::Raw(raw) => (raw.message_id.as_str(), raw.text.as_str()),
+            CopyBody::Envelope(e) => (e.fields.message_id.as_str(), e.fields.message.as_str()),
+        }
+    }
+
     /// The queue message; an envelope gets SequenceNumber `sequence` (FIFO topics).
     pub(crate) fn render(&self, advertised_url: &str, sequence: Option<&str>) -> (i64, NewMessage) {
-        let (body, md5_body, message_attributes) = match &self.raw {
-            Some(raw) if self.replayed => {
+        let (body, md5_body, message_attributes) = match &self.body {
+            CopyBody::Raw(raw) if self.replayed => {
                 let mut attributes = raw.attributes.clone();
                 attributes.insert(
                     REPLAYED_ATTRIBUTE.into(),
@@ -288,9 +309,9 @@ impl SqsCopy {
                     message::encode_attributes(&attributes),
                 )
             }
-            Some(raw) => (raw.text.clone(), raw.md5.clone(), raw.encoded.clone()),
-            None => {
-                let body = self.envelope.text(advertised_url, sequence, self.replayed);
+            CopyBody::Raw(raw) => (raw.text.clone(), raw.md5.clone(), raw.encoded.clone()),
+            CopyBody::Envelope(envelope) => {
+                let body = envelope.text(advertised_url, sequence, self.replayed);
                 let md5 = message::md5_hex(body.as_bytes());
                 (body, md5, None)
             }
@@ -583,34 +604,46 @@ impl SnsDelivery {
             }
             ok
         };
-        let (fields, signature) = sign(self, &text, raw);
-        let envelope = CopyEnvelope {
-            fields,
-            signature,
-            signing_cert_url: signing_cert_url.to_owned(),
-            // The subscription's ARN is its topic's and its id; the topic's is at hand.
-            subscription_arn: if sub.topic_name == topic.name {
-                format!("{}:{}", out.topic_arn, sub.uuid)
-            } else {
-                self.subscription_arn(sub)
-            },
-            attributes: out.delivered_attributes.clone(),
+        let body = if raw {
+            CopyBody::Raw(RawText::shared(
+                raw_text,
+                &text,
+                out.delivered_attributes,
+                || sign(self, &text, true).0.message_id,
+            ))
+        } else {
+            let (fields, signature) = sign(self, &text, false);
+            CopyBody::Envelope(Box::new(CopyEnvelope {
+                fields,
+                signature,
+                signing_cert_url: signing_cert_url.to_owned(),
+                // The subscription's ARN is its topic's and its id; the topic's is at hand.
+                subscription_arn: if sub.topic_name == topic.name {
+                    format!("{}:{}", out.topic_arn, sub.uuid)
+                } else {
+                    self.subscription_arn(sub)
+                },
+                attributes: out.delivered_attributes.clone(),
+            }))
         };
         // A queue refuses a message larger than its MaximumMessageSize, as it refuses a
         // SendMessage. The size is the copy's as the queue would hold it: raw, the message
         // and its attributes; otherwise the whole envelope (a FIFO topic's SequenceNumber,
         // given at commit, always has 20 digits).
-        let copy_size = if raw {
-            text.len() + crate::message::attributes_size(out.delivered_attributes)
-        } else {
-            let sequence = fifo.then(|| sequence_number(0));
-            envelope
-                .text(
-                    &self.config.advertised_url,
-                    sequence.as_deref(),
-                    out.replayed,
-                )
-                .len()
+        let copy_size = match &body {
+            CopyBody::Raw(_) => {
+                text.len() + crate::message::attributes_size(out.delivered_attributes)
+            }
+            CopyBody::Envelope(envelope) => {
+                let sequence = fifo.then(|| sequence_number(0));
+                envelope
+                    .text(
+                        &self.config.advertised_url,
+                        sequence.as_deref(),
+                        out.replayed,
+                    )
+                    .len()
+            }
         };
         // Nor does a queue take characters SendMessage refuses (`InvalidMessageContents`):
         // a raw copy is the message and its attributes as published (an envelope escapes
@@ -690,8 +723,7 @@ impl SnsDelivery {
             Box::new(SqsCopy {
                 queue_id: queue.id,
                 message_id: uuid::Uuid::new_v4().to_string(),
-                raw: raw.then(|| RawText::shared(raw_text, &text, out.delivered_attributes)),
-                envelope,
+                body,
                 system_attributes: out.trace_attributes.clone(),
                 dead_lettered,
                 subscription: sub.uuid.clone(),

@@ -215,11 +215,132 @@ pub(crate) fn next_queue_sequence(c: &Connection, queue_id: i64) -> rusqlite::Re
     .optional()
 }
 
+/// Most rows one multi-row `INSERT` of [`insert_plain`] writes: an SNS fan-out's copies
+/// of one publish (a topic's SQS subscriptions), in statements of this many rows.
+const PLAIN_ROWS: usize = 16;
+
+/// The columns of a new `messages` row, as [`send_messages`] and [`insert_plain`] bind
+/// them (19 a row).
+const INSERT_COLUMNS: &str = "queue_id, message_id, body, md5_body, message_attributes, \
+     system_attributes, sender_id, sent_at, visible_at, expires_at, receive_count, \
+     first_received_at, group_id, dedup_id, dead_letter_source, fair_key, sealed, seq, \
+     sequence";
+
+/// `INSERT OR FAIL INTO messages` of `rows` rows (1 to [`PLAIN_ROWS`]), made once.
+///
+/// `OR FAIL`, not the default `ABORT`: SQLite gives a statement that may write several
+/// rows and abort midway a statement journal, copying every page the statement first
+/// touches in a transaction (as a savepoint does: 5% of a fan-out's server CPU,
+/// docs/benchmarks/history.md, "Fan-out, branch `s20-fanout`"). A failing `OR FAIL`
+/// statement keeps the rows it wrote before the failure; its caller's job then fails and
+/// its transaction or savepoint is rolled back whole (`Atomicity`), so none is kept
+/// either way. Its rows break no rule in practice: `seq` is new, the rest is given.
+fn plain_insert_sql(rows: usize) -> &'static str {
+    static SQL: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    let all = SQL.get_or_init(|| {
+        (1..=PLAIN_ROWS)
+            .map(|n| {
+                let row = format!("({})", vec!["?"; 19].join(", "));
+                format!(
+                    "INSERT OR FAIL INTO messages ({INSERT_COLUMNS}) VALUES {}",
+                    vec![row; n].join(", ")
+                )
+            })
+            .collect()
+    });
+    &all[rows.clamp(1, PLAIN_ROWS) - 1]
+}
+
+/// Whether [`insert_plain`] may store `messages`: more than one, none with a
+/// deduplication key or a MessageGroupId, and no queue of theirs fair ([`queue_is_fair`],
+/// remembered in `fair`). Such messages take no fair key, no queue sequence and no
+/// `fifo_dedup` row: one `messages` row each and nothing else.
+fn all_plain(
+    c: &Connection,
+    messages: &[(i64, NewMessage)],
+    fair: &mut HashMap<i64, bool>,
+) -> rusqlite::Result<bool> {
+    if messages.len() < 2
+        || messages
+            .iter()
+            .any(|(_, m)| m.dedup.is_some() || m.group_id.is_some())
+    {
+        return Ok(false);
+    }
+    for (queue_id, _) in messages {
+        if queue_is_fair(c, *queue_id, fair)? {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// Stores plain messages ([`all_plain`]) numbered from `first`, [`PLAIN_ROWS`] to a
+/// statement instead of one statement each: SQLite opens the table's and its indexes'
+/// cursors once a statement, not once a row (an SNS publish to ten queues: one
+/// statement, not ten). The rows and their numbers are those [`send_messages`]'s
+/// one-row path gives.
+fn insert_plain(
+    c: &Connection,
+    first: i64,
+    messages: &[(i64, NewMessage)],
+) -> rusqlite::Result<Vec<SentMessage>> {
+    let mut out = Vec::with_capacity(messages.len());
+    let mut seq = first;
+    for chunk in messages.chunks(PLAIN_ROWS) {
+        let mut stmt = c.prepare_cached(plain_insert_sql(chunk.len()))?;
+        let mut i = 0;
+        let mut bind = |v: &dyn rusqlite::ToSql| -> rusqlite::Result<()> {
+            i += 1;
+            stmt.raw_bind_parameter(i, v)
+        };
+        for (offset, (queue_id, m)) in chunk.iter().enumerate() {
+            bind(queue_id)?;
+            bind(&m.message_id)?;
+            bind(&m.body)?;
+            bind(&m.md5_body)?;
+            bind(&m.message_attributes)?;
+            bind(&m.system_attributes)?;
+            bind(&m.sender_id)?;
+            bind(&m.sent_at_ms)?;
+            bind(&m.visible_at_ms)?;
+            bind(&m.expires_at_ms)?;
+            bind(&m.receive_count)?;
+            bind(&m.first_received_at_ms)?;
+            bind(&m.group_id)?;
+            bind(&m.dedup_id)?;
+            bind(&m.dead_letter_source)?;
+            bind(&None::<i64>)?;
+            bind(&(m.seal.is_some() as i64))?;
+            bind(&(seq + offset as i64))?;
+            bind(&None::<i64>)?;
+        }
+        stmt.raw_execute()?;
+        for (_, m) in chunk {
+            out.push(SentMessage {
+                seq,
+                message_id: m.message_id.clone(),
+                duplicate: false,
+                sequence: None,
+            });
+            seq += 1;
+        }
+    }
+    Ok(out)
+}
+
 pub fn send_messages(
     c: &Connection,
     seqs: &MessageSeqs,
     messages: &[(i64, NewMessage)],
 ) -> rusqlite::Result<Vec<SentMessage>> {
+    // A duplicate FIFO send leaves its number unused: a gap, never a reuse.
+    let mut next = seqs.take(c, messages.len())?;
+    let mut fair: HashMap<i64, bool> = HashMap::new();
+    prefetch_fair(c, messages, &mut fair)?;
+    if all_plain(c, messages, &mut fair)? {
+        return insert_plain(c, next, messages);
+    }
     let mut stmt = c.prepare_cached(
         "INSERT INTO messages (queue_id, message_id, body, md5_body, message_attributes, \
          system_attributes, sender_id, sent_at, visible_at, expires_at, receive_count, \
@@ -228,11 +349,7 @@ pub fn send_messages(
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, \
          ?18, ?19)",
     )?;
-    // A duplicate FIFO send leaves its number unused: a gap, never a reuse.
-    let mut next = seqs.take(c, messages.len())?;
     let mut out = Vec::with_capacity(messages.len());
-    let mut fair: HashMap<i64, bool> = HashMap::new();
-    prefetch_fair(c, messages, &mut fair)?;
     for (queue_id, m) in messages {
         if let Some(key) = &m.dedup {
             let original: Option<(i64, Option<String>, Option<i64>)> = c
@@ -985,4 +1102,118 @@ pub fn delete_expired(c: &Connection, now_ms: i64) -> rusqlite::Result<u64> {
         c.prepare_cached("DELETE FROM messages WHERE expires_at <= ?1")?
             .execute([now_ms])? as u64,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A migrated database holding queues 1 to 12, queue 12 fair.
+    fn database() -> (Connection, MessageSeqs) {
+        let mut c = Connection::open_in_memory().unwrap();
+        crate::sqlite::migrations::migrate(&mut c).unwrap();
+        for i in 1..=12 {
+            c.execute(
+                "INSERT INTO queues (id, name, attributes, tags, created_at, modified_at, fair) \
+                 VALUES (?1, ?2, '{}', '{}', 0, 0, ?3)",
+                params![i, format!("q{i}"), i == 12],
+            )
+            .unwrap();
+        }
+        let seqs = MessageSeqs::load(&c).unwrap();
+        (c, seqs)
+    }
+
+    /// A copy of one publish to queue `queue`, as the SNS service renders it.
+    fn copy(queue: i64, n: usize) -> (i64, NewMessage) {
+        (
+            queue,
+            NewMessage {
+                message_id: Some(format!("id-{queue}-{n}")),
+                body: format!("body {n}"),
+                md5_body: format!("md5 {n}"),
+                message_attributes: (n % 2 == 0).then(|| format!("{{\"a\":{n}}}")),
+                system_attributes: (n % 3 == 0).then(|| "{\"AWSTraceHeader\":1}".to_owned()),
+                sender_id: "000000000000".into(),
+                sent_at_ms: 1_000,
+                visible_at_ms: 1_000 + n as i64,
+                expires_at_ms: 9_000,
+                group_id: None,
+                dedup_id: None,
+                receive_count: 0,
+                first_received_at_ms: None,
+                dead_letter_source: None,
+                dedup: None,
+                seal: (n % 2 == 1).then(|| SealWith {
+                    key_id: "k".into(),
+                    period: 1,
+                }),
+            },
+        )
+    }
+
+    /// Every stored column of every message, in `seq` order.
+    fn rows(c: &Connection) -> Vec<Vec<rusqlite::types::Value>> {
+        let mut stmt = c.prepare("SELECT * FROM messages ORDER BY seq").unwrap();
+        let n = stmt.column_count();
+        let rows = stmt
+            .query_map([], |r| (0..n).map(|i| r.get(i)).collect())
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        rows
+    }
+
+    /// One table row per kind of send: whether it takes the multi-row `INSERT`
+    /// ([`all_plain`]), and that it stores exactly what sending its messages one at a
+    /// time (the one-row path) stores, with the same answers.
+    #[test]
+    fn a_plain_fan_out_is_one_multi_row_insert_storing_what_single_inserts_store() {
+        let fan_out = |queues: std::ops::RangeInclusive<i64>| -> Vec<(i64, NewMessage)> {
+            queues.enumerate().map(|(n, q)| copy(q, n)).collect()
+        };
+        let grouped = {
+            let mut m = fan_out(1..=10);
+            m[4].1.group_id = Some("g".into());
+            m
+        };
+        let fifo = {
+            let mut m = fan_out(1..=3);
+            m[1].1.dedup = Some(DedupKey {
+                scope: String::new(),
+                id: "d".into(),
+                expires_at_ms: 9_000,
+            });
+            m[1].1.dedup_id = Some("d".into());
+            m
+        };
+        let many: Vec<_> = (0..37).map(|n| copy(1 + n as i64 % 11, n)).collect();
+        let batch: Vec<_> = (0..10).map(|n| copy(3, n)).collect();
+        let cases: Vec<(&str, Vec<(i64, NewMessage)>, bool)> = vec![
+            ("ten copies to ten queues", fan_out(1..=10), true),
+            ("37 copies: statements of 16, 16 and 5 rows", many, true),
+            ("a batch of ten to one queue", batch, true),
+            ("one copy", fan_out(1..=1), false),
+            ("a copy with a MessageGroupId", grouped, false),
+            ("a copy with a deduplication key", fifo, false),
+            ("a copy to a fair queue", fan_out(3..=12), false),
+        ];
+        for (name, messages, plain) in cases {
+            let (c, seqs) = database();
+            assert_eq!(
+                all_plain(&c, &messages, &mut HashMap::new()).unwrap(),
+                plain,
+                "{name}"
+            );
+            let sent = send_messages(&c, &seqs, &messages).unwrap();
+            let (one, one_seqs) = database();
+            let single: Vec<SentMessage> = messages
+                .iter()
+                .flat_map(|m| send_messages(&one, &one_seqs, std::slice::from_ref(m)).unwrap())
+                .collect();
+            assert_eq!(sent, single, "{name}: the answers");
+            assert_eq!(rows(&c), rows(&one), "{name}: the stored rows");
+            assert_eq!(rows(&c).len(), messages.len(), "{name}");
+        }
+    }
 }
