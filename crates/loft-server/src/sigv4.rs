@@ -864,7 +864,8 @@ mod tests {
     fn authorization_header_is_one_ascii_value() {
         use axum::http::HeaderValue;
         const GOOD: &str = "AWS4-HMAC-SHA256 Credential=AKID/20150830/us-east-1/sqs/aws4_request, SignedHeaders=host, Signature=abc";
-        let rows: [(&str, Vec<&[u8]>, Option<&str>); 7] = [
+        type Row<'a> = (&'a str, Vec<&'a [u8]>, Option<&'a str>);
+        let rows: [Row; 7] = [
             ("none", vec![], None),
             ("one", vec![GOOD.as_bytes()], Some(GOOD)),
             (

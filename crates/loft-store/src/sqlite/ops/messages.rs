@@ -1132,8 +1132,10 @@ mod tests {
                 message_id: Some(format!("id-{queue}-{n}")),
                 body: format!("body {n}"),
                 md5_body: format!("md5 {n}"),
-                message_attributes: (n % 2 == 0).then(|| format!("{{\"a\":{n}}}")),
-                system_attributes: (n % 3 == 0).then(|| "{\"AWSTraceHeader\":1}".to_owned()),
+                message_attributes: n.is_multiple_of(2).then(|| format!("{{\"a\":{n}}}")),
+                system_attributes: n
+                    .is_multiple_of(3)
+                    .then(|| "{\"AWSTraceHeader\":1}".to_owned()),
                 sender_id: "000000000000".into(),
                 sent_at_ms: 1_000,
                 visible_at_ms: 1_000 + n as i64,
@@ -1189,7 +1191,8 @@ mod tests {
         };
         let many: Vec<_> = (0..37).map(|n| copy(1 + n as i64 % 11, n)).collect();
         let batch: Vec<_> = (0..10).map(|n| copy(3, n)).collect();
-        let cases: Vec<(&str, Vec<(i64, NewMessage)>, bool)> = vec![
+        type Case<'a> = (&'a str, Vec<(i64, NewMessage)>, bool);
+        let cases: Vec<Case> = vec![
             ("ten copies to ten queues", fan_out(1..=10), true),
             ("37 copies: statements of 16, 16 and 5 rows", many, true),
             ("a batch of ten to one queue", batch, true),
