@@ -1897,6 +1897,141 @@ async fn a_move_task_into_another_account_stops_at_an_explicit_deny() {
     a_move_task_stops_when_the_destination_refuses(&deny.to_string(), &[]).await;
 }
 
+/// A's topic audits into A's own queue and lets B publish: B's publish is audited there
+/// as A's own is (the record is the topic's, naming B as `callerPrincipal`), though A's
+/// queue grants B nothing. The writer of an audit record is the topic's account, as AWS
+/// writes audit records where the principal that set the policy may deliver (SNS
+/// Developer Guide, "Data protection policy operations"), never the publisher: the same
+/// record into B's topic's destination, a queue of A's whose grant to B A removed, is not
+/// written when A publishes to B's topic.
+#[tokio::test]
+async fn an_audit_record_is_the_topics_whoever_publishes() {
+    let (loft, _dir) = start();
+    let a_url = create_queue(&loft, A, "a-audit", json!({})).await;
+    let policy = json!({"Name": "audit", "Version": "2021-06-01", "Statement": [{
+        "Sid": "audit", "DataDirection": "Inbound", "Principal": ["*"],
+        "DataIdentifier": ["arn:aws:dataprotection::aws:data-identifier/EmailAddress"],
+        "Operation": {"Audit": {"SampleRate": "99", "FindingsDestination": {
+            "Sqs": {"QueueArn": queue_arn(ACCOUNT_A, "a-audit")}}}}}]})
+    .to_string();
+    // A's topic, auditing into A's queue, open to B's publishes.
+    let (status, out) = sns(&loft, A, &[("Action", "CreateTopic"), ("Name", "at")]).await;
+    assert_eq!(status, 200, "{out}");
+    let a_topic = xml_value(&out, "TopicArn").unwrap().to_owned();
+    for params in [
+        vec![
+            ("Action", "PutDataProtectionPolicy"),
+            ("ResourceArn", a_topic.as_str()),
+            ("DataProtectionPolicy", policy.as_str()),
+        ],
+        vec![
+            ("Action", "AddPermission"),
+            ("TopicArn", a_topic.as_str()),
+            ("Label", "b-publishes"),
+            ("AWSAccountId.member.1", "222222222222"),
+            ("ActionName.member.1", "Publish"),
+        ],
+    ] {
+        let (status, out) = sns(&loft, A, &params).await;
+        assert_eq!(status, 200, "{out}");
+    }
+    let (status, out) = sns(
+        &loft,
+        B,
+        &[
+            ("Action", "Publish"),
+            ("TopicArn", &a_topic),
+            ("Message", "write to jo@example.com"),
+        ],
+    )
+    .await;
+    assert_eq!(status, 200, "{out}");
+    let (status, out) = sqs(
+        &loft,
+        A,
+        "ReceiveMessage",
+        json!({"QueueUrl": a_url, "MaxNumberOfMessages": 10}),
+    )
+    .await;
+    assert_eq!(status, 200, "{out}");
+    let records = out["Messages"].as_array().cloned().unwrap_or_default();
+    assert_eq!(
+        records.len(),
+        1,
+        "B's publish to A's topic is audited: {out}"
+    );
+    let record: Value = serde_json::from_str(records[0]["Body"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        record["callerPrincipal"], "arn:aws:iam::222222222222:user/loft",
+        "the record names its publisher: {record}"
+    );
+    let (status, out) = sqs(
+        &loft,
+        A,
+        "DeleteMessage",
+        json!({"QueueUrl": a_url, "ReceiptHandle": records[0]["ReceiptHandle"]}),
+    )
+    .await;
+    assert_eq!(status, 200, "{out}");
+
+    // B's topic names the same queue of A's, which lets B send while B sets its policy;
+    // then A removes that grant. A's publishes to B's topic write no record there, though
+    // the queue is A's own: the writer is B's topic, not its publisher.
+    let (status, out) = sqs(
+        &loft,
+        A,
+        "AddPermission",
+        json!({"QueueUrl": a_url, "Label": "b-audit", "AWSAccountIds": ["222222222222"],
+               "Actions": ["SendMessage"]}),
+    )
+    .await;
+    assert_eq!(status, 200, "{out}");
+    let (status, out) = sns(&loft, B, &[("Action", "CreateTopic"), ("Name", "bt")]).await;
+    assert_eq!(status, 200, "{out}");
+    let b_topic = xml_value(&out, "TopicArn").unwrap().to_owned();
+    for params in [
+        vec![
+            ("Action", "PutDataProtectionPolicy"),
+            ("ResourceArn", b_topic.as_str()),
+            ("DataProtectionPolicy", policy.as_str()),
+        ],
+        vec![
+            ("Action", "AddPermission"),
+            ("TopicArn", b_topic.as_str()),
+            ("Label", "a-publishes"),
+            ("AWSAccountId.member.1", ACCOUNT_A),
+            ("ActionName.member.1", "Publish"),
+        ],
+    ] {
+        let (status, out) = sns(&loft, B, &params).await;
+        assert_eq!(status, 200, "{out}");
+    }
+    let (status, out) = sqs(
+        &loft,
+        A,
+        "RemovePermission",
+        json!({"QueueUrl": a_url, "Label": "b-audit"}),
+    )
+    .await;
+    assert_eq!(status, 200, "{out}");
+    let (status, out) = sns(
+        &loft,
+        A,
+        &[
+            ("Action", "Publish"),
+            ("TopicArn", &b_topic),
+            ("Message", "write to jo@example.com"),
+        ],
+    )
+    .await;
+    assert_eq!(status, 200, "{out}");
+    assert_eq!(
+        queue_counts(&loft, "a-audit").await,
+        (0, 0),
+        "B's topic wrote no record into A's queue once A removed B's grant"
+    );
+}
+
 /// B's topic audits into A's queue (a data protection audit destination) while A's queue
 /// lets B send: the record names B's principal as `callerPrincipal`. Once A removes B's
 /// permission (RemovePermission), B's publishes still succeed but write no record into A's

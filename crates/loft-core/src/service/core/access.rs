@@ -711,7 +711,7 @@ pub(crate) enum Writer<'a> {
         topic_arn: &'a str,
     },
     /// A principal of an account, for work it started (a message move task, an event
-    /// source mapping) or a message it published (a data protection audit record).
+    /// source mapping), or the topic's account for a data protection audit record.
     Principal {
         /// Its 12-digit account id.
         account: &'a str,

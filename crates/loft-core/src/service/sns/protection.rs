@@ -39,8 +39,7 @@ pub(crate) struct AuditCounts(Mutex<HashMap<i64, u64>>);
 /// An audit to finish once the message has its MessageId: what was scanned and found.
 pub(crate) struct PendingAudit {
     audit: dp::Audit,
-    /// The publisher's IAM ARN: the record's `callerPrincipal`, and the principal whose
-    /// permission a write into the destination queue needs.
+    /// The publisher's IAM ARN: the record's `callerPrincipal`.
     publisher: String,
     text: String,
     found: Vec<Detection>,
@@ -244,11 +243,18 @@ impl SnsDelivery {
     /// names a queue, queues the record there as a message of this publish's transaction
     /// (pushed to `messages`; a missing queue is logged and skipped). The record names the
     /// publisher as its `callerPrincipal` (SNS Developer Guide, "Data protection policy
-    /// operations": the audit record's fields). The queue takes it only while its `Policy`
-    /// lets the publisher send into it, decided now by the rule every SNS delivery to a
-    /// queue follows ([`Core::may_send_into`](crate::service::Core::may_send_into)): a
-    /// permission its owner removed since the policy was set stops the next record, which
-    /// is dropped (logged) as a refused delivery is.
+    /// operations": the audit record's fields). The record is the topic's, whoever
+    /// published: AWS writes audit records into destinations that the principal setting the
+    /// data protection policy was allowed to deliver to (SNS Developer Guide, "Data
+    /// protection policy operations", "Required permissions when specifying log
+    /// destinations": the permissions are those of the principal calling
+    /// PutDataProtectionPolicy or CreateTopic), never the publisher's. Loft's writer is the
+    /// topic's account (its `root`), so another account's publish is audited like the
+    /// owner's own, and the queue takes the record only while its `Policy` lets the topic's
+    /// account send into it, decided now by the rule every SNS delivery to a queue follows
+    /// ([`Core::may_send_into`](crate::service::Core::may_send_into)): a permission its
+    /// owner removed since the policy was set stops the next record, which is dropped
+    /// (logged) as a refused delivery is.
     pub(crate) async fn finish_audit(
         &self,
         topic: &TopicRecord,
@@ -308,13 +314,15 @@ impl SnsDelivery {
             tracing::warn!(topic = %topic.name, queue = %queue_arn, "data protection audit destination queue does not exist; record not sent");
             return Ok(());
         };
+        let owner = crate::names::arn_account(&topic_arn).unwrap_or_default();
+        let owner_root = format!("arn:aws:iam::{owner}:root");
         let writer = Writer::Principal {
-            account: crate::names::arn_account(&publisher).unwrap_or_default(),
-            arn: &publisher,
+            account: owner,
+            arn: &owner_root,
         };
         let queue_policy = queue.attributes.get("Policy").map(String::as_str);
         if !self.may_send_into(&writer, &queue.name, queue_policy) {
-            tracing::warn!(topic = %topic.name, queue = %queue_arn, publisher = %publisher, "the audit destination queue's Policy does not allow the publisher to send; record not sent");
+            tracing::warn!(topic = %topic.name, queue = %queue_arn, owner = %owner, "the audit destination queue's Policy does not allow the topic's account to send; record not sent");
             return Ok(());
         }
         let config = QueueConfig::from_attributes(&queue.attributes);
