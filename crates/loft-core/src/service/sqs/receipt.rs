@@ -176,54 +176,19 @@ impl ReceiptKey {
     /// tokens of a listing whose rows are numbered store-wide.
     pub fn seal_position(&self, listing: &str, position: i64) -> String {
         let fields = position.to_be_bytes();
-        let mut mac = self.hmac(POSITION_NONCE_LABEL);
-        mac.update(listing.as_bytes());
-        mac.update(&fields);
-        let mut nonce = [0u8; NONCE_LEN];
-        nonce.copy_from_slice(&mac.finalize().into_bytes()[..NONCE_LEN]);
-        let aad = [&[POSITION_VERSION][..], listing.as_bytes()].concat();
-        let sealed = self
-            .1
-            .encrypt(
-                Nonce::from_slice(&nonce),
-                Payload {
-                    msg: &fields,
-                    aad: &aad,
-                },
-            )
-            // AES-GCM fails only past its 64 GiB plaintext limit; these are 8 bytes.
-            .unwrap_or_default();
-        let mut bytes = Vec::with_capacity(1 + NONCE_LEN + sealed.len());
-        bytes.push(POSITION_VERSION);
-        bytes.extend_from_slice(&nonce);
-        bytes.extend_from_slice(&sealed);
-        base64::engine::general_purpose::STANDARD.encode(bytes)
+        self.seal_token(
+            POSITION_VERSION,
+            POSITION_NONCE_LABEL,
+            listing,
+            &[&fields],
+            &fields,
+        )
     }
 
     /// The position a token of [`ReceiptKey::seal_position`] holds for `listing`; `None`
     /// for any other text (another listing's token, another database's, a made-up one).
     pub fn open_position(&self, listing: &str, token: &str) -> Option<i64> {
-        let text = token.trim();
-        if text.len() > MAX_POSITION_CHARS {
-            return None;
-        }
-        let bytes = base64::engine::general_purpose::STANDARD
-            .decode(text)
-            .ok()?;
-        if bytes.len() <= 1 + NONCE_LEN || bytes[0] != POSITION_VERSION {
-            return None;
-        }
-        let aad = [&[POSITION_VERSION][..], listing.as_bytes()].concat();
-        let fields = self
-            .1
-            .decrypt(
-                Nonce::from_slice(&bytes[1..1 + NONCE_LEN]),
-                Payload {
-                    msg: &bytes[1 + NONCE_LEN..],
-                    aad: &aad,
-                },
-            )
-            .ok()?;
+        let fields = self.open_token(POSITION_VERSION, MAX_POSITION_CHARS, listing, token)?;
         Some(i64::from_be_bytes(fields.try_into().ok()?))
     }
 
@@ -233,48 +198,76 @@ impl ReceiptKey {
     /// data, as [`ReceiptKey::seal_position`] seals a position. Only Loft can make one, so
     /// a token Loft never gave is told from one it gave ([`ReceiptKey::open_name`]).
     pub fn seal_name(&self, listing: &str, name: &str) -> String {
-        let mut mac = self.hmac(NAME_NONCE_LABEL);
-        mac.update(listing.as_bytes());
-        mac.update(&[0]);
-        mac.update(name.as_bytes());
-        let mut nonce = [0u8; NONCE_LEN];
-        nonce.copy_from_slice(&mac.finalize().into_bytes()[..NONCE_LEN]);
-        let aad = [&[NAME_VERSION][..], listing.as_bytes()].concat();
-        let sealed = self
-            .1
-            .encrypt(
-                Nonce::from_slice(&nonce),
-                Payload {
-                    msg: name.as_bytes(),
-                    aad: &aad,
-                },
-            )
-            // AES-GCM fails only past its 64 GiB plaintext limit; names are short.
-            .unwrap_or_default();
-        let mut bytes = Vec::with_capacity(1 + NONCE_LEN + sealed.len());
-        bytes.push(NAME_VERSION);
-        bytes.extend_from_slice(&nonce);
-        bytes.extend_from_slice(&sealed);
-        base64::engine::general_purpose::STANDARD.encode(bytes)
+        let name = name.as_bytes();
+        self.seal_token(NAME_VERSION, NAME_NONCE_LABEL, listing, &[&[0], name], name)
     }
 
     /// The name a token of [`ReceiptKey::seal_name`] holds for `listing`; `None` for any
     /// other text (another listing's token, another database's, a made-up one, the
     /// unsealed base64 names of older versions).
     pub fn open_name(&self, listing: &str, token: &str) -> Option<String> {
+        let name = self.open_token(NAME_VERSION, MAX_NAME_CHARS, listing, token)?;
+        String::from_utf8(name).ok()
+    }
+
+    /// A listing's token: base64 of `version`, a synthetic nonce (the HMAC under
+    /// `nonce_label` of `listing` and `nonce_parts`) and `plaintext` sealed with AES-256-GCM,
+    /// `version` and `listing` as additional data.
+    fn seal_token(
+        &self,
+        version: u8,
+        nonce_label: &[u8],
+        listing: &str,
+        nonce_parts: &[&[u8]],
+        plaintext: &[u8],
+    ) -> String {
+        let mut mac = self.hmac(nonce_label);
+        mac.update(listing.as_bytes());
+        for part in nonce_parts {
+            mac.update(part);
+        }
+        let mut nonce = [0u8; NONCE_LEN];
+        nonce.copy_from_slice(&mac.finalize().into_bytes()[..NONCE_LEN]);
+        let aad = [&[version][..], listing.as_bytes()].concat();
+        let sealed = self
+            .1
+            .encrypt(
+                Nonce::from_slice(&nonce),
+                Payload {
+                    msg: plaintext,
+                    aad: &aad,
+                },
+            )
+            // AES-GCM fails only past its 64 GiB plaintext limit; tokens hold a few bytes.
+            .unwrap_or_default();
+        let mut bytes = Vec::with_capacity(1 + NONCE_LEN + sealed.len());
+        bytes.push(version);
+        bytes.extend_from_slice(&nonce);
+        bytes.extend_from_slice(&sealed);
+        base64::engine::general_purpose::STANDARD.encode(bytes)
+    }
+
+    /// What a token of [`ReceiptKey::seal_token`] with `version` holds for `listing`;
+    /// `None` for text longer than `max_chars` or not sealed so.
+    fn open_token(
+        &self,
+        version: u8,
+        max_chars: usize,
+        listing: &str,
+        token: &str,
+    ) -> Option<Vec<u8>> {
         let text = token.trim();
-        if text.len() > MAX_NAME_CHARS {
+        if text.len() > max_chars {
             return None;
         }
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(text)
             .ok()?;
-        if bytes.len() <= 1 + NONCE_LEN || bytes[0] != NAME_VERSION {
+        if bytes.len() <= 1 + NONCE_LEN || bytes[0] != version {
             return None;
         }
-        let aad = [&[NAME_VERSION][..], listing.as_bytes()].concat();
-        let name = self
-            .1
+        let aad = [&[version][..], listing.as_bytes()].concat();
+        self.1
             .decrypt(
                 Nonce::from_slice(&bytes[1..1 + NONCE_LEN]),
                 Payload {
@@ -282,8 +275,7 @@ impl ReceiptKey {
                     aad: &aad,
                 },
             )
-            .ok()?;
-        String::from_utf8(name).ok()
+            .ok()
     }
 
     /// The synthetic nonce of a version 3 handle of `fields`.
